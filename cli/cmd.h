@@ -1,0 +1,27 @@
+/* cmd.h — the command table. Each command lives in its own file (cli/cmd_<name>.c) with its usage
+ * text beside it; main.c dispatches and never switches on a command's name. */
+#ifndef MEMLIFE_CMD_H
+#define MEMLIFE_CMD_H
+
+#include <stdio.h>
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);   /* argv[0] is the command name; returns the exit code */
+    const char *summary;                 /* one line for `memlife help` */
+    const char *usage;                   /* full text for `memlife CMD --help` */
+} ml_command;
+
+extern const ml_command ml_commands[];
+extern const size_t ml_command_count;
+
+/* Usage errors: print "error: ..." and a hint to stderr; exit code 2. */
+int ml_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int cmd_predict(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_help(int argc, char **argv);
+extern const char cmd_predict_usage[], cmd_check_usage[], cmd_run_usage[];
+
+#endif

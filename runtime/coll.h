@@ -1,0 +1,73 @@
+/* coll.h — the tables every module shares: data types, reduction ops, collectives.
+ *
+ * One row per thing; the rest of memlife never switches on a collective's name. Count formulas
+ * follow NCCL's src/enqueue.cc (ncclFuncSendCount / ncclFuncRecvCount), in-place rules NCCL's
+ * documentation, ring steps src/graph/tuning.cc, bus-bandwidth factors nccl-tests. */
+#ifndef MEMLIFE_COLL_H
+#define MEMLIFE_COLL_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum {
+    DT_INT8, DT_UINT8, DT_INT32, DT_UINT32, DT_INT64, DT_UINT64,
+    DT_FLOAT16, DT_BFLOAT16, DT_FLOAT32, DT_FLOAT64,
+    DT_COUNT
+} ml_dtype;
+
+typedef enum { DTK_SIGNED, DTK_UNSIGNED, DTK_FLOAT } ml_dtype_kind;
+
+typedef struct {
+    const char *name;      /* as written in schedules: "float32" */
+    uint32_t size;         /* bytes per element */
+    ml_dtype_kind kind;
+    int nccl;              /* ncclDataType_t value (ncclInt8 = 0 ... ncclBfloat16 = 9) */
+} ml_dtype_info;
+extern const ml_dtype_info ml_dtypes[DT_COUNT];
+int ml_dtype_lookup(const char *name, size_t len);    /* -1 when unknown */
+
+typedef enum { RED_SUM, RED_PROD, RED_MAX, RED_MIN, RED_COUNT } ml_redop;
+typedef struct {
+    const char *name;      /* "sum" */
+    int nccl;              /* ncclRedOp_t: ncclSum 0, ncclProd 1, ncclMax 2, ncclMin 3 */
+} ml_redop_info;
+extern const ml_redop_info ml_redops[RED_COUNT];
+int ml_redop_lookup(const char *name, size_t len);    /* -1 when unknown */
+
+typedef enum {
+    COLL_ALL_REDUCE, COLL_REDUCE_SCATTER, COLL_ALL_GATHER, COLL_BROADCAST, COLL_REDUCE,
+    COLL_COUNT
+} ml_coll;
+
+/* "count" is NCCL's count argument: AllReduce/Broadcast/Reduce the element count of both
+ * buffers, ReduceScatter the recvcount, AllGather the sendcount. */
+typedef struct {
+    const char *name;            /* schedule key: "reduce_scatter" */
+    const char *nccl_api;        /* "ncclReduceScatter" */
+    const char *kernel_match;    /* CUPTI name fragment: "ncclDevKernel_ReduceScatter" */
+    bool has_op, has_root;
+    uint64_t send_mult_world;    /* send count = count * (send_mult_world ? world : 1) */
+    uint64_t recv_mult_world;    /* recv count = count * (recv_mult_world ? world : 1) */
+    /* Element offset of recv relative to send (same buffer) at which NCCL runs in place:
+     * AllReduce/Broadcast/Reduce 0; ReduceScatter recv == send + rank*count;
+     * AllGather send == recv + rank*count (so recv - send = -rank*count). */
+    int64_t (*inplace_recv_minus_send)(uint64_t count, int rank);
+    /* Ring steps per rank (tuning.cc) and bus-bandwidth factor (nccl-tests) at world n. */
+    int (*ring_steps)(int world);
+    double (*busbw_factor)(int world);
+    /* Logical bytes a rank sends over its ring link for a full payload of `bytes`
+     * (the full tensor: AR/RS the send size, AG the recv size). */
+    double (*link_bytes)(double full_bytes, int world);
+} ml_coll_info;
+extern const ml_coll_info ml_colls[COLL_COUNT];
+int ml_coll_lookup(const char *name, size_t len);     /* -1 when unknown */
+
+static inline uint64_t ml_coll_send_count(ml_coll c, uint64_t count, int world) {
+    return ml_colls[c].send_mult_world ? count * (uint64_t)world : count;
+}
+static inline uint64_t ml_coll_recv_count(ml_coll c, uint64_t count, int world) {
+    return ml_colls[c].recv_mult_world ? count * (uint64_t)world : count;
+}
+
+#endif

@@ -1,0 +1,167 @@
+/* rt.h — the runtime: one executor, backends behind one interface, one place that counts.
+ *
+ * The executor (runtime/exec.c) walks a rank plan (plan.h) and drives a backend through
+ * rt_backend_ops. Backends are registered in one table (runtime/backends.c); a backend that was
+ * not compiled in keeps its row with available = false and a how_to_get text.
+ *
+ * One process may drive one rank (host backend, cuda under mpirun) or several (cuda --gpus N): the
+ * executor is a cursor per rank (rt_rank) that runs ops until the next collective; a driver
+ * (rt_run_local / rt_run_lockstep) advances the cursors and issues each collective for all local
+ * ranks at once (inside ncclGroupStart/End on cuda), so one thread never blocks a peer.
+ *
+ * Requested bytes are counted in exactly one place, rt_account_* (runtime/account.c), from what
+ * the executor asked the backend for; the predictor never sees these numbers. */
+#ifndef MEMLIFE_RT_H
+#define MEMLIFE_RT_H
+
+#include "plan.h"
+
+typedef struct rt_rank rt_rank;
+typedef struct rt_backend_ops rt_backend_ops;
+
+/* A live allocation as the backend made it. */
+typedef struct {
+    void *ptr;             /* host pointer (host) or device pointer (cuda); base of the range */
+    uint64_t bytes;        /* as requested */
+    uint32_t chunks;       /* 0 or 1: one allocation; N: chunked (VMM / mmap ranges) */
+    uint64_t chunk_bytes;  /* bytes per chunk when chunked */
+    uint32_t live_chunks;  /* chunks still mapped */
+    void *impl;            /* backend's own bookkeeping */
+} rt_mem;
+
+/* What the backend reads of the memory system now (bytes; 0 when it has no such reading). */
+typedef struct {
+    uint64_t device_used;          /* cudaMemGetInfo total - free; host: 0 */
+    uint64_t pool_used_current, pool_used_high;         /* async pool (cudaMemPoolAttr...) */
+    uint64_t pool_reserved_current, pool_reserved_high;
+    bool has_device, has_pool;
+} rt_mem_reading;
+
+typedef struct {
+    ml_coll coll;
+    const rt_mem *send, *recv;
+    uint64_t send_off_bytes, recv_off_bytes;
+    uint64_t count;        /* NCCL's count */
+    ml_dtype dtype;
+    ml_redop op;
+    int root;
+    uint32_t stream;
+    bool in_place;
+} rt_coll_args;
+
+typedef struct {
+    const char *backend;       /* "host" | "cuda" */
+    const char *allocator;     /* cuda: "cuda" (default) | "async" | "chunked" */
+    double timeout_s;          /* deadline for every wait on a peer; default 60 */
+    int gpus;                  /* cuda single-process mode: GPUs driven by this process; 0 = MPI */
+    bool verify_sequence;      /* exchange collective descriptors before each collective */
+    bool data;                 /* run inits and checks (default true) */
+    /* Fault injection (issue 7); -1 when off. */
+    long fail_alloc_k;         /* the k-th alloc (0-based) of this process fails */
+    int kill_rank, kill_step;  /* rank r exits at op k */
+    int delay_rank, delay_step;
+} rt_options;
+void rt_options_default(rt_options *o);
+
+/* Backend interface. Every call returns 0 or -1 with a message in err (lowercase, specific:
+ * "cudaMalloc of 268435456 bytes failed: out of memory"). r identifies the local rank. */
+struct rt_backend_ops {
+    const char *name;
+    bool available;
+    const char *how_to_get;    /* for unavailable backends: what to install / how to build */
+    /* Process-wide set-up: world is the total ranks, local_ranks those driven here. */
+    int (*init)(const rt_options *o, int world, int first_rank, int local_ranks, char *err, size_t len);
+    void (*finalize)(void);
+    int (*rank_init)(rt_rank *r, char *err, size_t len);
+    void (*rank_finalize)(rt_rank *r);
+    int (*alloc)(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, char *err, size_t len);
+    int (*free)(rt_rank *r, rt_mem *m, char *err, size_t len);
+    int (*release)(rt_rank *r, rt_mem *m, uint32_t keep_chunk, char *err, size_t len);
+    /* Collectives for several local ranks at once (group semantics); n = 1 under MPI. */
+    int (*collective)(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len);
+    int (*sync)(rt_rank *r, sched_sync_kind kind, uint32_t stream, uint32_t event, char *err, size_t len);
+    int (*record)(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len);
+    int (*wait)(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len);
+    /* Data movement between host and a buffer (inits and checks), and buffer to buffer. */
+    int (*write)(rt_rank *r, rt_mem *m, uint64_t off, const void *src, uint64_t bytes, char *err, size_t len);
+    int (*read)(rt_rank *r, const rt_mem *m, uint64_t off, void *dst, uint64_t bytes, char *err, size_t len);
+    int (*copy)(rt_rank *r, rt_mem *dst, uint64_t dst_off, const rt_mem *src, uint64_t src_off,
+                uint64_t bytes, uint32_t stream, char *err, size_t len);
+    int (*mem_read)(rt_rank *r, rt_mem_reading *out);
+    /* Exchanges a small blob with every rank of the world (results, descriptors): all[k*len] gets
+     * rank k's. Bounded by o->timeout_s; on expiry returns -1 naming the wait. */
+    int (*allgather_blob)(rt_rank *r, const void *mine, size_t len, void *all, char *err, size_t elen);
+    /* Warm-up of every collective type the plan uses, before the baseline (NCCL connects lazily). */
+    int (*warmup)(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, size_t len);
+    /* Provenance facts (versions, devices, env) as "key=value\n" lines appended to buf. */
+    void (*provenance)(char *buf, size_t len);
+};
+
+/* The backend table. */
+const rt_backend_ops *rt_backend_find(const char *name);
+extern const rt_backend_ops *const rt_backends[];
+extern const size_t rt_backend_count;
+
+/* ---- Accounting: the one place that counts requested bytes (runtime/account.c) --------------*/
+typedef struct {
+    size_t op;                 /* op index in the plan; SIZE_MAX for the baseline */
+    uint64_t requested;        /* live requested bytes after the op (delta to baseline) */
+    int64_t device;            /* device bytes after the op minus baseline; 0 without a reading */
+    double t;                  /* seconds since the baseline */
+} rt_sample;
+
+typedef struct {
+    uint64_t live, peak;       /* requested */
+    int64_t device_base, device_live, device_peak;
+    bool has_device;
+    size_t peak_op, device_peak_op;
+    rt_mem_reading base_reading, last_reading;
+    ml_vec samples;            /* rt_sample after every op */
+    double t0;
+} rt_account;
+
+void rt_account_init(rt_account *a, const rt_mem_reading *baseline);
+void rt_account_alloc(rt_account *a, uint64_t bytes);
+void rt_account_free(rt_account *a, uint64_t bytes);
+void rt_account_sample(rt_account *a, size_t op, const rt_mem_reading *now);
+void rt_account_free_all(rt_account *a);
+
+/* ---- Per-rank executor state ------------------------------------------------------------------*/
+typedef struct {
+    const char *name;
+    int rank;
+    bool pass;
+    char detail[240];
+    const sched_step *step;
+} rt_check_row;
+
+struct rt_rank {
+    const rt_backend_ops *be;
+    const rt_options *opt;
+    const rank_plan *plan;
+    int rank, world, local_index;
+    size_t pc;                 /* next op */
+    rt_mem *mems;              /* by buffer symbol; ptr NULL when not live */
+    uint32_t n_mems;
+    rt_account acct;
+    ml_vec checks;             /* rt_check_row */
+    void *be_state;            /* the backend's per-rank state (device, comm, streams...) */
+    int failed;                /* 0, or ML_EXIT_* of the failure */
+    char error[512];           /* "file:line:col: error: ..." of the failure */
+    uint64_t communicator_bytes; /* device bytes taken by NCCL before the baseline, reported apart */
+    size_t n_collectives;
+};
+
+int rt_rank_init(rt_rank *r, const rt_backend_ops *be, const rt_options *o, const rank_plan *p,
+                 int local_index);
+void rt_rank_free(rt_rank *r);
+/* Runs ops until the next collective (left at r->pc, not executed) or the end. Returns 1 when
+ * stopped at a collective, 0 at the end, -1 on failure (r->error set). */
+int rt_rank_advance(rt_rank *r);
+/* Validates and issues the collective at pc for ranks[0..n) together, then samples each. */
+int rt_issue_collective(rt_rank **ranks, int n);
+
+/* Runs whole plans for the ranks driven by this process (1 under MPI, N with --gpus N). */
+int rt_run(rt_rank **ranks, int n);
+
+#endif

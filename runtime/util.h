@@ -1,0 +1,95 @@
+/* util.h — arena allocation, diagnostics and small helpers shared by every module.
+ *
+ * Diagnostics follow the compiler convention `file:line:col: error: text` (1-based line and
+ * column). Library code never exits: it records a diagnostic and returns -1; only cli/ decides
+ * the exit code (0 ok, 1 expectation failed, 2 bad input or hazard, 3 runtime failure). */
+#ifndef MEMLIFE_UTIL_H
+#define MEMLIFE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdbool.h>
+
+#define ML_EXIT_OK 0
+#define ML_EXIT_EXPECT 1
+#define ML_EXIT_INPUT 2
+#define ML_EXIT_RUNTIME 3
+
+#define ML_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Bump allocator: every node of a loaded schedule lives in one arena, freed at once. Blocks grow
+ * geometrically, so a 10 M-step schedule costs O(log n) mallocs, not one per node. */
+typedef struct ml_arena ml_arena;
+ml_arena *ml_arena_new(void);
+void ml_arena_free(ml_arena *a);
+void *ml_arena_alloc(ml_arena *a, size_t size);          /* zeroed, 16-byte aligned; aborts on OOM */
+char *ml_arena_strndup(ml_arena *a, const char *s, size_t n);
+size_t ml_arena_bytes(const ml_arena *a);               /* bytes handed out, for scale tests */
+
+/* Growable array of fixed-size items (the "tables for what grows" of STYLE.md). */
+typedef struct {
+    void *items;
+    size_t n, cap, item_size;
+} ml_vec;
+void ml_vec_init(ml_vec *v, size_t item_size);
+void *ml_vec_push(ml_vec *v);                            /* returns a zeroed slot */
+void ml_vec_free(ml_vec *v);
+#define ML_VEC_AT(v, type, i) (((type *)(v)->items)[i])
+
+/* A source position: 1-based line and column, as people count them (libyaml's marks are 0-based). */
+typedef struct {
+    uint32_t line, col;
+} ml_mark;
+
+typedef enum { ML_DIAG_ERROR, ML_DIAG_WARNING, ML_DIAG_NOTE } ml_diag_level;
+
+typedef struct {
+    ml_diag_level level;
+    const char *file;
+    ml_mark mark;
+    char *text;      /* lowercase, subject quoted: "unknown step 'alreduce'" */
+    int rank;        /* -1 when the diagnostic is not about one rank */
+    const char *code; /* stable machine name, e.g. "size_mismatch"; NULL when none */
+} ml_diag;
+
+/* Collects diagnostics; printing is separate so tests can assert on the exact text. */
+typedef struct {
+    ml_vec items;           /* of ml_diag */
+    size_t errors, warnings;
+    size_t max_errors;      /* stop collecting after this many errors (0 = unlimited) */
+} ml_diags;
+
+void ml_diags_init(ml_diags *d);
+void ml_diags_free(ml_diags *d);
+void ml_diag_add(ml_diags *d, ml_diag_level level, const char *file, ml_mark mark, int rank,
+                 const char *code, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+#define ml_error(d, file, mark, ...) ml_diag_add((d), ML_DIAG_ERROR, (file), (mark), -1, NULL, __VA_ARGS__)
+/* Prints "file:line:col: error: text" lines (with " [rank N]" where set) to f. */
+void ml_diags_print(const ml_diags *d, FILE *f);
+/* Formats one diagnostic into buf exactly as ml_diags_print would (without newline). */
+void ml_diag_format(const ml_diag *diag, char *buf, size_t len);
+const ml_diag *ml_diags_first_error(const ml_diags *d);
+
+/* Writes a whole file atomically: data goes to a temp file in the same folder, then rename(2).
+ * A failed or interrupted write leaves no partial file. Returns 0 or -1 with errno. */
+int ml_write_file_atomic(const char *path, const char *data, size_t len);
+
+/* Formats bytes as "256 MiB", "1 MiB + 1 B"-free exact text: whole MiB as "256 MiB", whole KiB
+ * as "64 KiB", else plain bytes "1048577 B". */
+void ml_format_bytes(uint64_t bytes, char *buf, size_t len);
+/* Bytes in MiB with up to 3 decimals, trailing zeros trimmed: "256", "320", "0.001". */
+void ml_format_mib(int64_t bytes, char *buf, size_t len);
+
+/* Growable string for report writers. */
+typedef struct ml_str {
+    char *s;
+    size_t n, cap;
+} ml_str;
+void ml_str_printf(ml_str *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ml_str_append(ml_str *o, const char *s, size_t len);
+void ml_str_free(ml_str *o);
+
+double ml_now_seconds(void);  /* CLOCK_MONOTONIC */
+
+#endif
