@@ -1,0 +1,55 @@
+/* args.h — option parsing shared by every command (predict, check, run, and later ones).
+ *
+ * Every command accepts the common options below; a command adds its own through a small table of
+ * ml_opt rows (e.g. run's --backend and --ranks), so no command writes its own argv loop. Words
+ * that are not options are the input files. `--name=value` and `--name value` are both accepted;
+ * `--` ends the options. Usage errors print "error: ..." plus a hint to stderr (ml_usage_error)
+ * and make ml_args_parse return ML_EXIT_INPUT. */
+#ifndef MEMLIFE_ARGS_H
+#define MEMLIFE_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "../runtime/sched.h"
+#include "../analyzer/report.h"
+
+typedef enum {
+    OPT_FLAG,      /* bool *; no value */
+    OPT_STRING,    /* const char **; the last one given wins */
+    OPT_INT,       /* int *; decimal, range-checked against [min, max] */
+    OPT_DOUBLE,    /* double *; must be > 0 when min > 0 */
+    OPT_LIST,      /* ml_vec * of const char *; repeatable */
+    OPT_CHOICE     /* int *; value must be one of choices[] (index stored) */
+} ml_opt_kind;
+
+typedef struct {
+    const char *name;         /* "--backend" */
+    const char *alias;        /* "-b" or NULL */
+    ml_opt_kind kind;
+    void *dest;
+    long min, max;            /* OPT_INT bounds (inclusive); OPT_DOUBLE: min > 0 requires > 0 */
+    const char *const *choices; /* OPT_CHOICE: NULL-terminated */
+} ml_opt;
+
+typedef struct {
+    report_format format;     /* --format table|json|csv|md (default table) */
+    const char *output;       /* -o FILE; NULL: stdout */
+    int world;                /* --world N; 0: the file's */
+    ml_vec set;               /* --set NAME=VALUE, repeatable (const char *) */
+    const char *plan;         /* --plan NAME; NULL: every plan */
+    bool quiet;               /* --quiet / -q: nothing on success */
+    bool help;                /* --help / -h seen: the caller prints usage and exits 0 */
+    ml_vec files;             /* non-option words (const char *) */
+} ml_args;
+
+/* Parses argv[1..argc) (argv[0] is the command name). extra: the command's own options, or
+ * NULL. Returns 0, or ML_EXIT_INPUT after printing a usage error. When --help is seen the
+ * rest is not checked and a->help is set. Requires at least one file unless allow_no_files. */
+int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_opt *extra,
+                  size_t n_extra, bool allow_no_files);
+void ml_args_free(ml_args *a);
+
+/* The sched_params view of the parsed options (pointers into a; valid while a lives). */
+sched_params ml_args_params(const ml_args *a);
+
+#endif
