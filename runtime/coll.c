@@ -3,7 +3,7 @@
  *
  * NCCL enum values are copied from nccl.h (2.28): they are what the cuda backend passes through,
  * so they must match exactly. Collective formulas: src/enqueue.cc (counts), src/graph/tuning.cc
- * (ring steps), nccl-tests src/*.cu getBw (bus-bandwidth factors). */
+ * (ring steps), nccl-tests getBw of each src file (bus-bandwidth factors). */
 #include "coll.h"
 #include "plan.h"
 #include "sched.h"
