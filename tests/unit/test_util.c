@@ -1,0 +1,193 @@
+/* test_util.c — diagnostics format, atomic writes, byte formatting, arena and vectors. */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "coll.h"
+#include "util.h"
+
+static void test_diag_format(void **state) {
+    ml_diags d;
+    ml_diags_init(&d);
+    ml_error(&d, "s.yaml", ((ml_mark){3, 14}), "unknown step '%s'", "alreduce");
+    ml_diag_add(&d, ML_DIAG_ERROR, "s.yaml", (ml_mark){7, 3}, 2, "size_mismatch",
+                "send has %d elements", 5);
+    ml_diag_add(&d, ML_DIAG_WARNING, "s.yaml", (ml_mark){1, 1}, -1, NULL, "unused let 'q'");
+    ml_error(&d, NULL, ((ml_mark){0, 0}), "no world size");
+    assert_int_equal(d.errors, 3);
+    assert_int_equal(d.warnings, 1);
+    char buf[256];
+    ml_diag_format(&ML_VEC_AT(&d.items, ml_diag, 0), buf, sizeof buf);
+    assert_string_equal(buf, "s.yaml:3:14: error: unknown step 'alreduce'");
+    ml_diag_format(&ML_VEC_AT(&d.items, ml_diag, 1), buf, sizeof buf);
+    assert_string_equal(buf, "s.yaml:7:3: error: send has 5 elements [rank 2]");
+    ml_diag_format(&ML_VEC_AT(&d.items, ml_diag, 2), buf, sizeof buf);
+    assert_string_equal(buf, "s.yaml:1:1: warning: unused let 'q'");
+    ml_diag_format(&ML_VEC_AT(&d.items, ml_diag, 3), buf, sizeof buf);
+    assert_string_equal(buf, "error: no world size");
+    assert_string_equal(ML_VEC_AT(&d.items, ml_diag, 1).code, "size_mismatch");
+    assert_ptr_equal(ml_diags_first_error(&d), &ML_VEC_AT(&d.items, ml_diag, 0));
+
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    ml_diags_print(&d, f);
+    fclose(f);
+    assert_string_equal(out, "s.yaml:3:14: error: unknown step 'alreduce'\n"
+                             "s.yaml:7:3: error: send has 5 elements [rank 2]\n"
+                             "s.yaml:1:1: warning: unused let 'q'\n"
+                             "error: no world size\n");
+    free(out);
+    ml_diags_free(&d);
+}
+
+static void test_diag_max_errors(void **state) {
+    ml_diags d;
+    ml_diags_init(&d);
+    d.max_errors = 2;
+    for (int k = 0; k < 5; k++)
+        ml_error(&d, "f", ((ml_mark){1, 1}), "e%d", k);
+    assert_int_equal(d.errors, 5);   /* counted */
+    assert_int_equal(d.items.n, 2);  /* kept */
+    ml_diags_free(&d);
+}
+
+static int count_entries(const char *dir) {
+    DIR *dp = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(dp));)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(dp);
+    return n;
+}
+
+static void test_atomic_write(void **state) {
+    char dir[] = "/tmp/memlife-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/out.json", dir);
+    assert_int_equal(ml_write_file_atomic(path, "hello\n", 6), 0);
+    assert_int_equal(ml_write_file_atomic(path, "replaced", 8), 0);
+    FILE *f = fopen(path, "r");
+    char buf[32] = "";
+    assert_int_equal(fread(buf, 1, sizeof buf, f), 8);
+    fclose(f);
+    assert_string_equal(buf, "replaced");
+    /* The temp file is gone: only out.json is in the folder. */
+    assert_int_equal(count_entries(dir), 1);
+    /* A folder that does not exist: an error, and nothing written anywhere. */
+    char bad[160];
+    snprintf(bad, sizeof bad, "%s/missing/out.json", dir);
+    assert_int_equal(ml_write_file_atomic(bad, "x", 1), -1);
+    assert_int_equal(count_entries(dir), 1);
+    /* A device is written in place, never replaced by a plain file. */
+    assert_int_equal(ml_write_file_atomic("/dev/null", "x", 1), 0);
+    struct stat st;
+    assert_int_equal(stat("/dev/null", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_format_bytes(void **state) {
+    char buf[64];
+    ml_format_bytes((uint64_t)256 << 20, buf, sizeof buf);
+    assert_string_equal(buf, "256 MiB");
+    ml_format_bytes((uint64_t)576 << 20, buf, sizeof buf);   /* seed: naive RS+AG peak */
+    assert_string_equal(buf, "576 MiB");
+    ml_format_bytes(64 << 10, buf, sizeof buf);
+    assert_string_equal(buf, "64 KiB");
+    ml_format_bytes((1 << 20) + 1, buf, sizeof buf);
+    assert_string_equal(buf, "1048577 B");
+    ml_format_bytes(0, buf, sizeof buf);
+    assert_string_equal(buf, "0 B");
+
+    ml_format_mib((int64_t)320 << 20, buf, sizeof buf);      /* seed: RS-only peak */
+    assert_string_equal(buf, "320");
+    ml_format_mib(1 << 19, buf, sizeof buf);
+    assert_string_equal(buf, "0.5");
+    ml_format_mib(1049, buf, sizeof buf);                    /* 0.0010004 MiB */
+    assert_string_equal(buf, "0.001");
+    ml_format_mib((1 << 20) + (1 << 18), buf, sizeof buf);
+    assert_string_equal(buf, "1.25");
+    ml_format_mib(-((int64_t)64 << 20), buf, sizeof buf);
+    assert_string_equal(buf, "-64");
+    ml_format_mib(-1, buf, sizeof buf);                      /* rounds to zero: no "-0" */
+    assert_string_equal(buf, "0");
+}
+
+static void test_arena_and_vec(void **state) {
+    ml_arena *a = ml_arena_new();
+    char *prev = NULL;
+    for (int k = 0; k < 100000; k++) {
+        char *p = ml_arena_alloc(a, (size_t)(k % 37) + 1);
+        assert_int_equal((uintptr_t)p % 16, 0);
+        assert_int_equal(p[0], 0);
+        p[0] = 1;
+        assert_ptr_not_equal(p, prev);
+        prev = p;
+    }
+    char *s = ml_arena_strndup(a, "float32xx", 7);
+    assert_string_equal(s, "float32");
+    assert_true(ml_arena_bytes(a) >= 100000 * 16);
+    void *big = ml_arena_alloc(a, (size_t)10 << 20);
+    assert_non_null(big);
+    ml_arena_free(a);
+
+    ml_vec v;
+    ml_vec_init(&v, sizeof(int64_t));
+    for (int64_t k = 0; k < 1000; k++)
+        *(int64_t *)ml_vec_push(&v) = k * k;
+    assert_int_equal(v.n, 1000);
+    assert_int_equal(ML_VEC_AT(&v, int64_t, 999), 999 * 999);
+    ml_vec_free(&v);
+
+    ml_str o = {0};
+    ml_str_printf(&o, "%s=%d", "world", 4);
+    for (int k = 0; k < 100; k++)
+        ml_str_printf(&o, "%0300d", k);
+    ml_str_append(&o, "!", 1);
+    assert_int_equal(o.n, 7 + 100 * 300 + 1);
+    assert_memory_equal(o.s, "world=4", 7);
+    assert_int_equal(o.s[o.n], '\0');
+    ml_str_free(&o);
+}
+
+static void test_tables(void **state) {
+    /* nccl.h: ncclFloat16 6, ncclFloat32 7, ncclFloat64 8, ncclBfloat16 9 */
+    assert_int_equal(ml_dtypes[DT_BFLOAT16].nccl, 9);
+    assert_int_equal(ml_dtypes[DT_FLOAT32].nccl, 7);
+    assert_int_equal(ml_dtypes[DT_UINT64].nccl, 5);
+    assert_int_equal(ml_dtype_lookup("float16", 7), DT_FLOAT16);
+    assert_int_equal(ml_dtype_lookup("float1", 6), -1);
+    assert_int_equal(ml_redops[RED_MIN].nccl, 3);
+    assert_int_equal(ml_redop_lookup("max", 3), RED_MAX);
+    assert_int_equal(ml_coll_lookup("reduce", 6), COLL_REDUCE);
+    assert_int_equal(ml_coll_lookup("reduce_scatter", 14), COLL_REDUCE_SCATTER);
+    /* DESIGN.md: ring steps AR 2(N-1), RS/AG N-1; busbw AR 2(N-1)/N, RS/AG (N-1)/N */
+    assert_int_equal(ml_colls[COLL_ALL_REDUCE].ring_steps(4), 6);
+    assert_int_equal(ml_colls[COLL_ALL_GATHER].ring_steps(4), 3);
+    assert_true(ml_colls[COLL_ALL_REDUCE].busbw_factor(4) == 1.5);
+    assert_true(ml_colls[COLL_REDUCE_SCATTER].busbw_factor(4) == 0.75);
+    assert_true(ml_colls[COLL_BROADCAST].busbw_factor(4) == 1.0);
+    assert_true(ml_colls[COLL_ALL_REDUCE].link_bytes(256.0, 4) == 384.0);
+    /* In place: RS recv == send + rank*recvcount; AG send == recv + rank*sendcount */
+    assert_int_equal(ml_colls[COLL_REDUCE_SCATTER].inplace_recv_minus_send(16, 3), 48);
+    assert_int_equal(ml_colls[COLL_ALL_GATHER].inplace_recv_minus_send(16, 3), -48);
+    assert_int_equal(ml_coll_send_count(COLL_REDUCE_SCATTER, 16, 4), 64);
+    assert_int_equal(ml_coll_recv_count(COLL_ALL_GATHER, 16, 4), 64);
+    assert_int_equal(ml_coll_recv_count(COLL_REDUCE_SCATTER, 16, 4), 16);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_diag_format),  cmocka_unit_test(test_diag_max_errors),
+        cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_format_bytes),
+        cmocka_unit_test(test_arena_and_vec), cmocka_unit_test(test_tables),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
