@@ -73,4 +73,12 @@ int report_format_lookup(const char *name);   /* -1 when unknown */
  * or "-". Returns 0, or -1 with a message on stderr. */
 int report_emit(const report *r, report_format fmt, const char *path);
 
+/* The name an item is reported under: the schedule's name, or "name/plan" for a plan of a file
+ * with `plans:`. */
+void report_schedule_name(const sched *s, int plan_index, char *buf, size_t len);
+
+/* "expected requested peak 512 MiB on rank 0, predicted 576 MiB": one failed expectation, the
+ * same words in check's errors and every report format. */
+void report_expect_text(const expect_row *e, char *buf, size_t len);
+
 #endif

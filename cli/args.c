@@ -153,6 +153,8 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
         } else {
             return ml_usage_error(cmd, "option '%s' needs a value", o->name);
         }
+        if (o->dest == &format)
+            a->format_set = true;
         if (o->dest == &a->set && check_set(cmd, value))
             return ML_EXIT_INPUT;
         if (store(cmd, o, value))
@@ -169,6 +171,17 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
 void ml_args_free(ml_args *a) {
     ml_vec_free(&a->set);
     ml_vec_free(&a->files);
+}
+
+bool ml_args_begin(ml_args *a, const char *cmd, const char *usage, int argc, char **argv,
+                   const ml_opt *extra, size_t n_extra, bool allow_no_files, int *rc) {
+    *rc = ml_args_parse(a, cmd, argc, argv, extra, n_extra, allow_no_files);
+    if (*rc == 0 && !a->help)
+        return true;
+    if (*rc == 0)
+        fputs(usage, stdout);
+    ml_args_free(a);
+    return false;
 }
 
 sched_params ml_args_params(const ml_args *a) {

@@ -33,6 +33,7 @@ typedef struct {
 
 typedef struct {
     report_format format;     /* --format table|json|csv|md (default table) */
+    bool format_set;          /* --format was given (check prints the report instead of a summary) */
     const char *output;       /* -o FILE; NULL: stdout */
     int world;                /* --world N; 0: the file's */
     ml_vec set;               /* --set NAME=VALUE, repeatable (const char *) */
@@ -48,6 +49,12 @@ typedef struct {
 int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_opt *extra,
                   size_t n_extra, bool allow_no_files);
 void ml_args_free(ml_args *a);
+
+/* A command's first lines in one call: parses, and on --help prints usage to stdout. Returns
+ * true when the command should go on; false with *rc the exit code (0 after --help) and a
+ * already freed otherwise. */
+bool ml_args_begin(ml_args *a, const char *cmd, const char *usage, int argc, char **argv,
+                   const ml_opt *extra, size_t n_extra, bool allow_no_files, int *rc);
 
 /* The sched_params view of the parsed options (pointers into a; valid while a lives). */
 sched_params ml_args_params(const ml_args *a);
