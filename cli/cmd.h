@@ -23,5 +23,10 @@ int cmd_check(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 extern const char cmd_predict_usage[], cmd_check_usage[], cmd_run_usage[];
+/* Visual commands (issue 6): cli/cmd_plot.c, cmd_trace.c, cmd_diff.c. */
+int cmd_plot(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+extern const char cmd_plot_usage[], cmd_trace_usage[], cmd_diff_usage[];
 
 #endif

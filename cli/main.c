@@ -15,6 +15,11 @@ const ml_command ml_commands[] = {
     {"check", cmd_check, "predict and gate on the schedules' expectations (CI)", cmd_check_usage},
     {"run", cmd_run, "execute schedules on a backend and compare with the prediction",
      cmd_run_usage},
+    {"plot", cmd_plot, "draw live memory per rank over the steps as an SVG", cmd_plot_usage},
+    {"trace", cmd_trace, "write a Chrome trace (Perfetto) of memory, collectives and syncs",
+     cmd_trace_usage},
+    {"diff", cmd_diff, "compare two plans: steady/peak deltas and the lifetimes behind them",
+     cmd_diff_usage},
     {"help", cmd_help, "show the commands, or one command's usage", cmd_help_usage},
 };
 const size_t ml_command_count = ML_ARRAY_LEN(ml_commands);
