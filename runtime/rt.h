@@ -10,7 +10,30 @@
  * ranks at once (inside ncclGroupStart/End on cuda), so one thread never blocks a peer.
  *
  * Requested bytes are counted in exactly one place, rt_account_* (runtime/account.c), from what
- * the executor asked the backend for; the predictor never sees these numbers. */
+ * the executor asked the backend for; the predictor never sees these numbers.
+ *
+ * CHANGELOG for backend authors (every change is an addition; nothing existing moved):
+ *  - rt_options.params: the run's sched_params (--set, --world), so data checks can evaluate
+ *    let-values of other ranks (reduce-over-ranks closed forms). Backends may ignore it.
+ *  - rt_backend_ops.gatherv_blob (optional, may be NULL): gathers variable-sized blobs to one
+ *    rank (run results). NULL: the executor falls back to two allgather_blob rounds.
+ *  - rt_backend_ops.abort (optional, may be NULL): ends every rank of the job now with an exit
+ *    code (MPI_Abort); used when a failure is known to this rank only. NULL: exit(code).
+ *  - runtime/mpi_util.h: rt_mpi_* helpers (init from the launcher's size and rank, deadline
+ *    wait on an MPI_Request, allgather/gatherv of blobs, abort) that any MPI-based backend
+ *    (host, cuda under mpirun) can use as its allgather_blob / gatherv_blob / abort.
+ *  - rt_rank: failure_known_to_all, error_print_here, exec (executor-private state), at the end.
+ *    Backends need not touch them.
+ *  - A backend's collective() may read r->plan->ops[r->pc] (the op being issued) for messages:
+ *    it names the step as file:line:col on a timeout.
+ *  - collective(ranks, args, n): args points to n structs, args[k] for ranks[k] (buffers differ
+ *    per rank). The executor has validated every args[k] (counts, dtypes, bounds, in-place
+ *    offsets) and set in_place by NCCL's rule before the call.
+ *  - runtime/backends.c names each backend's row `rt_backend_<name>`: backend_cuda.c defines
+ *    `const rt_backend_ops rt_backend_cuda` in every build (available = false and how_to_get
+ *    without CUDA), as backend_host.c defines rt_backend_host.
+ *  - runtime/data.h: host-side patterns, identities, reductions and comparisons; the executor
+ *    does inits and checks through write/read, so a backend does no data work itself. */
 #ifndef MEMLIFE_RT_H
 #define MEMLIFE_RT_H
 
@@ -60,6 +83,7 @@ typedef struct {
     long fail_alloc_k;         /* the k-th alloc (0-based) of this process fails */
     int kill_rank, kill_step;  /* rank r exits at op k */
     int delay_rank, delay_step;
+    const sched_params *params;  /* --set / --world of this run; NULL: the file's values */
 } rt_options;
 void rt_options_default(rt_options *o);
 
@@ -77,7 +101,8 @@ struct rt_backend_ops {
     int (*alloc)(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, char *err, size_t len);
     int (*free)(rt_rank *r, rt_mem *m, char *err, size_t len);
     int (*release)(rt_rank *r, rt_mem *m, uint32_t keep_chunk, char *err, size_t len);
-    /* Collectives for several local ranks at once (group semantics); n = 1 under MPI. */
+    /* Collectives for several local ranks at once (group semantics); n = 1 under MPI. args[k] is
+     * ranks[k]'s (an array of n). */
     int (*collective)(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len);
     int (*sync)(rt_rank *r, sched_sync_kind kind, uint32_t stream, uint32_t event, char *err, size_t len);
     int (*record)(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len);
@@ -95,6 +120,13 @@ struct rt_backend_ops {
     int (*warmup)(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, size_t len);
     /* Provenance facts (versions, devices, env) as "key=value\n" lines appended to buf. */
     void (*provenance)(char *buf, size_t len);
+    /* Optional (NULL: the executor uses two allgather_blob rounds). Gathers len bytes from every
+     * rank to root: on root *all gets a malloc'd concatenation and lens[world] each rank's
+     * length; other ranks get *all = NULL. Bounded by o->timeout_s. */
+    int (*gatherv_blob)(rt_rank *r, const void *mine, size_t len, int root, void **all,
+                        size_t *lens, char *err, size_t elen);
+    /* Optional (NULL: exit(code)). Ends every rank of the job now (MPI_Abort). */
+    void (*abort)(int code);
 };
 
 /* The backend table. */
@@ -150,6 +182,13 @@ struct rt_rank {
     char error[512];           /* "file:line:col: error: ..." of the failure */
     uint64_t communicator_bytes; /* device bytes taken by NCCL before the baseline, reported apart */
     size_t n_collectives;
+    /* Set by the executor. failure_known_to_all: every rank learned of the failure through the
+     * sequence exchange, so all can end cleanly with the same code; else the caller must end the
+     * job (be->abort). error_print_here: this rank prints r->error (a divergence found by every
+     * rank prints once, on rank 0; a peer's failure prints on that peer). */
+    bool failure_known_to_all;
+    bool error_print_here;
+    void *exec;                /* executor-private state (exec.c) */
 };
 
 int rt_rank_init(rt_rank *r, const rt_backend_ops *be, const rt_options *o, const rank_plan *p,
@@ -161,7 +200,20 @@ int rt_rank_advance(rt_rank *r);
 /* Validates and issues the collective at pc for ranks[0..n) together, then samples each. */
 int rt_issue_collective(rt_rank **ranks, int n);
 
-/* Runs whole plans for the ranks driven by this process (1 under MPI, N with --gpus N). */
+/* Runs whole plans for the ranks driven by this process (1 under MPI, N with --gpus N): takes
+ * the baseline after the warm-up, then advances every rank, exchanging collective descriptors
+ * (sequence verification) before each collective and at the end. Returns 0, or -1 when any rank
+ * failed (each rank's failed/error set). */
 int rt_run(rt_rank **ranks, int n);
+
+/* Gathers each rank's blob to root (run results): be->gatherv_blob, or two allgather_blob rounds.
+ * For n local ranks (single process) the caller has every blob already and needs no gather. */
+int rt_gather_blobs(rt_rank *r, const void *mine, size_t len, int root, void **all, size_t *lens,
+                    char *err, size_t elen);
+
+/* Bytes of chunk k of an allocation of `bytes` split in `chunks`: equal chunks of
+ * ceil(bytes/chunks), the last one takes the remainder. The executor's accounting and the host
+ * backend use this one rule. */
+uint64_t rt_chunk_bytes(uint64_t bytes, uint32_t chunks, uint32_t k);
 
 #endif
