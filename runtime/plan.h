@@ -49,7 +49,8 @@ typedef struct {
         } coll;
         struct { sched_sync_kind kind; uint32_t stream, event; } sync;
         struct { uint32_t event, stream; } event;            /* OP_RECORD, OP_WAIT */
-        struct { plan_view dst; } init;                       /* step->u.init.init or alloc's init */
+        struct { plan_view dst; plan_view src; } init;        /* step->u.init.init or alloc's init;
+                                                                 src: the resolved INIT_COPY source */
         struct { plan_view src, dst; uint32_t stream; } copy;
         struct { plan_view buf; int64_t factor; uint32_t stream; } scale;
         struct { uint32_t stream, first_view, n_reads, n_writes; } compute; /* views in extra_views */

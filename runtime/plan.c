@@ -1,0 +1,458 @@
+/* plan.c — expands a schedule into one rank's flat list of concrete operations (plan.h).
+ *
+ * One pass over the steps, recursing into repeat, region and expect_error bodies. Every
+ * expression is evaluated for this (world, rank); views are resolved against the shape of the
+ * latest alloc of their name in program order.
+ *
+ * Repeats are unrolled without re-walking the body every iteration: no expression can see the
+ * iteration number, so iteration 2 and every later one resolve exactly alike (iteration 1 may
+ * differ only where a view refers to a name the body allocates again: the first time it is the
+ * alloc before the repeat). Iterations 1 and 2 are expanded; 3.. are copies of 2 with `iter`
+ * renumbered. A million-iteration repeat costs a memcpy, not a million walks. */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t count, bytes;
+    ml_dtype dtype;
+    bool allocated;
+} buf_shape;
+
+typedef struct {
+    const sched *s;
+    int world, rank;
+    const int64_t *slots;
+    size_t max_ops;
+    ml_diags *d;
+
+    plan_op *ops;
+    size_t n_ops, cap_ops;
+    uint16_t *depth;          /* per op: the repeat depth whose iteration its `iter` holds */
+    plan_view *extra;
+    size_t n_extra, cap_extra;
+    buf_shape *bufs;          /* by buffer symbol */
+
+    uint32_t iter, region;
+    uint16_t repeat_depth;
+} expander;
+
+static void grow_ops(expander *x, size_t need) {
+    if (need <= x->cap_ops)
+        return;
+    size_t cap = x->cap_ops ? x->cap_ops : 256;
+    while (cap < need)
+        cap *= 2;
+    plan_op *ops = realloc(x->ops, cap * sizeof *ops);
+    uint16_t *depth = realloc(x->depth, cap * sizeof *depth);
+    if (!ops || !depth)
+        abort();   /* out of memory, as ml_arena_alloc: max_ops bounds what a schedule can ask */
+    x->ops = ops;
+    x->depth = depth;
+    x->cap_ops = cap;
+}
+
+static plan_op *emit(expander *x, plan_op_kind kind, const sched_step *step) {
+    if (x->n_ops >= x->max_ops) {
+        ml_error(x->d, x->s->file, step->mark, "plan expands to more than %zu ops", x->max_ops);
+        return NULL;
+    }
+    grow_ops(x, x->n_ops + 1);
+    plan_op *op = &x->ops[x->n_ops];
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+    op->step = step;
+    op->iter = x->iter;
+    op->region = x->region;
+    x->depth[x->n_ops] = x->repeat_depth;
+    x->n_ops++;
+    return op;
+}
+
+/* Evaluates e (a NULL e is `dflt`). Errors name the expression: "division by zero in 'M/0'". */
+static int eval(expander *x, const expr *e, int64_t dflt, ml_mark mark, int64_t *out) {
+    if (!e) {
+        *out = dflt;
+        return 0;
+    }
+    expr_error err;
+    if (expr_eval(e, x->slots, out, &err) < 0) {
+        ml_error(x->d, x->s->file, mark, "%s in '%s'", err.msg, expr_text(e));
+        return -1;
+    }
+    return 0;
+}
+
+/* As eval, for a value that may not be negative (sizes, counts, offsets). */
+static int eval_size(expander *x, const expr *e, int64_t dflt, ml_mark mark, const char *what,
+                     uint64_t *out) {
+    int64_t v;
+    if (eval(x, e, dflt, mark, &v) < 0)
+        return -1;
+    if (v < 0) {
+        ml_error(x->d, x->s->file, mark, "%s is negative (%lld): '%s'", what, (long long)v,
+                 expr_text(e));
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int resolve_view(expander *x, const sched_view *v, plan_view *out) {
+    static const buf_shape never = {0};
+    const buf_shape *b = v->buf < x->s->syms[SYM_BUFFER].n ? &x->bufs[v->buf] : &never;
+    out->buf = v->buf;
+    out->dtype = b->allocated ? b->dtype : x->s->dtype;
+    out->whole = !v->offset && !v->count;
+    if (eval_size(x, v->offset, 0, v->mark, "view offset", &out->offset) < 0)
+        return -1;
+    uint64_t rest = b->count > out->offset ? b->count - out->offset : 0;
+    return eval_size(x, v->count, (int64_t)rest, v->mark, "view count", &out->count);
+}
+
+static int expand_steps(expander *x, const sched_step *steps, uint32_t n);
+
+static int expand_alloc(expander *x, const sched_step *st) {
+    uint32_t esize = ml_dtypes[st->u.alloc.dtype].size;
+    uint64_t bytes, count, chunks = 0;
+    if (st->u.alloc.count) {
+        if (eval_size(x, st->u.alloc.count, 0, st->mark, "alloc count", &count) < 0)
+            return -1;
+        if (count > UINT64_MAX / esize) {
+            ml_error(x->d, x->s->file, st->mark, "alloc of '%s': %llu elements overflow 64-bit bytes",
+                     sched_sym_name(x->s, SYM_BUFFER, st->u.alloc.buf), (unsigned long long)count);
+            return -1;
+        }
+        bytes = count * esize;
+    } else {
+        if (eval_size(x, st->u.alloc.bytes, 0, st->mark, "alloc bytes", &bytes) < 0)
+            return -1;
+        count = bytes / esize;   /* a tail that is not a whole element is allocated but not viewed */
+    }
+    if (st->u.alloc.chunks) {
+        if (eval_size(x, st->u.alloc.chunks, 0, st->mark, "alloc chunks", &chunks) < 0)
+            return -1;
+        if (chunks < 1 || chunks > UINT32_MAX) {
+            ml_error(x->d, x->s->file, st->mark, "alloc of '%s' asks for %llu chunks (1 to %u)",
+                     sched_sym_name(x->s, SYM_BUFFER, st->u.alloc.buf), (unsigned long long)chunks,
+                     UINT32_MAX);
+            return -1;
+        }
+    }
+    plan_op *op = emit(x, OP_ALLOC, st);
+    if (!op)
+        return -1;
+    op->u.alloc.buf = st->u.alloc.buf;
+    op->u.alloc.bytes = bytes;
+    op->u.alloc.count = count;
+    op->u.alloc.dtype = st->u.alloc.dtype;
+    op->u.alloc.chunks = (uint32_t)chunks;
+    x->bufs[st->u.alloc.buf] = (buf_shape){count, bytes, st->u.alloc.dtype, true};
+    if (st->u.alloc.init.kind == INIT_NONE)
+        return 0;
+    op = emit(x, OP_INIT, st);
+    if (!op)
+        return -1;
+    op->u.init.dst = (plan_view){.buf = st->u.alloc.buf, .offset = 0, .count = count,
+                                 .dtype = st->u.alloc.dtype, .whole = true};
+    if (st->u.alloc.init.kind == INIT_COPY)
+        return resolve_view(x, &st->u.alloc.init.src, &op->u.init.src);
+    return 0;
+}
+
+static int expand_coll(expander *x, const sched_step *st) {
+    plan_op *op = emit(x, OP_COLL, st);
+    if (!op)
+        return -1;
+    ml_coll c = st->u.coll.coll;
+    op->u.coll.coll = c;
+    op->u.coll.op = st->u.coll.op;
+    op->u.coll.stream = st->u.coll.stream;
+    if (resolve_view(x, &st->u.coll.send, &op->u.coll.send) < 0 ||
+        resolve_view(x, &st->u.coll.recv, &op->u.coll.recv) < 0)
+        return -1;
+    /* NCCL's count: the side that is not multiplied by world (RS: recvcount, else send). */
+    op->u.coll.count = ml_colls[c].send_mult_world ? op->u.coll.recv.count : op->u.coll.send.count;
+    if (ml_colls[c].has_root) {
+        int64_t root;
+        if (eval(x, st->u.coll.root, 0, st->mark, &root) < 0)
+            return -1;
+        if (root < -1 || root > INT32_MAX)
+            root = -1;   /* outside any world: lint reports it with the collective's contract */
+        op->u.coll.root = (int)root;
+    }
+    const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
+    op->u.coll.in_place =
+        s->buf == r->buf && (int64_t)r->offset - (int64_t)s->offset ==
+                                ml_colls[c].inplace_recv_minus_send(op->u.coll.count, x->rank);
+    return 0;
+}
+
+static int expand_compute(expander *x, const sched_step *st) {
+    plan_op *op = emit(x, OP_COMPUTE, st);
+    if (!op)
+        return -1;
+    uint32_t nr = st->u.compute.n_reads, nw = st->u.compute.n_writes;
+    op->u.compute.stream = st->u.compute.stream;
+    op->u.compute.first_view = (uint32_t)x->n_extra;
+    op->u.compute.n_reads = nr;
+    op->u.compute.n_writes = nw;
+    size_t need = x->n_extra + nr + nw;
+    if (need > x->cap_extra) {
+        size_t cap = x->cap_extra ? x->cap_extra : 64;
+        while (cap < need)
+            cap *= 2;
+        plan_view *v = realloc(x->extra, cap * sizeof *v);
+        if (!v)
+            abort();
+        x->extra = v;
+        x->cap_extra = cap;
+    }
+    for (uint32_t k = 0; k < nr + nw; k++) {
+        const sched_view *v = k < nr ? &st->u.compute.reads[k] : &st->u.compute.writes[k - nr];
+        plan_view *pv = &x->extra[x->n_extra++];
+        memset(pv, 0, sizeof *pv);
+        if (resolve_view(x, v, pv) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int resolve_operand(expander *x, const sched_operand *o, plan_view *v, int64_t *roll) {
+    memset(v, 0, sizeof *v);
+    *roll = 0;
+    if (o->kind != OPD_VIEW) {
+        v->buf = SCHED_NO_SYM;   /* a closed form: as long as the other side */
+        return 0;
+    }
+    if (resolve_view(x, &o->view, v) < 0)
+        return -1;
+    return eval(x, o->roll_shards, 0, o->mark, roll);
+}
+
+/* Unrolls a repeat: iterations 0 and 1 by walking, the rest by copying iteration 1. */
+static int expand_repeat(expander *x, const sched_step *st) {
+    uint64_t count;
+    if (eval_size(x, st->u.repeat.count, 0, st->mark, "repeat count", &count) < 0)
+        return -1;
+    if (count == 0)
+        return 0;
+    uint32_t saved_iter = x->iter;
+    uint16_t depth = ++x->repeat_depth;
+    int rc = 0;
+    x->iter = 0;
+    if (expand_steps(x, st->u.repeat.steps, st->u.repeat.n) < 0)
+        goto out_err;
+    if (count == 1)
+        goto out;
+    size_t start = x->n_ops;
+    x->iter = 1;
+    if (expand_steps(x, st->u.repeat.steps, st->u.repeat.n) < 0)
+        goto out_err;
+    size_t len = x->n_ops - start;
+    if (len && (count - 2 > (x->max_ops - x->n_ops) / len)) {
+        ml_error(x->d, x->s->file, st->mark,
+                 "repeat of %llu iterations expands to more than %zu ops",
+                 (unsigned long long)count, x->max_ops);
+        goto out_err;
+    }
+    grow_ops(x, x->n_ops + (size_t)(count - 2) * len);
+    for (uint64_t k = 2; k < count && len; k++) {
+        plan_op *dst = x->ops + x->n_ops;
+        memcpy(dst, x->ops + start, len * sizeof *dst);
+        memcpy(x->depth + x->n_ops, x->depth + start, len * sizeof *x->depth);
+        for (size_t j = 0; j < len; j++)
+            if (x->depth[start + j] == depth)
+                dst[j].iter = (uint32_t)k;   /* beyond 2^32 iterations max_ops has refused */
+        x->n_ops += len;
+    }
+    goto out;
+out_err:
+    rc = -1;
+out:
+    x->iter = saved_iter;
+    x->repeat_depth--;
+    return rc;
+}
+
+static int expand_region(expander *x, const sched_step *st) {
+    uint32_t saved = x->region;
+    x->region = st->u.region.name;
+    plan_op *op = emit(x, OP_REGION_BEGIN, st);
+    int rc = -1;
+    if (op) {
+        op->u.region.region = st->u.region.name;
+        if (expand_steps(x, st->u.region.steps, st->u.region.n) == 0 &&
+            (op = emit(x, OP_REGION_END, st)) != NULL) {
+            op->u.region.region = st->u.region.name;
+            rc = 0;
+        }
+    }
+    x->region = saved;
+    return rc;
+}
+
+static int expand_step(expander *x, const sched_step *st) {
+    if (st->when) {
+        int64_t on;
+        if (eval(x, st->when, 1, st->mark, &on) < 0)
+            return -1;
+        if (!on)
+            return 0;
+    }
+    plan_op *op;
+    switch (st->kind) {
+    case ST_ALLOC:
+        return expand_alloc(x, st);
+    case ST_FREE:
+        for (uint32_t k = 0; k < st->u.free.n; k++) {
+            if (!(op = emit(x, OP_FREE, st)))
+                return -1;
+            op->u.free.buf = st->u.free.bufs[k];
+            op->u.free.mark = st->u.free.marks ? st->u.free.marks[k] : st->mark;
+        }
+        return 0;
+    case ST_RELEASE: {
+        uint64_t keep;
+        if (eval_size(x, st->u.release.keep, 0, st->mark, "release keep", &keep) < 0)
+            return -1;
+        if (!(op = emit(x, OP_RELEASE, st)))
+            return -1;
+        op->u.release.buf = st->u.release.buf;
+        op->u.release.keep = keep > UINT32_MAX ? UINT32_MAX : (uint32_t)keep;  /* lint: range */
+        return 0;
+    }
+    case ST_COLL:
+        return expand_coll(x, st);
+    case ST_SYNC:
+        if (!(op = emit(x, OP_SYNC, st)))
+            return -1;
+        op->u.sync.kind = st->u.sync.kind;
+        op->u.sync.stream = st->u.sync.stream;
+        op->u.sync.event = st->u.sync.event;
+        return 0;
+    case ST_RECORD:
+    case ST_WAIT:
+        if (!(op = emit(x, st->kind == ST_RECORD ? OP_RECORD : OP_WAIT, st)))
+            return -1;
+        op->u.event.event = st->u.event.event;
+        op->u.event.stream = st->u.event.stream;
+        return 0;
+    case ST_REPEAT:
+        return expand_repeat(x, st);
+    case ST_REGION:
+        return expand_region(x, st);
+    case ST_INIT:
+        if (!(op = emit(x, OP_INIT, st)) || resolve_view(x, &st->u.init.dst, &op->u.init.dst) < 0)
+            return -1;
+        if (st->u.init.init.kind == INIT_COPY)
+            return resolve_view(x, &st->u.init.init.src, &op->u.init.src);
+        return 0;
+    case ST_COPY:
+        if (!(op = emit(x, OP_COPY, st)))
+            return -1;
+        op->u.copy.stream = st->u.copy.stream;
+        if (resolve_view(x, &st->u.copy.src, &op->u.copy.src) < 0)
+            return -1;
+        return resolve_view(x, &st->u.copy.dst, &op->u.copy.dst);
+    case ST_SCALE:
+        if (!(op = emit(x, OP_SCALE, st)))
+            return -1;
+        op->u.scale.stream = st->u.scale.stream;
+        if (resolve_view(x, &st->u.scale.buf, &op->u.scale.buf) < 0)
+            return -1;
+        return eval(x, st->u.scale.factor, 1, st->mark, &op->u.scale.factor);
+    case ST_COMPUTE:
+        return expand_compute(x, st);
+    case ST_CHECK:
+        if (!(op = emit(x, OP_CHECK, st)))
+            return -1;
+        if (resolve_operand(x, &st->u.check.a, &op->u.check.a, &op->u.check.roll_a) < 0)
+            return -1;
+        return resolve_operand(x, &st->u.check.b, &op->u.check.b, &op->u.check.roll_b);
+    case ST_EXPECT_ERROR:
+        /* The marker, then the wrapped step's op(s); lint checks that the op after the marker
+         * is the wrapped step's (a `when:` on the wrapped step may have dropped it). */
+        if (!(op = emit(x, OP_EXPECT_BEGIN, st)))
+            return -1;
+        op->u.expect.error = st->u.expect_error.error;
+        return expand_steps(x, st->u.expect_error.step, 1);
+    case ST_KIND_COUNT:
+        break;
+    }
+    ml_error(x->d, x->s->file, st->mark, "unknown step kind %d", (int)st->kind);
+    return -1;
+}
+
+static int expand_steps(expander *x, const sched_step *steps, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++)
+        if (expand_step(x, &steps[k]) < 0)
+            return -1;
+    return 0;
+}
+
+int plan_expand(const sched *s, int plan_index, const sched_params *p, int world, int rank,
+                const plan_limits *limits, rank_plan *out, ml_diags *d) {
+    memset(out, 0, sizeof *out);
+    if (plan_index < 0 || (uint32_t)plan_index >= s->n_plans || world <= 0 || rank < 0 ||
+        rank >= world) {
+        ml_mark nowhere = {0, 0};
+        ml_error(d, s->file, nowhere, "no plan %d for rank %d of world %d", plan_index, rank,
+                 world);
+        return -1;
+    }
+    size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;
+    int64_t *slots = calloc(n_slots, sizeof *slots);
+    buf_shape *bufs = calloc(s->syms[SYM_BUFFER].n + 1, sizeof *bufs);
+    if (!slots || !bufs)
+        abort();
+    slots[EXPR_SLOT_WORLD] = world;
+    slots[EXPR_SLOT_RANK] = rank;
+    if (sched_eval_lets(s, p, world, rank, slots, d) < 0) {
+        free(slots);
+        free(bufs);
+        return -1;
+    }
+    expander x = {
+        .s = s, .world = world, .rank = rank, .slots = slots, .d = d, .bufs = bufs,
+        .max_ops = limits && limits->max_ops ? limits->max_ops : 50000000,
+        .region = SCHED_NO_SYM,
+    };
+    const sched_plan *pl = &s->plans[plan_index];
+    int rc = expand_steps(&x, pl->steps, pl->n);
+    free(bufs);
+    free(x.depth);
+    if (rc < 0) {
+        free(x.ops);
+        free(x.extra);
+        free(slots);
+        return -1;
+    }
+    out->s = s;
+    out->plan_index = plan_index;
+    out->world = world;
+    out->rank = rank;
+    out->slots = slots;
+    out->ops = x.ops;
+    out->n_ops = x.n_ops;
+    out->extra_views = x.extra;
+    out->n_extra_views = x.n_extra;
+    return 0;
+}
+
+void plan_free(rank_plan *p) {
+    if (!p)
+        return;
+    free(p->slots);
+    free(p->ops);
+    free(p->extra_views);
+    memset(p, 0, sizeof *p);
+}
+
+const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint32_t *n_reads,
+                                    uint32_t *n_writes) {
+    *n_reads = op->u.compute.n_reads;
+    *n_writes = op->u.compute.n_writes;
+    return p->extra_views + op->u.compute.first_view;
+}
