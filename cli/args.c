@@ -124,6 +124,13 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
         {"--quiet", "-q", OPT_FLAG, &a->quiet, 0, 0, NULL},
         {"--help", "-h", OPT_FLAG, &a->help, 0, 0, NULL},
     };
+    /* --help anywhere before `--` wins, even after a word that would be a usage error: asking
+     * for help should always get it. */
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            a->help = true;
+            return 0;
+        }
     bool options_done = false;
     for (int i = 1; i < argc; i++) {
         const char *w = argv[i];
@@ -159,8 +166,6 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
             return ML_EXIT_INPUT;
         if (store(cmd, o, value))
             return ML_EXIT_INPUT;
-        if (a->help)
-            return 0;
     }
     a->format = (report_format)format;
     if (!allow_no_files && a->files.n == 0)

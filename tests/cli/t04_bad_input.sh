@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Bad input: every error is `file:line:col: error: text` on stderr, nothing on stdout, exit 2.
+# The schedules under tests/cli/bad/ each break one rule; the goldens hold the exact messages.
+. "$(dirname "$0")/lib.bash"
+
+for f in tests/cli/bad/*.yaml; do
+    name=$(basename "$f" .yaml)
+    run predict "$f"
+    why=""
+    [ "$RC" -eq 2 ] || why="exit $RC, want 2"
+    [ -s "$TMP/out" ] && why="${why:+$why; }stdout not empty"
+    head -1 "$TMP/err" | grep -Eq "^$f:[0-9]+:[0-9]+: error: " ||
+        why="${why:+$why; }first line is not '$f:line:col: error: ...': $(head -1 "$TMP/err")"
+    golden "bad_$name.err" "$TMP/err" || why="${why:+$why; }stderr differs from golden/bad_$name.err"
+    if [ -z "$why" ]; then ok "bad input $name"; else not_ok "bad input $name" "$why"; fi
+done
+
+expect_case "missing file" 2 empty.out missing_file.err -- predict tests/cli/bad/no-such-file.yaml
+# check reports bad input the same way, exit 2 (not 1: nothing was predicted).
+expect_case "check on a lint error" 2 empty.out bad_nondivisible_rs.err -- check tests/cli/bad/nondivisible_rs.yaml
+# One bad file among good ones: nothing is reported, the error is, exit 2.
+expect_case "one bad file stops the report" 2 empty.out bad_unknown_step.err -- \
+    predict schedules/seed/01_allreduce_full.yaml tests/cli/bad/unknown_step.yaml
