@@ -1,0 +1,430 @@
+/* cmd_run.c — `memlife run`: execute schedules on a backend, measure, compare with the prediction.
+ *
+ * Every rank is a memlife process (host, or cuda under mpirun) that loads the files itself,
+ * expands and lints every rank's plan (so all ranks agree on rejecting bad input, exit 2, before
+ * anything runs), predicts, executes its own plan, and sends its measurement to rank 0, which
+ * writes the one result: the predict report plus `measured` per rank and the data-check rows.
+ * With --gpus N (cuda) one process drives all N ranks and nothing travels.
+ *
+ * Without an MPI launcher in the environment, `--ranks N` (or the files' world) makes memlife
+ * start mpirun on itself (runtime/launch.c), after checking the input once here. */
+#include "cmd.h"
+#include "analyze.h"
+#include "run_result.h"
+#include "../runtime/launch.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char cmd_run_usage[] =
+    "usage: memlife run FILE... [--backend host|cuda] [--ranks N] [--gpus N]\n"
+    "                   [--allocator cuda|async|chunked] [--world N] [--set NAME=VALUE]...\n"
+    "                   [--plan NAME] [--timeout S] [--format table|json|csv|md] [-o FILE]\n"
+    "                   [--no-lint cross-rank|hazards] [--no-data] [--no-sequence-check]\n"
+    "\n"
+    "Executes each schedule for real and compares what was measured with the prediction: the\n"
+    "requested bytes after every step exactly, the device view (cudaMemGetInfo) where the backend\n"
+    "reads one. Data inits and checks run on every rank; the result adds, per rank, `measured`\n"
+    "and, per schedule, the check rows.\n"
+    "\n"
+    "backends:\n"
+    "  host   one Open MPI process per rank, buffers in host memory, MPI collectives. Streams\n"
+    "         are serialized: every op completes before the next starts. No device view.\n"
+    "         MEMLIFE_HOST_MEM_LIMIT=BYTES makes allocations beyond it fail.\n"
+    "  cuda   CUDA + NCCL: one GPU per rank under MPI (--ranks N), or one process driving\n"
+    "         N GPUs (--gpus N).\n"
+    "\n"
+    "options:\n"
+    "  -b, --backend NAME    host (default) or cuda\n"
+    "  -n, --ranks N         ranks to run; without an MPI launcher memlife starts\n"
+    "                        'mpirun -np N' itself (default: the files' world). Under a launcher\n"
+    "                        it must equal the launcher's size\n"
+    "      --gpus N          cuda: drive N GPUs from this one process\n"
+    "      --allocator A     cuda: cuda (cudaMalloc, default), async (cudaMallocAsync) or\n"
+    "                        chunked (VMM chunks)\n"
+    "  -w, --world N         world size; must equal the number of ranks\n"
+    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
+    "      --plan NAME       only this plan of files with 'plans:'\n"
+    "      --timeout S       deadline in seconds for every wait on a peer (default 60); on\n"
+    "                        expiry every rank ends with exit 3\n"
+    "  -f, --format FMT      table (default), json, csv or md\n"
+    "  -o, --output FILE     write the result to FILE (atomically) instead of stdout\n"
+    "      --no-lint WHAT    let 'cross-rank' divergence or 'hazards' through (to test the\n"
+    "                        runtime's own detection)\n"
+    "      --no-data         skip data inits, scales and checks (memory only)\n"
+    "      --no-sequence-check  do not exchange collective descriptors before each collective\n"
+    "                        (a divergence then ends at the deadline)\n"
+    "  -q, --quiet           print nothing on stdout\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "exit codes: 0 measured = predicted and every check passed, 1 a difference, a failed check\n"
+    "            or expectation, 2 bad input (syntax, lint error or hazard), 3 runtime failure\n"
+    "            (allocation, divergence, timeout); a failed run writes no result file\n";
+
+static const char *const allocator_names[] = {"cuda", "async", "chunked", NULL};
+
+typedef struct {
+    const char *backend;
+    int ranks, gpus, allocator;
+    double timeout;
+    ml_vec no_lint;
+    bool no_data, no_sequence_check;
+} run_opts;
+
+/* An interrupted run leaves no result behind: the report is written only at the end, through a
+ * temp file and rename, with these signals blocked while it is written. */
+static void on_signal(int sig) { _exit(128 + sig); }
+
+static void set_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+static void block_signals(bool block) {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGTERM);
+    sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &s, NULL);
+}
+
+/* The analysis prints its diagnostics; on ranks other than 0 (and in the children of our own
+ * launch, whose parent already printed them) they would repeat, so stderr goes to /dev/null. */
+static int analyze_quietly(const ml_args *a, const ml_analysis_opts *o, ml_analysis *an,
+                           bool quiet) {
+    int saved = -1, devnull = -1;
+    if (quiet) {
+        fflush(stderr);
+        saved = dup(STDERR_FILENO);
+        devnull = open("/dev/null", O_WRONLY);
+        if (saved >= 0 && devnull >= 0)
+            dup2(devnull, STDERR_FILENO);
+    }
+    int rc = ml_analyze(a, "run", o, an);
+    if (quiet) {
+        fflush(stderr);
+        if (saved >= 0) {
+            dup2(saved, STDERR_FILENO);
+            close(saved);
+        }
+        if (devnull >= 0)
+            close(devnull);
+    }
+    return rc;
+}
+
+static int parse_no_lint(const run_opts *ro, lint_options *lo) {
+    for (size_t k = 0; k < ro->no_lint.n; k++) {
+        const char *w = ML_VEC_AT(&ro->no_lint, const char *, k);
+        if (!strcmp(w, "cross-rank"))
+            lo->cross_rank = false;
+        else if (!strcmp(w, "hazards"))
+            lo->hazards = false;
+        else
+            return ml_usage_error("run", "--no-lint takes 'cross-rank' or 'hazards', not '%s'", w);
+    }
+    return 0;
+}
+
+/* The world every item agrees on, or -1 (the items' worlds differ). */
+static int items_world(const ml_analysis *an) {
+    int world = 0;
+    for (size_t k = 0; k < an->items.n; k++) {
+        int w = ML_VEC_AT(&an->items, ml_item, k).world;
+        if (world && w != world)
+            return -1;
+        world = w;
+    }
+    return world;
+}
+
+/* Rank 0's part after one item ran: decode every rank's text, compare with the prediction. */
+static int collect(report_schedule *rs, const ml_item *it, char **texts, size_t *lens,
+                   ml_vec *checks, ml_arena *names) {
+    rs->measured = calloc((size_t)it->world, sizeof *rs->measured);
+    if (!rs->measured)
+        abort();
+    for (int r = 0; r < it->world; r++) {
+        char err[300];
+        if (run_result_decode(texts[r], lens[r], &rs->measured[r], checks, names, err,
+                              sizeof err) != 0) {
+            fprintf(stderr, "%s: error: rank %d: %s\n", it->s->file, r, err);
+            return -1;
+        }
+        run_result_compare(&rs->measured[r], &it->pred[r], &it->plans[r]);
+    }
+    return 0;
+}
+
+typedef struct {
+    const rt_backend_ops *be;
+    rt_options opt;
+    bool mpi;
+    int world, rank, n_local;
+} run_ctx;
+
+/* Prints what failed and ends: cleanly when every rank knows (all return 3 together), else by
+ * ending the whole job from here. */
+static int runtime_failure(const run_ctx *c, rt_rank *ranks, int n) {
+    bool known = true;
+    for (int k = 0; k < n; k++) {
+        if (ranks[k].failed && ranks[k].error_print_here)
+            fprintf(stderr, "%s\n", ranks[k].error);
+        known = known && (!ranks[k].failed || ranks[k].failure_known_to_all);
+    }
+    if (!known && c->mpi && c->world > 1) {
+        if (c->be->abort)
+            c->be->abort(ML_EXIT_RUNTIME);
+        exit(ML_EXIT_RUNTIME);
+    }
+    return ML_EXIT_RUNTIME;
+}
+
+/* Runs one item on this process's ranks and, on rank 0, fills rs. Returns 0 or an exit code. */
+static int run_item(const run_ctx *c, ml_item *it, report_schedule *rs, ml_vec *checks,
+                    ml_arena *names) {
+    rt_rank *ranks = calloc((size_t)c->n_local, sizeof *ranks);
+    rt_rank **ptrs = calloc((size_t)c->n_local, sizeof *ptrs);
+    if (!ranks || !ptrs)
+        abort();
+    int rc = 0;
+    for (int k = 0; k < c->n_local; k++) {
+        ptrs[k] = &ranks[k];
+        if (rt_rank_init(&ranks[k], c->be, &c->opt, &it->plans[c->mpi ? c->rank : k], k) != 0)
+            rc = -1;
+    }
+    if (rc == 0)
+        rc = rt_run(ptrs, c->n_local);
+    if (rc != 0) {
+        rc = runtime_failure(c, ranks, c->n_local);
+    } else {
+        char **texts = calloc((size_t)c->world, sizeof *texts);
+        size_t *lens = calloc((size_t)c->world, sizeof *lens);
+        if (!texts || !lens)
+            abort();
+        if (c->mpi) {
+            char *mine = run_result_encode(&ranks[0]), err[300] = "";
+            void *all = NULL;
+            if (rt_gather_blobs(&ranks[0], mine, strlen(mine), 0, &all, lens, err, sizeof err)) {
+                fprintf(stderr, "%s: error: rank %d: gathering results: %s\n", it->s->file,
+                        c->rank, err);
+                rc = ML_EXIT_RUNTIME;
+            } else if (c->rank == 0) {
+                size_t at = 0;
+                for (int r = 0; r < c->world; r++) {
+                    texts[r] = (char *)all + at;
+                    at += lens[r];
+                }
+                rc = collect(rs, it, texts, lens, checks, names) ? ML_EXIT_RUNTIME : 0;
+            }
+            free(mine);
+            free(all);
+        } else {
+            for (int r = 0; r < c->world; r++) {
+                texts[r] = run_result_encode(&ranks[r]);
+                lens[r] = strlen(texts[r]);
+            }
+            rc = collect(rs, it, texts, lens, checks, names) ? ML_EXIT_RUNTIME : 0;
+            for (int r = 0; r < c->world; r++)
+                free(texts[r]);
+        }
+        free(texts);
+        free(lens);
+    }
+    for (int k = 0; k < c->n_local; k++)
+        rt_rank_free(&ranks[k]);
+    free(ranks);
+    free(ptrs);
+    return rc;
+}
+
+/* Rank 0: 1 when a measurement differs, a check fails or an expectation fails. */
+static int verdict(const report *rep) {
+    for (size_t k = 0; k < rep->n; k++) {
+        const report_schedule *rs = &rep->items[k];
+        if (rs->expect_failures > 0)
+            return ML_EXIT_EXPECT;
+        for (int r = 0; rs->measured && r < rs->world; r++)
+            if (!rs->measured[r].match)
+                return ML_EXIT_EXPECT;
+        for (size_t j = 0; j < rs->n_checks; j++)
+            if (!rs->checks[j].pass)
+                return ML_EXIT_EXPECT;
+    }
+    return ML_EXIT_OK;
+}
+
+/* Where the ranks come from: our own mpirun (this call does not return then), the launcher's
+ * environment, or --gpus. Returns 0 or an exit code. */
+static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, char **argv,
+                       const ml_analysis_opts *ao) {
+    if (ro->gpus) {
+        if (ro->ranks && ro->ranks != ro->gpus)
+            return ml_usage_error("run", "--ranks %d and --gpus %d disagree", ro->ranks, ro->gpus);
+        c->mpi = false;
+        c->world = c->n_local = ro->gpus;
+        return 0;
+    }
+    int size, me;
+    c->mpi = true;
+    c->n_local = 1;
+    if (launch_under_mpi(&size, &me)) {
+        if (size <= 0) {
+            fprintf(stderr, "error: the MPI launcher does not say how many ranks it started\n");
+            return ML_EXIT_RUNTIME;
+        }
+        if (ro->ranks && ro->ranks != size)
+            return ml_usage_error("run", "--ranks %d, but the MPI launcher started %d ranks",
+                                  ro->ranks, size);
+        if (a->world && a->world != size)
+            return ml_usage_error("run", "--world %d, but the MPI launcher started %d ranks",
+                                  a->world, size);
+        c->world = size;
+        c->rank = me;
+        return 0;
+    }
+    if (launch_is_child()) {
+        fprintf(stderr, "error: started by memlife's mpirun but no MPI environment is visible\n");
+        return ML_EXIT_RUNTIME;
+    }
+    /* Check the input once here (errors print once, exit 2 before any rank starts), then launch
+     * at --ranks, --world or the files' world. */
+    int ranks = ro->ranks ? ro->ranks : a->world;
+    if (ranks && !a->world)
+        a->world = ranks;
+    ml_analysis an;
+    int rc = analyze_quietly(a, ao, &an, false);
+    int world = rc == 0 ? items_world(&an) : 0;
+    ml_analysis_free(&an);
+    if (rc != 0)
+        return rc;
+    if (!ranks)
+        ranks = world;
+    if (ranks <= 0)
+        return ml_usage_error("run", "the files' worlds differ: say --ranks N");
+    char err[400];
+    launch_self(ranks, argc, argv, err, sizeof err);
+    fprintf(stderr, "error: %s\n", err);
+    return ML_EXIT_RUNTIME;
+}
+
+static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {
+    bool rank0 = c->rank == 0;
+    ml_analysis an;
+    int rc = analyze_quietly(a, ao, &an, !rank0 || launch_is_child());
+    if (rc != 0) {
+        ml_analysis_free(&an);
+        return rc;
+    }
+    sched_params params = ml_args_params(a);
+    c->opt.params = &params;
+    char err[400] = "";
+    if (c->be->init(&c->opt, c->world, c->rank, c->n_local, err, sizeof err) != 0) {
+        fprintf(stderr, "error: rank %d: backend '%s' could not start: %s\n", c->rank,
+                c->be->name, err);
+        ml_analysis_free(&an);
+        if (c->mpi && c->be->abort)
+            c->be->abort(ML_EXIT_RUNTIME);
+        return ML_EXIT_RUNTIME;
+    }
+    ml_vec *checks = calloc(an.items.n ? an.items.n : 1, sizeof *checks);
+    ml_arena *names = ml_arena_new();
+    if (!checks)
+        abort();
+    for (size_t k = 0; k < an.items.n && rc == 0; k++) {
+        ml_vec_init(&checks[k], sizeof(report_check));
+        rc = run_item(c, &ML_VEC_AT(&an.items, ml_item, k), &an.report_items[k], &checks[k],
+                      names);
+        /* The runtime's rows replace lint's: they are the evidence of this run. */
+        an.report_items[k].checks = checks[k].items;
+        an.report_items[k].n_checks = checks[k].n;
+    }
+    char provenance[2048] = "";
+    if (rc == 0 && rank0) {
+        snprintf(provenance, sizeof provenance, "memlife=%s\ncommit=%s\n", MEMLIFE_VERSION,
+                 MEMLIFE_COMMIT);
+        if (c->be->provenance)
+            c->be->provenance(provenance, sizeof provenance);
+        an.rep.provenance = provenance;
+        block_signals(true);
+        if ((!a->quiet || a->output) && report_emit(&an.rep, a->format, a->output) != 0)
+            rc = ML_EXIT_RUNTIME;
+        block_signals(false);
+        if (rc == 0)
+            rc = verdict(&an.rep);
+    }
+    c->be->finalize();
+    for (size_t k = 0; k < an.items.n; k++) {
+        report_schedule *rs = &an.report_items[k];
+        for (int r = 0; rs->measured && r < rs->world; r++)
+            run_measured_free(&rs->measured[r]);
+        free(rs->measured);
+        rs->measured = NULL;
+        rs->checks = NULL;       /* owned by checks[k] */
+        rs->n_checks = 0;
+        ml_vec_free(&checks[k]);
+    }
+    free(checks);
+    ml_arena_free(names);
+    ml_analysis_free(&an);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+    run_opts ro = {.backend = "host", .timeout = 60.0};
+    ml_vec_init(&ro.no_lint, sizeof(const char *));
+    const ml_opt extra[] = {
+        {"--backend", "-b", OPT_STRING, &ro.backend, 0, 0, NULL},
+        {"--ranks", "-n", OPT_INT, &ro.ranks, 1, 4096, NULL},
+        {"--gpus", NULL, OPT_INT, &ro.gpus, 1, 1024, NULL},
+        {"--allocator", NULL, OPT_CHOICE, &ro.allocator, 0, 0, allocator_names},
+        {"--timeout", NULL, OPT_DOUBLE, &ro.timeout, 1, 0, NULL},
+        {"--no-lint", NULL, OPT_LIST, &ro.no_lint, 0, 0, NULL},
+        {"--no-data", NULL, OPT_FLAG, &ro.no_data, 0, 0, NULL},
+        {"--no-sequence-check", NULL, OPT_FLAG, &ro.no_sequence_check, 0, 0, NULL},
+    };
+    ml_args a;
+    int rc;
+    if (!ml_args_begin(&a, "run", cmd_run_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false,
+                       &rc)) {
+        ml_vec_free(&ro.no_lint);
+        return rc;
+    }
+    run_ctx c = {.be = rt_backend_find(ro.backend)};
+    ml_analysis_opts ao;
+    ml_analysis_opts_default(&ao);
+    rc = parse_no_lint(&ro, &ao.lint);
+    if (rc == 0 && !c.be)
+        rc = ml_usage_error("run", "unknown backend '%s' (host or cuda)", ro.backend);
+    if (rc == 0 && !c.be->available) {
+        fprintf(stderr, "error: backend '%s' is not available in this build: %s\n", c.be->name,
+                c.be->how_to_get);
+        rc = ML_EXIT_RUNTIME;
+    }
+    if (rc == 0 && ro.gpus && strcmp(c.be->name, "cuda") != 0)
+        rc = ml_usage_error("run", "--gpus is for the cuda backend");
+    if (rc == 0) {
+        rt_options_default(&c.opt);
+        c.opt.backend = c.be->name;
+        c.opt.allocator = allocator_names[ro.allocator];
+        c.opt.timeout_s = ro.timeout;
+        c.opt.gpus = ro.gpus;
+        c.opt.data = !ro.no_data;
+        c.opt.verify_sequence = !ro.no_sequence_check;
+        set_signals();
+        rc = place_ranks(&c, &ro, &a, argc, argv, &ao);
+    }
+    if (rc == 0) {
+        a.world = c.world;
+        rc = run_all(&c, &a, &ao);
+    }
+    ml_vec_free(&ro.no_lint);
+    ml_args_free(&a);
+    return rc;
+}

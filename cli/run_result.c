@@ -1,0 +1,163 @@
+/* run_result.c — encode, decode and compare one rank's measurement (run_result.h). */
+#include "run_result.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *u64(uint64_t v) { return json_integer((json_int_t)v); }
+
+char *run_result_encode(const rt_rank *r) {
+    const rt_account *a = &r->acct;
+    json_t *o = json_object();
+    json_object_set_new(o, "rank", json_integer(r->rank));
+    json_object_set_new(o, "steady", u64(a->live));
+    json_object_set_new(o, "peak", u64(a->peak));
+    json_object_set_new(o, "has_device", json_boolean(a->has_device));
+    json_object_set_new(o, "device_steady", json_integer(a->device_live));
+    json_object_set_new(o, "device_peak", json_integer(a->device_peak));
+    json_object_set_new(o, "communicator_bytes", u64(r->communicator_bytes));
+    const rt_mem_reading *p = &a->last_reading;
+    if (p->has_pool) {
+        json_t *pool = json_pack("[IIII]", (json_int_t)p->pool_used_current,
+                                 (json_int_t)p->pool_used_high, (json_int_t)p->pool_reserved_current,
+                                 (json_int_t)p->pool_reserved_high);
+        json_object_set_new(o, "pool", pool);
+    }
+    /* [op, requested, device, t]; the baseline's op (SIZE_MAX) travels as -1. */
+    json_t *tl = json_array();
+    for (size_t k = 0; k < a->samples.n; k++) {
+        const rt_sample *s = &ML_VEC_AT(&a->samples, rt_sample, k);
+        json_array_append_new(tl, json_pack("[IIIf]", s->op == SIZE_MAX ? (json_int_t)-1
+                                                                         : (json_int_t)s->op,
+                                            (json_int_t)s->requested, (json_int_t)s->device, s->t));
+    }
+    json_object_set_new(o, "timeline", tl);
+    json_t *checks = json_array();
+    for (size_t k = 0; k < r->checks.n; k++) {
+        const rt_check_row *c = &ML_VEC_AT(&r->checks, rt_check_row, k);
+        json_array_append_new(checks, json_pack("[sbs]", c->name, c->pass, c->detail));
+    }
+    json_object_set_new(o, "checks", checks);
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!text)
+        abort();
+    return text;
+}
+
+int run_result_decode(const char *text, size_t len, report_measured *m, ml_vec *checks,
+                      ml_arena *names, char *err, size_t elen) {
+    json_error_t je;
+    json_t *o = json_loadb(text, len, 0, &je);
+    memset(m, 0, sizeof *m);
+    if (!o) {
+        snprintf(err, elen, "a rank's result is not JSON: %s", je.text);
+        return -1;
+    }
+    json_int_t rank, steady, peak, dsteady, dpeak, comm;
+    int has_device;
+    json_t *tl, *rows, *pool = NULL;
+    if (json_unpack_ex(o, &je, 0, "{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s?o, s:o, s:o}", "rank",
+                       &rank, "steady", &steady, "peak", &peak, "has_device", &has_device,
+                       "device_steady", &dsteady, "device_peak", &dpeak, "communicator_bytes",
+                       &comm, "pool", &pool, "timeline", &tl, "checks", &rows) != 0 ||
+        !json_is_array(tl) || !json_is_array(rows)) {
+        snprintf(err, elen, "a rank's result lacks a field: %s", je.text);
+        json_decref(o);
+        return -1;
+    }
+    m->present = true;
+    m->steady[VIEW_REQUESTED] = (uint64_t)steady;
+    m->peak[VIEW_REQUESTED] = (uint64_t)peak;
+    m->has_device = has_device;
+    m->steady[VIEW_DEVICE] = dsteady > 0 ? (uint64_t)dsteady : 0;
+    m->peak[VIEW_DEVICE] = dpeak > 0 ? (uint64_t)dpeak : 0;
+    m->communicator_bytes = (uint64_t)comm;
+    if (pool) {
+        json_int_t uc = 0, uh = 0, rc_ = 0, rh = 0;
+        json_unpack(pool, "[IIII]", &uc, &uh, &rc_, &rh);
+        m->pool = (rt_mem_reading){.pool_used_current = (uint64_t)uc, .pool_used_high = (uint64_t)uh,
+                                   .pool_reserved_current = (uint64_t)rc_,
+                                   .pool_reserved_high = (uint64_t)rh, .has_pool = true};
+    }
+    m->n_timeline = json_array_size(tl);
+    m->timeline = calloc(m->n_timeline ? m->n_timeline : 1, sizeof *m->timeline);
+    if (!m->timeline)
+        abort();
+    for (size_t k = 0; k < m->n_timeline; k++) {
+        json_int_t op, req, dev;
+        double t;
+        json_unpack(json_array_get(tl, k), "[IIIF]", &op, &req, &dev, &t);
+        m->timeline[k] = (rt_sample){.op = op < 0 ? SIZE_MAX : (size_t)op,
+                                     .requested = (uint64_t)req, .device = (int64_t)dev, .t = t};
+    }
+    for (size_t k = 0; k < json_array_size(rows); k++) {
+        const char *name = "", *detail = "";
+        int pass = 0;
+        json_unpack(json_array_get(rows, k), "[sbs]", &name, &pass, &detail);
+        report_check *c = ml_vec_push(checks);
+        c->name = ml_arena_strndup(names, name, strlen(name));
+        c->rank = (int)rank;
+        c->pass = pass;
+        snprintf(c->detail, sizeof c->detail, "%s", detail);
+    }
+    json_decref(o);
+    return 0;
+}
+
+static void mismatch(report_measured *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mismatch(report_measured *m, const char *fmt, ...) {
+    if (!m->match)
+        return;       /* keep the first difference */
+    m->match = false;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->mismatch, sizeof m->mismatch, fmt, ap);
+    va_end(ap);
+}
+
+void run_result_compare(report_measured *m, const pred_rank *pred, const rank_plan *plan) {
+    const char *file = plan->s->file;
+    m->match = true;
+    m->mismatch[0] = '\0';
+    if (m->n_timeline != plan->n_ops + 1)
+        mismatch(m, "%s: measured %zu samples for %zu ops (one per op after the baseline)", file,
+                 m->n_timeline, plan->n_ops);
+    for (size_t k = 0; k < pred->n_timeline && m->match; k++) {
+        const pred_point *p = &pred->timeline[k];
+        if (p->op + 1 >= m->n_timeline)
+            break;
+        uint64_t got = m->timeline[p->op + 1].requested, want = p->live[VIEW_REQUESTED];
+        if (got != want) {
+            ml_mark mk = plan_op_mark(&plan->ops[p->op]);
+            mismatch(m, "%s:%u:%u: requested after op %zu (%s): measured %" PRIu64
+                        ", predicted %" PRIu64, file, mk.line, mk.col, p->op,
+                     plan_op_names[plan->ops[p->op].kind], got, want);
+        }
+    }
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        if (v == VIEW_DEVICE && !m->has_device)
+            continue;
+        const char *view = ml_mem_view_names[v];
+        bool bounded = v == VIEW_DEVICE && !pred->device_exact;   /* the model gives bounds */
+        if (!bounded && m->steady[v] != pred->steady[v])
+            mismatch(m, "%s: %s steady: measured %" PRIu64 ", predicted %" PRIu64, file, view,
+                     m->steady[v], pred->steady[v]);
+        if (!bounded && m->peak[v] != pred->peak[v])
+            mismatch(m, "%s: %s peak: measured %" PRIu64 ", predicted %" PRIu64, file, view,
+                     m->peak[v], pred->peak[v]);
+        if (bounded && (m->peak[v] < pred->device_peak_lo || m->peak[v] > pred->device_peak_hi))
+            mismatch(m, "%s: device peak: measured %" PRIu64 ", outside the model's bounds [%"
+                        PRIu64 ", %" PRIu64 "]", file, m->peak[v], pred->device_peak_lo,
+                     pred->device_peak_hi);
+    }
+}
+
+void run_measured_free(report_measured *m) {
+    free(m->timeline);
+    m->timeline = NULL;
+    m->n_timeline = 0;
+}

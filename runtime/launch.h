@@ -1,0 +1,32 @@
+/* launch.h — one command for the user: `memlife run ... --ranks N` starts mpirun itself.
+ *
+ * Without an MPI launcher in the environment, memlife replaces itself (execv) with
+ *   mpirun [--allow-run-as-root] --oversubscribe -np N <this binary> run <the same arguments>
+ * so each rank is memlife again, now under mpirun. Under a launcher the world size is the
+ * launcher's. --allow-run-as-root is passed only when running as root (Open MPI refuses root
+ * otherwise); --oversubscribe lets N exceed the cores (the tests run 8 ranks on 2 cores). */
+#ifndef MEMLIFE_LAUNCH_H
+#define MEMLIFE_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* True when this process was started by an MPI launcher; size and rank from its environment
+ * (Open MPI's OMPI_COMM_WORLD_SIZE/RANK, PMI_SIZE/PMI_RANK of Hydra, Slurm's PMIX_RANK with
+ * SLURM_NTASKS). *size is 0 when the launcher does not say. */
+bool launch_under_mpi(int *size, int *rank);
+
+/* Finds the launcher: $MEMLIFE_MPIRUN, else `mpirun` on PATH. Returns 0 with the path in buf, or
+ * -1 when there is none. */
+int launch_find_mpirun(char *buf, size_t len);
+
+/* Replaces this process with mpirun running `argv` (argv[0] is the memlife command word, e.g.
+ * "run") on `ranks` ranks. Returns only on failure: -1 with err ("no mpirun on PATH: install
+ * openmpi-bin, or run under your MPI launcher"). Sets MEMLIFE_LAUNCHED=1 for the children so a
+ * launcher that hides its environment cannot make memlife start mpirun again. */
+int launch_self(int ranks, int argc, char **argv, char *err, size_t len);
+
+/* True when this process is a child of launch_self (MEMLIFE_LAUNCHED set). */
+bool launch_is_child(void);
+
+#endif
