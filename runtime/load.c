@@ -480,13 +480,14 @@ static int sweep_value(loader *l, int key, void *obj) {
     }
     if (ld_want(l, YAML_SEQUENCE_START_EVENT, "values"))
         return -1;
+    ml_mark start = ld_mark(l);
     ml_vec vals;
     ml_vec_init(&vals, sizeof(expr *));
     int rc = 0;
     while (rc == 0 && (rc = ld_next(l)) == 0 && !ld_is(l, YAML_SEQUENCE_END_EVENT))
         rc = ld_expr(l, CTX_PLAIN, "values", (expr **)ml_vec_push(&vals));
     if (rc == 0 && vals.n == 0)
-        rc = ld_fail(l, ld_mark(l), "'values' must not be empty");
+        rc = ld_fail(l, start, "'values' must not be empty");
     if (rc == 0) {
         s->n_sweep = (uint32_t)vals.n;
         s->sweep_values = ml_arena_alloc(l->a, vals.n * sizeof(expr *));
