@@ -115,7 +115,7 @@ static int h_alloc(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, cha
         void *p = mmap(NULL, h->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                        -1, 0);
         if (p == MAP_FAILED) {
-            snprintf(err, len, "mmap of %zu bytes failed: %s", h->map_bytes, strerror(errno));
+            snprintf(err, len, "mmap of %zu bytes: %s", h->map_bytes, strerror(errno));
             free(h);
             return -1;
         }
@@ -128,8 +128,7 @@ static int h_alloc(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, cha
         void *p = NULL;
         int e = posix_memalign(&p, pg, want);
         if (e) {
-            snprintf(err, len, "host allocation of %" PRIu64 " bytes failed: %s", bytes,
-                     strerror(e));
+            snprintf(err, len, "posix_memalign: %s", strerror(e));
             free(h);
             return -1;
         }

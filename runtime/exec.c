@@ -847,7 +847,8 @@ static bool seq_same(const seq_desc *a, const seq_desc *b) {
 
 static void seq_text(const seq_desc *d, int rank, const char *file, char *buf, size_t len) {
     if (d->state == SEQ_END) {
-        snprintf(buf, len, "rank %d has ended after %" PRIu64 " collectives", rank, d->index);
+        snprintf(buf, len, "rank %d has ended after %" PRIu64 " collective%s", rank, d->index,
+                 d->index == 1 ? "" : "s");
         return;
     }
     if (d->state == SEQ_FAILED) {

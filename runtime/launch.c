@@ -82,6 +82,7 @@ int launch_self(int ranks, int argc, char **argv, char *err, size_t len) {
     args[k++] = mpirun;
     if (geteuid() == 0)
         args[k++] = "--allow-run-as-root";
+    args[k++] = "-q";                /* the ranks print their own errors; mpirun's banners repeat them */
     args[k++] = "--oversubscribe";
     args[k++] = "-np";
     args[k++] = np;

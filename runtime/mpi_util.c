@@ -67,12 +67,23 @@ void rt_mpi_wait(rt_rank *r, MPI_Request *req, const char *what) {
     long sleep_ns = 0;
     for (unsigned spins = 0;; spins++) {
         int done = 0;
-        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        char loc[300];
+        if (rc != MPI_SUCCESS) {
+            /* E.g. ranks in different collectives (a divergence let through): the data is
+             * wrong and peers may wait forever, so this ends the job as a timeout would. */
+            char text[MPI_MAX_ERROR_STRING] = "";
+            int n = 0;
+            MPI_Error_string(rc, text, &n);
+            where(r, loc, sizeof loc);
+            fprintf(stderr, "%s: error: rank %d: %s failed in MPI: %s; ending every rank\n", loc,
+                    r ? r->rank : -1, what, text);
+            rt_mpi_abort(ML_EXIT_RUNTIME);
+        }
         if (done)
             return;
         double waited = ml_now_seconds() - t0;
         if (waited > timeout) {
-            char loc[300];
             where(r, loc, sizeof loc);
             fprintf(stderr,
                     "%s: error: rank %d: %s waited %.1f s for its peers (deadline %g s, "
