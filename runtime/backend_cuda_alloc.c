@@ -47,6 +47,19 @@ static int alloc_failed(cu_rank *cr, const char *api, uint64_t bytes, const char
     return -1;
 }
 
+/* With one process driving every GPU, NCCL's P2P/direct path lets a peer write straight into a
+ * rank's user buffer (same process: no copy through NCCL's FIFO). cudaMalloc memory is reachable
+ * once NCCL enables peer access; pool and VMM memory are reachable only by devices granted
+ * access, so both grant every other local device. Under mpirun peers go through NCCL's own
+ * buffers and only the owner needs access. Returns how many devices it wrote to peers. */
+static int peer_devices(const cu_rank *cr, int *peers, int max) {
+    int n = 0;
+    for (int i = 0; !cu_g.mpi && i < cu_g.n_local && n < max; i++)
+        if (cu_g.ranks[i].device != cr->device)
+            peers[n++] = cu_g.ranks[i].device;
+    return n;
+}
+
 static void one_allocation(rt_mem *out, void *ptr, uint64_t bytes) {
     out->ptr = ptr;
     out->bytes = bytes;
@@ -96,6 +109,18 @@ static int async_rank_init(cu_rank *cr, char *err, size_t len) {
     e = cudaMemPoolSetAttribute(cr->pool, cudaMemPoolAttrReleaseThreshold, &threshold);
     if (e != cudaSuccess)
         return cu_fail_cuda(err, len, e, "setting the pool's release threshold failed");
+    int peers[64];
+    int n = peer_devices(cr, peers, (int)ML_ARRAY_LEN(peers));
+    for (int k = 0; k < n; k++) {
+        struct cudaMemAccessDesc access;
+        memset(&access, 0, sizeof access);
+        access.location.type = cudaMemLocationTypeDevice;
+        access.location.id = peers[k];
+        access.flags = cudaMemAccessFlagsProtReadWrite;
+        /* Without peer access between the GPUs NCCL does not take the direct path either. */
+        if (cudaMemPoolSetAccess(cr->pool, &access, 1) != cudaSuccess)
+            (void)cudaGetLastError();
+    }
     return 0;
 }
 
@@ -370,12 +395,21 @@ int cu_vmm_alloc(cu_rank *cr, uint64_t bytes, uint32_t chunks, rt_mem *out, char
         }
         t->chunk[k].mapped = true;
     }
-    CUmemAccessDesc access;
-    memset(&access, 0, sizeof access);
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = cr->device;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    res = drv.set_access(t->base, t->reserved, &access, 1);
+    /* The owner first, then the local peers (see peer_devices); if the GPUs cannot reach each
+     * other, the owner alone (NCCL then copies through its own buffers). */
+    CUmemAccessDesc access[65];
+    int devices[65];
+    devices[0] = cr->device;
+    int n_access = 1 + peer_devices(cr, devices + 1, 64);
+    memset(access, 0, sizeof access);
+    for (int k = 0; k < n_access; k++) {
+        access[k].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        access[k].location.id = devices[k];
+        access[k].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    }
+    res = drv.set_access(t->base, t->reserved, access, (size_t)n_access);
+    if (res != CUDA_SUCCESS && n_access > 1)
+        res = drv.set_access(t->base, t->reserved, access, 1);
     if (res != CUDA_SUCCESS) {
         vmm_destroy(t, err, len);
         return fail_drv(err, len, res, "cuMemSetAccess of %zu bytes failed", t->reserved);

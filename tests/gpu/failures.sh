@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# tests/gpu/failures.sh — failures end cleanly: exit 3, a message, no hang; both launch modes.
+# tests: 4
+#   oom_200gib.yaml: a 200 GiB cudaMalloc (an H200 has 141 GiB): exit 3 with the size asked and
+#     the device's free memory in the message, well inside the step timeout.
+#   stall_rank0_only.yaml (--no-lint cross-rank --no-sequence-check --timeout 10): rank 0 issues
+#     an AllReduce no peer joins; every rank ends with exit 3 and a message within 10 s +
+#     start-up, not the step timeout. Under mpirun the backend's deadline fires ("nccl all_reduce
+#     did not complete within 10 s on rank 0 (stream 'default'); communicator aborted"); with
+#     --gpus the executor judges all ranks in one process and reports the divergence first.
+source "$(dirname "$0")/lib.bash"
+
+if ! gpu_ready; then
+    for mode in $GPU_MODES; do gpu_skip "$mode cudaMalloc failure" "$mode stall"; done
+    exit 0
+fi
+here=tests/gpu/schedules
+for mode in $GPU_MODES; do
+    gpu_run "$mode" oom_200gib "$here/oom_200gib.yaml"
+    if [ "$RC" -ne 3 ]; then
+        echo "not ok - $mode cudaMalloc failure: exit $RC, want 3"; gpu_show_err
+    elif ! grep -q 'cudaMalloc of 214748364800 bytes failed' "$ERR" || ! grep -q 'MiB free of' "$ERR"; then
+        echo "not ok - $mode cudaMalloc failure: message lacks the size or the free memory"; gpu_show_err
+    else
+        echo "ok - $mode cudaMalloc failure: exit 3 in ${SECS} s: $(grep -m1 'cudaMalloc of' "$ERR")"
+    fi
+
+    gpu_run "$mode" stall "$here/stall_rank0_only.yaml" --no-lint cross-rank \
+        --no-sequence-check --timeout 10
+    if [ "$RC" -ne 3 ]; then
+        echo "not ok - $mode stall: exit $RC in ${SECS} s, want 3"; gpu_show_err
+    elif [ "$SECS" -gt 60 ]; then
+        echo "not ok - $mode stall: exit 3 but after ${SECS} s (deadline 10 s)"; gpu_show_err
+    else
+        how=$(grep -m1 -E 'did not complete within|diverg|error' "$ERR")
+        echo "ok - $mode stall: exit 3 in ${SECS} s: ${how:-no message?}"
+    fi
+done

@@ -1,0 +1,117 @@
+# tests/gpu/lib.bash — helpers for the GPU tests, sourced by tests/gpu/*.sh (named .bash so that
+# tests/run.sh, which runs every *.sh, does not run it) and, through them, by tools/gpu_session.sh.
+#
+# Every case runs `memlife run --backend cuda` on GPU_WORLD GPUs (default 2) in each launch mode
+# of GPU_MODES (default both):
+#   mpi     mpirun --allow-run-as-root --oversubscribe -np 2 memlife run ... --backend cuda
+#   single  memlife run ... --backend cuda --gpus 2
+# with a JSON report in $RESULTS/MODE/NAME.json and its stdout / stderr beside it, and prints one
+# line per acceptance item (`ok - `, `not ok - `, `skip - `). Every command runs under `timeout`.
+# Without a GPU (nvidia-smi -L fails or lists too few) each case prints `skip - NAME: no GPU`.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT" || exit 2
+BUILD=${BUILD:-build}
+MEMLIFE=${MEMLIFE:-$ROOT/$BUILD/memlife}
+GPU_WORLD=${GPU_WORLD:-2}
+GPU_MODES=${GPU_MODES:-mpi single}
+STEP_TIMEOUT=${STEP_TIMEOUT:-120}
+CHECK=(python3 "$ROOT/tests/gpu/gpu_check.py")
+
+# NVLink SHARP stays off (the backend sets it too, without overriding a value given here).
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+if [ -n "${RESULTS:-}" ]; then
+    mkdir -p "$RESULTS" || exit 2
+else
+    RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/memlife-gpu.XXXXXX")
+    trap 'rm -rf "$RESULTS"' EXIT
+fi
+
+# gpu_ready: true when nvidia-smi lists at least GPU_WORLD GPUs and memlife is built with a
+# usable cuda backend; else GPU_WHY says why not.
+gpu_ready() {
+    GPU_WHY=""
+    if ! timeout 30 nvidia-smi -L >/dev/null 2>&1; then
+        GPU_WHY="no GPU"
+        return 1
+    fi
+    local n
+    n=$(timeout 30 nvidia-smi -L | grep -c '^GPU ')
+    if [ "$n" -lt "$GPU_WORLD" ]; then
+        GPU_WHY="no GPU: $n visible, $GPU_WORLD needed"
+        return 1
+    fi
+    if [ ! -x "$MEMLIFE" ]; then
+        GPU_WHY="$MEMLIFE is not built (make)"
+        return 1
+    fi
+    return 0
+}
+
+# gpu_skip NAME...: one skip line per case.
+gpu_skip() {
+    local n
+    for n in "$@"; do echo "skip - $n: $GPU_WHY"; done
+}
+
+# gpu_run MODE NAME ARGS...: memlife run ARGS in MODE on GPU_WORLD GPUs. Sets RC, SECS, JSON
+# (the report), ERR (its stderr). Appends the command and its stderr to $RESULTS/commands.log.
+gpu_run() {
+    local mode=$1 name=$2
+    shift 2
+    local base=$RESULTS/$mode/$name
+    mkdir -p "$RESULTS/$mode"
+    rm -f "$base.json"
+    JSON=$base.json
+    ERR=$base.err
+    local t0=$SECONDS
+    case $mode in
+    mpi)
+        timeout -k 10 "$STEP_TIMEOUT" mpirun --allow-run-as-root --oversubscribe -np "$GPU_WORLD" \
+            "$MEMLIFE" run "$@" --backend cuda --world "$GPU_WORLD" --format json -o "$JSON"
+        ;;
+    single)
+        timeout -k 10 "$STEP_TIMEOUT" "$MEMLIFE" run "$@" --backend cuda --gpus "$GPU_WORLD" \
+            --world "$GPU_WORLD" --format json -o "$JSON"
+        ;;
+    *)
+        echo "unknown launch mode '$mode'" >&2
+        false
+        ;;
+    esac >"$base.out" 2>"$ERR"
+    RC=$?
+    SECS=$((SECONDS - t0))
+    {
+        echo "### $mode/$name: memlife run $* --backend cuda ($mode) -> exit $RC in ${SECS} s"
+        cat "$ERR"
+    } >>"$RESULTS/commands.log"
+}
+
+# gpu_show_err: the tail of the last run's stderr, indented, under a `not ok` line.
+gpu_show_err() {
+    [ -s "$ERR" ] && tail -n 8 "$ERR" | sed 's/^/    /'
+    [ "$RC" -ge 124 ] && echo "    (exit $RC: killed by timeout after ${SECS} s)"
+    return 0
+}
+
+# gpu_check KIND NAME ARGS...: gpu_check.py's verdict lines; stderr of the run under a failure.
+gpu_check() {
+    local out
+    out=$("${CHECK[@]}" "$@" 2>&1)
+    printf '%s\n' "$out"
+    if printf '%s\n' "$out" | grep -q '^not ok - '; then gpu_show_err; fi
+    return 0
+}
+
+# The chapter's lifetimes at M = 256 MiB on N ranks (requested view, MiB): name steady peak.
+# AllReduce M/M; RS only M/N / M+M/N; naive RS+AG M / 2M+M/N; optimized RS+AG M / M+M/N.
+# At N = 2: 256/256, 128/384, 256/640, 256/384 (PyTorch on 2 x H200, DESIGN.md).
+gpu_seed_lifetimes() {
+    local m=256 s=$((256 / GPU_WORLD))
+    echo "01_allreduce_full $m $m"
+    echo "02_rs_only $s $((m + s))"
+    echo "03_rs_ag_naive $m $((2 * m + s))"
+    echo "04_rs_ag_optimized $m $((m + s))"
+}
