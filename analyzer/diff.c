@@ -133,7 +133,6 @@ static void explain(diff_row *row, const series *hi, const series *lo, int r) {
     ml_str_append(&sizes, "", 0);
     size_t n_still = 0;
     uint64_t extra = 0;
-    const diff_buf *extra_first = NULL;
     for (size_t k = 0; k < hs->n_live; k++) {
         const diff_buf *x = &hs->live[k];
         uint32_t xl = buffer_named(lo->s, x->name);
@@ -151,7 +150,6 @@ static void explain(diff_row *row, const series *hi, const series *lo, int r) {
         }
         if (lo_bytes == 0) {
             ml_str_printf(&still, "%s'%s' (%s)", n_still ? ", " : "", x->name, size);
-            extra_first = extra_first ? extra_first : x;
             n_still++;
             extra += x->bytes;
         } else if (lo_bytes < x->bytes) {
@@ -198,7 +196,6 @@ static void explain(diff_row *row, const series *hi, const series *lo, int r) {
                       (unsigned long long)hs->peak, ll, (unsigned long long)ls->peak);
     snprintf(row->cause, sizeof row->cause, "%s", text.s);
     row->cause_bytes = extra;
-    (void)extra_first;
     ml_str_free(&text);
     ml_str_free(&still);
     ml_str_free(&sizes);
@@ -281,6 +278,7 @@ static const char *const grid_headers[] = {"rank", "view", "A steady", "B steady
 static const bool grid_right[] = {true, false, true, true, true, true, true, true, false, false};
 
 static void row_cells(const diff_row *row, char cells[ROW_CELLS][CELL]) {
+    memset(cells, 0, sizeof(char[ROW_CELLS][CELL]));   /* rows are compared with memcmp */
     snprintf(cells[0], CELL, "%s", ml_mem_view_names[row->view]);
     report_size_cell(row->side[0].steady, cells[1], CELL);
     report_size_cell(row->side[1].steady, cells[2], CELL);

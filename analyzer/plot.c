@@ -4,6 +4,7 @@
  * = k) or, with --time, in seconds (edges[k+1] = the measured time after op k). The value drawn
  * over op k is the live bytes after it, so an alloc raises the curve over its own slot. */
 #include "plot.h"
+#include "report_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -83,29 +84,15 @@ static bool same_values(const uint64_t *a, const uint64_t *b, size_t n) {
 
 /* "rank 2", "ranks 0-3", "ranks 0, 2". */
 static void group_label(const panel *p, int g, char *buf, size_t len) {
-    int n = 0, first = -1, last = -1;
-    bool contiguous = true;
+    int *ranks = calloc((size_t)p->s->world, sizeof *ranks);
+    size_t n = 0;
     for (int r = 0; r < p->s->world; r++)
-        if (p->group[r] == g) {
-            if (last >= 0 && r != last + 1)
-                contiguous = false;
-            if (first < 0)
-                first = r;
-            last = r;
-            n++;
-        }
-    if (n == 1) {
-        snprintf(buf, len, "rank %d", first);
-        return;
-    }
-    if (contiguous) {
-        snprintf(buf, len, "ranks %d-%d", first, last);
-        return;
-    }
-    size_t used = (size_t)snprintf(buf, len, "ranks");
-    for (int r = 0; r < p->s->world && used < len; r++)
         if (p->group[r] == g)
-            used += (size_t)snprintf(buf + used, len - used, "%s %d", r == first ? "" : ",", r);
+            ranks[n++] = r;
+    char list[80];
+    report_ranks_text(ranks, n, list, sizeof list);
+    snprintf(buf, len, "rank%s %.80s", n > 1 ? "s" : "", list);
+    free(ranks);
 }
 
 /* A round step for about `want` intervals over [0, max]: 1, 2, 2.5 or 5 times a power of ten. */
@@ -151,8 +138,10 @@ static void draw_y_axis(ml_str *o, const panel *p, double step, const plot_optio
         snprintf(label, sizeof label, "%s MiB", mib);
         ml_str_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n",
                       left, y, right, y);
-        ml_str_printf(o, "<text class=\"ytick\" data-bytes=\"%.0f\" x=\"%.1f\" y=\"%.1f\" "
-                         "text-anchor=\"end\" font-size=\"11\" fill=\"#333\">", v, left - 6, y + 4);
+        /* data-y: where the value lies (the text sits 4 px lower to centre on its line). */
+        ml_str_printf(o, "<text class=\"ytick\" data-bytes=\"%.0f\" data-y=\"%.1f\" x=\"%.1f\" "
+                         "y=\"%.1f\" text-anchor=\"end\" font-size=\"11\" fill=\"#333\">",
+                      v, y, left - 6, y + 4);
         plot_xml_escape(o, label);
         ml_str_printf(o, "</text>\n");
     }
@@ -213,9 +202,11 @@ static void draw_x_axis(ml_str *o, const panel *p, const plot_options *opt) {
                  "font-size=\"10\" fill=\"#333\" transform=\"rotate(-45 %.1f %.1f)\"", k, x + 3, base + 10);
         text(o, x + 3, base + 10, attrs, label);
     }
+    char axis[96] = "op (source line and step)";
+    if (stride > 1)
+        snprintf(axis, sizeof axis, "op (source line and step; one in %zu labelled)", stride);
     text(o, p->x0 + PLOT_LEFT + PLOT_W / 2.0, base + LABELS_H - 8,
-         "text-anchor=\"middle\" font-size=\"12\" fill=\"#333\"",
-         stride > 1 ? "op (source line and step; every label shown is one op)" : "op (source line and step)");
+         "text-anchor=\"middle\" font-size=\"12\" fill=\"#333\"", axis);
 }
 
 /* Collectives as shaded spans, syncs as dashed ticks, regions as bars along the bottom. Spans
@@ -225,13 +216,23 @@ static void draw_spans(ml_str *o, const panel *p) {
     const curve *c = &p->curves[0];
     double last_label = -1e9, last_tick = -1e9, pend0 = 0, pend1 = -1;
     size_t pend_op = 0, depth = 0, region_start[64];
+    /* Labels read upwards from the bottom of the plot, above the region bars: the top is where
+     * the peak label goes. */
+    size_t max_depth = 0;
+    for (size_t k = 0, dd = 0; k < rp->n_ops; k++) {
+        dd += rp->ops[k].kind == OP_REGION_BEGIN;
+        dd -= rp->ops[k].kind == OP_REGION_END && dd > 0;
+        max_depth = dd > max_depth ? dd : max_depth;
+    }
+    const double label_y = PLOT_TOP + PLOT_H - 5 - 13.0 * (double)max_depth;
     for (size_t k = 0; k < rp->n_ops; k++) {
         const plan_op *op = &rp->ops[k];
         double x0 = px(p, c->edges[k]), x1 = px(p, c->edges[k + 1]);
         if (op->kind == OP_COLL) {
-            if (pend1 >= 0 && x0 > pend1 + 1) {
+            /* Spans are merged only where they are too thin to tell apart anyway. */
+            if (pend1 >= 0 && (x0 > pend1 + 1 || x1 - x0 >= 2)) {
                 ml_str_printf(o, "<rect class=\"coll\" data-op=\"%zu\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
-                                 "height=\"%d\" fill=\"#9ab7dd\" fill-opacity=\"0.28\"/>\n",
+                                 "height=\"%d\" fill=\"#9ab7dd\" fill-opacity=\"0.28\" stroke=\"#fff\"/>\n",
                               pend_op, pend0, PLOT_TOP, fmax(pend1 - pend0, 1), PLOT_H);
                 pend1 = -1;
             }
@@ -247,8 +248,8 @@ static void draw_spans(ml_str *o, const panel *p) {
                          op->u.coll.in_place ? " (in place)" : "");
                 char attrs[128];
                 snprintf(attrs, sizeof attrs, "font-size=\"10\" fill=\"#3a5a8c\" "
-                         "transform=\"rotate(90 %.1f %d)\"", mid - 3, PLOT_TOP + 6);
-                text(o, mid - 3, PLOT_TOP + 6, attrs, label);
+                         "transform=\"rotate(-90 %.1f %.1f)\"", mid + 4, label_y);
+                text(o, mid + 4, label_y, attrs, label);
                 last_label = mid;
             }
         } else if (op->kind == OP_SYNC && x1 - last_tick >= 2) {
@@ -258,8 +259,8 @@ static void draw_spans(ml_str *o, const panel *p) {
             if (x1 - last_label >= 13) {
                 char attrs[128];
                 snprintf(attrs, sizeof attrs, "font-size=\"10\" fill=\"#555\" "
-                         "transform=\"rotate(90 %.1f %d)\"", x1 + 2, PLOT_TOP + 6);
-                text(o, x1 + 2, PLOT_TOP + 6, attrs, "sync");
+                         "transform=\"rotate(-90 %.1f %.1f)\"", x1 - 3, label_y);
+                text(o, x1 - 3, label_y, attrs, "sync");
                 last_label = x1;
             }
             last_tick = x1;
@@ -282,7 +283,7 @@ static void draw_spans(ml_str *o, const panel *p) {
     }
     if (pend1 >= 0)
         ml_str_printf(o, "<rect class=\"coll\" data-op=\"%zu\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
-                         "height=\"%d\" fill=\"#9ab7dd\" fill-opacity=\"0.28\"/>\n",
+                         "height=\"%d\" fill=\"#9ab7dd\" fill-opacity=\"0.28\" stroke=\"#fff\"/>\n",
                       pend_op, pend0, PLOT_TOP, fmax(pend1 - pend0, 1), PLOT_H);
 }
 
@@ -369,6 +370,7 @@ static void draw_peak(ml_str *o, const panel *p, const plot_options *opt) {
     double w = 6.2 * (double)widest + 10, h = 14.0 * n + 6;
     bool right_side = mx < p->x0 + PLOT_LEFT + PLOT_W * 0.5;
     double bx = right_side ? mx + 10 : mx - 10 - w;
+    bx = fmax(fmin(bx, p->x0 + PANEL_W - 6 - w), p->x0 + PLOT_LEFT + 2);   /* stay in the panel */
     double by = fmax(my - h - 8, PLOT_TOP + 2);
     if (by + h > my - 4 && by < my + 4)  /* no room above: put it below the marker */
         by = my + 10;

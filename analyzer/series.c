@@ -89,9 +89,8 @@ void series_op_label(const rank_plan *p, const plan_op *op, char *buf, size_t le
         snprintf(buf, len, "%s", plan_op_names[op->kind]);
 }
 
-/* Expands, lints and predicts plan_index of s at world for every rank into one series. */
-static int build(series *out, sched *s, int plan_index, int world, const sched_params *p,
-                 ml_diags *d) {
+int series_from_sched(sched *s, int plan_index, int world, const sched_params *p, series *out,
+                      ml_diags *d) {
     out->s = s;
     out->plan_index = plan_index;
     out->world = world;
@@ -114,8 +113,8 @@ static int build(series *out, sched *s, int plan_index, int world, const sched_p
     for (int r = 0; r < world; r++)
         if (predict_rank(&out->plans[r], &out->pred[r], d) < 0)
             return -1;
-    const char *plan = s->plans[plan_index].name;
-    snprintf(out->label, sizeof out->label, "%s%s%s", s->name, *plan ? ":" : "", plan);
+    const char *plan = s->plans[plan_index].name ? s->plans[plan_index].name : "";
+    snprintf(out->label, sizeof out->label, "%s%s%s", s->name ? s->name : "", *plan ? ":" : "", plan);
     return 0;
 }
 
@@ -160,7 +159,7 @@ static int load_yaml(const char *word, const sched_params *p, ml_vec *out, ml_di
         series *sr = ml_vec_push(out);
         sr->source = strdup(word);
         sr->owns_sched = out->n == first + 1;
-        if (build(sr, s, (int)k, world, p, d) < 0)
+        if (series_from_sched(s, (int)k, world, p, sr, d) < 0)
             goto fail;
     }
     return 0;
@@ -241,7 +240,7 @@ static int load_result(const char *word, const sched_params *p, ml_vec *out, ml_
             ml_error(d, word, no_mark, "no plan named '%s' in '%s'", plan, file);
             goto fail;
         }
-        if (build(sr, s, plan_index, (int)world, p, d) < 0)
+        if (series_from_sched(s, plan_index, (int)world, p, sr, d) < 0)
             goto fail;
         sr->measured = calloc((size_t)world, sizeof *sr->measured);
         sr->n_measured = calloc((size_t)world, sizeof *sr->n_measured);

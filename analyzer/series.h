@@ -28,6 +28,10 @@ typedef struct {
 /* Appends one series per plan (or per result schedule) of `word` to out (an ml_vec of series).
  * Lint errors are input errors: they go to d and the call returns -1 (nothing appended). */
 int series_load(const char *word, const sched_params *p, ml_vec *out, ml_diags *d);
+/* Expands, lints and predicts plan plan_index of s at world for every rank into out (zeroed by
+ * the caller; set out->owns_sched to hand s over). Returns 0 or -1 (lint errors included). */
+int series_from_sched(sched *s, int plan_index, int world, const sched_params *p, series *out,
+                      ml_diags *d);
 void series_free(series *s);
 void series_vec_free(ml_vec *v);
 

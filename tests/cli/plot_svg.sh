@@ -40,7 +40,7 @@ report('plot-svg-two-panels', len(panels) == 2, '%d panels' % len(panels))
 # draw the same ticks (one shared scale).
 scales, bad = [], []
 for g in panels:
-    ticks = [(float(t.get('data-bytes')), float(t.get('y'))) for t in g.iter(S + 'text') if t.get('class') == 'ytick']
+    ticks = [(float(t.get('data-bytes')), float(t.get('data-y'))) for t in g.iter(S + 'text') if t.get('class') == 'ytick']
     (b0, y0), (bt, yt) = min(ticks), max(ticks)
     scales.append(ticks)
     for c in g.iter(S + 'circle'):

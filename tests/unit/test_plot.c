@@ -1,0 +1,196 @@
+/* test_plot.c — the SVG of `memlife plot`: labels, the peak's coordinates against the drawn axis,
+ * a shared y scale across panels, spans for collectives and syncs, escaping, measured overlays.
+ * (tests/cli/plot_svg.sh parses the same output with a real XML parser; plot_render.sh renders
+ * it in Chromium.) */
+#include <math.h>
+#include <stdlib.h>
+#include "tu_series.h"
+#include "plot.h"
+
+#define MiB ((uint64_t)1 << 20)
+
+/* The value of attribute name="..." of the element that contains `at`. */
+static double attr(const char *at, const char *name) {
+    const char *start = at;
+    while (start > at - 4096 && *start != '<')
+        start--;
+    const char *end = strchr(at, '>');
+    char key[64];
+    snprintf(key, sizeof key, " %s=\"", name);
+    const char *v = strstr(start, key);
+    if (!v || v > end)
+        fail_msg("no attribute %s", name);
+    return strtod(v + strlen(key), NULL);
+}
+
+static size_t count(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+static char *render(const series *s, size_t n, ml_mem_view view, bool time_axis) {
+    plot_options o = {.view = view, .time_axis = time_axis};
+    ml_str out = {0};
+    ml_diags d;
+    ml_diags_init(&d);
+    assert_int_equal(plot_svg(s, n, &o, &out, &d), 0);
+    ml_diags_free(&d);
+    return out.s;
+}
+
+/* The y pixel of `bytes` on the panel's axis, from the ticks it drew (0 and the top one). */
+static double y_of(const char *svg, double bytes) {
+    const char *zero = strstr(svg, "class=\"ytick\" data-bytes=\"0\"");
+    assert_non_null(zero);
+    const char *top = zero, *p = zero;
+    while ((p = strstr(p + 1, "class=\"ytick\"")) && attr(p, "data-bytes") > attr(top, "data-bytes"))
+        top = p;
+    double y0 = attr(zero, "data-y"), yt = attr(top, "data-y");
+    return y0 - (y0 - yt) * bytes / attr(top, "data-bytes");
+}
+
+static void naive_peak_label_and_position(void **state) {
+    series s;
+    tu_series(&s, tu_naive_yaml, 0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    /* seed: naive RS+AG peak at world 4 is 256 + 64 + 256 = 576 MiB, first at the gathered alloc */
+    assert_non_null(strstr(svg, ">peak 576 MiB<"));
+    assert_non_null(strstr(svg, ">at 7:5 alloc gathered<"));
+    assert_non_null(strstr(svg, "live: full 256 MiB, shard 64 MiB, gathered 256 MiB"));
+    const char *peak = strstr(svg, "class=\"peak\"");
+    assert_non_null(peak);
+    assert_int_equal((uint64_t)attr(peak, "data-bytes"), 576 * MiB);
+    assert_int_equal((int)attr(peak, "data-op"), 2);
+    assert_true(fabs(attr(peak, "cy") - y_of(svg, 576.0 * MiB)) < 0.2);
+    /* x: the middle of op 2's slot, where its step label is anchored (3 px right of it) */
+    const char *tick = strstr(svg, "class=\"xtick\" data-op=\"2\"");
+    assert_non_null(tick);
+    assert_true(fabs(attr(peak, "cx") - (attr(tick, "x") - 3)) < 0.2);
+    /* the steps: one label per op, 8 ops (the free of two names is two ops), no thinning */
+    assert_int_equal(count(svg, "class=\"xtick\""), 8);
+    assert_non_null(strstr(svg, ">9 all_gather<"));
+    /* all ranks have one curve: one line, labelled as such */
+    assert_int_equal(count(svg, "class=\"curve\""), 1);
+    assert_non_null(strstr(svg, ">ranks 0-3<"));
+    free(svg);
+    series_free(&s);
+}
+
+static void collectives_and_syncs_are_drawn(void **state) {
+    series s;
+    tu_series(&s, tu_naive_yaml, 0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    /* naive: reduce_scatter (op 3) and all_gather (op 4), one sync (op 5) */
+    assert_int_equal(count(svg, "class=\"coll\""), 2);
+    assert_non_null(strstr(svg, "class=\"coll\" data-op=\"3\""));
+    assert_non_null(strstr(svg, "class=\"coll\" data-op=\"4\""));
+    assert_non_null(strstr(svg, ">reduce_scatter<"));
+    assert_int_equal(count(svg, "class=\"sync\" data-op=\"5\""), 1);
+    assert_null(strstr(svg, "<script"));
+    assert_null(strstr(svg, "href"));
+    assert_non_null(strstr(svg, "font-family=\"sans-serif\""));
+    free(svg);
+    series_free(&s);
+}
+
+static void panels_share_one_scale(void **state) {
+    series s[2];
+    tu_series(&s[0], tu_naive_yaml, 0, NULL);
+    tu_series(&s[1], tu_optimized_yaml, 0, NULL);
+    char *svg = render(s, 2, VIEW_REQUESTED, false);
+    assert_int_equal(count(svg, "class=\"panel\""), 2);
+    const char *p1 = strstr(svg, "data-index=\"1\"");
+    assert_non_null(p1);
+    /* seed: optimized peak 320 MiB, drawn on the same scale as naive's 576 MiB */
+    const char *peak0 = strstr(svg, "class=\"peak\""), *peak1 = strstr(p1, "class=\"peak\"");
+    assert_true(peak0 < p1);
+    assert_non_null(peak1);
+    assert_int_equal((uint64_t)attr(peak1, "data-bytes"), 320 * MiB);
+    assert_true(fabs(attr(peak1, "cy") - y_of(svg, 320.0 * MiB)) < 0.2);
+    assert_true(fabs(attr(peak1, "cy") - y_of(p1, 320.0 * MiB)) < 0.2);
+    assert_non_null(strstr(p1, ">peak 320 MiB<"));
+    assert_non_null(strstr(p1, "live: full 256 MiB, shard 64 MiB<"));
+    free(svg);
+    series_free(&s[1]);
+    series_free(&s[0]);
+}
+
+static void text_is_escaped(void **state) {
+    series s;
+    tu_series(&s, "name: \"a<b & 'c' \\\"d\\\"\"\nworld: 2\nsteps:\n  - alloc: {buf: x, bytes: 3MiB}\n",
+              0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    assert_non_null(strstr(svg, "a&lt;b &amp; &apos;c&apos; &quot;d&quot;"));
+    assert_null(strstr(svg, "a<b"));
+    free(svg);
+    series_free(&s);
+}
+
+static void device_view_uses_pages(void **state) {
+    series s;
+    /* DESIGN.md page rule: 2 MiB + 1 B gets pages of its own, 4 MiB */
+    tu_series(&s, "name: pages\nworld: 1\nsteps:\n  - alloc: {buf: x, bytes: 2MiB + 1}\n", 0, NULL);
+    char *svg = render(&s, 1, VIEW_DEVICE, false);
+    assert_non_null(strstr(svg, ">peak 4 MiB<"));
+    assert_int_equal((uint64_t)attr(strstr(svg, "class=\"peak\""), "data-bytes"), 4 * MiB);
+    free(svg);
+    series_free(&s);
+}
+
+/* A hand-made measurement: 1 MiB more than predicted after every op, op k done at (k+1) ms. */
+static void add_measured(series *s) {
+    s->measured = calloc((size_t)s->world, sizeof *s->measured);
+    s->n_measured = calloc((size_t)s->world, sizeof *s->n_measured);
+    s->has_time = true;
+    for (int r = 0; r < s->world; r++) {
+        const pred_rank *p = &s->pred[r];
+        s->measured[r] = calloc(p->n_timeline, sizeof **s->measured);
+        for (size_t k = 0; k < p->n_timeline; k++)
+            s->measured[r][k] = (rt_sample){.op = p->timeline[k].op,
+                                            .requested = p->timeline[k].live[VIEW_REQUESTED] + MiB,
+                                            .t = 1e-3 * (double)(k + 1)};
+        s->n_measured[r] = p->n_timeline;
+    }
+}
+
+static void measured_overlay_and_time_axis(void **state) {
+    series s;
+    tu_series(&s, tu_naive_yaml, 0, NULL);
+    ml_str out = {0};
+    ml_diags d;
+    ml_diags_init(&d);
+    plot_options o = {.view = VIEW_REQUESTED, .time_axis = true};
+    assert_int_equal(plot_svg(&s, 1, &o, &out, &d), -1);   /* no measured times yet */
+    assert_non_null(strstr(tu_first_error(&d), "'--time' needs a run result"));
+    ml_diags_free(&d);
+    add_measured(&s);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    const char *m = strstr(svg, "data-kind=\"measured\"");
+    assert_non_null(m);
+    assert_non_null(strstr(m, "stroke-dasharray"));
+    assert_non_null(strstr(svg, ">measured<"));
+    free(svg);
+    svg = render(&s, 1, VIEW_REQUESTED, true);
+    assert_non_null(strstr(svg, ">time since baseline (measured)<"));
+    assert_non_null(strstr(svg, ">4 ms<"));    /* ticks over 7 ms of ops */
+    /* the host run read no device memory: no measured device curve */
+    free(svg);
+    svg = render(&s, 1, VIEW_DEVICE, false);
+    assert_null(strstr(svg, "data-kind=\"measured\""));
+    free(svg);
+    series_free(&s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(naive_peak_label_and_position),
+        cmocka_unit_test(collectives_and_syncs_are_drawn),
+        cmocka_unit_test(panels_share_one_scale),
+        cmocka_unit_test(text_is_escaped),
+        cmocka_unit_test(device_view_uses_pages),
+        cmocka_unit_test(measured_overlay_and_time_axis),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
