@@ -419,6 +419,10 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
         .max_ops = limits && limits->max_ops ? limits->max_ops : 50000000,
         .region = SCHED_NO_SYM,
     };
+    /* One allocation for a flat schedule: growing by doubling re-faults every page once per
+     * step of growth, which costs more than the walk itself at a million ops. */
+    uint64_t guess = s->n_steps_total + s->n_steps_total / 8 + 16;
+    grow_ops(&x, guess < x.max_ops ? (size_t)guess : x.max_ops);
     const sched_plan *pl = &s->plans[plan_index];
     int rc = expand_steps(&x, pl->steps, pl->n);
     free(bufs);

@@ -1,0 +1,521 @@
+/* test_lint.c — one test per diagnostic kind, asserting the exact text and line:col, plus the
+ * expect_error contract rows, stream hazards and cross-rank divergence.
+ *
+ * Merging across ranks (documented in lint.c): a finding every rank makes is one diagnostic
+ * without a rank; a finding only some ranks make is one diagnostic per such rank, with
+ * " [rank N]". So the chapter's nondivisible 1003 case, rejected on all four ranks, is one
+ * diagnostic when not wrapped, and four passing contract rows when wrapped in expect_error. */
+#include "plantest.h"
+
+/* Loads, expands and lints; checks the number of errors and returns the run for more checks. */
+static void lint_yaml(pt_run *r, const char *yaml, int world, size_t want_errors) {
+    pt_load(r, yaml, world);
+    pt_lint(r);
+    if (r->lint_errors != want_errors)
+        pt_dump(&r->d);
+    assert_int_equal(r->lint_errors, want_errors);
+    assert_int_equal(r->d.items.n, want_errors);
+}
+
+/* The single diagnostic of a schedule. */
+static void lint_says(const char *yaml, int world, const char *want) {
+    pt_run r;
+    lint_yaml(&r, yaml, world, 1);
+    assert_string_equal(pt_diag(&r, 0), want);
+    pt_free(&r);
+}
+
+/* ---- lifetimes ---------------------------------------------------------------------------- */
+
+static void use_after_free(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: full, bytes: 1KiB}\n"
+              "  - alloc: {buf: shard, bytes: 512}\n"
+              "  - reduce_scatter: {send: full, recv: shard}\n"
+              "  - sync: device\n"
+              "  - free: shard\n"
+              "  - all_gather: {send: shard, recv: full}\n",
+              0, "t.yaml:8:5: error: use of 'shard' after free (freed at 7:5)");
+}
+
+static void use_not_allocated(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: a, bytes: 1KiB}\n"
+              "  - copy: {src: a, dst: b}\n"
+              "  - alloc: {buf: b, bytes: 1KiB}\n",
+              0, "t.yaml:4:5: error: use of 'b' which is not allocated");
+}
+
+static void free_not_allocated(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - free: x\n"
+              "  - alloc: {buf: x, bytes: 1KiB}\n",
+              0, "t.yaml:3:5: error: free of 'x' which is not allocated");
+}
+
+static void double_free(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: x, bytes: 1KiB}\n"
+              "  - free: x\n"
+              "  - free: x\n",
+              0, "t.yaml:5:5: error: double free of 'x'");
+}
+
+static void alloc_of_live(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: x, bytes: 1KiB}\n"
+              "  - alloc: {buf: x, bytes: 2KiB}\n",
+              0, "t.yaml:4:5: error: alloc of 'x' which is still live (allocated at 3:5)");
+}
+
+static void view_out_of_bounds(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: full, count: 1024}\n"
+              "  - scale: {buf: 'full[768:512]', by: 2}\n",
+              0, "t.yaml:4:5: error: view 'full[768:512]' is outside 'full' (1024 elements)");
+}
+
+static void finding_on_some_ranks_names_them(void **state) {
+    pt_run r;
+    /* only ranks 1 and 3 free a name they never allocated */
+    lint_yaml(&r,
+              "world: 4\n"
+              "steps:\n"
+              "  - free: x\n"
+              "    when: rank % 2 == 1\n"
+              "  - alloc: {buf: x, bytes: 1KiB}\n",
+              0, 2);
+    assert_string_equal(pt_diag(&r, 0), "t.yaml:3:5: error: free of 'x' which is not allocated [rank 1]");
+    assert_string_equal(pt_diag(&r, 1), "t.yaml:3:5: error: free of 'x' which is not allocated [rank 3]");
+    pt_free(&r);
+}
+
+static void repeat_reports_once(void **state) {
+    /* 1000 iterations of the same double free: one diagnostic */
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: x, bytes: 1KiB}\n"
+              "  - free: x\n"
+              "  - repeat: {count: 1000, steps: [{free: x}]}\n",
+              0, "t.yaml:5:36: error: double free of 'x'");
+}
+
+/* ---- chunks ------------------------------------------------------------------------------- */
+
+static void release_errors(void **state) {
+    lint_says("world: 4\n"
+              "steps:\n"
+              "  - alloc: {buf: a, bytes: 1MiB}\n"
+              "  - release: {buf: a, keep: rank}\n",
+              0, "t.yaml:4:5: error: release of 'a' which was allocated without chunks");
+    lint_says("world: 4\n"
+              "steps:\n"
+              "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
+              "  - release: {buf: a, keep: rank + 1}\n"
+              "    when: rank == 3\n",
+              0, "t.yaml:4:5: error: release of 'a' keeps chunk 4 but it has 4 chunks [rank 3]");
+    lint_says("world: 4\n"
+              "steps:\n"
+              "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
+              "  - release: {buf: a, keep: rank}\n"
+              "  - release: {buf: a, keep: rank}\n",
+              0, "t.yaml:5:5: error: release of 'a' which was already released (released at 4:5)");
+}
+
+static void use_after_release(void **state) {
+    pt_run r;
+    /* 1024 floats in 4 chunks of 256: after keeping chunk `rank`, only [256*rank, +256) is
+     * mapped; the all_reduce of the whole buffer touches released chunks on every rank, the
+     * view of chunk 0 only on ranks 1..3. */
+    lint_yaml(&r,
+              "world: 4\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 1024, chunks: world}\n"
+              "  - release: {buf: a, keep: rank}\n"
+              "  - all_reduce: {buf: a}\n"
+              "  - scale: {buf: 'a[0:256]', by: 3}\n"
+              "  - scale: {buf: 'a[rank*256:256]', by: 3}\n",
+              0, 7);
+    /* each rank's text names its own chunk: 4 findings at 5:5, 3 at 6:5, in rank order */
+    assert_string_equal(pt_diag(&r, 0), "t.yaml:5:5: error: use of 'a' outside chunk 0, the only "
+                                        "one kept by release at 4:5 [rank 0]");
+    assert_string_equal(pt_diag(&r, 1), "t.yaml:5:5: error: use of 'a' outside chunk 1, the only "
+                                        "one kept by release at 4:5 [rank 1]");
+    assert_string_equal(pt_diag(&r, 2), "t.yaml:6:5: error: use of 'a[0:256]' outside chunk 1, "
+                                        "the only one kept by release at 4:5 [rank 1]");
+    pt_free(&r);
+}
+
+/* ---- collective contracts ----------------------------------------------------------------- */
+
+static const char nondivisible[] =
+    "world: 4\n"
+    "dtype: int64\n"
+    "let: {L: 1003}\n"
+    "steps:\n"
+    "  - alloc: {buf: input, count: L, init: rank_iota}\n"
+    "  - alloc: {buf: output, count: L / world}\n"
+    "  - reduce_scatter: {send: input, recv: output}\n";
+
+static void reduce_scatter_size(void **state) {
+    /* seed: 1003 int64 on 4 ranks, recv 1003/4 = 250; all four ranks refuse: one diagnostic */
+    lint_says(nondivisible, 0,
+              "t.yaml:7:5: error: reduce_scatter send count 1003 is not world (4) × recv count "
+              "250 (1000)");
+}
+
+static void all_gather_and_all_reduce_size(void **state) {
+    lint_says("world: 4\n"
+              "steps:\n"
+              "  - alloc: {buf: s, count: 64}\n"
+              "  - alloc: {buf: g, count: 200}\n"
+              "  - all_gather: {send: s, recv: g}\n",
+              0, "t.yaml:5:5: error: all_gather recv count 200 is not world (4) × send count 64 (256)");
+    lint_says("world: 4\n"
+              "steps:\n"
+              "  - alloc: {buf: s, count: 64}\n"
+              "  - alloc: {buf: g, count: 200}\n"
+              "  - all_reduce: {send: s, recv: g}\n",
+              0, "t.yaml:5:5: error: all_reduce recv count 200 is not send count 64");
+}
+
+static void dtype_mismatch(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: s, count: 64, dtype: int64}\n"
+              "  - alloc: {buf: r, count: 64, dtype: float32}\n"
+              "  - all_reduce: {send: s, recv: r}\n",
+              0, "t.yaml:5:5: error: all_reduce send dtype int64 differs from recv dtype float32");
+}
+
+static void root_outside_world(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: b, count: 64}\n"
+              "  - broadcast: {buf: b, root: world}\n",
+              0, "t.yaml:4:5: error: broadcast root 2 is outside the world (2 ranks)");
+}
+
+static void bad_in_place(void **state) {
+    /* recv at shard 0 of the send buffer: NCCL's in-place offset only on rank 0 */
+    pt_run r;
+    lint_yaml(&r,
+              "world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: full, count: 128}\n"
+              "  - reduce_scatter: {send: full, recv: 'full[0:64]'}\n",
+              0, 1);
+    assert_string_equal(pt_diag(&r, 0),
+                        "t.yaml:4:5: error: reduce_scatter send [0:128] and recv [0:64] overlap in "
+                        "one buffer, but nccl runs in place only at recv - send = 64 elements on "
+                        "rank 1 [rank 1]");
+    pt_free(&r);
+}
+
+static void copy_and_check_shapes(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 64}\n"
+              "  - alloc: {buf: b, count: 32}\n"
+              "  - copy: {src: a, dst: b}\n",
+              0, "t.yaml:5:5: error: copy from 'a' (64 elements) into 'b' (32 elements)");
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 64}\n"
+              "  - alloc: {buf: b, count: 32}\n"
+              "  - check: {name: same, equal: [a, b]}\n",
+              0, "t.yaml:5:5: error: check 'same' compares 64 elements with 32");
+}
+
+static void contract_bad_op_direct(void **state) {
+    /* The loader refuses `op:` on a collective that does not reduce, so only a hand-made op can
+     * carry one; the contract still names it (for IR built by other front ends). */
+    plan_op op = {.kind = OP_COLL};
+    op.u.coll.coll = COLL_ALL_GATHER;
+    op.u.coll.send = (plan_view){.buf = 0, .offset = 0, .count = 64, .dtype = DT_INT64};
+    op.u.coll.recv = (plan_view){.buf = 1, .offset = 0, .count = 256, .dtype = DT_INT64};
+    op.u.coll.count = 64;
+    op.u.coll.op = RED_MAX;
+    char detail[240];
+    assert_int_equal(lint_coll_contract(&op, 4, 0, detail, sizeof detail), ERR_BAD_OP);
+    assert_string_equal(detail, "max is not valid for all_gather: it does not reduce");
+    op.u.coll.op = RED_SUM;
+    assert_int_equal(lint_coll_contract(&op, 4, 0, detail, sizeof detail), ERR_NONE);
+    assert_string_equal(detail, "");
+}
+
+/* ---- expect_error ------------------------------------------------------------------------- */
+
+static void expect_error_rows_pass(void **state) {
+    pt_run r;
+    /* seed: nondivisible-without-padding-rejected, 4 rank rows PASS and no diagnostic */
+    lint_yaml(&r,
+              "world: 4\n"
+              "dtype: int64\n"
+              "let: {L: 1003}\n"
+              "steps:\n"
+              "  - alloc: {buf: input, count: L, init: rank_iota}\n"
+              "  - alloc: {buf: output, count: L / world}\n"
+              "  - expect_error:\n"
+              "      name: nondivisible-without-padding-rejected\n"
+              "      error: size_mismatch\n"
+              "      step: {reduce_scatter: {send: input, recv: output}}\n"
+              "  - free: [input, output]\n",
+              0, 0);
+    assert_int_equal(r.lint.n_rows, 4);
+    for (int k = 0; k < 4; k++) {
+        const lint_contract_row *row = &r.lint.rows[k];
+        assert_string_equal(row->name, "nondivisible-without-padding-rejected");
+        assert_int_equal(row->rank, k);
+        assert_true(row->pass);
+        assert_string_equal(row->detail, "refused before any collective: reduce_scatter send "
+                                         "count 1003 is not world (4) × recv count 250 (1000)");
+    }
+    pt_free(&r);
+}
+
+static void expect_error_no_error(void **state) {
+    lint_says("world: 4\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 1024}\n"
+              "  - alloc: {buf: b, count: 256}\n"
+              "  - expect_error:\n"
+              "      name: divisible\n"
+              "      error: size_mismatch\n"
+              "      step: {reduce_scatter: {send: a, recv: b}}\n",
+              0, "t.yaml:5:5: error: expect_error 'divisible' expected size_mismatch but "
+                 "reduce_scatter raised no error");
+}
+
+static void expect_error_other_error(void **state) {
+    pt_run r;
+    lint_yaml(&r,
+              "world: 4\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 1024}\n"
+              "  - alloc: {buf: b, count: 256}\n"
+              "  - expect_error:\n"
+              "      name: oob\n"
+              "      error: size_mismatch\n"
+              "      step: {reduce_scatter: {send: 'a[512:1024]', recv: b}}\n",
+              0, 1);
+    assert_string_equal(pt_diag(&r, 0),
+                        "t.yaml:5:5: error: expect_error 'oob' expected size_mismatch but "
+                        "reduce_scatter raised: view 'a[512:1024]' is outside 'a' (1024 elements)");
+    assert_false(r.lint.rows[0].pass);
+    pt_free(&r);
+}
+
+static void expect_error_refused_op_has_no_effect(void **state) {
+    pt_run r;
+    /* the refused all_reduce on stream comm never ran: freeing its buffers without a sync is no
+     * hazard, and it is no collective for the cross-rank comparison */
+    lint_yaml(&r,
+              "world: 2\n"
+              "streams: [comm]\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 16}\n"
+              "  - alloc: {buf: b, count: 8}\n"
+              "  - expect_error:\n"
+              "      name: x\n"
+              "      error: size_mismatch\n"
+              "      step: {all_reduce: {send: a, recv: b, stream: comm}}\n"
+              "  - free: [a, b]\n",
+              0, 0);
+    assert_int_equal(r.lint.n_rows, 2);
+    assert_true(r.lint.rows[1].pass);
+    assert_string_equal(r.lint.rows[1].detail,
+                        "refused before any collective: all_reduce recv count 8 is not send count 16");
+    pt_free(&r);
+}
+
+/* ---- hazards ------------------------------------------------------------------------------ */
+
+static const char hazard_head[] =
+    "world: 4\n"
+    "streams: [comm]\n"
+    "events: [done]\n"
+    "steps:\n"
+    "  - alloc: {buf: full, bytes: 1MiB}\n"
+    "  - alloc: {buf: shard, bytes: 256KiB}\n"
+    "  - reduce_scatter: {send: full, recv: shard, stream: comm}\n";
+
+static void hazard_free_unsynchronized(void **state) {
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml, "%s  - free: full\n", hazard_head);
+    lint_says(yaml, 0,
+              "t.yaml:8:5: error: free of 'full' while reduce_scatter at 7:5 on stream 'comm' may "
+              "still use it: a race under stream-ordered allocators (cudaFreeAsync); under plain "
+              "cudaFree a hidden device-wide synchronization — add sync: {stream: comm} or wait "
+              "on an event");
+}
+
+static void hazard_wait_on_other_stream_is_not_enough(void **state) {
+    char yaml[1024];
+    /* the event is recorded before the collective: waiting on it orders nothing after it */
+    snprintf(yaml, sizeof yaml,
+             "world: 2\n"
+             "streams: [comm]\n"
+             "events: [done]\n"
+             "steps:\n"
+             "  - alloc: {buf: full, bytes: 1MiB}\n"
+             "  - record: {event: done, stream: comm}\n"
+             "  - all_reduce: {buf: full, stream: comm}\n"
+             "  - wait: {event: done, stream: default}\n"
+             "  - free: full\n");
+    pt_run r;
+    lint_yaml(&r, yaml, 0, 1);
+    assert_true(strstr(pt_diag(&r, 0), "t.yaml:9:5: error: free of 'full' while all_reduce at 7:5"));
+    pt_free(&r);
+}
+
+static void no_hazard_variants(void **state) {
+    static const char *const tails[] = {
+        "  - sync: {stream: comm}\n  - free: full\n",
+        "  - sync: device\n  - free: full\n",
+        "  - record: {event: done, stream: comm}\n  - sync: {event: done}\n  - free: full\n",
+        "  - record: {event: done, stream: comm}\n  - wait: {event: done, stream: default}\n"
+        "  - free: full\n",
+    };
+    for (size_t k = 0; k < ML_ARRAY_LEN(tails); k++) {
+        char yaml[1024];
+        snprintf(yaml, sizeof yaml, "%s%s", hazard_head, tails[k]);
+        pt_run r;
+        lint_yaml(&r, yaml, 0, 0);
+        pt_free(&r);
+    }
+    /* same stream: stream order */
+    pt_run r;
+    lint_yaml(&r,
+              "world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: full, bytes: 1MiB}\n"
+              "  - all_reduce: {buf: full}\n"
+              "  - free: full\n",
+              0, 0);
+    pt_free(&r);
+}
+
+static void wait_on_unrecorded_event(void **state) {
+    lint_says("world: 2\n"
+              "streams: [comm]\n"
+              "events: [done]\n"
+              "steps:\n"
+              "  - wait: {event: done, stream: comm}\n",
+              0, "t.yaml:5:5: error: wait on event 'done' before any record of it");
+}
+
+/* ---- cross-rank --------------------------------------------------------------------------- */
+
+static void cross_rank_divergence(void **state) {
+    pt_run r;
+    lint_yaml(&r,
+              "world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: full, count: 128}\n"
+              "  - alloc: {buf: shard, count: 64}\n"
+              "  - all_gather: {send: shard, recv: full}\n"
+              "    when: rank == 0\n"
+              "  - reduce_scatter: {send: full, recv: shard}\n",
+              0, 1);
+    assert_string_equal(pt_diag(&r, 0),
+                        "t.yaml:7:5: error: rank 0 issues all_gather (count 64) at 5:5 where rank 1 "
+                        "issues reduce_scatter (count 64) at 7:5 [rank 1]");
+    assert_int_equal(ML_VEC_AT(&r.d.items, ml_diag, 0).rank, 1);
+    pt_free(&r);
+}
+
+static void cross_rank_ends_early(void **state) {
+    pt_run r;
+    lint_yaml(&r,
+              "world: 3\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 128}\n"
+              "  - repeat: {count: 3, steps: [{all_reduce: {buf: a}}]}\n"
+              "  - all_reduce: {buf: a, op: max}\n"
+              "    when: rank != 1\n",
+              0, 1);
+    assert_string_equal(pt_diag(&r, 0),
+                        "t.yaml:5:5: error: rank 1 ends after 3 collectives while rank 0 issues "
+                        "all_reduce at 5:5 [rank 1]");
+    pt_free(&r);
+}
+
+static void cross_rank_attributes(void **state) {
+    pt_run r;
+    lint_yaml(&r,
+              "world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 128}\n"
+              "  - all_reduce: {buf: a, op: sum}\n"
+              "    when: rank == 0\n"
+              "  - all_reduce: {buf: a, op: max}\n"
+              "    when: rank == 1\n",
+              0, 1);
+    assert_string_equal(pt_diag(&r, 0),
+                        "t.yaml:6:5: error: rank 0 issues all_reduce (count 128, op sum) at 4:5 "
+                        "where rank 1 issues all_reduce (count 128, op max) at 6:5 [rank 1]");
+    pt_free(&r);
+}
+
+static void clean_seed_schedule(void **state) {
+    pt_run r;
+    /* seed: the optimized RS+AG lifetime lints clean at every world */
+    for (int world = 2; world <= 8; world *= 2) {
+        lint_yaml(&r,
+                  "let: {M: 256MiB}\n"
+                  "steps:\n"
+                  "  - alloc: {buf: full, bytes: M}\n"
+                  "  - alloc: {buf: shard, bytes: M / world}\n"
+                  "  - reduce_scatter: {send: full, recv: shard}\n"
+                  "  - sync: device\n"
+                  "  - free: full\n"
+                  "  - alloc: {buf: gathered, bytes: M}\n"
+                  "  - all_gather: {send: shard, recv: gathered}\n"
+                  "  - sync: device\n"
+                  "  - free: shard\n",
+                  world, 0);
+        pt_free(&r);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(use_after_free),
+        cmocka_unit_test(use_not_allocated),
+        cmocka_unit_test(free_not_allocated),
+        cmocka_unit_test(double_free),
+        cmocka_unit_test(alloc_of_live),
+        cmocka_unit_test(view_out_of_bounds),
+        cmocka_unit_test(finding_on_some_ranks_names_them),
+        cmocka_unit_test(repeat_reports_once),
+        cmocka_unit_test(release_errors),
+        cmocka_unit_test(use_after_release),
+        cmocka_unit_test(reduce_scatter_size),
+        cmocka_unit_test(all_gather_and_all_reduce_size),
+        cmocka_unit_test(dtype_mismatch),
+        cmocka_unit_test(root_outside_world),
+        cmocka_unit_test(bad_in_place),
+        cmocka_unit_test(copy_and_check_shapes),
+        cmocka_unit_test(contract_bad_op_direct),
+        cmocka_unit_test(expect_error_rows_pass),
+        cmocka_unit_test(expect_error_no_error),
+        cmocka_unit_test(expect_error_other_error),
+        cmocka_unit_test(expect_error_refused_op_has_no_effect),
+        cmocka_unit_test(hazard_free_unsynchronized),
+        cmocka_unit_test(hazard_wait_on_other_stream_is_not_enough),
+        cmocka_unit_test(no_hazard_variants),
+        cmocka_unit_test(wait_on_unrecorded_event),
+        cmocka_unit_test(cross_rank_divergence),
+        cmocka_unit_test(cross_rank_ends_early),
+        cmocka_unit_test(cross_rank_attributes),
+        cmocka_unit_test(clean_seed_schedule),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

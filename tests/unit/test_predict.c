@@ -1,0 +1,389 @@
+/* test_predict.c — the predictor's steady and peak bytes in both views, against the chapter's
+ * lifetimes (seed: 4 × V100, 256 MiB: 256/256, 64/320, 256/576, 256/320 MiB; 2 × H200:
+ * 256/256, 128/384, 256/640, 256/384 MiB; DESIGN.md's formulas M/M, M/N / M+M/N, M / 2M+M/N,
+ * M / M+M/N for other worlds), the beyond-seed lifetimes (in place, chunked), the padded 1003
+ * case, the device model in a schedule, and expect_eval. The seed schedules are written here
+ * inline; schedules/seed/ holds the CLI's copies. */
+#include "plantest.h"
+
+/* The four seed lifetimes; %s is M. */
+static const char allreduce_full[] =
+    "let: {M: %s}\n"
+    "steps:\n"
+    "  - alloc: {buf: full, bytes: M}\n"
+    "  - all_reduce: {buf: full}\n"
+    "  - sync: device\n";
+
+static const char rs_only[] =
+    "let: {M: %s}\n"
+    "steps:\n"
+    "  - alloc: {buf: full, bytes: M}\n"
+    "  - alloc: {buf: shard, bytes: M / world}\n"
+    "  - reduce_scatter: {send: full, recv: shard}\n"
+    "  - sync: device\n"
+    "  - free: full\n";
+
+static const char rs_ag_naive[] =
+    "let: {M: %s}\n"
+    "steps:\n"
+    "  - alloc: {buf: full, bytes: M}\n"
+    "  - alloc: {buf: shard, bytes: M / world}\n"
+    "  - alloc: {buf: gathered, bytes: M}\n"
+    "  - reduce_scatter: {send: full, recv: shard}\n"
+    "  - all_gather: {send: shard, recv: gathered}\n"
+    "  - sync: device\n"
+    "  - free: [full, shard]\n";
+
+static const char rs_ag_optimized[] =
+    "let: {M: %s}\n"
+    "steps:\n"
+    "  - alloc: {buf: full, bytes: M}\n"
+    "  - alloc: {buf: shard, bytes: M / world}\n"
+    "  - reduce_scatter: {send: full, recv: shard}\n"
+    "  - sync: device\n"
+    "  - free: full\n"
+    "  - alloc: {buf: gathered, bytes: M}\n"
+    "  - all_gather: {send: shard, recv: gathered}\n"
+    "  - sync: device\n"
+    "  - free: shard\n";
+
+/* Predicts fmt (with M = m) at world and checks every rank's steady and peak in MiB. */
+static void seed_case(const char *fmt, const char *m, int world, double steady_req,
+                      double peak_req, double steady_dev, double peak_dev) {
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml, fmt, m);
+    pt_run r;
+    pt_load(&r, yaml, world);
+    pt_lint(&r);
+    assert_int_equal(r.lint_errors, 0);
+    pt_predict(&r);
+    for (int k = 0; k < world; k++) {
+        const pred_rank *p = &r.pred[k];
+        assert_int_equal(p->steady[VIEW_REQUESTED], (uint64_t)(steady_req * MiB));
+        assert_int_equal(p->peak[VIEW_REQUESTED], (uint64_t)(peak_req * MiB));
+        assert_int_equal(p->steady[VIEW_DEVICE], (uint64_t)(steady_dev * MiB));
+        assert_int_equal(p->peak[VIEW_DEVICE], (uint64_t)(peak_dev * MiB));
+        assert_true(p->device_exact);
+        assert_int_equal(p->device_peak_lo, p->peak[VIEW_DEVICE]);
+        assert_int_equal(p->device_peak_hi, p->peak[VIEW_DEVICE]);
+    }
+    pt_free(&r);
+}
+
+/* Whole-page sizes: the device view equals the requested one. */
+static void seed_same(const char *fmt, const char *m, int world, double steady, double peak) {
+    seed_case(fmt, m, world, steady, peak, steady, peak);
+}
+
+static void seed_world4(void **state) {
+    /* seed, 4 × V100 at 256 MiB: 256/256, 64/320, 256/576, 256/320 MiB */
+    seed_same(allreduce_full, "256MiB", 4, 256, 256);
+    seed_same(rs_only, "256MiB", 4, 64, 320);
+    seed_same(rs_ag_naive, "256MiB", 4, 256, 576);
+    seed_same(rs_ag_optimized, "256MiB", 4, 256, 320);
+}
+
+static void seed_world2(void **state) {
+    /* seed, 2 × H200 at 256 MiB: 256/256, 128/384, 256/640, 256/384 MiB */
+    seed_same(allreduce_full, "256MiB", 2, 256, 256);
+    seed_same(rs_only, "256MiB", 2, 128, 384);
+    seed_same(rs_ag_naive, "256MiB", 2, 256, 640);
+    seed_same(rs_ag_optimized, "256MiB", 2, 256, 384);
+}
+
+static void seed_world8(void **state) {
+    /* DESIGN.md formulas at N = 8: M/N = 32; M+M/N = 288; 2M+M/N = 544 */
+    seed_same(allreduce_full, "256MiB", 8, 256, 256);
+    seed_same(rs_only, "256MiB", 8, 32, 288);
+    seed_same(rs_ag_naive, "256MiB", 8, 256, 544);
+    seed_same(rs_ag_optimized, "256MiB", 8, 256, 288);
+}
+
+static void seed_world3(void **state) {
+    /* N = 3 with M = 3·q, q = 86 MiB (43 whole pages): M/N = 86, M+M/N = 344, 2M+M/N = 602 */
+    seed_same(allreduce_full, "258MiB", 3, 258, 258);
+    seed_same(rs_only, "258MiB", 3, 86, 344);
+    seed_same(rs_ag_naive, "258MiB", 3, 258, 602);
+    seed_same(rs_ag_optimized, "258MiB", 3, 258, 344);
+    /* N = 3 with M = 255 MiB: shards of 85 MiB. Requested 255/255, 85/340, 255/595, 255/340.
+     * Device: 255 MiB is 127.5 pages → 128 pages = 256 MiB; 85 MiB is 42.5 → 43 pages = 86 MiB:
+     * AR 256/256; RS-only 86 / 256+86 = 342; naive 256 / 256+86+256 = 598; optimized 256 / 342. */
+    seed_case(allreduce_full, "255MiB", 3, 255, 255, 256, 256);
+    seed_case(rs_only, "255MiB", 3, 85, 340, 86, 342);
+    seed_case(rs_ag_naive, "255MiB", 3, 255, 595, 256, 598);
+    seed_case(rs_ag_optimized, "255MiB", 3, 255, 340, 256, 342);
+}
+
+static void in_place_rs_then_ag(void **state) {
+    /* DESIGN.md beyond the seed: in-place RS then in-place AG on one buffer, M / M */
+    pt_run r;
+    pt_load(&r,
+            "world: 4\n"
+            "let: {M: 256MiB, q: M / 4 / world}\n"
+            "steps:\n"
+            "  - alloc: {buf: full, bytes: M}\n"
+            "  - reduce_scatter: {send: full, recv: 'full[rank*q : q]'}\n"
+            "  - all_gather: {send: 'full[rank*q : q]', recv: full}\n"
+            "  - sync: device\n",
+            0);
+    pt_lint(&r);
+    assert_int_equal(r.lint_errors, 0);
+    pt_predict(&r);
+    for (int k = 0; k < 4; k++) {
+        assert_true(r.plans[k].ops[1].u.coll.in_place);
+        assert_true(r.plans[k].ops[2].u.coll.in_place);
+        for (int v = 0; v < VIEW_COUNT; v++) {
+            assert_int_equal(r.pred[k].steady[v], 256 * MiB);
+            assert_int_equal(r.pred[k].peak[v], 256 * MiB);
+        }
+    }
+    pt_free(&r);
+}
+
+static void chunked_release(void **state) {
+    /* DESIGN.md: in-place RS on N chunks, then release of the chunks not owned: M/N / M
+     * (measured on H200×2 at 256 MiB: peak 256, after release 128). */
+    for (int world = 2; world <= 4; world += 2) {
+        pt_run r;
+        pt_load(&r,
+                "let: {M: 256MiB, q: M / 4 / world}\n"
+                "steps:\n"
+                "  - alloc: {buf: full, bytes: M, chunks: world}\n"
+                "  - reduce_scatter: {send: full, recv: 'full[rank*q : q]'}\n"
+                "  - sync: device\n"
+                "  - release: {buf: full, keep: rank}\n"
+                "  - scale: {buf: 'full[rank*q : q]', by: 2}\n",
+                world);
+        pt_lint(&r);
+        assert_int_equal(r.lint_errors, 0);
+        pt_predict(&r);
+        for (int k = 0; k < world; k++)
+            for (int v = 0; v < VIEW_COUNT; v++) {
+                assert_int_equal(r.pred[k].steady[v], 256 * MiB / (uint64_t)world);
+                assert_int_equal(r.pred[k].peak[v], 256 * MiB);
+            }
+        pt_free(&r);
+    }
+}
+
+static void chunked_small_chunks_own_pages(void **state) {
+    pt_run r;
+    /* 4 chunks of 1 KiB: requested 4 KiB, but each chunk is a physical allocation of its own:
+     * 4 pages = 8 MiB; after release 1 KiB / 2 MiB */
+    pt_load(&r,
+            "world: 4\n"
+            "steps:\n"
+            "  - alloc: {buf: a, bytes: 4KiB, chunks: world}\n"
+            "  - release: {buf: a, keep: rank}\n",
+            0);
+    pt_predict(&r);
+    assert_int_equal(r.pred[3].peak[VIEW_REQUESTED], 4 * KiB);
+    assert_int_equal(r.pred[3].peak[VIEW_DEVICE], 8 * MiB);
+    assert_int_equal(r.pred[3].steady[VIEW_REQUESTED], KiB);
+    assert_int_equal(r.pred[3].steady[VIEW_DEVICE], 2 * MiB);
+    pt_free(&r);
+}
+
+static const char padded_1003[] =
+    "world: 4\n"
+    "dtype: int64\n"
+    "let: {L: 1003, P: 'ceil_div(L, world) * world', Q: P / world}\n"
+    "steps:\n"
+    "  - alloc: {buf: logical, count: L, init: rank_iota}\n"
+    "  - alloc: {buf: direct, count: L, init: {copy: logical}}\n"
+    "  - all_reduce: {buf: direct}\n"
+    "  - alloc: {buf: padded, count: P, init: {identity: sum}}\n"
+    "  - init: {buf: 'padded[0:L]', copy: logical}\n"
+    "  - alloc: {buf: shard, count: Q}\n"
+    "  - alloc: {buf: gathered, count: P}\n"
+    "  - reduce_scatter: {send: padded, recv: shard}\n"
+    "  - all_gather: {send: shard, recv: gathered}\n"
+    "  - sync: device\n"
+    "  - check: {name: padding-and-trim-equivalence, equal: [direct, 'gathered[0:L]']}\n"
+    "  - free: [padded, shard, gathered]\n";
+
+static void padded_1003_int64(void **state) {
+    pt_run r;
+    pt_load(&r, padded_1003, 0);
+    pt_lint(&r);
+    assert_int_equal(r.lint_errors, 0);
+    pt_predict(&r);
+    for (int k = 0; k < 4; k++) {
+        const pred_rank *p = &r.pred[k];
+        /* seed: ceil(1003/4) = 251, padded 1004. int64 bytes: logical 1003×8 = 8024, direct
+         * 8024, padded 1004×8 = 8032, shard 251×8 = 2008, gathered 8032.
+         * peak = 8024 + 8024 + 8032 + 2008 + 8032 = 34120 at the alloc of gathered (op 9:
+         * alloc, init, alloc, init, all_reduce, alloc, init, init, alloc, alloc);
+         * steady = logical + direct = 16048. */
+        assert_int_equal(p->peak[VIEW_REQUESTED], 34120);
+        assert_int_equal(p->steady[VIEW_REQUESTED], 16048);
+        assert_int_equal(p->peak_op[VIEW_REQUESTED], 9);
+        assert_int_equal(p->n_peak_live[VIEW_REQUESTED], 5);
+        static const char *const live[5] = {"logical", "direct", "padded", "shard", "gathered"};
+        for (int j = 0; j < 5; j++)
+            assert_string_equal(sched_sym_name(r.s, SYM_BUFFER, p->peak_live[VIEW_REQUESTED][j]),
+                                live[j]);
+        /* device: rounded to 512 B: 8192 + 8192 + 8192 + 2048 + 8192 = 34816 B, one shared page
+         * from the first alloc on: 2 MiB peak at op 0, 2 MiB steady; exact (no alloc after the
+         * frees that left holes) */
+        assert_int_equal(p->peak[VIEW_DEVICE], 2 * MiB);
+        assert_int_equal(p->steady[VIEW_DEVICE], 2 * MiB);
+        assert_int_equal(p->peak_op[VIEW_DEVICE], 0);
+        assert_int_equal(p->n_peak_live[VIEW_DEVICE], 1);
+        assert_true(p->device_exact);
+        assert_int_equal(p->n_timeline, r.plans[k].n_ops);
+        assert_int_equal(p->timeline[9].live[VIEW_REQUESTED], 34120);
+        assert_int_equal(p->timeline[r.plans[k].n_ops - 1].live[VIEW_REQUESTED], 16048);
+    }
+    pt_free(&r);
+}
+
+static void device_inexact_bounds(void **state) {
+    pt_run r;
+    /* 3 × 600 KiB share page 0; freeing b leaves a hole before c (churn); d (500 KiB) goes into
+     * b's hole by best fit, e (300 KiB) fits no hole (100 KiB, 248 KiB tail): a new page. Model:
+     * 4 MiB peak. lo over ops: 2 MiB (the exact ops before); hi: 2 pages + 2 ambiguous blocks =
+     * 4 pages (capped at 4 live small blocks) = 8 MiB. */
+    pt_load(&r,
+            "world: 1\n"
+            "steps:\n"
+            "  - alloc: {buf: a, bytes: 600KiB}\n"
+            "  - alloc: {buf: b, bytes: 600KiB}\n"
+            "  - alloc: {buf: c, bytes: 600KiB}\n"
+            "  - free: b\n"
+            "  - alloc: {buf: d, bytes: 500KiB}\n"
+            "  - alloc: {buf: e, bytes: 300KiB}\n",
+            0);
+    pt_predict(&r);
+    const pred_rank *p = &r.pred[0];
+    assert_int_equal(p->peak[VIEW_DEVICE], 4 * MiB);
+    assert_int_equal(p->peak_op[VIEW_DEVICE], 5);
+    assert_false(p->device_exact);
+    assert_int_equal(p->device_peak_lo, 2 * MiB);
+    assert_int_equal(p->device_peak_hi, 8 * MiB);
+    assert_int_equal(p->peak[VIEW_REQUESTED], 2000 * KiB);   /* 600 × 2 + 500 + 300 */
+    pt_free(&r);
+}
+
+static void expect_rows(void **state) {
+    pt_run r;
+    /* seed: naive RS+AG at world 4, 256 MiB / 576 MiB; the device line is wrong on purpose
+     * (peak 2M instead of 2M + M/world): 4 failing rows */
+    char full[2048];
+    snprintf(full, sizeof full,
+             "world: 4\n"
+             "let: {M: 256MiB}\n"
+             "expect:\n"
+             "  requested: {steady: M, peak: 2*M + M/world}\n"
+             "  device: {peak: 2*M}\n"
+             "%s",
+             strstr(rs_ag_naive, "steps:"));
+    pt_load(&r, full, 0);
+    pt_predict(&r);
+    expect_row *rows = NULL;
+    size_t n = 0;
+    sched_params p = {0};
+    int failures = expect_eval(r.s, 0, &p, 4, r.pred, &rows, &n, &r.d);
+    assert_int_equal(failures, 4);
+    assert_int_equal(n, 12);   /* 4 ranks × (requested steady, requested peak, device peak) */
+    size_t passed = 0;
+    for (size_t k = 0; k < n; k++) {
+        passed += rows[k].pass;
+        if (rows[k].view == VIEW_DEVICE) {
+            assert_false(rows[k].pass);
+            assert_int_equal(rows[k].expected, 512 * MiB);
+            assert_int_equal(rows[k].got, 576 * MiB);
+        }
+    }
+    assert_int_equal(passed, 8);
+    free(rows);
+    pt_free(&r);
+}
+
+static void expect_plan_overrides_and_ranks(void **state) {
+    pt_run r;
+    /* plan "opt" has its own expectation (rank 0 only), which replaces the schedule's */
+    pt_load_plan(&r,
+                 "world: 2\n"
+                 "let: {M: 256MiB}\n"
+                 "expect:\n"
+                 "  requested: {peak: 1}\n"
+                 "plans:\n"
+                 "  opt:\n"
+                 "    expect:\n"
+                 "      - {rank: 0, requested: {steady: M, peak: M + M/world}}\n"
+                 "    steps:\n"
+                 "      - alloc: {buf: full, bytes: M}\n"
+                 "      - alloc: {buf: shard, bytes: M / world}\n"
+                 "      - reduce_scatter: {send: full, recv: shard}\n"
+                 "      - sync: device\n"
+                 "      - free: full\n"
+                 "      - alloc: {buf: gathered, bytes: M}\n"
+                 "      - all_gather: {send: shard, recv: gathered}\n"
+                 "      - sync: device\n"
+                 "      - free: shard\n",
+                 0, 0, NULL);
+    pt_predict(&r);
+    expect_row *rows = NULL;
+    size_t n = 0;
+    sched_params p = {0};
+    /* seed, 2 × H200: optimized 256 / 384 MiB */
+    assert_int_equal(expect_eval(r.s, 0, &p, 2, r.pred, &rows, &n, &r.d), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(rows[0].rank, 0);
+    assert_false(rows[0].is_peak);
+    assert_int_equal(rows[0].got, 256 * MiB);
+    assert_true(rows[1].is_peak);
+    assert_int_equal(rows[1].expected, 384 * MiB);
+    assert_true(rows[1].pass);
+    free(rows);
+    pt_free(&r);
+}
+
+static void expected_refused_alloc_counts_nothing(void **state) {
+    pt_run r;
+    /* a refused op inside expect_error changes no memory: only the 1 KiB alloc counts */
+    pt_load(&r,
+            "world: 2\n"
+            "steps:\n"
+            "  - alloc: {buf: a, count: 256}\n"
+            "  - expect_error:\n"
+            "      name: oob\n"
+            "      error: out_of_bounds\n"
+            "      step: {scale: {buf: 'a[200:100]', by: 2}}\n",
+            0);
+    pt_lint(&r);
+    assert_int_equal(r.lint_errors, 0);
+    pt_predict(&r);
+    assert_int_equal(r.pred[1].peak[VIEW_REQUESTED], KiB);
+    pt_free(&r);
+}
+
+static void empty_plan(void **state) {
+    pt_run r;
+    pt_load(&r, "world: 1\nsteps:\n  - sync: device\n", 0);
+    pt_predict(&r);
+    assert_int_equal(r.pred[0].peak[VIEW_REQUESTED], 0);
+    assert_int_equal(r.pred[0].peak_op[VIEW_REQUESTED], SIZE_MAX);
+    assert_int_equal(r.pred[0].n_peak_live[VIEW_REQUESTED], 0);
+    pt_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(seed_world4),
+        cmocka_unit_test(seed_world2),
+        cmocka_unit_test(seed_world8),
+        cmocka_unit_test(seed_world3),
+        cmocka_unit_test(in_place_rs_then_ag),
+        cmocka_unit_test(chunked_release),
+        cmocka_unit_test(chunked_small_chunks_own_pages),
+        cmocka_unit_test(padded_1003_int64),
+        cmocka_unit_test(device_inexact_bounds),
+        cmocka_unit_test(expect_rows),
+        cmocka_unit_test(expect_plan_overrides_and_ranks),
+        cmocka_unit_test(expected_refused_alloc_counts_nothing),
+        cmocka_unit_test(empty_plan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
