@@ -60,8 +60,14 @@ static void rank_cells(const report_schedule *rs, int r, bool measured, const ch
     *n = k;
 }
 
-/* Expectation rows grouped: passing rows that share view, kind, value and line print once with
- * their ranks; each failing row prints on its own with the predicted value. */
+/* Expectation rows grouped: rows that share view, kind, expected and predicted value, result
+ * and source position print once with their ranks ("pass on ranks 0-3"). */
+static bool same_expect(const expect_row *a, const expect_row *b) {
+    return a->pass == b->pass && a->view == b->view && a->is_peak == b->is_peak &&
+           a->expected == b->expected && a->got == b->got && a->mark.line == b->mark.line &&
+           a->mark.col == b->mark.col;
+}
+
 static void write_expectations(const report_schedule *rs, ml_str *out) {
     bool *done = calloc(rs->n_expects ? rs->n_expects : 1, sizeof *done);
     int *ranks = calloc(rs->n_expects ? rs->n_expects : 1, sizeof *ranks);
@@ -71,30 +77,22 @@ static void write_expectations(const report_schedule *rs, ml_str *out) {
         if (done[k])
             continue;
         const expect_row *e = &rs->expects[k];
-        char want[64], rank_text[256];
-        report_size_cell(e->expected < 0 ? 0 : (uint64_t)e->expected, want, sizeof want);
-        const char *what = e->is_peak ? "peak" : "steady";
-        if (!e->pass) {
-            char text[256];
-            report_expect_text(e, text, sizeof text);
-            ml_str_printf(out, "  expect (line %u): FAIL, %s\n", e->mark.line, text);
-            done[k] = true;
-            continue;
-        }
         size_t n = 0;
-        for (size_t j = k; j < rs->n_expects; j++) {
-            const expect_row *f = &rs->expects[j];
-            if (!done[j] && f->pass && f->view == e->view && f->is_peak == e->is_peak &&
-                f->expected == e->expected && f->mark.line == e->mark.line &&
-                f->mark.col == e->mark.col) {
+        for (size_t j = k; j < rs->n_expects; j++)
+            if (!done[j] && same_expect(&rs->expects[j], e)) {
                 done[j] = true;
-                ranks[n++] = f->rank;
+                ranks[n++] = rs->expects[j].rank;
             }
-        }
+        char want[80], got[80], rank_text[256];
+        report_size_cell(e->expected < 0 ? 0 : (uint64_t)e->expected, want, sizeof want);
+        report_size_cell(e->got < 0 ? 0 : (uint64_t)e->got, got, sizeof got);
         report_ranks_text(ranks, n, rank_text, sizeof rank_text);
-        ml_str_printf(out, "  expect %s %s %s (line %u): pass on rank%s %s\n",
-                      ml_mem_view_names[e->view], what, want, e->mark.line, n > 1 ? "s" : "",
-                      rank_text);
+        ml_str_printf(out, "  expect %s %s %s (line %u): %s on rank%s %s", ml_mem_view_names[e->view],
+                      e->is_peak ? "peak" : "steady", want, e->mark.line,
+                      e->pass ? "pass" : "FAIL", n > 1 ? "s" : "", rank_text);
+        if (!e->pass)
+            ml_str_printf(out, ", predicted %s", got);
+        ml_str_append(out, "\n", 1);
     }
     free(done);
     free(ranks);

@@ -6,6 +6,7 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char cmd_check_usage[] =
     "usage: memlife check FILE... [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
@@ -28,18 +29,32 @@ const char cmd_check_usage[] =
     "exit codes: 0 every expectation holds, 1 an expectation or contract failed,\n"
     "            2 bad input (syntax, lint error or hazard)\n";
 
+/* Orders failed expectations by where they are written, then by rank, as a compiler would. */
+static int by_position(const void *a, const void *b) {
+    const expect_row *x = *(const expect_row *const *)a, *y = *(const expect_row *const *)b;
+    if (x->mark.line != y->mark.line)
+        return x->mark.line < y->mark.line ? -1 : 1;
+    if (x->mark.col != y->mark.col)
+        return x->mark.col < y->mark.col ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
 /* Failed expectations and contract rows as compiler-style errors, in file order. */
 static size_t report_failures(const report_schedule *rs, ml_diags *d) {
     size_t failures = 0;
-    for (size_t k = 0; k < rs->n_expects; k++) {
-        const expect_row *e = &rs->expects[k];
-        if (e->pass)
-            continue;
+    const expect_row **failed = calloc(rs->n_expects ? rs->n_expects : 1, sizeof *failed);
+    if (!failed)
+        abort();
+    for (size_t k = 0; k < rs->n_expects; k++)
+        if (!rs->expects[k].pass)
+            failed[failures++] = &rs->expects[k];
+    qsort(failed, failures, sizeof *failed, by_position);
+    for (size_t k = 0; k < failures; k++) {
         char text[256];
-        report_expect_text(e, text, sizeof text);
-        ml_error(d, rs->s->file, e->mark, "%s", text);
-        failures++;
+        report_expect_text(failed[k], text, sizeof text);
+        ml_error(d, rs->s->file, failed[k]->mark, "%s", text);
     }
+    free(failed);
     for (size_t k = 0; k < rs->n_checks; k++) {
         const report_check *c = &rs->checks[k];
         if (c->pass)
@@ -51,9 +66,12 @@ static size_t report_failures(const report_schedule *rs, ml_diags *d) {
     return failures;
 }
 
-/* "pass  NAME  world N  requested S / P  device S / P  (K expectations)": the largest steady
- * and peak over the ranks, so one line says what the schedule costs. */
-static void print_summary(const report_schedule *rs, size_t failures) {
+/* One line per schedule, aligned: "pass  NAME  world N  requested S / P  device S / P  (K
+ * expectations)", with the largest steady and peak over the ranks, so one line says what the
+ * schedule costs. */
+enum { SUM_RESULT, SUM_NAME, SUM_WORLD, SUM_RS, SUM_RP, SUM_DS, SUM_DP, SUM_NOTE, SUM_COLS };
+
+static void summary_cells(const report_schedule *rs, size_t failures, char cells[SUM_COLS][256]) {
     uint64_t steady[VIEW_COUNT] = {0}, peak[VIEW_COUNT] = {0};
     for (int r = 0; r < rs->world; r++)
         for (int v = 0; v < VIEW_COUNT; v++) {
@@ -62,21 +80,45 @@ static void print_summary(const report_schedule *rs, size_t failures) {
             if (rs->pred[r].peak[v] > peak[v])
                 peak[v] = rs->pred[r].peak[v];
         }
-    char name[256], rs_[48], rp[48], ds[48], dp[48];
-    report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
-    ml_format_bytes(steady[VIEW_REQUESTED], rs_, sizeof rs_);
-    ml_format_bytes(peak[VIEW_REQUESTED], rp, sizeof rp);
-    ml_format_bytes(steady[VIEW_DEVICE], ds, sizeof ds);
-    ml_format_bytes(peak[VIEW_DEVICE], dp, sizeof dp);
+    snprintf(cells[SUM_RESULT], 256, "%s", failures ? "FAIL" : "pass");
+    report_schedule_name(rs->s, rs->plan_index, cells[SUM_NAME], 256);
+    snprintf(cells[SUM_WORLD], 256, "world %d", rs->world);
+    ml_format_bytes(steady[VIEW_REQUESTED], cells[SUM_RS], 256);
+    ml_format_bytes(peak[VIEW_REQUESTED], cells[SUM_RP], 256);
+    ml_format_bytes(steady[VIEW_DEVICE], cells[SUM_DS], 256);
+    ml_format_bytes(peak[VIEW_DEVICE], cells[SUM_DP], 256);
     size_t total = rs->n_expects + rs->n_checks;
-    printf("%s  %s  world %d  requested %s / %s  device %s / %s  ", failures ? "FAIL" : "pass",
-           name, rs->world, rs_, rp, ds, dp);
+    char rows[64] = "";
+    if (rs->n_checks)
+        snprintf(rows, sizeof rows, ", %zu contract row%s", rs->n_checks,
+                 rs->n_checks == 1 ? "" : "s");
     if (total == 0)
-        printf("(no expectations)\n");
+        snprintf(cells[SUM_NOTE], 256, "no expectations");
     else if (failures)
-        printf("(%zu of %zu failed)\n", failures, total);
+        snprintf(cells[SUM_NOTE], 256, "%zu of %zu failed", failures, total);
     else
-        printf("(%zu expectations%s)\n", total, rs->n_checks ? " and contract rows" : "");
+        snprintf(cells[SUM_NOTE], 256, "%zu expectations%s", rs->n_expects, rows);
+}
+
+static void print_summaries(const report *r, const size_t *failures) {
+    char (*cells)[SUM_COLS][256] = calloc(r->n ? r->n : 1, sizeof *cells);
+    int width[SUM_COLS] = {0};
+    if (!cells)
+        abort();
+    for (size_t k = 0; k < r->n; k++) {
+        summary_cells(&r->items[k], failures[k], cells[k]);
+        for (int c = 0; c < SUM_COLS; c++)
+            if ((int)strlen(cells[k][c]) > width[c])
+                width[c] = (int)strlen(cells[k][c]);
+    }
+    for (size_t k = 0; k < r->n; k++) {
+        char (*c)[256] = cells[k];
+        printf("%s  %-*s  %-*s  requested %*s / %*s  device %*s / %*s  (%s)\n", c[SUM_RESULT],
+               width[SUM_NAME], c[SUM_NAME], width[SUM_WORLD], c[SUM_WORLD], width[SUM_RS],
+               c[SUM_RS], width[SUM_RP], c[SUM_RP], width[SUM_DS], c[SUM_DS], width[SUM_DP],
+               c[SUM_DP], c[SUM_NOTE]);
+    }
+    free(cells);
 }
 
 int cmd_check(int argc, char **argv) {
@@ -102,11 +144,10 @@ int cmd_check(int argc, char **argv) {
         if (a.output && report_emit(&an.rep, a.format, a.output) != 0)
             rc = ML_EXIT_RUNTIME;
         if (a.format_set && !a.output) {
-            if ((!a.quiet || rc) && report_emit(&an.rep, a.format, NULL) != 0)
+            if (!a.quiet && report_emit(&an.rep, a.format, NULL) != 0)
                 rc = ML_EXIT_RUNTIME;
-        } else if (!a.quiet || rc) {
-            for (size_t k = 0; k < an.rep.n; k++)
-                print_summary(&an.rep.items[k], per[k]);
+        } else if (!a.quiet) {
+            print_summaries(&an.rep, per);
         }
         free(per);
         ml_diags_free(&fails);
