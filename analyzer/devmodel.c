@@ -19,8 +19,10 @@
  * that leaves a hole before live data in a page that stays in use (a hole other than the page's
  * tail) makes the state "churned"; every small block allocated while churned is ambiguous, since
  * the driver may have put it elsewhere. The state stops being churned when no small block is
- * live. A free that only grows the tail hole (LIFO, the usual temp-buffer pattern) leaves a layout
- * that monotonic growth also reaches, which best fit reproduced exactly, so it stays exact. */
+ * live. One exception keeps the usual temp-buffer pattern exact: a free that only grows the tail
+ * hole of the one page holding small blocks (LIFO) leaves a layout that monotonic growth also
+ * reaches, with a single candidate hole for the next request. With several small pages the grown
+ * tail competes with the others' holes, so that free churns too. */
 #include "analyzer.h"
 
 #include <stdlib.h>
@@ -403,8 +405,10 @@ static void free_small(devmodel *m, const block *b) {
         uint32_t id = hole_new(m, b->page, start, end - start);
         page_insert_hole(m, p, idx, id);
         class_push(m, id);
-        if (end != DEVMODEL_PAGE)
-            m->churned = true;   /* a hole before live data: later placement is a guess */
+        /* A hole before live data, or a grown tail while other pages also have room, gives a
+         * later alloc several candidates whose choice the driver does not document. */
+        if (end != DEVMODEL_PAGE || m->small_pages > 1)
+            m->churned = true;
     }
     if (m->small_live == 0)
         m->churned = false;

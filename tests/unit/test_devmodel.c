@@ -204,6 +204,20 @@ static void exact_for_lifo_frees(void **state) {
     devmodel_free(m);
 }
 
+static void lifo_free_with_two_pages_churns(void **state) {
+    devmodel *m = devmodel_new();
+    int64_t h[3];
+    /* page 0: 3 × 600 KiB; page 1: 1 × 600 KiB. Freeing page 0's last block only grows its tail,
+     * but page 1 has room too: the next 600 KiB request has two candidate holes (page 0's
+     * 848 KiB tail, page 1's 1448 KiB tail) and the driver's choice is not documented. */
+    alloc_n(m, 3, 600 * KiB, h);
+    devmodel_alloc(m, 600 * KiB);
+    devmodel_release(m, h[2]);
+    devmodel_alloc(m, 600 * KiB);
+    assert_false(devmodel_exact(m));
+    devmodel_free(m);
+}
+
 static void inexact_after_churn(void **state) {
     devmodel *m = devmodel_new();
     int64_t h[3];
@@ -301,6 +315,7 @@ int main(void) {
         cmocka_unit_test(tie_lowest_page_then_offset),
         cmocka_unit_test(chunks_own_pages),
         cmocka_unit_test(exact_for_lifo_frees),
+        cmocka_unit_test(lifo_free_with_two_pages_churns),
         cmocka_unit_test(inexact_after_churn),
         cmocka_unit_test(hi_capped_per_small_block),
         cmocka_unit_test(release_twice_is_ignored),
