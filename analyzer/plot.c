@@ -290,10 +290,14 @@ static void draw_spans(ml_str *o, const panel *p) {
 /* A step path: from the baseline (0) at the first edge, one H/V pair per change of value. */
 static void draw_curve(ml_str *o, const panel *p, int rank, const curve *c, const uint64_t *v,
                        const char *kind, const char *color) {
+    /* Under a measured curve the prediction is wide and pale, so that a measurement that
+     * matches it exactly still shows as a dashed line on top. */
+    const char *style = *kind == 'm' ? " stroke-width=\"1.6\" stroke-dasharray=\"6,4\""
+                        : c->meas ? " stroke-width=\"4\" stroke-opacity=\"0.45\""
+                                  : " stroke-width=\"2\"";
     ml_str_printf(o, "<path class=\"curve\" data-rank=\"%d\" data-kind=\"%s\" fill=\"none\" "
-                     "stroke=\"%s\" stroke-width=\"%s\"%s d=\"M%.1f %.1f",
-                  rank, kind, color, *kind == 'p' ? "2" : "1.6",
-                  *kind == 'p' ? "" : " stroke-dasharray=\"6,4\"", px(p, c->edges[0]), py(p, 0));
+                     "stroke=\"%s\"%s d=\"M%.1f %.1f",
+                  rank, kind, color, style, px(p, c->edges[0]), py(p, 0));
     uint64_t prev = 0;
     double last_x = px(p, c->edges[0]);
     for (size_t k = 0; k < c->n; k++) {

@@ -181,9 +181,13 @@ static void read_timeline(json_t *rank, rt_sample **samples, size_t *n, series *
         return;
     *samples = calloc(json_array_size(tl) + 1, sizeof **samples);
     json_array_foreach(tl, k, it) {
-        json_t *op = json_object_get(it, "op");
+        /* The op's index is `index` (with `op` its name); report.h's first sketch had it in
+         * `op`. The baseline sample has none. */
+        json_t *op = json_object_get(it, "index");
+        if (!json_is_integer(op))
+            op = json_object_get(it, "op");
         if (!json_is_integer(op) || json_integer_value(op) < 0)
-            continue;   /* the baseline sample, if written, has no op */
+            continue;
         rt_sample *sm = &(*samples)[(*n)++];
         sm->op = (size_t)json_integer_value(op);
         sm->requested = (uint64_t)json_integer_value(json_object_get(it, "requested"));
@@ -248,8 +252,21 @@ static int load_result(const char *word, const sched_params *p, ml_vec *out, ml_
         json_t *rank;
         json_array_foreach(json_object_get(item, "ranks"), j, rank) {
             json_int_t r = json_integer_value(json_object_get(rank, "rank"));
-            if (r >= 0 && r < world && !sr->measured[r])
-                read_timeline(rank, &sr->measured[r], &sr->n_measured[r], sr);
+            if (r < 0 || r >= world || sr->measured[r])
+                continue;
+            /* The result does not say which --set values the run used: the run's own
+             * prediction must be the one made here, or the curves would not belong together. */
+            json_t *peak = json_object_get(json_object_get(rank, "requested"), "peak");
+            if (json_is_integer(peak) &&
+                (uint64_t)json_integer_value(peak) != sr->pred[r].peak[VIEW_REQUESTED]) {
+                ml_error(d, word, no_mark,
+                         "the run of '%s' predicted a requested peak of %lld B on rank %lld, this "
+                         "prediction %llu B: pass the run's --set values", file,
+                         (long long)json_integer_value(peak), (long long)r,
+                         (unsigned long long)sr->pred[r].peak[VIEW_REQUESTED]);
+                goto fail;
+            }
+            read_timeline(rank, &sr->measured[r], &sr->n_measured[r], sr);
         }
     }
     json_decref(root);
