@@ -52,6 +52,13 @@ int expect_eval(const sched *s, int plan_index, const sched_params *p, int world
                     failures = -1;
                     break;
                 }
+                if (who < 0 || who >= world) {
+                    ml_error(d, s->file, e->mark,
+                             "expectation for rank %lld, outside the world (%d ranks)",
+                             (long long)who, world);
+                    failures = -1;
+                    break;
+                }
                 if (who != r)
                     continue;
             }

@@ -335,6 +335,27 @@ static void expect_error_refused_op_has_no_effect(void **state) {
     pt_free(&r);
 }
 
+static void expect_error_in_repeat_one_row_per_rank(void **state) {
+    pt_run r;
+    lint_yaml(&r,
+              "world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 16}\n"
+              "  - repeat:\n"
+              "      count: 5\n"
+              "      steps:\n"
+              "        - expect_error:\n"
+              "            name: oob\n"
+              "            error: out_of_bounds\n"
+              "            step: {scale: {buf: 'a[8:16]', by: 2}}\n",
+              0, 0);
+    assert_int_equal(r.lint.n_rows, 2);
+    assert_int_equal(r.lint.rows[0].rank, 0);
+    assert_int_equal(r.lint.rows[1].rank, 1);
+    assert_string_equal(r.lint.rows[1].detail, "refused: view 'a[8:16]' is outside 'a' (16 elements)");
+    pt_free(&r);
+}
+
 /* ---- hazards ------------------------------------------------------------------------------ */
 
 static const char hazard_head[] =
@@ -508,6 +529,7 @@ int main(void) {
         cmocka_unit_test(expect_error_no_error),
         cmocka_unit_test(expect_error_other_error),
         cmocka_unit_test(expect_error_refused_op_has_no_effect),
+        cmocka_unit_test(expect_error_in_repeat_one_row_per_rank),
         cmocka_unit_test(hazard_free_unsynchronized),
         cmocka_unit_test(hazard_wait_on_other_stream_is_not_enough),
         cmocka_unit_test(no_hazard_variants),

@@ -340,6 +340,26 @@ static void expect_plan_overrides_and_ranks(void **state) {
     pt_free(&r);
 }
 
+static void expect_rank_outside_world(void **state) {
+    pt_run r;
+    pt_load(&r,
+            "world: 2\n"
+            "expect:\n"
+            "  - {rank: 2, requested: {peak: 1KiB}}\n"
+            "steps:\n"
+            "  - alloc: {buf: a, bytes: 1KiB}\n",
+            0);
+    pt_predict(&r);
+    expect_row *rows = NULL;
+    size_t n = 0;
+    sched_params p = {0};
+    assert_int_equal(expect_eval(r.s, 0, &p, 2, r.pred, &rows, &n, &r.d), -1);
+    assert_string_equal(tu_first_error(&r.d),
+                        "t.yaml:3:15: error: expectation for rank 2, outside the world (2 ranks)");
+    free(rows);
+    pt_free(&r);
+}
+
 static void expected_refused_alloc_counts_nothing(void **state) {
     pt_run r;
     /* a refused op inside expect_error changes no memory: only the 1 KiB alloc counts */
@@ -382,6 +402,7 @@ int main(void) {
         cmocka_unit_test(device_inexact_bounds),
         cmocka_unit_test(expect_rows),
         cmocka_unit_test(expect_plan_overrides_and_ranks),
+        cmocka_unit_test(expect_rank_outside_world),
         cmocka_unit_test(expected_refused_alloc_counts_nothing),
         cmocka_unit_test(empty_plan),
     };
