@@ -65,6 +65,8 @@ void report_size_cell(uint64_t bytes, char *buf, size_t len) {
     ml_format_mib((int64_t)bytes, mib, sizeof mib);
     if (bytes % ((uint64_t)1 << 20) == 0)
         snprintf(buf, len, "%s MiB", mib);
+    else if (!strcmp(mib, "0"))
+        snprintf(buf, len, "%llu B", (unsigned long long)bytes);   /* "0 MiB" would hide it */
     else
         snprintf(buf, len, "%s MiB (%llu B)", mib, (unsigned long long)bytes);
 }

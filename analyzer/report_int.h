@@ -4,7 +4,8 @@
 
 #include "report.h"
 
-/* "256 MiB" for whole MiB, else "1.001 MiB (1049601 B)": short, and exact when it is not. */
+/* "256 MiB" for whole MiB, "1.001 MiB (1049601 B)" otherwise, "520 B" under 0.0005 MiB: short,
+ * and exact whenever it is not whole. */
 void report_size_cell(uint64_t bytes, char *buf, size_t len);
 /* What op k of a plan is, for people: the collective's name ("all_gather") or the op kind. */
 const char *report_op_label(const rank_plan *p, size_t op);

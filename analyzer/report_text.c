@@ -26,38 +26,76 @@ static void measured_cell(const report_measured *m, ml_mem_view v, bool peak, ch
         report_size_cell(peak ? m->peak[v] : m->steady[v], buf, len);
 }
 
-/* The cells of one rank's row after the rank column, in the order of the headers below. */
-enum { PRED_COLS = 6, MEAS_COLS = 5, CELL = 256 };
-static const char *const table_headers[] = {
-    "rank", "requested steady", "requested peak", "device steady", "device peak", "peak at",
-    "live at peak", "measured req steady", "measured req peak", "measured dev steady",
-    "measured dev peak", "match"};
-static const bool table_right[] = {true, true, true, true, true, false,
-                                   false, true, true, true, true, false};
+/* The columns of a rank row, one table for both formats: predicted views, then the measured
+ * ones when a run filled them (device only when some rank read a device), then where the peak
+ * is and what is live there. */
+typedef enum {
+    COL_REQ_STEADY, COL_REQ_PEAK, COL_DEV_STEADY, COL_DEV_PEAK,
+    COL_M_REQ_STEADY, COL_M_REQ_PEAK, COL_M_DEV_STEADY, COL_M_DEV_PEAK, COL_MATCH,
+    COL_PEAK_AT, COL_LIVE, COL_COUNT
+} rank_col;
+enum { CELL = 256 };
 
-static void rank_cells(const report_schedule *rs, int r, bool measured, const char *live_sep,
-                       char cells[][CELL], size_t *n) {
-    const pred_rank *p = &rs->pred[r];
-    size_t k = 0;
-    report_size_cell(p->steady[VIEW_REQUESTED], cells[k++], CELL);
-    report_size_cell(p->peak[VIEW_REQUESTED], cells[k++], CELL);
-    report_size_cell(p->steady[VIEW_DEVICE], cells[k++], CELL);
-    device_peak_cell(p, cells[k++], CELL);
-    report_peak_at(rs, r, cells[k++], CELL);
-    ml_str live = {0};
-    ml_str_append(&live, "", 0);
-    report_live_names(rs, r, live_sep, &live);
-    snprintf(cells[k++], 160, "%s", live.n ? live.s : "-");
-    ml_str_free(&live);
-    if (measured) {
-        const report_measured *m = rs->measured ? &rs->measured[r] : NULL;
-        measured_cell(m, VIEW_REQUESTED, false, cells[k++], CELL);
-        measured_cell(m, VIEW_REQUESTED, true, cells[k++], CELL);
-        measured_cell(m, VIEW_DEVICE, false, cells[k++], CELL);
-        measured_cell(m, VIEW_DEVICE, true, cells[k++], CELL);
-        snprintf(cells[k++], 160, "%s", !m || !m->present ? "-" : m->match ? "yes" : "NO");
+static const struct {
+    const char *header;
+    bool right;
+} rank_cols[COL_COUNT] = {
+    [COL_REQ_STEADY] = {"requested steady", true},
+    [COL_REQ_PEAK] = {"requested peak", true},
+    [COL_DEV_STEADY] = {"device steady", true},
+    [COL_DEV_PEAK] = {"device peak", true},
+    [COL_M_REQ_STEADY] = {"measured req steady", true},
+    [COL_M_REQ_PEAK] = {"measured req peak", true},
+    [COL_M_DEV_STEADY] = {"measured dev steady", true},
+    [COL_M_DEV_PEAK] = {"measured dev peak", true},
+    [COL_MATCH] = {"match", false},
+    [COL_PEAK_AT] = {"peak at", false},
+    [COL_LIVE] = {"live at peak", false},
+};
+
+/* Which columns r needs, in order; returns how many. */
+static size_t pick_columns(const report *r, rank_col *ids) {
+    bool measured = report_has_measured(r), device = false;
+    for (size_t k = 0; k < r->n && measured; k++)
+        for (int rank = 0; r->items[k].measured && rank < r->items[k].world; rank++)
+            device |= r->items[k].measured[rank].present && r->items[k].measured[rank].has_device;
+    size_t n = 0;
+    for (int c = 0; c < COL_COUNT; c++) {
+        if (!measured && c >= COL_M_REQ_STEADY && c <= COL_MATCH)
+            continue;
+        if (!device && (c == COL_M_DEV_STEADY || c == COL_M_DEV_PEAK))
+            continue;
+        ids[n++] = (rank_col)c;
     }
-    *n = k;
+    return n;
+}
+
+static void rank_cell(const report_schedule *rs, int r, rank_col col, const char *live_sep,
+                      char *buf) {
+    const pred_rank *p = &rs->pred[r];
+    const report_measured *m = rs->measured && rs->measured[r].present ? &rs->measured[r] : NULL;
+    switch (col) {
+    case COL_REQ_STEADY: report_size_cell(p->steady[VIEW_REQUESTED], buf, CELL); return;
+    case COL_REQ_PEAK: report_size_cell(p->peak[VIEW_REQUESTED], buf, CELL); return;
+    case COL_DEV_STEADY: report_size_cell(p->steady[VIEW_DEVICE], buf, CELL); return;
+    case COL_DEV_PEAK: device_peak_cell(p, buf, CELL); return;
+    case COL_M_REQ_STEADY: measured_cell(m, VIEW_REQUESTED, false, buf, CELL); return;
+    case COL_M_REQ_PEAK: measured_cell(m, VIEW_REQUESTED, true, buf, CELL); return;
+    case COL_M_DEV_STEADY: measured_cell(m, VIEW_DEVICE, false, buf, CELL); return;
+    case COL_M_DEV_PEAK: measured_cell(m, VIEW_DEVICE, true, buf, CELL); return;
+    case COL_MATCH: snprintf(buf, CELL, "%s", !m ? "-" : m->match ? "yes" : "NO"); return;
+    case COL_PEAK_AT: report_peak_at(rs, r, buf, CELL); return;
+    case COL_LIVE: {
+        ml_str live = {0};
+        ml_str_append(&live, "", 0);
+        report_live_names(rs, r, live_sep, &live);
+        snprintf(buf, CELL, "%s", live.n ? live.s : "-");
+        ml_str_free(&live);
+        return;
+    }
+    case COL_COUNT: break;
+    }
+    buf[0] = '\0';
 }
 
 /* Expectation rows grouped: rows that share view, kind, expected and predicted value, result
@@ -144,25 +182,30 @@ static void write_measured_notes(const report_schedule *rs, ml_str *out) {
 }
 
 int report_write_table(const report *r, ml_str *out) {
-    bool measured = report_has_measured(r);
-    size_t cols = 1 + PRED_COLS + (measured ? MEAS_COLS : 0);
+    rank_col ids[COL_COUNT];
+    size_t n_cols = pick_columns(r, ids);
+    const char *headers[COL_COUNT + 1] = {"rank"};
+    bool right[COL_COUNT + 1] = {true};
+    for (size_t c = 0; c < n_cols; c++) {
+        headers[c + 1] = rank_cols[ids[c]].header;
+        right[c + 1] = rank_cols[ids[c]].right;
+    }
     for (size_t k = 0; k < r->n; k++) {
         const report_schedule *rs = &r->items[k];
-        char name[256];
+        char name[256], cell[CELL];
         report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
         if (k)
             ml_str_append(out, "\n", 1);
         ml_str_printf(out, "%s (%s, world %d)\n", name, rs->s->file, rs->world);
         report_grid g;
-        report_grid_init(&g, cols, table_headers, table_right);
+        report_grid_init(&g, n_cols + 1, headers, right);
         for (int rank = 0; rank < rs->world; rank++) {
-            char cells[PRED_COLS + MEAS_COLS][CELL], rank_text[16];
-            size_t n;
-            snprintf(rank_text, sizeof rank_text, "%d", rank);
-            report_grid_add(&g, rank_text);
-            rank_cells(rs, rank, measured, ", ", cells, &n);
-            for (size_t c = 0; c < n; c++)
-                report_grid_add(&g, cells[c]);
+            snprintf(cell, sizeof cell, "%d", rank);
+            report_grid_add(&g, cell);
+            for (size_t c = 0; c < n_cols; c++) {
+                rank_cell(rs, rank, ids[c], ", ", cell);
+                report_grid_add(&g, cell);
+            }
         }
         report_grid_render(&g, false, "  ", out);
         report_grid_free(&g);
@@ -174,60 +217,55 @@ int report_write_table(const report *r, ml_str *out) {
 }
 
 /* ---- Markdown ---------------------------------------------------------------------------------*/
-static const char *const md_headers[] = {
-    "schedule", "world", "ranks", "requested steady", "requested peak", "device steady",
-    "device peak", "peak at", "live at peak", "measured req steady", "measured req peak",
-    "measured dev steady", "measured dev peak", "match", "expect"};
-static const bool md_right[] = {false, true, false, true, true, true, true, false,
-                                false, true, true, true, true, false, false};
+
+/* True when ranks a and b of rs show the same text in every column. */
+static bool same_row(const report_schedule *rs, int a, int b, const rank_col *ids, size_t n) {
+    char x[CELL], y[CELL];
+    for (size_t c = 0; c < n; c++) {
+        rank_cell(rs, a, ids[c], " ", x);
+        rank_cell(rs, b, ids[c], " ", y);
+        if (strcmp(x, y))
+            return false;
+    }
+    return true;
+}
 
 /* One row per run of consecutive ranks with identical cells: a PR reader wants "0-3", not four
  * equal lines. */
 int report_write_md(const report *r, ml_str *out) {
-    bool measured = report_has_measured(r);
-    size_t n_meas = measured ? MEAS_COLS : 0;
-    size_t cols = 3 + PRED_COLS + n_meas + 1;
-    const char *headers[ML_ARRAY_LEN(md_headers)];
-    bool right[ML_ARRAY_LEN(md_headers)];
-    for (size_t c = 0, src = 0; src < ML_ARRAY_LEN(md_headers); src++) {
-        if (!measured && src >= 3 + PRED_COLS && src < 3 + PRED_COLS + MEAS_COLS)
-            continue;
-        headers[c] = md_headers[src];
-        right[c++] = md_right[src];
+    rank_col ids[COL_COUNT];
+    size_t n_cols = pick_columns(r, ids);
+    const char *headers[COL_COUNT + 4] = {"schedule", "world", "ranks"};
+    bool right[COL_COUNT + 4] = {false, true, false};
+    for (size_t c = 0; c < n_cols; c++) {
+        headers[c + 3] = rank_cols[ids[c]].header;
+        right[c + 3] = rank_cols[ids[c]].right;
     }
+    headers[n_cols + 3] = "expect";
     report_grid g;
-    report_grid_init(&g, cols, headers, right);
+    report_grid_init(&g, n_cols + 4, headers, right);
     bool any_checks = false;
     for (size_t k = 0; k < r->n; k++) {
         const report_schedule *rs = &r->items[k];
-        char name[256], world[16];
+        char name[256], text[CELL];
         report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
-        snprintf(world, sizeof world, "%d", rs->world);
         any_checks |= rs->n_checks > 0;
         for (int first = 0; first < rs->world;) {
-            char cells[PRED_COLS + MEAS_COLS][CELL], next[PRED_COLS + MEAS_COLS][CELL];
-            size_t n, n2;
-            rank_cells(rs, first, measured, " ", cells, &n);
             int last = first;
-            while (last + 1 < rs->world) {
-                rank_cells(rs, last + 1, measured, " ", next, &n2);
-                bool same = n == n2;
-                for (size_t c = 0; same && c < n; c++)
-                    same = !strcmp(cells[c], next[c]);
-                if (!same)
-                    break;
+            while (last + 1 < rs->world && same_row(rs, first, last + 1, ids, n_cols))
                 last++;
-            }
-            char ranks[48];
-            if (last > first)
-                snprintf(ranks, sizeof ranks, "%d-%d", first, last);
-            else
-                snprintf(ranks, sizeof ranks, "%d", first);
             report_grid_add(&g, name);
-            report_grid_add(&g, world);
-            report_grid_add(&g, ranks);
-            for (size_t c = 0; c < n; c++)
-                report_grid_add(&g, cells[c]);
+            snprintf(text, sizeof text, "%d", rs->world);
+            report_grid_add(&g, text);
+            if (last > first)
+                snprintf(text, sizeof text, "%d-%d", first, last);
+            else
+                snprintf(text, sizeof text, "%d", first);
+            report_grid_add(&g, text);
+            for (size_t c = 0; c < n_cols; c++) {
+                rank_cell(rs, first, ids[c], " ", text);
+                report_grid_add(&g, text);
+            }
             report_grid_add(&g, report_expect_status(rs));
             first = last + 1;
         }
