@@ -276,8 +276,8 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
     else if (!b->live)
         report(x, op, ERR_COUNT_, "use_after_free", "release of '%s' after free (freed at %u:%u)",
                name, b->free_mark.line, b->free_mark.col);
-    else if (!b->chunks)
-        report(x, op, ERR_COUNT_, "no_chunks", "release of '%s' which was allocated without chunks",
+    else if (b->chunks < 2)   /* one chunk is one allocation: nothing to release */
+        report(x, op, ERR_COUNT_, "no_chunks", "release of '%s' which was not allocated in chunks",
                name);
     else if (op->u.release.keep >= b->chunks)
         report(x, op, ERR_OUT_OF_BOUNDS, "out_of_bounds",
@@ -289,7 +289,7 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
                b->release_mark.line, b->release_mark.col);
     else
         check_free_hazard(x, op, buf, "release");
-    if (refused(x) || !b->live || !b->chunks || op->u.release.keep >= b->chunks || b->released)
+    if (refused(x) || !b->live || b->chunks < 2 || op->u.release.keep >= b->chunks || b->released)
         return;
     b->released = true;
     b->keep = op->u.release.keep;

@@ -6,8 +6,10 @@
  * pointer to the step it came from (for file:line:col) and its repeat iteration.
  *
  * Views are resolved against the most recent alloc of the buffer's name in program order; whether
- * that buffer is live at the op is lint's question, not expand's (an op on a never-allocated name
- * gets buf_bytes 0 and elem_size 0, and lint reports it). */
+ * that buffer is live at the op is lint's question, not expand's (a view of a name not allocated
+ * before it gets count 0 unless written, and the schedule's dtype; lint reports it).
+ * Repeats are unrolled; OP_EXPECT_BEGIN is followed by the op(s) of the step it wraps, or by none
+ * when that step's `when:` dropped it on this rank. alloc.chunks is 0 when `chunks:` is absent. */
 #ifndef MEMLIFE_PLAN_H
 #define MEMLIFE_PLAN_H
 

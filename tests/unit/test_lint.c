@@ -113,7 +113,12 @@ static void release_errors(void **state) {
               "steps:\n"
               "  - alloc: {buf: a, bytes: 1MiB}\n"
               "  - release: {buf: a, keep: rank}\n",
-              0, "t.yaml:4:5: error: release of 'a' which was allocated without chunks");
+              0, "t.yaml:4:5: error: release of 'a' which was not allocated in chunks");
+    lint_says("world: 4\n"
+              "steps:\n"
+              "  - alloc: {buf: a, bytes: 1MiB, chunks: 1}\n"
+              "  - release: {buf: a, keep: 0}\n",
+              0, "t.yaml:4:5: error: release of 'a' which was not allocated in chunks");
     lint_says("world: 4\n"
               "steps:\n"
               "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
