@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The schedule and what it owns outside its arena (step arrays grow with realloc, which moves
@@ -738,8 +739,12 @@ sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_dia
         ml_error(d, path, ((ml_mark){0, 0}), "cannot open file: %s", strerror(errno));
         return NULL;
     }
-    /* read(2) in a loop rather than mmap: works for pipes and /dev/stdin too. */
+    /* read(2) in a loop rather than mmap: works for pipes and /dev/stdin too. A regular file's
+     * size is known, so its buffer is allocated once. */
+    struct stat st;
     size_t cap = 1 << 16, len = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        cap = (size_t)st.st_size + 1;
     char *buf = malloc(cap);
     for (;;) {
         if (!buf)
