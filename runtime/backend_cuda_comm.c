@@ -83,7 +83,9 @@ int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, si
         ncclResult_t res = ncclGroupStart();
         int bad = -1;
         ncclResult_t bad_res = ncclSuccess;
-        for (int i = 0; i < n && res == ncclSuccess; i++) {
+        /* Stop at the first refusal: NCCL then cleans the group up at ncclGroupEnd without
+         * launching it, so no rank's kernel waits for a peer that was never issued. */
+        for (int i = 0; i < n && res == ncclSuccess && bad < 0; i++) {
             const rt_coll_args *a = &args[i];
             const rt_mem *send_mem = a->send ? a->send : a->recv;
             const rt_mem *recv_mem = a->recv ? a->recv : a->send;
@@ -391,9 +393,9 @@ static int create_named(cu_rank *cr, const rank_plan *p, char *err, size_t len) 
         case OP_WAIT: stream = op->u.event.stream; event = op->u.event.event; break;
         default: break;
         }
-        if (stream != SCHED_NO_SYM && cu_stream_get(cr, stream, &s, err, len))
+        if (stream < p->s->syms[SYM_STREAM].n && cu_stream_get(cr, stream, &s, err, len))
             return -1;
-        if (event != SCHED_NO_SYM && cu_event_get(cr, event, &e, err, len))
+        if (event < p->s->syms[SYM_EVENT].n && cu_event_get(cr, event, &e, err, len))
             return -1;
     }
     return 0;

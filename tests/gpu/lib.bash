@@ -58,6 +58,7 @@ gpu_skip() {
 
 # gpu_run MODE NAME ARGS...: memlife run ARGS in MODE on GPU_WORLD GPUs. Sets RC, SECS, JSON
 # (the report), ERR (its stderr). Appends the command and its stderr to $RESULTS/commands.log.
+# stdin is /dev/null: mpirun forwards stdin to rank 0 and would eat the caller's loop input.
 gpu_run() {
     local mode=$1 name=$2
     shift 2
@@ -80,7 +81,7 @@ gpu_run() {
         echo "unknown launch mode '$mode'" >&2
         false
         ;;
-    esac >"$base.out" 2>"$ERR"
+    esac </dev/null >"$base.out" 2>"$ERR"
     RC=$?
     SECS=$((SECONDS - t0))
     {
@@ -89,10 +90,17 @@ gpu_run() {
     } >>"$RESULTS/commands.log"
 }
 
-# gpu_show_err: the tail of the last run's stderr, indented, under a `not ok` line.
+# gpu_show_err: the last run's error lines (else the tail of its stderr), indented, under a
+# `not ok` line.
 gpu_show_err() {
-    [ -s "$ERR" ] && tail -n 8 "$ERR" | sed 's/^/    /'
-    [ "$RC" -ge 124 ] && echo "    (exit $RC: killed by timeout after ${SECS} s)"
+    if grep -q -i 'error' "$ERR" 2>/dev/null; then
+        grep -i -m 4 'error' "$ERR" | sed 's/^/    /'
+    elif [ -s "$ERR" ]; then
+        tail -n 8 "$ERR" | sed 's/^/    /'
+    fi
+    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
+        echo "    (exit $RC: killed by timeout after ${SECS} s)"
+    fi
     return 0
 }
 
