@@ -258,24 +258,30 @@ int cu_comm_init(char *err, size_t len) {
     return init_mpi(devices, err, len);
 }
 
+/* Under mpirun the ranks first agree whether any of them failed (a bounded allreduce, which also
+ * keeps every rank from tearing its buffers down while a peer's last kernel may still read them
+ * over NVLink): after a failure anywhere every rank aborts its communicator, since
+ * ncclCommDestroy could wait for a peer that is gone; after a clean run every rank destroys it. */
 void cu_comm_finalize(void) {
-    if (cu_g.failed || cu_g.aborted) {
-        /* A peer may be stuck or gone: ncclCommDestroy could wait for it, abort does not. */
+    int any_failed = cu_g.failed || cu_g.aborted;
+#ifdef MEMLIFE_HAVE_MPI
+    if (cu_g.mpi && rt_mpi_active()) {
+        rt_rank who;
+        memset(&who, 0, sizeof who);
+        who.opt = &cu_g.opt;
+        who.rank = cu_g.first_rank;
+        int mine = any_failed;
+        MPI_Request req;
+        if (MPI_Iallreduce(&mine, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req) ==
+            MPI_SUCCESS)
+            rt_mpi_wait(&who, &req, "agreeing on how to close the NCCL communicator");
+        else
+            any_failed = 1;
+    }
+#endif
+    if (any_failed) {
         cu_abort_all();
     } else {
-#ifdef MEMLIFE_HAVE_MPI
-        if (cu_g.mpi && rt_mpi_active()) {
-            /* No rank tears its buffers down while a peer's last kernel may still read them
-             * over NVLink. */
-            rt_rank who;
-            memset(&who, 0, sizeof who);
-            who.opt = &cu_g.opt;
-            who.rank = cu_g.first_rank;
-            MPI_Request req;
-            if (MPI_Ibarrier(MPI_COMM_WORLD, &req) == MPI_SUCCESS)
-                rt_mpi_wait(&who, &req, "the barrier before destroying the NCCL communicator");
-        }
-#endif
         for (int i = 0; i < cu_g.n_local; i++) {
             cu_rank *cr = &cu_g.ranks[i];
             if (cr->comm) {
