@@ -712,7 +712,8 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
             s->name = default_name(s->arena, name);
         s->n_lets = (uint32_t)l.let_v.n;
         s->lets = ml_arena_alloc(s->arena, l.let_v.n * sizeof(sched_let));
-        memcpy(s->lets, l.let_v.items, l.let_v.n * sizeof(sched_let));
+        if (l.let_v.n)   /* no lets: items is NULL, and memcpy from NULL is undefined */
+            memcpy(s->lets, l.let_v.items, l.let_v.n * sizeof(sched_let));
     }
 
     if (l.have_ev)
