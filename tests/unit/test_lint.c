@@ -255,6 +255,49 @@ static void contract_bad_op_direct(void **state) {
     assert_string_equal(detail, "");
 }
 
+static void more_shapes_and_lifetimes(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 64, dtype: int64}\n"
+              "  - alloc: {buf: b, count: 64, dtype: float32}\n"
+              "  - copy: {src: a, dst: b}\n",
+              0, "t.yaml:5:5: error: copy from 'a' (int64) into 'b' (float32)");
+    /* 10 elements do not split into 4 rank-major shards */
+    lint_says("world: 4\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 10}\n"
+              "  - alloc: {buf: b, count: 10}\n"
+              "  - check: {name: roll, not_equal: [a, {buf: b, roll_shards: 1}]}\n",
+              0, "t.yaml:5:5: error: check 'roll' rolls the shards of 'b', but 10 elements do "
+                 "not split into world (4) shards");
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
+              "  - free: a\n"
+              "  - release: {buf: a, keep: rank}\n",
+              0, "t.yaml:5:5: error: release of 'a' after free (freed at 4:5)");
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - release: {buf: a, keep: rank}\n"
+              "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n",
+              0, "t.yaml:3:5: error: release of 'a' which is not allocated");
+    lint_says("world: 2\n"
+              "events: [e]\n"
+              "steps:\n"
+              "  - sync: {event: e}\n",
+              0, "t.yaml:4:5: error: sync on event 'e' before any record of it");
+}
+
+static void cross_rank_reference_ends_early(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 128}\n"
+              "  - broadcast: {buf: a, root: 0}\n"
+              "    when: rank == 1\n",
+              0, "t.yaml:4:5: error: rank 0 ends after 0 collectives while rank 1 issues "
+                 "broadcast at 4:5 [rank 1]");
+}
+
 /* ---- expect_error ------------------------------------------------------------------------- */
 
 static void expect_error_rows_pass(void **state) {
@@ -529,6 +572,8 @@ int main(void) {
         cmocka_unit_test(root_outside_world),
         cmocka_unit_test(bad_in_place),
         cmocka_unit_test(copy_and_check_shapes),
+        cmocka_unit_test(more_shapes_and_lifetimes),
+        cmocka_unit_test(cross_rank_reference_ends_early),
         cmocka_unit_test(contract_bad_op_direct),
         cmocka_unit_test(expect_error_rows_pass),
         cmocka_unit_test(expect_error_no_error),
