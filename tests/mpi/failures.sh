@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Failure behaviour on the host backend: never a hang, never a partial result file.
+#  - a collective sequence that diverges at run time (lint told to let it through) ends every
+#    rank with exit 3 and a message naming the ranks and the step, well within --timeout 10;
+#  - with the sequence check off, the same divergence still ends (at an MPI error or the deadline);
+#  - a failed allocation names the step, the bytes asked and the live bytes; exit 3;
+#  - an interrupted run leaves no result file;
+#  - --ranks must agree with an outside launcher's size.
+. "$(dirname "$0")/lib.bash"
+
+why=$(host_backend_missing)
+if [ -n "$why" ]; then
+    skip "failure behaviour" "$why"
+    exit 0
+fi
+D=tests/mpi/data
+
+# no_result NAME: the -o file and any temp file beside it are absent.
+no_result() {
+    if ls "$TMP"/result* >/dev/null 2>&1; then not_ok "$1" "left $(ls "$TMP"/result* | head -1)"; else ok "$1"; fi
+}
+
+# Lint sees the divergence first: exit 2, nothing runs.
+run run $D/diverge.yaml --backend host --ranks 4 -o "$TMP/result.json"
+if [ "$RC" -eq 2 ] && grep -q "all_gather" "$TMP/err"; then ok "divergent schedule rejected by lint (exit 2)"
+else not_ok "divergent schedule rejected by lint (exit 2)" "exit $RC"; fi
+
+for n in 2 4 8; do
+    name="divergence at $n ranks ends every rank with exit 3 within the deadline"
+    run run $D/diverge.yaml --backend host --ranks $n --no-lint cross-rank --timeout 10 -o "$TMP/result.json"
+    want="collective sequence diverges at collective 2: rank 0 issues all_gather (count 64, int64) at $D/diverge.yaml:11:5, rank 1 has ended after 1 collective"
+    if [ "$RC" -ne 3 ]; then not_ok "$name" "exit $RC"
+    elif [ "$SECS" -ge 10 ]; then not_ok "$name" "took $SECS s"
+    elif ! grep -qF "$D/diverge.yaml:11:5: error: $want" "$TMP/err"; then
+        not_ok "$name" "message: $(head -2 "$TMP/err" | tr '\n' ' ')"
+    elif [ "$(grep -c 'sequence diverges' "$TMP/err")" -ne 1 ]; then
+        not_ok "$name" "reported $(grep -c 'sequence diverges' "$TMP/err") times, want once"
+    else ok "$name"; fi
+done
+no_result "divergence leaves no result file"
+
+name="divergence without the sequence check still ends (exit 3) within --timeout 5"
+run run $D/diverge.yaml --backend host --ranks 4 --no-lint cross-rank --no-sequence-check --timeout 5 -o "$TMP/result.json"
+if [ "$RC" -eq 3 ] && [ "$SECS" -le 15 ] && grep -q "ending every rank" "$TMP/err"; then ok "$name"
+else not_ok "$name" "exit $RC after $SECS s: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi
+
+# 1 TiB is more than this machine can map; the live bytes are the 1 MiB allocated before.
+name="failed 1 TiB allocation: step, bytes asked, live bytes; exit 3"
+run run $D/huge_alloc.yaml --backend host --ranks 2 -o "$TMP/result.json"
+if [ "$RC" -eq 3 ] && grep -qE "^$D/huge_alloc.yaml:8:5: error: alloc of 'huge' \(1099511627776 bytes\) failed: .*; live requested bytes 1048576$" "$TMP/err"
+then ok "$name"; else not_ok "$name" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi
+no_result "failed allocation leaves no result file"
+
+name="MEMLIFE_HOST_MEM_LIMIT=2MiB refuses the 1 TiB alloc by the limit"
+MEMLIFE_HOST_MEM_LIMIT=2MiB run run $D/huge_alloc.yaml --backend host --ranks 2 -o "$TMP/result.json"
+if [ "$RC" -eq 3 ] && grep -q "host memory limit: 1099511627776 bytes asked, 1048576 held, limit 2097152 (MEMLIFE_HOST_MEM_LIMIT); live requested bytes 1048576" "$TMP/err"
+then ok "$name"; else not_ok "$name" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi
+
+# Interrupt a run of several seconds (naive RS+AG, 256 MiB, 8 ranks) after one second.
+name="interrupted run (SIGINT to the launcher) leaves no result file"
+"$MEMLIFE" run schedules/seed/*rs_ag_naive*.yaml schedules/seed/*allreduce_full*.yaml --backend host \
+    --ranks 8 -o "$TMP/result.json" >/dev/null 2>&1 &
+pid=$!
+sleep 1
+kill -INT $pid 2>/dev/null
+wait $pid
+RC=$?
+if [ "$RC" -eq 0 ]; then skip "$name" "the run finished within a second"
+else no_result "$name"; fi
+
+# Under an outside mpirun, --ranks must match its size.
+name="--ranks 4 under 'mpirun -np 2' is a usage error (exit 2)"
+root=()
+[ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
+mpirun "${root[@]}" -q --oversubscribe -np 2 "$MEMLIFE" run schedules/seed/*allreduce_full*.yaml \
+    --ranks 4 >"$TMP/out" 2>"$TMP/err"
+RC=$?
+if [ "$RC" -eq 2 ] && grep -q "ranks 4, but the MPI launcher started 2 ranks" "$TMP/err"; then ok "$name"
+else not_ok "$name" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi

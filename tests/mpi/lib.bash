@@ -1,0 +1,46 @@
+# tests/mpi/lib.bash — helpers for the MPI tests, sourced by tests/mpi/*.sh (named .bash so that
+# tests/run.sh, which runs every *.sh, does not run it).
+#
+# Each case prints one line: `ok - NAME`, `not ok - NAME: why` or `skip - NAME: reason`. memlife
+# starts mpirun itself (`--ranks N`), oversubscribed, so 8 ranks run on a 2-core machine.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT" || exit 2
+BUILD=${BUILD:-build}
+MEMLIFE=${MEMLIFE:-$ROOT/$BUILD/memlife}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/memlife-mpi.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+if [ ! -x "$MEMLIFE" ]; then
+    echo "error: $MEMLIFE is not built (run make)" >&2
+    exit 2
+fi
+
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1: $2"; }
+skip() { echo "skip - $1: $2"; }
+
+# The host backend needs Open MPI at build time and mpirun now.
+host_backend_missing() {
+    if ! command -v mpirun >/dev/null 2>&1; then
+        echo "no mpirun on PATH (apt-get install openmpi-bin libopenmpi-dev)"
+    elif "$MEMLIFE" --version | grep -q 'host (not built)'; then
+        echo "memlife was built without Open MPI (apt-get install libopenmpi-dev, then make)"
+    fi
+}
+
+# run ARGS...: runs memlife with ARGS; stdout in $TMP/out, stderr in $TMP/err, exit code in $RC,
+# seconds in $SECS.
+run() {
+    local t0=$SECONDS
+    "$MEMLIFE" "$@" >"$TMP/out" 2>"$TMP/err"
+    RC=$?
+    SECS=$((SECONDS - t0))
+}
+
+# jq_true NAME FILTER FILE: a case that passes when jq's FILTER is true on FILE.
+jq_case() {
+    local name=$1 filter=$2 file=$3 got
+    got=$(jq -r "$filter" "$file" 2>&1)
+    if [ "$got" = true ]; then ok "$name"; else not_ok "$name" "$(echo "$got" | head -3 | tr '\n' ' ')"; fi
+}
