@@ -378,51 +378,59 @@ static int do_copy(rt_rank *r, const plan_op *op, const plan_view *src, const pl
     return 0;
 }
 
-static int do_init(rt_rank *r, const plan_op *op) {
-    const sched_init *init =
-        op->step->kind == ST_ALLOC ? &op->step->u.alloc.init : &op->step->u.init.init;
-    const plan_view *dst = &op->u.init.dst;
-    if (init->kind == INIT_NONE)
-        return 0;
-    if (init->kind == INIT_COPY)
-        return do_copy(r, op, &op->u.init.src, dst, SCHED_DEFAULT_STREAM);
-    verdict v;
-    if (check_view(r, dst, "init of", &v) != ERR_NONE)
-        return fail(r, op, "%s", v.detail);
+/* Produces one block of new values for a view: elements [first, first+n) into tmp. */
+typedef int (*block_fn)(rt_rank *r, const plan_op *op, ml_dtype dt, void *tmp, uint64_t first,
+                        uint64_t n, char *err, size_t len);
+
+static const sched_init *init_of(const plan_op *op) {
+    return op->step->kind == ST_ALLOC ? &op->step->u.alloc.init : &op->step->u.init.init;
+}
+
+static int fill_block(rt_rank *r, const plan_op *op, ml_dtype dt, void *tmp, uint64_t first,
+                      uint64_t n, char *err, size_t len) {
     exec_state *x = r->exec;
-    uint64_t block = dst->count < EXEC_BLOCK_ELEMS ? dst->count : EXEC_BLOCK_ELEMS;
-    void *tmp = block_buffer(dst->dtype, block);
-    char err[400];
+    return data_fill(tmp, dt, n, first, init_of(op), x->slots, err, len);
+}
+
+static int scale_block(rt_rank *r, const plan_op *op, ml_dtype dt, void *tmp, uint64_t first,
+                       uint64_t n, char *err, size_t len) {
+    data_scale(dt, tmp, n, op->u.scale.factor);
+    return 0;
+}
+
+/* Rewrites a view block by block through host memory (bounded memory whatever the buffer's
+ * size): read the old values when the new ones depend on them, compute, write back. */
+static int rewrite_view(rt_rank *r, const plan_op *op, const plan_view *pv, const char *what,
+                        bool read_first, block_fn fn) {
+    verdict v;
+    if (check_view(r, pv, what, &v) != ERR_NONE)
+        return fail(r, op, "%s", v.detail);
+    uint64_t block = pv->count < EXEC_BLOCK_ELEMS ? pv->count : EXEC_BLOCK_ELEMS;
+    void *tmp = block_buffer(pv->dtype, block);
+    char err[400] = "";
     int rc = 0;
-    for (uint64_t first = 0; first < dst->count && rc == 0; first += block) {
-        uint64_t n = dst->count - first < block ? dst->count - first : block;
-        if (data_fill(tmp, dst->dtype, n, first, init, x->slots, err, sizeof err) != 0)
-            rc = fail(r, op, "%s", err);
-        else if (write_view(r, dst, first, n, tmp, err, sizeof err) != 0)
-            rc = fail(r, op, "init of '%s' failed: %s", buf_name(r, dst->buf), err);
+    for (uint64_t first = 0; first < pv->count && rc == 0; first += block) {
+        uint64_t n = pv->count - first < block ? pv->count - first : block;
+        if ((read_first && read_view(r, pv, first, n, tmp, err, sizeof err) != 0) ||
+            fn(r, op, pv->dtype, tmp, first, n, err, sizeof err) != 0 ||
+            write_view(r, pv, first, n, tmp, err, sizeof err) != 0)
+            rc = fail(r, op, "%s '%s' failed: %s", what, buf_name(r, pv->buf), err);
     }
     free(tmp);
     return rc;
 }
 
+static int do_init(rt_rank *r, const plan_op *op) {
+    const sched_init *init = init_of(op);
+    if (init->kind == INIT_NONE)
+        return 0;
+    if (init->kind == INIT_COPY)
+        return do_copy(r, op, &op->u.init.src, &op->u.init.dst, SCHED_DEFAULT_STREAM);
+    return rewrite_view(r, op, &op->u.init.dst, "init of", false, fill_block);
+}
+
 static int do_scale(rt_rank *r, const plan_op *op) {
-    const plan_view *pv = &op->u.scale.buf;
-    verdict v;
-    if (check_view(r, pv, "scale of", &v) != ERR_NONE)
-        return fail(r, op, "%s", v.detail);
-    uint64_t block = pv->count < EXEC_BLOCK_ELEMS ? pv->count : EXEC_BLOCK_ELEMS;
-    void *tmp = block_buffer(pv->dtype, block);
-    char err[400];
-    int rc = 0;
-    for (uint64_t first = 0; first < pv->count && rc == 0; first += block) {
-        uint64_t n = pv->count - first < block ? pv->count - first : block;
-        if (read_view(r, pv, first, n, tmp, err, sizeof err) != 0 ||
-            (data_scale(pv->dtype, tmp, n, op->u.scale.factor),
-             write_view(r, pv, first, n, tmp, err, sizeof err) != 0))
-            rc = fail(r, op, "scale of '%s' failed: %s", buf_name(r, pv->buf), err);
-    }
-    free(tmp);
-    return rc;
+    return rewrite_view(r, op, &op->u.scale.buf, "scale of", true, scale_block);
 }
 
 /* Every rank's slots (lets evaluated for that rank), for patterns reduced over ranks. */
