@@ -22,6 +22,52 @@ typedef struct {
     size_t lint_errors;
 } pt_run;
 
+/* The chapter's four lifetimes (seed, chapter 07), as printf formats whose %s is M. */
+enum { PT_ALLREDUCE_FULL, PT_RS_ONLY, PT_RS_AG_NAIVE, PT_RS_AG_OPTIMIZED };
+static inline const char *pt_seed(int k) {
+    static const char allreduce_full[] =
+        "let: {M: %s}\n"
+        "steps:\n"
+        "  - alloc: {buf: full, bytes: M}\n"
+        "  - all_reduce: {buf: full}\n"
+        "  - sync: device\n";
+
+    static const char rs_only[] =
+        "let: {M: %s}\n"
+        "steps:\n"
+        "  - alloc: {buf: full, bytes: M}\n"
+        "  - alloc: {buf: shard, bytes: M / world}\n"
+        "  - reduce_scatter: {send: full, recv: shard}\n"
+        "  - sync: device\n"
+        "  - free: full\n";
+
+    static const char rs_ag_naive[] =
+        "let: {M: %s}\n"
+        "steps:\n"
+        "  - alloc: {buf: full, bytes: M}\n"
+        "  - alloc: {buf: shard, bytes: M / world}\n"
+        "  - alloc: {buf: gathered, bytes: M}\n"
+        "  - reduce_scatter: {send: full, recv: shard}\n"
+        "  - all_gather: {send: shard, recv: gathered}\n"
+        "  - sync: device\n"
+        "  - free: [full, shard]\n";
+
+    static const char rs_ag_optimized[] =
+        "let: {M: %s}\n"
+        "steps:\n"
+        "  - alloc: {buf: full, bytes: M}\n"
+        "  - alloc: {buf: shard, bytes: M / world}\n"
+        "  - reduce_scatter: {send: full, recv: shard}\n"
+        "  - sync: device\n"
+        "  - free: full\n"
+        "  - alloc: {buf: gathered, bytes: M}\n"
+        "  - all_gather: {send: shard, recv: gathered}\n"
+        "  - sync: device\n"
+        "  - free: shard\n";
+    static const char *const seeds[] = {allreduce_full, rs_only, rs_ag_naive, rs_ag_optimized};
+    return seeds[k];
+}
+
 static inline void pt_dump(const ml_diags *d) { ml_diags_print(d, stderr); }
 
 /* Loads yaml and expands plan 0 for every rank at `world` (0: the file's). Fails the test when

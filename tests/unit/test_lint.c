@@ -536,20 +536,10 @@ static void cross_rank_attributes(void **state) {
 static void clean_seed_schedule(void **state) {
     pt_run r;
     /* seed: the optimized RS+AG lifetime lints clean at every world */
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml, pt_seed(PT_RS_AG_OPTIMIZED), "256MiB");
     for (int world = 2; world <= 8; world *= 2) {
-        lint_yaml(&r,
-                  "let: {M: 256MiB}\n"
-                  "steps:\n"
-                  "  - alloc: {buf: full, bytes: M}\n"
-                  "  - alloc: {buf: shard, bytes: M / world}\n"
-                  "  - reduce_scatter: {send: full, recv: shard}\n"
-                  "  - sync: device\n"
-                  "  - free: full\n"
-                  "  - alloc: {buf: gathered, bytes: M}\n"
-                  "  - all_gather: {send: shard, recv: gathered}\n"
-                  "  - sync: device\n"
-                  "  - free: shard\n",
-                  world, 0);
+        lint_yaml(&r, yaml, world, 0);
         pt_free(&r);
     }
 }

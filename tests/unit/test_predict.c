@@ -6,47 +6,6 @@
  * inline; schedules/seed/ holds the CLI's copies. */
 #include "plantest.h"
 
-/* The four seed lifetimes; %s is M. */
-static const char allreduce_full[] =
-    "let: {M: %s}\n"
-    "steps:\n"
-    "  - alloc: {buf: full, bytes: M}\n"
-    "  - all_reduce: {buf: full}\n"
-    "  - sync: device\n";
-
-static const char rs_only[] =
-    "let: {M: %s}\n"
-    "steps:\n"
-    "  - alloc: {buf: full, bytes: M}\n"
-    "  - alloc: {buf: shard, bytes: M / world}\n"
-    "  - reduce_scatter: {send: full, recv: shard}\n"
-    "  - sync: device\n"
-    "  - free: full\n";
-
-static const char rs_ag_naive[] =
-    "let: {M: %s}\n"
-    "steps:\n"
-    "  - alloc: {buf: full, bytes: M}\n"
-    "  - alloc: {buf: shard, bytes: M / world}\n"
-    "  - alloc: {buf: gathered, bytes: M}\n"
-    "  - reduce_scatter: {send: full, recv: shard}\n"
-    "  - all_gather: {send: shard, recv: gathered}\n"
-    "  - sync: device\n"
-    "  - free: [full, shard]\n";
-
-static const char rs_ag_optimized[] =
-    "let: {M: %s}\n"
-    "steps:\n"
-    "  - alloc: {buf: full, bytes: M}\n"
-    "  - alloc: {buf: shard, bytes: M / world}\n"
-    "  - reduce_scatter: {send: full, recv: shard}\n"
-    "  - sync: device\n"
-    "  - free: full\n"
-    "  - alloc: {buf: gathered, bytes: M}\n"
-    "  - all_gather: {send: shard, recv: gathered}\n"
-    "  - sync: device\n"
-    "  - free: shard\n";
-
 /* Predicts fmt (with M = m) at world and checks every rank's steady and peak in MiB. */
 static void seed_case(const char *fmt, const char *m, int world, double steady_req,
                       double peak_req, double steady_dev, double peak_dev) {
@@ -70,48 +29,39 @@ static void seed_case(const char *fmt, const char *m, int world, double steady_r
     pt_free(&r);
 }
 
-/* Whole-page sizes: the device view equals the requested one. */
-static void seed_same(const char *fmt, const char *m, int world, double steady, double peak) {
-    seed_case(fmt, m, world, steady, peak, steady, peak);
+/* seed, 4 × V100 at 256 MiB: 256/256, 64/320, 256/576, 256/320 MiB;
+ * seed, 2 × H200 at 256 MiB: 256/256, 128/384, 256/640, 256/384 MiB;
+ * DESIGN.md formulas at N = 8: M/N = 32, M+M/N = 288, 2M+M/N = 544;
+ * N = 3 with M = 3·q, q = 86 MiB (43 whole pages): M/N = 86, M+M/N = 344, 2M+M/N = 602.
+ * Whole pages everywhere, so the device view equals the requested one. */
+static const struct {
+    int world;
+    const char *m;
+    double steady_peak[4][2];   /* allreduce_full, rs_only, rs_ag_naive, rs_ag_optimized (MiB) */
+} seed_table[] = {
+    {4, "256MiB", {{256, 256}, {64, 320}, {256, 576}, {256, 320}}},
+    {2, "256MiB", {{256, 256}, {128, 384}, {256, 640}, {256, 384}}},
+    {8, "256MiB", {{256, 256}, {32, 288}, {256, 544}, {256, 288}}},
+    {3, "258MiB", {{258, 258}, {86, 344}, {258, 602}, {258, 344}}},
+};
+
+static void seed_lifetimes(void **state) {
+    for (size_t k = 0; k < ML_ARRAY_LEN(seed_table); k++)
+        for (int seed = 0; seed < 4; seed++) {
+            const double *sp = seed_table[k].steady_peak[seed];
+            seed_case(pt_seed(seed), seed_table[k].m, seed_table[k].world, sp[0], sp[1], sp[0],
+                      sp[1]);
+        }
 }
 
-static void seed_world4(void **state) {
-    /* seed, 4 × V100 at 256 MiB: 256/256, 64/320, 256/576, 256/320 MiB */
-    seed_same(allreduce_full, "256MiB", 4, 256, 256);
-    seed_same(rs_only, "256MiB", 4, 64, 320);
-    seed_same(rs_ag_naive, "256MiB", 4, 256, 576);
-    seed_same(rs_ag_optimized, "256MiB", 4, 256, 320);
-}
-
-static void seed_world2(void **state) {
-    /* seed, 2 × H200 at 256 MiB: 256/256, 128/384, 256/640, 256/384 MiB */
-    seed_same(allreduce_full, "256MiB", 2, 256, 256);
-    seed_same(rs_only, "256MiB", 2, 128, 384);
-    seed_same(rs_ag_naive, "256MiB", 2, 256, 640);
-    seed_same(rs_ag_optimized, "256MiB", 2, 256, 384);
-}
-
-static void seed_world8(void **state) {
-    /* DESIGN.md formulas at N = 8: M/N = 32; M+M/N = 288; 2M+M/N = 544 */
-    seed_same(allreduce_full, "256MiB", 8, 256, 256);
-    seed_same(rs_only, "256MiB", 8, 32, 288);
-    seed_same(rs_ag_naive, "256MiB", 8, 256, 544);
-    seed_same(rs_ag_optimized, "256MiB", 8, 256, 288);
-}
-
-static void seed_world3(void **state) {
-    /* N = 3 with M = 3·q, q = 86 MiB (43 whole pages): M/N = 86, M+M/N = 344, 2M+M/N = 602 */
-    seed_same(allreduce_full, "258MiB", 3, 258, 258);
-    seed_same(rs_only, "258MiB", 3, 86, 344);
-    seed_same(rs_ag_naive, "258MiB", 3, 258, 602);
-    seed_same(rs_ag_optimized, "258MiB", 3, 258, 344);
+static void seed_world3_odd_pages(void **state) {
     /* N = 3 with M = 255 MiB: shards of 85 MiB. Requested 255/255, 85/340, 255/595, 255/340.
      * Device: 255 MiB is 127.5 pages → 128 pages = 256 MiB; 85 MiB is 42.5 → 43 pages = 86 MiB:
      * AR 256/256; RS-only 86 / 256+86 = 342; naive 256 / 256+86+256 = 598; optimized 256 / 342. */
-    seed_case(allreduce_full, "255MiB", 3, 255, 255, 256, 256);
-    seed_case(rs_only, "255MiB", 3, 85, 340, 86, 342);
-    seed_case(rs_ag_naive, "255MiB", 3, 255, 595, 256, 598);
-    seed_case(rs_ag_optimized, "255MiB", 3, 255, 340, 256, 342);
+    seed_case(pt_seed(PT_ALLREDUCE_FULL), "255MiB", 3, 255, 255, 256, 256);
+    seed_case(pt_seed(PT_RS_ONLY), "255MiB", 3, 85, 340, 86, 342);
+    seed_case(pt_seed(PT_RS_AG_NAIVE), "255MiB", 3, 255, 595, 256, 598);
+    seed_case(pt_seed(PT_RS_AG_OPTIMIZED), "255MiB", 3, 255, 340, 256, 342);
 }
 
 static void in_place_rs_then_ag(void **state) {
@@ -277,7 +227,7 @@ static void expect_rows(void **state) {
              "  requested: {steady: M, peak: 2*M + M/world}\n"
              "  device: {peak: 2*M}\n"
              "%s",
-             strstr(rs_ag_naive, "steps:"));
+             strstr(pt_seed(PT_RS_AG_NAIVE), "steps:"));
     pt_load(&r, full, 0);
     pt_predict(&r);
     expect_row *rows = NULL;
@@ -300,44 +250,60 @@ static void expect_rows(void **state) {
     pt_free(&r);
 }
 
-static void expect_plan_overrides_and_ranks(void **state) {
+static const char two_plans[] =
+    "world: 2\n"
+    "let: {M: 256MiB, q: M / 4 / world}\n"
+    "expect:\n"
+    "  requested: {steady: M, peak: M}\n"
+    "plans:\n"
+    "  direct:\n"
+    "    steps:\n"
+    "      - alloc: {buf: full, bytes: M}\n"
+    "      - all_reduce: {buf: full}\n"
+    "      - sync: device\n"
+    "  chunked:\n"
+    "    expect:\n"
+    "      - {rank: 0, requested: {steady: M / world, peak: M}}\n"
+    "    steps:\n"
+    "      - alloc: {buf: full, bytes: M, chunks: world}\n"
+    "      - reduce_scatter: {send: full, recv: 'full[rank*q : q]'}\n"
+    "      - sync: device\n"
+    "      - release: {buf: full, keep: rank}\n";
+
+/* Evaluates plan k of two_plans; returns the rows (caller frees) and their number. */
+static expect_row *eval_plan(int k, size_t *n, int *failures) {
     pt_run r;
-    /* plan "opt" has its own expectation (rank 0 only), which replaces the schedule's */
-    pt_load_plan(&r,
-                 "world: 2\n"
-                 "let: {M: 256MiB}\n"
-                 "expect:\n"
-                 "  requested: {peak: 1}\n"
-                 "plans:\n"
-                 "  opt:\n"
-                 "    expect:\n"
-                 "      - {rank: 0, requested: {steady: M, peak: M + M/world}}\n"
-                 "    steps:\n"
-                 "      - alloc: {buf: full, bytes: M}\n"
-                 "      - alloc: {buf: shard, bytes: M / world}\n"
-                 "      - reduce_scatter: {send: full, recv: shard}\n"
-                 "      - sync: device\n"
-                 "      - free: full\n"
-                 "      - alloc: {buf: gathered, bytes: M}\n"
-                 "      - all_gather: {send: shard, recv: gathered}\n"
-                 "      - sync: device\n"
-                 "      - free: shard\n",
-                 0, 0, NULL);
+    pt_load_plan(&r, two_plans, 0, k, NULL);
     pt_predict(&r);
     expect_row *rows = NULL;
-    size_t n = 0;
+    *n = 0;
     sched_params p = {0};
-    /* seed, 2 × H200: optimized 256 / 384 MiB */
-    assert_int_equal(expect_eval(r.s, 0, &p, 2, r.pred, &rows, &n, &r.d), 0);
+    *failures = expect_eval(r.s, k, &p, 2, r.pred, &rows, n, &r.d);
+    pt_free(&r);
+    return rows;
+}
+
+static void expect_plan_overrides_and_ranks(void **state) {
+    size_t n;
+    int failures;
+    /* plan "direct" has no expectation of its own: the schedule's (AR: M / M) on both ranks */
+    expect_row *rows = eval_plan(0, &n, &failures);
+    assert_int_equal(failures, 0);
+    assert_int_equal(n, 4);
+    assert_int_equal(rows[3].rank, 1);
+    assert_int_equal(rows[3].got, 256 * MiB);
+    free(rows);
+    /* plan "chunked" replaces it with its own, for rank 0 only: steady M/N = 128 MiB, peak M */
+    rows = eval_plan(1, &n, &failures);
+    assert_int_equal(failures, 0);
     assert_int_equal(n, 2);
     assert_int_equal(rows[0].rank, 0);
     assert_false(rows[0].is_peak);
-    assert_int_equal(rows[0].got, 256 * MiB);
+    assert_int_equal(rows[0].got, 128 * MiB);
     assert_true(rows[1].is_peak);
-    assert_int_equal(rows[1].expected, 384 * MiB);
+    assert_int_equal(rows[1].expected, 256 * MiB);
     assert_true(rows[1].pass);
     free(rows);
-    pt_free(&r);
 }
 
 static void expect_rank_outside_world(void **state) {
@@ -391,10 +357,8 @@ static void empty_plan(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(seed_world4),
-        cmocka_unit_test(seed_world2),
-        cmocka_unit_test(seed_world8),
-        cmocka_unit_test(seed_world3),
+        cmocka_unit_test(seed_lifetimes),
+        cmocka_unit_test(seed_world3_odd_pages),
         cmocka_unit_test(in_place_rs_then_ag),
         cmocka_unit_test(chunked_release),
         cmocka_unit_test(chunked_small_chunks_own_pages),
