@@ -60,9 +60,34 @@ def ranks_of(doc, world):
     return ranks
 
 
-def want_rc(rc, allowed):
+def first_difference(path):
+    """What made a written report fail (exit 1): a measured/predicted mismatch, an expectation,
+    a check row; "" when there is no report (runtime failures write none)."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return ""
+    for s in doc.get("schedules") or []:
+        for r in s.get("ranks") or []:
+            if r.get("mismatch"):
+                return "rank %s: %s" % (r.get("rank"), r["mismatch"])
+        for e in s.get("expectations") or []:
+            if not e.get("pass"):
+                return "expectation %s %s on rank %s (line %s): expected %s, got %s" % (
+                    e.get("view"), e.get("what"), e.get("rank"), e.get("line"),
+                    e.get("expected"), e.get("got"))
+        for c in s.get("checks") or []:
+            if c.get("status") != "pass":
+                return "check %s rank %s: %s" % (c.get("name"), c.get("rank"), c.get("detail"))
+    return ""
+
+
+def want_rc(rc, allowed, path=None):
     if rc not in allowed:
-        raise Failure("exit %d, want %s" % (rc, " or ".join(map(str, allowed))))
+        why = first_difference(path) if path else ""
+        raise Failure("exit %d, want %s%s" % (rc, " or ".join(map(str, allowed)),
+                                             "; " + why if why else ""))
 
 
 def requested_exact(ranks, steady, peak):
@@ -96,7 +121,7 @@ def facts(ranks):
 
 
 def lifetime(name, rc, path, world, steady, peak):
-    want_rc(rc, [0])
+    want_rc(rc, [0], path)
     ranks = ranks_of(load(path), world)
     requested_exact(ranks, steady * MIB, peak * MIB)
     device_equal(ranks)
@@ -104,7 +129,7 @@ def lifetime(name, rc, path, world, steady, peak):
 
 
 def device(name, rc, path, world):
-    want_rc(rc, [0])
+    want_rc(rc, [0], path)
     ranks = ranks_of(load(path), world)
     for r in ranks:
         m, p = r["measured"]["requested"], r["requested"]

@@ -93,10 +93,13 @@ gpu_run() {
 # gpu_show_err: the last run's error lines (else the tail of its stderr), indented, under a
 # `not ok` line.
 gpu_show_err() {
-    if grep -q -i 'error' "$ERR" 2>/dev/null; then
-        grep -i -m 4 'error' "$ERR" | sed 's/^/    /'
-    elif [ -s "$ERR" ]; then
-        tail -n 8 "$ERR" | sed 's/^/    /'
+    # mpirun's own boxes and "FAKE"/NCCL INFO chatter say nothing about the cause.
+    local useful
+    useful=$(grep -v -E '^-+$|^[[:space:]]*$|mpirun detected|Process name|Exit code|job to be|first process|Primary job|returned a non-zero|NCCL INFO' "$ERR" 2>/dev/null)
+    if printf '%s\n' "$useful" | grep -q -i 'error'; then
+        printf '%s\n' "$useful" | grep -i -m 4 'error' | sed 's/^/    /'
+    elif [ -n "$useful" ]; then
+        printf '%s\n' "$useful" | tail -n 8 | sed 's/^/    /'
     fi
     if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
         echo "    (exit $RC: killed by timeout after ${SECS} s)"
