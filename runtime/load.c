@@ -114,8 +114,11 @@ static int yaml_error(loader *l) {
     char value[16] = "";
     if (p->error == YAML_READER_ERROR && p->problem_value != -1)
         snprintf(value, sizeof value, " #%02X", (unsigned)p->problem_value);
+    /* At the end of a file without a final newline, libyaml's mark is on the line after the
+     * last: point at the end of the last line instead, where the text is. */
     ml_mark m = p->error == YAML_READER_ERROR ? offset_mark(l, p->problem_offset)
-                                              : mark_of(p->problem_mark);
+                : p->problem_mark.index >= l->len ? offset_mark(l, l->len)
+                                                  : mark_of(p->problem_mark);
     if (p->context)
         return ld_fail(l, m, "%s%s (%s)", problem, value, p->context);
     return ld_fail(l, m, "%s%s", problem, value);
