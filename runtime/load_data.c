@@ -75,7 +75,8 @@ int ld_views(loader *l, const char *what, sched_view **out, uint32_t *n) {
     if (rc == 0) {
         *n = (uint32_t)views.n;
         *out = ml_arena_alloc(l->a, views.n * sizeof(sched_view));
-        memcpy(*out, views.items, views.n * sizeof(sched_view));
+        if (views.n)   /* `reads: []`: items is NULL, and memcpy from NULL is undefined */
+            memcpy(*out, views.items, views.n * sizeof(sched_view));
     }
     ml_vec_free(&views);
     return rc;
