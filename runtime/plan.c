@@ -458,5 +458,7 @@ const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint3
                                     uint32_t *n_writes) {
     *n_reads = op->u.compute.n_reads;
     *n_writes = op->u.compute.n_writes;
+    if (!p->extra_views)   /* compute steps with no views: NULL + 0 is undefined in C */
+        return NULL;
     return p->extra_views + op->u.compute.first_view;
 }
