@@ -348,7 +348,8 @@ static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *view
 static void lint_check(lint_ctx *x, const plan_op *op) {
     const sched_check *c = &op->step->u.check;
     const plan_view *a = &op->u.check.a, *b = &op->u.check.b;
-    bool ok = check_view(x, op, a) & check_view(x, op, b);
+    bool a_ok = check_view(x, op, a), b_ok = check_view(x, op, b);   /* both, for both errors */
+    bool ok = a_ok && b_ok;
     if (ok && a->buf != SCHED_NO_SYM && b->buf != SCHED_NO_SYM && a->count != b->count)
         report(x, op, ERR_SIZE_MISMATCH, "size_mismatch",
                "check '%s' compares %llu elements with %llu", c->name ? c->name : "",
