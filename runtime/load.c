@@ -80,7 +80,6 @@ static void hash_free(ld_hash *h) {
 
 static ml_mark mark_of(yaml_mark_t m) { return (ml_mark){(uint32_t)m.line + 1, (uint32_t)m.column + 1}; }
 
-ml_mark ld_mark(const loader *l) { return mark_of(l->ev.start_mark); }
 
 int ld_fail(loader *l, ml_mark m, const char *fmt, ...) {
     char text[512];
@@ -106,6 +105,14 @@ static ml_mark offset_mark(const loader *l, size_t offset) {
     return m;
 }
 
+/* At the end of a file without a final newline, libyaml's mark is on the line after the last:
+ * point at the end of the last line instead, where the text is. */
+static ml_mark mark_in_input(const loader *l, yaml_mark_t m) {
+    return m.index >= l->len ? offset_mark(l, l->len) : mark_of(m);
+}
+
+ml_mark ld_mark(const loader *l) { return mark_in_input(l, l->ev.start_mark); }
+
 static int yaml_error(loader *l) {
     const yaml_parser_t *p = &l->yp;
     if (p->error == YAML_MEMORY_ERROR)
@@ -114,11 +121,8 @@ static int yaml_error(loader *l) {
     char value[16] = "";
     if (p->error == YAML_READER_ERROR && p->problem_value != -1)
         snprintf(value, sizeof value, " #%02X", (unsigned)p->problem_value);
-    /* At the end of a file without a final newline, libyaml's mark is on the line after the
-     * last: point at the end of the last line instead, where the text is. */
     ml_mark m = p->error == YAML_READER_ERROR ? offset_mark(l, p->problem_offset)
-                : p->problem_mark.index >= l->len ? offset_mark(l, l->len)
-                                                  : mark_of(p->problem_mark);
+                                              : mark_in_input(l, p->problem_mark);
     if (p->context)
         return ld_fail(l, m, "%s%s (%s)", problem, value, p->context);
     return ld_fail(l, m, "%s%s", problem, value);
