@@ -68,6 +68,15 @@ $(BUILD)/%.o: %.c
 
 -include $(OBJS:.o=.d)
 
+# The commit is compiled into cli/main.o (memlife --version): rebuild it when the commit, or
+# whether the tree is dirty, changes; the stamp file only changes then.
+$(BUILD)/version.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+$(BUILD)/cli/main.o: $(BUILD)/version.stamp
+.PHONY: FORCE
+FORCE:
+
 # --- Tests -------------------------------------------------------------------------------------
 # Unit tests: tests/unit/test_<module>.c, one cmocka binary each, linked against libmemlife.a.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
