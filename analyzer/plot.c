@@ -300,6 +300,23 @@ static void draw_curve(ml_str *o, const panel *p, int rank, const curve *c, cons
                   rank, kind, color, style, px(p, c->edges[0]), py(p, 0));
     uint64_t prev = 0;
     double last_x = px(p, c->edges[0]);
+    if (c->n > 4 * PLOT_W) {
+        /* More ops than pixels: per pixel column, a vertical bar from the lowest to the highest
+         * value in it, ending at its last; the peak stays visible and the file small. */
+        size_t k = 0;
+        while (k < c->n) {
+            double col = floor(px(p, c->edges[k]));
+            uint64_t lo = v[k], hi = v[k];
+            for (; k < c->n && floor(px(p, c->edges[k])) == col; k++) {
+                lo = v[k] < lo ? v[k] : lo;
+                hi = v[k] > hi ? v[k] : hi;
+            }
+            ml_str_printf(o, "H%.1fV%.1fV%.1fV%.1f", col, py(p, (double)hi), py(p, (double)lo),
+                          py(p, (double)v[k - 1]));
+        }
+        ml_str_printf(o, "H%.1f\"/>\n", px(p, c->edges[c->n]));
+        return;
+    }
     for (size_t k = 0; k < c->n; k++) {
         if (v[k] == prev)
             continue;

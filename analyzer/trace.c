@@ -19,7 +19,26 @@ static json_t *event(const char *ph, const char *name, const char *cat, int pid,
     return e;
 }
 
-static void metadata(json_t *events, const char *what, int pid, int tid, const char *key, json_t *v) {
+/* Events are encoded one by one (each with jansson) into the document's traceEvents array, so a
+ * plan of millions of ops never holds its whole trace as a JSON tree. */
+typedef struct {
+    ml_str *out;
+    size_t n;
+    int failed;
+} emitter;
+
+static void emit(emitter *em, json_t *e) {
+    char *text = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    if (!text) {
+        em->failed = 1;
+        return;
+    }
+    ml_str_printf(em->out, "%s\n%s", em->n++ ? "," : "", text);
+    free(text);
+}
+
+static void metadata(emitter *events, const char *what, int pid, int tid, const char *key, json_t *v) {
     json_t *e = json_object();
     json_object_set_new(e, "ph", json_string("M"));
     json_object_set_new(e, "name", json_string(what));
@@ -28,7 +47,7 @@ static void metadata(json_t *events, const char *what, int pid, int tid, const c
     json_t *args = json_object();
     json_object_set_new(args, key, v);
     json_object_set_new(e, "args", args);
-    json_array_append_new(events, e);
+    emit(events, e);
 }
 
 static json_t *coll_args(const rank_plan *p, const plan_op *op) {
@@ -64,7 +83,7 @@ static json_t *counter(const char *name, int pid, double ts, uint64_t pred, cons
 }
 
 /* Every event of one rank. start[k] / start[k + 1] are op k's bounds in microseconds. */
-static void rank_events(json_t *events, const series *s, int r, int pid) {
+static void rank_events(emitter *events, const series *s, int r, int pid) {
     const rank_plan *p = &s->plans[r];
     size_t n = p->n_ops;
     uint64_t *pred[VIEW_COUNT], *meas[VIEW_COUNT];
@@ -94,8 +113,8 @@ static void rank_events(json_t *events, const series *s, int r, int pid) {
         const plan_op *op = &p->ops[k];
         for (int v = 0; v < VIEW_COUNT; v++)
             if (k == 0 || pred[v][k] != pred[v][k - 1] || (has_meas[v] && meas[v][k] != meas[v][k - 1]))
-                json_array_append_new(events, counter(counter_names[v], pid, start[k], pred[v][k],
-                                                      has_meas[v] ? &meas[v][k] : NULL));
+                emit(events, counter(counter_names[v], pid, start[k], pred[v][k],
+                                     has_meas[v] ? &meas[v][k] : NULL));
         double dur = start[k + 1] - start[k];
         char label[160];
         series_op_label(p, op, label, sizeof label);
@@ -139,12 +158,12 @@ static void rank_events(json_t *events, const series *s, int r, int pid) {
         if (e && !strcmp(json_string_value(json_object_get(e, "ph")), "X"))
             json_object_set_new(e, "dur", json_real(dur > 0 ? dur : 0));
         if (e)
-            json_array_append_new(events, e);
+            emit(events, e);
     }
     /* A last sample so that the tracks run to the end of the last op. */
     for (int v = 0; v < VIEW_COUNT && n; v++)
-        json_array_append_new(events, counter(counter_names[v], pid, start[n], pred[v][n - 1],
-                                              has_meas[v] ? &meas[v][n - 1] : NULL));
+        emit(events, counter(counter_names[v], pid, start[n], pred[v][n - 1],
+                             has_meas[v] ? &meas[v][n - 1] : NULL));
     for (int v = 0; v < VIEW_COUNT; v++) {
         free(pred[v]);
         free(meas[v]);
@@ -154,29 +173,32 @@ static void rank_events(json_t *events, const series *s, int r, int pid) {
 }
 
 int trace_json(const series *items, size_t n, ml_str *out, ml_diags *d) {
-    json_t *root = json_object(), *events = json_array();
     int pid = 0;
     bool measured = false;
+    ml_str body = {0};
+    emitter em = {&body, 0, 0};
     for (size_t i = 0; i < n; i++)
         for (int r = 0; r < items[i].world; r++) {
-            rank_events(events, &items[i], r, pid++);
-            measured = measured || (items[i].has_time && items[i].measured[r]);
+            rank_events(&em, &items[i], r, pid++);
+            measured = measured || (items[i].has_time && items[i].measured && items[i].measured[r]);
         }
-    json_object_set_new(root, "traceEvents", events);
-    json_object_set_new(root, "displayTimeUnit", json_string("ns"));
     json_t *other = json_object();
     json_object_set_new(other, "generator", json_string("memlife trace " MEMLIFE_VERSION));
     json_object_set_new(other, "time", json_string(measured ? "measured (seconds since the baseline)"
                                                              : "predicted: op k spans [k, k+1) us"));
-    json_object_set_new(root, "otherData", other);
-    char *text = json_dumps(root, JSON_COMPACT);
-    json_decref(root);
-    if (!text) {
+    char *other_text = json_dumps(other, JSON_COMPACT);
+    json_decref(other);
+    if (em.failed || !other_text) {
+        free(other_text);
+        ml_str_free(&body);
         ml_error(d, "trace", ((ml_mark){0, 0}), "cannot encode the trace (out of memory)");
         return -1;
     }
-    ml_str_append(out, text, strlen(text));
-    ml_str_append(out, "\n", 1);
-    free(text);
+    ml_str_printf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":%s,\"traceEvents\":[\n", other_text);
+    if (body.n)
+        ml_str_append(out, body.s, body.n);
+    ml_str_printf(out, "\n]}\n");
+    free(other_text);
+    ml_str_free(&body);
     return 0;
 }

@@ -183,6 +183,25 @@ static void measured_overlay_and_time_axis(void **state) {
     series_free(&s);
 }
 
+static void many_ops_stay_small(void **state) {
+    series s;
+    /* 20,001 ops, far more than the panel's pixels: the curve becomes one bar per pixel column */
+    tu_series(&s, "name: many\nworld: 1\nsteps:\n  - alloc: {buf: keep, bytes: 8MiB}\n"
+                  "  - repeat:\n      count: 10000\n      steps:\n"
+                  "        - alloc: {buf: tmp, bytes: 4MiB}\n        - free: tmp\n", 0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    assert_true(strlen(svg) < 64 * 1024);
+    assert_non_null(strstr(svg, ">peak 12 MiB<"));   /* keep + tmp */
+    const char *curve = strstr(svg, "class=\"curve\"");
+    assert_non_null(curve);
+    /* the bars reach the peak: some vertex sits at the peak's y */
+    char at[32];
+    snprintf(at, sizeof at, "V%.1f", y_of(svg, 12.0 * MiB));
+    assert_non_null(strstr(curve, at));
+    free(svg);
+    series_free(&s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(naive_peak_label_and_position),
@@ -191,6 +210,7 @@ int main(void) {
         cmocka_unit_test(text_is_escaped),
         cmocka_unit_test(device_view_uses_pages),
         cmocka_unit_test(measured_overlay_and_time_axis),
+        cmocka_unit_test(many_ops_stay_small),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
