@@ -701,8 +701,9 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     loader l = {.data = data, .len = len, .file = name, .s = s, .a = s->arena, .d = d,
                 .owned = &box->owned};
     default_limits(limits, &l.lim);
-    /* Every step level costs three YAML levels (list, step, body); a little room for the top. */
-    l.yaml_max_depth = 3 * l.lim.max_depth + 8;
+    /* Every step level costs three YAML levels (list, step, body); room for the top and the
+     * deepest step body (a check's operand pattern is five levels below its step). */
+    l.yaml_max_depth = 3 * l.lim.max_depth + 16;
     ml_vec_init(&l.let_v, sizeof(sched_let));
     ml_vec_init(&l.buf_allocated, 1);
     ml_vec_init(&l.scratch, sizeof(ld_named));

@@ -2,6 +2,7 @@
  * values of the let-names for one (world, rank) with `--set` overrides. */
 #include "sched.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const char *sched_sym_name(const sched *s, sched_sym_kind kind, uint32_t sym) {
@@ -44,10 +45,8 @@ static int let_index(const sched *s, const char *name, size_t len) {
     return -1;
 }
 
-/* The last `--set` for let k, or NULL. Checks every override names a let. */
-static int find_override(const sched *s, const sched_params *p, uint32_t k, const char **value,
-                         ml_diags *d) {
-    *value = NULL;
+/* values[k]: the text of the last `--set` for let k, or NULL. Every override must name a let. */
+static int collect_overrides(const sched *s, const sched_params *p, const char **values, ml_diags *d) {
     for (size_t j = 0; p && j < p->n_set; j++) {
         const char *item = p->set[j];
         const char *eq = strchr(item, '=');
@@ -65,8 +64,7 @@ static int find_override(const sched *s, const sched_params *p, uint32_t k, cons
             ml_error(d, NULL, ((ml_mark){0, 0}), "unknown let '%.*s' in --set", (int)(end - name), name);
             return -1;
         }
-        if ((uint32_t)idx == k)
-            *value = eq + 1;
+        values[idx] = eq + 1;
     }
     return 0;
 }
@@ -76,15 +74,21 @@ int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, 
     slots[EXPR_SLOT_WORLD] = world;
     slots[EXPR_SLOT_RANK] = rank;
     slots[EXPR_SLOT_INDEX] = 0;
-    const char *unused;
-    if (find_override(s, p, UINT32_MAX, &unused, d) != 0)   /* every --set names a let */
-        return -1;
+    const char **values = NULL;
+    if (p && p->n_set) {
+        values = calloc(s->n_lets ? s->n_lets : 1, sizeof *values);
+        if (!values)
+            abort();
+        if (collect_overrides(s, p, values, d) != 0) {
+            free(values);
+            return -1;
+        }
+    }
     int rc = 0;
     ml_arena *tmp = NULL;
     for (uint32_t k = 0; k < s->n_lets && rc == 0; k++) {
         const sched_let *let = &s->lets[k];
-        const char *value;
-        find_override(s, p, k, &value, d);
+        const char *value = values ? values[k] : NULL;
         expr_error err = {0};
         int64_t *out = &slots[EXPR_SLOT_FIRST_LET + k];
         if (!value) {
@@ -106,5 +110,6 @@ int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, 
         }
     }
     ml_arena_free(tmp);
+    free(values);
     return rc;
 }
