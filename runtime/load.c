@@ -91,14 +91,25 @@ int ld_fail(loader *l, ml_mark m, const char *fmt, ...) {
     return -1;
 }
 
-/* Reader errors (bad UTF-8, control characters) carry a byte offset, not a mark. */
+/* Reader errors (bad UTF-8, control characters) carry a byte offset, not a mark. Lines are
+ * counted as libyaml counts them (CR LF, CR, LF, NEL, LS, PS), columns in characters. */
 static ml_mark offset_mark(const loader *l, size_t offset) {
     ml_mark m = {1, 1};
-    for (size_t k = 0; k < offset && k < l->len; k++) {
-        if (l->data[k] == '\n') {
+    const uint8_t *p = (const uint8_t *)l->data;
+    size_t end = offset < l->len ? offset : l->len;
+    for (size_t k = 0; k < end; k++) {
+        size_t brk = p[k] == '\r' && k + 1 < end && p[k + 1] == '\n'   ? 2
+                     : p[k] == '\r' || p[k] == '\n'                     ? 1
+                     : p[k] == 0xC2 && k + 1 < end && p[k + 1] == 0x85 ? 2
+                     : p[k] == 0xE2 && k + 2 < end && p[k + 1] == 0x80 &&
+                             (p[k + 2] == 0xA8 || p[k + 2] == 0xA9)
+                         ? 3
+                         : 0;
+        if (brk) {
             m.line++;
             m.col = 1;
-        } else if (((uint8_t)l->data[k] & 0xC0) != 0x80) {
+            k += brk - 1;
+        } else if ((p[k] & 0xC0) != 0x80) {
             m.col++;
         }
     }
@@ -108,7 +119,8 @@ static ml_mark offset_mark(const loader *l, size_t offset) {
 /* At the end of a file without a final newline, libyaml's mark is on the line after the last:
  * point at the end of the last line instead, where the text is. */
 static ml_mark mark_in_input(const loader *l, yaml_mark_t m) {
-    return m.index >= l->len ? offset_mark(l, l->len) : mark_of(m);
+    ml_mark at = mark_of(m);
+    return at.line > l->end.line ? l->end : at;
 }
 
 ml_mark ld_mark(const loader *l) { return mark_in_input(l, l->ev.start_mark); }
@@ -701,6 +713,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     loader l = {.data = data, .len = len, .file = name, .s = s, .a = s->arena, .d = d,
                 .owned = &box->owned};
     default_limits(limits, &l.lim);
+    l.end = offset_mark(&l, len);
     /* Every step level costs three YAML levels (list, step, body); room for the top and the
      * deepest step body (a check's operand pattern is five levels below its step). */
     l.yaml_max_depth = 3 * l.lim.max_depth + 16;

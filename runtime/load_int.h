@@ -52,6 +52,7 @@ typedef struct {
     ml_vec buf_allocated;             /* of uint8_t per buffer symbol: some alloc creates it */
     ml_vec *owned;                    /* of void*: step arrays (malloc'd, freed by sched_free) */
     ml_vec scratch;                   /* of ld_named, reused by list parsers that do not nest */
+    ml_mark end;                      /* where the input ends: marks past it are clamped to it */
 } loader;
 
 typedef struct {
