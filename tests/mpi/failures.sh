@@ -77,3 +77,9 @@ mpirun "${root[@]}" -q --oversubscribe -np 2 "$MEMLIFE" run schedules/seed/*allr
 RC=$?
 if [ "$RC" -eq 2 ] && grep -q "ranks 4, but the MPI launcher started 2 ranks" "$TMP/err"; then ok "$name"
 else not_ok "$name" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi
+
+# Without mpirun on PATH, `--ranks N` cannot start the ranks: a clear error, exit 3.
+name="no mpirun on PATH: clear error, exit 3"
+PATH=/nonexistent MEMLIFE_MPIRUN= run run schedules/seed/*allreduce_full*.yaml --ranks 2
+if [ "$RC" -eq 3 ] && grep -q "^error: no mpirun on PATH" "$TMP/err"; then ok "$name"
+else not_ok "$name" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi
