@@ -162,6 +162,18 @@ static int async_free(cu_rank *cr, rt_mem *m, char *err, size_t len) {
     return cu_wait_stream(cr, SCHED_DEFAULT_STREAM, err, len);
 }
 
+/* The pool's high-water marks count from its creation; the warm-up's own buffer must not be the
+ * "high" of a schedule whose buffers are smaller, so they restart at the baseline (setting a high
+ * attribute to 0 resets it to the current value). */
+void cu_pool_reset_high(cu_rank *cr) {
+    if (!cr->pool)
+        return;
+    cuuint64_t zero = 0;
+    if (cudaMemPoolSetAttribute(cr->pool, cudaMemPoolAttrUsedMemHigh, &zero) != cudaSuccess ||
+        cudaMemPoolSetAttribute(cr->pool, cudaMemPoolAttrReservedMemHigh, &zero) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
 static void async_read_pool(cu_rank *cr, rt_mem_reading *out) {
     static const struct {
         enum cudaMemPoolAttr attr;

@@ -538,7 +538,10 @@ static int warm_allocator(cu_rank *cr, char *err, size_t len) {
     if (cu_g.alloc->alloc(cr, (uint64_t)2 << 20, &m, err, len))
         return -1;
     int rc = m.impl ? cu_vmm_free(cr, &m, err, len) : cu_g.alloc->free(cr, &m, err, len);
-    return rc ? rc : cu_wait_device(cr, err, len);
+    if (rc == 0)
+        rc = cu_wait_device(cr, err, len);
+    cu_pool_reset_high(cr);
+    return rc;
 }
 
 /* `used` is not consulted: under mpirun it is this rank's view, and a warm-up list that differed

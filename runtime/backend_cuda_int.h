@@ -100,6 +100,8 @@ struct cu_allocator {
 extern const cu_allocator cu_allocators[];
 extern const size_t cu_allocator_count;
 const cu_allocator *cu_allocator_find(const char *name);
+/* Restarts the async pool's used/reserved high-water marks at their current values. */
+void cu_pool_reset_high(cu_rank *cr);
 
 /* VMM (chunked) allocations: used for every `chunks: N >= 2` buffer whatever the allocator, and
  * for every buffer under --allocator chunked. m->impl points to the mapping table. */

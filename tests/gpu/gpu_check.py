@@ -4,6 +4,8 @@ line per acceptance item: `ok - NAME: facts` or `not ok - NAME: why`. Used by te
 through them, by tools/gpu_session.sh on the GPU machine. Exit status is 0 whatever the verdict
 (the line carries it); 2 only for a usage error.
 
+JSON may be written FILE#K: schedule K of a report that holds several (one run of several files).
+
   gpu_check.py lifetime NAME RC JSON WORLD STEADY_MIB PEAK_MIB
       exit 0; every rank's measured requested steady/peak exactly STEADY/PEAK MiB; the measured
       device view equal to the predicted device view on every rank.
@@ -35,6 +37,7 @@ def mib(b):
 
 
 def load(path):
+    path = path.split("#")[0]
     try:
         with open(path) as f:
             doc = json.load(f)
@@ -49,8 +52,12 @@ class Failure(Exception):
     pass
 
 
-def ranks_of(doc, world):
-    sch = doc["schedules"][0]
+def ranks_of(doc, world, path=""):
+    """Rank rows of the report's first schedule, or of schedule K for a path written FILE#K."""
+    k = int(path.split("#")[1]) if "#" in path else 0
+    if k >= len(doc["schedules"]):
+        raise Failure("report has %d schedules, no schedule %d" % (len(doc["schedules"]), k))
+    sch = doc["schedules"][k]
     ranks = sch.get("ranks") or []
     if len(ranks) != world:
         raise Failure("%d rank rows, want %d" % (len(ranks), world))
@@ -64,7 +71,7 @@ def first_difference(path):
     """What made a written report fail (exit 1): a measured/predicted mismatch, an expectation,
     a check row; "" when there is no report (runtime failures write none)."""
     try:
-        with open(path) as f:
+        with open(path.split("#")[0]) as f:
             doc = json.load(f)
     except (OSError, ValueError):
         return ""
@@ -122,7 +129,7 @@ def facts(ranks):
 
 def lifetime(name, rc, path, world, steady, peak):
     want_rc(rc, [0], path)
-    ranks = ranks_of(load(path), world)
+    ranks = ranks_of(load(path), world, path)
     requested_exact(ranks, steady * MIB, peak * MIB)
     device_equal(ranks)
     return facts(ranks)
@@ -130,7 +137,7 @@ def lifetime(name, rc, path, world, steady, peak):
 
 def device(name, rc, path, world):
     want_rc(rc, [0], path)
-    ranks = ranks_of(load(path), world)
+    ranks = ranks_of(load(path), world, path)
     for r in ranks:
         m, p = r["measured"]["requested"], r["requested"]
         if m["steady"] != p["steady"] or m["peak"] != p["peak"]:
@@ -142,7 +149,7 @@ def device(name, rc, path, world):
 
 def async_pool(name, rc, path, world, steady, peak):
     want_rc(rc, [0, 1])   # 1: expectations or device view differ; the second line says which
-    ranks = ranks_of(load(path), world)
+    ranks = ranks_of(load(path), world, path)
     requested_exact(ranks, steady * MIB, peak * MIB)
     for r in ranks:
         pool = r["measured"].get("pool")
