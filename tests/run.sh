@@ -9,7 +9,7 @@
 # Without --gpu, each GPU script is reported as skipped (one line, with its number of tests).
 # Exit status: 0 when nothing failed, 1 otherwise.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 BUILD=${BUILD:-build}
 export BUILD
 TIMEOUT=${TEST_TIMEOUT:-600}

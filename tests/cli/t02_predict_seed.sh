@@ -89,9 +89,9 @@ fi
 run predict --format csv --plan decomposed schedules/seed/06_bench_direct_decomposed.yaml
 # seed: decomposed at S = 256 MiB, world 4 holds x, shard and gathered: 576 MiB peak.
 peak=$(mib_of "$TMP/out" bench-direct-decomposed/decomposed requested_peak)
-rows=$(awk 'NR > 1' "$TMP/out" | wc -l)
-if [ "$RC" -eq 0 ] && [ "$rows" -eq 4 ] && [ "$peak" = 576 ]; then ok "--plan decomposed: 576 MiB peak"
-else not_ok "--plan decomposed" "exit $RC, $rows rows, peak '$peak'"; fi
+n_rows=$(awk 'NR > 1' "$TMP/out" | wc -l)
+if [ "$RC" -eq 0 ] && [ "$n_rows" -eq 4 ] && [ "$peak" = 576 ]; then ok "--plan decomposed: 576 MiB peak"
+else not_ok "--plan decomposed" "exit $RC, $n_rows rows, peak '$peak'"; fi
 expect_case "--plan that does not exist" 2 empty.out no_plan.err -- \
     predict --plan fused schedules/seed/06_bench_direct_decomposed.yaml
 
