@@ -116,6 +116,15 @@ static ml_mark offset_mark(const loader *l, size_t offset) {
     return m;
 }
 
+static bool ends_with_break(const char *data, size_t len) {
+    const uint8_t *p = (const uint8_t *)data;
+    if (len >= 1 && (p[len - 1] == '\n' || p[len - 1] == '\r'))
+        return true;
+    if (len >= 2 && p[len - 2] == 0xC2 && p[len - 1] == 0x85)
+        return true;
+    return len >= 3 && p[len - 3] == 0xE2 && p[len - 2] == 0x80 && (p[len - 1] == 0xA8 || p[len - 1] == 0xA9);
+}
+
 /* At the end of a file without a final newline, libyaml's mark is on the line after the last:
  * point at the end of the last line instead, where the text is. */
 static ml_mark mark_in_input(const loader *l, yaml_mark_t m) {
@@ -713,7 +722,9 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     loader l = {.data = data, .len = len, .file = name, .s = s, .a = s->arena, .d = d,
                 .owned = &box->owned};
     default_limits(limits, &l.lim);
-    l.end = offset_mark(&l, len);
+    /* Only a file that does not end in a line break has marks past its last line (libyaml adds
+     * the break at the stream end); sparing the others the scan keeps big loads one pass. */
+    l.end = ends_with_break(data, len) ? (ml_mark){UINT32_MAX, UINT32_MAX} : offset_mark(&l, len);
     /* Every step level costs three YAML levels (list, step, body); room for the top and the
      * deepest step body (a check's operand pattern is five levels below its step). */
     l.yaml_max_depth = 3 * l.lim.max_depth + 16;
