@@ -31,7 +31,8 @@ const ml_redop_info ml_redops[RED_COUNT] = {
 };
 
 static bool name_is(const char *table_name, const char *name, size_t len) {
-    return strncmp(table_name, name, len) == 0 && table_name[len] == '\0';
+    return table_name[0] == (len ? name[0] : '\0') && strncmp(table_name, name, len) == 0 &&
+           table_name[len] == '\0';
 }
 
 int ml_dtype_lookup(const char *name, size_t len) {

@@ -209,7 +209,8 @@ int ld_want(loader *l, yaml_event_type_t t, const char *what) {
 }
 
 static bool key_is(const char *key, const char *text, size_t len) {
-    return strncmp(key, text, len) == 0 && key[len] == '\0';
+    /* First characters first: most keys differ there, and strncmp is a call. */
+    return key[0] == (len ? text[0] : '\0') && strncmp(key, text, len) == 0 && key[len] == '\0';
 }
 
 int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k) {

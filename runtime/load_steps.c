@@ -447,7 +447,8 @@ static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_v
 static const step_form *form_lookup(const char *t, size_t len, int *coll) {
     *coll = -1;
     for (size_t k = 0; k < ML_ARRAY_LEN(step_forms); k++)
-        if (strncmp(step_forms[k].name, t, len) == 0 && step_forms[k].name[len] == '\0')
+        if (step_forms[k].name[0] == t[0] && strncmp(step_forms[k].name, t, len) == 0 &&
+            step_forms[k].name[len] == '\0')
             return &step_forms[k];
     *coll = ml_coll_lookup(t, len);
     return *coll >= 0 ? &coll_form : NULL;
