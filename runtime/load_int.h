@@ -1,5 +1,6 @@
-/* load_int.h — internals shared by the loader's files (load.c: events, helpers, top level;
- * load_steps.c: steps; load_data.c: views, data patterns, operands, expectations).
+/* load_int.h — internals shared by the loader's files (load.c: events, map iteration, top level;
+ * load_names.c: names, symbols, expressions; load_steps.c: steps; load_data.c: views, data
+ * patterns, operands, expectations).
  *
  * The loader pulls libyaml events one at a time and builds the IR directly into the schedule's
  * arena: no document tree, so memory stays proportional to the IR and every node keeps the mark
@@ -78,6 +79,9 @@ typedef int (*ld_value_fn)(loader *l, int key, void *obj);
 #define LD_HAS(k, i) (((k)->seen >> (i)) & 1u)
 
 /* load.c */
+uint32_t ld_hash_find(const ld_hash *h, const char *key, size_t len, uintptr_t *val);
+void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val);
+bool ld_key_is(const char *key, const char *text, size_t len);
 int ld_next(loader *l);
 ml_mark ld_mark(const loader *l);
 int ld_fail(loader *l, ml_mark m, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -86,6 +90,10 @@ const char *ld_text(const loader *l, size_t *len);
 int ld_want_scalar(loader *l, const char *what);
 int ld_want(loader *l, yaml_event_type_t t, const char *what);
 int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k);
+
+/* load_names.c */
+extern const char *const ld_sym_kind_names[SYM_KIND_COUNT];   /* "buffer", "stream", ... */
+ml_mark ld_text_mark(const loader *l);   /* where the current scalar's text starts */
 int ld_expr(loader *l, ld_ctx ctx, const char *what, expr **out);
 int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, ml_mark at, expr **out);
 int ld_name(loader *l, const char *what, const char **out);
@@ -96,8 +104,6 @@ int ld_dtype(loader *l, ml_dtype *out);
 int ld_own(loader *l, void *p);
 int ld_check_name(loader *l, const char *text, size_t len, ml_mark m, const char *kind, bool ident);
 int ld_intern(loader *l, sched_sym_kind kind, const char *text, size_t len, ml_mark m, uint32_t *out);
-uint32_t ld_hash_find(const ld_hash *h, const char *key, size_t len, uintptr_t *val);
-void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val);
 
 /* load_data.c */
 int ld_view(loader *l, const char *what, sched_view *v);
