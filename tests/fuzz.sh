@@ -16,7 +16,7 @@ SECONDS_TO_FUZZ=${FUZZ_SECONDS:-60}
 CLANG=${FUZZ_CC:-clang}
 # The loader and everything the harness reaches from it: no backends, no MPI, no reports.
 SRCS="runtime/util.c runtime/expr.c runtime/coll.c runtime/sched.c runtime/load.c
-      runtime/load_steps.c runtime/load_data.c runtime/plan.c analyzer/lint.c
+      runtime/load_steps.c runtime/load_data.c runtime/load_names.c runtime/plan.c analyzer/lint.c
       analyzer/lint_contract.c analyzer/lint_cross.c analyzer/lint_hazard.c analyzer/predict.c
       analyzer/devmodel.c analyzer/expect.c"
 SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
