@@ -29,13 +29,23 @@ static void fail(const char *what, const ml_diag *dg) {
     abort();
 }
 
-/* Lines in the input, for the bound on diagnostic positions (one past the last line is where
- * libyaml puts "end of stream" problems). */
-static uint32_t count_lines(const uint8_t *data, size_t size) {
+/* Lines in the input as libyaml counts them (CR LF, CR, LF, NEL, LS, PS), for the bound on
+ * diagnostic positions (one past the last line is where libyaml puts problems found at the end
+ * of a file that ends with a line break). */
+static uint32_t count_lines(const uint8_t *p, size_t size) {
     uint32_t lines = 1;
-    for (size_t k = 0; k < size; k++)
-        if (data[k] == '\n' || (data[k] == '\r' && (k + 1 == size || data[k + 1] != '\n')))
-            lines++;
+    for (size_t k = 0; k < size; k++) {
+        if (p[k] == '\r' && k + 1 < size && p[k + 1] == '\n')
+            k++;
+        else if (p[k] == 0xC2 && k + 1 < size && p[k + 1] == 0x85)
+            k++;
+        else if (p[k] == 0xE2 && k + 2 < size && p[k + 1] == 0x80 &&
+                 (p[k + 2] == 0xA8 || p[k + 2] == 0xA9))
+            k += 2;
+        else if (p[k] != '\r' && p[k] != '\n')
+            continue;
+        lines++;
+    }
     return lines;
 }
 
