@@ -346,7 +346,7 @@ static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *view
 }
 
 static void lint_check(lint_ctx *x, const plan_op *op) {
-    const sched_check *c = &op->step->u.check;
+    const sched_check *c = op->step->u.check;
     const plan_view *a = &op->u.check.a, *b = &op->u.check.b;
     bool a_ok = check_view(x, op, a), b_ok = check_view(x, op, b);   /* both, for both errors */
     bool ok = a_ok && b_ok;

@@ -501,7 +501,7 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
 /* Runs a data check and records its row (a failed comparison is a failing row, not a runtime
  * failure; a check that cannot be evaluated is a failing row with the reason). */
 static int do_check(rt_rank *r, const plan_op *op) {
-    const sched_check *c = &op->step->u.check;
+    const sched_check *c = op->step->u.check;
     const char *name = c->name ? c->name : "check";
     operand o[2] = {{.src = &c->a, .view = &op->u.check.a, .roll = op->u.check.roll_a},
                     {.src = &c->b, .view = &op->u.check.b, .roll = op->u.check.roll_b}};

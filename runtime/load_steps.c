@@ -351,7 +351,7 @@ static int tolerance(loader *l, const char *what, double *out) {
 
 static int check_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
-    sched_check *ck = &c->st->u.check;
+    sched_check *ck = c->st->u.check;
     switch (key) {
     case CHECK_NAME: return ld_name(l, "name", &ck->name);
     case CHECK_RTOL: return tolerance(l, "rtol", &ck->rtol);
@@ -462,6 +462,8 @@ static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
     ld_schema sc = {f->name, f->keys, f->n_keys};
     if (f->kind == ST_ALLOC)
         st->u.alloc.dtype = l->s->dtype;
+    if (f->kind == ST_CHECK)
+        st->u.check = ml_arena_alloc(l->a, sizeof *st->u.check);
     if (f->kind == ST_COLL) {
         st->u.coll.coll = (ml_coll)coll;
         st->u.coll.op = RED_SUM;

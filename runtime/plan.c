@@ -368,9 +368,9 @@ static int expand_step(expander *x, const sched_step *st) {
     case ST_CHECK:
         if (!(op = emit(x, OP_CHECK, st)))
             return -1;
-        if (resolve_operand(x, &st->u.check.a, &op->u.check.a, &op->u.check.roll_a) < 0)
+        if (resolve_operand(x, &st->u.check->a, &op->u.check.a, &op->u.check.roll_a) < 0)
             return -1;
-        return resolve_operand(x, &st->u.check.b, &op->u.check.b, &op->u.check.roll_b);
+        return resolve_operand(x, &st->u.check->b, &op->u.check.b, &op->u.check.roll_b);
     case ST_EXPECT_ERROR:
         /* The marker, then the wrapped step's op(s); lint checks that the op after the marker
          * is the wrapped step's (a `when:` on the wrapped step may have dropped it). */

@@ -163,7 +163,8 @@ struct sched_step {
             uint32_t n_reads, n_writes;
             uint32_t stream;
         } compute;
-        sched_check check;
+        sched_check *check;       /* by pointer: inline it would make every step 328 bytes,
+                                     not 128 (a 1M-step schedule is 1M steps) */
         struct {
             sched_error_code error;
             sched_step *step;     /* exactly one step, which must fail with `error` */

@@ -145,15 +145,15 @@ static void test_seed_schedule(void **state) {
     assert_non_null(st[9].when);
     assert_int_equal(eval(s, st[9].when, 4, 0), 1);
     assert_int_equal(eval(s, st[9].when, 4, 1), 0);
-    assert_string_equal(st[9].u.check.name, "ag");
-    assert_int_equal(st[9].u.check.kind, CHECK_EQUAL);
-    assert_int_equal(st[9].u.check.a.kind, OPD_VIEW);
-    assert_int_equal(st[9].u.check.b.kind, OPD_REDUCED_PATTERN);
-    assert_int_equal(st[9].u.check.b.pattern.kind, INIT_RANK_IOTA);
-    assert_true(st[9].u.check.rtol == 1e-5);
-    assert_int_equal(st[16].u.check.kind, CHECK_NOT_EQUAL);
-    assert_non_null(st[16].u.check.a.roll_shards);
-    assert_int_equal(st[16].u.check.b.kind, OPD_EXPR);
+    assert_string_equal(st[9].u.check->name, "ag");
+    assert_int_equal(st[9].u.check->kind, CHECK_EQUAL);
+    assert_int_equal(st[9].u.check->a.kind, OPD_VIEW);
+    assert_int_equal(st[9].u.check->b.kind, OPD_REDUCED_PATTERN);
+    assert_int_equal(st[9].u.check->b.pattern.kind, INIT_RANK_IOTA);
+    assert_true(st[9].u.check->rtol == 1e-5);
+    assert_int_equal(st[16].u.check->kind, CHECK_NOT_EQUAL);
+    assert_non_null(st[16].u.check->a.roll_shards);
+    assert_int_equal(st[16].u.check->b.kind, OPD_EXPR);
     /* nesting */
     assert_int_equal(st[12].u.repeat.n, 1);
     const sched_step *region = &st[12].u.repeat.steps[0];
