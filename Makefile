@@ -74,6 +74,7 @@ $(BUILD)/version.stamp: FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
 $(BUILD)/cli/main.o: $(BUILD)/version.stamp
+$(BUILD)/runtime/provenance.o: $(BUILD)/version.stamp
 .PHONY: FORCE
 FORCE:
 

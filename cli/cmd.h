@@ -28,5 +28,12 @@ int cmd_plot(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 extern const char cmd_plot_usage[], cmd_trace_usage[], cmd_diff_usage[];
+/* The four meanings of "AllReduce = RS + AG" for two plans (issue 9): cli/cmd_equiv.c. */
+int cmd_equiv(int argc, char **argv);
+extern const char cmd_equiv_usage[];
+
+/* Rewriting toward the memory floor (issue 10): cli/cmd_optimize.c. */
+int cmd_optimize(int argc, char **argv);
+extern const char cmd_optimize_usage[];
 
 #endif

@@ -20,6 +20,10 @@ const ml_command ml_commands[] = {
      cmd_trace_usage},
     {"diff", cmd_diff, "compare two plans: steady/peak deltas and the lifetimes behind them",
      cmd_diff_usage},
+    {"equiv", cmd_equiv, "check the four meanings of AllReduce = RS + AG for two plans",
+     cmd_equiv_usage},
+    {"optimize", cmd_optimize, "rewrite a schedule toward its memory floor, keeping its results",
+     cmd_optimize_usage},
     {"help", cmd_help, "show the commands, or one command's usage", cmd_help_usage},
 };
 const size_t ml_command_count = ML_ARRAY_LEN(ml_commands);

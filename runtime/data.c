@@ -396,6 +396,10 @@ static bool values_equal(elem_value a, elem_value b, double rtol, double atol) {
     return fabs(x - y) <= atol + rtol * fabs(y);   /* false for NaN */
 }
 
+double data_as_double(ml_dtype dt, const void *base, uint64_t k) {
+    return as_double(load(dt, base, k));
+}
+
 void data_compare(const void *a, ml_dtype da, const void *b, ml_dtype db, uint64_t count,
                   uint64_t base_index, double rtol, double atol, data_diff *acc) {
     size_t size = ml_dtypes[da].size;

@@ -67,6 +67,10 @@ void data_compare(const void *a, ml_dtype da, const void *b, ml_dtype db, uint64
 bool data_check_verdict(bool want_equal, const data_diff *d, double rtol, double atol, char *buf,
                         size_t len);
 
+/* Element k of an array of dt as a double (for difference statistics; integers beyond 2^53
+ * round). Added for `memlife equiv` (analyzer/equiv_data.c). */
+double data_as_double(ml_dtype dt, const void *base, uint64_t k);
+
 /* One element as text: integers in decimal, floats with enough digits to round-trip. */
 void data_format(ml_dtype dt, const void *elem, char *buf, size_t len);
 

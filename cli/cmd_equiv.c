@@ -1,0 +1,365 @@
+/* cmd_equiv.c — `memlife equiv A B`: the chapter's four meanings of "AllReduce = ReduceScatter +
+ * AllGather" for any two plans (analyzer/equiv.h).
+ *
+ * Every process loads both plans and works out rows 2-4 and the data flow itself; row 1 runs
+ * both plans on a backend with data (cli/equiv_run.c) — memlife starts mpirun on itself for the
+ * host backend as `run` does — and every rank ends with the same verdict; rank 0 writes. */
+#include "cmd.h"
+#include "args.h"
+#include "equiv_run.h"
+#include "../runtime/launch.h"
+#include "../runtime/provenance.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char cmd_equiv_usage[] =
+    "usage: memlife equiv A B [--world N] [--set NAME=VALUE]... [--backend host|cuda]\n"
+    "                     [--ranks N] [--gpus N] [--rtol X] [--atol Y] [--result NAME[=NAME_B]]\n"
+    "                     [--no-data] [--timeout S] [--format table|json|md] [-o FILE]\n"
+    "       memlife equiv FILE.yaml          (a file with exactly two plans)\n"
+    "\n"
+    "A and B are schedules, or FILE.yaml:PLAN for a named plan. Checks the four meanings of\n"
+    "\"AllReduce = ReduceScatter + AllGather\" (course chapter 07) for the two plans:\n"
+    "  1 output semantics    both plans run on a backend from their inputs; the result buffers\n"
+    "                        are compared on every rank: integers exactly; floats bitwise, with\n"
+    "                        max abs and max rel difference, and pass/fail under --rtol/--atol\n"
+    "                        (default torch's: float32 1.3e-6 / 1e-5)\n"
+    "  2 communication       ring steps and link bytes per rank from the collective table\n"
+    "  3 execution structure public API calls, kernels expected, syncs and waits, intermediate\n"
+    "                        buffers per rank\n"
+    "  4 state               steady and peak per rank and view, buffers live at each peak\n"
+    "Where the outputs differ, the plans' data flow names the step and the cause from the\n"
+    "chapter's checklist (input count, padding identity, trim, shard owner, gather order,\n"
+    "reduction op, dtype, scaling, a shard changed between phases, collective sequences).\n"
+    "\n"
+    "options:\n"
+    "      --result NAME[=NAME_B]  the result buffers (live at the end of each plan); default:\n"
+    "                        the one name live at the end of both, or the one buffer each\n"
+    "                        plan leaves live\n"
+    "  -b, --backend NAME    host (default; Open MPI) or cuda\n"
+    "  -n, --ranks N         ranks to run (default: the world); memlife starts mpirun itself\n"
+    "      --gpus N          cuda: drive N GPUs from this one process\n"
+    "      --rtol X, --atol Y  float tolerance: |b - a| <= atol + rtol * |a|\n"
+    "      --no-data         do not run: row 1 from the data flow alone\n"
+    "      --timeout S       deadline for every wait on a peer (default 60)\n"
+    "  -w, --world N         world size for both plans\n"
+    "      --set NAME=VALUE  override a 'let:' value in both; repeatable\n"
+    "  -f, --format FMT      table (default), json or md\n"
+    "  -o, --output FILE     write to FILE (atomically) instead of stdout\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "exit codes: 0 all four hold, 1 one does not (or row 1 is undecided), 2 bad input,\n"
+    "            3 runtime failure\n";
+
+typedef struct {
+    const char *backend, *result;
+    int ranks, gpus;
+    double rtol, atol, timeout;
+    bool no_data;
+} equiv_opts;
+
+typedef struct {
+    ml_vec sides;              /* series */
+    bool seq_ok[2];
+    char seq_text[2][512];
+    ml_mark seq_mark[2];
+} equiv_inputs;
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* Expands, lints and predicts one plan (series_from_sched). A plan whose only lint errors are
+ * cross-rank ones is an answer here, not bad input: its collective sequences are inconsistent
+ * across ranks (row 1's cause); the other rows are still worked out per rank. */
+static int load_plan(sched *s, int plan, int world, const sched_params *p, series *out,
+                     bool *seq_ok, char *seq_text, size_t seq_len, ml_mark *seq_mark, ml_diags *d) {
+    ml_diags lint;
+    ml_diags_init(&lint);
+    int rc = series_from_sched(s, plan, world, p, out, &lint);
+    const ml_diag *first = ml_diags_first_error(&lint);
+    bool cross_only = rc != 0 && out->plans && first;
+    for (size_t k = 0; k < lint.items.n; k++) {
+        const ml_diag *g = &ML_VEC_AT(&lint.items, ml_diag, k);
+        if (g->level == ML_DIAG_ERROR && (!g->code || strcmp(g->code, "cross_rank") != 0))
+            cross_only = false;
+    }
+    for (int r = 0; cross_only && r < world; r++)
+        cross_only = out->plans[r].ops && predict_rank(&out->plans[r], &out->pred[r], d) == 0;
+    if (cross_only) {
+        *seq_ok = false;
+        *seq_mark = first->mark;
+        snprintf(seq_text, seq_len, first->rank >= 0 ? "%s [rank %d]" : "%s", first->text,
+                 first->rank);
+        const char *name = s->plans[plan].name ? s->plans[plan].name : "";
+        snprintf(out->label, sizeof out->label, "%s%s%s", s->name ? s->name : "",
+                 *name ? ":" : "", name);
+        rc = 0;
+    } else {
+        for (size_t k = 0; k < lint.items.n; k++) {
+            const ml_diag *g = &ML_VEC_AT(&lint.items, ml_diag, k);
+            ml_diag_add(d, g->level, g->file, g->mark, g->rank, g->code, "%s", g->text);
+        }
+    }
+    ml_diags_free(&lint);
+    return rc;
+}
+
+/* One input word: FILE.yaml (its every plan) or FILE.yaml:PLAN. */
+static int load_word(const char *word, const sched_params *p, equiv_inputs *in, ml_diags *d) {
+    char path[4096];
+    const char *plan = NULL;
+    snprintf(path, sizeof path, "%s", word);
+    char *colon = strrchr(path, ':');
+    if (colon && !ends_with(path, ".yaml") && !ends_with(path, ".yml")) {
+        *colon = '\0';
+        plan = colon + 1;
+    }
+    sched *s = sched_load_file(path, NULL, d);
+    if (!s)
+        return -1;
+    int world = sched_world(s, p, d);
+    bool owned = false;
+    for (uint32_t k = 0; world > 0 && k < s->n_plans; k++) {
+        if (plan && strcmp(s->plans[k].name, plan) != 0)
+            continue;
+        size_t i = in->sides.n;
+        if (i >= 2) {
+            ml_error(d, path, ((ml_mark){0, 0}), "equiv compares two plans; the inputs give more "
+                                                 "(name one plan of a file as FILE.yaml:PLAN)");
+            break;
+        }
+        series *sr = ml_vec_push(&in->sides);
+        sr->source = strdup(word);
+        sr->owns_sched = !owned;
+        owned = true;
+        if (load_plan(s, (int)k, world, p, sr, &in->seq_ok[i], in->seq_text[i],
+                      sizeof in->seq_text[i], &in->seq_mark[i], d) < 0)
+            return -1;
+    }
+    if (plan && !owned)
+        ml_error(d, path, ((ml_mark){0, 0}), "no plan named '%s' in '%s'", plan, path);
+    if (!owned)
+        sched_free(s);
+    return d->errors ? -1 : 0;
+}
+
+static int load_inputs(const ml_args *a, equiv_inputs *in, bool print) {
+    sched_params p = ml_args_params(a);
+    ml_diags d;
+    ml_diags_init(&d);
+    ml_vec_init(&in->sides, sizeof(series));
+    in->seq_ok[0] = in->seq_ok[1] = true;
+    int rc = ML_EXIT_OK;
+    for (size_t k = 0; k < a->files.n && rc == ML_EXIT_OK; k++)
+        if (load_word(ML_VEC_AT(&a->files, const char *, k), &p, in, &d) < 0)
+            rc = ML_EXIT_INPUT;
+    if (rc == ML_EXIT_OK && in->sides.n != 2) {
+        fprintf(stderr, "error: equiv compares two plans; the inputs give %zu (name one plan of "
+                        "a file as FILE.yaml:PLAN)\n", in->sides.n);
+        rc = ML_EXIT_INPUT;
+    }
+    if (print)
+        ml_diags_print(&d, stderr);
+    ml_diags_free(&d);
+    return rc;
+}
+
+/* --result NAME or NAME=NAME_B into the two names (pointers into buf). */
+static void split_result(const char *spec, char *buf, size_t len, const char **a, const char **b) {
+    *a = *b = NULL;
+    if (!spec)
+        return;
+    snprintf(buf, len, "%s", spec);
+    char *eq = strchr(buf, '=');
+    if (eq)
+        *eq = '\0';
+    *a = buf;
+    *b = eq ? eq + 1 : NULL;
+}
+
+/* Where the ranks come from. Returns 0 with c set (c->world 0: no run), -1 when this process
+ * launched mpirun (the run is over: *rc is its outcome), or an exit code. */
+static int place(const equiv_opts *o, ml_args *a, equiv_run_ctx *c, bool *launch_now) {
+    int size = 0, me = 0;
+    *launch_now = false;
+    if (o->no_data)
+        return 0;
+    if (o->gpus) {
+        if (o->ranks && o->ranks != o->gpus)
+            return ml_usage_error("equiv", "--ranks %d and --gpus %d disagree", o->ranks, o->gpus);
+        c->world = c->n_local = o->gpus;
+    } else if (launch_under_mpi(&size, &me)) {
+        if (size <= 0 || (o->ranks && o->ranks != size) || (a->world && a->world != size))
+            return ml_usage_error("equiv", "the MPI launcher started %d ranks; --ranks and --world "
+                                           "must agree", size);
+        c->mpi = true;
+        c->world = size;
+        c->rank = me;
+        c->n_local = 1;
+    } else if (launch_is_child()) {
+        fprintf(stderr, "error: started by memlife's mpirun but no MPI environment is visible\n");
+        return ML_EXIT_RUNTIME;
+    } else {
+        *launch_now = true;
+        if (o->ranks && !a->world)
+            a->world = o->ranks;
+        return 0;
+    }
+    a->world = c->world;
+    return 0;
+}
+
+static int launch(int ranks, int argc, char **argv) {
+    char err[400];
+    int status, forwarded;
+    if (launch_self(ranks, argc, argv, &status, &forwarded, err, sizeof err) != 0) {
+        fprintf(stderr, "error: %s\n", err);
+        return ML_EXIT_RUNTIME;
+    }
+    if (forwarded)
+        return 128 + forwarded;
+    int rc = launch_exit_code(status, err, sizeof err);
+    if (err[0])
+        fprintf(stderr, "error: %s; every rank has ended\n", err);
+    return rc;
+}
+
+static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
+    equiv_run_ctx c = {.be = rt_backend_find(o->backend)};
+    if (!o->no_data && !c.be)
+        return ml_usage_error("equiv", "unknown backend '%s' (host or cuda)", o->backend);
+    if (!o->no_data && !c.be->available) {
+        fprintf(stderr, "error: backend '%s' is not available in this build: %s\n", c.be->name,
+                c.be->how_to_get);
+        return ML_EXIT_RUNTIME;
+    }
+    bool launch_now;
+    int rc = place(o, a, &c, &launch_now);
+    if (rc != 0)
+        return rc;
+    bool rank0 = c.rank == 0;
+    equiv_inputs in;
+    memset(&in, 0, sizeof in);
+    rc = load_inputs(a, &in, rank0 && !launch_is_child());
+    const series *side[2] = {NULL, NULL};
+    uint32_t result[2];
+    char names[512];
+    const char *na, *nb;
+    split_result(o->result, names, sizeof names, &na, &nb);
+    if (rc == 0) {
+        side[0] = &ML_VEC_AT(&in.sides, series, 0);
+        side[1] = &ML_VEC_AT(&in.sides, series, 1);
+        ml_diags d;
+        ml_diags_init(&d);
+        if (equiv_pick_results(side[0], side[1], na, nb, result, &d) != 0 ||
+            side[0]->world != side[1]->world) {
+            if (side[0]->world != side[1]->world)
+                ml_error(&d, side[1]->s->file, ((ml_mark){0, 0}),
+                         "the plans run at different worlds (%d and %d): say --world N",
+                         side[0]->world, side[1]->world);
+            if (rank0 && !launch_is_child())
+                ml_diags_print(&d, stderr);
+            rc = ML_EXIT_INPUT;
+        }
+        ml_diags_free(&d);
+    }
+    if (rc == 0 && launch_now) {
+        rc = launch(o->ranks ? o->ranks : side[0]->world, argc, argv);
+        series_vec_free(&in.sides);
+        return rc;
+    }
+    equiv_result r;
+    memset(&r, 0, sizeof r);
+    const char *seq_text[2] = {in.seq_text[0], in.seq_text[1]};
+    if (rc == 0) {
+        ml_diags d;
+        ml_diags_init(&d);
+        if (equiv_analyze(side[0], side[1], result, in.seq_ok, seq_text, in.seq_mark, &r, &d) != 0) {
+            ml_diags_print(&d, stderr);
+            rc = ML_EXIT_INPUT;
+        }
+        ml_diags_free(&d);
+    }
+    char *prov = NULL;
+    if (rc == 0) {
+        uint64_t count;
+        ml_dtype dt;
+        equiv_result_shape(&side[0]->plans[0], result[0], &count, &dt);
+        equiv_default_tolerance(dt, &r.rtol, &r.atol);
+        if (o->rtol >= 0)
+            r.rtol = o->rtol;
+        if (o->atol >= 0)
+            r.atol = o->atol;
+    }
+    if (rc == 0 && !o->no_data && (!in.seq_ok[0] || !in.seq_ok[1])) {
+        /* A divergent plan would only end at the runtime's sequence check: row 1 is the cause. */
+        prov = ml_provenance_collect(NULL, r.world);
+    } else if (rc == 0 && !o->no_data) {
+        sched_params params = ml_args_params(a);
+        rt_options_default(&c.opt);
+        c.opt.backend = c.be->name;
+        c.opt.timeout_s = o->timeout;
+        c.opt.gpus = o->gpus;
+        c.opt.params = &params;
+        rc = equiv_run_data(&c, side, result, r.rtol, r.atol, &r.data, &prov);
+        if (rc == 0)
+            equiv_judge_output(&r);
+    } else if (rc == 0) {
+        prov = ml_provenance_collect(NULL, r.world);
+    }
+    if (rc == 0) {
+        if (rank0 && (!a->quiet || a->output)) {
+            ml_str text = {0};
+            equiv_write(&r, a->format, prov, &text);
+            if (!a->output || !strcmp(a->output, "-")) {
+                fwrite(text.s, 1, text.n, stdout);
+            } else if (ml_write_file_atomic(a->output, text.s, text.n) != 0) {
+                fprintf(stderr, "error: cannot write '%s'\n", a->output);
+                rc = ML_EXIT_RUNTIME;
+            }
+            ml_str_free(&text);
+        }
+        /* Rank 0 alone says the verdict: a peer's exit 1 would make mpirun end the job while
+         * rank 0 still writes. */
+        if (rc == 0 && rank0)
+            rc = equiv_exit_code(&r);
+    }
+    free(prov);
+    equiv_result_free(&r);
+    series_vec_free(&in.sides);
+    return rc;
+}
+
+int cmd_equiv(int argc, char **argv) {
+    equiv_opts o = {.backend = "host", .rtol = -1, .atol = -1, .timeout = 60.0};
+    const ml_opt extra[] = {
+        {"--backend", "-b", OPT_STRING, &o.backend, 0, 0, NULL},
+        {"--ranks", "-n", OPT_INT, &o.ranks, 1, 4096, NULL},
+        {"--gpus", NULL, OPT_INT, &o.gpus, 1, 1024, NULL},
+        {"--rtol", NULL, OPT_DOUBLE, &o.rtol, 0, 0, NULL},
+        {"--atol", NULL, OPT_DOUBLE, &o.atol, 0, 0, NULL},
+        {"--result", NULL, OPT_STRING, &o.result, 0, 0, NULL},
+        {"--timeout", NULL, OPT_DOUBLE, &o.timeout, 1, 0, NULL},
+        {"--no-data", NULL, OPT_FLAG, &o.no_data, 0, 0, NULL},
+    };
+    ml_args a;
+    int rc;
+    if (!ml_args_begin(&a, "equiv", cmd_equiv_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false,
+                       &rc))
+        return rc;
+    if (a.format == FMT_CSV)
+        rc = ml_usage_error("equiv", "'equiv' writes table, json or md, not csv");
+    else if (o.rtol < 0 && o.rtol != -1)
+        rc = ml_usage_error("equiv", "--rtol must be 0 or more");
+    else if (o.atol < 0 && o.atol != -1)
+        rc = ml_usage_error("equiv", "--atol must be 0 or more");
+    else if (o.gpus && strcmp(o.backend, "cuda") != 0)
+        rc = ml_usage_error("equiv", "--gpus is for the cuda backend");
+    else
+        rc = equiv_main(&o, &a, argc, argv);
+    ml_args_free(&a);
+    return rc;
+}
