@@ -97,6 +97,12 @@ typedef struct {
 int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d);
 void pred_rank_free(pred_rank *r);
 
+/* ---- Floor (analyzer/floor.c) -----------------------------------------------------------------
+ * The requested bytes that must be live at some point by data dependence alone (defined at the
+ * top of floor.c): predict_rank stores it in pred_rank.floor. at_op (may be NULL) gets the op
+ * where it is reached, SIZE_MAX when that is the end of the plan. */
+uint64_t floor_rank(const rank_plan *p, size_t *at_op);
+
 /* ---- Expectations (analyzer/expect.c) ---------------------------------------------------------*/
 typedef struct {
     ml_mem_view view;

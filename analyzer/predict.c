@@ -216,6 +216,7 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
     out->device_exact = lo_max == hi_max;
     acct_free(&a);
     peak_live_sets(p, out);
+    out->floor = floor_rank(p, NULL);
     return 0;
 }
 

@@ -30,7 +30,7 @@ static void measured_cell(const report_measured *m, ml_mem_view v, bool peak, ch
  * ones when a run filled them (device only when some rank read a device), then where the peak
  * is and what is live there. */
 typedef enum {
-    COL_REQ_STEADY, COL_REQ_PEAK, COL_DEV_STEADY, COL_DEV_PEAK,
+    COL_REQ_STEADY, COL_REQ_PEAK, COL_DEV_STEADY, COL_DEV_PEAK, COL_FLOOR,
     COL_M_REQ_STEADY, COL_M_REQ_PEAK, COL_M_DEV_STEADY, COL_M_DEV_PEAK, COL_MATCH,
     COL_PEAK_AT, COL_LIVE, COL_COUNT
 } rank_col;
@@ -44,6 +44,7 @@ static const struct {
     [COL_REQ_PEAK] = {"requested peak", true},
     [COL_DEV_STEADY] = {"device steady", true},
     [COL_DEV_PEAK] = {"device peak", true},
+    [COL_FLOOR] = {"floor", true},   /* requested bytes needed by data dependence (floor.c) */
     [COL_M_REQ_STEADY] = {"measured req steady", true},
     [COL_M_REQ_PEAK] = {"measured req peak", true},
     [COL_M_DEV_STEADY] = {"measured dev steady", true},
@@ -79,6 +80,7 @@ static void rank_cell(const report_schedule *rs, int r, rank_col col, const char
     case COL_REQ_PEAK: report_size_cell(p->peak[VIEW_REQUESTED], buf, CELL); return;
     case COL_DEV_STEADY: report_size_cell(p->steady[VIEW_DEVICE], buf, CELL); return;
     case COL_DEV_PEAK: device_peak_cell(p, buf, CELL); return;
+    case COL_FLOOR: report_size_cell(p->floor, buf, CELL); return;
     case COL_M_REQ_STEADY: measured_cell(m, VIEW_REQUESTED, false, buf, CELL); return;
     case COL_M_REQ_PEAK: measured_cell(m, VIEW_REQUESTED, true, buf, CELL); return;
     case COL_M_DEV_STEADY: measured_cell(m, VIEW_DEVICE, false, buf, CELL); return;

@@ -1,0 +1,116 @@
+/* cmd_optimize.c — `memlife optimize FILE`: rewrite a schedule toward its memory floor
+ * (analyzer/optimize.h) and report what each transformation saved.
+ *
+ * Where things go: with -o OUT.yaml the rewritten schedule is written there atomically and the
+ * report goes to stdout; without -o and without --format the rewritten schedule goes to stdout
+ * (so `memlife optimize a.yaml > b.yaml` works) and the report to stderr; with --format and no
+ * -o, only the report is printed (stdout). */
+#include "cmd.h"
+#include "args.h"
+#include "../analyzer/optimize.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char cmd_optimize_usage[] =
+    "usage: memlife optimize FILE [-o OUT.yaml] [--allow lifetimes,inplace,chunked,reorder]\n"
+    "                        [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
+    "                        [--format table|json|md] [--quiet]\n"
+    "\n"
+    "Rewrites the schedule to use less memory and keeps a rewrite only if the result loads\n"
+    "back, lints with nothing new, keeps its expect_error contracts and lowers a peak:\n"
+    "  lifetimes  frees right after the last use has completed (a sync on that stream is\n"
+    "             added where none comes before the next alloc), allocs right before the\n"
+    "             first use\n"
+    "  inplace    ReduceScatter into the input's own rank slice, AllGather into the buffer whose\n"
+    "             rank slice is the input (NCCL's in-place rules); the separate buffer goes\n"
+    "  chunked    after an in-place ReduceScatter whose other slices are dead: allocate in\n"
+    "             world chunks and release all but this rank's\n"
+    "  reorder    a free ahead of the allocs just before it\n"
+    "The report gives, per stage and rank, steady and peak in both views, the saving, and the\n"
+    "floor: what must be live by data dependence alone. Each changed step of the rewritten\n"
+    "file has a '# memlife optimize:' comment. Rewrites are verified at one world size (and\n"
+    "the --set values); prove the results equal with 'memlife run' on both files.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE     write the rewritten schedule to FILE (atomically); the report\n"
+    "                        goes to stdout. Without -o: the schedule to stdout and the report\n"
+    "                        to stderr, or, with --format, only the report to stdout\n"
+    "      --allow LIST      transformations to try (default: all), comma-separated\n"
+    "  -w, --world N         world size (default: the file's 'world:')\n"
+    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
+    "      --plan NAME       only this plan of a file with 'plans:' (the others are kept)\n"
+    "  -f, --format FMT      report as table (default), json or md\n"
+    "  -q, --quiet           no report\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "exit codes: 0 written, 2 bad input (syntax, lint error or hazard), 3 cannot write\n";
+
+static int parse_allow(const char *list, opt_options *o) {
+    for (int k = 0; k < OPT_KIND_COUNT; k++)
+        o->allow[k] = false;
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        int k = opt_kind_lookup(p, len);
+        if (k < 0)
+            return ml_usage_error("optimize",
+                                  "unknown transformation '%.*s' in --allow (lifetimes, inplace, "
+                                  "chunked, reorder)", (int)len, p);
+        o->allow[k] = true;
+        p += len + (e != NULL);
+    }
+    return 0;
+}
+
+int cmd_optimize(int argc, char **argv) {
+    ml_args a;
+    int rc;
+    const char *allow = NULL;
+    const ml_opt extra[] = {{"--allow", NULL, OPT_STRING, &allow, 0, 0, NULL}};
+    if (!ml_args_begin(&a, "optimize", cmd_optimize_usage, argc, argv, extra, 1, false, &rc))
+        return rc;
+    opt_options o;
+    opt_options_default(&o);
+    if (a.files.n != 1 || a.format == FMT_CSV || (allow && parse_allow(allow, &o) != 0)) {
+        if (a.files.n != 1)
+            rc = ml_usage_error("optimize", "'optimize' takes one schedule, not %zu", a.files.n);
+        else if (a.format == FMT_CSV)
+            rc = ml_usage_error("optimize", "'optimize' reports as table, json or md, not csv");
+        else
+            rc = ML_EXIT_INPUT;
+        ml_args_free(&a);
+        return rc;
+    }
+    o.params = ml_args_params(&a);
+    o.plan = a.plan;
+    ml_diags d;
+    ml_diags_init(&d);
+    const char *path = ML_VEC_AT(&a.files, const char *, 0);
+    sched *s = sched_load_file(path, NULL, &d);
+    opt_result r;
+    rc = s && optimize_sched(s, &o, &r, &d) == 0 ? ML_EXIT_OK : ML_EXIT_INPUT;
+    ml_diags_print(&d, stderr);
+    if (rc == ML_EXIT_OK) {
+        ml_str text = {0};
+        opt_format fmt = a.format == FMT_JSON ? OPT_FMT_JSON : a.format == FMT_MD ? OPT_FMT_MD
+                                                                                 : OPT_FMT_TABLE;
+        opt_report(&r, fmt, &text);
+        bool yaml_to_stdout = !a.output && !a.format_set;
+        if (a.output && ml_write_file_atomic(a.output, r.yaml.s, r.yaml.n) != 0) {
+            fprintf(stderr, "error: cannot write '%s'\n", a.output);
+            rc = ML_EXIT_RUNTIME;
+        }
+        if (rc == ML_EXIT_OK && yaml_to_stdout)
+            fwrite(r.yaml.s, 1, r.yaml.n, stdout);
+        if (rc == ML_EXIT_OK && !a.quiet && text.n)
+            fwrite(text.s, 1, text.n, yaml_to_stdout ? stderr : stdout);
+        ml_str_free(&text);
+        opt_result_free(&r);
+    }
+    sched_free(s);
+    ml_diags_free(&d);
+    ml_args_free(&a);
+    return rc;
+}
