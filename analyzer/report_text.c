@@ -1,6 +1,7 @@
 /* report_text.c — the human formats: an aligned table per schedule (the default) and one GitHub
  * Markdown table for a pull request. */
 #include "report_int.h"
+#include "../runtime/provenance.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,11 @@ int report_write_table(const report *r, ml_str *out) {
         headers[c + 1] = rank_cols[ids[c]].header;
         right[c + 1] = rank_cols[ids[c]].right;
     }
+    if (r->provenance) {      /* where the result came from, in one line (provenance.h) */
+        char line[2048];
+        ml_provenance_summary(r->provenance, line, sizeof line);
+        ml_str_printf(out, "%s\n\n", line);
+    }
     for (size_t k = 0; k < r->n; k++) {
         const report_schedule *rs = &r->items[k];
         char name[256], cell[CELL];
@@ -244,6 +250,11 @@ int report_write_md(const report *r, ml_str *out) {
         right[c + 3] = rank_cols[ids[c]].right;
     }
     headers[n_cols + 3] = "expect";
+    if (r->provenance) {      /* where the result came from, in one line (provenance.h) */
+        char line[2048];
+        ml_provenance_summary(r->provenance, line, sizeof line);
+        ml_str_printf(out, "_%s_\n\n", line);
+    }
     report_grid g;
     report_grid_init(&g, n_cols + 4, headers, right);
     bool any_checks = false;

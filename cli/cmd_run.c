@@ -12,6 +12,7 @@
 #include "analyze.h"
 #include "run_result.h"
 #include "../runtime/launch.h"
+#include "../runtime/provenance.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -333,6 +334,8 @@ static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {
             c->be->abort(ML_EXIT_RUNTIME);
         return ML_EXIT_RUNTIME;
     }
+    /* Every rank takes part (the host names are gathered); rank 0 reports it. */
+    char *prov = ml_provenance_collect(c->be, c->world);
     ml_vec *checks = calloc(an.items.n ? an.items.n : 1, sizeof *checks);
     ml_arena *names = ml_arena_new();
     if (!checks)
@@ -345,12 +348,9 @@ static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {
         an.report_items[k].checks = checks[k].items;
         an.report_items[k].n_checks = checks[k].n;
     }
-    char provenance[2048] = "";
+    char provenance[8192] = "";
     if (rc == 0 && rank0) {
-        snprintf(provenance, sizeof provenance, "memlife=%s\ncommit=%s\n", MEMLIFE_VERSION,
-                 MEMLIFE_COMMIT);
-        if (c->be->provenance)
-            c->be->provenance(provenance, sizeof provenance);
+        snprintf(provenance, sizeof provenance, "%s", prov);
         an.rep.provenance = provenance;
         block_signals(true);
         if ((!a->quiet || a->output) && report_emit(&an.rep, a->format, a->output) != 0)
@@ -360,6 +360,7 @@ static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {
             rc = verdict(&an.rep);
     }
     c->be->finalize();
+    free(prov);
     for (size_t k = 0; k < an.items.n; k++) {
         report_schedule *rs = &an.report_items[k];
         for (int r = 0; rs->measured && r < rs->world; r++)
