@@ -106,11 +106,17 @@ static bool value_same(const aval *a, uint64_t at, const aval *b, uint64_t bt) {
 
 /* Adjacent segments that continue each other (for short lists under repeats). */
 static bool continues(const seg *a, const seg *b) {
-    aval x = a->v, y = b->v;
-    if (positional(&x) && x.index + (int64_t)a->n != y.index)
+    const aval *x = &a->v, *y = &b->v;
+    if (positional(x) && x->index + (int64_t)a->n != y->index)
         return false;
-    x.index = y.index = 0;
-    return a->start + a->n == b->start && !memcmp(&x, &y, sizeof x);
+    /* Field by field: a struct copy leaves its padding undefined, so no memcmp. */
+    return a->start + a->n == b->start && x->kind == y->kind && x->dtype == y->dtype &&
+           x->pattern == y->pattern && x->op == y->op && x->scale == y->scale &&
+           x->owner == y->owner && x->scaled_as_shard == y->scaled_as_shard &&
+           x->pre_scaled == y->pre_scaled && x->made == y->made && x->reduced_by == y->reduced_by &&
+           x->rs == y->rs && x->ag == y->ag && x->scaled == y->scaled && x->moved == y->moved &&
+           x->copied == y->copied && x->bad_owner == y->bad_owner &&
+           x->bad_owner_rank == y->bad_owner_rank;
 }
 
 /* ---- Segment lists ----------------------------------------------------------------------------*/
