@@ -31,6 +31,10 @@ void report_grid_add(report_grid *g, const char *text);   /* next cell, row-majo
 void report_grid_render(const report_grid *g, bool markdown, const char *indent, ml_str *out);
 void report_grid_free(report_grid *g);
 
+/* "key=value\n" provenance lines as a JSON object (a jansson json_t *; bench's report too). */
+struct json_t;
+struct json_t *report_provenance_json(const char *text);
+
 int report_write_table(const report *r, ml_str *out);
 int report_write_md(const report *r, ml_str *out);
 int report_write_json(const report *r, ml_str *out);

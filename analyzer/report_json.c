@@ -157,7 +157,7 @@ static json_t *schedule_json(const report_schedule *rs) {
 }
 
 /* "key=value\n" lines into an object; a line without '=' keeps the whole line as the key. */
-static json_t *provenance_json(const char *text) {
+json_t *report_provenance_json(const char *text) {
     json_t *o = json_object();
     while (*text) {
         const char *end = strchr(text, '\n');
@@ -186,7 +186,7 @@ int report_write_json(const report *r, ml_str *out) {
         json_array_append_new(list, schedule_json(&r->items[k]));
     json_object_set_new(root, "schedules", list);
     if (r->provenance)
-        json_object_set_new(root, "provenance", provenance_json(r->provenance));
+        json_object_set_new(root, "provenance", report_provenance_json(r->provenance));
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (!text) {

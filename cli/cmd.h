@@ -36,4 +36,8 @@ extern const char cmd_equiv_usage[];
 int cmd_optimize(int argc, char **argv);
 extern const char cmd_optimize_usage[];
 
+/* The chapter's benchmark and kernel evidence (issue 5): cli/cmd_bench.c. */
+int cmd_bench(int argc, char **argv);
+extern const char cmd_bench_usage[];
+
 #endif

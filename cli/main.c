@@ -24,6 +24,8 @@ const ml_command ml_commands[] = {
      cmd_equiv_usage},
     {"optimize", cmd_optimize, "rewrite a schedule toward its memory floor, keeping its results",
      cmd_optimize_usage},
+    {"bench", cmd_bench, "time plans against each other: stable ratios, overhead, kernels",
+     cmd_bench_usage},
     {"help", cmd_help, "show the commands, or one command's usage", cmd_help_usage},
 };
 const size_t ml_command_count = ML_ARRAY_LEN(ml_commands);

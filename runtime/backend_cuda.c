@@ -237,6 +237,7 @@ static void cuda_rank_finalize(rt_rank *r) {
     if (r->failed)
         cu_g.failed = true;
     (void)cudaSetDevice(cr->device);
+    cu_bench_rank_finalize(cr);
     for (uint32_t k = 0; k < cr->n_streams; k++)
         if (cr->streams[k].stream)
             (void)cudaStreamDestroy(cr->streams[k].stream);
@@ -516,6 +517,13 @@ const rt_backend_ops rt_backend_cuda = {
     .provenance = cuda_provenance,
     .gatherv_blob = cuda_gatherv_blob,
     .abort = cuda_abort,
+    .time_begin = cu_time_begin,
+    .time_end = cu_time_end,
+    .collective_bare = cu_collective_bare,
+    .graph_begin = cu_graph_begin,
+    .graph_end = cu_graph_end,
+    .graph_launch = cu_graph_launch,
+    .graph_drop = cu_graph_drop,
 };
 
 #endif /* MEMLIFE_HAVE_CUDA */

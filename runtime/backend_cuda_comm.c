@@ -60,6 +60,15 @@ static const cu_launch_fn cu_launch[COLL_COUNT] = {
     [COLL_REDUCE] = launch_reduce,
 };
 
+ncclResult_t cu_launch_one(const rt_coll_args *a, ncclComm_t comm, cudaStream_t s) {
+    const rt_mem *send_mem = a->send ? a->send : a->recv;
+    const rt_mem *recv_mem = a->recv ? a->recv : a->send;
+    return cu_launch[a->coll]((const char *)send_mem->ptr + a->send_off_bytes,
+                              (char *)recv_mem->ptr + a->recv_off_bytes, (size_t)a->count,
+                              (ncclDataType_t)ml_dtypes[a->dtype].nccl,
+                              (ncclRedOp_t)ml_redops[a->op].nccl, a->root, comm, s);
+}
+
 int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, size_t len) {
     cudaStream_t fixed[64];
     cudaStream_t *streams = n <= 64 ? fixed : malloc((size_t)n * sizeof *streams);
@@ -86,16 +95,8 @@ int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, si
         /* Stop at the first refusal: NCCL then cleans the group up at ncclGroupEnd without
          * launching it, so no rank's kernel waits for a peer that was never issued. */
         for (int i = 0; i < n && res == ncclSuccess && bad < 0; i++) {
-            const rt_coll_args *a = &args[i];
-            const rt_mem *send_mem = a->send ? a->send : a->recv;
-            const rt_mem *recv_mem = a->recv ? a->recv : a->send;
             (void)cudaSetDevice(crs[i]->device);
-            ncclResult_t r = cu_launch[a->coll]((const char *)send_mem->ptr + a->send_off_bytes,
-                                                (char *)recv_mem->ptr + a->recv_off_bytes,
-                                                (size_t)a->count,
-                                                (ncclDataType_t)ml_dtypes[a->dtype].nccl,
-                                                (ncclRedOp_t)ml_redops[a->op].nccl, a->root,
-                                                crs[i]->comm, streams[i]);
+            ncclResult_t r = cu_launch_one(&args[i], crs[i]->comm, streams[i]);
             if (r != ncclSuccess && bad < 0) {
                 bad = i;
                 bad_res = r;

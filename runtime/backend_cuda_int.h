@@ -19,11 +19,16 @@
 
 /* What a wait on a stream is waiting for, for the timeout message ("nccl all_reduce"). Values
  * below COLL_COUNT are collectives. */
-enum { CU_WORK_NONE = -1, CU_WORK_COPY = COLL_COUNT, CU_WORK_WARMUP = COLL_COUNT + 1 };
+enum {
+    CU_WORK_NONE = -1, CU_WORK_COPY = COLL_COUNT, CU_WORK_WARMUP = COLL_COUNT + 1,
+    CU_WORK_GRAPH = COLL_COUNT + 2   /* bench: a CUDA graph replay */
+};
 
 typedef struct {
     cudaStream_t stream;       /* NULL until first use */
     int last_work;             /* CU_WORK_* or an ml_coll: the latest thing issued on it */
+    cudaEvent_t stop;          /* bench: end of a timed span on this stream (timing event) */
+    cudaEvent_t join;          /* bench --graph: joins this stream back into the capture */
 } cu_stream;
 
 typedef struct {
@@ -44,6 +49,10 @@ typedef struct {
     size_t vmm_granularity;    /* cuMemGetAllocationGranularity(MINIMUM); 0 until first asked */
     uint64_t used_before_comm; /* cudaMemGetInfo used after context creation, before NCCL */
     const sched *s;            /* for stream names in messages; NULL without a plan */
+    /* Bench (backend_cuda_bench.c), created on first use: */
+    cudaEvent_t start;         /* start of a timed span, on the default stream (timing event) */
+    cudaEvent_t fork;          /* forks the other streams into a graph capture */
+    void *align_buf;           /* one float for the aligning AllReduce before a graph replay */
 } cu_rank;
 
 typedef struct cu_allocator cu_allocator;
@@ -116,6 +125,19 @@ int cu_allgather_blob(rt_rank *r, const void *mine, size_t len, void *all, char 
 int cu_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, size_t len);
 /* Issues one collective per rank inside one NCCL group (args[i] for ranks' cr[i]). */
 int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, size_t len);
+/* The NCCL call of one rank's collective on stream s, nothing around it (pointers from args). */
+ncclResult_t cu_launch_one(const rt_coll_args *a, ncclComm_t comm, cudaStream_t s);
+
+/* ---- Benchmark hooks (backend_cuda_bench.c): rt_backend_ops' optional bench entries -------- */
+int cu_time_begin(rt_rank **ranks, int n, bool align, char *err, size_t len);
+int cu_time_end(rt_rank **ranks, int n, double *seconds, char *err, size_t len);
+int cu_collective_bare(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len);
+int cu_graph_begin(rt_rank **ranks, int n, char *err, size_t len);
+int cu_graph_end(rt_rank **ranks, int n, void **graphs, char *err, size_t len);
+int cu_graph_launch(rt_rank **ranks, int n, void *const *graphs, char *err, size_t len);
+void cu_graph_drop(rt_rank *r, void *graph);
+/* Destroys the rank's bench events and alignment buffer (before its streams go). */
+void cu_bench_rank_finalize(cu_rank *cr);
 
 #endif /* MEMLIFE_HAVE_CUDA */
 #endif

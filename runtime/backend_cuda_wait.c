@@ -26,6 +26,8 @@ static void work_text(int work, char *buf, size_t len) {
         snprintf(buf, len, "copy");
     else if (work == CU_WORK_WARMUP)
         snprintf(buf, len, "nccl warm-up");
+    else if (work == CU_WORK_GRAPH)
+        snprintf(buf, len, "cuda graph replay");
     else
         snprintf(buf, len, "device work");
 }

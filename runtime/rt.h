@@ -33,7 +33,11 @@
  *    `const rt_backend_ops rt_backend_cuda` in every build (available = false and how_to_get
  *    without CUDA), as backend_host.c defines rt_backend_host.
  *  - runtime/data.h: host-side patterns, identities, reductions and comparisons; the executor
- *    does inits and checks through write/read, so a backend does no data work itself. */
+ *    does inits and checks through write/read, so a backend does no data work itself.
+ *  - rt_backend_ops: time_begin, time_end, collective_bare, graph_begin, graph_end, graph_launch,
+ *    graph_drop at the end, all optional (NULL), for `memlife bench` (runtime/bench.h). The host
+ *    backend has the timing pair (monotonic clock around MPI) and collective_bare; cuda has all
+ *    (CUDA events per rank and stream, direct NCCL calls, CUDA graphs). `run` never calls them. */
 #ifndef MEMLIFE_RT_H
 #define MEMLIFE_RT_H
 
@@ -127,6 +131,24 @@ struct rt_backend_ops {
                         size_t *lens, char *err, size_t elen);
     /* Optional (NULL: exit(code)). Ends every rank of the job now (MPI_Abort). */
     void (*abort)(int code);
+    /* Optional, for the benchmark (NULL: the backend cannot be benchmarked). Times one span of
+     * work on ranks[0..n). time_begin marks the start on every stream of each rank; with align,
+     * it first lines the ranks up on the device (a one-element collective before the mark), so
+     * that host skew and launch latency stay out of the span. time_end marks the end on every
+     * stream, waits for it against the deadline and gives seconds[k], rank k's time from its start
+     * to its last stream's end. cuda: CUDA events; host: the monotonic clock around the MPI calls. */
+    int (*time_begin)(rt_rank **ranks, int n, bool align, char *err, size_t len);
+    int (*time_end)(rt_rank **ranks, int n, double *seconds, char *err, size_t len);
+    /* Optional (bench): the same call as `collective` with nothing around it (no stream creation,
+     * no bookkeeping; one rank: no group): the yardstick of memlife's own overhead. */
+    int (*collective_bare)(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len);
+    /* Optional (bench --graph). graph_begin starts capturing every stream of each rank: what is
+     * issued until graph_end is recorded, not run. graph_end gives graphs[k], rank k's graph;
+     * graph_launch replays them on each rank's default stream; graph_drop frees one. */
+    int (*graph_begin)(rt_rank **ranks, int n, char *err, size_t len);
+    int (*graph_end)(rt_rank **ranks, int n, void **graphs, char *err, size_t len);
+    int (*graph_launch)(rt_rank **ranks, int n, void *const *graphs, char *err, size_t len);
+    void (*graph_drop)(rt_rank *r, void *graph);
 };
 
 /* The backend table. */

@@ -1,0 +1,516 @@
+/* cmd_bench.c — `memlife bench`: the chapter's performance experiment, done by memlife itself.
+ *
+ * Every rank is a memlife process (host, or cuda under mpirun) or one process drives every GPU
+ * (--gpus N). Each loads the file, and for each size of the sweep expands and lints every rank's
+ * plans (all processes reach the same verdict on bad input, exit 2, before anything runs), then
+ * runs the timed loop (runtime/bench.c) on its own ranks; every process ends with the same
+ * critical-rank times, and rank 0 writes the report (analyzer/bench_report.c). With --kernels a
+ * kernel pass per size follows all timing, so CUPTI never runs during a timed cycle. */
+#include "cmd.h"
+#include "args.h"
+#include "../analyzer/bench_report.h"
+#include "../analyzer/stats.h"
+#include "../runtime/bench.h"
+#include "../runtime/launch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char cmd_bench_usage[] =
+    "usage: memlife bench FILE [--backend host|cuda] [--ranks N | --gpus N] [--warmup N]\n"
+    "                     [--cycles N] [--cv-max PCT] [--graph] [--kernels] [--sizes A,B,...]\n"
+    "                     [--world N] [--set NAME=VALUE]... [--plan NAME] [--timeout S]\n"
+    "                     [--format table|json|csv|md] [-o FILE] [--json FILE]\n"
+    "\n"
+    "Times the plans of a schedule against each other, the chapter's way. For each size of the\n"
+    "file's sweep, every plan's buffers are allocated and initialized once; then warm-up cycles\n"
+    "and measured cycles, each timing every plan once, in order on even cycles and in reverse on\n"
+    "odd ones (A then B, B then A). Before each timed run the inputs are reset (the plan's inits),\n"
+    "the device is idle and the ranks are lined up; the timed part is the plan's regions (without\n"
+    "regions: its collectives), timed on each rank with CUDA events (host: the monotonic clock),\n"
+    "and a cycle keeps the slowest rank. Per size and plan: median, P95, CV, payload GB/s (the\n"
+    "full tensor over the median), bus GB/s (nccl-tests factors) and the ratio to the first plan,\n"
+    "stated only where both CVs are at most --cv-max, else 'unstable'. The same collectives are\n"
+    "also timed bare (direct NCCL / MPI calls on the same buffers and streams): memlife/bare is\n"
+    "memlife's own overhead. The method is in docs/bench.md.\n"
+    "\n"
+    "options:\n"
+    "  -b, --backend NAME    host (default) or cuda\n"
+    "  -n, --ranks N         ranks, one process each; without an MPI launcher memlife starts\n"
+    "                        'mpirun -np N' itself (default: the file's world)\n"
+    "      --gpus N          cuda: one process driving N GPUs\n"
+    "      --warmup N        warm-up cycles per size, not reported (default 3)\n"
+    "      --cycles N        measured cycles per size (default 10)\n"
+    "      --cv-max PCT      largest CV, in percent, at which a ratio is stated (default 5)\n"
+    "      --graph           cuda: also capture each plan's timed part as a CUDA graph and time\n"
+    "                        its replays, reported separately (no launch gaps, no host skew)\n"
+    "      --kernels         cuda: count the GPU kernels inside each region with CUPTI (one more\n"
+    "                        run of each plan per size, after all timing); NVTX ranges name the\n"
+    "                        plans and regions for Nsight\n"
+    "      --sizes A,B,...   values for the sweep's let instead of the file's (1KiB,64KiB)\n"
+    "  -w, --world N         world size; must equal the number of ranks\n"
+    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
+    "      --plan NAME       time only this plan\n"
+    "      --timeout S       deadline in seconds for every wait on a peer (default 60)\n"
+    "  -f, --format FMT      table (default), json, csv (timings only) or md\n"
+    "  -o, --output FILE     write the report to FILE (atomically) instead of stdout\n"
+    "      --json FILE       also write the JSON report to FILE\n"
+    "  -q, --quiet           no progress on stderr, nothing on stdout\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "exit codes: 0 done, 1 a data check after a timed part failed, 2 bad input (syntax, lint\n"
+    "            error, a timed part holding allocs, inits or syncs), 3 runtime failure\n";
+
+typedef struct {
+    const char *backend, *sizes, *json;
+    int ranks, gpus, warmup, cycles;
+    double cv_max, timeout;
+    bool graph, kernels;
+} bench_opts;
+
+typedef struct {
+    const rt_backend_ops *be;
+    rt_options opt;
+    bool mpi;
+    int world, rank, n_local;
+    const sched *s;
+    int *plan_index;           /* the plans timed */
+    size_t n_plans;
+    ml_vec sizes;              /* const char *: the sweep let's value text per size; NULL: none */
+    ml_vec owned;              /* char *: strings to free */
+    ml_args *a;
+    bool speak;                /* rank 0 and not a child of our own launch: prints diagnostics */
+    bool rank0;                /* prints progress and notes (unless --quiet) */
+} bench_ctx;
+
+/* ---- Input ------------------------------------------------------------------------------------ */
+
+/* The sizes: --sizes, else the sweep's values, else one run with the file's lets. */
+static int collect_sizes(bench_ctx *c, const bench_opts *o) {
+    const sched *s = c->s;
+    if (o->sizes && s->sweep_let < 0)
+        return ml_usage_error("bench", "--sizes needs a schedule with 'sweep:' (it names the let "
+                              "the sizes go to)");
+    if (o->sizes) {
+        char *copy = strdup(o->sizes);
+        if (!copy)
+            abort();
+        *(char **)ml_vec_push(&c->owned) = copy;
+        for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
+            *(const char **)ml_vec_push(&c->sizes) = tok;
+        if (!c->sizes.n)
+            return ml_usage_error("bench", "--sizes needs at least one value");
+        return 0;
+    }
+    if (s->sweep_let >= 0)
+        for (uint32_t k = 0; k < s->n_sweep; k++)
+            *(const char **)ml_vec_push(&c->sizes) = expr_text(s->sweep_values[k]);
+    else
+        *(const char **)ml_vec_push(&c->sizes) = NULL;
+    return 0;
+}
+
+/* The run's parameters at size i: the user's --set, then LET=VALUE (the last one wins). */
+static sched_params size_params(bench_ctx *c, size_t i, ml_vec *set) {
+    ml_vec_init(set, sizeof(const char *));
+    for (size_t k = 0; k < c->a->set.n; k++)
+        *(const char **)ml_vec_push(set) = ML_VEC_AT(&c->a->set, const char *, k);
+    const char *value = ML_VEC_AT(&c->sizes, const char *, i);
+    if (value) {
+        ml_str kv = {0};
+        ml_str_printf(&kv, "%s=%s", c->s->lets[c->s->sweep_let].name, value);
+        *(char **)ml_vec_push(&c->owned) = kv.s;
+        *(const char **)ml_vec_push(set) = kv.s;
+    }
+    return (sched_params){.set = set->items, .n_set = set->n, .world = c->world};
+}
+
+/* Every timed plan for every rank at size i (plans[p * world + r]), linted, timed parts checked.
+ * Returns 0, or ML_EXIT_INPUT with the diagnostics printed where this process speaks. */
+static int expand_size(bench_ctx *c, size_t i, rank_plan *plans, bool warnings) {
+    ml_vec set;
+    sched_params p = size_params(c, i, &set);
+    ml_diags d;
+    ml_diags_init(&d);
+    lint_options lo;
+    lint_options_default(&lo);
+    int rc = 0;
+    for (size_t k = 0; k < c->n_plans && rc == 0; k++) {
+        rank_plan *row = &plans[k * (size_t)c->world];
+        for (int r = 0; r < c->world && rc == 0; r++)
+            rc = plan_expand(c->s, c->plan_index[k], &p, c->world, r, NULL, &row[r], &d);
+        lint_result lr = {0};
+        if (rc == 0 && lint_plans(row, c->world, &lo, &lr, &d) != 0)
+            rc = -1;
+        lint_result_free(&lr);
+        for (int r = 0; r < c->world && rc == 0; r++)
+            rc = bench_check_plan(&row[r], &d);
+    }
+    if (c->speak && (rc != 0 || warnings))
+        ml_diags_print(&d, stderr);
+    ml_diags_free(&d);
+    ml_vec_free(&set);
+    return rc == 0 ? 0 : ML_EXIT_INPUT;
+}
+
+static void free_plans(const bench_ctx *c, rank_plan *plans) {
+    for (size_t k = 0; k < c->n_plans * (size_t)c->world; k++)
+        plan_free(&plans[k]);
+}
+
+/* Loads the file and picks its plans; then every size must expand and lint cleanly. */
+static int load_input(bench_ctx *c, const bench_opts *o) {
+    ml_diags d;
+    ml_diags_init(&d);
+    const char *path = ML_VEC_AT(&c->a->files, const char *, 0);
+    sched *s = sched_load_file(path, NULL, &d);
+    sched_params p = ml_args_params(c->a);
+    int world = s ? sched_world(s, &p, &d) : 0;
+    if (c->speak)
+        ml_diags_print(&d, stderr);
+    ml_diags_free(&d);
+    if (!s || world <= 0) {
+        sched_free(s);
+        return ML_EXIT_INPUT;
+    }
+    c->s = s;
+    if (!c->world)
+        c->world = world;
+    c->plan_index = calloc(s->n_plans, sizeof *c->plan_index);
+    if (!c->plan_index)
+        abort();
+    for (uint32_t k = 0; k < s->n_plans; k++)
+        if (!c->a->plan || !strcmp(s->plans[k].name, c->a->plan))
+            c->plan_index[c->n_plans++] = (int)k;
+    if (!c->n_plans)
+        return ml_usage_error("bench", "no plan '%s' in '%s'", c->a->plan, path);
+    int rc = collect_sizes(c, o);
+    rank_plan *plans = calloc(c->n_plans * (size_t)c->world, sizeof *plans);
+    if (!plans)
+        abort();
+    for (size_t i = 0; i < c->sizes.n && rc == 0; i++) {
+        rc = expand_size(c, i, plans, i == 0);
+        free_plans(c, plans);
+        memset(plans, 0, c->n_plans * (size_t)c->world * sizeof *plans);
+    }
+    free(plans);
+    return rc;
+}
+
+/* ---- Ranks ------------------------------------------------------------------------------------ */
+
+/* Where the ranks come from: --gpus, the launcher's environment, or our own mpirun (checking the
+ * input once here first, so its errors print once). Returns 0, -1 when this process launched the
+ * job (*rc then holds the job's exit code), or an exit code. */
+static int place_ranks(bench_ctx *c, const bench_opts *o, int argc, char **argv, int *rc) {
+    if (o->gpus) {
+        if ((o->ranks && o->ranks != o->gpus) || (c->a->world && c->a->world != o->gpus))
+            return ml_usage_error("bench", "--gpus %d, but --ranks or --world says otherwise",
+                                  o->gpus);
+        c->world = c->n_local = o->gpus;
+        return 0;
+    }
+    int size, me;
+    c->mpi = true;
+    c->n_local = 1;
+    if (launch_under_mpi(&size, &me)) {
+        if (size <= 0 || (o->ranks && o->ranks != size) || (c->a->world && c->a->world != size)) {
+            fprintf(stderr, "error: the MPI launcher started %d ranks; --ranks and --world must "
+                    "agree with it\n", size);
+            return ML_EXIT_INPUT;
+        }
+        c->world = size;
+        c->rank = me;
+        return 0;
+    }
+    if (launch_is_child()) {
+        fprintf(stderr, "error: started by memlife's mpirun but no MPI environment is visible\n");
+        return ML_EXIT_RUNTIME;
+    }
+    c->world = o->ranks ? o->ranks : c->a->world;
+    int in = load_input(c, o);
+    if (in != 0)
+        return in;
+    char err[400];
+    int status, forwarded;
+    if (launch_self(c->world, argc, argv, &status, &forwarded, err, sizeof err) != 0) {
+        fprintf(stderr, "error: %s\n", err);
+        return ML_EXIT_RUNTIME;
+    }
+    *rc = forwarded ? 128 + forwarded : launch_exit_code(status, err, sizeof err);
+    if (!forwarded && err[0])
+        fprintf(stderr, "error: %s; every rank has ended\n", err);
+    return -1;
+}
+
+/* ---- Running ---------------------------------------------------------------------------------- */
+
+/* A failure on one rank ends every rank: its peers may wait inside a collective. */
+static int runtime_failure(const bench_ctx *c, const char *err) {
+    if (err[0])
+        fprintf(stderr, "%s%s\n", strstr(err, "error:") ? "" : "error: ", err);
+    if (c->mpi && c->world > 1 && c->be->abort)
+        c->be->abort(ML_EXIT_RUNTIME);
+    return ML_EXIT_RUNTIME;
+}
+
+static void progress(const bench_ctx *c, size_t i, const bench_report_size *z, double secs,
+                     int cycles) {
+    char size[64];
+    ml_format_bytes(z->n_plans ? z->plans[0].payload_bytes : 0, size, sizeof size);
+    fprintf(stderr, "bench: %s (%zu/%zu):", size, i + 1, c->sizes.n);
+    for (size_t k = 0; k < z->n_plans; k++) {
+        const double *sec = z->plans[k].res->seconds[BENCH_MEMLIFE];
+        double *us = calloc((size_t)cycles, sizeof *us);
+        if (!us)
+            abort();
+        for (int j = 0; j < cycles; j++)
+            us[j] = sec[j] * 1e6;
+        st_summary st;
+        if (st_summarize(us, (size_t)cycles, &st) == 0)
+            fprintf(stderr, "%s %s %.3f us (CV %.2f%%)", k ? "," : "", z->plans[k].name,
+                    st.median, st.cv * 100);
+        free(us);
+    }
+    fprintf(stderr, " [%.1f s]\n", secs);
+}
+
+/* This process's plans at size i: local[p * n_local + k] for plan p of local rank k. */
+static void local_plans(const bench_ctx *c, rank_plan *plans, const rank_plan **local) {
+    for (size_t p = 0; p < c->n_plans; p++)
+        for (int k = 0; k < c->n_local; k++)
+            local[p * (size_t)c->n_local + (size_t)k] =
+                &plans[p * (size_t)c->world + (size_t)(c->mpi ? c->rank : k)];
+}
+
+/* The timed loop (or, with kernels, the kernel pass) over every size. */
+static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_size *sizes,
+                     bool kernels, char *note, size_t note_len) {
+    rank_plan *plans = calloc(c->n_plans * (size_t)c->world, sizeof *plans);
+    const rank_plan **local = calloc(c->n_plans * (size_t)c->n_local, sizeof *local);
+    if (!plans || !local)
+        abort();
+    int rc = 0;
+    for (size_t i = 0; i < c->sizes.n && rc == 0; i++) {
+        bench_report_size *z = &sizes[i];
+        memset(plans, 0, c->n_plans * (size_t)c->world * sizeof *plans);
+        if ((rc = expand_size(c, i, plans, false)) != 0)
+            break;
+        local_plans(c, plans, local);
+        double t0 = ml_now_seconds();
+        bench_plan_result *res = calloc(c->n_plans, sizeof *res);
+        if (!res)
+            abort();
+        if (!kernels) {
+            z->n_plans = c->n_plans;
+            z->plans = calloc(c->n_plans, sizeof *z->plans);
+            if (!z->plans)
+                abort();
+            z->sweep_value = c->s->sweep_let >= 0
+                                 ? plans[0].slots[EXPR_SLOT_FIRST_LET + c->s->sweep_let] : -1;
+        }
+        char err[700] = "";
+        int got = kernels ? bench_kernels(b, local, c->n_plans, res, err, sizeof err)
+                          : bench_time(b, local, c->n_plans, res, err, sizeof err);
+        for (size_t p = 0; p < c->n_plans; p++) {
+            bench_report_plan *rp = &z->plans[p];
+            bench_plan_result *kept = (bench_plan_result *)rp->res;
+            if (!kernels) {
+                rp->name = c->s->plans[c->plan_index[p]].name[0] ? c->s->plans[c->plan_index[p]].name
+                                                                 : c->s->name;
+                bench_plan_bytes(&plans[p * (size_t)c->world], &rp->payload_bytes, &rp->bus_bytes);
+                kept = calloc(1, sizeof *kept);
+                if (!kept)
+                    abort();
+                *kept = res[p];
+                rp->res = kept;
+            } else {
+                kept->windows = res[p].windows;
+                kept->n_windows = res[p].n_windows;
+                kept->kernels_done = res[p].kernels_done;
+                res[p].windows = NULL;
+                res[p].n_windows = 0;
+                bench_plan_result_free(&res[p]);
+            }
+        }
+        for (size_t p = 0; p < c->n_plans && !kernels; p++)
+            if (z->plans[p].res->check_failure[0])
+                fprintf(stderr, "%s\n", z->plans[p].res->check_failure);
+        free(res);
+        free_plans(c, plans);
+        if (got < 0)
+            rc = runtime_failure(c, err);
+        else if (got == 1) {
+            snprintf(note, note_len, "%s", err);
+            break;
+        } else if (c->rank0 && !c->a->quiet && !kernels)
+            progress(c, i, z, ml_now_seconds() - t0, o->cycles);
+    }
+    free(plans);
+    free(local);
+    return rc;
+}
+
+static int report_and_verdict(const bench_ctx *c, const bench_opts *o, bench_report_size *sizes,
+                              const char *note) {
+    char provenance[2048];
+    snprintf(provenance, sizeof provenance, "memlife=%s\ncommit=%s\n", MEMLIFE_VERSION,
+             MEMLIFE_COMMIT);
+    if (c->be->provenance)
+        c->be->provenance(provenance, sizeof provenance);
+    bench_report rep = {
+        .schedule = c->s->name,
+        .about = c->s->about,
+        .file = c->s->file,
+        .sweep_let = c->s->sweep_let >= 0 ? c->s->lets[c->s->sweep_let].name : NULL,
+        .backend = c->be->name,
+        .launch = c->mpi ? "mpi" : "single",
+        .world = c->world,
+        .warmup = o->warmup,
+        .cycles = o->cycles,
+        .cv_max = o->cv_max,
+        .kernels_requested = o->kernels,
+        .kernels_note = note[0] ? note : NULL,
+        .sizes = sizes,
+        .n_sizes = c->sizes.n,
+        .provenance = provenance,
+    };
+    int rc = 0;
+    if ((!c->a->quiet || c->a->output) && bench_report_emit(&rep, c->a->format, c->a->output))
+        rc = ML_EXIT_RUNTIME;
+    if (rc == 0 && o->json && bench_report_emit(&rep, FMT_JSON, o->json))
+        rc = ML_EXIT_RUNTIME;
+    for (size_t i = 0; rc == 0 && i < c->sizes.n; i++)
+        for (size_t p = 0; p < sizes[i].n_plans; p++)
+            if (sizes[i].plans[p].res->check_failures)
+                rc = ML_EXIT_EXPECT;
+    return rc;
+}
+
+static int bench_all(bench_ctx *c, const bench_opts *o) {
+    if (!c->s) {
+        int rc = load_input(c, o);
+        if (rc != 0)
+            return rc;
+    }
+    sched_params params = ml_args_params(c->a);
+    c->opt.params = &params;
+    char err[400] = "";
+    if (c->be->init(&c->opt, c->world, c->rank, c->n_local, err, sizeof err) != 0) {
+        fprintf(stderr, "error: rank %d: backend '%s' could not start: %s\n", c->rank,
+                c->be->name, err);
+        return runtime_failure(c, "");
+    }
+    bench_options bo;
+    bench_options_default(&bo);
+    bo.warmup = o->warmup;
+    bo.cycles = o->cycles;
+    bo.graph = o->graph;
+    bo.bare = c->be->collective_bare != NULL;
+    bench *b = bench_new(c->be, &c->opt, &bo, c->world, c->n_local);
+    bench_report_size *sizes = calloc(c->sizes.n, sizeof *sizes);
+    if (!sizes)
+        abort();
+    char note[400] = "";
+    int rc = run_sizes(c, b, o, sizes, false, note, sizeof note);
+    if (rc == 0 && o->kernels) {
+        if (strcmp(c->be->name, "cuda") != 0)
+            snprintf(note, sizeof note, "kernel evidence needs the cuda backend: backend '%s' "
+                     "runs no GPU kernels", c->be->name);
+        else
+            rc = run_sizes(c, b, o, sizes, true, note, sizeof note);
+        if (rc == 0 && note[0] && c->rank0 && !c->a->quiet)
+            fprintf(stderr, "note: %s; the timings stand\n", note);
+    }
+    c->be->finalize();
+    if (rc == 0 && (!c->mpi || c->rank == 0))
+        rc = report_and_verdict(c, o, sizes, note);
+    for (size_t i = 0; i < c->sizes.n; i++) {
+        for (size_t p = 0; p < sizes[i].n_plans; p++) {
+            bench_plan_result *res = (bench_plan_result *)sizes[i].plans[p].res;
+            if (res)
+                bench_plan_result_free(res);
+            free(res);
+        }
+        free(sizes[i].plans);
+    }
+    free(sizes);
+    bench_free(b);
+    return rc;
+}
+
+/* Refusals that need no schedule: the backend and what it can do. */
+static int check_backend(bench_ctx *c, const bench_opts *o) {
+    c->be = rt_backend_find(o->backend);
+    if (!c->be)
+        return ml_usage_error("bench", "unknown backend '%s' (host or cuda)", o->backend);
+    if (!c->be->available) {
+        fprintf(stderr, "error: backend '%s' is not available in this build: %s\n", c->be->name,
+                c->be->how_to_get);
+        return ML_EXIT_RUNTIME;
+    }
+    if (o->gpus && strcmp(c->be->name, "cuda") != 0)
+        return ml_usage_error("bench", "--gpus is for the cuda backend");
+    if (!c->be->time_begin || !c->be->time_end)
+        return ml_usage_error("bench", "backend '%s' cannot time spans of work", c->be->name);
+    if (o->graph && !c->be->graph_begin)
+        return ml_usage_error("bench", "--graph needs CUDA graphs: backend '%s' has none (use "
+                              "--backend cuda)", c->be->name);
+    if (c->a->files.n != 1)
+        return ml_usage_error("bench", "bench takes one schedule file, not %zu", c->a->files.n);
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_opts o = {.backend = "host", .warmup = 3, .cycles = 10, .cv_max = 5.0, .timeout = 60.0};
+    const ml_opt extra[] = {
+        {"--backend", "-b", OPT_STRING, &o.backend, 0, 0, NULL},
+        {"--ranks", "-n", OPT_INT, &o.ranks, 1, 4096, NULL},
+        {"--gpus", NULL, OPT_INT, &o.gpus, 1, 1024, NULL},
+        {"--warmup", NULL, OPT_INT, &o.warmup, 0, 1000000, NULL},
+        {"--cycles", NULL, OPT_INT, &o.cycles, 1, 1000000, NULL},
+        {"--cv-max", NULL, OPT_DOUBLE, &o.cv_max, 1, 0, NULL},
+        {"--graph", NULL, OPT_FLAG, &o.graph, 0, 0, NULL},
+        {"--kernels", NULL, OPT_FLAG, &o.kernels, 0, 0, NULL},
+        {"--sizes", NULL, OPT_STRING, &o.sizes, 0, 0, NULL},
+        {"--timeout", NULL, OPT_DOUBLE, &o.timeout, 1, 0, NULL},
+        {"--json", NULL, OPT_STRING, &o.json, 0, 0, NULL},
+    };
+    ml_args a;
+    int rc;
+    if (!ml_args_begin(&a, "bench", cmd_bench_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false,
+                       &rc))
+        return rc;
+    bench_ctx c;
+    memset(&c, 0, sizeof c);
+    c.a = &a;
+    ml_vec_init(&c.sizes, sizeof(const char *));
+    ml_vec_init(&c.owned, sizeof(char *));
+    rc = check_backend(&c, &o);
+    if (rc == 0) {
+        rt_options_default(&c.opt);
+        c.opt.backend = c.be->name;
+        c.opt.timeout_s = o.timeout;
+        c.opt.gpus = o.gpus;
+        c.opt.verify_sequence = false;   /* lint checked the order; nothing rides on the spans */
+        c.speak = !launch_is_child();
+        int launched_rc = 0;
+        rc = place_ranks(&c, &o, argc, argv, &launched_rc);
+        if (rc < 0) {
+            rc = launched_rc;
+        } else if (rc == 0) {
+            c.speak = c.speak && c.rank == 0;
+            c.rank0 = c.rank == 0;
+            a.world = c.world;
+            rc = bench_all(&c, &o);
+        }
+    }
+    for (size_t k = 0; k < c.owned.n; k++)
+        free(ML_VEC_AT(&c.owned, char *, k));
+    ml_vec_free(&c.owned);
+    ml_vec_free(&c.sizes);
+    free(c.plan_index);
+    sched_free((sched *)c.s);
+    ml_args_free(&a);
+    return rc;
+}

@@ -1,0 +1,85 @@
+/* bench.h — `memlife bench`: the timed loop driver (docs/bench.md).
+ *
+ * A plan's timed part is the span from its first region to its last one (top level), or, without
+ * regions, from its first collective to its last. It may hold only collectives, copies,
+ * record/wait, compute and regions: buffers are allocated and initialized before it, once per
+ * size, and checked and freed after it, as the chapter timed the collective alone.
+ *
+ * For one size, every plan's setup runs once (allocations, inits, anything before the timed
+ * part), then `warmup` cycles and `cycles` measured cycles. A cycle times each entry (plan x
+ * mode) once: even measured cycles in order (A, then B), odd ones in reverse (B, then A), so a
+ * drift of clock, temperature or allocator cannot side with one plan. Every timed run resets the
+ * inputs first (the setup's inits again), waits for the device and lines the ranks up (a host
+ * barrier) outside the timing; then each rank times the span with the backend's time_begin /
+ * time_end (CUDA events per rank and stream; the monotonic clock on the host) and the cycle keeps
+ * the critical rank, the largest time over all ranks.
+ * Modes: memlife (the executor issues the timed part: validation, bookkeeping, NVTX ranges),
+ * bare (the same collectives on the same buffers and streams through collective_bare, nothing
+ * around them: the yardstick of memlife's overhead), graph (one CUDA graph per rank captured from
+ * the timed part and replayed, the ranks lined up on the device first: launch gaps and host skew
+ * taken out). After the last cycle the plans' teardown runs (data checks and frees): a check
+ * there sees the data of one run of the plan, since each run began from reset inputs.
+ * The kernel pass (bench_kernels) runs each plan's timed part once more, eagerly, under CUPTI,
+ * with every local GPU synchronized at each region boundary; see kernels.h. */
+#ifndef MEMLIFE_BENCH_H
+#define MEMLIFE_BENCH_H
+
+#include "rt.h"
+#include "kernels.h"
+
+typedef enum { BENCH_MEMLIFE, BENCH_BARE, BENCH_GRAPH, BENCH_MODE_COUNT } bench_mode;
+extern const char *const bench_mode_names[BENCH_MODE_COUNT];   /* "memlife", "bare", "graph" */
+
+typedef struct {
+    int warmup, cycles;      /* default 3, 10 */
+    bool bare;               /* time the bare calls too (default true) */
+    bool graph;              /* time CUDA graph replays too (needs be->graph_begin) */
+} bench_options;
+void bench_options_default(bench_options *o);
+
+/* Kernels of one window of the kernel pass, summed over every rank. */
+typedef struct {
+    char *label;             /* the region's name; "" for the plan's whole timed part */
+    kn_tally tally;
+} bench_window;
+
+typedef struct {
+    double *seconds[BENCH_MODE_COUNT];   /* [cycles]: the critical rank's time per measured
+                                            cycle; NULL for a mode not timed */
+    size_t check_failures;   /* failed data-check rows after the timed part, every rank */
+    char check_failure[400]; /* this process's first failed row: "file:l:c: error: ..."; or "" */
+    bench_window *windows;   /* kernel pass: the whole part first, then each region */
+    size_t n_windows;
+    bool kernels_done;
+} bench_plan_result;
+void bench_plan_result_free(bench_plan_result *r);
+
+typedef struct bench bench;
+
+/* A driver for the ranks this process holds (n_local of world); be->init has run. */
+bench *bench_new(const rt_backend_ops *be, const rt_options *o, const bench_options *bo, int world,
+                 int n_local);
+void bench_free(bench *b);
+
+/* The timed part of p: ops [*first, *end). Returns -1 when p has nothing to time. */
+int bench_span(const rank_plan *p, size_t *first, size_t *end);
+/* Refuses, before anything runs, a plan whose timed part is missing or holds other ops: errors
+ * to d at the op's file:line:col. Returns 0 or -1. */
+int bench_check_plan(const rank_plan *p, ml_diags *d);
+/* What the timed part moves: payload = the largest full tensor of its collectives (AllReduce
+ * and ReduceScatter their send size, AllGather its recv size); bus bytes = the sum over its
+ * collectives of full size x the nccl-tests bus factor at p's world. */
+void bench_plan_bytes(const rank_plan *p, uint64_t *payload, double *bus_bytes);
+
+/* Times every plan at one size: plans[i * n_local + k] is plan i of local rank k; out[i] gets
+ * plan i's times (on every process; the same critical-rank numbers everywhere). Returns 0, or -1
+ * with err ("file:line:col: error: ..." of the rank that failed, where there is one). */
+int bench_time(bench *b, const rank_plan *const *plans, size_t n_plans, bench_plan_result *out,
+               char *err, size_t len);
+/* The kernel pass at one size, under CUPTI (kn_begin / kn_end around it): fills out[i].windows
+ * (complete on global rank 0). Returns 0; 1 when some rank cannot collect kernels (err says why,
+ * nothing ran, every rank returns 1); -1 on a failure, with err. */
+int bench_kernels(bench *b, const rank_plan *const *plans, size_t n_plans, bench_plan_result *out,
+                  char *err, size_t len);
+
+#endif
