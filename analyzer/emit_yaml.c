@@ -108,7 +108,7 @@ int emit_yaml_scalar(const char *text, bool flow, ml_str *out) {
 
 /* Rendered scalars by (text, context): open addressing, grows at half full. */
 typedef struct {
-    const char *text;
+    char *text;           /* owned copy */
     bool flow;
     char *rendered;
 } cache_entry;
@@ -172,7 +172,10 @@ static void scalar(writer *w, const char *text, bool flow) {
         return;
     }
     ml_str_append(&r, "", 0);
-    w->cache[at] = (cache_entry){.text = text, .flow = flow, .rendered = r.s};
+    char *key = strdup(text);   /* text may be a temporary (a view's "name[off : count]") */
+    if (!key)
+        abort();
+    w->cache[at] = (cache_entry){.text = key, .flow = flow, .rendered = r.s};
     w->cache_n++;
     ml_str_append(w->out, r.s, r.n);
 }
@@ -647,9 +650,10 @@ int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d)
     top(&w, "name", o && o->name ? o->name : s->name);
     if (s->about)
         top(&w, "about", s->about);
-    if (s->world > 0) {
+    int world = o && o->world > 0 ? o->world : s->world;
+    if (world > 0) {
         char t[24];
-        snprintf(t, sizeof t, "%d", s->world);
+        snprintf(t, sizeof t, "%d", world);
         top(&w, "world", t);
     }
     top(&w, "dtype", ml_dtypes[s->dtype].name);
@@ -697,8 +701,10 @@ int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d)
         }
         lit(&w, "]}\n");
     }
-    for (size_t k = 0; k < w.cache_cap; k++)
+    for (size_t k = 0; k < w.cache_cap; k++) {
+        free(w.cache[k].text);
         free(w.cache[k].rendered);
+    }
     free(w.cache);
     return w.failed ? -1 : 0;
 }

@@ -26,8 +26,9 @@ typedef struct {
     /* The comment above a step (one line per '\n'-separated part, without '#'), or NULL. */
     const char *(*step_comment)(void *ctx, const sched_step *st);
     void *ctx;
-    /* Replaces `name:` when not NULL. */
+    /* Replaces `name:` when not NULL, `world:` when > 0. */
     const char *name;
+    int world;
     /* Leaves the memory expectations (`expect:` of the schedule and of its plans) out and writes
      * this comment in their place when not NULL: a rewritten plan's memory differs from the
      * original's, so the original's expectations would fail on it. */

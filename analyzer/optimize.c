@@ -446,7 +446,9 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
         size_t len = strlen(s->name);
         snprintf(name, sizeof name, "%s%s", s->name,
                  len >= 10 && !strcmp(s->name + len - 10, "-optimized") ? "" : "-optimized");
-        emit_yaml_opts eo = {.header = header.s, .name = name, .expect_note = expect_note.s};
+        /* the world it was verified at, so that predict and run without --world use it */
+        emit_yaml_opts eo = {.header = header.s, .name = name, .expect_note = expect_note.s,
+                             .world = world};
         opt_ctx c = {.s = dv.st.s, .arena = dv.arena, .world = world, .slots = dv.slots};
         rc = write_state(&c, &dv.st, -1, NULL, &eo, NULL, NULL, &r->yaml, d);
         ml_str_free(&header);
