@@ -11,7 +11,9 @@
 #include "cmd.h"
 #include "analyze.h"
 #include "run_result.h"
+#include "../runtime/inject.h"
 #include "../runtime/launch.h"
+#include "../runtime/mpi_util.h"
 #include "../runtime/provenance.h"
 
 #include <fcntl.h>
@@ -25,6 +27,7 @@ const char cmd_run_usage[] =
     "                   [--allocator cuda|async|chunked] [--world N] [--set NAME=VALUE]...\n"
     "                   [--plan NAME] [--timeout S] [--format table|json|csv|md] [-o FILE]\n"
     "                   [--no-lint cross-rank|hazards] [--no-data] [--no-sequence-check]\n"
+    "                   [--inject FAULT[,FAULT]...]\n"
     "\n"
     "Executes each schedule for real and compares what was measured with the prediction: the\n"
     "requested bytes after every step exactly, the device view (cudaMemGetInfo) where the backend\n"
@@ -58,12 +61,24 @@ const char cmd_run_usage[] =
     "      --no-data         skip data inits, scales and checks (memory only)\n"
     "      --no-sequence-check  do not exchange collective descriptors before each collective\n"
     "                        (a divergence then ends at the deadline)\n"
+    "      --inject FAULTS   make the run fail on purpose (below); repeatable\n"
     "  -q, --quiet           print nothing on stdout\n"
     "  -h, --help            this text\n"
     "\n"
+    "fault injection (--inject, or MEMLIFE_INJECT when --inject is absent; comma-separated):\n"
+    "  fail-alloc=K          alloc K (0-based, counted on each rank) fails on every rank\n"
+    "  fail-alloc=R@K        alloc K of rank R fails\n"
+    "  kill=R@K              rank R dies (SIGKILL) before op K, the op index of the timeline\n"
+    "  delay=R@K[:S]         rank R sleeps S seconds before op K (default --timeout + 10, past\n"
+    "                        its peers' deadline)\n"
+    "  Every rank ends within the deadline with exit 3, the failing rank's op, step and live\n"
+    "  requested bytes, where the others waited, and no result file. E.g.\n"
+    "    memlife run f.yaml --ranks 4 --timeout 5 --inject delay=3@4\n"
+    "\n"
     "exit codes: 0 measured = predicted and every check passed, 1 a difference, a failed check\n"
     "            or expectation, 2 bad input (syntax, lint error or hazard), 3 runtime failure\n"
-    "            (allocation, divergence, timeout); a failed run writes no result file\n";
+    "            (allocation, divergence, timeout, a rank that died); a failed run writes no\n"
+    "            result file\n";
 
 static const char *const allocator_names[] = {"cuda", "async", "chunked", NULL};
 
@@ -72,12 +87,16 @@ typedef struct {
     int ranks, gpus, allocator;
     double timeout;
     ml_vec no_lint;
+    ml_vec inject;
     bool no_data, no_sequence_check;
 } run_opts;
 
 /* An interrupted run leaves no result behind: the report is written only at the end, through a
  * temp file and rename, with these signals blocked while it is written. */
-static void on_signal(int sig) { _exit(128 + sig); }
+static void on_signal(int sig) {
+    rt_mpi_wait_report(STDERR_FILENO);  /* a rank ended by the launcher says where it waited */
+    _exit(128 + sig);
+}
 
 static void set_signals(void) {
     struct sigaction sa;
@@ -179,6 +198,13 @@ static int runtime_failure(const run_ctx *c, rt_rank *ranks, int n) {
             fprintf(stderr, "%s\n", ranks[k].error);
         known = known && (!ranks[k].failed || ranks[k].failure_known_to_all);
     }
+    /* Where every rank stood, once, from rank 0's copy of the table all ranks judged. */
+    char *state = known && ranks[0].rank == 0 ? rt_failure_state(&ranks[0], 16) : NULL;
+    if (state) {
+        fflush(stderr);
+        fputs(state, stderr);
+        free(state);
+    }
     if (!known && c->mpi && c->world > 1) {
         if (c->be->abort)
             c->be->abort(ML_EXIT_RUNTIME);
@@ -261,10 +287,54 @@ static int verdict(const report *rep) {
     return ML_EXIT_OK;
 }
 
-/* Where the ranks come from: our own mpirun (this call does not return then), the launcher's
- * environment, or --gpus. Returns 0 or an exit code. */
+/* --inject (joined, repeatable) or MEMLIFE_INJECT into o. Returns 0 or a usage error. */
+static int parse_inject(const run_opts *ro, rt_options *o) {
+    ml_str spec = {0};
+    for (size_t k = 0; k < ro->inject.n; k++)
+        ml_str_printf(&spec, "%s%s", k ? "," : "", ML_VEC_AT(&ro->inject, const char *, k));
+    const char *from = "--inject", *env = getenv("MEMLIFE_INJECT");
+    if (!ro->inject.n && env && *env) {
+        ml_str_printf(&spec, "%s", env);
+        from = "MEMLIFE_INJECT";
+    }
+    char err[300];
+    int rc = 0;
+    if (spec.n && rt_inject_parse(spec.s, o, err, sizeof err) != 0)
+        rc = ml_usage_error("run", "%s: %s", from, err);
+    ml_str_free(&spec);
+    return rc;
+}
+
+/* Every fault must name a rank of the world and be reached (an op or alloc that exists), else the
+ * run would pass without the failure it was asked for: exit 2 before anything runs. */
+static int check_inject(const rt_options *o, const ml_analysis *an, bool print) {
+    if (!rt_inject_any(o))
+        return 0;
+    size_t n = an->items.n;
+    const rank_plan **plans = calloc(n ? n : 1, sizeof *plans);
+    int *worlds = calloc(n ? n : 1, sizeof *worlds);
+    if (!plans || !worlds)
+        abort();
+    for (size_t k = 0; k < n; k++) {
+        plans[k] = ML_VEC_AT(&an->items, ml_item, k).plans;
+        worlds[k] = ML_VEC_AT(&an->items, ml_item, k).world;
+    }
+    char err[300];
+    int rc = rt_inject_check(o, plans, worlds, n, err, sizeof err);
+    free(plans);
+    free(worlds);
+    if (rc == 0)
+        return 0;
+    if (print)
+        fprintf(stderr, "error: --inject %s\n", err);
+    return ML_EXIT_INPUT;
+}
+
+/* Where the ranks come from: our own mpirun (*launched: the run is over, and the result is mpirun's
+ * outcome as memlife's exit code), the launcher's environment, or --gpus. Returns 0 or an exit
+ * code. */
 static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, char **argv,
-                       const ml_analysis_opts *ao) {
+                       const ml_analysis_opts *ao, bool *launched) {
     if (ro->gpus) {
         if (ro->ranks && ro->ranks != ro->gpus)
             return ml_usage_error("run", "--ranks %d and --gpus %d disagree", ro->ranks, ro->gpus);
@@ -302,6 +372,8 @@ static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, cha
     ml_analysis an;
     int rc = analyze_quietly(a, ao, &an, false);
     int world = rc == 0 ? items_world(&an) : 0;
+    if (rc == 0)
+        rc = check_inject(&c->opt, &an, true);
     ml_analysis_free(&an);
     if (rc != 0)
         return rc;
@@ -310,15 +382,26 @@ static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, cha
     if (ranks <= 0)
         return ml_usage_error("run", "the files' worlds differ: say --ranks N");
     char err[400];
-    launch_self(ranks, argc, argv, err, sizeof err);
-    fprintf(stderr, "error: %s\n", err);
-    return ML_EXIT_RUNTIME;
+    int status, forwarded;
+    *launched = true;
+    if (launch_self(ranks, argc, argv, &status, &forwarded, err, sizeof err) != 0) {
+        fprintf(stderr, "error: %s\n", err);
+        return ML_EXIT_RUNTIME;
+    }
+    if (forwarded)
+        return 128 + forwarded;     /* interrupted: the ranks wrote nothing */
+    rc = launch_exit_code(status, err, sizeof err);
+    if (err[0])
+        fprintf(stderr, "error: %s; every rank has ended\n", err);
+    return rc;
 }
 
 static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {
     bool rank0 = c->rank == 0;
     ml_analysis an;
     int rc = analyze_quietly(a, ao, &an, !rank0 || launch_is_child());
+    if (rc == 0)        /* every rank reaches the same verdict; rank 0 says it */
+        rc = check_inject(&c->opt, &an, rank0 && !launch_is_child());
     if (rc != 0) {
         ml_analysis_free(&an);
         return rc;
@@ -351,6 +434,12 @@ static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {
     char provenance[8192] = "";
     if (rc == 0 && rank0) {
         snprintf(provenance, sizeof provenance, "%s", prov);
+        if (rt_inject_any(&c->opt)) {
+            char spec[200];
+            size_t at = strlen(provenance);
+            rt_inject_text(&c->opt, spec, sizeof spec);
+            snprintf(provenance + at, sizeof provenance - at, "inject=%s\n", spec);
+        }
         an.rep.provenance = provenance;
         block_signals(true);
         if ((!a->quiet || a->output) && report_emit(&an.rep, a->format, a->output) != 0)
@@ -380,6 +469,7 @@ static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {
 int cmd_run(int argc, char **argv) {
     run_opts ro = {.backend = "host", .timeout = 60.0};
     ml_vec_init(&ro.no_lint, sizeof(const char *));
+    ml_vec_init(&ro.inject, sizeof(const char *));
     const ml_opt extra[] = {
         {"--backend", "-b", OPT_STRING, &ro.backend, 0, 0, NULL},
         {"--ranks", "-n", OPT_INT, &ro.ranks, 1, 4096, NULL},
@@ -389,12 +479,14 @@ int cmd_run(int argc, char **argv) {
         {"--no-lint", NULL, OPT_LIST, &ro.no_lint, 0, 0, NULL},
         {"--no-data", NULL, OPT_FLAG, &ro.no_data, 0, 0, NULL},
         {"--no-sequence-check", NULL, OPT_FLAG, &ro.no_sequence_check, 0, 0, NULL},
+        {"--inject", NULL, OPT_LIST, &ro.inject, 0, 0, NULL},
     };
     ml_args a;
     int rc;
     if (!ml_args_begin(&a, "run", cmd_run_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false,
                        &rc)) {
         ml_vec_free(&ro.no_lint);
+        ml_vec_free(&ro.inject);
         return rc;
     }
     run_ctx c = {.be = rt_backend_find(ro.backend)};
@@ -419,13 +511,17 @@ int cmd_run(int argc, char **argv) {
         c.opt.data = !ro.no_data;
         c.opt.verify_sequence = !ro.no_sequence_check;
         set_signals();
-        rc = place_ranks(&c, &ro, &a, argc, argv, &ao);
+        rc = parse_inject(&ro, &c.opt);
     }
-    if (rc == 0) {
+    bool launched = false;
+    if (rc == 0)
+        rc = place_ranks(&c, &ro, &a, argc, argv, &ao, &launched);
+    if (rc == 0 && !launched) {
         a.world = c.world;
         rc = run_all(&c, &a, &ao);
     }
     ml_vec_free(&ro.no_lint);
+    ml_vec_free(&ro.inject);
     ml_args_free(&a);
     return rc;
 }

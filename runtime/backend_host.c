@@ -259,7 +259,7 @@ static int coll_rs(rt_rank *r, const rt_coll_args *a, char *send, char *recv, MP
     int rc = MPI_Ireduce_scatter_block(send, out, (int)a->count, dt, mpi_op(a->op), MPI_COMM_WORLD,
                                        &req);
     if (rc == MPI_SUCCESS) {
-        rt_mpi_wait(r, &req, "reduce_scatter");
+        rt_mpi_wait(r, &req, "in the collective");
         if (tmp)
             memcpy(recv, tmp, bytes);
     } else {
@@ -334,7 +334,7 @@ static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *
         snprintf(err, len, "MPI call for %s failed (code %d)", name, rc);
         return -1;
     }
-    rt_mpi_wait(r, &req, name);
+    rt_mpi_wait(r, &req, "in the collective");
     return 0;
 }
 

@@ -13,6 +13,7 @@
  * timeline lines up with the prediction op by op. */
 #include "rt.h"
 #include "data.h"
+#include "inject.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -29,6 +30,8 @@ typedef struct {
     size_t n_slots;
     int64_t **rank_slots;    /* [world] every rank's slots, for reduce-over-ranks; lazily */
     long n_allocs;           /* allocs issued by this rank (fault injection) */
+    size_t inject_next;      /* first op not yet offered to rt_inject_before_op */
+    void *failure_table;     /* seq_desc[world] of the verdict that ended the run, or NULL */
 } exec_state;
 
 void rt_options_default(rt_options *o) {
@@ -39,6 +42,7 @@ void rt_options_default(rt_options *o) {
     o->verify_sequence = true;
     o->data = true;
     o->fail_alloc_k = -1;
+    o->fail_alloc_rank = -1;
     o->kill_rank = o->kill_step = -1;
     o->delay_rank = o->delay_step = -1;
 }
@@ -144,6 +148,7 @@ void rt_rank_free(rt_rank *r) {
         free(x->buf_dtype);
         free(x->kept_chunk);
         free(x->slots);
+        free(x->failure_table);
         free(x);
     }
     free(r->mems);
@@ -598,8 +603,7 @@ static int do_alloc(rt_rank *r, const plan_op *op) {
     char err[400] = "";
     long k = x->n_allocs++;
     int rc;
-    if (r->opt->fail_alloc_k >= 0 && k == r->opt->fail_alloc_k) {
-        snprintf(err, sizeof err, "injected failure of alloc %ld (fault injection)", k);
+    if (rt_inject_alloc_fails(r, k, err, sizeof err)) {
         rc = -1;
     } else {
         rc = r->be->alloc(r, op->u.alloc.bytes, op->u.alloc.chunks, &r->mems[buf], err,
@@ -743,12 +747,27 @@ static int exec_op(rt_rank *r, const plan_op *op) {
     }
 }
 
+const char *rt_op_name(const plan_op *op) {
+    return op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind];
+}
+
+/* Fault injection sees every op once, when the rank reaches it (a collective before its sequence
+ * exchange; the op under expect_error too, though it is not executed). */
+static void inject_at(rt_rank *r) {
+    exec_state *x = r->exec;
+    if (r->pc < x->inject_next)
+        return;
+    x->inject_next = r->pc + 1;
+    rt_inject_before_op(r);
+}
+
 int rt_rank_advance(rt_rank *r) {
     if (r->failed)
         return -1;
     const rank_plan *p = r->plan;
     while (r->pc < p->n_ops) {
         const plan_op *op = &p->ops[r->pc];
+        inject_at(r);
         if (op->kind == OP_COLL)
             return 1;
         if (exec_op(r, op) != 0)
@@ -756,6 +775,7 @@ int rt_rank_advance(rt_rank *r) {
         sample(r, r->pc);
         if (op->kind == OP_EXPECT_BEGIN && r->pc + 1 < p->n_ops) {
             r->pc++;                      /* the wrapped op: never executed, still sampled */
+            inject_at(r);
             sample(r, r->pc);
         }
         r->pc++;
@@ -823,24 +843,30 @@ enum { SEQ_COLL = 1, SEQ_END = 2, SEQ_FAILED = 3 };
 
 typedef struct {
     int32_t state, coll, dtype, op, root;
-    uint32_t line, col, pad;
+    uint32_t line, col, kind;    /* kind: plan_op_kind at pc, or OP_KIND_COUNT at the end */
     uint64_t count, index;
+    uint64_t pc, live;           /* where the rank stands and what it holds (failure notes) */
 } seq_desc;
 
 static void seq_describe(const rt_rank *r, int status, seq_desc *d) {
     memset(d, 0, sizeof *d);
     d->index = r->n_collectives;
     d->state = status < 0 || r->failed ? SEQ_FAILED : status == 0 ? SEQ_END : SEQ_COLL;
+    d->pc = r->pc;
+    d->live = r->acct.live;
+    d->kind = OP_KIND_COUNT;
     const plan_op *op = r->pc < r->plan->n_ops ? &r->plan->ops[r->pc] : NULL;
     if (op) {
         d->line = plan_op_mark(op).line;
         d->col = plan_op_mark(op).col;
+        d->kind = (uint32_t)op->kind;
+        if (op->kind == OP_COLL)
+            d->coll = (int32_t)op->u.coll.coll;
     }
     if (d->state != SEQ_COLL)
         return;
     const ml_coll_info *ci = &ml_colls[op->u.coll.coll];
     const plan_view *send = &op->u.coll.send, *recv = &op->u.coll.recv;
-    d->coll = (int32_t)op->u.coll.coll;
     d->count = ci->send_mult_world ? recv->count : send->count;
     d->dtype = (int32_t)send->dtype;
     d->op = ci->has_op ? (int32_t)op->u.coll.op : -1;
@@ -875,6 +901,15 @@ static void seq_text(const seq_desc *d, int rank, const char *file, char *buf, s
 
 /* Judges the table of all ranks' descriptors for rank r. Returns 1 when every rank is at the same
  * collective, 0 when all have ended, -1 when r must stop (r->failed and r->error set). */
+static void keep_table(rt_rank *r, const seq_desc *all, int world) {
+    exec_state *x = r->exec;
+    free(x->failure_table);
+    x->failure_table = malloc((size_t)world * sizeof *all);
+    if (!x->failure_table)
+        abort();
+    memcpy(x->failure_table, all, (size_t)world * sizeof *all);
+}
+
 static int seq_judge(rt_rank *r, const seq_desc *all, int world) {
     const char *file = file_of(r);
     int failed = -1, differ = -1, n_differ = 0;
@@ -887,6 +922,8 @@ static int seq_judge(rt_rank *r, const seq_desc *all, int world) {
                 differ = k;
         }
     }
+    if (failed >= 0 || differ >= 0)
+        keep_table(r, all, world);
     if (failed >= 0) {
         r->failure_known_to_all = true;
         if (r->failed)           /* a failing rank keeps and prints its own message */
@@ -913,6 +950,33 @@ static int seq_judge(rt_rank *r, const seq_desc *all, int world) {
     r->failure_known_to_all = true;
     r->error_print_here = r->rank == 0;
     return -1;
+}
+
+char *rt_failure_state(const rt_rank *r, int max_lines) {
+    const exec_state *x = r->exec;
+    const seq_desc *all = x ? x->failure_table : NULL;
+    if (!all)
+        return NULL;
+    const char *file = file_of(r);
+    ml_str o = {0};
+    for (int k = 0; k < r->world; k++) {
+        const seq_desc *d = &all[k];
+        if (k == max_lines) {
+            ml_str_printf(&o, "%s: note: and %d more ranks\n", file, r->world - k);
+            break;
+        }
+        const char *name = d->kind == OP_COLL ? ml_colls[d->coll].name
+                           : d->kind < OP_KIND_COUNT ? plan_op_names[d->kind] : "end";
+        if (d->state == SEQ_END)
+            ml_str_printf(&o, "%s: note: rank %d had ended its plan (%" PRIu64 " ops, %" PRIu64
+                          " collectives)", file, k, d->pc, d->index);
+        else
+            ml_str_printf(&o, "%s:%u:%u: note: rank %d %s at op %" PRIu64 " (%s)%s", file, d->line,
+                          d->col, k, d->state == SEQ_FAILED ? "failed" : "was", d->pc, name,
+                          d->state == SEQ_FAILED ? "" : ", in the sequence check before it");
+        ml_str_printf(&o, "; live requested bytes %" PRIu64 "\n", d->live);
+    }
+    return o.s;
 }
 
 /* Exchanges descriptors over the backend (one rank per process). */

@@ -2,10 +2,13 @@
 #include "launch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static bool env_int(const char *name, int *out) {
@@ -60,8 +63,40 @@ int launch_find_mpirun(char *buf, size_t len) {
     return -1;
 }
 
-int launch_self(int ranks, int argc, char **argv, char *err, size_t len) {
+static volatile pid_t launched;
+static volatile sig_atomic_t forwarded_signal;
+
+/* A signal from the terminal (SI_KERNEL) reached mpirun too, in the same process group; passing it
+ * on again would be a second Ctrl-C, which makes mpirun kill its ranks without cleaning up. */
+static void forward(int sig, siginfo_t *info, void *ctx) {
+    forwarded_signal = sig;
+    if (launched > 0 && (!info || info->si_code != SI_KERNEL))
+        kill(launched, sig);
+}
+
+static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void child_exec(const char *mpirun, char **args, int report_fd) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (size_t k = 0; k < sizeof forwarded_signals / sizeof *forwarded_signals; k++)
+        sigaction(forwarded_signals[k], &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execv(mpirun, args);
+    int e = errno;
+    ssize_t ignored = write(report_fd, &e, sizeof e);
+    (void)ignored;
+    _exit(127);
+}
+
+int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, char *err,
+                size_t len) {
     char mpirun[PATH_MAX], exe[PATH_MAX], np[16];
+    *wstatus = 0;
+    *forwarded = 0;
     if (launch_find_mpirun(mpirun, sizeof mpirun) != 0) {
         snprintf(err, len, "no mpirun on PATH: install openmpi-bin (apt-get install openmpi-bin "
                            "libopenmpi-dev), or start memlife under your MPI launcher");
@@ -93,8 +128,80 @@ int launch_self(int ranks, int argc, char **argv, char *err, size_t len) {
     setenv("MEMLIFE_LAUNCHED", "1", 1);
     fflush(stdout);
     fflush(stderr);
-    execv(mpirun, args);
-    snprintf(err, len, "cannot start %s: %s", mpirun, strerror(errno));
+    /* exec failure comes back through a close-on-exec pipe: nothing read means mpirun started. */
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        snprintf(err, len, "cannot start %s: pipe: %s", mpirun, strerror(errno));
+        free(args);
+        return -1;
+    }
+    /* Signals wait until the handler knows the child, so none is lost or left unforwarded. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    for (size_t s = 0; s < sizeof forwarded_signals / sizeof *forwarded_signals; s++) {
+        sigaddset(&block, forwarded_signals[s]);
+        sigaction(forwarded_signals[s], &sa, NULL);
+    }
+    sigprocmask(SIG_BLOCK, &block, &old);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pipefd[0]);
+        child_exec(mpirun, args, pipefd[1]);
+    }
+    int rc = 0;
+    if (pid < 0) {
+        snprintf(err, len, "cannot start %s: fork: %s", mpirun, strerror(errno));
+        rc = -1;
+    } else {
+        launched = pid;
+        close(pipefd[1]);
+        pipefd[1] = -1;
+        int child_errno = 0;
+        ssize_t got;
+        do
+            got = read(pipefd[0], &child_errno, sizeof child_errno);
+        while (got < 0 && errno == EINTR);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {
+        }
+        launched = 0;
+        *forwarded = forwarded_signal;
+        if (got == (ssize_t)sizeof child_errno) {
+            snprintf(err, len, "cannot start %s: %s", mpirun, strerror(child_errno));
+            rc = -1;
+        }
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(pipefd[0]);
+    if (pipefd[1] >= 0)
+        close(pipefd[1]);
     free(args);
-    return -1;
+    return rc;
+}
+
+int launch_exit_code(int wstatus, char *what, size_t len) {
+    what[0] = '\0';
+    if (WIFEXITED(wstatus)) {
+        int code = WEXITSTATUS(wstatus);
+        if (code <= 3)
+            return code;
+        if (code > 128 && code < 128 + NSIG)
+            snprintf(what, len,
+                     "a rank was ended by signal %d (%s); mpirun ended the other ranks (mpirun "
+                     "exit %d)",
+                     code - 128, strsignal(code - 128), code);
+        else
+            snprintf(what, len, "a rank, or mpirun itself, failed with exit %d; mpirun ended the "
+                     "job", code);
+    } else if (WIFSIGNALED(wstatus)) {
+        snprintf(what, len, "mpirun was ended by signal %d (%s)", WTERMSIG(wstatus),
+                 strsignal(WTERMSIG(wstatus)));
+    } else {
+        snprintf(what, len, "mpirun ended with wait status %d", wstatus);
+    }
+    return 3;
 }

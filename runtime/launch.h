@@ -1,8 +1,10 @@
 /* launch.h — one command for the user: `memlife run ... --ranks N` starts mpirun itself.
  *
- * Without an MPI launcher in the environment, memlife replaces itself (execv) with
- *   mpirun [--allow-run-as-root] --oversubscribe -np N <this binary> run <the same arguments>
- * so each rank is memlife again, now under mpirun. Under a launcher the world size is the
+ * Without an MPI launcher in the environment, memlife runs, and waits for,
+ *   mpirun [--allow-run-as-root] -q --oversubscribe -np N <this binary> run <the same arguments>
+ * so each rank is memlife again, now under mpirun. memlife stays the parent so that its exit code
+ * stays memlife's: a rank that crashed makes mpirun end the job with its own status (137 for
+ * SIGKILL), which memlife reports and turns into 3. Under a launcher the world size is the
  * launcher's. --allow-run-as-root is passed only when running as root (Open MPI refuses root
  * otherwise); --oversubscribe lets N exceed the cores (the tests run 8 ranks on 2 cores). */
 #ifndef MEMLIFE_LAUNCH_H
@@ -20,11 +22,20 @@ bool launch_under_mpi(int *size, int *rank);
  * -1 when there is none. */
 int launch_find_mpirun(char *buf, size_t len);
 
-/* Replaces this process with mpirun running `argv` (argv[0] is the memlife command word, e.g.
- * "run") on `ranks` ranks. Returns only on failure: -1 with err ("no mpirun on PATH: install
- * openmpi-bin, or run under your MPI launcher"). Sets MEMLIFE_LAUNCHED=1 for the children so a
- * launcher that hides its environment cannot make memlife start mpirun again. */
-int launch_self(int ranks, int argc, char **argv, char *err, size_t len);
+/* Runs mpirun on `argv` (argv[0] is the memlife command word, e.g. "run") on `ranks` ranks and
+ * waits for it. SIGINT, SIGTERM and SIGHUP sent to this process go on to mpirun (one from the
+ * terminal reaches mpirun by itself). Returns 0 with *wstatus (waitpid's) and *forwarded (the
+ * signal passed on, 0 when none), or -1 with err when mpirun could not start ("no mpirun on PATH:
+ * install openmpi-bin, or run under your MPI launcher"). Sets MEMLIFE_LAUNCHED=1 for the children
+ * so a launcher that hides its environment cannot make memlife start mpirun again. */
+int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, char *err,
+                size_t len);
+
+/* memlife's exit code for a run whose mpirun ended with wstatus: mpirun's exit status when it is
+ * one of memlife's (0..3: the ranks' own verdict, MPI_Abort's 3); else 3, and what happened in
+ * what ("a rank was ended by signal 9 (Killed); mpirun ended the other ranks (mpirun exit 137)"),
+ * "" otherwise. Open MPI's mpirun exits 128 + N when a rank dies of signal N. */
+int launch_exit_code(int wstatus, char *what, size_t len);
 
 /* True when this process is a child of launch_self (MEMLIFE_LAUNCHED set). */
 bool launch_is_child(void);

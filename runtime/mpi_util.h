@@ -24,14 +24,22 @@ int rt_mpi_gatherv_blob(rt_rank *r, const void *mine, size_t len, int root, void
                         size_t *lens, char *err, size_t elen);
 void rt_mpi_abort(int code);
 
+/* From a signal handler (async-signal-safe): when this process is inside a wait on its peers,
+ * writes "FILE:L:C: note: rank R had waited S s at OP (L:C), op K, for ranks [..] (WHAT) when the
+ * job was ended; live requested bytes X" to fd; else nothing. For ranks that the launcher ends
+ * because a peer crashed: they say where they stood. */
+void rt_mpi_wait_report(int fd);
+
 /* "Open MPI v4.1.4, ..." first line of MPI_Get_library_version, or "" without MPI. */
 void rt_mpi_library_version(char *buf, size_t len);
 
 #ifdef MEMLIFE_HAVE_MPI
 #include <mpi.h>
 /* Completes req by polling MPI_Test until the deadline r->opt->timeout_s; on expiry prints
- * "FILE:L:C: error: rank R: WHAT waited S s for its peers ..." and aborts the job with exit 3.
- * Returns only when the request completed. */
+ * "FILE:L:C: error: rank R waited S s at OP (L:C), op K, for its peers (WHAT; deadline T s,
+ * --timeout); live requested bytes X; ending every rank" and aborts the job with exit 3 (an
+ * exchange, rt_mpi_allgather_blob, names the ranks that never sent: "for ranks [1]"). Returns only
+ * when the request completed. */
 void rt_mpi_wait(rt_rank *r, MPI_Request *req, const char *what);
 #endif
 

@@ -34,6 +34,9 @@
  *    without CUDA), as backend_host.c defines rt_backend_host.
  *  - runtime/data.h: host-side patterns, identities, reductions and comparisons; the executor
  *    does inits and checks through write/read, so a backend does no data work itself.
+ *  - rt_options.fail_alloc_rank, delay_s (fault injection, runtime/inject.h), at the end.
+ *  - rt_op_name; rt_failure_state: every rank's op and live bytes when a failure became known
+ *    to all through the sequence exchange (its descriptor grew from 48 to 64 bytes).
  *  - rt_backend_ops: time_begin, time_end, collective_bare, graph_begin, graph_end, graph_launch,
  *    graph_drop at the end, all optional (NULL), for `memlife bench` (runtime/bench.h). The host
  *    backend has the timing pair (monotonic clock around MPI) and collective_bare; cuda has all
@@ -83,11 +86,13 @@ typedef struct {
     int gpus;                  /* cuda single-process mode: GPUs driven by this process; 0 = MPI */
     bool verify_sequence;      /* exchange collective descriptors before each collective */
     bool data;                 /* run inits and checks (default true) */
-    /* Fault injection (issue 7); -1 when off. */
-    long fail_alloc_k;         /* the k-th alloc (0-based) of this process fails */
-    int kill_rank, kill_step;  /* rank r exits at op k */
-    int delay_rank, delay_step;
+    /* Fault injection (issue 7, runtime/inject.h); -1 when off. */
+    long fail_alloc_k;         /* alloc k (0-based, counted per rank) fails */
+    int kill_rank, kill_step;  /* rank r dies (SIGKILL) before op k */
+    int delay_rank, delay_step;  /* rank r sleeps delay_s before op k */
     const sched_params *params;  /* --set / --world of this run; NULL: the file's values */
+    int fail_alloc_rank;       /* the rank whose alloc fail_alloc_k fails; -1: every rank */
+    double delay_s;            /* <= 0: past the deadline (timeout_s + RT_INJECT_PAST_S) */
 } rt_options;
 void rt_options_default(rt_options *o);
 
@@ -227,6 +232,15 @@ int rt_issue_collective(rt_rank **ranks, int n);
  * (sequence verification) before each collective and at the end. Returns 0, or -1 when any rank
  * failed (each rank's failed/error set). */
 int rt_run(rt_rank **ranks, int n);
+
+/* What an op is, for messages: the collective's name for OP_COLL, else the op kind's. */
+const char *rt_op_name(const plan_op *op);
+
+/* After rt_run failed with failure_known_to_all: one "FILE:L:C: note: rank R ..." line per rank
+ * (its op index and name, whether it failed, waited or had ended, its live requested bytes),
+ * at most `max_lines` ranks and a line for the rest. malloc'd; NULL when there is no table (the
+ * failure was not learned through the sequence exchange). */
+char *rt_failure_state(const rt_rank *r, int max_lines);
 
 /* Gathers each rank's blob to root (run results): be->gatherv_blob, or two allgather_blob rounds.
  * For n local ranks (single process) the caller has every blob already and needs no gather. */

@@ -5,6 +5,7 @@
  * directly (world = n), counting what it was asked to do. */
 #include "testutil.h"
 #include "rt.h"
+#include "inject.h"
 
 #include <stdlib.h>
 
@@ -124,7 +125,8 @@ typedef struct {
 
 /* Loads yaml, expands it for `world` ranks and runs all of them in this process. Returns rt_run's
  * result. */
-static int run_yaml(fixture *f, const char *yaml, int world) {
+/* Runs yaml on `world` local ranks with the faults of `inject` (SPEC syntax, or NULL). */
+static int run_yaml_inject(fixture *f, const char *yaml, int world, const char *inject) {
     memset(&fake, 0, sizeof fake);
     memset(f, 0, sizeof *f);
     ml_diags_init(&f->d);
@@ -135,6 +137,9 @@ static int run_yaml(fixture *f, const char *yaml, int world) {
     sched_params p = {.world = world};
     rt_options_default(&f->opt);
     f->opt.params = NULL;
+    char err[200] = "";
+    if (inject && rt_inject_parse(inject, &f->opt, err, sizeof err) != 0)
+        fail_msg("inject: %s", err);
     for (int r = 0; r < world; r++) {
         if (plan_expand(f->s, 0, &p, world, r, NULL, &f->plans[r], &f->d) != 0)
             fail_msg("expand: %s", tu_first_error(&f->d));
@@ -142,6 +147,10 @@ static int run_yaml(fixture *f, const char *yaml, int world) {
         f->ptrs[r] = &f->ranks[r];
     }
     return rt_run(f->ptrs, world);
+}
+
+static int run_yaml(fixture *f, const char *yaml, int world) {
+    return run_yaml_inject(f, yaml, world, NULL);
 }
 
 static void fixture_free(fixture *f) {
@@ -332,24 +341,64 @@ static void test_alloc_failure(void **state) {
     fixture_free(&f);
 }
 
-/* Fault injection: the k-th alloc of the process fails. */
+/* Fault injection: alloc 1 fails, with the step, the bytes asked, the fault and the live bytes
+ * (10, from alloc 0). */
 static void test_fail_alloc_injection(void **state) {
     fixture f;
-    memset(&f, 0, sizeof f);
-    ml_diags_init(&f.d);
-    f.world = 1;
-    f.s = tu_load("world: 1\nsteps:\n  - alloc: {buf: a, bytes: 10}\n  - alloc: {buf: b, bytes: 20}\n",
-                  &f.d);
-    assert_non_null(f.s);
-    sched_params p = {.world = 1};
-    rt_options_default(&f.opt);
-    f.opt.fail_alloc_k = 1;
-    assert_int_equal(plan_expand(f.s, 0, &p, 1, 0, NULL, &f.plans[0], &f.d), 0);
-    assert_int_equal(rt_rank_init(&f.ranks[0], &fake_backend, &f.opt, &f.plans[0], 0), 0);
-    f.ptrs[0] = &f.ranks[0];
-    assert_int_equal(rt_run(f.ptrs, 1), -1);
-    assert_non_null(strstr(f.ranks[0].error, "alloc of 'b' (20 bytes) failed: injected failure"));
-    assert_non_null(strstr(f.ranks[0].error, "live requested bytes 10"));
+    assert_int_equal(run_yaml_inject(&f,
+                                     "world: 1\nsteps:\n  - alloc: {buf: a, bytes: 10}\n"
+                                     "  - alloc: {buf: b, bytes: 20}\n",
+                                     1, "fail-alloc=1"),
+                     -1);
+    assert_string_equal(f.ranks[0].error,
+                        "t.yaml:4:5: error: alloc of 'b' (20 bytes) failed: injected fault "
+                        "fail-alloc=1 (alloc 1 of rank 0); live requested bytes 10");
+    fixture_free(&f);
+}
+
+/* fail-alloc=1@1 on two local ranks: only rank 1's second alloc fails (rank 0 reaches the
+ * all_reduce at op 2 holding a and b, 2 x 32 B); the table every rank judged says where each
+ * stood, for the notes rank 0 prints. */
+static const char two_allocs_yaml[] = "world: 2\n"
+                                     "dtype: int64\n"
+                                     "steps:\n"
+                                     "  - alloc: {buf: a, count: 4}\n"
+                                     "  - alloc: {buf: b, count: 4}\n"
+                                     "  - all_reduce: {buf: a}\n"
+                                     "  - free: [a, b]\n";
+
+static void test_fail_alloc_one_rank(void **state) {
+    fixture f;
+    assert_int_equal(run_yaml_inject(&f, two_allocs_yaml, 2, "fail-alloc=1@1"), -1);
+    assert_int_equal(fake.collectives, 0);
+    assert_int_equal(f.ranks[0].failed, ML_EXIT_RUNTIME);
+    assert_true(f.ranks[0].failure_known_to_all);
+    assert_false(f.ranks[0].error_print_here);
+    assert_string_equal(f.ranks[1].error,
+                        "t.yaml:5:5: error: alloc of 'b' (32 bytes) failed: injected fault "
+                        "fail-alloc=1@1 (alloc 1 of rank 1); live requested bytes 32");
+    char *state_text = rt_failure_state(&f.ranks[0], 16);
+    assert_non_null(state_text);
+    assert_string_equal(state_text,
+                        "t.yaml:6:5: note: rank 0 was at op 2 (all_reduce), in the sequence check "
+                        "before it; live requested bytes 64\n"
+                        "t.yaml:5:5: note: rank 1 failed at op 1 (alloc); live requested bytes 32\n");
+    free(state_text);
+    /* At most one line per rank asked for, and one for the rest. */
+    state_text = rt_failure_state(&f.ranks[0], 1);
+    assert_non_null(strstr(state_text, "rank 0 was at op 2"));
+    assert_non_null(strstr(state_text, "\nt.yaml: note: and 1 more ranks\n"));
+    free(state_text);
+    fixture_free(&f);
+}
+
+/* A delay within the deadline is no failure: the run completes (the delay is 0.01 s, far inside
+ * the 60 s default). */
+static void test_delay_within_deadline(void **state) {
+    fixture f;
+    assert_int_equal(run_yaml_inject(&f, two_allocs_yaml, 2, "delay=1@2:0.01"), 0);
+    assert_int_equal(fake.collectives, 1);
+    assert_null(rt_failure_state(&f.ranks[0], 16));
     fixture_free(&f);
 }
 
@@ -418,7 +467,8 @@ int main(void) {
         cmocka_unit_test(test_lifetime_bytes),     cmocka_unit_test(test_release),
         cmocka_unit_test(test_expect_error_refused), cmocka_unit_test(test_expect_error_codes),
         cmocka_unit_test(test_checks),             cmocka_unit_test(test_alloc_failure),
-        cmocka_unit_test(test_fail_alloc_injection), cmocka_unit_test(test_divergence_local),
+        cmocka_unit_test(test_fail_alloc_injection), cmocka_unit_test(test_fail_alloc_one_rank),
+        cmocka_unit_test(test_delay_within_deadline), cmocka_unit_test(test_divergence_local),
         cmocka_unit_test(test_two_rank_sum),       cmocka_unit_test(test_chunk_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
