@@ -193,12 +193,18 @@ typedef struct {
  * ending the whole job from here. */
 static int runtime_failure(const run_ctx *c, rt_rank *ranks, int n) {
     bool known = true;
-    for (int k = 0; k < n; k++) {
-        if (ranks[k].failed && ranks[k].error_print_here)
-            fprintf(stderr, "%s\n", ranks[k].error);
+    for (int k = 0; k < n; k++)
         known = known && (!ranks[k].failed || ranks[k].failure_known_to_all);
+    for (int k = 0; k < n; k++) {
+        if (!ranks[k].failed || !ranks[k].error_print_here)
+            continue;
+        fprintf(stderr, "%s\n", ranks[k].error);
+        /* Known to all: rank 0 says where every rank stood (below); else each its own place. */
+        char *own = known ? NULL : rt_failure_state(&ranks[k], 1);
+        if (own)
+            fputs(own, stderr);
+        free(own);
     }
-    /* Where every rank stood, once, from rank 0's copy of the table all ranks judged. */
     char *state = known && ranks[0].rank == 0 ? rt_failure_state(&ranks[0], 16) : NULL;
     if (state) {
         fflush(stderr);

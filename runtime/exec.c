@@ -952,29 +952,38 @@ static int seq_judge(rt_rank *r, const seq_desc *all, int world) {
     return -1;
 }
 
+/* "FILE:L:C: note: rank R failed at op K (alloc); live requested bytes X" and its kin. */
+static void state_line(ml_str *o, const char *file, int rank, const seq_desc *d) {
+    const char *name = d->kind == OP_COLL ? ml_colls[d->coll].name
+                       : d->kind < OP_KIND_COUNT ? plan_op_names[d->kind] : "end";
+    if (d->state == SEQ_END)
+        ml_str_printf(o, "%s: note: rank %d had ended its plan (%" PRIu64 " ops, %" PRIu64
+                      " collectives)", file, rank, d->pc, d->index);
+    else
+        ml_str_printf(o, "%s:%u:%u: note: rank %d %s at op %" PRIu64 " (%s)%s", file, d->line,
+                      d->col, rank, d->state == SEQ_FAILED ? "failed" : "was", d->pc, name,
+                      d->state == SEQ_FAILED ? "" : ", in the sequence check before it");
+    ml_str_printf(o, "; live requested bytes %" PRIu64 "\n", d->live);
+}
+
 char *rt_failure_state(const rt_rank *r, int max_lines) {
     const exec_state *x = r->exec;
     const seq_desc *all = x ? x->failure_table : NULL;
-    if (!all)
-        return NULL;
-    const char *file = file_of(r);
     ml_str o = {0};
+    if (!all) {
+        if (!x || !r->failed)
+            return NULL;
+        seq_desc mine;
+        seq_describe(r, -1, &mine);
+        state_line(&o, file_of(r), r->rank, &mine);
+        return o.s;
+    }
     for (int k = 0; k < r->world; k++) {
-        const seq_desc *d = &all[k];
         if (k == max_lines) {
-            ml_str_printf(&o, "%s: note: and %d more ranks\n", file, r->world - k);
+            ml_str_printf(&o, "%s: note: and %d more ranks\n", file_of(r), r->world - k);
             break;
         }
-        const char *name = d->kind == OP_COLL ? ml_colls[d->coll].name
-                           : d->kind < OP_KIND_COUNT ? plan_op_names[d->kind] : "end";
-        if (d->state == SEQ_END)
-            ml_str_printf(&o, "%s: note: rank %d had ended its plan (%" PRIu64 " ops, %" PRIu64
-                          " collectives)", file, k, d->pc, d->index);
-        else
-            ml_str_printf(&o, "%s:%u:%u: note: rank %d %s at op %" PRIu64 " (%s)%s", file, d->line,
-                          d->col, k, d->state == SEQ_FAILED ? "failed" : "was", d->pc, name,
-                          d->state == SEQ_FAILED ? "" : ", in the sequence check before it");
-        ml_str_printf(&o, "; live requested bytes %" PRIu64 "\n", d->live);
+        state_line(&o, file_of(r), k, &all[k]);
     }
     return o.s;
 }

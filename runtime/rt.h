@@ -236,10 +236,11 @@ int rt_run(rt_rank **ranks, int n);
 /* What an op is, for messages: the collective's name for OP_COLL, else the op kind's. */
 const char *rt_op_name(const plan_op *op);
 
-/* After rt_run failed with failure_known_to_all: one "FILE:L:C: note: rank R ..." line per rank
- * (its op index and name, whether it failed, waited or had ended, its live requested bytes),
- * at most `max_lines` ranks and a line for the rest. malloc'd; NULL when there is no table (the
- * failure was not learned through the sequence exchange). */
+/* After rt_run failed: where the ranks stood, as "FILE:L:C: note: rank R ..." lines (op index
+ * and name, whether it failed, waited or had ended, live requested bytes). With
+ * failure_known_to_all, one line per rank of the table every rank judged (at most `max_lines`,
+ * then a line for the rest); else r's own line when r failed. malloc'd; NULL when r has nothing
+ * to say (it did not fail and holds no table). */
 char *rt_failure_state(const rt_rank *r, int max_lines);
 
 /* Gathers each rank's blob to root (run results): be->gatherv_blob, or two allgather_blob rounds.

@@ -66,6 +66,13 @@ if [ "$RC" -eq 3 ] && [ "$(grep -cE "^$RS_NOTE\$" "$TMP/err")" -ne 3 ]; then
     not_ok "fail-alloc on rank 1: a state note for each of ranks 0, 2, 3" "$(grep -cE "^$RS_NOTE\$" "$TMP/err") notes"
 else ok "fail-alloc on rank 1: a state note for each of ranks 0, 2, 3"; fi
 
+# 1b. The same without the sequence check: no rank learns it in an exchange, so rank 1 says its
+#     own op and ends the job (MPI_Abort); the others, waiting in the reduce_scatter, are ended.
+trun run $F --backend host --ranks 4 --timeout 10 --no-sequence-check --inject fail-alloc=1@1 -o "$TMP/result.json"
+expect_case "fail-alloc on rank 1 without the sequence check: rank 1's op, MPI_Abort, exit 3" 3 10000 \
+    "$(q "$F:12:5: error: alloc of 'shard' (8192 bytes) failed: injected fault fail-alloc=1@1 (alloc 1 of rank 1); live requested bytes 32768")" \
+    "$(q "$F:12:5: note: rank 1 failed at op 2 (alloc); live requested bytes 32768")"
+
 # 2. kill rank 2 at op 3 (alloc 'gathered', holding 40960 B): SIGKILL, so mpirun ends the job
 #    (exit 137); memlife maps it to 3 and says so. The survivors, ended by mpirun while they waited
 #    at the sequence check before the reduce_scatter, say for whom. --timeout 30: the end comes

@@ -353,6 +353,10 @@ static void test_fail_alloc_injection(void **state) {
     assert_string_equal(f.ranks[0].error,
                         "t.yaml:4:5: error: alloc of 'b' (20 bytes) failed: injected fault "
                         "fail-alloc=1 (alloc 1 of rank 0); live requested bytes 10");
+    /* No sequence exchange at world 1: the rank's own place, op 1. */
+    char *own = rt_failure_state(&f.ranks[0], 16);
+    assert_string_equal(own, "t.yaml:4:5: note: rank 0 failed at op 1 (alloc); live requested bytes 10\n");
+    free(own);
     fixture_free(&f);
 }
 
