@@ -98,7 +98,11 @@ int cu_time_end(rt_rank **ranks, int n, double *seconds, char *err, size_t len) 
             return -1;
         for (uint32_t k = 0; k < cr->n_streams; k++) {
             cu_stream *st = &cr->streams[k];
-            if (!st->stream)
+            /* Streams the span left idle (last_work is reset by every wait) would end at the
+             * host's time of this call, not at the GPU's: only the default stream and those the
+             * span used count. */
+            st->stopped = st->stream && (k == SCHED_DEFAULT_STREAM || st->last_work != CU_WORK_NONE);
+            if (!st->stopped)
                 continue;
             if (new_event(&st->stop, cudaEventDefault, err, len))
                 return -1;
@@ -114,7 +118,7 @@ int cu_time_end(rt_rank **ranks, int n, double *seconds, char *err, size_t len) 
             return -1;
         float longest = 0;
         for (uint32_t k = 0; k < cr->n_streams; k++) {
-            if (!cr->streams[k].stream || !cr->streams[k].stop)
+            if (!cr->streams[k].stopped)
                 continue;
             float ms = 0;
             cudaError_t e = cudaEventElapsedTime(&ms, cr->start, cr->streams[k].stop);

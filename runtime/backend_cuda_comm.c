@@ -89,7 +89,10 @@ int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, si
         }
     }
     if (rc == 0) {
-        ncclResult_t res = ncclGroupStart();
+        /* One rank (under mpirun): a lone NCCL call is a group of one already; the explicit
+         * group would only add two calls to every collective memlife issues. */
+        bool group = n > 1;
+        ncclResult_t res = group ? ncclGroupStart() : ncclSuccess;
         int bad = -1;
         ncclResult_t bad_res = ncclSuccess;
         /* Stop at the first refusal: NCCL then cleans the group up at ncclGroupEnd without
@@ -103,7 +106,7 @@ int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, si
             }
         }
         /* The group is always closed, even after a failed call inside it. */
-        ncclResult_t end = res == ncclSuccess ? ncclGroupEnd() : res;
+        ncclResult_t end = !group ? ncclSuccess : res == ncclSuccess ? ncclGroupEnd() : res;
         if (bad >= 0)
             rc = cu_fail_nccl(err, len, crs[bad]->comm, bad_res, "%s on rank %d failed",
                               ml_colls[args[bad].coll].nccl_api, crs[bad]->rank);

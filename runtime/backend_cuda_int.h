@@ -28,6 +28,7 @@ typedef struct {
     cudaStream_t stream;       /* NULL until first use */
     int last_work;             /* CU_WORK_* or an ml_coll: the latest thing issued on it */
     cudaEvent_t stop;          /* bench: end of a timed span on this stream (timing event) */
+    bool stopped;              /* bench: `stop` recorded for the span being timed */
     cudaEvent_t join;          /* bench --graph: joins this stream back into the capture */
 } cu_stream;
 

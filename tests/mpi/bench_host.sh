@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# `memlife bench` on the host backend at small sizes: the structure of every format, the ratio
+# rule on the run's own numbers, the bare yardstick, the refusals, and the data checks after the
+# timed part. Timings on this machine (2 cores, oversubscribed MPI ranks) are noise; what is tested
+# is what the bench does with them, not their values.
+# Numbers: the seed schedule at world 2 moves S per plan (FULL = S when world divides S/4), and the
+# nccl-tests bus factor at world 2 is 2(2-1)/2 = 1 for AllReduce and 2 x (2-1)/2 for RS + AG, so
+# bus bytes = S for both plans (DESIGN.md: ring steps and bus factors).
+. "$(dirname "$0")/lib.bash"
+
+SEED=schedules/seed/06_bench_direct_decomposed.yaml
+PROBE=schedules/kernel_probe.yaml
+why=$(host_backend_missing)
+if [ -n "$why" ]; then
+    for n in "bench json structure" "bench ratio rule" "bench table" "bench csv" "bench refusals" \
+             "bench checks"; do skip "$n" "$why"; done
+    exit 0
+fi
+
+run bench "$SEED" --backend host --ranks 2 --sizes 1KiB,64KiB --warmup 1 --cycles 4 \
+    --format json -o "$TMP/b.json"
+if [ "$RC" -ne 0 ]; then
+    not_ok "bench 06 at 1 KiB and 64 KiB, 2 ranks" "exit $RC: $(head -3 "$TMP/err" | tr '\n' ' ')"
+else
+    ok "bench 06 at 1 KiB and 64 KiB, 2 ranks: exit 0 in ${SECS} s"
+    jq_case "two sizes, payload = S (1024, 65536), two plans each, bus bytes = S at world 2" \
+        '[.sizes[].payload_bytes] == [1024, 65536] and
+         ([.sizes[] | [.plans[].plan]] | all(. == ["direct", "decomposed"])) and
+         ([.sizes[] | .payload_bytes as $s | .plans[] | .bus_bytes == $s and .payload_bytes == $s]
+          | all) and .world == 2 and .backend == "host" and .launch == "mpi"' "$TMP/b.json"
+    jq_case "4 measured cycles per plan and mode (memlife, bare); no graph on the host" \
+        '[.sizes[].plans[] | (.memlife.n == 4 and (.memlife.samples_us | length) == 4 and
+          .bare.n == 4 and (.bare.samples_us | length) == 4 and (has("graph") | not))] | all' \
+        "$TMP/b.json"
+    jq_case "median, P95, min, max ordered and positive; median and extremes from the samples" \
+        '[.sizes[].plans[] | .memlife, .bare | (.samples_us | sort) as $s |
+          .min_us > 0 and .min_us <= .median_us and .median_us <= .p95_us and .p95_us <= .max_us
+          and ((.median_us - ($s[1] + $s[2]) / 2) | fabs) < 0.002 and
+          .min_us == $s[0] and .max_us == $s[3]] | all' "$TMP/b.json"
+    # The chapter's rule: a ratio only where both CVs are at most 5%, else unstable.
+    jq_case "ratio rule: direct is the reference; decomposed stable iff both CVs <= 5%" \
+        '[.sizes[] | .plans[0].memlife as $a | .plans[1].memlife as $b |
+          $a.ratio_status == "reference" and $a.ratio == null and
+          (if $a.cv_percent <= 5 and $b.cv_percent <= 5
+           then $b.ratio_status == "stable" and $b.ratio != null
+           else $b.ratio_status == "unstable" and $b.ratio == null end)] | all' "$TMP/b.json"
+    jq_case "overhead memlife / bare per plan = the two medians' ratio" \
+        '[.sizes[].plans[] | (.overhead.ratio / (.memlife.median_us / .bare.median_us) - 1 | fabs)
+          < 0.001 and (.overhead.extra_us - (.memlife.median_us - .bare.median_us) | fabs) < 0.002]
+          | all' "$TMP/b.json"
+fi
+
+# With a threshold nothing reaches, every ratio is stated: median(decomposed) / median(direct).
+run bench "$SEED" --backend host --ranks 2 --sizes 1KiB --warmup 0 --cycles 3 --cv-max 1e9 \
+    --format json -o "$TMP/loose.json"
+if [ "$RC" -eq 0 ]; then
+    jq_case "--cv-max 1e9: the ratio is stated and is median / median" \
+        '.sizes[0].plans as $p | $p[1].memlife.ratio_status == "stable" and
+         (($p[1].memlife.ratio / ($p[1].memlife.median_us / $p[0].memlife.median_us)) - 1 | fabs)
+          < 0.001' "$TMP/loose.json"
+else
+    not_ok "--cv-max 1e9: the ratio is stated" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
+fi
+# ... and with one no CV can meet, none is.
+run bench "$SEED" --backend host --ranks 2 --sizes 1KiB --warmup 0 --cycles 3 --cv-max 1e-9 \
+    --format json -o "$TMP/tight.json"
+if [ "$RC" -eq 0 ]; then
+    jq_case "--cv-max 1e-9: unstable, raw medians kept" \
+        '.sizes[0].plans[1].memlife | .ratio_status == "unstable" and .ratio == null and
+         .median_us > 0 and .cv_percent > 0' "$TMP/tight.json"
+else
+    not_ok "--cv-max 1e-9: unstable" "exit $RC"
+fi
+
+# The table is the chapter's, plus bus bandwidth and the bare columns; progress goes to stderr.
+run bench "$SEED" --backend host --ranks 2 --sizes 1KiB --warmup 0 --cycles 2
+if [ "$RC" -eq 0 ] &&
+    grep -Eq '^ +size +mode +median us +P95 us +CV +payload GB/s +busbw GB/s +ratio +bare us +memlife/bare$' "$TMP/out" &&
+    grep -Eq '^ +1 KiB +direct +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +[0-9.]+ +- ' "$TMP/out" &&
+    grep -Eq '^ +1 KiB +decomposed +.* (unstable|[0-9.]+x) ' "$TMP/out" &&
+    grep -q '^bench: 1 KiB (1/1): direct ' "$TMP/err"; then
+    ok "table: size | mode | median us | P95 us | CV | payload GB/s | busbw GB/s | ratio | bare us | memlife/bare; progress on stderr"
+else
+    not_ok "table layout" "exit $RC: $(head -12 "$TMP/out" | tr '\n' '|')"
+fi
+
+run bench "$SEED" --backend host --ranks 2 --sizes 1KiB,2KiB --warmup 0 --cycles 2 --format csv
+# 2 sizes x 2 plans x (memlife, bare) = 8 rows under one header.
+if [ "$RC" -eq 0 ] && [ "$(wc -l <"$TMP/out")" -eq 9 ] &&
+    head -1 "$TMP/out" | grep -q '^size_bytes,sweep_value,plan,timing,n,median_us,p95_us' &&
+    [ "$(grep -c ',memlife,2,' "$TMP/out")" -eq 4 ] && [ "$(grep -c ',bare,2,' "$TMP/out")" -eq 4 ]; then
+    ok "csv: header and 8 rows (2 sizes x 2 plans x memlife, bare)"
+else
+    not_ok "csv" "exit $RC: $(head -3 "$TMP/out" | tr '\n' '|')"
+fi
+
+# Refusals before anything runs: exit 2 with the reason.
+run bench "$SEED" --backend host --ranks 2 --graph
+if [ "$RC" -eq 2 ] && grep -q "error: --graph needs CUDA graphs: backend 'host' has none" "$TMP/err"; then
+    ok "--graph on host: exit 2, CUDA graphs needed"
+else
+    not_ok "--graph on host" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
+fi
+cat >"$TMP/alloc_in_region.yaml" <<'EOF'
+world: 2
+plans:
+  p:
+    steps:
+      - region:
+          name: r
+          steps:
+            - alloc: {buf: x, bytes: 1KiB}
+            - all_reduce: {buf: x}
+            - free: x
+EOF
+run bench "$TMP/alloc_in_region.yaml" --backend host --ranks 2
+if [ "$RC" -eq 2 ] &&
+    grep -q "alloc_in_region.yaml:8:15: error: 'alloc' inside the timed part of plan 'p'" "$TMP/err"; then
+    ok "an alloc inside the timed region: exit 2 at 8:15"
+else
+    not_ok "an alloc inside the timed region" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
+fi
+run bench "$PROBE" --backend host --ranks 2 --sizes 1KiB
+if [ "$RC" -eq 2 ] && grep -q "error: --sizes needs a schedule with 'sweep:'" "$TMP/err"; then
+    ok "--sizes without a sweep: exit 2"
+else
+    not_ok "--sizes without a sweep" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
+fi
+
+# The probe's data checks after the regions (5 in-place sums; RS + AG = the reduced pattern),
+# --kernels on the host: a note, and the timings stand.
+run bench "$PROBE" --backend host --ranks 2 --set M=64KiB --warmup 1 --cycles 2 --kernels \
+    --format json -o "$TMP/probe.json"
+if [ "$RC" -eq 0 ] && grep -q "note: kernel evidence needs the cuda backend" "$TMP/err"; then
+    jq_case "probe on host: checks pass after the timed part; kernels not available, with a note" \
+        '([.sizes[0].plans[] | .check_failures == 0 and .memlife.n == 2] | all) and
+         .kernels.requested and (.kernels.available | not) and
+         (.kernels.note | startswith("kernel evidence needs the cuda backend"))' "$TMP/probe.json"
+else
+    not_ok "probe on host with --kernels" "exit $RC: $(head -3 "$TMP/err" | tr '\n' ' ')"
+fi
+sed 's/world\*world\*world\*world \* (50/world*world*world * (50/' "$PROBE" >"$TMP/probe_wrong.yaml"
+run bench "$TMP/probe_wrong.yaml" --backend host --ranks 2 --set M=64KiB --warmup 0 --cycles 1 -q
+# seed of the numbers: 5 sums at world 2 give 16 x (100 + 2i) = 1600 at i = 0; world^3 says 800.
+if [ "$RC" -eq 1 ] &&
+    grep -q "error: check 'direct-five-sums' failed on rank 0 after the timed part of plan 'direct': not equal: first difference at element 0: 1600 vs 800" "$TMP/err"; then
+    ok "a wrong closed form after the timed part: exit 1, 1600 vs 800 at element 0"
+else
+    not_ok "a wrong closed form after the timed part" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
+fi
