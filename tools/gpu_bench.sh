@@ -117,13 +117,6 @@ session() {
 }
 
 session 2>&1 | tee "$LOG.tmp"
-ok=$(grep -c '^ok - ' "$LOG.tmp")
-bad=$(grep -c '^not ok - ' "$LOG.tmp")
-skip=$(grep -c '^skip - ' "$LOG.tmp")
-{
-    echo "## summary"
-    grep '^not ok - ' "$LOG.tmp"
-    echo "$ok passed, $bad failed, $skip skipped"
-} | tee -a "$LOG.tmp"
-mv "$LOG.tmp" "$LOG"
-[ "$bad" -eq 0 ]
+# shellcheck source=tools/tap_summary.bash
+. tools/tap_summary.bash
+tap_summary "$LOG.tmp" "$LOG"

@@ -82,14 +82,9 @@ session() {
 }
 
 session 2>&1 | tee "$LOG.tmp"
-ok=$(grep -c '^ok - ' "$LOG.tmp")
-bad=$(grep -c '^not ok - ' "$LOG.tmp")
-skip=$(grep -c '^skip - ' "$LOG.tmp")
-{
-    echo "## summary"
-    grep '^not ok - ' "$LOG.tmp"
-    echo "$ok passed, $bad failed, $skip skipped"
-} | tee -a "$LOG.tmp"
-mv "$LOG.tmp" "$LOG"
+# shellcheck source=tools/tap_summary.bash
+. tools/tap_summary.bash
+tap_summary "$LOG.tmp" "$LOG"
+rc=$?
 tar -czf "$OUT/results.tgz" -C "$RESULTS" . && rm -rf "$RESULTS"
-[ "$bad" -eq 0 ]
+exit "$rc"

@@ -5,16 +5,18 @@
 #    the table, five sizes, CV <= 5% at 256 MiB for both plans and the ratio stated there
 #    (PyTorch on 2 x H200: 933 / 1150 us, 1.232x, DESIGN.md), memlife / bare at every size
 #    (targets: <= 1.02 at >= 16 MiB, <= 2 us extra at 1 KiB), graph replays stable at every size
-#    (the issue's aim; target lines count one per size and plan, so the count above is a floor).
+#    (the issue's aim).
 # 2. The chapter's kernel probe (schedules/kernel_probe.yaml) with --kernels: 5 iterations on G
 #    GPUs give 5G AllReduce kernels in region direct and 5G ReduceScatter + 5G AllGather in region
 #    decomposed (the chapter, 4 GPUs: 20 vs 40; here G = 2: 10 vs 20), checks after them pass.
-# Reports: $RESULTS/MODE/NAME.{json,out,err}. BENCH_CYCLES, BENCH_WARMUP, BENCH_SIZES override.
+# Reports: $RESULTS/MODE/NAME.{json,out,err} (gpu_memlife). BENCH_CYCLES, BENCH_WARMUP,
+# BENCH_SIZES, BENCH_TIMEOUT (seconds per command) override.
 source "$(dirname "$0")/lib.bash"
 
 BENCH_CYCLES=${BENCH_CYCLES:-10}
 BENCH_WARMUP=${BENCH_WARMUP:-3}
-BENCH_TIMEOUT=${BENCH_TIMEOUT:-240}
+# shellcheck disable=SC2034  # read by gpu_memlife (lib.bash): the limit of each bench command
+STEP_TIMEOUT=${BENCH_TIMEOUT:-240}
 CV_MAX=${CV_MAX:-5}
 BCHECK=(python3 "$ROOT/tests/gpu/bench_check.py")
 
@@ -33,52 +35,24 @@ if ! gpu_ready; then
     exit 0
 fi
 
-# bench_run MODE NAME ARGS...: memlife bench ARGS --backend cuda in MODE; the table on stdout in
-# NAME.out, the JSON in NAME.json. Sets RC, SECS, JSON, ERR, OUTF.
-bench_run() {
-    local mode=$1 name=$2
-    shift 2
-    local base=$RESULTS/$mode/$name
-    mkdir -p "$RESULTS/$mode"
-    rm -f "$base.json"
-    JSON=$base.json
-    ERR=$base.err
-    OUTF=$base.out
-    local t0=$SECONDS
-    case $mode in
-    mpi)
-        timeout -k 10 "$BENCH_TIMEOUT" mpirun --allow-run-as-root --oversubscribe -np "$GPU_WORLD" \
-            "$MEMLIFE" bench "$@" --backend cuda --json "$JSON"
-        ;;
-    single)
-        timeout -k 10 "$BENCH_TIMEOUT" "$MEMLIFE" bench "$@" --backend cuda --gpus "$GPU_WORLD" \
-            --json "$JSON"
-        ;;
-    esac </dev/null >"$OUTF" 2>"$ERR"
-    RC=$?
-    SECS=$((SECONDS - t0))
-    {
-        echo "### $mode/$name: memlife bench $* --backend cuda ($mode) -> exit $RC in ${SECS} s"
-        cat "$ERR"
-    } >>"$RESULTS/commands.log"
-}
-
 show_failure() {
     if [ "$RC" -ne 0 ]; then
         echo "    exit $RC after ${SECS} s:"
-        grep -v -E 'NCCL INFO|^-+$|^[[:space:]]*$' "$ERR" | tail -n 6 | sed 's/^/    /'
+        gpu_show_err
     fi
 }
 
 sizes=()
 [ -n "${BENCH_SIZES:-}" ] && sizes=(--sizes "$BENCH_SIZES")
 for mode in $GPU_MODES; do
-    bench_run "$mode" sweep schedules/seed/06_bench_direct_decomposed.yaml --graph \
-        --warmup "$BENCH_WARMUP" --cycles "$BENCH_CYCLES" --cv-max "$CV_MAX" "${sizes[@]}"
+    gpu_memlife "$mode" sweep bench schedules/seed/06_bench_direct_decomposed.yaml --graph \
+        --warmup "$BENCH_WARMUP" --cycles "$BENCH_CYCLES" --cv-max "$CV_MAX" "${sizes[@]}" \
+        --json "$RESULTS/$mode/sweep.json"
     "${BCHECK[@]}" table "$mode bench table" "$OUTF"
     "${BCHECK[@]}" sweep "$mode bench sweep" "$RC" "$JSON" "$CV_MAX"
     show_failure
-    bench_run "$mode" kernel_probe schedules/kernel_probe.yaml --kernels --warmup 1 --cycles 3
+    gpu_memlife "$mode" kernel_probe bench schedules/kernel_probe.yaml --kernels --warmup 1 \
+        --cycles 3 --json "$RESULTS/$mode/kernel_probe.json"
     "${BCHECK[@]}" kernels "$mode bench kernels" "$RC" "$JSON" "$GPU_WORLD" 5
     show_failure
 done

@@ -56,38 +56,48 @@ gpu_skip() {
     for n in "$@"; do echo "skip - $n: $GPU_WHY"; done
 }
 
-# gpu_run MODE NAME ARGS...: memlife run ARGS in MODE on GPU_WORLD GPUs. Sets RC, SECS, JSON
-# (the report), ERR (its stderr). Appends the command and its stderr to $RESULTS/commands.log.
-# stdin is /dev/null: mpirun forwards stdin to rank 0 and would eat the caller's loop input.
-gpu_run() {
-    local mode=$1 name=$2
-    shift 2
+# gpu_memlife MODE NAME COMMAND ARGS...: memlife COMMAND ARGS --backend cuda in MODE on GPU_WORLD
+# GPUs, under STEP_TIMEOUT. Sets RC, SECS, JSON ($RESULTS/MODE/NAME.json, removed first: where
+# ARGS may have the report written), ERR and OUTF (its stderr and stdout beside it). Appends the
+# command and its stderr to $RESULTS/commands.log. stdin is /dev/null: mpirun forwards stdin to
+# rank 0 and would eat the caller's loop input.
+gpu_memlife() {
+    local mode=$1 name=$2 cmd=$3
+    shift 3
     local base=$RESULTS/$mode/$name
     mkdir -p "$RESULTS/$mode"
     rm -f "$base.json"
     JSON=$base.json
     ERR=$base.err
+    OUTF=$base.out
     local t0=$SECONDS
     case $mode in
     mpi)
         timeout -k 10 "$STEP_TIMEOUT" mpirun --allow-run-as-root --oversubscribe -np "$GPU_WORLD" \
-            "$MEMLIFE" run "$@" --backend cuda --world "$GPU_WORLD" --format json -o "$JSON"
+            "$MEMLIFE" "$cmd" "$@" --backend cuda
         ;;
     single)
-        timeout -k 10 "$STEP_TIMEOUT" "$MEMLIFE" run "$@" --backend cuda --gpus "$GPU_WORLD" \
-            --world "$GPU_WORLD" --format json -o "$JSON"
+        timeout -k 10 "$STEP_TIMEOUT" "$MEMLIFE" "$cmd" "$@" --backend cuda --gpus "$GPU_WORLD"
         ;;
     *)
         echo "unknown launch mode '$mode'" >&2
         false
         ;;
-    esac </dev/null >"$base.out" 2>"$ERR"
+    esac </dev/null >"$OUTF" 2>"$ERR"
     RC=$?
     SECS=$((SECONDS - t0))
     {
-        echo "### $mode/$name: memlife run $* --backend cuda ($mode) -> exit $RC in ${SECS} s"
+        echo "### $mode/$name: memlife $cmd $* --backend cuda ($mode) -> exit $RC in ${SECS} s"
         cat "$ERR"
     } >>"$RESULTS/commands.log"
+}
+
+# gpu_run MODE NAME ARGS...: memlife run ARGS in MODE, the JSON report in $JSON (gpu_memlife).
+gpu_run() {
+    local mode=$1 name=$2
+    shift 2
+    gpu_memlife "$mode" "$name" run "$@" --world "$GPU_WORLD" --format json \
+        -o "$RESULTS/$mode/$name.json"
 }
 
 # gpu_show_err: the last run's error lines (else the tail of its stderr), indented, under a
