@@ -220,6 +220,21 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
     return 0;
 }
 
+void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *out) {
+    /* Everything predict_rank computes comes from the ops alone, except what names the rank. */
+    *out = *same;
+    out->rank = p->rank;
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        uint32_t n = same->n_peak_live[v];
+        out->peak_live[v] = same->peak_live[v] ? malloc((n ? n : 1) * sizeof(uint32_t)) : NULL;
+        if (same->peak_live[v] && !out->peak_live[v])
+            abort();
+        if (n)
+            memcpy(out->peak_live[v], same->peak_live[v], n * sizeof(uint32_t));
+    }
+    out->floor = floor_rank(p, NULL);   /* NCCL's in-place slot is the rank's own */
+}
+
 void pred_rank_free(pred_rank *r) {
     if (!r)
         return;

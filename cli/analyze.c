@@ -15,8 +15,11 @@ static void item_free(ml_item *it) {
         for (int r = 0; r < it->world; r++)
             plan_free(&it->plans[r]);
     if (it->pred)
-        for (int r = 0; r < it->world; r++)
+        for (int r = 0; r < it->world; r++) {
+            if (it->shared && r > 0)
+                it->pred[r].timeline = NULL;   /* rank 0's */
             pred_rank_free(&it->pred[r]);
+        }
     free(it->plans);
     free(it->pred);
     free(it->expects);
@@ -53,7 +56,15 @@ static void take_contract_rows(ml_item *it) {
     }
 }
 
-/* Expands, lints and (optionally) predicts one plan of s on every rank. Returns 0 or -1. */
+/* Expands, lints and (optionally) predicts one plan of s on every rank. Returns 0 or -1.
+ *
+ * The fast path: when no rank can expand differently from rank 0 (plan_rank_invariant: no
+ * evaluated expression names rank, lets agree on every rank, in-place flags too), rank 0's
+ * expansion is every rank's (plan_share: its ops, each rank's own slots), lint walks it once
+ * (lint_plans sees the shared ops) and its prediction is every rank's (predict_rank_shared:
+ * only what names the rank is redone). That is exact, not an approximation: the same ops give
+ * the same prediction, and the report still lists every rank (tests/unit/test_rankshare.c
+ * compares both paths). A schedule that uses rank takes the per-rank path. */
 static int analyze_plan(ml_item *it, const sched_params *p, const ml_analysis_opts *o,
                         ml_diags *d) {
     const sched *s = it->s;
@@ -61,9 +72,14 @@ static int analyze_plan(ml_item *it, const sched_params *p, const ml_analysis_op
     it->plans = calloc((size_t)it->world, sizeof *it->plans);
     if (!it->plans)
         abort();
-    for (int r = 0; r < it->world; r++)
-        if (plan_expand(s, it->plan_index, p, it->world, r, NULL, &it->plans[r], d) != 0)
+    for (int r = 0; r < it->world; r++) {
+        if (r == 1)
+            it->shared = plan_rank_invariant(&it->plans[0], p);
+        if (it->shared)
+            plan_share(&it->plans[0], r, &it->plans[r]);
+        else if (plan_expand(s, it->plan_index, p, it->world, r, NULL, &it->plans[r], d) != 0)
             return -1;
+    }
     if (lint_plans(it->plans, it->world, &o->lint, &it->lint, d) != 0)
         return -1;
     take_contract_rows(it);
@@ -72,9 +88,12 @@ static int analyze_plan(ml_item *it, const sched_params *p, const ml_analysis_op
     it->pred = calloc((size_t)it->world, sizeof *it->pred);
     if (!it->pred)
         abort();
-    for (int r = 0; r < it->world; r++)
-        if (predict_rank(&it->plans[r], &it->pred[r], d) != 0)
+    for (int r = 0; r < it->world; r++) {
+        if (it->shared && r > 0)
+            predict_rank_shared(&it->plans[r], &it->pred[0], &it->pred[r]);
+        else if (predict_rank(&it->plans[r], &it->pred[r], d) != 0)
             return -1;
+    }
     int failures = expect_eval(s, it->plan_index, p, it->world, it->pred, &it->expects,
                                &it->n_expects, d);
     if (failures < 0)

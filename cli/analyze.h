@@ -23,6 +23,7 @@ typedef struct {
     lint_result lint;
     report_check *checks;      /* the lint's expect_error contract rows */
     size_t n_checks;
+    bool shared;               /* one expansion and prediction serve every rank (analyze.c) */
 } ml_item;
 
 typedef struct {

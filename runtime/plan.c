@@ -449,8 +449,10 @@ void plan_free(rank_plan *p) {
     if (!p)
         return;
     free(p->slots);
-    free(p->ops);
-    free(p->extra_views);
+    if (!p->borrowed) {
+        free(p->ops);
+        free(p->extra_views);
+    }
     memset(p, 0, sizeof *p);
 }
 
@@ -461,4 +463,158 @@ const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint3
     if (!p->extra_views)   /* compute steps with no views: NULL + 0 is undefined in C */
         return NULL;
     return p->extra_views + op->u.compute.first_view;
+}
+
+/* ---- One expansion for every rank ----------------------------------------------------------
+ *
+ * What rank an expansion is for enters plan_expand in exactly two places: the rank slot that
+ * expressions read (directly as `rank`, or through a let or a --set override computed from it),
+ * and NCCL's in-place rule of a collective whose send and recv share a buffer (RS is in place
+ * iff recv == send + rank*recvcount, AG iff send == recv + rank*sendcount: a plain
+ * `reduce_scatter: {buf: x}` is in place on rank 0 only, without any `rank` in the file).
+ * So p's ops are every rank's ops when (1) no expression that plan_expand evaluates names rank,
+ * (2) every let has the same value on every rank, and (3) each same-buffer collective's in-place
+ * flag is the same on every rank. Everything else plan_expand reads (steps, world, let values,
+ * buffer shapes from earlier ops) is then the same too, and so is every evaluation, error
+ * included. Expressions it does not evaluate (data patterns, closed-form checks) may use rank:
+ * the executor reads them with the rank's own slots, which plan_share gives each rank. */
+
+/* A tiny memo: the loader shares one tree among the steps that write the same expression, so
+ * a million steps name a handful of distinct trees. */
+typedef struct {
+    const expr *e[64];
+    bool uses[64];
+} rank_memo;
+
+static bool uses_rank(rank_memo *m, const expr *e) {
+    if (!e)
+        return false;
+    size_t h = ((uintptr_t)e >> 4) & 63;
+    if (m->e[h] != e) {
+        m->e[h] = e;
+        m->uses[h] = expr_uses_slot(e, EXPR_SLOT_RANK);
+    }
+    return m->uses[h];
+}
+
+static bool view_uses_rank(rank_memo *m, const sched_view *v) {
+    return uses_rank(m, v->offset) || uses_rank(m, v->count);
+}
+
+static bool steps_use_rank(rank_memo *m, const sched_step *steps, uint32_t n);
+
+/* True when an expression plan_expand evaluates for st names rank (every one it may evaluate:
+ * a step whose `when:` is false is dropped on every rank alike, so counting it is only
+ * cautious). */
+static bool step_uses_rank(rank_memo *m, const sched_step *st) {
+    if (uses_rank(m, st->when))
+        return true;
+    switch (st->kind) {
+    case ST_ALLOC:
+        return uses_rank(m, st->u.alloc.bytes) || uses_rank(m, st->u.alloc.count) ||
+               uses_rank(m, st->u.alloc.chunks) ||
+               (st->u.alloc.init.kind == INIT_COPY && view_uses_rank(m, &st->u.alloc.init.src));
+    case ST_RELEASE:
+        return uses_rank(m, st->u.release.keep);
+    case ST_COLL:
+        return view_uses_rank(m, &st->u.coll.send) || view_uses_rank(m, &st->u.coll.recv) ||
+               uses_rank(m, st->u.coll.root);
+    case ST_REPEAT:
+        return uses_rank(m, st->u.repeat.count) ||
+               steps_use_rank(m, st->u.repeat.steps, st->u.repeat.n);
+    case ST_REGION:
+        return steps_use_rank(m, st->u.region.steps, st->u.region.n);
+    case ST_INIT:
+        return view_uses_rank(m, &st->u.init.dst) ||
+               (st->u.init.init.kind == INIT_COPY && view_uses_rank(m, &st->u.init.init.src));
+    case ST_COPY:
+        return view_uses_rank(m, &st->u.copy.src) || view_uses_rank(m, &st->u.copy.dst);
+    case ST_SCALE:
+        return view_uses_rank(m, &st->u.scale.buf) || uses_rank(m, st->u.scale.factor);
+    case ST_COMPUTE:
+        for (uint32_t k = 0; k < st->u.compute.n_reads; k++)
+            if (view_uses_rank(m, &st->u.compute.reads[k]))
+                return true;
+        for (uint32_t k = 0; k < st->u.compute.n_writes; k++)
+            if (view_uses_rank(m, &st->u.compute.writes[k]))
+                return true;
+        return false;
+    case ST_CHECK: {
+        const sched_operand *o[2] = {&st->u.check->a, &st->u.check->b};
+        for (int k = 0; k < 2; k++)
+            if (o[k]->kind == OPD_VIEW &&
+                (view_uses_rank(m, &o[k]->view) || uses_rank(m, o[k]->roll_shards)))
+                return true;
+        return false;
+    }
+    case ST_EXPECT_ERROR:
+        return steps_use_rank(m, st->u.expect_error.step, 1);
+    case ST_FREE:
+    case ST_SYNC:
+    case ST_RECORD:
+    case ST_WAIT:
+        return false;
+    case ST_KIND_COUNT:
+        break;
+    }
+    return true;   /* a kind this walk does not know: assume the worst */
+}
+
+static bool steps_use_rank(rank_memo *m, const sched_step *steps, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++)
+        if (step_uses_rank(m, &steps[k]))
+            return true;
+    return false;
+}
+
+bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
+    const sched *s = p->s;
+    if (p->world <= 1)
+        return false;
+    rank_memo memo = {0};
+    const sched_plan *pl = &s->plans[p->plan_index];
+    if (steps_use_rank(&memo, pl->steps, pl->n))
+        return false;
+    /* (2) lets, overrides included; one that fails on some rank fails the shortcut, and the
+     * per-rank expansion then reports it as before. */
+    size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;
+    int64_t *slots = calloc(n_slots, sizeof *slots);
+    if (!slots)
+        abort();
+    ml_diags quiet;
+    ml_diags_init(&quiet);
+    bool same = true;
+    for (int r = 0; r < p->world && same; r++) {
+        if (r == p->rank)
+            continue;
+        same = sched_eval_lets(s, params, p->world, r, slots, &quiet) == 0 &&
+               memcmp(slots + EXPR_SLOT_FIRST_LET, p->slots + EXPR_SLOT_FIRST_LET,
+                      s->n_lets * sizeof *slots) == 0;
+    }
+    ml_diags_free(&quiet);
+    free(slots);
+    /* (3) in-place flags. Each same-buffer collective is tried on every rank: no more work than
+     * the per-rank expansions this replaces. */
+    for (size_t i = 0; i < p->n_ops && same; i++) {
+        const plan_op *op = &p->ops[i];
+        if (op->kind != OP_COLL || op->u.coll.send.buf != op->u.coll.recv.buf)
+            continue;
+        int64_t diff = (int64_t)op->u.coll.recv.offset - (int64_t)op->u.coll.send.offset;
+        for (int r = 0; r < p->world && same; r++)
+            same = (diff == ml_colls[op->u.coll.coll].inplace_recv_minus_send(op->u.coll.count, r)) ==
+                   op->u.coll.in_place;
+    }
+    return same;
+}
+
+void plan_share(const rank_plan *src, int rank, rank_plan *out) {
+    *out = *src;
+    out->rank = rank;
+    out->borrowed = true;
+    size_t n_slots = EXPR_SLOT_FIRST_LET + src->s->n_lets;
+    out->slots = malloc(n_slots * sizeof *out->slots);
+    if (!out->slots)
+        abort();
+    memcpy(out->slots, src->slots, n_slots * sizeof *out->slots);
+    out->slots[EXPR_SLOT_RANK] = rank;
 }

@@ -72,6 +72,7 @@ typedef struct {
     /* For compute steps: their views, resolved, in one array (ops point in by index). */
     plan_view *extra_views;
     size_t n_extra_views;
+    bool borrowed;            /* ops and extra_views belong to another rank's plan (plan_share) */
 } rank_plan;
 
 typedef struct {
@@ -83,6 +84,15 @@ typedef struct {
 int plan_expand(const sched *s, int plan_index, const sched_params *p, int world, int rank,
                 const plan_limits *limits, rank_plan *out, ml_diags *d);
 void plan_free(rank_plan *p);
+
+/* True when every rank of p->world would expand p's plan to exactly p's ops, so that one
+ * expansion serves every rank (plan_share). p is an expansion with params (any rank). The test
+ * is exact, not a guess: plan.c says why. False for world 1 (nothing to share). */
+bool plan_rank_invariant(const rank_plan *p, const sched_params *params);
+/* out becomes rank `rank`'s plan: src's ops and views, borrowed (out is usable while src is;
+ * plan_free leaves borrowed arrays alone, so the two are freed in any order), with slots of its
+ * own (slots[EXPR_SLOT_RANK] = rank, for what runs later: data patterns, checks). */
+void plan_share(const rank_plan *src, int rank, rank_plan *out);
 
 /* Views of a compute op: reads first, then writes. */
 const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint32_t *n_reads,
