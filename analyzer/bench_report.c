@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Numbers ------------------------------------------------------------------------------------*/
+/* ---- Numbers --------------------------------------------------------------------------------- */
 
 typedef struct {
     bool present;
@@ -80,7 +80,7 @@ static bool any_kernels(const bench_report *r) {
     return false;
 }
 
-/* ---- Cells ------------------------------------------------------------------------------------- */
+/* ---- Cells ----------------------------------------------------------------------------------- */
 
 enum { CELL = 160 };
 
@@ -104,7 +104,7 @@ static void short_name(const char *name, char *buf, size_t len) {
         snprintf(buf, len, "%s", name);
 }
 
-/* ---- Table and Markdown ------------------------------------------------------------------------ */
+/* ---- Table and Markdown ---------------------------------------------------------------------- */
 
 typedef enum {
     TC_SIZE, TC_MODE, TC_MEDIAN, TC_P95, TC_CV, TC_PAYLOAD, TC_BUSBW, TC_RATIO, TC_BARE,
@@ -245,19 +245,20 @@ static int write_text(const bench_report *r, bool markdown, ml_str *out) {
     if (markdown)
         ml_str_printf(out, "### bench %s\n\n", r->schedule);
     header_text(r, out);
-    ml_str_printf(out, "\n%s\n", markdown ? "" : "launches through memlife (eager):");
+    ml_str_printf(out, markdown ? "\n**launches through memlife (eager):**\n\n"
+                                : "\nlaunches through memlife (eager):\n");
     timing_grid(r, BENCH_MEMLIFE, markdown, out);
     if (any_mode(r, BENCH_GRAPH)) {
         ml_str_printf(out, "\n%sCUDA graph replays (the ranks lined up on the device first: no "
-                      "launch gaps, no host skew):\n%s", markdown ? "**" : "",
-                      markdown ? "**\n\n" : "");
+                      "launch gaps, no host skew):%s\n", markdown ? "**" : "",
+                      markdown ? "**\n" : "");
         timing_grid(r, BENCH_GRAPH, markdown, out);
     }
     ml_str_printf(out, "\n");
     legend_text(r, first, out);
     if (any_kernels(r)) {
         ml_str_printf(out, "\n%skernels inside each region (CUPTI, one eager run of each plan, "
-                      "every rank's GPU):\n%s", markdown ? "**" : "", markdown ? "**\n\n" : "");
+                      "every rank's GPU):%s\n", markdown ? "**" : "", markdown ? "**\n" : "");
         kernel_grid(r, markdown, out);
     }
     if (r->kernels_requested && r->kernels_note)
@@ -265,7 +266,7 @@ static int write_text(const bench_report *r, bool markdown, ml_str *out) {
     return 0;
 }
 
-/* ---- CSV --------------------------------------------------------------------------------------- */
+/* ---- CSV ------------------------------------------------------------------------------------- */
 
 static void csv_num(ml_str *out, double v, const char *fmt) {
     ml_str_append(out, ",", 1);
@@ -311,7 +312,7 @@ static int write_csv(const bench_report *r, ml_str *out) {
     return 0;
 }
 
-/* ---- JSON -------------------------------------------------------------------------------------- */
+/* ---- JSON ------------------------------------------------------------------------------------ */
 
 static json_t *jnum(double v) { return isnan(v) || isinf(v) ? json_null() : json_real(v); }
 
@@ -442,7 +443,7 @@ static int write_json(const bench_report *r, ml_str *out) {
     return 0;
 }
 
-/* ---- Entry points ------------------------------------------------------------------------------ */
+/* ---- Entry points ---------------------------------------------------------------------------- */
 
 int bench_report_render(const bench_report *r, report_format fmt, ml_str *out) {
     ml_str_append(out, "", 0);

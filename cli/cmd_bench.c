@@ -25,14 +25,14 @@ const char cmd_bench_usage[] =
     "Times the plans of a schedule against each other, the chapter's way. For each size of the\n"
     "file's sweep, every plan's buffers are allocated and initialized once; then warm-up cycles\n"
     "and measured cycles, each timing every plan once, in order on even cycles and in reverse on\n"
-    "odd ones (A then B, B then A). Before each timed run the inputs are reset (the plan's inits),\n"
-    "the device is idle and the ranks are lined up; the timed part is the plan's regions (without\n"
-    "regions: its collectives), timed on each rank with CUDA events (host: the monotonic clock),\n"
-    "and a cycle keeps the slowest rank. Per size and plan: median, P95, CV, payload GB/s (the\n"
-    "full tensor over the median), bus GB/s (nccl-tests factors) and the ratio to the first plan,\n"
-    "stated only where both CVs are at most --cv-max, else 'unstable'. The same collectives are\n"
-    "also timed bare (direct NCCL / MPI calls on the same buffers and streams): memlife/bare is\n"
-    "memlife's own overhead. The method is in docs/bench.md.\n"
+    "odd ones (A then B, B then A). Before each timed run the inputs are reset (the plan's\n"
+    "inits), the device is idle and the ranks are lined up; the timed part is the plan's regions\n"
+    "(without regions: its collectives), timed on each rank with CUDA events (host: the monotonic\n"
+    "clock), and a cycle keeps the slowest rank. Per size and plan: median, P95, CV, payload GB/s\n"
+    "(the full tensor over the median), bus GB/s (nccl-tests factors) and the ratio to the first\n"
+    "plan, stated only where both CVs are at most --cv-max, else 'unstable'. The same collectives\n"
+    "are also timed bare (direct NCCL / MPI calls on the same buffers and streams): memlife/bare\n"
+    "is memlife's own overhead. The method is in docs/bench.md.\n"
     "\n"
     "options:\n"
     "  -b, --backend NAME    host (default) or cuda\n"
@@ -83,7 +83,7 @@ typedef struct {
     bool rank0;                /* prints progress and notes (unless --quiet) */
 } bench_ctx;
 
-/* ---- Input ------------------------------------------------------------------------------------ */
+/* ---- Input ----------------------------------------------------------------------------------- */
 
 /* The sizes: --sizes, else the sweep's values, else one run with the file's lets. */
 static int collect_sizes(bench_ctx *c, const bench_opts *o) {
@@ -197,7 +197,7 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
     return rc;
 }
 
-/* ---- Ranks ------------------------------------------------------------------------------------ */
+/* ---- Ranks ----------------------------------------------------------------------------------- */
 
 /* Where the ranks come from: --gpus, the launcher's environment, or our own mpirun (checking the
  * input once here first, so its errors print once). Returns 0, -1 when this process launched the
@@ -243,7 +243,7 @@ static int place_ranks(bench_ctx *c, const bench_opts *o, int argc, char **argv,
     return -1;
 }
 
-/* ---- Running ---------------------------------------------------------------------------------- */
+/* ---- Running --------------------------------------------------------------------------------- */
 
 /* A failure on one rank ends every rank: its peers may wait inside a collective. */
 static int runtime_failure(const bench_ctx *c, const char *err) {
@@ -316,8 +316,8 @@ static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_s
             bench_report_plan *rp = &z->plans[p];
             bench_plan_result *kept = (bench_plan_result *)rp->res;
             if (!kernels) {
-                rp->name = c->s->plans[c->plan_index[p]].name[0] ? c->s->plans[c->plan_index[p]].name
-                                                                 : c->s->name;
+                const char *plan = c->s->plans[c->plan_index[p]].name;
+                rp->name = plan[0] ? plan : c->s->name;
                 bench_plan_bytes(&plans[p * (size_t)c->world], &rp->payload_bytes, &rp->bus_bytes);
                 kept = calloc(1, sizeof *kept);
                 if (!kept)

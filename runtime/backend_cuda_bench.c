@@ -101,7 +101,8 @@ int cu_time_end(rt_rank **ranks, int n, double *seconds, char *err, size_t len) 
             /* Streams the span left idle (last_work is reset by every wait) would end at the
              * host's time of this call, not at the GPU's: only the default stream and those the
              * span used count. */
-            st->stopped = st->stream && (k == SCHED_DEFAULT_STREAM || st->last_work != CU_WORK_NONE);
+            st->stopped = st->stream &&
+                          (k == SCHED_DEFAULT_STREAM || st->last_work != CU_WORK_NONE);
             if (!st->stopped)
                 continue;
             if (new_event(&st->stop, cudaEventDefault, err, len))

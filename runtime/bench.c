@@ -56,7 +56,7 @@ bench *bench_new(const rt_backend_ops *be, const rt_options *o, const bench_opti
 
 void bench_free(bench *b) { free(b); }
 
-/* ---- What a plan times ------------------------------------------------------------------------- */
+/* ---- What a plan times ----------------------------------------------------------------------- */
 
 int bench_span(const rank_plan *p, size_t *first, size_t *end) {
     size_t region_first = SIZE_MAX, region_end = 0, coll_first = SIZE_MAX, coll_end = 0;
@@ -157,7 +157,7 @@ void bench_plan_result_free(bench_plan_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* ---- Timing ------------------------------------------------------------------------------------ */
+/* ---- Timing ---------------------------------------------------------------------------------- */
 
 /* One timed run of plan p in mode m: reset, wait, line up, then the span; secs[k] per local rank. */
 static int timed_run(session *ss, size_t p, bench_mode m, double *secs) {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Kernel pass --------------------------------------------------------------------------------- */
+/* ---- Kernel pass ----------------------------------------------------------------------------- */
 
 static bench_window *window_get(bench_plan_result *r, const char *label) {
     for (size_t k = 0; k < r->n_windows; k++)

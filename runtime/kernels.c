@@ -104,7 +104,7 @@ int kn_end(kn_kernel **kernels, size_t *n, uint64_t *dropped, char *err, size_t 
 
 #else
 
-/* ---- CUPTI, loaded at run time ------------------------------------------------------------------ */
+/* ---- CUPTI, loaded at run time --------------------------------------------------------------- */
 
 #define KN_BUFFER_BYTES ((size_t)4 << 20)
 

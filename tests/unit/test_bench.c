@@ -1,8 +1,12 @@
 /* test_bench.c — what `memlife bench` times (runtime/bench.c): the timed part of a plan, the
  * refusal of plans whose timed part holds more than collectives, and the bytes behind payload
- * and bus bandwidth. The schedule is the chapter's benchmark (schedules/seed/06) in small. */
+ * and bus bandwidth; the report of made-up times, worked out by hand. The schedule is the
+ * chapter's benchmark (schedules/seed/06) in small. */
 #include "testutil.h"
 #include "bench.h"
+#include "../../analyzer/bench_report.h"
+
+#include <jansson.h>
 
 static const char bench_yaml[] =
     "name: b\n"                                                   /* line 1 */
@@ -141,6 +145,72 @@ static void test_refuses_nothing_to_time(void **state) {
     done(&f);
 }
 
+/* Four cycles near DESIGN.md's H200 numbers at 256 MiB. direct 930 933 935 940 us: median
+ * (933 + 935) / 2 = 934, P95 at 2.85: 935 + 0.85 x 5 = 939.25, mean 934.5, squared deviations
+ * 20.25 + 2.25 + 0.25 + 30.25 = 53, stdev sqrt(53 / 3) = 4.2032, CV 0.45%. decomposed 1150 1148
+ * 1152 1160: median 1151, CV sqrt(83 / 3) / 1152.5 = 0.46%: both stable, ratio 1151 / 934 =
+ * 1.2323 ("1.232x"). bare direct 925 930 928 932: median 929, memlife / bare 934 / 929 = 1.005x,
+ * +5 us. payload 256 MiB / 934 us = 268435456 / 934 / 1e3 = 287.404 GB/s. Kernels: 10 AllReduce
+ * in region direct, 10 ReduceScatter + 10 AllGather in region decomposed. */
+static void test_report_of_made_up_times(void **state) {
+    double direct[] = {930e-6, 933e-6, 935e-6, 940e-6}, decomposed[] = {1150e-6, 1148e-6, 1152e-6,
+                                                                         1160e-6};
+    double bare[] = {925e-6, 930e-6, 928e-6, 932e-6};
+    bench_plan_result res[2];
+    memset(res, 0, sizeof res);
+    res[0].seconds[BENCH_MEMLIFE] = direct;
+    res[0].seconds[BENCH_BARE] = bare;
+    res[1].seconds[BENCH_MEMLIFE] = decomposed;
+    bench_window wd = {.label = "direct"}, wc = {.label = "decomposed"};
+    kn_tally_add(&wd.tally,
+                 "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 10);
+    kn_tally_add(&wc.tally, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(x)", 10);
+    kn_tally_add(&wc.tally, "ncclDevKernel_AllGather_RING_LL(x)", 10);
+    bench_window whole[2] = {{.label = ""}, {.label = ""}};
+    bench_window wins0[2] = {whole[0], wd}, wins1[2] = {whole[1], wc};
+    res[0].windows = wins0;
+    res[0].n_windows = 2;
+    res[0].kernels_done = true;
+    res[1].windows = wins1;
+    res[1].n_windows = 2;
+    res[1].kernels_done = true;
+    uint64_t s256 = (uint64_t)256 << 20;
+    bench_report_plan plans[2] = {{"direct", s256, (double)s256, &res[0]},
+                                  {"decomposed", s256, (double)s256, &res[1]}};
+    bench_report_size size = {.sweep_value = (int64_t)s256, .plans = plans, .n_plans = 2};
+    bench_report r = {.schedule = "b", .file = "b.yaml", .sweep_let = "S", .backend = "cuda",
+                      .launch = "single", .world = 2, .warmup = 3, .cycles = 4, .cv_max = 5,
+                      .kernels_requested = true, .sizes = &size, .n_sizes = 1};
+    ml_str t = {0};
+    assert_int_equal(bench_report_render(&r, FMT_TABLE, &t), 0);
+    const char *want[] = {"934.000", "939.250", "0.45%", "0.46%", "287.404", "1.232x", "929.000",
+                          "1.005x (+5.000 us)", "all_reduce 10",
+                          "ncclDevKernel_AllReduce_Sum_f32_RING_LL(...) x10",
+                          "reduce_scatter 10, all_gather 10"};
+    for (size_t k = 0; k < ML_ARRAY_LEN(want); k++)
+        if (!strstr(t.s, want[k]))
+            fail_msg("table lacks '%s':\n%s", want[k], t.s);
+    ml_str j = {0};
+    assert_int_equal(bench_report_render(&r, FMT_JSON, &j), 0);
+    json_error_t e;
+    json_t *root = json_loads(j.s, 0, &e);
+    assert_non_null(root);
+    json_t *p1 = json_array_get(json_object_get(json_array_get(json_object_get(root, "sizes"), 0),
+                                                "plans"), 1);
+    json_t *m = json_object_get(p1, "memlife");
+    assert_float_equal(json_real_value(json_object_get(m, "ratio")), 1.2323, 1e-9);
+    assert_string_equal(json_string_value(json_object_get(m, "ratio_status")), "stable");
+    assert_float_equal(json_real_value(json_object_get(m, "median_us")), 1151.0, 1e-9);
+    json_t *k = json_array_get(json_object_get(p1, "kernels"), 1);
+    assert_string_equal(json_string_value(json_object_get(k, "region")), "decomposed");
+    assert_int_equal(json_integer_value(json_object_get(k, "total")), 20);
+    json_decref(root);
+    ml_str_free(&t);
+    ml_str_free(&j);
+    kn_tally_free(&wd.tally);
+    kn_tally_free(&wc.tally);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_span_is_the_region),
@@ -148,6 +218,7 @@ int main(void) {
         cmocka_unit_test(test_payload_and_bus_bytes),
         cmocka_unit_test(test_refuses_alloc_in_the_timed_part),
         cmocka_unit_test(test_refuses_nothing_to_time),
+        cmocka_unit_test(test_report_of_made_up_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,7 @@ static const char ag_name[] = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgs
 
 static void test_collective_of_a_name(void **state) {
     assert_int_equal(kn_coll_of(ar_name), COLL_ALL_REDUCE);
-    assert_int_equal(kn_coll_of(ar_mangled), COLL_ALL_REDUCE);   /* the fragment survives mangling */
+    assert_int_equal(kn_coll_of(ar_mangled), COLL_ALL_REDUCE);   /* the fragment survives */
     assert_int_equal(kn_coll_of(rs_name), COLL_REDUCE_SCATTER);   /* not Reduce, its prefix */
     assert_int_equal(kn_coll_of("ncclDevKernel_Reduce_Sum_f32_RING_LL"), COLL_REDUCE);
     assert_int_equal(kn_coll_of(ag_name), COLL_ALL_GATHER);
