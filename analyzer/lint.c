@@ -24,7 +24,9 @@ typedef struct {
     uint64_t count, bytes;
     ml_dtype dtype;
     uint32_t chunks, keep;
-    ml_mark alloc_mark, free_mark, release_mark;
+    /* Where it was allocated, freed, released: the op, not its mark, which lives in the step
+     * and costs a cache miss per op to fetch; only a message needs it. */
+    const plan_op *alloc_op, *free_op, *release_op;
 } lint_buf;
 
 typedef struct {
@@ -184,7 +186,7 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v) {
     }
     if (!b->live) {
         report(x, op, ERR_COUNT_, "use_after_free", "use of '%s' after free (freed at %u:%u)", name,
-               b->free_mark.line, b->free_mark.col);
+               plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
         return false;
     }
     char vt[200];
@@ -203,7 +205,7 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v) {
             lint_view_text(x->s, v, vt, sizeof vt);
             report(x, op, ERR_COUNT_, "use_after_release",
                    "use of %s outside chunk %u, the only one kept by release at %u:%u", vt, b->keep,
-                   b->release_mark.line, b->release_mark.col);
+                   plan_op_mark(b->release_op).line, plan_op_mark(b->release_op).col);
             return false;
         }
     }
@@ -242,12 +244,13 @@ static void lint_alloc(lint_ctx *x, const plan_op *op) {
     lint_buf *b = &x->bufs[op->u.alloc.buf];
     if (b->live)
         report(x, op, ERR_COUNT_, "live_alloc", "alloc of '%s' which is still live (allocated at %u:%u)",
-               buf_name(x, op->u.alloc.buf), b->alloc_mark.line, b->alloc_mark.col);
+               buf_name(x, op->u.alloc.buf), plan_op_mark(b->alloc_op).line,
+               plan_op_mark(b->alloc_op).col);
     if (refused(x))
         return;
     *b = (lint_buf){.ever = true, .live = true, .count = op->u.alloc.count,
                     .bytes = op->u.alloc.bytes, .dtype = op->u.alloc.dtype,
-                    .chunks = op->u.alloc.chunks, .alloc_mark = plan_op_mark(op)};
+                    .chunks = op->u.alloc.chunks, .alloc_op = op};
     memset(&x->uses[(size_t)op->u.alloc.buf * x->n_streams], 0, x->n_streams * sizeof *x->uses);
 }
 
@@ -264,7 +267,7 @@ static void lint_free(lint_ctx *x, const plan_op *op) {
     if (refused(x) || !b->live)
         return;
     b->live = false;
-    b->free_mark = plan_op_mark(op);
+    b->free_op = op;
 }
 
 static void lint_release(lint_ctx *x, const plan_op *op) {
@@ -275,7 +278,7 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
         report(x, op, ERR_COUNT_, "not_allocated", "release of '%s' which is not allocated", name);
     else if (!b->live)
         report(x, op, ERR_COUNT_, "use_after_free", "release of '%s' after free (freed at %u:%u)",
-               name, b->free_mark.line, b->free_mark.col);
+               name, plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
     else if (b->chunks < 2)   /* one chunk is one allocation: nothing to release */
         report(x, op, ERR_COUNT_, "no_chunks", "release of '%s' which was not allocated in chunks",
                name);
@@ -286,14 +289,14 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
     else if (b->released)
         report(x, op, ERR_COUNT_, "double_release",
                "release of '%s' which was already released (released at %u:%u)", name,
-               b->release_mark.line, b->release_mark.col);
+               plan_op_mark(b->release_op).line, plan_op_mark(b->release_op).col);
     else
         check_free_hazard(x, op, buf, "release");
     if (refused(x) || !b->live || b->chunks < 2 || op->u.release.keep >= b->chunks || b->released)
         return;
     b->released = true;
     b->keep = op->u.release.keep;
-    b->release_mark = plan_op_mark(op);
+    b->release_op = op;
 }
 
 static void lint_coll(lint_ctx *x, const plan_op *op) {
@@ -310,7 +313,7 @@ static void lint_coll(lint_ctx *x, const plan_op *op) {
     uint64_t seq = lint_clocks_enqueue(&x->clocks, op->u.coll.stream);
     note_use(x, op, &op->u.coll.send, op->u.coll.stream, seq);
     note_use(x, op, &op->u.coll.recv, op->u.coll.stream, seq);
-    lint_coll_seq_push(&x->colls[x->rank], op);
+    lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op);
 }
 
 /* Element counts and dtypes of two views one op moves data between (copy, init from a copy). */
@@ -559,7 +562,7 @@ size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint
     if (o->cross_rank && !all_alike)
         errors += lint_cross_rank(plans, x.colls, world, d);
     for (int rank = 0; rank < world; rank++)
-        free(x.colls[rank].ops);
+        lint_coll_seq_free(&x.colls[rank]);
     free(x.colls);
     lint_clocks_free(&x.clocks);
     free(x.found);

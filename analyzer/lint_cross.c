@@ -8,26 +8,47 @@
 
 typedef unsigned long long ull;
 
-void lint_coll_seq_push(lint_coll_seq *q, const plan_op *op) {
+static lint_coll_key key_of(const plan_op *op) {
+    ml_coll c = op->u.coll.coll;
+    return (lint_coll_key){.count = op->u.coll.count,
+                           .root = ml_colls[c].has_root ? op->u.coll.root : 0,
+                           .coll = (uint8_t)c,
+                           .dtype = (uint8_t)op->u.coll.send.dtype,
+                           .op = ml_colls[c].has_op ? (uint8_t)op->u.coll.op : 0};
+}
+
+static bool same_key(const lint_coll_key *a, const lint_coll_key *b) {
+    return a->count == b->count && a->root == b->root && a->coll == b->coll &&
+           a->dtype == b->dtype && a->op == b->op;
+}
+
+void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref, const plan_op *op) {
+    lint_coll_key key = key_of(op);
+    if (ref) {
+        if (!q->diff && (q->n >= ref->n || !same_key(&key, &ref->keys[q->n]))) {
+            q->diff = op;
+            q->diff_at = q->n;
+        }
+        q->n++;
+        return;
+    }
     if (q->n == q->cap) {
         size_t cap = q->cap ? 2 * q->cap : 64;
         const plan_op **ops = realloc(q->ops, cap * sizeof *ops);
-        if (!ops)
+        lint_coll_key *keys = realloc(q->keys, cap * sizeof *keys);
+        if (!ops || !keys)
             abort();
         q->ops = ops;
+        q->keys = keys;
         q->cap = cap;
     }
-    q->ops[q->n++] = op;
+    q->ops[q->n] = op;
+    q->keys[q->n++] = key;
 }
 
-static bool same_coll(const plan_op *a, const plan_op *b) {
-    ml_coll c = a->u.coll.coll;
-    if (c != b->u.coll.coll || a->u.coll.count != b->u.coll.count ||
-        a->u.coll.send.dtype != b->u.coll.send.dtype)
-        return false;
-    if (ml_colls[c].has_op && a->u.coll.op != b->u.coll.op)
-        return false;
-    return !ml_colls[c].has_root || a->u.coll.root == b->u.coll.root;
+void lint_coll_seq_free(lint_coll_seq *q) {
+    free(q->ops);
+    free(q->keys);
 }
 
 /* "all_gather (count 64)", plus the attributes in which it differs from `other`. */
@@ -50,14 +71,12 @@ size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int w
     size_t errors = 0;
     for (int r = 1; r < world; r++) {
         const lint_coll_seq *q = &colls[r];
-        size_t i = 0;
-        while (i < ref->n && i < q->n && same_coll(ref->ops[i], q->ops[i]))
-            i++;
-        if (i == ref->n && i == q->n)
+        if (!q->diff && q->n == ref->n)
             continue;
         errors++;
-        if (i < ref->n && i < q->n) {
-            const plan_op *a = ref->ops[i], *b = q->ops[i];
+        size_t i = q->diff ? q->diff_at : q->n;   /* the first position where they differ */
+        if (q->diff && i < ref->n) {
+            const plan_op *a = ref->ops[i], *b = q->diff;
             char da[96], db[96];
             describe(a, b, da, sizeof da);
             describe(b, a, db, sizeof db);
@@ -65,16 +84,16 @@ size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int w
             ml_diag_add(d, ML_DIAG_ERROR, file, mb, r, "cross_rank",
                         "rank 0 issues %s at %u:%u where rank %d issues %s at %u:%u", da, ma.line,
                         ma.col, r, db, mb.line, mb.col);
-        } else if (i == q->n) {
+        } else if (!q->diff) {
             ml_mark ma = plan_op_mark(ref->ops[i]);
             ml_diag_add(d, ML_DIAG_ERROR, file, ma, r, "cross_rank",
                         "rank %d ends after %zu collectives while rank 0 issues %s at %u:%u", r, i,
                         ml_colls[ref->ops[i]->u.coll.coll].name, ma.line, ma.col);
         } else {
-            ml_mark mb = plan_op_mark(q->ops[i]);
+            ml_mark mb = plan_op_mark(q->diff);
             ml_diag_add(d, ML_DIAG_ERROR, file, mb, r, "cross_rank",
                         "rank 0 ends after %zu collectives while rank %d issues %s at %u:%u", i, r,
-                        ml_colls[q->ops[i]->u.coll.coll].name, mb.line, mb.col);
+                        ml_colls[q->diff->u.coll.coll].name, mb.line, mb.col);
         }
     }
     return errors;

@@ -39,13 +39,26 @@ void lint_view_text(const sched *s, const plan_view *v, char *buf, size_t len);
 const char *lint_op_name(const plan_op *op);
 
 /* ---- Cross-rank (lint_cross.c) ---------------------------------------------------------------
- * colls[r] lists rank r's collectives that run (not those refused inside expect_error). Adds one
- * diagnostic per rank that diverges from rank 0 at the first differing position. */
+ * colls[r] follows rank r's collectives that run (not those refused inside expect_error). Rank
+ * 0's are kept, as the reference; every other rank's are compared with it as the walk pushes
+ * them (rank 0 is walked first), so only the first difference is kept: no second pass over the
+ * ops of every rank. lint_cross_rank adds one diagnostic per rank that diverges from rank 0. */
 typedef struct {
-    const plan_op **ops;
-    size_t n, cap;
+    uint64_t count;
+    int32_t root;                 /* 0 unless the collective has a root */
+    uint8_t coll, dtype, op;      /* op: 0 unless the collective reduces */
+} lint_coll_key;                  /* what must match across ranks, in 16 bytes */
+
+typedef struct {
+    const plan_op **ops;          /* rank 0: its collectives, for messages */
+    lint_coll_key *keys;          /* rank 0: what every other rank must issue */
+    size_t n, cap;                /* collectives pushed */
+    const plan_op *diff;          /* other ranks: the first unlike rank 0's at its position */
+    size_t diff_at;
 } lint_coll_seq;
-void lint_coll_seq_push(lint_coll_seq *q, const plan_op *op);
+/* ref: rank 0's sequence when q is another rank's, NULL when q is rank 0's. */
+void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref, const plan_op *op);
+void lint_coll_seq_free(lint_coll_seq *q);
 size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int world,
                        ml_diags *d);
 
