@@ -12,6 +12,7 @@
  *
  * The op(s) of the step an expect_error wraps are refused before they run: they change nothing. */
 #include "analyzer.h"
+#include "../runtime/pages.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,7 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
     if (!out->timeline)
         abort();
     out->n_timeline = p->n_ops;
+    ml_prefault(out->timeline, out->timeline + p->n_ops);   /* every point is written next */
     acct a;
     acct_init(&a, p, true);
     uint64_t lo_max = 0, hi_max = 0;

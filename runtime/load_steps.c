@@ -1,6 +1,7 @@
 /* load_steps.c — steps: one table row per step key (collectives share one row through the
  * collective table of coll.h), each with its key schema, value reader and final checks. */
 #include "load_int.h"
+#include "pages.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -519,12 +520,15 @@ int ld_step(loader *l, sched_step *st) {
     return 0;
 }
 
-/* A list of steps, built in a growing array that the schedule then owns. */
+/* A list of steps, built in a growing array that the schedule then owns. A million steps are
+ * 128 MB: the array's pages are populated a little ahead of the steps written (pages.h). */
+#define STEPS_AHEAD (((size_t)2 << 20) / sizeof(sched_step))
 int ld_steps(loader *l, const char *what, sched_step **out, uint32_t *n) {
     if (ld_want(l, YAML_SEQUENCE_START_EVENT, what))
         return -1;
     ml_vec v;
     ml_vec_init(&v, sizeof(sched_step));
+    size_t populated = 0;
     for (;;) {
         if (ld_next(l))
             break;
@@ -535,7 +539,13 @@ int ld_steps(loader *l, const char *what, sched_step **out, uint32_t *n) {
                 ld_own(l, v.items);
             return 0;
         }
-        if (ld_step(l, ml_vec_push(&v)))
+        sched_step *st = ml_vec_push(&v);
+        if (v.n >= populated) {
+            size_t end = v.n + STEPS_AHEAD < v.cap ? v.n + STEPS_AHEAD : v.cap;
+            ml_prefault((sched_step *)v.items + v.n, (sched_step *)v.items + end);
+            populated = end;
+        }
+        if (ld_step(l, st))
             break;
     }
     ml_vec_free(&v);

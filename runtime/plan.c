@@ -10,6 +10,7 @@
  * alloc before the repeat). Iterations 1 and 2 are expanded; 3.. are copies of 2 with `iter`
  * renumbered. A million-iteration repeat costs a memcpy, not a million walks. */
 #include "plan.h"
+#include "pages.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ typedef struct {
     plan_op *ops;
     size_t n_ops, cap_ops;
     uint16_t *depth;          /* per op: the repeat depth whose iteration its `iter` holds */
+    size_t populated;         /* ops[0, populated) have their pages (ml_prefault) */
     plan_view *extra;
     size_t n_extra, cap_extra;
     buf_shape *bufs;          /* by buffer symbol */
@@ -51,6 +53,18 @@ static void grow_ops(expander *x, size_t need) {
     x->ops = ops;
     x->depth = depth;
     x->cap_ops = cap;
+    x->populated = x->n_ops;
+}
+
+/* The ops array is written front to back: its pages are populated ahead of the writes, 2 MiB at
+ * a time (pages.h), rather than faulted in one by one; never beyond the capacity, and never far
+ * beyond what is used. */
+#define POPULATE_AHEAD ((size_t)2 << 20)
+static void populate_ahead(expander *x, size_t upto) {
+    size_t step = POPULATE_AHEAD / sizeof *x->ops;
+    size_t end = upto + step < x->cap_ops ? upto + step : x->cap_ops;
+    ml_prefault(x->ops + x->populated, x->ops + end);
+    x->populated = end;
 }
 
 static plan_op *emit(expander *x, plan_op_kind kind, const sched_step *step) {
@@ -59,6 +73,8 @@ static plan_op *emit(expander *x, plan_op_kind kind, const sched_step *step) {
         return NULL;
     }
     grow_ops(x, x->n_ops + 1);
+    if (x->n_ops >= x->populated)
+        populate_ahead(x, x->n_ops + 1);
     plan_op *op = &x->ops[x->n_ops];
     memset(op, 0, sizeof *op);
     op->kind = kind;
@@ -258,6 +274,8 @@ static int expand_repeat(expander *x, const sched_step *st) {
         goto out_err;
     }
     grow_ops(x, x->n_ops + (size_t)(count - 2) * len);
+    if (x->n_ops + (size_t)(count - 2) * len > x->populated)
+        populate_ahead(x, x->n_ops + (size_t)(count - 2) * len);
     for (uint64_t k = 2; k < count && len; k++) {
         plan_op *dst = x->ops + x->n_ops;
         memcpy(dst, x->ops + start, len * sizeof *dst);
