@@ -17,23 +17,36 @@ typedef struct {
     double payload_gbps, busbw_gbps;
 } timing;
 
+/* The summary of sec[0..cycles) in microseconds; false where there are none. */
+static bool summary_us(const double *sec, int cycles, st_summary *out) {
+    if (!sec || cycles < 1)
+        return false;
+    double *us = malloc((size_t)cycles * sizeof *us);
+    if (!us)
+        abort();
+    for (int c = 0; c < cycles; c++)
+        us[c] = sec[c] * 1e6;
+    bool ok = st_summarize(us, (size_t)cycles, out) == 0;
+    free(us);
+    return ok;
+}
+
 static timing timing_of(const bench_report *r, const bench_report_plan *p, bench_mode m) {
     timing t;
     memset(&t, 0, sizeof t);
-    const double *sec = p->res ? p->res->seconds[m] : NULL;
-    if (!sec || r->cycles < 1)
+    t.present = summary_us(p->res ? p->res->seconds[m] : NULL, r->cycles, &t.us);
+    if (!t.present)
         return t;
-    double *us = malloc((size_t)r->cycles * sizeof *us);
-    if (!us)
-        abort();
-    for (int c = 0; c < r->cycles; c++)
-        us[c] = sec[c] * 1e6;
-    t.present = st_summarize(us, (size_t)r->cycles, &t.us) == 0;
-    free(us);
     /* bytes per microsecond / 1e3 = GB/s */
     t.payload_gbps = t.us.median > 0 ? (double)p->payload_bytes / t.us.median / 1e3 : NAN;
     t.busbw_gbps = t.us.median > 0 ? p->bus_bytes / t.us.median / 1e3 : NAN;
     return t;
+}
+
+/* The median of the host's issue times of plan p in mode m; NaN where none were taken. */
+static double issue_median(const bench_report *r, const bench_report_plan *p, bench_mode m) {
+    st_summary st;
+    return summary_us(p->res ? p->res->issue[m] : NULL, r->cycles, &st) ? st.median : NAN;
 }
 
 typedef enum { RATIO_REFERENCE, RATIO_STABLE, RATIO_UNSTABLE, RATIO_NONE } ratio_status;
@@ -62,6 +75,15 @@ static bool overhead_of(const bench_report *r, const bench_report_plan *p, doubl
     *ratio = m.us.median / b.us.median;
     *extra_us = m.us.median - b.us.median;
     return true;
+}
+
+/* The issue medians of memlife and bare, and the difference. */
+static bool issue_overhead_of(const bench_report *r, const bench_report_plan *p, double *mine,
+                              double *bare, double *extra_us) {
+    *mine = issue_median(r, p, BENCH_MEMLIFE);
+    *bare = issue_median(r, p, BENCH_BARE);
+    *extra_us = *mine - *bare;
+    return !isnan(*mine) && !isnan(*bare);
 }
 
 static bool any_mode(const bench_report *r, bench_mode m) {
@@ -108,18 +130,48 @@ static void short_name(const char *name, char *buf, size_t len) {
 
 typedef enum {
     TC_SIZE, TC_MODE, TC_MEDIAN, TC_P95, TC_CV, TC_PAYLOAD, TC_BUSBW, TC_RATIO, TC_BARE,
-    TC_OVERHEAD, TC_COUNT
+    TC_OVERHEAD, TC_ISSUE, TC_ISSUE_EXTRA, TC_COUNT
 } time_col;
 static const char *const time_headers[TC_COUNT] = {
     "size", "mode", "median us", "P95 us", "CV", "payload GB/s", "busbw GB/s", "ratio",
-    "bare us", "memlife/bare"};
+    "bare us", "memlife/bare", "issue us (memlife / bare)", "issue extra us"};
 static const bool time_right[TC_COUNT] = {true, false, true, true, true, true, true, false, true,
-                                          false};
+                                          false, true, true};
+/* Graph replays: the columns up to the ratio, then the replays per timed run. */
+static const char *const graph_headers[TC_BARE + 1] = {
+    "size", "mode", "median us", "P95 us", "CV", "payload GB/s", "busbw GB/s", "ratio",
+    "replays"};
+static const bool graph_right[TC_BARE + 1] = {true, false, true, true, true, true, true, false,
+                                              true};
+
+/* The bare and issue cells of plan p's memlife row. */
+static void overhead_cells(const bench_report *r, const bench_report_plan *p, report_grid *g) {
+    char c[CELL];
+    timing b = timing_of(r, p, BENCH_BARE);
+    num_cell(b.present ? b.us.median : NAN, "%.3f", c);
+    report_grid_add(g, c);
+    double over, extra, mine, bare;
+    if (overhead_of(r, p, &over, &extra))
+        snprintf(c, CELL, "%.3fx (%+.3f us)", over, extra);
+    else
+        snprintf(c, CELL, "-");
+    report_grid_add(g, c);
+    bool issue = issue_overhead_of(r, p, &mine, &bare, &extra);
+    if (issue)
+        snprintf(c, CELL, "%.3f / %.3f", mine, bare);
+    else
+        snprintf(c, CELL, "-");
+    report_grid_add(g, c);
+    num_cell(issue ? extra : NAN, "%+.3f", c);
+    report_grid_add(g, c);
+}
 
 static void timing_grid(const bench_report *r, bench_mode m, bool markdown, ml_str *out) {
-    size_t cols = m == BENCH_MEMLIFE && any_mode(r, BENCH_BARE) ? TC_COUNT : TC_BARE;
+    bool graph = m == BENCH_GRAPH;
+    size_t cols = graph ? TC_BARE + 1 : any_mode(r, BENCH_BARE) ? TC_COUNT : TC_BARE;
     report_grid g;
-    report_grid_init(&g, cols, time_headers, time_right);
+    report_grid_init(&g, cols, graph ? graph_headers : time_headers,
+                     graph ? graph_right : time_right);
     char c[CELL];
     for (size_t s = 0; s < r->n_sizes; s++) {
         const bench_report_size *z = &r->sizes[s];
@@ -146,16 +198,11 @@ static void timing_grid(const bench_report *r, bench_mode m, bool markdown, ml_s
             else
                 snprintf(c, CELL, "%s", st == RATIO_UNSTABLE ? "unstable" : "-");
             report_grid_add(&g, c);
-            if (cols == TC_COUNT) {
-                timing b = timing_of(r, p, BENCH_BARE);
-                num_cell(b.present ? b.us.median : NAN, "%.3f", c);
+            if (graph) {
+                snprintf(c, CELL, "%d", p->res ? p->res->graph_replays : 0);
                 report_grid_add(&g, c);
-                double over, extra;
-                if (overhead_of(r, p, &over, &extra))
-                    snprintf(c, CELL, "%.3fx (%+.3f us)", over, extra);
-                else
-                    snprintf(c, CELL, "-");
-                report_grid_add(&g, c);
+            } else if (cols == TC_COUNT) {
+                overhead_cells(r, p, &g);
             }
         }
     }
@@ -222,6 +269,16 @@ static void header_text(const bench_report *r, ml_str *out) {
                   r->backend, r->world,
                   !strcmp(r->launch, "mpi") ? "one process per rank" : "one process, every rank",
                   r->warmup, r->cycles);
+    if (!strcmp(r->backend, "host"))
+        ml_str_printf(out, "span start: after a host barrier (the host backend has no device to "
+                      "line the ranks up on)\n");
+    else if (r->align)
+        ml_str_printf(out, "span start: aligned on the device (a one-element AllReduce before the "
+                      "start event: host skew out of the span; launch overhead hidden behind it, "
+                      "so see issue us)\n");
+    else
+        ml_str_printf(out, "span start: not aligned (--no-align: the start event follows a host "
+                      "barrier; the eager spans hold host skew and launch gaps)\n");
 }
 
 static void legend_text(const bench_report *r, const char *first, ml_str *out) {
@@ -230,7 +287,10 @@ static void legend_text(const bench_report *r, const char *first, ml_str *out) {
                   first, r->cv_max);
     if (any_mode(r, BENCH_BARE))
         ml_str_printf(out, "memlife/bare: memlife's median over that of the same collectives "
-                      "called bare (same buffers and streams, no schedule machinery).\n");
+                      "called bare (same buffers and streams, no schedule machinery).\n"
+                      "issue us: the host's time from the first collective call to the return of "
+                      "the last (median; the slowest process), memlife / bare, and the "
+                      "difference.\n");
     for (size_t s = 0; s < r->n_sizes; s++)
         for (size_t k = 0; k < r->sizes[s].n_plans; k++) {
             const bench_plan_result *res = r->sizes[s].plans[k].res;
@@ -250,7 +310,8 @@ static int write_text(const bench_report *r, bool markdown, ml_str *out) {
     timing_grid(r, BENCH_MEMLIFE, markdown, out);
     if (any_mode(r, BENCH_GRAPH)) {
         ml_str_printf(out, "\n%sCUDA graph replays (the ranks lined up on the device first: no "
-                      "launch gaps, no host skew):%s\n", markdown ? "**" : "",
+                      "launch gaps, no host skew; each graph holds `replays` back-to-back runs of "
+                      "the timed part, the time is per run):%s\n", markdown ? "**" : "",
                       markdown ? "**\n" : "");
         timing_grid(r, BENCH_GRAPH, markdown, out);
     }
@@ -277,7 +338,7 @@ static void csv_num(ml_str *out, double v, const char *fmt) {
 static int write_csv(const bench_report *r, ml_str *out) {
     ml_str_printf(out, "size_bytes,sweep_value,plan,timing,n,median_us,p95_us,mean_us,cv_percent,"
                   "min_us,max_us,payload_gbps,busbw_gbps,ratio,ratio_status,overhead,"
-                  "overhead_us\n");
+                  "overhead_us,issue_median_us,issue_extra_us,replays\n");
     for (size_t s = 0; s < r->n_sizes; s++) {
         const bench_report_size *z = &r->sizes[s];
         for (size_t k = 0; k < z->n_plans; k++)
@@ -306,6 +367,13 @@ static int write_csv(const bench_report *r, ml_str *out) {
                     over = extra = NAN;
                 csv_num(out, over, "%.4f");
                 csv_num(out, extra, "%.3f");
+                double mine, bare, issue_extra;
+                bool issue = issue_overhead_of(r, p, &mine, &bare, &issue_extra);
+                csv_num(out, issue_median(r, p, (bench_mode)m), "%.3f");
+                csv_num(out, m == BENCH_MEMLIFE && issue ? issue_extra : NAN, "%.3f");
+                ml_str_printf(out, ",");
+                if (m == BENCH_GRAPH)
+                    ml_str_printf(out, "%d", p->res->graph_replays);
                 ml_str_append(out, "\n", 1);
             }
     }
@@ -343,6 +411,15 @@ static json_t *timing_json(const bench_report *r, const bench_report_size *z, si
     for (int c = 0; c < r->cycles; c++)
         json_array_append_new(samples, jround(p->res->seconds[m][c] * 1e6, 3));
     json_object_set_new(o, "samples_us", samples);
+    if (m != BENCH_GRAPH && p->res->issue[m]) {
+        json_object_set_new(o, "issue_median_us", jround(issue_median(r, p, m), 3));
+        json_t *issue = json_array();
+        for (int c = 0; c < r->cycles; c++)
+            json_array_append_new(issue, jround(p->res->issue[m][c] * 1e6, 3));
+        json_object_set_new(o, "issue_samples_us", issue);
+    }
+    if (m == BENCH_GRAPH)
+        json_object_set_new(o, "replays", json_integer(p->res->graph_replays));
     if (m != BENCH_BARE) {
         double ratio;
         ratio_status st = ratio_of(r, z, k, m, &ratio);
@@ -396,6 +473,14 @@ static json_t *plan_json(const bench_report *r, const bench_report_size *z, size
         json_object_set_new(ov, "extra_us", jround(extra, 3));
         json_object_set_new(o, "overhead", ov);
     }
+    double mine, bare;
+    if (issue_overhead_of(r, p, &mine, &bare, &extra)) {
+        json_t *io = json_object();
+        json_object_set_new(io, "memlife_us", jround(mine, 3));
+        json_object_set_new(io, "bare_us", jround(bare, 3));
+        json_object_set_new(io, "extra_us", jround(extra, 3));
+        json_object_set_new(o, "issue_overhead", io);
+    }
     if (p->res && p->res->kernels_done)
         json_object_set_new(o, "kernels", kernels_json(p->res));
     return o;
@@ -408,6 +493,7 @@ static int write_json(const bench_report *r, ml_str *out) {
     json_object_set_new(root, "file", json_string(r->file));
     json_object_set_new(root, "backend", json_string(r->backend));
     json_object_set_new(root, "launch", json_string(r->launch));
+    json_object_set_new(root, "align", json_boolean(r->align));
     json_object_set_new(root, "world", json_integer(r->world));
     json_object_set_new(root, "warmup", json_integer(r->warmup));
     json_object_set_new(root, "cycles", json_integer(r->cycles));

@@ -4,15 +4,19 @@
  * in the chapter's layout: size | mode | median us | P95 us | CV | payload GB/s | busbw GB/s |
  * ratio, where mode is the plan and ratio is median / median of the first plan at the same size,
  * stated only when both CVs are at most cv_max (else "unstable", the raw numbers kept), plus the
- * bare calls' median and memlife / bare. Then the kernels counted inside each region.
+ * bare calls' median and memlife / bare, and the host's issue time of each (median, memlife /
+ * bare) with the difference; graph rows say how many back-to-back replays a timed run held.
+ * Then the kernels counted inside each region.
  *
  * JSON names (stable; tools/gpu_bench.sh and CI read them): `command` "bench", `schedule`,
- * `file`, `backend`, `launch`, `world`, `warmup`, `cycles`, `cv_max_percent`, `sweep_let`,
+ * `file`, `backend`, `launch`, `align`, `world`, `warmup`, `cycles`, `cv_max_percent`, `sweep_let`,
  * `sizes`: [{`sweep_value`, `payload_bytes`, `plans`: [{`plan`, `payload_bytes`, `bus_bytes`,
  * `check_failures`, `memlife` | `bare` | `graph`: {`n`, `median_us`, `p95_us`, `mean_us`,
  * `cv_percent`, `min_us`, `max_us`, `payload_gbps`, `busbw_gbps`, `samples_us`: [...],
  * and for memlife and graph `ratio` (null unless stable), `ratio_status` ("reference" |
- * "stable" | "unstable")}, `overhead`: {`ratio`, `extra_us`} (memlife / bare),
+ * "stable" | "unstable"), for memlife and bare `issue_median_us`, `issue_samples_us`: [...],
+ * for graph `replays`}, `overhead`: {`ratio`, `extra_us`} (memlife / bare of the spans),
+ * `issue_overhead`: {`memlife_us`, `bare_us`, `extra_us`} (medians of the host's issue times),
  * `kernels`: [{`region` (null: the whole timed part), `total`, `by_collective`: {name: n},
  * `names`: [{`name`, `count`}]}]}]}], `kernels`: {`requested`, `available`, `note`},
  * `provenance`: {key: value}. Times are microseconds; a value that is not defined is null. */
@@ -46,6 +50,7 @@ typedef struct {
     const bench_report_size *sizes;
     size_t n_sizes;
     const char *provenance;          /* "key=value\n" lines, or NULL */
+    bool align;                      /* memlife and bare spans started aligned on the device */
 } bench_report;
 
 /* Appends the whole report in fmt to out. Returns 0 or -1. */

@@ -18,7 +18,8 @@
 
 const char cmd_bench_usage[] =
     "usage: memlife bench FILE [--backend host|cuda] [--ranks N | --gpus N] [--warmup N]\n"
-    "                     [--cycles N] [--cv-max PCT] [--graph] [--kernels] [--sizes A,B,...]\n"
+    "                     [--cycles N] [--cv-max PCT] [--graph] [--graph-replays N] [--kernels]\n"
+    "                     [--no-align] [--sizes A,B,...]\n"
     "                     [--world N] [--set NAME=VALUE]... [--plan NAME] [--timeout S]\n"
     "                     [--format table|json|csv|md] [-o FILE] [--json FILE]\n"
     "\n"
@@ -26,13 +27,16 @@ const char cmd_bench_usage[] =
     "file's sweep, every plan's buffers are allocated and initialized once; then warm-up cycles\n"
     "and measured cycles, each timing every plan once, in order on even cycles and in reverse on\n"
     "odd ones (A then B, B then A). Before each timed run the inputs are reset (the plan's\n"
-    "inits), the device is idle and the ranks are lined up; the timed part is the plan's regions\n"
-    "(without regions: its collectives), timed on each rank with CUDA events (host: the monotonic\n"
-    "clock), and a cycle keeps the slowest rank. Per size and plan: median, P95, CV, payload GB/s\n"
+    "inits), the device is idle and the ranks are lined up (cuda: on the device, by a one-element\n"
+    "AllReduce before the start event); the timed part is the plan's regions (without regions:\n"
+    "its collectives), timed on each rank with CUDA events (host: the monotonic clock), and a\n"
+    "cycle keeps the slowest rank. Per size and plan: median, P95, CV, payload GB/s\n"
     "(the full tensor over the median), bus GB/s (nccl-tests factors) and the ratio to the first\n"
     "plan, stated only where both CVs are at most --cv-max, else 'unstable'. The same collectives\n"
     "are also timed bare (direct NCCL / MPI calls on the same buffers and streams): memlife/bare\n"
-    "is memlife's own overhead. The method is in docs/bench.md.\n"
+    "is memlife's own overhead on the GPU; the host's issue time of each (first collective call\n"
+    "to the return of the last) is the overhead the alignment hides. The method is in\n"
+    "docs/bench.md.\n"
     "\n"
     "options:\n"
     "  -b, --backend NAME    host (default) or cuda\n"
@@ -44,6 +48,11 @@ const char cmd_bench_usage[] =
     "      --cv-max PCT      largest CV, in percent, at which a ratio is stated (default 5)\n"
     "      --graph           cuda: also capture each plan's timed part as a CUDA graph and time\n"
     "                        its replays, reported separately (no launch gaps, no host skew)\n"
+    "      --graph-replays N capture N back-to-back runs of the timed part in each graph; a\n"
+    "                        replay's span divided by N (default: 20 below 16 MiB, else 1)\n"
+    "      --no-align        cuda: start memlife and bare spans after the host barrier only, not\n"
+    "                        after the aligning AllReduce (the spans then hold host skew and\n"
+    "                        launch gaps; graph replays stay aligned)\n"
     "      --kernels         cuda: count the GPU kernels inside each region with CUPTI (one more\n"
     "                        run of each plan per size, after all timing); NVTX ranges name the\n"
     "                        plans and regions for Nsight\n"
@@ -63,9 +72,9 @@ const char cmd_bench_usage[] =
 
 typedef struct {
     const char *backend, *sizes, *json;
-    int ranks, gpus, warmup, cycles;
+    int ranks, gpus, warmup, cycles, graph_replays;
     double cv_max, timeout;
-    bool graph, kernels;
+    bool graph, kernels, no_align;
 } bench_opts;
 
 typedef struct {
@@ -369,6 +378,8 @@ static int report_and_verdict(const bench_ctx *c, const bench_opts *o, bench_rep
         .warmup = o->warmup,
         .cycles = o->cycles,
         .cv_max = o->cv_max,
+        /* The host backend has no device to line the ranks up on: its spans follow the barrier. */
+        .align = !o->no_align && strcmp(c->be->name, "host") != 0,
         .kernels_requested = o->kernels,
         .kernels_note = note[0] ? note : NULL,
         .sizes = sizes,
@@ -406,6 +417,8 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
     bo.warmup = o->warmup;
     bo.cycles = o->cycles;
     bo.graph = o->graph;
+    bo.align = !o->no_align;
+    bo.graph_replays = o->graph_replays;
     bo.bare = c->be->collective_bare != NULL;
     bench *b = bench_new(c->be, &c->opt, &bo, c->world, c->n_local);
     bench_report_size *sizes = calloc(c->sizes.n, sizeof *sizes);
@@ -471,6 +484,8 @@ int cmd_bench(int argc, char **argv) {
         {"--cycles", NULL, OPT_INT, &o.cycles, 1, 1000000, NULL},
         {"--cv-max", NULL, OPT_DOUBLE, &o.cv_max, 1, 0, NULL},
         {"--graph", NULL, OPT_FLAG, &o.graph, 0, 0, NULL},
+        {"--graph-replays", NULL, OPT_INT, &o.graph_replays, 1, 1000000, NULL},
+        {"--no-align", NULL, OPT_FLAG, &o.no_align, 0, 0, NULL},
         {"--kernels", NULL, OPT_FLAG, &o.kernels, 0, 0, NULL},
         {"--sizes", NULL, OPT_STRING, &o.sizes, 0, 0, NULL},
         {"--timeout", NULL, OPT_DOUBLE, &o.timeout, 1, 0, NULL},

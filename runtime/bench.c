@@ -19,6 +19,11 @@ void bench_options_default(bench_options *o) {
     o->warmup = 3;
     o->cycles = 10;
     o->bare = true;
+    o->align = true;
+}
+
+int bench_graph_replays(uint64_t payload) {
+    return payload < BENCH_GRAPH_REPLAYS_BELOW ? BENCH_GRAPH_REPLAYS_SMALL : 1;
 }
 
 /* ---- The spy ----------------------------------------------------------------------------------
@@ -147,8 +152,10 @@ void bench_plan_bytes(const rank_plan *p, uint64_t *payload, double *bus_bytes) 
 }
 
 void bench_plan_result_free(bench_plan_result *r) {
-    for (int m = 0; m < BENCH_MODE_COUNT; m++)
+    for (int m = 0; m < BENCH_MODE_COUNT; m++) {
         free(r->seconds[m]);
+        free(r->issue[m]);
+    }
     for (size_t k = 0; k < r->n_windows; k++) {
         free(r->windows[k].label);
         kn_tally_free(&r->windows[k].tally);
@@ -159,8 +166,13 @@ void bench_plan_result_free(bench_plan_result *r) {
 
 /* ---- Timing ---------------------------------------------------------------------------------- */
 
-/* One timed run of plan p in mode m: reset, wait, line up, then the span; secs[k] per local rank. */
-static int timed_run(session *ss, size_t p, bench_mode m, double *secs) {
+/* One timed run of plan p in mode m: reset, wait, line up, then the span; secs[k] per local rank
+ * (graph: per copy of the timed part, the graph holding `replays` of them), *issue the host's
+ * issue time of the timed part (from the first collective call to the return of the last; every
+ * local rank is issued from this thread, so it covers them all). The aligning collective
+ * belongs to time_begin, before the issue clock starts: the clock sees the timed part alone. */
+static int timed_run(session *ss, size_t p, bench_mode m, int replays, double *secs,
+                     double *issue) {
     bench *b = ss->b;
     bplan *bp = &ss->plans[p];
     int n = b->n_local;
@@ -171,7 +183,8 @@ static int timed_run(session *ss, size_t p, bench_mode m, double *secs) {
     char range[160];
     snprintf(range, sizeof range, "plan:%s (%s)", bp->name, bench_mode_names[m]);
     rt_nvtx_push(range);
-    int rc = b->real->time_begin(bp->ptrs, n, m == BENCH_GRAPH, ss->err, ss->elen);
+    int rc = b->real->time_begin(bp->ptrs, n, m == BENCH_GRAPH || b->bo.align, ss->err, ss->elen);
+    double t0 = ml_now_seconds();
     if (rc == 0 && m == BENCH_MEMLIFE) {
         spy.recording = bp->recorded ? NULL : &bp->calls;
         rc = bs_run_timed(ss, p);
@@ -182,20 +195,26 @@ static int timed_run(session *ss, size_t p, bench_mode m, double *secs) {
         for (size_t j = 0; rc == 0 && j < bp->calls.n; j += (size_t)n)
             rc = b->real->collective_bare(bp->ptrs, args + j, n, ss->err, ss->elen);
     } else if (rc == 0) {
+        /* One launch per rank; the graph holds `replays` copies of the timed part. */
         rc = b->real->graph_launch(bp->ptrs, n, bp->graphs, ss->err, ss->elen);
     }
+    *issue = ml_now_seconds() - t0;
     if (rc == 0)
         rc = b->real->time_end(bp->ptrs, n, secs, ss->err, ss->elen);
+    for (int k = 0; rc == 0 && m == BENCH_GRAPH && k < n; k++)
+        secs[k] /= replays;
     rt_nvtx_pop();
     return rc;
 }
 
-static int cycles_run(session *ss, bench_plan_result *out) {
+/* Every measured cycle of every entry (plan x mode); out[p] gets the critical rank's times and
+ * the largest issue times over the job. crit holds both: times first, then issue times. */
+static int cycles_run(session *ss, int replays, bench_plan_result *out) {
     bench *b = ss->b;
     size_t n_plans = ss->n_plans, cycles = (size_t)b->bo.cycles;
     bool on[BENCH_MODE_COUNT] = {true, b->bo.bare, b->bo.graph};
     size_t count = n_plans * BENCH_MODE_COUNT * cycles;
-    double *crit = calloc(count ? count : 1, sizeof *crit);
+    double *crit = calloc(count ? 2 * count : 1, sizeof *crit);
     double *secs = calloc((size_t)b->n_local, sizeof *secs);
     if (!crit || !secs)
         abort();
@@ -218,42 +237,74 @@ static int cycles_run(session *ss, bench_plan_result *out) {
         for (size_t j = 0; j < n_entries && rc == 0; j++) {
             size_t e = reverse ? n_entries - 1 - j : j;
             size_t p = entries[e][0], m = entries[e][1];
-            rc = timed_run(ss, p, (bench_mode)m, secs);
+            double issue = 0;
+            rc = timed_run(ss, p, (bench_mode)m, replays, secs, &issue);
             if (rc != 0 || !measured)
                 continue;
             double worst = 0;
             for (int k = 0; k < b->n_local; k++)
                 worst = secs[k] > worst ? secs[k] : worst;
-            crit[(p * BENCH_MODE_COUNT + m) * cycles + mc] = worst;
+            size_t at = (p * BENCH_MODE_COUNT + m) * cycles + mc;
+            crit[at] = worst;
+            crit[count + at] = issue;
         }
     }
     if (rc == 0)
-        rc = bs_over_ranks(ss, crit, count, false);
-    for (size_t p = 0; rc == 0 && p < n_plans; p++)
+        rc = bs_over_ranks(ss, crit, 2 * count, false);
+    for (size_t p = 0; rc == 0 && p < n_plans; p++) {
+        out[p].graph_replays = b->bo.graph ? replays : 0;
         for (int m = 0; m < BENCH_MODE_COUNT; m++) {
             if (!on[m])
                 continue;
+            size_t at = (p * BENCH_MODE_COUNT + (size_t)m) * cycles;
             out[p].seconds[m] = calloc(cycles, sizeof(double));
             if (!out[p].seconds[m])
                 abort();
-            memcpy(out[p].seconds[m], crit + (p * BENCH_MODE_COUNT + (size_t)m) * cycles,
-                   cycles * sizeof(double));
+            memcpy(out[p].seconds[m], crit + at, cycles * sizeof(double));
+            if (m == BENCH_GRAPH)
+                continue;   /* a graph's issue is its launches: nothing memlife does */
+            out[p].issue[m] = calloc(cycles, sizeof(double));
+            if (!out[p].issue[m])
+                abort();
+            memcpy(out[p].issue[m], crit + count + at, cycles * sizeof(double));
         }
+    }
     free(crit);
     free(secs);
     free(entries);
     return rc;
 }
 
+/* Copies of the timed part per graph at this size: the option, else by the largest payload. */
+static int replays_at(const bench *b, const rank_plan *const *plans, size_t n_plans) {
+    if (b->bo.graph_replays > 0)
+        return b->bo.graph_replays;
+    uint64_t largest = 0;
+    for (size_t p = 0; p < n_plans; p++) {
+        uint64_t payload;
+        double bus;
+        bench_plan_bytes(plans[p * (size_t)b->n_local], &payload, &bus);
+        largest = payload > largest ? payload : largest;
+    }
+    return bench_graph_replays(largest);
+}
+
 int bench_time(bench *b, const rank_plan *const *plans, size_t n_plans, bench_plan_result *out,
                char *err, size_t len) {
     session ss;
     memset(out, 0, n_plans * sizeof *out);
+    int replays = replays_at(b, plans, n_plans);
     int rc = bs_open(&ss, b, plans, n_plans, err, len);
     for (size_t p = 0; rc == 0 && b->bo.graph && p < n_plans; p++)
-        rc = bs_capture(&ss, p);
+        rc = bs_capture(&ss, p, replays);
     if (rc == 0)
-        rc = cycles_run(&ss, out);
+        rc = cycles_run(&ss, replays, out);
+    /* The teardown's checks must see one run of each plan, and the last timed run of a plan may
+     * have been a graph of several copies over the same buffers: reset and run it once more. */
+    for (size_t p = 0; rc == 0 && b->bo.graph && replays > 1 && p < n_plans; p++)
+        if (bs_reset(&ss, p) != 0 || bs_sync(&ss, p) != 0 || bs_line_up(&ss, p) != 0 ||
+            bs_run_timed(&ss, p) != 0)
+            rc = -1;
     return bs_finish(&ss, out, rc);
 }
 

@@ -16,9 +16,16 @@
  * Modes: memlife (the executor issues the timed part: validation, bookkeeping, NVTX ranges),
  * bare (the same collectives on the same buffers and streams through collective_bare, nothing
  * around them: the yardstick of memlife's overhead), graph (one CUDA graph per rank captured from
- * the timed part and replayed, the ranks lined up on the device first: launch gaps and host skew
- * taken out). After the last cycle the plans' teardown runs (data checks and frees): a check
- * there sees the data of one run of the plan, since each run began from reset inputs.
+ * `replays` back-to-back runs of the timed part and replayed; the span divided by `replays`).
+ * With `align` (the default) every mode's span starts after a one-element AllReduce has lined
+ * the ranks up on the device (time_begin's align), so host skew stays out of the GPU span; graph
+ * replays are always aligned. Since that hides launch overhead behind the aligning collective,
+ * each timed run also keeps the host's issue time: the monotonic clock from just before the
+ * first collective call to the return of the last one (the whole timed part as the host issues
+ * it), per process, the largest over the job. After the last cycle the plans' teardown runs
+ * (data checks and frees): a check there sees the data of one run of the plan, since each run
+ * began from reset inputs (after repeated graph replays each plan is reset and run once more,
+ * untimed, first).
  * The kernel pass (bench_kernels) runs each plan's timed part once more, eagerly, under CUPTI,
  * with every local GPU synchronized at each region boundary; see kernels.h. */
 #ifndef MEMLIFE_BENCH_H
@@ -34,8 +41,20 @@ typedef struct {
     int warmup, cycles;      /* default 3, 10 */
     bool bare;               /* time the bare calls too (default true) */
     bool graph;              /* time CUDA graph replays too (needs be->graph_begin) */
+    bool align;              /* memlife and bare spans start aligned on the device (default
+                                true; false: after the host barrier only, `--no-align`) */
+    int graph_replays;       /* copies of the timed part per graph (per timed replay); 0
+                                (default): bench_graph_replays */
 } bench_options;
 void bench_options_default(bench_options *o);
+
+/* Copies of the timed part per graph at a payload of `payload` bytes: 20 below 16 MiB, where
+ * one run is a few microseconds and the launch of the next rank's graph (in one process, one
+ * thread launches every local GPU's graph after the aligning collective) would be a visible
+ * share of it; 1 from 16 MiB on. */
+enum { BENCH_GRAPH_REPLAYS_SMALL = 20 };
+#define BENCH_GRAPH_REPLAYS_BELOW ((uint64_t)16 << 20)
+int bench_graph_replays(uint64_t payload);
 
 /* Kernels of one window of the kernel pass, summed over every rank. */
 typedef struct {
@@ -46,6 +65,10 @@ typedef struct {
 typedef struct {
     double *seconds[BENCH_MODE_COUNT];   /* [cycles]: the critical rank's time per measured
                                             cycle; NULL for a mode not timed */
+    double *issue[BENCH_MODE_COUNT];     /* [cycles]: the host's issue time of the timed part,
+                                            the largest over the processes; NULL: not taken */
+    int graph_replays;                   /* copies of the timed part per graph (seconds: per
+                                            copy); 0 without graphs */
     size_t check_failures;   /* failed data-check rows after the timed part, every rank */
     char check_failure[400]; /* this process's first failed row: "file:l:c: error: ..."; or "" */
     bench_window *windows;   /* kernel pass: the whole part first, then each region */

@@ -62,12 +62,13 @@ int bs_open(session *ss, bench *b, const rank_plan *const *plans, size_t n_plans
 int bs_finish(session *ss, bench_plan_result *out, int rc);
 /* Plan p on every local rank: the inputs reset (the setup's inits again); every local device
  * synchronized; every rank of the job lined up (a host barrier); the timed part run through the
- * executor; its graph captured. Each returns 0 or -1 with ss->err. */
+ * executor; its graph captured (`copies` runs of the timed part, back to back, in one graph).
+ * Each returns 0 or -1 with ss->err. */
 int bs_reset(session *ss, size_t p);
 int bs_sync(session *ss, size_t p);
 int bs_line_up(session *ss, size_t p);
 int bs_run_timed(session *ss, size_t p);
-int bs_capture(session *ss, size_t p);
+int bs_capture(session *ss, size_t p, int copies);
 /* v[0..count) combined over every rank of the job, on every process: the largest or the sum. */
 int bs_over_ranks(session *ss, double *v, size_t count, bool sum);
 

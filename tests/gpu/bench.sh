@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # tests/gpu/bench.sh — `memlife bench` on GPU_WORLD GPUs (default 2) in each launch mode.
 # tests: 30
-# 1. The chapter's sweep (schedules/seed/06, 1 KiB .. 256 MiB, direct vs decomposed) with --graph:
-#    the table, five sizes, CV <= 5% at 256 MiB for both plans and the ratio stated there
-#    (PyTorch on 2 x H200: 933 / 1150 us, 1.232x, DESIGN.md), memlife / bare at every size
-#    (targets: <= 1.02 at >= 16 MiB, <= 2 us extra at 1 KiB), graph replays stable at every size
-#    (the issue's aim).
+# 1. The chapter's sweep (schedules/seed/06, 1 KiB .. 256 MiB, direct vs decomposed) with --graph,
+#    eager spans aligned on the device (the default): the table, five sizes, CV <= 5% at 256 MiB
+#    for both plans and the ratio stated there (PyTorch on 2 x H200: 933 / 1150 us, 1.232x,
+#    DESIGN.md), the overhead columns at every size with the issue's targets: GPU spans
+#    memlife / bare <= 1.02 at >= 16 MiB; at 1 KiB the host's issue time of memlife <= 2 us over
+#    bare's (the alignment hides launch overhead from the GPU span, docs/bench.md); graph replays
+#    (20 copies per graph below 16 MiB) stable at every size (the issue's aim).
 # 2. The chapter's kernel probe (schedules/kernel_probe.yaml) with --kernels: 5 iterations on G
 #    GPUs give 5G AllReduce kernels in region direct and 5G ReduceScatter + 5G AllGather in region
 #    decomposed (the chapter, 4 GPUs: 20 vs 40; here G = 2: 10 vs 20), checks after them pass.
@@ -24,10 +26,11 @@ if ! gpu_ready; then
     for mode in $GPU_MODES; do
         gpu_skip "$mode bench table" "$mode bench sweep five sizes" \
             "$mode bench sweep CV <= ${CV_MAX}% at 256 MiB for both" \
-            "$mode bench sweep ratio at 256 MiB" "$mode bench sweep overhead column"
-        for t in "1 KiB direct" "1 KiB decomposed" "16 MiB direct" "16 MiB decomposed" \
-                 "256 MiB direct" "256 MiB decomposed"; do
-            gpu_skip "$mode bench sweep overhead target $t"
+            "$mode bench sweep ratio at 256 MiB" "$mode bench sweep overhead columns"
+        for t in "issue target 1 KiB direct" "issue target 1 KiB decomposed" \
+                 "overhead target 16 MiB direct" "overhead target 16 MiB decomposed" \
+                 "overhead target 256 MiB direct" "overhead target 256 MiB decomposed"; do
+            gpu_skip "$mode bench sweep $t"
         done
         gpu_skip "$mode bench sweep graph: stable ratio at every size" "$mode bench kernels direct" \
             "$mode bench kernels decomposed" "$mode bench kernels checks"

@@ -44,6 +44,13 @@ else
           (if $a.cv_percent <= 5 and $b.cv_percent <= 5
            then $b.ratio_status == "stable" and $b.ratio != null
            else $b.ratio_status == "unstable" and $b.ratio == null end)] | all' "$TMP/b.json"
+    jq_case "issue times: 4 samples per plan for memlife and bare, positive, each within its span" \
+        '[.sizes[].plans[] | .memlife, .bare | (.issue_samples_us | length) == 4 and
+          ([.issue_samples_us, .samples_us] | transpose | map(.[0] > 0 and .[0] <= .[1] + 0.002)
+           | all)] | all' "$TMP/b.json"
+    jq_case "issue overhead per plan = memlife's issue median - bare's; host spans not aligned" \
+        '([.sizes[].plans[] | .issue_overhead | (.extra_us - (.memlife_us - .bare_us) | fabs)
+           < 0.002] | all) and .align == false' "$TMP/b.json"
     jq_case "overhead memlife / bare per plan = the two medians' ratio" \
         '[.sizes[].plans[] | (.overhead.ratio / (.memlife.median_us / .bare.median_us) - 1 | fabs)
           < 0.001 and (.overhead.extra_us - (.memlife.median_us - .bare.median_us) | fabs) < 0.002]
@@ -75,11 +82,12 @@ fi
 # The table is the chapter's, plus bus bandwidth and the bare columns; progress goes to stderr.
 run bench "$SEED" --backend host --ranks 2 --sizes 1KiB --warmup 0 --cycles 2
 if [ "$RC" -eq 0 ] &&
-    grep -Eq '^ +size +mode +median us +P95 us +CV +payload GB/s +busbw GB/s +ratio +bare us +memlife/bare$' "$TMP/out" &&
-    grep -Eq '^ +1 KiB +direct +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +[0-9.]+ +- ' "$TMP/out" &&
+    grep -Eq '^ +size +mode +median us +P95 us +CV +payload GB/s +busbw GB/s +ratio +bare us +memlife/bare +issue us \(memlife / bare\) +issue extra us$' "$TMP/out" &&
+    grep -q '^span start: after a host barrier' "$TMP/out" &&
+    grep -Eq '^ +1 KiB +direct +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +[0-9.]+ +- .* [0-9.]+ / [0-9.]+ +[-+][0-9.]+$' "$TMP/out" &&
     grep -Eq '^ +1 KiB +decomposed +.* (unstable|[0-9.]+x) ' "$TMP/out" &&
     grep -q '^bench: 1 KiB (1/1): direct ' "$TMP/err"; then
-    ok "table: size | mode | median us | P95 us | CV | payload GB/s | busbw GB/s | ratio | bare us | memlife/bare; progress on stderr"
+    ok "table: size | mode | median us | P95 us | CV | payload GB/s | busbw GB/s | ratio | bare us | memlife/bare | issue us (memlife / bare) | issue extra us; span start stated; progress on stderr"
 else
     not_ok "table layout" "exit $RC: $(head -12 "$TMP/out" | tr '\n' '|')"
 fi

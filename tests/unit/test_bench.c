@@ -151,15 +151,24 @@ static void test_refuses_nothing_to_time(void **state) {
  * 1152 1160: median 1151, CV sqrt(83 / 3) / 1152.5 = 0.46%: both stable, ratio 1151 / 934 =
  * 1.2323 ("1.232x"). bare direct 925 930 928 932: median 929, memlife / bare 934 / 929 = 1.005x,
  * +5 us. payload 256 MiB / 934 us = 268435456 / 934 / 1e3 = 287.404 GB/s. Kernels: 10 AllReduce
- * in region direct, 10 ReduceScatter + 10 AllGather in region decomposed. */
+ * in region direct, 10 ReduceScatter + 10 AllGather in region decomposed. Host issue times of
+ * direct: memlife 4.0 4.5 5.0 6.0 us (median 4.75), bare 3.0 3.2 3.4 3.6 us (median 3.3): the
+ * cell "4.750 / 3.300", +1.450 us extra. Graph replays of direct (the same times) with 20 copies
+ * per graph: "replays" 20. Aligned spans: the header says so. */
 static void test_report_of_made_up_times(void **state) {
     double direct[] = {930e-6, 933e-6, 935e-6, 940e-6}, decomposed[] = {1150e-6, 1148e-6, 1152e-6,
                                                                          1160e-6};
     double bare[] = {925e-6, 930e-6, 928e-6, 932e-6};
+    double issue_mine[] = {4.0e-6, 4.5e-6, 5.0e-6, 6.0e-6}, issue_bare[] = {3.0e-6, 3.2e-6, 3.4e-6,
+                                                                           3.6e-6};
     bench_plan_result res[2];
     memset(res, 0, sizeof res);
     res[0].seconds[BENCH_MEMLIFE] = direct;
     res[0].seconds[BENCH_BARE] = bare;
+    res[0].seconds[BENCH_GRAPH] = direct;
+    res[0].issue[BENCH_MEMLIFE] = issue_mine;
+    res[0].issue[BENCH_BARE] = issue_bare;
+    res[0].graph_replays = res[1].graph_replays = 20;
     res[1].seconds[BENCH_MEMLIFE] = decomposed;
     bench_window wd = {.label = "direct"}, wc = {.label = "decomposed"};
     kn_tally_add(&wd.tally,
@@ -180,13 +189,15 @@ static void test_report_of_made_up_times(void **state) {
     bench_report_size size = {.sweep_value = (int64_t)s256, .plans = plans, .n_plans = 2};
     bench_report r = {.schedule = "b", .file = "b.yaml", .sweep_let = "S", .backend = "cuda",
                       .launch = "single", .world = 2, .warmup = 3, .cycles = 4, .cv_max = 5,
-                      .kernels_requested = true, .sizes = &size, .n_sizes = 1};
+                      .kernels_requested = true, .sizes = &size, .n_sizes = 1, .align = true};
     ml_str t = {0};
     assert_int_equal(bench_report_render(&r, FMT_TABLE, &t), 0);
     const char *want[] = {"934.000", "939.250", "0.45%", "0.46%", "287.404", "1.232x", "929.000",
                           "1.005x (+5.000 us)", "all_reduce 10",
                           "ncclDevKernel_AllReduce_Sum_f32_RING_LL(...) x10",
-                          "reduce_scatter 10, all_gather 10"};
+                          "reduce_scatter 10, all_gather 10", "issue us (memlife / bare)",
+                          "4.750 / 3.300", "+1.450", "span start: aligned on the device",
+                          "replays"};
     for (size_t k = 0; k < ML_ARRAY_LEN(want); k++)
         if (!strstr(t.s, want[k]))
             fail_msg("table lacks '%s':\n%s", want[k], t.s);
@@ -201,6 +212,15 @@ static void test_report_of_made_up_times(void **state) {
     assert_float_equal(json_real_value(json_object_get(m, "ratio")), 1.2323, 1e-9);
     assert_string_equal(json_string_value(json_object_get(m, "ratio_status")), "stable");
     assert_float_equal(json_real_value(json_object_get(m, "median_us")), 1151.0, 1e-9);
+    json_t *p0 = json_array_get(json_object_get(json_array_get(json_object_get(root, "sizes"), 0),
+                                                "plans"), 0);
+    json_t *io = json_object_get(p0, "issue_overhead");
+    assert_float_equal(json_real_value(json_object_get(io, "memlife_us")), 4.75, 1e-9);
+    assert_float_equal(json_real_value(json_object_get(io, "bare_us")), 3.3, 1e-9);
+    assert_float_equal(json_real_value(json_object_get(io, "extra_us")), 1.45, 1e-9);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(p0, "graph"), "replays")),
+                     20);
+    assert_true(json_is_true(json_object_get(root, "align")));
     json_t *k = json_array_get(json_object_get(p1, "kernels"), 1);
     assert_string_equal(json_string_value(json_object_get(k, "region")), "decomposed");
     assert_int_equal(json_integer_value(json_object_get(k, "total")), 20);
@@ -211,6 +231,15 @@ static void test_report_of_made_up_times(void **state) {
     kn_tally_free(&wc.tally);
 }
 
+/* 20 copies per graph below 16 MiB, 1 from 16 MiB on (bench.h). */
+static void test_graph_replays_by_size(void **state) {
+    (void)state;
+    assert_int_equal(bench_graph_replays(1024), 20);
+    assert_int_equal(bench_graph_replays(((uint64_t)16 << 20) - 1), 20);
+    assert_int_equal(bench_graph_replays((uint64_t)16 << 20), 1);
+    assert_int_equal(bench_graph_replays((uint64_t)256 << 20), 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_span_is_the_region),
@@ -219,6 +248,7 @@ int main(void) {
         cmocka_unit_test(test_refuses_alloc_in_the_timed_part),
         cmocka_unit_test(test_refuses_nothing_to_time),
         cmocka_unit_test(test_report_of_made_up_times),
+        cmocka_unit_test(test_graph_replays_by_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
