@@ -216,6 +216,10 @@ struct rt_rank {
     bool failure_known_to_all;
     bool error_print_here;
     void *exec;                /* executor-private state (exec.c) */
+    /* Set by the benchmark around a timed span: the samples after each op keep the requested
+     * bytes but skip the backend's memory reading (cudaMemGetInfo is a driver call of several
+     * microseconds that would sit between two timed collectives). */
+    bool skip_device_reading;
 };
 
 int rt_rank_init(rt_rank *r, const rt_backend_ops *be, const rt_options *o, const rank_plan *p,
