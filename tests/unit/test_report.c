@@ -140,7 +140,8 @@ static void test_table(void **state) {
     char *t = render(&f, FMT_TABLE);
     /* seed (2 x H200): naive RS+AG 256 MiB steady, 640 MiB peak at world 2 */
     assert_non_null(strstr(t, "naive (t.yaml, world 2)\n"));
-    assert_non_null(strstr(t, "     0           256 MiB         640 MiB        256 MiB      640 MiB  9:5 alloc  full, shard, gathered\n"));
+    /* floor 256 MiB: RS in place into full's own slice, then AG in place (analyzer/floor.c) */
+    assert_non_null(strstr(t, "     0           256 MiB         640 MiB        256 MiB      640 MiB  256 MiB  9:5 alloc  full, shard, gathered\n"));
     assert_non_null(strstr(t, "  expect requested peak 640 MiB (line 5): pass on ranks 0-1\n"));
     free(t);
     release(&f);
