@@ -56,7 +56,7 @@ ar rcs "$OUT/libsrc.a" "${objs[@]}" || exit 2
 OPTS=(-timeout=10 -rss_limit_mb=2048 -max_len=65536 "-artifact_prefix=$OUT/artifacts/"
       -print_final_stats=1)
 
-echo "== replay: tests/fuzz/corpus and tests/bad ($(ls tests/fuzz/corpus tests/bad | grep -c yaml) inputs)"
+echo "== replay: tests/fuzz/corpus and tests/bad ($(find tests/fuzz/corpus tests/bad -type f | wc -l) inputs)"
 if ! "$OUT/fuzz_load" "${OPTS[@]}" -runs=0 tests/fuzz/corpus tests/bad >"$OUT/replay.log" 2>&1; then
     tail -40 "$OUT/replay.log"
     echo "fuzz: replaying the corpus found a crash (log: $OUT/replay.log)"
