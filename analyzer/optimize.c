@@ -155,6 +155,8 @@ typedef struct {
 
 static const char *note_of(void *ctx, const sched_step *st) {
     const note_index *ix = ctx;
+    if (!ix->n) /* no notes: the pairs are NULL, which bsearch must not be given */
+        return NULL;
     note_pair key = {st, NULL};
     const note_pair *p = bsearch(&key, ix->pairs, ix->n, sizeof key, cmp_pair);
     return p ? p->note : NULL;
@@ -210,7 +212,8 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
                 *(uint32_t *)ml_vec_push(lines) = ML_VEC_AT(&all_lines, uint32_t, j);
             }
     }
-    qsort(pairs.items, pairs.n, sizeof(note_pair), cmp_pair);
+    if (pairs.n) /* an unchanged rewrite has no notes, and qsort's base must not be NULL */
+        qsort(pairs.items, pairs.n, sizeof(note_pair), cmp_pair);
     note_index ix = {pairs.items, pairs.n};
     emit_yaml_opts o = *base;
     o.step_comment = note_of;
