@@ -107,8 +107,12 @@ static int load_plan(sched *s, int plan, int world, const sched_params *p, serie
     return rc;
 }
 
-/* One input word: FILE.yaml (its every plan) or FILE.yaml:PLAN. */
-static int load_word(const char *word, const sched_params *p, equiv_inputs *in, ml_diags *d) {
+/* One input word: FILE.yaml (its every plan) or FILE.yaml:PLAN. Its diagnostics are printed
+ * here (when print is set), before they go: they point at the path here and at the schedule's
+ * own name, and a schedule no side keeps is freed on the way out. */
+static int load_word(const char *word, const sched_params *p, equiv_inputs *in, bool print) {
+    ml_diags diags, *d = &diags;
+    ml_diags_init(d);
     char path[4096];
     const char *plan = NULL;
     snprintf(path, sizeof path, "%s", word);
@@ -118,11 +122,9 @@ static int load_word(const char *word, const sched_params *p, equiv_inputs *in, 
         plan = colon + 1;
     }
     sched *s = sched_load_file(path, NULL, d);
-    if (!s)
-        return -1;
-    int world = sched_world(s, p, d);
-    bool owned = false;
-    for (uint32_t k = 0; world > 0 && k < s->n_plans; k++) {
+    int world = s ? sched_world(s, p, d) : 0;
+    bool owned = false, failed = false;
+    for (uint32_t k = 0; world > 0 && !failed && k < s->n_plans; k++) {
         if (plan && strcmp(s->plans[k].name, plan) != 0)
             continue;
         size_t i = in->sides.n;
@@ -137,33 +139,32 @@ static int load_word(const char *word, const sched_params *p, equiv_inputs *in, 
         owned = true;
         if (load_plan(s, (int)k, world, p, sr, &in->seq_ok[i], in->seq_text[i],
                       sizeof in->seq_text[i], &in->seq_mark[i], d) < 0)
-            return -1;
+            failed = true;
     }
-    if (plan && !owned)
+    if (s && plan && !owned)
         ml_error(d, path, ((ml_mark){0, 0}), "no plan named '%s' in '%s'", plan, path);
+    if (print)
+        ml_diags_print(d, stderr);
+    int rc = failed || d->errors ? -1 : 0;
+    ml_diags_free(d);
     if (!owned)
         sched_free(s);
-    return d->errors ? -1 : 0;
+    return rc;
 }
 
 static int load_inputs(const ml_args *a, equiv_inputs *in, bool print) {
     sched_params p = ml_args_params(a);
-    ml_diags d;
-    ml_diags_init(&d);
     ml_vec_init(&in->sides, sizeof(series));
     in->seq_ok[0] = in->seq_ok[1] = true;
     int rc = ML_EXIT_OK;
     for (size_t k = 0; k < a->files.n && rc == ML_EXIT_OK; k++)
-        if (load_word(ML_VEC_AT(&a->files, const char *, k), &p, in, &d) < 0)
+        if (load_word(ML_VEC_AT(&a->files, const char *, k), &p, in, print) < 0)
             rc = ML_EXIT_INPUT;
     if (rc == ML_EXIT_OK && in->sides.n != 2) {
         fprintf(stderr, "error: equiv compares two plans; the inputs give %zu (name one plan of "
                         "a file as FILE.yaml:PLAN)\n", in->sides.n);
         rc = ML_EXIT_INPUT;
     }
-    if (print)
-        ml_diags_print(&d, stderr);
-    ml_diags_free(&d);
     return rc;
 }
 
