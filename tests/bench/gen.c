@@ -20,6 +20,7 @@ static const char *const templates[] = {
     "  - broadcast: {buf: g%d, root: world - 1}\n",
     "  - sync: device\n",
     "  - free: [w%d, g%d]\n",
+    "  - free: w%d\n",          /* ends a group cut after its first alloc */
 };
 
 int main(int argc, char **argv) {
@@ -39,15 +40,16 @@ int main(int argc, char **argv) {
            "  requested: {steady: 0, peak: M + q}\n"
            "steps:\n",
            n, n);
-    const long cycle = (long)(sizeof templates / sizeof templates[0]);
+    const long cycle = (long)(sizeof templates / sizeof templates[0]) - 1;
     long groups = (n + cycle - 1) / cycle;
     for (long k = 0; k < n; k++) {
         long g = k / cycle;
         int name = (int)(g % 1000);
-        /* A truncated last group still frees what it allocated. */
+        /* A truncated last group still frees what it allocated: both buffers, only w (cut
+         * after its first alloc), or nothing (cut at its first step, which becomes a sync). */
         long t = k % cycle;
         if (g == groups - 1 && n % cycle && k == n - 1 && t != cycle - 1)
-            t = t >= 1 ? cycle - 1 : 9;
+            t = t >= 2 ? cycle - 1 : t == 1 ? cycle : 9;
         printf(templates[t], name, name);
     }
     return 0;
