@@ -12,8 +12,9 @@
 # CPU time, not wall time: the machines are shared and noisy; best of 3 takes out the rest.
 # Targets (issue 2 §6): memlife at no less than half the loop's speed at 1M steps (ratio <= 2.0),
 # cost linear in steps (CPU time per step, largest vs smallest size, <= 1.5x); memory is shown
-# per step so that anything worse than linear stands out. Last, where the time goes at the
-# largest size: the pipeline's phases one by one (tests/bench/phases.c).
+# per step so that anything worse than linear stands out. Then, at the largest size: where the
+# time goes, the pipeline's phases one by one (tests/bench/phases.c); and memlife on the same
+# schedule without `rank` (gen N rank-free), which takes the one-expansion path for every rank.
 # Environment: SIZES="10000 100000 1000000", RUNS=3, CC=cc. Exit 0 unless it could not run.
 set -eu
 cd "$(dirname "$0")/.."
@@ -28,26 +29,43 @@ $CC -O2 -o "$B/gen" tests/bench/gen.c
 $CC -O2 -o "$B/cputime" tests/bench/cputime.c
 $CC -O2 -o "$B/yamlloop" tests/bench/yamlloop.c -Wl,-Bstatic -lyaml -Wl,-Bdynamic
 make -s build/libmemlife.a memlife
+# The drivers link the library as memlife does: with the Makefile's LDLIBS (MPI, CUDA when found).
+# shellcheck disable=SC2016 # $(LDLIBS) is make's, not the shell's
+LDLIBS=$(printf 'bench-print-ldlibs:\n\t@echo $(LDLIBS)\n' |
+    make -s --no-print-directory -f Makefile -f - bench-print-ldlibs)
 for t in loadtime phases; do
+    # shellcheck disable=SC2086 # LDLIBS is a list of words
     $CC -O2 -std=c11 -D_GNU_SOURCE -Iruntime -Ianalyzer -o "$B/$t" "tests/bench/$t.c" \
-        build/libmemlife.a -Wl,-Bstatic -lyaml -Wl,-Bdynamic -ljansson -lm
+        build/libmemlife.a $LDLIBS
 done
 
-# best_of CMD...: "CPU_SECONDS PEAK_RSS_KB" of the run with the least CPU time; "fail" if a run
-# fails (its stderr is left in $B/stderr).
-best_of() {
-    best=""
+# run_best BEST CMD...: runs CMD once; prints "CPU_SECONDS PEAK_RSS_KB" of this run or of BEST,
+# whichever used less CPU; "fail" if the run fails (its stderr is left in $B/stderr).
+run_best() {
+    best=$1
+    shift
+    if [ "$best" = fail ] || ! "$B/cputime" "$B/usage" "$@" >/dev/null 2>"$B/stderr"; then
+        echo fail
+        return
+    fi
+    awk -v best="$best" '{ if (best == "" || $1 < best + 0) print $1, $2; else print best }' \
+        "$B/usage"
+}
+
+# measure FILE: best of RUNS for the loop, the loader and memlife on FILE, into $loop, $load,
+# $pred. The three take turns within each round, so a busy spell on the machine hits all three
+# rather than one.
+measure() {
+    loop=""
+    load=""
+    pred=""
     i=0
     while [ "$i" -lt "$RUNS" ]; do
-        if ! "$B/cputime" "$B/usage" "$@" >/dev/null 2>"$B/stderr"; then
-            echo fail
-            return
-        fi
-        best=$(awk -v best="$best" '{ if (best == "" || $1 < best + 0) print $1, $2; else print best }' \
-            "$B/usage")
+        loop=$(run_best "$loop" "$B/yamlloop" "$1")
+        load=$(run_best "$load" "$B/loadtime" "$1")
+        pred=$(run_best "$pred" ./memlife predict "$1" --format json -o /dev/null)
         i=$((i + 1))
     done
-    echo "$best"
 }
 
 cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
@@ -59,13 +77,12 @@ last_per=""
 last_ratio=""
 last_n=""
 phases=""
+free_line=""
 for n in $SIZES; do
     f="$B/gen-$n.yaml"
     "$B/gen" "$n" >"$f"
     bytes=$(wc -c <"$f")
-    loop=$(best_of "$B/yamlloop" "$f")
-    load=$(best_of "$B/loadtime" "$f")
-    pred=$(best_of ./memlife predict "$f" --format json -o /dev/null)
+    measure "$f"
     if [ "$loop" = fail ] || [ "$load" = fail ] || [ "$pred" = fail ]; then
         echo "a run failed on $f:" >&2
         head -5 "$B/stderr" >&2
@@ -84,10 +101,19 @@ for n in $SIZES; do
     last_n=$n
     last_ratio=$(awk -v l="$loop" -v p="$pred" 'BEGIN { split(l, a, " "); split(p, c, " ");
         printf "%.2f", c[1] / a[1] }')
-    [ "$n" != "$(echo $SIZES | awk '{ print $NF }')" ] || phases=$("$B/phases" "$f" 2>&1 || true)
+    if [ "$n" = "$(echo "$SIZES" | awk '{ print $NF }')" ]; then
+        phases=$("$B/phases" "$f" 2>&1 || true)
+        "$B/gen" "$n" rank-free >"$f"
+        measure "$f"
+        free_line=$(awk -v p="$pred" -v loop="$loop" 'BEGIN { split(p, c, " "); split(loop, a, " ");
+            if (p == "fail" || loop == "fail") print "failed"
+            else printf "memlife %.3f s, ratio %.2f (its loop %.3f s), RSS %.0f MB", c[1],
+                        c[1] / a[1], a[1], c[2] / 1024 }')
+    fi
     rm -f "$f"
 done
 echo "phases at $last_n steps: ${phases:-n/a}"
+echo "rank-free variant at $last_n steps (one expansion for every rank): ${free_line:-n/a}"
 
 if [ -z "$last_n" ]; then
     echo "no size could be measured" >&2

@@ -4,11 +4,14 @@
  * with events, allocs with data patterns, every collective kind, in-place views, syncs and
  * frees, in both block and flow YAML style. Buffer names cycle through 1000 groups, each freed
  * before its name comes back, so the schedule is also valid for lint and predict.
- * Usage: gen N > file.yaml */
+ * `rank-free` writes the same schedule without `rank` (the view at offset s, `when: world > 1`):
+ * every rank then has the same plan, which memlife expands once (cli/analyze.c).
+ * Usage: gen N [rank-free] > file.yaml */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-static const char *const templates[] = {
+static const char *templates[] = {
     "  - alloc: {buf: w%d, bytes: M, init: rank_iota}\n",
     "  - alloc:\n      buf: g%d\n      bytes: q\n",
     "  - reduce_scatter: {send: w%d, recv: g%d, op: sum}\n",
@@ -25,6 +28,10 @@ static const char *const templates[] = {
 
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 1000;
+    if (argc > 2 && !strcmp(argv[2], "rank-free")) {
+        templates[6] = "  - all_reduce: {buf: \"w%d[s : s]\", op: max}\n";
+        templates[7] = "  - when: world > 1\n    compute: {reads: [g%d], writes: w%d}\n";
+    }
     printf("name: gen-%ld\n"
            "about: generated load benchmark, %ld steps\n"
            "world: 4\n"
