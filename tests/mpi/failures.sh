@@ -58,7 +58,7 @@ then ok "$name"; else not_ok "$name" "exit $RC: $(head -2 "$TMP/err" | tr '\n' '
 
 # Interrupt a run of several seconds (naive RS+AG, 256 MiB, 8 ranks) after one second.
 name="interrupted run (SIGINT to the launcher) leaves no result file"
-"$MEMLIFE" run schedules/seed/*rs_ag_naive*.yaml schedules/seed/*allreduce_full*.yaml --backend host \
+timeout -k 5 120 "$MEMLIFE" run schedules/seed/*rs_ag_naive*.yaml schedules/seed/*allreduce_full*.yaml --backend host \
     --ranks 8 -o "$TMP/result.json" >/dev/null 2>&1 &
 pid=$!
 sleep 1
@@ -72,7 +72,7 @@ else no_result "$name"; fi
 name="--ranks 4 under 'mpirun -np 2' is a usage error (exit 2)"
 root=()
 [ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
-mpirun "${root[@]}" -q --oversubscribe -np 2 "$MEMLIFE" run schedules/seed/*allreduce_full*.yaml \
+timeout -k 5 120 mpirun "${root[@]}" -q --oversubscribe -np 2 "$MEMLIFE" run schedules/seed/*allreduce_full*.yaml \
     --ranks 4 >"$TMP/out" 2>"$TMP/err"
 RC=$?
 if [ "$RC" -eq 2 ] && grep -q "ranks 4, but the MPI launcher started 2 ranks" "$TMP/err"; then ok "$name"

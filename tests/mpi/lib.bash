@@ -31,9 +31,13 @@ host_backend_missing() {
 
 # run ARGS...: runs memlife with ARGS; stdout in $TMP/out, stderr in $TMP/err, exit code in $RC,
 # seconds in $SECS.
+# Resolved once: some cases run with a PATH that hides mpirun (and /usr/bin with it).
+TIMEOUT_BIN=$(command -v timeout)
+# Every case runs under a wall-clock bound, so one that hangs fails (exit 124) instead of
+# stalling the whole suite; memlife's own deadlines are far shorter than this.
 run() {
     local t0=$SECONDS
-    "$MEMLIFE" "$@" >"$TMP/out" 2>"$TMP/err"
+    "$TIMEOUT_BIN" -k 5 "${CASE_TIMEOUT:-240}" "$MEMLIFE" "$@" >"$TMP/out" 2>"$TMP/err"
     RC=$?
     SECS=$((SECONDS - t0))
 }
