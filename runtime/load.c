@@ -91,20 +91,30 @@ int ld_fail(loader *l, ml_mark m, const char *fmt, ...) {
     return -1;
 }
 
-/* Reader errors (bad UTF-8, control characters) carry a byte offset, not a mark. Lines are
- * counted as libyaml counts them (CR LF, CR, LF, NEL, LS, PS), columns in characters. */
+/* The length of the line break at p[k] (before end), 0 when there is none. Lines are counted as
+ * libyaml counts them: CR LF, CR, LF, NEL, LS, PS. */
+size_t ld_break_len(const uint8_t *p, size_t k, size_t end) {
+    if (k >= end)
+        return 0;
+    if (p[k] == '\r' && k + 1 < end && p[k + 1] == '\n')
+        return 2;
+    if (p[k] == '\r' || p[k] == '\n')
+        return 1;
+    if (p[k] == 0xC2 && k + 1 < end && p[k + 1] == 0x85)
+        return 2;
+    if (p[k] == 0xE2 && k + 2 < end && p[k + 1] == 0x80 && (p[k + 2] == 0xA8 || p[k + 2] == 0xA9))
+        return 3;
+    return 0;
+}
+
+/* Reader errors (bad UTF-8, control characters) carry a byte offset, not a mark. Columns are
+ * counted in characters. */
 static ml_mark offset_mark(const loader *l, size_t offset) {
     ml_mark m = {1, 1};
     const uint8_t *p = (const uint8_t *)l->data;
     size_t end = offset < l->len ? offset : l->len;
     for (size_t k = 0; k < end; k++) {
-        size_t brk = p[k] == '\r' && k + 1 < end && p[k + 1] == '\n'   ? 2
-                     : p[k] == '\r' || p[k] == '\n'                     ? 1
-                     : p[k] == 0xC2 && k + 1 < end && p[k + 1] == 0x85 ? 2
-                     : p[k] == 0xE2 && k + 2 < end && p[k + 1] == 0x80 &&
-                             (p[k + 2] == 0xA8 || p[k + 2] == 0xA9)
-                         ? 3
-                         : 0;
+        size_t brk = ld_break_len(p, k, end);
         if (brk) {
             m.line++;
             m.col = 1;
@@ -114,6 +124,25 @@ static ml_mark offset_mark(const loader *l, size_t offset) {
         }
     }
     return m;
+}
+
+/* libyaml counts a mark's index in characters after any byte order mark (CR LF counts 2), not
+ * in bytes. Marks are asked for in input order, so one forward cursor converts them all: O(input)
+ * for the whole load. */
+size_t ld_index_byte(loader *l, size_t index) {
+    const uint8_t *p = (const uint8_t *)l->data;
+    if (index < l->cursor_index || (!l->cursor_index && !l->cursor_byte)) {
+        bool bom = l->len >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF;
+        l->cursor_index = 0;
+        l->cursor_byte = bom ? 3 : 0;
+    }
+    while (l->cursor_index < index && l->cursor_byte < l->len) {
+        l->cursor_byte++;
+        while (l->cursor_byte < l->len && (p[l->cursor_byte] & 0xC0) == 0x80)
+            l->cursor_byte++;
+        l->cursor_index++;
+    }
+    return l->cursor_byte;
 }
 
 static bool ends_with_break(const char *data, size_t len) {

@@ -8,13 +8,9 @@
 
 static bool view_space(char c) { return c == ' ' || c == '\t'; }
 
-static ml_mark at_offset(ml_mark m, size_t offset) {
-    m.col += (uint32_t)offset;
-    return m;
-}
-
-/* Parses `name` or `name[offset : count]` (spaces allowed anywhere between the parts). */
-static int parse_view_text(loader *l, const char *t, size_t len, ml_mark m, sched_view *v) {
+/* Parses `name` or `name[offset : count]` (spaces allowed anywhere between the parts): t is the
+ * current scalar's value, so its byte k is at ld_scalar_mark(l, k). */
+static int parse_view_text(loader *l, const char *t, size_t len, sched_view *v) {
     static const char form[] = "expected 'name' or 'name[offset : count]'";
     size_t k = 0;
     while (k < len && view_space(t[k]))
@@ -29,21 +25,21 @@ static int parse_view_text(loader *l, const char *t, size_t len, ml_mark m, sche
     while (end > k && view_space(t[end - 1]))
         end--;
     if (k < end && t[k] != '[')
-        return ld_fail(l, at_offset(m, k), "%s", form);
-    if (ld_intern(l, SYM_BUFFER, t + name0, name1 - name0, at_offset(m, name0), &v->buf))
+        return ld_fail(l, ld_scalar_mark(l, k), "%s", form);
+    v->mark = ld_scalar_mark(l, name0);
+    if (ld_intern(l, SYM_BUFFER, t + name0, name1 - name0, v->mark, &v->buf))
         return -1;
-    v->mark = at_offset(m, name0);
     if (k == end)
         return 0;
     if (t[end - 1] != ']')
-        return ld_fail(l, at_offset(m, end), "expected ']' to close the view");
+        return ld_fail(l, ld_scalar_mark(l, end), "expected ']' to close the view");
     const char *colon = memchr(t + k + 1, ':', end - 1 - (k + 1));
     if (!colon)
-        return ld_fail(l, at_offset(m, k), "%s", form);
+        return ld_fail(l, ld_scalar_mark(l, k), "%s", form);
     size_t off0 = k + 1, off1 = (size_t)(colon - t), cnt0 = off1 + 1, cnt1 = end - 1;
-    if (ld_expr_at(l, CTX_PLAIN, t + off0, off1 - off0, at_offset(m, off0), &v->offset))
+    if (ld_expr_at(l, CTX_PLAIN, t + off0, off1 - off0, off0, &v->offset))
         return -1;
-    return ld_expr_at(l, CTX_PLAIN, t + cnt0, cnt1 - cnt0, at_offset(m, cnt0), &v->count);
+    return ld_expr_at(l, CTX_PLAIN, t + cnt0, cnt1 - cnt0, cnt0, &v->count);
 }
 
 int ld_view(loader *l, const char *what, sched_view *v) {
@@ -51,11 +47,7 @@ int ld_view(loader *l, const char *what, sched_view *v) {
         return -1;
     size_t len;
     const char *t = ld_text(l, &len);
-    ml_mark m = ld_mark(l);
-    yaml_scalar_style_t st = l->ev.data.scalar.style;
-    if (st == YAML_SINGLE_QUOTED_SCALAR_STYLE || st == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
-        m.col++;
-    return parse_view_text(l, t, len, m, v);
+    return parse_view_text(l, t, len, v);
 }
 
 /* A view or a list of views (compute reads/writes). */

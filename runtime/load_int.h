@@ -54,6 +54,7 @@ typedef struct {
     ml_vec *owned;                    /* of void*: step arrays (malloc'd, freed by sched_free) */
     ml_vec scratch;                   /* of ld_named, reused by list parsers that do not nest */
     ml_mark end;                      /* where the input ends: marks past it are clamped to it */
+    size_t cursor_index, cursor_byte; /* ld_index_byte's place: a yaml index and its byte */
 } loader;
 
 typedef struct {
@@ -84,6 +85,8 @@ void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val);
 bool ld_key_is(const char *key, const char *text, size_t len);
 int ld_next(loader *l);
 ml_mark ld_mark(const loader *l);
+size_t ld_break_len(const uint8_t *p, size_t k, size_t end);   /* a line break at p[k]: its bytes */
+size_t ld_index_byte(loader *l, size_t index);                 /* a yaml mark's index -> byte */
 int ld_fail(loader *l, ml_mark m, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool ld_is(const loader *l, yaml_event_type_t t);
 const char *ld_text(const loader *l, size_t *len);
@@ -93,9 +96,13 @@ int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k
 
 /* load_names.c */
 extern const char *const ld_sym_kind_names[SYM_KIND_COUNT];   /* "buffer", "stream", ... */
-ml_mark ld_text_mark(const loader *l);   /* where the current scalar's text starts */
+ml_mark ld_text_mark(loader *l);         /* where the current scalar's text starts */
+/* Where byte `offset` of the current scalar's value is in the source (line breaks, folds, quotes
+ * and escapes taken into account). */
+ml_mark ld_scalar_mark(loader *l, size_t offset);
 int ld_expr(loader *l, ld_ctx ctx, const char *what, expr **out);
-int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, ml_mark at, expr **out);
+/* text is bytes at..at+len of the current scalar's value (errors are marked from there). */
+int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at, expr **out);
 int ld_name(loader *l, const char *what, const char **out);
 int ld_sym(loader *l, sched_sym_kind kind, const char *what, uint32_t *out);
 int ld_sym_declared(loader *l, sched_sym_kind kind, const char *what, uint32_t *out);

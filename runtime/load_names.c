@@ -152,7 +152,7 @@ static int resolve(void *vctx, const char *name, size_t len) {
  * schedule: parse each once per context and share the (immutable) tree. */
 #define EXPR_CACHE_MAX_LEN 64
 
-int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, ml_mark at, expr **out) {
+int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at, expr **out) {
     bool cache = ctx != CTX_LET && len <= EXPR_CACHE_MAX_LEN;
     uintptr_t v;
     if (cache && ld_hash_find(&l->cache[ctx], text, len, &v) != UINT32_MAX) {
@@ -162,29 +162,102 @@ int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, ml_mark at, 
     resolve_ctx rc = {l, ctx};
     expr_error err = {0};
     expr *e = expr_parse(l->a, text, len, resolve, &rc, &err);
-    if (!e) {
-        at.col += (uint32_t)err.offset;
-        return ld_fail(l, at, "%s", err.msg);
-    }
+    if (!e)
+        return ld_fail(l, ld_scalar_mark(l, at + err.offset), "%s", err.msg);
     if (cache)
         ld_hash_put(&l->cache[ctx], expr_text(e), len, (uintptr_t)e);
     *out = e;
     return 0;
 }
 
-/* Where the text of the current scalar starts: a quoted scalar's mark is its opening quote. */
-ml_mark ld_text_mark(const loader *l) {
+/* What a double-quoted scalar's escape at p[0] (the backslash; p[1] known to exist) spans in the
+ * source (*src) and in the value (the return: the UTF-8 bytes of the character it stands for). */
+static size_t escape_bytes(const uint8_t *p, size_t n, size_t *src) {
+    size_t digits = p[1] == 'x' ? 2 : p[1] == 'u' ? 4 : p[1] == 'U' ? 8 : 0;
+    *src = 2 + digits;
+    if (!digits)
+        return p[1] == 'N' || p[1] == '_' ? 2 : p[1] == 'L' || p[1] == 'P' ? 3 : 1;
+    uint32_t cp = 0;
+    for (size_t k = 2; k < 2 + digits && k < n; k++)
+        cp = cp * 16 + (uint32_t)(p[k] <= '9' ? p[k] - '0' : (p[k] | 0x20) - 'a' + 10);
+    return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
+/* Where byte `offset` of the current scalar's value is in the source. The value is not the source
+ * text: quotes, escapes and '' stand for fewer bytes, and a scalar over several lines folds each
+ * run of blanks and line breaks (a block scalar's indentation too) into a space or newlines. So
+ * walk the source from the scalar's start alongside the value: a fold matches the blanks and
+ * newlines the value has there; an offset inside a fold lands on the text after it. Only the
+ * scalar's own text is walked (ld_index_byte finds its start). */
+ml_mark ld_scalar_mark(loader *l, size_t offset) {
+    const yaml_event_t *ev = &l->ev;
+    yaml_scalar_style_t st = ev->data.scalar.style;
+    bool dq = st == YAML_DOUBLE_QUOTED_SCALAR_STYLE, sq = st == YAML_SINGLE_QUOTED_SCALAR_STYLE;
+    const uint8_t *v = ev->data.scalar.value, *p = (const uint8_t *)l->data;
+    size_t vlen = ev->data.scalar.length, n = l->len, i = 0;
+    size_t k = ld_index_byte(l, ev->start_mark.index);
     ml_mark m = ld_mark(l);
-    yaml_scalar_style_t st = l->ev.data.scalar.style;
-    if (st == YAML_SINGLE_QUOTED_SCALAR_STYLE || st == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
+    if (offset > vlen)
+        offset = vlen;
+    if (dq || sq) {
+        k++;
         m.col++;
+    } else if (st == YAML_LITERAL_SCALAR_STYLE || st == YAML_FOLDED_SCALAR_STYLE) {
+        while (k < n && !ld_break_len(p, k, n))   /* the header line: its break starts a fold */
+            m.col += (p[k++] & 0xC0) != 0x80;
+    }
+    /* A fold right at the offset is passed too (its value bytes are the offset's), unless the
+     * value ends there: an error at the end stays on the scalar's last line. */
+    while (k < n && (i < offset || (i == offset && i < vlen))) {
+        size_t j = k;
+        ml_mark at = m;
+        bool fold = false;
+        for (;;) {
+            while (j < n && (p[j] == ' ' || p[j] == '\t')) {
+                j++;
+                at.col++;
+            }
+            size_t b = ld_break_len(p, j, n);
+            if (!b && dq && j < n && p[j] == '\\' && (b = ld_break_len(p, j + 1, n)) > 0)
+                b++;   /* an escaped line break */
+            if (!b)
+                break;
+            j += b;
+            at.line++;
+            at.col = 1;
+            fold = true;
+        }
+        if (fold) {
+            k = j;
+            m = at;
+            while (i < vlen && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n'))
+                i++;
+            continue;
+        }
+        if (i == offset)
+            break;
+        size_t src = 1, val = 1;
+        if (dq && p[k] == '\\' && k + 1 < n)
+            val = escape_bytes(p + k, n - k, &src);
+        else if (sq && p[k] == '\'' && k + 1 < n && p[k + 1] == '\'')
+            src = 2;
+        if (i + val > offset)   /* inside an escape: point at the escape */
+            break;
+        for (size_t e = 0; e < src && k < n; e++)
+            m.col += (p[k++] & 0xC0) != 0x80;
+        i += val;
+    }
     return m;
 }
+
+/* Where the text of the current scalar starts: after a quoted scalar's opening quote (its mark),
+ * on a block scalar's first content line (not at its indicator, the mark). */
+ml_mark ld_text_mark(loader *l) { return ld_scalar_mark(l, 0); }
 
 int ld_expr(loader *l, ld_ctx ctx, const char *what, expr **out) {
     if (ld_want_scalar(l, what))
         return -1;
     size_t len;
     const char *text = ld_text(l, &len);
-    return ld_expr_at(l, ctx, text, len, ld_text_mark(l), out);
+    return ld_expr_at(l, ctx, text, len, 0, out);
 }

@@ -328,6 +328,19 @@ static const bad_case bad_cases[] = {
     {"steps:\n  - alloc: {buf: x, bytes: 9223372036854775807 + 1}\n", "t.yaml:2:48: error: integer overflow"},
     {"steps:\n  - alloc: {buf: x, bytes: 4 GiB * 4 GiB * 4 GiB}\n", "t.yaml:2:34: error: integer overflow"},
     {"steps:\n  - alloc: {buf: x, bytes: 1 / (2 - 2)}\n", "t.yaml:2:30: error: division by zero"},
+    /* ... also where the scalar goes on over lines: the byte in the (folded) value is walked back
+     * to its line and column in the source. An unclosed flow mapping folds the next step into
+     * 'bytes' ("1MiB - free"): 'free' is at 3:5, not at 2:35 (column 28 + offset 7). */
+    {"steps:\n  - alloc: {buf: x, bytes: 1MiB\n  - free: x\n", "t.yaml:3:5: error: undefined name 'free'"},
+    {"steps:\n  - alloc: {buf: x, bytes: 4 *\n\n       q}\n", "t.yaml:4:8: error: undefined name 'q'"},
+    {"steps:\n  - alloc: {buf: x, bytes: 'q''\n    + 1'}\n", "t.yaml:2:29: error: undefined name 'q'"},
+    {"steps:\n  - alloc: {buf: x, bytes: '4'' +\n    q'}\n", "t.yaml:2:30: error: unexpected '''"},
+    {"steps:\n  - alloc: {buf: x, bytes: \"4 *\\\n     \\x34 * q\"}\n", "t.yaml:3:13: error: undefined name 'q'"},
+    {"steps:\n  - alloc:\n      buf: x\n      bytes: |\n        4 *\n          q\n", "t.yaml:6:11: error: undefined name 'q'"},
+    {A "  - all_reduce: {buf: 'x[0 :\n      q]'}\n", "t.yaml:4:7: error: undefined name 'q'"},
+    {"steps:\n  - alloc: {buf: x, bytes: 4 +\n    }\n", "t.yaml:2:31: error: unexpected end of expression"},
+    /* libyaml's marks count characters after the byte order mark, not bytes */
+    {"\xEF\xBB\xBF" "about: \xC3\xA9\xC3\xA9\nsteps:\n  - alloc: {buf: x, bytes: \"4 +\\\n    q\"}\n", "t.yaml:4:5: error: undefined name 'q'"},
     {"world: 99999999999999999999999\nsteps: []\n", "t.yaml:1:8: error: number too large"},
     {"world: 0\nsteps: []\n", "t.yaml:1:8: error: 'world' must be between 1 and 1048576"},
     {"world: rank\nsteps: []\n", "t.yaml:1:8: error: undefined name 'rank'"},
