@@ -40,20 +40,29 @@ typedef struct {
     uint16_t repeat_depth;
 } expander;
 
-static void grow_ops(expander *x, size_t need) {
+/* Grows the op array to hold `need` ops. A schedule that fits under max_ops can still be more
+ * than the machine holds (50 M ops of 96 bytes per rank): that is the schedule's problem, so it
+ * is a diagnostic at the step that asked, not an abort. */
+static int grow_ops(expander *x, size_t need, ml_mark mark) {
     if (need <= x->cap_ops)
-        return;
+        return 0;
     size_t cap = x->cap_ops ? x->cap_ops : 256;
     while (cap < need)
         cap *= 2;
     plan_op *ops = realloc(x->ops, cap * sizeof *ops);
-    uint16_t *depth = realloc(x->depth, cap * sizeof *depth);
-    if (!ops || !depth)
-        abort();   /* out of memory, as ml_arena_alloc: max_ops bounds what a schedule can ask */
-    x->ops = ops;
-    x->depth = depth;
+    if (ops)
+        x->ops = ops;
+    uint16_t *depth = ops ? realloc(x->depth, cap * sizeof *depth) : NULL;
+    if (depth)
+        x->depth = depth;
+    if (!ops || !depth) {
+        ml_error(x->d, x->s->file, mark, "plan of %zu ops does not fit in memory (%zu bytes asked)",
+                 need, cap * (sizeof *ops + sizeof *depth));
+        return -1;
+    }
     x->cap_ops = cap;
     x->populated = x->n_ops;
+    return 0;
 }
 
 /* The ops array is written front to back: its pages are populated ahead of the writes, 2 MiB at
@@ -72,7 +81,8 @@ static plan_op *emit(expander *x, plan_op_kind kind, const sched_step *step) {
         ml_error(x->d, x->s->file, step->mark, "plan expands to more than %zu ops", x->max_ops);
         return NULL;
     }
-    grow_ops(x, x->n_ops + 1);
+    if (grow_ops(x, x->n_ops + 1, step->mark) != 0)
+        return NULL;
     if (x->n_ops >= x->populated)
         populate_ahead(x, x->n_ops + 1);
     plan_op *op = &x->ops[x->n_ops];
@@ -273,7 +283,8 @@ static int expand_repeat(expander *x, const sched_step *st) {
                  (unsigned long long)count, x->max_ops);
         goto out_err;
     }
-    grow_ops(x, x->n_ops + (size_t)(count - 2) * len);
+    if (grow_ops(x, x->n_ops + (size_t)(count - 2) * len, st->mark) != 0)
+        goto out_err;
     if (x->n_ops + (size_t)(count - 2) * len > x->populated)
         populate_ahead(x, x->n_ops + (size_t)(count - 2) * len);
     for (uint64_t k = 2; k < count && len; k++) {
@@ -440,9 +451,10 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
     /* One allocation for a flat schedule: growing by doubling re-faults every page once per
      * step of growth, which costs more than the walk itself at a million ops. */
     uint64_t guess = s->n_steps_total + s->n_steps_total / 8 + 16;
-    grow_ops(&x, guess < x.max_ops ? (size_t)guess : x.max_ops);
     const sched_plan *pl = &s->plans[plan_index];
-    int rc = expand_steps(&x, pl->steps, pl->n);
+    int rc = grow_ops(&x, guess < x.max_ops ? (size_t)guess : x.max_ops, pl->mark);
+    if (rc == 0)
+        rc = expand_steps(&x, pl->steps, pl->n);
     free(bufs);
     free(x.depth);
     if (rc < 0) {
