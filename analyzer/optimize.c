@@ -242,6 +242,7 @@ typedef struct {
     int world;
     ml_arena *arena;
     ml_vec loaded;             /* sched *: every schedule a kept stage loaded */
+    const sched *original;     /* the caller's: it outlives the rewrites, and its marks are the file's */
     state st;
     int64_t **slots;
     size_t n_slots;
@@ -366,7 +367,10 @@ static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_sta
 
 static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {
     evaluation base;
-    if (evaluate(dv->st.s, k, &dv->o->params, dv->world, &base, dv->d) != 0)
+    /* Plan k is still the original's here, but after a kept stage on an earlier plan the current
+     * schedule is a rewrite: its marks are the rewrite's lines, and it is freed before the caller
+     * prints what is reported. So the plan is evaluated, and refused, in the original. */
+    if (evaluate(dv->original, k, &dv->o->params, dv->world, &base, dv->d) != 0)
         return -1;
     if (base.diags.errors) {
         for (size_t j = 0; j < base.diags.items.n; j++) {
@@ -411,7 +415,8 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
     if (world <= 0)
         return -1;
     r->world = world;
-    driver dv = {.o = o, .world = world, .arena = ml_arena_new(), .d = d};
+    driver dv = {.o = o, .world = world, .arena = ml_arena_new(), .d = d, .original = s};
+    size_t first_diag = d->items.n;
     ml_vec_init(&dv.loaded, sizeof(sched *));
     dv.st.s = s;
     dv.st.notes = ml_arena_alloc(dv.arena, (s->n_plans + 1) * sizeof *dv.st.notes);
@@ -457,6 +462,12 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
         ml_str_free(&header);
         ml_str_free(&expect_note);
     }
+    /* A diagnostic about a rewrite (the final emit) carries its name, which the rewrite owns: point
+     * it at the original's, the same text (every rewrite was loaded under it). */
+    for (size_t j = first_diag; j < d->items.n; j++)
+        for (size_t k = 0; k < dv.loaded.n; k++)
+            if (ML_VEC_AT(&d->items, ml_diag, j).file == ML_VEC_AT(&dv.loaded, sched *, k)->file)
+                ML_VEC_AT(&d->items, ml_diag, j).file = s->file;
     for (size_t k = 0; k < dv.loaded.n; k++)
         sched_free(ML_VEC_AT(&dv.loaded, sched *, k));
     ml_vec_free(&dv.loaded);

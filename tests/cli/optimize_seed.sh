@@ -125,6 +125,14 @@ run optimize tests/cli/bad/unknown_step.yaml
 if [ "$RC" -eq 2 ] && grep -q "unknown step 'alreduce'" "$TMP/err"; then
     ok "bad input: exit 2 with the loader's error"
 else not_ok "bad input" "exit $RC"; fi
+# equiv/contracts.yaml: plans before 'divergent' get kept rewrites, then 'divergent' (ranks issue
+# different collectives, lines 100 and 102 of the file) is refused: its error is the original's
+# (line numbers and name), not the freed rewrite's.
+run optimize schedules/equiv/contracts.yaml --world 4 --format json -o "$TMP/contracts.yaml"
+want="schedules/equiv/contracts.yaml:102:9: error: rank 0 issues all_gather (count 5) at 100:9 where rank 3 issues all_reduce (count 20) at 102:9 [rank 3]"
+if [ "$RC" -eq 2 ] && [ "$(head -1 "$TMP/err")" = "$want" ]; then
+    ok "a plan refused after earlier plans were rewritten: exit 2, the original's lines"
+else not_ok "refused after rewrites" "exit $RC: $(head -1 "$TMP/err")"; fi
 
 # --- a rewrite is a fixed point: optimizing it again keeps nothing -----------------------------
 run optimize "$TMP/all.yaml" --format json -o "$TMP/again.yaml"
