@@ -582,5 +582,7 @@ void equiv_result_free(equiv_result *r) {
     free(r->facts[1]);
     free(r->causes);
     free(r->data);
+    free(r->kernels[0]);
+    free(r->kernels[1]);
     memset(r, 0, sizeof *r);
 }

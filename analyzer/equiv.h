@@ -86,6 +86,20 @@ typedef struct {
     char first[200];                /* "element 3: 612 vs 88", "" when none differ */
 } equiv_data_rank;
 
+/* Row 3's measured evidence on one rank of one plan (`equiv --kernels`, cuda backend with
+ * CUPTI): the GPU kernels that ran between the plan's start (after the backend's warm-up) and its
+ * end on that rank's GPU. Fixed size: it travels between ranks as one blob. */
+#define EQUIV_KERNEL_NAMES 6
+typedef struct {
+    uint64_t total;                 /* every kernel in the window, collective or not */
+    uint64_t by_coll[COLL_COUNT];   /* by coll.h's kernel_match (kn_coll_of) */
+    uint32_t n_names;               /* names kept below, first seen first; more are counted only */
+    struct {
+        char name[160];             /* demangled */
+        uint64_t count;
+    } names[EQUIV_KERNEL_NAMES];
+} equiv_kernels_rank;
+
 typedef struct {
     const series *side[2];
     int world;
@@ -102,8 +116,12 @@ typedef struct {
     double rtol, atol;              /* used for floats */
     struct {
         equiv_verdict verdict;
-        char a[320], b[320], detail[480];
+        char a[320], b[320], detail[800];
     } rows[EQ_ROW_COUNT];
+    /* --kernels: kernels[k][rank] measured for plan k (NULL when not measured); kernels_note says
+     * why not when they were asked for ("" otherwise). */
+    equiv_kernels_rank *kernels[2];
+    char kernels_note[512];
 } equiv_result;
 
 /* The result buffers: the names given (name_b NULL: name_a on both sides), else the one name live
@@ -128,6 +146,13 @@ void equiv_default_tolerance(ml_dtype dt, double *rtol, double *atol);
 /* Row 1 from data (r->data, r->rtol, r->atol set by the caller) or, without data, from the
  * flow. Call after equiv_analyze. */
 void equiv_judge_output(equiv_result *r);
+
+/* Row 3 against the measured kernels (r->kernels set by the caller; call after equiv_analyze):
+ * the detail gains "kernels per rank: expected X vs Y, measured X' vs Y' (names)", and the row
+ * fails where any rank ran another number of kernels of any collective than its calls. */
+void equiv_judge_kernels(equiv_result *r);
+/* The kernels of k that belong to a collective (the number compared with the calls). */
+uint64_t equiv_kernels_collective(const equiv_kernels_rank *k);
 
 /* 0 when all four rows hold, 1 otherwise. */
 int equiv_exit_code(const equiv_result *r);

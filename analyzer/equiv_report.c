@@ -56,6 +56,8 @@ static int write_text(const equiv_result *r, bool md, const char *provenance, ml
     }
     report_grid_render(&g, md, md ? "" : "  ", out);
     report_grid_free(&g);
+    if (r->kernels_note[0])
+        ml_str_printf(out, "%s--kernels: %s\n", md ? "\n" : "", r->kernels_note);
     if (r->n_causes) {
         ml_str_printf(out, "%s", md ? "\n**causes (the chapter's checklist):**\n\n"
                                     : "causes (the chapter's checklist):\n");
@@ -81,6 +83,20 @@ static json_t *side_json(const equiv_result *r, int side) {
                      plan ? plan : "", "result", name);
 }
 
+/* What --kernels measured for one plan on one rank: the collective kernels (to compare with
+ * kernels_expected), by collective, every kernel in the window, and the names kept. */
+static json_t *kernels_json(const equiv_kernels_rank *k) {
+    json_t *by = json_object(), *names = json_array();
+    for (int c = 0; c < COLL_COUNT; c++)
+        if (k->by_coll[c])
+            json_object_set_new(by, ml_colls[c].name, u64(k->by_coll[c]));
+    for (uint32_t j = 0; j < k->n_names; j++)
+        json_array_append_new(names, json_pack("{s:s, s:o}", "name", k->names[j].name, "count",
+                                               u64(k->names[j].count)));
+    return json_pack("{s:o, s:o, s:o, s:o}", "collective", u64(equiv_kernels_collective(k)),
+                     "by_collective", by, "total", u64(k->total), "names", names);
+}
+
 static json_t *facts_json(const equiv_result *r, int side, int rank) {
     const equiv_facts *f = &r->facts[side][rank];
     const pred_rank *p = &r->side[side]->pred[rank];
@@ -96,6 +112,8 @@ static json_t *facts_json(const equiv_result *r, int side, int rank) {
     json_object_set_new(o, "calls", calls);
     json_object_set_new(o, "api_calls", u64(f->n_calls));
     json_object_set_new(o, "kernels_expected", u64(f->n_calls));
+    json_object_set_new(o, "kernels_measured", r->kernels[side] ? kernels_json(&r->kernels[side][rank])
+                                                                : json_null());
     json_object_set_new(o, "ring_steps", json_integer(f->ring_steps));
     json_object_set_new(o, "link_bytes", json_integer((json_int_t)llround(f->link_bytes)));
     json_object_set_new(o, "syncs", u64(f->syncs));
@@ -173,6 +191,12 @@ static int write_json(const equiv_result *r, const char *provenance, ml_str *out
         json_array_append_new(ranks, o);
     }
     json_object_set_new(root, "ranks", ranks);
+    /* --kernels: whether every rank's kernels were measured (ranks[].a/b.kernels_measured), and
+     * why not when they were asked for and are missing. */
+    json_object_set_new(root, "kernels", json_pack("{s:b, s:o}", "measured",
+                                                   r->kernels[0] && r->kernels[1], "note",
+                                                   r->kernels_note[0] ? json_string(r->kernels_note)
+                                                                      : json_null()));
     json_object_set_new(root, "tolerance", json_pack("{s:f, s:f}", "rtol", r->rtol, "atol", r->atol));
     json_object_set_new(root, "flow", json_pack("{s:b, s:b}", "decided", r->flow_known, "equal",
                                                 r->flow_equal));

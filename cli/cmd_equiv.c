@@ -16,7 +16,8 @@
 const char cmd_equiv_usage[] =
     "usage: memlife equiv A B [--world N] [--set NAME=VALUE]... [--backend host|cuda]\n"
     "                     [--ranks N] [--gpus N] [--rtol X] [--atol Y] [--result NAME[=NAME_B]]\n"
-    "                     [--no-data] [--timeout S] [--format table|json|md] [-o FILE]\n"
+    "                     [--no-data] [--kernels] [--timeout S] [--format table|json|md]\n"
+    "                     [-o FILE]\n"
     "       memlife equiv FILE.yaml          (a file with exactly two plans)\n"
     "\n"
     "A and B are schedules, or FILE.yaml:PLAN for a named plan. Checks the four meanings of\n"
@@ -26,8 +27,8 @@ const char cmd_equiv_usage[] =
     "                        max abs and max rel difference, and pass/fail under --rtol/--atol\n"
     "                        (default torch's: float32 1.3e-6 / 1e-5)\n"
     "  2 communication       ring steps and link bytes per rank from the collective table\n"
-    "  3 execution structure public API calls, kernels expected, syncs and waits, intermediate\n"
-    "                        buffers per rank\n"
+    "  3 execution structure public API calls, kernels expected (and measured, --kernels),\n"
+    "                        syncs and waits, intermediate buffers per rank\n"
     "  4 state               steady and peak per rank and view, buffers live at each peak\n"
     "Where the outputs differ, the plans' data flow names the step and the cause from the\n"
     "chapter's checklist (input count, padding identity, trim, shard owner, gather order,\n"
@@ -42,6 +43,8 @@ const char cmd_equiv_usage[] =
     "      --gpus N          cuda: drive N GPUs from this one process\n"
     "      --rtol X, --atol Y  float tolerance: |b - a| <= atol + rtol * |a|\n"
     "      --no-data         do not run: row 1 from the data flow alone\n"
+    "      --kernels         cuda: count each plan's GPU kernels with CUPTI while it runs and\n"
+    "                        check row 3's kernels expected per rank against them\n"
     "      --timeout S       deadline for every wait on a peer (default 60)\n"
     "  -w, --world N         world size for both plans\n"
     "      --set NAME=VALUE  override a 'let:' value in both; repeatable\n"
@@ -56,7 +59,7 @@ typedef struct {
     const char *backend, *result;
     int ranks, gpus;
     double rtol, atol, timeout;
-    bool no_data;
+    bool no_data, kernels;
 } equiv_opts;
 
 typedef struct {
@@ -245,6 +248,15 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
     equiv_inputs in;
     memset(&in, 0, sizeof in);
     rc = load_inputs(a, &in, rank0 && !launch_is_child());
+    char knote[512] = "";
+    if (o->kernels && o->no_data)
+        snprintf(knote, sizeof knote, "kernel evidence needs the cuda backend with CUPTI: --no-data "
+                 "runs neither plan; row 3 shows the kernels expected only");
+    else if (o->kernels && strcmp(o->backend, "cuda") != 0)
+        snprintf(knote, sizeof knote, "kernel evidence needs the cuda backend with CUPTI: backend "
+                 "'%s' runs no GPU kernels; row 3 shows the kernels expected only", o->backend);
+    if (rc == 0 && knote[0] && rank0 && !launch_is_child())
+        fprintf(stderr, "note: --kernels: %s\n", knote);
     const series *side[2] = {NULL, NULL};
     uint32_t result[2];
     char names[512];
@@ -298,6 +310,9 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
     if (rc == 0 && !o->no_data && (!in.seq_ok[0] || !in.seq_ok[1])) {
         /* A divergent plan would only end at the runtime's sequence check: row 1 is the cause. */
         prov = ml_provenance_collect(NULL, r.world);
+        if (o->kernels && !knote[0])
+            snprintf(knote, sizeof knote, "no kernels measured: the plans did not run (their "
+                     "collective sequences differ across ranks)");
     } else if (rc == 0 && !o->no_data) {
         sched_params params = ml_args_params(a);
         rt_options_default(&c.opt);
@@ -305,12 +320,24 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
         c.opt.timeout_s = o->timeout;
         c.opt.gpus = o->gpus;
         c.opt.params = &params;
-        rc = equiv_run_data(&c, side, result, r.rtol, r.atol, &r.data, &prov);
+        c.kernels = o->kernels && !knote[0];
+        equiv_run_kernels kr;
+        rc = equiv_run_data(&c, side, result, r.rtol, r.atol, &r.data, &kr, &prov);
         if (rc == 0)
             equiv_judge_output(&r);
+        if (rc == 0 && kr.per[0]) {
+            r.kernels[0] = kr.per[0];
+            r.kernels[1] = kr.per[1];
+            equiv_judge_kernels(&r);
+        } else if (rc == 0 && c.kernels) {
+            snprintf(knote, sizeof knote, "%s; row 3 shows the kernels expected only", kr.why);
+            if (rank0)
+                fprintf(stderr, "note: --kernels: %s\n", knote);
+        }
     } else if (rc == 0) {
         prov = ml_provenance_collect(NULL, r.world);
     }
+    snprintf(r.kernels_note, sizeof r.kernels_note, "%s", knote);
     if (rc == 0) {
         if (rank0 && (!a->quiet || a->output)) {
             ml_str text = {0};
@@ -345,6 +372,7 @@ int cmd_equiv(int argc, char **argv) {
         {"--result", NULL, OPT_STRING, &o.result, 0, 0, NULL},
         {"--timeout", NULL, OPT_DOUBLE, &o.timeout, 1, 0, NULL},
         {"--no-data", NULL, OPT_FLAG, &o.no_data, 0, 0, NULL},
+        {"--kernels", NULL, OPT_FLAG, &o.kernels, 0, 0, NULL},
     };
     ml_args a;
     int rc;

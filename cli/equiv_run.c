@@ -1,5 +1,6 @@
 /* equiv_run.c — both plans of `memlife equiv` on a backend, results compared (equiv_run.h). */
 #include "equiv_run.h"
+#include "../runtime/kernels.h"
 #include "../runtime/provenance.h"
 
 #include <stdio.h>
@@ -55,15 +56,142 @@ static int read_results(const equiv_run_ctx *c, rt_rank *ranks, const series *s,
     return 0;
 }
 
-static int init_ranks(const equiv_run_ctx *c, const series *s, rt_rank *ranks, rt_rank **ptrs) {
+static int init_ranks(const equiv_run_ctx *c, const rt_backend_ops *be, const series *s,
+                      rt_rank *ranks, rt_rank **ptrs) {
     int rc = 0;
     memset(ranks, 0, (size_t)c->n_local * sizeof *ranks);
     for (int k = 0; k < c->n_local; k++) {
         ptrs[k] = &ranks[k];
-        if (rt_rank_init(&ranks[k], c->be, &c->opt, &s->plans[c->mpi ? c->rank : k], k) != 0)
+        if (rt_rank_init(&ranks[k], be, &c->opt, &s->plans[c->mpi ? c->rank : k], k) != 0)
             rc = -1;
     }
     return rc;
+}
+
+/* ---- Kernels (--kernels) ----------------------------------------------------------------------*/
+
+/* One rank's kernels of both plans, as it travels to every rank; ok false: why says why not. */
+typedef struct {
+    equiv_kernels_rank plan[2];
+    bool ok;
+    char why[300];
+} kernels_blob;
+
+/* The plan running now: rt_run warms the backend up (NCCL kernels too) through this copy of its
+ * ops, which opens the window once the warm-up has ended on every local GPU. */
+static struct {
+    const rt_backend_ops *real;
+    rt_backend_ops ops;
+    uint64_t t0;
+} win;
+
+static int gpus_idle(rt_rank **ranks, int n, char *err, size_t len) {
+    for (int k = 0; k < n; k++)
+        if (win.real->sync(ranks[k], SYNC_DEVICE, 0, 0, err, len) != 0)
+            return -1;
+    return 0;
+}
+
+static int warm_then_open(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err,
+                          size_t len) {
+    if (win.real->warmup && win.real->warmup(ranks, n, used, err, len) != 0)
+        return -1;
+    if (gpus_idle(ranks, n, err, len) != 0)
+        return -1;
+    win.t0 = kn_now();
+    return 0;
+}
+
+/* The kernels of [t0, t1] on one device (-1: all) into the fixed-size row. */
+static void keep_window(const kn_kernel *ks, size_t n, uint64_t t0, uint64_t t1, int device,
+                        equiv_kernels_rank *out) {
+    kn_tally t = {0};
+    kn_tally_window_on(&t, ks, n, t0, t1, device);
+    memset(out, 0, sizeof *out);
+    out->total = t.total;
+    memcpy(out->by_coll, t.by_coll, sizeof out->by_coll);
+    for (size_t j = 0; j < t.n_names && j < EQUIV_KERNEL_NAMES; j++) {
+        snprintf(out->names[j].name, sizeof out->names[j].name, "%s", t.names[j].name);
+        out->names[j].count = t.names[j].count;
+        out->n_names++;
+    }
+    kn_tally_free(&t);
+}
+
+/* Runs plan s on the local ranks; with *measure, under CUPTI, its kernels into blobs[k].plan[s]
+ * (a rank that cannot collect them says why in blobs[k] and clears *measure). */
+static int run_plan(const equiv_run_ctx *c, const series *sd, int s, rt_rank *ranks, rt_rank **ptrs,
+                    bool *measure, kernels_blob *blobs) {
+    const rt_backend_ops *be = c->be;
+    if (*measure) {
+        win.real = c->be;
+        win.ops = *c->be;
+        win.ops.warmup = warm_then_open;
+        win.t0 = UINT64_MAX;   /* no window until the warm-up has ended */
+        be = &win.ops;
+    }
+    if (init_ranks(c, be, sd, ranks, ptrs) != 0)
+        return -1;
+    char why[400] = "";
+    bool began = *measure && kn_begin(why, sizeof why) == 0, ok = began;
+    int rc = rt_run(ptrs, c->n_local);
+    if (!*measure)
+        return rc;
+    if (ok && rc == 0)
+        ok = gpus_idle(ptrs, c->n_local, why, sizeof why) == 0;
+    uint64_t t1 = kn_now(), dropped = 0;
+    kn_kernel *ks = NULL;
+    size_t nk = 0;
+    if (began && kn_end(&ks, &nk, &dropped, why, sizeof why) != 0)
+        ok = false;
+    if (ok && dropped) {
+        snprintf(why, sizeof why, "kernel evidence incomplete: CUPTI dropped %llu kernel records", (unsigned long long)dropped);
+        ok = false;
+    }
+    for (int k = 0; ok && k < c->n_local; k++)
+        keep_window(ks, nk, win.t0, t1, c->mpi ? -1 : k, &blobs[k].plan[s]);
+    kn_kernels_free(ks, nk);
+    if (!ok) {
+        *measure = false;
+        for (int k = 0; k < c->n_local; k++)
+            snprintf(blobs[k].why, sizeof blobs[k].why, "%s", why);
+    }
+    return rc;
+}
+
+/* Every rank's kernels to every rank (the run's ranks are live: the exchange needs one). */
+static int share_kernels(const equiv_run_ctx *c, rt_rank *ranks, bool measure, kernels_blob *mine,
+                         equiv_run_kernels *out) {
+    kernels_blob *all = calloc((size_t)c->world, sizeof *all);
+    if (!all)
+        abort();
+    for (int k = 0; k < c->n_local; k++)
+        mine[k].ok = measure;
+    char err[400] = "";
+    int rc = 0;
+    if (!c->mpi)
+        memcpy(all, mine, (size_t)c->n_local * sizeof *mine);
+    else
+        rc = c->be->allgather_blob(&ranks[0], mine, sizeof *mine, all, err, sizeof err);
+    int missing = -1;
+    for (int r = 0; rc == 0 && r < c->world && missing < 0; r++)
+        if (!all[r].ok)
+            missing = r;
+    if (rc == 0 && missing >= 0 && c->mpi && c->world > 1) {
+        snprintf(out->why, sizeof out->why, "rank %d: %s", missing, all[missing].why);
+    } else if (rc == 0 && missing >= 0) {
+        snprintf(out->why, sizeof out->why, "%s", all[missing].why);
+    } else if (rc == 0) {
+        for (int s = 0; s < 2; s++) {
+            out->per[s] = calloc((size_t)c->world, sizeof *out->per[s]);
+            if (!out->per[s])
+                abort();
+            for (int r = 0; r < c->world; r++)
+                out->per[s][r] = all[r].plan[s];
+        }
+    }
+    free(all);
+    return rc == 0 ? 0 : failed(c, ranks, "exchange the measured kernels");
 }
 
 static void free_ranks(const equiv_run_ctx *c, rt_rank *ranks) {
@@ -74,17 +202,19 @@ static void free_ranks(const equiv_run_ctx *c, rt_rank *ranks) {
 /* Plan A runs to its end and its results are copied out; then plan B, compared while its
  * buffers are live, and the rows exchanged over B's ranks (the blob exchange needs a rank). */
 static int run_both(const equiv_run_ctx *c, const series *const side[2], const uint32_t result[2],
-                    double rtol, double atol, equiv_data_rank *data) {
+                    double rtol, double atol, equiv_data_rank *data, equiv_run_kernels *kernels) {
     rt_rank *ranks = calloc((size_t)c->n_local, sizeof *ranks);
     rt_rank **ptrs = calloc((size_t)c->n_local, sizeof *ptrs);
     host_copy *copies[2] = {calloc((size_t)c->n_local, sizeof(host_copy)),
                             calloc((size_t)c->n_local, sizeof(host_copy))};
     equiv_data_rank *mine = calloc((size_t)c->n_local, sizeof *mine);
-    if (!ranks || !ptrs || !copies[0] || !copies[1] || !mine)
+    kernels_blob *blobs = calloc((size_t)c->n_local, sizeof *blobs);
+    if (!ranks || !ptrs || !copies[0] || !copies[1] || !mine || !blobs)
         abort();
+    bool measure = c->kernels;
     int rc = 0;
     for (int s = 0; s < 2 && rc == 0; s++) {
-        if (init_ranks(c, side[s], ranks, ptrs) != 0 || rt_run(ptrs, c->n_local) != 0) {
+        if (run_plan(c, side[s], s, ranks, ptrs, &measure, blobs) != 0) {
             rc = failed(c, ranks, s ? "run plan B" : "run plan A");
         } else if (read_results(c, ranks, side[s], result[s], copies[s]) != 0) {
             rc = ML_EXIT_RUNTIME;
@@ -100,6 +230,8 @@ static int run_both(const equiv_run_ctx *c, const series *const side[2], const u
                 memcpy(data, mine, (size_t)c->n_local * sizeof *mine);
             else if (c->be->allgather_blob(&ranks[0], mine, sizeof *mine, data, err, sizeof err))
                 rc = failed(c, ranks, "exchange the compared results");
+            if (rc == 0 && c->kernels)
+                rc = share_kernels(c, ranks, measure, blobs, kernels);
         }
         free_ranks(c, ranks);
     }
@@ -109,16 +241,19 @@ static int run_both(const equiv_run_ctx *c, const series *const side[2], const u
         free(copies[s]);
     }
     free(mine);
+    free(blobs);
     free(ranks);
     free(ptrs);
     return rc;
 }
 
 int equiv_run_data(const equiv_run_ctx *c, const series *const side[2], const uint32_t result[2],
-                   double rtol, double atol, equiv_data_rank **data, char **prov) {
+                   double rtol, double atol, equiv_data_rank **data, equiv_run_kernels *kernels,
+                   char **prov) {
     char err[400] = "";
     *data = NULL;
     *prov = NULL;
+    memset(kernels, 0, sizeof *kernels);
     if (c->be->init(&c->opt, c->world, c->mpi ? c->rank : 0, c->n_local, err, sizeof err) != 0) {
         fprintf(stderr, "error: rank %d: backend '%s' could not start: %s\n", c->rank,
                 c->be->name, err);
@@ -130,11 +265,14 @@ int equiv_run_data(const equiv_run_ctx *c, const series *const side[2], const ui
     *data = calloc((size_t)c->world, sizeof **data);
     if (!*data)
         abort();
-    int rc = run_both(c, side, result, rtol, atol, *data);
+    int rc = run_both(c, side, result, rtol, atol, *data, kernels);
     c->be->finalize();
     if (rc != 0) {
         free(*data);
         *data = NULL;
+        free(kernels->per[0]);
+        free(kernels->per[1]);
+        kernels->per[0] = kernels->per[1] = NULL;
     }
     return rc;
 }

@@ -12,13 +12,28 @@ typedef struct {
     rt_options opt;
     bool mpi;                  /* one rank per process under an MPI launcher */
     int world, rank, n_local;  /* rank: this process's rank under MPI */
+    bool kernels;              /* --kernels: collect each plan's kernels with CUPTI */
 } equiv_run_ctx;
+
+/* --kernels' outcome: per[k] (malloc'd, [world], on every rank) the kernels of plan k on each
+ * rank, both NULL when any rank could not collect them; then why says why not. */
+typedef struct {
+    equiv_kernels_rank *per[2];
+    char why[400];
+} equiv_run_kernels;
 
 /* Starts the backend, collects the provenance (*prov, malloc'd; every rank), runs side[0] then
  * side[1] and compares their result buffers (result[k], symbols of side[k]) on each rank with
- * rtol/atol. On success every rank holds data[world] (malloc'd). Returns 0, or ML_EXIT_RUNTIME
- * after printing what failed (a failure known to one rank only ends the job). */
+ * rtol/atol. On success every rank holds data[world] (malloc'd) and, with c->kernels, *kernels.
+ * Returns 0, or ML_EXIT_RUNTIME after printing what failed (a failure known to one rank only ends
+ * the job). A rank that cannot collect kernels is no failure: the run goes on without them.
+ *
+ * Each plan's kernel window opens after the backend's warm-up (rt_run's baseline; its warm-up
+ * collectives are NCCL kernels too) with every local GPU idle, and closes after the plan with
+ * every local GPU synchronized, so it holds that plan's kernels alone. With several GPUs in one
+ * process (cuda --gpus N), local rank k drives device k: its kernels are device k's. */
 int equiv_run_data(const equiv_run_ctx *c, const series *const side[2], const uint32_t result[2],
-                   double rtol, double atol, equiv_data_rank **data, char **prov);
+                   double rtol, double atol, equiv_data_rank **data, equiv_run_kernels *kernels,
+                   char **prov);
 
 #endif

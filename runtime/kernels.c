@@ -66,10 +66,15 @@ void kn_tally_add(kn_tally *t, const char *name, uint64_t count) {
     t->names[t->n_names++].count = count;
 }
 
-void kn_tally_window(kn_tally *t, const kn_kernel *k, size_t n, uint64_t t0, uint64_t t1) {
+void kn_tally_window_on(kn_tally *t, const kn_kernel *k, size_t n, uint64_t t0, uint64_t t1,
+                        int device) {
     for (size_t i = 0; i < n; i++)
-        if (k[i].start >= t0 && k[i].end <= t1)
+        if (k[i].start >= t0 && k[i].end <= t1 && (device < 0 || k[i].device == (uint32_t)device))
             kn_tally_add(t, k[i].name, 1);
+}
+
+void kn_tally_window(kn_tally *t, const kn_kernel *k, size_t n, uint64_t t0, uint64_t t1) {
+    kn_tally_window_on(t, k, n, t0, t1, -1);
 }
 
 void kn_tally_free(kn_tally *t) {

@@ -56,6 +56,10 @@ typedef struct {
 void kn_tally_add(kn_tally *t, const char *name, uint64_t count);
 /* Adds every kernel of k[0..n) that started at or after t0 and ended at or before t1. */
 void kn_tally_window(kn_tally *t, const kn_kernel *k, size_t n, uint64_t t0, uint64_t t1);
+/* The same for the kernels of one CUDA device only (device < 0: every device): one process that
+ * drives several GPUs (cuda --gpus N) counts each GPU's rank apart. */
+void kn_tally_window_on(kn_tally *t, const kn_kernel *k, size_t n, uint64_t t0, uint64_t t1,
+                        int device);
 void kn_tally_free(kn_tally *t);
 
 #endif

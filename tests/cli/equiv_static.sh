@@ -36,6 +36,14 @@ run equiv $E/direct_vs_naive.yaml:direct $E/direct_vs_naive.yaml:direct --no-dat
 if [ "$RC" -eq 0 ] && grep -q '^all four hold$' "$TMP/out"; then ok "direct vs direct: all four hold, exit 0"
 else not_ok "direct vs direct: all four hold, exit 0" "exit $RC"; fi
 
+# --kernels without a run: nothing to measure; the note says what kernel evidence needs, the
+# verdicts and the exit code stay (direct vs direct: 0).
+run equiv $E/direct_vs_naive.yaml:direct $E/direct_vs_naive.yaml:direct --no-data --kernels
+if [ "$RC" -eq 0 ] && grep -q '^all four hold$' "$TMP/out" &&
+   grep -qxF "note: --kernels: kernel evidence needs the cuda backend with CUPTI: --no-data runs neither plan; row 3 shows the kernels expected only" "$TMP/err"; then
+    ok "--no-data --kernels: the note on stderr, all four hold, exit 0"
+else not_ok "--no-data --kernels: the note on stderr, all four hold, exit 0" "exit $RC: $(head -2 "$TMP/err")"; fi
+
 # The checklist: each wrong plan is named by its cause and step (file:line:col).
 while read -r file a b code line col; do
     run equiv "$E/$file:$a" "$E/$file:$b" --no-data --format json </dev/null

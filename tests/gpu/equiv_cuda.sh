@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # tests/gpu/equiv_cuda.sh — `memlife equiv` with data through NCCL on GPU_WORLD GPUs (default 2).
-# tests: 3 per mode
+# tests: 4 per mode
 # Expected: direct vs naive RS+AG (256 MiB float32 rank_iota): rows 1 and 2 hold, 3 and 4 do not
 # (exit 1; requested peak 256 vs 640 MiB at world 2, DESIGN.md's H200 numbers); the 20-element
 # int64 contracts: the shard scaled between RS and AG fails row 1 at 41:9 (element 0 is the sum
 # 0 + 100 = 100 over 2 ranks, 200 scaled; 600 vs 1200 at world 4); random float32 (16 MiB):
 # the report says whether NCCL's AllReduce and RS+AG agree bitwise and the largest differences,
 # and row 1 holds within float32's default tolerance. The line shows what was measured.
+# --kernels (64 MiB): CUPTI counts each plan's kernels on every rank's GPU between its warm-up and
+# its end: 1 AllReduce kernel per rank for direct against 1 ReduceScatter + 1 AllGather for naive
+# (the chapter's Nsight count per iteration), measured = expected; the line shows the names.
 source "$(dirname "$0")/lib.bash"
 
-cases=("equiv direct vs naive" "equiv scaled shard" "equiv random float32")
+cases=("equiv direct vs naive" "equiv scaled shard" "equiv random float32" "equiv kernels")
 if ! gpu_ready; then
     for mode in $GPU_MODES; do gpu_skip "${cases[@]/#/$mode }"; done
     exit 0
@@ -47,5 +50,13 @@ for mode in $GPU_MODES; do
     seen=$(jq -r '[.ranks[].data] | "bitwise equal on \([.[] | select(.bitwise_equal)] | length) ranks, \(map(.differ_bitwise) | add) elements differ, max abs \(map(.max_abs) | max), max rel \(map(.max_rel) | max)"' "$JSON" 2>/dev/null)
     verdict "$mode equiv random float32 ($seen)" \
         '.rows[0].verdict == "holds" and ([.ranks[].data | .differ_beyond_tolerance == 0 and (.bitwise_equal == (.differ_bitwise == 0))] | all)'
+    equiv "$mode" kernels "$E/direct_vs_naive.yaml" --world "$GPU_WORLD" --set M=64MiB --kernels
+    seen=$(jq -r '.rows[2].detail | sub("^.*; kernels"; "kernels")' "$JSON" 2>/dev/null)
+    verdict "$mode equiv kernels ($seen)" \
+        '.kernels.measured and ([.ranks[] | .a.kernels_measured.by_collective == {"all_reduce": 1} and
+          .b.kernels_measured.by_collective == {"reduce_scatter": 1, "all_gather": 1} and
+          .a.kernels_expected == 1 and .b.kernels_expected == 2] | length == '"$GPU_WORLD"' and all) and
+         (.rows[2].detail | contains("; kernels per rank: expected 1 vs 2, measured 1 vs 2 (ncclDevKernel_AllReduce_")) and
+         [.rows[].verdict] == ["holds", "holds", "does not hold", "does not hold"]'
 done
 exit 0

@@ -97,6 +97,32 @@ else
            (.bitwise_equal == (.differ_bitwise == 0)) and ((.max_abs == 0) == .bitwise_equal)] | all)' "$TMP/f.json"
 fi
 
+# --kernels on the host backend: no GPU kernels to count; a note says kernel evidence needs the
+# cuda backend with CUPTI, and the rest is as without it (seed: rows 1-2 hold, 3-4 do not; exit 1;
+# row 3's 1 vs 2 kernels per rank expected only).
+run equiv $E/direct_vs_naive.yaml --ranks 2 --set M=1MiB --kernels --format json -o "$TMP/k.json"
+note="kernel evidence needs the cuda backend with CUPTI: backend 'host' runs no GPU kernels; row 3 shows the kernels expected only"
+if [ "$RC" -eq 1 ] && [ "$(grep -c -- "--kernels" "$TMP/err")" -eq 1 ] &&
+   grep -qxF "note: --kernels: $note" "$TMP/err"; then
+    export KNOTE=$note
+    jq_case "--kernels on host: the note once on stderr and in the JSON, exit 1 as without it, rows unchanged" \
+        '.kernels == {"measured": false, "note": $ENV.KNOTE} and
+         [.rows[].verdict] == ["holds", "holds", "does not hold", "does not hold"] and
+         .rows[2].detail == "public API calls 1 vs 2 per rank, kernels 1 vs 2 per rank (2 vs 4 over 2 ranks); intermediate buffers 0 vs 2" and
+         ([.ranks[] | .a.kernels_expected == 1 and .b.kernels_expected == 2 and
+           .a.kernels_measured == null and .b.kernels_measured == null] | length == 2 and all)' "$TMP/k.json"
+else
+    not_ok "--kernels on host: the note once on stderr and in the JSON, exit 1 as without it, rows unchanged" \
+        "exit $RC: $(head -3 "$TMP/err" | tr '\n' ' ')"
+fi
+run equiv $E/direct_vs_naive.yaml:direct $E/direct_vs_naive.yaml:direct --ranks 2 --set M=1MiB --kernels
+if [ "$RC" -eq 0 ] && grep -qxF -- "--kernels: $note" "$TMP/out" && grep -q '^all four hold$' "$TMP/out"; then
+    ok "--kernels on host, direct vs direct: the note in the table, all four hold, exit 0"
+else
+    not_ok "--kernels on host, direct vs direct: the note in the table, all four hold, exit 0" \
+        "exit $RC: $(head -3 "$TMP/err" | tr '\n' ' ')"
+fi
+
 # Provenance in `run` results too, and the one-line header of the table.
 run run schedules/seed/01_allreduce_full.yaml --ranks 4 --set M=1MiB --format json -o "$TMP/r.json"
 jq_case "run result provenance: world 4, hosts, date, Open MPI" \

@@ -348,6 +348,105 @@ static void test_judge_float_data(void **state) {
     free_pair(&t);
 }
 
+/* ---- Row 3 against measured kernels (--kernels) ----------------------------------------------*/
+
+static const char ar_kernel[] =
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+static const char rs_kernel[] =
+    "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+static const char ag_kernel[] = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+
+/* What CUPTI gives one rank: count kernels of each name (NULL ends the list). */
+static void measured(equiv_kernels_rank *k, const char *const *names, const uint64_t *counts) {
+    memset(k, 0, sizeof *k);
+    for (int j = 0; names[j]; j++) {
+        snprintf(k->names[j].name, sizeof k->names[j].name, "%s", names[j]);
+        k->names[j].count = counts[j];
+        k->n_names++;
+        k->total += counts[j];
+        k->by_coll[names[j] == ar_kernel ? COLL_ALL_REDUCE
+                   : names[j] == rs_kernel ? COLL_REDUCE_SCATTER : COLL_ALL_GATHER] += counts[j];
+    }
+}
+
+static void measure_pair(pair *t, int extra_rank) {
+    static const char *const direct[] = {ar_kernel, NULL}, *const naive[] = {rs_kernel, ag_kernel, NULL};
+    for (int s = 0; s < 2; s++) {
+        t->r.kernels[s] = calloc((size_t)t->r.world, sizeof *t->r.kernels[s]);
+        assert_non_null(t->r.kernels[s]);
+    }
+    const char *const *b = t->side[1].plan_index == t->side[0].plan_index ? direct : naive;
+    for (int k = 0; k < t->r.world; k++) {
+        uint64_t one[] = {1, 1}, two[] = {2, 1};
+        measured(&t->r.kernels[0][k], direct, one);
+        measured(&t->r.kernels[1][k], b, k == extra_rank ? two : one);
+    }
+    equiv_judge_kernels(&t->r);
+}
+
+/* seed (Nsight, per iteration): 1 AllReduce kernel per rank direct, 1 ReduceScatter + 1
+ * AllGather naive; measured = expected leaves row 3's verdict to the structure, which differs. */
+static void test_kernels_measured_as_expected(void **state) {
+    pair t;
+    load_pair(&t, "schedules/equiv/direct_vs_naive.yaml", "direct", "naive", 2, "M=64MiB");
+    measure_pair(&t, -1);
+    assert_int_equal(t.r.rows[EQ_STRUCTURE].verdict, EQV_FAILS);
+    assert_string_equal(t.r.rows[EQ_STRUCTURE].detail,
+                        "public API calls 1 vs 2 per rank, kernels 1 vs 2 per rank (2 vs 4 over 2 "
+                        "ranks); intermediate buffers 0 vs 2; kernels per rank: expected 1 vs 2, "
+                        "measured 1 vs 2 (ncclDevKernel_AllReduce_Sum_f32_RING_LL ×1 | "
+                        "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL ×1, "
+                        "ncclDevKernel_AllGather_RING_LL ×1)");
+    ml_str o = {0};
+    assert_int_equal(equiv_write(&t.r, FMT_JSON, NULL, &o), 0);
+    assert_non_null(strstr(o.s, "\"kernels_measured\": {\n          \"collective\": 2,"));
+    assert_non_null(strstr(o.s, "\"kernels\": {\n    \"measured\": true,\n    \"note\": null"));
+    ml_str_free(&o);
+    free_pair(&t);
+
+    /* Direct against itself: all four hold, the kernels too. */
+    load_pair(&t, "schedules/equiv/direct_vs_naive.yaml", "direct", "direct", 2, "M=64MiB");
+    measure_pair(&t, -1);
+    assert_int_equal(t.r.rows[EQ_STRUCTURE].verdict, EQV_HOLDS);
+    assert_int_equal(equiv_exit_code(&t.r), 0);
+    free_pair(&t);
+}
+
+/* One AllReduce kernel more on rank 1 than its one call: row 3 fails though the plans match. */
+static void test_kernels_measured_differ(void **state) {
+    pair t;
+    load_pair(&t, "schedules/equiv/direct_vs_naive.yaml", "direct", "direct", 2, "M=64MiB");
+    measure_pair(&t, 1);
+    assert_int_equal(t.r.rows[EQ_STRUCTURE].verdict, EQV_FAILS);
+    assert_non_null(strstr(t.r.rows[EQ_STRUCTURE].detail,
+                           "; kernels on rank 1: expected 1 vs 1, measured 1 vs 2 "
+                           "(ncclDevKernel_AllReduce_Sum_f32_RING_LL ×1 | "
+                           "ncclDevKernel_AllReduce_Sum_f32_RING_LL ×2): measured differs from "
+                           "expected (B all_reduce: 1 call, 2 kernels)"));
+    assert_int_equal(equiv_exit_code(&t.r), 1);
+    free_pair(&t);
+}
+
+/* Not measured: the note is in the report, row 3 as without --kernels, JSON nulls. */
+static void test_kernels_not_measured(void **state) {
+    pair t;
+    load_pair(&t, "schedules/equiv/direct_vs_naive.yaml", "direct", "direct", 2, "M=64MiB");
+    snprintf(t.r.kernels_note, sizeof t.r.kernels_note, "kernel evidence needs the cuda backend "
+             "with CUPTI: backend 'host' runs no GPU kernels");
+    equiv_judge_kernels(&t.r);
+    assert_int_equal(t.r.rows[EQ_STRUCTURE].verdict, EQV_HOLDS);
+    ml_str o = {0};
+    assert_int_equal(equiv_write(&t.r, FMT_TABLE, NULL, &o), 0);
+    assert_non_null(strstr(o.s, "\n--kernels: kernel evidence needs the cuda backend with CUPTI: "
+                                "backend 'host' runs no GPU kernels\nall four hold\n"));
+    ml_str_free(&o);
+    assert_int_equal(equiv_write(&t.r, FMT_JSON, NULL, &o), 0);
+    assert_non_null(strstr(o.s, "\"kernels_measured\": null"));
+    assert_non_null(strstr(o.s, "\"measured\": false,\n    \"note\": \"kernel evidence needs"));
+    ml_str_free(&o);
+    free_pair(&t);
+}
+
 /* The writers: JSON keys, Markdown table, exit line. */
 static void test_writers(void **state) {
     pair t;
@@ -380,6 +479,9 @@ int main(void) {
         cmocka_unit_test(test_compare_data_integers),
         cmocka_unit_test(test_compare_data_floats),
         cmocka_unit_test(test_judge_float_data),
+        cmocka_unit_test(test_kernels_measured_as_expected),
+        cmocka_unit_test(test_kernels_measured_differ),
+        cmocka_unit_test(test_kernels_not_measured),
         cmocka_unit_test(test_writers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,6 +83,13 @@ static void test_the_chapters_probe(void **state) {
     assert_int_equal(decomposed.names[1].count, 10);
     kn_tally_free(&direct);
     kn_tally_free(&decomposed);
+
+    /* One process driving both GPUs (cuda --gpus 2): each GPU's rank counts its own. */
+    kn_tally gpu1 = {0};
+    kn_tally_window_on(&gpu1, k, n, decomposed0, decomposed1, 1);
+    assert_int_equal(gpu1.total, 10);                          /* 5 x 2 collectives, one GPU */
+    assert_int_equal(gpu1.by_coll[COLL_ALL_GATHER], 5);
+    kn_tally_free(&gpu1);
 }
 
 /* Under mpirun each rank counts its own GPU; rank 0 adds the others' tallies by name. */
