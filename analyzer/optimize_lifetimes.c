@@ -14,6 +14,15 @@
  *     Inits and checks are host-synchronous: done when the step returns.
  *     A free whose buffer was allocated outside the block, or whose uses cannot be shown
  *     complete without crossing an alloc, stays.
+ *   - a buffer whose data is dead before a step that overwrites all of it (a collective's
+ *     recv, an init's or a copy's destination, the whole buffer, on every rank, by a step that
+ *     reads nothing else of it) after earlier uses is split in two lifetimes: a free and a fresh
+ *     alloc (same size, no init) are added before the overwrite, and the free then moves up
+ *     like any other. This is the FSDP pattern: the backward gathers the parameters again into
+ *     the buffer the forward gathered them into, so the buffer need not live in between. A split
+ *     with no allocation between its free and its new alloc once placed saves nothing and is
+ *     undone.
+ *     (reduce is not an overwrite: its recv is written on the root only.)
  *   - an alloc of b without `init: {copy: ...}` moves to just before the first step that names
  *     b (an alloc that copies from another buffer stays: moving it past a write of its source
  *     would change what it copies). An alloc never used before its free stays, with its free
@@ -152,6 +161,99 @@ void opt_split_frees(opt_ctx *c, opt_block *b) {
     *b = out;
 }
 
+/* ---- split at an overwrite ------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t buf;
+    unsigned n;        /* views of buf in the step */
+} view_count;
+
+static void count_view(void *ctx, sched_view *v) {
+    view_count *vc = ctx;
+    vc->n += v->buf == vc->buf;
+}
+
+static bool whole(const sched_view *v) { return !v->offset && !v->count; }
+
+/* The buffer a step overwrites entirely, on every rank, reading nothing else of it; or
+ * SCHED_NO_SYM. */
+static uint32_t overwritten(const opt_node *n) {
+    const sched_step *st = &n->st;
+    const sched_view *dst = NULL;
+    if (st->when || n->body.n)
+        return SCHED_NO_SYM;
+    if (st->kind == ST_COLL && st->u.coll.coll != COLL_REDUCE)
+        dst = &st->u.coll.recv;
+    else if (st->kind == ST_INIT)
+        dst = &st->u.init.dst;
+    else if (st->kind == ST_COPY)
+        dst = &st->u.copy.dst;
+    if (!dst || !whole(dst))
+        return SCHED_NO_SYM;
+    view_count vc = {.buf = dst->buf};
+    opt_each_view((sched_step *)st, count_view, &vc);
+    return vc.n == 1 ? dst->buf : SCHED_NO_SYM;
+}
+
+typedef struct {
+    bool *used;        /* by buffer: named since its alloc in this block */
+} use_marks;
+
+static void mark_used(void *ctx, uint32_t buf, int stream) {
+    (void)stream;
+    use_marks *u = ctx;
+    u->used[buf] = true;
+}
+
+/* Adds `free: b` and a fresh `alloc` of b before every step that overwrites all of b after b
+ * was used since its alloc in this block (the free moves up in the placement below). */
+static void split_at_overwrites(opt_ctx *c, opt_block *b) {
+    uint32_t n_bufs = c->s->syms[SYM_BUFFER].n;
+    const opt_node **alloc_of = calloc(n_bufs + 1, sizeof *alloc_of);
+    use_marks um = {.used = calloc(n_bufs + 1, sizeof(bool))};
+    if (!alloc_of || !um.used)
+        abort();
+    opt_block out = {0};
+    for (size_t k = 0; k < b->n; k++) {
+        opt_node *nd = &b->v[k];
+        uint32_t x = overwritten(nd);
+        if (x < n_bufs && alloc_of[x] && um.used[x]) {
+            const opt_node *a = alloc_of[x];
+            char w[160];
+            where(nd, w, sizeof w);
+            opt_node f = {.st = {.kind = ST_FREE, .mark = nd->st.mark}};
+            f.st.u.free.bufs = ml_arena_alloc(c->arena, sizeof(uint32_t));
+            f.st.u.free.marks = ml_arena_alloc(c->arena, sizeof(ml_mark));
+            f.st.u.free.bufs[0] = x;
+            f.st.u.free.marks[0] = nd->st.mark;
+            f.st.u.free.n = 1;
+            opt_node r = {.st = a->st};
+            r.st.u.alloc.init = (sched_init){.kind = INIT_NONE};
+            opt_note(c, &r, "'%s' allocated again for %s, which overwrites all of it: its earlier "
+                     "data is dead, so it is freed after its last use before", opt_buf_name(c, x), w);
+            opt_block_push(c, &out, &f);
+            opt_block_push(c, &out, &r);
+            um.used[x] = false;   /* counted as changes when kept (drop_idle_splits) */
+        }
+        opt_block_push(c, &out, nd);
+        /* nd stays valid (b->v is replaced only at the end) */
+        if (nd->st.kind == ST_ALLOC && nd->st.u.alloc.buf < n_bufs) {
+            bool plain = !nd->st.when && !nd->st.u.alloc.chunks;
+            alloc_of[nd->st.u.alloc.buf] = plain ? nd : NULL;
+            um.used[nd->st.u.alloc.buf] = false;
+        } else if (nd->st.kind == ST_FREE || nd->st.kind == ST_RELEASE) {
+            uint32_t y = nd->st.kind == ST_FREE ? nd->st.u.free.bufs[0] : nd->st.u.release.buf;
+            if (y < n_bufs)
+                alloc_of[y] = NULL;
+        } else {
+            opt_each_ref(nd, mark_used, &um);
+        }
+    }
+    *b = out;
+    free(alloc_of);
+    free(um.used);
+}
+
 typedef struct {
     slot_list *before, *after, *syncs;
     uint64_t *synced;
@@ -212,15 +314,26 @@ static void place_free(opt_ctx *c, opt_block *b, placement *pl, size_t k, size_t
     opt_node *nd = &b->v[k];
     uint32_t x = nd->st.u.free.bufs[0];
     uint64_t need;
+    /* A free split_at_overwrites added is followed by its buffer's new alloc: it may not stay
+     * where it is unless a sync before it completes the uses (else a sync is added). */
+    if (!nd->orig_line)
+        pl->alloc_gap[k] = true;
     size_t p = opt_completion_point(b, from, last, k, x, pl->alloc_gap, &need);
-    if (p + 1 >= k && !need)
+    if (p + 1 >= k && !need) {
+        if (!nd->orig_line)
+            opt_note(c, nd, "free of '%s' added: the sync above completes its last use", opt_buf_name(c, x));
         return;
+    }
     pl->moved[k] = true;
     opt_node m = *nd;
     char w[160];
     where(&b->v[last], w, sizeof w);
-    opt_note(c, &m, "free of '%s' (line %u) moved to right after its last use, %s%s", opt_buf_name(c, x),
-             nd->orig_line, w, need ? ", completed by the sync added above" : "");
+    if (nd->orig_line)
+        opt_note(c, &m, "free of '%s' (line %u) moved to right after its last use, %s%s", opt_buf_name(c, x),
+                 nd->orig_line, w, need ? ", completed by the sync added above" : "");
+    else
+        opt_note(c, &m, "free of '%s' added right after its last use before it is overwritten, %s%s",
+                 opt_buf_name(c, x), w, need ? ", completed by the sync added above" : "");
     for (uint32_t u = 0; u < 64 && (need >> u); u++) {
         if (!(need >> u & 1) || (pl->synced[p] >> u & 1))
             continue;
@@ -233,7 +346,44 @@ static void place_free(opt_ctx *c, opt_block *b, placement *pl, size_t k, size_t
         pl->synced[p] |= 1ull << u;
     }
     list_add(c, &pl->after[p], &m);
-    c->changes++;
+    c->changes += nd->orig_line != 0;   /* an added free counts once, when kept */
+}
+
+/* A split whose free and new alloc ended up with no allocation between them saves nothing (the
+ * memory is not used for anything else meanwhile) and costs a host wait: both go, with the syncs
+ * added right before the free when they guard nothing else. A kept split counts two changes. */
+static void drop_idle_splits(opt_ctx *c, opt_block *b) {
+    bool *drop = calloc(b->n + 1, sizeof *drop);
+    if (!drop)
+        abort();
+    for (size_t k = 0; k < b->n; k++) {
+        const opt_node *a = &b->v[k];
+        if (a->st.kind != ST_ALLOC || a->orig_line)
+            continue;
+        size_t j = k;
+        while (j-- > 0) {
+            const opt_node *f = &b->v[j];
+            if ((f->st.kind == ST_FREE && !f->orig_line && f->st.u.free.bufs[0] == a->st.u.alloc.buf) ||
+                opt_is_alloc_like(f))
+                break;
+        }
+        if (j == SIZE_MAX || b->v[j].st.kind != ST_FREE) {
+            c->changes += 2;
+            continue;
+        }
+        drop[j] = drop[k] = true;
+        bool alone = j + 1 < b->n && b->v[j + 1].st.kind != ST_FREE && b->v[j + 1].st.kind != ST_RELEASE;
+        for (size_t g = j; alone && g-- > 0 && b->v[g].st.kind == ST_SYNC && !b->v[g].orig_line;) {
+            drop[g] = true;
+            c->changes--;   /* opt_sync_node counted it */
+        }
+    }
+    opt_block out = {0};
+    for (size_t k = 0; k < b->n; k++)
+        if (!drop[k])
+            opt_block_push(c, &out, &b->v[k]);
+    *b = out;
+    free(drop);
 }
 
 static void lifetimes_block(opt_ctx *c, opt_block *b) {
@@ -241,6 +391,7 @@ static void lifetimes_block(opt_ctx *c, opt_block *b) {
         if (b->v[k].body.n)
             lifetimes_block(c, &b->v[k].body);
     opt_split_frees(c, b);
+    split_at_overwrites(c, b);
     size_t n = b->n;
     uint32_t n_bufs = c->s->syms[SYM_BUFFER].n;
     placement pl = {
@@ -293,6 +444,7 @@ static void lifetimes_block(opt_ctx *c, opt_block *b) {
     *b = out;
     free(ref);
     free(alloc_at);
+    drop_idle_splits(c, b);
 }
 
 void opt_lifetimes(opt_ctx *c, opt_block *b) { lifetimes_block(c, b); }

@@ -8,11 +8,14 @@
  *   DESIGN.md beyond the seed: in-place RS then in-place AG on one buffer M / M (256 MiB), in-place
  *     RS on world chunks then release M/N / M (64 / 256 MiB);
  *   schedules/fsdp_layers.yaml's own header: 128 / 256 MiB at world 4, peak at the backward
- *     compute (params + grads + both kept shard buffers), which is also its floor. */
+ *     compute (params + grads + both kept shard buffers), which is also its floor;
+ *   schedules/fsdp_naive.yaml's header: the same step with every buffer allocated up front,
+ *     128 / 704 MiB at world 4, floor 256 MiB (fsdp_layers.yaml's peak). */
 #include "plantest.h"
 #include "optimize.h"
 #include "emit_yaml.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 static sched *load(const char *path) {
@@ -26,9 +29,8 @@ static sched *load(const char *path) {
     return s;
 }
 
-/* Optimizes path with the given transformations ("lifetimes,inplace", NULL for all). */
-static void optimize(const char *path, const char *allow, opt_result *r) {
-    sched *s = load(path);
+/* Optimizes s with the given transformations ("lifetimes,inplace", NULL for all); frees s. */
+static void optimize_loaded(sched *s, const char *allow, opt_result *r) {
     opt_options o;
     opt_options_default(&o);
     if (allow) {
@@ -43,6 +45,10 @@ static void optimize(const char *path, const char *allow, opt_result *r) {
     assert_int_equal(rc, 0);
     r->original = NULL;   /* s is freed below; the test reads only numbers and text */
     sched_free(s);
+}
+
+static void optimize(const char *path, const char *allow, opt_result *r) {
+    optimize_loaded(load(path), allow, r);
 }
 
 static const opt_mem *final_mem(const opt_result *r, int rank) {
@@ -139,13 +145,111 @@ static void test_fsdp_at_floor(void **state) {
     opt_result_free(&r);
 }
 
+/* schedules/fsdp_naive.yaml at world 4, L = 4 layers of P = 64 MiB, s = P/4 = 16 MiB:
+ *   before: kept flat shards 2*L*s (128) + the pool: L params (256), L grads (256), L grad
+ *     shards (L*s = 64) = 704 MiB; steady 128 MiB.
+ *   floor: at a backward compute, the flat shards 2*L*s + that layer's params P + grads P
+ *     = 128 + 64 + 64 = 256 MiB (the forward's gathered params are dead once read: the backward
+ *     gathers them again).
+ *   lifetimes alone reach it: params0..2 are split at their backward all_gather (freed after
+ *     the forward compute, allocated again before the gather; params3's gather follows its
+ *     forward compute with no alloc between, so it is not split), every buffer lives from
+ *     its first to its last use (grad_shards from the first fold): forward param_shards + P =
+ *     128 MiB; backward compute of layer 3, 64 + 2*P = 192 MiB; of layers 2..0, with
+ *     grad_shards too, 2*L*s + 2*P = 256 MiB.
+ *   In place (the ReduceScatter into its gradient's rank slice) is valid but saves nothing at
+ *   the peak, which is the compute: not kept. Steady stays 128 MiB. */
+static void test_fsdp_naive(void **state) {
+    (void)state;
+    opt_result r;
+    optimize("schedules/fsdp_naive.yaml", NULL, &r);
+    const opt_stage *lt = stage(&r, OPT_LIFETIMES), *ip = stage(&r, OPT_INPLACE);
+    assert_true(lt && lt->kept && ip && !ip->kept);
+    for (int rank = 0; rank < 4; rank++) {
+        assert_int_equal(r.plans[0].before[rank].peak[VIEW_REQUESTED], 704 * MiB);
+        assert_int_equal(r.plans[0].before[rank].steady[VIEW_REQUESTED], 128 * MiB);
+        assert_int_equal(r.plans[0].floor[rank], 256 * MiB);
+        assert_int_equal(final_mem(&r, rank)->peak[VIEW_REQUESTED], 256 * MiB);
+        assert_int_equal(final_mem(&r, rank)->peak[VIEW_DEVICE], 256 * MiB);
+        assert_int_equal(final_mem(&r, rank)->steady[VIEW_REQUESTED], 128 * MiB);
+    }
+    /* params0 ends its forward lifetime (after a default-stream sync) before params1 exists */
+    assert_non_null(strstr(r.yaml.s, "  - compute: {reads: [params0]}\n"
+                                     "  # added: 'params0' is freed below"));
+    assert_non_null(strstr(r.yaml.s, "  - free: params0\n"
+                                     "  # alloc of 'params1' moved down"));
+    assert_non_null(strstr(r.yaml.s, "  # 'params2' allocated again for the all_gather at line "));
+    /* params3's forward compute is followed by its backward gather: nothing is allocated in
+     * between, so splitting it would save nothing and cost a sync */
+    assert_null(strstr(r.yaml.s, "'params3' allocated again"));
+    opt_result_free(&r);
+}
+
+/* Split at an overwrite (optimize_lifetimes.c), on a 1 MiB src, a 4 MiB x and an 8 MiB y that
+ * lives between two writes of x. STEP is the second write of x:
+ *   split: x is freed after its first read, so y meets only src: 1 + 8 = 9 MiB (the floor);
+ *   no split: x, src and y together: 1 + 4 + 8 = 13 MiB.
+ * Not an overwrite: a write that reads x too (in-place AllGather), a part of x, a write on some
+ * ranks only (when:), a Reduce (its recv is written on the root only). */
+static void test_split_at_overwrite(void **state) {
+    (void)state;
+    static const struct {
+        const char *step;
+        uint64_t peak;
+    } rows[] = {
+        {"  - all_gather: {send: src, recv: x}\n", 9},
+        {"  - init: {buf: x, const: 1}\n", 9},
+        {"  - broadcast: {send: x4, recv: x, root: 0}\n", 9},
+        {"  - all_gather: {send: \"x[rank * q : q]\", recv: x}\n", 13},
+        {"  - init: {buf: \"x[0 : q]\", const: 1}\n", 13},
+        {"  - {init: {buf: x, const: 1}, when: rank == 0}\n", 13},
+        {"  - reduce: {send: x4, recv: x, root: 0}\n", 13},
+    };
+    for (size_t k = 0; k < ML_ARRAY_LEN(rows); k++) {
+        char yaml[1024];
+        snprintf(yaml, sizeof yaml,
+                 "world: 4\n"
+                 "let: {q: 256 * 1024}\n"          /* float32 elements of 1 MiB */
+                 "steps:\n"
+                 "  - alloc: {buf: src, count: q, init: rank_iota}\n"
+                 "  - alloc: {buf: x, count: 4 * q}\n"
+                 "  - alloc: {buf: x4, count: 4 * q, init: {const: 1}}\n"
+                 "  - all_gather: {send: src, recv: x}\n"
+                 "  - compute: {reads: [x, x4]}\n"
+                 "  - sync: device\n"
+                 "  - free: x4\n"
+                 "  - alloc: {buf: y, count: 8 * q}\n"
+                 "  - compute: {writes: [y]}\n"
+                 "  - sync: device\n"
+                 "  - free: y\n"
+                 "  - alloc: {buf: x4, count: 4 * q, init: {const: 2}}\n"
+                 "%s"
+                 "  - compute: {reads: [x, x4, src]}\n"
+                 "  - sync: device\n"
+                 "  - free: [x, x4, src]\n",
+                 rows[k].step);
+        ml_diags d;
+        ml_diags_init(&d);
+        sched *s = tu_load(yaml, &d);
+        ml_diags_free(&d);
+        assert_non_null(s);
+        opt_result r;
+        optimize_loaded(s, "lifetimes", &r);
+        if (final_mem(&r, 1)->peak[VIEW_REQUESTED] != rows[k].peak * MiB)
+            fail_msg("row %zu (%s): peak %" PRIu64 " MiB, want %" PRIu64, k, rows[k].step,
+                     final_mem(&r, 1)->peak[VIEW_REQUESTED] / MiB, rows[k].peak);
+        assert_int_equal(strstr(r.yaml.s, "allocated again for") != NULL, rows[k].peak == 9);
+        opt_result_free(&r);
+    }
+}
+
 /* The rewritten text loads back, lints clean and predicts what the report says. */
 static void test_output_loads_back(void **state) {
     (void)state;
     static const char *const files[] = {
         "schedules/seed/02_rs_only.yaml", "schedules/seed/03_rs_ag_naive.yaml",
         "schedules/optimize/rs_ag_checked.yaml", "schedules/optimize/rs_only_checked.yaml",
-        "schedules/seed/05_contract_padding_trim.yaml",
+        "schedules/seed/05_contract_padding_trim.yaml", "schedules/fsdp_naive.yaml",
     };
     for (size_t f = 0; f < ML_ARRAY_LEN(files); f++) {
         opt_result r;
@@ -258,7 +362,8 @@ static void test_emit_round_trip(void **state) {
         "schedules/seed/05_contract_padding_trim.yaml", "schedules/seed/05_contract_wrong_op.yaml",
         "schedules/seed/05_contract_wrong_shard_order.yaml",
         "schedules/seed/06_bench_direct_decomposed.yaml", "schedules/chunked_rs_only.yaml",
-        "schedules/fsdp_layers.yaml", "schedules/inplace_rs_ag.yaml", "schedules/page_stress.yaml",
+        "schedules/fsdp_layers.yaml", "schedules/fsdp_naive.yaml", "schedules/inplace_rs_ag.yaml",
+        "schedules/page_stress.yaml",
         "schedules/optimize/rs_ag_checked.yaml", "schedules/optimize/rs_only_checked.yaml",
     };
     for (size_t f = 0; f < ML_ARRAY_LEN(files); f++) {
@@ -326,6 +431,8 @@ int main(void) {
         cmocka_unit_test(test_naive_all),
         cmocka_unit_test(test_rs_only_chunked),
         cmocka_unit_test(test_fsdp_at_floor),
+        cmocka_unit_test(test_fsdp_naive),
+        cmocka_unit_test(test_split_at_overwrite),
         cmocka_unit_test(test_output_loads_back),
         cmocka_unit_test(test_floor_seed),
         cmocka_unit_test(test_floor_rules),
