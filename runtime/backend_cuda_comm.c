@@ -83,6 +83,9 @@ int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, si
             snprintf(err, len, "the communicator of rank %d was aborted after an earlier failure",
                      crs[i]->rank);
             rc = -1;
+        } else if (args[i].stream < crs[i]->n_streams && crs[i]->streams[args[i].stream].stream) {
+            /* The common case: no runtime call at all before NCCL's (a bare loop makes none). */
+            streams[i] = crs[i]->streams[args[i].stream].stream;
         } else if (cu_set_device(crs[i], err, len) ||
                    cu_stream_get(crs[i], args[i].stream, &streams[i], err, len)) {
             rc = -1;
@@ -98,7 +101,7 @@ int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, si
         /* Stop at the first refusal: NCCL then cleans the group up at ncclGroupEnd without
          * launching it, so no rank's kernel waits for a peer that was never issued. */
         for (int i = 0; i < n && res == ncclSuccess && bad < 0; i++) {
-            (void)cudaSetDevice(crs[i]->device);
+            /* NCCL calls need no current device: each communicator knows its own. */
             ncclResult_t r = cu_launch_one(&args[i], crs[i]->comm, streams[i]);
             if (r != ncclSuccess && bad < 0) {
                 bad = i;
