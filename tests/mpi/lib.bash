@@ -9,6 +9,14 @@ cd "$ROOT" || exit 2
 BUILD=${BUILD:-build}
 MEMLIFE=${MEMLIFE:-$ROOT/$BUILD/memlife}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/memlife-mpi.XXXXXX")
+# Under SANITIZE=1 the ranks keep ASan and UBSan, but not LeakSanitizer: its stop-the-world
+# tracer crashes now and then in Open MPI's multi-threaded processes on these VMs ("Tracer caught
+# signal 11", seen in a clean-clone CI run of equiv_host.sh), which would fail a case for no fault
+# of memlife. Leaks on the MPI paths are not checked here; the unit, CLI and valgrind tests check
+# the rest.
+if ldd "$MEMLIFE" 2>/dev/null | grep -q libasan; then
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+fi
 trap 'rm -rf "$TMP"' EXIT
 
 if [ ! -x "$MEMLIFE" ]; then
