@@ -149,7 +149,7 @@ else
     RC=$?
     MS=$((($(date +%s%N) - t0) / 1000000))
     n=$(grep -cE "^$(q "$F:14:5: error: rank ")[013]$(q " waited 5.0 s at reduce_scatter (14:5), op 4, for ranks [2] (in an exchange with every rank; deadline 5 s, --timeout); live requested bytes 73728; ending every rank")\$" "$TMP/err")
-    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ] || [ "$MS" -gt 10000 ]; then not_ok "$name" "exit $RC after $MS ms"
+    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ] || [ "$MS" -gt $((10000 * SLOW)) ]; then not_ok "$name" "exit $RC after $MS ms"
     elif [ "$n" -lt 1 ]; then not_ok "$name" "$(grep -v PMIX "$TMP/err" | head -4 | tr '\n' ' ')"
     elif ls "$TMP"/result* >/dev/null 2>&1; then not_ok "$name" "left a result file"
     else ok "$name"; fi

@@ -14,8 +14,13 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/memlife-mpi.XXXXXX")
 # signal 11", seen in a clean-clone CI run of equiv_host.sh), which would fail a case for no fault
 # of memlife. Leaks on the MPI paths are not checked here; the unit, CLI and valgrind tests check
 # the rest.
+# With leaks off, the fast unwinder is enough (the slow one only served the suppressions), which
+# halves Open MPI's start-up under ASan. SLOW=2 doubles the time bounds of cases that time a
+# whole job, start-up included.
+SLOW=1
 if ldd "$MEMLIFE" 2>/dev/null | grep -q libasan; then
-    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:fast_unwind_on_malloc=1"
+    SLOW=2
 fi
 trap 'rm -rf "$TMP"' EXIT
 
