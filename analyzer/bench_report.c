@@ -520,13 +520,7 @@ static int write_json(const bench_report *r, ml_str *out) {
     json_object_set_new(root, "kernels", k);
     if (r->provenance)
         json_object_set_new(root, "provenance", report_provenance_json(r->provenance));
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    json_decref(root);
-    if (!text)
-        return -1;
-    ml_str_printf(out, "%s\n", text);
-    free(text);
-    return 0;
+    return report_json_append(root, JSON_REAL_PRECISION(10), out);
 }
 
 /* ---- Entry points ---------------------------------------------------------------------------- */

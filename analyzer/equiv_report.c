@@ -148,23 +148,6 @@ static json_t *data_json(const equiv_data_rank *d) {
     return o;
 }
 
-/* "key=value\n" lines into an object (the same shape as the run report's provenance). */
-static json_t *prov_json(const char *text) {
-    json_t *o = json_object();
-    for (const char *line = text; line && *line;) {
-        const char *end = strchr(line, '\n');
-        size_t n = end ? (size_t)(end - line) : strlen(line);
-        const char *eq = memchr(line, '=', n);
-        if (eq) {
-            char *key = strndup(line, (size_t)(eq - line));
-            json_object_set_new(o, key, json_stringn(eq + 1, n - (size_t)(eq - line) - 1));
-            free(key);
-        }
-        line = end ? end + 1 : NULL;
-    }
-    return o;
-}
-
 static int write_json(const equiv_result *r, const char *provenance, ml_str *out) {
     json_t *root = json_object();
     json_object_set_new(root, "command", json_string("equiv"));
@@ -212,15 +195,8 @@ static int write_json(const equiv_result *r, const char *provenance, ml_str *out
     }
     json_object_set_new(root, "causes", causes);
     if (provenance)
-        json_object_set_new(root, "provenance", prov_json(provenance));
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (!text)
-        return -1;
-    ml_str_append(out, text, strlen(text));
-    ml_str_append(out, "\n", 1);
-    free(text);
-    return 0;
+        json_object_set_new(root, "provenance", report_provenance_json(provenance));
+    return report_json_append(root, 0, out);
 }
 
 int equiv_write(const equiv_result *r, report_format fmt, const char *provenance, ml_str *out) {

@@ -257,14 +257,7 @@ static int write_json(const opt_result *r, ml_str *out) {
     for (size_t k = 0; k < r->n_plans; k++)
         json_array_append_new(plans, plan_json(r, &r->plans[k]));
     json_object_set_new(root, "plans", plans);
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (!text)
-        return -1;
-    ml_str_append(out, text, strlen(text));
-    ml_str_append(out, "\n", 1);
-    free(text);
-    return 0;
+    return report_json_append(root, 0, out);
 }
 
 int opt_report(const opt_result *r, opt_format fmt, ml_str *out) {

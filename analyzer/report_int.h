@@ -34,6 +34,9 @@ void report_grid_free(report_grid *g);
 /* "key=value\n" provenance lines as a JSON object (a jansson json_t *; bench's report too). */
 struct json_t;
 struct json_t *report_provenance_json(const char *text);
+/* Renders root (consumed) as indented JSON in key order plus a newline onto out; extra_flags are
+ * more json_dumps flags (bench: real precision). The one place every JSON writer ends. */
+int report_json_append(struct json_t *root, size_t extra_flags, ml_str *out);
 
 int report_write_table(const report *r, ml_str *out);
 int report_write_md(const report *r, ml_str *out);

@@ -187,7 +187,11 @@ int report_write_json(const report *r, ml_str *out) {
     json_object_set_new(root, "schedules", list);
     if (r->provenance)
         json_object_set_new(root, "provenance", report_provenance_json(r->provenance));
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    return report_json_append(root, 0, out);
+}
+
+int report_json_append(json_t *root, size_t extra_flags, ml_str *out) {
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags);
     json_decref(root);
     if (!text) {
         fprintf(stderr, "error: cannot render the json report\n");
