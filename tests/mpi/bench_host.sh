@@ -52,8 +52,10 @@ else
         '([.sizes[].plans[] | .issue_overhead | (.extra_us - (.memlife_us - .bare_us) | fabs)
            < 0.002] | all) and .align == false' "$TMP/b.json"
     jq_case "overhead memlife / bare per plan = the two medians' ratio" \
-        '[.sizes[].plans[] | (.overhead.ratio / (.memlife.median_us / .bare.median_us) - 1 | fabs)
-          < 0.001 and (.overhead.extra_us - (.memlife.median_us - .bare.median_us) | fabs) < 0.002]
+        '[.sizes[].plans[] | (.memlife.median_us / .bare.median_us) as $r
+          | (.overhead.ratio - $r | fabs)
+            < 0.00005 + $r * (0.0005 / .memlife.median_us + 0.0005 / .bare.median_us) + 1e-9
+          and (.overhead.extra_us - (.memlife.median_us - .bare.median_us) | fabs) < 0.002]
           | all' "$TMP/b.json"
 fi
 
