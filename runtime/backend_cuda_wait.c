@@ -48,11 +48,11 @@ void cu_abort_all(void) {
 static int poll_until_done(cu_rank *cr, cu_query_fn query, void *obj, int work, uint32_t stream,
                            char *err, size_t len) {
     double timeout = cu_g.opt.timeout_s > 0 ? cu_g.opt.timeout_s : 60;
-    double deadline = ml_now_seconds() + timeout;
+    double start = ml_now_seconds(), deadline = start + timeout, spin_until = start + 1e-3;
     char what[64];
     work_text(work, what, sizeof what);
     const char *sname = cu_stream_name(cr, stream);
-    for (unsigned polls = 0;; polls++) {
+    for (;;) {
         cudaError_t e = query(obj);
         if (e == cudaSuccess)
             return 0;
@@ -78,9 +78,16 @@ static int poll_until_done(cu_rank *cr, cu_query_fn query, void *obj, int work, 
                      "communicator aborted", what, timeout, cr->rank, sname);
             return -1;
         }
-        /* Spin briefly (a collective of a few MiB ends in microseconds), then back off so a long
-         * wait does not burn a core the proxy thread needs. */
-        struct timespec ts = {0, polls < 200 ? 2000 : 100000};
+        /* Spin for the first millisecond, as CUDA's own synchronize does by default: a sleep
+         * of "2 us" lasts ~60 (timer slack), lets the core idle and leaves the host path cold
+         * for whatever the thread does next. Measured on 2 x H200 (bench, 16 MiB, the call
+         * right after such a wait; docs/evidence/2026-11-30-h200x2-reset-probe.log): the
+         * ncclAllReduce call took 11.3-11.5 us to issue after sleeping waits and 7.5-8.1 us
+         * after spinning ones. Past the first millisecond, back off, so that a long wait does
+         * not burn a core the proxy thread needs. */
+        if (ml_now_seconds() < spin_until)
+            continue;
+        struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
 }
