@@ -135,15 +135,59 @@ int bs_run_timed(session *ss, size_t p) {
     return rc;
 }
 
-/* The inputs as the setup left them: its init ops once more. */
-int bs_reset(session *ss, size_t p) {
+/* Copies of every view the setup's inits wrote, taken when the setup is done (so they hold what
+ * the timed part starts from, whatever ran after the inits). Why not run the inits again before
+ * each timed run: an init goes through host memory (fill blocks, then a host-to-device copy), and
+ * for large tensors that leaves the next span's host path cold. Measured on 2 x H200
+ * (docs/evidence/2026-11-30-h200x2-reset-probe.log, 16 MiB): after such a reset the bare
+ * ncclAllReduce call took 19.5 us to issue and memlife's code around it 3.8 us; with no host
+ * reset (and spinning waits) 8.1 us and 0.7 us. The slower issue reached the GPU span and made
+ * memlife/bare 1.03-1.05. A device-side copy costs the host nothing. */
+static int take_snapshots(session *ss, size_t p) {
+    bench *b = ss->b;
     bplan *bp = &ss->plans[p];
-    for (int k = 0; k < ss->b->n_local; k++)
+    for (int k = 0; k < b->n_local; k++) {
+        rt_rank *r = &bp->ranks[k];
         for (size_t j = 0; j < bp->inits[k].n; j++) {
             size_t i = ML_VEC_AT(&bp->inits[k], size_t, j);
-            if (exec_plain(&bp->ranks[k], i, i + 1) != 0)
-                return failed(ss);
+            const plan_view *v = &r->plan->ops[i].u.init.dst;
+            const rt_mem *m = v->buf < r->n_mems ? &r->mems[v->buf] : NULL;
+            uint64_t size = ml_dtypes[v->dtype].size;
+            if (!m || !m->ptr || v->count == 0)
+                continue;   /* freed again inside the setup: nothing for the timed part */
+            bench_snap *sn = ml_vec_push(&bp->snaps[k]);
+            *sn = (bench_snap){.op = i, .buf = v->buf, .off = v->offset * size,
+                               .bytes = v->count * size, .ptr = m->ptr};
+            if (b->real->alloc(r, sn->bytes, 0, &sn->mem, ss->err, ss->elen) != 0) {
+                bp->snaps[k].n--;
+                return -1;
+            }
+            if (b->real->copy(r, &sn->mem, 0, m, sn->off, sn->bytes, SCHED_DEFAULT_STREAM,
+                              ss->err, ss->elen) != 0)
+                return -1;
         }
+    }
+    return bs_sync(ss, p);
+}
+
+/* The inputs as the setup left them: each init's view copied back from its snapshot on the
+ * device; an init whose buffer is not the one the snapshot was taken of (the timed part freed
+ * and allocated it again, or released chunks of it) runs again instead. */
+int bs_reset(session *ss, size_t p) {
+    bench *b = ss->b;
+    bplan *bp = &ss->plans[p];
+    for (int k = 0; k < b->n_local; k++) {
+        rt_rank *r = &bp->ranks[k];
+        for (size_t j = 0; j < bp->snaps[k].n; j++) {
+            bench_snap *sn = &ML_VEC_AT(&bp->snaps[k], bench_snap, j);
+            rt_mem *m = &r->mems[sn->buf];
+            bool same = m->ptr == sn->ptr && (m->chunks <= 1 || m->live_chunks == m->chunks);
+            if (same ? b->real->copy(r, m, sn->off, &sn->mem, 0, sn->bytes, SCHED_DEFAULT_STREAM,
+                                     ss->err, ss->elen) != 0
+                     : exec_plain(r, sn->op, sn->op + 1) != 0)
+                return same ? -1 : failed(ss);
+        }
+    }
     return 0;
 }
 
@@ -170,9 +214,11 @@ static int open_plan(session *ss, size_t p, const rank_plan *const *plans) {
     bp->first = calloc((size_t)n, sizeof *bp->first);
     bp->end = calloc((size_t)n, sizeof *bp->end);
     bp->inits = calloc((size_t)n, sizeof *bp->inits);
+    bp->snaps = calloc((size_t)n, sizeof *bp->snaps);
     bp->graphs = calloc((size_t)n, sizeof *bp->graphs);
     size_t *zero = calloc((size_t)n, sizeof *zero);
-    if (!bp->ranks || !bp->ptrs || !bp->first || !bp->end || !bp->inits || !bp->graphs || !zero)
+    if (!bp->ranks || !bp->ptrs || !bp->first || !bp->end || !bp->inits || !bp->snaps ||
+        !bp->graphs || !zero)
         abort();
     ml_vec_init(&bp->calls, sizeof(rt_coll_args));
     int rc = 0;
@@ -180,6 +226,7 @@ static int open_plan(session *ss, size_t p, const rank_plan *const *plans) {
         const rank_plan *rp = plans[p * (size_t)n + (size_t)k];
         bp->ptrs[k] = &bp->ranks[k];
         ml_vec_init(&bp->inits[k], sizeof(size_t));
+        ml_vec_init(&bp->snaps[k], sizeof(bench_snap));
         if (rt_rank_init(&bp->ranks[k], &b->ops, b->opt, rp, k) != 0)
             rc = -1;
         if (bench_span(rp, &bp->first[k], &bp->end[k]) != 0) {
@@ -202,6 +249,8 @@ static int open_plan(session *ss, size_t p, const rank_plan *const *plans) {
         rc = -1;
     if (rc == 0)
         rc = run_part(ss, p, zero, bp->first);
+    if (rc == 0)
+        rc = take_snapshots(ss, p);
     free(zero);
     return rc;
 }
@@ -258,11 +307,17 @@ static int teardown(session *ss, size_t *check_failures, bench_plan_result *out)
 
 static void free_session(session *ss) {
     bench *b = ss->b;
+    char ignored[400];   /* a failed free must not overwrite the error that ended the session */
     for (size_t p = 0; p < ss->n_plans; p++) {
         bplan *bp = &ss->plans[p];
         for (int k = 0; bp->ranks && k < b->n_local; k++) {
             if (bp->graphs[k] && b->real->graph_drop)
                 b->real->graph_drop(&bp->ranks[k], bp->graphs[k]);
+            for (size_t j = 0; bp->snaps && j < bp->snaps[k].n; j++)
+                b->real->free(&bp->ranks[k], &ML_VEC_AT(&bp->snaps[k], bench_snap, j).mem,
+                              ignored, sizeof ignored);
+            if (bp->snaps)
+                ml_vec_free(&bp->snaps[k]);
             rt_rank_free(&bp->ranks[k]);
             ml_vec_free(&bp->inits[k]);
         }
@@ -272,6 +327,7 @@ static void free_session(session *ss) {
         free(bp->first);
         free(bp->end);
         free(bp->inits);
+        free(bp->snaps);
         free(bp->graphs);
     }
     free(ss->plans);

@@ -137,6 +137,35 @@ else
     not_ok "--sizes without a sweep" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
 fi
 
+# The reset before each timed run restores what the whole setup left, not only what its inits
+# wrote: here the setup scales x by 3 after its init and the timed part sums x in place. The check
+# after the last timed run wants one sum over 2 ranks of 3 x (100 r + i) = 300 + 6i; a reset that
+# replayed the init alone would give 100 + 2i ("100 vs 300" at element 0), no reset at all
+# 2^k x (300 + 6i) after k runs.
+cat >"$TMP/reset_state.yaml" <<'YAML'
+name: reset-state
+world: 2
+dtype: int64
+let:
+  n: 8
+steps:
+  - alloc: {buf: x, count: n, init: rank_iota}
+  - scale: {buf: x, by: 3}
+  - region:
+      name: timed
+      steps:
+        - all_reduce: {buf: x, op: sum}
+  - sync: device
+  - check: {name: one-sum-of-scaled, equal: [x, {expr: "3 * (50*world*(world-1) + world*i)"}]}
+  - free: x
+YAML
+run bench "$TMP/reset_state.yaml" --backend host --ranks 2 --warmup 1 --cycles 2 -q
+if [ "$RC" -eq 0 ]; then
+    ok "the reset restores the setup's final state (init, then scale by 3): 300 + 6i after 3 runs"
+else
+    not_ok "the reset restores the setup's final state" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
+fi
+
 # The probe's data checks after the regions (5 in-place sums; RS + AG = the reduced pattern),
 # --kernels on the host: a note, and the timings stand.
 run bench "$PROBE" --backend host --ranks 2 --set M=64KiB --warmup 1 --cycles 2 --kernels \
