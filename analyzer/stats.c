@@ -71,3 +71,42 @@ st_ratio st_ratio_rule(const st_summary *a, const st_summary *b, double cv_max_p
     }
     return r;
 }
+
+int st_median_ci(const double *x, size_t n, double level, st_interval *out) {
+    out->lo = out->hi = out->coverage = NAN;
+    out->k = 0;
+    if (n == 0 || !(level > 0 && level < 1))
+        return -1;
+    double tail = (1 - level) / 2;
+    /* P(B < k) for B ~ Binomial(n, 1/2), summed term by term: P(B = j) = C(n, j) / 2^n, taken
+     * through lgamma so that no n overflows or underflows on the way. */
+    double below = 0;
+    size_t k = 0;
+    for (size_t j = 0; j < n / 2; j++) {
+        double dn = (double)n, dj = (double)j;
+        double term = exp(lgamma(dn + 1) - lgamma(dj + 1) - lgamma(dn - dj + 1) - dn * log(2.0));
+        if (below + term > tail)
+            break;
+        below += term;
+        k = j + 1;   /* P(B < k) = below <= tail */
+    }
+    if (k == 0)
+        return -1;
+    double *s = malloc(n * sizeof *s);
+    if (!s)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i])) {
+            free(s);
+            return -1;
+        }
+        s[i] = x[i];
+    }
+    qsort(s, n, sizeof *s, cmp_double);
+    out->lo = s[k - 1];
+    out->hi = s[n - k];
+    out->coverage = 1 - 2 * below;
+    out->k = k;
+    free(s);
+    return 0;
+}

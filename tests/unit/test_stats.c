@@ -123,6 +123,38 @@ static void test_threshold_edges(void **state) {
     assert_false(st_ratio_rule(&b, &a, 5.0).stable);   /* either side unstable is enough */
 }
 
+/* The median's distribution-free interval. Binomial(10, 1/2): P(B <= 1) = 11/1024 <= 0.025 <
+ * P(B <= 2) = 56/1024, so k = 2: x(2)..x(9), coverage 1 - 22/1024 = 0.978515625. n = 20:
+ * P(B <= 5) = 21700/1048576 = 0.0207 <= 0.025 < P(B <= 6) = 0.0577, so x(6)..x(15), coverage
+ * 1 - 43400/1048576. n = 6: P(B = 0) = 1/64, so x(1)..x(6), 62/64; n = 5: 1/32 > 0.025, none. */
+static void test_median_ci(void **state) {
+    (void)state;
+    double ten[10] = {9, 1, 8, 2, 7, 3, 6, 4, 5, 10};   /* x(k) = k, unsorted on purpose */
+    st_interval ci;
+    assert_int_equal(st_median_ci(ten, 10, 0.95, &ci), 0);
+    assert_int_equal(ci.k, 2);
+    assert_true(ci.lo == 2);
+    assert_true(ci.hi == 9);
+    assert_true(fabs(ci.coverage - (1 - 22.0 / 1024)) <= 1e-12);
+    assert_true(ten[0] == 9);                   /* input untouched */
+    double twenty[20];
+    for (int i = 0; i < 20; i++)
+        twenty[i] = 100 - i;                              /* x(k) = 80 + k */
+    assert_int_equal(st_median_ci(twenty, 20, 0.95, &ci), 0);
+    assert_int_equal(ci.k, 6);
+    assert_true(ci.lo == 86);
+    assert_true(ci.hi == 95);
+    assert_true(fabs(ci.coverage - (1 - 43400.0 / 1048576)) <= 1e-12);
+    assert_int_equal(st_median_ci(ten, 6, 0.95, &ci), 0);
+    assert_int_equal(ci.k, 1);
+    assert_true(fabs(ci.coverage - (62.0 / 64)) <= 1e-12);
+    assert_int_equal(st_median_ci(ten, 5, 0.95, &ci), -1);
+    assert_true(isnan(ci.lo) && isnan(ci.hi) && isnan(ci.coverage));
+    double bad[6] = {1, 2, NAN, 4, 5, 6};
+    assert_int_equal(st_median_ci(bad, 6, 0.95, &ci), -1);
+    assert_int_equal(st_median_ci(ten, 10, 1.0, &ci), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_odd_count),
@@ -132,6 +164,7 @@ int main(void) {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_ratio_rule_on_the_chapters_numbers),
         cmocka_unit_test(test_threshold_edges),
+        cmocka_unit_test(test_median_ci),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
