@@ -151,6 +151,15 @@ void bench_plan_bytes(const rank_plan *p, uint64_t *payload, double *bus_bytes) 
     }
 }
 
+size_t bench_plan_collectives(const rank_plan *p) {
+    size_t first, end, n = 0;
+    if (bench_span(p, &first, &end) != 0)
+        return 0;
+    for (size_t i = first; i < end; i++)
+        n += p->ops[i].kind == OP_COLL;
+    return n;
+}
+
 void bench_plan_result_free(bench_plan_result *r) {
     for (int m = 0; m < BENCH_MODE_COUNT; m++) {
         free(r->seconds[m]);
@@ -207,6 +216,19 @@ static int timed_run(session *ss, size_t p, bench_mode m, int replays, double *s
     return rc;
 }
 
+void bench_cycle_order(size_t n_plans, size_t n_modes, long g, size_t *out) {
+    bool plans_reversed = g % 2 != 0;
+    long half = g >= 0 ? g / 2 : -((1 - g) / 2);       /* floor(g / 2) */
+    long nm = (long)(n_modes ? n_modes : 1);
+    size_t lead = (size_t)(((half % nm) + nm) % nm);
+    size_t k = 0;
+    for (size_t i = 0; i < n_plans; i++) {
+        size_t p = plans_reversed ? n_plans - 1 - i : i;
+        for (size_t j = 0; j < n_modes; j++)
+            out[k++] = p * n_modes + (lead + j) % n_modes;
+    }
+}
+
 /* Every measured cycle of every entry (plan x mode); out[p] gets the critical rank's times and
  * the largest issue times over the job. crit holds both: times first, then issue times. */
 static int cycles_run(session *ss, int replays, bench_plan_result *out) {
@@ -218,25 +240,22 @@ static int cycles_run(session *ss, int replays, bench_plan_result *out) {
     double *secs = calloc((size_t)b->n_local, sizeof *secs);
     if (!crit || !secs)
         abort();
-    /* The entries of a cycle, in the forward order: each plan, each of its modes. */
-    size_t n_entries = 0, (*entries)[2] = calloc(n_plans * BENCH_MODE_COUNT, sizeof *entries);
-    if (!entries)
+    /* The modes in use, numbered for bench_cycle_order. */
+    size_t n_modes = 0, modes[BENCH_MODE_COUNT];
+    for (int m = 0; m < BENCH_MODE_COUNT; m++)
+        if (on[m])
+            modes[n_modes++] = (size_t)m;
+    size_t n_entries = n_plans * n_modes, *order = calloc(n_entries ? n_entries : 1, sizeof *order);
+    if (!order)
         abort();
-    for (size_t p = 0; p < n_plans; p++)
-        for (int m = 0; m < BENCH_MODE_COUNT; m++)
-            if (on[m]) {
-                entries[n_entries][0] = p;
-                entries[n_entries++][1] = (size_t)m;
-            }
     int rc = 0;
     size_t total = (size_t)b->bo.warmup + cycles;
     for (size_t c = 0; c < total && rc == 0; c++) {
         bool measured = c >= (size_t)b->bo.warmup;
         size_t mc = measured ? c - (size_t)b->bo.warmup : 0;
-        bool reverse = measured && mc % 2 == 1;
+        bench_cycle_order(n_plans, n_modes, (long)c - (long)b->bo.warmup, order);
         for (size_t j = 0; j < n_entries && rc == 0; j++) {
-            size_t e = reverse ? n_entries - 1 - j : j;
-            size_t p = entries[e][0], m = entries[e][1];
+            size_t p = order[j] / n_modes, m = modes[order[j] % n_modes];
             double issue = 0;
             rc = timed_run(ss, p, (bench_mode)m, replays, secs, &issue);
             if (rc != 0 || !measured)
@@ -271,7 +290,7 @@ static int cycles_run(session *ss, int replays, bench_plan_result *out) {
     }
     free(crit);
     free(secs);
-    free(entries);
+    free(order);
     return rc;
 }
 

@@ -8,7 +8,8 @@
  * For one size, every plan's setup runs once (allocations, inits, anything before the timed
  * part), then `warmup` cycles and `cycles` measured cycles. A cycle times each entry (plan x
  * mode) once: even measured cycles in order (A, then B), odd ones in reverse (B, then A), so a
- * drift of clock, temperature or allocator cannot side with one plan. Every timed run resets the
+ * drift of clock, temperature or allocator cannot side with one plan; a plan's modes sit next to
+ * each other, their order counterbalanced over every four cycles (bench_cycle_order). Every timed run resets the
  * inputs first (the setup's inits again), waits for the device and lines the ranks up (a host
  * barrier) outside the timing; then each rank times the span with the backend's time_begin /
  * time_end (CUDA events per rank and stream; the monotonic clock on the host) and the cycle keeps
@@ -56,6 +57,20 @@ enum { BENCH_GRAPH_REPLAYS_SMALL = 20 };
 #define BENCH_GRAPH_REPLAYS_BELOW ((uint64_t)16 << 20)
 int bench_graph_replays(uint64_t payload);
 
+/* The order of the entries (plan p, mode m as p * n_modes + m; the modes in use numbered 0..) in
+ * cycle g: plans in order on even g and reversed on odd g (the chapter's alternation); the modes
+ * of each plan next to each other, starting from mode floor(g / 2) mod n_modes and wrapping.
+ * Why the second rule: the run after a switch of plan inherits the other plan's buffers in the
+ * GPU's L2 and the host's caches, and is slower for it. With the modes reversed together with
+ * the plans (the first design) the switch always fell on B's memlife and A's bare run: on
+ * 2 x H200 at 16 MiB, four runs read memlife/bare (per cycle) 1.013-1.023 for decomposed (B),
+ * where memlife adds well under 1 us to a 113 us span (docs/evidence, bench-order log). Now, over
+ * any 2 x n_modes consecutive cycles, every mode of a plan follows a switch equally often, and no
+ * cycle starts with a switch (it begins with the plan the last one ended with). Warm-up cycles
+ * take g = -warmup .. -1, so the first measured cycle does not start with a switch either.
+ * out gets n_plans * n_modes. */
+void bench_cycle_order(size_t n_plans, size_t n_modes, long g, size_t *out);
+
 /* Kernels of one window of the kernel pass, summed over every rank. */
 typedef struct {
     char *label;             /* the region's name; "" for the plan's whole timed part */
@@ -93,6 +108,9 @@ int bench_check_plan(const rank_plan *p, ml_diags *d);
  * and ReduceScatter their send size, AllGather its recv size); bus bytes = the sum over its
  * collectives of full size x the nccl-tests bus factor at p's world. */
 void bench_plan_bytes(const rank_plan *p, uint64_t *payload, double *bus_bytes);
+/* Collective calls in the timed part of p (repeats unrolled): 1 for the chapter's direct plan,
+ * 2 for its decomposed one. */
+size_t bench_plan_collectives(const rank_plan *p);
 
 /* Times every plan at one size: plans[i * n_local + k] is plan i of local rank k; out[i] gets
  * plan i's times (on every process; the same critical-rank numbers everywhere). Returns 0, or -1

@@ -7,6 +7,7 @@
 #include "../../analyzer/bench_report.h"
 
 #include <jansson.h>
+#include <math.h>
 
 static const char bench_yaml[] =
     "name: b\n"                                                   /* line 1 */
@@ -154,7 +155,10 @@ static void test_refuses_nothing_to_time(void **state) {
  * in region direct, 10 ReduceScatter + 10 AllGather in region decomposed. Host issue times of
  * direct: memlife 4.0 4.5 5.0 6.0 us (median 4.75), bare 3.0 3.2 3.4 3.6 us (median 3.3): the
  * cell "4.750 / 3.300", +1.450 us extra. Graph replays of direct (the same times) with 20 copies
- * per graph: "replays" 20. Aligned spans: the header says so. */
+ * per graph: "replays" 20. Aligned spans: the header says so. Per cycle, memlife / bare of
+ * direct: 930/925 = 1.005405, 933/930 = 1.003226, 935/928 = 1.007543, 940/932 = 1.008584, median
+ * (1.005405 + 1.007543) / 2 = 1.006474 ("1.006x"; 4 cycles are too few for a 95% interval); the
+ * issue differences 1.0 1.3 1.6 2.4 us, median 1.45, per collective (1 call) 1.45. */
 static void test_report_of_made_up_times(void **state) {
     double direct[] = {930e-6, 933e-6, 935e-6, 940e-6}, decomposed[] = {1150e-6, 1148e-6, 1152e-6,
                                                                          1160e-6};
@@ -184,8 +188,11 @@ static void test_report_of_made_up_times(void **state) {
     res[1].n_windows = 2;
     res[1].kernels_done = true;
     uint64_t s256 = (uint64_t)256 << 20;
-    bench_report_plan plans[2] = {{"direct", s256, (double)s256, &res[0]},
-                                  {"decomposed", s256, (double)s256, &res[1]}};
+    bench_report_plan plans[2] = {
+        {.name = "direct", .payload_bytes = s256, .bus_bytes = (double)s256, .collectives = 1,
+         .res = &res[0]},
+        {.name = "decomposed", .payload_bytes = s256, .bus_bytes = (double)s256,
+         .collectives = 2, .res = &res[1]}};
     bench_report_size size = {.sweep_value = (int64_t)s256, .plans = plans, .n_plans = 2};
     bench_report r = {.schedule = "b", .file = "b.yaml", .sweep_let = "S", .backend = "cuda",
                       .launch = "single", .world = 2, .warmup = 3, .cycles = 4, .cv_max = 5,
@@ -197,7 +204,7 @@ static void test_report_of_made_up_times(void **state) {
                           "ncclDevKernel_AllReduce_Sum_f32_RING_LL(...) x10",
                           "reduce_scatter 10, all_gather 10", "issue us (memlife / bare)",
                           "4.750 / 3.300", "+1.450", "span start: aligned on the device",
-                          "replays"};
+                          "replays", "per cycle [95% CI]", "1.006x [too few cycles]"};
     for (size_t k = 0; k < ML_ARRAY_LEN(want); k++)
         if (!strstr(t.s, want[k]))
             fail_msg("table lacks '%s':\n%s", want[k], t.s);
@@ -218,6 +225,15 @@ static void test_report_of_made_up_times(void **state) {
     assert_float_equal(json_real_value(json_object_get(io, "memlife_us")), 4.75, 1e-9);
     assert_float_equal(json_real_value(json_object_get(io, "bare_us")), 3.3, 1e-9);
     assert_float_equal(json_real_value(json_object_get(io, "extra_us")), 1.45, 1e-9);
+    json_t *ipc = json_object_get(io, "per_cycle");
+    assert_true(fabs(json_real_value(json_object_get(ipc, "extra_us")) - 1.45) < 1e-9);
+    assert_true(fabs(json_real_value(json_object_get(ipc, "per_collective_us")) - 1.45) < 1e-9);
+    assert_true(json_is_null(json_object_get(ipc, "ci95_low")));
+    json_t *opc = json_object_get(json_object_get(p0, "overhead"), "per_cycle");
+    assert_true(fabs(json_real_value(json_object_get(opc, "ratio")) - 1.0065) < 1e-9);
+    assert_true(json_is_null(json_object_get(opc, "ci95_high")));
+    assert_int_equal(json_integer_value(json_object_get(p0, "collectives")), 1);
+    assert_int_equal(json_integer_value(json_object_get(p1, "collectives")), 2);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(p0, "graph"), "replays")),
                      20);
     assert_true(json_is_true(json_object_get(root, "align")));
@@ -240,6 +256,63 @@ static void test_graph_replays_by_size(void **state) {
     assert_int_equal(bench_graph_replays((uint64_t)256 << 20), 1);
 }
 
+/* bench_cycle_order on 2 plans x 2 modes (A_m = 0, A_b = 1, B_m = 2, B_b = 3), written out:
+ * g = 0: A_m A_b B_m B_b; 1: B_m B_b A_m A_b; 2: A_b A_m B_b B_m; 3: B_b B_m A_b A_m; then again
+ * (g = -4 .. -1 likewise): the switch of plan falls on B_m, A_m, B_b, A_b. */
+static void test_cycle_order_phases(void **state) {
+    (void)state;
+    static const size_t want[4][4] = {{0, 1, 2, 3}, {2, 3, 0, 1}, {1, 0, 3, 2}, {3, 2, 1, 0}};
+    size_t got[4];
+    for (long g = -8; g < 8; g++) {
+        bench_cycle_order(2, 2, g, got);
+        long phase = ((g % 4) + 4) % 4;
+        for (int k = 0; k < 4; k++)
+            assert_int_equal(got[k], want[phase][k]);
+    }
+}
+
+/* The properties, from the warm-ups (g < 0) on, for several shapes: plans in order on even g and
+ * reversed on odd g; a plan's modes next to each other; no cycle starts with a switch of plan;
+ * and in every window of 2 x n_modes cycles, every mode of a plan follows a switch equally often
+ * (and at least once, where there are two plans or more). */
+static void test_cycle_order_counterbalanced(void **state) {
+    (void)state;
+    static const size_t shapes[][2] = {{2, 2}, {2, 3}, {3, 3}, {4, 2}, {1, 3}};
+    enum { CYCLES = 24 };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        size_t np = shapes[s][0], nm = shapes[s][1], n = np * nm, prev_last = SIZE_MAX;
+        size_t o[12];
+        int after_switch[CYCLES][12] = {{0}};
+        for (long g = -6; g < CYCLES - 6; g++) {
+            bench_cycle_order(np, nm, g, o);
+            for (size_t k = 0; k < n; k++) {
+                assert_int_equal(o[k] / nm, g % 2 == 0 ? k / nm : np - 1 - k / nm);
+                if (k % nm)
+                    assert_int_equal(o[k] / nm, o[k - 1] / nm);   /* modes stay together */
+                size_t before = k ? o[k - 1] : prev_last;
+                if (k == 0 && before != SIZE_MAX)
+                    assert_int_equal(before / nm, o[0] / nm);      /* no switch at a start */
+                after_switch[g + 6][o[k]] = before != SIZE_MAX && before / nm != o[k] / nm;
+            }
+            prev_last = o[n - 1];
+        }
+        size_t win = 2 * nm;
+        for (size_t w = 1; w + win <= CYCLES; w++)
+            for (size_t p = 0; p < np; p++) {
+                int first = -1;
+                for (size_t m = 0; m < nm; m++) {
+                    int count = 0;
+                    for (size_t c = w; c < w + win; c++)
+                        count += after_switch[c][p * nm + m];
+                    if (first < 0)
+                        first = count;
+                    assert_int_equal(count, first);
+                    assert_true(np == 1 ? count == 0 : count > 0);
+                }
+            }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_span_is_the_region),
@@ -249,6 +322,8 @@ int main(void) {
         cmocka_unit_test(test_refuses_nothing_to_time),
         cmocka_unit_test(test_report_of_made_up_times),
         cmocka_unit_test(test_graph_replays_by_size),
+        cmocka_unit_test(test_cycle_order_phases),
+        cmocka_unit_test(test_cycle_order_counterbalanced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
