@@ -77,6 +77,51 @@ static bool overhead_of(const bench_report *r, const bench_report_plan *p, doubl
     return true;
 }
 
+/* memlife / bare cycle by cycle: the two modes of a plan run next to each other in every cycle
+ * (docs/bench.md), so a pair shares that cycle's clocks, temperature and neighbours, and the
+ * median of the per-cycle ratios does not mix one cycle's slow memlife run with another's fast
+ * bare one. Its distribution-free 95% interval (stats.h) says how far the target may be trusted:
+ * with 10 cycles and a CV of 3%, two medians alone move by a percent between runs. */
+typedef struct {
+    double value;        /* median of memlife_c / bare_c (spans) or memlife_c - bare_c (issue) */
+    st_interval ci;      /* lo = hi = NaN with too few cycles */
+} paired;
+
+/* The per-cycle comparison of memlife with bare in arrays a (memlife) and b (bare) of seconds:
+ * ratios of the spans, or differences in microseconds of the issue times. */
+static bool paired_of(const bench_report *r, const double *a, const double *b, bool ratio,
+                      paired *out) {
+    if (!a || !b || r->cycles < 1)
+        return false;
+    double *q = malloc((size_t)r->cycles * sizeof *q);
+    if (!q)
+        abort();
+    size_t n = 0;
+    for (int c = 0; c < r->cycles; c++)
+        if (!ratio)
+            q[n++] = (a[c] - b[c]) * 1e6;
+        else if (b[c] > 0)
+            q[n++] = a[c] / b[c];
+    st_summary st;
+    bool ok = st_summarize(q, n, &st) == 0;
+    if (ok) {
+        out->value = st.median;
+        (void)st_median_ci(q, n, 0.95, &out->ci);   /* NaNs when n is too small */
+    }
+    free(q);
+    return ok;
+}
+
+static bool paired_span(const bench_report *r, const bench_report_plan *p, paired *out) {
+    return p->res && paired_of(r, p->res->seconds[BENCH_MEMLIFE], p->res->seconds[BENCH_BARE],
+                               true, out);
+}
+
+static bool paired_issue(const bench_report *r, const bench_report_plan *p, paired *out) {
+    return p->res && paired_of(r, p->res->issue[BENCH_MEMLIFE], p->res->issue[BENCH_BARE],
+                               false, out);
+}
+
 /* The issue medians of memlife and bare, and the difference. */
 static bool issue_overhead_of(const bench_report *r, const bench_report_plan *p, double *mine,
                               double *bare, double *extra_us) {
@@ -130,13 +175,14 @@ static void short_name(const char *name, char *buf, size_t len) {
 
 typedef enum {
     TC_SIZE, TC_MODE, TC_MEDIAN, TC_P95, TC_CV, TC_PAYLOAD, TC_BUSBW, TC_RATIO, TC_BARE,
-    TC_OVERHEAD, TC_ISSUE, TC_ISSUE_EXTRA, TC_COUNT
+    TC_OVERHEAD, TC_PAIRED, TC_ISSUE, TC_ISSUE_EXTRA, TC_COUNT
 } time_col;
 static const char *const time_headers[TC_COUNT] = {
     "size", "mode", "median us", "P95 us", "CV", "payload GB/s", "busbw GB/s", "ratio",
-    "bare us", "memlife/bare", "issue us (memlife / bare)", "issue extra us"};
+    "bare us", "memlife/bare", "per cycle [95% CI]", "issue us (memlife / bare)",
+    "issue extra us"};
 static const bool time_right[TC_COUNT] = {true, false, true, true, true, true, true, false, true,
-                                          false, true, true};
+                                          false, false, true, true};
 /* Graph replays: the columns up to the ratio, then the replays per timed run. */
 static const char *const graph_headers[TC_BARE + 1] = {
     "size", "mode", "median us", "P95 us", "CV", "payload GB/s", "busbw GB/s", "ratio",
@@ -155,6 +201,14 @@ static void overhead_cells(const bench_report *r, const bench_report_plan *p, re
         snprintf(c, CELL, "%.3fx (%+.3f us)", over, extra);
     else
         snprintf(c, CELL, "-");
+    report_grid_add(g, c);
+    paired pr;
+    if (!paired_span(r, p, &pr))
+        snprintf(c, CELL, "-");
+    else if (isnan(pr.ci.lo))
+        snprintf(c, CELL, "%.3fx [too few cycles]", pr.value);
+    else
+        snprintf(c, CELL, "%.3fx [%.3f, %.3f]", pr.value, pr.ci.lo, pr.ci.hi);
     report_grid_add(g, c);
     bool issue = issue_overhead_of(r, p, &mine, &bare, &extra);
     if (issue)
@@ -288,6 +342,9 @@ static void legend_text(const bench_report *r, const char *first, ml_str *out) {
     if (any_mode(r, BENCH_BARE))
         ml_str_printf(out, "memlife/bare: memlife's median over that of the same collectives "
                       "called bare (same buffers and streams, no schedule machinery).\n"
+                      "per cycle: the median of memlife / bare taken cycle by cycle (the two run "
+                      "next to each other), with its distribution-free 95%% interval (order "
+                      "statistics; none below 6 cycles).\n"
                       "issue us: the host's time from the first collective call to the return of "
                       "the last (median; the slowest process), memlife / bare, and the "
                       "difference.\n");
@@ -338,7 +395,8 @@ static void csv_num(ml_str *out, double v, const char *fmt) {
 static int write_csv(const bench_report *r, ml_str *out) {
     ml_str_printf(out, "size_bytes,sweep_value,plan,timing,n,median_us,p95_us,mean_us,cv_percent,"
                   "min_us,max_us,payload_gbps,busbw_gbps,ratio,ratio_status,overhead,"
-                  "overhead_us,issue_median_us,issue_extra_us,replays\n");
+                  "overhead_us,paired_overhead,paired_ci_low,paired_ci_high,issue_median_us,"
+                  "issue_extra_us,replays\n");
     for (size_t s = 0; s < r->n_sizes; s++) {
         const bench_report_size *z = &r->sizes[s];
         for (size_t k = 0; k < z->n_plans; k++)
@@ -367,6 +425,12 @@ static int write_csv(const bench_report *r, ml_str *out) {
                     over = extra = NAN;
                 csv_num(out, over, "%.4f");
                 csv_num(out, extra, "%.3f");
+                paired pr = {NAN, {NAN, NAN, NAN, 0}};
+                if (m != BENCH_MEMLIFE || !paired_span(r, p, &pr))
+                    pr.value = NAN;
+                csv_num(out, pr.value, "%.4f");
+                csv_num(out, m == BENCH_MEMLIFE ? pr.ci.lo : NAN, "%.4f");
+                csv_num(out, m == BENCH_MEMLIFE ? pr.ci.hi : NAN, "%.4f");
                 double mine, bare, issue_extra;
                 bool issue = issue_overhead_of(r, p, &mine, &bare, &issue_extra);
                 csv_num(out, issue_median(r, p, (bench_mode)m), "%.3f");
@@ -389,6 +453,20 @@ static json_t *jnum(double v) { return isnan(v) || isinf(v) ? json_null() : json
 static json_t *jround(double v, int places) {
     double f = pow(10, places);
     return jnum(round(v * f) / f);
+}
+
+/* {name: the median, ci95_low, ci95_high, coverage} (nulls without an interval); with
+ * `collectives`, also the median per collective call. */
+static json_t *paired_json(const paired *pr, const char *name, int places, size_t collectives) {
+    json_t *o = json_object();
+    json_object_set_new(o, name, jround(pr->value, places));
+    json_object_set_new(o, "ci95_low", isnan(pr->ci.lo) ? json_null() : jround(pr->ci.lo, places));
+    json_object_set_new(o, "ci95_high", isnan(pr->ci.hi) ? json_null() : jround(pr->ci.hi, places));
+    json_object_set_new(o, "coverage", isnan(pr->ci.coverage) ? json_null()
+                                                              : jround(pr->ci.coverage, 4));
+    if (collectives)
+        json_object_set_new(o, "per_collective_us", jround(pr->value / (double)collectives, 3));
+    return o;
 }
 
 static json_t *timing_json(const bench_report *r, const bench_report_size *z, size_t k,
@@ -459,6 +537,7 @@ static json_t *plan_json(const bench_report *r, const bench_report_size *z, size
     json_object_set_new(o, "plan", json_string(p->name));
     json_object_set_new(o, "payload_bytes", json_integer((json_int_t)p->payload_bytes));
     json_object_set_new(o, "bus_bytes", jnum(p->bus_bytes));
+    json_object_set_new(o, "collectives", json_integer((json_int_t)p->collectives));
     json_object_set_new(o, "check_failures",
                         json_integer(p->res ? (json_int_t)p->res->check_failures : 0));
     for (int m = 0; m < BENCH_MODE_COUNT; m++) {
@@ -471,6 +550,9 @@ static json_t *plan_json(const bench_report *r, const bench_report_size *z, size
         json_t *ov = json_object();
         json_object_set_new(ov, "ratio", jround(over, 4));
         json_object_set_new(ov, "extra_us", jround(extra, 3));
+        paired pr;
+        if (paired_span(r, p, &pr))
+            json_object_set_new(ov, "per_cycle", paired_json(&pr, "ratio", 4, 0));
         json_object_set_new(o, "overhead", ov);
     }
     double mine, bare;
@@ -479,6 +561,10 @@ static json_t *plan_json(const bench_report *r, const bench_report_size *z, size
         json_object_set_new(io, "memlife_us", jround(mine, 3));
         json_object_set_new(io, "bare_us", jround(bare, 3));
         json_object_set_new(io, "extra_us", jround(extra, 3));
+        paired pr;
+        if (paired_issue(r, p, &pr))
+            json_object_set_new(io, "per_cycle",
+                                paired_json(&pr, "extra_us", 3, p->collectives));
         json_object_set_new(o, "issue_overhead", io);
     }
     if (p->res && p->res->kernels_done)

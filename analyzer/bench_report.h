@@ -11,12 +11,16 @@
  * JSON names (stable; tools/gpu_bench.sh and CI read them): `command` "bench", `schedule`,
  * `file`, `backend`, `launch`, `align`, `world`, `warmup`, `cycles`, `cv_max_percent`, `sweep_let`,
  * `sizes`: [{`sweep_value`, `payload_bytes`, `plans`: [{`plan`, `payload_bytes`, `bus_bytes`,
- * `check_failures`, `memlife` | `bare` | `graph`: {`n`, `median_us`, `p95_us`, `mean_us`,
+ * `collectives` (calls per rank in the timed part), `check_failures`, `memlife` | `bare` | `graph`: {`n`, `median_us`, `p95_us`, `mean_us`,
  * `cv_percent`, `min_us`, `max_us`, `payload_gbps`, `busbw_gbps`, `samples_us`: [...],
  * and for memlife and graph `ratio` (null unless stable), `ratio_status` ("reference" |
  * "stable" | "unstable"), for memlife and bare `issue_median_us`, `issue_samples_us`: [...],
- * for graph `replays`}, `overhead`: {`ratio`, `extra_us`} (memlife / bare of the spans),
- * `issue_overhead`: {`memlife_us`, `bare_us`, `extra_us`} (medians of the host's issue times),
+ * for graph `replays`}, `overhead`: {`ratio`, `extra_us`, `per_cycle`: {`ratio`, `ci95_low`,
+ * `ci95_high`, `coverage`}} (memlife / bare of the spans; per cycle: the median of the cycles'
+ * ratios and its distribution-free 95% interval, null below 6 cycles), `issue_overhead`:
+ * {`memlife_us`, `bare_us`, `extra_us`, `per_cycle`: {`extra_us`, `ci95_low`, `ci95_high`,
+ * `coverage`, `per_collective_us`}} (medians of the host's issue times; per cycle: the median of
+ * the cycles' differences, and that over the plan's collectives),
  * `kernels`: [{`region` (null: the whole timed part), `total`, `by_collective`: {name: n},
  * `names`: [{`name`, `count`}]}]}]}], `kernels`: {`requested`, `available`, `note`},
  * `provenance`: {key: value}. Times are microseconds; a value that is not defined is null. */
@@ -30,6 +34,7 @@ typedef struct {
     const char *name;                /* the plan */
     uint64_t payload_bytes;          /* bench_plan_bytes */
     double bus_bytes;
+    size_t collectives;              /* bench_plan_collectives: calls per rank in the timed part */
     const bench_plan_result *res;
 } bench_report_plan;
 

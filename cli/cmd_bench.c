@@ -328,6 +328,7 @@ static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_s
                 const char *plan = c->s->plans[c->plan_index[p]].name;
                 rp->name = plan[0] ? plan : c->s->name;
                 bench_plan_bytes(&plans[p * (size_t)c->world], &rp->payload_bytes, &rp->bus_bytes);
+                rp->collectives = bench_plan_collectives(&plans[p * (size_t)c->world]);
                 kept = calloc(1, sizeof *kept);
                 if (!kept)
                     abort();
