@@ -5,8 +5,9 @@
 #    eager spans aligned on the device (the default): the table, five sizes, CV <= 5% at 256 MiB
 #    for both plans and the ratio stated there (PyTorch on 2 x H200: 933 / 1150 us, 1.232x,
 #    DESIGN.md), the overhead columns at every size with the issue's targets: GPU spans
-#    memlife / bare <= 1.02 at >= 16 MiB; at 1 KiB the host's issue time of memlife <= 2 us over
-#    bare's (the alignment hides launch overhead from the GPU span, docs/bench.md); graph replays
+#    memlife / bare <= 1.02 at >= 16 MiB (per-cycle median, 95% interval shown); at 1 KiB the
+#    host's issue time of memlife <= 2 us over bare's per collective call (the alignment hides
+#    launch overhead from the GPU span, docs/bench.md); graph replays
 #    (20 copies per graph below 16 MiB) stable at every size (the issue's aim).
 # 2. The chapter's kernel probe (schedules/kernel_probe.yaml) with --kernels: 5 iterations on G
 #    GPUs give 5G AllReduce kernels in region direct and 5G ReduceScatter + 5G AllGather in region
