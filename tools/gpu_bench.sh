@@ -23,6 +23,11 @@
 # session stays under 5 minutes (SESSION_BUDGET seconds, default 280; nsys only when 150 s are
 # left). Exit 0 when no item failed.
 set -u
+# The commit the carried binary was built from (its --version says it; the device's checkout may
+# lag behind: only the working tree is copied there).
+build_commit() {
+    "${BUILD:-build}/memlife" --version 2>/dev/null | sed -n 's/.*(\([0-9a-f]*\)).*/\1/p' | head -n 1
+}
 cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT" || exit 2
@@ -84,7 +89,7 @@ PY
 }
 
 session() {
-    echo "# memlife bench on the GPU machine, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+    echo "# memlife bench on the GPU machine, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), binary built at commit $(build_commit)"
     echo "## machine"
     timeout 30 nvidia-smi -L || echo "nvidia-smi -L failed: no GPU"
     timeout 30 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv

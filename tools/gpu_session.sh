@@ -18,6 +18,11 @@
 # $OUT/results.tgz. Every command runs under `timeout`; the whole session stays under 8 minutes
 # (SESSION_BUDGET seconds, default 450). Exit 0 when no item failed, 1 otherwise.
 set -u
+# The commit the carried binary was built from (its --version says it; the device's checkout may
+# lag behind: only the working tree is copied there).
+build_commit() {
+    "${BUILD:-build}/memlife" --version 2>/dev/null | sed -n 's/.*(\([0-9a-f]*\)).*/\1/p' | head -n 1
+}
 cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT" || exit 2
@@ -31,7 +36,7 @@ MEMLIFE=$BUILD/memlife
 
 session() {
     local t0=$SECONDS
-    echo "# memlife GPU session, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+    echo "# memlife GPU session, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), binary built at commit $(build_commit)"
     echo "## machine"
     timeout 30 nvidia-smi -L || echo "nvidia-smi -L failed: no GPU"
     timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total,memory.used --format=csv
