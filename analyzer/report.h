@@ -5,7 +5,8 @@
  * field that is present, so a run result is "the predict JSON plus measured".
  *
  * JSON names (kept stable; tests and CI gates read them): top-level `schedules` list; each with
- * `name`, `file`, `plan`, `world`, `expect` ("pass" | "fail" | "none"), `ranks` list of
+ * `name`, `file`, `plan`, `world`, `lets` {name: value, as rank 0 evaluated them after --set and
+ * the sweep}, `expect` ("pass" | "fail" | "none"), `ranks` list of
  * {`rank`, `requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`, `exact`, `peak_lo`,
  * `peak_hi`}, `peak_step`: {`index`, `line`, `col`, `op`}, `peak_live`: [names], `floor`,
  * and for runs `measured`: {`requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`},

@@ -122,6 +122,13 @@ static json_t *schedule_json(const report_schedule *rs) {
     json_object_set_new(o, "plan", plan[0] ? text_json(plan) : json_null());
     json_object_set_new(o, "about", rs->s->about ? text_json(rs->s->about) : json_null());
     json_object_set_new(o, "world", json_integer(rs->world));
+    /* The lets as this result used them (the file's values after --set and the sweep), so a
+     * result says which sizes it is about: rank 0's values (a let may depend on rank). */
+    json_t *lets = json_object();
+    for (uint32_t k = 0; rs->world > 0 && rs->plans[0].slots && k < rs->s->n_lets; k++)
+        json_object_set_new(lets, rs->s->lets[k].name,
+                            json_integer((json_int_t)rs->plans[0].slots[EXPR_SLOT_FIRST_LET + k]));
+    json_object_set_new(o, "lets", lets);
     json_object_set_new(o, "expect", text_json(report_expect_status(rs)));
     json_t *ranks = json_array();
     for (int r = 0; r < rs->world; r++)

@@ -101,6 +101,14 @@ peak=$(mib_of "$TMP/out" rs-ag-naive-lifetime requested_peak)
 if [ "$RC" -eq 0 ] && [ "$peak" = 1152 ]; then ok "--set M=512MiB: naive peak 1152 MiB"
 else not_ok "--set M=512MiB" "exit $RC, peak '$peak'"; fi
 
+# The JSON says which sizes it is about: the lets as used, after --set. M = 512 MiB at world 4:
+# q = M / E / world = 536870912 / 4 / 4 = 33554432 elements, SHARD = 4q = 128 MiB.
+run predict --format json --set M=512MiB schedules/seed/03_rs_ag_naive.yaml
+lets=$(jq -c '.schedules[0].lets | [.M, .E, .q, .SHARD]' "$TMP/out" 2>&1)
+if [ "$RC" -eq 0 ] && [ "$lets" = "[536870912,4,33554432,134217728]" ]; then
+    ok "json lets after --set M=512MiB: M, E, q, SHARD = $lets"
+else not_ok "json lets after --set" "exit $RC, lets '$lets'"; fi
+
 # -o writes the report to a file (atomically) and nothing to stdout; same bytes as stdout.
 run predict --format json schedules/seed/02_rs_only.yaml
 cp "$TMP/out" "$TMP/stdout.json"
