@@ -22,6 +22,7 @@ declare -A NEED=(
     [openmpi-bin]="command -v mpirun"
     [libopenmpi-dev]="command -v mpicc"
     [python3]="command -v python3"
+    [jq]="command -v jq"
 )
 missing=()
 for pkg in "${!NEED[@]}"; do
