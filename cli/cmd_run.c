@@ -71,6 +71,8 @@ const char cmd_run_usage[] =
     "  kill=R@K              rank R dies (SIGKILL) before op K, the op index of the timeline\n"
     "  delay=R@K[:S]         rank R sleeps S seconds before op K (default --timeout + 10, past\n"
     "                        its peers' deadline)\n"
+    "  delay=R@init[:S]      rank R sleeps before the communicator set-up (its peers wait past\n"
+    "                        the deadline; cuda: in ncclCommInitRank, a watchdog ends the job)\n"
     "  Every rank ends within the deadline with exit 3, the failing rank's op, step and live\n"
     "  requested bytes, where the others waited, and no result file. E.g.\n"
     "    memlife run f.yaml --ranks 4 --timeout 5 --inject delay=3@4\n"

@@ -201,7 +201,7 @@ static int init_mpi(int devices, char *err, size_t len) {
         return -1;
     }
     cu_g.mpi = true;
-    if (rt_mpi_init(cu_g.world, cu_g.first_rank, err, len))
+    if (rt_mpi_init(cu_g.world, cu_g.first_rank, cu_g.opt.timeout_s, err, len))
         return -1;
     cu_rank *cr = &cu_g.ranks[0];
     cr->rank = cu_g.first_rank;

@@ -21,6 +21,7 @@
  *    reduced: MPI has no 16-bit float type, and converting through float32 would not be the
  *    arithmetic a GPU does, so the host refuses with a message instead of giving other numbers. */
 #include "rt.h"
+#include "inject.h"
 #include "mpi_util.h"
 
 #include <string.h>
@@ -81,7 +82,12 @@ static int h_init(const rt_options *o, int world, int first_rank, int local_rank
     const char *limit = getenv("MEMLIFE_HOST_MEM_LIMIT");
     if (limit && *limit && parse_limit(limit, &host.mem_limit, err, len) != 0)
         return -1;
-    return rt_mpi_init(world, first_rank, err, len);
+    if (rt_mpi_init(world, first_rank, o->timeout_s, err, len) != 0)
+        return -1;
+    /* MPI_COMM_WORLD is this backend's communicator: a rank delayed here leaves its peers in
+     * their first exchange, whose deadline ends the job (delay=R@init). */
+    rt_inject_before_init(o, first_rank, "its first exchange with its peers");
+    return 0;
 }
 
 static void h_finalize(void) { rt_mpi_finalize(); }

@@ -48,6 +48,7 @@ void rt_options_default(rt_options *o) {
     o->fail_alloc_rank = -1;
     o->kill_rank = o->kill_step = -1;
     o->delay_rank = o->delay_step = -1;
+    o->delay_at_init = false;
 }
 
 uint64_t rt_chunk_bytes(uint64_t bytes, uint32_t chunks, uint32_t k) {

@@ -51,7 +51,7 @@ static int parse_item(const char *item, size_t n, rt_options *o, bool seen[INJ_C
             kind = k;
     if (kind < 0) {
         snprintf(err, len, "unknown fault '%.*s' (fail-alloc=[RANK@]K, kill=RANK@OP or "
-                 "delay=RANK@OP[:SECONDS])", (int)n, item);
+                 "delay=RANK@OP|init[:SECONDS])", (int)n, item);
         return -1;
     }
     if (seen[kind]) {
@@ -65,7 +65,15 @@ static int parse_item(const char *item, size_t n, rt_options *o, bool seen[INJ_C
     long rank = -1, index = -1;
     double seconds = 0;
     bool ok = true;
-    if (at) {
+    bool at_init = at && k_end - (at + 1) == 4 && !strncmp(at + 1, "init", 4);
+    if (at_init && kind != INJ_DELAY) {
+        snprintf(err, len, "'%.*s': only delay takes @init (delay=RANK@init[:SECONDS])", (int)n,
+                 item);
+        return -1;
+    }
+    if (at_init) {
+        ok = parse_index(v, at, &rank);
+    } else if (at) {
         ok = parse_index(v, at, &rank) && parse_index(at + 1, k_end, &index);
     } else {
         ok = inj_kinds[kind].rank_optional && parse_index(v, k_end, &index);
@@ -101,7 +109,8 @@ static int parse_item(const char *item, size_t n, rt_options *o, bool seen[INJ_C
         break;
     default:
         o->delay_rank = (int)rank;
-        o->delay_step = (int)index;
+        o->delay_step = at_init ? -1 : (int)index;
+        o->delay_at_init = at_init;
         o->delay_s = seconds;
         break;
     }
@@ -127,7 +136,7 @@ int rt_inject_parse(const char *spec, rt_options *o, char *err, size_t len) {
 }
 
 bool rt_inject_any(const rt_options *o) {
-    return o->fail_alloc_k >= 0 || o->kill_step >= 0 || o->delay_step >= 0;
+    return o->fail_alloc_k >= 0 || o->kill_step >= 0 || o->delay_step >= 0 || o->delay_at_init;
 }
 
 /* One item in SPEC syntax, "" when that kind is off. */
@@ -139,6 +148,10 @@ static void item_text(const rt_options *o, inj_kind kind, char *buf, size_t len)
         snprintf(buf, len, "fail-alloc=%ld", o->fail_alloc_k);
     else if (kind == INJ_KILL && o->kill_step >= 0)
         snprintf(buf, len, "kill=%d@%d", o->kill_rank, o->kill_step);
+    else if (kind == INJ_DELAY && o->delay_at_init && o->delay_s > 0)
+        snprintf(buf, len, "delay=%d@init:%g", o->delay_rank, o->delay_s);
+    else if (kind == INJ_DELAY && o->delay_at_init)
+        snprintf(buf, len, "delay=%d@init", o->delay_rank);
     else if (kind == INJ_DELAY && o->delay_step >= 0 && o->delay_s > 0)
         snprintf(buf, len, "delay=%d@%d:%g", o->delay_rank, o->delay_step, o->delay_s);
     else if (kind == INJ_DELAY && o->delay_step >= 0)
@@ -182,6 +195,14 @@ int rt_inject_check(const rt_options *o, const rank_plan *const *plans, const in
         {o->kill_rank, o->kill_step, INJ_KILL},
         {o->delay_rank, o->delay_step, INJ_DELAY},
     };
+    for (size_t i = 0; o->delay_at_init && i < n; i++)
+        if (o->delay_rank >= worlds[i]) {
+            char spec[80];
+            item_text(o, INJ_DELAY, spec, sizeof spec);
+            snprintf(err, len, "%s: rank %d is outside the world of %d ranks", spec, o->delay_rank,
+                     worlds[i]);
+            return -1;
+        }
     for (size_t k = 0; k < ML_ARRAY_LEN(items); k++) {
         if (items[k].index < 0)
             continue;
@@ -264,5 +285,20 @@ void rt_inject_before_op(const rt_rank *r) {
         struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
+    }
+}
+
+void rt_inject_before_init(const rt_options *o, int rank, const char *what) {
+    if (!o->delay_at_init || rank != o->delay_rank)
+        return;
+    double s = o->delay_s > 0 ? o->delay_s : o->timeout_s + RT_INJECT_PAST_S;
+    char spec[80];
+    item_text(o, INJ_DELAY, spec, sizeof spec);
+    fprintf(stderr, "note: rank %d delayed before %s by injected fault %s for %g s, %s the %g s "
+            "deadline of its peers\n", rank, what, spec, s, s > o->timeout_s ? "past" : "within",
+            o->timeout_s);
+    fflush(stderr);
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }

@@ -8,6 +8,10 @@
  *                     measured timeline), as a crashed process does
  *   delay=R@K[:S]     rank R sleeps S seconds before op K; without S, --timeout + 10 s, so its
  *                     peers' waits pass their deadline
+ *   delay=R@init[:S]  rank R sleeps before the backend sets its communicator up (cuda under
+ *                     mpirun: before ncclCommInitRank, which waits for every rank, so its peers'
+ *                     watchdog must end the job, watchdog.h; host: after MPI_Init, so its peers'
+ *                     first bounded exchange does)
  *
  * Items are comma-separated ("kill=2@3,fail-alloc=1@0"); each kind at most once. `memlife run
  * --inject SPEC` and the environment variable MEMLIFE_INJECT (read when --inject is absent) take
@@ -43,5 +47,8 @@ int rt_inject_check(const rt_options *o, const rank_plan *const *plans, const in
  * when asked, printing where it stands first. */
 bool rt_inject_alloc_fails(const rt_rank *r, long k, char *err, size_t len);
 void rt_inject_before_op(const rt_rank *r);
+/* Before the communicator set-up of `rank` (what: "ncclCommInitRank"): delays it when asked
+ * (delay=R@init), printing so first. */
+void rt_inject_before_init(const rt_options *o, int rank, const char *what);
 
 #endif

@@ -11,8 +11,15 @@
 #ifdef MEMLIFE_HAVE_MPI
 
 static bool mpi_started, mpi_ended;
+/* The run's --timeout and this process's rank, for waits that have no rank state to take them
+ * from (provenance, start-up exchanges). */
+static double mpi_timeout_s = 60.0;
+static int mpi_rank = -1;
 
-int rt_mpi_init(int world, int rank, char *err, size_t len) {
+int rt_mpi_init(int world, int rank, double timeout_s, char *err, size_t len) {
+    if (timeout_s > 0)
+        mpi_timeout_s = timeout_s;
+    mpi_rank = rank;
     if (mpi_started)
         return 0;
     int provided, size = 0, me = -1;
@@ -126,7 +133,7 @@ static void note_publish(const rt_rank *r, const MPI_Request *reqs, const int *p
     wait_note *w = &notes[next];
     char loc[300], sc[600], live[64];
     scene(r, reqs, peer, n, loc, sizeof loc, sc, sizeof sc, live, sizeof live);
-    snprintf(w->head, sizeof w->head, "%s: note: rank %d had waited ", loc, r ? r->rank : -1);
+    snprintf(w->head, sizeof w->head, "%s: note: rank %d had waited ", loc, r ? r->rank : mpi_rank);
     snprintf(w->tail, sizeof w->tail, " s %s (%s) when the job was ended%s\n", sc, what, live);
     w->t0 = *t0;
     note_active = next;
@@ -167,7 +174,7 @@ void rt_mpi_wait_report(int fd) {
  * sleep stays short. The note for a signal is prepared only once the wait starts sleeping: a wait
  * that completes at once (almost all of them) costs no formatting. */
 static void wait_all(rt_rank *r, MPI_Request *reqs, const int *peer, int n, const char *what) {
-    double timeout = r && r->opt && r->opt->timeout_s > 0 ? r->opt->timeout_s : 60.0;
+    double timeout = r && r->opt && r->opt->timeout_s > 0 ? r->opt->timeout_s : mpi_timeout_s;
     double t0 = ml_now_seconds();
     struct timespec ts0;
     clock_gettime(CLOCK_MONOTONIC, &ts0);
@@ -190,7 +197,7 @@ static void wait_all(rt_rank *r, MPI_Request *reqs, const int *peer, int n, cons
             MPI_Error_string(rc, text, &tn);
             scene(r, reqs, peer, n, loc, sizeof loc, sc, sizeof sc, live, sizeof live);
             fprintf(stderr, "%s: error: rank %d: MPI failed %s (%s): %s%s; ending every rank\n",
-                    loc, r ? r->rank : -1, sc, what, text, live);
+                    loc, r ? r->rank : mpi_rank, sc, what, text, live);
             rt_mpi_abort(ML_EXIT_RUNTIME);
         }
         if (out == MPI_UNDEFINED)
@@ -208,7 +215,7 @@ static void wait_all(rt_rank *r, MPI_Request *reqs, const int *peer, int n, cons
             fprintf(stderr,
                     "%s: error: rank %d waited %.1f s %s (%s; deadline %g s, --timeout)%s; "
                     "ending every rank\n",
-                    loc, r ? r->rank : -1, waited, sc, what, timeout, live);
+                    loc, r ? r->rank : mpi_rank, waited, sc, what, timeout, live);
             rt_mpi_abort(ML_EXIT_RUNTIME);
         }
         if (spins < 200)
@@ -332,7 +339,8 @@ void rt_mpi_library_version(char *buf, size_t len) {
 
 #else /* no MPI at build time */
 
-int rt_mpi_init(int world, int rank, char *err, size_t len) {
+int rt_mpi_init(int world, int rank, double timeout_s, char *err, size_t len) {
+    (void)timeout_s;
     snprintf(err, len, "memlife was built without Open MPI");
     return -1;
 }

@@ -12,8 +12,9 @@
 #include "rt.h"
 
 /* MPI_Init, then checks that the launcher started `world` ranks and this one is `rank`.
- * Returns 0 or -1 with err. Idempotent; rt_mpi_finalize ends MPI once. */
-int rt_mpi_init(int world, int rank, char *err, size_t len);
+ * timeout_s (the run's --timeout; <= 0: 60 s) bounds the waits that have no rank to take it from
+ * (r == NULL below). Returns 0 or -1 with err. Idempotent; rt_mpi_finalize ends MPI once. */
+int rt_mpi_init(int world, int rank, double timeout_s, char *err, size_t len);
 void rt_mpi_finalize(void);
 bool rt_mpi_active(void);
 

@@ -93,6 +93,7 @@ typedef struct {
     const sched_params *params;  /* --set / --world of this run; NULL: the file's values */
     int fail_alloc_rank;       /* the rank whose alloc fail_alloc_k fails; -1: every rank */
     double delay_s;            /* <= 0: past the deadline (timeout_s + RT_INJECT_PAST_S) */
+    bool delay_at_init;        /* delay=R@init: before the backend's communicator set-up */
 } rt_options;
 void rt_options_default(rt_options *o);
 

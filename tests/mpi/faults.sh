@@ -95,6 +95,17 @@ expect_case "delay rank 3 past a 5 s deadline: exit 3 within 10 s, the waiters n
 if [ "$MS" -lt 5000 ]; then not_ok "delay: the waiters waited out the 5 s deadline" "ended after $MS ms"
 else ok "delay: the waiters waited out the 5 s deadline"; fi
 
+# 3b. delay rank 3 before the communicator set-up (delay=3@init; past a 4 s deadline): ranks 0-2
+#    wait in their first exchange with every rank (the provenance's host names, before any op),
+#    which has no rank state of its own: it takes the run's --timeout (4 s here, not the 60 s
+#    fallback) and ends the job. Bound: the deadline + 5 s.
+trun run $F --backend host --ranks 4 --timeout 4 --inject delay=3@init -o "$TMP/result.json"
+expect_case "delay=3@init past a 4 s deadline: exit 3 within 9 s, the waiters name rank 3" 3 9000 \
+    "$(q "note: rank 3 delayed before its first exchange with its peers by injected fault delay=3@init for 14 s, past the 4 s deadline of its peers")" \
+    "$(q "memlife: error: rank ")[012]$(q " waited 4.0 s for ranks [3] (in an exchange with every rank; deadline 4 s, --timeout); ending every rank")"
+if [ "$MS" -lt 4000 ]; then not_ok "delay=3@init: the waiters waited out the 4 s deadline" "ended after $MS ms"
+else ok "delay=3@init: the waiters waited out the 4 s deadline"; fi
+
 # 4. fail-alloc=0 on every rank with -o: each rank's first alloc ('full', op 0, nothing held yet)
 #    fails; each prints its own error; nothing is written.
 trun run $F --backend host --ranks 4 --timeout 10 --inject fail-alloc=0 -o "$TMP/result.json"

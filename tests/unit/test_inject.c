@@ -50,6 +50,18 @@ static void test_forms(void **state) {
     char text[120];
     rt_inject_text(&o, text, sizeof text);
     assert_string_equal(text, "fail-alloc=1@1,kill=2@3,delay=0@0:7");
+    /* Before the communicator set-up: no op index (the executor's hooks never see it). */
+    o = parsed("delay=1@init:30");
+    assert_true(o.delay_at_init);
+    assert_int_equal(o.delay_rank, 1);
+    assert_int_equal(o.delay_step, -1);
+    assert_true(o.delay_s == 30);
+    assert_true(rt_inject_any(&o));
+    rt_inject_text(&o, text, sizeof text);
+    assert_string_equal(text, "delay=1@init:30");
+    o = parsed("delay=0@init");
+    rt_inject_text(&o, text, sizeof text);
+    assert_string_equal(text, "delay=0@init");
 }
 
 /* Each refusal names the item and the form it should have. */
@@ -65,10 +77,15 @@ static void test_refusals(void **state) {
         {"delay=1@2:0", "'delay=1@2:0' is not delay=RANK@OP[:SECONDS] (e.g. delay=3@3:20)"},
         {"delay=1@2:", "'delay=1@2:' is not delay=RANK@OP[:SECONDS] (e.g. delay=3@3:20)"},
         {"delay=1@2:inf", "'delay=1@2:inf' is not delay=RANK@OP[:SECONDS] (e.g. delay=3@3:20)"},
+        {"kill=1@init", "'kill=1@init': only delay takes @init (delay=RANK@init[:SECONDS])"},
+        {"fail-alloc=1@init", "'fail-alloc=1@init': only delay takes @init "
+                              "(delay=RANK@init[:SECONDS])"},
+        {"delay=@init", "'delay=@init' is not delay=RANK@OP[:SECONDS] (e.g. delay=3@3:20)"},
+        {"delay=1@initx", "'delay=1@initx' is not delay=RANK@OP[:SECONDS] (e.g. delay=3@3:20)"},
         {"boom=1", "unknown fault 'boom=1' (fail-alloc=[RANK@]K, kill=RANK@OP or "
-                   "delay=RANK@OP[:SECONDS])"},
+                   "delay=RANK@OP|init[:SECONDS])"},
         {"kill", "unknown fault 'kill' (fail-alloc=[RANK@]K, kill=RANK@OP or "
-                 "delay=RANK@OP[:SECONDS])"},
+                 "delay=RANK@OP|init[:SECONDS])"},
         {"kill=1@1,kill=2@2", "'kill' is given twice"},
         {"kill=1@1,", "empty item in 'kill=1@1,'"},
         {"", "empty item in ''"},
@@ -111,6 +128,8 @@ static void test_check_targets(void **state) {
         {"fail-alloc=0@1", "fail-alloc=0@1 is never reached: rank 0 has 1 alloc (only 0)"},
         {"fail-alloc=2", "fail-alloc=2 is never reached: no rank has more than 2 allocs (0 to 1)"},
         {"delay=2@0", "delay=2@0: rank 2 is outside the world of 2 ranks"},
+        {"delay=1@init:5", ""},
+        {"delay=2@init", "delay=2@init: rank 2 is outside the world of 2 ranks"},
     };
     for (size_t k = 0; k < ML_ARRAY_LEN(cases); k++) {
         rt_options o = parsed(cases[k].spec);
