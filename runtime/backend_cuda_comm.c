@@ -4,7 +4,8 @@
  * Launch modes (docs/cuda.md):
  *   one process per GPU (mpirun -np N ... --backend cuda): the node-local rank
  *     (OMPI_COMM_WORLD_LOCAL_RANK) picks the GPU; rank 0's ncclGetUniqueId goes to every rank
- *     with MPI_Ibcast (bounded wait, mpi_util.c); ncclCommInitRank. Blobs go through MPI.
+ *     with MPI_Ibcast (bounded wait, mpi_util.c); ncclCommInitRank under the run's deadline
+ *     (watchdog.h: NCCL's init has none). Blobs go through MPI.
  *   one process driving N GPUs (--gpus N): ncclCommInitAll over devices 0..N-1; every collective
  *     is issued for all ranks inside one ncclGroupStart/End, so no device waits for a peer whose
  *     kernel this thread has not launched yet; blobs are local copies.
@@ -15,7 +16,9 @@
 
 #ifdef MEMLIFE_HAVE_CUDA
 
+#include "inject.h"
 #include "mpi_util.h"
+#include "watchdog.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +167,13 @@ static int init_single_process(int devices, char *err, size_t len) {
         rc = context_and_baseline(cr, err, len);
     }
     if (rc == 0) {
+        /* Every GPU is this process's, so no peer can be missing; the deadline is for a stuck
+         * device or link, which would otherwise hold NCCL's init forever. */
+        double deadline = cu_g.opt.timeout_s > 0 ? cu_g.opt.timeout_s : 60;
+        int armed = rt_watchdog_arm(deadline, cu_g.first_rank, "ncclCommInitAll", NULL);
         ncclResult_t res = ncclCommInitAll(comms, n, devs);
+        if (armed == 0)
+            rt_watchdog_disarm();
         if (res != ncclSuccess)
             rc = cu_fail_nccl(err, len, NULL, res, "ncclCommInitAll over %d GPUs failed", n);
         for (int i = 0; i < n && rc == 0; i++)
@@ -245,7 +254,15 @@ static int init_mpi(int devices, char *err, size_t len) {
         return -1;
     }
     rt_mpi_wait(&who, &req, "the NCCL unique id broadcast");
+    rt_inject_before_init(&cu_g.opt, cr->rank, "ncclCommInitRank");
+    /* ncclCommInitRank waits for every rank to join, without a timeout: a peer that ended
+     * after the broadcast would hold this one forever. The watchdog ends the job instead. */
+    double deadline = cu_g.opt.timeout_s > 0 ? cu_g.opt.timeout_s : 60;
+    int armed = rt_watchdog_arm(deadline, cr->rank, "ncclCommInitRank (every rank joins)",
+                                rt_mpi_abort);
     ncclResult_t res = ncclCommInitRank(&cr->comm, cu_g.world, id, cr->rank);
+    if (armed == 0)
+        rt_watchdog_disarm();
     if (res != ncclSuccess) {
         cr->comm = NULL;
         return cu_fail_nccl(err, len, NULL, res, "ncclCommInitRank of rank %d of %d (device %d) "
@@ -439,7 +456,14 @@ static int warm_one(cu_rank **crs, rt_mem *scratch, int n, ml_coll c, uint64_t c
         a->stream = stream;
         a->in_place = true;
     }
+    /* The first collective of a kind sets NCCL's connections up inside this call, waiting for
+     * the peers' side without a timeout of its own: the same watchdog as the init. */
+    double deadline = cu_g.opt.timeout_s > 0 ? cu_g.opt.timeout_s : 60;
+    int armed = rt_watchdog_arm(deadline, crs[0]->rank, "the NCCL warm-up (connection set-up)",
+                                cu_g.mpi ? rt_mpi_abort : NULL);
     int rc = cu_issue_group(crs, args, n, err, len);
+    if (armed == 0)
+        rt_watchdog_disarm();
     for (int i = 0; i < n && rc == 0; i++)
         rc = cu_wait_stream(crs[i], stream, err, len);
     free(args);
