@@ -318,8 +318,8 @@ static void header_text(const bench_report *r, ml_str *out) {
     ml_str_printf(out, "%s%s%s\n", r->schedule, r->about ? ": " : "", r->about ? r->about : "");
     ml_str_printf(out,
                   "backend %s, %d ranks (%s); per size %d warm-up and %d measured cycles, the "
-                  "plans' order alternating per cycle; a cycle's time is the critical rank's "
-                  "(max over ranks)\n",
+                  "plans' order alternating per cycle and each plan's modes counterbalanced; a "
+                  "cycle's time is the critical rank's (max over ranks)\n",
                   r->backend, r->world,
                   !strcmp(r->launch, "mpi") ? "one process per rank" : "one process, every rank",
                   r->warmup, r->cycles);
