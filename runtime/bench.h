@@ -9,9 +9,9 @@
  * part), then `warmup` cycles and `cycles` measured cycles. A cycle times each entry (plan x
  * mode) once: even measured cycles in order (A, then B), odd ones in reverse (B, then A), so a
  * drift of clock, temperature or allocator cannot side with one plan; a plan's modes sit next to
- * each other, their order counterbalanced over every four cycles (bench_cycle_order). Every timed run resets the
- * inputs first (the setup's inits again), waits for the device and lines the ranks up (a host
- * barrier) outside the timing; then each rank times the span with the backend's time_begin /
+ * each other, their order counterbalanced (bench_cycle_order). Every timed run resets the inputs
+ * first (device-side copies of what the setup left in the buffers the timed part writes), waits
+ * for the device and lines the ranks up (a host barrier) outside the timing; then each rank times the span with the backend's time_begin /
  * time_end (CUDA events per rank and stream; the monotonic clock on the host) and the cycle keeps
  * the critical rank, the largest time over all ranks.
  * Modes: memlife (the executor issues the timed part: validation, bookkeeping, NVTX ranges),

@@ -18,12 +18,11 @@ struct bench {
     int world, n_local;
 };
 
-/* A copy, in the backend's memory, of a view as the setup left it: the reset before each timed
- * run copies it back, on the device, instead of redoing the init through host memory. */
+/* A copy, in the backend's memory, of a buffer as the setup left it, for a buffer the timed part
+ * writes again: the reset before each timed run copies it back, on the device. */
 typedef struct {
-    size_t op;                 /* the init op whose view this is */
     uint32_t buf;
-    uint64_t off, bytes;
+    uint64_t bytes;
     const void *ptr;           /* the buffer's allocation when the copy was taken */
     rt_mem mem;
 } bench_snap;
@@ -33,8 +32,7 @@ typedef struct {
     rt_rank *ranks;            /* [n_local] */
     rt_rank **ptrs;
     size_t *first, *end;       /* the timed part of each local rank's plan */
-    ml_vec *inits;             /* per local rank: size_t indices of the setup's init ops */
-    ml_vec *snaps;             /* per local rank: bench_snap, what those inits left (reset) */
+    ml_vec *snaps;             /* per local rank: bench_snap (the reset) */
     ml_vec calls;              /* rt_coll_args, n_local per recorded call (bare mode) */
     bool recorded;
     void **graphs;             /* [n_local] (graph mode) */
@@ -71,8 +69,8 @@ int bs_open(session *ss, bench *b, const rank_plan *const *plans, size_t n_plans
 /* After rc == 0: every plan's teardown, and the failed check rows of every rank into out[p];
  * then (whatever rc) frees the session. Returns 0 or -1. */
 int bs_finish(session *ss, bench_plan_result *out, int rc);
-/* Plan p on every local rank: the inputs reset (the setup's inits again, as device-side copies of
- * what they left, see bench_snap); every local device
+/* Plan p on every local rank: the inputs reset (device-side copies of what the setup left in the
+ * buffers the timed part writes, see bench_snap); every local device
  * synchronized; every rank of the job lined up (a host barrier); the timed part run through the
  * executor; its graph captured (`copies` runs of the timed part, back to back, in one graph).
  * Each returns 0 or -1 with ss->err. */

@@ -135,9 +135,34 @@ int bs_run_timed(session *ss, size_t p) {
     return rc;
 }
 
-/* Copies of every view the setup's inits wrote, taken when the setup is done (so they hold what
- * the timed part starts from, whatever ran after the inits). Why not run the inits again before
- * each timed run: an init goes through host memory (fill blocks, then a host-to-device copy), and
+/* Marks in out[n_bufs] every buffer that ops [from, to) of p write: an init, a copy's
+ * destination, a scale, a compute's writes, a collective's receive side. */
+static void mark_written(const rank_plan *p, size_t from, size_t to, bool *out, uint32_t n_bufs) {
+    for (size_t i = from; i < to; i++) {
+        const plan_op *op = &p->ops[i];
+        uint32_t one = SCHED_NO_SYM, nr = 0, nw = 0;
+        const plan_view *cv = NULL;
+        switch (op->kind) {
+        case OP_INIT: one = op->u.init.dst.buf; break;
+        case OP_COPY: one = op->u.copy.dst.buf; break;
+        case OP_SCALE: one = op->u.scale.buf.buf; break;
+        case OP_COLL: one = op->u.coll.recv.buf; break;
+        case OP_COMPUTE: cv = plan_compute_views(p, op, &nr, &nw); break;
+        default: break;
+        }
+        if (one < n_bufs)
+            out[one] = true;
+        for (uint32_t k = 0; cv && k < nw; k++)
+            if (cv[nr + k].buf < n_bufs)
+                out[cv[nr + k].buf] = true;
+    }
+}
+
+/* Copies, taken when the setup is done, of every buffer that the setup wrote and the timed part
+ * writes again: exactly the data a timed run changes of what the next one must start from (an
+ * in-place AllReduce's x; not decomposed's x, which its ReduceScatter only reads). Also covers
+ * what the setup did after its inits (a scale, a copy). Why not run the inits again before each
+ * timed run: an init goes through host memory (fill blocks, then a host-to-device copy), and
  * for large tensors that leaves the next span's host path cold. Measured on 2 x H200
  * (docs/evidence/2026-11-30-h200x2-reset-probe.log, 16 MiB): after such a reset the bare
  * ncclAllReduce call took 19.5 us to issue and memlife's code around it 3.8 us; with no host
@@ -146,33 +171,37 @@ int bs_run_timed(session *ss, size_t p) {
 static int take_snapshots(session *ss, size_t p) {
     bench *b = ss->b;
     bplan *bp = &ss->plans[p];
-    for (int k = 0; k < b->n_local; k++) {
+    int rc = 0;
+    for (int k = 0; k < b->n_local && rc == 0; k++) {
         rt_rank *r = &bp->ranks[k];
-        for (size_t j = 0; j < bp->inits[k].n; j++) {
-            size_t i = ML_VEC_AT(&bp->inits[k], size_t, j);
-            const plan_view *v = &r->plan->ops[i].u.init.dst;
-            const rt_mem *m = v->buf < r->n_mems ? &r->mems[v->buf] : NULL;
-            uint64_t size = ml_dtypes[v->dtype].size;
-            if (!m || !m->ptr || v->count == 0)
-                continue;   /* freed again inside the setup: nothing for the timed part */
+        uint32_t n = r->n_mems;
+        bool *setup = calloc(n ? n : 1, sizeof *setup), *timed = calloc(n ? n : 1, sizeof *timed);
+        if (!setup || !timed)
+            abort();
+        mark_written(r->plan, 0, bp->first[k], setup, n);
+        mark_written(r->plan, bp->first[k], bp->end[k], timed, n);
+        for (uint32_t buf = 0; buf < n && rc == 0; buf++) {
+            const rt_mem *m = &r->mems[buf];
+            if (!setup[buf] || !timed[buf] || !m->ptr || m->bytes == 0)
+                continue;
             bench_snap *sn = ml_vec_push(&bp->snaps[k]);
-            *sn = (bench_snap){.op = i, .buf = v->buf, .off = v->offset * size,
-                               .bytes = v->count * size, .ptr = m->ptr};
+            *sn = (bench_snap){.buf = buf, .bytes = m->bytes, .ptr = m->ptr};
             if (b->real->alloc(r, sn->bytes, 0, &sn->mem, ss->err, ss->elen) != 0) {
                 bp->snaps[k].n--;
-                return -1;
+                rc = -1;
+            } else {
+                rc = b->real->copy(r, &sn->mem, 0, m, 0, sn->bytes, SCHED_DEFAULT_STREAM,
+                                   ss->err, ss->elen);
             }
-            if (b->real->copy(r, &sn->mem, 0, m, sn->off, sn->bytes, SCHED_DEFAULT_STREAM,
-                              ss->err, ss->elen) != 0)
-                return -1;
         }
+        free(setup);
+        free(timed);
     }
-    return bs_sync(ss, p);
+    return rc == 0 ? bs_sync(ss, p) : -1;
 }
 
-/* The inputs as the setup left them: each init's view copied back from its snapshot on the
- * device; an init whose buffer is not the one the snapshot was taken of (the timed part freed
- * and allocated it again, or released chunks of it) runs again instead. */
+/* The inputs as the setup left them: each snapshot copied back on the device. The timed part can neither allocate, free nor release (bench_span refuses it), so the
+ * buffer is the one the snapshot was taken of; a mismatch is a bug here, said as one. */
 int bs_reset(session *ss, size_t p) {
     bench *b = ss->b;
     bplan *bp = &ss->plans[p];
@@ -181,11 +210,14 @@ int bs_reset(session *ss, size_t p) {
         for (size_t j = 0; j < bp->snaps[k].n; j++) {
             bench_snap *sn = &ML_VEC_AT(&bp->snaps[k], bench_snap, j);
             rt_mem *m = &r->mems[sn->buf];
-            bool same = m->ptr == sn->ptr && (m->chunks <= 1 || m->live_chunks == m->chunks);
-            if (same ? b->real->copy(r, m, sn->off, &sn->mem, 0, sn->bytes, SCHED_DEFAULT_STREAM,
-                                     ss->err, ss->elen) != 0
-                     : exec_plain(r, sn->op, sn->op + 1) != 0)
-                return same ? -1 : failed(ss);
+            if (m->ptr != sn->ptr) {
+                snprintf(ss->err, ss->elen, "internal: buffer %u of plan '%s' changed between "
+                         "timed runs", sn->buf, bp->name);
+                return -1;
+            }
+            if (b->real->copy(r, m, 0, &sn->mem, 0, sn->bytes, SCHED_DEFAULT_STREAM, ss->err,
+                              ss->elen) != 0)
+                return -1;
         }
     }
     return 0;
@@ -213,19 +245,16 @@ static int open_plan(session *ss, size_t p, const rank_plan *const *plans) {
     bp->ptrs = calloc((size_t)n, sizeof *bp->ptrs);
     bp->first = calloc((size_t)n, sizeof *bp->first);
     bp->end = calloc((size_t)n, sizeof *bp->end);
-    bp->inits = calloc((size_t)n, sizeof *bp->inits);
     bp->snaps = calloc((size_t)n, sizeof *bp->snaps);
     bp->graphs = calloc((size_t)n, sizeof *bp->graphs);
     size_t *zero = calloc((size_t)n, sizeof *zero);
-    if (!bp->ranks || !bp->ptrs || !bp->first || !bp->end || !bp->inits || !bp->snaps ||
-        !bp->graphs || !zero)
+    if (!bp->ranks || !bp->ptrs || !bp->first || !bp->end || !bp->snaps || !bp->graphs || !zero)
         abort();
     ml_vec_init(&bp->calls, sizeof(rt_coll_args));
     int rc = 0;
     for (int k = 0; k < n; k++) {
         const rank_plan *rp = plans[p * (size_t)n + (size_t)k];
         bp->ptrs[k] = &bp->ranks[k];
-        ml_vec_init(&bp->inits[k], sizeof(size_t));
         ml_vec_init(&bp->snaps[k], sizeof(bench_snap));
         if (rt_rank_init(&bp->ranks[k], &b->ops, b->opt, rp, k) != 0)
             rc = -1;
@@ -234,9 +263,6 @@ static int open_plan(session *ss, size_t p, const rank_plan *const *plans) {
                      rp->s->file, bs_plan_label(rp));
             rc = -1;
         }
-        for (size_t i = 0; rc == 0 && i < bp->first[k]; i++)
-            if (rp->ops[i].kind == OP_INIT)
-                *(size_t *)ml_vec_push(&bp->inits[k]) = i;
     }
     bp->name = bs_plan_label(plans[p * (size_t)n]);
     if (rc != 0) {
@@ -319,14 +345,12 @@ static void free_session(session *ss) {
             if (bp->snaps)
                 ml_vec_free(&bp->snaps[k]);
             rt_rank_free(&bp->ranks[k]);
-            ml_vec_free(&bp->inits[k]);
         }
         ml_vec_free(&bp->calls);
         free(bp->ranks);
         free(bp->ptrs);
         free(bp->first);
         free(bp->end);
-        free(bp->inits);
         free(bp->snaps);
         free(bp->graphs);
     }

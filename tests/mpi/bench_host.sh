@@ -159,33 +159,46 @@ else
     not_ok "--sizes without a sweep" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
 fi
 
-# The reset before each timed run restores what the whole setup left, not only what its inits
-# wrote: here the setup scales x by 3 after its init and the timed part sums x in place. The check
-# after the last timed run wants one sum over 2 ranks of 3 x (100 r + i) = 300 + 6i; a reset that
-# replayed the init alone would give 100 + 2i ("100 vs 300" at element 0), no reset at all
-# 2^k x (300 + 6i) after k runs.
-cat >"$TMP/reset_state.yaml" <<'YAML'
-name: reset-state
+# The reset before each timed run restores what the whole setup left in the buffers the timed
+# part writes, not only what its inits wrote. Plan `scaled`: the setup scales x by 3 after its
+# init and the timed part sums x in place; the check after the last timed run wants one sum over
+# 2 ranks of 3 x (100 r + i) = 300 + 6i (a reset that replayed the init alone gives 100 + 2i,
+# "100 vs 300" at element 0; none at all 2^k x (300 + 6i) after k runs). Plan `copied`: the setup
+# fills y by a copy of x, not an init, and the timed part sums y in place: 100 + 2i again after
+# every run, and x, only read, untouched.
+cat >"$TMP/reset.yaml" <<'YAML'
+name: reset
 world: 2
 dtype: int64
 let:
   n: 8
-steps:
-  - alloc: {buf: x, count: n, init: rank_iota}
-  - scale: {buf: x, by: 3}
-  - region:
-      name: timed
-      steps:
-        - all_reduce: {buf: x, op: sum}
-  - sync: device
-  - check: {name: one-sum-of-scaled, equal: [x, {expr: "3 * (50*world*(world-1) + world*i)"}]}
-  - free: x
+plans:
+  scaled:
+    steps:
+      - alloc: {buf: x, count: n, init: rank_iota}
+      - scale: {buf: x, by: 3}
+      - region: {name: timed, steps: [{all_reduce: {buf: x, op: sum}}]}
+      - sync: device
+      - check: {name: one-sum-of-scaled, equal: [x, {expr: "3 * (50*world*(world-1) + world*i)"}]}
+      - free: x
+  copied:
+    steps:
+      - alloc: {buf: x, count: n, init: rank_iota}
+      - alloc: {buf: y, count: n}
+      - copy: {src: x, dst: y}
+      - region: {name: timed, steps: [{all_reduce: {buf: y, op: sum}}]}
+      - sync: device
+      - check: {name: one-sum-of-copy, equal: [y, {expr: "50*world*(world-1) + world*i"}]}
+      - check: {name: x-untouched, equal: [x, {expr: "100*rank + i"}]}
+      - free: [x, y]
 YAML
-run bench "$TMP/reset_state.yaml" --backend host --ranks 2 --warmup 1 --cycles 2 -q
+run bench "$TMP/reset.yaml" --backend host --ranks 2 --warmup 1 --cycles 2 --format json \
+    -o "$TMP/reset.json"
 if [ "$RC" -eq 0 ]; then
-    ok "the reset restores the setup's final state (init, then scale by 3): 300 + 6i after 3 runs"
+    jq_case "the reset restores the setup's state: x scaled after its init, y filled by a copy" \
+        '[.sizes[0].plans[] | .check_failures] == [0, 0]' "$TMP/reset.json"
 else
-    not_ok "the reset restores the setup's final state" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
+    not_ok "the reset restores the setup's state" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
 fi
 
 # The probe's data checks after the regions (5 in-place sums; RS + AG = the reduced pattern),
