@@ -10,7 +10,7 @@
  * mode) once: even measured cycles in order (A, then B), odd ones in reverse (B, then A), so a
  * drift of clock, temperature or allocator cannot side with one plan; a plan's modes sit next to
  * each other, their order counterbalanced (bench_cycle_order). Every timed run resets the inputs
- * first (device-side copies of what the setup left in the buffers the timed part writes), waits
+ * first (device-side copies of what the setup left in the buffers it wrote), waits
  * for the device and lines the ranks up (a host barrier) outside the timing; then each rank times the span with the backend's time_begin /
  * time_end (CUDA events per rank and stream; the monotonic clock on the host) and the cycle keeps
  * the critical rank, the largest time over all ranks.

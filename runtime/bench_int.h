@@ -18,8 +18,8 @@ struct bench {
     int world, n_local;
 };
 
-/* A copy, in the backend's memory, of a buffer as the setup left it, for a buffer the timed part
- * writes again: the reset before each timed run copies it back, on the device. */
+/* A copy, in the backend's memory, of a buffer as the setup left it (an input): the reset before
+ * each timed run copies it back, on the device. */
 typedef struct {
     uint32_t buf;
     uint64_t bytes;
@@ -70,7 +70,7 @@ int bs_open(session *ss, bench *b, const rank_plan *const *plans, size_t n_plans
  * then (whatever rc) frees the session. Returns 0 or -1. */
 int bs_finish(session *ss, bench_plan_result *out, int rc);
 /* Plan p on every local rank: the inputs reset (device-side copies of what the setup left in the
- * buffers the timed part writes, see bench_snap); every local device
+ * buffers it wrote, see bench_snap); every local device
  * synchronized; every rank of the job lined up (a host barrier); the timed part run through the
  * executor; its graph captured (`copies` runs of the timed part, back to back, in one graph).
  * Each returns 0 or -1 with ss->err. */

@@ -158,12 +158,14 @@ static void mark_written(const rank_plan *p, size_t from, size_t to, bool *out, 
     }
 }
 
-/* Copies, taken when the setup is done, of every buffer that the setup wrote and the timed part
- * writes again: exactly the data a timed run changes of what the next one must start from (an
- * in-place AllReduce's x; not decomposed's x, which its ReduceScatter only reads). Also covers
- * what the setup did after its inits (a scale, a copy). Why not run the inits again before each
- * timed run: an init goes through host memory (fill blocks, then a host-to-device copy), and
- * for large tensors that leaves the next span's host path cold. Measured on 2 x H200
+/* Copies, taken when the setup is done, of every buffer the setup wrote (its inits, copies,
+ * scales, computes): the inputs, as the setup left them. Each timed run starts from fresh copies
+ * of them, as the chapter's base.clone() before each collective: the input is written on the
+ * device right before the span, whether or not the timed part writes it (a variant restoring only
+ * what the timed part writes read 1.016-1.039 for decomposed at 16 MiB in two noisy 2 x H200
+ * runs, docs/evidence bench-7/-8; too few to blame it, so the chapter's semantics stay). Why not
+ * run the inits again: an init goes through host memory (fill blocks, then a host-to-device
+ * copy), and for large tensors that leaves the next span's host path cold. Measured on 2 x H200
  * (docs/evidence/2026-11-30-h200x2-reset-probe.log, 16 MiB): after such a reset the bare
  * ncclAllReduce call took 19.5 us to issue and memlife's code around it 3.8 us; with no host
  * reset (and spinning waits) 8.1 us and 0.7 us. The slower issue reached the GPU span and made
@@ -175,14 +177,13 @@ static int take_snapshots(session *ss, size_t p) {
     for (int k = 0; k < b->n_local && rc == 0; k++) {
         rt_rank *r = &bp->ranks[k];
         uint32_t n = r->n_mems;
-        bool *setup = calloc(n ? n : 1, sizeof *setup), *timed = calloc(n ? n : 1, sizeof *timed);
-        if (!setup || !timed)
+        bool *setup = calloc(n ? n : 1, sizeof *setup);
+        if (!setup)
             abort();
         mark_written(r->plan, 0, bp->first[k], setup, n);
-        mark_written(r->plan, bp->first[k], bp->end[k], timed, n);
         for (uint32_t buf = 0; buf < n && rc == 0; buf++) {
             const rt_mem *m = &r->mems[buf];
-            if (!setup[buf] || !timed[buf] || !m->ptr || m->bytes == 0)
+            if (!setup[buf] || !m->ptr || m->bytes == 0)
                 continue;
             bench_snap *sn = ml_vec_push(&bp->snaps[k]);
             *sn = (bench_snap){.buf = buf, .bytes = m->bytes, .ptr = m->ptr};
@@ -195,13 +196,13 @@ static int take_snapshots(session *ss, size_t p) {
             }
         }
         free(setup);
-        free(timed);
     }
     return rc == 0 ? bs_sync(ss, p) : -1;
 }
 
-/* The inputs as the setup left them: each snapshot copied back on the device. The timed part can neither allocate, free nor release (bench_span refuses it), so the
- * buffer is the one the snapshot was taken of; a mismatch is a bug here, said as one. */
+/* The inputs as the setup left them: each snapshot copied back on the device. The timed part can
+ * neither allocate, free nor release (bench_span refuses it), so the buffer is the one the
+ * snapshot was taken of; a mismatch is a bug here, said as one. */
 int bs_reset(session *ss, size_t p) {
     bench *b = ss->b;
     bplan *bp = &ss->plans[p];
