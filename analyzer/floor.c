@@ -137,13 +137,6 @@ static uint64_t set_overlap(const range_set *s, uint64_t lo, uint64_t hi) {
 /* ---- one rank ---------------------------------------------------------------------------------*/
 
 typedef struct {
-    const plan_view *v;
-    bool read, overwrite;
-} access;
-
-enum { MAX_FIXED_ACCESS = 2 };
-
-typedef struct {
     range_set *need;           /* by buffer symbol */
     uint32_t n_bufs;
     uint64_t total;            /* sum of need[b].total */
@@ -157,7 +150,8 @@ static bool has_buf(const floor_state *f, const plan_view *v) {
 
 /* |need(b) ∪ accessed(b)| - |need(b)| summed over the op's accesses (views of one buffer may
  * overlap each other: a scratch set per buffer keeps it exact). */
-static uint64_t access_extra(floor_state *f, const access *acc, size_t n, range_set *scratch) {
+static uint64_t access_extra(floor_state *f, const plan_access *acc, size_t n,
+                             range_set *scratch) {
     uint64_t extra = 0;
     for (size_t k = 0; k < n; k++) {
         if (!has_buf(f, acc[k].v))
@@ -198,7 +192,7 @@ static uint64_t inplace_share(const floor_state *f, const plan_op *op, int rank)
     }
 }
 
-static void apply_accesses(floor_state *f, const access *acc, size_t n) {
+static void apply_accesses(floor_state *f, const plan_access *acc, size_t n) {
     for (size_t k = 0; k < n; k++)
         if (has_buf(f, acc[k].v) && acc[k].overwrite && !acc[k].read) {
             range_set *s = &f->need[acc[k].v->buf];
@@ -213,45 +207,6 @@ static void apply_accesses(floor_state *f, const access *acc, size_t n) {
             set_add(s, view_lo(acc[k].v), view_hi(acc[k].v));
             f->total += s->total;
         }
-}
-
-/* The accesses of a data op into acc (fixed ones) or the compute views; returns how many, 0 for
- * ops that touch no data. */
-static size_t op_accesses(const rank_plan *p, const plan_op *op, access *fixed, access **out,
-                          ml_vec *dyn) {
-    *out = fixed;
-    switch (op->kind) {
-    case OP_COLL:
-        fixed[0] = (access){&op->u.coll.send, true, false};
-        fixed[1] = (access){&op->u.coll.recv, op->u.coll.in_place, true};
-        return 2;
-    case OP_COPY:
-        fixed[0] = (access){&op->u.copy.src, true, false};
-        fixed[1] = (access){&op->u.copy.dst, false, true};
-        return 2;
-    case OP_SCALE:
-        fixed[0] = (access){&op->u.scale.buf, true, true};
-        return 1;
-    case OP_INIT:
-        fixed[0] = (access){&op->u.init.dst, false, true};
-        fixed[1] = (access){&op->u.init.src, true, false};
-        return op->u.init.src.count ? 2 : 1;
-    case OP_CHECK:
-        fixed[0] = (access){&op->u.check.a, true, false};
-        fixed[1] = (access){&op->u.check.b, true, false};
-        return 2;
-    case OP_COMPUTE: {
-        uint32_t nr, nw;
-        const plan_view *v = plan_compute_views(p, op, &nr, &nw);
-        dyn->n = 0;
-        for (uint32_t k = 0; k < nr + nw; k++)
-            *(access *)ml_vec_push(dyn) = (access){&v[k], k < nr, false};
-        *out = dyn->items;
-        return nr + nw;
-    }
-    default:
-        return 0;
-    }
 }
 
 /* Forward pass: which ops an expect_error refuses, and what is live at the end. */
@@ -321,7 +276,7 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
     size_t best_op = SIZE_MAX;
     range_set scratch = {0};
     ml_vec dyn;
-    ml_vec_init(&dyn, sizeof(access));
+    ml_vec_init(&dyn, sizeof(plan_access));
     for (size_t i = p->n_ops; i-- > 0;) {
         const plan_op *op = &p->ops[i];
         if (refused[i])
@@ -336,8 +291,9 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
             }
             continue;
         }
-        access fixed[MAX_FIXED_ACCESS], *acc;
-        size_t n = op_accesses(p, op, fixed, &acc, &dyn);
+        plan_access fixed[PLAN_FIXED_ACCESSES];
+        const plan_access *acc;
+        size_t n = plan_op_accesses(p, op, fixed, &acc, &dyn);
         if (!n)
             continue;
         uint64_t here = f.total + access_extra(&f, acc, n, &scratch);

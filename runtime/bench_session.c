@@ -135,29 +135,6 @@ int bs_run_timed(session *ss, size_t p) {
     return rc;
 }
 
-/* Marks in out[n_bufs] every buffer that ops [from, to) of p write: an init, a copy's
- * destination, a scale, a compute's writes, a collective's receive side. */
-static void mark_written(const rank_plan *p, size_t from, size_t to, bool *out, uint32_t n_bufs) {
-    for (size_t i = from; i < to; i++) {
-        const plan_op *op = &p->ops[i];
-        uint32_t one = SCHED_NO_SYM, nr = 0, nw = 0;
-        const plan_view *cv = NULL;
-        switch (op->kind) {
-        case OP_INIT: one = op->u.init.dst.buf; break;
-        case OP_COPY: one = op->u.copy.dst.buf; break;
-        case OP_SCALE: one = op->u.scale.buf.buf; break;
-        case OP_COLL: one = op->u.coll.recv.buf; break;
-        case OP_COMPUTE: cv = plan_compute_views(p, op, &nr, &nw); break;
-        default: break;
-        }
-        if (one < n_bufs)
-            out[one] = true;
-        for (uint32_t k = 0; cv && k < nw; k++)
-            if (cv[nr + k].buf < n_bufs)
-                out[cv[nr + k].buf] = true;
-    }
-}
-
 /* Copies, taken when the setup is done, of every buffer the setup wrote (its inits, copies,
  * scales, computes): the inputs, as the setup left them. Each timed run starts from fresh copies
  * of them, as the chapter's base.clone() before each collective: the input is written on the
@@ -180,7 +157,17 @@ static int take_snapshots(session *ss, size_t p) {
         bool *setup = calloc(n ? n : 1, sizeof *setup);
         if (!setup)
             abort();
-        mark_written(r->plan, 0, bp->first[k], setup, n);
+        ml_vec dyn;
+        ml_vec_init(&dyn, sizeof(plan_access));
+        for (size_t i = 0; i < bp->first[k]; i++) {
+            plan_access fixed[PLAN_FIXED_ACCESSES];
+            const plan_access *acc;
+            size_t na = plan_op_accesses(r->plan, &r->plan->ops[i], fixed, &acc, &dyn);
+            for (size_t j = 0; j < na; j++)
+                if (acc[j].write && acc[j].v->buf < n)
+                    setup[acc[j].v->buf] = true;
+        }
+        ml_vec_free(&dyn);
         for (uint32_t buf = 0; buf < n && rc == 0; buf++) {
             const rt_mem *m = &r->mems[buf];
             if (!setup[buf] || !m->ptr || m->bytes == 0)

@@ -495,6 +495,44 @@ const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint3
     return p->extra_views + op->u.compute.first_view;
 }
 
+size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
+                        plan_access fixed[PLAN_FIXED_ACCESSES], const plan_access **out,
+                        ml_vec *dyn) {
+    *out = fixed;
+    switch (op->kind) {
+    case OP_COLL:
+        fixed[0] = (plan_access){&op->u.coll.send, true, false, false};
+        fixed[1] = (plan_access){&op->u.coll.recv, op->u.coll.in_place, true, true};
+        return 2;
+    case OP_COPY:
+        fixed[0] = (plan_access){&op->u.copy.src, true, false, false};
+        fixed[1] = (plan_access){&op->u.copy.dst, false, true, true};
+        return 2;
+    case OP_SCALE:
+        fixed[0] = (plan_access){&op->u.scale.buf, true, true, true};
+        return 1;
+    case OP_INIT:
+        fixed[0] = (plan_access){&op->u.init.dst, false, true, true};
+        fixed[1] = (plan_access){&op->u.init.src, true, false, false};
+        return op->u.init.src.count ? 2 : 1;
+    case OP_CHECK:
+        fixed[0] = (plan_access){&op->u.check.a, true, false, false};
+        fixed[1] = (plan_access){&op->u.check.b, true, false, false};
+        return 2;
+    case OP_COMPUTE: {
+        uint32_t nr, nw;
+        const plan_view *v = plan_compute_views(p, op, &nr, &nw);
+        dyn->n = 0;
+        for (uint32_t k = 0; k < nr + nw; k++)
+            *(plan_access *)ml_vec_push(dyn) = (plan_access){&v[k], k < nr, k >= nr, false};
+        *out = dyn->items;
+        return nr + nw;
+    }
+    default:
+        return 0;
+    }
+}
+
 /* ---- One expansion for every rank ----------------------------------------------------------
  *
  * What rank an expansion is for enters plan_expand in exactly two places: the rank slot that

@@ -102,6 +102,25 @@ void plan_share(const rank_plan *src, int rank, rank_plan *out);
 const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint32_t *n_reads,
                                     uint32_t *n_writes);
 
+/* A view a data op touches. read: its old values matter (a send side, a copy's source, an
+ * in-place receive side, a scale, a check's operands, a compute's reads). write: the op stores
+ * into it. overwrite: it stores into the whole view whatever was there (a collective's receive
+ * side, an init's and a copy's destination; a scale, whose old values it reads first). A
+ * compute's writes are writes but not overwrites: compute stands for user work with no data
+ * effect, which may accumulate (FSDP's gradient fold). */
+typedef struct {
+    const plan_view *v;
+    bool read, write, overwrite;
+} plan_access;
+enum { PLAN_FIXED_ACCESSES = 2 };
+
+/* The views op touches: a collective, copy, scale, init or check into fixed[0..2); a compute's
+ * views into dyn (an ml_vec of plan_access, refilled). *out points at the ones filled. Returns
+ * how many; 0 for ops that touch no data (alloc, free, sync, ...). */
+size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
+                        plan_access fixed[PLAN_FIXED_ACCESSES], const plan_access **out,
+                        ml_vec *dyn);
+
 /* Bytes of a view and of the buffer it points into. */
 static inline uint64_t plan_view_bytes(const plan_view *v) {
     return v->count * ml_dtypes[v->dtype].size;
