@@ -8,6 +8,7 @@
  * kernel pass per size follows all timing, so CUPTI never runs during a timed cycle. */
 #include "cmd.h"
 #include "args.h"
+#include "place.h"
 #include "../analyzer/bench_report.h"
 #include "../analyzer/stats.h"
 #include "../runtime/bench.h"
@@ -208,47 +209,24 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
 
 /* ---- Ranks ----------------------------------------------------------------------------------- */
 
-/* Where the ranks come from: --gpus, the launcher's environment, or our own mpirun (checking the
- * input once here first, so its errors print once). Returns 0, -1 when this process launched the
- * job (*rc then holds the job's exit code), or an exit code. */
+/* Where the ranks come from (ml_place_ranks); without a launcher, our own mpirun, after checking
+ * the input once here so its errors print once. Returns 0, -1 when this process launched the job
+ * (*rc then holds the job's exit code), or an exit code. */
 static int place_ranks(bench_ctx *c, const bench_opts *o, int argc, char **argv, int *rc) {
-    if (o->gpus) {
-        if ((o->ranks && o->ranks != o->gpus) || (c->a->world && c->a->world != o->gpus))
-            return ml_usage_error("bench", "--gpus %d, but --ranks or --world says otherwise",
-                                  o->gpus);
-        c->world = c->n_local = o->gpus;
+    ml_place pl;
+    int got = ml_place_ranks("bench", o->gpus, o->ranks, c->a->world, &pl);
+    if (got != 0)
+        return got;
+    c->mpi = pl.mpi;
+    c->world = pl.world;
+    c->rank = pl.rank;
+    c->n_local = pl.n_local;
+    if (!pl.launch)
         return 0;
-    }
-    int size, me;
-    c->mpi = true;
-    c->n_local = 1;
-    if (launch_under_mpi(&size, &me)) {
-        if (size <= 0 || (o->ranks && o->ranks != size) || (c->a->world && c->a->world != size)) {
-            fprintf(stderr, "error: the MPI launcher started %d ranks; --ranks and --world must "
-                    "agree with it\n", size);
-            return ML_EXIT_INPUT;
-        }
-        c->world = size;
-        c->rank = me;
-        return 0;
-    }
-    if (launch_is_child()) {
-        fprintf(stderr, "error: started by memlife's mpirun but no MPI environment is visible\n");
-        return ML_EXIT_RUNTIME;
-    }
-    c->world = o->ranks ? o->ranks : c->a->world;
     int in = load_input(c, o);
     if (in != 0)
         return in;
-    char err[400];
-    int status, forwarded;
-    if (launch_self(c->world, argc, argv, &status, &forwarded, err, sizeof err) != 0) {
-        fprintf(stderr, "error: %s\n", err);
-        return ML_EXIT_RUNTIME;
-    }
-    *rc = forwarded ? 128 + forwarded : launch_exit_code(status, err, sizeof err);
-    if (!forwarded && err[0])
-        fprintf(stderr, "error: %s; every rank has ended\n", err);
+    *rc = ml_launch_job(c->world, argc, argv);
     return -1;
 }
 

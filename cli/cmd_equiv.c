@@ -7,6 +7,7 @@
 #include "cmd.h"
 #include "args.h"
 #include "equiv_run.h"
+#include "place.h"
 #include "../runtime/launch.h"
 #include "../runtime/provenance.h"
 
@@ -184,51 +185,29 @@ static void split_result(const char *spec, char *buf, size_t len, const char **a
     *b = eq ? eq + 1 : NULL;
 }
 
-/* Where the ranks come from. Returns 0 with c set (c->world 0: no run), -1 when this process
- * launched mpirun (the run is over: *rc is its outcome), or an exit code. */
+/* Where the ranks come from (ml_place_ranks; nothing with --no-data, which runs no rank):
+ * returns 0 with c set and *launch_now when this process is to start mpirun itself, once the
+ * inputs are checked, or an exit code. */
 static int place(const equiv_opts *o, ml_args *a, equiv_run_ctx *c, bool *launch_now) {
-    int size = 0, me = 0;
     *launch_now = false;
     if (o->no_data)
         return 0;
-    if (o->gpus) {
-        if (o->ranks && o->ranks != o->gpus)
-            return ml_usage_error("equiv", "--ranks %d and --gpus %d disagree", o->ranks, o->gpus);
-        c->world = c->n_local = o->gpus;
-    } else if (launch_under_mpi(&size, &me)) {
-        if (size <= 0 || (o->ranks && o->ranks != size) || (a->world && a->world != size))
-            return ml_usage_error("equiv", "the MPI launcher started %d ranks; --ranks and --world "
-                                           "must agree", size);
-        c->mpi = true;
-        c->world = size;
-        c->rank = me;
-        c->n_local = 1;
-    } else if (launch_is_child()) {
-        fprintf(stderr, "error: started by memlife's mpirun but no MPI environment is visible\n");
-        return ML_EXIT_RUNTIME;
-    } else {
-        *launch_now = true;
+    ml_place pl;
+    int rc = ml_place_ranks("equiv", o->gpus, o->ranks, a->world, &pl);
+    if (rc != 0)
+        return rc;
+    *launch_now = pl.launch;
+    if (pl.launch) {
         if (o->ranks && !a->world)
             a->world = o->ranks;
         return 0;
     }
+    c->mpi = pl.mpi;
+    c->world = pl.world;
+    c->rank = pl.rank;
+    c->n_local = pl.n_local;
     a->world = c->world;
     return 0;
-}
-
-static int launch(int ranks, int argc, char **argv) {
-    char err[400];
-    int status, forwarded;
-    if (launch_self(ranks, argc, argv, &status, &forwarded, err, sizeof err) != 0) {
-        fprintf(stderr, "error: %s\n", err);
-        return ML_EXIT_RUNTIME;
-    }
-    if (forwarded)
-        return 128 + forwarded;
-    int rc = launch_exit_code(status, err, sizeof err);
-    if (err[0])
-        fprintf(stderr, "error: %s; every rank has ended\n", err);
-    return rc;
 }
 
 static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
@@ -280,7 +259,7 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
         ml_diags_free(&d);
     }
     if (rc == 0 && launch_now) {
-        rc = launch(o->ranks ? o->ranks : side[0]->world, argc, argv);
+        rc = ml_launch_job(o->ranks ? o->ranks : side[0]->world, argc, argv);
         series_vec_free(&in.sides);
         return rc;
     }

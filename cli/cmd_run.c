@@ -10,6 +10,7 @@
  * start mpirun on itself (runtime/launch.c), after checking the input once here. */
 #include "cmd.h"
 #include "analyze.h"
+#include "place.h"
 #include "run_result.h"
 #include "../runtime/inject.h"
 #include "../runtime/launch.h"
@@ -338,47 +339,27 @@ static int check_inject(const rt_options *o, const ml_analysis *an, bool print) 
     return ML_EXIT_INPUT;
 }
 
-/* Where the ranks come from: our own mpirun (*launched: the run is over, and the result is mpirun's
- * outcome as memlife's exit code), the launcher's environment, or --gpus. Returns 0 or an exit
- * code. */
+/* Where the ranks come from (ml_place_ranks); without a launcher, our own mpirun (*launched: the
+ * run is over, and the result is mpirun's outcome as memlife's exit code), after checking the
+ * input once here (errors print once, exit 2 before any rank starts), at --ranks, --world or the
+ * files' world. Returns 0 or an exit code. */
 static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, char **argv,
                        const ml_analysis_opts *ao, bool *launched) {
-    if (ro->gpus) {
-        if (ro->ranks && ro->ranks != ro->gpus)
-            return ml_usage_error("run", "--ranks %d and --gpus %d disagree", ro->ranks, ro->gpus);
-        c->mpi = false;
-        c->world = c->n_local = ro->gpus;
+    ml_place pl;
+    int rc = ml_place_ranks("run", ro->gpus, ro->ranks, a->world, &pl);
+    if (rc != 0)
+        return rc;
+    c->mpi = pl.mpi;
+    c->world = pl.world;
+    c->rank = pl.rank;
+    c->n_local = pl.n_local;
+    if (!pl.launch)
         return 0;
-    }
-    int size, me;
-    c->mpi = true;
-    c->n_local = 1;
-    if (launch_under_mpi(&size, &me)) {
-        if (size <= 0) {
-            fprintf(stderr, "error: the MPI launcher does not say how many ranks it started\n");
-            return ML_EXIT_RUNTIME;
-        }
-        if (ro->ranks && ro->ranks != size)
-            return ml_usage_error("run", "--ranks %d, but the MPI launcher started %d ranks",
-                                  ro->ranks, size);
-        if (a->world && a->world != size)
-            return ml_usage_error("run", "--world %d, but the MPI launcher started %d ranks",
-                                  a->world, size);
-        c->world = size;
-        c->rank = me;
-        return 0;
-    }
-    if (launch_is_child()) {
-        fprintf(stderr, "error: started by memlife's mpirun but no MPI environment is visible\n");
-        return ML_EXIT_RUNTIME;
-    }
-    /* Check the input once here (errors print once, exit 2 before any rank starts), then launch
-     * at --ranks, --world or the files' world. */
-    int ranks = ro->ranks ? ro->ranks : a->world;
+    int ranks = pl.world;
     if (ranks && !a->world)
         a->world = ranks;
     ml_analysis an;
-    int rc = analyze_quietly(a, ao, &an, false);
+    rc = analyze_quietly(a, ao, &an, false);
     int world = rc == 0 ? items_world(&an) : 0;
     if (rc == 0)
         rc = check_inject(&c->opt, &an, true);
@@ -389,19 +370,8 @@ static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, cha
         ranks = world;
     if (ranks <= 0)
         return ml_usage_error("run", "the files' worlds differ: say --ranks N");
-    char err[400];
-    int status, forwarded;
     *launched = true;
-    if (launch_self(ranks, argc, argv, &status, &forwarded, err, sizeof err) != 0) {
-        fprintf(stderr, "error: %s\n", err);
-        return ML_EXIT_RUNTIME;
-    }
-    if (forwarded)
-        return 128 + forwarded;     /* interrupted: the ranks wrote nothing */
-    rc = launch_exit_code(status, err, sizeof err);
-    if (err[0])
-        fprintf(stderr, "error: %s; every rank has ended\n", err);
-    return rc;
+    return ml_launch_job(ranks, argc, argv);
 }
 
 static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {

@@ -1,0 +1,27 @@
+/* place.h — where the ranks of `run`, `bench` and `equiv` come from, and the mpirun that memlife
+ * starts itself when no launcher has (runtime/launch.h). */
+#ifndef MEMLIFE_PLACE_H
+#define MEMLIFE_PLACE_H
+
+#include <stdbool.h>
+
+typedef struct {
+    int world;       /* ranks in all; with launch, --ranks or --world (0: neither says) */
+    int rank;        /* this process's (first) rank */
+    int n_local;     /* ranks this process drives */
+    bool mpi;        /* one process per rank, under an MPI launcher */
+    bool launch;     /* no launcher: this process is to start mpirun itself (ml_launch_job) */
+} ml_place;
+
+/* --gpus N: this process drives N ranks (--ranks and --world must agree); else the MPI
+ * launcher's environment (its size must agree with --ranks and --world); else, outside any
+ * launcher, out->launch. 0 for gpus, ranks or world means not given. Returns 0, or an exit code
+ * after saying why (usage errors name cmd): "--ranks 4, but the MPI launcher started 2 ranks". */
+int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *out);
+
+/* Runs this command line again under `mpirun -np ranks` and waits for it (launch_self). Returns
+ * memlife's exit code for the job: the ranks' verdict, 128 + N after passing signal N on, or 3
+ * with what happened ("error: ...; every rank has ended") when mpirun failed or a rank died. */
+int ml_launch_job(int ranks, int argc, char **argv);
+
+#endif
