@@ -23,12 +23,9 @@
 # session stays under 5 minutes (SESSION_BUDGET seconds, default 280; nsys only when 150 s are
 # left). Exit 0 when no item failed.
 set -u
-# The commit the carried binary was built from (its --version says it; the device's checkout may
-# lag behind: only the working tree is copied there).
-build_commit() {
-    "${BUILD:-build}/memlife" --version 2>/dev/null | sed -n 's/.*(\([0-9a-f]*\)).*/\1/p' | head -n 1
-}
 cd "$(dirname "$0")/.." || exit 2
+# shellcheck source=tools/gpu_common.bash
+. tools/gpu_common.bash
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT" || exit 2
 LOG=$OUT/bench.log
@@ -127,6 +124,4 @@ session() {
 }
 
 session 2>&1 | tee "$LOG.tmp"
-# shellcheck source=tools/tap_summary.bash
-. tools/tap_summary.bash
 tap_summary "$LOG.tmp" "$LOG"

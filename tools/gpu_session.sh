@@ -18,12 +18,9 @@
 # $OUT/results.tgz. Every command runs under `timeout`; the whole session stays under 8 minutes
 # (SESSION_BUDGET seconds, default 450). Exit 0 when no item failed, 1 otherwise.
 set -u
-# The commit the carried binary was built from (its --version says it; the device's checkout may
-# lag behind: only the working tree is copied there).
-build_commit() {
-    "${BUILD:-build}/memlife" --version 2>/dev/null | sed -n 's/.*(\([0-9a-f]*\)).*/\1/p' | head -n 1
-}
 cd "$(dirname "$0")/.." || exit 2
+# shellcheck source=tools/gpu_common.bash
+. tools/gpu_common.bash
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT" || exit 2
 LOG=$OUT/session.log
@@ -88,8 +85,6 @@ session() {
 }
 
 session 2>&1 | tee "$LOG.tmp"
-# shellcheck source=tools/tap_summary.bash
-. tools/tap_summary.bash
 tap_summary "$LOG.tmp" "$LOG"
 rc=$?
 tar -czf "$OUT/results.tgz" -C "$RESULTS" . && rm -rf "$RESULTS"

@@ -1,5 +1,12 @@
-# tools/tap_summary.bash — the end of a GPU session script, sourced by tools/gpu_*.sh.
-#
+# tools/gpu_common.bash — what the GPU session scripts share, sourced by tools/gpu_*.sh from the
+# repository root.
+
+# build_commit: the commit the carried binary was built from (its --version says it; the device's
+# checkout may lag behind: only the working tree is copied there).
+build_commit() {
+    "${BUILD:-build}/memlife" --version 2>/dev/null | sed -n 's/.*(\([^)]*\)).*/\1/p' | head -n 1
+}
+
 # tap_summary TMP LOG: appends to TMP (a session's output) a summary — every `not ok - ` line and
 # "N passed, N failed, N skipped" — prints it, moves TMP to LOG, and returns 0 when no line
 # failed, 1 otherwise.
