@@ -14,7 +14,7 @@ GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter \
            -Wformat=2 -Wno-format-nonliteral -Wvla
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) -Iruntime -Ianalyzer -Icli \
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) -Iruntime -Ianalyzer -I. \
            -DMEMLIFE_VERSION='"$(VERSION)"' -DMEMLIFE_COMMIT='"$(GIT_COMMIT)"'
 LDLIBS  := -Wl,-Bstatic -lyaml -Wl,-Bdynamic -ljansson -lm
 
@@ -51,7 +51,9 @@ ifeq ($(CUDA),1)
   endif
 endif
 
-SRCS := $(wildcard runtime/*.c) $(wildcard analyzer/*.c) $(wildcard cli/*.c)
+# Sources are found in every folder below runtime/, analyzer/ and cli/ (a folder per box of the
+# architecture, docs/design.md); a new file needs no edit here.
+SRCS := $(sort $(shell find runtime analyzer cli -name '*.c'))
 OBJS := $(SRCS:%.c=$(BUILD)/%.o)
 LIB_OBJS := $(filter-out $(BUILD)/cli/main.o,$(OBJS))
 
@@ -80,7 +82,7 @@ $(BUILD)/version.stamp: FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
 $(BUILD)/cli/main.o: $(BUILD)/version.stamp
-$(BUILD)/runtime/provenance.o: $(BUILD)/version.stamp
+$(BUILD)/runtime/exec/provenance.o: $(BUILD)/version.stamp
 .PHONY: FORCE
 FORCE:
 

@@ -8,8 +8,8 @@
 #define MEMLIFE_ANALYZE_H
 
 #include "args.h"
-#include "../analyzer/analyzer.h"
-#include "../analyzer/report.h"
+#include "predict/analyzer.h"
+#include "report/report.h"
 
 typedef struct {
     sched *s;

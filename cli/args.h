@@ -10,8 +10,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "../runtime/sched.h"
-#include "../analyzer/report.h"
+#include "ir/sched.h"
+#include "report/report.h"
 
 typedef enum {
     OPT_FLAG,      /* bool *; no value */

@@ -9,10 +9,10 @@
 #include "cmd.h"
 #include "args.h"
 #include "place.h"
-#include "../analyzer/bench_report.h"
-#include "../analyzer/stats.h"
-#include "../runtime/bench.h"
-#include "../runtime/launch.h"
+#include "report/bench_report.h"
+#include "report/stats.h"
+#include "bench/bench.h"
+#include "exec/launch.h"
 
 #include <stdlib.h>
 #include <string.h>

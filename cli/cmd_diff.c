@@ -2,7 +2,7 @@
  * that cause them. Informational: exit 0 whatever the deltas (gate with `memlife check`). */
 #include "cmd.h"
 #include "visual.h"
-#include "../analyzer/diff.h"
+#include "report/diff.h"
 
 const char cmd_diff_usage[] =
     "usage: memlife diff A.yaml[:PLAN] B.yaml[:PLAN] [--world N] [--set NAME=VALUE]...\n"

@@ -8,8 +8,8 @@
 #include "args.h"
 #include "equiv_run.h"
 #include "place.h"
-#include "../runtime/launch.h"
-#include "../runtime/provenance.h"
+#include "exec/launch.h"
+#include "exec/provenance.h"
 
 #include <stdlib.h>
 #include <string.h>

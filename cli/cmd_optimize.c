@@ -7,7 +7,7 @@
  * -o, only the report is printed (stdout). */
 #include "cmd.h"
 #include "args.h"
-#include "../analyzer/optimize.h"
+#include "optimize/optimize.h"
 
 #include <stdlib.h>
 #include <string.h>

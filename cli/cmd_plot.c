@@ -1,7 +1,7 @@
 /* cmd_plot.c — `memlife plot`: live memory over the steps as one self-contained SVG. */
 #include "cmd.h"
 #include "visual.h"
-#include "../analyzer/plot.h"
+#include "visual/plot.h"
 
 const char cmd_plot_usage[] =
     "usage: memlife plot FILE.yaml[:PLAN]|RESULT.json... -o OUT.svg [--view requested|device]\n"

@@ -12,10 +12,10 @@
 #include "analyze.h"
 #include "place.h"
 #include "run_result.h"
-#include "../runtime/inject.h"
-#include "../runtime/launch.h"
-#include "../runtime/mpi_util.h"
-#include "../runtime/provenance.h"
+#include "exec/inject.h"
+#include "exec/launch.h"
+#include "exec/mpi_util.h"
+#include "exec/provenance.h"
 
 #include <fcntl.h>
 #include <signal.h>

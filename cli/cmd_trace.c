@@ -1,7 +1,7 @@
 /* cmd_trace.c — `memlife trace`: Chrome trace-event JSON for Perfetto and chrome://tracing. */
 #include "cmd.h"
 #include "visual.h"
-#include "../analyzer/trace.h"
+#include "visual/trace.h"
 
 const char cmd_trace_usage[] =
     "usage: memlife trace FILE.yaml[:PLAN]|RESULT.json... -o TRACE.json [--world N]\n"

@@ -1,7 +1,7 @@
 /* equiv_run.c — both plans of `memlife equiv` on a backend, results compared (equiv_run.h). */
 #include "equiv_run.h"
-#include "../runtime/kernels.h"
-#include "../runtime/provenance.h"
+#include "exec/kernels.h"
+#include "exec/provenance.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
 #ifndef MEMLIFE_EQUIV_RUN_H
 #define MEMLIFE_EQUIV_RUN_H
 
-#include "../analyzer/equiv.h"
-#include "../runtime/rt.h"
+#include "equiv/equiv.h"
+#include "exec/rt.h"
 
 typedef struct {
     const rt_backend_ops *be;

@@ -4,7 +4,7 @@
  * name. Results go to stdout, errors to stderr; the exit code is the command's (cmd.h). */
 #include "cmd.h"
 #include "args.h"
-#include "../runtime/rt.h"
+#include "exec/rt.h"
 
 #include <string.h>
 

@@ -1,8 +1,8 @@
 /* place.c — where the ranks come from (place.h). */
 #include "place.h"
 #include "cmd.h"
-#include "../runtime/launch.h"
-#include "../runtime/util.h"
+#include "exec/launch.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -8,8 +8,8 @@
 #ifndef MEMLIFE_RUN_RESULT_H
 #define MEMLIFE_RUN_RESULT_H
 
-#include "../analyzer/report.h"
-#include "../runtime/rt.h"
+#include "report/report.h"
+#include "exec/rt.h"
 
 /* JSON text of r's measurement (malloc'd, NUL-terminated), after rt_run. */
 char *run_result_encode(const rt_rank *r);

@@ -4,7 +4,7 @@
 #define MEMLIFE_VISUAL_H
 
 #include "args.h"
-#include "../analyzer/series.h"
+#include "report/series.h"
 
 /* Loads every input word of a into out (ml_vec of series); --plan applies to words that name no
  * plan. Diagnostics go to stderr. Returns ML_EXIT_OK or ML_EXIT_INPUT. */

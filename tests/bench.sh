@@ -35,7 +35,7 @@ LDLIBS=$(printf 'bench-print-ldlibs:\n\t@echo $(LDLIBS)\n' |
     make -s --no-print-directory -f Makefile -f - bench-print-ldlibs)
 for t in loadtime phases; do
     # shellcheck disable=SC2086 # LDLIBS is a list of words
-    $CC -O2 -std=c11 -D_GNU_SOURCE -Iruntime -Ianalyzer -o "$B/$t" "tests/bench/$t.c" \
+    $CC -O2 -std=c11 -D_GNU_SOURCE -Iruntime -Ianalyzer -I. -o "$B/$t" "tests/bench/$t.c" \
         build/libmemlife.a $LDLIBS
 done
 

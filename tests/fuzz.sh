@@ -17,10 +17,10 @@ CLANG=${FUZZ_CC:-clang}
 # Every runtime/ and analyzer/ source goes into an archive, so the link pulls in what the harness
 # reaches (load, plan, lint, predict and what they call) and new files need no edit here. Built
 # without MPI and CUDA: those parts compile to stubs.
-SRCS=$(ls runtime/*.c analyzer/*.c)
+SRCS=$(find runtime analyzer -name "*.c" | sort)
 SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CFLAGS="-O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-bitwise-instead-of-logical
-        -Iruntime -Ianalyzer -DMEMLIFE_VERSION=\"fuzz\" -DMEMLIFE_COMMIT=\"fuzz\""
+        -Iruntime -Ianalyzer -I. -DMEMLIFE_VERSION=\"fuzz\" -DMEMLIFE_COMMIT=\"fuzz\""
 
 if ! command -v "$CLANG" >/dev/null; then
     echo "error: $CLANG not found (apt-get install clang libclang-rt-14-dev)" >&2
@@ -33,7 +33,7 @@ mkdir -p "$OUT/obj" "$OUT/corpus" "$OUT/artifacts"
 objs=()
 for src in $SRCS; do
     obj=$OUT/obj/$(echo "${src%.c}" | tr / _).o
-    if [ ! -f "$obj" ] || [ -n "$(find "$src" runtime/*.h analyzer/*.h -newer "$obj" 2>/dev/null | head -1)" ]; then
+    if [ ! -f "$obj" ] || [ -n "$(find runtime analyzer \( -name "*.h" -o -path "$src" \) -newer "$obj" 2>/dev/null | head -1)" ]; then
         # shellcheck disable=SC2086
         if ! "$CLANG" $CFLAGS $SAN -c -o "$obj" "$src" 2>"$OUT/cc.log"; then
             echo "warning: $src does not compile with $CLANG; left out:" >&2

@@ -2,7 +2,7 @@
  * Prints "steps seconds arena_bytes". Usage: loadtime FILE */
 #include <stdio.h>
 
-#include "sched.h"
+#include "ir/sched.h"
 
 int main(int argc, char **argv) {
     if (argc != 2) {

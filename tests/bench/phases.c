@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
-#include "analyzer.h"
-#include "report.h"
+#include "predict/analyzer.h"
+#include "report/report.h"
 
 static double cpu_now(void) {
     struct rusage ru;

@@ -8,7 +8,7 @@
  * 1; 0:0 is the convention for "no position", printed without one) and a non-empty text, and a prediction's steady value never exceeds its peak (steady = end -
  * start, peak = max - start). A broken contract aborts, which libFuzzer reports as a crash with
  * the input that caused it. */
-#include "analyzer.h"
+#include "predict/analyzer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

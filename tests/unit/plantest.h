@@ -4,7 +4,7 @@
 #define MEMLIFE_PLANTEST_H
 
 #include "testutil.h"
-#include "analyzer.h"
+#include "predict/analyzer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
  * and bus bandwidth; the report of made-up times, worked out by hand. The schedule is the
  * chapter's benchmark (schedules/seed/06) in small. */
 #include "testutil.h"
-#include "bench.h"
-#include "../../analyzer/bench_report.h"
+#include "bench/bench.h"
+#include "report/bench_report.h"
 
 #include <jansson.h>
 #include <math.h>

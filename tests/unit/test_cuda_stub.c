@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "rt.h"
+#include "exec/rt.h"
 
 extern const rt_backend_ops rt_backend_cuda;   /* its row in runtime/backends.c */
 

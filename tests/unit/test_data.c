@@ -2,7 +2,7 @@
  * every dtype, the reduction arithmetic, shard rolls, reduce-over-ranks closed forms, comparison
  * with and without float tolerance, and the 16-bit float conversions. */
 #include "testutil.h"
-#include "data.h"
+#include "ir/data.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include "tu_series.h"
-#include "diff.h"
+#include "report/diff.h"
 
 #define MiB ((uint64_t)1 << 20)
 

@@ -3,8 +3,8 @@
  * schedules are the shipped ones in schedules/equiv/ (the tests run from the repository root), so
  * the examples stay what the tests say. */
 #include "testutil.h"
-#include "equiv.h"
-#include "data.h"
+#include "equiv/equiv.h"
+#include "ir/data.h"
 
 #include <math.h>
 #include <stdio.h>

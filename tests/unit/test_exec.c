@@ -4,8 +4,8 @@
  * ranks. The fake backend keeps buffers in malloc'd memory and runs collectives of n local ranks
  * directly (world = n), counting what it was asked to do. */
 #include "testutil.h"
-#include "rt.h"
-#include "inject.h"
+#include "exec/rt.h"
+#include "exec/inject.h"
 
 #include <stdlib.h>
 

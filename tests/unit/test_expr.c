@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "expr.h"
+#include "ir/expr.h"
 
 /* Names: world, rank, M (let 0), q (let 1); 'i' only when the context allows it. */
 static int resolve(void *ctx, const char *name, size_t len) {

@@ -4,7 +4,7 @@
  * before anything runs). The executor's side (what fails and what is reported) is test_exec.c;
  * real ranks under mpirun are tests/mpi/faults.sh. */
 #include "testutil.h"
-#include "inject.h"
+#include "exec/inject.h"
 
 static rt_options parsed(const char *spec) {
     rt_options o;

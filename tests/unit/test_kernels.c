@@ -3,7 +3,7 @@
  * replayed on made-up records: 5 iterations on 2 GPUs give 10 AllReduce kernels for direct and
  * 10 ReduceScatter + 10 AllGather for decomposed (4 GPUs: 20 vs 40, the chapter's Nsight count). */
 #include "testutil.h"
-#include "kernels.h"
+#include "exec/kernels.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
  *   schedules/fsdp_naive.yaml's header: the same step with every buffer allocated up front,
  *     128 / 704 MiB at world 4, floor 256 MiB (fsdp_layers.yaml's peak). */
 #include "plantest.h"
-#include "optimize.h"
-#include "emit_yaml.h"
+#include "optimize/optimize.h"
+#include "optimize/emit_yaml.h"
 
 #include <inttypes.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * launcher's environment (faked here with Open MPI's OMPI_COMM_WORLD_SIZE / _RANK and PMIx's
  * PMIX_RANK), memlife's own mpirun, and every refusal with its exact first line and exit code. */
 #include "testutil.h"
-#include "../../cli/place.h"
+#include "cli/place.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "tu_series.h"
-#include "plot.h"
+#include "visual/plot.h"
 
 #define MiB ((uint64_t)1 << 20)
 

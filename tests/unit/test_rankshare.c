@@ -6,7 +6,7 @@
  * diagnostics, contract rows, predictions (every field and the whole timeline) and expectation
  * rows must be identical, and the item must have taken the path the case names. */
 #include "plantest.h"
-#include "analyze.h"
+#include "cli/analyze.h"
 
 #include <unistd.h>
 

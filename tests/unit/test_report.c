@@ -2,10 +2,10 @@
  * the shared option parser of the CLI (cli/args.c). Schedules come from strings; numbers are the
  * chapter's naive RS+AG lifetime at world 2 (DESIGN.md: 256 / 640 MiB on 2 x H200). */
 #include "testutil.h"
-#include "analyzer.h"
-#include "report.h"
-#include "../../analyzer/report_int.h"
-#include "../../cli/args.h"
+#include "predict/analyzer.h"
+#include "report/report.h"
+#include "report/report_int.h"
+#include "cli/args.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * round-trips exactly (64-bit byte counts included), and the comparison with the prediction finds
  * the first op whose requested bytes differ, or passes when every op agrees. */
 #include "testutil.h"
-#include "run_result.h"
+#include "cli/run_result.h"
 
 #include <stdlib.h>
 

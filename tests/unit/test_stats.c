@@ -2,7 +2,7 @@
  * ratio rule, on samples whose numbers are worked out by hand in the comments, and on the
  * chapter's own published medians and CVs (seed table, DESIGN.md's H200 reference). */
 #include "testutil.h"
-#include "stats.h"
+#include "report/stats.h"
 
 #include <math.h>
 

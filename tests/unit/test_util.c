@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "coll.h"
-#include "util.h"
+#include "ir/coll.h"
+#include "base/util.h"
 
 static void test_diag_format(void **state) {
     ml_diags d;

@@ -5,7 +5,7 @@
  * and the child would otherwise sleep 20 s: a wrong watchdog fails by exit status, not by a
  * tight timing bound (the parent allows the child 10 s). */
 #include "testutil.h"
-#include "watchdog.h"
+#include "base/watchdog.h"
 
 #include <signal.h>
 #include <sys/wait.h>

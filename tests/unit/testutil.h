@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sched.h"
+#include "ir/sched.h"
 
 /* Loads yaml as the file "t.yaml" with default limits; diagnostics go to d (initialized by the
  * caller). Returns NULL when the loader found an error. */

@@ -4,7 +4,7 @@
 #define MEMLIFE_TU_SERIES_H
 
 #include "testutil.h"
-#include "series.h"
+#include "report/series.h"
 
 /* seed (chapter 07, lifetime 3): requested steady 256 MiB, peak 576 MiB at world 4. */
 static const char tu_naive_yaml[] =

@@ -1,0 +1,578 @@
+/* lint.c — checks the expanded plans of every rank before anything runs (analyzer.h).
+ *
+ * One walk per rank over its ops keeps, per buffer, whether it is live and its shape, and per
+ * (buffer, stream) the last op that used it; lint_hazard.c keeps what each stream and the host
+ * know to be complete. Findings are merged across ranks: a finding every rank makes (same step,
+ * same text) is one diagnostic without a rank; one only some ranks make is one diagnostic per
+ * rank with its `rank` set. Inside a repeat a finding is reported once per step, not per
+ * iteration.
+ *
+ * expect_error: the op after OP_EXPECT_BEGIN is checked in capture mode: its first error is kept,
+ * not reported, and a refused op has no effect (no use, no collective issued). A matching error
+ * is a passing contract row; no error, or another one, is a diagnostic. */
+#include "lint/lint_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned long long ull;
+
+typedef struct {
+    bool ever, live, released;
+    uint64_t count, bytes;
+    ml_dtype dtype;
+    uint32_t chunks, keep;
+    /* Where it was allocated, freed, released: the op, not its mark, which lives in the step
+     * and costs a cache miss per op to fetch; only a message needs it. */
+    const plan_op *alloc_op, *free_op, *release_op;
+} lint_buf;
+
+typedef struct {
+    uint64_t seq;             /* 0: no use since the alloc */
+    const plan_op *op;
+} lint_use;
+
+typedef struct {
+    const sched_step *step;
+    ml_mark mark;
+    const char *code;
+    char *text;
+    int *ranks;
+    size_t n_ranks, cap_ranks;
+} lint_finding;
+
+typedef struct {
+    const sched *s;
+    const lint_options *o;
+    int world, rank;
+    lint_buf *bufs;
+    uint32_t n_bufs, n_streams;
+    lint_use *uses;           /* [n_bufs * n_streams] */
+    lint_clocks clocks;
+    lint_coll_seq *colls;     /* [world] */
+    lint_result *result;
+
+    lint_finding *found;
+    size_t n_found, cap_found;
+    uint32_t *index;          /* open addressing over found: 0 empty, else position + 1 */
+    size_t index_cap;
+
+    bool capturing, captured; /* expect_error: keep the first error instead of reporting it */
+    sched_error_code captured_code;
+    char captured_text[320];
+} lint_ctx;
+
+/* ---- findings ---------------------------------------------------------------------------------- */
+
+static uint64_t finding_hash(const sched_step *step, const char *text) {
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)step;
+    for (const char *p = text; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
+static void index_rebuild(lint_ctx *x, size_t cap) {
+    free(x->index);
+    x->index = calloc(cap, sizeof *x->index);
+    if (!x->index)
+        abort();
+    x->index_cap = cap;
+    for (size_t k = 0; k < x->n_found; k++) {
+        size_t at = finding_hash(x->found[k].step, x->found[k].text) & (cap - 1);
+        while (x->index[at])
+            at = (at + 1) & (cap - 1);
+        x->index[at] = (uint32_t)k + 1;
+    }
+}
+
+static void add_finding(lint_ctx *x, const plan_op *op, const char *code, const char *text) {
+    if (2 * (x->n_found + 1) > x->index_cap)
+        index_rebuild(x, x->index_cap ? 2 * x->index_cap : 64);
+    size_t at = finding_hash(op->step, text) & (x->index_cap - 1);
+    lint_finding *f = NULL;
+    for (; x->index[at]; at = (at + 1) & (x->index_cap - 1)) {
+        lint_finding *g = &x->found[x->index[at] - 1];
+        if (g->step == op->step && strcmp(g->text, text) == 0) {
+            f = g;
+            break;
+        }
+    }
+    if (!f) {
+        if (x->n_found == x->cap_found) {
+            x->cap_found = x->cap_found ? 2 * x->cap_found : 32;
+            x->found = realloc(x->found, x->cap_found * sizeof *x->found);
+            if (!x->found)
+                abort();
+        }
+        f = &x->found[x->n_found];
+        *f = (lint_finding){.step = op->step, .mark = plan_op_mark(op), .code = code,
+                            .text = strdup(text)};
+        if (!f->text)
+            abort();
+        x->index[at] = (uint32_t)++x->n_found;
+    }
+    if (f->n_ranks && f->ranks[f->n_ranks - 1] == x->rank)
+        return;   /* this rank said it already (a repeat) */
+    if (f->n_ranks == f->cap_ranks) {
+        f->cap_ranks = f->cap_ranks ? 2 * f->cap_ranks : 4;
+        f->ranks = realloc(f->ranks, f->cap_ranks * sizeof *f->ranks);
+        if (!f->ranks)
+            abort();
+    }
+    f->ranks[f->n_ranks++] = x->rank;
+}
+
+/* Reports an error of op; `err` is the named error it is (ERR_COUNT_ for lifetime errors). */
+static void report(lint_ctx *x, const plan_op *op, sched_error_code err, const char *code,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void report(lint_ctx *x, const plan_op *op, sched_error_code err, const char *code,
+                   const char *fmt, ...) {
+    char text[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (x->capturing) {
+        if (!x->captured) {
+            x->captured = true;
+            x->captured_code = err;
+            memcpy(x->captured_text, text, sizeof text);
+        }
+        return;
+    }
+    add_finding(x, op, code, text);
+}
+
+/* True when the op being checked was refused inside expect_error: it must have no effect. */
+static bool refused(const lint_ctx *x) { return x->capturing && x->captured; }
+
+static size_t emit_findings(lint_ctx *x, ml_diags *d) {
+    size_t errors = 0;
+    for (size_t k = 0; k < x->n_found; k++) {
+        lint_finding *f = &x->found[k];
+        if (f->n_ranks == (size_t)x->world) {
+            ml_diag_add(d, ML_DIAG_ERROR, x->s->file, f->mark, -1, f->code, "%s", f->text);
+            errors++;
+        } else {
+            for (size_t j = 0; j < f->n_ranks; j++)
+                ml_diag_add(d, ML_DIAG_ERROR, x->s->file, f->mark, f->ranks[j], f->code, "%s",
+                            f->text);
+            errors += f->n_ranks;
+        }
+        free(f->text);
+        free(f->ranks);
+    }
+    return errors;
+}
+
+/* ---- buffers and views -------------------------------------------------------------------------- */
+
+static const char *buf_name(const lint_ctx *x, uint32_t buf) {
+    return sched_sym_name(x->s, SYM_BUFFER, buf);
+}
+
+/* Checks that view v can be used by op. False when its buffer is not there at all (nothing more
+ * about it is worth checking). */
+static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v) {
+    if (v->buf == SCHED_NO_SYM)
+        return true;   /* a closed-form check operand */
+    const lint_buf *b = &x->bufs[v->buf];
+    const char *name = buf_name(x, v->buf);
+    if (!b->ever) {
+        report(x, op, ERR_COUNT_, "not_allocated", "use of '%s' which is not allocated", name);
+        return false;
+    }
+    if (!b->live) {
+        report(x, op, ERR_COUNT_, "use_after_free", "use of '%s' after free (freed at %u:%u)", name,
+               plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
+        return false;
+    }
+    char vt[200];
+    if (v->offset > b->count || v->count > b->count - v->offset) {
+        lint_view_text(x->s, v, vt, sizeof vt);
+        report(x, op, ERR_OUT_OF_BOUNDS, "out_of_bounds", "view %s is outside '%s' (%llu elements)",
+               vt, name, (ull)b->count);
+        return false;
+    }
+    if (b->released && v->count) {
+        /* chunk k holds bytes [k*c, min((k+1)*c, bytes)) with c = ceil(bytes / chunks) */
+        uint64_t esize = ml_dtypes[b->dtype].size;
+        uint64_t c = (b->bytes + b->chunks - 1) / b->chunks;
+        uint64_t lo = (uint64_t)b->keep * c, hi = lo + c < b->bytes ? lo + c : b->bytes;
+        if (v->offset * esize < lo || (v->offset + v->count) * esize > hi) {
+            lint_view_text(x->s, v, vt, sizeof vt);
+            report(x, op, ERR_COUNT_, "use_after_release",
+                   "use of %s outside chunk %u, the only one kept by release at %u:%u", vt, b->keep,
+                   plan_op_mark(b->release_op).line, plan_op_mark(b->release_op).col);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void note_use(lint_ctx *x, const plan_op *op, const plan_view *v, uint32_t stream,
+                     uint64_t seq) {
+    if (v->buf == SCHED_NO_SYM || !x->bufs[v->buf].live || stream >= x->n_streams)
+        return;
+    x->uses[(size_t)v->buf * x->n_streams + stream] = (lint_use){seq, op};
+}
+
+/* A free (or release) at the host while an op on another stream may still use the buffer. */
+static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, const char *verb) {
+    if (!x->o->hazards)
+        return;
+    for (uint32_t u = 0; u < x->n_streams; u++) {
+        const lint_use *use = &x->uses[(size_t)buf * x->n_streams + u];
+        if (!use->seq || lint_clocks_done_for_free(&x->clocks, u, use->seq))
+            continue;
+        ml_mark m = plan_op_mark(use->op);
+        const char *sn = sched_sym_name(x->s, SYM_STREAM, u);
+        report(x, op, ERR_COUNT_, "hazard",
+               "%s of '%s' while %s at %u:%u on stream '%s' may still use it: a race under "
+               "stream-ordered allocators (cudaFreeAsync); under plain cudaFree a hidden "
+               "device-wide synchronization — add sync: {stream: %s} or wait on an event",
+               verb, buf_name(x, buf), lint_op_name(use->op), m.line, m.col, sn, sn);
+        return;
+    }
+}
+
+/* ---- ops ----------------------------------------------------------------------------------------- */
+
+static void lint_alloc(lint_ctx *x, const plan_op *op) {
+    lint_buf *b = &x->bufs[op->u.alloc.buf];
+    if (b->live)
+        report(x, op, ERR_COUNT_, "live_alloc", "alloc of '%s' which is still live (allocated at %u:%u)",
+               buf_name(x, op->u.alloc.buf), plan_op_mark(b->alloc_op).line,
+               plan_op_mark(b->alloc_op).col);
+    if (refused(x))
+        return;
+    *b = (lint_buf){.ever = true, .live = true, .count = op->u.alloc.count,
+                    .bytes = op->u.alloc.bytes, .dtype = op->u.alloc.dtype,
+                    .chunks = op->u.alloc.chunks, .alloc_op = op};
+    memset(&x->uses[(size_t)op->u.alloc.buf * x->n_streams], 0, x->n_streams * sizeof *x->uses);
+}
+
+static void lint_free(lint_ctx *x, const plan_op *op) {
+    uint32_t buf = op->u.free.buf;
+    lint_buf *b = &x->bufs[buf];
+    if (!b->ever)
+        report(x, op, ERR_COUNT_, "not_allocated", "free of '%s' which is not allocated",
+               buf_name(x, buf));
+    else if (!b->live)
+        report(x, op, ERR_COUNT_, "double_free", "double free of '%s'", buf_name(x, buf));
+    else
+        check_free_hazard(x, op, buf, "free");
+    if (refused(x) || !b->live)
+        return;
+    b->live = false;
+    b->free_op = op;
+}
+
+static void lint_release(lint_ctx *x, const plan_op *op) {
+    uint32_t buf = op->u.release.buf;
+    lint_buf *b = &x->bufs[buf];
+    const char *name = buf_name(x, buf);
+    if (!b->ever)
+        report(x, op, ERR_COUNT_, "not_allocated", "release of '%s' which is not allocated", name);
+    else if (!b->live)
+        report(x, op, ERR_COUNT_, "use_after_free", "release of '%s' after free (freed at %u:%u)",
+               name, plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
+    else if (b->chunks < 2)   /* one chunk is one allocation: nothing to release */
+        report(x, op, ERR_COUNT_, "no_chunks", "release of '%s' which was not allocated in chunks",
+               name);
+    else if (op->u.release.keep >= b->chunks)
+        report(x, op, ERR_OUT_OF_BOUNDS, "out_of_bounds",
+               "release of '%s' keeps chunk %u but it has %u chunks", name, op->u.release.keep,
+               b->chunks);
+    else if (b->released)
+        report(x, op, ERR_COUNT_, "double_release",
+               "release of '%s' which was already released (released at %u:%u)", name,
+               plan_op_mark(b->release_op).line, plan_op_mark(b->release_op).col);
+    else
+        check_free_hazard(x, op, buf, "release");
+    if (refused(x) || !b->live || b->chunks < 2 || op->u.release.keep >= b->chunks || b->released)
+        return;
+    b->released = true;
+    b->keep = op->u.release.keep;
+    b->release_op = op;
+}
+
+static void lint_coll(lint_ctx *x, const plan_op *op) {
+    bool send_ok = check_view(x, op, &op->u.coll.send);
+    bool recv_ok = check_view(x, op, &op->u.coll.recv);
+    if (send_ok && recv_ok) {
+        char detail[240];
+        sched_error_code err = lint_coll_contract(op, x->world, x->rank, detail, sizeof detail);
+        if (err != ERR_NONE)
+            report(x, op, err, sched_error_names[err], "%s", detail);
+    }
+    if (refused(x))
+        return;
+    uint64_t seq = lint_clocks_enqueue(&x->clocks, op->u.coll.stream);
+    note_use(x, op, &op->u.coll.send, op->u.coll.stream, seq);
+    note_use(x, op, &op->u.coll.recv, op->u.coll.stream, seq);
+    lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op);
+}
+
+/* Element counts and dtypes of two views one op moves data between (copy, init from a copy). */
+static void check_same_shape(lint_ctx *x, const plan_op *op, const plan_view *src,
+                             const plan_view *dst) {
+    char st[200], dt[200];
+    lint_view_text(x->s, src, st, sizeof st);
+    lint_view_text(x->s, dst, dt, sizeof dt);
+    if (src->count != dst->count)
+        report(x, op, ERR_SIZE_MISMATCH, "size_mismatch",
+               "%s from %s (%llu elements) into %s (%llu elements)", lint_op_name(op), st,
+               (ull)src->count, dt, (ull)dst->count);
+    else if (src->dtype != dst->dtype)
+        report(x, op, ERR_DTYPE_MISMATCH, "dtype_mismatch", "%s from %s (%s) into %s (%s)",
+               lint_op_name(op), st, ml_dtypes[src->dtype].name, dt, ml_dtypes[dst->dtype].name);
+}
+
+/* Ops that use views on a stream: checks, then (unless refused) one enqueue and the uses. */
+static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *views, uint32_t n,
+                           uint32_t stream) {
+    bool ok = true;
+    for (uint32_t k = 0; k < n; k++)
+        ok &= check_view(x, op, &views[k]);
+    if (ok && op->kind == OP_COPY)
+        check_same_shape(x, op, &views[0], &views[1]);
+    if (ok && op->kind == OP_INIT && n == 2)
+        check_same_shape(x, op, &views[1], &views[0]);
+    if (refused(x))
+        return;
+    uint64_t seq = lint_clocks_enqueue(&x->clocks, stream);
+    for (uint32_t k = 0; k < n; k++)
+        note_use(x, op, &views[k], stream, seq);
+}
+
+static void lint_check(lint_ctx *x, const plan_op *op) {
+    const sched_check *c = op->step->u.check;
+    const plan_view *a = &op->u.check.a, *b = &op->u.check.b;
+    bool a_ok = check_view(x, op, a), b_ok = check_view(x, op, b);   /* both, for both errors */
+    bool ok = a_ok && b_ok;
+    if (ok && a->buf != SCHED_NO_SYM && b->buf != SCHED_NO_SYM && a->count != b->count)
+        report(x, op, ERR_SIZE_MISMATCH, "size_mismatch",
+               "check '%s' compares %llu elements with %llu", c->name ? c->name : "",
+               (ull)a->count, (ull)b->count);
+    const plan_view *rolled[2] = {op->u.check.roll_a ? a : NULL, op->u.check.roll_b ? b : NULL};
+    for (int k = 0; k < 2 && ok; k++) {
+        if (rolled[k] && rolled[k]->count % (uint64_t)x->world) {
+            char vt[200];
+            lint_view_text(x->s, rolled[k], vt, sizeof vt);
+            report(x, op, ERR_SIZE_MISMATCH, "size_mismatch",
+                   "check '%s' rolls the shards of %s, but %llu elements do not split into world "
+                   "(%d) shards", c->name ? c->name : "", vt, (ull)rolled[k]->count, x->world);
+        }
+    }
+    if (refused(x))
+        return;
+    /* the host reads both sides after the device finished: a default-stream use */
+    uint64_t seq = lint_clocks_enqueue(&x->clocks, SCHED_DEFAULT_STREAM);
+    note_use(x, op, a, SCHED_DEFAULT_STREAM, seq);
+    note_use(x, op, b, SCHED_DEFAULT_STREAM, seq);
+}
+
+static void lint_event_op(lint_ctx *x, const plan_op *op) {
+    uint32_t ev = op->kind == OP_SYNC ? op->u.sync.event : op->u.event.event;
+    bool uses_event = op->kind == OP_WAIT || (op->kind == OP_SYNC && op->u.sync.kind == SYNC_EVENT);
+    if (uses_event && ev < x->clocks.n_events && !x->clocks.recorded[ev])
+        report(x, op, ERR_COUNT_, "unrecorded_event", "%s on event '%s' before any record of it",
+               op->kind == OP_WAIT ? "wait" : "sync", sched_sym_name(x->s, SYM_EVENT, ev));
+    if (refused(x))
+        return;
+    if (op->kind == OP_RECORD)
+        lint_clocks_record(&x->clocks, op->u.event.event, op->u.event.stream);
+    else if (op->kind == OP_WAIT)
+        lint_clocks_wait(&x->clocks, op->u.event.event, op->u.event.stream);
+    else
+        lint_clocks_sync(&x->clocks, op->u.sync.kind, op->u.sync.stream, op->u.sync.event);
+}
+
+static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
+    switch (op->kind) {
+    case OP_ALLOC:
+        lint_alloc(x, op);
+        break;
+    case OP_FREE:
+        lint_free(x, op);
+        break;
+    case OP_RELEASE:
+        lint_release(x, op);
+        break;
+    case OP_COLL:
+        lint_coll(x, op);
+        break;
+    case OP_SYNC:
+    case OP_RECORD:
+    case OP_WAIT:
+        lint_event_op(x, op);
+        break;
+    case OP_INIT: {
+        plan_view v[2] = {op->u.init.dst, op->u.init.src};
+        bool copy = op->step->kind == ST_INIT ? op->step->u.init.init.kind == INIT_COPY
+                                              : op->step->u.alloc.init.kind == INIT_COPY;
+        lint_stream_op(x, op, v, copy ? 2 : 1, SCHED_DEFAULT_STREAM);
+        break;
+    }
+    case OP_COPY: {
+        plan_view v[2] = {op->u.copy.src, op->u.copy.dst};
+        lint_stream_op(x, op, v, 2, op->u.copy.stream);
+        break;
+    }
+    case OP_SCALE:
+        lint_stream_op(x, op, &op->u.scale.buf, 1, op->u.scale.stream);
+        break;
+    case OP_COMPUTE: {
+        uint32_t nr, nw;
+        const plan_view *v = plan_compute_views(p, op, &nr, &nw);
+        lint_stream_op(x, op, v, nr + nw, op->u.compute.stream);
+        break;
+    }
+    case OP_CHECK:
+        lint_check(x, op);
+        break;
+    case OP_REGION_BEGIN:
+    case OP_REGION_END:
+    case OP_EXPECT_BEGIN:
+    case OP_KIND_COUNT:
+        break;
+    }
+}
+
+/* ---- expect_error ------------------------------------------------------------------------------- */
+
+static lint_contract_row *contract_row(lint_ctx *x, const sched_step *es, const char *name) {
+    lint_result *r = x->result;
+    for (size_t k = r->n_rows; k-- > 0 && r->rows[k].rank == x->rank;)
+        if (r->rows[k].step == es)
+            return &r->rows[k];
+    r->rows = realloc(r->rows, (r->n_rows + 1) * sizeof *r->rows);
+    if (!r->rows)
+        abort();
+    lint_contract_row *row = &r->rows[r->n_rows++];
+    *row = (lint_contract_row){.name = name, .rank = x->rank, .pass = true, .step = es};
+    return row;
+}
+
+/* Checks the ops of the wrapped step after the marker at ops[i]; returns how many it consumed. */
+static size_t lint_expect(lint_ctx *x, const rank_plan *p, size_t i) {
+    const plan_op *mark_op = &p->ops[i];
+    const sched_step *es = mark_op->step;
+    sched_error_code want = mark_op->u.expect.error;
+    const char *name = es->u.expect_error.name ? es->u.expect_error.name : sched_error_names[want];
+    /* the wrapped step's ops: one, or one per name of a free list, or alloc + its init */
+    size_t n = 0;
+    while (i + 1 + n < p->n_ops && p->ops[i + 1 + n].step == es->u.expect_error.step)
+        n++;
+    const plan_op *op = n ? &p->ops[i + 1] : NULL;
+    lint_contract_row *row = contract_row(x, es, name);
+    char text[400];
+    bool pass = false;
+    if (!op) {
+        snprintf(text, sizeof text, "expect_error '%s': the step it wraps does not run on rank %d",
+                 name, x->rank);
+    } else {
+        x->capturing = true;
+        x->captured = false;
+        for (size_t k = 0; k < n; k++)
+            lint_op(x, p, &p->ops[i + 1 + k]);   /* once refused, the rest has no effect either */
+        x->capturing = false;
+        if (x->captured && x->captured_code == want) {
+            pass = true;
+            snprintf(text, sizeof text, "%s: %s",
+                     op->kind == OP_COLL ? "refused before any collective" : "refused",
+                     x->captured_text);
+        } else if (x->captured) {
+            snprintf(text, sizeof text, "expect_error '%s' expected %s but %s raised: %s", name,
+                     sched_error_names[want], lint_op_name(op), x->captured_text);
+        } else {
+            snprintf(text, sizeof text, "expect_error '%s' expected %s but %s raised no error",
+                     name, sched_error_names[want], lint_op_name(op));
+        }
+    }
+    if (!pass) {
+        add_finding(x, mark_op, "expect_error", text);
+        row->pass = false;
+    }
+    if (!pass || row->detail[0] == '\0') {
+        size_t len = strnlen(text, sizeof row->detail - 1);   /* a long detail is cut, on purpose */
+        memcpy(row->detail, text, len);
+        row->detail[len] = '\0';
+    }
+    return n;
+}
+
+/* ---- driver -------------------------------------------------------------------------------------- */
+
+static void lint_rank(lint_ctx *x, const rank_plan *p) {
+    x->rank = p->rank;
+    memset(x->bufs, 0, x->n_bufs * sizeof *x->bufs);
+    memset(x->uses, 0, (size_t)x->n_bufs * x->n_streams * sizeof *x->uses);
+    lint_clocks_reset(&x->clocks);
+    for (size_t i = 0; i < p->n_ops; i++) {
+        if (p->ops[i].kind == OP_EXPECT_BEGIN)
+            i += lint_expect(x, p, i);
+        else
+            lint_op(x, p, &p->ops[i]);
+    }
+}
+
+void lint_options_default(lint_options *o) {
+    o->cross_rank = true;
+    o->hazards = true;
+}
+
+size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint_result *r,
+                  ml_diags *d) {
+    memset(r, 0, sizeof *r);
+    if (world <= 0)
+        return 0;
+    lint_options dflt;
+    if (!o) {
+        lint_options_default(&dflt);
+        o = &dflt;
+    }
+    const sched *s = plans[0].s;
+    lint_ctx x = {.s = s, .o = o, .world = world, .result = r};
+    x.n_bufs = s->syms[SYM_BUFFER].n;
+    x.n_streams = s->syms[SYM_STREAM].n ? s->syms[SYM_STREAM].n : 1;
+    x.bufs = calloc(x.n_bufs + 1, sizeof *x.bufs);
+    x.uses = calloc((size_t)(x.n_bufs + 1) * x.n_streams, sizeof *x.uses);
+    x.colls = calloc((size_t)world, sizeof *x.colls);
+    if (!x.bufs || !x.uses || !x.colls)
+        abort();
+    lint_clocks_init(&x.clocks, x.n_streams, s->syms[SYM_EVENT].n);
+    /* Plans that share one op array (plan_share) lint alike: a verdict depends on the ops, the
+     * world and what earlier ops did, never on the rank, which only appears in message texts
+     * (an in-place offset, a rank where a wrapped step does not run). So when rank 0 finds
+     * nothing and has no contract rows, neither has any other rank, and identical collective
+     * sequences are consistent across ranks. Otherwise every rank is linted, for its texts. */
+    bool shared = true;
+    for (int rank = 1; rank < world; rank++)
+        shared &= plans[rank].ops == plans[0].ops && plans[rank].n_ops == plans[0].n_ops &&
+                  plans[rank].extra_views == plans[0].extra_views;
+    lint_rank(&x, &plans[0]);
+    bool all_alike = shared && x.n_found == 0 && r->n_rows == 0;
+    for (int rank = 1; rank < world && !all_alike; rank++)
+        lint_rank(&x, &plans[rank]);
+    size_t errors = emit_findings(&x, d);
+    if (o->cross_rank && !all_alike)
+        errors += lint_cross_rank(plans, x.colls, world, d);
+    for (int rank = 0; rank < world; rank++)
+        lint_coll_seq_free(&x.colls[rank]);
+    free(x.colls);
+    lint_clocks_free(&x.clocks);
+    free(x.found);
+    free(x.index);
+    free(x.uses);
+    free(x.bufs);
+    return errors;
+}
+
+void lint_result_free(lint_result *r) {
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}

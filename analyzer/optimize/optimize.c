@@ -1,0 +1,492 @@
+/* optimize.c — the optimizer's driver (optimize.h): stages, verification, the rewritten text.
+ *
+ * State between stages is text: the schedule the last kept stage wrote, loaded back, plus per
+ * plan the comment and original line of every step in pre-order (comments are not in the IR).
+ * A stage builds the tree of one plan from that schedule, lets a transformation rewrite a copy,
+ * writes the whole file with the copy in place of the plan, loads it back, expands, lints and
+ * predicts every rank, and keeps it when lint finds nothing new, the expect_error contract rows
+ * are the same, and memory is lower (optimize.h). So what is kept has been read back by the
+ * loader: the output is a schedule memlife itself accepts. */
+#include "optimize/optimize_int.h"
+#include "optimize/emit_yaml.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const opt_kind_names[OPT_KIND_COUNT] = {"lifetimes", "inplace", "chunked", "reorder"};
+
+int opt_kind_lookup(const char *name, size_t len) {
+    for (int k = 0; k < OPT_KIND_COUNT; k++)
+        if (strlen(opt_kind_names[k]) == len && !memcmp(opt_kind_names[k], name, len))
+            return k;
+    return -1;
+}
+
+void opt_options_default(opt_options *o) {
+    memset(o, 0, sizeof *o);
+    for (int k = 0; k < OPT_KIND_COUNT; k++)
+        o->allow[k] = true;
+}
+
+/* ---- evaluation of one plan ------------------------------------------------------------------ */
+
+typedef struct {
+    opt_mem *mem;           /* [world] */
+    uint64_t *floor;        /* [world] */
+    ml_diags diags;         /* lint's findings */
+    bool *rows_pass;        /* expect_error contract rows, in order */
+    size_t n_rows;
+} evaluation;
+
+static void eval_free(evaluation *e) {
+    free(e->mem);
+    free(e->floor);
+    free(e->rows_pass);
+    ml_diags_free(&e->diags);
+    memset(e, 0, sizeof *e);
+}
+
+/* Expands, lints and predicts plan k of s on every rank. Expansion errors go to d (-1). */
+static int evaluate(const sched *s, int k, const sched_params *p, int world, evaluation *e,
+                    ml_diags *d) {
+    memset(e, 0, sizeof *e);
+    ml_diags_init(&e->diags);
+    rank_plan *plans = calloc((size_t)world, sizeof *plans);
+    e->mem = calloc((size_t)world, sizeof *e->mem);
+    e->floor = calloc((size_t)world, sizeof *e->floor);
+    if (!plans || !e->mem || !e->floor)
+        abort();
+    int rc = 0;
+    int expanded = 0;
+    for (; expanded < world && rc == 0; expanded++)
+        rc = plan_expand(s, k, p, world, expanded, NULL, &plans[expanded], d);
+    if (rc != 0)
+        expanded--;
+    if (rc == 0) {
+        lint_options lo;
+        lint_options_default(&lo);
+        lint_result lr = {0};
+        lint_plans(plans, world, &lo, &lr, &e->diags);
+        e->n_rows = lr.n_rows;
+        e->rows_pass = calloc(lr.n_rows + 1, sizeof *e->rows_pass);
+        if (!e->rows_pass)
+            abort();
+        for (size_t j = 0; j < lr.n_rows; j++)
+            e->rows_pass[j] = lr.rows[j].pass;
+        lint_result_free(&lr);
+        for (int r = 0; r < world && rc == 0; r++) {
+            pred_rank pr;
+            rc = predict_rank(&plans[r], &pr, d);
+            if (rc != 0)
+                break;
+            memcpy(e->mem[r].steady, pr.steady, sizeof pr.steady);
+            memcpy(e->mem[r].peak, pr.peak, sizeof pr.peak);
+            e->floor[r] = pr.floor;
+            pred_rank_free(&pr);
+        }
+    }
+    for (int r = 0; r < expanded; r++)
+        plan_free(&plans[r]);
+    free(plans);
+    return rc;
+}
+
+/* The first lint finding of cand that base does not have as often (by level and code). */
+static const ml_diag *new_finding(const evaluation *base, const evaluation *cand) {
+    for (size_t k = 0; k < cand->diags.items.n; k++) {
+        const ml_diag *g = &ML_VEC_AT(&cand->diags.items, ml_diag, k);
+        size_t in_cand = 0, in_base = 0;
+        for (size_t j = 0; j < cand->diags.items.n; j++) {
+            const ml_diag *h = &ML_VEC_AT(&cand->diags.items, ml_diag, j);
+            in_cand += h->level == g->level && !strcmp(h->code ? h->code : "", g->code ? g->code : "");
+        }
+        for (size_t j = 0; j < base->diags.items.n; j++) {
+            const ml_diag *h = &ML_VEC_AT(&base->diags.items, ml_diag, j);
+            in_base += h->level == g->level && !strcmp(h->code ? h->code : "", g->code ? g->code : "");
+        }
+        if (in_cand > in_base)
+            return g;
+    }
+    return NULL;
+}
+
+/* Lower memory: no rank's peak rises in either view, and some rank is lower by (requested peak,
+ * device peak, requested steady) in that order. */
+static bool lower(const evaluation *base, const evaluation *cand, int world) {
+    bool better = false;
+    for (int r = 0; r < world; r++) {
+        const opt_mem *a = &base->mem[r], *b = &cand->mem[r];
+        if (b->peak[VIEW_REQUESTED] > a->peak[VIEW_REQUESTED] ||
+            b->peak[VIEW_DEVICE] > a->peak[VIEW_DEVICE])
+            return false;
+        if (b->peak[VIEW_REQUESTED] != a->peak[VIEW_REQUESTED])
+            better |= b->peak[VIEW_REQUESTED] < a->peak[VIEW_REQUESTED];
+        else if (b->peak[VIEW_DEVICE] != a->peak[VIEW_DEVICE])
+            better |= b->peak[VIEW_DEVICE] < a->peak[VIEW_DEVICE];
+        else
+            better |= b->steady[VIEW_REQUESTED] < a->steady[VIEW_REQUESTED];
+    }
+    return better;
+}
+
+/* ---- writing a state out --------------------------------------------------------------------- */
+
+typedef struct {
+    const sched_step *step;
+    const char *note;
+} note_pair;
+
+typedef struct {
+    const sched *s;            /* the current schedule */
+    const char ***notes;       /* [plan][pre-order] */
+    uint32_t **lines;          /* [plan][pre-order] */
+    size_t *n_pre;             /* [plan] */
+} state;
+
+static int cmp_pair(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const note_pair *)a)->step, y = (uintptr_t)((const note_pair *)b)->step;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct {
+    note_pair *pairs;
+    size_t n;
+} note_index;
+
+static const char *note_of(void *ctx, const sched_step *st) {
+    const note_index *ix = ctx;
+    if (!ix->n) /* no notes: the pairs are NULL, which bsearch must not be given */
+        return NULL;
+    note_pair key = {st, NULL};
+    const note_pair *p = bsearch(&key, ix->pairs, ix->n, sizeof key, cmp_pair);
+    return p ? p->note : NULL;
+}
+
+/* Writes st with plan `which` replaced by tree (when not NULL); fills the pre-order notes and
+ * lines of that plan into notes/lines when they are not NULL. */
+static int write_state(opt_ctx *c, const state *st, int which, const opt_block *tree,
+                       const emit_yaml_opts *base, ml_vec *notes, ml_vec *lines, ml_str *out,
+                       ml_diags *d) {
+    const sched *s = st->s;
+    const sched_step **steps = ml_arena_alloc(c->arena, s->n_plans * sizeof *steps);
+    uint32_t *n_steps = ml_arena_alloc(c->arena, s->n_plans * sizeof *n_steps);
+    ml_vec all_notes, all_lines;
+    ml_vec_init(&all_notes, sizeof(const char *));
+    ml_vec_init(&all_lines, sizeof(uint32_t));
+    ml_vec pairs;
+    ml_vec_init(&pairs, sizeof(note_pair));
+    for (uint32_t k = 0; k < s->n_plans; k++) {
+        opt_block t;
+        if ((int)k == which && tree) {
+            t = *tree;
+        } else {
+            size_t pre = 0;
+            opt_tree_build(c, &t, s->plans[k].steps, s->plans[k].n, st->notes[k], st->lines[k], &pre);
+        }
+        size_t first = all_notes.n;
+        steps[k] = opt_tree_steps(c, &t, &n_steps[k], &all_notes, &all_lines);
+        /* pre-order pointers: walk the materialized arrays the same way */
+        size_t at = first;
+        struct frame { const sched_step *v; uint32_t n, i; } fr[128];
+        int depth = 0;
+        fr[0] = (struct frame){steps[k], n_steps[k], 0};
+        while (depth >= 0) {
+            struct frame *f = &fr[depth];
+            if (f->i == f->n) {
+                depth--;
+                continue;
+            }
+            const sched_step *x = &f->v[f->i++];
+            const char *note = ML_VEC_AT(&all_notes, const char *, at);
+            at++;
+            if (note)
+                *(note_pair *)ml_vec_push(&pairs) = (note_pair){x, note};
+            if (depth + 1 < (int)ML_ARRAY_LEN(fr) && x->kind == ST_REPEAT)
+                fr[++depth] = (struct frame){x->u.repeat.steps, x->u.repeat.n, 0};
+            else if (depth + 1 < (int)ML_ARRAY_LEN(fr) && x->kind == ST_REGION)
+                fr[++depth] = (struct frame){x->u.region.steps, x->u.region.n, 0};
+        }
+        if ((int)k == which && notes && lines)
+            for (size_t j = first; j < all_notes.n; j++) {
+                *(const char **)ml_vec_push(notes) = ML_VEC_AT(&all_notes, const char *, j);
+                *(uint32_t *)ml_vec_push(lines) = ML_VEC_AT(&all_lines, uint32_t, j);
+            }
+    }
+    if (pairs.n) /* an unchanged rewrite has no notes, and qsort's base must not be NULL */
+        qsort(pairs.items, pairs.n, sizeof(note_pair), cmp_pair);
+    note_index ix = {pairs.items, pairs.n};
+    emit_yaml_opts o = *base;
+    o.step_comment = note_of;
+    o.ctx = &ix;
+    o.plan_steps = steps;
+    o.n_plan_steps = n_steps;
+    int rc = emit_yaml(s, &o, out, d);
+    ml_vec_free(&pairs);
+    ml_vec_free(&all_notes);
+    ml_vec_free(&all_lines);
+    return rc;
+}
+
+/* ---- stages ----------------------------------------------------------------------------------- */
+
+typedef void (*transform_fn)(opt_ctx *c, opt_block *b);
+static const transform_fn transforms[OPT_KIND_COUNT] = {
+    [OPT_LIFETIMES] = opt_lifetimes,
+    [OPT_INPLACE] = opt_inplace,
+    [OPT_CHUNKED] = opt_chunked,
+    [OPT_REORDER] = opt_reorder,
+};
+
+typedef struct {
+    const opt_options *o;
+    int world;
+    ml_arena *arena;
+    ml_vec loaded;             /* sched *: every schedule a kept stage loaded */
+    const sched *original;     /* the caller's: it outlives the rewrites, and its marks are the file's */
+    state st;
+    int64_t **slots;
+    size_t n_slots;
+    ml_diags *d;
+} driver;
+
+static int load_slots(driver *dv) {
+    const sched *s = dv->st.s;
+    for (int r = 0; r < dv->world; r++) {
+        dv->slots[r] = ml_arena_alloc(dv->arena, (EXPR_SLOT_FIRST_LET + s->n_lets + 1) * sizeof(int64_t));
+        if (sched_eval_lets(s, &dv->o->params, dv->world, r, dv->slots[r], dv->d) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void stage_record(opt_stage *sg, opt_kind kind, const evaluation *e, int world) {
+    sg->kind = kind;
+    sg->after = calloc((size_t)world, sizeof *sg->after);
+    if (!sg->after)
+        abort();
+    memcpy(sg->after, e->mem, (size_t)world * sizeof *sg->after);
+}
+
+/* A sync a stage added guards the free or release right after it; a later rewrite (in place)
+ * can remove that free, and then the sync guards nothing: it goes too. */
+static void prune_added_syncs(opt_ctx *c, opt_block *b) {
+    opt_block out = {0};
+    for (size_t k = 0; k < b->n; k++) {
+        opt_node *n = &b->v[k];
+        if (n->body.n)
+            prune_added_syncs(c, &n->body);
+        bool added = n->st.kind == ST_SYNC && !n->orig_line;
+        size_t j = k + 1;
+        while (added && j < b->n && b->v[j].st.kind == ST_SYNC && !b->v[j].orig_line)
+            j++;
+        if (added && (j == b->n || (b->v[j].st.kind != ST_FREE && b->v[j].st.kind != ST_RELEASE))) {
+            c->changes++;
+            continue;
+        }
+        opt_block_push(c, &out, n);
+    }
+    *b = out;
+}
+
+/* One stage on plan k. base is the evaluation of the current state, replaced when kept. */
+static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg) {
+    opt_ctx c = {.s = dv->st.s, .arena = dv->arena, .world = dv->world, .slots = dv->slots,
+                 .allow_lifetimes = dv->o->allow[OPT_LIFETIMES]};
+    opt_block tree;
+    size_t pre = 0;
+    const sched_plan *pl = &dv->st.s->plans[k];
+    opt_tree_build(&c, &tree, pl->steps, pl->n, dv->st.notes[k], dv->st.lines[k], &pre);
+    opt_block cand = opt_tree_copy(&c, &tree);
+    transforms[kind](&c, &cand);
+    if (c.changes)
+        prune_added_syncs(&c, &cand);
+    stage_record(sg, kind, base, dv->world);
+    sg->changes = c.changes;
+    if (!c.changes) {
+        snprintf(sg->why, sizeof sg->why, "nothing to do");
+        return 0;
+    }
+    ml_vec notes, lines;
+    ml_vec_init(&notes, sizeof(const char *));
+    ml_vec_init(&lines, sizeof(uint32_t));
+    ml_str text = {0};
+    emit_yaml_opts eo = {0};
+    ml_diags d2;
+    ml_diags_init(&d2);
+    sched *s2 = NULL;
+    evaluation e2 = {0};
+    bool evaluated = false;
+    if (write_state(&c, &dv->st, k, &cand, &eo, &notes, &lines, &text, &d2) == 0)
+        s2 = sched_load_buffer(dv->st.s->file, text.s, text.n, NULL, &d2);
+    if (s2)
+        evaluated = evaluate(s2, k, &dv->o->params, dv->world, &e2, &d2) == 0;
+    const ml_diag *fresh = evaluated ? new_finding(base, &e2) : NULL;
+    bool same_rows = evaluated && e2.n_rows == base->n_rows &&
+                     !memcmp(e2.rows_pass, base->rows_pass, base->n_rows * sizeof(bool));
+    if (!evaluated) {
+        const ml_diag *g = ml_diags_first_error(&d2);
+        snprintf(sg->why, sizeof sg->why, "not kept: the rewrite does not load back (%s)",
+                 g ? g->text : "?");
+    } else if (fresh) {
+        snprintf(sg->why, sizeof sg->why, "not kept: lint finds %s%s%s", fresh->text,
+                 fresh->code ? " " : "", fresh->code ? fresh->code : "");
+    } else if (!same_rows) {
+        snprintf(sg->why, sizeof sg->why, "not kept: an expect_error contract row changes");
+    } else if (!lower(base, &e2, dv->world)) {
+        snprintf(sg->why, sizeof sg->why, "not kept: no saving (%u step%s changed)", c.changes,
+                 c.changes == 1 ? "" : "s");
+    } else {
+        sg->kept = true;
+        snprintf(sg->why, sizeof sg->why, "%u step%s changed%s%s", c.changes,
+                 c.changes == 1 ? "" : "s", c.renamed[0] ? "; " : "", c.renamed);
+        memcpy(sg->after, e2.mem, (size_t)dv->world * sizeof *sg->after);
+        *(sched **)ml_vec_push(&dv->loaded) = s2;
+        dv->st.s = s2;
+        s2 = NULL;
+        size_t n = notes.n;
+        dv->st.notes[k] = ml_arena_alloc(dv->arena, (n + 1) * sizeof(const char *));
+        dv->st.lines[k] = ml_arena_alloc(dv->arena, (n + 1) * sizeof(uint32_t));
+        if (n) {
+            memcpy(dv->st.notes[k], notes.items, n * sizeof(const char *));
+            memcpy(dv->st.lines[k], lines.items, n * sizeof(uint32_t));
+        }
+        dv->st.n_pre[k] = n;
+        eval_free(base);
+        *base = e2;
+        memset(&e2, 0, sizeof e2);
+    }
+    int rc = load_slots(dv);
+    sched_free(s2);
+    eval_free(&e2);
+    ml_diags_free(&d2);
+    ml_str_free(&text);
+    ml_vec_free(&notes);
+    ml_vec_free(&lines);
+    return rc;
+}
+
+static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {
+    evaluation base;
+    /* Plan k is still the original's here, but after a kept stage on an earlier plan the current
+     * schedule is a rewrite: its marks are the rewrite's lines, and it is freed before the caller
+     * prints what is reported. So the plan is evaluated, and refused, in the original. */
+    if (evaluate(dv->original, k, &dv->o->params, dv->world, &base, dv->d) != 0)
+        return -1;
+    if (base.diags.errors) {
+        for (size_t j = 0; j < base.diags.items.n; j++) {
+            const ml_diag *g = &ML_VEC_AT(&base.diags.items, ml_diag, j);
+            ml_diag_add(dv->d, g->level, g->file, g->mark, g->rank, g->code, "%s", g->text);
+        }
+        eval_free(&base);
+        return -1;
+    }
+    pr->before = calloc((size_t)dv->world, sizeof *pr->before);
+    pr->floor = calloc((size_t)dv->world, sizeof *pr->floor);
+    pr->stages = calloc(OPT_KIND_COUNT + 1, sizeof *pr->stages);
+    if (!pr->before || !pr->floor || !pr->stages)
+        abort();
+    memcpy(pr->before, base.mem, (size_t)dv->world * sizeof *pr->before);
+    memcpy(pr->floor, base.floor, (size_t)dv->world * sizeof *pr->floor);
+    static const opt_kind order[] = {OPT_LIFETIMES, OPT_INPLACE, OPT_CHUNKED, OPT_REORDER,
+                                     OPT_LIFETIMES};
+    int rc = 0;
+    for (size_t j = 0; j < ML_ARRAY_LEN(order) && rc == 0; j++) {
+        opt_kind kind = order[j];
+        if (!dv->o->allow[kind])
+            continue;
+        bool again = j == ML_ARRAY_LEN(order) - 1;
+        opt_stage *sg = &pr->stages[pr->n_stages];
+        rc = run_stage(dv, k, kind, &base, sg);
+        if (again && !sg->kept) {   /* the second lifetimes pass shows only when it helps */
+            free(sg->after);
+            memset(sg, 0, sizeof *sg);
+            continue;
+        }
+        pr->n_stages++;
+    }
+    eval_free(&base);
+    return rc;
+}
+
+int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags *d) {
+    memset(r, 0, sizeof *r);
+    r->original = s;
+    int world = sched_world(s, &o->params, d);
+    if (world <= 0)
+        return -1;
+    r->world = world;
+    driver dv = {.o = o, .world = world, .arena = ml_arena_new(), .d = d, .original = s};
+    size_t first_diag = d->items.n;
+    ml_vec_init(&dv.loaded, sizeof(sched *));
+    dv.st.s = s;
+    dv.st.notes = ml_arena_alloc(dv.arena, (s->n_plans + 1) * sizeof *dv.st.notes);
+    dv.st.lines = ml_arena_alloc(dv.arena, (s->n_plans + 1) * sizeof *dv.st.lines);
+    dv.st.n_pre = ml_arena_alloc(dv.arena, (s->n_plans + 1) * sizeof *dv.st.n_pre);
+    dv.slots = ml_arena_alloc(dv.arena, (size_t)world * sizeof *dv.slots);
+    r->n_plans = s->n_plans;
+    r->plans = calloc(s->n_plans + 1, sizeof *r->plans);
+    if (!r->plans)
+        abort();
+    int rc = load_slots(&dv);
+    for (uint32_t k = 0; k < s->n_plans && rc == 0; k++) {
+        r->plans[k].plan_index = (int)k;
+        if (o->plan && s->plans[k].name[0] && strcmp(o->plan, s->plans[k].name))
+            continue;
+        r->plans[k].optimized = true;
+        rc = optimize_plan(&dv, (int)k, &r->plans[k]);
+    }
+    if (rc == 0) {
+        char sets[200] = "";
+        for (size_t j = 0; j < o->params.n_set; j++) {
+            strncat(sets, ", --set ", sizeof sets - strlen(sets) - 1);
+            strncat(sets, o->params.set[j], sizeof sets - strlen(sets) - 1);
+        }
+        snprintf(r->verified, sizeof r->verified, "world %d%s", world, sets);
+        ml_str header = {0}, expect_note = {0};
+        ml_str_printf(&header,
+                      "Rewritten by memlife optimize from %s (verified at %s).\n"
+                      "Each changed step has a 'memlife optimize:' comment above it.",
+                      s->file, r->verified);
+        ml_str_printf(&expect_note,
+                      "expect: left out: the original's memory expectations describe the original\n"
+                      "plan; 'memlife predict' gives this one's.");
+        char name[200];
+        size_t len = strlen(s->name);
+        snprintf(name, sizeof name, "%s%s", s->name,
+                 len >= 10 && !strcmp(s->name + len - 10, "-optimized") ? "" : "-optimized");
+        /* the world it was verified at, so that predict and run without --world use it */
+        emit_yaml_opts eo = {.header = header.s, .name = name, .expect_note = expect_note.s,
+                             .world = world};
+        opt_ctx c = {.s = dv.st.s, .arena = dv.arena, .world = world, .slots = dv.slots};
+        rc = write_state(&c, &dv.st, -1, NULL, &eo, NULL, NULL, &r->yaml, d);
+        ml_str_free(&header);
+        ml_str_free(&expect_note);
+    }
+    /* A diagnostic about a rewrite (the final emit) carries its name, which the rewrite owns: point
+     * it at the original's, the same text (every rewrite was loaded under it). */
+    for (size_t j = first_diag; j < d->items.n; j++)
+        for (size_t k = 0; k < dv.loaded.n; k++)
+            if (ML_VEC_AT(&d->items, ml_diag, j).file == ML_VEC_AT(&dv.loaded, sched *, k)->file)
+                ML_VEC_AT(&d->items, ml_diag, j).file = s->file;
+    for (size_t k = 0; k < dv.loaded.n; k++)
+        sched_free(ML_VEC_AT(&dv.loaded, sched *, k));
+    ml_vec_free(&dv.loaded);
+    ml_arena_free(dv.arena);
+    if (rc != 0)
+        opt_result_free(r);
+    return rc;
+}
+
+void opt_result_free(opt_result *r) {
+    for (size_t k = 0; k < r->n_plans; k++) {
+        opt_plan_result *p = &r->plans[k];
+        for (size_t j = 0; j < p->n_stages; j++)
+            free(p->stages[j].after);
+        free(p->stages);
+        free(p->before);
+        free(p->floor);
+    }
+    free(r->plans);
+    ml_str_free(&r->yaml);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,270 @@
+/* optimize_report.c — what `memlife optimize` says: per plan, per stage and rank, steady and
+ * peak in both views, the saving of each stage, and the floor (floor.c) with the distance of the
+ * result from it. Table and Markdown group ranks whose rows read the same; JSON has every rank.
+ *
+ * JSON (stable names): {`command`: "optimize", `file`, `name`, `world`, `verified`, `plans`:
+ * [{`plan` (null for a file without plans), `optimized`, `stages`: [{`stage`, `kept`,
+ * `changes`, `why`}], `ranks`: [{`rank`, `floor`, `before`: MEM, `after`: MEM, `above_floor`,
+ * `stages`: [{`stage`, `kept`, `after`: MEM, `saving`: {`requested_peak`, `device_peak`,
+ * `requested_steady`}}]}]}]} with MEM = {`requested`: {`steady`, `peak`}, `device`: {`steady`,
+ * `peak`}}; bytes are integers, savings may be negative (a kept in-place rewrite can raise the
+ * steady while it lowers the peak). */
+#include "optimize/optimize.h"
+#include "report/report_int.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const opt_mem *final_mem(const opt_plan_result *p, int r) {
+    for (size_t k = p->n_stages; k-- > 0;)
+        if (p->stages[k].kept)
+            return &p->stages[k].after[r];
+    return &p->before[r];
+}
+
+static const opt_mem *stage_before(const opt_plan_result *p, size_t k, int r) {
+    for (size_t j = k; j-- > 0;)
+        if (p->stages[j].kept)
+            return &p->stages[j].after[r];
+    return &p->before[r];
+}
+
+static void plan_title(const opt_result *r, const opt_plan_result *p, char *buf, size_t len) {
+    report_schedule_name(r->original, p->plan_index, buf, len);
+}
+
+/* ---- table and Markdown ----------------------------------------------------------------------- */
+
+enum { C_STAGE, C_KEPT, C_RANKS, C_REQ_STEADY, C_REQ_PEAK, C_SAVED, C_DEV_STEADY, C_DEV_PEAK,
+       C_FLOOR, C_COUNT };
+static const char *const headers[C_COUNT] = {"stage", "kept", "ranks", "requested steady",
+                                             "requested peak", "saved", "device steady",
+                                             "device peak", "floor"};
+static const bool right[C_COUNT] = {false, false, false, true, true, true, true, true, true};
+
+static void size_cell(uint64_t v, char *buf, size_t len) { report_size_cell(v, buf, len); }
+
+static void saved_cell(uint64_t before, uint64_t after, char *buf, size_t len) {
+    char t[64];
+    if (before == after) {
+        snprintf(buf, len, "-");
+    } else if (before > after) {
+        report_size_cell(before - after, t, sizeof t);
+        snprintf(buf, len, "%s", t);
+    } else {
+        report_size_cell(after - before, t, sizeof t);
+        snprintf(buf, len, "-%s", t);
+    }
+}
+
+/* The cells of one row (row = -1: before; else stage index) for rank r, after the rank column. */
+static void row_cells(const opt_plan_result *p, int row, int r, char cells[C_COUNT][96]) {
+    const opt_mem *m = row < 0 ? &p->before[r] : &p->stages[row].after[r];
+    const opt_mem *prev = row < 0 ? m : stage_before(p, (size_t)row, r);
+    snprintf(cells[C_STAGE], 96, "%s", row < 0 ? "before" : opt_kind_names[p->stages[row].kind]);
+    snprintf(cells[C_KEPT], 96, "%s", row < 0 ? "" : p->stages[row].kept ? "yes" : "no");
+    size_cell(m->steady[VIEW_REQUESTED], cells[C_REQ_STEADY], 96);
+    size_cell(m->peak[VIEW_REQUESTED], cells[C_REQ_PEAK], 96);
+    saved_cell(prev->peak[VIEW_REQUESTED], m->peak[VIEW_REQUESTED], cells[C_SAVED], 96);
+    size_cell(m->steady[VIEW_DEVICE], cells[C_DEV_STEADY], 96);
+    size_cell(m->peak[VIEW_DEVICE], cells[C_DEV_PEAK], 96);
+    size_cell(p->floor[r], cells[C_FLOOR], 96);
+    cells[C_RANKS][0] = '\0';
+}
+
+static bool same_cells(const opt_plan_result *p, int row, int a, int b) {
+    char x[C_COUNT][96], y[C_COUNT][96];
+    row_cells(p, row, a, x);
+    row_cells(p, row, b, y);
+    for (int c = 0; c < C_COUNT; c++)
+        if (strcmp(x[c], y[c]))
+            return false;
+    return true;
+}
+
+static void add_rows(report_grid *g, const opt_result *r, const opt_plan_result *p,
+                     const char *name) {
+    for (int row = -1; row < (int)p->n_stages; row++)
+        for (int first = 0; first < r->world;) {
+            int last = first;
+            while (last + 1 < r->world && same_cells(p, row, first, last + 1))
+                last++;
+            char cells[C_COUNT][96];
+            row_cells(p, row, first, cells);
+            if (last > first)
+                snprintf(cells[C_RANKS], 96, "%d-%d", first, last);
+            else
+                snprintf(cells[C_RANKS], 96, "%d", first);
+            if (name)
+                report_grid_add(g, name);
+            for (int c = 0; c < C_COUNT; c++)
+                report_grid_add(g, cells[c]);
+            first = last + 1;
+        }
+}
+
+/* "after: 256 MiB requested peak, 0 B above the floor (256 MiB) on ranks 0-3" */
+static void summary(const opt_result *r, const opt_plan_result *p, const char *indent, ml_str *out) {
+    for (int first = 0; first < r->world;) {
+        const opt_mem *m = final_mem(p, first);
+        int last = first;
+        while (last + 1 < r->world && final_mem(p, last + 1)->peak[VIEW_REQUESTED] ==
+                                          m->peak[VIEW_REQUESTED] &&
+               p->floor[last + 1] == p->floor[first] &&
+               p->before[last + 1].peak[VIEW_REQUESTED] == p->before[first].peak[VIEW_REQUESTED])
+            last++;
+        char b[64], a[64], f[64], d[64], ranks[32];
+        report_size_cell(p->before[first].peak[VIEW_REQUESTED], b, sizeof b);
+        report_size_cell(m->peak[VIEW_REQUESTED], a, sizeof a);
+        report_size_cell(p->floor[first], f, sizeof f);
+        uint64_t above = m->peak[VIEW_REQUESTED] - (p->floor[first] < m->peak[VIEW_REQUESTED]
+                                                        ? p->floor[first]
+                                                        : m->peak[VIEW_REQUESTED]);
+        report_size_cell(above, d, sizeof d);
+        if (last > first)
+            snprintf(ranks, sizeof ranks, "ranks %d-%d", first, last);
+        else
+            snprintf(ranks, sizeof ranks, "rank %d", first);
+        ml_str_printf(out, "%srequested peak %s -> %s, floor %s: %s above the floor (%s)\n", indent,
+                      b, a, f, d, ranks);
+        first = last + 1;
+    }
+}
+
+static void stage_notes(const opt_plan_result *p, const char *indent, ml_str *out) {
+    for (size_t k = 0; k < p->n_stages; k++)
+        ml_str_printf(out, "%s%s: %s\n", indent, opt_kind_names[p->stages[k].kind],
+                      p->stages[k].why);
+}
+
+static int write_table(const opt_result *r, ml_str *out) {
+    for (size_t k = 0; k < r->n_plans; k++) {
+        const opt_plan_result *p = &r->plans[k];
+        if (!p->optimized)
+            continue;
+        char name[256];
+        plan_title(r, p, name, sizeof name);
+        ml_str_printf(out, "%s%s (%s, verified at %s)\n", out->n ? "\n" : "", name,
+                      r->original->file, r->verified);
+        report_grid g;
+        report_grid_init(&g, C_COUNT, headers, right);
+        add_rows(&g, r, p, NULL);
+        report_grid_render(&g, false, "  ", out);
+        report_grid_free(&g);
+        stage_notes(p, "  ", out);
+        summary(r, p, "  ", out);
+    }
+    return 0;
+}
+
+static int write_md(const opt_result *r, ml_str *out) {
+    const char *h[C_COUNT + 1] = {"schedule"};
+    bool rt[C_COUNT + 1] = {false};
+    for (int c = 0; c < C_COUNT; c++) {
+        h[c + 1] = headers[c];
+        rt[c + 1] = right[c];
+    }
+    report_grid g;
+    report_grid_init(&g, C_COUNT + 1, h, rt);
+    for (size_t k = 0; k < r->n_plans; k++) {
+        char name[256];
+        plan_title(r, &r->plans[k], name, sizeof name);
+        if (r->plans[k].optimized)
+            add_rows(&g, r, &r->plans[k], name);
+    }
+    report_grid_render(&g, true, "", out);
+    report_grid_free(&g);
+    ml_str_printf(out, "\nVerified at %s.\n\n", r->verified);
+    for (size_t k = 0; k < r->n_plans; k++) {
+        if (!r->plans[k].optimized)
+            continue;
+        char name[256];
+        plan_title(r, &r->plans[k], name, sizeof name);
+        ml_str_printf(out, "- `%s`:\n", name);
+        stage_notes(&r->plans[k], "  - ", out);
+        summary(r, &r->plans[k], "  - ", out);
+    }
+    return 0;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------- */
+
+static json_t *mem_json(const opt_mem *m) {
+    json_t *o = json_object();
+    for (int v = 0; v < VIEW_COUNT; v++)
+        json_object_set_new(o, ml_mem_view_names[v],
+                            json_pack("{s:I, s:I}", "steady", (json_int_t)m->steady[v], "peak",
+                                      (json_int_t)m->peak[v]));
+    return o;
+}
+
+static json_t *plan_json(const opt_result *r, const opt_plan_result *p) {
+    const sched_plan *pl = &r->original->plans[p->plan_index];
+    json_t *o = json_object();
+    json_object_set_new(o, "plan", pl->name[0] ? json_string(pl->name) : json_null());
+    json_object_set_new(o, "optimized", json_boolean(p->optimized));
+    json_t *stages = json_array(), *ranks = json_array();
+    for (size_t k = 0; k < p->n_stages; k++)
+        json_array_append_new(stages, json_pack("{s:s, s:b, s:I, s:s}", "stage",
+                                                opt_kind_names[p->stages[k].kind], "kept",
+                                                p->stages[k].kept, "changes",
+                                                (json_int_t)p->stages[k].changes, "why",
+                                                p->stages[k].why));
+    for (int rk = 0; p->optimized && rk < r->world; rk++) {
+        const opt_mem *fin = final_mem(p, rk);
+        json_t *x = json_object(), *st = json_array();
+        json_object_set_new(x, "rank", json_integer(rk));
+        json_object_set_new(x, "floor", json_integer((json_int_t)p->floor[rk]));
+        json_object_set_new(x, "before", mem_json(&p->before[rk]));
+        json_object_set_new(x, "after", mem_json(fin));
+        json_object_set_new(x, "above_floor",
+                            json_integer((json_int_t)fin->peak[VIEW_REQUESTED] -
+                                         (json_int_t)p->floor[rk]));
+        for (size_t k = 0; k < p->n_stages; k++) {
+            const opt_mem *a = &p->stages[k].after[rk], *b = stage_before(p, k, rk);
+            json_t *s = json_object();
+            json_object_set_new(s, "stage", json_string(opt_kind_names[p->stages[k].kind]));
+            json_object_set_new(s, "kept", json_boolean(p->stages[k].kept));
+            json_object_set_new(s, "after", mem_json(a));
+            json_object_set_new(
+                s, "saving",
+                json_pack("{s:I, s:I, s:I}", "requested_peak",
+                          (json_int_t)b->peak[VIEW_REQUESTED] - (json_int_t)a->peak[VIEW_REQUESTED],
+                          "device_peak",
+                          (json_int_t)b->peak[VIEW_DEVICE] - (json_int_t)a->peak[VIEW_DEVICE],
+                          "requested_steady",
+                          (json_int_t)b->steady[VIEW_REQUESTED] -
+                              (json_int_t)a->steady[VIEW_REQUESTED]));
+            json_array_append_new(st, s);
+        }
+        json_object_set_new(x, "stages", st);
+        json_array_append_new(ranks, x);
+    }
+    json_object_set_new(o, "stages", stages);
+    json_object_set_new(o, "ranks", ranks);
+    return o;
+}
+
+static int write_json(const opt_result *r, ml_str *out) {
+    json_t *root = json_object();
+    json_object_set_new(root, "command", json_string("optimize"));
+    json_object_set_new(root, "file", json_string(r->original->file));
+    json_object_set_new(root, "name", json_string(r->original->name));
+    json_object_set_new(root, "world", json_integer(r->world));
+    json_object_set_new(root, "verified", json_string(r->verified));
+    json_t *plans = json_array();
+    for (size_t k = 0; k < r->n_plans; k++)
+        json_array_append_new(plans, plan_json(r, &r->plans[k]));
+    json_object_set_new(root, "plans", plans);
+    return report_json_append(root, 0, out);
+}
+
+int opt_report(const opt_result *r, opt_format fmt, ml_str *out) {
+    switch (fmt) {
+    case OPT_FMT_TABLE: return write_table(r, out);
+    case OPT_FMT_JSON: return write_json(r, out);
+    case OPT_FMT_MD: return write_md(r, out);
+    }
+    return -1;
+}

@@ -1,0 +1,124 @@
+/* analyzer.h — lint, the lifetime predictor and its device page model, expectations.
+ *
+ * Everything here works from the IR (sched.h) and expanded rank plans (plan.h) alone. It must
+ * never read the runtime's accounting: comparing prediction with measurement only means something
+ * when the two come from different arithmetic. */
+#ifndef MEMLIFE_ANALYZER_H
+#define MEMLIFE_ANALYZER_H
+
+#include "ir/plan.h"
+
+/* ---- Device page model (analyzer/devmodel.c) -------------------------------------------------
+ * What cudaMemGetInfo shows, modelled with the page rules measured on H200 (DESIGN.md):
+ * requests under 2 MiB are rounded up to 512 B and sub-allocated inside shared 2 MiB pages, the
+ * hole chosen best fit (the smallest hole, across pages, that fits; ties: the lowest page, then
+ * the lowest offset); a page is returned as soon as it is empty; requests of 2 MiB or more get
+ * pages of their own, rounded up to 2 MiB. VMM chunks (alloc with chunks:) are physical
+ * allocations of their own, each rounded up to 2 MiB.
+ * The driver's placement among pages with room is not documented; best fit reproduced 91% of steps
+ * of random churn. The model is exact for whole-page requests and for small requests without a
+ * free in between; after a small-block free with other small blocks live, a later small alloc may
+ * be placed differently by the driver: the model then says it is inexact and gives bounds. */
+#define DEVMODEL_PAGE ((uint64_t)2 << 20)
+#define DEVMODEL_SMALL_ROUND 512u
+
+typedef struct devmodel devmodel;
+devmodel *devmodel_new(void);
+void devmodel_free(devmodel *m);
+/* Returns a handle (>= 0) for the block. */
+int64_t devmodel_alloc(devmodel *m, uint64_t bytes);
+int64_t devmodel_alloc_chunk(devmodel *m, uint64_t bytes);   /* own pages whatever the size */
+void devmodel_release(devmodel *m, int64_t handle);
+uint64_t devmodel_bytes(const devmodel *m);                  /* pages in use * 2 MiB */
+/* Bounds on what the driver can show now, whatever its placement policy: lo packs the small
+ * blocks perfectly, hi puts each small block that was placed after an ambiguity in a page of its
+ * own. lo == hi == devmodel_bytes while the model is exact. */
+void devmodel_bounds(const devmodel *m, uint64_t *lo, uint64_t *hi);
+bool devmodel_exact(const devmodel *m);
+
+/* ---- Lint (analyzer/lint.c) -------------------------------------------------------------------
+ * Use before alloc, use after free, double free, alloc of a live name, free of a never-allocated
+ * name; views inside their buffer; collective size contracts (coll.h); same dtype on both sides;
+ * reductions valid for the dtype; in-place offsets exactly NCCL's (overlap elsewhere is an error);
+ * cross-rank consistency (same collectives in the same order with the same counts, dtypes, ops
+ * and roots, else the first diverging step on each rank); lifetime hazards (a free of a buffer
+ * that an unsynchronized op on another stream may still use). expect_error steps: the wrapped op
+ * must raise the named error on every rank; that is then a passing contract row, not an error. */
+typedef struct {
+    bool cross_rank;       /* default true; `--no-lint cross-rank` lets a divergent run through */
+    bool hazards;          /* default true */
+} lint_options;
+
+typedef struct {
+    const char *name;      /* contract name */
+    int rank;
+    bool pass;
+    char detail[240];
+    const sched_step *step;
+} lint_contract_row;
+
+typedef struct {
+    lint_contract_row *rows;   /* one per expect_error step per rank */
+    size_t n_rows;
+} lint_result;
+
+void lint_options_default(lint_options *o);
+/* plans[0..world) are the expanded plans of every rank. Returns the number of errors added. */
+size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint_result *r,
+                  ml_diags *d);
+void lint_result_free(lint_result *r);
+
+/* The first error a single collective op raises by the count/dtype/op/in-place contracts, or
+ * ERR_NONE; detail gets the message text. Shared by lint and by expect_error handling. */
+sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char *detail,
+                                    size_t len);
+
+/* ---- Predictor (analyzer/predict.c) -----------------------------------------------------------*/
+typedef struct {
+    size_t op;             /* index into the rank plan's ops */
+    uint64_t live[VIEW_COUNT];
+} pred_point;
+
+typedef struct {
+    int rank;
+    uint64_t steady[VIEW_COUNT];      /* end - start (start is 0: the baseline) */
+    uint64_t peak[VIEW_COUNT];        /* max - start */
+    size_t peak_op[VIEW_COUNT];       /* first op at which the peak is reached; SIZE_MAX: none */
+    uint32_t *peak_live[VIEW_COUNT];  /* buffer symbols live at that op, in alloc order */
+    uint32_t n_peak_live[VIEW_COUNT];
+    pred_point *timeline;             /* live bytes after every op */
+    size_t n_timeline;
+    bool device_exact;
+    uint64_t device_peak_lo, device_peak_hi;
+    uint64_t floor;                   /* requested bytes that must be live at some point by data
+                                         dependence alone (analyzer/floor.c); 0 when not computed */
+} pred_rank;
+
+int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d);
+/* out: p's prediction, where `same` is predict_rank's for a plan with p's very ops (plan_share):
+ * a copy, rank set; out->timeline is same's, borrowed (set it to NULL before pred_rank_free). */
+void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *out);
+void pred_rank_free(pred_rank *r);
+
+/* ---- Floor (analyzer/floor.c) -----------------------------------------------------------------
+ * The requested bytes that must be live at some point by data dependence alone (defined at the
+ * top of floor.c): predict_rank stores it in pred_rank.floor. at_op (may be NULL) gets the op
+ * where it is reached, SIZE_MAX when that is the end of the plan. */
+uint64_t floor_rank(const rank_plan *p, size_t *at_op);
+
+/* ---- Expectations (analyzer/expect.c) ---------------------------------------------------------*/
+typedef struct {
+    ml_mem_view view;
+    int rank;
+    bool is_peak;          /* else steady */
+    int64_t expected, got;
+    bool pass;
+    ml_mark mark;
+} expect_row;
+
+/* Evaluates the plan's (or schedule's) expectations for every rank against predictions.
+ * Appends rows; returns the number of failures, -1 on an evaluation error (to d). */
+int expect_eval(const sched *s, int plan_index, const sched_params *p, int world,
+                const pred_rank *ranks, expect_row **rows, size_t *n_rows, ml_diags *d);
+
+#endif

@@ -1,0 +1,317 @@
+/* floor.c — the memory floor of one rank's plan: the requested bytes that must be live at some
+ * point by data dependence alone, whatever the schedule does with allocs, frees and syncs.
+ *
+ * Definition. A byte of buffer b is *needed* after op i when a later op reads it before any
+ * later op overwrites it, or when b is still live at the end of the plan (the final buffers are
+ * the schedule's result; after a release only the kept chunk is). An op *accesses* the views it
+ * reads or writes. At each data op i (collective, copy, scale, compute, init, check; the op an
+ * expect_error refuses does not run and is skipped) the bytes that must exist are
+ *     B(i) = sum over buffers b of |needed_after_i(b) ∪ accessed_i(b)|  -  inplace(i)
+ * where inplace(i) is what NCCL's in-place rule lets an out-of-place collective share:
+ *   - ReduceScatter: the recv bytes, when this rank's slice of the send view (recv = send +
+ *     rank*recvcount, where NCCL would write in place) is not needed after the op;
+ *   - AllGather: the send bytes, when they are not needed after the op (they can live in the
+ *     recv view's rank slice, where in-place AllGather reads them);
+ *   - AllReduce, Broadcast, Reduce: the send bytes, when they are not needed after the op.
+ * The floor is the maximum of B(i) over the data ops and of the needed bytes at the end.
+ *
+ * Overwrites: a collective's recv view, an init's and a copy's destination are overwritten
+ * entirely. A compute's `writes` are *not* taken as overwrites: compute stands for user work
+ * with no data effect (it may accumulate, as FSDP's gradient fold does), so its writes are
+ * accesses only. scale reads and writes its view.
+ *
+ * B(i) never exceeds the requested bytes live at op i in a lint-clean plan (every byte counted
+ * is inside a live buffer), so floor <= peak, and peak - floor is how far the plan is from what
+ * its data flow allows. Needed bytes are kept as byte intervals per buffer, computed in one
+ * backward pass; a buffer with more than FLOOR_MAX_RANGES disjoint needed ranges merges its
+ * two closest (an over-estimate inside a live buffer, so still at most the peak). */
+#include "predict/analyzer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FLOOR_MAX_RANGES 32
+
+typedef struct {
+    uint64_t lo, hi;   /* [lo, hi) in bytes */
+} range;
+
+typedef struct {
+    range *r;
+    uint32_t n, cap;
+    uint64_t total;    /* sum of hi - lo */
+} range_set;
+
+static void set_clear(range_set *s) {
+    s->n = 0;
+    s->total = 0;
+}
+
+static void set_reserve(range_set *s, uint32_t n) {
+    if (n <= s->cap)
+        return;
+    uint32_t cap = s->cap ? s->cap * 2 : 4;
+    while (cap < n)
+        cap *= 2;
+    s->r = realloc(s->r, cap * sizeof *s->r);
+    if (!s->r)
+        abort();
+    s->cap = cap;
+}
+
+/* Merges the two ranges with the smallest gap (over-estimate, see above). */
+static void set_squeeze(range_set *s) {
+    uint32_t best = 0;
+    for (uint32_t k = 1; k + 1 < s->n; k++)
+        if (s->r[k + 1].lo - s->r[k].hi < s->r[best + 1].lo - s->r[best].hi)
+            best = k;
+    s->total += s->r[best + 1].lo - s->r[best].hi;
+    s->r[best].hi = s->r[best + 1].hi;
+    memmove(&s->r[best + 1], &s->r[best + 2], (s->n - best - 2) * sizeof *s->r);
+    s->n--;
+}
+
+static void set_add(range_set *s, uint64_t lo, uint64_t hi) {
+    if (lo >= hi)
+        return;
+    uint32_t k = 0;
+    while (k < s->n && s->r[k].hi < lo)
+        k++;
+    uint32_t j = k;
+    while (j < s->n && s->r[j].lo <= hi) {
+        lo = s->r[j].lo < lo ? s->r[j].lo : lo;
+        hi = s->r[j].hi > hi ? s->r[j].hi : hi;
+        s->total -= s->r[j].hi - s->r[j].lo;
+        j++;
+    }
+    /* ranges k..j-1 merge into one */
+    if (j == k) {
+        set_reserve(s, s->n + 1);
+        memmove(&s->r[k + 1], &s->r[k], (s->n - k) * sizeof *s->r);
+        s->n++;
+    } else if (j > k + 1) {
+        memmove(&s->r[k + 1], &s->r[j], (s->n - j) * sizeof *s->r);
+        s->n -= j - k - 1;
+    }
+    s->r[k] = (range){lo, hi};
+    s->total += hi - lo;
+    if (s->n > FLOOR_MAX_RANGES)
+        set_squeeze(s);
+}
+
+static void set_sub(range_set *s, uint64_t lo, uint64_t hi) {
+    if (lo >= hi)
+        return;
+    uint32_t out = 0;
+    range split = {0, 0};
+    for (uint32_t k = 0; k < s->n; k++) {
+        range r = s->r[k];
+        if (r.hi <= lo || r.lo >= hi) {
+            s->r[out++] = r;
+            continue;
+        }
+        s->total -= r.hi - r.lo;
+        if (r.lo < lo) {
+            s->r[out++] = (range){r.lo, lo};
+            s->total += lo - r.lo;
+        }
+        if (r.hi > hi)
+            split = (range){hi, r.hi};   /* at most one range sticks out past hi */
+    }
+    s->n = out;
+    if (split.hi > split.lo)
+        set_add(s, split.lo, split.hi);
+}
+
+/* Bytes of [lo, hi) already in s. */
+static uint64_t set_overlap(const range_set *s, uint64_t lo, uint64_t hi) {
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < s->n; k++) {
+        uint64_t a = s->r[k].lo > lo ? s->r[k].lo : lo, b = s->r[k].hi < hi ? s->r[k].hi : hi;
+        if (a < b)
+            n += b - a;
+    }
+    return n;
+}
+
+/* ---- one rank ---------------------------------------------------------------------------------*/
+
+typedef struct {
+    range_set *need;           /* by buffer symbol */
+    uint32_t n_bufs;
+    uint64_t total;            /* sum of need[b].total */
+} floor_state;
+
+static uint64_t view_lo(const plan_view *v) { return v->offset * ml_dtypes[v->dtype].size; }
+static uint64_t view_hi(const plan_view *v) { return view_lo(v) + plan_view_bytes(v); }
+static bool has_buf(const floor_state *f, const plan_view *v) {
+    return v->buf != SCHED_NO_SYM && v->buf < f->n_bufs && v->count;
+}
+
+/* |need(b) ∪ accessed(b)| - |need(b)| summed over the op's accesses (views of one buffer may
+ * overlap each other: a scratch set per buffer keeps it exact). */
+static uint64_t access_extra(floor_state *f, const plan_access *acc, size_t n,
+                             range_set *scratch) {
+    uint64_t extra = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!has_buf(f, acc[k].v))
+            continue;
+        bool first = true;
+        for (size_t j = 0; j < k; j++)
+            first &= !(has_buf(f, acc[j].v) && acc[j].v->buf == acc[k].v->buf);
+        if (!first)
+            continue;
+        const range_set *need = &f->need[acc[k].v->buf];
+        set_clear(scratch);
+        for (size_t j = k; j < n; j++)
+            if (has_buf(f, acc[j].v) && acc[j].v->buf == acc[k].v->buf)
+                set_add(scratch, view_lo(acc[j].v), view_hi(acc[j].v));
+        for (uint32_t r = 0; r < scratch->n; r++)
+            extra += (scratch->r[r].hi - scratch->r[r].lo) -
+                     set_overlap(need, scratch->r[r].lo, scratch->r[r].hi);
+    }
+    return extra;
+}
+
+static bool needed(const floor_state *f, const plan_view *v, uint64_t lo, uint64_t hi) {
+    return has_buf(f, v) && set_overlap(&f->need[v->buf], lo, hi) > 0;
+}
+
+/* What NCCL's in-place rule lets an out-of-place collective share (see the top comment). */
+static uint64_t inplace_share(const floor_state *f, const plan_op *op, int rank) {
+    const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
+    if (op->u.coll.in_place || !has_buf(f, s) || !has_buf(f, r))
+        return 0;
+    switch (op->u.coll.coll) {
+    case COLL_REDUCE_SCATTER: {
+        uint64_t slot = view_lo(s) + (uint64_t)rank * plan_view_bytes(r);
+        return needed(f, s, slot, slot + plan_view_bytes(r)) ? 0 : plan_view_bytes(r);
+    }
+    default:
+        return needed(f, s, view_lo(s), view_hi(s)) ? 0 : plan_view_bytes(s);
+    }
+}
+
+static void apply_accesses(floor_state *f, const plan_access *acc, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (has_buf(f, acc[k].v) && acc[k].overwrite && !acc[k].read) {
+            range_set *s = &f->need[acc[k].v->buf];
+            f->total -= s->total;
+            set_sub(s, view_lo(acc[k].v), view_hi(acc[k].v));
+            f->total += s->total;
+        }
+    for (size_t k = 0; k < n; k++)
+        if (has_buf(f, acc[k].v) && acc[k].read) {
+            range_set *s = &f->need[acc[k].v->buf];
+            f->total -= s->total;
+            set_add(s, view_lo(acc[k].v), view_hi(acc[k].v));
+            f->total += s->total;
+        }
+}
+
+/* Forward pass: which ops an expect_error refuses, and what is live at the end. */
+static bool *refused_ops(const rank_plan *p) {
+    bool *refused = calloc(p->n_ops ? p->n_ops : 1, sizeof *refused);
+    if (!refused)
+        abort();
+    const sched_step *wrapped = NULL;
+    for (size_t i = 0; i < p->n_ops; i++) {
+        const plan_op *op = &p->ops[i];
+        if (wrapped && op->step == wrapped) {
+            refused[i] = true;
+            continue;
+        }
+        wrapped = op->kind == OP_EXPECT_BEGIN ? op->step->u.expect_error.step : NULL;
+    }
+    return refused;
+}
+
+static void end_state(const rank_plan *p, const bool *refused, floor_state *f) {
+    typedef struct {
+        bool live;
+        uint64_t bytes;
+        uint32_t chunks, keep;
+        bool released;
+    } endbuf;
+    endbuf *b = calloc(f->n_bufs + 1, sizeof *b);
+    if (!b)
+        abort();
+    for (size_t i = 0; i < p->n_ops; i++) {
+        const plan_op *op = &p->ops[i];
+        if (refused[i])
+            continue;
+        if (op->kind == OP_ALLOC && op->u.alloc.buf < f->n_bufs)
+            b[op->u.alloc.buf] = (endbuf){true, op->u.alloc.bytes, op->u.alloc.chunks, 0, false};
+        else if (op->kind == OP_FREE && op->u.free.buf < f->n_bufs)
+            b[op->u.free.buf].live = false;
+        else if (op->kind == OP_RELEASE && op->u.release.buf < f->n_bufs &&
+                 b[op->u.release.buf].chunks >= 2) {
+            b[op->u.release.buf].released = true;
+            b[op->u.release.buf].keep = op->u.release.keep;
+        }
+    }
+    for (uint32_t k = 0; k < f->n_bufs; k++) {
+        if (!b[k].live)
+            continue;
+        uint64_t lo = 0, hi = b[k].bytes;
+        if (b[k].released) {   /* the chunk cut of predict.c and the executor */
+            uint64_t c = b[k].bytes / b[k].chunks + (b[k].bytes % b[k].chunks != 0);
+            lo = (uint64_t)b[k].keep * c;
+            hi = lo + c < b[k].bytes ? lo + c : b[k].bytes;
+        }
+        set_add(&f->need[k], lo, hi);
+        f->total += f->need[k].total;
+    }
+    free(b);
+}
+
+uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
+    floor_state f = {.n_bufs = p->s->syms[SYM_BUFFER].n};
+    f.need = calloc(f.n_bufs + 1, sizeof *f.need);
+    if (!f.need)
+        abort();
+    bool *refused = refused_ops(p);
+    end_state(p, refused, &f);
+    uint64_t best = f.total;
+    size_t best_op = SIZE_MAX;
+    range_set scratch = {0};
+    ml_vec dyn;
+    ml_vec_init(&dyn, sizeof(plan_access));
+    for (size_t i = p->n_ops; i-- > 0;) {
+        const plan_op *op = &p->ops[i];
+        if (refused[i])
+            continue;
+        if (op->kind == OP_ALLOC || op->kind == OP_FREE) {
+            /* Before its alloc a buffer does not exist; after its free nothing of it is
+             * needed: either way nothing of this name is needed across the op. */
+            uint32_t b = op->kind == OP_ALLOC ? op->u.alloc.buf : op->u.free.buf;
+            if (b < f.n_bufs) {
+                f.total -= f.need[b].total;
+                set_clear(&f.need[b]);
+            }
+            continue;
+        }
+        plan_access fixed[PLAN_FIXED_ACCESSES];
+        const plan_access *acc;
+        size_t n = plan_op_accesses(p, op, fixed, &acc, &dyn);
+        if (!n)
+            continue;
+        uint64_t here = f.total + access_extra(&f, acc, n, &scratch);
+        if (op->kind == OP_COLL)
+            here -= inplace_share(&f, op, p->rank);
+        if (here >= best) {
+            best = here;
+            best_op = i;
+        }
+        apply_accesses(&f, acc, n);
+    }
+    for (uint32_t k = 0; k < f.n_bufs; k++)
+        free(f.need[k].r);
+    free(f.need);
+    free(scratch.r);
+    free(refused);
+    ml_vec_free(&dyn);
+    if (at_op)
+        *at_op = best_op;
+    return best;
+}

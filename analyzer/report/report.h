@@ -1,0 +1,85 @@
+/* report.h — results of predict / check / run as one structure, written in every format.
+ *
+ * predict and check fill the predicted parts; run adds `measured` per rank and the data-check
+ * rows. One writer per format, chosen from a table (report_formats[]); every writer handles every
+ * field that is present, so a run result is "the predict JSON plus measured".
+ *
+ * JSON names (kept stable; tests and CI gates read them): top-level `schedules` list; each with
+ * `name`, `file`, `plan`, `world`, `lets` {name: value, as rank 0 evaluated them after --set and
+ * the sweep}, `expect` ("pass" | "fail" | "none"), `ranks` list of
+ * {`rank`, `requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`, `exact`, `peak_lo`,
+ * `peak_hi`}, `peak_step`: {`index`, `line`, `col`, `op`}, `peak_live`: [names], `floor`,
+ * and for runs `measured`: {`requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`},
+ * `communicator_bytes`, `pool`: {...}, `timeline`: [{`op`, `line`, `requested`, `device`, `t`}]},
+ * `match`: bool}; `expectations`: [{`view`, `rank`, `what`, `expected`, `got`, `pass`, `line`}];
+ * `checks`: [{`name`, `rank`, `status` ("pass" | "fail"), `detail`}]. Byte values are integers.
+ * `provenance` at top level for runs: {key: value}. */
+#ifndef MEMLIFE_REPORT_H
+#define MEMLIFE_REPORT_H
+
+#include "predict/analyzer.h"
+#include "exec/rt.h"
+
+typedef struct {
+    bool present;
+    uint64_t steady[VIEW_COUNT], peak[VIEW_COUNT];   /* device: 0 when !has_device */
+    bool has_device;
+    uint64_t communicator_bytes;
+    rt_mem_reading pool;            /* has_pool set for the async allocator */
+    rt_sample *timeline;            /* after every op */
+    size_t n_timeline;
+    bool match;                     /* measured == predicted (requested exactly; device when read) */
+    char mismatch[320];             /* first difference: "file:line:col: requested 1024 != 2048" */
+} report_measured;
+
+typedef struct {
+    const char *name;
+    int rank;
+    bool pass;
+    char detail[240];
+} report_check;
+
+typedef struct {
+    const sched *s;
+    int plan_index;
+    int world;
+    const rank_plan *plans;         /* [world] */
+    const pred_rank *pred;          /* [world] */
+    const expect_row *expects;
+    size_t n_expects;
+    int expect_failures;            /* -1: no expectations in the file */
+    report_measured *measured;      /* [world] or NULL (predict / check) */
+    report_check *checks;           /* contract rows (lint expect_error rows + runtime checks) */
+    size_t n_checks;
+} report_schedule;
+
+typedef struct {
+    report_schedule *items;
+    size_t n;
+    const char *command;            /* "predict", "check", "run" */
+    const char *provenance;         /* "key=value\n" lines, or NULL */
+} report;
+
+typedef enum { FMT_TABLE, FMT_JSON, FMT_CSV, FMT_MD, FMT_COUNT } report_format;
+typedef struct {
+    const char *name;
+    /* Appends the whole report to out (a growable string). */
+    int (*write)(const report *r, ml_str *out);
+} report_format_info;
+
+extern const report_format_info report_formats[FMT_COUNT];
+int report_format_lookup(const char *name);   /* -1 when unknown */
+
+/* Renders r in fmt; writes to path atomically (temp + rename), or to stdout when path is NULL
+ * or "-". Returns 0, or -1 with a message on stderr. */
+int report_emit(const report *r, report_format fmt, const char *path);
+
+/* The name an item is reported under: the schedule's name, or "name/plan" for a plan of a file
+ * with `plans:`. */
+void report_schedule_name(const sched *s, int plan_index, char *buf, size_t len);
+
+/* "expected requested peak 512 MiB on rank 0, predicted 576 MiB": one failed expectation, the
+ * same words in check's errors and every report format. */
+void report_expect_text(const expect_row *e, char *buf, size_t len);
+
+#endif

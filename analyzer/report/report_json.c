@@ -1,0 +1,211 @@
+/* report_json.c — the JSON report (jansson). Key names are the stable interface described in
+ * report.h; byte values are exact integers. */
+#include "report/report_int.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *bytes_json(uint64_t v) { return json_integer((json_int_t)v); }
+
+/* jansson refuses invalid UTF-8 (json_string returns NULL, and the key would silently vanish);
+ * a file name or buffer name with such bytes is reported with '?' in their place. */
+static json_t *text_json(const char *s) {
+    json_t *j = json_string(s);
+    if (j)
+        return j;
+    char *copy = strdup(s);
+    if (!copy)
+        abort();
+    for (char *c = copy; *c; c++)
+        if ((unsigned char)*c >= 0x80)
+            *c = '?';
+    j = json_string(copy);
+    free(copy);
+    return j;
+}
+
+static json_t *view_pair(uint64_t steady, uint64_t peak) {
+    json_t *o = json_object();
+    json_object_set_new(o, "steady", bytes_json(steady));
+    json_object_set_new(o, "peak", bytes_json(peak));
+    return o;
+}
+
+/* {index, line, col, op} of op k of plan p, or null when there is no such op. */
+static json_t *step_json(const rank_plan *p, size_t op) {
+    if (op >= p->n_ops)
+        return json_null();
+    ml_mark m = plan_op_mark(&p->ops[op]);
+    json_t *o = json_object();
+    json_object_set_new(o, "index", json_integer((json_int_t)op));
+    json_object_set_new(o, "line", json_integer(m.line));
+    json_object_set_new(o, "col", json_integer(m.col));
+    json_object_set_new(o, "op", text_json(report_op_label(p, op)));
+    return o;
+}
+
+static json_t *names_json(const report_schedule *rs, const uint32_t *syms, uint32_t n) {
+    json_t *a = json_array();
+    for (uint32_t k = 0; k < n; k++)
+        json_array_append_new(a, text_json(sched_sym_name(rs->s, SYM_BUFFER, syms[k])));
+    return a;
+}
+
+static json_t *measured_json(const report_schedule *rs, const report_measured *m, int rank) {
+    json_t *o = json_object();
+    json_object_set_new(o, "requested", view_pair(m->steady[VIEW_REQUESTED], m->peak[VIEW_REQUESTED]));
+    json_object_set_new(o, "device", m->has_device
+                                         ? view_pair(m->steady[VIEW_DEVICE], m->peak[VIEW_DEVICE])
+                                         : json_null());
+    json_object_set_new(o, "communicator_bytes", bytes_json(m->communicator_bytes));
+    if (m->pool.has_pool) {
+        json_t *pool = json_object();
+        json_object_set_new(pool, "used_current", bytes_json(m->pool.pool_used_current));
+        json_object_set_new(pool, "used_high", bytes_json(m->pool.pool_used_high));
+        json_object_set_new(pool, "reserved_current", bytes_json(m->pool.pool_reserved_current));
+        json_object_set_new(pool, "reserved_high", bytes_json(m->pool.pool_reserved_high));
+        json_object_set_new(o, "pool", pool);
+    }
+    json_t *tl = json_array();
+    const rank_plan *p = &rs->plans[rank];
+    for (size_t k = 0; k < m->n_timeline; k++) {
+        const rt_sample *s = &m->timeline[k];
+        json_t *e = json_object();
+        bool base = s->op >= p->n_ops;
+        json_object_set_new(e, "op", text_json(base ? "baseline" : report_op_label(p, s->op)));
+        json_object_set_new(e, "index", base ? json_null() : json_integer((json_int_t)s->op));
+        json_object_set_new(e, "line", json_integer(base ? 0 : plan_op_mark(&p->ops[s->op]).line));
+        json_object_set_new(e, "requested", bytes_json(s->requested));
+        json_object_set_new(e, "device", json_integer(s->device));
+        json_object_set_new(e, "t", json_real(s->t));
+        json_array_append_new(tl, e);
+    }
+    json_object_set_new(o, "timeline", tl);
+    return o;
+}
+
+static json_t *rank_json(const report_schedule *rs, int r) {
+    const pred_rank *p = &rs->pred[r];
+    json_t *o = json_object();
+    json_object_set_new(o, "rank", json_integer(r));
+    json_object_set_new(o, "requested", view_pair(p->steady[VIEW_REQUESTED], p->peak[VIEW_REQUESTED]));
+    json_t *dev = view_pair(p->steady[VIEW_DEVICE], p->peak[VIEW_DEVICE]);
+    json_object_set_new(dev, "exact", json_boolean(p->device_exact));
+    json_object_set_new(dev, "peak_lo", bytes_json(p->device_exact ? p->peak[VIEW_DEVICE] : p->device_peak_lo));
+    json_object_set_new(dev, "peak_hi", bytes_json(p->device_exact ? p->peak[VIEW_DEVICE] : p->device_peak_hi));
+    json_object_set_new(o, "device", dev);
+    json_object_set_new(o, "peak_step", step_json(&rs->plans[r], p->peak_op[VIEW_REQUESTED]));
+    json_object_set_new(o, "peak_live", names_json(rs, p->peak_live[VIEW_REQUESTED],
+                                                   p->n_peak_live[VIEW_REQUESTED]));
+    json_object_set_new(o, "device_peak_step", step_json(&rs->plans[r], p->peak_op[VIEW_DEVICE]));
+    json_object_set_new(o, "device_peak_live", names_json(rs, p->peak_live[VIEW_DEVICE],
+                                                          p->n_peak_live[VIEW_DEVICE]));
+    json_object_set_new(o, "floor", bytes_json(p->floor));
+    if (rs->measured && rs->measured[r].present) {
+        const report_measured *m = &rs->measured[r];
+        json_object_set_new(o, "measured", measured_json(rs, m, r));
+        json_object_set_new(o, "match", json_boolean(m->match));
+        if (!m->match)
+            json_object_set_new(o, "mismatch", text_json(m->mismatch));
+    }
+    return o;
+}
+
+static json_t *schedule_json(const report_schedule *rs) {
+    char name[256];
+    report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
+    const char *plan = rs->s->plans[rs->plan_index].name;
+    json_t *o = json_object();
+    json_object_set_new(o, "name", text_json(name));
+    json_object_set_new(o, "file", text_json(rs->s->file));
+    json_object_set_new(o, "plan", plan[0] ? text_json(plan) : json_null());
+    json_object_set_new(o, "about", rs->s->about ? text_json(rs->s->about) : json_null());
+    json_object_set_new(o, "world", json_integer(rs->world));
+    /* The lets as this result used them (the file's values after --set and the sweep), so a
+     * result says which sizes it is about: rank 0's values (a let may depend on rank). */
+    json_t *lets = json_object();
+    for (uint32_t k = 0; rs->world > 0 && rs->plans[0].slots && k < rs->s->n_lets; k++)
+        json_object_set_new(lets, rs->s->lets[k].name,
+                            json_integer((json_int_t)rs->plans[0].slots[EXPR_SLOT_FIRST_LET + k]));
+    json_object_set_new(o, "lets", lets);
+    json_object_set_new(o, "expect", text_json(report_expect_status(rs)));
+    json_t *ranks = json_array();
+    for (int r = 0; r < rs->world; r++)
+        json_array_append_new(ranks, rank_json(rs, r));
+    json_object_set_new(o, "ranks", ranks);
+    json_t *ex = json_array();
+    for (size_t k = 0; k < rs->n_expects; k++) {
+        const expect_row *e = &rs->expects[k];
+        json_t *row = json_object();
+        json_object_set_new(row, "view", text_json(ml_mem_view_names[e->view]));
+        json_object_set_new(row, "rank", json_integer(e->rank));
+        json_object_set_new(row, "what", text_json(e->is_peak ? "peak" : "steady"));
+        json_object_set_new(row, "expected", json_integer(e->expected));
+        json_object_set_new(row, "got", json_integer(e->got));
+        json_object_set_new(row, "pass", json_boolean(e->pass));
+        json_object_set_new(row, "line", json_integer(e->mark.line));
+        json_object_set_new(row, "col", json_integer(e->mark.col));
+        json_array_append_new(ex, row);
+    }
+    json_object_set_new(o, "expectations", ex);
+    json_t *checks = json_array();
+    for (size_t k = 0; k < rs->n_checks; k++) {
+        const report_check *c = &rs->checks[k];
+        json_t *row = json_object();
+        json_object_set_new(row, "name", text_json(c->name));
+        json_object_set_new(row, "rank", json_integer(c->rank));
+        json_object_set_new(row, "status", text_json(c->pass ? "pass" : "fail"));
+        json_object_set_new(row, "detail", text_json(c->detail));
+        json_array_append_new(checks, row);
+    }
+    json_object_set_new(o, "checks", checks);
+    return o;
+}
+
+/* "key=value\n" lines into an object; a line without '=' keeps the whole line as the key. */
+json_t *report_provenance_json(const char *text) {
+    json_t *o = json_object();
+    while (*text) {
+        const char *end = strchr(text, '\n');
+        size_t len = end ? (size_t)(end - text) : strlen(text);
+        const char *eq = memchr(text, '=', len);
+        if (len) {
+            size_t klen = eq ? (size_t)(eq - text) : len;
+            char *key = strndup(text, klen);
+            char *value = eq ? strndup(eq + 1, len - klen - 1) : strdup("");
+            if (!key || !value)
+                abort();
+            json_object_set_new(o, key, text_json(value));
+            free(key);
+            free(value);
+        }
+        text += len + (end ? 1 : 0);
+    }
+    return o;
+}
+
+int report_write_json(const report *r, ml_str *out) {
+    json_t *root = json_object();
+    json_object_set_new(root, "command", text_json(r->command ? r->command : ""));
+    json_t *list = json_array();
+    for (size_t k = 0; k < r->n; k++)
+        json_array_append_new(list, schedule_json(&r->items[k]));
+    json_object_set_new(root, "schedules", list);
+    if (r->provenance)
+        json_object_set_new(root, "provenance", report_provenance_json(r->provenance));
+    return report_json_append(root, 0, out);
+}
+
+int report_json_append(json_t *root, size_t extra_flags, ml_str *out) {
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags);
+    json_decref(root);
+    if (!text) {
+        fprintf(stderr, "error: cannot render the json report\n");
+        return -1;
+    }
+    ml_str_append(out, text, strlen(text));
+    ml_str_append(out, "\n", 1);
+    free(text);
+    return 0;
+}

@@ -1,0 +1,312 @@
+/* series.c — loads the inputs of plot, trace and diff (series.h). */
+#include "report/series.h"
+
+#include <jansson.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const ml_mark no_mark = {0, 0};
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+uint32_t series_op_buffer(const plan_op *op) {
+    switch (op->kind) {
+    case OP_ALLOC: return op->u.alloc.buf;
+    case OP_FREE: return op->u.free.buf;
+    case OP_RELEASE: return op->u.release.buf;
+    default: return SCHED_NO_SYM;
+    }
+}
+
+bool series_rank_values(const series *s, int r, ml_mem_view view, uint64_t *pred, uint64_t *meas,
+                        double *t) {
+    const pred_rank *pr = &s->pred[r];
+    size_t n = s->plans[r].n_ops;
+    memset(pred, 0, n * sizeof *pred);
+    for (size_t k = 0; k < pr->n_timeline; k++)
+        if (pr->timeline[k].op < n)
+            pred[pr->timeline[k].op] = pr->timeline[k].live[view];
+    if (!s->measured || !s->measured[r] || (view == VIEW_DEVICE && !s->measured_device))
+        return false;
+    bool *seen = calloc(n + 1, sizeof *seen);
+    for (size_t k = 0; k < s->n_measured[r]; k++) {
+        const rt_sample *sm = &s->measured[r][k];
+        if (sm->op >= n)
+            continue;
+        int64_t v = view == VIEW_REQUESTED ? (int64_t)sm->requested : sm->device;
+        if (meas)
+            meas[sm->op] = v > 0 ? (uint64_t)v : 0;
+        if (t)
+            t[sm->op] = sm->t;
+        seen[sm->op] = true;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (!seen[k]) {
+            if (meas)
+                meas[k] = k ? meas[k - 1] : 0;
+            if (t)
+                t[k] = k ? t[k - 1] : 0;
+        }
+    free(seen);
+    return true;
+}
+
+void series_live_bytes_at(const rank_plan *p, size_t op, uint64_t *bytes) {
+    uint32_t *chunks = calloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *chunks);
+    memset(bytes, 0, p->s->syms[SYM_BUFFER].n * sizeof *bytes);
+    for (size_t k = 0; k <= op && k < p->n_ops; k++) {
+        const plan_op *o = &p->ops[k];
+        if (o->kind == OP_ALLOC) {
+            bytes[o->u.alloc.buf] = o->u.alloc.bytes;
+            chunks[o->u.alloc.buf] = o->u.alloc.chunks;
+        } else if (o->kind == OP_FREE) {
+            bytes[o->u.free.buf] = 0;
+        } else if (o->kind == OP_RELEASE && chunks[o->u.release.buf] > 1) {
+            /* Chunks are equal (docs/schedule.md); one is kept. */
+            bytes[o->u.release.buf] /= chunks[o->u.release.buf];
+            chunks[o->u.release.buf] = 1;
+        }
+    }
+    free(chunks);
+}
+
+void series_op_label(const rank_plan *p, const plan_op *op, char *buf, size_t len) {
+    const sched *s = p->s;
+    uint32_t b = series_op_buffer(op);
+    if (op->kind == OP_COLL)
+        snprintf(buf, len, "%s", ml_colls[op->u.coll.coll].name);
+    else if (b != SCHED_NO_SYM)
+        snprintf(buf, len, "%s %s", plan_op_names[op->kind], sched_sym_name(s, SYM_BUFFER, b));
+    else if (op->kind == OP_REGION_BEGIN || op->kind == OP_REGION_END)
+        snprintf(buf, len, "%s %s", plan_op_names[op->kind],
+                 sched_sym_name(s, SYM_REGION, op->u.region.region));
+    else
+        snprintf(buf, len, "%s", plan_op_names[op->kind]);
+}
+
+int series_from_sched(sched *s, int plan_index, int world, const sched_params *p, series *out,
+                      ml_diags *d) {
+    out->s = s;
+    out->plan_index = plan_index;
+    out->world = world;
+    out->plans = calloc((size_t)world, sizeof *out->plans);
+    out->pred = calloc((size_t)world, sizeof *out->pred);
+    if (!out->plans || !out->pred)
+        abort();
+    sched_params pw = *p;
+    pw.world = world;
+    for (int r = 0; r < world; r++)
+        if (plan_expand(s, plan_index, &pw, world, r, NULL, &out->plans[r], d) < 0)
+            return -1;
+    lint_options lo;
+    lint_options_default(&lo);
+    lint_result lr = {0};
+    size_t errors = lint_plans(out->plans, world, &lo, &lr, d);
+    lint_result_free(&lr);
+    if (errors)
+        return -1;
+    for (int r = 0; r < world; r++)
+        if (predict_rank(&out->plans[r], &out->pred[r], d) < 0)
+            return -1;
+    const char *plan = s->plans[plan_index].name ? s->plans[plan_index].name : "";
+    snprintf(out->label, sizeof out->label, "%s%s%s", s->name ? s->name : "", *plan ? ":" : "", plan);
+    return 0;
+}
+
+static int plan_lookup(const sched *s, const char *name) {
+    for (uint32_t k = 0; k < s->n_plans; k++)
+        if (!strcmp(s->plans[k].name, name))
+            return (int)k;
+    return -1;
+}
+
+/* Appends every plan of a YAML file (or the one after ':'). */
+static int load_yaml(const char *word, const sched_params *p, ml_vec *out, ml_diags *d) {
+    char path[4096];
+    const char *plan = NULL;
+    snprintf(path, sizeof path, "%s", word);
+    char *colon = strrchr(path, ':');
+    if (colon && !ends_with(path, ".yaml") && !ends_with(path, ".yml")) {
+        *colon = 0;
+        plan = colon + 1;
+    }
+    sched *s = sched_load_file(path, NULL, d);
+    if (!s)
+        return -1;
+    int world = sched_world(s, p, d);
+    if (world <= 0) {
+        sched_free(s);
+        return -1;
+    }
+    int only = -1;
+    if (plan) {
+        only = plan_lookup(s, plan);
+        if (only < 0) {
+            ml_error(d, path, no_mark, "no plan named '%s' in '%s'", plan, path);
+            sched_free(s);
+            return -1;
+        }
+    }
+    size_t first = out->n;
+    for (uint32_t k = 0; k < s->n_plans; k++) {
+        if (only >= 0 && (int)k != only)
+            continue;
+        series *sr = ml_vec_push(out);
+        sr->source = strdup(word);
+        sr->owns_sched = out->n == first + 1;
+        if (series_from_sched(s, (int)k, world, p, sr, d) < 0)
+            goto fail;
+    }
+    return 0;
+fail:
+    while (out->n > first)
+        series_free(&ML_VEC_AT(out, series, --out->n));
+    return -1;
+}
+
+/* Reads one rank's measured.timeline: [{op, line, requested, device, t}]. */
+static void read_timeline(json_t *rank, rt_sample **samples, size_t *n, series *sr) {
+    json_t *measured = json_object_get(rank, "measured");
+    json_t *tl = json_object_get(measured, "timeline");
+    if (json_is_object(json_object_get(measured, "device")))
+        sr->measured_device = true;
+    size_t k;
+    json_t *it;
+    if (!json_is_array(tl))
+        return;
+    *samples = calloc(json_array_size(tl) + 1, sizeof **samples);
+    json_array_foreach(tl, k, it) {
+        /* The op's index is `index` (with `op` its name); report.h's first sketch had it in
+         * `op`. The baseline sample has none. */
+        json_t *op = json_object_get(it, "index");
+        if (!json_is_integer(op))
+            op = json_object_get(it, "op");
+        if (!json_is_integer(op) || json_integer_value(op) < 0)
+            continue;
+        rt_sample *sm = &(*samples)[(*n)++];
+        sm->op = (size_t)json_integer_value(op);
+        sm->requested = (uint64_t)json_integer_value(json_object_get(it, "requested"));
+        sm->device = json_integer_value(json_object_get(it, "device"));
+        json_t *t = json_object_get(it, "t");
+        if (json_is_number(t)) {
+            sm->t = json_number_value(t);
+            sr->has_time = true;
+        }
+    }
+}
+
+/* Loads the schedule a result names: as written, else beside the result file. */
+static sched *load_named(const char *result_path, const char *file, ml_diags *d) {
+    if (access(file, R_OK) == 0 || file[0] == '/')
+        return sched_load_file(file, NULL, d);
+    char dir[4096], path[8192];
+    snprintf(dir, sizeof dir, "%s", result_path);
+    snprintf(path, sizeof path, "%s/%s", dirname(dir), file);
+    return sched_load_file(path, NULL, d);
+}
+
+static int load_result(const char *word, const sched_params *p, ml_vec *out, ml_diags *d) {
+    json_error_t je;
+    json_t *root = json_load_file(word, 0, &je);
+    if (!root) {
+        ml_error(d, word, ((ml_mark){(uint32_t)je.line, (uint32_t)je.column}),
+                 "cannot read result: %s", je.text);
+        return -1;
+    }
+    json_t *list = json_object_get(root, "schedules"), *item;
+    size_t first = out->n, k;
+    if (!json_is_array(list) || !json_array_size(list)) {
+        ml_error(d, word, no_mark, "result has no 'schedules' list");
+        goto fail;
+    }
+    json_array_foreach(list, k, item) {
+        const char *file = json_string_value(json_object_get(item, "file"));
+        const char *plan = json_string_value(json_object_get(item, "plan"));
+        json_int_t world = json_integer_value(json_object_get(item, "world"));
+        if (!file || world <= 0) {
+            ml_error(d, word, no_mark, "schedule %zu of the result lacks 'file' or 'world'", k);
+            goto fail;
+        }
+        sched *s = load_named(word, file, d);
+        if (!s)
+            goto fail;
+        int plan_index = plan && *plan ? plan_lookup(s, plan) : 0;
+        series *sr = ml_vec_push(out);
+        sr->source = strdup(word);
+        sr->owns_sched = true;
+        if (plan_index < 0) {
+            sr->s = s;
+            ml_error(d, word, no_mark, "no plan named '%s' in '%s'", plan, file);
+            goto fail;
+        }
+        if (series_from_sched(s, plan_index, (int)world, p, sr, d) < 0)
+            goto fail;
+        sr->measured = calloc((size_t)world, sizeof *sr->measured);
+        sr->n_measured = calloc((size_t)world, sizeof *sr->n_measured);
+        size_t j;
+        json_t *rank;
+        json_array_foreach(json_object_get(item, "ranks"), j, rank) {
+            json_int_t r = json_integer_value(json_object_get(rank, "rank"));
+            if (r < 0 || r >= world || sr->measured[r])
+                continue;
+            /* The result does not say which --set values the run used: the run's own
+             * prediction must be the one made here, or the curves would not belong together. */
+            json_t *peak = json_object_get(json_object_get(rank, "requested"), "peak");
+            if (json_is_integer(peak) &&
+                (uint64_t)json_integer_value(peak) != sr->pred[r].peak[VIEW_REQUESTED]) {
+                ml_error(d, word, no_mark,
+                         "the run of '%s' predicted a requested peak of %lld B on rank %lld, this "
+                         "prediction %llu B: pass the run's --set values", file,
+                         (long long)json_integer_value(peak), (long long)r,
+                         (unsigned long long)sr->pred[r].peak[VIEW_REQUESTED]);
+                goto fail;
+            }
+            read_timeline(rank, &sr->measured[r], &sr->n_measured[r], sr);
+        }
+    }
+    json_decref(root);
+    return 0;
+fail:
+    json_decref(root);
+    while (out->n > first)
+        series_free(&ML_VEC_AT(out, series, --out->n));
+    return -1;
+}
+
+int series_load(const char *word, const sched_params *p, ml_vec *out, ml_diags *d) {
+    if (out->item_size != sizeof(series))
+        ml_vec_init(out, sizeof(series));
+    if (ends_with(word, ".json"))
+        return load_result(word, p, out, d);
+    return load_yaml(word, p, out, d);
+}
+
+void series_free(series *s) {
+    for (int r = 0; s->plans && r < s->world; r++) {
+        plan_free(&s->plans[r]);
+        if (s->pred)
+            pred_rank_free(&s->pred[r]);
+        if (s->measured)
+            free(s->measured[r]);
+    }
+    free(s->plans);
+    free(s->pred);
+    free(s->measured);
+    free(s->n_measured);
+    free(s->source);
+    if (s->owns_sched)
+        sched_free(s->s);
+    memset(s, 0, sizeof *s);
+}
+
+void series_vec_free(ml_vec *v) {
+    /* The owner of a shared schedule is the first series of its file: free the others first. */
+    for (size_t k = v->n; k-- > 0;)
+        series_free(&ML_VEC_AT(v, series, k));
+    ml_vec_free(v);
+}

@@ -1,0 +1,204 @@
+/* trace.c — Chrome trace-event JSON (trace.h), built with jansson. */
+#include "visual/trace.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { HOST_TID = 0 };
+
+static json_t *event(const char *ph, const char *name, const char *cat, int pid, int tid, double ts) {
+    json_t *e = json_object();
+    json_object_set_new(e, "ph", json_string(ph));
+    json_object_set_new(e, "name", json_string(name));
+    if (cat)
+        json_object_set_new(e, "cat", json_string(cat));
+    json_object_set_new(e, "pid", json_integer(pid));
+    json_object_set_new(e, "tid", json_integer(tid));
+    json_object_set_new(e, "ts", json_real(ts));
+    return e;
+}
+
+/* Events are encoded one by one (each with jansson) into the document's traceEvents array, so a
+ * plan of millions of ops never holds its whole trace as a JSON tree. */
+typedef struct {
+    ml_str *out;
+    size_t n;
+    int failed;
+} emitter;
+
+static void emit(emitter *em, json_t *e) {
+    char *text = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    if (!text) {
+        em->failed = 1;
+        return;
+    }
+    ml_str_printf(em->out, "%s\n%s", em->n++ ? "," : "", text);
+    free(text);
+}
+
+static void metadata(emitter *events, const char *what, int pid, int tid, const char *key, json_t *v) {
+    json_t *e = json_object();
+    json_object_set_new(e, "ph", json_string("M"));
+    json_object_set_new(e, "name", json_string(what));
+    json_object_set_new(e, "pid", json_integer(pid));
+    json_object_set_new(e, "tid", json_integer(tid));
+    json_t *args = json_object();
+    json_object_set_new(args, key, v);
+    json_object_set_new(e, "args", args);
+    emit(events, e);
+}
+
+static json_t *coll_args(const rank_plan *p, const plan_op *op) {
+    const ml_coll_info *ci = &ml_colls[op->u.coll.coll];
+    json_t *a = json_object();
+    uint64_t send = plan_view_bytes(&op->u.coll.send), recv = plan_view_bytes(&op->u.coll.recv);
+    /* "bytes": the full payload, as nccl-tests counts it (AR/RS the send size, AG the recv). */
+    json_object_set_new(a, "bytes", json_integer((json_int_t)(send > recv ? send : recv)));
+    json_object_set_new(a, "send_bytes", json_integer((json_int_t)send));
+    json_object_set_new(a, "recv_bytes", json_integer((json_int_t)recv));
+    json_object_set_new(a, "count", json_integer((json_int_t)op->u.coll.count));
+    json_object_set_new(a, "dtype", json_string(ml_dtypes[op->u.coll.send.dtype].name));
+    if (ci->has_op)
+        json_object_set_new(a, "op", json_string(ml_redops[op->u.coll.op].name));
+    if (ci->has_root)
+        json_object_set_new(a, "root", json_integer(op->u.coll.root));
+    json_object_set_new(a, "stream", json_string(sched_sym_name(p->s, SYM_STREAM, op->u.coll.stream)));
+    json_object_set_new(a, "in_place", json_boolean(op->u.coll.in_place));
+    json_object_set_new(a, "send", json_string(sched_sym_name(p->s, SYM_BUFFER, op->u.coll.send.buf)));
+    json_object_set_new(a, "recv", json_string(sched_sym_name(p->s, SYM_BUFFER, op->u.coll.recv.buf)));
+    json_object_set_new(a, "line", json_integer(plan_op_mark(op).line));
+    return a;
+}
+
+static json_t *counter(const char *name, int pid, double ts, uint64_t pred, const uint64_t *meas) {
+    json_t *e = event("C", name, "memory", pid, HOST_TID, ts);
+    json_t *a = json_object();
+    json_object_set_new(a, "predicted", json_integer((json_int_t)pred));
+    if (meas)
+        json_object_set_new(a, "measured", json_integer((json_int_t)*meas));
+    json_object_set_new(e, "args", a);
+    return e;
+}
+
+/* Every event of one rank. start[k] / start[k + 1] are op k's bounds in microseconds. */
+static void rank_events(emitter *events, const series *s, int r, int pid) {
+    const rank_plan *p = &s->plans[r];
+    size_t n = p->n_ops;
+    uint64_t *pred[VIEW_COUNT], *meas[VIEW_COUNT];
+    bool has_meas[VIEW_COUNT];
+    double *t = calloc(n + 1, sizeof *t), *start = calloc(n + 1, sizeof *start);
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        pred[v] = calloc(n + 1, sizeof *pred[v]);
+        meas[v] = calloc(n + 1, sizeof *meas[v]);
+        has_meas[v] = series_rank_values(s, r, (ml_mem_view)v, pred[v], meas[v], t);
+    }
+    for (size_t k = 0; k < n; k++)
+        start[k + 1] = s->has_time && has_meas[VIEW_REQUESTED] ? t[k] * 1e6 : (double)(k + 1);
+
+    char name[256];
+    snprintf(name, sizeof name, "%s rank %d", s->label, r);
+    metadata(events, "process_name", pid, HOST_TID, "name", json_string(name));
+    metadata(events, "process_sort_index", pid, HOST_TID, "sort_index", json_integer(pid));
+    metadata(events, "thread_name", pid, HOST_TID, "name", json_string("host"));
+    for (uint32_t st = 0; st < s->s->syms[SYM_STREAM].n; st++) {
+        snprintf(name, sizeof name, "stream %s", sched_sym_name(s->s, SYM_STREAM, st));
+        metadata(events, "thread_name", pid, 1 + (int)st, "name", json_string(name));
+    }
+
+    static const char *const counter_names[VIEW_COUNT] = {"requested bytes", "device bytes"};
+    size_t region_start[64], depth = 0;
+    for (size_t k = 0; k < n; k++) {
+        const plan_op *op = &p->ops[k];
+        for (int v = 0; v < VIEW_COUNT; v++)
+            if (k == 0 || pred[v][k] != pred[v][k - 1] || (has_meas[v] && meas[v][k] != meas[v][k - 1]))
+                emit(events, counter(counter_names[v], pid, start[k], pred[v][k],
+                                     has_meas[v] ? &meas[v][k] : NULL));
+        double dur = start[k + 1] - start[k];
+        char label[160];
+        series_op_label(p, op, label, sizeof label);
+        json_t *e = NULL;
+        switch (op->kind) {
+        case OP_COLL:
+            e = event("X", label, "collective", pid, 1 + (int)op->u.coll.stream, start[k]);
+            json_object_set_new(e, "args", coll_args(p, op));
+            break;
+        case OP_SYNC:
+            e = event("X", label, "sync", pid, HOST_TID, start[k]);
+            break;
+        case OP_ALLOC:
+        case OP_FREE:
+        case OP_RELEASE: {
+            e = event("i", label, "buffer", pid, HOST_TID, start[k]);
+            json_object_set_new(e, "s", json_string("t"));
+            json_t *a = json_object();
+            json_object_set_new(a, "buffer", json_string(sched_sym_name(p->s, SYM_BUFFER, series_op_buffer(op))));
+            if (op->kind == OP_ALLOC)
+                json_object_set_new(a, "bytes", json_integer((json_int_t)op->u.alloc.bytes));
+            json_object_set_new(a, "line", json_integer(plan_op_mark(op).line));
+            json_object_set_new(e, "args", a);
+            break;
+        }
+        case OP_REGION_BEGIN:
+            if (depth < ML_ARRAY_LEN(region_start))
+                region_start[depth] = k;
+            depth++;
+            break;
+        case OP_REGION_END:
+            if (depth > 0 && --depth < ML_ARRAY_LEN(region_start)) {
+                const char *rname = sched_sym_name(p->s, SYM_REGION, op->u.region.region);
+                e = event("X", rname, "region", pid, HOST_TID, start[region_start[depth]]);
+                dur = start[k + 1] - start[region_start[depth]];
+            }
+            break;
+        default:
+            break;
+        }
+        if (e && !strcmp(json_string_value(json_object_get(e, "ph")), "X"))
+            json_object_set_new(e, "dur", json_real(dur > 0 ? dur : 0));
+        if (e)
+            emit(events, e);
+    }
+    /* A last sample so that the tracks run to the end of the last op. */
+    for (int v = 0; v < VIEW_COUNT && n; v++)
+        emit(events, counter(counter_names[v], pid, start[n], pred[v][n - 1],
+                             has_meas[v] ? &meas[v][n - 1] : NULL));
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        free(pred[v]);
+        free(meas[v]);
+    }
+    free(t);
+    free(start);
+}
+
+int trace_json(const series *items, size_t n, ml_str *out, ml_diags *d) {
+    int pid = 0;
+    bool measured = false;
+    ml_str body = {0};
+    emitter em = {&body, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        for (int r = 0; r < items[i].world; r++) {
+            rank_events(&em, &items[i], r, pid++);
+            measured = measured || (items[i].has_time && items[i].measured && items[i].measured[r]);
+        }
+    json_t *other = json_object();
+    json_object_set_new(other, "generator", json_string("memlife trace " MEMLIFE_VERSION));
+    json_object_set_new(other, "time", json_string(measured ? "measured (seconds since the baseline)"
+                                                             : "predicted: op k spans [k, k+1) us"));
+    char *other_text = json_dumps(other, JSON_COMPACT);
+    json_decref(other);
+    if (em.failed || !other_text) {
+        free(other_text);
+        ml_str_free(&body);
+        ml_error(d, "trace", ((ml_mark){0, 0}), "cannot encode the trace (out of memory)");
+        return -1;
+    }
+    ml_str_printf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":%s,\"traceEvents\":[\n", other_text);
+    if (body.n)
+        ml_str_append(out, body.s, body.n);
+    ml_str_printf(out, "\n]}\n");
+    free(other_text);
+    ml_str_free(&body);
+    return 0;
+}

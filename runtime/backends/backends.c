@@ -1,0 +1,21 @@
+/* backends.c — the backend table (rt.h). Adding a backend is one row here plus its own file.
+ *
+ * Every backend file defines `const rt_backend_ops rt_backend_<name>` whether or not its
+ * libraries were found at build time: without them the row says available = false and how to
+ * get it, so `memlife run --backend cuda` on a CPU-only build explains itself. */
+#include "exec/rt.h"
+
+#include <string.h>
+
+extern const rt_backend_ops rt_backend_host;
+extern const rt_backend_ops rt_backend_cuda;
+
+const rt_backend_ops *const rt_backends[] = {&rt_backend_host, &rt_backend_cuda};
+const size_t rt_backend_count = ML_ARRAY_LEN(rt_backends);
+
+const rt_backend_ops *rt_backend_find(const char *name) {
+    for (size_t k = 0; k < rt_backend_count; k++)
+        if (!strcmp(rt_backends[k]->name, name))
+            return rt_backends[k];
+    return NULL;
+}

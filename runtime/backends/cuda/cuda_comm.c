@@ -1,0 +1,629 @@
+/* backend_cuda_comm.c — the cuda backend's two launch modes, its collectives, blob exchange and
+ * warm-up.
+ *
+ * Launch modes (docs/cuda.md):
+ *   one process per GPU (mpirun -np N ... --backend cuda): the node-local rank
+ *     (OMPI_COMM_WORLD_LOCAL_RANK) picks the GPU; rank 0's ncclGetUniqueId goes to every rank
+ *     with MPI_Ibcast (bounded wait, mpi_util.c); ncclCommInitRank under the run's deadline
+ *     (watchdog.h: NCCL's init has none). Blobs go through MPI.
+ *   one process driving N GPUs (--gpus N): ncclCommInitAll over devices 0..N-1; every collective
+ *     is issued for all ranks inside one ncclGroupStart/End, so no device waits for a peer whose
+ *     kernel this thread has not launched yet; blobs are local copies.
+ * Both modes read cudaMemGetInfo once per device after the CUDA context exists and before the
+ * communicator does; after the warm-up the difference is the communicator's own memory, reported
+ * apart from the schedule's (rt_rank.communicator_bytes). */
+#include "backends/cuda/cuda_int.h"
+
+#ifdef MEMLIFE_HAVE_CUDA
+
+#include "exec/inject.h"
+#include "exec/mpi_util.h"
+#include "base/watchdog.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Collectives: one launcher per row of coll.h's table ---------------------------------------- */
+
+typedef ncclResult_t (*cu_launch_fn)(const void *send, void *recv, size_t count, ncclDataType_t dt,
+                                     ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t s);
+
+static ncclResult_t launch_all_reduce(const void *send, void *recv, size_t count, ncclDataType_t dt,
+                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t s) {
+    (void)root;
+    return ncclAllReduce(send, recv, count, dt, op, comm, s);
+}
+static ncclResult_t launch_reduce_scatter(const void *send, void *recv, size_t count,
+                                          ncclDataType_t dt, ncclRedOp_t op, int root,
+                                          ncclComm_t comm, cudaStream_t s) {
+    (void)root;
+    return ncclReduceScatter(send, recv, count, dt, op, comm, s);
+}
+static ncclResult_t launch_all_gather(const void *send, void *recv, size_t count, ncclDataType_t dt,
+                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t s) {
+    (void)op;
+    (void)root;
+    return ncclAllGather(send, recv, count, dt, comm, s);
+}
+static ncclResult_t launch_broadcast(const void *send, void *recv, size_t count, ncclDataType_t dt,
+                                     ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t s) {
+    (void)op;
+    return ncclBroadcast(send, recv, count, dt, root, comm, s);
+}
+static ncclResult_t launch_reduce(const void *send, void *recv, size_t count, ncclDataType_t dt,
+                                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t s) {
+    return ncclReduce(send, recv, count, dt, op, root, comm, s);
+}
+
+static const cu_launch_fn cu_launch[COLL_COUNT] = {
+    [COLL_ALL_REDUCE] = launch_all_reduce,
+    [COLL_REDUCE_SCATTER] = launch_reduce_scatter,
+    [COLL_ALL_GATHER] = launch_all_gather,
+    [COLL_BROADCAST] = launch_broadcast,
+    [COLL_REDUCE] = launch_reduce,
+};
+
+ncclResult_t cu_launch_one(const rt_coll_args *a, ncclComm_t comm, cudaStream_t s) {
+    const rt_mem *send_mem = a->send ? a->send : a->recv;
+    const rt_mem *recv_mem = a->recv ? a->recv : a->send;
+    return cu_launch[a->coll]((const char *)send_mem->ptr + a->send_off_bytes,
+                              (char *)recv_mem->ptr + a->recv_off_bytes, (size_t)a->count,
+                              (ncclDataType_t)ml_dtypes[a->dtype].nccl,
+                              (ncclRedOp_t)ml_redops[a->op].nccl, a->root, comm, s);
+}
+
+int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, size_t len) {
+    cudaStream_t fixed[64];
+    cudaStream_t *streams = n <= 64 ? fixed : malloc((size_t)n * sizeof *streams);
+    if (!streams) {
+        snprintf(err, len, "out of host memory");
+        return -1;
+    }
+    int rc = 0;
+    /* Streams are created before the group: a failure then leaves no half-issued group. */
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (!crs[i]->comm) {
+            snprintf(err, len, "the communicator of rank %d was aborted after an earlier failure",
+                     crs[i]->rank);
+            rc = -1;
+        } else if (args[i].stream < crs[i]->n_streams && crs[i]->streams[args[i].stream].stream) {
+            /* The common case: no runtime call at all before NCCL's (a bare loop makes none). */
+            streams[i] = crs[i]->streams[args[i].stream].stream;
+        } else if (cu_set_device(crs[i], err, len) ||
+                   cu_stream_get(crs[i], args[i].stream, &streams[i], err, len)) {
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        /* One rank (under mpirun): a lone NCCL call is a group of one already; the explicit
+         * group would only add two calls to every collective memlife issues. */
+        bool group = n > 1;
+        ncclResult_t res = group ? ncclGroupStart() : ncclSuccess;
+        int bad = -1;
+        ncclResult_t bad_res = ncclSuccess;
+        /* Stop at the first refusal: NCCL then cleans the group up at ncclGroupEnd without
+         * launching it, so no rank's kernel waits for a peer that was never issued. */
+        for (int i = 0; i < n && res == ncclSuccess && bad < 0; i++) {
+            /* NCCL calls need no current device: each communicator knows its own. */
+            ncclResult_t r = cu_launch_one(&args[i], crs[i]->comm, streams[i]);
+            if (r != ncclSuccess && bad < 0) {
+                bad = i;
+                bad_res = r;
+            }
+        }
+        /* The group is always closed, even after a failed call inside it. */
+        ncclResult_t end = !group ? ncclSuccess : res == ncclSuccess ? ncclGroupEnd() : res;
+        if (bad >= 0)
+            rc = cu_fail_nccl(err, len, crs[bad]->comm, bad_res, "%s on rank %d failed",
+                              ml_colls[args[bad].coll].nccl_api, crs[bad]->rank);
+        else if (end != ncclSuccess)
+            rc = cu_fail_nccl(err, len, crs[0]->comm, end, "%s on rank %d failed (group end)",
+                              ml_colls[args[0].coll].nccl_api, crs[0]->rank);
+    }
+    for (int i = 0; i < n && rc == 0; i++)
+        crs[i]->streams[args[i].stream].last_work = (int)args[i].coll;
+    if (streams != fixed)
+        free(streams);
+    return rc;
+}
+
+/* ---- Communicators ------------------------------------------------------------------------------ */
+
+/* Creates the device's primary context and reads its memory before NCCL touches it. */
+static int context_and_baseline(cu_rank *cr, char *err, size_t len) {
+    if (cu_set_device(cr, err, len))
+        return -1;
+    cudaError_t e = cudaFree(NULL);   /* forces context creation */
+    if (e != cudaSuccess)
+        return cu_fail_cuda(err, len, e, "creating the CUDA context on device %d failed",
+                            cr->device);
+    if (cu_device_used(cr, &cr->used_before_comm, NULL, NULL)) {
+        snprintf(err, len, "cudaMemGetInfo on device %d failed", cr->device);
+        return -1;
+    }
+    return 0;
+}
+
+static int init_single_process(int devices, char *err, size_t len) {
+    int n = cu_g.n_local;
+    if (n < 1 || n > 4096) {
+        snprintf(err, len, "cuda backend: %d local ranks", n);
+        return -1;
+    }
+    if (devices < n) {
+        snprintf(err, len, "--gpus %d asks for %d GPUs, but this process sees %d CUDA device%s "
+                 "(nvidia-smi -L, CUDA_VISIBLE_DEVICES)", n, n, devices, devices == 1 ? "" : "s");
+        return -1;
+    }
+    int *devs = calloc((size_t)n, sizeof *devs);
+    ncclComm_t *comms = calloc((size_t)n, sizeof *comms);
+    int rc = devs && comms ? 0 : -1;
+    if (rc)
+        snprintf(err, len, "out of host memory");
+    for (int i = 0; i < n && rc == 0; i++) {
+        cu_rank *cr = &cu_g.ranks[i];
+        cr->device = devs[i] = i;
+        cr->rank = cu_g.first_rank + i;
+        rc = context_and_baseline(cr, err, len);
+    }
+    if (rc == 0) {
+        /* Every GPU is this process's, so no peer can be missing; the deadline is for a stuck
+         * device or link, which would otherwise hold NCCL's init forever. */
+        double deadline = cu_g.opt.timeout_s > 0 ? cu_g.opt.timeout_s : 60;
+        int armed = rt_watchdog_arm(deadline, cu_g.first_rank, "ncclCommInitAll", NULL);
+        ncclResult_t res = ncclCommInitAll(comms, n, devs);
+        if (armed == 0)
+            rt_watchdog_disarm();
+        if (res != ncclSuccess)
+            rc = cu_fail_nccl(err, len, NULL, res, "ncclCommInitAll over %d GPUs failed", n);
+        for (int i = 0; i < n && rc == 0; i++)
+            cu_g.ranks[i].comm = comms[i];
+    }
+    free(devs);
+    free(comms);
+    return rc;
+}
+
+#ifdef MEMLIFE_HAVE_MPI
+static int env_int(const char *name, int fallback) {
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return fallback;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return *end || x < 0 || x > 1 << 20 ? fallback : (int)x;
+}
+
+#endif
+
+static int init_mpi(int devices, char *err, size_t len) {
+#ifndef MEMLIFE_HAVE_MPI
+    (void)devices;
+    snprintf(err, len, "the cuda backend with %d ranks in %d processes needs Open MPI, and memlife "
+             "was built without it; use --gpus %d (one process driving every GPU) or rebuild with "
+             "mpicc on the PATH", cu_g.world, cu_g.world / cu_g.n_local, cu_g.world);
+    return -1;
+#else
+    if (cu_g.n_local != 1) {
+        snprintf(err, len, "under mpirun the cuda backend drives one GPU per process, not %d",
+                 cu_g.n_local);
+        return -1;
+    }
+    cu_g.mpi = true;
+    if (rt_mpi_init(cu_g.world, cu_g.first_rank, cu_g.opt.timeout_s, err, len))
+        return -1;
+    cu_rank *cr = &cu_g.ranks[0];
+    cr->rank = cu_g.first_rank;
+    int local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", -1);
+    int local_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", -1);
+    if (local_rank < 0 || local_size < 1) {
+        /* Not Open MPI's launcher: ask MPI which ranks share this node. */
+        MPI_Comm node;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, cu_g.first_rank, MPI_INFO_NULL,
+                            &node);
+        MPI_Comm_rank(node, &local_rank);
+        MPI_Comm_size(node, &local_size);
+        MPI_Comm_free(&node);
+    }
+    if (local_size > devices) {
+        snprintf(err, len, "%d ranks run on this node but it has %d CUDA device%s: one GPU per "
+                 "rank (nvidia-smi -L, CUDA_VISIBLE_DEVICES)", local_size, devices,
+                 devices == 1 ? "" : "s");
+        return -1;
+    }
+    cr->device = local_rank;
+    if (context_and_baseline(cr, err, len))
+        return -1;
+
+    /* rank_init has not run yet: a stand-in rank carries the deadline for the bounded wait. */
+    rt_rank who;
+    memset(&who, 0, sizeof who);
+    who.opt = &cu_g.opt;
+    who.rank = cu_g.first_rank;
+    who.world = cu_g.world;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (cu_g.first_rank == 0) {
+        ncclResult_t res = ncclGetUniqueId(&id);
+        if (res != ncclSuccess)
+            return cu_fail_nccl(err, len, NULL, res, "ncclGetUniqueId on rank 0 failed");
+    }
+    MPI_Request req;
+    if (MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD, &req) != MPI_SUCCESS) {
+        snprintf(err, len, "MPI_Ibcast of the NCCL unique id failed");
+        return -1;
+    }
+    rt_mpi_wait(&who, &req, "the NCCL unique id broadcast");
+    rt_inject_before_init(&cu_g.opt, cr->rank, "ncclCommInitRank");
+    /* ncclCommInitRank waits for every rank to join, without a timeout: a peer that ended
+     * after the broadcast would hold this one forever. The watchdog ends the job instead. */
+    double deadline = cu_g.opt.timeout_s > 0 ? cu_g.opt.timeout_s : 60;
+    int armed = rt_watchdog_arm(deadline, cr->rank, "ncclCommInitRank (every rank joins)",
+                                rt_mpi_abort);
+    ncclResult_t res = ncclCommInitRank(&cr->comm, cu_g.world, id, cr->rank);
+    if (armed == 0)
+        rt_watchdog_disarm();
+    if (res != ncclSuccess) {
+        cr->comm = NULL;
+        return cu_fail_nccl(err, len, NULL, res, "ncclCommInitRank of rank %d of %d (device %d) "
+                            "failed", cr->rank, cu_g.world, cr->device);
+    }
+    return 0;
+#endif
+}
+
+int cu_comm_init(char *err, size_t len) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess)
+        devices = 0;
+    /* Every rank in this process: no launcher needed (also mpirun -np 1 at world 1). */
+    if (cu_g.world == cu_g.n_local)
+        return init_single_process(devices, err, len);
+    return init_mpi(devices, err, len);
+}
+
+/* Under mpirun the ranks first agree whether any of them failed (a bounded allreduce, which also
+ * keeps every rank from tearing its buffers down while a peer's last kernel may still read them
+ * over NVLink): after a failure anywhere every rank aborts its communicator, since
+ * ncclCommDestroy could wait for a peer that is gone; after a clean run every rank destroys it. */
+void cu_comm_finalize(void) {
+    int any_failed = cu_g.failed || cu_g.aborted;
+#ifdef MEMLIFE_HAVE_MPI
+    if (cu_g.mpi && rt_mpi_active()) {
+        rt_rank who;
+        memset(&who, 0, sizeof who);
+        who.opt = &cu_g.opt;
+        who.rank = cu_g.first_rank;
+        int mine = any_failed;
+        MPI_Request req;
+        if (MPI_Iallreduce(&mine, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req) ==
+            MPI_SUCCESS)
+            rt_mpi_wait(&who, &req, "agreeing on how to close the NCCL communicator");
+        else
+            any_failed = 1;
+    }
+#endif
+    if (any_failed) {
+        cu_abort_all();
+    } else {
+        for (int i = 0; i < cu_g.n_local; i++) {
+            cu_rank *cr = &cu_g.ranks[i];
+            if (cr->comm) {
+                (void)cudaSetDevice(cr->device);
+                (void)ncclCommDestroy(cr->comm);
+                cr->comm = NULL;
+            }
+        }
+    }
+    if (cu_g.mpi)
+        rt_mpi_finalize();
+}
+
+/* ---- Blobs ----------------------------------------------------------------------------------------- */
+
+/* Under MPI: an allgather with a deadline. In one process every rank is local: each call stores the
+ * caller's blob in its slot and returns every slot stored so far, so after the executor has called
+ * it for each local rank in turn, `all` of the last call is complete. */
+int cu_allgather_blob(rt_rank *r, const void *mine, size_t len, void *all, char *err, size_t elen) {
+    if (cu_g.mpi)
+        return rt_mpi_allgather_blob(r, mine, len, all, err, elen);
+    if (len != cu_g.blob_len || !cu_g.blobs) {
+        unsigned char *b = calloc((size_t)cu_g.n_local, len ? len : 1);
+        if (!b) {
+            snprintf(err, elen, "out of host memory");
+            return -1;
+        }
+        free(cu_g.blobs);
+        cu_g.blobs = b;
+        cu_g.blob_len = len;
+    }
+    memcpy(cu_g.blobs + (size_t)r->local_index * len, mine, len);
+    memcpy(all, cu_g.blobs, (size_t)cu_g.n_local * len);
+    return 0;
+}
+
+/* ---- Warm-up --------------------------------------------------------------------------------------- */
+
+/* NCCL connects lazily (NCCL_RUNTIME_CONNECT=1): on H200x2 the first AllReduce adds 474 MiB per
+ * GPU on top of the 388 MiB of ncclCommInitAll, and the algorithm (hence the connections) depends
+ * on the size. So before the baseline every rank runs, on every stream the plan uses for it, each
+ * collective type at one element and at each distinct size the plan uses (up to WARM_SIZES of
+ * them, each capped at WARM_CAP bytes per buffer). The list is agreed on by every rank first:
+ * warm-up collectives must match across ranks exactly, or they would hang. */
+enum { WARM_SIZES = 8 };
+#define WARM_CAP ((uint64_t)1 << 30)
+
+typedef struct {
+    uint64_t count[COLL_COUNT][WARM_SIZES];   /* NCCL counts; 0: empty slot */
+    uint8_t dtype[COLL_COUNT][WARM_SIZES];
+    uint8_t op[COLL_COUNT][WARM_SIZES];
+    uint64_t streams[COLL_COUNT];             /* bit s: runs on stream s (streams 0..63) */
+} cu_warm_list;
+
+static void warm_add(cu_warm_list *w, ml_coll c, uint64_t count, int dtype, int op,
+                     uint64_t stream_bits) {
+    w->streams[c] |= stream_bits;
+    for (int k = 0; k < WARM_SIZES; k++) {
+        if (w->count[c][k] == count && w->dtype[c][k] == dtype && w->op[c][k] == op)
+            return;
+        if (w->count[c][k] == 0) {
+            w->count[c][k] = count;
+            w->dtype[c][k] = (uint8_t)dtype;
+            w->op[c][k] = (uint8_t)op;
+            return;
+        }
+    }
+    /* Full: the largest size matters most (it is the one that picks the ring / Simple path). */
+    int smallest = 0;
+    for (int k = 1; k < WARM_SIZES; k++)
+        if (w->count[c][k] < w->count[c][smallest])
+            smallest = k;
+    if (count > w->count[c][smallest]) {
+        w->count[c][smallest] = count;
+        w->dtype[c][smallest] = (uint8_t)dtype;
+        w->op[c][smallest] = (uint8_t)op;
+    }
+}
+
+static void warm_scan(const rank_plan *p, cu_warm_list *w) {
+    if (!p)
+        return;
+    for (size_t k = 0; k < p->n_ops; k++) {
+        const plan_op *op = &p->ops[k];
+        /* A collective under expect_error is refused before it reaches NCCL. */
+        if (op->kind == OP_EXPECT_BEGIN) {
+            k++;
+            continue;
+        }
+        if (op->kind != OP_COLL || op->u.coll.count == 0)
+            continue;
+        uint32_t s = op->u.coll.stream;
+        warm_add(w, op->u.coll.coll, op->u.coll.count, (int)op->u.coll.send.dtype,
+                 (int)op->u.coll.op, s < 64 ? (uint64_t)1 << s : 1);
+    }
+}
+
+/* Streams and events the plan names are created now: creating them later could move device memory
+ * inside the measured window. */
+static int create_named(cu_rank *cr, const rank_plan *p, char *err, size_t len) {
+    if (!p)
+        return 0;
+    cudaStream_t s;
+    cudaEvent_t e;
+    for (size_t k = 0; k < p->n_ops; k++) {
+        const plan_op *op = &p->ops[k];
+        uint32_t stream = SCHED_NO_SYM, event = SCHED_NO_SYM;
+        switch (op->kind) {
+        case OP_COLL: stream = op->u.coll.stream; break;
+        case OP_COPY: stream = op->u.copy.stream; break;
+        case OP_SCALE: stream = op->u.scale.stream; break;
+        case OP_COMPUTE: stream = op->u.compute.stream; break;
+        case OP_SYNC: stream = op->u.sync.stream; event = op->u.sync.event; break;
+        case OP_RECORD:
+        case OP_WAIT: stream = op->u.event.stream; event = op->u.event.event; break;
+        default: break;
+        }
+        if (stream < p->s->syms[SYM_STREAM].n && cu_stream_get(cr, stream, &s, err, len))
+            return -1;
+        if (event < p->s->syms[SYM_EVENT].n && cu_event_get(cr, event, &e, err, len))
+            return -1;
+    }
+    return 0;
+}
+
+/* One warm-up collective, in place in each rank's scratch buffer, for all local ranks at once. */
+static int warm_one(cu_rank **crs, rt_mem *scratch, int n, ml_coll c, uint64_t count, int dtype,
+                    int op, uint32_t stream, char *err, size_t len) {
+    rt_coll_args *args = n > 0 ? calloc((size_t)n, sizeof *args) : NULL;
+    if (!args) {
+        snprintf(err, len, "out of host memory");
+        return -1;
+    }
+    uint64_t esize = ml_dtypes[dtype].size;
+    for (int i = 0; i < n; i++) {
+        rt_coll_args *a = &args[i];
+        memset(a, 0, sizeof *a);
+        a->coll = c;
+        a->send = a->recv = &scratch[i];
+        /* NCCL's in-place offsets (coll.h): recv - send = inplace_recv_minus_send elements. */
+        int64_t delta = ml_colls[c].inplace_recv_minus_send(count, crs[i]->rank);
+        a->send_off_bytes = delta < 0 ? (uint64_t)(-delta) * esize : 0;
+        a->recv_off_bytes = delta > 0 ? (uint64_t)delta * esize : 0;
+        a->count = count;
+        a->dtype = (ml_dtype)dtype;
+        a->op = (ml_redop)op;
+        a->root = 0;
+        a->stream = stream;
+        a->in_place = true;
+    }
+    /* The first collective of a kind sets NCCL's connections up inside this call, waiting for
+     * the peers' side without a timeout of its own: the same watchdog as the init. */
+    double deadline = cu_g.opt.timeout_s > 0 ? cu_g.opt.timeout_s : 60;
+    int armed = rt_watchdog_arm(deadline, crs[0]->rank, "the NCCL warm-up (connection set-up)",
+                                cu_g.mpi ? rt_mpi_abort : NULL);
+    int rc = cu_issue_group(crs, args, n, err, len);
+    if (armed == 0)
+        rt_watchdog_disarm();
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = cu_wait_stream(crs[i], stream, err, len);
+    free(args);
+    return rc;
+}
+
+/* Bytes of the largest in-place buffer a warm-up collective of `count` needs. */
+static uint64_t warm_bytes(ml_coll c, uint64_t count, int dtype) {
+    uint64_t send = ml_coll_send_count(c, count, cu_g.world);
+    uint64_t recv = ml_coll_recv_count(c, count, cu_g.world);
+    return (send > recv ? send : recv) * ml_dtypes[dtype].size;
+}
+
+/* Halving keeps the result the same on every rank (it depends on count, dtype and world only). */
+static uint64_t warm_capped_count(ml_coll c, uint64_t count, int dtype) {
+    while (count > 1 && warm_bytes(c, count, dtype) > WARM_CAP)
+        count /= 2;
+    return count;
+}
+
+static int warm_run(cu_rank **crs, int n, const cu_warm_list *w, char *err, size_t len) {
+    /* Scratch: the largest capped buffer any warm-up needs, one per rank, plain cudaMalloc (it is
+     * freed before the baseline whichever allocator the run uses). */
+    uint64_t need = 4096;
+    for (int c = 0; c < COLL_COUNT; c++) {
+        uint64_t tiny = warm_bytes((ml_coll)c, 1, DT_FLOAT64);
+        need = tiny > need ? tiny : need;
+        for (int k = 0; k < WARM_SIZES && w->count[c][k]; k++) {
+            uint64_t b = warm_bytes((ml_coll)c, warm_capped_count((ml_coll)c, w->count[c][k],
+                                                                  w->dtype[c][k]), w->dtype[c][k]);
+            need = b > need ? b : need;
+        }
+    }
+    rt_mem *scratch = calloc((size_t)n, sizeof *scratch);
+    if (!scratch) {
+        snprintf(err, len, "out of host memory");
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (cu_set_device(crs[i], err, len))
+            rc = -1;
+        else if (cudaMalloc(&scratch[i].ptr, need) != cudaSuccess) {
+            scratch[i].ptr = NULL;
+            (void)cudaGetLastError();
+            uint64_t free_bytes = 0;
+            cu_device_used(crs[i], NULL, &free_bytes, NULL);
+            snprintf(err, len, "cudaMalloc of %llu bytes for the nccl warm-up failed on device %d "
+                     "(%llu bytes free)", (unsigned long long)need, crs[i]->device,
+                     (unsigned long long)free_bytes);
+            rc = -1;
+        } else {
+            scratch[i].bytes = need;
+            if (cudaMemset(scratch[i].ptr, 0, need) != cudaSuccess)
+                rc = cu_fail_cuda(err, len, cudaGetLastError(), "cudaMemset of the warm-up buffer");
+        }
+    }
+    for (int c = 0; c < COLL_COUNT && rc == 0; c++) {
+        if (!w->count[c][0])
+            continue;
+        uint64_t bits = w->streams[c] ? w->streams[c] : 1;
+        int dtype0 = w->dtype[c][0], op0 = w->op[c][0];
+        for (uint32_t s = 0; s < 64 && rc == 0; s++) {
+            if (!(bits >> s & 1))
+                continue;
+            rc = warm_one(crs, scratch, n, (ml_coll)c, 1, dtype0, op0, s, err, len);
+            for (int k = 0; k < WARM_SIZES && w->count[c][k] && rc == 0; k++)
+                rc = warm_one(crs, scratch, n, (ml_coll)c,
+                              warm_capped_count((ml_coll)c, w->count[c][k], w->dtype[c][k]),
+                              w->dtype[c][k], w->op[c][k], s, err, len);
+        }
+    }
+    /* Copies too: inits, checks and copy steps must not set anything up inside the window. */
+    for (int i = 0; i < n && rc == 0; i++) {
+        unsigned char host[4096] = {0};
+        cudaStream_t st;
+        if (cu_set_device(crs[i], err, len) ||
+            cu_stream_get(crs[i], SCHED_DEFAULT_STREAM, &st, err, len))
+            rc = -1;
+        else if (cudaMemcpy(scratch[i].ptr, host, sizeof host, cudaMemcpyHostToDevice) ||
+                 cudaMemcpy(host, scratch[i].ptr, sizeof host, cudaMemcpyDeviceToHost) ||
+                 cudaMemcpyAsync((char *)scratch[i].ptr + 2048, scratch[i].ptr, 2048,
+                                 cudaMemcpyDeviceToDevice, st))
+            rc = cu_fail_cuda(err, len, cudaGetLastError(), "warm-up copies on rank %d",
+                              crs[i]->rank);
+        else
+            rc = cu_wait_device(crs[i], err, len);
+    }
+    for (int i = 0; i < n; i++)
+        if (scratch[i].ptr) {
+            (void)cudaSetDevice(crs[i]->device);
+            (void)cudaFree(scratch[i].ptr);
+        }
+    free(scratch);
+    return rc;
+}
+
+/* The allocator's own first use (pool machinery, VMM entry points) also happens before the
+ * baseline: one small buffer made and freed through it. */
+static int warm_allocator(cu_rank *cr, char *err, size_t len) {
+    rt_mem m;
+    memset(&m, 0, sizeof m);
+    if (cu_g.alloc->alloc(cr, (uint64_t)2 << 20, &m, err, len))
+        return -1;
+    int rc = m.impl ? cu_vmm_free(cr, &m, err, len) : cu_g.alloc->free(cr, &m, err, len);
+    if (rc == 0)
+        rc = cu_wait_device(cr, err, len);
+    cu_pool_reset_high(cr);
+    return rc;
+}
+
+/* `used` is not consulted: under mpirun it is this rank's view, and a warm-up list that differed
+ * between ranks would hang. The list comes from every rank's plan, merged identically everywhere. */
+int cu_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, size_t len) {
+    (void)used;
+    cu_rank *fixed[64];
+    cu_rank **crs = n <= 64 ? fixed : malloc((size_t)n * sizeof *crs);
+    cu_warm_list *lists = calloc((size_t)cu_g.world, sizeof *lists);
+    cu_warm_list merged;
+    memset(&merged, 0, sizeof merged);
+    int rc = crs && lists ? 0 : -1;
+    if (rc)
+        snprintf(err, len, "out of host memory");
+    for (int i = 0; i < n && rc == 0; i++) {
+        crs[i] = cu_rank_of(ranks[i]);
+        rc = create_named(crs[i], ranks[i]->plan, err, len);
+        if (rc == 0)
+            rc = warm_allocator(crs[i], err, len);
+    }
+    if (rc == 0 && cu_g.mpi) {
+        cu_warm_list mine;
+        memset(&mine, 0, sizeof mine);
+        warm_scan(ranks[0]->plan, &mine);
+        rc = rt_mpi_allgather_blob(ranks[0], &mine, sizeof mine, lists, err, len);
+    } else if (rc == 0) {
+        for (int i = 0; i < n; i++)
+            warm_scan(ranks[i]->plan, &lists[ranks[i]->rank - cu_g.first_rank]);
+    }
+    /* Merged in rank order, so every rank computes the same list. */
+    for (int k = 0; k < cu_g.world && rc == 0; k++)
+        for (int c = 0; c < COLL_COUNT; c++)
+            for (int j = 0; j < WARM_SIZES && lists[k].count[c][j]; j++)
+                warm_add(&merged, (ml_coll)c, lists[k].count[c][j], lists[k].dtype[c][j],
+                         lists[k].op[c][j], lists[k].streams[c]);
+    if (rc == 0)
+        rc = warm_run(crs, n, &merged, err, len);
+    for (int i = 0; i < n && rc == 0; i++) {
+        uint64_t now = 0;
+        if (cu_device_used(crs[i], &now, NULL, NULL)) {
+            snprintf(err, len, "cudaMemGetInfo on device %d failed", crs[i]->device);
+            rc = -1;
+        } else {
+            ranks[i]->communicator_bytes =
+                now > crs[i]->used_before_comm ? now - crs[i]->used_before_comm : 0;
+        }
+    }
+    free(lists);
+    if (crs != fixed)
+        free(crs);
+    return rc;
+}
+
+#endif /* MEMLIFE_HAVE_CUDA */

@@ -1,0 +1,456 @@
+/* backend_host.c — the host backend: one Open MPI process per rank, buffers in host memory.
+ *
+ * What the schedule's terms mean here:
+ *  - Buffers are host memory (page-aligned). A chunked buffer (`chunks: N`) is one anonymous
+ *    mapping of the whole range; `release` unmaps every page that lies outside the kept chunk, the
+ *    host's version of cuMemUnmap + cuMemRelease of the chunks not owned.
+ *  - Collectives are MPI nonblocking collectives on MPI_COMM_WORLD, each completed before the
+ *    next op starts (rt_mpi_wait, with the run's deadline): MPI_Iallreduce,
+ *    MPI_Ireduce_scatter_block, MPI_Iallgather, MPI_Ibcast, MPI_Ireduce. In-place ops follow
+ *    NCCL's rules, which differ from MPI's for ReduceScatter (see coll_rs).
+ *  - Streams and events: every op has completed when the next one starts, so all streams are
+ *    serialized in program order; sync, record and wait are ordering no-ops that still appear in
+ *    the measured timeline. A lifetime hazard between streams therefore cannot show on this
+ *    backend; lint reports it from the schedule.
+ *  - Memory views: the host has no device view (mem_read says has_device = false); the requested
+ *    view is the executor's own count.
+ *  - MEMLIFE_HOST_MEM_LIMIT (bytes, units allowed: "2GiB"): allocations that would take the
+ *    backend's live bytes past it fail, as a device would when full. Without it a huge request
+ *    fails only when the kernel refuses it (Linux overcommits; 1 TiB on this machine is refused).
+ *  - float16 / bfloat16 travel through all_gather and broadcast (as 16-bit words) but cannot be
+ *    reduced: MPI has no 16-bit float type, and converting through float32 would not be the
+ *    arithmetic a GPU does, so the host refuses with a message instead of giving other numbers. */
+#include "exec/rt.h"
+#include "exec/inject.h"
+#include "exec/mpi_util.h"
+
+#include <string.h>
+
+#ifdef MEMLIFE_HAVE_MPI
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+typedef struct {
+    bool mapped;           /* chunked: one mmap; else posix_memalign */
+    size_t map_bytes;      /* length of the mapping (page-rounded) */
+    uint64_t keep_lo, keep_hi; /* byte range still mapped after release (page-rounded) */
+    bool released;
+} host_mem;
+
+static struct {
+    double timeout_s;
+    uint64_t mem_limit;    /* 0: none */
+    uint64_t live_bytes;   /* what this backend holds now (its own number, for the limit) */
+    int world, rank;
+} host;
+
+static size_t page_size(void) {
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096;
+}
+
+/* MEMLIFE_HOST_MEM_LIMIT parses as a schedule expression, so "2GiB" and "1 MiB + 1" work. */
+static int parse_limit(const char *text, uint64_t *out, char *err, size_t len) {
+    ml_arena *a = ml_arena_new();
+    expr_error ee;
+    int64_t v = -1;
+    expr *e = expr_parse(a, text, strlen(text), NULL, NULL, &ee);
+    int rc = e && expr_eval(e, NULL, &v, &ee) == 0 && v >= 0 ? 0 : -1;
+    ml_arena_free(a);
+    if (rc)
+        snprintf(err, len, "MEMLIFE_HOST_MEM_LIMIT='%s' is not a byte count", text);
+    else
+        *out = (uint64_t)v;
+    return rc;
+}
+
+static int h_init(const rt_options *o, int world, int first_rank, int local_ranks, char *err,
+                  size_t len) {
+    if (local_ranks != 1) {
+        snprintf(err, len, "the host backend drives one rank per process (use --ranks N)");
+        return -1;
+    }
+    memset(&host, 0, sizeof host);
+    host.timeout_s = o->timeout_s;
+    host.world = world;
+    host.rank = first_rank;
+    const char *limit = getenv("MEMLIFE_HOST_MEM_LIMIT");
+    if (limit && *limit && parse_limit(limit, &host.mem_limit, err, len) != 0)
+        return -1;
+    if (rt_mpi_init(world, first_rank, o->timeout_s, err, len) != 0)
+        return -1;
+    /* MPI_COMM_WORLD is this backend's communicator: a rank delayed here leaves its peers in
+     * their first exchange, whose deadline ends the job (delay=R@init). */
+    rt_inject_before_init(o, first_rank, "its first exchange with its peers");
+    return 0;
+}
+
+static void h_finalize(void) { rt_mpi_finalize(); }
+
+static int h_rank_init(rt_rank *r, char *err, size_t len) { return 0; }
+static void h_rank_finalize(rt_rank *r) {}
+
+static int h_alloc(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, char *err,
+                   size_t len) {
+    memset(out, 0, sizeof *out);
+    if (host.mem_limit && bytes > host.mem_limit - (host.live_bytes < host.mem_limit
+                                                        ? host.live_bytes : host.mem_limit)) {
+        snprintf(err, len,
+                 "host memory limit: %" PRIu64 " bytes asked, %" PRIu64 " held, limit %" PRIu64
+                 " (MEMLIFE_HOST_MEM_LIMIT)",
+                 bytes, host.live_bytes, host.mem_limit);
+        return -1;
+    }
+    if (bytes > (uint64_t)SIZE_MAX / 2) {
+        snprintf(err, len, "%" PRIu64 " bytes do not fit this address space", bytes);
+        return -1;
+    }
+    host_mem *h = calloc(1, sizeof *h);
+    if (!h)
+        abort();
+    size_t pg = page_size();
+    size_t want = bytes ? (size_t)bytes : 1;   /* a zero-byte buffer still has an address */
+    if (chunks > 1) {
+        h->mapped = true;
+        h->map_bytes = (want + pg - 1) / pg * pg;
+        void *p = mmap(NULL, h->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (p == MAP_FAILED) {
+            snprintf(err, len, "mmap of %zu bytes: %s", h->map_bytes, strerror(errno));
+            free(h);
+            return -1;
+        }
+        out->ptr = p;
+        out->chunks = chunks;
+        out->chunk_bytes = rt_chunk_bytes(bytes, chunks, 0);
+        out->live_chunks = chunks;
+        h->keep_hi = h->map_bytes;
+    } else {
+        void *p = NULL;
+        int e = posix_memalign(&p, pg, want);
+        if (e) {
+            snprintf(err, len, "posix_memalign: %s", strerror(e));
+            free(h);
+            return -1;
+        }
+        out->ptr = p;
+        out->chunks = 1;
+        out->live_chunks = 1;
+        h->keep_hi = want;
+    }
+    out->bytes = bytes;
+    out->impl = h;
+    host.live_bytes += bytes;
+    return 0;
+}
+
+static int h_free(rt_rank *r, rt_mem *m, char *err, size_t len) {
+    host_mem *h = m->impl;
+    if (!h) {
+        snprintf(err, len, "free of a buffer the host backend did not allocate");
+        return -1;
+    }
+    if (h->mapped) {
+        if (h->keep_hi > h->keep_lo)
+            munmap((char *)m->ptr + h->keep_lo, h->keep_hi - h->keep_lo);
+    } else {
+        free(m->ptr);
+    }
+    uint64_t held = h->released ? rt_chunk_bytes(m->bytes, m->chunks, 0) : m->bytes;
+    host.live_bytes -= held <= host.live_bytes ? held : host.live_bytes;
+    free(h);
+    memset(m, 0, sizeof *m);
+    return 0;
+}
+
+/* Unmaps every page outside chunk `keep`. Pages shared with the kept chunk stay (munmap takes
+ * whole pages); the executor's accounting counts logical chunk bytes, not pages. */
+static int h_release(rt_rank *r, rt_mem *m, uint32_t keep, char *err, size_t len) {
+    host_mem *h = m->impl;
+    if (!h || !h->mapped || m->chunks < 2) {
+        snprintf(err, len, "release of a buffer without chunks");
+        return -1;
+    }
+    if (h->released) {
+        snprintf(err, len, "buffer already released");
+        return -1;
+    }
+    if (keep >= m->chunks) {
+        snprintf(err, len, "chunk %u does not exist (the buffer has %u)", keep, m->chunks);
+        return -1;
+    }
+    size_t pg = page_size();
+    uint64_t lo = 0;
+    for (uint32_t k = 0; k < keep; k++)
+        lo += rt_chunk_bytes(m->bytes, m->chunks, k);
+    uint64_t hi = lo + rt_chunk_bytes(m->bytes, m->chunks, keep);
+    uint64_t keep_lo = lo / pg * pg, keep_hi = (hi + pg - 1) / pg * pg;
+    if (keep_hi > h->map_bytes)
+        keep_hi = h->map_bytes;
+    if (keep_lo > 0 && munmap(m->ptr, keep_lo) != 0) {
+        snprintf(err, len, "munmap of %" PRIu64 " bytes failed: %s", keep_lo, strerror(errno));
+        return -1;
+    }
+    if (keep_hi < h->map_bytes &&
+        munmap((char *)m->ptr + keep_hi, h->map_bytes - keep_hi) != 0) {
+        snprintf(err, len, "munmap of %" PRIu64 " bytes failed: %s", h->map_bytes - keep_hi,
+                 strerror(errno));
+        return -1;
+    }
+    h->keep_lo = keep_lo;
+    h->keep_hi = keep_hi;
+    h->released = true;
+    m->live_chunks = 1;
+    uint64_t dropped = m->bytes - rt_chunk_bytes(m->bytes, m->chunks, keep);
+    host.live_bytes -= dropped <= host.live_bytes ? dropped : host.live_bytes;
+    return 0;
+}
+
+/* Whether [off, off+bytes) of m is mapped memory. */
+static bool range_ok(const rt_mem *m, uint64_t off, uint64_t bytes) {
+    const host_mem *h = m->impl;
+    if (!m->ptr || !h || off > m->bytes || bytes > m->bytes - off)
+        return false;
+    return bytes == 0 || (off >= h->keep_lo && off + bytes <= h->keep_hi);
+}
+
+static MPI_Datatype mpi_type(ml_dtype dt) {
+    switch (dt) {
+    case DT_INT8: return MPI_INT8_T;
+    case DT_UINT8: return MPI_UINT8_T;
+    case DT_INT32: return MPI_INT32_T;
+    case DT_UINT32: return MPI_UINT32_T;
+    case DT_INT64: return MPI_INT64_T;
+    case DT_UINT64: return MPI_UINT64_T;
+    case DT_FLOAT32: return MPI_FLOAT;
+    case DT_FLOAT64: return MPI_DOUBLE;
+    case DT_FLOAT16: case DT_BFLOAT16: return MPI_UINT16_T;   /* moved, never reduced */
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+static MPI_Op mpi_op(ml_redop op) {
+    switch (op) {
+    case RED_SUM: return MPI_SUM;
+    case RED_PROD: return MPI_PROD;
+    case RED_MAX: return MPI_MAX;
+    case RED_MIN: return MPI_MIN;
+    default: return MPI_OP_NULL;
+    }
+}
+
+/* NCCL's in-place ReduceScatter leaves the result at send + rank*count and the rest of the send
+ * buffer as it was. MPI_IN_PLACE for MPI_Reduce_scatter_block instead puts the result at the
+ * start of the buffer, overwriting shard 0's input. So the reduction goes into a temporary of
+ * one shard, copied to rank*count afterwards: the send buffer is read only, as in NCCL. */
+static int coll_rs(rt_rank *r, const rt_coll_args *a, char *send, char *recv, MPI_Datatype dt,
+                   char *err, size_t len) {
+    size_t bytes = a->count * ml_dtypes[a->dtype].size;
+    char *out = recv;
+    char *tmp = NULL;
+    if (a->in_place) {
+        tmp = malloc(bytes ? bytes : 1);
+        if (!tmp) {
+            snprintf(err, len, "host temporary of %zu bytes for an in-place reduce_scatter", bytes);
+            return -1;
+        }
+        out = tmp;
+    }
+    MPI_Request req;
+    int rc = MPI_Ireduce_scatter_block(send, out, (int)a->count, dt, mpi_op(a->op), MPI_COMM_WORLD,
+                                       &req);
+    if (rc == MPI_SUCCESS) {
+        rt_mpi_wait(r, &req, "in the collective");
+        if (tmp)
+            memcpy(recv, tmp, bytes);
+    } else {
+        snprintf(err, len, "MPI_Ireduce_scatter_block failed (code %d)", rc);
+    }
+    free(tmp);
+    return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len) {
+    rt_rank *r = ranks[0];
+    const rt_coll_args *a = &args[0];
+    const char *name = ml_colls[a->coll].name;
+    if (n != 1) {
+        snprintf(err, len, "the host backend issues collectives for one rank per process");
+        return -1;
+    }
+    if (a->count > (uint64_t)INT_MAX) {
+        snprintf(err, len, "%s of %" PRIu64 " elements exceeds MPI's int count on the host backend",
+                 name, a->count);
+        return -1;
+    }
+    bool is16 = a->dtype == DT_FLOAT16 || a->dtype == DT_BFLOAT16;
+    if (is16 && ml_colls[a->coll].has_op) {
+        snprintf(err, len,
+                 "the host backend cannot reduce %s: MPI has no 16-bit float type (use float32 "
+                 "or float64, or the cuda backend)",
+                 ml_dtypes[a->dtype].name);
+        return -1;
+    }
+    uint64_t send_bytes = ml_coll_send_count(a->coll, a->count, r->world) * ml_dtypes[a->dtype].size;
+    uint64_t recv_bytes = ml_coll_recv_count(a->coll, a->count, r->world) * ml_dtypes[a->dtype].size;
+    if (!range_ok(a->send, a->send_off_bytes, send_bytes) ||
+        !range_ok(a->recv, a->recv_off_bytes, recv_bytes)) {
+        snprintf(err, len, "%s touches memory outside its live buffers", name);
+        return -1;
+    }
+    char *send = (char *)a->send->ptr + a->send_off_bytes;
+    char *recv = (char *)a->recv->ptr + a->recv_off_bytes;
+    MPI_Datatype dt = mpi_type(a->dtype);
+    int count = (int)a->count, rc;
+    MPI_Request req;
+    switch (a->coll) {
+    case COLL_ALL_REDUCE:
+        rc = MPI_Iallreduce(a->in_place ? MPI_IN_PLACE : send, recv, count, dt, mpi_op(a->op),
+                            MPI_COMM_WORLD, &req);
+        break;
+    case COLL_REDUCE_SCATTER:
+        return coll_rs(r, a, send, recv, dt, err, len);
+    case COLL_ALL_GATHER:
+        /* MPI's in-place AllGather takes this rank's input at recv + rank*count: NCCL's rule. */
+        rc = a->in_place ? MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, count, dt,
+                                          MPI_COMM_WORLD, &req)
+                         : MPI_Iallgather(send, count, dt, recv, count, dt, MPI_COMM_WORLD, &req);
+        break;
+    case COLL_BROADCAST:
+        /* MPI broadcasts one buffer; NCCL's out-of-place form reads send on the root only. */
+        if (!a->in_place && r->rank == a->root)
+            memmove(recv, send, (size_t)recv_bytes);
+        rc = MPI_Ibcast(recv, count, dt, a->root, MPI_COMM_WORLD, &req);
+        break;
+    case COLL_REDUCE:
+        /* MPI_IN_PLACE is the root's only; the other ranks pass their buffer as input. */
+        rc = MPI_Ireduce(a->in_place && r->rank == a->root ? MPI_IN_PLACE : send, recv, count, dt,
+                         mpi_op(a->op), a->root, MPI_COMM_WORLD, &req);
+        break;
+    default:
+        snprintf(err, len, "collective %d has no MPI mapping", (int)a->coll);
+        return -1;
+    }
+    if (rc != MPI_SUCCESS) {
+        snprintf(err, len, "MPI call for %s failed (code %d)", name, rc);
+        return -1;
+    }
+    rt_mpi_wait(r, &req, "in the collective");
+    return 0;
+}
+
+/* Every op completes before the next starts, so ordering is already what sync/record/wait ask. */
+static int h_sync(rt_rank *r, sched_sync_kind kind, uint32_t stream, uint32_t event, char *err,
+                  size_t len) { return 0; }
+static int h_record(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len) { return 0; }
+static int h_wait(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len) { return 0; }
+
+static int h_write(rt_rank *r, rt_mem *m, uint64_t off, const void *src, uint64_t bytes, char *err,
+                   size_t len) {
+    if (!range_ok(m, off, bytes)) {
+        snprintf(err, len, "write of %" PRIu64 " bytes at %" PRIu64 " is outside live memory",
+                 bytes, off);
+        return -1;
+    }
+    memcpy((char *)m->ptr + off, src, (size_t)bytes);
+    return 0;
+}
+
+static int h_read(rt_rank *r, const rt_mem *m, uint64_t off, void *dst, uint64_t bytes, char *err,
+                  size_t len) {
+    if (!range_ok(m, off, bytes)) {
+        snprintf(err, len, "read of %" PRIu64 " bytes at %" PRIu64 " is outside live memory",
+                 bytes, off);
+        return -1;
+    }
+    memcpy(dst, (const char *)m->ptr + off, (size_t)bytes);
+    return 0;
+}
+
+static int h_copy(rt_rank *r, rt_mem *dst, uint64_t dst_off, const rt_mem *src, uint64_t src_off,
+                  uint64_t bytes, uint32_t stream, char *err, size_t len) {
+    if (!range_ok(dst, dst_off, bytes) || !range_ok(src, src_off, bytes)) {
+        snprintf(err, len, "copy of %" PRIu64 " bytes touches memory outside live buffers", bytes);
+        return -1;
+    }
+    memmove((char *)dst->ptr + dst_off, (const char *)src->ptr + src_off, (size_t)bytes);
+    return 0;
+}
+
+static int h_mem_read(rt_rank *r, rt_mem_reading *out) {
+    memset(out, 0, sizeof *out);   /* no device view on the host */
+    return 0;
+}
+
+static int h_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, size_t len) {
+    return 0;   /* MPI connects at MPI_Init; nothing outside the views to absorb */
+}
+
+static void h_provenance(char *buf, size_t len) {
+    char v[256];
+    rt_mpi_library_version(v, sizeof v);
+    size_t n = strlen(buf);
+    snprintf(buf + n, len > n ? len - n : 0,
+             "backend=host\nmpi=%s\nranks=%d\nhost_mem_limit=%" PRIu64 "\n", v, host.world,
+             host.mem_limit);
+}
+
+/* Bench timing (rt.h's optional entries): every host op has completed when its call returns, so
+ * a span is the monotonic clock around the MPI calls; there is no device to line the ranks up on,
+ * so `align` changes nothing. One rank per process. */
+static double h_span_start;
+
+static int h_time_begin(rt_rank **ranks, int n, bool align, char *err, size_t len) {
+    h_span_start = ml_now_seconds();
+    return 0;
+}
+
+static int h_time_end(rt_rank **ranks, int n, double *seconds, char *err, size_t len) {
+    seconds[0] = ml_now_seconds() - h_span_start;
+    return 0;
+}
+
+const rt_backend_ops rt_backend_host = {
+    .name = "host",
+    .available = true,
+    .how_to_get = NULL,
+    .init = h_init,
+    .finalize = h_finalize,
+    .rank_init = h_rank_init,
+    .rank_finalize = h_rank_finalize,
+    .alloc = h_alloc,
+    .free = h_free,
+    .release = h_release,
+    .collective = h_collective,
+    .sync = h_sync,
+    .record = h_record,
+    .wait = h_wait,
+    .write = h_write,
+    .read = h_read,
+    .copy = h_copy,
+    .mem_read = h_mem_read,
+    .allgather_blob = rt_mpi_allgather_blob,
+    .warmup = h_warmup,
+    .provenance = h_provenance,
+    .gatherv_blob = rt_mpi_gatherv_blob,
+    .abort = rt_mpi_abort,
+    .time_begin = h_time_begin,
+    .time_end = h_time_end,
+    /* One MPI call and its deadline wait is already the bare call on the host. */
+    .collective_bare = h_collective,
+};
+
+#else
+
+const rt_backend_ops rt_backend_host = {
+    .name = "host",
+    .available = false,
+    .how_to_get = "build with Open MPI: apt-get install openmpi-bin libopenmpi-dev, then make",
+};
+
+#endif

@@ -1,0 +1,351 @@
+/* util.c — arena, growable vectors, diagnostics, atomic file writes and small formatters. */
+#include "base/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- Arena ------------------------------------------------------------------------------------ */
+
+typedef struct ml_arena_block {
+    struct ml_arena_block *prev;
+    size_t size, used;
+    /* 16-byte aligned payload follows */
+} ml_arena_block;
+
+struct ml_arena {
+    ml_arena_block *head;
+    size_t next_size;   /* size of the next block: doubles up to a cap, so blocks are O(log n) */
+    size_t handed_out;
+};
+
+#define ARENA_HEADER ((sizeof(ml_arena_block) + 15u) & ~(size_t)15u)
+#define ARENA_FIRST_BLOCK ((size_t)16 << 10)
+#define ARENA_MAX_BLOCK ((size_t)64 << 20)
+
+static void *xcalloc(size_t n, size_t size) {
+    void *p = calloc(n, size);
+    if (!p && n && size) {
+        fputs("memlife: out of memory\n", stderr);
+        abort();
+    }
+    return p;
+}
+
+static void *xrealloc(void *p, size_t size) {
+    void *q = realloc(p, size);
+    if (!q && size) {
+        fputs("memlife: out of memory\n", stderr);
+        abort();
+    }
+    return q;
+}
+
+ml_arena *ml_arena_new(void) {
+    ml_arena *a = xcalloc(1, sizeof *a);
+    a->next_size = ARENA_FIRST_BLOCK;
+    return a;
+}
+
+void ml_arena_free(ml_arena *a) {
+    if (!a)
+        return;
+    for (ml_arena_block *b = a->head, *prev; b; b = prev) {
+        prev = b->prev;
+        free(b);
+    }
+    free(a);
+}
+
+void *ml_arena_alloc(ml_arena *a, size_t size) {
+    size = (size + 15u) & ~(size_t)15u;
+    if (size == 0)
+        size = 16;
+    ml_arena_block *b = a->head;
+    if (!b || b->size - b->used < size) {
+        size_t bsize = a->next_size;
+        if (a->next_size < ARENA_MAX_BLOCK)
+            a->next_size *= 2;
+        if (bsize < size)
+            bsize = size;
+        /* calloc: fresh pages come zeroed from the kernel, so zeroing costs nothing extra. */
+        b = xcalloc(1, ARENA_HEADER + bsize);
+        b->size = bsize;
+        b->prev = a->head;
+        a->head = b;
+    }
+    void *p = (char *)b + ARENA_HEADER + b->used;
+    b->used += size;
+    a->handed_out += size;
+    return p;
+}
+
+char *ml_arena_strndup(ml_arena *a, const char *s, size_t n) {
+    char *p = ml_arena_alloc(a, n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+size_t ml_arena_bytes(const ml_arena *a) { return a->handed_out; }
+
+/* ---- Vectors ---------------------------------------------------------------------------------- */
+
+void ml_vec_init(ml_vec *v, size_t item_size) {
+    v->items = NULL;
+    v->n = v->cap = 0;
+    v->item_size = item_size;
+}
+
+void *ml_vec_push(ml_vec *v) {
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 8;
+        v->items = xrealloc(v->items, v->cap * v->item_size);
+    }
+    void *slot = (char *)v->items + v->n * v->item_size;
+    memset(slot, 0, v->item_size);
+    v->n++;
+    return slot;
+}
+
+void ml_vec_free(ml_vec *v) {
+    free(v->items);
+    v->items = NULL;
+    v->n = v->cap = 0;
+}
+
+/* ---- Diagnostics ------------------------------------------------------------------------------ */
+
+void ml_diags_init(ml_diags *d) {
+    memset(d, 0, sizeof *d);
+    ml_vec_init(&d->items, sizeof(ml_diag));
+}
+
+void ml_diags_free(ml_diags *d) {
+    for (size_t k = 0; k < d->items.n; k++)
+        free(ML_VEC_AT(&d->items, ml_diag, k).text);
+    ml_vec_free(&d->items);
+    d->errors = d->warnings = 0;
+}
+
+void ml_diag_add(ml_diags *d, ml_diag_level level, const char *file, ml_mark mark, int rank,
+                 const char *code, const char *fmt, ...) {
+    if (level == ML_DIAG_ERROR) {
+        d->errors++;
+        /* Still counted, so callers know there were more than they see. */
+        if (d->max_errors && d->errors > d->max_errors)
+            return;
+    } else if (level == ML_DIAG_WARNING) {
+        d->warnings++;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = NULL;
+    if (vasprintf(&text, fmt, ap) < 0)
+        text = NULL;
+    va_end(ap);
+    if (!text) {
+        fputs("memlife: out of memory\n", stderr);
+        abort();
+    }
+    ml_diag *g = ml_vec_push(&d->items);
+    g->level = level;
+    g->file = file;
+    g->mark = mark;
+    g->text = text;
+    g->rank = rank;
+    g->code = code;
+}
+
+static const char *const level_names[] = {"error", "warning", "note"};
+
+/* "file:line:col: error: text [rank N]"; a missing file or line (0) is left out, so a
+ * diagnostic about the command line reads "error: text". */
+void ml_diag_format(const ml_diag *g, char *buf, size_t len) {
+    if (!len)
+        return;
+    char where[4096 + 48] = "";
+    if (g->file && g->mark.line)
+        snprintf(where, sizeof where, "%s:%u:%u: ", g->file, g->mark.line, g->mark.col);
+    else if (g->file)
+        snprintf(where, sizeof where, "%s: ", g->file);
+    char rank[32] = "";
+    if (g->rank >= 0)
+        snprintf(rank, sizeof rank, " [rank %d]", g->rank);
+    snprintf(buf, len, "%s%s: %s%s", where, level_names[g->level], g->text, rank);
+}
+
+void ml_diags_print(const ml_diags *d, FILE *f) {
+    char line[8192];
+    for (size_t k = 0; k < d->items.n; k++) {
+        ml_diag_format(&ML_VEC_AT(&d->items, ml_diag, k), line, sizeof line);
+        fprintf(f, "%s\n", line);
+    }
+}
+
+const ml_diag *ml_diags_first_error(const ml_diags *d) {
+    for (size_t k = 0; k < d->items.n; k++) {
+        const ml_diag *g = &ML_VEC_AT(&d->items, ml_diag, k);
+        if (g->level == ML_DIAG_ERROR)
+            return g;
+    }
+    return NULL;
+}
+
+/* ---- Atomic file write ------------------------------------------------------------------------ */
+
+static int write_all(int fd, const char *data, size_t len) {
+    while (len) {
+        ssize_t w = write(fd, data, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        data += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* A path that exists and is not a regular file (/dev/null, a FIFO, a terminal) is written in
+ * place: renaming over it would replace the device node with a plain file. */
+static int write_special(const char *path, const char *data, size_t len) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = write_all(fd, data, len);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+int ml_write_file_atomic(const char *path, const char *data, size_t len) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return write_special(path, data, len);
+
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    if (!tmp)
+        return -1;
+    /* Same folder as the target, so rename(2) stays on one file system and is atomic. */
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        free(tmp);
+        return -1;
+    }
+    /* mkstemp creates 0600; a report is an ordinary file: 0666 less the umask. */
+    mode_t mask = umask(0);
+    umask(mask);
+    int rc = fchmod(fd, 0666 & ~mask);
+    if (rc == 0)
+        rc = write_all(fd, data, len);
+    if (rc == 0)
+        rc = fsync(fd);
+    int saved = errno;
+    if (close(fd) != 0 && rc == 0) {
+        rc = -1;
+        saved = errno;
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = -1;
+        saved = errno;
+    }
+    if (rc != 0)
+        unlink(tmp);
+    free(tmp);
+    errno = saved;
+    return rc;
+}
+
+/* ---- Formatting ------------------------------------------------------------------------------- */
+
+void ml_format_bytes(uint64_t bytes, char *buf, size_t len) {
+    const uint64_t mib = (uint64_t)1 << 20, kib = 1024;
+    if (bytes && bytes % mib == 0)
+        snprintf(buf, len, "%llu MiB", (unsigned long long)(bytes / mib));
+    else if (bytes && bytes % kib == 0)
+        snprintf(buf, len, "%llu KiB", (unsigned long long)(bytes / kib));
+    else
+        snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+}
+
+void ml_format_mib(int64_t bytes, char *buf, size_t len) {
+    /* Exact: thousandths of a MiB, rounded half away from zero, in 128-bit arithmetic. */
+    __int128 b = bytes;
+    bool neg = b < 0;
+    if (neg)
+        b = -b;
+    __int128 milli = (b * 1000 + ((__int128)1 << 19)) >> 20;
+    unsigned long long whole = (unsigned long long)(milli / 1000);
+    unsigned frac = (unsigned)(milli % 1000);
+    const char *sign = neg && milli ? "-" : "";
+    if (frac == 0) {
+        snprintf(buf, len, "%s%llu", sign, whole);
+        return;
+    }
+    char f[4];
+    snprintf(f, sizeof f, "%03u", frac);
+    for (int k = 2; k > 0 && f[k] == '0'; k--)
+        f[k] = '\0';
+    snprintf(buf, len, "%s%llu.%s", sign, whole, f);
+}
+
+/* ---- Growable string -------------------------------------------------------------------------- */
+
+static void str_reserve(ml_str *o, size_t extra) {
+    if (o->n + extra + 1 <= o->cap)
+        return;
+    size_t cap = o->cap ? o->cap : 256;
+    while (cap < o->n + extra + 1)
+        cap *= 2;
+    o->s = xrealloc(o->s, cap);
+    o->cap = cap;
+}
+
+void ml_str_append(ml_str *o, const char *s, size_t len) {
+    str_reserve(o, len);
+    memcpy(o->s + o->n, s, len);
+    o->n += len;
+    o->s[o->n] = '\0';
+}
+
+void ml_str_printf(ml_str *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char probe[256];
+    int need = vsnprintf(probe, sizeof probe, fmt, ap);
+    va_end(ap);
+    if (need < 0)
+        return;
+    if ((size_t)need < sizeof probe) {
+        ml_str_append(o, probe, (size_t)need);
+        return;
+    }
+    str_reserve(o, (size_t)need);
+    va_start(ap, fmt);
+    vsnprintf(o->s + o->n, (size_t)need + 1, fmt, ap);
+    va_end(ap);
+    o->n += (size_t)need;
+}
+
+void ml_str_free(ml_str *o) {
+    free(o->s);
+    o->s = NULL;
+    o->n = o->cap = 0;
+}
+
+double ml_now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

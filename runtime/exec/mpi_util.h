@@ -1,0 +1,47 @@
+/* mpi_util.h — what every MPI-based backend (host; cuda under mpirun) needs from MPI: start-up
+ * checked against the launcher, waits with a deadline, blob exchanges, abort.
+ *
+ * Every wait on a peer here is a nonblocking MPI call completed by an MPI_Test loop against the
+ * run's deadline (rt_options.timeout_s). A wait that expires cannot be recovered (the request is
+ * still posted and a peer is gone or elsewhere), so it prints which rank waited, for what, at
+ * which step and for how long, and ends the whole job with MPI_Abort(MPI_COMM_WORLD, 3): all
+ * ranks end, none hangs. Without Open MPI at build time the functions exist and fail cleanly. */
+#ifndef MEMLIFE_MPI_UTIL_H
+#define MEMLIFE_MPI_UTIL_H
+
+#include "exec/rt.h"
+
+/* MPI_Init, then checks that the launcher started `world` ranks and this one is `rank`.
+ * timeout_s (the run's --timeout; <= 0: 60 s) bounds the waits that have no rank to take it from
+ * (r == NULL below). Returns 0 or -1 with err. Idempotent; rt_mpi_finalize ends MPI once. */
+int rt_mpi_init(int world, int rank, double timeout_s, char *err, size_t len);
+void rt_mpi_finalize(void);
+bool rt_mpi_active(void);
+
+/* The rt_backend_ops entries allgather_blob, gatherv_blob and abort, over MPI_COMM_WORLD. */
+int rt_mpi_allgather_blob(rt_rank *r, const void *mine, size_t len, void *all, char *err,
+                          size_t elen);
+int rt_mpi_gatherv_blob(rt_rank *r, const void *mine, size_t len, int root, void **all,
+                        size_t *lens, char *err, size_t elen);
+void rt_mpi_abort(int code);
+
+/* From a signal handler (async-signal-safe): when this process is inside a wait on its peers,
+ * writes "FILE:L:C: note: rank R had waited S s at OP (L:C), op K, for ranks [..] (WHAT) when the
+ * job was ended; live requested bytes X" to fd; else nothing. For ranks that the launcher ends
+ * because a peer crashed: they say where they stood. */
+void rt_mpi_wait_report(int fd);
+
+/* "Open MPI v4.1.4, ..." first line of MPI_Get_library_version, or "" without MPI. */
+void rt_mpi_library_version(char *buf, size_t len);
+
+#ifdef MEMLIFE_HAVE_MPI
+#include <mpi.h>
+/* Completes req by polling MPI_Test until the deadline r->opt->timeout_s; on expiry prints
+ * "FILE:L:C: error: rank R waited S s at OP (L:C), op K, for its peers (WHAT; deadline T s,
+ * --timeout); live requested bytes X; ending every rank" and aborts the job with exit 3 (an
+ * exchange, rt_mpi_allgather_blob, names the ranks that never sent: "for ranks [1]"). Returns only
+ * when the request completed. */
+void rt_mpi_wait(rt_rank *r, MPI_Request *req, const char *what);
+#endif
+
+#endif

@@ -1,0 +1,688 @@
+/* plan.c — expands a schedule into one rank's flat list of concrete operations (plan.h).
+ *
+ * One pass over the steps, recursing into repeat, region and expect_error bodies. Every
+ * expression is evaluated for this (world, rank); views are resolved against the shape of the
+ * latest alloc of their name in program order.
+ *
+ * Repeats are unrolled without re-walking the body every iteration: no expression can see the
+ * iteration number, so iteration 2 and every later one resolve exactly alike (iteration 1 may
+ * differ only where a view refers to a name the body allocates again: the first time it is the
+ * alloc before the repeat). Iterations 1 and 2 are expanded; 3.. are copies of 2 with `iter`
+ * renumbered. A million-iteration repeat costs a memcpy, not a million walks. */
+#include "ir/plan.h"
+#include "base/pages.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t count, bytes;
+    ml_dtype dtype;
+    bool allocated;
+} buf_shape;
+
+typedef struct {
+    const sched *s;
+    int world, rank;
+    const int64_t *slots;
+    size_t max_ops;
+    ml_diags *d;
+
+    plan_op *ops;
+    size_t n_ops, cap_ops;
+    uint16_t *depth;          /* per op: the repeat depth whose iteration its `iter` holds */
+    size_t populated;         /* ops[0, populated) have their pages (ml_prefault) */
+    plan_view *extra;
+    size_t n_extra, cap_extra;
+    buf_shape *bufs;          /* by buffer symbol */
+
+    uint32_t iter, region;
+    uint16_t repeat_depth;
+} expander;
+
+/* Grows the op array to hold `need` ops. A schedule that fits under max_ops can still be more
+ * than the machine holds (50 M ops of 96 bytes per rank): that is the schedule's problem, so it
+ * is a diagnostic at the step that asked, not an abort. */
+static int grow_ops(expander *x, size_t need, ml_mark mark) {
+    if (need <= x->cap_ops)
+        return 0;
+    size_t cap = x->cap_ops ? x->cap_ops : 256;
+    while (cap < need)
+        cap *= 2;
+    plan_op *ops = realloc(x->ops, cap * sizeof *ops);
+    if (ops)
+        x->ops = ops;
+    uint16_t *depth = ops ? realloc(x->depth, cap * sizeof *depth) : NULL;
+    if (depth)
+        x->depth = depth;
+    if (!ops || !depth) {
+        ml_error(x->d, x->s->file, mark, "plan of %zu ops does not fit in memory (%zu bytes asked)",
+                 need, cap * (sizeof *ops + sizeof *depth));
+        return -1;
+    }
+    x->cap_ops = cap;
+    x->populated = x->n_ops;
+    return 0;
+}
+
+/* The ops array is written front to back: its pages are populated ahead of the writes, 2 MiB at
+ * a time (pages.h), rather than faulted in one by one; never beyond the capacity, and never far
+ * beyond what is used. */
+#define POPULATE_AHEAD ((size_t)2 << 20)
+static void populate_ahead(expander *x, size_t upto) {
+    size_t step = POPULATE_AHEAD / sizeof *x->ops;
+    size_t end = upto + step < x->cap_ops ? upto + step : x->cap_ops;
+    ml_prefault(x->ops + x->populated, x->ops + end);
+    x->populated = end;
+}
+
+static plan_op *emit(expander *x, plan_op_kind kind, const sched_step *step) {
+    if (x->n_ops >= x->max_ops) {
+        ml_error(x->d, x->s->file, step->mark, "plan expands to more than %zu ops", x->max_ops);
+        return NULL;
+    }
+    if (grow_ops(x, x->n_ops + 1, step->mark) != 0)
+        return NULL;
+    if (x->n_ops >= x->populated)
+        populate_ahead(x, x->n_ops + 1);
+    plan_op *op = &x->ops[x->n_ops];
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+    op->step = step;
+    op->iter = x->iter;
+    op->region = x->region;
+    x->depth[x->n_ops] = x->repeat_depth;
+    x->n_ops++;
+    return op;
+}
+
+/* Evaluates e (a NULL e is `dflt`). Errors name the expression: "division by zero in 'M/0'". */
+static int eval(expander *x, const expr *e, int64_t dflt, ml_mark mark, int64_t *out) {
+    if (!e) {
+        *out = dflt;
+        return 0;
+    }
+    expr_error err;
+    if (expr_eval(e, x->slots, out, &err) < 0) {
+        ml_error(x->d, x->s->file, mark, "%s in '%s'", err.msg, expr_text(e));
+        return -1;
+    }
+    return 0;
+}
+
+/* As eval, for a value that may not be negative (sizes, counts, offsets). */
+static int eval_size(expander *x, const expr *e, int64_t dflt, ml_mark mark, const char *what,
+                     uint64_t *out) {
+    int64_t v;
+    if (eval(x, e, dflt, mark, &v) < 0)
+        return -1;
+    if (v < 0) {
+        ml_error(x->d, x->s->file, mark, "%s is negative (%lld): '%s'", what, (long long)v,
+                 expr_text(e));
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int resolve_view(expander *x, const sched_view *v, plan_view *out) {
+    static const buf_shape never = {0};
+    const buf_shape *b = v->buf < x->s->syms[SYM_BUFFER].n ? &x->bufs[v->buf] : &never;
+    out->buf = v->buf;
+    out->dtype = b->allocated ? b->dtype : x->s->dtype;
+    out->whole = !v->offset && !v->count;
+    if (eval_size(x, v->offset, 0, v->mark, "view offset", &out->offset) < 0)
+        return -1;
+    uint64_t rest = b->count > out->offset ? b->count - out->offset : 0;
+    return eval_size(x, v->count, (int64_t)rest, v->mark, "view count", &out->count);
+}
+
+static int expand_steps(expander *x, const sched_step *steps, uint32_t n);
+
+static int expand_alloc(expander *x, const sched_step *st) {
+    uint32_t esize = ml_dtypes[st->u.alloc.dtype].size;
+    uint64_t bytes, count, chunks = 0;
+    if (st->u.alloc.count) {
+        if (eval_size(x, st->u.alloc.count, 0, st->mark, "alloc count", &count) < 0)
+            return -1;
+        if (count > UINT64_MAX / esize) {
+            ml_error(x->d, x->s->file, st->mark, "alloc of '%s': %llu elements overflow 64-bit bytes",
+                     sched_sym_name(x->s, SYM_BUFFER, st->u.alloc.buf), (unsigned long long)count);
+            return -1;
+        }
+        bytes = count * esize;
+    } else {
+        if (eval_size(x, st->u.alloc.bytes, 0, st->mark, "alloc bytes", &bytes) < 0)
+            return -1;
+        count = bytes / esize;   /* a tail that is not a whole element is allocated but not viewed */
+    }
+    if (st->u.alloc.chunks) {
+        if (eval_size(x, st->u.alloc.chunks, 0, st->mark, "alloc chunks", &chunks) < 0)
+            return -1;
+        if (chunks < 1 || chunks > UINT32_MAX) {
+            ml_error(x->d, x->s->file, st->mark, "alloc of '%s' asks for %llu chunks (1 to %u)",
+                     sched_sym_name(x->s, SYM_BUFFER, st->u.alloc.buf), (unsigned long long)chunks,
+                     UINT32_MAX);
+            return -1;
+        }
+    }
+    plan_op *op = emit(x, OP_ALLOC, st);
+    if (!op)
+        return -1;
+    op->u.alloc.buf = st->u.alloc.buf;
+    op->u.alloc.bytes = bytes;
+    op->u.alloc.count = count;
+    op->u.alloc.dtype = st->u.alloc.dtype;
+    op->u.alloc.chunks = (uint32_t)chunks;
+    x->bufs[st->u.alloc.buf] = (buf_shape){count, bytes, st->u.alloc.dtype, true};
+    if (st->u.alloc.init.kind == INIT_NONE)
+        return 0;
+    op = emit(x, OP_INIT, st);
+    if (!op)
+        return -1;
+    op->u.init.dst = (plan_view){.buf = st->u.alloc.buf, .offset = 0, .count = count,
+                                 .dtype = st->u.alloc.dtype, .whole = true};
+    if (st->u.alloc.init.kind == INIT_COPY)
+        return resolve_view(x, &st->u.alloc.init.src, &op->u.init.src);
+    return 0;
+}
+
+static int expand_coll(expander *x, const sched_step *st) {
+    plan_op *op = emit(x, OP_COLL, st);
+    if (!op)
+        return -1;
+    ml_coll c = st->u.coll.coll;
+    op->u.coll.coll = c;
+    op->u.coll.op = st->u.coll.op;
+    op->u.coll.stream = st->u.coll.stream;
+    if (resolve_view(x, &st->u.coll.send, &op->u.coll.send) < 0 ||
+        resolve_view(x, &st->u.coll.recv, &op->u.coll.recv) < 0)
+        return -1;
+    /* NCCL's count: the side that is not multiplied by world (RS: recvcount, else send). */
+    op->u.coll.count = ml_colls[c].send_mult_world ? op->u.coll.recv.count : op->u.coll.send.count;
+    if (ml_colls[c].has_root) {
+        int64_t root;
+        if (eval(x, st->u.coll.root, 0, st->mark, &root) < 0)
+            return -1;
+        if (root < -1 || root > INT32_MAX)
+            root = -1;   /* outside any world: lint reports it with the collective's contract */
+        op->u.coll.root = (int)root;
+    }
+    const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
+    op->u.coll.in_place =
+        s->buf == r->buf && (int64_t)r->offset - (int64_t)s->offset ==
+                                ml_colls[c].inplace_recv_minus_send(op->u.coll.count, x->rank);
+    return 0;
+}
+
+static int expand_compute(expander *x, const sched_step *st) {
+    plan_op *op = emit(x, OP_COMPUTE, st);
+    if (!op)
+        return -1;
+    uint32_t nr = st->u.compute.n_reads, nw = st->u.compute.n_writes;
+    op->u.compute.stream = st->u.compute.stream;
+    op->u.compute.first_view = (uint32_t)x->n_extra;
+    op->u.compute.n_reads = nr;
+    op->u.compute.n_writes = nw;
+    size_t need = x->n_extra + nr + nw;
+    if (need > x->cap_extra) {
+        size_t cap = x->cap_extra ? x->cap_extra : 64;
+        while (cap < need)
+            cap *= 2;
+        plan_view *v = realloc(x->extra, cap * sizeof *v);
+        if (!v)
+            abort();
+        x->extra = v;
+        x->cap_extra = cap;
+    }
+    for (uint32_t k = 0; k < nr + nw; k++) {
+        const sched_view *v = k < nr ? &st->u.compute.reads[k] : &st->u.compute.writes[k - nr];
+        plan_view *pv = &x->extra[x->n_extra++];
+        memset(pv, 0, sizeof *pv);
+        if (resolve_view(x, v, pv) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int resolve_operand(expander *x, const sched_operand *o, plan_view *v, int64_t *roll) {
+    memset(v, 0, sizeof *v);
+    *roll = 0;
+    if (o->kind != OPD_VIEW) {
+        v->buf = SCHED_NO_SYM;   /* a closed form: as long as the other side */
+        return 0;
+    }
+    if (resolve_view(x, &o->view, v) < 0)
+        return -1;
+    return eval(x, o->roll_shards, 0, o->mark, roll);
+}
+
+/* Unrolls a repeat: iterations 0 and 1 by walking, the rest by copying iteration 1. */
+static int expand_repeat(expander *x, const sched_step *st) {
+    uint64_t count;
+    if (eval_size(x, st->u.repeat.count, 0, st->mark, "repeat count", &count) < 0)
+        return -1;
+    if (count == 0)
+        return 0;
+    uint32_t saved_iter = x->iter;
+    uint16_t depth = ++x->repeat_depth;
+    int rc = 0;
+    x->iter = 0;
+    if (expand_steps(x, st->u.repeat.steps, st->u.repeat.n) < 0)
+        goto out_err;
+    if (count == 1)
+        goto out;
+    size_t start = x->n_ops;
+    x->iter = 1;
+    if (expand_steps(x, st->u.repeat.steps, st->u.repeat.n) < 0)
+        goto out_err;
+    size_t len = x->n_ops - start;
+    if (len && (count - 2 > (x->max_ops - x->n_ops) / len)) {
+        ml_error(x->d, x->s->file, st->mark,
+                 "repeat of %llu iterations expands to more than %zu ops",
+                 (unsigned long long)count, x->max_ops);
+        goto out_err;
+    }
+    if (grow_ops(x, x->n_ops + (size_t)(count - 2) * len, st->mark) != 0)
+        goto out_err;
+    if (x->n_ops + (size_t)(count - 2) * len > x->populated)
+        populate_ahead(x, x->n_ops + (size_t)(count - 2) * len);
+    for (uint64_t k = 2; k < count && len; k++) {
+        plan_op *dst = x->ops + x->n_ops;
+        memcpy(dst, x->ops + start, len * sizeof *dst);
+        memcpy(x->depth + x->n_ops, x->depth + start, len * sizeof *x->depth);
+        for (size_t j = 0; j < len; j++)
+            if (x->depth[start + j] == depth)
+                dst[j].iter = (uint32_t)k;   /* beyond 2^32 iterations max_ops has refused */
+        x->n_ops += len;
+    }
+    goto out;
+out_err:
+    rc = -1;
+out:
+    x->iter = saved_iter;
+    x->repeat_depth--;
+    return rc;
+}
+
+static int expand_region(expander *x, const sched_step *st) {
+    uint32_t saved = x->region;
+    x->region = st->u.region.name;
+    plan_op *op = emit(x, OP_REGION_BEGIN, st);
+    int rc = -1;
+    if (op) {
+        op->u.region.region = st->u.region.name;
+        if (expand_steps(x, st->u.region.steps, st->u.region.n) == 0 &&
+            (op = emit(x, OP_REGION_END, st)) != NULL) {
+            op->u.region.region = st->u.region.name;
+            rc = 0;
+        }
+    }
+    x->region = saved;
+    return rc;
+}
+
+static int expand_step(expander *x, const sched_step *st) {
+    if (st->when) {
+        int64_t on;
+        if (eval(x, st->when, 1, st->mark, &on) < 0)
+            return -1;
+        if (!on)
+            return 0;
+    }
+    plan_op *op;
+    switch (st->kind) {
+    case ST_ALLOC:
+        return expand_alloc(x, st);
+    case ST_FREE:
+        for (uint32_t k = 0; k < st->u.free.n; k++) {
+            if (!(op = emit(x, OP_FREE, st)))
+                return -1;
+            op->u.free.buf = st->u.free.bufs[k];
+            op->u.free.mark = st->u.free.marks ? st->u.free.marks[k] : st->mark;
+        }
+        return 0;
+    case ST_RELEASE: {
+        uint64_t keep;
+        if (eval_size(x, st->u.release.keep, 0, st->mark, "release keep", &keep) < 0)
+            return -1;
+        if (!(op = emit(x, OP_RELEASE, st)))
+            return -1;
+        op->u.release.buf = st->u.release.buf;
+        op->u.release.keep = keep > UINT32_MAX ? UINT32_MAX : (uint32_t)keep;  /* lint: range */
+        return 0;
+    }
+    case ST_COLL:
+        return expand_coll(x, st);
+    case ST_SYNC:
+        if (!(op = emit(x, OP_SYNC, st)))
+            return -1;
+        op->u.sync.kind = st->u.sync.kind;
+        op->u.sync.stream = st->u.sync.stream;
+        op->u.sync.event = st->u.sync.event;
+        return 0;
+    case ST_RECORD:
+    case ST_WAIT:
+        if (!(op = emit(x, st->kind == ST_RECORD ? OP_RECORD : OP_WAIT, st)))
+            return -1;
+        op->u.event.event = st->u.event.event;
+        op->u.event.stream = st->u.event.stream;
+        return 0;
+    case ST_REPEAT:
+        return expand_repeat(x, st);
+    case ST_REGION:
+        return expand_region(x, st);
+    case ST_INIT:
+        if (!(op = emit(x, OP_INIT, st)) || resolve_view(x, &st->u.init.dst, &op->u.init.dst) < 0)
+            return -1;
+        if (st->u.init.init.kind == INIT_COPY)
+            return resolve_view(x, &st->u.init.init.src, &op->u.init.src);
+        return 0;
+    case ST_COPY:
+        if (!(op = emit(x, OP_COPY, st)))
+            return -1;
+        op->u.copy.stream = st->u.copy.stream;
+        if (resolve_view(x, &st->u.copy.src, &op->u.copy.src) < 0)
+            return -1;
+        return resolve_view(x, &st->u.copy.dst, &op->u.copy.dst);
+    case ST_SCALE:
+        if (!(op = emit(x, OP_SCALE, st)))
+            return -1;
+        op->u.scale.stream = st->u.scale.stream;
+        if (resolve_view(x, &st->u.scale.buf, &op->u.scale.buf) < 0)
+            return -1;
+        return eval(x, st->u.scale.factor, 1, st->mark, &op->u.scale.factor);
+    case ST_COMPUTE:
+        return expand_compute(x, st);
+    case ST_CHECK:
+        if (!(op = emit(x, OP_CHECK, st)))
+            return -1;
+        if (resolve_operand(x, &st->u.check->a, &op->u.check.a, &op->u.check.roll_a) < 0)
+            return -1;
+        return resolve_operand(x, &st->u.check->b, &op->u.check.b, &op->u.check.roll_b);
+    case ST_EXPECT_ERROR:
+        /* The marker, then the wrapped step's op(s); lint checks that the op after the marker
+         * is the wrapped step's (a `when:` on the wrapped step may have dropped it). */
+        if (!(op = emit(x, OP_EXPECT_BEGIN, st)))
+            return -1;
+        op->u.expect.error = st->u.expect_error.error;
+        return expand_steps(x, st->u.expect_error.step, 1);
+    case ST_KIND_COUNT:
+        break;
+    }
+    ml_error(x->d, x->s->file, st->mark, "unknown step kind %d", (int)st->kind);
+    return -1;
+}
+
+static int expand_steps(expander *x, const sched_step *steps, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++)
+        if (expand_step(x, &steps[k]) < 0)
+            return -1;
+    return 0;
+}
+
+int plan_expand(const sched *s, int plan_index, const sched_params *p, int world, int rank,
+                const plan_limits *limits, rank_plan *out, ml_diags *d) {
+    memset(out, 0, sizeof *out);
+    if (plan_index < 0 || (uint32_t)plan_index >= s->n_plans || world <= 0 || rank < 0 ||
+        rank >= world) {
+        ml_mark nowhere = {0, 0};
+        ml_error(d, s->file, nowhere, "no plan %d for rank %d of world %d", plan_index, rank,
+                 world);
+        return -1;
+    }
+    size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;
+    int64_t *slots = calloc(n_slots, sizeof *slots);
+    buf_shape *bufs = calloc(s->syms[SYM_BUFFER].n + 1, sizeof *bufs);
+    if (!slots || !bufs)
+        abort();
+    slots[EXPR_SLOT_WORLD] = world;
+    slots[EXPR_SLOT_RANK] = rank;
+    if (sched_eval_lets(s, p, world, rank, slots, d) < 0) {
+        free(slots);
+        free(bufs);
+        return -1;
+    }
+    expander x = {
+        .s = s, .world = world, .rank = rank, .slots = slots, .d = d, .bufs = bufs,
+        .max_ops = limits && limits->max_ops ? limits->max_ops : 50000000,
+        .region = SCHED_NO_SYM,
+    };
+    /* One allocation for a flat schedule: growing by doubling re-faults every page once per
+     * step of growth, which costs more than the walk itself at a million ops. */
+    uint64_t guess = s->n_steps_total + s->n_steps_total / 8 + 16;
+    const sched_plan *pl = &s->plans[plan_index];
+    int rc = grow_ops(&x, guess < x.max_ops ? (size_t)guess : x.max_ops, pl->mark);
+    if (rc == 0)
+        rc = expand_steps(&x, pl->steps, pl->n);
+    free(bufs);
+    free(x.depth);
+    if (rc < 0) {
+        free(x.ops);
+        free(x.extra);
+        free(slots);
+        return -1;
+    }
+    out->s = s;
+    out->plan_index = plan_index;
+    out->world = world;
+    out->rank = rank;
+    out->slots = slots;
+    out->ops = x.ops;
+    out->n_ops = x.n_ops;
+    out->extra_views = x.extra;
+    out->n_extra_views = x.n_extra;
+    return 0;
+}
+
+void plan_free(rank_plan *p) {
+    if (!p)
+        return;
+    free(p->slots);
+    if (!p->borrowed) {
+        free(p->ops);
+        free(p->extra_views);
+    }
+    memset(p, 0, sizeof *p);
+}
+
+const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint32_t *n_reads,
+                                    uint32_t *n_writes) {
+    *n_reads = op->u.compute.n_reads;
+    *n_writes = op->u.compute.n_writes;
+    if (!p->extra_views)   /* compute steps with no views: NULL + 0 is undefined in C */
+        return NULL;
+    return p->extra_views + op->u.compute.first_view;
+}
+
+size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
+                        plan_access fixed[PLAN_FIXED_ACCESSES], const plan_access **out,
+                        ml_vec *dyn) {
+    *out = fixed;
+    switch (op->kind) {
+    case OP_COLL:
+        fixed[0] = (plan_access){&op->u.coll.send, true, false, false};
+        fixed[1] = (plan_access){&op->u.coll.recv, op->u.coll.in_place, true, true};
+        return 2;
+    case OP_COPY:
+        fixed[0] = (plan_access){&op->u.copy.src, true, false, false};
+        fixed[1] = (plan_access){&op->u.copy.dst, false, true, true};
+        return 2;
+    case OP_SCALE:
+        fixed[0] = (plan_access){&op->u.scale.buf, true, true, true};
+        return 1;
+    case OP_INIT:
+        fixed[0] = (plan_access){&op->u.init.dst, false, true, true};
+        fixed[1] = (plan_access){&op->u.init.src, true, false, false};
+        return op->u.init.src.count ? 2 : 1;
+    case OP_CHECK:
+        fixed[0] = (plan_access){&op->u.check.a, true, false, false};
+        fixed[1] = (plan_access){&op->u.check.b, true, false, false};
+        return 2;
+    case OP_COMPUTE: {
+        uint32_t nr, nw;
+        const plan_view *v = plan_compute_views(p, op, &nr, &nw);
+        dyn->n = 0;
+        for (uint32_t k = 0; k < nr + nw; k++)
+            *(plan_access *)ml_vec_push(dyn) = (plan_access){&v[k], k < nr, k >= nr, false};
+        *out = dyn->items;
+        return nr + nw;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* ---- One expansion for every rank ----------------------------------------------------------
+ *
+ * What rank an expansion is for enters plan_expand in exactly two places: the rank slot that
+ * expressions read (directly as `rank`, or through a let or a --set override computed from it),
+ * and NCCL's in-place rule of a collective whose send and recv share a buffer (RS is in place
+ * iff recv == send + rank*recvcount, AG iff send == recv + rank*sendcount: a plain
+ * `reduce_scatter: {buf: x}` is in place on rank 0 only, without any `rank` in the file).
+ * So p's ops are every rank's ops when (1) no expression that plan_expand evaluates names rank,
+ * (2) every let has the same value on every rank, and (3) each same-buffer collective's in-place
+ * flag is the same on every rank. Everything else plan_expand reads (steps, world, let values,
+ * buffer shapes from earlier ops) is then the same too, and so is every evaluation, error
+ * included. Expressions it does not evaluate (data patterns, closed-form checks) may use rank:
+ * the executor reads them with the rank's own slots, which plan_share gives each rank. */
+
+/* A tiny memo: the loader shares one tree among the steps that write the same expression, so
+ * a million steps name a handful of distinct trees. */
+typedef struct {
+    const expr *e[64];
+    bool uses[64];
+} rank_memo;
+
+static bool uses_rank(rank_memo *m, const expr *e) {
+    if (!e)
+        return false;
+    size_t h = ((uintptr_t)e >> 4) & 63;
+    if (m->e[h] != e) {
+        m->e[h] = e;
+        m->uses[h] = expr_uses_slot(e, EXPR_SLOT_RANK);
+    }
+    return m->uses[h];
+}
+
+static bool view_uses_rank(rank_memo *m, const sched_view *v) {
+    return uses_rank(m, v->offset) || uses_rank(m, v->count);
+}
+
+static bool steps_use_rank(rank_memo *m, const sched_step *steps, uint32_t n);
+
+/* True when an expression plan_expand evaluates for st names rank (every one it may evaluate:
+ * a step whose `when:` is false is dropped on every rank alike, so counting it is only
+ * cautious). */
+static bool step_uses_rank(rank_memo *m, const sched_step *st) {
+    if (uses_rank(m, st->when))
+        return true;
+    switch (st->kind) {
+    case ST_ALLOC:
+        return uses_rank(m, st->u.alloc.bytes) || uses_rank(m, st->u.alloc.count) ||
+               uses_rank(m, st->u.alloc.chunks) ||
+               (st->u.alloc.init.kind == INIT_COPY && view_uses_rank(m, &st->u.alloc.init.src));
+    case ST_RELEASE:
+        return uses_rank(m, st->u.release.keep);
+    case ST_COLL:
+        return view_uses_rank(m, &st->u.coll.send) || view_uses_rank(m, &st->u.coll.recv) ||
+               uses_rank(m, st->u.coll.root);
+    case ST_REPEAT:
+        return uses_rank(m, st->u.repeat.count) ||
+               steps_use_rank(m, st->u.repeat.steps, st->u.repeat.n);
+    case ST_REGION:
+        return steps_use_rank(m, st->u.region.steps, st->u.region.n);
+    case ST_INIT:
+        return view_uses_rank(m, &st->u.init.dst) ||
+               (st->u.init.init.kind == INIT_COPY && view_uses_rank(m, &st->u.init.init.src));
+    case ST_COPY:
+        return view_uses_rank(m, &st->u.copy.src) || view_uses_rank(m, &st->u.copy.dst);
+    case ST_SCALE:
+        return view_uses_rank(m, &st->u.scale.buf) || uses_rank(m, st->u.scale.factor);
+    case ST_COMPUTE:
+        for (uint32_t k = 0; k < st->u.compute.n_reads; k++)
+            if (view_uses_rank(m, &st->u.compute.reads[k]))
+                return true;
+        for (uint32_t k = 0; k < st->u.compute.n_writes; k++)
+            if (view_uses_rank(m, &st->u.compute.writes[k]))
+                return true;
+        return false;
+    case ST_CHECK: {
+        const sched_operand *o[2] = {&st->u.check->a, &st->u.check->b};
+        for (int k = 0; k < 2; k++)
+            if (o[k]->kind == OPD_VIEW &&
+                (view_uses_rank(m, &o[k]->view) || uses_rank(m, o[k]->roll_shards)))
+                return true;
+        return false;
+    }
+    case ST_EXPECT_ERROR:
+        return steps_use_rank(m, st->u.expect_error.step, 1);
+    case ST_FREE:
+    case ST_SYNC:
+    case ST_RECORD:
+    case ST_WAIT:
+        return false;
+    case ST_KIND_COUNT:
+        break;
+    }
+    return true;   /* a kind this walk does not know: assume the worst */
+}
+
+static bool steps_use_rank(rank_memo *m, const sched_step *steps, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++)
+        if (step_uses_rank(m, &steps[k]))
+            return true;
+    return false;
+}
+
+bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
+    const sched *s = p->s;
+    if (p->world <= 1)
+        return false;
+    rank_memo memo = {0};
+    const sched_plan *pl = &s->plans[p->plan_index];
+    if (steps_use_rank(&memo, pl->steps, pl->n))
+        return false;
+    /* (2) lets, overrides included; one that fails on some rank fails the shortcut, and the
+     * per-rank expansion then reports it as before. */
+    size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;
+    int64_t *slots = calloc(n_slots, sizeof *slots);
+    if (!slots)
+        abort();
+    ml_diags quiet;
+    ml_diags_init(&quiet);
+    bool same = true;
+    for (int r = 0; r < p->world && same; r++) {
+        if (r == p->rank)
+            continue;
+        same = sched_eval_lets(s, params, p->world, r, slots, &quiet) == 0 &&
+               memcmp(slots + EXPR_SLOT_FIRST_LET, p->slots + EXPR_SLOT_FIRST_LET,
+                      s->n_lets * sizeof *slots) == 0;
+    }
+    ml_diags_free(&quiet);
+    free(slots);
+    /* (3) in-place flags. Each same-buffer collective is tried on every rank: no more work than
+     * the per-rank expansions this replaces. */
+    for (size_t i = 0; i < p->n_ops && same; i++) {
+        const plan_op *op = &p->ops[i];
+        if (op->kind != OP_COLL || op->u.coll.send.buf != op->u.coll.recv.buf)
+            continue;
+        int64_t diff = (int64_t)op->u.coll.recv.offset - (int64_t)op->u.coll.send.offset;
+        for (int r = 0; r < p->world && same; r++)
+            same = (diff == ml_colls[op->u.coll.coll].inplace_recv_minus_send(op->u.coll.count, r)) ==
+                   op->u.coll.in_place;
+    }
+    return same;
+}
+
+void plan_share(const rank_plan *src, int rank, rank_plan *out) {
+    *out = *src;
+    out->rank = rank;
+    out->borrowed = true;
+    size_t n_slots = EXPR_SLOT_FIRST_LET + src->s->n_lets;
+    out->slots = malloc(n_slots * sizeof *out->slots);
+    if (!out->slots)
+        abort();
+    memcpy(out->slots, src->slots, n_slots * sizeof *out->slots);
+    out->slots[EXPR_SLOT_RANK] = rank;
+}

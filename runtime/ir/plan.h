@@ -1,0 +1,132 @@
+/* plan.h — one rank's schedule as a flat list of concrete operations.
+ *
+ * plan_expand evaluates every expression for one (world, rank), unrolls repeats, drops steps whose
+ * `when:` is false and resolves views to element offsets and counts. Lint, the predictor and the
+ * runtime's executor all walk this list, so they agree on what "step k" is; each op keeps a
+ * pointer to the step it came from (for file:line:col) and its repeat iteration.
+ *
+ * Views are resolved against the most recent alloc of the buffer's name in program order; whether
+ * that buffer is live at the op is lint's question, not expand's (a view of a name not allocated
+ * before it gets count 0 unless written, and the schedule's dtype; lint reports it).
+ * Repeats are unrolled; OP_EXPECT_BEGIN is followed by the op(s) of the step it wraps, or by none
+ * when that step's `when:` dropped it on this rank. alloc.chunks is 0 when `chunks:` is absent. */
+#ifndef MEMLIFE_PLAN_H
+#define MEMLIFE_PLAN_H
+
+#include "ir/sched.h"
+
+typedef enum {
+    OP_ALLOC, OP_FREE, OP_RELEASE, OP_COLL, OP_SYNC, OP_RECORD, OP_WAIT, OP_INIT, OP_COPY,
+    OP_SCALE, OP_COMPUTE, OP_CHECK, OP_REGION_BEGIN, OP_REGION_END,
+    OP_EXPECT_BEGIN,   /* the next op (a collective, copy...) must fail with step->u.expect_error.error */
+    OP_KIND_COUNT
+} plan_op_kind;
+extern const char *const plan_op_names[OP_KIND_COUNT];
+
+/* Field order and the narrow enums below keep a view at 24 bytes and an op at 96 (not 32 and
+ * 120): a plan is a million ops per rank, written once and read by lint, the predictor, the
+ * floor and the executor, so its size is most of their cost. Read and write the fields as
+ * usual; only their addresses cannot be taken. */
+typedef struct {
+    uint64_t offset;       /* elements */
+    uint64_t count;        /* elements */
+    uint32_t buf;          /* SYM_BUFFER; SCHED_NO_SYM for none */
+    ml_dtype dtype : 8;    /* the buffer's dtype at its latest alloc */
+    bool whole;            /* written without [offset : count] */
+} plan_view;
+
+typedef struct {
+    plan_op_kind kind;
+    const sched_step *step;   /* source step (mark, names, init, check...) */
+    uint32_t iter;            /* innermost repeat iteration, 0 outside repeats */
+    uint32_t region;          /* innermost enclosing region symbol, SCHED_NO_SYM if none */
+    union {
+        struct { uint32_t buf; uint64_t bytes; uint64_t count; ml_dtype dtype; uint32_t chunks; } alloc;
+        struct { uint32_t buf; ml_mark mark; } free;          /* one op per freed name */
+        struct { uint32_t buf; uint32_t keep; } release;
+        struct {
+            plan_view send, recv;
+            uint64_t count;        /* NCCL's count (see coll.h) */
+            int root;
+            uint32_t stream;
+            ml_coll coll : 8;
+            ml_redop op : 8;
+            bool in_place;         /* send and recv in one buffer at NCCL's in-place offset */
+        } coll;
+        struct { sched_sync_kind kind; uint32_t stream, event; } sync;
+        struct { uint32_t event, stream; } event;            /* OP_RECORD, OP_WAIT */
+        struct { plan_view dst; plan_view src; } init;        /* step->u.init.init or alloc's init;
+                                                                 src: the resolved INIT_COPY source */
+        struct { plan_view src, dst; uint32_t stream; } copy;
+        struct { plan_view buf; int64_t factor; uint32_t stream; } scale;
+        struct { uint32_t stream, first_view, n_reads, n_writes; } compute; /* views in extra_views */
+        struct { plan_view a, b; int64_t roll_a, roll_b; } check;
+        struct { uint32_t region; } region;
+        struct { sched_error_code error; } expect;
+    } u;
+} plan_op;
+
+typedef struct {
+    const sched *s;
+    int plan_index;
+    int world, rank;
+    int64_t *slots;           /* EXPR_SLOT_FIRST_LET + n_lets evaluated values (i slot = 0) */
+    plan_op *ops;
+    size_t n_ops;
+    /* For compute steps: their views, resolved, in one array (ops point in by index). */
+    plan_view *extra_views;
+    size_t n_extra_views;
+    bool borrowed;            /* ops and extra_views belong to another rank's plan (plan_share) */
+} rank_plan;
+
+typedef struct {
+    size_t max_ops;           /* unrolled ops per rank; default 50,000,000 */
+} plan_limits;
+
+/* Expands plan plan_index of s for (world, rank). Errors (a failed expression, a negative size,
+ * a repeat beyond max_ops) go to d with the step's mark. Returns 0 or -1. */
+int plan_expand(const sched *s, int plan_index, const sched_params *p, int world, int rank,
+                const plan_limits *limits, rank_plan *out, ml_diags *d);
+void plan_free(rank_plan *p);
+
+/* True when every rank of p->world would expand p's plan to exactly p's ops, so that one
+ * expansion serves every rank (plan_share). p is an expansion with params (any rank). The test
+ * is exact, not a guess: plan.c says why. False for world 1 (nothing to share). */
+bool plan_rank_invariant(const rank_plan *p, const sched_params *params);
+/* out becomes rank `rank`'s plan: src's ops and views, borrowed (out is usable while src is;
+ * plan_free leaves borrowed arrays alone, so the two are freed in any order), with slots of its
+ * own (slots[EXPR_SLOT_RANK] = rank, for what runs later: data patterns, checks). */
+void plan_share(const rank_plan *src, int rank, rank_plan *out);
+
+/* Views of a compute op: reads first, then writes. */
+const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint32_t *n_reads,
+                                    uint32_t *n_writes);
+
+/* A view a data op touches. read: its old values matter (a send side, a copy's source, an
+ * in-place receive side, a scale, a check's operands, a compute's reads). write: the op stores
+ * into it. overwrite: it stores into the whole view whatever was there (a collective's receive
+ * side, an init's and a copy's destination; a scale, whose old values it reads first). A
+ * compute's writes are writes but not overwrites: compute stands for user work with no data
+ * effect, which may accumulate (FSDP's gradient fold). */
+typedef struct {
+    const plan_view *v;
+    bool read, write, overwrite;
+} plan_access;
+enum { PLAN_FIXED_ACCESSES = 2 };
+
+/* The views op touches: a collective, copy, scale, init or check into fixed[0..2); a compute's
+ * views into dyn (an ml_vec of plan_access, refilled). *out points at the ones filled. Returns
+ * how many; 0 for ops that touch no data (alloc, free, sync, ...). */
+size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
+                        plan_access fixed[PLAN_FIXED_ACCESSES], const plan_access **out,
+                        ml_vec *dyn);
+
+/* Bytes of a view and of the buffer it points into. */
+static inline uint64_t plan_view_bytes(const plan_view *v) {
+    return v->count * ml_dtypes[v->dtype].size;
+}
+
+/* Where an op came from, for messages: the step's mark. */
+static inline ml_mark plan_op_mark(const plan_op *op) { return op->step->mark; }
+
+#endif

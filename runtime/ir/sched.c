@@ -1,0 +1,115 @@
+/* sched.c — questions asked of a loaded schedule: symbol names, the world size of a run, and the
+ * values of the let-names for one (world, rank) with `--set` overrides. */
+#include "ir/sched.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *sched_sym_name(const sched *s, sched_sym_kind kind, uint32_t sym) {
+    if ((unsigned)kind >= SYM_KIND_COUNT || sym >= s->syms[kind].n)
+        return "?";
+    return s->syms[kind].names[sym];
+}
+
+int sched_world(const sched *s, const sched_params *p, ml_diags *d) {
+    if (p && p->world > 0)
+        return p->world;
+    if (s->world > 0)
+        return s->world;
+    ml_error(d, s->file, ((ml_mark){0, 0}), "no world size: the schedule sets no 'world' and none was given");
+    return -1;
+}
+
+/* Overrides see world, rank and the lets defined before the one they replace. */
+typedef struct {
+    const sched *s;
+    uint32_t n_visible;
+} override_ctx;
+
+static int resolve_override(void *vctx, const char *name, size_t len) {
+    const override_ctx *c = vctx;
+    if (len == 5 && memcmp(name, "world", 5) == 0)
+        return EXPR_SLOT_WORLD;
+    if (len == 4 && memcmp(name, "rank", 4) == 0)
+        return EXPR_SLOT_RANK;
+    for (uint32_t k = 0; k < c->n_visible; k++)
+        if (strlen(c->s->lets[k].name) == len && memcmp(c->s->lets[k].name, name, len) == 0)
+            return EXPR_SLOT_FIRST_LET + (int)k;
+    return -1;
+}
+
+static int let_index(const sched *s, const char *name, size_t len) {
+    for (uint32_t k = 0; k < s->n_lets; k++)
+        if (strlen(s->lets[k].name) == len && memcmp(s->lets[k].name, name, len) == 0)
+            return (int)k;
+    return -1;
+}
+
+/* values[k]: the text of the last `--set` for let k, or NULL. Every override must name a let. */
+static int collect_overrides(const sched *s, const sched_params *p, const char **values, ml_diags *d) {
+    for (size_t j = 0; p && j < p->n_set; j++) {
+        const char *item = p->set[j];
+        const char *eq = strchr(item, '=');
+        if (!eq) {
+            ml_error(d, NULL, ((ml_mark){0, 0}), "--set needs NAME=VALUE, got '%s'", item);
+            return -1;
+        }
+        const char *name = item, *end = eq;
+        while (*name == ' ')
+            name++;
+        while (end > name && end[-1] == ' ')
+            end--;
+        int idx = let_index(s, name, (size_t)(end - name));
+        if (idx < 0) {
+            ml_error(d, NULL, ((ml_mark){0, 0}), "unknown let '%.*s' in --set", (int)(end - name), name);
+            return -1;
+        }
+        values[idx] = eq + 1;
+    }
+    return 0;
+}
+
+int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, int64_t *slots,
+                    ml_diags *d) {
+    slots[EXPR_SLOT_WORLD] = world;
+    slots[EXPR_SLOT_RANK] = rank;
+    slots[EXPR_SLOT_INDEX] = 0;
+    const char **values = NULL;
+    if (p && p->n_set) {
+        values = calloc(s->n_lets ? s->n_lets : 1, sizeof *values);
+        if (!values)
+            abort();
+        if (collect_overrides(s, p, values, d) != 0) {
+            free(values);
+            return -1;
+        }
+    }
+    int rc = 0;
+    ml_arena *tmp = NULL;
+    for (uint32_t k = 0; k < s->n_lets && rc == 0; k++) {
+        const sched_let *let = &s->lets[k];
+        const char *value = values ? values[k] : NULL;
+        expr_error err = {0};
+        int64_t *out = &slots[EXPR_SLOT_FIRST_LET + k];
+        if (!value) {
+            if (expr_eval(let->value, slots, out, &err) != 0) {
+                ml_mark m = let->mark;
+                m.col += (uint32_t)err.offset;
+                ml_error(d, s->file, m, "%s in let '%s'", err.msg, let->name);
+                rc = -1;
+            }
+            continue;
+        }
+        if (!tmp)
+            tmp = ml_arena_new();
+        override_ctx c = {s, k};
+        expr *e = expr_parse(tmp, value, strlen(value), resolve_override, &c, &err);
+        if (!e || expr_eval(e, slots, out, &err) != 0) {
+            ml_error(d, NULL, ((ml_mark){0, 0}), "--set %s=%s: %s", let->name, value, err.msg);
+            rc = -1;
+        }
+    }
+    ml_arena_free(tmp);
+    free(values);
+    return rc;
+}

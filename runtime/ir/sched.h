@@ -1,0 +1,250 @@
+/* sched.h — the schedule IR: what the loader builds from YAML and every other module reads.
+ *
+ * The IR keeps the schedule as written: steps with unevaluated expressions (they may depend on
+ * world, rank and let-names) and the 1-based line:col of every node. plan.h turns it into one flat
+ * list of concrete operations per rank. Everything lives in the schedule's arena.
+ * docs/schedule.md is the language reference; this header is its data model. */
+#ifndef MEMLIFE_SCHED_H
+#define MEMLIFE_SCHED_H
+
+#include "base/util.h"
+#include "ir/expr.h"
+#include "ir/coll.h"
+
+/* Names (buffers, streams, events, regions) are interned per kind: a symbol is an index into
+ * sched.names[kind]. Stream 0 is always "default". */
+typedef enum { SYM_BUFFER, SYM_STREAM, SYM_EVENT, SYM_REGION, SYM_PLAN_RESULT, SYM_KIND_COUNT } sched_sym_kind;
+#define SCHED_DEFAULT_STREAM 0u
+#define SCHED_NO_SYM UINT32_MAX
+
+typedef struct {
+    const char **names;   /* arena strings */
+    ml_mark *first_mark;  /* where each name first appears (declaration for streams/events) */
+    uint32_t n, cap;
+} sched_symtab;
+
+/* A view of a buffer: `buf`, or `buf[offset : count]` (elements of the buffer's dtype). */
+typedef struct {
+    uint32_t buf;         /* SYM_BUFFER symbol */
+    expr *offset;         /* NULL: 0 */
+    expr *count;          /* NULL: to the end of the buffer */
+    ml_mark mark;
+} sched_view;
+
+/* Data written into a buffer at alloc (`init:`) or by an `init` step. */
+typedef enum {
+    INIT_NONE,            /* contents undefined (the runtime may poison them) */
+    INIT_RANK_IOTA,       /* x[i] = 100*rank + i, the chapter's pattern */
+    INIT_CONST,           /* x[i] = value */
+    INIT_EXPR,            /* x[i] = expression of i, rank, world, lets */
+    INIT_COPY,            /* copy of another view (element count must match) */
+    INIT_RANDOM,          /* seeded: same (seed, rank, i) gives the same value on every backend */
+    INIT_IDENTITY         /* the reduction op's identity: SUM 0, PROD 1, MAX dtype min, MIN dtype max */
+} sched_init_kind;
+
+typedef struct {
+    sched_init_kind kind;
+    expr *value;          /* CONST value, EXPR body, RANDOM seed */
+    sched_view src;       /* COPY */
+    ml_redop op;          /* IDENTITY */
+    ml_mark mark;
+} sched_init;
+
+/* One side of a data check. */
+typedef enum {
+    OPD_VIEW,             /* a buffer view, optionally with its rank-major shards rolled */
+    OPD_EXPR,             /* closed form: element i equals expression of i (rank, world, lets) */
+    OPD_REDUCED_PATTERN   /* init pattern reduced over all ranks with op, computed independently */
+} sched_operand_kind;
+
+typedef struct {
+    sched_operand_kind kind;
+    sched_view view;      /* OPD_VIEW */
+    expr *roll_shards;    /* OPD_VIEW: NULL or k: shards of size n/world rolled by k (torch.roll dims=0) */
+    expr *value;          /* OPD_EXPR */
+    sched_init pattern;   /* OPD_REDUCED_PATTERN (RANK_IOTA, CONST, EXPR, RANDOM) */
+    ml_redop op;          /* OPD_REDUCED_PATTERN */
+    ml_mark mark;
+} sched_operand;
+
+typedef enum { CHECK_EQUAL, CHECK_NOT_EQUAL } sched_check_kind;
+
+typedef struct {
+    const char *name;     /* contract name shown in results: "exact-sum-equivalence" */
+    sched_check_kind kind;
+    sched_operand a, b;
+    double rtol, atol;    /* floats: |a-b| <= atol + rtol*|b|; both 0 means bitwise */
+} sched_check;
+
+/* Named errors a step can be expected to raise (expect_error). */
+typedef enum {
+    ERR_NONE,
+    ERR_SIZE_MISMATCH,    /* collective count contract broken (e.g. RS send != world * recv) */
+    ERR_DTYPE_MISMATCH,
+    ERR_BAD_OP,           /* reduction not valid for the dtype */
+    ERR_OUT_OF_BOUNDS,    /* view outside its buffer */
+    ERR_BAD_INPLACE,      /* buffers overlap but not at NCCL's in-place offset */
+    ERR_COUNT_
+} sched_error_code;
+extern const char *const sched_error_names[ERR_COUNT_];   /* "size_mismatch", ... */
+
+typedef enum {
+    ST_ALLOC, ST_FREE, ST_RELEASE, ST_COLL, ST_SYNC, ST_RECORD, ST_WAIT, ST_REPEAT, ST_REGION,
+    ST_INIT, ST_COPY, ST_SCALE, ST_COMPUTE, ST_CHECK, ST_EXPECT_ERROR,
+    ST_KIND_COUNT
+} sched_step_kind;
+extern const char *const sched_step_names[ST_KIND_COUNT];  /* schedule keys: "alloc", ... */
+
+typedef enum { SYNC_DEVICE, SYNC_STREAM, SYNC_EVENT } sched_sync_kind;
+
+typedef struct sched_step sched_step;
+struct sched_step {
+    sched_step_kind kind;
+    ml_mark mark;         /* the step's key (e.g. the 'alloc' of `- alloc: {...}`) */
+    expr *when;           /* NULL: every rank; else runs where the expression is non-zero */
+    union {
+        struct {
+            uint32_t buf;
+            expr *bytes;          /* exactly one of bytes / count is set */
+            expr *count;          /* elements of dtype */
+            ml_dtype dtype;       /* the schedule's dtype unless given */
+            expr *chunks;         /* NULL: one allocation; else N physical chunks (VMM) */
+            sched_init init;
+        } alloc;
+        struct {
+            uint32_t *bufs;
+            uint32_t n;
+            ml_mark *marks;       /* one per name */
+        } free;
+        struct {
+            uint32_t buf;
+            expr *keep;           /* index of the chunk to keep; all others are released */
+        } release;
+        struct {
+            ml_coll coll;
+            sched_view send, recv;    /* `buf:` sets both to the same view */
+            ml_redop op;              /* has_op collectives; default sum */
+            expr *root;               /* has_root collectives */
+            uint32_t stream;
+        } coll;
+        struct {
+            sched_sync_kind kind;
+            uint32_t stream;      /* SYNC_STREAM */
+            uint32_t event;       /* SYNC_EVENT */
+        } sync;
+        struct {
+            uint32_t event, stream;
+        } event;                  /* ST_RECORD and ST_WAIT */
+        struct {
+            expr *count;
+            sched_step *steps;
+            uint32_t n;
+        } repeat;
+        struct {
+            uint32_t name;        /* SYM_REGION */
+            sched_step *steps;
+            uint32_t n;
+        } region;
+        struct {
+            sched_view dst;
+            sched_init init;
+        } init;
+        struct {
+            sched_view src, dst;
+            uint32_t stream;
+        } copy;
+        struct {
+            sched_view buf;
+            expr *factor;         /* multiply every element (a transformation between phases) */
+            uint32_t stream;
+        } scale;
+        struct {
+            sched_view *reads, *writes;   /* stands for user computation: uses buffers */
+            uint32_t n_reads, n_writes;
+            uint32_t stream;
+        } compute;
+        sched_check *check;       /* by pointer: inline it would make every step 328 bytes,
+                                     not 128 (a 1M-step schedule is 1M steps) */
+        struct {
+            sched_error_code error;
+            sched_step *step;     /* exactly one step, which must fail with `error` */
+            const char *name;     /* contract name for the result rows */
+        } expect_error;
+    } u;
+};
+
+typedef enum { VIEW_REQUESTED, VIEW_DEVICE, VIEW_COUNT } ml_mem_view;
+extern const char *const ml_mem_view_names[VIEW_COUNT];   /* "requested", "device" */
+
+typedef struct {
+    ml_mem_view view;
+    expr *rank;           /* NULL: every rank */
+    expr *steady, *peak;  /* either may be NULL */
+    ml_mark mark;
+} sched_expect;
+
+typedef struct {
+    const char *name;
+    expr *value;
+    ml_mark mark;
+} sched_let;
+
+typedef struct {
+    const char *name;     /* "" for a schedule with top-level steps */
+    sched_step *steps;
+    uint32_t n;
+    sched_expect *expects;    /* plan-level expectations, if any, else the schedule's apply */
+    uint32_t n_expects;
+    ml_mark mark;
+} sched_plan;
+
+typedef struct {
+    const char *file;
+    const char *name;
+    const char *about;
+    int world;            /* default world size (`world:`); 0 when the file sets none */
+    ml_mark world_mark;
+    ml_dtype dtype;       /* default dtype (float32 unless given) */
+    sched_let *lets;
+    uint32_t n_lets;
+    sched_expect *expects;
+    uint32_t n_expects;
+    sched_plan *plans;    /* one plan named "" unless the file has `plans:` */
+    uint32_t n_plans;
+    int sweep_let;        /* index into lets, -1 when no sweep */
+    expr **sweep_values;
+    uint32_t n_sweep;
+    sched_symtab syms[SYM_KIND_COUNT];
+    uint64_t n_steps_total;   /* steps as written (repeat bodies counted once) */
+    ml_arena *arena;
+} sched;
+
+/* Loader (runtime/load.c). Reads a file (or a memory buffer, for tests and the fuzzer), appends
+ * diagnostics to d. Returns NULL when any error was found; nothing is half-built then. */
+typedef struct {
+    size_t max_depth;         /* nesting of repeat/region/expect_error; default 64 */
+    size_t max_name_len;      /* default 128 */
+    size_t max_steps;         /* written steps; default 20,000,000 */
+} sched_load_limits;
+
+sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_diags *d);
+sched *sched_load_buffer(const char *name, const char *data, size_t len,
+                         const sched_load_limits *limits, ml_diags *d);
+void sched_free(sched *s);
+
+const char *sched_sym_name(const sched *s, sched_sym_kind kind, uint32_t sym);
+
+/* Let-values for one (world, rank): evaluates lets in order into slots[EXPR_SLOT_FIRST_LET + k].
+ * overrides: `--set NAME=VALUE` strings, parsed as expressions over world, rank and earlier lets.
+ * Unknown override names are errors. slots must hold EXPR_SLOT_FIRST_LET + n_lets values. */
+typedef struct {
+    const char **set;      /* "NAME=VALUE" */
+    size_t n_set;
+    int world;             /* > 0 overrides the file's world */
+} sched_params;
+int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, int64_t *slots,
+                    ml_diags *d);
+/* The world a run uses: p->world, else the file's, else an error. */
+int sched_world(const sched *s, const sched_params *p, ml_diags *d);
+
+#endif

@@ -1,0 +1,553 @@
+/* load_steps.c — steps: one table row per step key (collectives share one row through the
+ * collective table of coll.h), each with its key schema, value reader and final checks. */
+#include "load/load_int.h"
+#include "base/pages.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a step's value readers and checks share. */
+typedef struct {
+    sched_step *st;
+    ld_keys k;
+    const ld_schema *sc;
+} step_ctx;
+
+typedef struct {
+    const char *name;
+    sched_step_kind kind;
+    const char *const *keys;
+    uint32_t n_keys;
+    ld_value_fn value;                               /* one key of the step's mapping */
+    int (*finish)(loader *l, step_ctx *c);           /* checks once every key is read */
+    int (*parse)(loader *l, sched_step *st);         /* forms that are not just a mapping */
+} step_form;
+
+static ml_mark later(ml_mark a, ml_mark b) {
+    return (a.line > b.line || (a.line == b.line && a.col > b.col)) ? a : b;
+}
+
+static int conflict(loader *l, const step_ctx *c, int a, int b) {
+    return ld_fail(l, later(c->k.key[a], c->k.key[b]), "'%s' and '%s' cannot both be given",
+                   c->sc->keys[a], c->sc->keys[b]);
+}
+
+/* "alloc needs 'buf'" for the first key of mask not given. */
+static int require(loader *l, const step_ctx *c, uint32_t mask) {
+    for (uint32_t k = 0; k < c->sc->n; k++)
+        if ((mask >> k) & 1u && !LD_HAS(&c->k, k))
+            return ld_fail(l, c->st->mark, "%s needs '%s'", c->sc->what, c->sc->keys[k]);
+    return 0;
+}
+
+static int stream_of(loader *l, uint32_t *stream) {
+    return ld_sym_declared(l, SYM_STREAM, "stream", stream);
+}
+
+/* A nested step list (repeat, region) or step (expect_error): bounded nesting. */
+static int enter(loader *l, const sched_step *st) {
+    if (++l->step_depth > l->lim.max_depth)
+        return ld_fail(l, st->mark, "nesting deeper than %zu levels", l->lim.max_depth);
+    return 0;
+}
+
+/* ---- alloc ------------------------------------------------------------------------------------ */
+
+enum { ALLOC_BUF, ALLOC_BYTES, ALLOC_COUNT, ALLOC_DTYPE, ALLOC_CHUNKS, ALLOC_INIT };
+static const char *const alloc_keys[] = {"buf", "bytes", "count", "dtype", "chunks", "init"};
+
+static int alloc_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    __typeof__(c->st->u.alloc) *a = &c->st->u.alloc;
+    switch (key) {
+    case ALLOC_BUF:
+        if (ld_sym(l, SYM_BUFFER, "buf", &a->buf))
+            return -1;
+        ML_VEC_AT(&l->buf_allocated, uint8_t, a->buf) = 1;
+        return 0;
+    case ALLOC_BYTES: return ld_expr(l, CTX_PLAIN, "bytes", &a->bytes);
+    case ALLOC_COUNT: return ld_expr(l, CTX_PLAIN, "count", &a->count);
+    case ALLOC_DTYPE: return ld_dtype(l, &a->dtype);
+    case ALLOC_CHUNKS: return ld_expr(l, CTX_PLAIN, "chunks", &a->chunks);
+    default: return ld_init_value(l, &a->init);
+    }
+}
+
+static int alloc_finish(loader *l, step_ctx *c) {
+    if (require(l, c, 1u << ALLOC_BUF))
+        return -1;
+    if (LD_HAS(&c->k, ALLOC_BYTES) && LD_HAS(&c->k, ALLOC_COUNT))
+        return conflict(l, c, ALLOC_BYTES, ALLOC_COUNT);
+    if (!LD_HAS(&c->k, ALLOC_BYTES) && !LD_HAS(&c->k, ALLOC_COUNT))
+        return ld_fail(l, c->st->mark, "alloc needs 'bytes' or 'count'");
+    return 0;
+}
+
+/* ---- free: a name or a list of names ---------------------------------------------------------- */
+
+static int free_name(loader *l) {
+    ld_named *n = ml_vec_push(&l->scratch);
+    n->mark = ld_mark(l);
+    return ld_sym(l, SYM_BUFFER, "free", &n->sym);
+}
+
+static int free_parse(loader *l, sched_step *st) {
+    l->scratch.n = 0;
+    if (ld_is(l, YAML_SCALAR_EVENT)) {
+        if (free_name(l))
+            return -1;
+    } else if (ld_is(l, YAML_SEQUENCE_START_EVENT)) {
+        ml_mark m = ld_mark(l);
+        for (;;) {
+            if (ld_next(l))
+                return -1;
+            if (ld_is(l, YAML_SEQUENCE_END_EVENT))
+                break;
+            if (free_name(l))
+                return -1;
+        }
+        if (l->scratch.n == 0)
+            return ld_fail(l, m, "'free' needs at least one buffer");
+    } else {
+        return ld_fail(l, ld_mark(l), "'free' must be a name or a list of names");
+    }
+    uint32_t n = (uint32_t)l->scratch.n;
+    st->u.free.n = n;
+    st->u.free.bufs = ml_arena_alloc(l->a, n * sizeof(uint32_t));
+    st->u.free.marks = ml_arena_alloc(l->a, n * sizeof(ml_mark));
+    for (uint32_t k = 0; k < n; k++) {
+        st->u.free.bufs[k] = ML_VEC_AT(&l->scratch, ld_named, k).sym;
+        st->u.free.marks[k] = ML_VEC_AT(&l->scratch, ld_named, k).mark;
+    }
+    return 0;
+}
+
+/* ---- release ---------------------------------------------------------------------------------- */
+
+enum { RELEASE_BUF, RELEASE_KEEP };
+static const char *const release_keys[] = {"buf", "keep"};
+
+static int release_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    if (key == RELEASE_BUF)
+        return ld_sym(l, SYM_BUFFER, "buf", &c->st->u.release.buf);
+    return ld_expr(l, CTX_PLAIN, "keep", &c->st->u.release.keep);
+}
+
+static int release_finish(loader *l, step_ctx *c) {
+    return require(l, c, 1u << RELEASE_BUF | 1u << RELEASE_KEEP);
+}
+
+/* ---- collectives ------------------------------------------------------------------------------ */
+
+enum { COLL_BUF, COLL_SEND, COLL_RECV, COLL_OP, COLL_ROOT, COLL_STREAM };
+static const char *const coll_keys[] = {"buf", "send", "recv", "op", "root", "stream"};
+
+static int coll_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    __typeof__(c->st->u.coll) *co = &c->st->u.coll;
+    switch (key) {
+    case COLL_BUF: return ld_view(l, "buf", &co->send);
+    case COLL_SEND: return ld_view(l, "send", &co->send);
+    case COLL_RECV: return ld_view(l, "recv", &co->recv);
+    case COLL_OP: return ld_redop(l, &co->op);
+    case COLL_ROOT: return ld_expr(l, CTX_PLAIN, "root", &co->root);
+    default: return stream_of(l, &co->stream);
+    }
+}
+
+static int coll_finish(loader *l, step_ctx *c) {
+    __typeof__(c->st->u.coll) *co = &c->st->u.coll;
+    const ml_coll_info *ci = &ml_colls[co->coll];
+    const ld_keys *k = &c->k;
+    if (LD_HAS(k, COLL_BUF) && (LD_HAS(k, COLL_SEND) || LD_HAS(k, COLL_RECV)))
+        return conflict(l, c, COLL_BUF, LD_HAS(k, COLL_SEND) ? COLL_SEND : COLL_RECV);
+    if (LD_HAS(k, COLL_BUF))
+        co->recv = co->send;
+    else if (!LD_HAS(k, COLL_SEND) && !LD_HAS(k, COLL_RECV))
+        return ld_fail(l, c->st->mark, "%s needs 'buf' or 'send' and 'recv'", ci->name);
+    else if (require(l, c, 1u << COLL_SEND | 1u << COLL_RECV))
+        return -1;
+    if (LD_HAS(k, COLL_OP) && !ci->has_op)
+        return ld_fail(l, k->key[COLL_OP], "'op' is not valid for %s", ci->name);
+    if (LD_HAS(k, COLL_ROOT) && !ci->has_root)
+        return ld_fail(l, k->key[COLL_ROOT], "'root' is not valid for %s", ci->name);
+    if (ci->has_root)
+        return require(l, c, 1u << COLL_ROOT);
+    return 0;
+}
+
+/* ---- sync: `device`, {stream: S} or {event: E} ------------------------------------------------ */
+
+enum { SYNC_KEY_STREAM, SYNC_KEY_EVENT };
+static const char *const sync_keys[] = {"stream", "event"};
+static const ld_schema sync_schema = LD_SCHEMA("sync", sync_keys);
+
+static int sync_value(loader *l, int key, void *obj) {
+    sched_step *st = obj;
+    if (key == SYNC_KEY_STREAM) {
+        st->u.sync.kind = SYNC_STREAM;
+        return stream_of(l, &st->u.sync.stream);
+    }
+    st->u.sync.kind = SYNC_EVENT;
+    return ld_sym_declared(l, SYM_EVENT, "event", &st->u.sync.event);
+}
+
+static int sync_parse(loader *l, sched_step *st) {
+    static const char form[] = "sync must be 'device', {stream: S} or {event: E}";
+    st->u.sync.stream = SCHED_DEFAULT_STREAM;
+    st->u.sync.event = SCHED_NO_SYM;
+    if (ld_is(l, YAML_SCALAR_EVENT)) {
+        size_t len;
+        const char *t = ld_text(l, &len);
+        if (len != 6 || memcmp(t, "device", 6) != 0)
+            return ld_fail(l, ld_mark(l), "%s", form);
+        st->u.sync.kind = SYNC_DEVICE;
+        return 0;
+    }
+    if (!ld_is(l, YAML_MAPPING_START_EVENT))
+        return ld_fail(l, ld_mark(l), "%s", form);
+    ld_keys k;
+    if (ld_map(l, &sync_schema, sync_value, st, &k))
+        return -1;
+    if (k.seen == 3u)
+        return ld_fail(l, later(k.key[0], k.key[1]), "'stream' and 'event' cannot both be given");
+    if (!k.seen)
+        return ld_fail(l, k.map, "%s", form);
+    return 0;
+}
+
+/* ---- record, wait ----------------------------------------------------------------------------- */
+
+enum { EVENT_EVENT, EVENT_STREAM };
+static const char *const event_keys[] = {"event", "stream"};
+
+static int event_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    if (key == EVENT_EVENT)
+        return ld_sym_declared(l, SYM_EVENT, "event", &c->st->u.event.event);
+    return stream_of(l, &c->st->u.event.stream);
+}
+
+static int event_finish(loader *l, step_ctx *c) { return require(l, c, 1u << EVENT_EVENT); }
+
+/* ---- repeat, region --------------------------------------------------------------------------- */
+
+enum { REPEAT_COUNT, REPEAT_STEPS };
+static const char *const repeat_keys[] = {"count", "steps"};
+enum { REGION_NAME, REGION_STEPS };
+static const char *const region_keys[] = {"name", "steps"};
+
+static int nested_steps(loader *l, step_ctx *c, sched_step **steps, uint32_t *n) {
+    if (enter(l, c->st))
+        return -1;
+    int rc = ld_steps(l, "steps", steps, n);
+    l->step_depth--;
+    return rc;
+}
+
+static int repeat_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    if (key == REPEAT_COUNT)
+        return ld_expr(l, CTX_PLAIN, "count", &c->st->u.repeat.count);
+    return nested_steps(l, c, &c->st->u.repeat.steps, &c->st->u.repeat.n);
+}
+
+static int repeat_finish(loader *l, step_ctx *c) {
+    return require(l, c, 1u << REPEAT_COUNT | 1u << REPEAT_STEPS);
+}
+
+static int region_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    if (key == REGION_NAME)
+        return ld_sym(l, SYM_REGION, "name", &c->st->u.region.name);
+    return nested_steps(l, c, &c->st->u.region.steps, &c->st->u.region.n);
+}
+
+static int region_finish(loader *l, step_ctx *c) {
+    return require(l, c, 1u << REGION_NAME | 1u << REGION_STEPS);
+}
+
+/* ---- init: {buf: V, <one INIT key>} ----------------------------------------------------------- */
+
+static const char *const init_step_keys[] = {"buf", "const", "expr", "copy", "random", "identity",
+                                             "pattern"};
+
+static int init_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    if (key == 0)
+        return ld_view(l, "buf", &c->st->u.init.dst);
+    return ld_init_key(l, key - 1, &c->st->u.init.init, c->k.key[key]);
+}
+
+static int init_finish(loader *l, step_ctx *c) {
+    if (require(l, c, 1u))
+        return -1;
+    if (c->st->u.init.init.kind == INIT_NONE)
+        return ld_fail(l, c->st->mark, "init needs one of const, expr, copy, random, identity, pattern");
+    return 0;
+}
+
+/* ---- copy, scale, compute --------------------------------------------------------------------- */
+
+enum { COPY_SRC, COPY_DST, COPY_STREAM };
+static const char *const copy_keys[] = {"src", "dst", "stream"};
+
+static int copy_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    if (key == COPY_SRC)
+        return ld_view(l, "src", &c->st->u.copy.src);
+    if (key == COPY_DST)
+        return ld_view(l, "dst", &c->st->u.copy.dst);
+    return stream_of(l, &c->st->u.copy.stream);
+}
+
+static int copy_finish(loader *l, step_ctx *c) { return require(l, c, 1u << COPY_SRC | 1u << COPY_DST); }
+
+enum { SCALE_BUF, SCALE_BY, SCALE_STREAM };
+static const char *const scale_keys[] = {"buf", "by", "stream"};
+
+static int scale_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    if (key == SCALE_BUF)
+        return ld_view(l, "buf", &c->st->u.scale.buf);
+    if (key == SCALE_BY)
+        return ld_expr(l, CTX_PLAIN, "by", &c->st->u.scale.factor);
+    return stream_of(l, &c->st->u.scale.stream);
+}
+
+static int scale_finish(loader *l, step_ctx *c) { return require(l, c, 1u << SCALE_BUF | 1u << SCALE_BY); }
+
+enum { COMPUTE_READS, COMPUTE_WRITES, COMPUTE_STREAM };
+static const char *const compute_keys[] = {"reads", "writes", "stream"};
+
+static int compute_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    __typeof__(c->st->u.compute) *cp = &c->st->u.compute;
+    if (key == COMPUTE_READS)
+        return ld_views(l, "reads", &cp->reads, &cp->n_reads);
+    if (key == COMPUTE_WRITES)
+        return ld_views(l, "writes", &cp->writes, &cp->n_writes);
+    return stream_of(l, &cp->stream);
+}
+
+/* ---- check ------------------------------------------------------------------------------------ */
+
+enum { CHECK_NAME, CHECK_EQUAL_KEY, CHECK_NOT_EQUAL_KEY, CHECK_RTOL, CHECK_ATOL };
+static const char *const check_keys[] = {"name", "equal", "not_equal", "rtol", "atol"};
+
+static int tolerance(loader *l, const char *what, double *out) {
+    if (ld_want_scalar(l, what))
+        return -1;
+    /* libyaml scalars are NUL-terminated. */
+    const char *t = (const char *)l->ev.data.scalar.value;
+    char *end;
+    double v = strtod(t, &end);
+    if (end == t || *end != '\0' || !isfinite(v) || v < 0)
+        return ld_fail(l, ld_mark(l), "'%s' must be a non-negative number", what);
+    *out = v;
+    return 0;
+}
+
+static int check_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    sched_check *ck = c->st->u.check;
+    switch (key) {
+    case CHECK_NAME: return ld_name(l, "name", &ck->name);
+    case CHECK_RTOL: return tolerance(l, "rtol", &ck->rtol);
+    case CHECK_ATOL: return tolerance(l, "atol", &ck->atol);
+    default: break;
+    }
+    const char *what = check_keys[key];
+    ck->kind = key == CHECK_EQUAL_KEY ? CHECK_EQUAL : CHECK_NOT_EQUAL;
+    if (ld_want(l, YAML_SEQUENCE_START_EVENT, what))
+        return -1;
+    ml_mark m = ld_mark(l);
+    sched_operand *opd[2] = {&ck->a, &ck->b};
+    for (int n = 0;; n++) {
+        if (ld_next(l))
+            return -1;
+        if (ld_is(l, YAML_SEQUENCE_END_EVENT)) {
+            if (n == 2)
+                return 0;
+            break;
+        }
+        if (n == 2 || ld_operand(l, opd[n]))
+            return n == 2 ? ld_fail(l, m, "'%s' needs exactly 2 operands", what) : -1;
+    }
+    return ld_fail(l, m, "'%s' needs exactly 2 operands", what);
+}
+
+static int check_finish(loader *l, step_ctx *c) {
+    if (require(l, c, 1u << CHECK_NAME))
+        return -1;
+    if (LD_HAS(&c->k, CHECK_EQUAL_KEY) && LD_HAS(&c->k, CHECK_NOT_EQUAL_KEY))
+        return conflict(l, c, CHECK_EQUAL_KEY, CHECK_NOT_EQUAL_KEY);
+    if (!LD_HAS(&c->k, CHECK_EQUAL_KEY) && !LD_HAS(&c->k, CHECK_NOT_EQUAL_KEY))
+        return ld_fail(l, c->st->mark, "check needs 'equal' or 'not_equal'");
+    return 0;
+}
+
+/* ---- expect_error ----------------------------------------------------------------------------- */
+
+enum { XERR_NAME, XERR_ERROR, XERR_STEP };
+static const char *const xerr_keys[] = {"name", "error", "step"};
+
+static int xerr_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    __typeof__(c->st->u.expect_error) *x = &c->st->u.expect_error;
+    if (key == XERR_NAME)
+        return ld_name(l, "name", &x->name);
+    if (key == XERR_ERROR) {
+        if (ld_want_scalar(l, "error"))
+            return -1;
+        size_t len;
+        const char *t = ld_text(l, &len);
+        for (int e = ERR_NONE + 1; e < ERR_COUNT_; e++)
+            if (strncmp(sched_error_names[e], t, len) == 0 && sched_error_names[e][len] == '\0') {
+                x->error = (sched_error_code)e;
+                return 0;
+            }
+        return ld_fail(l, ld_mark(l), "unknown error code '%.*s'", len > 64 ? 64 : (int)len, t);
+    }
+    if (enter(l, c->st))
+        return -1;
+    x->step = ml_arena_alloc(l->a, sizeof(sched_step));
+    int rc = ld_step(l, x->step);
+    l->step_depth--;
+    return rc;
+}
+
+static int xerr_finish(loader *l, step_ctx *c) {
+    return require(l, c, 1u << XERR_NAME | 1u << XERR_ERROR | 1u << XERR_STEP);
+}
+
+/* ---- The table -------------------------------------------------------------------------------- */
+
+#define FORM(name, kind, keys, value, finish) {name, kind, keys, ML_ARRAY_LEN(keys), value, finish, NULL}
+static const step_form step_forms[] = {
+    FORM("alloc", ST_ALLOC, alloc_keys, alloc_value, alloc_finish),
+    {"free", ST_FREE, NULL, 0, NULL, NULL, free_parse},
+    FORM("release", ST_RELEASE, release_keys, release_value, release_finish),
+    {"sync", ST_SYNC, NULL, 0, NULL, NULL, sync_parse},
+    FORM("record", ST_RECORD, event_keys, event_value, event_finish),
+    FORM("wait", ST_WAIT, event_keys, event_value, event_finish),
+    FORM("repeat", ST_REPEAT, repeat_keys, repeat_value, repeat_finish),
+    FORM("region", ST_REGION, region_keys, region_value, region_finish),
+    FORM("init", ST_INIT, init_step_keys, init_value, init_finish),
+    FORM("copy", ST_COPY, copy_keys, copy_value, copy_finish),
+    FORM("scale", ST_SCALE, scale_keys, scale_value, scale_finish),
+    FORM("compute", ST_COMPUTE, compute_keys, compute_value, NULL),
+    FORM("check", ST_CHECK, check_keys, check_value, check_finish),
+    FORM("expect_error", ST_EXPECT_ERROR, xerr_keys, xerr_value, xerr_finish),
+};
+/* Every collective of coll.h is a step key of its own, read by one row. */
+static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_value, coll_finish);
+
+static const step_form *form_lookup(const char *t, size_t len, int *coll) {
+    *coll = -1;
+    for (size_t k = 0; k < ML_ARRAY_LEN(step_forms); k++)
+        if (step_forms[k].name[0] == t[0] && strncmp(step_forms[k].name, t, len) == 0 &&
+            step_forms[k].name[len] == '\0')
+            return &step_forms[k];
+    *coll = ml_coll_lookup(t, len);
+    return *coll >= 0 ? &coll_form : NULL;
+}
+
+static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
+    st->kind = f->kind;
+    if (f->parse)
+        return f->parse(l, st);
+    step_ctx c = {.st = st};
+    ld_schema sc = {f->name, f->keys, f->n_keys};
+    if (f->kind == ST_ALLOC)
+        st->u.alloc.dtype = l->s->dtype;
+    if (f->kind == ST_CHECK)
+        st->u.check = ml_arena_alloc(l->a, sizeof *st->u.check);
+    if (f->kind == ST_COLL) {
+        st->u.coll.coll = (ml_coll)coll;
+        st->u.coll.op = RED_SUM;
+        sc.what = ml_colls[coll].name;
+    }
+    c.sc = &sc;
+    if (ld_map(l, &sc, f->value, &c, &c.k))
+        return -1;
+    return f->finish ? f->finish(l, &c) : 0;
+}
+
+/* One step: a mapping with one step key and optionally `when:`. */
+int ld_step(loader *l, sched_step *st) {
+    if (!ld_is(l, YAML_MAPPING_START_EVENT))
+        return ld_fail(l, ld_mark(l), "a step must be a mapping");
+    ml_mark start = ld_mark(l);
+    if (++l->s->n_steps_total > l->lim.max_steps)
+        return ld_fail(l, start, "more than %zu steps", l->lim.max_steps);
+    const char *step_key = NULL;
+    bool have_when = false;
+    for (;;) {
+        if (ld_next(l))
+            return -1;
+        if (ld_is(l, YAML_MAPPING_END_EVENT))
+            break;
+        if (!ld_is(l, YAML_SCALAR_EVENT))
+            return ld_fail(l, ld_mark(l), "keys of a step must be scalars");
+        size_t len;
+        const char *t = ld_text(l, &len);
+        ml_mark m = ld_mark(l);
+        if (len == 4 && memcmp(t, "when", 4) == 0) {
+            if (have_when)
+                return ld_fail(l, m, "duplicate key 'when' in step");
+            have_when = true;
+            if (ld_next(l) || ld_expr(l, CTX_PLAIN, "when", &st->when))
+                return -1;
+            continue;
+        }
+        int coll;
+        const step_form *f = form_lookup(t, len, &coll);
+        if (!f)
+            return ld_fail(l, m, "unknown step '%.*s'", len > 64 ? 64 : (int)len, t);
+        const char *name = coll >= 0 ? ml_colls[coll].name : f->name;
+        if (step_key)
+            return ld_fail(l, m, "a step has one step key: '%s' after '%s'", name, step_key);
+        step_key = name;
+        st->mark = m;
+        if (ld_next(l) || step_body(l, f, coll, st))
+            return -1;
+    }
+    if (!step_key)
+        return ld_fail(l, start, "a step needs a step key such as 'alloc' or 'all_reduce'");
+    return 0;
+}
+
+/* A list of steps, built in a growing array that the schedule then owns. A million steps are
+ * 128 MB: the array's pages are populated a little ahead of the steps written (pages.h). */
+#define STEPS_AHEAD (((size_t)2 << 20) / sizeof(sched_step))
+int ld_steps(loader *l, const char *what, sched_step **out, uint32_t *n) {
+    if (ld_want(l, YAML_SEQUENCE_START_EVENT, what))
+        return -1;
+    ml_vec v;
+    ml_vec_init(&v, sizeof(sched_step));
+    size_t populated = 0;
+    for (;;) {
+        if (ld_next(l))
+            break;
+        if (ld_is(l, YAML_SEQUENCE_END_EVENT)) {
+            *out = v.items;
+            *n = (uint32_t)v.n;
+            if (v.items)
+                ld_own(l, v.items);
+            return 0;
+        }
+        sched_step *st = ml_vec_push(&v);
+        if (v.n >= populated) {
+            size_t end = v.n + STEPS_AHEAD < v.cap ? v.n + STEPS_AHEAD : v.cap;
+            ml_prefault((sched_step *)v.items + v.n, (sched_step *)v.items + end);
+            populated = end;
+        }
+        if (ld_step(l, st))
+            break;
+    }
+    ml_vec_free(&v);
+    return -1;
+}
