@@ -1,6 +1,7 @@
 /* args.c — the one argv loop of memlife: common options plus a command's own table (args.h). */
 #include "args.h"
 #include "cmd.h"
+#include "base/input.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -170,6 +171,13 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
     a->format = (report_format)format;
     if (!allow_no_files && a->files.n == 0)
         return ml_usage_error(cmd, "no schedule file given");
+    /* Before anything is read or written: `-o x.yaml` on input x.yaml would replace it. */
+    char err[600];
+    if (ml_output_check(a->output, (const char *const *)a->files.items, a->files.n, err,
+                        sizeof err) != 0) {
+        fprintf(stderr, "%s: error: %s\n", a->output, err);
+        return ML_EXIT_INPUT;
+    }
     return 0;
 }
 

@@ -24,6 +24,7 @@
  * reaches, with a single candidate hole for the next request. With several small pages the grown
  * tail competes with the others' holes, so that free churns too. */
 #include "predict/analyzer.h"
+#include "base/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -427,8 +428,17 @@ void devmodel_release(devmodel *m, int64_t handle) {
     m->free_block = handle;
 }
 
+/* Past 2^63-1 the result is UINT64_MAX (base/checked.h), which the predictor reports. */
+static uint64_t pages_bytes(uint64_t pages) {
+    uint64_t bytes;
+    ml_bytes_mul(pages, DEVMODEL_PAGE, &bytes);
+    return bytes;
+}
+
 uint64_t devmodel_bytes(const devmodel *m) {
-    return (m->whole_pages + m->small_pages) * DEVMODEL_PAGE;
+    uint64_t pages;
+    ml_add_u64_checked(m->whole_pages, m->small_pages, &pages);
+    return pages_bytes(pages);
 }
 
 bool devmodel_exact(const devmodel *m) { return m->ambiguous_live == 0; }
@@ -445,6 +455,9 @@ void devmodel_bounds(const devmodel *m, uint64_t *lo, uint64_t *hi) {
     uint64_t hi_small = m->small_pages + m->ambiguous_live;
     if (hi_small > m->small_live)
         hi_small = m->small_live;
-    *lo = (m->whole_pages + lo_small) * DEVMODEL_PAGE;
-    *hi = (m->whole_pages + hi_small) * DEVMODEL_PAGE;
+    uint64_t lo_pages, hi_pages;
+    ml_add_u64_checked(m->whole_pages, lo_small, &lo_pages);
+    ml_add_u64_checked(m->whole_pages, hi_small, &hi_pages);
+    *lo = pages_bytes(lo_pages);
+    *hi = pages_bytes(hi_pages);
 }

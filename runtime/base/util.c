@@ -149,13 +149,20 @@ void ml_diag_add(ml_diags *d, ml_diag_level level, const char *file, ml_mark mar
     if (vasprintf(&text, fmt, ap) < 0)
         text = NULL;
     va_end(ap);
-    if (!text) {
+    /* The file name is kept beside the text (one block, freed with it): a caller may name a
+     * buffer of its own that is gone before the diagnostics are printed. */
+    size_t tn = text ? strlen(text) + 1 : 0, fn = file ? strlen(file) + 1 : 0;
+    char *block = text && fn ? realloc(text, tn + fn) : text;
+    if (!block) {
         fputs("memlife: out of memory\n", stderr);
         abort();
     }
+    text = block;
+    if (fn)
+        memcpy(text + tn, file, fn);
     ml_diag *g = ml_vec_push(&d->items);
     g->level = level;
-    g->file = file;
+    g->file = fn ? text + tn : NULL;
     g->mark = mark;
     g->text = text;
     g->rank = rank;
