@@ -102,27 +102,17 @@ static int analyze_plan(ml_item *it, const sched_params *p, const ml_analysis_op
     return 0;
 }
 
-/* Which plans of s to analyze: all, or the one named by --plan. A file without named plans
- * ignores --plan, so `--plan direct` over a mix of files still covers the lifetime files. */
+/* Which plans of s to analyze: all, or the one named by --plan (an error for a file that has
+ * no plan of that name, or no plans at all: a silently ignored --plan reports something else
+ * than asked). */
 static int select_plans(const sched *s, const char *want, int *first, int *last, ml_diags *d) {
     *first = 0;
     *last = (int)s->n_plans - 1;
-    if (!want || s->n_plans == 0 || !s->plans[0].name[0])
+    if (!want)
         return 0;
-    for (uint32_t k = 0; k < s->n_plans; k++)
-        if (!strcmp(s->plans[k].name, want)) {
-            *first = *last = (int)k;
-            return 0;
-        }
-    char names[256] = "";
-    for (uint32_t k = 0; k < s->n_plans; k++) {
-        if (k)
-            strncat(names, ", ", sizeof names - strlen(names) - 1);
-        strncat(names, s->plans[k].name, sizeof names - strlen(names) - 1);
-    }
-    ml_error(d, s->file, s->plans[0].mark, "no plan '%s' in this schedule (plans: %s)", want,
-             names);
-    return -1;
+    int k = sched_plan_named(s, want, d);
+    *first = *last = k;
+    return k < 0 ? -1 : 0;
 }
 
 int ml_analyze(const ml_args *a, const char *command, const ml_analysis_opts *o, ml_analysis *out) {

@@ -146,7 +146,7 @@ static int load_word(const char *word, const sched_params *p, equiv_inputs *in, 
             failed = true;
     }
     if (s && plan && !owned)
-        ml_error(d, path, ((ml_mark){0, 0}), "no plan named '%s' in '%s'", plan, path);
+        sched_plan_named(s, plan, d);   /* says which plans there are */
     if (print)
         ml_diags_print(d, stderr);
     int rc = failed || d->errors ? -1 : 0;

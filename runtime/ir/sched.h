@@ -247,4 +247,9 @@ int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, 
 /* The world a run uses: p->world, else the file's, else an error. */
 int sched_world(const sched *s, const sched_params *p, ml_diags *d);
 
+/* --plan NAME: the index of the plan of s called name. Returns it, or -1 with a diagnostic that
+ * lists the plans: "no plan 'x' in this schedule (plans: direct, naive)", or, for a file without
+ * `plans:`, "no plan 'x': this schedule has no 'plans:', only one list of 'steps:'". */
+int sched_plan_named(const sched *s, const char *name, ml_diags *d);
+
 #endif
