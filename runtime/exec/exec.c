@@ -14,6 +14,7 @@
 #include "exec/rt.h"
 #include "ir/data.h"
 #include "exec/inject.h"
+#include "exec/watch.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -791,6 +792,7 @@ int rt_rank_advance(rt_rank *r) {
     const rank_plan *p = r->plan;
     while (r->pc < p->n_ops) {
         const plan_op *op = &p->ops[r->pc];
+        rt_watch_parent();   /* rate-limited: one clock read per op (watch.h) */
         inject_at(r);
         if (op->kind == OP_COLL)
             return 1;

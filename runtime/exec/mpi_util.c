@@ -1,5 +1,6 @@
 /* mpi_util.c — MPI start-up, deadline waits, blob exchanges and abort (mpi_util.h). */
 #include "exec/mpi_util.h"
+#include "exec/watch.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -220,6 +221,7 @@ static void wait_all(rt_rank *r, MPI_Request *reqs, const int *peer, int n, cons
         }
         if (spins < 200)
             continue;
+        rt_watch_parent();   /* a wait ends with the memlife that launched the job (watch.h) */
         if (!published) {
             note_publish(r, reqs, peer, n, what, &ts0);
             published = true;
