@@ -27,7 +27,7 @@ const char cmd_run_usage[] =
     "usage: memlife run FILE... [--backend host|cuda] [--ranks N] [--gpus N]\n"
     "                   [--allocator cuda|async|chunked] [--world N] [--set NAME=VALUE]...\n"
     "                   [--plan NAME] [--timeout S] [--format table|json|csv|md] [-o FILE]\n"
-    "                   [--no-lint cross-rank|hazards] [--no-data] [--no-sequence-check]\n"
+    "                   [--no-lint CLASS]... [--no-data] [--no-sequence-check]\n"
     "                   [--inject FAULT[,FAULT]...]\n"
     "\n"
     "Executes each schedule for real and compares what was measured with the prediction: the\n"
@@ -57,8 +57,9 @@ const char cmd_run_usage[] =
     "                        expiry every rank ends with exit 3\n"
     "  -f, --format FMT      table (default), json, csv or md\n"
     "  -o, --output FILE     write the result to FILE (atomically) instead of stdout\n"
-    "      --no-lint WHAT    let 'cross-rank' divergence or 'hazards' through (to test the\n"
-    "                        runtime's own detection)\n"
+    "      --no-lint CLASS   let a class of lint errors through to test the runtime's own\n"
+    "                        checks; repeatable: cross-rank, hazards, use-after-free,\n"
+    "                        double-free, double-alloc, double-release, inplace-offsets\n"
     "      --no-data         skip data inits, scales and checks (memory only)\n"
     "      --no-sequence-check  do not exchange collective descriptors before each collective\n"
     "                        (a divergence then ends at the deadline)\n"
@@ -145,12 +146,11 @@ static int analyze_quietly(const ml_args *a, const ml_analysis_opts *o, ml_analy
 static int parse_no_lint(const run_opts *ro, lint_options *lo) {
     for (size_t k = 0; k < ro->no_lint.n; k++) {
         const char *w = ML_VEC_AT(&ro->no_lint, const char *, k);
-        if (!strcmp(w, "cross-rank"))
-            lo->cross_rank = false;
-        else if (!strcmp(w, "hazards"))
-            lo->hazards = false;
-        else
-            return ml_usage_error("run", "--no-lint takes 'cross-rank' or 'hazards', not '%s'", w);
+        if (lint_options_disable(lo, w) != 0) {
+            char names[400];
+            lint_class_list(names, sizeof names);
+            return ml_usage_error("run", "--no-lint takes one of %s, not '%s'", names, w);
+        }
     }
     return 0;
 }
