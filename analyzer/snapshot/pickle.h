@@ -59,8 +59,8 @@ int pickle_write_file(const json_t *v, FILE *f, char *err, size_t errlen);
 /* pickle_write into a malloc'd buffer (free it); *len gets its size. NULL with err on failure. */
 unsigned char *pickle_write_buffer(const json_t *v, size_t *len, char *err, size_t errlen);
 
-/* Reads a snapshot file: a pickle when its first byte is 0x80 (PROTO, protocol 2 and up), JSON
- * otherwise. Returns a new reference, or NULL with "FILE: ..." in err. */
+/* Reads a snapshot file: a pickle when its first byte is 0x80 (PROTO, protocol 2 and up) or one
+ * that starts a protocol 0/1 pickle ('(', '}', ']'), JSON otherwise. Returns a new reference, or NULL with "FILE: ..." in err. */
 json_t *snapshot_load_file(const char *path, char *err, size_t errlen);
 
 /* Writes v to path as a protocol 4 pickle (memory_viz opens it). 0, or -1 with err set. */

@@ -50,7 +50,9 @@ json_t *snapshot_load_file(const char *path, char *err, size_t errlen) {
     if (!data)
         return NULL;
     json_t *v;
-    if (len > 0 && data[0] == 0x80) { /* PROTO: a pickle of protocol 2 or later */
+    /* PROTO starts every pickle of protocol 2 and later; a protocol 0 or 1 dict starts with MARK
+     * or EMPTY_DICT, a list with EMPTY_LIST; no JSON text starts with any of them */
+    if (len > 0 && (data[0] == 0x80 || data[0] == '(' || data[0] == '}' || data[0] == ']')) {
         v = pickle_read(data, len, path, err, errlen);
     } else {
         json_error_t je;

@@ -530,6 +530,12 @@ static void load_file_takes_pickle_and_json(void **state) {
     FILE *f = fopen(bad, "wb");
     fwrite(python_set_p4, 1, sizeof python_set_p4, f);
     fclose(f);
+    char p0[64];
+    snprintf(p0, sizeof p0, "%s/p0.pickle", dir);
+    f = fopen(p0, "wb");
+    fwrite(python_p0, 1, sizeof python_p0, f);
+    fclose(f);
+    assert_json(snapshot_load_file(p0, err, sizeof err), python_obj_json);
 
     json_t *a = snapshot_load_file(pkl, err, sizeof err), *b = snapshot_load_file(js, err, sizeof err);
     assert_true(json_equal(v, a));
@@ -542,7 +548,7 @@ static void load_file_takes_pickle_and_json(void **state) {
     json_decref(a);
     json_decref(b);
     json_decref(v);
-    unlink(pkl), unlink(js), unlink(bad), rmdir(dir);
+    unlink(pkl), unlink(js), unlink(bad), unlink(p0), rmdir(dir);
 }
 
 int main(void) {
