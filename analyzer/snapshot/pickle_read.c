@@ -14,8 +14,6 @@
  *    PICKLE_MAX_DEPTH and PICKLE_MAX_EXPANSION.
  * The container bookkeeping lives beside the json_t (a record per container, named by index
  * from the stack and the memo), since jansson values carry no room for it. */
-#include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -769,7 +767,6 @@ static int step(reader *r) {
         memcpy(buf, line, n);
         buf[n] = 0;
         char *end;
-        errno = 0;
         double x = strtod(buf, &end);
         if (*end)
             return fail_malformed(r, line, n);
