@@ -13,9 +13,10 @@
 
 #define B(i) (ta->b[(i)])
 
+/* stream: the dense index; the hook gets the caller's id */
 static void emit(torchalloc *ta, torchalloc_action a, uint64_t addr, uint64_t size, uint32_t stream) {
     if (ta->hook)
-        ta->hook(ta->hook_user, a, addr, size, stream);
+        ta->hook(ta->hook_user, a, addr, size, ta->st[stream].id);
 }
 
 static void peak(uint64_t cur, uint64_t *pk) {
@@ -52,7 +53,7 @@ static int32_t new_block(torchalloc *ta) {
         i = (int32_t)ta->nb++;
     }
     memset(&B(i), 0, sizeof(tblk));
-    B(i).prev = B(i).next = B(i).l = B(i).r = B(i).uses = B(i).seg = -1;
+    B(i).prev = B(i).next = B(i).uses = B(i).seg = -1;
     B(i).state = B_FREE;
     B(i).mapped = 1;
     return i;
@@ -120,9 +121,11 @@ static tstream *get_stream(torchalloc *ta, uint32_t id) {
     return s;
 }
 
+static uint32_t sidx(torchalloc *ta, uint32_t id) { return (uint32_t)(get_stream(ta, id) - ta->st); }
+
 /* ---- tree helpers ---- */
 
-static int32_t *root_of(torchalloc *ta, int32_t i, int kind) {
+static ttree *tree_of(torchalloc *ta, int32_t i, int kind) {
     tpool *p = &ta->pool[B(i).large];
     return kind == T_BLOCKS ? &p->blocks : &p->unmapped;
 }
@@ -130,16 +133,16 @@ static int32_t *root_of(torchalloc *ta, int32_t i, int kind) {
 /* BlockPool::insert_into_blocks: also stamps the gc age base. */
 static void insert_blocks(torchalloc *ta, int32_t i) {
     B(i).gc_base = ta->pool[B(i).large].gfb_count;
-    tt_insert(ta, T_BLOCKS, root_of(ta, i, T_BLOCKS), i);
+    tt_insert(ta, tree_of(ta, i, T_BLOCKS), i);
 }
 
-static void insert_unmapped(torchalloc *ta, int32_t i) { tt_insert(ta, T_UNMAPPED, root_of(ta, i, T_UNMAPPED), i); }
+static void insert_unmapped(torchalloc *ta, int32_t i) { tt_insert(ta, tree_of(ta, i, T_UNMAPPED), i); }
 
 static void tree_erase(torchalloc *ta, int32_t i) {
     if (B(i).in_tree == 1)
-        tt_erase(ta, T_BLOCKS, root_of(ta, i, T_BLOCKS), i);
+        tt_erase(ta, tree_of(ta, i, T_BLOCKS), i);
     else if (B(i).in_tree == 2)
-        tt_erase(ta, T_UNMAPPED, root_of(ta, i, T_UNMAPPED), i);
+        tt_erase(ta, tree_of(ta, i, T_UNMAPPED), i);
 }
 
 /* Block::splice(before, after) */
@@ -193,10 +196,11 @@ torchalloc *torchalloc_new(const torchalloc_conf *c, uint64_t limit_bytes) {
     ta->limit = limit_bytes;
     ta->free_b = ta->free_s = ta->free_u = -1;
     ta->seg_first = ta->seg_last = -1;
-    for (int i = 0; i < 2; i++)
-        ta->pool[i].blocks = ta->pool[i].unmapped = -1;
+    for (int i = 0; i < 2; i++) {
+        tt_init(&ta->pool[i].blocks, T_BLOCKS);
+        tt_init(&ta->pool[i].unmapped, T_UNMAPPED);
+    }
     ta->next_addr = (uint64_t)1 << 45; /* a plausible device address, 2 MiB aligned */
-    ta->rng = 0x9e3779b9u;
     return ta;
 }
 
@@ -210,6 +214,10 @@ void torchalloc_destroy(torchalloc *ta) {
     free(ta->s);
     free(ta->u);
     free(ta->scratch);
+    for (int i = 0; i < 2; i++) {
+        tt_free(&ta->pool[i].blocks);
+        tt_free(&ta->pool[i].unmapped);
+    }
     free(ta);
 }
 
@@ -244,7 +252,7 @@ static void free_block(torchalloc *ta, int32_t i) {
 static void insert_events(torchalloc *ta, int32_t i) {
     int32_t u = B(i).uses;
     while (u >= 0) {
-        tstream *s = get_stream(ta, ta->u[u].stream);
+        tstream *s = &ta->st[ta->u[u].stream];
         if (grow((void **)&s->q, &s->qcap, s->qlen + 1, sizeof(tevent)))
             abort();
         s->q[s->qlen].value = s->submit;
@@ -313,9 +321,12 @@ void torchalloc_free(torchalloc *ta, int64_t id) {
 }
 
 void torchalloc_record_stream(torchalloc *ta, int64_t id, uint32_t stream) {
-    if (id < 0 || (uint64_t)id >= ta->nb || B(id).state != B_ALLOC || B(id).stream == stream)
+    if (id < 0 || (uint64_t)id >= ta->nb || B(id).state != B_ALLOC)
         return;
     int32_t i = (int32_t)id;
+    stream = sidx(ta, stream);
+    if (B(i).stream == stream)
+        return; /* uses on the allocation stream need no event */
     for (int32_t u = B(i).uses; u >= 0; u = ta->u[u].next)
         if (ta->u[u].stream == stream)
             return;
@@ -331,7 +342,6 @@ void torchalloc_record_stream(torchalloc *ta, int64_t id, uint32_t stream) {
     ta->u[u].stream = stream;
     ta->u[u].next = B(i).uses;
     B(i).uses = u;
-    get_stream(ta, stream);
 }
 
 void torchalloc_stream_submit(torchalloc *ta, uint32_t stream) { get_stream(ta, stream)->submit++; }
@@ -418,7 +428,7 @@ static void unmap_block(torchalloc *ta, int32_t i) {
 /* release_blocks(pool): free unsplit segments, unmap free pages of expandable ones; an
  * expandable segment left with nothing mapped is released (release_expandable_segment). */
 static void release_blocks(torchalloc *ta, int large) {
-    size_t n = tt_collect(ta, ta->pool[large].blocks, 0);
+    size_t n = tt_collect(ta, &ta->pool[large].blocks, 0);
     if (n == (size_t)-1)
         abort();
     size_t nun = 0;
@@ -456,14 +466,14 @@ static int release_available_cached_blocks(torchalloc *ta, int large, uint32_t s
     uint64_t msz = ta->c.max_split_size;
     if (msz == TORCHALLOC_UNLIMITED)
         return 0;
-    int32_t root = ta->pool[large].blocks;
+    ttree *t = &ta->pool[large].blocks;
     uint64_t key = size < msz ? msz : size;
-    int32_t it = tt_lower_size(ta, root, stream, key);
+    int32_t it = tt_lower_size(ta, t, stream, key);
     if (it < 0 || B(it).stream != stream || seg_exp(ta, it)) {
-        int32_t cur = it < 0 ? tt_max(ta, root) : tt_prev(ta, T_BLOCKS, root, it);
+        int32_t cur = it < 0 ? tt_max(t) : tt_prev(ta, t, it);
         uint64_t total = 0;
         while (cur >= 0 && total < key && B(cur).size >= msz && B(cur).stream == stream) {
-            int32_t prv = tt_prev(ta, T_BLOCKS, ta->pool[large].blocks, cur);
+            int32_t prv = tt_prev(ta, t, cur);
             if (!seg_exp(ta, cur) && !is_split(ta, cur)) {
                 total += B(cur).size;
                 release_block(ta, cur);
@@ -489,7 +499,7 @@ static void garbage_collect(torchalloc *ta) {
     tpool *p = &ta->pool[1];
     uint64_t total_age = 0;
     int64_t count = 0;
-    size_t n = tt_collect(ta, p->blocks, 0);
+    size_t n = tt_collect(ta, &p->blocks, 0);
     if (n == (size_t)-1)
         abort();
     for (size_t k = 0; k < n; k++) {
@@ -503,7 +513,7 @@ static void garbage_collect(torchalloc *ta) {
     while (reclaimed < target && freed && count > 0) {
         double age_thr = (double)total_age / (double)count;
         freed = 0;
-        n = tt_collect(ta, p->blocks, 0);
+        n = tt_collect(ta, &p->blocks, 0);
         if (n == (size_t)-1)
             abort();
         for (size_t k = 0; k < n; k++) {
@@ -528,8 +538,8 @@ static int allocatable(const torchalloc *ta, int32_t i) { return i >= 0 && ta->b
  * free and unmapped blocks together give `size` bytes; else a new expandable segment. */
 static int32_t find_expandable_block(torchalloc *ta, int large, uint32_t stream, uint64_t size) {
     tpool *p = &ta->pool[large];
-    for (int32_t it = tt_lower_stream(ta, p->unmapped, stream); it >= 0 && B(it).stream == stream;
-         it = tt_next(ta, T_UNMAPPED, p->unmapped, it)) {
+    for (int32_t it = tt_lower_stream(ta, &p->unmapped, stream); it >= 0 && B(it).stream == stream;
+         it = tt_next(ta, &p->unmapped, it)) {
         int32_t c = it;
         if (allocatable(ta, B(c).prev))
             c = B(c).prev;
@@ -652,14 +662,17 @@ static int32_t get_free_block(torchalloc *ta, int large, uint32_t stream, uint64
     tpool *p = &ta->pool[large];
     if (gc)
         p->gfb_count++;
-    int32_t it = tt_lower_size(ta, p->blocks, stream, size);
+    tcur cur;
+    int32_t it = tt_lower_size_cur(ta, &p->blocks, stream, size, &cur);
+    int moved = 0;
     if (it < 0 || B(it).stream != stream)
         return -1;
     if (seg_exp(ta, it)) {
-        int32_t nx = tt_next(ta, T_BLOCKS, p->blocks, it);
+        int32_t nx = tt_next(ta, &p->blocks, it);
         while (seg_exp(ta, it) && nx >= 0 && B(nx).stream == stream && expandable_size(ta, nx) < expandable_size(ta, it)) {
             it = nx;
-            nx = tt_next(ta, T_BLOCKS, p->blocks, it);
+            moved = 1;
+            nx = tt_next(ta, &p->blocks, it);
         }
     }
     uint64_t msz = ta->c.max_split_size;
@@ -667,7 +680,10 @@ static int32_t get_free_block(torchalloc *ta, int large, uint32_t stream, uint64
         return -1;
     if (size >= msz && B(it).size >= sat_add(size, ta->c.max_non_split_rounding))
         return -1;
-    tt_erase(ta, T_BLOCKS, &p->blocks, it);
+    if (moved)
+        tt_erase(ta, &p->blocks, it);
+    else
+        tt_erase_cur(ta, &p->blocks, &cur, it);
     return it;
 }
 
@@ -706,15 +722,16 @@ static int32_t alloc_found_block(torchalloc *ta, int32_t i, uint64_t size, uint6
     return i;
 }
 
-int64_t torchalloc_malloc(torchalloc *ta, uint64_t requested, uint32_t stream, torchalloc_oom *oom) {
+int64_t torchalloc_malloc(torchalloc *ta, uint64_t requested, uint32_t stream_id, torchalloc_oom *oom) {
     process_events(ta);
+    uint32_t stream = sidx(ta, stream_id);
     uint64_t size = torchalloc_round_size(&ta->c, requested);
     int large = size > TORCHALLOC_KSMALL_SIZE;
     uint64_t asz = torchalloc_allocation_size(&ta->c, size);
     int gc = ta->limit && ta->c.garbage_collection_threshold > 0.0;
-    int32_t i = get_free_block(ta, large, stream, size, gc);
+    int32_t i = requested > TT_MAX_SIZE ? -1 : get_free_block(ta, large, stream, size, gc);
     /* trigger_free_memory_callbacks: none registered in the model */
-    if (i < 0) {
+    if (i < 0 && requested <= TT_MAX_SIZE) {
         if (gc)
             garbage_collect(ta);
         i = alloc_block(ta, large, stream, size, asz, 0);
@@ -736,7 +753,7 @@ int64_t torchalloc_malloc(torchalloc *ta, uint64_t requested, uint32_t stream, t
             oom->allocated = ta->allocated;
             oom->reserved = ta->reserved;
             oom->limit = lim;
-            oom->stream = stream;
+            oom->stream = stream_id;
         }
         return -1;
     }
