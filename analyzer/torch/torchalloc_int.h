@@ -62,13 +62,11 @@ typedef struct tstream {
 typedef struct tkey {
     uint64_t hi, lo;
 } tkey;
-typedef struct tent {
-    tkey k;
-    int64_t v; /* the block index (64 bits keeps entries 8-aligned, 24 bytes) */
-} tent;
 typedef struct tleaf {
     int32_t n;
-    tent e[TT_LEAF];
+    int32_t v[TT_LEAF];  /* block indices */
+    uint64_t hi[TT_LEAF]; /* keys, split so a search reads one dense array */
+    uint64_t lo[TT_LEAF];
 } tleaf;
 typedef struct ttree {
     int kind;

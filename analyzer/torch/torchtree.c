@@ -54,19 +54,36 @@ void tt_free(ttree *t) {
 /* first leaf whose max >= k; nleaf if none */
 static size_t leaf_lb(const ttree *t, tkey k) { return key_lb(t->max, t->nleaf, k); }
 
-/* first slot with key >= k */
+/* first slot with key >= k: count the smaller hi words (no branch, sequential reads), then
+ * step over equal hi (equal sizes) with a smaller lo; such a run is at most a leaf long */
 static int32_t slot_lb(const tleaf *l, tkey k) {
-    /* the entries are {key, value}: search the keys with the entry stride */
-    size_t n = (size_t)l->n;
-    if (n == 0)
-        return 0;
-    const tent *base = l->e;
-    while (n > 1) {
-        size_t half = n / 2;
-        base += kless(base[half - 1].k, k) ? half : 0;
-        n -= half;
+    int32_t n = l->n, pos = 0;
+    for (int32_t j = 0; j < n; j++)
+        pos += l->hi[j] < k.hi;
+    while (pos < n && l->hi[pos] == k.hi && l->lo[pos] < k.lo)
+        pos++;
+    return pos;
+}
+
+static inline tkey key_at(const tleaf *l, int32_t j) {
+    tkey k = {l->hi[j], l->lo[j]};
+    return k;
+}
+
+static void shift_up(tleaf *l, int32_t s) { /* open slot s */
+    for (int32_t j = l->n; j > s; j--) {
+        l->hi[j] = l->hi[j - 1];
+        l->lo[j] = l->lo[j - 1];
+        l->v[j] = l->v[j - 1];
     }
-    return (int32_t)((size_t)(base - l->e) + (size_t)kless(base->k, k));
+}
+
+static void shift_down(tleaf *l, int32_t s) { /* close slot s */
+    for (int32_t j = s; j + 1 < l->n; j++) {
+        l->hi[j] = l->hi[j + 1];
+        l->lo[j] = l->lo[j + 1];
+        l->v[j] = l->v[j + 1];
+    }
 }
 
 static void add_leaf(ttree *t, size_t at, tleaf *l) {
@@ -105,22 +122,25 @@ void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
         if (!r)
             abort();
         r->n = TT_LEAF / 2;
-        memcpy(r->e, l->e + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(tent));
+        memcpy(r->hi, l->hi + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
+        memcpy(r->lo, l->lo + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
+        memcpy(r->v, l->v + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(int32_t));
         l->n = TT_LEAF / 2;
-        t->max[li] = l->e[l->n - 1].k;
+        t->max[li] = key_at(l, l->n - 1);
         add_leaf(t, li + 1, r);
-        t->max[li + 1] = r->e[r->n - 1].k;
+        t->max[li + 1] = key_at(r, r->n - 1);
         if (kless(t->max[li], k)) {
             li++;
             l = r;
         }
     }
     int32_t s = slot_lb(l, k);
-    memmove(l->e + s + 1, l->e + s, (size_t)(l->n - s) * sizeof(tent));
-    l->e[s].k = k;
-    l->e[s].v = x;
+    shift_up(l, s);
+    l->hi[s] = k.hi;
+    l->lo[s] = k.lo;
+    l->v[s] = x;
     l->n++;
-    t->max[li] = l->e[l->n - 1].k;
+    t->max[li] = key_at(l, l->n - 1);
 }
 
 /* leaf and slot of block x (which is in t) */
@@ -130,7 +150,7 @@ static int locate(const torchalloc *ta, const ttree *t, int32_t x, size_t *li, i
     if (i == t->nleaf)
         return 0;
     int32_t j = slot_lb(t->leaf[i], k);
-    if (j >= t->leaf[i]->n || t->leaf[i]->e[j].v != x)
+    if (j >= t->leaf[i]->n || t->leaf[i]->v[j] != x)
         return 0;
     *li = i;
     *s = j;
@@ -139,10 +159,10 @@ static int locate(const torchalloc *ta, const ttree *t, int32_t x, size_t *li, i
 
 static void erase_at(ttree *t, size_t li, int32_t s) {
     tleaf *l = t->leaf[li];
-    memmove(l->e + s, l->e + s + 1, (size_t)(l->n - s - 1) * sizeof(tent));
+    shift_down(l, s);
     l->n--;
     if (l->n > 0) {
-        t->max[li] = l->e[l->n - 1].k;
+        t->max[li] = key_at(l, l->n - 1);
     } else if (t->nleaf > 1) { /* the last leaf stays, empty, so a 0/1-element set never allocates */
         free(l);
         memmove(t->leaf + li, t->leaf + li + 1, (t->nleaf - li - 1) * sizeof *t->leaf);
@@ -175,7 +195,7 @@ static int32_t at_or_after(const ttree *t, tkey k, tcur *c) {
                 c->li = i;
                 c->s = j;
             }
-            return (int32_t)l->e[j].v;
+            return l->v[j];
         }
         i++;
     }
@@ -206,10 +226,10 @@ int32_t tt_next(const torchalloc *ta, const ttree *t, int32_t x) {
     if (!locate(ta, t, x, &li, &s))
         return -1;
     if (s + 1 < t->leaf[li]->n)
-        return (int32_t)t->leaf[li]->e[s + 1].v;
+        return t->leaf[li]->v[s + 1];
     for (li++; li < t->nleaf; li++)
         if (t->leaf[li]->n)
-            return (int32_t)t->leaf[li]->e[0].v;
+            return t->leaf[li]->v[0];
     return -1;
 }
 
@@ -219,17 +239,17 @@ int32_t tt_prev(const torchalloc *ta, const ttree *t, int32_t x) {
     if (!locate(ta, t, x, &li, &s))
         return -1;
     if (s > 0)
-        return (int32_t)t->leaf[li]->e[s - 1].v;
+        return t->leaf[li]->v[s - 1];
     while (li-- > 0)
         if (t->leaf[li]->n)
-            return (int32_t)t->leaf[li]->e[t->leaf[li]->n - 1].v;
+            return t->leaf[li]->v[t->leaf[li]->n - 1];
     return -1;
 }
 
 int32_t tt_max(const ttree *t) {
     for (size_t li = t->nleaf; li-- > 0;)
         if (t->leaf[li]->n)
-            return (int32_t)t->leaf[li]->e[t->leaf[li]->n - 1].v;
+            return t->leaf[li]->v[t->leaf[li]->n - 1];
     return -1;
 }
 
@@ -254,7 +274,7 @@ size_t tt_collect(torchalloc *ta, const ttree *t, size_t at) {
         if (tt_reserve_scratch(ta, at + count + (size_t)l->n))
             return (size_t)-1;
         for (int32_t j = 0; j < l->n; j++)
-            ta->scratch[at + count++] = (int32_t)l->e[j].v;
+            ta->scratch[at + count++] = l->v[j];
     }
     return count;
 }
