@@ -109,6 +109,24 @@ struct torchalloc {
     uint64_t num_maps, num_unmaps, num_alloc_retries, num_ooms, num_sync_all_streams;
 };
 
+/* torchalloc.c: shared helpers (PyTorch's names, ta_ prefixed). */
+void ta_emit(torchalloc *ta, torchalloc_action a, uint64_t addr, uint64_t size, uint32_t stream);
+int32_t ta_new_block(torchalloc *ta);
+void ta_drop_block(torchalloc *ta, int32_t i);
+void ta_drop_seg(torchalloc *ta, int32_t i);
+void ta_insert_blocks(torchalloc *ta, int32_t i);   /* BlockPool::insert_into_blocks */
+void ta_insert_unmapped(torchalloc *ta, int32_t i);
+void ta_tree_erase(torchalloc *ta, int32_t i);      /* from whichever set holds it */
+void ta_splice(torchalloc *ta, int32_t x, int32_t before, int32_t after); /* Block::splice */
+int ta_seg_exp(const torchalloc *ta, int32_t i);
+int ta_is_split(const torchalloc *ta, int32_t i);
+uint64_t ta_try_merge(torchalloc *ta, int32_t dst, int32_t src); /* try_merge_blocks */
+void ta_synchronize_and_free_events(torchalloc *ta);
+/* torchrelease.c */
+void ta_release_cached_blocks(torchalloc *ta);
+int ta_release_available_cached_blocks(torchalloc *ta, int large, uint32_t stream, uint64_t size);
+void ta_garbage_collect(torchalloc *ta);
+
 /* torchtree.c.  A block is in at most one tree; its key fields must not change while it is. */
 #define TT_MAX_SIZE ((uint64_t)1 << 48) /* sizes must stay below 2^49 for the key packing */
 void tt_init(ttree *t, int kind);
