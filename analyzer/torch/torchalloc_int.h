@@ -58,7 +58,7 @@ typedef struct tstream {
  *   blocks:   hi = stream << 40 | size >> 9, lo = address   (sizes are multiples of 512)
  *   unmapped: hi = stream << 40,             lo = address
  * so one search touches a few contiguous cache lines instead of a pointer chain. */
-#define TT_LEAF 32
+#define TT_LEAF 16
 typedef struct tkey {
     uint64_t hi, lo;
 } tkey;
