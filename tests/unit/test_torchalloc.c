@@ -594,6 +594,53 @@ static void h200_scenarios(void **state) {
     }
 }
 
+/* record_stream measured on the H200 (torch 2.11.0+cu130): a 12 MiB tensor freed after
+ * record_stream(s) while s runs torch.cuda._sleep; then torch.cuda.synchronize().  Each expect()
+ * is memory_allocated, memory_reserved, and active_bytes.all.current as measured. */
+static void expect_active(torchalloc *ta, uint64_t allocated, uint64_t reserved, uint64_t active) {
+    expect(ta, allocated, reserved);
+    struct torchalloc_stats st;
+    torchalloc_stats(ta, &st);
+    assert_int_equal(st.active, active);
+}
+
+static void h200_record_stream(void **state) {
+    (void)state;
+    torchalloc *ta = make("", 0);
+    const uint32_t s = 7; /* the side stream */
+    int64_t a = m(ta, 12 * MiB, 0);
+    expect_active(ta, 12582912, 12582912, 12582912);
+    torchalloc_stream_submit(ta, s); /* _sleep enqueued on s */
+    torchalloc_record_stream(ta, a, s);
+    torchalloc_free(ta, a);
+    expect_active(ta, 0, 12582912, 12582912);
+    int64_t b = m(ta, 12 * MiB, 0); /* a is still pending: a new segment */
+    expect_active(ta, 12582912, 25165824, 25165824);
+    torchalloc_device_synchronize(ta);
+    expect_active(ta, 12582912, 25165824, 25165824); /* not looked at until the next malloc */
+    int64_t x = m(ta, 1000, 0);
+    expect_active(ta, 12583936, 27262976, 12583936);
+    int64_t c = m(ta, 12 * MiB, 0); /* takes a's block */
+    expect_active(ta, 25166848, 27262976, 25166848);
+    torchalloc_free(ta, b);
+    torchalloc_free(ta, c);
+    torchalloc_free(ta, x);
+    torchalloc_empty_cache(ta);
+    expect_active(ta, 0, 0, 0);
+    int64_t e = m(ta, 12 * MiB, 0);
+    torchalloc_free(ta, e);
+    expect_active(ta, 0, 12582912, 0);
+    m(ta, 12 * MiB, s); /* no cross-stream reuse */
+    expect_active(ta, 12582912, 25165824, 12582912);
+    int64_t g = m(ta, 1000, 0);
+    torchalloc_record_stream(ta, g, s); /* s idle: its event is complete at once */
+    torchalloc_free(ta, g);
+    expect_active(ta, 12582912, 27262976, 12583936);
+    m(ta, 1000, 0);
+    expect_active(ta, 12583936, 27262976, 12583936);
+    torchalloc_destroy(ta);
+}
+
 /* ---- invariants under a random schedule ---- */
 
 typedef struct {
@@ -727,6 +774,7 @@ int main(void) {
         cmocka_unit_test(config_accepts),
         cmocka_unit_test(random_schedules_keep_invariants),
         cmocka_unit_test(h200_scenarios),
+        cmocka_unit_test(h200_record_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
