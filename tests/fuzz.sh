@@ -7,7 +7,9 @@
 #         to a world of 64, loaded, expanded, linted, predicted (corpus: tests/fuzz/corpus and
 #         tests/bad);
 #   cli   tests/fuzz/fuzz_cli.c: a command line split into words, through the option parsers
-#         (corpus: tests/fuzz/corpus_cli).
+#         (corpus: tests/fuzz/corpus_cli);
+#   pickle tests/fuzz/fuzz_pickle.c: the snapshot pickle reader and writer (corpus:
+#         tests/fuzz/corpus_pickle).
 #
 #   FUZZ_SECONDS=0 make fuzz          replay only
 #   FUZZ_SECONDS=1800 make fuzz       a long run (each harness)
@@ -20,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 OUT=${FUZZ_BUILD:-build-fuzz}
 SECONDS_TO_FUZZ=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-load cli}
+TARGETS=${FUZZ_TARGETS:-load cli pickle}
 CLANG=${FUZZ_CC:-clang}
 # Every runtime/, analyzer/ and cli/ source but main.c goes into an archive, so the link pulls
 # in what a harness reaches and new files need no edit here. Built without MPI and CUDA: those
@@ -67,7 +69,8 @@ for t in $TARGETS; do
     load) corpus=(tests/fuzz/corpus tests/bad); dict=(-dict=tests/fuzz/yaml.dict); extra=() ;;
     # The parsers print usage errors: stderr closed (libFuzzer keeps its own for reports).
     cli) corpus=(tests/fuzz/corpus_cli); dict=(-dict=tests/fuzz/cli.dict); extra=(-close_fd_mask=2) ;;
-    *) echo "error: unknown fuzz target '$t' (load, cli)" >&2; exit 2 ;;
+    pickle) corpus=(tests/fuzz/corpus_pickle); dict=(); extra=() ;;
+    *) echo "error: unknown fuzz target '$t' (load, cli, pickle)" >&2; exit 2 ;;
     esac
     # shellcheck disable=SC2086
     "$CLANG" $CFLAGS $SAN -c -o "$OUT/obj/fuzz_$t.o" "tests/fuzz/fuzz_$t.c" || exit 2

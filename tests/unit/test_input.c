@@ -1,5 +1,5 @@
 /* test_input.c — bounded input reads, the byte-count parser, the output-is-an-input check
- * (base/input.h) and the checked byte arithmetic (base/checked.h). */
+ * (base/input.h) and the checked byte arithmetic (base/checked.h), also in the torch model. */
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 
 #include "base/checked.h"
 #include "base/input.h"
+#include "torch/torchalloc.h"
 
 static char dir[] = "/tmp/memlife-input.XXXXXX";
 
@@ -37,6 +38,27 @@ static void test_checked(void **state) {
     assert_false(ml_bytes_mul((uint64_t)1 << 42, (uint64_t)2 << 20, &v));   /* 2^63: pages */
     assert_true(ml_bytes_mul((uint64_t)1 << 42, (uint64_t)1 << 20, &v));
     assert_true(v == (uint64_t)1 << 62);
+}
+
+/* The torch allocator model without a limit or capacity takes requests up to 2^48 bytes
+ * (TT_MAX_SIZE, its key packing), each a segment of exactly that size (a 2 MiB multiple). 32767
+ * of them reserve 2^63 - 2^48 bytes; the 32768th would reserve 2^63, one past the bound of every
+ * byte count: an OOM, not a reserved sum that prints negative. */
+static void test_torch_bound(void **state) {
+    torchalloc_conf c;
+    torchalloc_conf_default(&c, TORCHALLOC_V2_11);
+    torchalloc *ta = torchalloc_new(&c, 0);
+    torchalloc_oom oom;
+    const uint64_t max = (uint64_t)1 << 48;
+    for (int k = 0; k < 32767; k++)
+        assert_true(torchalloc_malloc(ta, max, 0, &oom) >= 0);
+    assert_int_equal(torchalloc_malloc(ta, max, 0, &oom), -1);
+    struct torchalloc_stats st;
+    torchalloc_stats(ta, &st);
+    assert_true(st.reserved == ((uint64_t)1 << 63) - max);
+    assert_true(st.allocated == st.reserved);
+    assert_true(oom.reserved == st.reserved);
+    torchalloc_destroy(ta);
 }
 
 static void test_byte_count(void **state) {
@@ -126,7 +148,8 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_checked), cmocka_unit_test(test_byte_count),
+        cmocka_unit_test(test_checked), cmocka_unit_test(test_torch_bound),
+        cmocka_unit_test(test_byte_count),
         cmocka_unit_test(test_read), cmocka_unit_test(test_output_check),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
