@@ -235,7 +235,7 @@ static int place_ranks(bench_ctx *c, const bench_opts *o, int argc, char **argv,
     int in = load_input(c, o);
     if (in != 0)
         return in;
-    *rc = ml_launch_job(c->world, argc, argv, c->a->output);
+    *rc = ml_launch_job(c->world, argc, argv, c->a);
     return -1;
 }
 

@@ -259,7 +259,7 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
         ml_diags_free(&d);
     }
     if (rc == 0 && launch_now) {
-        rc = ml_launch_job(o->ranks ? o->ranks : side[0]->world, argc, argv, a->output);
+        rc = ml_launch_job(o->ranks ? o->ranks : side[0]->world, argc, argv, a);
         series_vec_free(&in.sides);
         return rc;
     }

@@ -371,7 +371,7 @@ static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, cha
     if (ranks <= 0)
         return ml_usage_error("run", "the files' worlds differ: say --ranks N");
     *launched = true;
-    return ml_launch_job(ranks, argc, argv, a->output);
+    return ml_launch_job(ranks, argc, argv, a);
 }
 
 static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {

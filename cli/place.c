@@ -3,6 +3,7 @@
 #include "cmd.h"
 #include "exec/launch.h"
 #include "base/util.h"
+#include "args.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -67,9 +68,18 @@ static int stage_result(const char *output, char *tmp, size_t len) {
     return 0;
 }
 
-int ml_launch_job(int ranks, int argc, char **argv, const char *output) {
+int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
     char err[400], tmp[4096];
     int status, forwarded;
+    const char *output = a->output;
+    /* Each rank reads the files itself; mpirun hands standard input to rank 0 alone (and
+     * memlife has read it already to check it). */
+    for (size_t k = 0; k < a->files.n; k++)
+        if (!strcmp(ML_VEC_AT(&a->files, const char *, k), "-")) {
+            fprintf(stderr, "-: error: standard input cannot be read by every rank: give the "
+                    "schedule as a file\n");
+            return ML_EXIT_INPUT;
+        }
     int staged = stage_result(output, tmp, sizeof tmp);
     if (staged < 0) {
         fprintf(stderr, "%s: error: the path is too long for a temp file beside it\n", output);

@@ -80,6 +80,15 @@ else
     want="error: environment variable MEMLIFE_MPIRUN='/nonexistent/mpirun' is not an executable file: No such file or directory"
     if [ $RC -eq 2 ] && [ "$(head -1 "$TMP/err")" = "$want" ]; then ok "MEMLIFE_MPIRUN not executable: exit 2"; else
         not_ok "MEMLIFE_MPIRUN not executable: exit 2" "exit $RC: $(head -1 "$TMP/err")"; fi
+    # Standard input under memlife's own mpirun: the ranks cannot all read it (mpirun gives it
+    # to rank 0 alone); refused before mpirun starts (it used to end with exit 2 and no message).
+    rm -f "$TMP/launched"
+    MEMLIFE_MPIRUN="$TMP/mpirun" "$MEMLIFE" run - --backend host --ranks 2 <$SEED >"$TMP/out" 2>"$TMP/err"
+    RC=$?
+    want="-: error: standard input cannot be read by every rank: give the schedule as a file"
+    if [ $RC -eq 2 ] && [ ! -e "$TMP/launched" ] && [ "$(head -1 "$TMP/err")" = "$want" ]; then
+        ok "run - is refused before mpirun starts"
+    else not_ok "run - is refused before mpirun starts" "exit $RC: $(head -1 "$TMP/err")"; fi
     # The good values still launch: the fake mpirun runs (and exits 0 without ranks).
     rm -f "$TMP/launched"
     MEMLIFE_MPIRUN="$TMP/mpirun" MEMLIFE_HOST_MEM_LIMIT=2GiB "$MEMLIFE" run $SEED --backend host --ranks 2 >"$TMP/out" 2>"$TMP/err"

@@ -17,6 +17,9 @@ F=tests/mpi/data/faults.yaml
 # alive MARKER: how many processes carry MARKER in their argv (pgrep -f, our own marker only).
 alive() { pgrep -f -- "$1" | wc -l; }
 
+# reap MARKER: a failed case's leftovers end, by their pids (found by the case's own marker).
+reap() { pgrep -f -- "$1" | xargs -r kill -KILL 2>/dev/null; }
+
 # leftovers MARKER: files in $TMP named after the case (the result or its hidden temp file).
 leftovers() { find "$TMP" -maxdepth 1 -name "*$1*" -printf '%f ' 2>/dev/null; }
 
@@ -63,7 +66,7 @@ if mid_run "SIGKILL of memlife mid-run" $m 4; then
         ok "SIGKILL of memlife mid-run: no process of the job alive 5 s later, no result file"
     else
         not_ok "SIGKILL of memlife mid-run" "$n processes alive 5 s later ($(pgrep -af -- $m | head -3 | tr '\n' ';')), files: '$left'"
-        pkill -KILL -f -- "$m"
+        reap "$m"
     fi
 fi
 
@@ -82,7 +85,7 @@ if mid_run "SIGKILL of mpirun mid-run" $m 4; then
         ok "SIGKILL of mpirun: exit 3, '$want' once every rank is reaped, no result"
     else
         not_ok "SIGKILL of mpirun" "exit $rc, $n processes alive at memlife's exit, $((SECONDS - t0)) s: $(tail -2 "$TMP/$m.err" | tr '\n' ' ')"
-        pkill -KILL -f -- "$m"
+        reap "$m"
     fi
 fi
 
@@ -99,7 +102,7 @@ for sig in TERM INT HUP; do
         ok "SIG$sig mid-run: exit $want, no process left, no result"
     else
         not_ok "SIG$sig mid-run" "exit $rc (want $want), $n processes alive, files '$(leftovers $m.json)'"
-        pkill -KILL -f -- "$m"
+        reap "$m"
     fi
 done
 
@@ -134,7 +137,7 @@ for k in 1 2 3 4 5 6 7 8; do
         bad=$((bad + 1))
         echo "  try $k at $at ms: exit $rc, files '$(leftovers $m.json)': $(head -2 "$TMP/$m.err" | tr '\n' ' ')"
     fi
-    [ "$(alive $m)" -eq 0 ] || { bad=$((bad + 1)); echo "  try $k: processes left"; pkill -KILL -f -- "$m"; }
+    [ "$(alive $m)" -eq 0 ] || { bad=$((bad + 1)); echo "  try $k: processes left"; reap "$m"; }
 done
 if [ $bad -eq 0 ]; then
     ok "SIGTERM near the end, 8 tries: $won ended by it with no result, $late complete; never 143 with a result"
