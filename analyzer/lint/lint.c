@@ -233,7 +233,7 @@ static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, cons
                "%s of '%s' while %s at %u:%u on stream '%s' may still use it: a race under "
                "stream-ordered allocators (cudaFreeAsync); under plain cudaFree a hidden "
                "device-wide synchronization — add sync: {stream: %s} or wait on an event",
-               verb, buf_name(x, buf), lint_op_name(use->op), m.line, m.col, sn, sn);
+               verb, buf_name(x, buf), plan_op_name(use->op), m.line, m.col, sn, sn);
         return;
     }
 }
@@ -324,11 +324,11 @@ static void check_same_shape(lint_ctx *x, const plan_op *op, const plan_view *sr
     lint_view_text(x->s, dst, dt, sizeof dt);
     if (src->count != dst->count)
         report(x, op, ERR_SIZE_MISMATCH, "size_mismatch",
-               "%s from %s (%llu elements) into %s (%llu elements)", lint_op_name(op), st,
+               "%s from %s (%llu elements) into %s (%llu elements)", plan_op_name(op), st,
                (ull)src->count, dt, (ull)dst->count);
     else if (src->dtype != dst->dtype)
         report(x, op, ERR_DTYPE_MISMATCH, "dtype_mismatch", "%s from %s (%s) into %s (%s)",
-               lint_op_name(op), st, ml_dtypes[src->dtype].name, dt, ml_dtypes[dst->dtype].name);
+               plan_op_name(op), st, ml_dtypes[src->dtype].name, dt, ml_dtypes[dst->dtype].name);
 }
 
 /* Ops that use views on a stream: checks, then (unless refused) one enqueue and the uses. */
@@ -487,10 +487,10 @@ static size_t lint_expect(lint_ctx *x, const rank_plan *p, size_t i) {
                      x->captured_text);
         } else if (x->captured) {
             snprintf(text, sizeof text, "expect_error '%s' expected %s but %s raised: %s", name,
-                     sched_error_names[want], lint_op_name(op), x->captured_text);
+                     sched_error_names[want], plan_op_name(op), x->captured_text);
         } else {
             snprintf(text, sizeof text, "expect_error '%s' expected %s but %s raised no error",
-                     name, sched_error_names[want], lint_op_name(op));
+                     name, sched_error_names[want], plan_op_name(op));
         }
     }
     if (!pass) {

@@ -771,10 +771,6 @@ static int exec_op(rt_rank *r, const plan_op *op) {
     }
 }
 
-const char *rt_op_name(const plan_op *op) {
-    return op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind];
-}
-
 /* Fault injection sees every op once, when the rank reaches it (a collective before its sequence
  * exchange; the op under expect_error too, though it is not executed). */
 static void inject_at(rt_rank *r) {

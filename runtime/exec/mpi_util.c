@@ -82,7 +82,7 @@ static void where(const rt_rank *r, char *loc, size_t llen, char *at, size_t ale
         const plan_op *op = &p->ops[r->pc];
         ml_mark m = plan_op_mark(op);
         snprintf(loc, llen, "%s:%u:%u", p->s->file, m.line, m.col);
-        snprintf(at, alen, "at %s (%u:%u), op %zu, ", rt_op_name(op), m.line, m.col, r->pc);
+        snprintf(at, alen, "at %s (%u:%u), op %zu, ", plan_op_name(op), m.line, m.col, r->pc);
     } else if (p) {
         snprintf(loc, llen, "%s", p->s->file);
         snprintf(at, alen, "at the end of its plan (%zu ops), ", p->n_ops);

@@ -35,7 +35,7 @@
  *  - runtime/data.h: host-side patterns, identities, reductions and comparisons; the executor
  *    does inits and checks through write/read, so a backend does no data work itself.
  *  - rt_options.fail_alloc_rank, delay_s (fault injection, runtime/inject.h), at the end.
- *  - rt_op_name; rt_failure_state: every rank's op and live bytes when a failure became known
+ *  - rt_failure_state: every rank's op and live bytes when a failure became known
  *    to all through the sequence exchange (its descriptor grew from 48 to 64 bytes).
  *  - rt_backend_ops: time_begin, time_end, collective_bare, graph_begin, graph_end, graph_launch,
  *    graph_drop at the end, all optional (NULL), for `memlife bench` (runtime/bench.h). The host
@@ -237,9 +237,6 @@ int rt_issue_collective(rt_rank **ranks, int n);
  * (sequence verification) before each collective and at the end. Returns 0, or -1 when any rank
  * failed (each rank's failed/error set). */
 int rt_run(rt_rank **ranks, int n);
-
-/* What an op is, for messages: the collective's name for OP_COLL, else the op kind's. */
-const char *rt_op_name(const plan_op *op);
 
 /* After rt_run failed: where the ranks stood, as "FILE:L:C: note: rank R ..." lines (op index
  * and name, whether it failed, waited or had ended, live requested bytes). With

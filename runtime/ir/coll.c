@@ -129,6 +129,10 @@ const char *const plan_op_names[OP_KIND_COUNT] = {
     [OP_EXPECT_BEGIN] = "expect_begin",
 };
 
+const char *plan_op_name(const plan_op *op) {
+    return op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind];
+}
+
 const char *const ml_mem_view_names[VIEW_COUNT] = {
     [VIEW_REQUESTED] = "requested",
     [VIEW_DEVICE] = "device",
