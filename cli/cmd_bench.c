@@ -9,6 +9,7 @@
 #include "cmd.h"
 #include "args.h"
 #include "place.h"
+#include "pipeline/pipeline.h"
 #include "report/bench_report.h"
 #include "report/stats.h"
 #include "bench/bench.h"
@@ -135,26 +136,22 @@ static sched_params size_params(bench_ctx *c, size_t i, ml_vec *set) {
     return (sched_params){.set = set->items, .n_set = set->n, .world = c->world};
 }
 
-/* Every timed plan for every rank at size i (plans[p * world + r]), linted, timed parts checked.
- * Returns 0, or ML_EXIT_INPUT with the diagnostics printed where this process speaks. */
-static int expand_size(bench_ctx *c, size_t i, rank_plan *plans, bool warnings) {
+/* Every timed plan at size i (items[p], every rank), expanded and linted by the pipeline,
+ * timed parts checked. Returns 0, or ML_EXIT_INPUT with the diagnostics printed where this
+ * process speaks. */
+static int expand_size(bench_ctx *c, size_t i, pipeline_item *items, bool warnings) {
     ml_vec set;
     sched_params p = size_params(c, i, &set);
     ml_diags d;
     ml_diags_init(&d);
-    lint_options lo;
-    lint_options_default(&lo);
+    pipeline_opts o;
+    pipeline_opts_default(&o);
+    o.predict = o.expect = false;
     int rc = 0;
     for (size_t k = 0; k < c->n_plans && rc == 0; k++) {
-        rank_plan *row = &plans[k * (size_t)c->world];
+        rc = pipeline_plan(c->s, c->plan_index[k], &p, c->world, &o, &items[k], &d);
         for (int r = 0; r < c->world && rc == 0; r++)
-            rc = plan_expand(c->s, c->plan_index[k], &p, c->world, r, NULL, &row[r], &d);
-        lint_result lr = {0};
-        if (rc == 0 && lint_plans(row, c->world, &lo, &lr, &d) != 0)
-            rc = -1;
-        lint_result_free(&lr);
-        for (int r = 0; r < c->world && rc == 0; r++)
-            rc = bench_check_plan(&row[r], &d);
+            rc = bench_check_plan(&items[k].plans[r], &d);
     }
     if (c->speak && (rc != 0 || warnings))
         ml_diags_print(&d, stderr);
@@ -163,9 +160,9 @@ static int expand_size(bench_ctx *c, size_t i, rank_plan *plans, bool warnings) 
     return rc == 0 ? 0 : ML_EXIT_INPUT;
 }
 
-static void free_plans(const bench_ctx *c, rank_plan *plans) {
-    for (size_t k = 0; k < c->n_plans * (size_t)c->world; k++)
-        plan_free(&plans[k]);
+static void free_plans(const bench_ctx *c, pipeline_item *items) {
+    for (size_t k = 0; k < c->n_plans; k++)
+        pipeline_item_free(&items[k]);
 }
 
 /* Loads the file and picks its plans; then every size must expand and lint cleanly. */
@@ -195,15 +192,14 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
     if (!c->n_plans)
         return ml_usage_error("bench", "no plan '%s' in '%s'", c->a->plan, path);
     int rc = collect_sizes(c, o);
-    rank_plan *plans = calloc(c->n_plans * (size_t)c->world, sizeof *plans);
-    if (!plans)
+    pipeline_item *items = calloc(c->n_plans, sizeof *items);
+    if (!items)
         abort();
     for (size_t i = 0; i < c->sizes.n && rc == 0; i++) {
-        rc = expand_size(c, i, plans, i == 0);
-        free_plans(c, plans);
-        memset(plans, 0, c->n_plans * (size_t)c->world * sizeof *plans);
+        rc = expand_size(c, i, items, i == 0);
+        free_plans(c, items);
     }
-    free(plans);
+    free(items);
     return rc;
 }
 
@@ -263,27 +259,26 @@ static void progress(const bench_ctx *c, size_t i, const bench_report_size *z, d
 }
 
 /* This process's plans at size i: local[p * n_local + k] for plan p of local rank k. */
-static void local_plans(const bench_ctx *c, rank_plan *plans, const rank_plan **local) {
+static void local_plans(const bench_ctx *c, pipeline_item *items, const rank_plan **local) {
     for (size_t p = 0; p < c->n_plans; p++)
         for (int k = 0; k < c->n_local; k++)
             local[p * (size_t)c->n_local + (size_t)k] =
-                &plans[p * (size_t)c->world + (size_t)(c->mpi ? c->rank : k)];
+                &items[p].plans[c->mpi ? c->rank : k];
 }
 
 /* The timed loop (or, with kernels, the kernel pass) over every size. */
 static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_size *sizes,
                      bool kernels, char *note, size_t note_len) {
-    rank_plan *plans = calloc(c->n_plans * (size_t)c->world, sizeof *plans);
+    pipeline_item *items = calloc(c->n_plans, sizeof *items);
     const rank_plan **local = calloc(c->n_plans * (size_t)c->n_local, sizeof *local);
-    if (!plans || !local)
+    if (!items || !local)
         abort();
     int rc = 0;
     for (size_t i = 0; i < c->sizes.n && rc == 0; i++) {
         bench_report_size *z = &sizes[i];
-        memset(plans, 0, c->n_plans * (size_t)c->world * sizeof *plans);
-        if ((rc = expand_size(c, i, plans, false)) != 0)
+        if ((rc = expand_size(c, i, items, false)) != 0)
             break;
-        local_plans(c, plans, local);
+        local_plans(c, items, local);
         double t0 = ml_now_seconds();
         bench_plan_result *res = calloc(c->n_plans, sizeof *res);
         if (!res)
@@ -294,7 +289,8 @@ static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_s
             if (!z->plans)
                 abort();
             z->sweep_value = c->s->sweep_let >= 0
-                                 ? plans[0].slots[EXPR_SLOT_FIRST_LET + c->s->sweep_let] : -1;
+                                 ? items[0].plans[0].slots[EXPR_SLOT_FIRST_LET + c->s->sweep_let]
+                                 : -1;
         }
         char err[700] = "";
         int got = kernels ? bench_kernels(b, local, c->n_plans, res, err, sizeof err)
@@ -305,8 +301,8 @@ static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_s
             if (!kernels) {
                 const char *plan = c->s->plans[c->plan_index[p]].name;
                 rp->name = plan[0] ? plan : c->s->name;
-                bench_plan_bytes(&plans[p * (size_t)c->world], &rp->payload_bytes, &rp->bus_bytes);
-                rp->collectives = bench_plan_collectives(&plans[p * (size_t)c->world]);
+                bench_plan_bytes(&items[p].plans[0], &rp->payload_bytes, &rp->bus_bytes);
+                rp->collectives = bench_plan_collectives(&items[p].plans[0]);
                 kept = calloc(1, sizeof *kept);
                 if (!kept)
                     abort();
@@ -325,7 +321,7 @@ static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_s
             if (z->plans[p].res->check_failure[0])
                 fprintf(stderr, "%s\n", z->plans[p].res->check_failure);
         free(res);
-        free_plans(c, plans);
+        free_plans(c, items);
         if (got < 0)
             rc = runtime_failure(c, err);
         else if (got == 1) {
@@ -334,7 +330,7 @@ static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_s
         } else if (c->rank0 && !c->a->quiet && !kernels)
             progress(c, i, z, ml_now_seconds() - t0, o->cycles);
     }
-    free(plans);
+    free(items);
     free(local);
     return rc;
 }

@@ -2,7 +2,7 @@
  * exit 1 and one "file:line:col: error: expected ..." line per failed expectation (or failed
  * contract row); exit 0 and one summary line per schedule otherwise. */
 #include "cmd.h"
-#include "analyze.h"
+#include "analysis.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -126,8 +126,8 @@ int cmd_check(int argc, char **argv) {
     int rc;
     if (!ml_args_begin(&a, "check", cmd_check_usage, argc, argv, NULL, 0, false, &rc))
         return rc;
-    ml_analysis_opts o;
-    ml_analysis_opts_default(&o);
+    pipeline_opts o;
+    pipeline_opts_default(&o);
     ml_analysis an;
     rc = ml_analyze(&a, "check", &o, &an);
     if (rc == ML_EXIT_OK) {

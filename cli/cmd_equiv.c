@@ -70,37 +70,36 @@ typedef struct {
     ml_mark seq_mark[2];
 } equiv_inputs;
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
-/* Expands, lints and predicts one plan (series_from_sched). A plan whose only lint errors are
+/* Expands, lints and predicts one plan (the pipeline, lint findings kept apart). A plan whose only lint errors are
  * cross-rank ones is an answer here, not bad input: its collective sequences are inconsistent
  * across ranks (row 1's cause); the other rows are still worked out per rank. */
 static int load_plan(sched *s, int plan, int world, const sched_params *p, series *out,
                      bool *seq_ok, char *seq_text, size_t seq_len, ml_mark *seq_mark, ml_diags *d) {
     ml_diags lint;
     ml_diags_init(&lint);
-    int rc = series_from_sched(s, plan, world, p, out, &lint);
+    pipeline_opts o;
+    pipeline_opts_default(&o);
+    o.predict = o.expect = false;
+    o.lint_diags = &lint;
+    int rc = series_from_plan(s, plan, world, p, &o, out, d);
     const ml_diag *first = ml_diags_first_error(&lint);
-    bool cross_only = rc != 0 && out->plans && first;
+    bool cross_only = rc == 0 && first;
     for (size_t k = 0; k < lint.items.n; k++) {
         const ml_diag *g = &ML_VEC_AT(&lint.items, ml_diag, k);
         if (g->level == ML_DIAG_ERROR && (!g->code || strcmp(g->code, "cross_rank") != 0))
             cross_only = false;
     }
-    for (int r = 0; cross_only && r < world; r++)
-        cross_only = out->plans[r].ops && predict_rank(&out->plans[r], &out->pred[r], d) == 0;
-    if (cross_only) {
+    if (rc == 0 && (!first || cross_only)) {
+        rc = pipeline_predict(&out->item, p, &o, d);
+        out->pred = out->item.pred;
+    } else if (rc == 0) {
+        rc = -1;               /* lint errors other than cross-rank ones: bad input */
+    }
+    if (rc == 0 && cross_only) {
         *seq_ok = false;
         *seq_mark = first->mark;
         snprintf(seq_text, seq_len, first->rank >= 0 ? "%s [rank %d]" : "%s", first->text,
                  first->rank);
-        const char *name = s->plans[plan].name ? s->plans[plan].name : "";
-        snprintf(out->label, sizeof out->label, "%s%s%s", s->name ? s->name : "",
-                 *name ? ":" : "", name);
-        rc = 0;
     } else {
         for (size_t k = 0; k < lint.items.n; k++) {
             const ml_diag *g = &ML_VEC_AT(&lint.items, ml_diag, k);
@@ -118,14 +117,12 @@ static int load_word(const char *word, const sched_params *p, equiv_inputs *in, 
     ml_diags diags, *d = &diags;
     ml_diags_init(d);
     char path[4096];
-    const char *plan = NULL;
-    snprintf(path, sizeof path, "%s", word);
-    char *colon = strrchr(path, ':');
-    if (colon && !ends_with(path, ".yaml") && !ends_with(path, ".yml")) {
-        *colon = '\0';
-        plan = colon + 1;
-    }
-    sched *s = sched_load_file(path, NULL, d);
+    const char *plan;
+    sched *s = NULL;
+    if (pipeline_split_word(word, path, sizeof path, &plan) != 0)
+        ml_error(d, word, ((ml_mark){0, 0}), "input name too long");
+    else
+        s = sched_load_file(path, NULL, d);
     int world = s ? sched_world(s, p, d) : 0;
     bool owned = false, failed = false;
     for (uint32_t k = 0; world > 0 && !failed && k < s->n_plans; k++) {

@@ -9,6 +9,7 @@
  * loader: the output is a schedule memlife itself accepts. */
 #include "optimize/optimize_int.h"
 #include "optimize/emit_yaml.h"
+#include "pipeline/pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,48 +47,37 @@ static void eval_free(evaluation *e) {
     memset(e, 0, sizeof *e);
 }
 
-/* Expands, lints and predicts plan k of s on every rank. Expansion errors go to d (-1). */
+/* Expands, lints and predicts plan k of s on every rank (the pipeline): lint findings go to
+ * e->diags and do not stop the prediction, since candidates are compared by them. Expansion and
+ * prediction errors go to d (-1). */
 static int evaluate(const sched *s, int k, const sched_params *p, int world, evaluation *e,
                     ml_diags *d) {
     memset(e, 0, sizeof *e);
     ml_diags_init(&e->diags);
-    rank_plan *plans = calloc((size_t)world, sizeof *plans);
     e->mem = calloc((size_t)world, sizeof *e->mem);
     e->floor = calloc((size_t)world, sizeof *e->floor);
-    if (!plans || !e->mem || !e->floor)
+    if (!e->mem || !e->floor)
         abort();
-    int rc = 0;
-    int expanded = 0;
-    for (; expanded < world && rc == 0; expanded++)
-        rc = plan_expand(s, k, p, world, expanded, NULL, &plans[expanded], d);
-    if (rc != 0)
-        expanded--;
+    pipeline_opts o;
+    pipeline_opts_default(&o);
+    o.expect = false;
+    o.lint_diags = &e->diags;
+    pipeline_item it = {0};
+    int rc = pipeline_plan(s, k, p, world, &o, &it, d);
     if (rc == 0) {
-        lint_options lo;
-        lint_options_default(&lo);
-        lint_result lr = {0};
-        lint_plans(plans, world, &lo, &lr, &e->diags);
-        e->n_rows = lr.n_rows;
-        e->rows_pass = calloc(lr.n_rows + 1, sizeof *e->rows_pass);
+        e->n_rows = it.lint.n_rows;
+        e->rows_pass = calloc(it.lint.n_rows + 1, sizeof *e->rows_pass);
         if (!e->rows_pass)
             abort();
-        for (size_t j = 0; j < lr.n_rows; j++)
-            e->rows_pass[j] = lr.rows[j].pass;
-        lint_result_free(&lr);
-        for (int r = 0; r < world && rc == 0; r++) {
-            pred_rank pr;
-            rc = predict_rank(&plans[r], &pr, d);
-            if (rc != 0)
-                break;
-            memcpy(e->mem[r].steady, pr.steady, sizeof pr.steady);
-            memcpy(e->mem[r].peak, pr.peak, sizeof pr.peak);
-            e->floor[r] = pr.floor;
-            pred_rank_free(&pr);
+        for (size_t j = 0; j < it.lint.n_rows; j++)
+            e->rows_pass[j] = it.lint.rows[j].pass;
+        for (int r = 0; r < world; r++) {
+            memcpy(e->mem[r].steady, it.pred[r].steady, sizeof it.pred[r].steady);
+            memcpy(e->mem[r].peak, it.pred[r].peak, sizeof it.pred[r].peak);
+            e->floor[r] = it.pred[r].floor;
         }
     }
-    for (int r = 0; r < expanded; r++)
-        plan_free(&plans[r]);
-    free(plans);
+    pipeline_item_free(&it);
     return rc;
 }
 

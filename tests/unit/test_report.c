@@ -29,7 +29,7 @@ static const char naive_yaml[] =
     "  - sync: device\n"
     "  - free: [full, shard]\n";
 
-/* One schedule analyzed for every rank, as cli/analyze.c does it, held for the writers. */
+/* One schedule analyzed for every rank, as analyzer/pipeline/pipeline.c does it, held for the writers. */
 typedef struct {
     sched *s;
     rank_plan plans[8];
