@@ -411,9 +411,13 @@ static void mark_senders(side_state *st, int world, const plan_op *const *ops, s
     }
 }
 
+/* One collective on every rank, as its row in coll.h declares its data flow (ml_coll_flow): no
+ * collective is named here. */
 static void collective(side_state *st, int world, const plan_op *const *ops) {
     const plan_op *op0 = ops[0];
     ml_coll c = op0->u.coll.coll;
+    const ml_coll_flow *flow = &ml_colls[c].flow;
+    bool reduces = flow->source == FLOW_REDUCTION;
     uint64_t count = op0->u.coll.count;
     uint64_t send_n = ml_coll_send_count(c, count, world);
     seg **pieces = calloc((size_t)world, sizeof *pieces);
@@ -424,37 +428,47 @@ static void collective(side_state *st, int world, const plan_op *const *ops) {
         const seglist *l = buf_of(st, r, ops[r]->u.coll.send.buf);
         pieces[r] = l ? slice(l, ops[r]->u.coll.send.offset, send_n, &n_pieces[r]) : NULL;
     }
-    if (ml_colls[c].has_op)
+    if (reduces)
         note_partial(st, op0, send_n);
-    if (c == COLL_ALL_GATHER)
+    if (flow->source == FLOW_GATHER)
         mark_senders(st, world, ops, pieces, n_pieces);
     size_t nred = 0;
     seg *red = NULL;
-    if (ml_colls[c].has_op)
+    if (reduces)
         red = reduce_over(pieces, n_pieces, world, send_n, op0->u.coll.op, op0, &nred);
+    int root = op0->u.coll.root;
     for (int r = 0; r < world; r++) {
         const plan_view *rv = &ops[r]->u.coll.recv;
         seglist *l = buf_of(st, r, rv->buf);
-        if (!l)
+        if (!l || (flow->root_only && r != root))
             continue;
-        if (c == COLL_ALL_REDUCE || (c == COLL_REDUCE && r == op0->u.coll.root)) {
-            overwrite(l, rv->offset, count, red, nred);
-        } else if (c == COLL_REDUCE_SCATTER) {
-            size_t n;
-            seg *mine = slice(&(seglist){.s = red, .n = nred}, (uint64_t)r * count, count, &n);
-            for (size_t k = 0; k < n; k++) {
-                mine[k].v.owner = r;
-                mine[k].v.rs = ops[r];
+        switch (flow->source) {
+        case FLOW_REDUCTION:
+            if (flow->shard_of_rank) {
+                size_t n;
+                seg *mine = slice(&(seglist){.s = red, .n = nred}, (uint64_t)r * count, count, &n);
+                for (size_t k = 0; k < n; k++) {
+                    mine[k].v.owner = r;
+                    mine[k].v.rs = ops[r];
+                }
+                overwrite(l, rv->offset, count, mine, n);
+                free(mine);
+            } else {
+                overwrite(l, rv->offset, count, red, nred);
             }
-            overwrite(l, rv->offset, count, mine, n);
-            free(mine);
-        } else if (c == COLL_ALL_GATHER) {
+            break;
+        case FLOW_GATHER:
             for (int s = 0; s < world; s++)
                 overwrite(l, rv->offset + (uint64_t)s * count, count, pieces[s], n_pieces[s]);
-        } else if (c == COLL_BROADCAST) {
-            int root = op0->u.coll.root;
+            break;
+        case FLOW_ROOT_SEND:
             if (root >= 0 && root < world)
                 overwrite(l, rv->offset, count, pieces[root], n_pieces[root]);
+            break;
+        case FLOW_UNDECLARED:
+        default:
+            ml_internal_error("collective '%s' declares no data flow (runtime/ir/coll.c)",
+                              ml_colls[c].name);
         }
     }
     free(red);
@@ -554,7 +568,7 @@ static void partial_text(const equiv_result *r, const side_state *st, int s, cha
     char x[200];
     const plan_op *op = st->partial;
     where(r, s, op, x, sizeof x);
-    if (op->u.coll.coll == COLL_REDUCE_SCATTER)
+    if (ml_colls[op->u.coll.coll].flow.shard_of_rank)
         snprintf(buf, len, "%s: %s reduces %llu = shard %llu x world %d of the %llu input elements",
                  side_name(s), x, (unsigned long long)st->partial_count,
                  (unsigned long long)op->u.coll.count, r->world,

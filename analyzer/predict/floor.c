@@ -182,14 +182,13 @@ static uint64_t inplace_share(const floor_state *f, const plan_op *op, int rank)
     const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
     if (op->u.coll.in_place || !has_buf(f, s) || !has_buf(f, r))
         return 0;
-    switch (op->u.coll.coll) {
-    case COLL_REDUCE_SCATTER: {
+    /* A shard-of-rank collective (coll.h's data flow) runs in place with recv at the rank's slot
+     * of send: only that slot can be shared. Every other one shares the whole send. */
+    if (ml_colls[op->u.coll.coll].flow.shard_of_rank) {
         uint64_t slot = view_lo(s) + (uint64_t)rank * plan_view_bytes(r);
         return needed(f, s, slot, slot + plan_view_bytes(r)) ? 0 : plan_view_bytes(r);
     }
-    default:
-        return needed(f, s, view_lo(s), view_hi(s)) ? 0 : plan_view_bytes(s);
-    }
+    return needed(f, s, view_lo(s), view_hi(s)) ? 0 : plan_view_bytes(s);
 }
 
 static void apply_accesses(floor_state *f, const plan_access *acc, size_t n) {

@@ -128,6 +128,16 @@ int rt_rank_init(rt_rank *r, const rt_backend_ops *be, const rt_options *o, cons
     r->exec = x;
     ml_vec_init(&r->checks, sizeof(rt_check_row));
     ml_vec_init(&r->acct.samples, sizeof(rt_sample));
+    /* Refused before anything runs: a collective this backend has no launcher for. The op an
+     * expect_error wraps is never issued, so it needs none. */
+    for (size_t i = 0; i < p->n_ops; i++) {
+        const plan_op *op = &p->ops[i];
+        if (op->kind == OP_EXPECT_BEGIN)
+            i++;
+        else if (op->kind == OP_COLL && !(be->launches && be->launches(op->u.coll.coll)))
+            return fail(r, op, "backend '%s' has no launcher for '%s'", be->name,
+                        ml_colls[op->u.coll.coll].name);
+    }
     char err[400] = "";
     if (be->rank_init && be->rank_init(r, err, sizeof err) != 0)
         return fail(r, NULL, "backend '%s' could not set up rank %d: %s", be->name, r->rank, err);

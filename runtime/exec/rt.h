@@ -114,6 +114,11 @@ struct rt_backend_ops {
     /* Collectives for several local ranks at once (group semantics); n = 1 under MPI. args[k] is
      * ranks[k]'s (an array of n). */
     int (*collective)(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len);
+    /* Whether `collective` has a launcher for c: each backend keeps a table indexed by the
+     * collective, a NULL row for one it cannot run. A plan naming such a collective is refused
+     * by name when its rank is set up (rt_rank_init), before anything runs; a NULL launches
+     * means no collective at all. */
+    bool (*launches)(ml_coll c);
     int (*sync)(rt_rank *r, sched_sync_kind kind, uint32_t stream, uint32_t event, char *err, size_t len);
     int (*record)(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len);
     int (*wait)(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len);

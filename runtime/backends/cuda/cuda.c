@@ -379,6 +379,7 @@ const rt_backend_ops rt_backend_cuda = {
     .free = cuda_free,
     .release = cuda_release,
     .collective = cuda_collective,
+    .launches = cu_launches,
     .sync = cuda_sync,
     .record = cuda_record,
     .wait = cuda_wait,

@@ -128,6 +128,8 @@ int cu_allgather_blob(rt_rank *r, const void *mine, size_t len, void *all, char 
 int cu_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, size_t len);
 /* Issues one collective per rank inside one NCCL group (args[i] for ranks' cr[i]). */
 int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, size_t len);
+/* Whether the launcher table has a row for c (rt_backend_ops.launches). */
+bool cu_launches(ml_coll c);
 /* The NCCL call of one rank's collective on stream s, nothing around it (pointers from args). */
 ncclResult_t cu_launch_one(const rt_coll_args *a, ncclComm_t comm, cudaStream_t s);
 
