@@ -73,9 +73,9 @@ const char cmd_bench_usage[] =
     "            error, a timed part holding allocs, inits or syncs), 3 runtime failure\n";
 
 typedef struct {
-    const char *backend, *sizes, *json;
-    int ranks, gpus, warmup, cycles, graph_replays;
-    double cv_max, timeout;
+    const char *sizes, *json;
+    int warmup, cycles, graph_replays;
+    double cv_max;
     bool graph, kernels, no_align;
 } bench_opts;
 
@@ -210,7 +210,7 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
  * (*rc then holds the job's exit code), or an exit code. */
 static int place_ranks(bench_ctx *c, const bench_opts *o, int argc, char **argv, int *rc) {
     ml_place pl;
-    int got = ml_place_ranks("bench", o->gpus, o->ranks, c->a->world, &pl);
+    int got = ml_place_ranks("bench", c->a->backend.gpus, c->a->backend.ranks, c->a->world, &pl);
     if (got != 0)
         return got;
     c->mpi = pl.mpi;
@@ -429,16 +429,9 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
 
 /* Refusals that need no schedule: the backend and what it can do. */
 static int check_backend(bench_ctx *c, const bench_opts *o) {
-    c->be = rt_backend_find(o->backend);
-    if (!c->be)
-        return ml_usage_error("bench", "unknown backend '%s' (host or cuda)", o->backend);
-    if (!c->be->available) {
-        fprintf(stderr, "error: backend '%s' is not available in this build: %s\n", c->be->name,
-                c->be->how_to_get);
-        return ML_EXIT_RUNTIME;
-    }
-    if (o->gpus && strcmp(c->be->name, "cuda") != 0)
-        return ml_usage_error("bench", "--gpus is for the cuda backend");
+    int rc = ml_backend_opts_check("bench", &c->a->backend, true, &c->be);
+    if (rc != 0)
+        return rc;
     if (!c->be->time_begin || !c->be->time_end)
         return ml_usage_error("bench", "backend '%s' cannot time spans of work", c->be->name);
     if (o->graph && !c->be->graph_begin)
@@ -450,11 +443,8 @@ static int check_backend(bench_ctx *c, const bench_opts *o) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    bench_opts o = {.backend = "host", .warmup = 3, .cycles = 10, .cv_max = 5.0, .timeout = 60.0};
+    bench_opts o = {.warmup = 3, .cycles = 10, .cv_max = 5.0};
     const ml_opt extra[] = {
-        {"--backend", "-b", OPT_STRING, &o.backend, 0, 0, NULL},
-        {"--ranks", "-n", OPT_INT, &o.ranks, 1, 4096, NULL},
-        {"--gpus", NULL, OPT_INT, &o.gpus, 1, 1024, NULL},
         {"--warmup", NULL, OPT_INT, &o.warmup, 0, 1000000, NULL},
         {"--cycles", NULL, OPT_INT, &o.cycles, 1, 1000000, NULL},
         {"--cv-max", NULL, OPT_DOUBLE, &o.cv_max, 1, 0, NULL},
@@ -463,7 +453,6 @@ int cmd_bench(int argc, char **argv) {
         {"--no-align", NULL, OPT_FLAG, &o.no_align, 0, 0, NULL},
         {"--kernels", NULL, OPT_FLAG, &o.kernels, 0, 0, NULL},
         {"--sizes", NULL, OPT_STRING, &o.sizes, 0, 0, NULL},
-        {"--timeout", NULL, OPT_DOUBLE, &o.timeout, 1, 0, NULL},
         {"--json", NULL, OPT_STRING, &o.json, 0, 0, NULL},
     };
     ml_args a;
@@ -479,9 +468,7 @@ int cmd_bench(int argc, char **argv) {
     rc = check_backend(&c, &o);
     if (rc == 0) {
         rt_options_default(&c.opt);
-        c.opt.backend = c.be->name;
-        c.opt.timeout_s = o.timeout;
-        c.opt.gpus = o.gpus;
+        ml_backend_opts_apply(&a.backend, c.be, &c.opt);
         c.opt.verify_sequence = false;   /* lint checked the order; nothing rides on the spans */
         c.speak = !launch_is_child();
         int launched_rc = 0;

@@ -83,12 +83,7 @@ const char cmd_run_usage[] =
     "            (allocation, divergence, timeout, a rank that died); a failed run writes no\n"
     "            result file\n";
 
-static const char *const allocator_names[] = {"cuda", "async", "chunked", NULL};
-
 typedef struct {
-    const char *backend;
-    int ranks, gpus, allocator;
-    double timeout;
     ml_vec no_lint;
     ml_vec inject;
     bool no_data, no_sequence_check;
@@ -346,7 +341,7 @@ static int check_inject(const rt_options *o, const ml_analysis *an, bool print) 
 static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, char **argv,
                        const pipeline_opts *ao, bool *launched) {
     ml_place pl;
-    int rc = ml_place_ranks("run", ro->gpus, ro->ranks, a->world, &pl);
+    int rc = ml_place_ranks("run", a->backend.gpus, a->backend.ranks, a->world, &pl);
     if (rc != 0)
         return rc;
     c->mpi = pl.mpi;
@@ -445,15 +440,10 @@ static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
 }
 
 int cmd_run(int argc, char **argv) {
-    run_opts ro = {.backend = "host", .timeout = 60.0};
+    run_opts ro = {0};
     ml_vec_init(&ro.no_lint, sizeof(const char *));
     ml_vec_init(&ro.inject, sizeof(const char *));
     const ml_opt extra[] = {
-        {"--backend", "-b", OPT_STRING, &ro.backend, 0, 0, NULL},
-        {"--ranks", "-n", OPT_INT, &ro.ranks, 1, 4096, NULL},
-        {"--gpus", NULL, OPT_INT, &ro.gpus, 1, 1024, NULL},
-        {"--allocator", NULL, OPT_CHOICE, &ro.allocator, 0, 0, allocator_names},
-        {"--timeout", NULL, OPT_DOUBLE, &ro.timeout, 1, 0, NULL},
         {"--no-lint", NULL, OPT_LIST, &ro.no_lint, 0, 0, NULL},
         {"--no-data", NULL, OPT_FLAG, &ro.no_data, 0, 0, NULL},
         {"--no-sequence-check", NULL, OPT_FLAG, &ro.no_sequence_check, 0, 0, NULL},
@@ -467,25 +457,15 @@ int cmd_run(int argc, char **argv) {
         ml_vec_free(&ro.inject);
         return rc;
     }
-    run_ctx c = {.be = rt_backend_find(ro.backend)};
+    run_ctx c = {0};
     pipeline_opts ao;
     pipeline_opts_default(&ao);
     rc = parse_no_lint(&ro, &ao.lint);
-    if (rc == 0 && !c.be)
-        rc = ml_usage_error("run", "unknown backend '%s' (host or cuda)", ro.backend);
-    if (rc == 0 && !c.be->available) {
-        fprintf(stderr, "error: backend '%s' is not available in this build: %s\n", c.be->name,
-                c.be->how_to_get);
-        rc = ML_EXIT_RUNTIME;
-    }
-    if (rc == 0 && ro.gpus && strcmp(c.be->name, "cuda") != 0)
-        rc = ml_usage_error("run", "--gpus is for the cuda backend");
+    if (rc == 0)
+        rc = ml_backend_opts_check("run", &a.backend, true, &c.be);
     if (rc == 0) {
         rt_options_default(&c.opt);
-        c.opt.backend = c.be->name;
-        c.opt.allocator = allocator_names[ro.allocator];
-        c.opt.timeout_s = ro.timeout;
-        c.opt.gpus = ro.gpus;
+        ml_backend_opts_apply(&a.backend, c.be, &c.opt);
         c.opt.data = !ro.no_data;
         c.opt.verify_sequence = !ro.no_sequence_check;
         set_signals();
