@@ -29,9 +29,7 @@ void ml_analysis_free(ml_analysis *an) {
 static report_check *contract_rows(const lint_result *lr) {
     if (!lr->n_rows)
         return NULL;
-    report_check *rows = calloc(lr->n_rows, sizeof *rows);
-    if (!rows)
-        abort();
+    report_check *rows = ml_xcalloc(lr->n_rows, sizeof *rows);
     for (size_t k = 0; k < lr->n_rows; k++) {
         const lint_contract_row *row = &lr->rows[k];
         rows[k].name = row->name;
@@ -51,10 +49,8 @@ int ml_analyze(const ml_args *a, const char *command, const pipeline_opts *o, ml
         return ML_EXIT_INPUT;
 
     size_t n = out->res.items.n;
-    out->checks = calloc(n ? n : 1, sizeof *out->checks);
-    out->report_items = calloc(n ? n : 1, sizeof *out->report_items);
-    if (!out->checks || !out->report_items)
-        abort();
+    out->checks = ml_xcalloc(n ? n : 1, sizeof *out->checks);
+    out->report_items = ml_xcalloc(n ? n : 1, sizeof *out->report_items);
     for (size_t k = 0; k < n; k++) {
         const pipeline_item *it = &ML_VEC_AT(&out->res.items, pipeline_item, k);
         out->checks[k] = contract_rows(&it->lint);

@@ -103,9 +103,7 @@ static int collect_sizes(bench_ctx *c, const bench_opts *o) {
         return ml_usage_error("bench", "--sizes needs a schedule with 'sweep:' (it names the let "
                               "the sizes go to)");
     if (o->sizes) {
-        char *copy = strdup(o->sizes);
-        if (!copy)
-            abort();
+        char *copy = ml_xstrdup(o->sizes);
         *(char **)ml_vec_push(&c->owned) = copy;
         for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
             *(const char **)ml_vec_push(&c->sizes) = tok;
@@ -183,18 +181,14 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
     c->s = s;
     if (!c->world)
         c->world = world;
-    c->plan_index = calloc(s->n_plans, sizeof *c->plan_index);
-    if (!c->plan_index)
-        abort();
+    c->plan_index = ml_xcalloc(s->n_plans, sizeof *c->plan_index);
     for (uint32_t k = 0; k < s->n_plans; k++)
         if (!c->a->plan || !strcmp(s->plans[k].name, c->a->plan))
             c->plan_index[c->n_plans++] = (int)k;
     if (!c->n_plans)
         return ml_usage_error("bench", "no plan '%s' in '%s'", c->a->plan, path);
     int rc = collect_sizes(c, o);
-    pipeline_item *items = calloc(c->n_plans, sizeof *items);
-    if (!items)
-        abort();
+    pipeline_item *items = ml_xcalloc(c->n_plans, sizeof *items);
     for (size_t i = 0; i < c->sizes.n && rc == 0; i++) {
         rc = expand_size(c, i, items, i == 0);
         free_plans(c, items);
@@ -244,9 +238,7 @@ static void progress(const bench_ctx *c, size_t i, const bench_report_size *z, d
     fprintf(stderr, "bench: %s (%zu/%zu):", size, i + 1, c->sizes.n);
     for (size_t k = 0; k < z->n_plans; k++) {
         const double *sec = z->plans[k].res->seconds[BENCH_MEMLIFE];
-        double *us = calloc((size_t)cycles, sizeof *us);
-        if (!us)
-            abort();
+        double *us = ml_xcalloc((size_t)cycles, sizeof *us);
         for (int j = 0; j < cycles; j++)
             us[j] = sec[j] * 1e6;
         st_summary st;
@@ -269,10 +261,8 @@ static void local_plans(const bench_ctx *c, pipeline_item *items, const rank_pla
 /* The timed loop (or, with kernels, the kernel pass) over every size. */
 static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_size *sizes,
                      bool kernels, char *note, size_t note_len) {
-    pipeline_item *items = calloc(c->n_plans, sizeof *items);
-    const rank_plan **local = calloc(c->n_plans * (size_t)c->n_local, sizeof *local);
-    if (!items || !local)
-        abort();
+    pipeline_item *items = ml_xcalloc(c->n_plans, sizeof *items);
+    const rank_plan **local = ml_xcalloc(c->n_plans * (size_t)c->n_local, sizeof *local);
     int rc = 0;
     for (size_t i = 0; i < c->sizes.n && rc == 0; i++) {
         bench_report_size *z = &sizes[i];
@@ -280,14 +270,10 @@ static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_s
             break;
         local_plans(c, items, local);
         double t0 = ml_now_seconds();
-        bench_plan_result *res = calloc(c->n_plans, sizeof *res);
-        if (!res)
-            abort();
+        bench_plan_result *res = ml_xcalloc(c->n_plans, sizeof *res);
         if (!kernels) {
             z->n_plans = c->n_plans;
-            z->plans = calloc(c->n_plans, sizeof *z->plans);
-            if (!z->plans)
-                abort();
+            z->plans = ml_xcalloc(c->n_plans, sizeof *z->plans);
             z->sweep_value = c->s->sweep_let >= 0
                                  ? items[0].plans[0].slots[EXPR_SLOT_FIRST_LET + c->s->sweep_let]
                                  : -1;
@@ -303,9 +289,7 @@ static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_s
                 rp->name = plan[0] ? plan : c->s->name;
                 bench_plan_bytes(&items[p].plans[0], &rp->payload_bytes, &rp->bus_bytes);
                 rp->collectives = bench_plan_collectives(&items[p].plans[0]);
-                kept = calloc(1, sizeof *kept);
-                if (!kept)
-                    abort();
+                kept = ml_xcalloc(1, sizeof *kept);
                 *kept = res[p];
                 rp->res = kept;
             } else {
@@ -396,9 +380,7 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
     bo.graph_replays = o->graph_replays;
     bo.bare = c->be->collective_bare != NULL;
     bench *b = bench_new(c->be, &c->opt, &bo, c->world, c->n_local);
-    bench_report_size *sizes = calloc(c->sizes.n, sizeof *sizes);
-    if (!sizes)
-        abort();
+    bench_report_size *sizes = ml_xcalloc(c->sizes.n, sizeof *sizes);
     char note[400] = "";
     int rc = run_sizes(c, b, o, sizes, false, note, sizeof note);
     if (rc == 0 && o->kernels) {

@@ -165,9 +165,7 @@ static int items_world(const ml_analysis *an) {
 /* Rank 0's part after one item ran: decode every rank's text, compare with the prediction. */
 static int collect(report_schedule *rs, const pipeline_item *it, char **texts, size_t *lens,
                    ml_vec *checks, ml_arena *names) {
-    rs->measured = calloc((size_t)it->world, sizeof *rs->measured);
-    if (!rs->measured)
-        abort();
+    rs->measured = ml_xcalloc((size_t)it->world, sizeof *rs->measured);
     for (int r = 0; r < it->world; r++) {
         char err[300];
         if (run_result_decode(texts[r], lens[r], &rs->measured[r], checks, names, err,
@@ -220,10 +218,8 @@ static int runtime_failure(const run_ctx *c, rt_rank *ranks, int n) {
 /* Runs one item on this process's ranks and, on rank 0, fills rs. Returns 0 or an exit code. */
 static int run_item(const run_ctx *c, pipeline_item *it, report_schedule *rs, ml_vec *checks,
                     ml_arena *names) {
-    rt_rank *ranks = calloc((size_t)c->n_local, sizeof *ranks);
-    rt_rank **ptrs = calloc((size_t)c->n_local, sizeof *ptrs);
-    if (!ranks || !ptrs)
-        abort();
+    rt_rank *ranks = ml_xcalloc((size_t)c->n_local, sizeof *ranks);
+    rt_rank **ptrs = ml_xcalloc((size_t)c->n_local, sizeof *ptrs);
     int rc = 0;
     for (int k = 0; k < c->n_local; k++) {
         ptrs[k] = &ranks[k];
@@ -235,10 +231,8 @@ static int run_item(const run_ctx *c, pipeline_item *it, report_schedule *rs, ml
     if (rc != 0) {
         rc = runtime_failure(c, ranks, c->n_local);
     } else {
-        char **texts = calloc((size_t)c->world, sizeof *texts);
-        size_t *lens = calloc((size_t)c->world, sizeof *lens);
-        if (!texts || !lens)
-            abort();
+        char **texts = ml_xcalloc((size_t)c->world, sizeof *texts);
+        size_t *lens = ml_xcalloc((size_t)c->world, sizeof *lens);
         if (c->mpi) {
             char *mine = run_result_encode(&ranks[0]), err[300] = "";
             void *all = NULL;
@@ -315,10 +309,8 @@ static int check_inject(const rt_options *o, const ml_analysis *an, bool print) 
     if (!rt_inject_any(o))
         return 0;
     size_t n = an->res.items.n;
-    const rank_plan **plans = calloc(n ? n : 1, sizeof *plans);
-    int *worlds = calloc(n ? n : 1, sizeof *worlds);
-    if (!plans || !worlds)
-        abort();
+    const rank_plan **plans = ml_xcalloc(n ? n : 1, sizeof *plans);
+    int *worlds = ml_xcalloc(n ? n : 1, sizeof *worlds);
     for (size_t k = 0; k < n; k++) {
         plans[k] = ML_VEC_AT(&an->res.items, pipeline_item, k).plans;
         worlds[k] = ML_VEC_AT(&an->res.items, pipeline_item, k).world;
@@ -392,10 +384,8 @@ static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
     }
     /* Every rank takes part (the host names are gathered); rank 0 reports it. */
     char *prov = ml_provenance_collect(c->be, c->world);
-    ml_vec *checks = calloc(an.res.items.n ? an.res.items.n : 1, sizeof *checks);
+    ml_vec *checks = ml_xcalloc(an.res.items.n ? an.res.items.n : 1, sizeof *checks);
     ml_arena *names = ml_arena_new();
-    if (!checks)
-        abort();
     for (size_t k = 0; k < an.res.items.n && rc == 0; k++) {
         ml_vec_init(&checks[k], sizeof(report_check));
         rc = run_item(c, &ML_VEC_AT(&an.res.items, pipeline_item, k), &an.report_items[k], &checks[k],

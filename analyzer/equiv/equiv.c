@@ -110,9 +110,7 @@ int equiv_pick_results(const series *a, const series *b, const char *name_a, con
 
 static void facts_of(const rank_plan *p, equiv_facts *f) {
     memset(f, 0, sizeof *f);
-    uint64_t *alloc_bytes = calloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *alloc_bytes);
-    if (!alloc_bytes)
-        abort();
+    uint64_t *alloc_bytes = ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *alloc_bytes);
     for (size_t k = 0; k < p->n_ops; k++) {
         const plan_op *op = &p->ops[k];
         switch (op->kind) {
@@ -515,9 +513,7 @@ int equiv_analyze(const series *a, const series *b, const uint32_t result[2],
     out->result[1] = result[1];
     for (int s = 0; s < 2; s++) {
         out->sequence_ok[s] = sequence_ok[s];
-        out->facts[s] = calloc((size_t)out->world, sizeof *out->facts[s]);
-        if (!out->facts[s])
-            abort();
+        out->facts[s] = ml_xcalloc((size_t)out->world, sizeof *out->facts[s]);
         for (int k = 0; k < out->world; k++)
             facts_of(&out->side[s]->plans[k], &out->facts[s][k]);
         if (!sequence_ok[s]) {

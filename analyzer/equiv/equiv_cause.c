@@ -27,9 +27,7 @@ void equiv_add_cause(equiv_result *r, equiv_cause_kind kind, int side, int rank,
     for (size_t k = 0; k < r->n_causes; k++)
         if (r->causes[k].kind == kind && r->causes[k].side == side)
             return;   /* one line per cause and plan: the first rank where it shows */
-    r->causes = realloc(r->causes, (r->n_causes + 1) * sizeof *r->causes);
-    if (!r->causes)
-        abort();
+    r->causes = ml_xrealloc(r->causes, (r->n_causes + 1) * sizeof *r->causes);
     equiv_cause *c = &r->causes[r->n_causes++];
     memset(c, 0, sizeof *c);
     c->kind = kind;

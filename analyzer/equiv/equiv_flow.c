@@ -130,9 +130,7 @@ static void push(seg **out, size_t *n, size_t *cap, const seg *s) {
     }
     if (*n == *cap) {
         *cap = *cap ? 2 * *cap : 8;
-        *out = realloc(*out, *cap * sizeof **out);
-        if (!*out)
-            abort();
+        *out = ml_xrealloc(*out, *cap * sizeof **out);
     }
     (*out)[(*n)++] = *s;
 }
@@ -327,9 +325,7 @@ static seg *reduce_over(seg **pieces, const size_t *n_pieces, int world, uint64_
                         const plan_op *cop, size_t *n_out) {
     seg *out = NULL;
     size_t k = 0, cap = 0;
-    size_t *at = calloc((size_t)world, sizeof *at);
-    if (!at)
-        abort();
+    size_t *at = ml_xcalloc((size_t)world, sizeof *at);
     for (uint64_t pos = 0; pos < n;) {
         uint64_t end = n;
         for (int r = 0; r < world; r++) {
@@ -420,10 +416,8 @@ static void collective(side_state *st, int world, const plan_op *const *ops) {
     bool reduces = flow->source == FLOW_REDUCTION;
     uint64_t count = op0->u.coll.count;
     uint64_t send_n = ml_coll_send_count(c, count, world);
-    seg **pieces = calloc((size_t)world, sizeof *pieces);
-    size_t *n_pieces = calloc((size_t)world, sizeof *n_pieces);
-    if (!pieces || !n_pieces)
-        abort();
+    seg **pieces = ml_xcalloc((size_t)world, sizeof *pieces);
+    size_t *n_pieces = ml_xcalloc((size_t)world, sizeof *n_pieces);
     for (int r = 0; r < world; r++) {
         const seglist *l = buf_of(st, r, ops[r]->u.coll.send.buf);
         pieces[r] = l ? slice(l, ops[r]->u.coll.send.offset, send_n, &n_pieces[r]) : NULL;
@@ -480,9 +474,7 @@ static void collective(side_state *st, int world, const plan_op *const *ops) {
 
 static void run_side(side_state *st) {
     int world = st->sr->world;
-    const plan_op **ops = calloc((size_t)world, sizeof *ops);
-    if (!ops)
-        abort();
+    const plan_op **ops = ml_xcalloc((size_t)world, sizeof *ops);
     for (;;) {
         int at_coll = 0;
         for (int r = 0; r < world; r++)
@@ -773,13 +765,10 @@ static void side_init(side_state *st, const series *s) {
     memset(st, 0, sizeof *st);
     st->sr = s;
     st->n_bufs = s->s->syms[SYM_BUFFER].n;
-    st->bufs = calloc((size_t)s->world, sizeof *st->bufs);
-    st->pc = calloc((size_t)s->world, sizeof *st->pc);
-    if (!st->bufs || !st->pc)
-        abort();
+    st->bufs = ml_xcalloc((size_t)s->world, sizeof *st->bufs);
+    st->pc = ml_xcalloc((size_t)s->world, sizeof *st->pc);
     for (int r = 0; r < s->world; r++)
-        if (!(st->bufs[r] = calloc(st->n_bufs + 1, sizeof **st->bufs)))
-            abort();
+        st->bufs[r] = ml_xcalloc(st->n_bufs + 1, sizeof **st->bufs);
 }
 
 static void side_free(side_state *st) {

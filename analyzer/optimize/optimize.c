@@ -54,10 +54,8 @@ static int evaluate(const sched *s, int k, const sched_params *p, int world, eva
                     ml_diags *d) {
     memset(e, 0, sizeof *e);
     ml_diags_init(&e->diags);
-    e->mem = calloc((size_t)world, sizeof *e->mem);
-    e->floor = calloc((size_t)world, sizeof *e->floor);
-    if (!e->mem || !e->floor)
-        abort();
+    e->mem = ml_xcalloc((size_t)world, sizeof *e->mem);
+    e->floor = ml_xcalloc((size_t)world, sizeof *e->floor);
     pipeline_opts o;
     pipeline_opts_default(&o);
     o.expect = false;
@@ -66,9 +64,7 @@ static int evaluate(const sched *s, int k, const sched_params *p, int world, eva
     int rc = pipeline_plan(s, k, p, world, &o, &it, d);
     if (rc == 0) {
         e->n_rows = it.lint.n_rows;
-        e->rows_pass = calloc(it.lint.n_rows + 1, sizeof *e->rows_pass);
-        if (!e->rows_pass)
-            abort();
+        e->rows_pass = ml_xcalloc(it.lint.n_rows + 1, sizeof *e->rows_pass);
         for (size_t j = 0; j < it.lint.n_rows; j++)
             e->rows_pass[j] = it.lint.rows[j].pass;
         for (int r = 0; r < world; r++) {
@@ -251,9 +247,7 @@ static int load_slots(driver *dv) {
 
 static void stage_record(opt_stage *sg, opt_kind kind, const evaluation *e, int world) {
     sg->kind = kind;
-    sg->after = calloc((size_t)world, sizeof *sg->after);
-    if (!sg->after)
-        abort();
+    sg->after = ml_xcalloc((size_t)world, sizeof *sg->after);
     memcpy(sg->after, e->mem, (size_t)world * sizeof *sg->after);
 }
 
@@ -370,11 +364,9 @@ static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {
         eval_free(&base);
         return -1;
     }
-    pr->before = calloc((size_t)dv->world, sizeof *pr->before);
-    pr->floor = calloc((size_t)dv->world, sizeof *pr->floor);
-    pr->stages = calloc(OPT_KIND_COUNT + 1, sizeof *pr->stages);
-    if (!pr->before || !pr->floor || !pr->stages)
-        abort();
+    pr->before = ml_xcalloc((size_t)dv->world, sizeof *pr->before);
+    pr->floor = ml_xcalloc((size_t)dv->world, sizeof *pr->floor);
+    pr->stages = ml_xcalloc(OPT_KIND_COUNT + 1, sizeof *pr->stages);
     memcpy(pr->before, base.mem, (size_t)dv->world * sizeof *pr->before);
     memcpy(pr->floor, base.floor, (size_t)dv->world * sizeof *pr->floor);
     static const opt_kind order[] = {OPT_LIFETIMES, OPT_INPLACE, OPT_CHUNKED, OPT_REORDER,
@@ -414,9 +406,7 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
     dv.st.n_pre = ml_arena_alloc(dv.arena, (s->n_plans + 1) * sizeof *dv.st.n_pre);
     dv.slots = ml_arena_alloc(dv.arena, (size_t)world * sizeof *dv.slots);
     r->n_plans = s->n_plans;
-    r->plans = calloc(s->n_plans + 1, sizeof *r->plans);
-    if (!r->plans)
-        abort();
+    r->plans = ml_xcalloc(s->n_plans + 1, sizeof *r->plans);
     int rc = load_slots(&dv);
     for (uint32_t k = 0; k < s->n_plans && rc == 0; k++) {
         r->plans[k].plan_index = (int)k;

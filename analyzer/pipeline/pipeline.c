@@ -41,9 +41,7 @@ void pipeline_result_free(pipeline_result *r) {
 
 int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_opts *o,
                      ml_diags *d) {
-    it->pred = calloc((size_t)it->world, sizeof *it->pred);
-    if (!it->pred)
-        abort();
+    it->pred = ml_xcalloc((size_t)it->world, sizeof *it->pred);
     for (int r = 0; r < it->world; r++) {
         if (it->shared && r > 0)
             predict_rank_shared(&it->plans[r], &it->pred[0], &it->pred[r]);
@@ -75,9 +73,7 @@ int pipeline_plan(const sched *s, int plan_index, const sched_params *p, int wor
     it->expect_failures = -1;
     sched_params pw = *p;
     pw.world = world;
-    it->plans = calloc((size_t)world, sizeof *it->plans);
-    if (!it->plans)
-        abort();
+    it->plans = ml_xcalloc((size_t)world, sizeof *it->plans);
     for (int r = 0; r < world; r++) {
         if (r == 1)
             it->shared = plan_rank_invariant(&it->plans[0], &pw);

@@ -53,9 +53,7 @@ static void set_reserve(range_set *s, uint32_t n) {
     uint32_t cap = s->cap ? s->cap * 2 : 4;
     while (cap < n)
         cap *= 2;
-    s->r = realloc(s->r, cap * sizeof *s->r);
-    if (!s->r)
-        abort();
+    s->r = ml_xrealloc(s->r, cap * sizeof *s->r);
     s->cap = cap;
 }
 
@@ -210,9 +208,7 @@ static void apply_accesses(floor_state *f, const plan_access *acc, size_t n) {
 
 /* Forward pass: which ops an expect_error refuses, and what is live at the end. */
 static bool *refused_ops(const rank_plan *p) {
-    bool *refused = calloc(p->n_ops ? p->n_ops : 1, sizeof *refused);
-    if (!refused)
-        abort();
+    bool *refused = ml_xcalloc(p->n_ops ? p->n_ops : 1, sizeof *refused);
     const sched_step *wrapped = NULL;
     for (size_t i = 0; i < p->n_ops; i++) {
         const plan_op *op = &p->ops[i];
@@ -232,9 +228,7 @@ static void end_state(const rank_plan *p, const bool *refused, floor_state *f) {
         uint32_t chunks, keep;
         bool released;
     } endbuf;
-    endbuf *b = calloc(f->n_bufs + 1, sizeof *b);
-    if (!b)
-        abort();
+    endbuf *b = ml_xcalloc(f->n_bufs + 1, sizeof *b);
     for (size_t i = 0; i < p->n_ops; i++) {
         const plan_op *op = &p->ops[i];
         if (refused[i])
@@ -266,9 +260,7 @@ static void end_state(const rank_plan *p, const bool *refused, floor_state *f) {
 
 uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
     floor_state f = {.n_bufs = p->s->syms[SYM_BUFFER].n};
-    f.need = calloc(f.n_bufs + 1, sizeof *f.need);
-    if (!f.need)
-        abort();
+    f.need = ml_xcalloc(f.n_bufs + 1, sizeof *f.need);
     bool *refused = refused_ops(p);
     end_state(p, refused, &f);
     uint64_t best = f.total;

@@ -105,9 +105,7 @@ void report_grid_init(report_grid *g, size_t cols, const char *const *headers, c
 }
 
 void report_grid_add(report_grid *g, const char *text) {
-    char *copy = strdup(text ? text : "");
-    if (!copy)
-        abort();
+    char *copy = ml_xstrdup(text ? text : "");
     *(char **)ml_vec_push(&g->cells) = copy;
 }
 
@@ -133,9 +131,7 @@ static void pad(ml_str *out, size_t n) {
 
 void report_grid_render(const report_grid *g, bool markdown, const char *indent, ml_str *out) {
     size_t rows = g->cells.n / g->cols;
-    size_t *width = calloc(g->cols, sizeof *width);
-    if (!width)
-        abort();
+    size_t *width = ml_xcalloc(g->cols, sizeof *width);
     for (size_t c = 0; c < g->cols; c++) {
         width[c] = strlen(g->headers[c]);
         for (size_t r = 0; r < rows; r++) {

@@ -110,9 +110,7 @@ static int h_alloc(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, cha
         snprintf(err, len, "%" PRIu64 " bytes do not fit this address space", bytes);
         return -1;
     }
-    host_mem *h = calloc(1, sizeof *h);
-    if (!h)
-        abort();
+    host_mem *h = ml_xcalloc(1, sizeof *h);
     size_t pg = page_size();
     size_t want = bytes ? (size_t)bytes : 1;   /* a zero-byte buffer still has an address */
     if (chunks > 1) {

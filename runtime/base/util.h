@@ -35,7 +35,7 @@ _Noreturn void ml_internal_error(const char *fmt, ...) __attribute__((format(pri
 typedef struct ml_arena ml_arena;
 ml_arena *ml_arena_new(void);
 void ml_arena_free(ml_arena *a);
-void *ml_arena_alloc(ml_arena *a, size_t size);          /* zeroed, 16-byte aligned; aborts on OOM */
+void *ml_arena_alloc(ml_arena *a, size_t size);          /* zeroed, 16-byte aligned; exits 3 on OOM */
 char *ml_arena_strndup(ml_arena *a, const char *s, size_t n);
 size_t ml_arena_bytes(const ml_arena *a);               /* bytes handed out, for scale tests */
 

@@ -44,9 +44,7 @@ static int spy_collective(rt_rank **ranks, const rt_coll_args *args, int n, char
 
 bench *bench_new(const rt_backend_ops *be, const rt_options *o, const bench_options *bo, int world,
                  int n_local) {
-    bench *b = calloc(1, sizeof *b);
-    if (!b)
-        abort();
+    bench *b = ml_xcalloc(1, sizeof *b);
     b->real = be;
     b->ops = *be;
     b->ops.mem_read = NULL;
@@ -138,18 +136,14 @@ static int cycles_run(session *ss, int replays, bench_plan_result *out) {
     size_t n_plans = ss->n_plans, cycles = (size_t)b->bo.cycles;
     bool on[BENCH_MODE_COUNT] = {true, b->bo.bare, b->bo.graph};
     size_t count = n_plans * BENCH_MODE_COUNT * cycles;
-    double *crit = calloc(count ? 2 * count : 1, sizeof *crit);
-    double *secs = calloc((size_t)b->n_local, sizeof *secs);
-    if (!crit || !secs)
-        abort();
+    double *crit = ml_xcalloc(count ? 2 * count : 1, sizeof *crit);
+    double *secs = ml_xcalloc((size_t)b->n_local, sizeof *secs);
     /* The modes in use, numbered for bench_cycle_order. */
     size_t n_modes = 0, modes[BENCH_MODE_COUNT];
     for (int m = 0; m < BENCH_MODE_COUNT; m++)
         if (on[m])
             modes[n_modes++] = (size_t)m;
-    size_t n_entries = n_plans * n_modes, *order = calloc(n_entries ? n_entries : 1, sizeof *order);
-    if (!order)
-        abort();
+    size_t n_entries = n_plans * n_modes, *order = ml_xcalloc(n_entries ? n_entries : 1, sizeof *order);
     int rc = 0;
     size_t total = (size_t)b->bo.warmup + cycles;
     for (size_t c = 0; c < total && rc == 0; c++) {
@@ -178,15 +172,11 @@ static int cycles_run(session *ss, int replays, bench_plan_result *out) {
             if (!on[m])
                 continue;
             size_t at = (p * BENCH_MODE_COUNT + (size_t)m) * cycles;
-            out[p].seconds[m] = calloc(cycles, sizeof(double));
-            if (!out[p].seconds[m])
-                abort();
+            out[p].seconds[m] = ml_xcalloc(cycles, sizeof(double));
             memcpy(out[p].seconds[m], crit + at, cycles * sizeof(double));
             if (m == BENCH_GRAPH)
                 continue;   /* a graph's issue is its launches: nothing memlife does */
-            out[p].issue[m] = calloc(cycles, sizeof(double));
-            if (!out[p].issue[m])
-                abort();
+            out[p].issue[m] = ml_xcalloc(cycles, sizeof(double));
             memcpy(out[p].issue[m], crit + count + at, cycles * sizeof(double));
         }
     }
