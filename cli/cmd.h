@@ -30,6 +30,9 @@ const ml_command *ml_command_find(const char *name);
 /* `memlife help` without a command: usage, the commands with their summaries, exit codes. */
 void ml_print_overview(FILE *f);
 
+/* "unknown command 'NAME'" with the closest command as a suggestion; exit code 2. */
+int ml_unknown_command(const char *name);
+
 /* Usage errors: print "error: ..." and a hint to stderr; exit code 2. */
 int ml_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -9,23 +9,13 @@
 #include <string.h>
 
 const char cmd_check_usage[] =
-    "usage: memlife check FILE... [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
-    "                     [--format table|json|csv|md] [-o FILE] [--quiet]\n"
+    "usage: memlife check [OPTIONS] FILE...\n"
     "\n"
     "Everything 'memlife predict' does, then compares the predictions with each schedule's\n"
     "'expect:' block (requested and device views, steady and peak, per rank). Use it as a CI\n"
     "gate against peak-memory regressions.\n"
     "\n"
-    "options:\n"
-    "  -w, --world N         world size (default: the file's 'world:')\n"
-    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
-    "      --plan NAME       only this plan of files with 'plans:'\n"
-    "  -f, --format FMT      print the full report in FMT (table, json, csv, md) instead of\n"
-    "                        the one-line summaries\n"
-    "  -o, --output FILE     also write the report to FILE (atomically), in FMT (default table)\n"
-    "  -q, --quiet           print nothing on success\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 every expectation holds, 1 an expectation or contract failed,\n"
     "            2 bad input (syntax, lint error or hazard)\n";
 
@@ -120,7 +110,17 @@ static void print_summaries(const report *r, const size_t *failures) {
 int cmd_check(int argc, char **argv) {
     ml_args a;
     int rc;
-    if (!ml_args_begin(&a, "check", cmd_check_usage, argc, argv, NULL, 0, false, &rc))
+    const ml_opt extra[] = {
+        /* documentation rows: what the common option means here */
+        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "print the full report in FMT (table, json, csv, md) instead of the one-line "
+            "summaries"},
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "also write the report to FILE (atomically), in FMT (default table)"},
+        {"--quiet", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "print nothing on success"},
+    };
+    if (!ml_args_begin(&a, "check", cmd_check_usage, argc, argv, extra,
+                       ML_ARRAY_LEN(extra), false, &rc))
         return rc;
     pipeline_opts o;
     pipeline_opts_default(&o);

@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
     if (!c) {
         if (name[0] == '-')
             return ml_usage_error(NULL, "unknown option '%s' (options follow the command)", name);
-        return ml_usage_error(NULL, "unknown command '%s'", name);
+        return ml_unknown_command(name);
     }
     int rc = c->run(argc - 1, argv + 1);
     if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -299,7 +299,7 @@ static void test_args_extra(void **state) {
     (void)state;
     bool no_data = false;
     const ml_opt extra[] = {
-        {"--no-data", NULL, OPT_FLAG, &no_data, 0, 0, NULL},
+        {"--no-data", NULL, OPT_FLAG, &no_data, 0, 0, NULL, NULL, "no data"},
     };
     char *argv[] = {"run", "x.yaml", "-b", "cuda", "-n", "4", "--timeout=2.5", "--no-data",
                     "--allocator", "chunked", "--gpus", "2"};
