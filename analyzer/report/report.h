@@ -20,6 +20,11 @@
 #include "predict/analyzer.h"
 #include "exec/rt.h"
 
+/* The integer "schema_version" first in every JSON memlife writes (report_json_append; the
+ * trace's otherData). It changes when a key changes meaning or goes away; new keys do not
+ * change it. The keys are in docs/json.md, the schemas in schemas/. */
+#define ML_JSON_SCHEMA_VERSION 1
+
 typedef struct {
     bool present;
     uint64_t steady[VIEW_COUNT], peak[VIEW_COUNT];   /* device: 0 when !has_device */
