@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # memlife — build, test, demo, bench.
 #
 # Optional parts are detected and can be forced: MPI=0|1 (host backend, Open MPI), CUDA=0|1

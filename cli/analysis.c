@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* analysis.c — the pipeline's run for predict, check and run, as a report (analysis.h). */
 #include "analysis.h"
 

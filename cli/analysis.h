@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* analysis.h — predict, check and run's side of the pipeline (pipeline/pipeline.h): the command
  * line's files, --set, --world and --plan as the pipeline's input, its diagnostics printed, its
  * items as one report (report/report.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* args.c — the one argv loop of memlife: common options plus a command's own table (args.h),
  * parsed by getopt_long. The rows are data: help.c renders the same rows as --help, the man page
  * and the bash completion. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* args.h — option parsing shared by every command (predict, check, run, and later ones).
  *
  * Every command accepts the common options below, and the backend options where its row in

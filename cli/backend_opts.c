@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend_opts.c — the backend options, once, for every command with CMD_BACKEND
  * (backend_opts.h). */
 #include "backend_opts.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd.h — the command table. Each command lives in its own file (cli/cmd_<name>.c) with its usage
  * text beside it; cli/commands.def lists them once, and this header's prototypes and
  * cli/commands.c's table both come from that list. main.c dispatches and never switches on a

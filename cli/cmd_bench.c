@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_bench.c — `memlife bench`: the chapter's performance experiment, done by memlife itself.
  *
  * Every rank is a memlife process (host, or cuda under mpirun) or one process drives every GPU

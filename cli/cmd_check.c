@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_check.c — `memlife check`: predict, then gate on the expectations. The CI regression gate:
  * exit 1 and one "file:line:col: error: expected ..." line per failed expectation (or failed
  * contract row); exit 0 and one summary line per schedule otherwise. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_diff.c — `memlife diff A B`: steady and peak deltas per rank and view, and the lifetimes
  * that cause them. Informational: exit 0 whatever the deltas (gate with `memlife check`). */
 #include "cmd.h"

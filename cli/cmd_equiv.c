@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_equiv.c — `memlife equiv A B`: the chapter's four meanings of "AllReduce = ReduceScatter +
  * AllGather" for any two plans (analyzer/equiv.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_optimize.c — `memlife optimize FILE`: rewrite a schedule toward its memory floor
  * (analyzer/optimize.h) and report what each transformation saved.
  *

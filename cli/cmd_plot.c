@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_plot.c — `memlife plot`: live memory over the steps as one self-contained SVG. */
 #include "cmd.h"
 #include "visual.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_predict.c — `memlife predict`: lint and predict every rank of every schedule, then report.
  * Expectations are evaluated and shown but do not change the exit code (that is `check`). */
 #include "cmd.h"

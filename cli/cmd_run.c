@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_run.c — `memlife run`: execute schedules on a backend, measure, compare with the prediction.
  *
  * Every rank is a memlife process (host, or cuda under mpirun) that loads the files itself,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_trace.c — `memlife trace`: Chrome trace-event JSON for Perfetto and chrome://tracing. */
 #include "cmd.h"
 #include "visual.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* commands.c — the command table built from commands.def, and `memlife help` (cmd.h): the top
  * of cli/, naming every command's function (their flags, which the option parser reads, are in
  * command_flags.c, below the commands). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* help.c — usage, man page and bash completion from the option rows (help.h). */
 #include "help.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* help.h — one command's usage rendered from its option rows (args.h), three ways: the text of
  * `memlife CMD --help`, a section of the man page, and a branch of the bash completion. The man
  * page and the completion script are built by running every command's --help in that mode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c — memlife's entry point: --version and the dispatch over the command table.
  *
  * Adding a command is one row in cli/commands.def plus cli/cmd_<name>.c; main never switches on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* suggest.c — "did you mean" by edit distance (suggest.h). */
 #include "suggest.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* suggest.h — "did you mean": the closest known word to a mistyped one (commands, option names,
  * enumerated values). */
 #ifndef MEMLIFE_SUGGEST_H

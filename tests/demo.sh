@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/demo.sh (`make demo`) — memlife's main job on a CPU machine, start to finish:
 #   1. install what is missing (Debian/Ubuntu packages; only when a header or tool is absent),
 #   2. build,

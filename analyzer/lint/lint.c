@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint.c — checks the expanded plans of every rank before anything runs (analyzer.h).
  *
  * One walk per rank over its ops keeps, per buffer, whether it is live and its shape, and per

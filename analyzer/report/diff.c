@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* diff.c — plan against plan, and why their peaks differ (diff.h). */
 #include "report/diff.h"
 #include "report/report_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gate.c — the baseline gate (gate.h). */
 #include "gate.h"
 #include "report_int.h"

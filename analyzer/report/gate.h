@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gate.h — the baseline gate of `memlife check --baseline OLD.json`: every predicted steady and
  * peak of every view and rank held to a previous result (the JSON that predict or check wrote
  * with --format json), with a tolerance. A regression is an error at the op that now reaches the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report.h — results of predict / check / run as one structure, written in every format.
  *
  * predict and check fill the predicted parts; run adds `measured` per rank and the data-check

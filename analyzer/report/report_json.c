@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_json.c — the JSON report (jansson). Key names are the stable interface described in
  * report.h; byte values are exact integers. */
 #include "report/report_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trace.c — Chrome trace-event JSON (trace.h), built with jansson. */
 #include "visual/trace.h"
 #include "report/report.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec.c — the executor: walks a rank plan and drives a backend (rt.h).
  *
  * Before any collective (or copy) reaches the backend, the executor checks it with its own code:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rt.h — the runtime: one executor, backends behind one interface, one place that counts.
  *
  * The executor (runtime/exec.c) walks a rank plan (plan.h) and drives a backend through

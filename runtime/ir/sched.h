@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.h — the schedule IR: what the loader builds from YAML and every other module reads.
  *
  * The IR keeps the schedule as written: steps with unevaluated expressions (they may depend on

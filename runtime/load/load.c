@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* load.c — the schedule loader: libyaml events, shared helpers, the top level of a schedule.
  * Steps are in load_steps.c; views, data patterns, operands and expectations in load_data.c. */
 #include "load/load_int.h"

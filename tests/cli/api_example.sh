@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # examples/api/predict.c, built by make test against libmemlife.a: the C API predicts the
 # README's lifetimes (requested peaks at 4 ranks: 256, 320, 576, 320 MiB), reports a bad file as
 # file:line:col with exit 2, and writes the same JSON as 'memlife predict --format json'.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The bash completion that 'memlife help --bash-completion' generates (and make install puts in
 # share/bash-completion/completions/memlife), driven by plain COMP_WORDS/COMP_CWORD emulation:
 # commands, each command's options from its option rows, the values of enumerated options

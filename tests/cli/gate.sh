@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check --baseline / --tolerance / --strict / --annotate github. The numbers are
 # examples/ci_gate/README.md's: layers.yaml peaks at 96 MiB on every rank of 4, the prefetch
 # change at 160 MiB (+64 MiB, +66.7%), with the new peak at alloc full2 (22:11 there; 20:11 in the

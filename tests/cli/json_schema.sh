@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Every kind of JSON memlife writes validates against its schema in schemas/ (JSON Schema
 # 2020-12), with python3-jsonschema: predict, check (and run on the host backend where Open MPI
 # is there), diff, equiv, optimize, bench, trace. Each starts with the integer schema_version 1.

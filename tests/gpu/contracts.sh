@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/contracts.sh — the chapter's five data contracts with int64 data through NCCL.
 # tests: 4
 # Expected: every contract passes on every rank: 10 rank rows at world 2 (the chapter: 20 at

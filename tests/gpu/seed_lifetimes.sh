@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/seed_lifetimes.sh — the chapter's four lifetimes on real GPUs, both launch modes.
 # tests: 8
 # Expected (requested view, M = 256 MiB, world 2; PyTorch 2.11 + NCCL 2.28.9 on 2 x H200,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `memlife equiv` with data on Open MPI (host backend), 4 ranks: both plans run in one job, the
 # result buffers are read back and compared on every rank. The chapter's direct vs naive
 # decomposed at 256 MiB: rows 1 and 2 hold, 3 and 4 do not (exit 1); direct vs direct: all hold

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_args.c — the CLI's option parser on getopt_long (cli/args.c), its "did you mean"
  * (cli/suggest.c) and the usage text rendered from the option rows (cli/help.c). Expected values
  * are the options' meanings as cli/args.h states them. */

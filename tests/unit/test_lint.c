@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lint.c — one test per diagnostic kind, asserting the exact text and line:col, plus the
  * expect_error contract rows, stream hazards and cross-rank divergence.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend_cuda_comm.c — the cuda backend's two launch modes, its collectives, blob exchange and
  * warm-up.
  *
