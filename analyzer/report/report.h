@@ -10,7 +10,7 @@
  * {`rank`, `requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`, `exact`, `peak_lo`,
  * `peak_hi`}, `peak_step`: {`index`, `line`, `col`, `op`}, `peak_live`: [names], `floor`,
  * and for runs `measured`: {`requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`},
- * `communicator_bytes`, `pool`: {...}, `timeline`: [{`op`, `line`, `requested`, `device`, `t`}]},
+ * `communicator_bytes`, `communicator_stages`: [{`stage`, `bytes`}], `pool`: {...}, `timeline`: [{`op`, `line`, `requested`, `device`, `t`}]},
  * `match`: bool}; `expectations`: [{`view`, `rank`, `what`, `expected`, `got`, `pass`, `line`}];
  * `checks`: [{`name`, `rank`, `status` ("pass" | "fail"), `detail`}]. Byte values are integers.
  * `provenance` at top level for runs: {key: value}. */
@@ -25,6 +25,8 @@ typedef struct {
     uint64_t steady[VIEW_COUNT], peak[VIEW_COUNT];   /* device: 0 when !has_device */
     bool has_device;
     uint64_t communicator_bytes;
+    struct { char name[24]; uint64_t bytes; } comm_stages[RT_COMM_STAGES];   /* rt_rank's */
+    uint32_t n_comm_stages;
     rt_mem_reading pool;            /* has_pool set for the async allocator */
     rt_sample *timeline;            /* after every op */
     size_t n_timeline;

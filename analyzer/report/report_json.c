@@ -59,6 +59,11 @@ static json_t *measured_json(const report_schedule *rs, const report_measured *m
                                          ? view_pair(m->steady[VIEW_DEVICE], m->peak[VIEW_DEVICE])
                                          : json_null());
     json_object_set_new(o, "communicator_bytes", bytes_json(m->communicator_bytes));
+    json_t *stages = json_array();
+    for (uint32_t k = 0; k < m->n_comm_stages; k++)
+        json_array_append_new(stages, json_pack("{s:s, s:o}", "stage", m->comm_stages[k].name,
+                                                "bytes", bytes_json(m->comm_stages[k].bytes)));
+    json_object_set_new(o, "communicator_stages", stages);
     if (m->pool.has_pool) {
         json_t *pool = json_object();
         json_object_set_new(pool, "used_current", bytes_json(m->pool.pool_used_current));

@@ -177,7 +177,12 @@ static void write_measured_notes(const report_schedule *rs, ml_str *out) {
         if (m->communicator_bytes) {
             char c[64];
             report_size_cell(m->communicator_bytes, c, sizeof c);
-            ml_str_printf(out, "  rank %d: communicator %s (outside both views)\n", r, c);
+            ml_str_printf(out, "  rank %d: communicator %s (outside both views", r, c);
+            for (uint32_t k = 0; k < m->n_comm_stages; k++) {
+                report_size_cell(m->comm_stages[k].bytes, c, sizeof c);
+                ml_str_printf(out, "%s%s %s", k ? ", " : ": ", m->comm_stages[k].name, c);
+            }
+            ml_str_printf(out, ")\n");
         }
         if (!m->match && m->mismatch[0])
             ml_str_printf(out, "  rank %d: measured differs: %s\n", r, m->mismatch);
