@@ -11,7 +11,10 @@
  * `peak_hi`}, `peak_step`: {`index`, `line`, `col`, `op`}, `peak_live`: [names], `floor`,
  * and for runs `measured`: {`requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`},
  * `communicator_bytes`, `communicator_stages`: [{`stage`, `bytes`}], `pool`: {...}, `timeline`: [{`op`, `line`, `requested`, `device`, `t`}]},
- * `match`: bool}; `expectations`: [{`view`, `rank`, `what`, `expected`, `got`, `pass`, `line`}];
+ * `match`: bool}; `communicator` (predicted, commmodel.h): {`model`, `channels`, `stages`:
+ * [{`stage`, `bytes`}], `total`, `terms`: [{`term`, `stage`, `bytes`, `detail`}],
+ * `gpu_total_at_peak`: {`cuda_context`, `communicator`, `requested`, `allocator_overhead`,
+ * `total`}} or {`note`} where the model does not apply; `expectations`: [{`view`, `rank`, `what`, `expected`, `got`, `pass`, `line`}];
  * `checks`: [{`name`, `rank`, `status` ("pass" | "fail"), `detail`}]. Byte values are integers.
  * `provenance` at top level for runs: {key: value}. */
 #ifndef MEMLIFE_REPORT_H

@@ -473,8 +473,8 @@ static int warm_one(cu_rank **crs, rt_mem *scratch, int n, ml_coll c, uint64_t c
 /* Appends a stage to every local rank: what its device holds now beyond the last stage. The
  * per-collective stages show NCCL's lazy connection (NCCL_RUNTIME_CONNECT=1): on 2 x H200 the
  * first AllReduce added 474 MiB to the 388 MiB of ncclCommInitAll. */
-static int comm_stage(rt_rank **ranks, cu_rank **crs, int n, const char *name, char *err,
-                      size_t len) {
+static int comm_stage(rt_rank **ranks, cu_rank **crs, int n, const char *name,
+                      const uint64_t *held, char *err, size_t len) {
     for (int i = 0; i < n; i++) {
         rt_rank *r = ranks[i];
         uint64_t now = 0;
@@ -482,6 +482,8 @@ static int comm_stage(rt_rank **ranks, cu_rank **crs, int n, const char *name, c
             snprintf(err, len, "cudaMemGetInfo on device %d failed", crs[i]->device);
             return -1;
         }
+        if (held)   /* the warm-up's scratch buffer is memlife's, not NCCL's */
+            now = now > held[i] ? now - held[i] : 0;
         uint64_t before = crs[i]->used_before_comm;
         for (uint32_t k = 0; k < r->n_comm_stages; k++)
             before += r->comm_stages[k].bytes;
@@ -523,15 +525,22 @@ static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w
         }
     }
     rt_mem *scratch = calloc((size_t)n, sizeof *scratch);
-    if (!scratch) {
+    uint64_t *held = calloc((size_t)n, sizeof *held);   /* device bytes the scratch takes */
+    if (!scratch || !held) {
+        free(scratch);
+        free(held);
         snprintf(err, len, "out of host memory");
         return -1;
     }
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
-        if (cu_set_device(crs[i], err, len))
+        uint64_t before = 0, after = 0;
+        if (cu_set_device(crs[i], err, len)) {
             rc = -1;
-        else if (cudaMalloc(&scratch[i].ptr, need) != cudaSuccess) {
+        } else if (cu_device_used(crs[i], &before, NULL, NULL)) {
+            snprintf(err, len, "cudaMemGetInfo on device %d failed", crs[i]->device);
+            rc = -1;
+        } else if (cudaMalloc(&scratch[i].ptr, need) != cudaSuccess) {
             scratch[i].ptr = NULL;
             (void)cudaGetLastError();
             uint64_t free_bytes = 0;
@@ -542,6 +551,8 @@ static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w
             rc = -1;
         } else {
             scratch[i].bytes = need;
+            if (cu_device_used(crs[i], &after, NULL, NULL) == 0 && after > before)
+                held[i] = after - before;
             if (cudaMemset(scratch[i].ptr, 0, need) != cudaSuccess)
                 rc = cu_fail_cuda(err, len, cudaGetLastError(), "cudaMemset of the warm-up buffer");
         }
@@ -561,7 +572,7 @@ static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w
                               w->dtype[c][k], w->op[c][k], s, err, len);
         }
         if (rc == 0)   /* warm_one waited for each launch */
-            rc = comm_stage(ranks, crs, n, ml_colls[c].name, err, len);
+            rc = comm_stage(ranks, crs, n, ml_colls[c].name, held, err, len);
     }
     /* Copies too: inits, checks and copy steps must not set anything up inside the window. */
     for (int i = 0; i < n && rc == 0; i++) {
@@ -585,8 +596,9 @@ static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w
             (void)cudaFree(scratch[i].ptr);
         }
     free(scratch);
+    free(held);
     if (rc == 0)
-        rc = comm_stage(ranks, crs, n, "copies", err, len);
+        rc = comm_stage(ranks, crs, n, "copies", NULL, err, len);
     return rc;
 }
 
@@ -621,7 +633,7 @@ int cu_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, si
         ranks[i]->n_comm_stages = 0;
     }
     if (rc == 0)
-        rc = comm_stage(ranks, crs, n, "init", err, len);
+        rc = comm_stage(ranks, crs, n, "init", NULL, err, len);
     for (int i = 0; i < n && rc == 0; i++) {
         rc = create_named(crs[i], ranks[i]->plan, err, len);
         if (rc == 0)
@@ -643,7 +655,7 @@ int cu_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, si
                 warm_add(&merged, (ml_coll)c, lists[k].count[c][j], lists[k].dtype[c][j],
                          lists[k].op[c][j], lists[k].streams[c]);
     if (rc == 0)
-        rc = comm_stage(ranks, crs, n, "streams", err, len);
+        rc = comm_stage(ranks, crs, n, "streams", NULL, err, len);
     if (rc == 0)
         rc = warm_run(ranks, crs, n, &merged, err, len);
     for (int i = 0; i < n && rc == 0; i++) {

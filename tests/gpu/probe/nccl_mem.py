@@ -13,6 +13,7 @@ The context's own bytes are nvml(context) - nvml_before: cudaMemGetInfo needs a 
 
   python3 nccl_mem.py                 # every setting of SETTINGS, one line each
   python3 nccl_mem.py --one '{"NCCL_BUFFSIZE": "1048576"}'
+  python3 nccl_mem.py --summary OUT.jsonl   # the deltas, one line per setting
 """
 import ctypes
 import json
@@ -29,6 +30,10 @@ SETTINGS = [
     {"NCCL_WORK_FIFO_BYTES": "4194304"},
     {"NCCL_MIN_NCHANNELS": "32"},
     {"CUDA_MODULE_LOADING": "EAGER"},
+    # Predicted before they were measured (analyzer/predict/commmodel.c): 708, 224, 244 MiB.
+    {"NCCL_RUNTIME_CONNECT": "0", "NCCL_BUFFSIZE": "1048576"},
+    {"NCCL_RUNTIME_CONNECT": "0", "NCCL_MAX_NCHANNELS": "2"},
+    {"NCCL_MAX_NCHANNELS": "8"},
 ]
 
 
@@ -100,11 +105,45 @@ def one(env):
     big = ctypes.c_void_p()
     assert cudart.cudaMalloc(ctypes.byref(big), ctypes.c_size_t(256 << 20)) == 0
     stage("cudaMalloc 256 MiB")
+    # Send/receive to itself: does NCCL launch a kernel at world 1 then, and what does it add
+    # (p2p channels, the first kernel's local memory)?
+    a, b = ctypes.c_void_p(), ctypes.c_void_p()
+    assert cudart.cudaMalloc(ctypes.byref(a), ctypes.c_size_t(4 << 20)) == 0
+    assert cudart.cudaMalloc(ctypes.byref(b), ctypes.c_size_t(4 << 20)) == 0
+    stage("two 4 MiB buffers")
+    assert nccl.ncclGroupStart() == 0
+    assert nccl.ncclSend(a, ctypes.c_size_t(1 << 20), F32, 0, comm, stream) == 0
+    assert nccl.ncclRecv(b, ctypes.c_size_t(1 << 20), F32, 0, comm, stream) == 0
+    assert nccl.ncclGroupEnd() == 0
+    stage("send/recv self")
     print(json.dumps(out), flush=True)
     nccl.ncclCommDestroy(comm)
 
 
+def summary(path):
+    """One line per setting: the context, then every stage that changed the device's used bytes."""
+    for line in open(path):
+        try:
+            d = json.loads(line)
+        except ValueError:
+            print(line[:200].rstrip())
+            continue
+        if "error" in d:
+            print(d["env"], "ERROR", d["error"][-300:])
+            continue
+        st = d["stages"]
+        parts = ["ctx(nvml)=%d" % (st[0][2] - d["nvml_before"])]
+        for k in range(1, len(st)):
+            v = st[k][1] - st[k - 1][1]
+            if v:
+                parts.append("%s=%.3fMiB" % (st[k][0].replace(" ", "_"), v / 2**20))
+        print(json.dumps(d["env"]), " ".join(parts))
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--summary":
+        summary(sys.argv[2])
+        return 0
     if len(sys.argv) == 3 and sys.argv[1] == "--one":
         one(json.loads(sys.argv[2]))
         return 0

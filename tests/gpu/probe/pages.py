@@ -69,6 +69,23 @@ def sequences():
             k += 1
     s += [("free", j) for j in live]
     seqs["churn_edges"] = s
+    # Held out (written after the model was fitted to the sequences above): a churn of sizes
+    # log-uniform from 1 B to 64 MiB (as the 92.75% run), one of small blocks only, and
+    # the edge sizes again under another seed.
+    def churn(seed, n, pick, cap):
+        rng = random.Random(seed)
+        live, s, k = [], [], 0
+        for _ in range(n):
+            if live and (len(live) > cap or rng.random() < 0.45):
+                s.append(("free", live.pop(rng.randrange(len(live)))))
+            else:
+                s.append(("alloc", k, pick(rng)))
+                live.append(k)
+                k += 1
+        return s + [("free", j) for j in live]
+    seqs["heldout_mix64"] = churn(5, 400, lambda r: max(1, int(2 ** r.uniform(0, 26))), 24)
+    seqs["heldout_small"] = churn(9, 300, lambda r: r.randint(1, 3 * MiB // 2), 24)
+    seqs["heldout_edges"] = churn(23, 300, lambda r: r.choice(sizes), 16)
     return seqs
 
 
