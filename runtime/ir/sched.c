@@ -14,9 +14,7 @@ const char *sched_sym_name(const sched *s, sched_sym_kind kind, uint32_t sym) {
 static int check_requires(const sched *s, const sched_params *p, int world, ml_diags *d) {
     if (!s->requires_world)
         return world;
-    int64_t *slots = calloc(EXPR_SLOT_FIRST_LET + s->n_lets, sizeof *slots);
-    if (!slots)
-        abort();
+    int64_t *slots = ml_xcalloc(EXPR_SLOT_FIRST_LET + s->n_lets, sizeof *slots);
     int64_t holds = 0;
     expr_error err = {0};
     int rc = sched_eval_lets(s, p, world, 0, slots, d);
@@ -102,9 +100,7 @@ int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, 
     slots[EXPR_SLOT_INDEX] = 0;
     const char **values = NULL;
     if (p && p->n_set) {
-        values = calloc(s->n_lets ? s->n_lets : 1, sizeof *values);
-        if (!values)
-            abort();
+        values = ml_xcalloc(s->n_lets ? s->n_lets : 1, sizeof *values);
         if (collect_overrides(s, p, values, d) != 0) {
             free(values);
             return -1;

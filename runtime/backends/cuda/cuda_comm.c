@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Collectives: one launcher per row of coll.h's table ---------------------------------------- */
+/* ---- Collectives: one launcher per row of coll.h's table ---------------------------------------
+ * A NULL row is a collective NCCL cannot run here; rt_rank_init refuses it by name (cu_launches)
+ * before running, so cu_launch_one never meets one. */
 
 typedef ncclResult_t (*cu_launch_fn)(const void *send, void *recv, size_t count, ncclDataType_t dt,
                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t s);
@@ -62,6 +64,8 @@ static const cu_launch_fn cu_launch[COLL_COUNT] = {
     [COLL_BROADCAST] = launch_broadcast,
     [COLL_REDUCE] = launch_reduce,
 };
+
+bool cu_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && cu_launch[c]; }
 
 ncclResult_t cu_launch_one(const rt_coll_args *a, ncclComm_t comm, cudaStream_t s) {
     const rt_mem *send_mem = a->send ? a->send : a->recv;
@@ -524,14 +528,8 @@ static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w
             need = b > need ? b : need;
         }
     }
-    rt_mem *scratch = calloc((size_t)n, sizeof *scratch);
-    uint64_t *held = calloc((size_t)n, sizeof *held);   /* device bytes the scratch takes */
-    if (!scratch || !held) {
-        free(scratch);
-        free(held);
-        snprintf(err, len, "out of host memory");
-        return -1;
-    }
+    rt_mem *scratch = ml_xcalloc((size_t)n, sizeof *scratch);
+    uint64_t *held = ml_xcalloc((size_t)n, sizeof *held);   /* device bytes the scratch takes */
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         uint64_t before = 0, after = 0;
