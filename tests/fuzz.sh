@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/fuzz.sh — `make fuzz`: builds the libFuzzer harnesses with clang
 # (-fsanitize=fuzzer,address,undefined) from the sources, not from libmemlife.a (gcc objects
 # carry no coverage), replays each one's committed corpus, then fuzzes each for FUZZ_SECONDS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint_contract.c — the contract of one collective call, as NCCL and PyTorch's ProcessGroupNCCL
  * enforce it: counts from coll.h's table, one dtype on both sides, a reduction only where the
  * collective reduces, a root inside the world, and overlap of send and recv only at NCCL's
@@ -14,10 +15,6 @@ void lint_view_text(const sched *s, const plan_view *v, char *buf, size_t len) {
         snprintf(buf, len, "'%s'", name);
     else
         snprintf(buf, len, "'%s[%llu:%llu]'", name, (ull)v->offset, (ull)v->count);
-}
-
-const char *lint_op_name(const plan_op *op) {
-    return op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind];
 }
 
 static bool overlap(const plan_view *a, const plan_view *b) {

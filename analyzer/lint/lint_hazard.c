@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint_hazard.c — what the host and each stream know to be complete: vector clocks over
  * per-stream sequence numbers (lint_int.h).
  *
@@ -12,9 +13,7 @@
 #include <string.h>
 
 static void *zalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p)
-        abort();
+    void *p = ml_xcalloc(n ? n : 1, size);
     return p;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optimize_tree.c — the optimizer's tree of steps (optimize_int.h): building it from a loaded
  * schedule, copying it, turning it back into sched_step arrays for the writer, and the questions
  * every transformation asks of a step (which buffers it names, on which streams it uses them). */
@@ -258,10 +259,9 @@ expr *opt_expr(opt_ctx *c, const char *fmt, ...) {
     va_end(ap);
     expr_error err;
     expr *e = expr_parse(c->arena, text, strlen(text), resolve, (void *)c->s, &err);
-    if (!e) {
-        fprintf(stderr, "memlife optimize: internal error: '%s': %s\n", text, err.msg);
-        abort();
-    }
+    if (!e)
+        ml_internal_error("optimize: the expression '%s' it wrote does not parse: %s", text,
+                          err.msg);
     return e;
 }
 

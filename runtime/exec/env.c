@@ -69,6 +69,22 @@ static int check_int(const char *name, const char *value, long lo, long hi, char
     return 0;
 }
 
+/* NCCL's own variables that the communicator model reads (predict/commmodel.c): an integer
+ * >= 0 as strtoll(base 0) reads it; the model would otherwise ignore a bad value that NCCL may
+ * read differently. */
+static int check_nccl_int(const char *name, const char *value, char *err, size_t len) {
+    if (!*value)
+        return 0;   /* empty: unset, as the model reads it */
+    char *end;
+    errno = 0;
+    long long v = strtoll(value, &end, 0);
+    if (errno || *end || v < 0) {
+        snprintf(err, len, "%s='%s' is not an integer >= 0", name, value);
+        return -1;
+    }
+    return 0;
+}
+
 /* What the MPI launchers set: a rank or a size, which memlife trusts for its world. */
 static int check_rank(const char *name, const char *value, char *err, size_t len) {
     return check_int(name, value, 0, INT_MAX - 1, err, len);
@@ -125,6 +141,14 @@ static const struct {
     {"PMI_RANK", check_rank},
     {"PMIX_RANK", check_rank},
     {"SLURM_NTASKS", check_size},
+    {"NCCL_BUFFSIZE", check_nccl_int},               /* predict/commmodel.c */
+    {"NCCL_LL_BUFFSIZE", check_nccl_int},
+    {"NCCL_LL128_BUFFSIZE", check_nccl_int},
+    {"NCCL_MIN_NCHANNELS", check_nccl_int},
+    {"NCCL_MAX_NCHANNELS", check_nccl_int},
+    {"NCCL_RUNTIME_CONNECT", check_nccl_int},
+    {"NCCL_P2P_READ_ENABLE", check_nccl_int},
+    {"NCCL_WORK_FIFO_BYTES", check_nccl_int},
 };
 
 int ml_env_check(char *err, size_t len) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plan.h — one rank's schedule as a flat list of concrete operations.
  *
  * plan_expand evaluates every expression for one (world, rank), unrolls repeats, drops steps whose
@@ -65,6 +66,9 @@ typedef struct {
         struct { sched_error_code error; } expect;
     } u;
 } plan_op;
+/* The name of what an op does, for messages and labels: the collective's name for OP_COLL
+ * ("reduce_scatter"), else the op kind's ("copy", "compute"). */
+const char *plan_op_name(const plan_op *op);
 
 typedef struct {
     const sched *s;

@@ -37,6 +37,10 @@ first_line "equiv FILE:PLAN on a file without plans" 2 \
     "$SEED: error: no plan 'a': this schedule has no 'plans:', only one list of 'steps:'" \
     -- equiv $SEED:a $SEED:b --no-data
 
+# NCCL's variables that the communicator model reads: checked by predict too.
+NCCL_BUFFSIZE=4MB first_line "NCCL_BUFFSIZE=4MB: exit 2 naming the variable" 2 \
+    "error: environment variable NCCL_BUFFSIZE='4MB' is not an integer >= 0" -- predict --quiet $SEED
+
 # Environment: a fake mpirun that leaves a mark shows whether anything was launched.
 cat >"$TMP/mpirun" <<EOF
 #!/bin/sh
