@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint_classes.c — the table behind `--no-lint NAME` (analyzer.h). A class is a set of lint
  * diagnostic codes; letting it through leaves the schedule to the runtime, which must then
  * refuse it itself (tests/mpi/nolint.sh runs each class on the host backend). A new class is one

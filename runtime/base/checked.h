@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checked.h — byte arithmetic that cannot wrap.
  *
  * Every byte count memlife predicts, measures or compares ends up in its JSON as a signed 64-bit

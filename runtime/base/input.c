@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* input.c — bounded reads of regular files and standard input; output-is-an-input check
  * (input.h). */
 #include "base/input.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* input.h — how memlife reads every input file (schedules, result JSON), and the one check that
  * an output does not name an input.
  *

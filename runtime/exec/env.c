@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* env.c — the table of environment variables memlife reads, and their checks (env.h). */
 #include "exec/env.h"
 #include "exec/inject.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* env.h — every environment variable memlife reads, checked in one place before anything runs.
  *
  * A bad value must not surface late (MEMLIFE_HOST_MEM_LIMIT=lots used to be reported by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watch.c — ranks end with the memlife that launched them (watch.h). */
 #include "exec/watch.h"
 #include "exec/launch.h"

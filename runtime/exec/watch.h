@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watch.h — a rank of memlife's own mpirun ends when memlife does.
  *
  * mpirun is the ranks' parent, so PR_SET_PDEATHSIG in a rank would watch mpirun, not memlife:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Odd input files (issue 19): FIFOs, devices, directories and files past the size limit are
 # refused with one line `FILE: error: ...` and exit 2, at once (a FIFO without a writer used to
 # hang, /dev/zero to run out of memory, a 2 GiB file to abort); `-` reads standard input under

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # --plan on a file without plans, or naming none of its plans, is an error that lists them
 # (it used to be ignored on files without plans); every environment variable memlife reads is
 # checked before anything starts: a bad value is exit 2 with its name and value, and no mpirun

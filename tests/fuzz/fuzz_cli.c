@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_cli.c — libFuzzer harness over memlife's command line: options and their values, parsed
  * but never run. Built by tests/fuzz.sh like fuzz_load.c.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `--no-lint CLASS` lets one class of lint errors through (analyzer/lint/lint_classes.c), and the
 # host runtime then refuses the schedule itself, at the step: exit 3, the step's file:line:col
 # and the runtime's own message, every rank ended, no result file. Without --no-lint the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_input.c — bounded input reads, the byte-count parser, the output-is-an-input check
  * (base/input.h) and the checked byte arithmetic (base/checked.h), also in the torch model. */
 #include "testutil.h"

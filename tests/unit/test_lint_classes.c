@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lint_classes.c — the `--no-lint` table (analyzer/lint/lint_classes.c): each class
  * silences exactly its diagnostic codes, and nothing else. */
 #include "plantest.h"
