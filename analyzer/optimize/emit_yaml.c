@@ -494,6 +494,12 @@ static void step(writer *w, const sched_step *st, int ind) {
         lit(w, "count: ");
         scalar(w, ex(st->u.repeat.count), false);
         lit(w, "\n");
+        if (st->u.repeat.index) {   /* before steps: the body's expressions name it */
+            indent(w, ind + 4);
+            lit(w, "index: ");
+            scalar(w, st->u.repeat.index, false);
+            lit(w, "\n");
+        }
         indent(w, ind + 4);
         lit(w, "steps:\n");
         steps(w, st->u.repeat.steps, st->u.repeat.n, ind + 6);

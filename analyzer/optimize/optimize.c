@@ -252,7 +252,7 @@ typedef struct {
 static int load_slots(driver *dv) {
     const sched *s = dv->st.s;
     for (int r = 0; r < dv->world; r++) {
-        dv->slots[r] = ml_arena_alloc(dv->arena, (EXPR_SLOT_FIRST_LET + s->n_lets + 1) * sizeof(int64_t));
+        dv->slots[r] = ml_arena_alloc(dv->arena, (sched_n_slots(s) + 1) * sizeof(int64_t));
         if (sched_eval_lets(s, &dv->o->params, dv->world, r, dv->slots[r], dv->d) != 0)
             return -1;
     }

@@ -115,7 +115,7 @@ int rt_rank_init(rt_rank *r, const rt_backend_ops *be, const rt_options *o, cons
         abort();
     x->buf_dtype = calloc(r->n_mems ? r->n_mems : 1, sizeof *x->buf_dtype);
     x->kept_chunk = calloc(r->n_mems ? r->n_mems : 1, sizeof *x->kept_chunk);
-    x->n_slots = EXPR_SLOT_FIRST_LET + p->s->n_lets;
+    x->n_slots = sched_n_slots(p->s);
     x->slots = calloc(x->n_slots, sizeof *x->slots);
     if (!x->buf_dtype || !x->kept_chunk || !x->slots)
         abort();
@@ -488,6 +488,7 @@ static int64_t *const *rank_slots(rt_rank *r, char *err, size_t len) {
 /* One side of a check, produced block by block. */
 typedef struct {
     const sched_operand *src;
+    const plan_op *op;           /* the check */
     const plan_view *view;       /* OPD_VIEW */
     int64_t roll;
     bool rolled;
@@ -514,6 +515,8 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
         int64_t *const *slots = rank_slots(r, err, len);
         if (!slots)
             return -1;
+        for (int k = 0; k < r->world; k++)   /* the check's repeat indices, alike on every rank */
+            plan_op_slots(r->plan, o->op, slots[k]);
         return data_fill_reduced(o->buf, o->dtype, n, first, &o->src->pattern, o->src->op,
                                  r->world, slots, err, len);
     }
@@ -528,8 +531,8 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
 static int do_check(rt_rank *r, const plan_op *op) {
     const sched_check *c = op->step->u.check;
     const char *name = c->name ? c->name : "check";
-    operand o[2] = {{.src = &c->a, .view = &op->u.check.a, .roll = op->u.check.roll_a},
-                    {.src = &c->b, .view = &op->u.check.b, .roll = op->u.check.roll_b}};
+    operand o[2] = {{.src = &c->a, .op = op, .view = &op->u.check.a, .roll = op->u.check.roll_a},
+                    {.src = &c->b, .op = op, .view = &op->u.check.b, .roll = op->u.check.roll_b}};
     const operand *shape = NULL;
     char detail[240], err[400] = "";
     verdict v;
@@ -728,6 +731,7 @@ static void do_expect(rt_rank *r, const plan_op *op) {
 static int exec_op(rt_rank *r, const plan_op *op) {
     char err[400] = "";
     bool data = r->opt->data;
+    plan_op_slots(r->plan, op, ((exec_state *)r->exec)->slots);   /* the repeat indices the op was expanded with */
     switch (op->kind) {
     case OP_ALLOC: return do_alloc(r, op);
     case OP_FREE: return do_free(r, op);

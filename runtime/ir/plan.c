@@ -4,11 +4,14 @@
  * expression is evaluated for this (world, rank); views are resolved against the shape of the
  * latest alloc of their name in program order.
  *
- * Repeats are unrolled without re-walking the body every iteration: no expression can see the
- * iteration number, so iteration 2 and every later one resolve exactly alike (iteration 1 may
- * differ only where a view refers to a name the body allocates again: the first time it is the
- * alloc before the repeat). Iterations 1 and 2 are expanded; 3.. are copies of 2 with `iter`
- * renumbered. A million-iteration repeat costs a memcpy, not a million walks. */
+ * A repeat without `index:` is unrolled without re-walking the body every iteration: no
+ * expression can see its iteration number, so iteration 2 and every later one resolve exactly
+ * alike (iteration 1 may differ only where a view refers to a name the body allocates again: the
+ * first time it is the alloc before the repeat). Iterations 1 and 2 are expanded; 3.. are copies
+ * of 2 with `iter` renumbered. A million-iteration repeat costs a memcpy, not a million walks.
+ * A repeat with `index:` is walked once per iteration with its slot set to the iteration; each
+ * op records the index values in scope (rank_plan.index_vals) for what is evaluated later (data
+ * patterns, closed forms of checks). */
 #include "ir/plan.h"
 #include "base/pages.h"
 
@@ -24,13 +27,14 @@ typedef struct {
 typedef struct {
     const sched *s;
     int world, rank;
-    const int64_t *slots;
+    int64_t *slots;           /* a repeat index's slot is set while its body is walked */
     size_t max_ops;
     ml_diags *d;
 
     plan_op *ops;
     size_t n_ops, cap_ops;
     uint16_t *depth;          /* per op: the repeat depth whose iteration its `iter` holds */
+    int64_t *ivals;           /* per op: s->n_index index values (NULL when the file has none) */
     size_t populated;         /* ops[0, populated) have their pages (ml_prefault) */
     plan_view *extra;
     size_t n_extra, cap_extra;
@@ -55,7 +59,11 @@ static int grow_ops(expander *x, size_t need, ml_mark mark) {
     uint16_t *depth = ops ? realloc(x->depth, cap * sizeof *depth) : NULL;
     if (depth)
         x->depth = depth;
-    if (!ops || !depth) {
+    size_t ni = x->s->n_index;
+    int64_t *ivals = depth && ni ? realloc(x->ivals, cap * ni * sizeof *ivals) : NULL;
+    if (ivals)
+        x->ivals = ivals;
+    if (!ops || !depth || (ni && !ivals)) {
         ml_error(x->d, x->s->file, mark, "plan of %zu ops does not fit in memory (%zu bytes asked)",
                  need, cap * (sizeof *ops + sizeof *depth));
         return -1;
@@ -92,6 +100,9 @@ static plan_op *emit(expander *x, plan_op_kind kind, const sched_step *step) {
     op->iter = x->iter;
     op->region = x->region;
     x->depth[x->n_ops] = x->repeat_depth;
+    if (x->s->n_index)
+        memcpy(x->ivals + x->n_ops * x->s->n_index, x->slots + EXPR_SLOT_FIRST_LET + x->s->n_lets,
+               x->s->n_index * sizeof *x->ivals);
     x->n_ops++;
     return op;
 }
@@ -257,6 +268,25 @@ static int resolve_operand(expander *x, const sched_operand *o, plan_view *v, in
     return eval(x, o->roll_shards, 0, o->mark, roll);
 }
 
+/* A repeat with an index: every iteration walked, with the index's slot set. */
+static int expand_indexed(expander *x, const sched_step *st, uint64_t count) {
+    int64_t *slot = &x->slots[st->u.repeat.index_slot];
+    int64_t saved = *slot;
+    int rc = 0;
+    for (uint64_t k = 0; k < count && rc == 0; k++) {
+        if (k > UINT32_MAX) {   /* iter is 32 bits; max_ops refuses long before */
+            ml_error(x->d, x->s->file, st->mark, "repeat of more than 2^32 iterations");
+            rc = -1;
+            break;
+        }
+        x->iter = (uint32_t)k;
+        *slot = (int64_t)k;
+        rc = expand_steps(x, st->u.repeat.steps, st->u.repeat.n);
+    }
+    *slot = saved;
+    return rc;
+}
+
 /* Unrolls a repeat: iterations 0 and 1 by walking, the rest by copying iteration 1. */
 static int expand_repeat(expander *x, const sched_step *st) {
     uint64_t count;
@@ -267,6 +297,12 @@ static int expand_repeat(expander *x, const sched_step *st) {
     uint32_t saved_iter = x->iter;
     uint16_t depth = ++x->repeat_depth;
     int rc = 0;
+    if (st->u.repeat.index_slot >= 0) {
+        rc = expand_indexed(x, st, count);
+        x->iter = saved_iter;
+        x->repeat_depth--;
+        return rc;
+    }
     x->iter = 0;
     if (expand_steps(x, st->u.repeat.steps, st->u.repeat.n) < 0)
         goto out_err;
@@ -291,6 +327,9 @@ static int expand_repeat(expander *x, const sched_step *st) {
         plan_op *dst = x->ops + x->n_ops;
         memcpy(dst, x->ops + start, len * sizeof *dst);
         memcpy(x->depth + x->n_ops, x->depth + start, len * sizeof *x->depth);
+        if (x->s->n_index)
+            memcpy(x->ivals + x->n_ops * x->s->n_index, x->ivals + start * x->s->n_index,
+                   len * x->s->n_index * sizeof *x->ivals);
         for (size_t j = 0; j < len; j++)
             if (x->depth[start + j] == depth)
                 dst[j].iter = (uint32_t)k;   /* beyond 2^32 iterations max_ops has refused */
@@ -431,7 +470,7 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
                  world);
         return -1;
     }
-    size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;
+    size_t n_slots = sched_n_slots(s);
     int64_t *slots = calloc(n_slots, sizeof *slots);
     buf_shape *bufs = calloc(s->syms[SYM_BUFFER].n + 1, sizeof *bufs);
     if (!slots || !bufs)
@@ -460,9 +499,11 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
     if (rc < 0) {
         free(x.ops);
         free(x.extra);
+        free(x.ivals);
         free(slots);
         return -1;
     }
+    out->index_vals = x.ivals;
     out->s = s;
     out->plan_index = plan_index;
     out->world = world;
@@ -482,6 +523,7 @@ void plan_free(rank_plan *p) {
     if (!p->borrowed) {
         free(p->ops);
         free(p->extra_views);
+        free(p->index_vals);
     }
     memset(p, 0, sizeof *p);
 }
@@ -679,10 +721,18 @@ void plan_share(const rank_plan *src, int rank, rank_plan *out) {
     *out = *src;
     out->rank = rank;
     out->borrowed = true;
-    size_t n_slots = EXPR_SLOT_FIRST_LET + src->s->n_lets;
+    size_t n_slots = sched_n_slots(src->s);
     out->slots = malloc(n_slots * sizeof *out->slots);
     if (!out->slots)
         abort();
     memcpy(out->slots, src->slots, n_slots * sizeof *out->slots);
     out->slots[EXPR_SLOT_RANK] = rank;
+}
+
+void plan_op_slots(const rank_plan *p, const plan_op *op, int64_t *slots) {
+    size_t ni = p->s->n_index;
+    if (!ni || !p->index_vals)
+        return;
+    size_t k = (size_t)(op - p->ops);
+    memcpy(slots + EXPR_SLOT_FIRST_LET + p->s->n_lets, p->index_vals + k * ni, ni * sizeof *slots);
 }

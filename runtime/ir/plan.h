@@ -70,7 +70,8 @@ typedef struct {
     const sched *s;
     int plan_index;
     int world, rank;
-    int64_t *slots;           /* EXPR_SLOT_FIRST_LET + n_lets evaluated values (i slot = 0) */
+    int64_t *slots;           /* sched_n_slots values: lets evaluated (i and index slots 0) */
+    int64_t *index_vals;      /* per op, s->n_index repeat-index values; NULL without indices */
     plan_op *ops;
     size_t n_ops;
     /* For compute steps: their views, resolved, in one array (ops point in by index). */
@@ -97,6 +98,10 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params);
  * plan_free leaves borrowed arrays alone, so the two are freed in any order), with slots of its
  * own (slots[EXPR_SLOT_RANK] = rank, for what runs later: data patterns, checks). */
 void plan_share(const rank_plan *src, int rank, rank_plan *out);
+
+/* Writes the repeat-index values op was expanded with into slots (sched_n_slots of them), for
+ * what is evaluated when the op runs: data patterns, closed forms of checks. */
+void plan_op_slots(const rank_plan *p, const plan_op *op, int64_t *slots);
 
 /* Views of a compute op: reads first, then writes. */
 const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint32_t *n_reads,

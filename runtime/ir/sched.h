@@ -139,6 +139,9 @@ struct sched_step {
             expr *count;
             sched_step *steps;
             uint32_t n;
+            int32_t index_slot;   /* the slot of `index:` (sched_n_slots), -1 without one */
+            const char *index;    /* the index's name, NULL without one */
+            ml_mark index_mark;
         } repeat;
         struct {
             uint32_t name;        /* SYM_REGION */
@@ -216,6 +219,7 @@ typedef struct {
     uint32_t n_sweep;
     sched_symtab syms[SYM_KIND_COUNT];
     uint64_t n_steps_total;   /* steps as written (repeat bodies counted once) */
+    uint32_t n_index;     /* deepest nesting of repeats with `index:`: slots after the lets */
     ml_arena *arena;
 } sched;
 
@@ -244,6 +248,12 @@ typedef struct {
 } sched_params;
 int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, int64_t *slots,
                     ml_diags *d);
+/* Slots an expression of s may read: world, rank, i, the lets, then one per nesting level of
+ * repeat indices (a repeat's index_slot). Every slots array handed to expr_eval for a step's
+ * expression holds this many. */
+static inline size_t sched_n_slots(const sched *s) {
+    return EXPR_SLOT_FIRST_LET + (size_t)s->n_lets + s->n_index;
+}
 /* The world a run uses: p->world, else the file's, else an error. */
 int sched_world(const sched *s, const sched_params *p, ml_diags *d);
 

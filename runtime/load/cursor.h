@@ -54,12 +54,20 @@ typedef struct {
     ml_vec scratch;                   /* of ld_named, reused by list parsers that do not nest */
     ml_mark end;                      /* where the input ends: marks past it are clamped to it */
     size_t cursor_index, cursor_byte; /* ld_index_byte's place: a yaml index and its byte */
+    ml_vec indices;                   /* of ld_index: the repeat indices in scope, outermost first */
 } loader;
 
 typedef struct {
     uint32_t sym;
     ml_mark mark;
 } ld_named;
+
+/* A repeat index in scope: its name and where it is defined (for a shadowing error). */
+typedef struct {
+    const char *name;
+    size_t len;
+    ml_mark mark;
+} ld_index;
 
 /* Map iteration with a fixed key set: unknown and duplicate keys are errors. */
 typedef struct {

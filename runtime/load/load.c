@@ -333,6 +333,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     ml_vec_init(&l.let_v, sizeof(sched_let));
     ml_vec_init(&l.buf_allocated, 1);
     ml_vec_init(&l.scratch, sizeof(ld_named));
+    ml_vec_init(&l.indices, sizeof(ld_index));
     uint32_t dflt;
     ld_intern(&l, SYM_STREAM, "default", 7, (ml_mark){0, 0}, &dflt);
 
@@ -361,6 +362,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     ml_vec_free(&l.let_v);
     ml_vec_free(&l.buf_allocated);
     ml_vec_free(&l.scratch);
+    ml_vec_free(&l.indices);
     if (rc != 0) {
         sched_free(s);
         return NULL;

@@ -234,8 +234,8 @@ static int event_finish(loader *l, step_ctx *c) { return require(l, c, 1u << EVE
 
 /* ---- repeat, region --------------------------------------------------------------------------- */
 
-enum { REPEAT_COUNT, REPEAT_STEPS };
-static const char *const repeat_keys[] = {"count", "steps"};
+enum { REPEAT_COUNT, REPEAT_INDEX, REPEAT_STEPS };
+static const char *const repeat_keys[] = {"count", "index", "steps"};
 enum { REGION_NAME, REGION_STEPS };
 static const char *const region_keys[] = {"name", "steps"};
 
@@ -247,11 +247,51 @@ static int nested_steps(loader *l, step_ctx *c, sched_step **steps, uint32_t *n)
     return rc;
 }
 
+/* `index: NAME`: an identifier that names nothing else in scope (fixed names, units, functions,
+ * lets, the indices of enclosing repeats). It is in scope in the body, not in `count`. */
+static int repeat_index(loader *l, step_ctx *c) {
+    __typeof__(c->st->u.repeat) *r = &c->st->u.repeat;
+    if (LD_HAS(&c->k, REPEAT_STEPS))
+        return ld_fail(l, c->k.key[REPEAT_INDEX], "'index' must come before 'steps'");
+    if (ld_want_scalar(l, "index"))
+        return -1;
+    size_t len;
+    const char *text = ld_text(l, &len);
+    ml_mark m = ld_text_mark(l);
+    if (ld_check_name(l, text, len, m, "index", true))
+        return -1;
+    if (expr_reserved_name(text, len))
+        return ld_fail(l, m, "'%.*s' is reserved and cannot be an index name", (int)len, text);
+    if (ld_hash_find(&l->lets, text, len, NULL) != UINT32_MAX)
+        return ld_fail(l, m, "index '%.*s' shadows the let '%.*s'", (int)len, text, (int)len, text);
+    for (size_t d = 0; d < l->indices.n; d++) {
+        const ld_index *x = &ML_VEC_AT(&l->indices, ld_index, d);
+        if (x->len == len && memcmp(x->name, text, len) == 0)
+            return ld_fail(l, m, "index '%.*s' shadows the index of an enclosing repeat (%u:%u)", (int)len, text,
+                           x->mark.line, x->mark.col);
+    }
+    r->index = ml_arena_strndup(l->a, text, len);
+    r->index_mark = m;
+    r->index_slot = (int32_t)(EXPR_SLOT_FIRST_LET + l->let_v.n + l->indices.n);
+    return 0;
+}
+
 static int repeat_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
+    __typeof__(c->st->u.repeat) *r = &c->st->u.repeat;
     if (key == REPEAT_COUNT)
-        return ld_expr(l, CTX_PLAIN, "count", &c->st->u.repeat.count);
-    return nested_steps(l, c, &c->st->u.repeat.steps, &c->st->u.repeat.n);
+        return ld_expr(l, CTX_PLAIN, "count", &r->count);
+    if (key == REPEAT_INDEX)
+        return repeat_index(l, c);
+    if (!r->index)
+        return nested_steps(l, c, &r->steps, &r->n);
+    ld_index *x = ml_vec_push(&l->indices);
+    *x = (ld_index){r->index, strlen(r->index), r->index_mark};
+    if (l->indices.n > l->s->n_index)
+        l->s->n_index = (uint32_t)l->indices.n;
+    int rc = nested_steps(l, c, &r->steps, &r->n);
+    l->indices.n--;
+    return rc;
 }
 
 static int repeat_finish(loader *l, step_ctx *c) {
@@ -463,6 +503,8 @@ static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
     ld_schema sc = {f->name, f->keys, f->n_keys};
     if (f->kind == ST_ALLOC)
         st->u.alloc.dtype = l->s->dtype;
+    if (f->kind == ST_REPEAT)
+        st->u.repeat.index_slot = -1;
     if (f->kind == ST_CHECK)
         st->u.check = ml_arena_alloc(l->a, sizeof *st->u.check);
     if (f->kind == ST_COLL) {
