@@ -537,12 +537,12 @@ static bool is_identity_of(const aval *v, ml_redop op) {
     int64_t c;
     if (p->kind != INIT_CONST || !p->value || !expr_const_value(p->value, &c))
         return false;
-    return (op == RED_SUM && c == 0) || (op == RED_PROD && c == 1);
+    return ((op == RED_SUM || op == RED_AVG) && c == 0) || (op == RED_PROD && c == 1);
 }
 
 static void identity_text(ml_redop op, ml_dtype dt, char *buf, size_t len) {
     switch (op) {
-    case RED_SUM: snprintf(buf, len, "0"); break;
+    case RED_SUM: case RED_AVG: snprintf(buf, len, "0"); break;
     case RED_PROD: snprintf(buf, len, "1"); break;
     case RED_MAX: snprintf(buf, len, "the %s minimum", ml_dtypes[dt].name); break;
     default: snprintf(buf, len, "the %s maximum", ml_dtypes[dt].name); break;

@@ -8,6 +8,7 @@
 #include "ir/plan.h"
 #include "ir/sched.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const ml_dtype_info ml_dtypes[DT_COUNT] = {
@@ -28,6 +29,7 @@ const ml_redop_info ml_redops[RED_COUNT] = {
     [RED_PROD] = {"prod", 1},
     [RED_MAX] = {"max", 2},
     [RED_MIN] = {"min", 3},
+    [RED_AVG] = {"avg", 4},
 };
 
 static bool name_is(const char *table_name, const char *name, size_t len) {
@@ -47,6 +49,26 @@ int ml_redop_lookup(const char *name, size_t len) {
         if (name_is(ml_redops[k].name, name, len))
             return k;
     return -1;
+}
+
+/* The names of a table joined by ", ", built once (the tables are constant). */
+static const char *name_list(char *buf, size_t cap, const char *(*name)(int), int n) {
+    if (buf[0])
+        return buf;
+    size_t at = 0;
+    for (int k = 0; k < n && at < cap; k++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%s", k ? ", " : "", name(k));
+    return buf;
+}
+static const char *redop_name(int k) { return ml_redops[k].name; }
+static const char *dtype_name(int k) { return ml_dtypes[k].name; }
+const char *ml_redop_list(void) {
+    static char buf[64];
+    return name_list(buf, sizeof buf, redop_name, RED_COUNT);
+}
+const char *ml_dtype_list(void) {
+    static char buf[128];
+    return name_list(buf, sizeof buf, dtype_name, DT_COUNT);
 }
 
 /* ---- Collectives ------------------------------------------------------------------------------ */

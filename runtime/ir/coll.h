@@ -27,13 +27,19 @@ typedef struct {
 extern const ml_dtype_info ml_dtypes[DT_COUNT];
 int ml_dtype_lookup(const char *name, size_t len);    /* -1 when unknown */
 
-typedef enum { RED_SUM, RED_PROD, RED_MAX, RED_MIN, RED_COUNT } ml_redop;
+/* RED_AVG is ncclAvg (NCCL 2.10+): integers sum (wrapping) then divide by the world, truncating
+ * toward zero (FuncSumPostDiv); floats multiply each input by 1/world rounded to the dtype, then
+ * sum (FuncPreMulSum); data.h computes both. */
+typedef enum { RED_SUM, RED_PROD, RED_MAX, RED_MIN, RED_AVG, RED_COUNT } ml_redop;
 typedef struct {
     const char *name;      /* "sum" */
-    int nccl;              /* ncclRedOp_t: ncclSum 0, ncclProd 1, ncclMax 2, ncclMin 3 */
+    int nccl;              /* ncclRedOp_t: ncclSum 0, ncclProd 1, ncclMax 2, ncclMin 3, ncclAvg 4 */
 } ml_redop_info;
 extern const ml_redop_info ml_redops[RED_COUNT];
 int ml_redop_lookup(const char *name, size_t len);    /* -1 when unknown */
+/* "sum, prod, max, min, avg": the names of a table, for "expected one of ..." messages. */
+const char *ml_redop_list(void);
+const char *ml_dtype_list(void);
 
 typedef enum {
     COLL_ALL_REDUCE, COLL_REDUCE_SCATTER, COLL_ALL_GATHER, COLL_BROADCAST, COLL_REDUCE,

@@ -67,6 +67,19 @@ void ld_hash_free(ld_hash *h) {
     h->cap = h->n = 0;
 }
 
+/* ---- Enumerated values ---------------------------------------------------------------------- */
+
+int ld_fail_choice(loader *l, ml_mark m, const char *what, const char *text, size_t len,
+                   const char *const *names, size_t n, const char *where) {
+    char list[400];
+    size_t at = 0;
+    for (size_t k = 0; k < n && at < sizeof list; k++)
+        if (names[k])
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", names[k]);
+    return ld_fail(l, m, "unknown %s '%.*s'%s%s: expected one of %s", what, len > 64 ? 64 : (int)len, text,
+                   where ? " in " : "", where ? where : "", list);
+}
+
 /* ---- Events ----------------------------------------------------------------------------------- */
 
 static ml_mark mark_of(yaml_mark_t m) { return (ml_mark){(uint32_t)m.line + 1, (uint32_t)m.column + 1}; }
@@ -242,8 +255,7 @@ int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k
         while (key < sc->n && !ld_key_is(sc->keys[key], text, len))
             key++;
         if (key == sc->n)
-            return ld_fail(l, ld_mark(l), "unknown key '%.*s' in %s", len > 64 ? 64 : (int)len, text,
-                           sc->what);
+            return ld_fail_choice(l, ld_mark(l), "key", text, len, sc->keys, sc->n, sc->what);
         if (LD_HAS(k, key))
             return ld_fail(l, ld_mark(l), "duplicate key '%s' in %s", sc->keys[key], sc->what);
         k->seen |= 1u << key;

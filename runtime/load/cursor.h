@@ -99,6 +99,10 @@ size_t ld_break_len(const uint8_t *p, size_t k, size_t end);   /* a line break a
 size_t ld_index_byte(loader *l, size_t index);                 /* a yaml mark's index -> byte */
 ml_mark ld_offset_mark(const loader *l, size_t offset);         /* a byte offset -> line:col */
 int ld_fail(loader *l, ml_mark m, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "unknown WHAT 'TEXT' [in WHERE]: expected one of A, B, C" (NULL names are skipped): every
+ * enumerated value's error lists the valid ones. */
+int ld_fail_choice(loader *l, ml_mark m, const char *what, const char *text, size_t len,
+                   const char *const *names, size_t n, const char *where);
 bool ld_is(const loader *l, yaml_event_type_t t);
 const char *ld_text(const loader *l, size_t *len);
 int ld_want_scalar(loader *l, const char *what);

@@ -103,7 +103,8 @@ int ld_redop(loader *l, ml_redop *out) {
     const char *text = ld_text(l, &len);
     int k = ml_redop_lookup(text, len);
     if (k < 0)
-        return ld_fail(l, ld_mark(l), "unknown op '%.*s'", len > 64 ? 64 : (int)len, text);
+        return ld_fail(l, ld_mark(l), "unknown op '%.*s': expected one of %s", len > 64 ? 64 : (int)len, text,
+                       ml_redop_list());
     *out = (ml_redop)k;
     return 0;
 }
@@ -115,7 +116,8 @@ int ld_dtype(loader *l, ml_dtype *out) {
     const char *text = ld_text(l, &len);
     int k = ml_dtype_lookup(text, len);
     if (k < 0)
-        return ld_fail(l, ld_mark(l), "unknown dtype '%.*s'", len > 64 ? 64 : (int)len, text);
+        return ld_fail(l, ld_mark(l), "unknown dtype '%.*s': expected one of %s", len > 64 ? 64 : (int)len, text,
+                       ml_dtype_list());
     *out = (ml_dtype)k;
     return 0;
 }

@@ -449,7 +449,8 @@ static int xerr_value(loader *l, int key, void *obj) {
                 x->error = (sched_error_code)e;
                 return 0;
             }
-        return ld_fail(l, ld_mark(l), "unknown error code '%.*s'", len > 64 ? 64 : (int)len, t);
+        return ld_fail_choice(l, ld_mark(l), "error code", t, len, sched_error_names + 1, ERR_COUNT_ - 1,
+                              NULL);
     }
     if (enter(l, c->st))
         return -1;
@@ -493,6 +494,18 @@ static const step_form *form_lookup(const char *t, size_t len, int *coll) {
             return &step_forms[k];
     *coll = ml_coll_lookup(t, len);
     return *coll >= 0 ? &coll_form : NULL;
+}
+
+/* "unknown step 'x': expected one of when, alloc, ..., all_reduce, ...". */
+static int unknown_step(loader *l, ml_mark m, const char *t, size_t len) {
+    const char *names[1 + ML_ARRAY_LEN(step_forms) + COLL_COUNT];
+    size_t n = 0;
+    names[n++] = "when";
+    for (size_t k = 0; k < ML_ARRAY_LEN(step_forms); k++)
+        names[n++] = step_forms[k].name;
+    for (int k = 0; k < COLL_COUNT; k++)
+        names[n++] = ml_colls[k].name;
+    return ld_fail_choice(l, m, "step", t, len, names, n, NULL);
 }
 
 static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
@@ -548,7 +561,7 @@ int ld_step(loader *l, sched_step *st) {
         int coll;
         const step_form *f = form_lookup(t, len, &coll);
         if (!f)
-            return ld_fail(l, m, "unknown step '%.*s'", len > 64 ? 64 : (int)len, t);
+            return unknown_step(l, m, t, len);
         const char *name = coll >= 0 ? ml_colls[coll].name : f->name;
         if (step_key)
             return ld_fail(l, m, "a step has one step key: '%s' after '%s'", name, step_key);

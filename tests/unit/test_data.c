@@ -287,6 +287,34 @@ static void test_scale(void **state) {
     assert_true(f[0] == -3.0f);
 }
 
+/* ncclAvg as NCCL computes it: integers sum (wrapping) then divide truncating toward zero;
+ * floats multiply by 1/world in the dtype, then sum. Values worked by hand below. */
+static void test_avg(void **state) {
+    /* int32 at world 4: 7 + 0 + 0 + 0 = 7 -> 1 (7/4 truncates); -7 -> -1 (toward zero, not -2) */
+    int32_t acc[2] = {7, -7}, zero[2] = {0, 0};
+    for (int r = 1; r < 4; r++)
+        data_combine(DT_INT32, RED_AVG, acc, zero, 2);
+    data_avg_postdiv(DT_INT32, acc, 2, 4);
+    assert_int_equal(acc[0], 1);
+    assert_int_equal(acc[1], -1);
+    /* uint8 at world 2: 200 + 100 = 300 wraps to 44 before the divide (NCCL sums in the type): 22 */
+    uint8_t u[1] = {200}, v[1] = {100};
+    data_combine(DT_UINT8, RED_AVG, u, v, 1);
+    data_avg_postdiv(DT_UINT8, u, 1, 2);
+    assert_int_equal(u[0], 22);
+    /* float32 at world 3: 1/3 rounds to 0x3eaaaaab; 3 * that, each product rounded, then summed */
+    float f[1] = {3.0f}, g[1] = {3.0f};
+    data_avg_premul(DT_FLOAT32, f, 1, 3);
+    data_avg_premul(DT_FLOAT32, g, 1, 3);
+    assert_true(f[0] == 3.0f * (1.0f / 3.0f));
+    data_combine(DT_FLOAT32, RED_AVG, f, g, 1);
+    assert_true(f[0] == 3.0f * (1.0f / 3.0f) + 3.0f * (1.0f / 3.0f));
+    /* bfloat16 at world 4: 1/4 is exact; 6 * 0.25 = 1.5 exactly */
+    uint16_t b[1] = {data_f32_to_bf16(6.0f)};
+    data_avg_premul(DT_BFLOAT16, b, 1, 4);
+    assert_true(data_bf16_to_f32(b[0]) == 1.5f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rank_iota),         cmocka_unit_test(test_expr_and_const),
@@ -294,6 +322,7 @@ int main(void) {
         cmocka_unit_test(test_reduced_closed_form), cmocka_unit_test(test_roll_shards),
         cmocka_unit_test(test_compare_ints),      cmocka_unit_test(test_compare_floats),
         cmocka_unit_test(test_half_conversions),  cmocka_unit_test(test_scale),
+        cmocka_unit_test(test_avg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
