@@ -439,7 +439,7 @@ static void step_value(writer *w, const sched_step *st) {
     case ST_SCALE:
         lit(w, "{");
         view_pair(w, &first, "buf", &st->u.scale.buf);
-        pair(w, &first, "by", ex(st->u.scale.factor));
+        pair(w, &first, "by", st->u.scale.by ? st->u.scale.by : ex(st->u.scale.factor));
         stream_pair(w, &first, st->u.scale.stream);
         lit(w, "}");
         return;

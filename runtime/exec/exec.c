@@ -420,7 +420,7 @@ static int fill_block(rt_rank *r, const plan_op *op, ml_dtype dt, void *tmp, uin
 
 static int scale_block(rt_rank *r, const plan_op *op, ml_dtype dt, void *tmp, uint64_t first,
                        uint64_t n, char *err, size_t len) {
-    data_scale(dt, tmp, n, op->u.scale.factor);
+    data_scale(dt, tmp, n, op->u.scale.factor, op->u.scale.den);
     return 0;
 }
 

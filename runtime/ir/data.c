@@ -369,14 +369,25 @@ int data_fill_reduced(void *dst, ml_dtype dt, uint64_t count, uint64_t first,
     return rc;
 }
 
-void data_scale(ml_dtype dt, void *buf, uint64_t count, int64_t factor) {
+void data_scale(ml_dtype dt, void *buf, uint64_t count, int64_t num, int64_t den) {
+    double f = (double)num / (double)den;
+    if (ml_dtypes[dt].kind == DTK_FLOAT && dt != DT_FLOAT64 && count) {
+        elem_value first = load(dt, buf, 0);
+        store_f64(dt, buf, 0, f);   /* the factor in the buffer's dtype */
+        f = load(dt, buf, 0).f;
+        store_f64(dt, buf, 0, first.f);
+    }
     for (uint64_t k = 0; k < count; k++) {
         elem_value v = load(dt, buf, k);
-        if (v.kind == DTK_FLOAT)
-            store_f64(dt, buf, k, dt == DT_FLOAT64 ? v.f * (double)factor
-                                                   : (double)((float)v.f * (float)factor));
-        else
-            store_bits(dt, buf, k, (v.kind == DTK_SIGNED ? (uint64_t)v.i : v.u) * (uint64_t)factor);
+        if (v.kind == DTK_FLOAT) {
+            store_f64(dt, buf, k, dt == DT_FLOAT64 ? v.f * f : (double)((float)v.f * (float)f));
+        } else if (den == 1) {
+            store_bits(dt, buf, k, (v.kind == DTK_SIGNED ? (uint64_t)v.i : v.u) * (uint64_t)num);
+        } else {
+            /* exact in 128 bits (|x| < 2^64, |num| <= 2^63), truncated toward zero, then wrapped */
+            __int128 x = v.kind == DTK_SIGNED ? (__int128)v.i : (__int128)v.u;
+            store_bits(dt, buf, k, (uint64_t)(x * num / den));
+        }
     }
 }
 

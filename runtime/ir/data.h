@@ -53,8 +53,10 @@ int data_fill_reduced(void *dst, ml_dtype dt, uint64_t count, uint64_t first,
                       const sched_init *pattern, ml_redop op, int world, int64_t *const *rank_slots,
                       char *err, size_t len);
 
-/* buf[k] *= factor in dt's arithmetic (integers wrap; floats round once). */
-void data_scale(ml_dtype dt, void *buf, uint64_t count, int64_t factor);
+/* buf[k] *= num/den (den > 0) in dt's arithmetic. Floats: the factor num/den rounded to the
+ * dtype, the product rounded once. Integers: num alone multiplies and wraps modulo 2^bits (den 1);
+ * a fraction is x*num/den exactly, truncated toward zero, then stored modulo 2^bits. */
+void data_scale(ml_dtype dt, void *buf, uint64_t count, int64_t num, int64_t den);
 
 /* Shard roll as torch's x.reshape(world, -1).roll(k, dims=0).reshape(-1): element i of the
  * result is element data_roll_source(i) of x. n must be divisible by world. */

@@ -136,6 +136,39 @@ static int eval_size(expander *x, const expr *e, int64_t dflt, ml_mark mark, con
     return 0;
 }
 
+/* A scale's factor num/den: den > 0 after the sign moves to num, reduced by their gcd; 0 is an
+ * error (an integer expression that truncated, `(1/world)*2`, is the likely cause). */
+static int eval_factor(expander *x, const sched_step *st, int64_t *num, int64_t *den) {
+    const expr *e = st->u.scale.factor;
+    ml_mark at = st->u.scale.by_mark.line ? st->u.scale.by_mark : st->mark;
+    if (eval(x, e, 1, at, num) < 0 || eval(x, st->u.scale.den, 1, at, den) < 0)
+        return -1;
+    if (*den == 0 || *den == INT64_MIN || *num == INT64_MIN) {
+        ml_error(x->d, x->s->file, at, "%s in the scale factor '%s'",
+                 *den == 0 ? "division by zero" : "overflow", expr_text(e));
+        return -1;
+    }
+    if (*num == 0) {
+        ml_error(x->d, x->s->file, at,
+                 "scale factor '%s' is 0 (an integer expression truncates; write the fraction as "
+                 "the outermost '/': by: 1/world)", expr_text(e));
+        return -1;
+    }
+    if (*den < 0) {
+        *num = -*num;
+        *den = -*den;
+    }
+    int64_t a = *num < 0 ? -*num : *num, b = *den;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    *num /= a;
+    *den /= a;
+    return 0;
+}
+
 static int resolve_view(expander *x, const sched_view *v, plan_view *out) {
     static const buf_shape never = {0};
     const buf_shape *b = v->buf < x->s->syms[SYM_BUFFER].n ? &x->bufs[v->buf] : &never;
@@ -430,7 +463,7 @@ static int expand_step(expander *x, const sched_step *st) {
         op->u.scale.stream = st->u.scale.stream;
         if (resolve_view(x, &st->u.scale.buf, &op->u.scale.buf) < 0)
             return -1;
-        return eval(x, st->u.scale.factor, 1, st->mark, &op->u.scale.factor);
+        return eval_factor(x, st, &op->u.scale.factor, &op->u.scale.den);
     case ST_COMPUTE:
         return expand_compute(x, st);
     case ST_CHECK:

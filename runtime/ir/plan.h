@@ -58,7 +58,7 @@ typedef struct {
         struct { plan_view dst; plan_view src; } init;        /* step->u.init.init or alloc's init;
                                                                  src: the resolved INIT_COPY source */
         struct { plan_view src, dst; uint32_t stream; } copy;
-        struct { plan_view buf; int64_t factor; uint32_t stream; } scale;
+        struct { plan_view buf; int64_t factor, den; uint32_t stream; } scale;   /* x factor/den, den > 0 */
         struct { uint32_t stream, first_view, n_reads, n_writes; } compute; /* views in extra_views */
         struct { plan_view a, b; int64_t roll_a, roll_b; } check;
         struct { uint32_t region; } region;

@@ -158,7 +158,11 @@ struct sched_step {
         } copy;
         struct {
             sched_view buf;
-            expr *factor;         /* multiply every element (a transformation between phases) */
+            expr *factor;         /* multiply every element by factor/den (a transformation
+                                     between phases); `by: A/B` is the exact fraction A/B */
+            expr *den;            /* NULL: 1 */
+            const char *by;       /* `by:` as written (a decimal has no expression text) */
+            ml_mark by_mark;      /* where its text starts, for errors of its value */
             uint32_t stream;
         } scale;
         struct {

@@ -348,12 +348,66 @@ static int copy_finish(loader *l, step_ctx *c) { return require(l, c, 1u << COPY
 enum { SCALE_BUF, SCALE_BY, SCALE_STREAM };
 static const char *const scale_keys[] = {"buf", "by", "stream"};
 
+/* A decimal `0.25`, `-1.5`: the exact fraction 25/100, -15/10 (plan.c reduces it). Up to 18
+ * digits, so that both parts are int64. Returns 1 when the text is not a decimal. */
+static int scale_decimal(loader *l, const char *t, size_t len, expr **num, expr **den) {
+    size_t k = t[0] == '-' || t[0] == '+', digits = 0, point = 0, frac = 0;
+    for (size_t j = k; j < len; j++) {
+        if (t[j] == '.' && !point)
+            point = j + 1;
+        else if (t[j] >= '0' && t[j] <= '9')
+            digits++, frac += point != 0;
+        else
+            return 1;
+    }
+    if (!point || !frac || digits == frac)
+        return 1;
+    if (digits > 18)
+        return ld_fail(l, ld_text_mark(l), "'by' has more than 18 digits");
+    char nt[24], dt[24];
+    size_t n = 0;
+    if (t[0] == '-')
+        nt[n++] = '-';
+    for (size_t j = k; j < len; j++)
+        if (t[j] != '.')
+            nt[n++] = t[j];
+    nt[n] = '\0';
+    dt[0] = '1';
+    memset(dt + 1, '0', frac);
+    dt[frac + 1] = '\0';
+    if (ld_expr_at(l, CTX_CONST, ml_arena_strndup(l->a, nt, n), n, 0, num))
+        return -1;
+    return ld_expr_at(l, CTX_CONST, ml_arena_strndup(l->a, dt, frac + 1), frac + 1, 0, den);
+}
+
+/* `by:` a decimal, or an expression whose outermost '/' is an exact fraction (`1/world`). */
+static int scale_by(loader *l, step_ctx *c) {
+    __typeof__(c->st->u.scale) *sc = &c->st->u.scale;
+    if (ld_want_scalar(l, "by"))
+        return -1;
+    size_t len;
+    const char *t = ld_text(l, &len);
+    sc->by = ml_arena_strndup(l->a, t, len);
+    sc->by_mark = ld_text_mark(l);
+    int rc = len ? scale_decimal(l, t, len, &sc->factor, &sc->den) : 1;
+    if (rc <= 0)
+        return rc;
+    if (ld_expr(l, CTX_PLAIN, "by", &sc->factor))
+        return -1;
+    const expr *num, *den;
+    if (expr_split_div(sc->factor, &num, &den)) {
+        sc->factor = (expr *)num;
+        sc->den = (expr *)den;
+    }
+    return 0;
+}
+
 static int scale_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
     if (key == SCALE_BUF)
         return ld_view(l, "buf", &c->st->u.scale.buf);
     if (key == SCALE_BY)
-        return ld_expr(l, CTX_PLAIN, "by", &c->st->u.scale.factor);
+        return scale_by(l, c);
     return stream_of(l, &c->st->u.scale.stream);
 }
 

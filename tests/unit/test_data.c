@@ -276,15 +276,30 @@ static void test_half_conversions(void **state) {
 
 static void test_scale(void **state) {
     int64_t x[3] = {600, -4, 7};
-    data_scale(DT_INT64, x, 3, 3);
+    data_scale(DT_INT64, x, 3, 3, 1);
     assert_int_equal(x[0], 1800);
     assert_int_equal(x[1], -12);
     int8_t y[1] = {100};
-    data_scale(DT_INT8, y, 1, 2);
+    data_scale(DT_INT8, y, 1, 2, 1);
     assert_int_equal(y[0], -56);                /* 200 wraps */
     float f[1] = {1.5f};
-    data_scale(DT_FLOAT32, f, 1, -2);
+    data_scale(DT_FLOAT32, f, 1, -2, 1);
     assert_true(f[0] == -3.0f);
+    /* fractions: 600 * 1/4 = 150; -4 * 1/4 = -1; 7 * 1/4 = 1.75 truncates to 1; -7/4 -> -1 */
+    int64_t z[4] = {600, -4, 7, -7};
+    data_scale(DT_INT64, z, 4, 1, 4);
+    assert_int_equal(z[0], 150);
+    assert_int_equal(z[1], -1);
+    assert_int_equal(z[2], 1);
+    assert_int_equal(z[3], -1);
+    /* float32 by 1/3: the factor rounds to float first (0x3eaaaaab), then 3 * it */
+    float g[1] = {3.0f};
+    data_scale(DT_FLOAT32, g, 1, 1, 3);
+    assert_true(g[0] == 3.0f * (float)(1.0 / 3.0));
+    /* bfloat16 by 25/100 (`by: 0.25`): 6 * 0.25 = 1.5 exactly */
+    uint16_t b[1] = {data_f32_to_bf16(6.0f)};
+    data_scale(DT_BFLOAT16, b, 1, 25, 100);
+    assert_true(data_bf16_to_f32(b[0]) == 1.5f);
 }
 
 /* ncclAvg as NCCL computes it: integers sum (wrapping) then divide truncating toward zero;
