@@ -136,7 +136,8 @@ int ml_analyze(const ml_args *a, const char *command, const ml_analysis_opts *o,
 
     for (size_t f = 0; f < a->files.n; f++) {
         const char *path = ML_VEC_AT(&a->files, const char *, f);
-        sched *s = sched_load_file(path, NULL, d);
+        sched_load_limits lim = sched_load_with(&p);
+        sched *s = sched_load_file(path, &lim, d);
         if (!s) {
             failed = true;
             continue;

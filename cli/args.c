@@ -108,6 +108,15 @@ static int check_set(const char *cmd, const char *v) {
     return 0;
 }
 
+/* `--dtype T`: one of the dtype table's names. */
+static int check_dtype(const char *cmd, const char *v, int *out) {
+    int k = ml_dtype_lookup(v, strlen(v));
+    if (k < 0)
+        return ml_usage_error(cmd, "unknown dtype '%s' in --dtype: expected one of %s", v, ml_dtype_list());
+    *out = k + 1;
+    return 0;
+}
+
 int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_opt *extra,
                   size_t n_extra, bool allow_no_files) {
     memset(a, 0, sizeof *a);
@@ -115,7 +124,9 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
     ml_vec_init(&a->set, sizeof(const char *));
     ml_vec_init(&a->files, sizeof(const char *));
     int format = FMT_TABLE;
+    const char *dtype = NULL;
     const ml_opt common[] = {
+        {"--dtype", NULL, OPT_STRING, &dtype, 0, 0, NULL},
         {"--format", "-f", OPT_CHOICE, &format, 0, 0, format_names},
         {"--output", "-o", OPT_STRING, &a->output, 0, 0, NULL},
         {"--world", "-w", OPT_INT, &a->world, 1, 65536, NULL},
@@ -166,6 +177,8 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
             return ML_EXIT_INPUT;
         if (store(cmd, o, value))
             return ML_EXIT_INPUT;
+        if (o->dest == &dtype && check_dtype(cmd, dtype, &a->dtype))
+            return ML_EXIT_INPUT;
     }
     a->format = (report_format)format;
     if (!allow_no_files && a->files.n == 0)
@@ -194,6 +207,7 @@ sched_params ml_args_params(const ml_args *a) {
         .set = (const char **)a->set.items,
         .n_set = a->set.n,
         .world = a->world,
+        .dtype = a->dtype,
     };
     return p;
 }

@@ -60,6 +60,7 @@ const char cmd_bench_usage[] =
     "      --sizes A,B,...   values for the sweep's let instead of the file's (1KiB,64KiB)\n"
     "  -w, --world N         world size; must equal the number of ranks\n"
     "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
+    "      --dtype T         default dtype of buffers without their own (replaces 'dtype:')\n"
     "      --plan NAME       time only this plan\n"
     "      --timeout S       deadline in seconds for every wait on a peer (default 60)\n"
     "  -f, --format FMT      table (default), json, csv (timings only) or md\n"
@@ -173,8 +174,9 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
     ml_diags d;
     ml_diags_init(&d);
     const char *path = ML_VEC_AT(&c->a->files, const char *, 0);
-    sched *s = sched_load_file(path, NULL, &d);
     sched_params p = ml_args_params(c->a);
+    sched_load_limits lim = sched_load_with(&p);
+    sched *s = sched_load_file(path, &lim, &d);
     int world = s ? sched_world(s, &p, &d) : 0;
     if (c->speak)
         ml_diags_print(&d, stderr);

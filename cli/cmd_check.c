@@ -19,6 +19,7 @@ const char cmd_check_usage[] =
     "options:\n"
     "  -w, --world N         world size (default: the file's 'world:')\n"
     "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
+    "      --dtype T         default dtype of buffers without their own (replaces 'dtype:')\n"
     "      --plan NAME       only this plan of files with 'plans:'\n"
     "  -f, --format FMT      print the full report in FMT (table, json, csv, md) instead of\n"
     "                        the one-line summaries\n"

@@ -49,6 +49,7 @@ const char cmd_equiv_usage[] =
     "      --timeout S       deadline for every wait on a peer (default 60)\n"
     "  -w, --world N         world size for both plans\n"
     "      --set NAME=VALUE  override a 'let:' value in both; repeatable\n"
+    "      --dtype T         default dtype of buffers without their own (replaces 'dtype:')\n"
     "  -f, --format FMT      table (default), json or md\n"
     "  -o, --output FILE     write to FILE (atomically) instead of stdout\n"
     "  -h, --help            this text\n"
@@ -125,7 +126,8 @@ static int load_word(const char *word, const sched_params *p, equiv_inputs *in, 
         *colon = '\0';
         plan = colon + 1;
     }
-    sched *s = sched_load_file(path, NULL, d);
+    sched_load_limits lim = sched_load_with(p);
+    sched *s = sched_load_file(path, &lim, d);
     int world = s ? sched_world(s, p, d) : 0;
     bool owned = false, failed = false;
     for (uint32_t k = 0; world > 0 && !failed && k < s->n_plans; k++) {

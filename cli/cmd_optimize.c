@@ -39,6 +39,7 @@ const char cmd_optimize_usage[] =
     "      --allow LIST      transformations to try (default: all), comma-separated\n"
     "  -w, --world N         world size (default: the file's 'world:')\n"
     "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
+    "      --dtype T         default dtype of buffers without their own (replaces 'dtype:')\n"
     "      --plan NAME       only this plan of a file with 'plans:' (the others are kept)\n"
     "  -f, --format FMT      report as table (default), json or md\n"
     "  -q, --quiet           no report\n"
@@ -88,7 +89,8 @@ int cmd_optimize(int argc, char **argv) {
     ml_diags d;
     ml_diags_init(&d);
     const char *path = ML_VEC_AT(&a.files, const char *, 0);
-    sched *s = sched_load_file(path, NULL, &d);
+    sched_load_limits lim = sched_load_with(&o.params);
+    sched *s = sched_load_file(path, &lim, &d);
     opt_result r;
     rc = s && optimize_sched(s, &o, &r, &d) == 0 ? ML_EXIT_OK : ML_EXIT_INPUT;
     ml_diags_print(&d, stderr);

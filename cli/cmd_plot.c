@@ -21,6 +21,7 @@ const char cmd_plot_usage[] =
     "      --time            x axis in measured seconds (run results only)\n"
     "  -w, --world N         world size (default: the file's or the result's)\n"
     "      --set NAME=VALUE  override a 'let:' value; repeatable\n"
+    "      --dtype T         default dtype of buffers without their own (replaces 'dtype:')\n"
     "      --plan NAME       only this plan of files with 'plans:'\n"
     "  -h, --help            this text\n"
     "\n"

@@ -16,6 +16,7 @@ const char cmd_predict_usage[] =
     "options:\n"
     "  -w, --world N         world size (default: the file's 'world:')\n"
     "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
+    "      --dtype T         default dtype of buffers without their own (replaces 'dtype:')\n"
     "      --plan NAME       only this plan of files with 'plans:'\n"
     "  -f, --format FMT      table (default), json, csv or md\n"
     "  -o, --output FILE     write the report to FILE (atomically) instead of stdout\n"

@@ -337,6 +337,17 @@ static int coll_rs(rt_rank *r, const rt_coll_args *a, char *send, char *recv, MP
 static int coll_mpi(rt_rank *r, const rt_coll_args *a, char *send, char *recv, char *err,
                     size_t len);
 
+/* Asked before the launch (rt_backend_check): every dtype and op runs here (16-bit floats and
+ * avg are emulated); what MPI cannot express is a count beyond its int. */
+static int h_refuse_op(const plan_op *op, int world, char *err, size_t len) {
+    if (op->kind == OP_COLL && op->u.coll.count > (uint64_t)INT_MAX) {
+        snprintf(err, len, "%s of %" PRIu64 " elements exceeds MPI's int count (%d)",
+                 ml_colls[op->u.coll.coll].name, op->u.coll.count, INT_MAX);
+        return -1;
+    }
+    return 0;
+}
+
 static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len) {
     rt_rank *r = ranks[0];
     const rt_coll_args *a = &args[0];
@@ -533,6 +544,7 @@ const rt_backend_ops rt_backend_host = {
     .time_end = h_time_end,
     /* One MPI call and its deadline wait is already the bare call on the host. */
     .collective_bare = h_collective,
+    .refuse_op = h_refuse_op,
 };
 
 #else

@@ -233,6 +233,8 @@ typedef struct {
     size_t max_depth;         /* nesting of repeat/region/expect_error; default 64 */
     size_t max_name_len;      /* default 128 */
     size_t max_steps;         /* written steps; default 20,000,000 */
+    int dtype;                /* --dtype T: ml_dtype + 1 replaces the file's `dtype:` (the
+                                 default of every alloc without its own); 0: the file's */
 } sched_load_limits;
 
 sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_diags *d);
@@ -249,7 +251,14 @@ typedef struct {
     const char **set;      /* "NAME=VALUE" */
     size_t n_set;
     int world;             /* > 0 overrides the file's world */
+    int dtype;             /* --dtype: ml_dtype + 1 overrides the file's default dtype; 0: none */
 } sched_params;
+/* How a file is loaded for these params: the default limits, with --dtype. */
+static inline sched_load_limits sched_load_with(const sched_params *p) {
+    sched_load_limits lim = {0};
+    lim.dtype = p ? p->dtype : 0;
+    return lim;
+}
 int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, int64_t *slots,
                     ml_diags *d);
 /* Slots an expression of s may read: world, rank, i, the lets, then one per nesting level of

@@ -224,7 +224,14 @@ static int top_value(loader *l, int key, void *obj) {
         s->about = ml_arena_strndup(l->a, (const char *)l->ev.data.scalar.value, l->ev.data.scalar.length);
         return 0;
     case TOP_WORLD: return parse_world(l);
-    case TOP_DTYPE: return ld_dtype(l, &s->dtype);
+    case TOP_DTYPE: {
+        ml_dtype dt;
+        if (ld_dtype(l, &dt))
+            return -1;
+        if (!l->lim.dtype)   /* --dtype wins over the file's default */
+            s->dtype = dt;
+        return 0;
+    }
     case TOP_LET: return parse_lets(l);
     case TOP_STREAMS: return parse_decls(l, SYM_STREAM, "streams");
     case TOP_EVENTS: return parse_decls(l, SYM_EVENT, "events");
@@ -299,7 +306,9 @@ static int check_buffers(loader *l) {
 }
 
 static void default_limits(const sched_load_limits *in, sched_load_limits *out) {
-    *out = (sched_load_limits){64, 128, 20000000};
+    *out = (sched_load_limits){64, 128, 20000000, 0};
+    if (in && in->dtype > 0 && in->dtype <= DT_COUNT)
+        out->dtype = in->dtype;
     if (in && in->max_depth)
         out->max_depth = in->max_depth;
     if (in && in->max_name_len)
@@ -324,6 +333,8 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     loader l = {.data = data, .len = len, .file = name, .s = s, .a = s->arena, .d = d,
                 .owned = &box->owned};
     default_limits(limits, &l.lim);
+    if (l.lim.dtype)
+        s->dtype = (ml_dtype)(l.lim.dtype - 1);
     /* Only a file that does not end in a line break has marks past its last line (libyaml adds
      * the break at the stream end); sparing the others the scan keeps big loads one pass. */
     l.end = ends_with_break(data, len) ? (ml_mark){UINT32_MAX, UINT32_MAX} : ld_offset_mark(&l, len);
