@@ -314,6 +314,16 @@ static void local_op(side_state *st, int rank, const plan_op *op) {
         free(pieces);
         break;
     }
+    case OP_COLL:
+        /* A recv (advance runs send and recv here, the other collectives in lockstep): what it
+         * holds comes from its peer's send in that rank's own order, which this flow does not
+         * pair yet, so it is opaque data made by the recv: outputs that depend on it are never
+         * claimed equal. A send changes nothing here. */
+        if (ml_colls[op->u.coll.coll].p2p == P2P_RECV && (l = buf_of(st, rank, op->u.coll.recv.buf))) {
+            aval v = fresh(AV_OPAQUE, op->u.coll.recv.dtype, op);
+            fill(l, op->u.coll.recv.offset, op->u.coll.recv.count, &v);
+        }
+        break;
     case OP_COMPUTE: {
         uint32_t nr, nw;
         const plan_view *views = plan_compute_views(&st->sr->plans[rank], op, &nr, &nw);
@@ -339,7 +349,7 @@ static bool advance(side_state *st, int rank) {
             *pc += 2;
             continue;
         }
-        if (op->kind == OP_COLL)
+        if (op->kind == OP_COLL && !ml_colls[op->u.coll.coll].p2p)
             return true;
         local_op(st, rank, op);
         (*pc)++;

@@ -390,6 +390,13 @@ static void step_value(writer *w, const sched_step *st) {
         __typeof__(st->u.coll) const *c = &st->u.coll;
         const ml_coll_info *ci = &ml_colls[c->coll];
         lit(w, "{");
+        if (ci->p2p) {
+            view_pair(w, &first, "buf", &c->send);
+            pair(w, &first, "peer", ex(c->root));
+            stream_pair(w, &first, c->stream);
+            lit(w, "}");
+            return;
+        }
         if (same_view(&c->send, &c->recv)) {
             view_pair(w, &first, "buf", &c->send);
         } else {
@@ -472,6 +479,7 @@ static void step_value(writer *w, const sched_step *st) {
     case ST_REPEAT:
     case ST_REGION:
     case ST_EXPECT_ERROR:
+    case ST_GROUP:   /* optimize refuses files with groups (optimize.c) */
     case ST_KIND_COUNT:
         break;
     }

@@ -25,6 +25,8 @@
  *    values in ring order from a chunk's start rank (tree and NVLS algorithms in others), MPI in
  *    its own; floating-point sums of more than two values then may differ in the last bits, as
  *    for float32. Checks between such results need rtol, or integer data.
+ *  - send / recv are MPI_Isend / MPI_Irecv (a tag of their own), completed before the next step,
+ *    or, inside a group, all at the group's end; every wait has the run's deadline.
  *  - avg (ncclAvg) is emulated as NCCL computes it (data.h): floats are multiplied by 1/world in
  *    the dtype into a temporary before an MPI sum, integers summed and then divided, truncating. */
 #include "exec/rt.h"
@@ -51,6 +53,9 @@ typedef struct {
 } host_mem;
 
 static struct {
+    bool in_group;         /* between group_begin and group_end: send/recv are only posted */
+    MPI_Request *group_reqs;
+    size_t n_group, cap_group;
     double timeout_s;
     uint64_t mem_limit;    /* 0: none */
     uint64_t live_bytes;   /* what this backend holds now (its own number, for the limit) */
@@ -101,6 +106,9 @@ static int h_init(const rt_options *o, int world, int first_rank, int local_rank
 static void free16(void);
 static void h_finalize(void) {
     free16();
+    free(host.group_reqs);
+    host.group_reqs = NULL;
+    host.cap_group = host.n_group = 0;
     rt_mpi_finalize();
 }
 
@@ -337,6 +345,54 @@ static int coll_rs(rt_rank *r, const rt_coll_args *a, char *send, char *recv, MP
 static int coll_mpi(rt_rank *r, const rt_coll_args *a, char *send, char *recv, char *err,
                     size_t len);
 
+/* Point-to-point messages have a tag of their own (the result exchanges use another), so a
+ * send/recv pair never matches memlife's own traffic; MPI keeps one sender's messages with one
+ * tag in order, which is NCCL's pairing too (the k-th send from r to p, the k-th recv there). */
+#define P2P_TAG 0x7032
+
+static int h_p2p(rt_rank *r, const rt_coll_args *a, char *buf, char *err, size_t len) {
+    MPI_Request req;
+    MPI_Datatype dt = mpi_type(a->dtype);
+    int rc = ml_colls[a->coll].p2p == P2P_SEND
+                 ? MPI_Isend(buf, (int)a->count, dt, a->root, P2P_TAG, MPI_COMM_WORLD, &req)
+                 : MPI_Irecv(buf, (int)a->count, dt, a->root, P2P_TAG, MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS) {
+        snprintf(err, len, "MPI_I%s to/from rank %d failed (code %d)", ml_colls[a->coll].name, a->root, rc);
+        return -1;
+    }
+    if (!host.in_group) {   /* outside a group: the op completes before the next, as in NCCL */
+        rt_mpi_wait(r, &req, ml_colls[a->coll].p2p == P2P_SEND ? "in a send" : "in a recv");
+        return 0;
+    }
+    if (host.n_group == host.cap_group) {
+        host.cap_group = host.cap_group ? 2 * host.cap_group : 16;
+        host.group_reqs = realloc(host.group_reqs, host.cap_group * sizeof *host.group_reqs);
+        if (!host.group_reqs)
+            abort();
+    }
+    host.group_reqs[host.n_group++] = req;
+    return 0;
+}
+
+static int h_group_begin(rt_rank *r, char *err, size_t len) {
+    if (host.in_group) {
+        snprintf(err, len, "a group inside a group");
+        return -1;
+    }
+    host.in_group = true;
+    host.n_group = 0;
+    return 0;
+}
+
+/* Every posted send and recv of the group completes here, each bounded by the run's deadline. */
+static int h_group_end(rt_rank *r, char *err, size_t len) {
+    for (size_t k = 0; k < host.n_group; k++)
+        rt_mpi_wait(r, &host.group_reqs[k], "in a group of sends and receives");
+    host.in_group = false;
+    host.n_group = 0;
+    return 0;
+}
+
 /* Asked before the launch (rt_backend_check): every dtype and op runs here (16-bit floats and
  * avg are emulated); what MPI cannot express is a count beyond its int. */
 static int h_refuse_op(const plan_op *op, int world, char *err, size_t len) {
@@ -374,6 +430,8 @@ static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *
     }
     char *send = (char *)a->send->ptr + a->send_off_bytes;
     char *recv = (char *)a->recv->ptr + a->recv_off_bytes;
+    if (ml_colls[a->coll].p2p)
+        return h_p2p(r, a, send, err, len);
     bool avg = ml_colls[a->coll].has_op && a->op == RED_AVG;
     if (avg && data_avg_divides_after(a->dtype)) {
         /* Integer avg: NCCL sums, then divides the result by world, truncating. */
@@ -545,6 +603,8 @@ const rt_backend_ops rt_backend_host = {
     /* One MPI call and its deadline wait is already the bare call on the host. */
     .collective_bare = h_collective,
     .refuse_op = h_refuse_op,
+    .group_begin = h_group_begin,
+    .group_end = h_group_end,
 };
 
 #else

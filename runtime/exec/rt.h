@@ -158,6 +158,10 @@ struct rt_backend_ops {
     /* Optional (NULL: the backend runs every op). What this backend cannot run, asked of every
      * op of every rank's plan before anything starts (rt_backend_check): -1 with the reason. */
     int (*refuse_op)(const plan_op *op, int world, char *err, size_t len);
+    /* Optional (NULL: schedules with `group:` fail there). The rank's send/recv between them are
+     * one group (ncclGroupStart/End): `collective` only posts them; group_end completes them. */
+    int (*group_begin)(rt_rank *r, char *err, size_t len);
+    int (*group_end)(rt_rank *r, char *err, size_t len);
 };
 
 /* The backend table. */

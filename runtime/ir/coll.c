@@ -91,6 +91,8 @@ static double busbw_root(int n) { return 1.0; }
 static double link_ar(double m, int n) { return 2.0 * (n - 1) / n * m; }
 static double link_one_pass(double m, int n) { return (double)(n - 1) / n * m; }
 static double link_chain(double m, int n) { return m; }
+static double link_none(double m, int n) { return 0; }
+static int ring_steps_p2p(int n) { return 1; }
 
 const ml_coll_info ml_colls[COLL_COUNT] = {
     [COLL_ALL_REDUCE] = {"all_reduce", "ncclAllReduce", "ncclDevKernel_AllReduce", true, false, 0, 0,
@@ -104,6 +106,12 @@ const ml_coll_info ml_colls[COLL_COUNT] = {
                         inplace_same, ring_steps_one_pass, busbw_root, link_chain},
     [COLL_REDUCE] = {"reduce", "ncclReduce", "ncclDevKernel_Reduce", true, true, 0, 0, inplace_same,
                      ring_steps_one_pass, busbw_root, link_chain},
+    /* One transfer to (from) one peer: one step, the whole message once over the link; NCCL
+     * runs both in its SendRecv kernel. A recv sends nothing. */
+    [COLL_SEND] = {"send", "ncclSend", "ncclDevKernel_SendRecv", false, false, 0, 0, inplace_same,
+                   ring_steps_p2p, busbw_root, link_chain, P2P_SEND},
+    [COLL_RECV] = {"recv", "ncclRecv", "ncclDevKernel_SendRecv", false, false, 0, 0, inplace_same,
+                   ring_steps_p2p, busbw_root, link_none, P2P_RECV},
 };
 
 int ml_coll_lookup(const char *name, size_t len) {
@@ -131,6 +139,7 @@ const char *const sched_step_names[ST_KIND_COUNT] = {
     [ST_WAIT] = "wait",       [ST_REPEAT] = "repeat",   [ST_REGION] = "region",
     [ST_INIT] = "init",       [ST_COPY] = "copy",       [ST_SCALE] = "scale",
     [ST_COMPUTE] = "compute", [ST_CHECK] = "check",     [ST_EXPECT_ERROR] = "expect_error",
+    [ST_GROUP] = "group",
 };
 
 const char *const plan_op_names[OP_KIND_COUNT] = {
@@ -149,6 +158,8 @@ const char *const plan_op_names[OP_KIND_COUNT] = {
     [OP_REGION_BEGIN] = "region_begin",
     [OP_REGION_END] = "region_end",
     [OP_EXPECT_BEGIN] = "expect_begin",
+    [OP_GROUP_BEGIN] = "group_begin",
+    [OP_GROUP_END] = "group_end",
 };
 
 const char *const ml_mem_view_names[VIEW_COUNT] = {

@@ -41,10 +41,16 @@ int ml_redop_lookup(const char *name, size_t len);    /* -1 when unknown */
 const char *ml_redop_list(void);
 const char *ml_dtype_list(void);
 
+/* COLL_SEND / COLL_RECV are point-to-point (ncclSend / ncclRecv): rows of this table too (their
+ * step keys are `send:` and `recv:` with `buf:` and `peer:`, the peer in the root field), but
+ * only the two ranks of a pair take part, so what compares every rank's collectives (lint's
+ * cross-rank check, the executor's sequence check, warm-up) skips rows with p2p set. */
 typedef enum {
     COLL_ALL_REDUCE, COLL_REDUCE_SCATTER, COLL_ALL_GATHER, COLL_BROADCAST, COLL_REDUCE,
+    COLL_SEND, COLL_RECV,
     COLL_COUNT
 } ml_coll;
+typedef enum { P2P_NONE, P2P_SEND, P2P_RECV } ml_p2p;
 
 /* "count" is NCCL's count argument: AllReduce/Broadcast/Reduce the element count of both
  * buffers, ReduceScatter the recvcount, AllGather the sendcount. */
@@ -65,6 +71,7 @@ typedef struct {
     /* Logical bytes a rank sends over its ring link for a full payload of `bytes`
      * (the full tensor: AR/RS the send size, AG the recv size). */
     double (*link_bytes)(double full_bytes, int world);
+    ml_p2p p2p;                  /* send or recv: one view (`buf:`), a peer instead of a root */
 } ml_coll_info;
 extern const ml_coll_info ml_colls[COLL_COUNT];
 int ml_coll_lookup(const char *name, size_t len);     /* -1 when unknown */

@@ -244,7 +244,7 @@ static int expand_coll(expander *x, const sched_step *st) {
         return -1;
     /* NCCL's count: the side that is not multiplied by world (RS: recvcount, else send). */
     op->u.coll.count = ml_colls[c].send_mult_world ? op->u.coll.recv.count : op->u.coll.send.count;
-    if (ml_colls[c].has_root) {
+    if (ml_colls[c].has_root || ml_colls[c].p2p) {   /* the root, or a send/recv's peer */
         int64_t root;
         if (eval(x, st->u.coll.root, 0, st->mark, &root) < 0)
             return -1;
@@ -444,6 +444,10 @@ static int expand_step(expander *x, const sched_step *st) {
         return expand_repeat(x, st);
     case ST_REGION:
         return expand_region(x, st);
+    case ST_GROUP:
+        if (!emit(x, OP_GROUP_BEGIN, st) || expand_steps(x, st->u.group.steps, st->u.group.n) < 0)
+            return -1;
+        return emit(x, OP_GROUP_END, st) ? 0 : -1;
     case ST_INIT:
         if (!(op = emit(x, OP_INIT, st)) || resolve_view(x, &st->u.init.dst, &op->u.init.dst) < 0)
             return -1;
@@ -576,6 +580,15 @@ size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
     *out = fixed;
     switch (op->kind) {
     case OP_COLL:
+        /* A send only reads its buffer, a recv only overwrites it (both name one view). */
+        if (ml_colls[op->u.coll.coll].p2p == P2P_SEND) {
+            fixed[0] = (plan_access){&op->u.coll.send, true, false, false};
+            return 1;
+        }
+        if (ml_colls[op->u.coll.coll].p2p == P2P_RECV) {
+            fixed[0] = (plan_access){&op->u.coll.recv, false, true, true};
+            return 1;
+        }
         fixed[0] = (plan_access){&op->u.coll.send, true, false, false};
         fixed[1] = (plan_access){&op->u.coll.recv, op->u.coll.in_place, true, true};
         return 2;
@@ -667,13 +680,16 @@ static bool step_uses_rank(rank_memo *m, const sched_step *st) {
                steps_use_rank(m, st->u.repeat.steps, st->u.repeat.n);
     case ST_REGION:
         return steps_use_rank(m, st->u.region.steps, st->u.region.n);
+    case ST_GROUP:
+        return steps_use_rank(m, st->u.group.steps, st->u.group.n);
     case ST_INIT:
         return view_uses_rank(m, &st->u.init.dst) ||
                (st->u.init.init.kind == INIT_COPY && view_uses_rank(m, &st->u.init.init.src));
     case ST_COPY:
         return view_uses_rank(m, &st->u.copy.src) || view_uses_rank(m, &st->u.copy.dst);
     case ST_SCALE:
-        return view_uses_rank(m, &st->u.scale.buf) || uses_rank(m, st->u.scale.factor);
+        return view_uses_rank(m, &st->u.scale.buf) || uses_rank(m, st->u.scale.factor) ||
+               uses_rank(m, st->u.scale.den);
     case ST_COMPUTE:
         for (uint32_t k = 0; k < st->u.compute.n_reads; k++)
             if (view_uses_rank(m, &st->u.compute.reads[k]))

@@ -19,6 +19,7 @@ typedef enum {
     OP_ALLOC, OP_FREE, OP_RELEASE, OP_COLL, OP_SYNC, OP_RECORD, OP_WAIT, OP_INIT, OP_COPY,
     OP_SCALE, OP_COMPUTE, OP_CHECK, OP_REGION_BEGIN, OP_REGION_END,
     OP_EXPECT_BEGIN,   /* the next op (a collective, copy...) must fail with step->u.expect_error.error */
+    OP_GROUP_BEGIN, OP_GROUP_END,   /* around a group's send/recv ops (ncclGroupStart/End) */
     OP_KIND_COUNT
 } plan_op_kind;
 extern const char *const plan_op_names[OP_KIND_COUNT];
@@ -47,7 +48,7 @@ typedef struct {
         struct {
             plan_view send, recv;
             uint64_t count;        /* NCCL's count (see coll.h) */
-            int root;
+            int root;              /* send/recv: the peer */
             uint32_t stream;
             ml_coll coll : 8;
             ml_redop op : 8;

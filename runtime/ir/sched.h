@@ -90,7 +90,7 @@ extern const char *const sched_error_names[ERR_COUNT_];   /* "size_mismatch", ..
 
 typedef enum {
     ST_ALLOC, ST_FREE, ST_RELEASE, ST_COLL, ST_SYNC, ST_RECORD, ST_WAIT, ST_REPEAT, ST_REGION,
-    ST_INIT, ST_COPY, ST_SCALE, ST_COMPUTE, ST_CHECK, ST_EXPECT_ERROR,
+    ST_INIT, ST_COPY, ST_SCALE, ST_COMPUTE, ST_CHECK, ST_EXPECT_ERROR, ST_GROUP,
     ST_KIND_COUNT
 } sched_step_kind;
 extern const char *const sched_step_names[ST_KIND_COUNT];  /* schedule keys: "alloc", ... */
@@ -122,9 +122,9 @@ struct sched_step {
         } release;
         struct {
             ml_coll coll;
-            sched_view send, recv;    /* `buf:` sets both to the same view */
+            sched_view send, recv;    /* `buf:` sets both to the same view (always for p2p) */
             ml_redop op;              /* has_op collectives; default sum */
-            expr *root;               /* has_root collectives */
+            expr *root;               /* has_root collectives; send/recv: the peer */
             uint32_t stream;
         } coll;
         struct {
@@ -148,6 +148,10 @@ struct sched_step {
             sched_step *steps;
             uint32_t n;
         } region;
+        struct {
+            sched_step *steps;    /* send and recv steps: ncclGroupStart ... ncclGroupEnd */
+            uint32_t n;
+        } group;
         struct {
             sched_view dst;
             sched_init init;

@@ -141,18 +141,18 @@ static int release_finish(loader *l, step_ctx *c) {
 
 /* ---- collectives ------------------------------------------------------------------------------ */
 
-enum { COLL_BUF, COLL_SEND, COLL_RECV, COLL_OP, COLL_ROOT, COLL_STREAM };
+enum { CKEY_BUF, CKEY_SEND, CKEY_RECV, CKEY_OP, CKEY_ROOT, CKEY_STREAM };
 static const char *const coll_keys[] = {"buf", "send", "recv", "op", "root", "stream"};
 
 static int coll_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
     __typeof__(c->st->u.coll) *co = &c->st->u.coll;
     switch (key) {
-    case COLL_BUF: return ld_view(l, "buf", &co->send);
-    case COLL_SEND: return ld_view(l, "send", &co->send);
-    case COLL_RECV: return ld_view(l, "recv", &co->recv);
-    case COLL_OP: return ld_redop(l, &co->op);
-    case COLL_ROOT: return ld_expr(l, CTX_PLAIN, "root", &co->root);
+    case CKEY_BUF: return ld_view(l, "buf", &co->send);
+    case CKEY_SEND: return ld_view(l, "send", &co->send);
+    case CKEY_RECV: return ld_view(l, "recv", &co->recv);
+    case CKEY_OP: return ld_redop(l, &co->op);
+    case CKEY_ROOT: return ld_expr(l, CTX_PLAIN, "root", &co->root);
     default: return stream_of(l, &co->stream);
     }
 }
@@ -161,21 +161,57 @@ static int coll_finish(loader *l, step_ctx *c) {
     __typeof__(c->st->u.coll) *co = &c->st->u.coll;
     const ml_coll_info *ci = &ml_colls[co->coll];
     const ld_keys *k = &c->k;
-    if (LD_HAS(k, COLL_BUF) && (LD_HAS(k, COLL_SEND) || LD_HAS(k, COLL_RECV)))
-        return conflict(l, c, COLL_BUF, LD_HAS(k, COLL_SEND) ? COLL_SEND : COLL_RECV);
-    if (LD_HAS(k, COLL_BUF))
+    if (LD_HAS(k, CKEY_BUF) && (LD_HAS(k, CKEY_SEND) || LD_HAS(k, CKEY_RECV)))
+        return conflict(l, c, CKEY_BUF, LD_HAS(k, CKEY_SEND) ? CKEY_SEND : CKEY_RECV);
+    if (LD_HAS(k, CKEY_BUF))
         co->recv = co->send;
-    else if (!LD_HAS(k, COLL_SEND) && !LD_HAS(k, COLL_RECV))
+    else if (!LD_HAS(k, CKEY_SEND) && !LD_HAS(k, CKEY_RECV))
         return ld_fail(l, c->st->mark, "%s needs 'buf' or 'send' and 'recv'", ci->name);
-    else if (require(l, c, 1u << COLL_SEND | 1u << COLL_RECV))
+    else if (require(l, c, 1u << CKEY_SEND | 1u << CKEY_RECV))
         return -1;
-    if (LD_HAS(k, COLL_OP) && !ci->has_op)
-        return ld_fail(l, k->key[COLL_OP], "'op' is not valid for %s", ci->name);
-    if (LD_HAS(k, COLL_ROOT) && !ci->has_root)
-        return ld_fail(l, k->key[COLL_ROOT], "'root' is not valid for %s", ci->name);
+    if (LD_HAS(k, CKEY_OP) && !ci->has_op)
+        return ld_fail(l, k->key[CKEY_OP], "'op' is not valid for %s", ci->name);
+    if (LD_HAS(k, CKEY_ROOT) && !ci->has_root)
+        return ld_fail(l, k->key[CKEY_ROOT], "'root' is not valid for %s", ci->name);
     if (ci->has_root)
-        return require(l, c, 1u << COLL_ROOT);
+        return require(l, c, 1u << CKEY_ROOT);
     return 0;
+}
+
+/* ---- send, recv: {buf: V, peer: EXPR, stream: S} (rows COLL_SEND, COLL_RECV of coll.h) --------- */
+
+enum { P2P_BUF, P2P_PEER, P2P_STREAM };
+static const char *const p2p_keys[] = {"buf", "peer", "stream"};
+
+static int p2p_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    __typeof__(c->st->u.coll) *co = &c->st->u.coll;
+    if (key == P2P_BUF)
+        return ld_view(l, "buf", &co->send);
+    if (key == P2P_PEER)
+        return ld_expr(l, CTX_PLAIN, "peer", &co->root);
+    return stream_of(l, &co->stream);
+}
+
+static int p2p_finish(loader *l, step_ctx *c) {
+    c->st->u.coll.recv = c->st->u.coll.send;
+    return require(l, c, 1u << P2P_BUF | 1u << P2P_PEER);
+}
+
+/* ---- group: [send and recv steps] ------------------------------------------------------------- */
+
+static int group_parse(loader *l, sched_step *st) {
+    if (enter(l, st))
+        return -1;
+    int rc = ld_steps(l, "group", &st->u.group.steps, &st->u.group.n);
+    l->step_depth--;
+    for (uint32_t k = 0; rc == 0 && k < st->u.group.n; k++) {
+        const sched_step *in = &st->u.group.steps[k];
+        if (in->kind != ST_COLL || !ml_colls[in->u.coll.coll].p2p)
+            rc = ld_fail(l, in->mark, "a group holds send and recv steps, not '%s'",
+                         in->kind == ST_COLL ? ml_colls[in->u.coll.coll].name : sched_step_names[in->kind]);
+    }
+    return rc;
 }
 
 /* ---- sync: `device`, {stream: S} or {event: E} ------------------------------------------------ */
@@ -536,6 +572,9 @@ static const step_form step_forms[] = {
     FORM("compute", ST_COMPUTE, compute_keys, compute_value, NULL),
     FORM("check", ST_CHECK, check_keys, check_value, check_finish),
     FORM("expect_error", ST_EXPECT_ERROR, xerr_keys, xerr_value, xerr_finish),
+    FORM("send", ST_COLL, p2p_keys, p2p_value, p2p_finish),
+    FORM("recv", ST_COLL, p2p_keys, p2p_value, p2p_finish),
+    {"group", ST_GROUP, NULL, 0, NULL, NULL, group_parse},
 };
 /* Every collective of coll.h is a step key of its own, read by one row. */
 static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_value, coll_finish);
@@ -558,7 +597,8 @@ static int unknown_step(loader *l, ml_mark m, const char *t, size_t len) {
     for (size_t k = 0; k < ML_ARRAY_LEN(step_forms); k++)
         names[n++] = step_forms[k].name;
     for (int k = 0; k < COLL_COUNT; k++)
-        names[n++] = ml_colls[k].name;
+        if (!ml_colls[k].p2p)   /* send and recv are rows of step_forms */
+            names[n++] = ml_colls[k].name;
     return ld_fail_choice(l, m, "step", t, len, names, n, NULL);
 }
 
@@ -575,6 +615,8 @@ static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
     if (f->kind == ST_CHECK)
         st->u.check = ml_arena_alloc(l->a, sizeof *st->u.check);
     if (f->kind == ST_COLL) {
+        if (coll < 0)   /* send, recv: forms of their own, rows of the collective table */
+            coll = ml_coll_lookup(f->name, strlen(f->name));
         st->u.coll.coll = (ml_coll)coll;
         st->u.coll.op = RED_SUM;
         sc.what = ml_colls[coll].name;

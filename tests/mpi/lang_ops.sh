@@ -5,7 +5,7 @@
 # and by a decimal. 6 contracts x 4 ranks = 24 rows, all PASS; the requested peak measured is the
 # predicted 448 B (w 3*16*4 + a 16*4 + b 16*8 + g 16*2 + h 16*2 = 192 + 64 + 128 + 32 + 32).
 # Then --dtype bfloat16 / float16 on tests/mpi/data/dtype_default.yaml, and the host's refusal of
-# a count beyond MPI's int before the launch.
+# a count beyond MPI's int before the launch; then send/recv and groups (tests/mpi/data/p2p.yaml).
 . "$(dirname "$0")/lib.bash"
 
 F=tests/mpi/data/lang_ops.yaml
@@ -53,3 +53,18 @@ run run "$TMP/big.yaml" --backend host --ranks 2
 want="$TMP/big.yaml:4:5: error: the host backend cannot run this: all_reduce of 3221225472 elements exceeds MPI's int count (2147483647)"
 if [ "$RC" -eq 2 ] && [ "$(head -1 "$TMP/err")" = "$want" ]; then ok "host refuses a count beyond MPI's int before launch (exit 2)"
 else not_ok "host refuses a count beyond MPI's int before launch (exit 2)" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi
+
+# Point-to-point (tests/mpi/data/p2p.yaml, values by hand in its header): a ring in one group, a
+# hop outside one, three ring hops in an indexed repeat: ring 4 + hop 1 + ring-k 4 = 9 rows PASS
+# (a check in a repeat is one row per rank, its 3 iterations' verdicts joined with "; ");
+# peak a + b + c = 3 x 8 x 4 B = 96 B measured = predicted.
+run run tests/mpi/data/p2p.yaml --backend host --ranks 4 --format json -o "$TMP/p.json"
+if [ "$RC" -ne 0 ]; then
+    not_ok "send/recv and groups on the host" "exit $RC: $(head -3 "$TMP/err" | tr '\n' ' ')"
+else
+    jq_case "send/recv and groups on the host: 9 rows PASS (ring-k 3 iterations each), 96 B measured = predicted" \
+        '([.schedules[0].checks[] | .status == "pass"] | length == 9 and all) and
+         ([.schedules[0].checks[] | select(.name == "ring-k") | .detail | split("; ") | length == 3] | all) and
+         ([.schedules[0].ranks[] | .requested.peak == 96 and .measured.requested.peak == 96] | all)' \
+        "$TMP/p.json"
+fi
