@@ -32,6 +32,10 @@ extern const char cmd_plot_usage[], cmd_trace_usage[], cmd_diff_usage[];
 int cmd_equiv(int argc, char **argv);
 extern const char cmd_equiv_usage[];
 
+/* The largest let value that fits a memory budget (issue 18): cli/cmd_fit.c. */
+int cmd_fit(int argc, char **argv);
+extern const char cmd_fit_usage[];
+
 /* Rewriting toward the memory floor (issue 10): cli/cmd_optimize.c. */
 int cmd_optimize(int argc, char **argv);
 extern const char cmd_optimize_usage[];

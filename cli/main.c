@@ -26,6 +26,8 @@ const ml_command ml_commands[] = {
      cmd_optimize_usage},
     {"bench", cmd_bench, "time plans against each other: stable ratios, overhead, kernels",
      cmd_bench_usage},
+    {"fit", cmd_fit, "the largest value of a let whose peak fits a memory budget on every rank",
+     cmd_fit_usage},
     {"help", cmd_help, "show the commands, or one command's usage", cmd_help_usage},
 };
 const size_t ml_command_count = ML_ARRAY_LEN(ml_commands);
