@@ -1,6 +1,10 @@
 /* analyze.c — load → expand → lint → predict → expect, for every file and plan (analyze.h). */
 #include "analyze.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,4 +188,27 @@ int ml_analyze(const ml_args *a, const char *command, const ml_analysis_opts *o,
     out->rep.n = out->items.n;
     out->rep.command = command;
     return ML_EXIT_OK;
+}
+
+int ml_analyze_quietly(const ml_args *a, const char *command, const ml_analysis_opts *o,
+                       ml_analysis *out, bool quiet) {
+    int saved = -1, devnull = -1;
+    if (quiet) {
+        fflush(stderr);
+        saved = dup(STDERR_FILENO);
+        devnull = open("/dev/null", O_WRONLY);
+        if (saved >= 0 && devnull >= 0)
+            dup2(devnull, STDERR_FILENO);
+    }
+    int rc = ml_analyze(a, command, o, out);
+    if (quiet) {
+        fflush(stderr);
+        if (saved >= 0) {
+            dup2(saved, STDERR_FILENO);
+            close(saved);
+        }
+        if (devnull >= 0)
+            close(devnull);
+    }
+    return rc;
 }

@@ -45,5 +45,9 @@ void ml_analysis_opts_default(ml_analysis_opts *o);
  * out must be freed either way. */
 int ml_analyze(const ml_args *a, const char *command, const ml_analysis_opts *o, ml_analysis *out);
 void ml_analysis_free(ml_analysis *an);
+/* ml_analyze with stderr sent to /dev/null while it runs when quiet (the diagnostics stay in
+ * out->diags): for ranks that would repeat rank 0's messages, and for fit's probes. */
+int ml_analyze_quietly(const ml_args *a, const char *command, const ml_analysis_opts *o,
+                       ml_analysis *out, bool quiet);
 
 #endif

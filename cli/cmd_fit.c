@@ -12,13 +12,11 @@
 #include "cmd.h"
 #include "analyze.h"
 
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MIB ((uint64_t)1 << 20)
 #define COMM_RESERVE_WORLD (862 * MIB)   /* NCCL 2.28 communicator, world >= 2, H200 */
@@ -91,27 +89,10 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
     char set[200];
     snprintf(set, sizeof set, "%s=%" PRId64, c->name, v);
     *(const char **)ml_vec_push(&c->a->set) = set;   /* the last --set of a let wins */
-    int saved = -1, devnull = -1;
-    if (!loud) {
-        fflush(stderr);
-        saved = dup(STDERR_FILENO);
-        devnull = open("/dev/null", O_WRONLY);
-        if (saved >= 0 && devnull >= 0)
-            dup2(devnull, STDERR_FILENO);
-    }
     ml_analysis_opts o;
     ml_analysis_opts_default(&o);
     ml_analysis an;
-    int rc = ml_analyze(c->a, "fit", &o, &an);
-    if (!loud) {
-        fflush(stderr);
-        if (saved >= 0) {
-            dup2(saved, STDERR_FILENO);
-            close(saved);
-        }
-        if (devnull >= 0)
-            close(devnull);
-    }
+    int rc = ml_analyze_quietly(c->a, "fit", &o, &an, !loud);
     c->a->set.n--;
     if (rc != ML_EXIT_OK) {
         const ml_diag *g = ml_diags_first_error(&an.diags);

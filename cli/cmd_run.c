@@ -122,25 +122,7 @@ static void block_signals(bool block) {
  * launch, whose parent already printed them) they would repeat, so stderr goes to /dev/null. */
 static int analyze_quietly(const ml_args *a, const ml_analysis_opts *o, ml_analysis *an,
                            bool quiet) {
-    int saved = -1, devnull = -1;
-    if (quiet) {
-        fflush(stderr);
-        saved = dup(STDERR_FILENO);
-        devnull = open("/dev/null", O_WRONLY);
-        if (saved >= 0 && devnull >= 0)
-            dup2(devnull, STDERR_FILENO);
-    }
-    int rc = ml_analyze(a, "run", o, an);
-    if (quiet) {
-        fflush(stderr);
-        if (saved >= 0) {
-            dup2(saved, STDERR_FILENO);
-            close(saved);
-        }
-        if (devnull >= 0)
-            close(devnull);
-    }
-    return rc;
+    return ml_analyze_quietly(a, "run", o, an, quiet);
 }
 
 static int parse_no_lint(const run_opts *ro, lint_options *lo) {
