@@ -10,7 +10,7 @@
  * table: NCCL 2.28's communicator after init and warm-up, 862 MiB at world >= 2, 580 MiB alone;
  * a CUDA 13 context about 500 MiB); other machines differ, hence --reserve and --context. */
 #include "cmd.h"
-#include "analyze.h"
+#include "analysis.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -89,13 +89,13 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
     char set[200];
     snprintf(set, sizeof set, "%s=%" PRId64, c->name, v);
     *(const char **)ml_vec_push(&c->a->set) = set;   /* the last --set of a let wins */
-    ml_analysis_opts o;
-    ml_analysis_opts_default(&o);
+    pipeline_opts o;
+    pipeline_opts_default(&o);
     ml_analysis an;
     int rc = ml_analyze_quietly(c->a, "fit", &o, &an, !loud);
     c->a->set.n--;
     if (rc != ML_EXIT_OK) {
-        const ml_diag *g = ml_diags_first_error(&an.diags);
+        const ml_diag *g = ml_diags_first_error(&an.res.diags);
         if (g)
             ml_diag_format(g, out->why, sizeof out->why);
         else
@@ -104,8 +104,8 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
         return;
     }
     out->ok = true;
-    for (size_t k = 0; k < an.items.n; k++) {
-        const ml_item *it = &ML_VEC_AT(&an.items, ml_item, k);
+    for (size_t k = 0; k < an.res.items.n; k++) {
+        const pipeline_item *it = &ML_VEC_AT(&an.res.items, pipeline_item, k);
         for (int r = 0; r < it->world; r++)
             if (it->pred[r].peak[c->view] > out->peak || (k == 0 && r == 0)) {
                 out->peak = it->pred[r].peak[c->view];
@@ -134,9 +134,7 @@ static int start_value(fit_ctx *c, int64_t *out) {
             if (!strcmp(s->lets[k].name, c->name))
                 let = (int)k;
         int world = sched_world(s, &p, &d);
-        int64_t *slots = calloc(sched_n_slots(s), sizeof *slots);
-        if (!slots)
-            abort();
+        int64_t *slots = ml_xcalloc(sched_n_slots(s), sizeof *slots);
         if (let < 0)
             ml_error(&d, path, ((ml_mark){0, 0}), "--vary %s: the file has no let '%s'", c->name, c->name);
         else if (world > 0 && sched_eval_lets(s, &p, world, 0, slots, &d) == 0) {

@@ -44,9 +44,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t size) {
     size_t c = *cap ? *cap * 2 : 16;
     while (c < need)
         c *= 2;
-    p = realloc(p, c * size);
-    if (!p)
-        abort();
+    p = ml_xrealloc(p, c * size);
     *cap = c;
     return p;
 }
@@ -205,11 +203,9 @@ static void describe_unit(const rank_plan *p, const rank_p2p *q, int r, size_t a
 
 /* Plays the ranks forward; on a deadlock reports the cycle of waits. */
 static size_t play(const rank_plan *plans, int world, const rank_p2p *q, ml_diags *d) {
-    size_t *at = calloc((size_t)world, sizeof *at);
-    bool *go = calloc((size_t)world, sizeof *go);
-    int *waits = calloc((size_t)world, sizeof *waits);
-    if (!at || !go || !waits)
-        abort();
+    size_t *at = ml_xcalloc((size_t)world, sizeof *at);
+    bool *go = ml_xcalloc((size_t)world, sizeof *go);
+    int *waits = ml_xcalloc((size_t)world, sizeof *waits);
     size_t errors = 0;
     for (;;) {
         bool done = true, moved = false;
@@ -230,9 +226,7 @@ static size_t play(const rank_plan *plans, int world, const rank_p2p *q, ml_diag
         int start = 0;
         while (at[start] >= q[start].n_units)
             start++;
-        char *seen = calloc((size_t)world, 1);
-        if (!seen)
-            abort();
+        char *seen = ml_xcalloc((size_t)world, 1);
         int r = start;
         while (!seen[r] && at[r] < q[r].n_units) {
             seen[r] = 1;
@@ -273,10 +267,8 @@ static size_t play(const rank_plan *plans, int world, const rank_p2p *q, ml_diag
 size_t lint_p2p(const rank_plan *plans, int world, ml_diags *d) {
     if (world < 2 || !any_p2p(plans, world))
         return 0;
-    rank_p2p *q = calloc((size_t)world, sizeof *q);
-    uint64_t *to = calloc((size_t)world, sizeof *to), *from = calloc((size_t)world, sizeof *from);
-    if (!q || !to || !from)
-        abort();
+    rank_p2p *q = ml_xcalloc((size_t)world, sizeof *q);
+    uint64_t *to = ml_xcalloc((size_t)world, sizeof *to), *from = ml_xcalloc((size_t)world, sizeof *from);
     for (int r = 0; r < world; r++)
         collect(&plans[r], r, &q[r], to, from);
     size_t errors = pair(plans, world, q, d);

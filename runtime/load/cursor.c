@@ -46,9 +46,7 @@ static void hash_insert(ld_hash *h, const ld_entry *in) {
 void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val) {
     if ((h->n + 1) * 2 > h->cap) {
         ld_hash bigger = {.cap = h->cap ? h->cap * 2 : 64};
-        bigger.e = calloc(bigger.cap, sizeof(ld_entry));
-        if (!bigger.e)
-            abort();
+        bigger.e = ml_xcalloc(bigger.cap, sizeof(ld_entry));
         for (uint32_t k = 0; k < h->cap; k++)
             if (h->e[k].hash)
                 hash_insert(&bigger, &h->e[k]);

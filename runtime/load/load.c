@@ -319,9 +319,7 @@ static void default_limits(const sched_load_limits *in, sched_load_limits *out) 
 
 sched *sched_load_buffer(const char *name, const char *data, size_t len,
                          const sched_load_limits *limits, ml_diags *d) {
-    sched_box *box = calloc(1, sizeof *box);
-    if (!box)
-        abort();
+    sched_box *box = ml_xcalloc(1, sizeof *box);
     ml_vec_init(&box->owned, sizeof(void *));
     sched *s = &box->s;
     s->arena = ml_arena_new();
@@ -393,10 +391,8 @@ sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_dia
     size_t cap = 1 << 16, len = 0;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
         cap = (size_t)st.st_size + 1;
-    char *buf = malloc(cap);
+    char *buf = ml_xmalloc(cap);
     for (;;) {
-        if (!buf)
-            abort();
         ssize_t r = read(fd, buf + len, cap - len);
         if (r < 0 && errno == EINTR)
             continue;
@@ -410,7 +406,7 @@ sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_dia
             break;
         len += (size_t)r;
         if (len == cap)
-            buf = realloc(buf, cap *= 2);
+            buf = ml_xrealloc(buf, cap *= 2);
     }
     close(fd);
     sched *s = sched_load_buffer(path, buf, len, limits, d);
