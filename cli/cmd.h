@@ -40,4 +40,8 @@ extern const char cmd_optimize_usage[];
 int cmd_bench(int argc, char **argv);
 extern const char cmd_bench_usage[];
 
+/* PyTorch memory snapshots in (issue 16): cli/cmd_import.c. */
+int cmd_import(int argc, char **argv);
+extern const char cmd_import_usage[];
+
 #endif

@@ -26,6 +26,8 @@ const ml_command ml_commands[] = {
      cmd_optimize_usage},
     {"bench", cmd_bench, "time plans against each other: stable ratios, overhead, kernels",
      cmd_bench_usage},
+    {"import", cmd_import, "turn a PyTorch memory snapshot into a schedule that replays it",
+     cmd_import_usage},
     {"help", cmd_help, "show the commands, or one command's usage", cmd_help_usage},
 };
 const size_t ml_command_count = ML_ARRAY_LEN(ml_commands);
