@@ -188,6 +188,11 @@ typedef struct {
 } buffer;
 
 typedef struct {
+    const char *name;   /* NULL: empty slot */
+    unsigned next;      /* the next suffix to try for this base */
+} name_entry;
+
+typedef struct {
     const import_opts *o;
     char *err;
     size_t errlen;
@@ -195,7 +200,7 @@ typedef struct {
     ml_vec steps;     /* of step */
     ml_vec bufs;      /* of buffer */
     /* unique names: open addressing over arena strings */
-    const char **names;
+    name_entry *names;
     size_t names_cap, names_n;
     /* raw cudaStream_t values, [0] = 0 (the default stream) */
     ml_vec streams;   /* of int64_t */
@@ -221,44 +226,44 @@ static uint64_t text_hash(const char *t) {
     return h;
 }
 
-static bool name_taken(const importer *im, const char *s) {
-    if (!im->names_cap)
-        return false;
-    for (size_t i = text_hash(s) & (im->names_cap - 1); im->names[i];
-         i = (i + 1) & (im->names_cap - 1))
-        if (!strcmp(im->names[i], s))
-            return true;
-    return false;
-}
-
-static void name_add(importer *im, const char *s) {
-    if ((im->names_n + 1) * 2 > im->names_cap) {
-        size_t cap = im->names_cap ? im->names_cap * 2 : 4096;
-        const char **t = zalloc(cap, sizeof *t);
-        for (size_t k = 0; k < im->names_cap; k++)
-            if (im->names[k]) {
-                size_t i = text_hash(im->names[k]) & (cap - 1);
-                while (t[i])
-                    i = (i + 1) & (cap - 1);
-                t[i] = im->names[k];
-            }
-        free(im->names);
-        im->names = t;
-        im->names_cap = cap;
-    }
+/* The slot of name s in the table, or of the empty slot where it would go. */
+static size_t name_slot(const importer *im, const char *s) {
     size_t i = text_hash(s) & (im->names_cap - 1);
-    while (im->names[i])
+    while (im->names[i].name && strcmp(im->names[i].name, s))
         i = (i + 1) & (im->names_cap - 1);
-    im->names[i] = s;
-    im->names_n++;
+    return i;
 }
 
-/* base, else base_2, base_3, ...: every buffer of the schedule has a name of its own. */
+static name_entry *name_add(importer *im, const char *s) {
+    if ((im->names_n + 1) * 2 > im->names_cap) {
+        size_t old_cap = im->names_cap;
+        name_entry *old = im->names;
+        im->names_cap = old_cap ? old_cap * 2 : 4096;
+        im->names = zalloc(im->names_cap, sizeof *im->names);
+        for (size_t k = 0; k < old_cap; k++)
+            if (old[k].name)
+                im->names[name_slot(im, old[k].name)] = old[k];
+        free(old);
+    }
+    name_entry *e = &im->names[name_slot(im, s)];
+    e->name = s;
+    e->next = 2;
+    im->names_n++;
+    return e;
+}
+
+/* base, else base_2, base_3, ...: every buffer of the schedule has a name of its own. Each base
+ * remembers the next suffix to try, so a line allocating a million times costs no search. */
 static const char *unique(importer *im, const char *base) {
+    name_entry *e = im->names_cap ? &im->names[name_slot(im, base)] : NULL;
+    if (!e || !e->name)
+        return name_add(im, ml_arena_strndup(im->arena, base, strlen(base)))->name;
     char cand[160];
-    snprintf(cand, sizeof cand, "%s", base);
-    for (unsigned k = 2; name_taken(im, cand); k++)
-        snprintf(cand, sizeof cand, "%s_%u", base, k);
+    for (;;) {
+        snprintf(cand, sizeof cand, "%s_%u", base, e->next++);
+        if (!im->names[name_slot(im, cand)].name)
+            break;
+    }
     const char *s = ml_arena_strndup(im->arena, cand, strlen(cand));
     name_add(im, s);
     return s;
@@ -777,65 +782,42 @@ static void series(writer *w, const char *key, int64_t steady, int64_t peak) {
     map_end(w);
 }
 
-static void write_step(writer *w, const importer *im, const step *s) {
-    char sb[32], eb[32];
+/* One step, as one line. Its scalars are names made here from letters, digits, '_', '-', '.'
+ * (starting with a letter) and decimal integers: plain YAML in any context, as emit_yaml.h's
+ * fast path also writes them, so the million lines need no emitter round trip each. */
+static void write_step(const importer *im, const step *s, ml_str *out) {
+    char sb[32];
     const buffer *b = s->kind == S_ALLOC || s->kind == S_FREE || s->kind == S_RECORD_STREAM
                           ? &ML_VEC_AT(&im->bufs, buffer, s->buf) : NULL;
-    map_start(w, false);
     switch (s->kind) {
     case S_ALLOC:
-        scalar(w, "alloc");
-        map_start(w, true);
-        scalar(w, "buf");
-        scalar(w, b->name);
-        scalar(w, "bytes");
-        integer(w, b->bytes);
-        if (b->stream) {
-            scalar(w, "stream");
-            scalar(w, stream_name(im, b->stream, sb, sizeof sb));
-        }
-        map_end(w);
+        if (b->stream)
+            ml_str_printf(out, "- alloc: {buf: %s, bytes: %" PRId64 ", stream: %s}\n", b->name,
+                          b->bytes, stream_name(im, b->stream, sb, sizeof sb));
+        else
+            ml_str_printf(out, "- alloc: {buf: %s, bytes: %" PRId64 "}\n", b->name, b->bytes);
         break;
     case S_FREE:
-        scalar(w, "free");
-        scalar(w, b->name);
+        ml_str_printf(out, "- free: %s\n", b->name);
         break;
     case S_RECORD_STREAM:
-        scalar(w, "record_stream");
-        map_start(w, true);
-        scalar(w, "buf");
-        scalar(w, b->name);
-        scalar(w, "stream");
-        scalar(w, stream_name(im, s->stream, sb, sizeof sb));
-        map_end(w);
+        ml_str_printf(out, "- record_stream: {buf: %s, stream: %s}\n", b->name,
+                      stream_name(im, s->stream, sb, sizeof sb));
         break;
     case S_COMPUTE:
-        scalar(w, "compute");
-        map_start(w, true);
-        scalar(w, "stream");
-        scalar(w, stream_name(im, s->stream, sb, sizeof sb));
-        map_end(w);
+        ml_str_printf(out, "- compute: {stream: %s}\n", stream_name(im, s->stream, sb, sizeof sb));
         break;
     case S_RECORD:
+        ml_str_printf(out, "- record: {event: f%u, stream: %s}\n", s->event,
+                      stream_name(im, s->stream, sb, sizeof sb));
+        break;
     case S_SYNC_EVENT:
-        snprintf(eb, sizeof eb, "f%u", s->event);
-        scalar(w, s->kind == S_RECORD ? "record" : "sync");
-        map_start(w, true);
-        scalar(w, "event");
-        scalar(w, eb);
-        if (s->kind == S_RECORD) {
-            scalar(w, "stream");
-            scalar(w, stream_name(im, s->stream, sb, sizeof sb));
-        }
-        map_end(w);
+        ml_str_printf(out, "- sync: {event: f%u}\n", s->event);
         break;
     case S_EMPTY_CACHE:
-        scalar(w, "empty_cache");
-        map_start(w, true);
-        map_end(w);
+        ml_str_printf(out, "- empty_cache: {}\n");
         break;
     }
-    map_end(w);
 }
 
 static int write_doc(importer *im, const json_t *snap, const import_stats *st, ml_str *out) {
@@ -869,16 +851,6 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
     integer(&w, 1);
     scalar(&w, "dtype");
     scalar(&w, "uint8");
-    /* the allocator's settings as the process had them */
-    const json_t *set = json_object_get(snap, "allocator_settings");
-    const char *conf = json_string_value(json_object_get(set, "PYTORCH_CUDA_ALLOC_CONF"));
-    scalar(&w, "torch");
-    map_start(&w, true);
-    if (conf && *conf) {
-        scalar(&w, "conf");
-        scalar(&w, conf);
-    }
-    map_end(&w);
     if (im->streams.n > 1) {
         scalar(&w, "streams");
         seq_start(&w, true);
@@ -895,6 +867,16 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
         }
         seq_end(&w);
     }
+    /* the allocator's settings as the process had them */
+    const json_t *set = json_object_get(snap, "allocator_settings");
+    const char *conf = json_string_value(json_object_get(set, "PYTORCH_CUDA_ALLOC_CONF"));
+    scalar(&w, "torch");
+    map_start(&w, true);
+    if (conf && *conf) {
+        scalar(&w, "conf");
+        scalar(&w, conf);
+    }
+    map_end(&w);
     scalar(&w, "expect");
     map_start(&w, false);
     series(&w, "requested", st->requested_final, st->requested_peak);
@@ -904,17 +886,19 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
     series(&w, "reserved", st->reserved_final, st->reserved_peak);
     map_end(&w);
     map_end(&w);
-    scalar(&w, "steps");
-    seq_start(&w, false);
-    for (size_t k = 0; k < im->steps.n && w.ok; k++)
-        write_step(&w, im, &ML_VEC_AT(&im->steps, step, k));
-    seq_end(&w);
+    /* the top-level mapping ends here for the emitter; `steps:` continues it in the text */
     map_end(&w);
     emit(&w, &ev, yaml_document_end_event_initialize(&ev, 1));
     emit(&w, &ev, yaml_stream_end_event_initialize(&ev));
     int ok = w.ok && yaml_emitter_flush(&w.em);
+    const char *problem = w.em.problem ? w.em.problem : "?";
     yaml_emitter_delete(&w.em);
-    return ok ? 0 : fail(im, "the YAML emitter failed: %s", w.em.problem ? w.em.problem : "?");
+    if (!ok)
+        return fail(im, "the YAML emitter failed: %s", problem);
+    ml_str_printf(out, "steps:\n");
+    for (size_t k = 0; k < im->steps.n; k++)
+        write_step(im, &ML_VEC_AT(&im->steps, step, k), out);
+    return 0;
 }
 
 /* ---- the whole import -------------------------------------------------------------------------- */
@@ -1003,8 +987,9 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
     }
     int64_t reserved0 = reserved_final - delta;
     if (reserved0 < 0) {
-        rc = fail(&im, "device %d: the segment events free %" PRId64 " bytes more than the final "
-                  "segments and the trace's segment_alloc events hold", o->device, -reserved0);
+        rc = fail(&im, "device %d: the trace's segment events add %" PRId64 " bytes, more than "
+                  "the %" PRId64 " bytes of the final segments (an incomplete snapshot?)",
+                  o->device, delta, reserved_final);
         goto out;
     }
     for (size_t k = 0; k < blk_at.cap; k++)

@@ -19,7 +19,8 @@
  *   peak (its segment events), torch allocated steady (its final blocks), requested steady and
  *   peak (the sizes of its alloc and free events, the rebuilt prelude included).
  *
- * Depends on jansson and libyaml (the document goes through libyaml's emitter). */
+ * Depends on jansson and libyaml (the document's keys and free text go through libyaml's
+ * emitter; the steps are names and integers, plain YAML, written directly). */
 #ifndef MEMLIFE_SNAPSHOT_IMPORT_H
 #define MEMLIFE_SNAPSHOT_IMPORT_H
 
