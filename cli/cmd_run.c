@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 const char cmd_run_usage[] =
-    "usage: memlife run FILE... [--backend host|cuda] [--ranks N] [--gpus N]\n"
+    "usage: memlife run FILE... [--backend host|cuda|torch] [--ranks N] [--gpus N]\n"
     "                   [--allocator cuda|async|chunked] [--world N] [--set NAME=VALUE]...\n"
     "                   [--plan NAME] [--timeout S] [--format table|json|csv|md] [-o FILE]\n"
     "                   [--no-lint cross-rank|hazards] [--no-data] [--no-sequence-check]\n"
@@ -41,9 +41,14 @@ const char cmd_run_usage[] =
     "         MEMLIFE_HOST_MEM_LIMIT=BYTES makes allocations beyond it fail.\n"
     "  cuda   CUDA + NCCL: one GPU per rank under MPI (--ranks N), or one process driving\n"
     "         N GPUs (--gpus N).\n"
+    "  torch  PyTorch: each rank (under mpirun, as host) drives a Python driver that holds\n"
+    "         torch tensors and calls torch.distributed (NCCL on a GPU, gloo on CPUs; what\n"
+    "         gloo lacks is emulated and the result says so). MEMLIFE_PYTHON picks the\n"
+    "         interpreter (default: the first python3 that imports torch), MEMLIFE_TORCH_DRIVER\n"
+    "         the driver.\n"
     "\n"
     "options:\n"
-    "  -b, --backend NAME    host (default) or cuda\n"
+    "  -b, --backend NAME    host (default), cuda or torch\n"
     "  -n, --ranks N         ranks to run; without an MPI launcher memlife starts\n"
     "                        'mpirun -np N' itself (default: the files' world). Under a launcher\n"
     "                        it must equal the launcher's size\n"
@@ -472,7 +477,7 @@ int cmd_run(int argc, char **argv) {
     ml_analysis_opts_default(&ao);
     rc = parse_no_lint(&ro, &ao.lint);
     if (rc == 0 && !c.be)
-        rc = ml_usage_error("run", "unknown backend '%s' (host or cuda)", ro.backend);
+        rc = ml_usage_error("run", "unknown backend '%s' (host, cuda or torch)", ro.backend);
     if (rc == 0 && !c.be->available) {
         fprintf(stderr, "error: backend '%s' is not available in this build: %s\n", c.be->name,
                 c.be->how_to_get);
