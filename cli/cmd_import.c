@@ -40,9 +40,7 @@ static char *stem(const char *path) {
     b = b ? b + 1 : path;
     const char *dot = strrchr(b, '.');
     size_t n = dot && dot != b ? (size_t)(dot - b) : strlen(b);
-    char *s = malloc(n + 1);
-    if (!s)
-        abort();
+    char *s = ml_xmalloc(n + 1);
     for (size_t k = 0; k < n; k++) {
         char c = b[k];
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

@@ -10,8 +10,11 @@
  * {`rank`, `requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`, `exact`, `peak_lo`,
  * `peak_hi`}, `peak_step`: {`index`, `line`, `col`, `op`}, `peak_live`: [names], `floor`,
  * and for runs `measured`: {`requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`},
- * `communicator_bytes`, `pool`: {...}, `timeline`: [{`op`, `line`, `requested`, `device`, `t`}]},
- * `match`: bool}; `expectations`: [{`view`, `rank`, `what`, `expected`, `got`, `pass`, `line`}];
+ * `communicator_bytes`, `communicator_stages`: [{`stage`, `bytes`}], `pool`: {...}, `timeline`: [{`op`, `line`, `requested`, `device`, `t`}]},
+ * `match`: bool}; `communicator` (predicted, commmodel.h): {`model`, `channels`, `stages`:
+ * [{`stage`, `bytes`}], `total`, `terms`: [{`term`, `stage`, `bytes`, `detail`}],
+ * `gpu_total_at_peak`: {`cuda_context`, `communicator`, `requested`, `allocator_overhead`,
+ * `total`}} or {`note`} where the model does not apply; `expectations`: [{`view`, `rank`, `what`, `expected`, `got`, `pass`, `line`}];
  * `checks`: [{`name`, `rank`, `status` ("pass" | "fail"), `detail`}]. Byte values are integers.
  * `provenance` at top level for runs: {key: value}. */
 #ifndef MEMLIFE_REPORT_H
@@ -25,6 +28,8 @@ typedef struct {
     uint64_t steady[VIEW_COUNT], peak[VIEW_COUNT];   /* device: 0 when !has_device */
     bool has_device;
     uint64_t communicator_bytes;
+    struct { char name[24]; uint64_t bytes; } comm_stages[RT_COMM_STAGES];   /* rt_rank's */
+    uint32_t n_comm_stages;
     rt_mem_reading pool;            /* has_pool set for the async allocator */
     rt_sample *timeline;            /* after every op */
     size_t n_timeline;

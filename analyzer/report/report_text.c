@@ -2,6 +2,7 @@
  * Markdown table for a pull request. */
 #include "report/report_int.h"
 #include "exec/provenance.h"
+#include "predict/commmodel.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -110,10 +111,8 @@ static bool same_expect(const expect_row *a, const expect_row *b) {
 }
 
 static void write_expectations(const report_schedule *rs, ml_str *out) {
-    bool *done = calloc(rs->n_expects ? rs->n_expects : 1, sizeof *done);
-    int *ranks = calloc(rs->n_expects ? rs->n_expects : 1, sizeof *ranks);
-    if (!done || !ranks)
-        abort();
+    bool *done = ml_xcalloc(rs->n_expects ? rs->n_expects : 1, sizeof *done);
+    int *ranks = ml_xcalloc(rs->n_expects ? rs->n_expects : 1, sizeof *ranks);
     for (size_t k = 0; k < rs->n_expects; k++) {
         if (done[k])
             continue;
@@ -142,9 +141,7 @@ static void write_expectations(const report_schedule *rs, ml_str *out) {
 /* Contract rows grouped by name, in first-appearance order, as the chapter's table shows them:
  * name, rank rows, result; failures list their rank and detail. */
 static void write_checks(const report_schedule *rs, ml_str *out) {
-    bool *done = calloc(rs->n_checks ? rs->n_checks : 1, sizeof *done);
-    if (!done)
-        abort();
+    bool *done = ml_xcalloc(rs->n_checks ? rs->n_checks : 1, sizeof *done);
     for (size_t k = 0; k < rs->n_checks; k++) {
         if (done[k])
             continue;
@@ -167,9 +164,28 @@ static void write_checks(const report_schedule *rs, ml_str *out) {
     free(done);
 }
 
+/* One line: the predicted communicator, its stages (commmodel.h). Shown with a run's measured
+ * one, which it is meant to equal. */
+static void write_communicator(const report_schedule *rs, ml_str *out) {
+    commmodel_out m;
+    const char *why = NULL;
+    if (rs->world <= 0 || commmodel_for_plan(&rs->plans[0], &m, &why) != 0)
+        return;
+    char c[64];
+    report_size_cell(m.total, c, sizeof c);
+    ml_str_printf(out, "  communicator predicted %s (NCCL 2.28 rules, %d channels", c, m.channels);
+    for (int k = 0; k < m.n_stages; k++) {
+        report_size_cell(m.stage_bytes[k], c, sizeof c);
+        ml_str_printf(out, "%s%s %s", k ? ", " : ": ", m.stage_name[k], c);
+    }
+    ml_str_printf(out, ")\n");
+}
+
 static void write_measured_notes(const report_schedule *rs, ml_str *out) {
     if (!rs->measured)
         return;
+    if (rs->world > 0 && rs->measured[0].has_device)   /* a GPU run: NCCL's memory was measured */
+        write_communicator(rs, out);
     for (int r = 0; r < rs->world; r++) {
         const report_measured *m = &rs->measured[r];
         if (!m->present)
@@ -177,7 +193,12 @@ static void write_measured_notes(const report_schedule *rs, ml_str *out) {
         if (m->communicator_bytes) {
             char c[64];
             report_size_cell(m->communicator_bytes, c, sizeof c);
-            ml_str_printf(out, "  rank %d: communicator %s (outside both views)\n", r, c);
+            ml_str_printf(out, "  rank %d: communicator %s (outside both views", r, c);
+            for (uint32_t k = 0; k < m->n_comm_stages; k++) {
+                report_size_cell(m->comm_stages[k].bytes, c, sizeof c);
+                ml_str_printf(out, "%s%s %s", k ? ", " : ": ", m->comm_stages[k].name, c);
+            }
+            ml_str_printf(out, ")\n");
         }
         if (!m->match && m->mismatch[0])
             ml_str_printf(out, "  rank %d: measured differs: %s\n", r, m->mismatch);

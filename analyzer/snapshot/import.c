@@ -35,14 +35,6 @@
 #define SMALL_REQUEST MIB         /* kSmallSize: requests up to this go to the small pool */
 #define NAME_MAX_BASE 100         /* schedule names are at most 128 bytes */
 
-/* calloc that never returns NULL: out of memory aborts, as ml_arena_alloc does. */
-static void *zalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p)
-        abort();
-    return p;
-}
-
 /* ---- trace events ------------------------------------------------------------------------------ */
 
 typedef enum { A_ALLOC, A_FREE_REQ, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE, A_SEG_MAP, A_SEG_UNMAP,
@@ -102,9 +94,9 @@ static void amap_grow(amap *m) {
     amap old = *m;
     m->cap = old.cap ? old.cap * 2 : 1024;
     m->n = 0;
-    m->key = zalloc(m->cap, sizeof *m->key);
-    m->val = zalloc(m->cap, sizeof *m->val);
-    m->used = zalloc(m->cap, sizeof *m->used);
+    m->key = ml_xcalloc(m->cap, sizeof *m->key);
+    m->val = ml_xcalloc(m->cap, sizeof *m->val);
+    m->used = ml_xcalloc(m->cap, sizeof *m->used);
     for (size_t i = 0; i < old.cap; i++)
         if (old.used[i])
             amap_put(m, old.key[i], old.val[i]);
@@ -239,7 +231,7 @@ static name_entry *name_add(importer *im, const char *s) {
         size_t old_cap = im->names_cap;
         name_entry *old = im->names;
         im->names_cap = old_cap ? old_cap * 2 : 4096;
-        im->names = zalloc(im->names_cap, sizeof *im->names);
+        im->names = ml_xcalloc(im->names_cap, sizeof *im->names);
         for (size_t k = 0; k < old_cap; k++)
             if (old[k].name)
                 im->names[name_slot(im, old[k].name)] = old[k];
@@ -390,7 +382,7 @@ static int get_stream(importer *im, const json_t *obj, const char *where, uint32
 
 static int read_trace(importer *im, const json_t *trace, int dev, tev **out, size_t *n_out) {
     size_t n = json_array_size(trace);
-    tev *ev = zalloc(n ? n : 1, sizeof *ev);
+    tev *ev = ml_xcalloc(n ? n : 1, sizeof *ev);
     char where[96];
     for (size_t i = 0; i < n; i++) {
         const json_t *e = json_array_get(trace, i);
@@ -535,10 +527,10 @@ static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, 
     qsort(segs, ns, sizeof *segs, cmp_seg_desc);
     qsort(blocks, nb, sizeof *blocks, cmp_blk_addr);
     char nm[64];
-    uint32_t *holder = zalloc(2 * ns + 1, sizeof *holder);
-    size_t *first = zalloc(ns + 1, sizeof *first);   /* blocks of segment k: [first, last) */
-    size_t *last = zalloc(ns + 1, sizeof *last);
-    bool *placed = zalloc(nb + 1, sizeof *placed);
+    uint32_t *holder = ml_xcalloc(2 * ns + 1, sizeof *holder);
+    size_t *first = ml_xcalloc(ns + 1, sizeof *first);   /* blocks of segment k: [first, last) */
+    size_t *last = ml_xcalloc(ns + 1, sizeof *last);
+    bool *placed = ml_xcalloc(nb + 1, sizeof *placed);
     ml_vec gaps, swaps;
     ml_vec_init(&gaps, sizeof(uint32_t));
     ml_vec_init(&swaps, sizeof(swap));
@@ -579,7 +571,7 @@ static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, 
         }
     }
     /* (B) each segment's blocks and gaps at their offsets */
-    piece *pc = zalloc(2 * nb + ns + 2, sizeof *pc);
+    piece *pc = ml_xcalloc(2 * nb + ns + 2, sizeof *pc);
     for (size_t k = 0; k < ns; k++) {
         const blk *b = blocks + first[k];
         size_t nbk = last[k] - first[k];

@@ -383,9 +383,7 @@ static int t_init(const rt_options *o, int world, int first_rank, int local_rank
     if (rt_mpi_init(world, first_rank, o->timeout_s, err, len) != 0 || find_driver(err, len) != 0)
         return -1;
     /* rank 0's host and port, to every rank */
-    char mine[128] = "", *all = calloc((size_t)world, sizeof mine);
-    if (!all)
-        abort();
+    char mine[128] = "", *all = ml_xcalloc((size_t)world, sizeof mine);
     if (first_rank == 0) {
         char host[64] = "127.0.0.1";
         if (world > 1)
@@ -483,11 +481,23 @@ static int t_release(rt_rank *r, rt_mem *m, uint32_t keep, char *err, size_t len
     return -1;
 }
 
+/* The driver's request per collective (driver.py's Driver.coll has one branch for each); an
+ * empty slot is a collective the driver cannot run, refused by name before anything runs. */
+static const char *const torch_call[COLL_COUNT] = {
+    [COLL_ALL_REDUCE] = "all_reduce",
+    [COLL_REDUCE_SCATTER] = "reduce_scatter",
+    [COLL_ALL_GATHER] = "all_gather",
+    [COLL_BROADCAST] = "broadcast",
+    [COLL_REDUCE] = "reduce",
+};
+
+static bool t_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && torch_call[c]; }
+
 static int t_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len) {
     const rt_coll_args *a = &args[0];
     char req[512];
     snprintf(req, sizeof req, "coll %s %u %" PRIu64 " %u %" PRIu64 " %" PRIu64 " %s %s %d %u %d\n",
-             ml_colls[a->coll].name, mem_id(a->send), a->send_off_bytes, mem_id(a->recv),
+             torch_call[a->coll], mem_id(a->send), a->send_off_bytes, mem_id(a->recv),
              a->recv_off_bytes, a->count, ml_dtypes[a->dtype].name, ml_redops[a->op].name,
              a->root, a->stream, a->in_place ? 1 : 0);
     return rpc(req, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len);
@@ -560,9 +570,9 @@ static int t_mem_read(rt_rank *r, rt_mem_reading *out) {
 static int t_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, size_t len) {
     char req[256] = "warmup", reply[64];
     for (int c = 0; c < COLL_COUNT; c++)
-        if (used[c]) {
+        if (used[c] && torch_call[c]) {
             size_t at = strlen(req);
-            snprintf(req + at, sizeof req - at, " %s", ml_colls[c].name);
+            snprintf(req + at, sizeof req - at, " %s", torch_call[c]);
         }
     strcat(req, "\n");
     if (rpc(req, NULL, 0, reply, sizeof reply, NULL, 0, wait_s(), err, len) != 0)
@@ -593,6 +603,7 @@ const rt_backend_ops rt_backend_torch = {
     .free = t_free,
     .release = t_release,
     .collective = t_collective,
+    .launches = t_launches,
     .sync = t_sync,
     .record = t_record,
     .wait = t_wait,

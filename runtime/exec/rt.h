@@ -35,7 +35,7 @@
  *  - runtime/data.h: host-side patterns, identities, reductions and comparisons; the executor
  *    does inits and checks through write/read, so a backend does no data work itself.
  *  - rt_options.fail_alloc_rank, delay_s (fault injection, runtime/inject.h), at the end.
- *  - rt_op_name; rt_failure_state: every rank's op and live bytes when a failure became known
+ *  - rt_failure_state: every rank's op and live bytes when a failure became known
  *    to all through the sequence exchange (its descriptor grew from 48 to 64 bytes).
  *  - rt_backend_ops: time_begin, time_end, collective_bare, graph_begin, graph_end, graph_launch,
  *    graph_drop at the end, all optional (NULL), for `memlife bench` (runtime/bench.h). The host
@@ -47,6 +47,9 @@
 #include "ir/plan.h"
 
 typedef struct rt_rank rt_rank;
+
+/* Stages of the communicator's memory (rt_rank.comm_stages): init, streams, five collectives, copies. */
+#define RT_COMM_STAGES (3 + COLL_COUNT)
 typedef struct rt_backend_ops rt_backend_ops;
 
 /* A live allocation as the backend made it. */
@@ -114,6 +117,11 @@ struct rt_backend_ops {
     /* Collectives for several local ranks at once (group semantics); n = 1 under MPI. args[k] is
      * ranks[k]'s (an array of n). */
     int (*collective)(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len);
+    /* Whether `collective` has a launcher for c: each backend keeps a table indexed by the
+     * collective, a NULL row for one it cannot run. A plan naming such a collective is refused
+     * by name when its rank is set up (rt_rank_init), before anything runs; a NULL launches
+     * means no collective at all. */
+    bool (*launches)(ml_coll c);
     int (*sync)(rt_rank *r, sched_sync_kind kind, uint32_t stream, uint32_t event, char *err, size_t len);
     int (*record)(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len);
     int (*wait)(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len);
@@ -209,6 +217,12 @@ struct rt_rank {
     int failed;                /* 0, or ML_EXIT_* of the failure */
     char error[512];           /* "file:line:col: error: ..." of the failure */
     uint64_t communicator_bytes; /* device bytes taken by NCCL before the baseline, reported apart */
+    /* communicator_bytes in the order it grew: "init" (the communicator made), "streams" (the
+     * plan's streams, events and the allocator's first buffer), one per collective at its first
+     * use in the warm-up ("all_reduce", ...: NCCL connects lazily), "copies". Their sum is
+     * communicator_bytes; a backend without a communicator leaves n_comm_stages 0. */
+    struct { char name[24]; uint64_t bytes; } comm_stages[RT_COMM_STAGES];
+    uint32_t n_comm_stages;
     size_t n_collectives;
     /* Set by the executor. failure_known_to_all: every rank learned of the failure through the
      * sequence exchange, so all can end cleanly with the same code; else the caller must end the
@@ -237,9 +251,6 @@ int rt_issue_collective(rt_rank **ranks, int n);
  * (sequence verification) before each collective and at the end. Returns 0, or -1 when any rank
  * failed (each rank's failed/error set). */
 int rt_run(rt_rank **ranks, int n);
-
-/* What an op is, for messages: the collective's name for OP_COLL, else the op kind's. */
-const char *rt_op_name(const plan_op *op);
 
 /* After rt_run failed: where the ranks stood, as "FILE:L:C: note: rank R ..." lines (op index
  * and name, whether it failed, waited or had ended, live requested bytes). With

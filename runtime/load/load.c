@@ -55,9 +55,7 @@ static void hash_insert(ld_hash *h, const ld_entry *in) {
 void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val) {
     if ((h->n + 1) * 2 > h->cap) {
         ld_hash bigger = {.cap = h->cap ? h->cap * 2 : 64};
-        bigger.e = calloc(bigger.cap, sizeof(ld_entry));
-        if (!bigger.e)
-            abort();
+        bigger.e = ml_xcalloc(bigger.cap, sizeof(ld_entry));
         for (uint32_t k = 0; k < h->cap; k++)
             if (h->e[k].hash)
                 hash_insert(&bigger, &h->e[k]);
@@ -274,9 +272,9 @@ int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k
 /* ---- Top level -------------------------------------------------------------------------------- */
 
 enum { TOP_NAME, TOP_ABOUT, TOP_WORLD, TOP_DTYPE, TOP_LET, TOP_STREAMS, TOP_EVENTS, TOP_EXPECT,
-       TOP_STEPS, TOP_PLANS, TOP_SWEEP };
+       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_REQUIRES };
 static const char *const top_keys[] = {"name", "about", "world", "dtype", "let", "streams",
-                                       "events", "expect", "steps", "plans", "sweep"};
+                                       "events", "expect", "steps", "plans", "sweep", "requires"};
 static const ld_schema top_schema = LD_SCHEMA("schedule", top_keys);
 
 typedef struct {
@@ -449,12 +447,43 @@ static int parse_world(loader *l) {
     return 0;
 }
 
+/* requires: {world: EXPR}: the worlds a file is meant for, as a condition on world and the lets
+ * (a contract that needs two ranks, a size that must not divide). Checked by sched_world, where
+ * the world of a run is decided; a mapping so that other requirements can join it as rows. */
+enum { REQ_WORLD };
+static const char *const requires_keys[] = {"world"};
+static const ld_schema requires_schema = LD_SCHEMA("requires", requires_keys);
+
+static int requires_value(loader *l, int key, void *obj) {
+    (void)key;
+    (void)obj;
+    ml_mark m = ld_text_mark(l);
+    expr *e;
+    if (ld_expr(l, CTX_PLAIN, "requires world", &e))
+        return -1;
+    if (expr_uses_slot(e, EXPR_SLOT_RANK))
+        return ld_fail(l, m, "'requires' holds for the whole run: it cannot depend on rank");
+    l->s->requires_world = e;
+    l->s->requires_mark = m;
+    return 0;
+}
+
+static int parse_requires(loader *l) {
+    ld_keys k;
+    if (ld_map(l, &requires_schema, requires_value, NULL, &k))
+        return -1;
+    if (!LD_HAS(&k, REQ_WORLD))
+        return ld_fail(l, k.map, "requires needs 'world'");
+    return 0;
+}
+
 static int top_value(loader *l, int key, void *obj) {
     top_state *t = obj;
     sched *s = l->s;
     /* Names are resolved as the events stream by: what a step uses must be defined above it. */
     bool defines = key == TOP_LET || key == TOP_STREAMS || key == TOP_EVENTS || key == TOP_DTYPE;
-    bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP;
+    bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP ||
+                key == TOP_REQUIRES;
     if (defines && t->first_user >= 0)
         return ld_fail(l, t->k->key[key], "'%s' must come before '%s'", top_keys[key],
                        top_keys[t->first_user]);
@@ -474,6 +503,7 @@ static int top_value(loader *l, int key, void *obj) {
     case TOP_EVENTS: return parse_decls(l, SYM_EVENT, "events");
     case TOP_EXPECT: return ld_expects(l, &s->expects, &s->n_expects);
     case TOP_SWEEP: return parse_sweep(l);
+    case TOP_REQUIRES: return parse_requires(l);
     case TOP_PLANS:
         if (LD_HAS(t->k, TOP_STEPS))
             return ld_fail(l, t->k->key[key], "'steps' and 'plans' cannot both be given");
@@ -554,9 +584,7 @@ static void default_limits(const sched_load_limits *in, sched_load_limits *out) 
 
 sched *sched_load_buffer(const char *name, const char *data, size_t len,
                          const sched_load_limits *limits, ml_diags *d) {
-    sched_box *box = calloc(1, sizeof *box);
-    if (!box)
-        abort();
+    sched_box *box = ml_xcalloc(1, sizeof *box);
     ml_vec_init(&box->owned, sizeof(void *));
     sched *s = &box->s;
     s->arena = ml_arena_new();
@@ -624,10 +652,8 @@ sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_dia
     size_t cap = 1 << 16, len = 0;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
         cap = (size_t)st.st_size + 1;
-    char *buf = malloc(cap);
+    char *buf = ml_xmalloc(cap);
     for (;;) {
-        if (!buf)
-            abort();
         ssize_t r = read(fd, buf + len, cap - len);
         if (r < 0 && errno == EINTR)
             continue;
