@@ -31,13 +31,18 @@ char *run_result_encode(const rt_rank *r) {
                                  (json_int_t)p->pool_reserved_high);
         json_object_set_new(o, "pool", pool);
     }
-    /* [op, requested, device, t]; the baseline's op (SIZE_MAX) travels as -1. */
+    /* [op, requested, device, t] and, where the backend has a pool, [.., used, reserved]; the
+     * baseline's op (SIZE_MAX) travels as -1. */
     json_t *tl = json_array();
     for (size_t k = 0; k < a->samples.n; k++) {
         const rt_sample *s = &ML_VEC_AT(&a->samples, rt_sample, k);
-        json_array_append_new(tl, json_pack("[IIIf]", s->op == SIZE_MAX ? (json_int_t)-1
-                                                                         : (json_int_t)s->op,
-                                            (json_int_t)s->requested, (json_int_t)s->device, s->t));
+        json_t *e = json_pack("[IIIf]", s->op == SIZE_MAX ? (json_int_t)-1 : (json_int_t)s->op,
+                              (json_int_t)s->requested, (json_int_t)s->device, s->t);
+        if (s->has_pool) {   /* [.., pool used, pool reserved] */
+            json_array_append_new(e, u64(s->pool_used));
+            json_array_append_new(e, u64(s->pool_reserved));
+        }
+        json_array_append_new(tl, e);
     }
     json_object_set_new(o, "timeline", tl);
     json_t *checks = json_array();
@@ -106,6 +111,14 @@ int run_result_decode(const char *text, size_t len, report_measured *m, ml_vec *
         json_unpack(json_array_get(tl, k), "[IIIF]", &op, &req, &dev, &t);
         m->timeline[k] = (rt_sample){.op = op < 0 ? SIZE_MAX : (size_t)op,
                                      .requested = (uint64_t)req, .device = (int64_t)dev, .t = t};
+        json_int_t used, reserved;
+        if (json_array_size(json_array_get(tl, k)) == 6 &&
+            json_unpack(json_array_get(tl, k), "[IIIFII]", &op, &req, &dev, &t, &used,
+                        &reserved) == 0) {
+            m->timeline[k].has_pool = true;
+            m->timeline[k].pool_used = (uint64_t)used;
+            m->timeline[k].pool_reserved = (uint64_t)reserved;
+        }
     }
     for (size_t k = 0; k < json_array_size(rows); k++) {
         const char *name = "", *detail = "";

@@ -40,7 +40,9 @@
  *  - rt_backend_ops: time_begin, time_end, collective_bare, graph_begin, graph_end, graph_launch,
  *    graph_drop at the end, all optional (NULL), for `memlife bench` (runtime/bench.h). The host
  *    backend has the timing pair (monotonic clock around MPI) and collective_bare; cuda has all
- *    (CUDA events per rank and stream, direct NCCL calls, CUDA graphs). `run` never calls them. */
+ *    (CUDA events per rank and stream, direct NCCL calls, CUDA graphs). `run` never calls them.
+ *  - rt_sample: has_pool, pool_used, pool_reserved at the end (the reading's pool after each
+ *    op); a backend fills them by setting has_pool in its mem_read. */
 #ifndef MEMLIFE_RT_H
 #define MEMLIFE_RT_H
 
@@ -176,6 +178,12 @@ typedef struct {
     uint64_t requested;        /* live requested bytes after the op (delta to baseline) */
     int64_t device;            /* device bytes after the op minus baseline; 0 without a reading */
     double t;                  /* seconds since the baseline */
+    /* The backend's pool after the op, absolute (not a delta): with has_pool, torch's
+     * memory_allocated and memory_reserved (the torch backend), cudaMemPool's used and reserved
+     * (the async allocator). The torch view is absolute from an empty allocator, and the torch
+     * backend empties the cache before the baseline. */
+    bool has_pool;
+    uint64_t pool_used, pool_reserved;
 } rt_sample;
 
 typedef struct {

@@ -217,6 +217,9 @@ class Driver:
         del x
         if self.cuda:
             torch.cuda.synchronize(self.device)
+            # the baseline starts from an empty caching allocator, as the torch view does
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(self.device)
             free, total = torch.cuda.mem_get_info(self.device)
             return "%d" % max(0, total - free - self.device_at_start)
         return "0"
