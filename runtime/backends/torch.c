@@ -546,6 +546,16 @@ static int t_copy(rt_rank *r, rt_mem *dst, uint64_t dst_off, const rt_mem *src, 
     return rpc(req, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len);
 }
 
+static int t_record_stream(rt_rank *r, rt_mem *m, uint32_t stream, char *err, size_t len) {
+    char req[64];
+    snprintf(req, sizeof req, "record_stream %u %u\n", mem_id(m), stream);
+    return rpc(req, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len);
+}
+
+static int t_empty_cache(rt_rank *r, char *err, size_t len) {
+    return rpc("empty_cache\n", NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len);
+}
+
 static int t_mem_read(rt_rank *r, rt_mem_reading *out) {
     memset(out, 0, sizeof *out);
     char reply[256], err[300];
@@ -616,6 +626,8 @@ const rt_backend_ops rt_backend_torch = {
     .provenance = t_provenance,
     .gatherv_blob = rt_mpi_gatherv_blob,
     .abort = rt_mpi_abort,
+    .record_stream = t_record_stream,
+    .empty_cache = t_empty_cache,
 };
 
 #else

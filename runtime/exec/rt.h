@@ -41,6 +41,7 @@
  *    graph_drop at the end, all optional (NULL), for `memlife bench` (runtime/bench.h). The host
  *    backend has the timing pair (monotonic clock around MPI) and collective_bare; cuda has all
  *    (CUDA events per rank and stream, direct NCCL calls, CUDA graphs). `run` never calls them.
+ *  - rt_backend_ops: record_stream, empty_cache at the end, optional (the torch backend).
  *  - rt_sample: has_pool, pool_used, pool_reserved at the end (the reading's pool after each
  *    op); a backend fills them by setting has_pool in its mem_read. */
 #ifndef MEMLIFE_RT_H
@@ -165,6 +166,11 @@ struct rt_backend_ops {
     int (*graph_end)(rt_rank **ranks, int n, void **graphs, char *err, size_t len);
     int (*graph_launch)(rt_rank **ranks, int n, void *const *graphs, char *err, size_t len);
     void (*graph_drop)(rt_rank *r, void *graph);
+    /* Optional (NULL: nothing to do; the executor still synchronizes a recorded stream before
+     * the free). The caching allocator's own calls, for a backend that has PyTorch's allocator
+     * (torch): tensor.record_stream(stream) and torch.cuda.empty_cache(). */
+    int (*record_stream)(rt_rank *r, rt_mem *m, uint32_t stream, char *err, size_t len);
+    int (*empty_cache)(rt_rank *r, char *err, size_t len);
 };
 
 /* The backend table. */

@@ -189,6 +189,16 @@ class Driver:
             self.span(dbuf, doff, n).copy_(self.span(sbuf, soff, n))
         return ""
 
+    def record_stream(self, buf, s):
+        if self.cuda:
+            self.bufs[buf][2].record_stream(self.stream(s))
+        return ""
+
+    def empty_cache(self):
+        if self.cuda:
+            torch.cuda.empty_cache()
+        return ""
+
     def mem(self):
         if not self.cuda:
             return "0 0 0 0 0 0 0"
@@ -249,7 +259,7 @@ def main():
     out.flush()
     ints = {"alloc": (0, 1, 2, 4), "free": (0,), "coll": (1, 2, 3, 4, 5, 8, 9, 10),
             "sync": (1, 2), "record": (0, 1), "wait": (0, 1), "write": (0, 1, 2),
-            "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5)}
+            "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1)}
     while True:
         line = inp.readline()
         if not line:
