@@ -17,8 +17,11 @@
  * driver dies with memlife (PR_SET_PDEATHSIG), so no process outlives it.
  *
  * Views measured: requested is the executor's count, as everywhere; on a GPU the device view is
- * mem_get_info, and memory_allocated / memory_reserved (current and max) travel as the reading's
- * pool. On CPUs there is no device view. */
+ * mem_get_info, and memory_allocated / memory_reserved after every op travel as the reading's
+ * pool. The caching allocator keeps what is freed, so mem_get_info follows memory_reserved and
+ * not the page model of cudaFree: the run then holds the device reading to the reserved one
+ * (pool_caches), and the torch view holds both to the allocator model. On CPUs there is no
+ * device view. */
 #include "exec/rt.h"
 #include "exec/mpi_util.h"
 
@@ -402,7 +405,7 @@ static int t_init(const rt_options *o, int world, int first_rank, int local_rank
         return -1;
     }
     free(all);
-    char list[8192];
+    char list[8192], tried[1024] = "";
     size_t n = pythons(list, sizeof list);
     const char *p = list;
     for (size_t k = 0; k < n; k++, p += strlen(p) + 1) {
@@ -411,13 +414,15 @@ static int t_init(const rt_options *o, int world, int first_rank, int local_rank
             return 0;
         if (rc < 0)
             return -1;
+        size_t at = strlen(tried);
+        snprintf(tried + at, sizeof tried - at, "%s%s", at ? ", " : "", p);
     }
     const char *env = getenv("MEMLIFE_PYTHON");
     if (env && *env)
         put(err, len, "MEMLIFE_PYTHON=%s cannot import torch", env);
     else
         put(err, len, "no python3 with torch: %s (set MEMLIFE_PYTHON; on Debian: apt-get install "
-            "python3-torch)", n ? "tried PATH and /usr/bin/python3" : "none on PATH or in /usr/bin");
+            "python3-torch)", n ? tried : "none on PATH or in /usr/bin");
     return -1;
 }
 
@@ -573,6 +578,7 @@ static int t_mem_read(rt_rank *r, rt_mem_reading *out) {
         out->pool_used_high = v[3];
         out->pool_reserved_current = v[4];
         out->pool_reserved_high = v[5];
+        out->pool_caches = true;
     }
     return 0;
 }

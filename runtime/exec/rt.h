@@ -42,6 +42,7 @@
  *    backend has the timing pair (monotonic clock around MPI) and collective_bare; cuda has all
  *    (CUDA events per rank and stream, direct NCCL calls, CUDA graphs). `run` never calls them.
  *  - rt_backend_ops: record_stream, empty_cache at the end, optional (the torch backend).
+ *  - rt_mem_reading.pool_caches at the end (the torch backend's caching allocator).
  *  - rt_sample: has_pool, pool_used, pool_reserved at the end (the reading's pool after each
  *    op); a backend fills them by setting has_pool in its mem_read. */
 #ifndef MEMLIFE_RT_H
@@ -71,6 +72,9 @@ typedef struct {
     uint64_t pool_used_current, pool_used_high;         /* async pool (cudaMemPoolAttr...) */
     uint64_t pool_reserved_current, pool_reserved_high;
     bool has_device, has_pool;
+    /* The pool keeps freed blocks (PyTorch's caching allocator): cudaMemGetInfo then follows the
+     * pool's reserved bytes, not the page model of cudaMalloc/cudaFree (the torch backend). */
+    bool pool_caches;
 } rt_mem_reading;
 
 typedef struct {

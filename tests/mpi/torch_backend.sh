@@ -80,7 +80,7 @@ unset MEMLIFE_TORCH_DRIVER FAKE_RANK FAKE_AT
 # pyenv's python3 here, or any interpreter without torch: the driver exits 9
 cat >"$TMP/notorch" <<'SH'
 #!/bin/sh
-echo "memlife torch driver: No module named 'torch'" >&2
+
 exit 9
 SH
 chmod +x "$TMP/notorch"

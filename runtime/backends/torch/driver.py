@@ -25,8 +25,7 @@ import sys
 try:
     import torch
     import torch.distributed as dist
-except ImportError as e:  # memlife tries the next python3
-    sys.stderr.write("memlife torch driver: %s\n" % e)
+except ImportError:  # memlife tries the next python3, and names them all if none has torch
     sys.exit(9)
 
 DTYPES = {
