@@ -188,6 +188,14 @@ class Driver:
             self.span(dbuf, doff, n).copy_(self.span(sbuf, soff, n))
         return ""
 
+    def open_streams(self, n):
+        # streams 1 .. n-1 now, before the baseline (stream 0 is the default stream)
+        for s in range(1, n):
+            self.stream(s)
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+        return ""
+
     def record_stream(self, buf, s):
         if self.cuda:
             self.bufs[buf][2].record_stream(self.stream(s))
@@ -258,7 +266,7 @@ def main():
     out.flush()
     ints = {"alloc": (0, 1, 2, 4), "free": (0,), "coll": (1, 2, 3, 4, 5, 8, 9, 10),
             "sync": (1, 2), "record": (0, 1), "wait": (0, 1), "write": (0, 1, 2),
-            "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1)}
+            "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1), "open_streams": (0,)}
     while True:
         line = inp.readline()
         if not line:
