@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_export.c — `memlife export --memory-viz SCHEDULE -o OUT.pickle`: the predicted torch view
  * of one rank as a PyTorch memory snapshot (analyzer/snapshot/export.h), for memory_viz. */
 #include "cmd.h"
@@ -20,16 +21,7 @@ const char cmd_export_usage[] =
     "  python -m torch.cuda._memory_viz trace_plot OUT.pickle -o out.html\n"
     "or at https://pytorch.org/memory_viz.\n"
     "\n"
-    "options:\n"
-    "      --memory-viz      the format (the one there is; required, so that others can join)\n"
-    "  -o, --output FILE     the pickle to write (atomically)\n"
-    "      --rank R          whose plan (default 0)\n"
-    "      --torch-conf CONF PYTORCH_CUDA_ALLOC_CONF for the model (default: PyTorch's defaults)\n"
-    "  -w, --world N         world size (default: the file's 'world:')\n"
-    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
-    "      --plan NAME       the plan of a file with 'plans:' (default: the first)\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 written, 2 bad input (syntax, lint error, a conf the allocator refuses, a\n"
     "            predicted out-of-memory), 3 cannot write\n";
 
@@ -39,9 +31,13 @@ int cmd_export(int argc, char **argv) {
     bool memory_viz = false;
     const char *conf_text = NULL;
     const ml_opt extra[] = {
-        {"--memory-viz", NULL, OPT_FLAG, &memory_viz, 0, 0, NULL},
-        {"--rank", NULL, OPT_INT, &rank, 0, 1 << 20, NULL},
-        {"--torch-conf", NULL, OPT_STRING, &conf_text, 0, 0, NULL},
+        {"--memory-viz", NULL, OPT_FLAG, &memory_viz, 0, 0, NULL, NULL,
+         "the format (the one there is; required, so that others can join)"},
+        {"--rank", NULL, OPT_INT, &rank, 0, 1 << 20, NULL, "R", "whose plan (default 0)"},
+        {"--torch-conf", NULL, OPT_STRING, &conf_text, 0, 0, NULL, "CONF",
+         "PYTORCH_CUDA_ALLOC_CONF for the model (default: PyTorch's defaults)"},
+        {"--output", "-o", OPT_STRING, NULL, 0, 0, NULL, "FILE",
+         "the pickle to write (atomically; required)"},
     };
     if (!ml_args_begin(&a, "export", cmd_export_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
                        false, &rc))

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_import.c — `memlife import SNAPSHOT`: a PyTorch memory snapshot as a schedule
  * (analyzer/snapshot/import.h). The snapshot is read by memlife's own pickle reader, which runs
  * no code (pickle.h), so an untrusted file is safe to import; JSON of the same dict works too. */
@@ -21,15 +22,7 @@ const char cmd_import_usage[] =
     "memlife's torch view reproduces the recorded allocator. The pickle is read without\n"
     "running any code: a file that would import or call something is refused.\n"
     "\n"
-    "options:\n"
-    "  -o, --output FILE     write the schedule to FILE (atomically) and a summary to stdout;\n"
-    "                        without -o the schedule goes to stdout\n"
-    "      --device N        the CUDA device whose trace to import (default 0)\n"
-    "      --names KIND      buffer names: frames (the first frame in user code, file-line,\n"
-    "                        made unique; the default) or addr (the block's address)\n"
-    "  -q, --quiet           no summary\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 written, 2 bad input (not a snapshot, a refused pickle), 3 cannot write\n";
 
 static const char *const NAME_KINDS[] = {"frames", "addr", NULL};
@@ -55,8 +48,14 @@ int cmd_import(int argc, char **argv) {
     ml_args a;
     int rc, device = 0, names = IMPORT_NAMES_FRAMES;
     const ml_opt extra[] = {
-        {"--device", NULL, OPT_INT, &device, 0, 1 << 16, NULL},
-        {"--names", NULL, OPT_CHOICE, &names, 0, 0, NAME_KINDS},
+        {"--device", NULL, OPT_INT, &device, 0, 1 << 16, NULL, "N",
+         "the CUDA device whose trace to import (default 0)"},
+        {"--names", NULL, OPT_CHOICE, &names, 0, 0, NAME_KINDS, "KIND",
+         "buffer names: frames (the first frame in user code, file-line, made unique; the "
+         "default) or addr (the block's address)"},
+        {"--output", "-o", OPT_STRING, NULL, 0, 0, NULL, "FILE",
+         "write the schedule to FILE (atomically) and a summary to stdout; without -o the "
+         "schedule goes to stdout"},
     };
     if (!ml_args_begin(&a, "import", cmd_import_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
                        false, &rc))

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run_result.c — encode, decode and compare one rank's measurement (run_result.h). */
 #include "run_result.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv.h — the chapter's four meanings of "AllReduce = ReduceScatter + AllGather", checked for
  * any two plans side by side (`memlife equiv A B`):
  *   1. output semantics — the result buffers hold the same values on every rank (from a run on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv_kernels.c — row 3 of `memlife equiv` against the kernels CUPTI measured (equiv.h): each
  * public API call of a plan is one NCCL kernel on each rank's GPU (none at world 1), so the
  * kernels of each collective measured in the plan's window must equal that, rank by rank. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv_report.c — `memlife equiv` results as a table, JSON or Markdown (equiv.h). */
 #include "equiv/equiv.h"
 #include "report/report_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* analyzer.h — lint, the lifetime predictor and its device page model, expectations.
  *
  * Everything here works from the IR (sched.h) and expanded rank plans (plan.h) alone. It must

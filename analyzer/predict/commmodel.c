@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* commmodel.c — NCCL's device memory by its rules (commmodel.h says which, and what was
  * measured). One table of constants, one function that names every term it adds. */
 #include "predict/commmodel.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* commmodel.h — NCCL's own device memory (the communicator) predicted from its rules, for a
  * schedule's collectives at its world: a pure function of the world, the GPUs per node, the
  * collectives in the order of their first use and NCCL's settings. Nothing here reads a device.

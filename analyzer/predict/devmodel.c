@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* devmodel.c — the device page model: what cudaMemGetInfo shows for a sequence of cudaMalloc /
  * cudaFree calls, by the page rules measured on H200 (DESIGN.md, "Memory views").
  *

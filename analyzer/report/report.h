@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report.h — results of predict / check / run as one structure, written in every format.
  *
  * predict and check fill the predicted parts; run adds `measured` per rank and the data-check
@@ -22,6 +23,11 @@
 
 #include "predict/analyzer.h"
 #include "exec/rt.h"
+
+/* The integer "schema_version" first in every JSON memlife writes (report_json_append; the
+ * trace's otherData). It changes when a key changes meaning or goes away; new keys do not
+ * change it. The keys are in docs/json.md, the schemas in schemas/. */
+#define ML_JSON_SCHEMA_VERSION 1
 
 typedef struct {
     bool present;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_json.c — the JSON report (jansson). Key names are the stable interface described in
  * report.h; byte values are exact integers. */
 #include "report/report_int.h"
@@ -210,6 +211,20 @@ static json_t *schedule_json(const report_schedule *rs) {
     return o;
 }
 
+/* Provenance keys whose values are counts: JSON integers, not strings. */
+static const char *const provenance_counts[] = {"world", "ranks", "gpus"};
+
+static json_t *provenance_value(const char *key, const char *value) {
+    for (size_t k = 0; k < ML_ARRAY_LEN(provenance_counts); k++)
+        if (!strcmp(key, provenance_counts[k])) {
+            char *end;
+            long long v = strtoll(value, &end, 10);
+            if (end != value && !*end)
+                return json_integer(v);
+        }
+    return text_json(value);
+}
+
 /* "key=value\n" lines into an object; a line without '=' keeps the whole line as the key. */
 json_t *report_provenance_json(const char *text) {
     json_t *o = json_object();
@@ -223,7 +238,7 @@ json_t *report_provenance_json(const char *text) {
             memcpy(key, text, klen);
             key[klen] = '\0';
             value[eq ? len - klen - 1 : 0] = '\0';
-            json_object_set_new(o, key, text_json(value));
+            json_object_set_new(o, key, provenance_value(key, value));
             free(key);
             free(value);
         }
@@ -245,8 +260,13 @@ int report_write_json(const report *r, ml_str *out) {
 }
 
 int report_json_append(json_t *root, size_t extra_flags, ml_str *out) {
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags);
+    /* schema_version first, so a reader can check it before anything else (docs/json.md) */
+    json_t *doc = json_object();
+    json_object_set_new(doc, "schema_version", json_integer(ML_JSON_SCHEMA_VERSION));
+    json_object_update(doc, root);
     json_decref(root);
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags);
+    json_decref(doc);
     if (!text) {
         fprintf(stderr, "error: cannot render the json report\n");
         return -1;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_text.c — the human formats: an aligned table per schedule (the default) and one GitHub
  * Markdown table for a pull request. */
 #include "report/report_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* export.c — a plan's replay through the caching allocator model as a memory snapshot
  * (export.h). */
 #include "snapshot/export.h"

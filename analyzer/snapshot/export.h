@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* export.h — a schedule's predicted torch view as a PyTorch memory snapshot that memory_viz
  * opens (python -m torch.cuda._memory_viz trace_plot OUT.pickle -o out.html, or the page at
  * pytorch.org/memory_viz).

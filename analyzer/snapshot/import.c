@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* import.c — a memory snapshot as a schedule (import.h says what becomes what).
  *
  * Two passes. The first reads the device's trace and final segments, walks the trace back to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* import.h — a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot, read by pickle.h) as a
  * memlife schedule whose torch view replays the recorded allocator.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torch.c — the torch backend: buffers are torch tensors, collectives torch.distributed calls,
  * in a Python process that each memlife rank starts and drives op by op
  * (runtime/backends/torch/driver.py; its head says why the data side stays here).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.c — questions asked of a loaded schedule: symbol names, the world size of a run, and the
  * values of the let-names for one (world, rank) with `--set` overrides. */
 #include "ir/sched.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/bench/import_bench.sh — `memlife import` of a synthetic snapshot of EVENTS device-trace
 # entries (default 1,000,000) against `python3 -c 'import pickle; pickle.load(open(F, "rb"))'` on
 # the same file: CPU time (user + system), best of 3 each. memlife's time is the whole command:

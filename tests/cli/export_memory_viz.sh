@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # memlife export --memory-viz (analyzer/snapshot/export.h): the naive RS+AG at world 2 (full
 # 256 MiB, shard 128 MiB, gathered 256 MiB, then full and shard freed) as a PyTorch snapshot.
 #   - python3 reads it with an unpickler that refuses every global: the keys memory_viz reads

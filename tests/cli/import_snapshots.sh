@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # memlife import (analyzer/snapshot/import.h) on the four snapshots recorded on an H200
 # (tests/torch/fixtures/snapshots/README.md): each imports, its expectations are the snapshot's
 # own numbers, and, where the torch view is built in, `memlife check` passes and the predicted

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/cli/lib.bash — helpers for the CLI golden tests, sourced by tests/cli/*.sh (named .bash
 # so that tests/run.sh, which runs every *.sh, does not run it).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # World 1 (one GPU, one rank): what every file of schedules/ predicts there, and the files that
 # say they need more ranks. Expected numbers: the seed at M = 256 MiB on N ranks is AllReduce M/M,
 # RS only M/N / M+M/N, naive RS+AG M / 2M+M/N, optimized M / M+M/N, so at N = 1 256/256,

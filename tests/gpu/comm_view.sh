@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/comm_view.sh — the predicted communicator view against the measured one, one line per
 # NCCL setting, in the single-process launch mode (the communicator does not depend on it).
 # tests: 7

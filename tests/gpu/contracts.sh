@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/contracts.sh — the chapter's five data contracts with int64 data through NCCL.
 # tests: 4 (+1 at a world that some contract files refuse)
 # Expected: every contract that GPU_WORLD admits passes on every rank: 5 x N rank rows at

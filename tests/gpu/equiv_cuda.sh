@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/equiv_cuda.sh — `memlife equiv` with data through NCCL on GPU_WORLD GPUs (default 2).
 # tests: 4 per mode
 # Expected: direct vs naive RS+AG (256 MiB float32 rank_iota): rows 1 and 2 hold, 3 and 4 do not

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/failures.sh — failures end cleanly: exit 3, a message, no hang; both launch modes.
 # tests: 5
 #   oom_200gib.yaml: a 200 GiB cudaMalloc (an H200 has 141 GiB): exit 3 with the size asked and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """gpu_check.py — reads the JSON reports of `memlife run --backend cuda` and prints one TAP-style
 line per acceptance item: `ok - NAME: facts` or `not ok - NAME: why`. Used by tests/gpu/*.sh and,
 through them, by tools/gpu_session.sh on the GPU machine. Exit status is 0 whatever the verdict

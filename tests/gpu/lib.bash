@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/gpu/lib.bash — helpers for the GPU tests, sourced by tests/gpu/*.sh (named .bash so that
 # tests/run.sh, which runs every *.sh, does not run it) and, through them, by tools/gpu_session.sh.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/seed_lifetimes.sh — the chapter's four lifetimes on real GPUs, both launch modes.
 # tests: 8
 # Expected (requested view, M = 256 MiB, world N = GPU_WORLD): AllReduce M/M, RS only

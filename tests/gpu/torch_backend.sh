@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The torch backend on one GPU (ProcessGroupNCCL at world 1), with the python3 that has torch:
 #   - the seed lifetimes: memory_allocated after the baseline reads 256/256, 256/512, 256/768,
 #     256/512 MiB steady/peak (at world 1 the shard is the whole 256 MiB tensor: RS-only holds

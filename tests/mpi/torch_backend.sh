@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The torch backend (runtime/backends/torch.c + runtime/backends/torch/driver.py) on CPUs over
 # gloo, with the python3 that has torch (CI: Debian's python3-torch at /usr/bin/python3):
 #   - the seed schedules at 2 and 4 ranks: every data check PASS, requested bytes measured =

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # One rank on the host backend (mpirun -np 1): chunked_rs_only with `chunks: world` = 1 chunk
 # (its release keeps the one chunk: 256 MiB steady and peak at M = 256 MiB, measured = predicted),
 # and the two contracts that hold at world 1 (exact sum: 3 check rows; padding: 4), all passing.

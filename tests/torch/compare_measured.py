@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """compare_measured.py MEMLIFE RUN.json SCHEDULE.yaml [ARG...] — the torch view predicted
 (`memlife trace SCHEDULE ARG...`, counters `torch allocated bytes` / `torch reserved bytes`, op k
 at ts k) against what `memlife run --backend torch --format json` measured on a GPU (each

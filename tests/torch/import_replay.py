@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """import_replay.py MEMLIFE SNAPSHOT.pickle SCHEDULE.yaml PRELUDE — the torch view's reserved
 bytes after every step of an imported snapshot (`memlife trace` counter `torch reserved bytes`,
 op k at ts k) against the snapshot's own reserved after the matching trace event: the bytes held

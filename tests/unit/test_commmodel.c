@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_commmodel.c — the predicted communicator against NCCL's memory as measured on H200
  * (NCCL 2.28.3, driver 580.159.04, cudaMemGetInfo deltas through memlife's cuda backend and
  * tests/gpu/probe/nccl_mem.py; issue 22):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_equiv.c — `memlife equiv` without a backend: rows 2-4 with the chapter's numbers, row 1
  * from the data flow, the checklist's causes with their steps, and the data comparison. The
  * schedules are the shipped ones in schedules/equiv/ (the tests run from the repository root), so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pages_fixtures.c — the device page model replayed over alloc/free sequences measured on
  * one H200 (driver 580.159.04, CUDA 13.0): tests/gpu/fixtures/pages (*.txt), written by
  * tests/gpu/probe/pages.py, hold every step with the address cudaMalloc returned and the device's

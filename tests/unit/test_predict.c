@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_predict.c — the predictor's steady and peak bytes in both views, against the chapter's
  * lifetimes (seed: 4 × V100, 256 MiB: 256/256, 64/320, 256/576, 256/320 MiB; 2 × H200:
  * 256/256, 128/384, 256/640, 256/384 MiB; DESIGN.md's formulas M/M, M/N / M+M/N, M / 2M+M/N,

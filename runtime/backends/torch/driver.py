@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """driver.py — memlife's torch backend on the Python side (runtime/backends/torch.c is the C side).
 
 Each memlife rank starts one driver and drives it op by op over two pipes: the executor

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """nccl_mem.py — NCCL's device memory at world 1, stage by stage, under NCCL settings; and the
 CUDA context. Each setting runs in a fresh process (python3 nccl_mem.py --one JSONENV) so that
 nothing NCCL or CUDA set up survives between settings. Through ctypes only (libcudart,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """pages.py — replays alloc/free sequences with cudaMalloc / cudaFree (ctypes, libcudart only)
 and after every step records the device's used bytes (cudaMemGetInfo, relative to the start of
 the sequence) and the address cudaMalloc returned. Sizes sit at the driver's 2 MiB edges: 2 MiB

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A stand-in for runtime/backends/torch/driver.py that fails on purpose, for
 tests/mpi/torch_backend.sh (no torch needed): it speaks the driver's protocol (every request
 answered "ok", reads "ok N" + N zero bytes, mem "0 ..."), and at request FAKE_AT of rank
