@@ -460,6 +460,28 @@ static int t_rank_init(rt_rank *r, char *err, size_t len) {
 
 static uint32_t mem_id(const rt_mem *m) { return (uint32_t)(uintptr_t)m->impl; }
 
+/* Asked of every op before the launch (rt_backend_check): what the caching allocator and torch
+ * cannot express is refused by name before any rank starts. */
+static int t_refuse_op(const plan_op *op, int world, char *err, size_t len) {
+    if (op->kind == OP_ALLOC && op->u.alloc.chunks > 1) {
+        put(err, len, "chunked buffers (chunks: %u): the caching allocator hands out whole blocks",
+            op->u.alloc.chunks);
+        return -1;
+    }
+    if (op->kind == OP_RELEASE) {
+        put(err, len, "release: the caching allocator has no chunks to release");
+        return -1;
+    }
+    if (op->kind == OP_COLL && (op->u.coll.send.dtype == DT_UINT32 ||
+                                op->u.coll.send.dtype == DT_UINT64) &&
+        (op->u.coll.op == RED_MAX || op->u.coll.op == RED_MIN)) {
+        put(err, len, "%s of %s: torch has no unsigned 32/64-bit type, and the signed one orders "
+            "values differently", ml_redops[op->u.coll.op].name, ml_dtypes[op->u.coll.send.dtype].name);
+        return -1;
+    }
+    return 0;
+}
+
 static int t_alloc(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, char *err,
                    size_t len) {
     if (chunks > 1) {
@@ -640,6 +662,7 @@ const rt_backend_ops rt_backend_torch = {
     .provenance = t_provenance,
     .gatherv_blob = rt_mpi_gatherv_blob,
     .abort = rt_mpi_abort,
+    .refuse_op = t_refuse_op,
     .record_stream = t_record_stream,
     .empty_cache = t_empty_cache,
 };

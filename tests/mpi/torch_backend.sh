@@ -89,3 +89,10 @@ MEMLIFE_PYTHON=$TMP/notorch fail_case "MEMLIFE_PYTHON without torch" \
     "backend 'torch' could not start: MEMLIFE_PYTHON=$TMP/notorch cannot import torch" 30
 MEMLIFE_TORCH_DRIVER=$TMP/missing.py fail_case "MEMLIFE_TORCH_DRIVER missing" \
     "MEMLIFE_TORCH_DRIVER=$TMP/missing.py cannot be read" 30
+# what the caching allocator cannot express is refused before any rank starts (exit 2)
+run run schedules/chunked_rs_only.yaml --backend torch --ranks 2
+if [ "$RC" -eq 2 ] && grep -q "chunked_rs_only.yaml:24:5: error: the torch backend cannot run this: chunked buffers (chunks: 2)" "$TMP/err"; then
+    ok "torch backend: a chunked buffer is refused before anything runs (exit 2)"
+else
+    not_ok "torch backend: chunked refusal" "exit $RC: $(head -1 "$TMP/err")"
+fi

@@ -36,6 +36,8 @@ DTYPES = {
 }
 OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX,
        "min": dist.ReduceOp.MIN}
+if hasattr(dist.ReduceOp, "AVG"):   # NCCL has it; gloo refuses it when called
+    OPS["avg"] = dist.ReduceOp.AVG
 
 
 class Driver:
