@@ -38,7 +38,7 @@ case_is "run has the backend options" "--backend" run --back
 case_is "predict has no backend options" "" predict --back
 case_is "--format values" "csv json md table" predict --format ""
 case_is "-f values" "json" check -f j
-case_is "--backend values" "cuda host" run --backend ""
+case_is "--backend values" "cuda host torch" run --backend ""
 case_is "--allocator values (run only)" "async chunked cuda" run --allocator ""
 case_is "help completes command names" "equiv" help eq
 case_is "file names after a command" "schedules/seed/03_rs_ag_naive.yaml" predict schedules/seed/03_rs_ag_n
