@@ -191,6 +191,13 @@ class Driver:
             self.span(dbuf, doff, n).copy_(self.span(sbuf, soff, n))
         return ""
 
+    def conf(self, text):
+        # a schedule's `torch: {conf:}` ("-": none), before its first allocation: PyTorch reads
+        # these keys again when they are set at run time
+        if self.cuda and text != "-":
+            torch.cuda.memory._set_allocator_settings(text)
+        return ""
+
     def open_streams(self, n):
         # streams 1 .. n-1 now, before the baseline (stream 0 is the default stream)
         for s in range(1, n):
