@@ -114,6 +114,18 @@ static int check_mpirun(const char *name, const char *value, char *err, size_t l
     return -1;
 }
 
+static int check_readable(const char *name, const char *value, char *err, size_t len) {
+    if (!*value || access(value, R_OK) == 0)
+        return 0;   /* empty: the default, as backends/torch.c reads it */
+    snprintf(err, len, "%s='%s' cannot be read: %s", name, value, strerror(errno));
+    return -1;
+}
+
+/* A program: a name without '/' is looked up on PATH when it is run; a path must be executable. */
+static int check_program(const char *name, const char *value, char *err, size_t len) {
+    return strchr(value, '/') ? check_mpirun(name, value, err, len) : 0;
+}
+
 static int check_path_value(const char *name, const char *value, char *err, size_t len) {
     if (*value)
         return 0;
@@ -131,6 +143,8 @@ static const struct {
     {"MEMLIFE_HOST_MEM_LIMIT", check_host_limit},    /* backends/host.c */
     {"MEMLIFE_INJECT", check_inject},                /* cli/cmd_run.c */
     {"MEMLIFE_MPIRUN", check_mpirun},                /* exec/launch.c */
+    {"MEMLIFE_TORCH_DRIVER", check_readable},        /* backends/torch.c */
+    {"MEMLIFE_PYTHON", check_program},               /* backends/torch.c */
     {"MEMLIFE_LAUNCHED", check_launched},            /* exec/launch.c, set by launch_self */
     {"MEMLIFE_PARENT_PID", check_pid},               /* exec/watch.c, set by launch_self */
     {"MEMLIFE_RESULT_TMP", check_path_value},        /* cli/args.c, set by launch_self */
