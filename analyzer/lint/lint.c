@@ -391,6 +391,18 @@ static void lint_event_op(lint_ctx *x, const plan_op *op) {
         lint_clocks_sync(&x->clocks, op->u.sync.kind, op->u.sync.stream, op->u.sync.event);
 }
 
+/* record_stream names a live buffer (the tensor must exist to record a use of it). */
+static void lint_record_stream(lint_ctx *x, const plan_op *op) {
+    uint32_t buf = op->u.record_stream.buf;
+    const lint_buf *b = &x->bufs[buf];
+    if (!b->ever)
+        report(x, op, ERR_COUNT_, "not_allocated", "record_stream of '%s' which is not allocated",
+               buf_name(x, buf));
+    else if (!b->live)
+        report(x, op, ERR_COUNT_, "use_after_free", "record_stream of '%s' after free (freed at %u:%u)",
+               buf_name(x, buf), plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
+}
+
 static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     switch (op->kind) {
     case OP_ALLOC:
@@ -434,7 +446,11 @@ static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     case OP_CHECK:
         lint_check(x, op);
         break;
+    case OP_RECORD_STREAM:
+        lint_record_stream(x, op);
+        break;
     case OP_REGION_BEGIN:
+    case OP_EMPTY_CACHE:      /* only the torch view's allocator acts on it */
     case OP_REGION_END:
     case OP_EXPECT_BEGIN:
     case OP_KIND_COUNT:

@@ -443,6 +443,15 @@ static void step_value(writer *w, const sched_step *st) {
         stream_pair(w, &first, st->u.scale.stream);
         lit(w, "}");
         return;
+    case ST_RECORD_STREAM:
+        lit(w, "{");
+        pair(w, &first, "buf", sym(w, SYM_BUFFER, st->u.record_stream.buf));
+        pair(w, &first, "stream", sym(w, SYM_STREAM, st->u.record_stream.stream));
+        lit(w, "}");
+        return;
+    case ST_EMPTY_CACHE:
+        lit(w, "{}");
+        return;
     case ST_COMPUTE: {
         __typeof__(st->u.compute) const *c = &st->u.compute;
         lit(w, "{");

@@ -760,6 +760,15 @@ static int exec_op(rt_rank *r, const plan_op *op) {
         }
         return 0;
     }
+    case OP_RECORD_STREAM: {
+        /* PyTorch's allocator's bookkeeping: memlife's backends free at once (cudaFree, host
+         * free), so there is nothing to defer; the buffer must still be live. */
+        uint32_t buf = op->u.record_stream.buf;
+        if (buf >= r->n_mems || !r->mems[buf].ptr)
+            return fail(r, op, "record_stream of '%s', which is not live", buf_name(r, buf));
+        return 0;
+    }
+    case OP_EMPTY_CACHE:      /* the backends keep no cache of their own */
     case OP_REGION_BEGIN:
     case OP_REGION_END:
         return 0;

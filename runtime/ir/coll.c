@@ -109,6 +109,7 @@ const char *const sched_step_names[ST_KIND_COUNT] = {
     [ST_WAIT] = "wait",       [ST_REPEAT] = "repeat",   [ST_REGION] = "region",
     [ST_INIT] = "init",       [ST_COPY] = "copy",       [ST_SCALE] = "scale",
     [ST_COMPUTE] = "compute", [ST_CHECK] = "check",     [ST_EXPECT_ERROR] = "expect_error",
+    [ST_RECORD_STREAM] = "record_stream", [ST_EMPTY_CACHE] = "empty_cache",
 };
 
 const char *const plan_op_names[OP_KIND_COUNT] = {
@@ -127,9 +128,7 @@ const char *const plan_op_names[OP_KIND_COUNT] = {
     [OP_REGION_BEGIN] = "region_begin",
     [OP_REGION_END] = "region_end",
     [OP_EXPECT_BEGIN] = "expect_begin",
+    [OP_RECORD_STREAM] = "record_stream",
+    [OP_EMPTY_CACHE] = "empty_cache",
 };
 
-const char *const ml_mem_view_names[VIEW_COUNT] = {
-    [VIEW_REQUESTED] = "requested",
-    [VIEW_DEVICE] = "device",
-};

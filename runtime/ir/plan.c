@@ -368,6 +368,14 @@ static int expand_step(expander *x, const sched_step *st) {
         op->u.event.event = st->u.event.event;
         op->u.event.stream = st->u.event.stream;
         return 0;
+    case ST_RECORD_STREAM:
+        if (!(op = emit(x, OP_RECORD_STREAM, st)))
+            return -1;
+        op->u.record_stream.buf = st->u.record_stream.buf;
+        op->u.record_stream.stream = st->u.record_stream.stream;
+        return 0;
+    case ST_EMPTY_CACHE:
+        return emit(x, OP_EMPTY_CACHE, st) ? 0 : -1;
     case ST_REPEAT:
         return expand_repeat(x, st);
     case ST_REGION:
@@ -621,6 +629,8 @@ static bool step_uses_rank(rank_memo *m, const sched_step *st) {
     case ST_SYNC:
     case ST_RECORD:
     case ST_WAIT:
+    case ST_RECORD_STREAM:
+    case ST_EMPTY_CACHE:
         return false;
     case ST_KIND_COUNT:
         break;

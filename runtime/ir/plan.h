@@ -19,6 +19,8 @@ typedef enum {
     OP_ALLOC, OP_FREE, OP_RELEASE, OP_COLL, OP_SYNC, OP_RECORD, OP_WAIT, OP_INIT, OP_COPY,
     OP_SCALE, OP_COMPUTE, OP_CHECK, OP_REGION_BEGIN, OP_REGION_END,
     OP_EXPECT_BEGIN,   /* the next op (a collective, copy...) must fail with step->u.expect_error.error */
+    OP_RECORD_STREAM,  /* PyTorch's allocator: the buffer is used on a stream (u.record_stream) */
+    OP_EMPTY_CACHE,    /* PyTorch's allocator: torch.cuda.empty_cache() */
     OP_KIND_COUNT
 } plan_op_kind;
 extern const char *const plan_op_names[OP_KIND_COUNT];
@@ -44,6 +46,7 @@ typedef struct {
         struct { uint32_t buf; uint64_t bytes; uint64_t count; ml_dtype dtype; uint32_t chunks; } alloc;
         struct { uint32_t buf; ml_mark mark; } free;          /* one op per freed name */
         struct { uint32_t buf; uint32_t keep; } release;
+        struct { uint32_t buf; uint32_t stream; } record_stream;
         struct {
             plan_view send, recv;
             uint64_t count;        /* NCCL's count (see coll.h) */

@@ -10,6 +10,7 @@
 #include "base/util.h"
 #include "ir/expr.h"
 #include "ir/coll.h"
+#include "ir/views.h"
 
 /* Names (buffers, streams, events, regions) are interned per kind: a symbol is an index into
  * sched.names[kind]. Stream 0 is always "default". */
@@ -91,6 +92,7 @@ extern const char *const sched_error_names[ERR_COUNT_];   /* "size_mismatch", ..
 typedef enum {
     ST_ALLOC, ST_FREE, ST_RELEASE, ST_COLL, ST_SYNC, ST_RECORD, ST_WAIT, ST_REPEAT, ST_REGION,
     ST_INIT, ST_COPY, ST_SCALE, ST_COMPUTE, ST_CHECK, ST_EXPECT_ERROR,
+    ST_RECORD_STREAM, ST_EMPTY_CACHE,   /* PyTorch's allocator ops: no-ops for the other views */
     ST_KIND_COUNT
 } sched_step_kind;
 extern const char *const sched_step_names[ST_KIND_COUNT];  /* schedule keys: "alloc", ... */
@@ -120,6 +122,10 @@ struct sched_step {
             uint32_t buf;
             expr *keep;           /* index of the chunk to keep; all others are released */
         } release;
+        struct {
+            uint32_t buf;         /* tensor.record_stream(stream) */
+            uint32_t stream;
+        } record_stream;
         struct {
             ml_coll coll;
             sched_view send, recv;    /* `buf:` sets both to the same view */
@@ -173,8 +179,6 @@ struct sched_step {
     } u;
 };
 
-typedef enum { VIEW_REQUESTED, VIEW_DEVICE, VIEW_COUNT } ml_mem_view;
-extern const char *const ml_mem_view_names[VIEW_COUNT];   /* "requested", "device" */
 
 typedef struct {
     ml_mem_view view;
@@ -198,6 +202,16 @@ typedef struct {
     ml_mark mark;
 } sched_plan;
 
+/* `torch: {conf: "expandable_segments:True,...", limit: BYTES}`. The conf is checked by the
+ * caller's checker (sched_load_limits.torch_conf_check: the loader does not know the allocator). */
+typedef struct {
+    bool present;
+    const char *conf;     /* PYTORCH_CUDA_ALLOC_CONF syntax; NULL: not given */
+    ml_mark conf_mark;    /* where the string's text starts */
+    expr *limit;          /* NULL: no limit */
+    ml_mark mark;         /* the `torch` key */
+} sched_torch;
+
 typedef struct {
     const char *file;
     const char *name;
@@ -214,6 +228,7 @@ typedef struct {
     int sweep_let;        /* index into lets, -1 when no sweep */
     expr **sweep_values;
     uint32_t n_sweep;
+    sched_torch torch;    /* the `torch:` key: PyTorch's caching allocator (the torch view) */
     sched_symtab syms[SYM_KIND_COUNT];
     uint64_t n_steps_total;   /* steps as written (repeat bodies counted once) */
     ml_arena *arena;
@@ -225,6 +240,9 @@ typedef struct {
     size_t max_depth;         /* nesting of repeat/region/expect_error; default 64 */
     size_t max_name_len;      /* default 128 */
     size_t max_steps;         /* written steps; default 20,000,000 */
+    /* Checks `torch: {conf:}`: 0, or -1 with *offset the byte in text of the offending key or
+     * value and msg the error. NULL: not checked at load (the predictor checks it again). */
+    int (*torch_conf_check)(const char *text, size_t *offset, char *msg, size_t len);
 } sched_load_limits;
 
 sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_diags *d);

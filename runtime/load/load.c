@@ -274,9 +274,9 @@ int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k
 /* ---- Top level -------------------------------------------------------------------------------- */
 
 enum { TOP_NAME, TOP_ABOUT, TOP_WORLD, TOP_DTYPE, TOP_LET, TOP_STREAMS, TOP_EVENTS, TOP_EXPECT,
-       TOP_STEPS, TOP_PLANS, TOP_SWEEP };
+       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_TORCH };
 static const char *const top_keys[] = {"name", "about", "world", "dtype", "let", "streams",
-                                       "events", "expect", "steps", "plans", "sweep"};
+                                       "events", "expect", "steps", "plans", "sweep", "torch"};
 static const ld_schema top_schema = LD_SCHEMA("schedule", top_keys);
 
 typedef struct {
@@ -454,7 +454,8 @@ static int top_value(loader *l, int key, void *obj) {
     sched *s = l->s;
     /* Names are resolved as the events stream by: what a step uses must be defined above it. */
     bool defines = key == TOP_LET || key == TOP_STREAMS || key == TOP_EVENTS || key == TOP_DTYPE;
-    bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP;
+    bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP ||
+                key == TOP_TORCH;
     if (defines && t->first_user >= 0)
         return ld_fail(l, t->k->key[key], "'%s' must come before '%s'", top_keys[key],
                        top_keys[t->first_user]);
@@ -474,6 +475,7 @@ static int top_value(loader *l, int key, void *obj) {
     case TOP_EVENTS: return parse_decls(l, SYM_EVENT, "events");
     case TOP_EXPECT: return ld_expects(l, &s->expects, &s->n_expects);
     case TOP_SWEEP: return parse_sweep(l);
+    case TOP_TORCH: return ld_torch(l, t->k->key[key]);   /* load_torch.c */
     case TOP_PLANS:
         if (LD_HAS(t->k, TOP_STEPS))
             return ld_fail(l, t->k->key[key], "'steps' and 'plans' cannot both be given");
@@ -543,13 +545,15 @@ static int check_buffers(loader *l) {
 }
 
 static void default_limits(const sched_load_limits *in, sched_load_limits *out) {
-    *out = (sched_load_limits){64, 128, 20000000};
+    *out = (sched_load_limits){64, 128, 20000000, NULL};
     if (in && in->max_depth)
         out->max_depth = in->max_depth;
     if (in && in->max_name_len)
         out->max_name_len = in->max_name_len;
     if (in && in->max_steps)
         out->max_steps = in->max_steps;
+    if (in)
+        out->torch_conf_check = in->torch_conf_check;
 }
 
 sched *sched_load_buffer(const char *name, const char *data, size_t len,

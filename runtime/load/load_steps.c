@@ -441,6 +441,8 @@ static const step_form step_forms[] = {
     FORM("compute", ST_COMPUTE, compute_keys, compute_value, NULL),
     FORM("check", ST_CHECK, check_keys, check_value, check_finish),
     FORM("expect_error", ST_EXPECT_ERROR, xerr_keys, xerr_value, xerr_finish),
+    {"record_stream", ST_RECORD_STREAM, NULL, 0, NULL, NULL, ld_record_stream},   /* load_torch.c */
+    {"empty_cache", ST_EMPTY_CACHE, NULL, 0, NULL, NULL, ld_empty_cache},
 };
 /* Every collective of coll.h is a step key of its own, read by one row. */
 static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_value, coll_finish);
