@@ -1,6 +1,7 @@
 /* args.c — the one argv loop of memlife: common options plus a command's own table (args.h). */
 #include "args.h"
 #include "cmd.h"
+#include "predict/view_model.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -108,13 +109,48 @@ static int check_set(const char *cmd, const char *v) {
     return 0;
 }
 
+static int no_names(void *ctx, const char *name, size_t len) { return -1; }
+
+/* --torch-limit: a constant size expression ("80GiB", "1024 * MiB"), checked for overflow. */
+static int parse_torch_limit(const char *cmd, const char *v, uint64_t *out) {
+    ml_arena *ar = ml_arena_new();
+    expr_error err;
+    expr *e = expr_parse(ar, v, strlen(v), no_names, NULL, &err);
+    int64_t slots[EXPR_SLOT_FIRST_LET] = {0}, value = 0;
+    int rc = 0;
+    if (!e || expr_eval(e, slots, &value, &err) < 0)
+        rc = ml_usage_error(cmd, "option '--torch-limit': %s in '%s'", err.msg, v);
+    else if (value <= 0)
+        rc = ml_usage_error(cmd, "option '--torch-limit' needs a positive size, not '%s'", v);
+    else
+        *out = (uint64_t)value;
+    ml_arena_free(ar);
+    return rc;
+}
+
+/* --torch-conf: the text as PyTorch reads it; "env" takes PYTORCH_CUDA_ALLOC_CONF (unset: ""). */
+static int check_torch_conf(const char *cmd, const char **conf) {
+    if (!strcmp(*conf, "env")) {
+        const char *env = getenv("PYTORCH_CUDA_ALLOC_CONF");
+        *conf = env ? env : "";
+    }
+    size_t at = 0;
+    char msg[256];
+    if (pred_torch_conf_check(*conf, &at, msg, sizeof msg) != 0)
+        return ml_usage_error(cmd, "option '--torch-conf' at byte %zu of '%s': %s", at + 1, *conf,
+                              msg);
+    return 0;
+}
+
 int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_opt *extra,
                   size_t n_extra, bool allow_no_files) {
+    sched_load_set_torch_conf_check(pred_torch_conf_check);
     memset(a, 0, sizeof *a);
     a->format = FMT_TABLE;
     ml_vec_init(&a->set, sizeof(const char *));
     ml_vec_init(&a->files, sizeof(const char *));
     int format = FMT_TABLE;
+    const char *torch_limit = NULL;
     const ml_opt common[] = {
         {"--format", "-f", OPT_CHOICE, &format, 0, 0, format_names},
         {"--output", "-o", OPT_STRING, &a->output, 0, 0, NULL},
@@ -123,6 +159,8 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
         {"--plan", NULL, OPT_STRING, &a->plan, 0, 0, NULL},
         {"--quiet", "-q", OPT_FLAG, &a->quiet, 0, 0, NULL},
         {"--help", "-h", OPT_FLAG, &a->help, 0, 0, NULL},
+        {"--torch-conf", NULL, OPT_STRING, &a->torch_conf, 0, 0, NULL},
+        {"--torch-limit", NULL, OPT_STRING, &torch_limit, 0, 0, NULL},
     };
     /* --help anywhere before `--` wins, even after a word that would be a usage error: asking
      * for help should always get it. */
@@ -168,6 +206,11 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
             return ML_EXIT_INPUT;
     }
     a->format = (report_format)format;
+    if (a->torch_conf && check_torch_conf(cmd, &a->torch_conf))
+        return ML_EXIT_INPUT;
+    if (torch_limit && parse_torch_limit(cmd, torch_limit, &a->torch_limit))
+        return ML_EXIT_INPUT;
+    a->has_torch_limit = torch_limit != NULL;
     if (!allow_no_files && a->files.n == 0)
         return ml_usage_error(cmd, "no schedule file given");
     return 0;
@@ -194,6 +237,9 @@ sched_params ml_args_params(const ml_args *a) {
         .set = (const char **)a->set.items,
         .n_set = a->set.n,
         .world = a->world,
+        .torch_conf = a->torch_conf,
+        .has_torch_limit = a->has_torch_limit,
+        .torch_limit = a->torch_limit,
     };
     return p;
 }

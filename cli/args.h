@@ -41,7 +41,16 @@ typedef struct {
     bool quiet;               /* --quiet / -q: nothing on success */
     bool help;                /* --help / -h seen: the caller prints usage and exits 0 */
     ml_vec files;             /* non-option words (const char *) */
+    const char *torch_conf;   /* --torch-conf STR ("env": PYTORCH_CUDA_ALLOC_CONF); NULL: the file's */
+    bool has_torch_limit;     /* --torch-limit BYTES given */
+    uint64_t torch_limit;
 } ml_args;
+
+/* The usage lines of the options every predicting command takes for the torch view. */
+#define ML_TORCH_OPTIONS_HELP                                                                      \
+    "      --torch-conf STR  predict the torch view (PyTorch's caching allocator) with this\n"    \
+    "                        PYTORCH_CUDA_ALLOC_CONF ('env': the environment's)\n"              \
+    "      --torch-limit B   the torch view's memory limit in bytes (units allowed: 80GiB)\n"
 
 /* Parses argv[1..argc) (argv[0] is the command name). extra: the command's own options, or
  * NULL. Returns 0, or ML_EXIT_INPUT after printing a usage error. When --help is seen the

@@ -213,12 +213,25 @@ int diff_series(const series *a, const series *b, diff_result *out, ml_diags *d)
     }
     out->a = a;
     out->b = b;
-    out->n_rows = (size_t)a->world * VIEW_COUNT;
-    out->rows = calloc(out->n_rows, sizeof *out->rows);
+    /* One row per rank and series of every view both sides predicted (views.h), rank-major. */
+    bool on[VIEW_COUNT];
+    size_t per_rank = 0;
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        ml_view_id view = ml_series[v].view;
+        on[v] = a->world > 0 && a->pred[0].on[view] && b->pred[0].on[view];
+        per_rank += on[v];
+    }
+    out->n_rows = (size_t)a->world * per_rank;
+    out->rows = calloc(out->n_rows + 1, sizeof *out->rows);
+    if (!out->rows)
+        abort();
     const series *sides[2] = {a, b};
+    size_t next = 0;
     for (int r = 0; r < a->world; r++)
         for (int v = 0; v < VIEW_COUNT; v++) {
-            diff_row *row = &out->rows[(size_t)r * VIEW_COUNT + (size_t)v];
+            if (!on[v])
+                continue;
+            diff_row *row = &out->rows[next++];
             row->rank = r;
             row->view = (ml_mem_view)v;
             for (int s = 0; s < 2; s++)

@@ -126,6 +126,29 @@ bool report_has_measured(const report *r) {
     return false;
 }
 
+bool report_view_on(const report *r, ml_view_id v) {
+    if (!ml_views[v].optional)
+        return true;
+    for (size_t k = 0; k < r->n; k++)
+        for (int rank = 0; rank < r->items[k].world; rank++)
+            if (r->items[k].pred[rank].on[v])
+                return true;
+    return false;
+}
+
+bool report_measured_has(const report_measured *m, ml_mem_view v) {
+    return m && m->present && ml_views[ml_series[v].view].measured &&
+           (v != VIEW_DEVICE || m->has_device);   /* the host backend reads no device */
+}
+
+bool report_series_measured(const report *r, ml_mem_view v) {
+    for (size_t k = 0; k < r->n; k++)
+        for (int rank = 0; r->items[k].measured && rank < r->items[k].world; rank++)
+            if (report_measured_has(&r->items[k].measured[rank], v))
+                return true;
+    return false;
+}
+
 const char *report_expect_status(const report_schedule *rs) {
     if (rs->expect_failures < 0)
         return "none";

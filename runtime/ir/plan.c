@@ -458,6 +458,19 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
     };
     /* One allocation for a flat schedule: growing by doubling re-faults every page once per
      * step of growth, which costs more than the walk itself at a million ops. */
+    static const sched_params no_params = {0};
+    const sched_params *tp = p ? p : &no_params;
+    out->torch = (plan_torch){.on = s->torch.present || tp->torch_conf || tp->has_torch_limit,
+                              .conf = tp->torch_conf ? tp->torch_conf : s->torch.conf,
+                              .conf_from_file = !tp->torch_conf && s->torch.conf,
+                              .conf_mark = s->torch.conf_mark,
+                              .limit = tp->has_torch_limit ? tp->torch_limit : 0};
+    if (!tp->has_torch_limit && s->torch.limit &&
+        eval_size(&x, s->torch.limit, 0, s->torch.mark, "torch limit", &out->torch.limit) < 0) {
+        free(slots);
+        free(bufs);
+        return -1;
+    }
     uint64_t guess = s->n_steps_total + s->n_steps_total / 8 + 16;
     const sched_plan *pl = &s->plans[plan_index];
     int rc = grow_ops(&x, guess < x.max_ops ? (size_t)guess : x.max_ops, pl->mark);
@@ -653,6 +666,8 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
     const sched_plan *pl = &s->plans[p->plan_index];
     if (steps_use_rank(&memo, pl->steps, pl->n))
         return false;
+    if (s->torch.limit && !(params && params->has_torch_limit) && uses_rank(&memo, s->torch.limit))
+        return false;   /* each rank's allocator has its own limit */
     /* (2) lets, overrides included; one that fails on some rank fails the shortcut, and the
      * per-rank expansion then reports it as before. */
     size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;

@@ -69,10 +69,21 @@ typedef struct {
     } u;
 } plan_op;
 
+/* The torch view's configuration for this rank: the schedule's `torch:` key with the command's
+ * --torch-conf / --torch-limit over it. on: the torch view is predicted. */
+typedef struct {
+    bool on;
+    const char *conf;         /* PYTORCH_CUDA_ALLOC_CONF text; NULL or "": the defaults */
+    bool conf_from_file;      /* conf came from the schedule (conf_mark is where its text starts) */
+    ml_mark conf_mark;
+    uint64_t limit;           /* 0: none (set_per_process_memory_fraction times total memory) */
+} plan_torch;
+
 typedef struct {
     const sched *s;
     int plan_index;
     int world, rank;
+    plan_torch torch;
     int64_t *slots;           /* EXPR_SLOT_FIRST_LET + n_lets evaluated values (i slot = 0) */
     plan_op *ops;
     size_t n_ops;

@@ -112,6 +112,8 @@ struct sched_step {
             ml_dtype dtype;       /* the schedule's dtype unless given */
             expr *chunks;         /* NULL: one allocation; else N physical chunks (VMM) */
             sched_init init;
+            uint32_t stream;      /* the current stream at the allocation: PyTorch's allocator
+                                     keeps a pool per stream (the torch view); default 0 */
         } alloc;
         struct {
             uint32_t *bufs;
@@ -246,6 +248,10 @@ typedef struct {
 } sched_load_limits;
 
 sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_diags *d);
+/* The torch_conf_check of loads whose limits give none (the CLI sets the allocator's parser
+ * once, so that every command's loads check `torch: {conf:}` at its own column). */
+void sched_load_set_torch_conf_check(int (*check)(const char *text, size_t *offset, char *msg,
+                                                   size_t len));
 sched *sched_load_buffer(const char *name, const char *data, size_t len,
                          const sched_load_limits *limits, ml_diags *d);
 void sched_free(sched *s);
@@ -259,6 +265,9 @@ typedef struct {
     const char **set;      /* "NAME=VALUE" */
     size_t n_set;
     int world;             /* > 0 overrides the file's world */
+    const char *torch_conf;   /* --torch-conf: replaces `torch: {conf:}`; NULL: the file's */
+    bool has_torch_limit;     /* --torch-limit given: replaces `torch: {limit:}` */
+    uint64_t torch_limit;
 } sched_params;
 int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, int64_t *slots,
                     ml_diags *d);

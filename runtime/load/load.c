@@ -544,15 +544,21 @@ static int check_buffers(loader *l) {
     return 0;
 }
 
+static int (*default_conf_check)(const char *, size_t *, char *, size_t);
+
+void sched_load_set_torch_conf_check(int (*check)(const char *, size_t *, char *, size_t)) {
+    default_conf_check = check;
+}
+
 static void default_limits(const sched_load_limits *in, sched_load_limits *out) {
-    *out = (sched_load_limits){64, 128, 20000000, NULL};
+    *out = (sched_load_limits){64, 128, 20000000, default_conf_check};
     if (in && in->max_depth)
         out->max_depth = in->max_depth;
     if (in && in->max_name_len)
         out->max_name_len = in->max_name_len;
     if (in && in->max_steps)
         out->max_steps = in->max_steps;
-    if (in)
+    if (in && in->torch_conf_check)
         out->torch_conf_check = in->torch_conf_check;
 }
 
