@@ -13,9 +13,10 @@
 
 #define B(i) (ta->b[(i)])
 
-static void emit(torchalloc *ta, torchalloc_action a, uint64_t addr, uint64_t size, uint32_t stream) {
+/* stream: the dense index; the hook gets the caller's id */
+void ta_emit(torchalloc *ta, torchalloc_action a, uint64_t addr, uint64_t size, uint32_t stream) {
     if (ta->hook)
-        ta->hook(ta->hook_user, a, addr, size, stream);
+        ta->hook(ta->hook_user, a, addr, size, ta->st[stream].id);
 }
 
 static void peak(uint64_t cur, uint64_t *pk) {
@@ -41,7 +42,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
     return 0;
 }
 
-static int32_t new_block(torchalloc *ta) {
+int32_t ta_new_block(torchalloc *ta) {
     int32_t i;
     if (ta->free_b >= 0) {
         i = ta->free_b;
@@ -52,13 +53,13 @@ static int32_t new_block(torchalloc *ta) {
         i = (int32_t)ta->nb++;
     }
     memset(&B(i), 0, sizeof(tblk));
-    B(i).prev = B(i).next = B(i).l = B(i).r = B(i).uses = B(i).seg = -1;
+    B(i).prev = B(i).next = B(i).uses = B(i).seg = -1;
     B(i).state = B_FREE;
     B(i).mapped = 1;
     return i;
 }
 
-static void drop_block(torchalloc *ta, int32_t i) {
+void ta_drop_block(torchalloc *ta, int32_t i) {
     B(i).state = B_DEAD;
     B(i).next = ta->free_b;
     ta->free_b = i;
@@ -88,7 +89,7 @@ static int32_t new_seg(torchalloc *ta) {
     return i;
 }
 
-static void drop_seg(torchalloc *ta, int32_t i) {
+void ta_drop_seg(torchalloc *ta, int32_t i) {
     tseg *s = &ta->s[i];
     if (s->lprev >= 0)
         ta->s[s->lprev].lnext = s->lnext;
@@ -120,30 +121,32 @@ static tstream *get_stream(torchalloc *ta, uint32_t id) {
     return s;
 }
 
+static uint32_t sidx(torchalloc *ta, uint32_t id) { return (uint32_t)(get_stream(ta, id) - ta->st); }
+
 /* ---- tree helpers ---- */
 
-static int32_t *root_of(torchalloc *ta, int32_t i, int kind) {
+static ttree *tree_of(torchalloc *ta, int32_t i, int kind) {
     tpool *p = &ta->pool[B(i).large];
     return kind == T_BLOCKS ? &p->blocks : &p->unmapped;
 }
 
 /* BlockPool::insert_into_blocks: also stamps the gc age base. */
-static void insert_blocks(torchalloc *ta, int32_t i) {
+void ta_insert_blocks(torchalloc *ta, int32_t i) {
     B(i).gc_base = ta->pool[B(i).large].gfb_count;
-    tt_insert(ta, T_BLOCKS, root_of(ta, i, T_BLOCKS), i);
+    tt_insert(ta, tree_of(ta, i, T_BLOCKS), i);
 }
 
-static void insert_unmapped(torchalloc *ta, int32_t i) { tt_insert(ta, T_UNMAPPED, root_of(ta, i, T_UNMAPPED), i); }
+void ta_insert_unmapped(torchalloc *ta, int32_t i) { tt_insert(ta, tree_of(ta, i, T_UNMAPPED), i); }
 
-static void tree_erase(torchalloc *ta, int32_t i) {
+void ta_tree_erase(torchalloc *ta, int32_t i) {
     if (B(i).in_tree == 1)
-        tt_erase(ta, T_BLOCKS, root_of(ta, i, T_BLOCKS), i);
+        tt_erase(ta, tree_of(ta, i, T_BLOCKS), i);
     else if (B(i).in_tree == 2)
-        tt_erase(ta, T_UNMAPPED, root_of(ta, i, T_UNMAPPED), i);
+        tt_erase(ta, tree_of(ta, i, T_UNMAPPED), i);
 }
 
-/* Block::splice(before, after) */
-static void splice(torchalloc *ta, int32_t x, int32_t before, int32_t after) {
+/* Block::ta_splice(before, after) */
+void ta_splice(torchalloc *ta, int32_t x, int32_t before, int32_t after) {
     B(x).prev = before;
     if (before >= 0)
         B(before).next = x;
@@ -154,14 +157,14 @@ static void splice(torchalloc *ta, int32_t x, int32_t before, int32_t after) {
         B(after).prev = x;
 }
 
-static int seg_exp(const torchalloc *ta, int32_t i) { return ta->s[ta->b[i].seg].expandable; }
-static int is_split(const torchalloc *ta, int32_t i) { return ta->b[i].prev >= 0 || ta->b[i].next >= 0; }
+int ta_seg_exp(const torchalloc *ta, int32_t i) { return ta->s[ta->b[i].seg].expandable; }
+int ta_is_split(const torchalloc *ta, int32_t i) { return ta->b[i].prev >= 0 || ta->b[i].next >= 0; }
 
 /* try_merge_blocks(dst, src): src must be free, event-free, use-free, of dst's mappedness. */
-static uint64_t try_merge(torchalloc *ta, int32_t dst, int32_t src) {
+uint64_t ta_try_merge(torchalloc *ta, int32_t dst, int32_t src) {
     if (src < 0 || B(src).state != B_FREE || B(dst).mapped != B(src).mapped)
         return 0;
-    tree_erase(ta, src);
+    ta_tree_erase(ta, src);
     if (B(dst).prev == src) {
         B(dst).addr = B(src).addr;
         B(dst).prev = B(src).prev;
@@ -176,7 +179,7 @@ static uint64_t try_merge(torchalloc *ta, int32_t dst, int32_t src) {
     }
     uint64_t sz = B(src).size;
     B(dst).size += sz;
-    drop_block(ta, src);
+    ta_drop_block(ta, src);
     return sz;
 }
 
@@ -193,10 +196,11 @@ torchalloc *torchalloc_new(const torchalloc_conf *c, uint64_t limit_bytes) {
     ta->limit = limit_bytes;
     ta->free_b = ta->free_s = ta->free_u = -1;
     ta->seg_first = ta->seg_last = -1;
-    for (int i = 0; i < 2; i++)
-        ta->pool[i].blocks = ta->pool[i].unmapped = -1;
+    for (int i = 0; i < 2; i++) {
+        tt_init(&ta->pool[i].blocks, T_BLOCKS);
+        tt_init(&ta->pool[i].unmapped, T_UNMAPPED);
+    }
     ta->next_addr = (uint64_t)1 << 45; /* a plausible device address, 2 MiB aligned */
-    ta->rng = 0x9e3779b9u;
     return ta;
 }
 
@@ -210,6 +214,10 @@ void torchalloc_destroy(torchalloc *ta) {
     free(ta->s);
     free(ta->u);
     free(ta->scratch);
+    for (int i = 0; i < 2; i++) {
+        tt_free(&ta->pool[i].blocks);
+        tt_free(&ta->pool[i].unmapped);
+    }
     free(ta);
 }
 
@@ -230,21 +238,21 @@ const char *torchalloc_action_name(torchalloc_action a) {
 
 /* free_block: back to the pool, merged with free neighbours. */
 static void free_block(torchalloc *ta, int32_t i) {
-    emit(ta, TORCHALLOC_EV_FREE_COMPLETED, B(i).addr, B(i).requested, B(i).stream);
+    ta_emit(ta, TORCHALLOC_EV_FREE_COMPLETED, B(i).addr, B(i).requested, B(i).stream);
     ta->active -= B(i).size;
     ta->requested -= B(i).requested;
     B(i).requested = 0;
     B(i).state = B_FREE;
-    try_merge(ta, i, B(i).prev);
-    try_merge(ta, i, B(i).next);
-    insert_blocks(ta, i);
+    ta_try_merge(ta, i, B(i).prev);
+    ta_try_merge(ta, i, B(i).next);
+    ta_insert_blocks(ta, i);
 }
 
 /* insert_events: one event per use-stream, at that stream's current submit count. */
 static void insert_events(torchalloc *ta, int32_t i) {
     int32_t u = B(i).uses;
     while (u >= 0) {
-        tstream *s = get_stream(ta, ta->u[u].stream);
+        tstream *s = &ta->st[ta->u[u].stream];
         if (grow((void **)&s->q, &s->qcap, s->qlen + 1, sizeof(tevent)))
             abort();
         s->q[s->qlen].value = s->submit;
@@ -284,7 +292,7 @@ static void process_events(torchalloc *ta) {
 }
 
 /* synchronize_and_free_events: wait for every event (the stream is complete up to it). */
-static void synchronize_and_free_events(torchalloc *ta) {
+void ta_synchronize_and_free_events(torchalloc *ta) {
     ta->num_sync_all_streams++;
     for (size_t k = 0; k < ta->nst; k++) {
         while (ta->st[k].qhead < ta->st[k].qlen) {
@@ -303,7 +311,7 @@ void torchalloc_free(torchalloc *ta, int64_t id) {
     int32_t i = (int32_t)id;
     ta->allocated -= B(i).size;
     ta->num_frees++;
-    emit(ta, TORCHALLOC_EV_FREE_REQUESTED, B(i).addr, B(i).requested, B(i).stream);
+    ta_emit(ta, TORCHALLOC_EV_FREE_REQUESTED, B(i).addr, B(i).requested, B(i).stream);
     if (B(i).uses >= 0) {
         B(i).state = B_PENDING;
         insert_events(ta, i);
@@ -313,9 +321,12 @@ void torchalloc_free(torchalloc *ta, int64_t id) {
 }
 
 void torchalloc_record_stream(torchalloc *ta, int64_t id, uint32_t stream) {
-    if (id < 0 || (uint64_t)id >= ta->nb || B(id).state != B_ALLOC || B(id).stream == stream)
+    if (id < 0 || (uint64_t)id >= ta->nb || B(id).state != B_ALLOC)
         return;
     int32_t i = (int32_t)id;
+    stream = sidx(ta, stream);
+    if (B(i).stream == stream)
+        return; /* uses on the allocation stream need no event */
     for (int32_t u = B(i).uses; u >= 0; u = ta->u[u].next)
         if (ta->u[u].stream == stream)
             return;
@@ -331,7 +342,6 @@ void torchalloc_record_stream(torchalloc *ta, int64_t id, uint32_t stream) {
     ta->u[u].stream = stream;
     ta->u[u].next = B(i).uses;
     B(i).uses = u;
-    get_stream(ta, stream);
 }
 
 void torchalloc_stream_submit(torchalloc *ta, uint32_t stream) { get_stream(ta, stream)->submit++; }
@@ -359,167 +369,6 @@ uint64_t torchalloc_stream_submitted(const torchalloc *ta, uint32_t stream) {
     return 0;
 }
 
-/* ---- releasing memory ---- */
-
-/* release_block: cudaFree of a whole, unsplit, cudaMalloc'd segment. */
-static void release_block(torchalloc *ta, int32_t i) {
-    int32_t sg = B(i).seg;
-    emit(ta, TORCHALLOC_EV_SEGMENT_FREE, B(i).addr, B(i).size, B(i).stream);
-    ta->reserved -= B(i).size;
-    ta->num_segment_frees++;
-    tree_erase(ta, i);
-    drop_block(ta, i);
-    drop_seg(ta, sg);
-}
-
-/* unmap_block: unmap the pages wholly inside a free block of an expandable segment. */
-static void unmap_block(torchalloc *ta, int32_t i) {
-    tseg *s = &ta->s[B(i).seg];
-    uint64_t page = s->page, off = B(i).addr - s->addr;
-    uint64_t begin = (off + page - 1) / page, end = (off + B(i).size) / page;
-    if (begin >= end)
-        return;
-    uint64_t uaddr = s->addr + begin * page, usize = (end - begin) * page;
-    tree_erase(ta, i);
-    uint64_t before = uaddr - B(i).addr;
-    if (before > 0) {
-        int32_t f = new_block(ta);
-        B(f).addr = B(i).addr;
-        B(f).size = before;
-        B(f).stream = B(i).stream;
-        B(f).seg = B(i).seg;
-        B(f).large = B(i).large;
-        splice(ta, f, B(i).prev, i);
-        insert_blocks(ta, f);
-    }
-    uint64_t after = B(i).size - before - usize;
-    if (after > 0) {
-        int32_t f = new_block(ta);
-        B(f).addr = uaddr + usize;
-        B(f).size = after;
-        B(f).stream = B(i).stream;
-        B(f).seg = B(i).seg;
-        B(f).large = B(i).large;
-        splice(ta, f, i, B(i).next);
-        insert_blocks(ta, f);
-    }
-    B(i).addr = uaddr;
-    B(i).size = usize;
-    B(i).mapped = 0;
-    try_merge(ta, i, B(i).prev);
-    try_merge(ta, i, B(i).next);
-    insert_unmapped(ta, i);
-    ta->reserved -= usize;
-    ta->s[B(i).seg].mapped -= usize;
-    ta->num_unmaps++;
-    emit(ta, TORCHALLOC_EV_SEGMENT_UNMAP, uaddr, usize, B(i).stream);
-}
-
-/* release_blocks(pool): free unsplit segments, unmap free pages of expandable ones; an
- * expandable segment left with nothing mapped is released (release_expandable_segment). */
-static void release_blocks(torchalloc *ta, int large) {
-    size_t n = tt_collect(ta, ta->pool[large].blocks, 0);
-    if (n == (size_t)-1)
-        abort();
-    size_t nun = 0;
-    for (size_t k = 0; k < n; k++) {
-        int32_t i = ta->scratch[k];
-        if (seg_exp(ta, i))
-            ta->scratch[nun++] = i; /* nun <= k: compacting in place is safe */
-        else if (!is_split(ta, i))
-            release_block(ta, i);
-    }
-    for (size_t k = 0; k < nun; k++) {
-        int32_t i = ta->scratch[k];
-        unmap_block(ta, i);
-        if (!is_split(ta, i)) {
-            int32_t sg = B(i).seg;
-            tree_erase(ta, i);
-            drop_block(ta, i);
-            drop_seg(ta, sg);
-        }
-    }
-}
-
-/* release_cached_blocks (no private pools): events first, then both pools. */
-static void release_cached_blocks(torchalloc *ta) {
-    synchronize_and_free_events(ta);
-    release_blocks(ta, 1);
-    release_blocks(ta, 0);
-}
-
-void torchalloc_empty_cache(torchalloc *ta) { release_cached_blocks(ta); }
-
-/* release_available_cached_blocks: with max_split_size set, free the smallest oversize cached
- * block that covers the request, else the largest ones until enough is freed. */
-static int release_available_cached_blocks(torchalloc *ta, int large, uint32_t stream, uint64_t size) {
-    uint64_t msz = ta->c.max_split_size;
-    if (msz == TORCHALLOC_UNLIMITED)
-        return 0;
-    int32_t root = ta->pool[large].blocks;
-    uint64_t key = size < msz ? msz : size;
-    int32_t it = tt_lower_size(ta, root, stream, key);
-    if (it < 0 || B(it).stream != stream || seg_exp(ta, it)) {
-        int32_t cur = it < 0 ? tt_max(ta, root) : tt_prev(ta, T_BLOCKS, root, it);
-        uint64_t total = 0;
-        while (cur >= 0 && total < key && B(cur).size >= msz && B(cur).stream == stream) {
-            int32_t prv = tt_prev(ta, T_BLOCKS, ta->pool[large].blocks, cur);
-            if (!seg_exp(ta, cur) && !is_split(ta, cur)) {
-                total += B(cur).size;
-                release_block(ta, cur);
-            }
-            cur = prv;
-        }
-        return total >= key;
-    }
-    if (is_split(ta, it))
-        return 0; /* oversize blocks are never split; PyTorch would cudaFree mid-segment */
-    release_block(ta, it);
-    return 1;
-}
-
-/* garbage_collect_cached_blocks: free unsplit large cached blocks at least as old as the
- * average age (age: get_free_block calls on the pool since the block was cached) until reserved
- * is back under threshold * limit. */
-static void garbage_collect(torchalloc *ta) {
-    uint64_t thr = (uint64_t)(ta->c.garbage_collection_threshold * (double)ta->limit);
-    if (ta->reserved <= thr)
-        return;
-    uint64_t target = ta->reserved - thr, reclaimed = 0;
-    tpool *p = &ta->pool[1];
-    uint64_t total_age = 0;
-    int64_t count = 0;
-    size_t n = tt_collect(ta, p->blocks, 0);
-    if (n == (size_t)-1)
-        abort();
-    for (size_t k = 0; k < n; k++) {
-        int32_t i = ta->scratch[k];
-        if (!is_split(ta, i)) {
-            total_age += (uint64_t)(p->gfb_count - B(i).gc_base);
-            count++;
-        }
-    }
-    int freed = 1;
-    while (reclaimed < target && freed && count > 0) {
-        double age_thr = (double)total_age / (double)count;
-        freed = 0;
-        n = tt_collect(ta, p->blocks, 0);
-        if (n == (size_t)-1)
-            abort();
-        for (size_t k = 0; k < n; k++) {
-            int32_t i = ta->scratch[k];
-            uint64_t age = (uint64_t)(p->gfb_count - B(i).gc_base);
-            if (!is_split(ta, i) && !seg_exp(ta, i) && (double)age >= age_thr) {
-                freed = 1;
-                reclaimed += B(i).size;
-                total_age -= age;
-                count--;
-                release_block(ta, i);
-            }
-        }
-    }
-}
-
 /* ---- allocation path ---- */
 
 static int allocatable(const torchalloc *ta, int32_t i) { return i >= 0 && ta->b[i].state == B_FREE; }
@@ -528,8 +377,8 @@ static int allocatable(const torchalloc *ta, int32_t i) { return i >= 0 && ta->b
  * free and unmapped blocks together give `size` bytes; else a new expandable segment. */
 static int32_t find_expandable_block(torchalloc *ta, int large, uint32_t stream, uint64_t size) {
     tpool *p = &ta->pool[large];
-    for (int32_t it = tt_lower_stream(ta, p->unmapped, stream); it >= 0 && B(it).stream == stream;
-         it = tt_next(ta, T_UNMAPPED, p->unmapped, it)) {
+    for (int32_t it = tt_lower_stream(ta, &p->unmapped, stream); it >= 0 && B(it).stream == stream;
+         it = tt_next(ta, &p->unmapped, it)) {
         int32_t c = it;
         if (allocatable(ta, B(c).prev))
             c = B(c).prev;
@@ -548,7 +397,7 @@ static int32_t find_expandable_block(torchalloc *ta, int large, uint32_t stream,
     s->large = (uint8_t)large;
     s->expandable = 1;
     ta->next_addr += (s->vsize + TORCHALLOC_KROUND_LARGE - 1) / TORCHALLOC_KROUND_LARGE * TORCHALLOC_KROUND_LARGE;
-    int32_t c = new_block(ta);
+    int32_t c = ta_new_block(ta);
     B(c).addr = ta->s[sg].addr;
     B(c).size = ta->s[sg].vsize;
     B(c).stream = stream;
@@ -556,7 +405,7 @@ static int32_t find_expandable_block(torchalloc *ta, int large, uint32_t stream,
     B(c).large = (uint8_t)large;
     B(c).mapped = 0;
     ta->s[sg].head = c;
-    insert_unmapped(ta, c);
+    ta_insert_unmapped(ta, c);
     return c;
 }
 
@@ -570,28 +419,28 @@ static int map_block(torchalloc *ta, int32_t i, uint64_t size) {
         return 1;
     if (ta->capacity && ta->reserved + msize > ta->capacity)
         return 0; /* cuMemCreate out of memory */
-    tree_erase(ta, i);
+    ta_tree_erase(ta, i);
     B(i).mapped = 1;
     if (msize < B(i).size) {
-        int32_t r = new_block(ta);
+        int32_t r = ta_new_block(ta);
         B(r).addr = B(i).addr + msize;
         B(r).size = B(i).size - msize;
         B(r).stream = B(i).stream;
         B(r).seg = B(i).seg;
         B(r).large = B(i).large;
         B(r).mapped = 0;
-        splice(ta, r, i, B(i).next);
-        insert_unmapped(ta, r);
+        ta_splice(ta, r, i, B(i).next);
+        ta_insert_unmapped(ta, r);
         B(i).size = msize;
     }
-    try_merge(ta, i, B(i).prev);
-    try_merge(ta, i, B(i).next);
-    insert_blocks(ta, i);
+    ta_try_merge(ta, i, B(i).prev);
+    ta_try_merge(ta, i, B(i).next);
+    ta_insert_blocks(ta, i);
     ta->reserved += msize;
     ta->s[B(i).seg].mapped += msize;
     peak(ta->reserved, &ta->reserved_peak);
     ta->num_maps++;
-    emit(ta, TORCHALLOC_EV_SEGMENT_MAP, maddr, msize, B(i).stream);
+    ta_emit(ta, TORCHALLOC_EV_SEGMENT_MAP, maddr, msize, B(i).stream);
     return 1;
 }
 
@@ -606,7 +455,7 @@ static int32_t try_allocate_expandable_block(torchalloc *ta, int large, uint32_t
             return -1;
         c = nc; /* nc absorbed c */
     }
-    tree_erase(ta, c);
+    ta_tree_erase(ta, c);
     return c;
 }
 
@@ -627,7 +476,7 @@ static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t 
     s->stream = stream;
     s->large = (uint8_t)large;
     ta->next_addr += (asz + TORCHALLOC_KROUND_LARGE - 1) / TORCHALLOC_KROUND_LARGE * TORCHALLOC_KROUND_LARGE;
-    int32_t i = new_block(ta);
+    int32_t i = ta_new_block(ta);
     B(i).addr = ta->s[sg].addr;
     B(i).size = asz;
     B(i).stream = stream;
@@ -637,7 +486,7 @@ static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t 
     ta->reserved += asz;
     peak(ta->reserved, &ta->reserved_peak);
     ta->num_segment_allocs++;
-    emit(ta, TORCHALLOC_EV_SEGMENT_ALLOC, B(i).addr, asz, stream);
+    ta_emit(ta, TORCHALLOC_EV_SEGMENT_ALLOC, B(i).addr, asz, stream);
     return i;
 }
 
@@ -652,14 +501,17 @@ static int32_t get_free_block(torchalloc *ta, int large, uint32_t stream, uint64
     tpool *p = &ta->pool[large];
     if (gc)
         p->gfb_count++;
-    int32_t it = tt_lower_size(ta, p->blocks, stream, size);
+    tcur cur;
+    int32_t it = tt_lower_size_cur(ta, &p->blocks, stream, size, &cur);
+    int moved = 0;
     if (it < 0 || B(it).stream != stream)
         return -1;
-    if (seg_exp(ta, it)) {
-        int32_t nx = tt_next(ta, T_BLOCKS, p->blocks, it);
-        while (seg_exp(ta, it) && nx >= 0 && B(nx).stream == stream && expandable_size(ta, nx) < expandable_size(ta, it)) {
+    if (ta_seg_exp(ta, it)) {
+        int32_t nx = tt_next(ta, &p->blocks, it);
+        while (ta_seg_exp(ta, it) && nx >= 0 && B(nx).stream == stream && expandable_size(ta, nx) < expandable_size(ta, it)) {
             it = nx;
-            nx = tt_next(ta, T_BLOCKS, p->blocks, it);
+            moved = 1;
+            nx = tt_next(ta, &p->blocks, it);
         }
     }
     uint64_t msz = ta->c.max_split_size;
@@ -667,7 +519,10 @@ static int32_t get_free_block(torchalloc *ta, int large, uint32_t stream, uint64
         return -1;
     if (size >= msz && B(it).size >= sat_add(size, ta->c.max_non_split_rounding))
         return -1;
-    tt_erase(ta, T_BLOCKS, &p->blocks, it);
+    if (moved)
+        tt_erase(ta, &p->blocks, it);
+    else
+        tt_erase_cur(ta, &p->blocks, &cur, it);
     return it;
 }
 
@@ -681,16 +536,16 @@ static int should_split(const torchalloc *ta, int32_t i, uint64_t size) {
 /* alloc_found_block: the front `size` bytes become the allocation, the rest stays cached. */
 static int32_t alloc_found_block(torchalloc *ta, int32_t i, uint64_t size, uint64_t orig, int split) {
     if (split) {
-        int32_t f = new_block(ta);
+        int32_t f = ta_new_block(ta);
         B(f).addr = B(i).addr;
         B(f).size = size;
         B(f).stream = B(i).stream;
         B(f).seg = B(i).seg;
         B(f).large = B(i).large;
-        splice(ta, f, B(i).prev, i);
+        ta_splice(ta, f, B(i).prev, i);
         B(i).addr += size;
         B(i).size -= size;
-        insert_blocks(ta, i);
+        ta_insert_blocks(ta, i);
         i = f;
     }
     B(i).state = B_ALLOC;
@@ -702,33 +557,34 @@ static int32_t alloc_found_block(torchalloc *ta, int32_t i, uint64_t size, uint6
     peak(ta->active, &ta->active_peak);
     peak(ta->requested, &ta->requested_peak);
     ta->num_allocs++;
-    emit(ta, TORCHALLOC_EV_ALLOC, B(i).addr, orig, B(i).stream);
+    ta_emit(ta, TORCHALLOC_EV_ALLOC, B(i).addr, orig, B(i).stream);
     return i;
 }
 
-int64_t torchalloc_malloc(torchalloc *ta, uint64_t requested, uint32_t stream, torchalloc_oom *oom) {
+int64_t torchalloc_malloc(torchalloc *ta, uint64_t requested, uint32_t stream_id, torchalloc_oom *oom) {
     process_events(ta);
+    uint32_t stream = sidx(ta, stream_id);
     uint64_t size = torchalloc_round_size(&ta->c, requested);
     int large = size > TORCHALLOC_KSMALL_SIZE;
     uint64_t asz = torchalloc_allocation_size(&ta->c, size);
     int gc = ta->limit && ta->c.garbage_collection_threshold > 0.0;
-    int32_t i = get_free_block(ta, large, stream, size, gc);
+    int32_t i = requested > TT_MAX_SIZE ? -1 : get_free_block(ta, large, stream, size, gc);
     /* trigger_free_memory_callbacks: none registered in the model */
-    if (i < 0) {
+    if (i < 0 && requested <= TT_MAX_SIZE) {
         if (gc)
-            garbage_collect(ta);
+            ta_garbage_collect(ta);
         i = alloc_block(ta, large, stream, size, asz, 0);
-        if (i < 0 && release_available_cached_blocks(ta, large, stream, size))
+        if (i < 0 && ta_release_available_cached_blocks(ta, large, stream, size))
             i = alloc_block(ta, large, stream, size, asz, 0);
         if (i < 0) {
-            release_cached_blocks(ta);
+            ta_release_cached_blocks(ta);
             i = alloc_block(ta, large, stream, size, asz, 1);
         }
     }
     if (i < 0) {
         uint64_t lim = ta->limit ? ta->limit : ta->capacity;
         ta->num_ooms++;
-        emit(ta, TORCHALLOC_EV_OOM, lim > ta->reserved ? lim - ta->reserved : 0, size, stream);
+        ta_emit(ta, TORCHALLOC_EV_OOM, lim > ta->reserved ? lim - ta->reserved : 0, size, stream);
         if (oom) {
             oom->requested = requested;
             oom->rounded = size;
@@ -736,7 +592,7 @@ int64_t torchalloc_malloc(torchalloc *ta, uint64_t requested, uint32_t stream, t
             oom->allocated = ta->allocated;
             oom->reserved = ta->reserved;
             oom->limit = lim;
-            oom->stream = stream;
+            oom->stream = stream_id;
         }
         return -1;
     }

@@ -81,7 +81,26 @@ typedef struct torchalloc_conf {
  * 20 MiB, max_split_size unlimited, no rounding divisions, gc off, expandable off). */
 void torchalloc_conf_default(torchalloc_conf *c, torchalloc_version v);
 
-/* Parses a PYTORCH_CUDA_ALLOC_CONF string (NULL or "" gives the defaults) for PyTorch 2.11.
+/* Keys (2.11), with PyTorch's checks:
+ *   expandable_segments:True|False
+ *   large_segment_size_mb:N       N > 10; the 1..10 MiB segment tier and the large expandable
+ *                                 page (default 20); parsed before the others, whose minimum
+ *                                 it sets; 2.5 has no such key (kLargeBuffer, 20 MiB)
+ *   max_split_size_mb:N           N >= large_segment_size in MiB (20)
+ *   max_non_split_rounding_mb:N   N >= large_segment_size in MiB; default large_segment_size
+ *   roundup_power2_divisions:N | [B:N,...,>:N]   N a power of two (list: or 0), B a power of
+ *                                 two in MiB (its interval index is log2 B, clamped to 0..15)
+ *   garbage_collection_threshold:X  0 < X < 1; acts only with a memory fraction (limit)
+ *   per_process_memory_fraction:X   0 <= X <= 1 (2.11; see the field)
+ * Accepted and ignored (no effect on device sizing): backend:native, release_lock_on_cudamalloc
+ * (and _hipmalloc), pinned_use_cuda_host_register (and _hip_), pinned_num_register_threads
+ * (power of two <= 128), pinned_use_background_threads, pinned_reserve_segment_size_mb (2.11,
+ * > 0), graph_capture_record_stream_reuse (2.11).
+ * 2.5 differences modelled: no large_segment_size_mb / pinned_reserve_segment_size_mb /
+ * graph_capture_record_stream_reuse / per_process_memory_fraction keys; the list form's '>'
+ * fills from the last boundary's own interval (2.11: the one after it).
+ *
+ * Parses a PYTORCH_CUDA_ALLOC_CONF string (NULL or "" gives the defaults) for PyTorch 2.11.
  * Returns 0, or -1 with *err_offset the byte offset in text of the offending key or value and
  * err a message naming it, e.g. "unknown key 'foo' in PYTORCH_CUDA_ALLOC_CONF"; value errors
  * carry PyTorch's own message ("CachingAllocator option max_split_size_mb too small, must be

@@ -248,7 +248,9 @@ static int parse_divisions(parser *p, size_t vi, torchalloc_conf *c, size_t *las
         if (v != 0 && !is_pow2(v))
             return fail(p, p->t[i].off, "For roundups, the divisions has to be power of 2 or 0 to disable roundup ");
         if (is(p, bi, ">")) {
-            for (size_t k = last_index + 1; k < TORCHALLOC_NDIV; k++)
+            /* 2.11 fills from the interval after the last boundary; 2.5's
+             * CUDAAllocatorConfig filled from last_index itself, overwriting that boundary */
+            for (size_t k = last_index + (p->v == TORCHALLOC_V2_5 ? 0 : 1); k < TORCHALLOC_NDIV; k++)
                 d[k] = v;
         } else {
             uint64_t boundary;

@@ -1,147 +1,256 @@
 /* torchtree.c — the ordered sets PyTorch keeps as std::set<Block*>: BlockPool::blocks ordered
  * by BlockComparatorSize (stream, size, address) and BlockPool::unmapped ordered by
- * BlockComparatorAddress (stream, address).  Treaps over block indices with the node fields
- * inside the block, so inserting and erasing allocate nothing.  Streams compare by the model's
- * stream id where PyTorch compares cudaStream_t pointers; searches never cross streams, so only
- * the order of whole-pool walks (release, gc) can differ, and their outcome does not. */
+ * BlockComparatorAddress (stream, address).  A two-level B+tree of 128-bit keys (see
+ * torchalloc_int.h): a binary search over the leaf maxima, then one within a leaf; inserting
+ * and erasing move at most TT_LEAF entries and allocate only when a leaf splits.  Streams
+ * compare by the model's dense stream index where PyTorch compares cudaStream_t pointers;
+ * searches never cross streams, so only the order of whole-pool walks (release, gc) can
+ * differ, and their outcome does not. */
 #include "torch/torchalloc_int.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-static int bcmp3(const torchalloc *ta, int kind, int32_t x, int32_t y) {
-    const tblk *a = &ta->b[x], *c = &ta->b[y];
-    if (a->stream != c->stream)
-        return a->stream < c->stream ? -1 : 1;
-    if (kind == T_BLOCKS && a->size != c->size)
-        return a->size < c->size ? -1 : 1;
-    if (a->addr != c->addr)
-        return a->addr < c->addr ? -1 : 1;
-    return 0;
+static inline tkey key_of(const torchalloc *ta, int kind, int32_t x) {
+    const tblk *b = &ta->b[x];
+    tkey k;
+    k.hi = (uint64_t)b->stream << 40 | (kind == T_BLOCKS ? b->size >> 9 : 0);
+    k.lo = b->addr;
+    return k;
 }
 
-/* Splits n into keys < x and keys > x. */
-static void split(torchalloc *ta, int kind, int32_t n, int32_t x, int32_t *lo, int32_t *hi) {
-    while (n >= 0) {
-        if (bcmp3(ta, kind, n, x) < 0) {
-            *lo = n;
-            lo = &ta->b[n].r;
-            n = ta->b[n].r;
-        } else {
-            *hi = n;
-            hi = &ta->b[n].l;
-            n = ta->b[n].l;
+/* branch-free: the searches below are dominated by mispredicted compares otherwise */
+__extension__ typedef unsigned __int128 u128;
+static inline int kless(tkey a, tkey b) {
+    return ((u128)a.hi << 64 | a.lo) < ((u128)b.hi << 64 | b.lo); /* cmp/sbb: no branch */
+}
+
+/* first index in arr[0..n) with arr[i] >= k (branch-free binary search) */
+static inline size_t key_lb(const tkey *arr, size_t n, tkey k) {
+    if (n == 0)
+        return 0;
+    const tkey *base = arr;
+    while (n > 1) {
+        size_t half = n / 2;
+        base += kless(base[half - 1], k) ? half : 0;
+        n -= half;
+    }
+    return (size_t)(base - arr) + (size_t)kless(*base, k);
+}
+
+void tt_init(ttree *t, int kind) {
+    memset(t, 0, sizeof *t);
+    t->kind = kind;
+}
+
+void tt_free(ttree *t) {
+    for (size_t i = 0; i < t->nleaf; i++)
+        free(t->leaf[i]);
+    free(t->leaf);
+    free(t->max);
+    memset(t, 0, sizeof *t);
+}
+
+/* first leaf whose max >= k; nleaf if none */
+static size_t leaf_lb(const ttree *t, tkey k) { return key_lb(t->max, t->nleaf, k); }
+
+/* first slot with key >= k: count the smaller hi words (no branch, sequential reads), then
+ * step over equal hi (equal sizes) with a smaller lo; such a run is at most a leaf long */
+static int32_t slot_lb(const tleaf *l, tkey k) {
+    int32_t n = l->n, pos = 0;
+    for (int32_t j = 0; j < n; j++)
+        pos += l->hi[j] < k.hi;
+    while (pos < n && l->hi[pos] == k.hi && l->lo[pos] < k.lo)
+        pos++;
+    return pos;
+}
+
+static inline tkey key_at(const tleaf *l, int32_t j) {
+    tkey k = {l->hi[j], l->lo[j]};
+    return k;
+}
+
+static void shift_up(tleaf *l, int32_t s) { /* open slot s */
+    for (int32_t j = l->n; j > s; j--) {
+        l->hi[j] = l->hi[j - 1];
+        l->lo[j] = l->lo[j - 1];
+        l->v[j] = l->v[j - 1];
+    }
+}
+
+static void shift_down(tleaf *l, int32_t s) { /* close slot s */
+    for (int32_t j = s; j + 1 < l->n; j++) {
+        l->hi[j] = l->hi[j + 1];
+        l->lo[j] = l->lo[j + 1];
+        l->v[j] = l->v[j + 1];
+    }
+}
+
+static void add_leaf(ttree *t, size_t at, tleaf *l) {
+    if (t->nleaf == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 8;
+        tleaf **nl = realloc(t->leaf, cap * sizeof *nl);
+        tkey *nm = nl ? realloc(t->max, cap * sizeof *nm) : NULL;
+        if (!nl || !nm)
+            abort();
+        t->leaf = nl;
+        t->max = nm;
+        t->cap = cap;
+    }
+    memmove(t->leaf + at + 1, t->leaf + at, (t->nleaf - at) * sizeof *t->leaf);
+    memmove(t->max + at + 1, t->max + at, (t->nleaf - at) * sizeof *t->max);
+    t->leaf[at] = l;
+    t->nleaf++;
+}
+
+void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
+    tkey k = key_of(ta, t->kind, x);
+    ta->b[x].in_tree = (uint8_t)(t->kind + 1);
+    if (t->nleaf == 0) {
+        tleaf *l = malloc(sizeof *l);
+        if (!l)
+            abort();
+        l->n = 0;
+        add_leaf(t, 0, l);
+    }
+    size_t li = leaf_lb(t, k);
+    if (li == t->nleaf)
+        li--;
+    tleaf *l = t->leaf[li];
+    if (l->n == TT_LEAF) { /* split in halves */
+        tleaf *r = malloc(sizeof *r);
+        if (!r)
+            abort();
+        r->n = TT_LEAF / 2;
+        memcpy(r->hi, l->hi + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
+        memcpy(r->lo, l->lo + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
+        memcpy(r->v, l->v + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(int32_t));
+        l->n = TT_LEAF / 2;
+        t->max[li] = key_at(l, l->n - 1);
+        add_leaf(t, li + 1, r);
+        t->max[li + 1] = key_at(r, r->n - 1);
+        if (kless(t->max[li], k)) {
+            li++;
+            l = r;
         }
     }
-    *lo = *hi = -1;
+    int32_t s = slot_lb(l, k);
+    shift_up(l, s);
+    l->hi[s] = k.hi;
+    l->lo[s] = k.lo;
+    l->v[s] = x;
+    l->n++;
+    t->max[li] = key_at(l, l->n - 1);
 }
 
-static int32_t merge(torchalloc *ta, int32_t a, int32_t c) {
-    int32_t root = -1, *link = &root;
-    while (a >= 0 && c >= 0) {
-        if (ta->b[a].prio > ta->b[c].prio) {
-            *link = a;
-            link = &ta->b[a].r;
-            a = ta->b[a].r;
-        } else {
-            *link = c;
-            link = &ta->b[c].l;
-            c = ta->b[c].l;
-        }
+/* leaf and slot of block x (which is in t) */
+static int locate(const torchalloc *ta, const ttree *t, int32_t x, size_t *li, int32_t *s) {
+    tkey k = key_of(ta, t->kind, x);
+    size_t i = leaf_lb(t, k);
+    if (i == t->nleaf)
+        return 0;
+    int32_t j = slot_lb(t->leaf[i], k);
+    if (j >= t->leaf[i]->n || t->leaf[i]->v[j] != x)
+        return 0;
+    *li = i;
+    *s = j;
+    return 1;
+}
+
+static void erase_at(ttree *t, size_t li, int32_t s) {
+    tleaf *l = t->leaf[li];
+    shift_down(l, s);
+    l->n--;
+    if (l->n > 0) {
+        t->max[li] = key_at(l, l->n - 1);
+    } else if (t->nleaf > 1) { /* the last leaf stays, empty, so a 0/1-element set never allocates */
+        free(l);
+        memmove(t->leaf + li, t->leaf + li + 1, (t->nleaf - li - 1) * sizeof *t->leaf);
+        memmove(t->max + li, t->max + li + 1, (t->nleaf - li - 1) * sizeof *t->max);
+        t->nleaf--;
     }
-    *link = a >= 0 ? a : c;
-    return root;
 }
 
-static uint32_t rnd(torchalloc *ta) {
-    uint32_t x = ta->rng;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    return ta->rng = x;
-}
-
-void tt_insert(torchalloc *ta, int kind, int32_t *root, int32_t x) {
-    tblk *bx = &ta->b[x];
-    bx->prio = rnd(ta);
-    bx->l = bx->r = -1;
-    bx->in_tree = (uint8_t)(kind + 1);
-    int32_t *link = root;
-    while (*link >= 0 && ta->b[*link].prio >= bx->prio)
-        link = bcmp3(ta, kind, x, *link) < 0 ? &ta->b[*link].l : &ta->b[*link].r;
-    split(ta, kind, *link, x, &bx->l, &bx->r);
-    *link = x;
-}
-
-void tt_erase(torchalloc *ta, int kind, int32_t *root, int32_t x) {
-    int32_t *link = root;
-    while (*link >= 0 && *link != x)
-        link = bcmp3(ta, kind, x, *link) < 0 ? &ta->b[*link].l : &ta->b[*link].r;
-    if (*link == x)
-        *link = merge(ta, ta->b[x].l, ta->b[x].r);
+void tt_erase(torchalloc *ta, ttree *t, int32_t x) {
+    size_t li;
+    int32_t s;
     ta->b[x].in_tree = 0;
-    ta->b[x].l = ta->b[x].r = -1;
+    if (!locate(ta, t, x, &li, &s))
+        abort(); /* a key changed while in the tree: a model bug */
+    erase_at(t, li, s);
 }
 
-int32_t tt_lower_size(const torchalloc *ta, int32_t n, uint32_t stream, uint64_t size) {
-    int32_t best = -1;
-    while (n >= 0) {
-        const tblk *a = &ta->b[n];
-        int ge = a->stream != stream ? a->stream > stream : a->size >= size;
-        if (ge) {
-            best = n;
-            n = a->l;
-        } else {
-            n = a->r;
+void tt_erase_cur(torchalloc *ta, ttree *t, const tcur *c, int32_t x) {
+    ta->b[x].in_tree = 0;
+    erase_at(t, c->li, c->s);
+}
+
+static int32_t at_or_after(const ttree *t, tkey k, tcur *c) {
+    size_t i = leaf_lb(t, k);
+    while (i < t->nleaf) {
+        const tleaf *l = t->leaf[i];
+        int32_t j = slot_lb(l, k);
+        if (j < l->n) {
+            if (c) {
+                c->li = i;
+                c->s = j;
+            }
+            return l->v[j];
         }
+        i++;
     }
-    return best;
+    return -1;
 }
 
-int32_t tt_lower_stream(const torchalloc *ta, int32_t n, uint32_t stream) {
-    int32_t best = -1;
-    while (n >= 0) {
-        if (ta->b[n].stream >= stream) {
-            best = n;
-            n = ta->b[n].l;
-        } else {
-            n = ta->b[n].r;
-        }
-    }
-    return best;
+int32_t tt_lower_size(const torchalloc *ta, const ttree *t, uint32_t stream, uint64_t size) {
+    (void)ta;
+    tkey k = {(uint64_t)stream << 40 | size >> 9, 0};
+    return at_or_after(t, k, NULL);
 }
 
-int32_t tt_next(const torchalloc *ta, int kind, int32_t n, int32_t x) {
-    int32_t best = -1;
-    while (n >= 0) {
-        if (bcmp3(ta, kind, n, x) > 0) {
-            best = n;
-            n = ta->b[n].l;
-        } else {
-            n = ta->b[n].r;
-        }
-    }
-    return best;
+int32_t tt_lower_size_cur(const torchalloc *ta, const ttree *t, uint32_t stream, uint64_t size, tcur *c) {
+    (void)ta;
+    tkey k = {(uint64_t)stream << 40 | size >> 9, 0};
+    return at_or_after(t, k, c);
 }
 
-int32_t tt_prev(const torchalloc *ta, int kind, int32_t n, int32_t x) {
-    int32_t best = -1;
-    while (n >= 0) {
-        if (bcmp3(ta, kind, n, x) < 0) {
-            best = n;
-            n = ta->b[n].r;
-        } else {
-            n = ta->b[n].l;
-        }
-    }
-    return best;
+int32_t tt_lower_stream(const torchalloc *ta, const ttree *t, uint32_t stream) {
+    (void)ta;
+    tkey k = {(uint64_t)stream << 40, 0};
+    return at_or_after(t, k, NULL);
 }
 
-int32_t tt_max(const torchalloc *ta, int32_t n) {
-    if (n < 0)
+int32_t tt_next(const torchalloc *ta, const ttree *t, int32_t x) {
+    size_t li;
+    int32_t s;
+    if (!locate(ta, t, x, &li, &s))
         return -1;
-    while (ta->b[n].r >= 0)
-        n = ta->b[n].r;
-    return n;
+    if (s + 1 < t->leaf[li]->n)
+        return t->leaf[li]->v[s + 1];
+    for (li++; li < t->nleaf; li++)
+        if (t->leaf[li]->n)
+            return t->leaf[li]->v[0];
+    return -1;
+}
+
+int32_t tt_prev(const torchalloc *ta, const ttree *t, int32_t x) {
+    size_t li;
+    int32_t s;
+    if (!locate(ta, t, x, &li, &s))
+        return -1;
+    if (s > 0)
+        return t->leaf[li]->v[s - 1];
+    while (li-- > 0)
+        if (t->leaf[li]->n)
+            return t->leaf[li]->v[t->leaf[li]->n - 1];
+    return -1;
+}
+
+int32_t tt_max(const ttree *t) {
+    for (size_t li = t->nleaf; li-- > 0;)
+        if (t->leaf[li]->n)
+            return t->leaf[li]->v[t->leaf[li]->n - 1];
+    return -1;
 }
 
 int tt_reserve_scratch(torchalloc *ta, size_t n) {
@@ -158,25 +267,14 @@ int tt_reserve_scratch(torchalloc *ta, size_t n) {
     return 0;
 }
 
-size_t tt_collect(torchalloc *ta, int32_t root, size_t at) {
-    /* iterative in-order walk with an explicit stack kept past `at` in scratch's tail */
-    size_t count = 0, depth = 0;
-    int32_t stack[128]; /* treap depth is O(log n); 128 is far past any real depth */
-    int32_t n = root;
-    for (;;) {
-        while (n >= 0) {
-            if (depth == 128)
-                return (size_t)-1;
-            stack[depth++] = n;
-            n = ta->b[n].l;
-        }
-        if (depth == 0)
-            break;
-        n = stack[--depth];
-        if (tt_reserve_scratch(ta, at + count + 1))
+size_t tt_collect(torchalloc *ta, const ttree *t, size_t at) {
+    size_t count = 0;
+    for (size_t li = 0; li < t->nleaf; li++) {
+        const tleaf *l = t->leaf[li];
+        if (tt_reserve_scratch(ta, at + count + (size_t)l->n))
             return (size_t)-1;
-        ta->scratch[at + count++] = n;
-        n = ta->b[n].r;
+        for (int32_t j = 0; j < l->n; j++)
+            ta->scratch[at + count++] = l->v[j];
     }
     return count;
 }

@@ -17,7 +17,7 @@ static torchalloc_block_state state_of(const tblk *b) {
 static int32_t run_info(const torchalloc *ta, const tseg *s, int32_t head, torchalloc_segment_info *si) {
     memset(si, 0, sizeof *si);
     si->addr = ta->b[head].addr;
-    si->stream = s->stream;
+    si->stream = ta->st[s->stream].id;
     si->pool = s->large ? TORCHALLOC_POOL_LARGE : TORCHALLOC_POOL_SMALL;
     si->expandable = s->expandable;
     int32_t i = head;

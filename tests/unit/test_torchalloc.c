@@ -466,6 +466,120 @@ static void config_accepts(void **state) {
     assert_int_equal(d.large_segment_size, 20 * MiB);
 }
 
+/* ---- invariants under a random schedule ---- */
+
+typedef struct {
+    uint64_t seg_total, alloc_total, nalloc;
+    uint64_t seg_addr, seg_size, cursor, blocks_size;
+    int last_inactive, bad;
+} inv;
+
+static int inv_seg(void *user, const torchalloc_segment_info *s) {
+    inv *v = user;
+    if (v->seg_size && v->blocks_size != v->seg_size)
+        v->bad = 1; /* the previous segment's blocks did not tile it */
+    v->seg_total += s->size;
+    v->seg_addr = v->cursor = s->addr;
+    v->seg_size = s->size;
+    v->blocks_size = 0;
+    v->last_inactive = 0;
+    if (s->addr % (2 * MiB))
+        v->bad = 2;
+    return 0;
+}
+
+static int inv_block(void *user, const torchalloc_segment_info *s, const torchalloc_block_info *b) {
+    inv *v = user;
+    (void)s;
+    if (b->addr != v->cursor)
+        v->bad = 3; /* blocks are contiguous */
+    v->cursor += b->size;
+    v->blocks_size += b->size;
+    int inactive = b->state == TORCHALLOC_BLOCK_INACTIVE;
+    if (inactive && v->last_inactive)
+        v->bad = 4; /* two free neighbours were not merged */
+    v->last_inactive = inactive;
+    if (b->state == TORCHALLOC_BLOCK_ACTIVE_ALLOCATED) {
+        v->alloc_total += b->size;
+        v->nalloc++;
+        if (b->size % 512 || b->requested > b->size)
+            v->bad = 5;
+    }
+    return 0;
+}
+
+static void check_invariants(torchalloc *ta, size_t nlive) {
+    inv v;
+    memset(&v, 0, sizeof v);
+    torchalloc_walker w = {inv_seg, inv_block, &v};
+    torchalloc_walk(ta, &w);
+    if (v.seg_size && v.blocks_size != v.seg_size)
+        v.bad = 1;
+    struct torchalloc_stats st;
+    torchalloc_stats(ta, &st);
+    assert_int_equal(v.bad, 0);
+    assert_int_equal(v.seg_total, st.reserved);
+    assert_int_equal(v.alloc_total, st.allocated);
+    assert_int_equal(v.nalloc, nlive);
+    assert_int_equal(st.reserved - st.allocated, st.free_in_used_segments + st.whole_free_segments + st.pending_free);
+    assert_true(st.reserved <= st.reserved_peak && st.allocated <= st.allocated_peak);
+}
+
+static void random_schedule(const char *text, uint64_t limit, int streams) {
+    torchalloc *ta = make(text, limit);
+    int64_t live[512];
+    size_t n = 0;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int e = 0; e < 40000; e++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        unsigned op = (unsigned)(x % 100);
+        uint32_t st = (uint32_t)((x >> 8) % (uint64_t)streams);
+        if (op < 45 && n < 512) {
+            uint64_t sz = (x >> 20) % 4 == 0 ? (x >> 24) % (64 * MiB) : (x >> 24) % (2 * MiB);
+            int64_t id = torchalloc_malloc(ta, sz, st, NULL);
+            if (id >= 0)
+                live[n++] = id;
+        } else if (op < 90 && n) {
+            size_t k = (size_t)((x >> 16) % n);
+            if (streams > 1 && (x >> 40) % 4 == 0) {
+                torchalloc_record_stream(ta, live[k], (st + 1) % (uint32_t)streams);
+                torchalloc_stream_submit(ta, (st + 1) % (uint32_t)streams);
+            }
+            torchalloc_free(ta, live[k]);
+            live[k] = live[--n];
+        } else if (op < 97) {
+            torchalloc_stream_complete(ta, st);
+        } else if (op < 98) {
+            torchalloc_empty_cache(ta);
+        } else {
+            torchalloc_device_synchronize(ta);
+        }
+        if (e % 997 == 0)
+            check_invariants(ta, n);
+    }
+    check_invariants(ta, n);
+    while (n)
+        torchalloc_free(ta, live[--n]);
+    torchalloc_empty_cache(ta);
+    expect(ta, 0, 0); /* everything returns */
+    torchalloc_destroy(ta);
+}
+
+static void random_schedules_keep_invariants(void **state) {
+    (void)state;
+    /* the model's own consistency: segments tile, free neighbours merge, stats add up, and
+     * everything comes back after the last free and empty_cache */
+    random_schedule("", 0, 1);
+    random_schedule("", 0, 3);
+    random_schedule("expandable_segments:True", 0, 3);
+    random_schedule("max_split_size_mb:24,roundup_power2_divisions:[1:2,64:4,>:8]", 0, 2);
+    random_schedule("garbage_collection_threshold:0.6", 2 * GiB, 2);
+    random_schedule("garbage_collection_threshold:0.6,max_split_size_mb:32", 1 * GiB, 1);
+    random_schedule("expandable_segments:True,large_segment_size_mb:64", 1 * GiB, 2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(worked_example),
@@ -483,6 +597,7 @@ int main(void) {
         cmocka_unit_test(expandable_empty_cache_unmaps),
         cmocka_unit_test(config_errors),
         cmocka_unit_test(config_accepts),
+        cmocka_unit_test(random_schedules_keep_invariants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
