@@ -96,7 +96,8 @@ struct torchalloc {
     size_t nst, capst;
     size_t last_st;
     tpool pool[2];
-    uint64_t next_addr;
+    uint64_t next_addr;        /* expandable segments: upwards from 2^45 */
+    uint64_t down_addr;        /* cudaMalloc segments: downwards from 2^47 (alloc_segment) */
     uint64_t pending_events;
     int32_t *scratch;
     size_t capscratch;
