@@ -121,13 +121,28 @@ static json_t *facts_json(const equiv_result *r, int side, int rank) {
     json_object_set_new(o, "intermediates", u64(f->n_intermediate));
     json_object_set_new(o, "intermediate_bytes", u64(f->intermediate_bytes));
     json_object_set_new(o, "intermediate_names", json_string(f->intermediates));
-    json_object_set_new(o, "requested", json_pack("{s:I, s:I, s:o}", "steady",
-                                                   (json_int_t)p->steady[VIEW_REQUESTED], "peak",
-                                                   (json_int_t)p->peak[VIEW_REQUESTED],
-                                                   "peak_live", live));
-    json_object_set_new(o, "device", json_pack("{s:I, s:I}", "steady",
-                                                (json_int_t)p->steady[VIEW_DEVICE], "peak",
-                                                (json_int_t)p->peak[VIEW_DEVICE]));
+    /* Each view the rank predicted (views.h): {steady, peak} per series, nested by series key
+     * for a view of several (torch: {allocated: {...}, reserved: {...}}); requested also lists
+     * the buffers live at its peak. */
+    for (int view = 0; view < MV_COUNT; view++) {
+        if (!p->on[view])
+            continue;
+        const ml_view_info *vi = &ml_views[view];
+        json_t *vo = vi->n_series > 1 ? json_object() : NULL;
+        for (int k = 0; k < vi->n_series; k++) {
+            ml_mem_view v = vi->series[k];
+            json_t *so = json_pack("{s:I, s:I}", "steady", (json_int_t)p->steady[v], "peak",
+                                   (json_int_t)p->peak[v]);
+            if (v == VIEW_REQUESTED)
+                json_object_set_new(so, "peak_live", json_incref(live));
+            if (vo)
+                json_object_set_new(vo, ml_series[v].key, so);
+            else
+                vo = so;
+        }
+        json_object_set_new(o, vi->name, vo);
+    }
+    json_decref(live);
     return o;
 }
 

@@ -81,6 +81,7 @@ static int evaluate(const sched *s, int k, const sched_params *p, int world, eva
                 break;
             memcpy(e->mem[r].steady, pr.steady, sizeof pr.steady);
             memcpy(e->mem[r].peak, pr.peak, sizeof pr.peak);
+            memcpy(e->mem[r].on, pr.on, sizeof pr.on);
             e->floor[r] = pr.floor;
             pred_rank_free(&pr);
         }
@@ -110,19 +111,24 @@ static const ml_diag *new_finding(const evaluation *base, const evaluation *cand
     return NULL;
 }
 
-/* Lower memory: no rank's peak rises in either view, and some rank is lower by (requested peak,
- * device peak, requested steady) in that order. */
+/* Lower memory: no rank's peak rises in any series of the views predicted (views.h), and some
+ * rank is lower by its peaks in series order (requested, device, torch allocated, torch
+ * reserved), then by requested steady. */
 static bool lower(const evaluation *base, const evaluation *cand, int world) {
     bool better = false;
     for (int r = 0; r < world; r++) {
         const opt_mem *a = &base->mem[r], *b = &cand->mem[r];
-        if (b->peak[VIEW_REQUESTED] > a->peak[VIEW_REQUESTED] ||
-            b->peak[VIEW_DEVICE] > a->peak[VIEW_DEVICE])
-            return false;
-        if (b->peak[VIEW_REQUESTED] != a->peak[VIEW_REQUESTED])
-            better |= b->peak[VIEW_REQUESTED] < a->peak[VIEW_REQUESTED];
-        else if (b->peak[VIEW_DEVICE] != a->peak[VIEW_DEVICE])
-            better |= b->peak[VIEW_DEVICE] < a->peak[VIEW_DEVICE];
+        int differs = -1;
+        for (int v = 0; v < VIEW_COUNT; v++) {
+            if (!a->on[ml_series[v].view])
+                continue;
+            if (b->peak[v] > a->peak[v])
+                return false;
+            if (differs < 0 && b->peak[v] != a->peak[v])
+                differs = v;
+        }
+        if (differs >= 0)
+            better |= b->peak[differs] < a->peak[differs];
         else
             better |= b->steady[VIEW_REQUESTED] < a->steady[VIEW_REQUESTED];
     }

@@ -43,6 +43,7 @@ void opt_options_default(opt_options *o);
 /* Memory of one rank, as predict_rank gives it. */
 typedef struct {
     uint64_t steady[VIEW_COUNT], peak[VIEW_COUNT];
+    bool on[MV_COUNT];            /* the views predicted (views.h) */
 } opt_mem;
 
 typedef struct {

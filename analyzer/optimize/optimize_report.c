@@ -36,12 +36,21 @@ static void plan_title(const opt_result *r, const opt_plan_result *p, char *buf,
 
 /* ---- table and Markdown ----------------------------------------------------------------------- */
 
+/* The torch view's peaks follow when it is on (a `torch:` key, --torch-*): C_MAX columns. */
 enum { C_STAGE, C_KEPT, C_RANKS, C_REQ_STEADY, C_REQ_PEAK, C_SAVED, C_DEV_STEADY, C_DEV_PEAK,
-       C_FLOOR, C_COUNT };
-static const char *const headers[C_COUNT] = {"stage", "kept", "ranks", "requested steady",
-                                             "requested peak", "saved", "device steady",
-                                             "device peak", "floor"};
-static const bool right[C_COUNT] = {false, false, false, true, true, true, true, true, true};
+       C_FLOOR, C_COUNT, C_TORCH_ALLOC_PEAK = C_COUNT, C_TORCH_RES_PEAK, C_MAX };
+static const char *const headers[C_MAX] = {"stage", "kept", "ranks", "requested steady",
+                                           "requested peak", "saved", "device steady",
+                                           "device peak", "floor", "torch allocated peak",
+                                           "torch reserved peak"};
+static const bool right[C_MAX] = {false, false, false, true, true, true, true, true, true, true, true};
+
+static int n_cols(const opt_result *r) {
+    for (size_t k = 0; k < r->n_plans; k++)
+        if (r->plans[k].optimized && r->world > 0 && r->plans[k].before[0].on[MV_TORCH])
+            return C_MAX;
+    return C_COUNT;
+}
 
 static void size_cell(uint64_t v, char *buf, size_t len) { report_size_cell(v, buf, len); }
 
@@ -59,7 +68,7 @@ static void saved_cell(uint64_t before, uint64_t after, char *buf, size_t len) {
 }
 
 /* The cells of one row (row = -1: before; else stage index) for rank r, after the rank column. */
-static void row_cells(const opt_plan_result *p, int row, int r, char cells[C_COUNT][96]) {
+static void row_cells(const opt_plan_result *p, int row, int r, char cells[C_MAX][96]) {
     const opt_mem *m = row < 0 ? &p->before[r] : &p->stages[row].after[r];
     const opt_mem *prev = row < 0 ? m : stage_before(p, (size_t)row, r);
     snprintf(cells[C_STAGE], 96, "%s", row < 0 ? "before" : opt_kind_names[p->stages[row].kind]);
@@ -70,14 +79,16 @@ static void row_cells(const opt_plan_result *p, int row, int r, char cells[C_COU
     size_cell(m->steady[VIEW_DEVICE], cells[C_DEV_STEADY], 96);
     size_cell(m->peak[VIEW_DEVICE], cells[C_DEV_PEAK], 96);
     size_cell(p->floor[r], cells[C_FLOOR], 96);
+    size_cell(m->peak[VIEW_TORCH_ALLOCATED], cells[C_TORCH_ALLOC_PEAK], 96);
+    size_cell(m->peak[VIEW_TORCH_RESERVED], cells[C_TORCH_RES_PEAK], 96);
     cells[C_RANKS][0] = '\0';
 }
 
 static bool same_cells(const opt_plan_result *p, int row, int a, int b) {
-    char x[C_COUNT][96], y[C_COUNT][96];
+    char x[C_MAX][96], y[C_MAX][96];
     row_cells(p, row, a, x);
     row_cells(p, row, b, y);
-    for (int c = 0; c < C_COUNT; c++)
+    for (int c = 0; c < C_MAX; c++)
         if (strcmp(x[c], y[c]))
             return false;
     return true;
@@ -90,7 +101,7 @@ static void add_rows(report_grid *g, const opt_result *r, const opt_plan_result 
             int last = first;
             while (last + 1 < r->world && same_cells(p, row, first, last + 1))
                 last++;
-            char cells[C_COUNT][96];
+            char cells[C_MAX][96];
             row_cells(p, row, first, cells);
             if (last > first)
                 snprintf(cells[C_RANKS], 96, "%d-%d", first, last);
@@ -98,7 +109,7 @@ static void add_rows(report_grid *g, const opt_result *r, const opt_plan_result 
                 snprintf(cells[C_RANKS], 96, "%d", first);
             if (name)
                 report_grid_add(g, name);
-            for (int c = 0; c < C_COUNT; c++)
+            for (int c = 0; c < (int)g->cols - (name != NULL); c++)
                 report_grid_add(g, cells[c]);
             first = last + 1;
         }
@@ -148,7 +159,7 @@ static int write_table(const opt_result *r, ml_str *out) {
         ml_str_printf(out, "%s%s (%s, verified at %s)\n", out->n ? "\n" : "", name,
                       r->original->file, r->verified);
         report_grid g;
-        report_grid_init(&g, C_COUNT, headers, right);
+        report_grid_init(&g, (size_t)n_cols(r), headers, right);
         add_rows(&g, r, p, NULL);
         report_grid_render(&g, false, "  ", out);
         report_grid_free(&g);
@@ -159,14 +170,15 @@ static int write_table(const opt_result *r, ml_str *out) {
 }
 
 static int write_md(const opt_result *r, ml_str *out) {
-    const char *h[C_COUNT + 1] = {"schedule"};
-    bool rt[C_COUNT + 1] = {false};
-    for (int c = 0; c < C_COUNT; c++) {
+    const char *h[C_MAX + 1] = {"schedule"};
+    bool rt[C_MAX + 1] = {false};
+    int nc = n_cols(r);
+    for (int c = 0; c < nc; c++) {
         h[c + 1] = headers[c];
         rt[c + 1] = right[c];
     }
     report_grid g;
-    report_grid_init(&g, C_COUNT + 1, h, rt);
+    report_grid_init(&g, (size_t)nc + 1, h, rt);
     for (size_t k = 0; k < r->n_plans; k++) {
         char name[256];
         plan_title(r, &r->plans[k], name, sizeof name);
@@ -190,12 +202,26 @@ static int write_md(const opt_result *r, ml_str *out) {
 
 /* ---- JSON ------------------------------------------------------------------------------------- */
 
+/* {view: {steady, peak}} for every view predicted (views.h); a view of several series nests
+ * them by key (torch: {allocated: {...}, reserved: {...}}). */
 static json_t *mem_json(const opt_mem *m) {
     json_t *o = json_object();
-    for (int v = 0; v < VIEW_COUNT; v++)
-        json_object_set_new(o, ml_mem_view_names[v],
-                            json_pack("{s:I, s:I}", "steady", (json_int_t)m->steady[v], "peak",
-                                      (json_int_t)m->peak[v]));
+    for (int view = 0; view < MV_COUNT; view++) {
+        if (!m->on[view])
+            continue;
+        const ml_view_info *vi = &ml_views[view];
+        json_t *vo = vi->n_series > 1 ? json_object() : NULL;
+        for (int k = 0; k < vi->n_series; k++) {
+            ml_mem_view v = vi->series[k];
+            json_t *so = json_pack("{s:I, s:I}", "steady", (json_int_t)m->steady[v], "peak",
+                                   (json_int_t)m->peak[v]);
+            if (vo)
+                json_object_set_new(vo, ml_series[v].key, so);
+            else
+                vo = so;
+        }
+        json_object_set_new(o, vi->name, vo);
+    }
     return o;
 }
 
