@@ -61,6 +61,7 @@ const char cmd_bench_usage[] =
     "  -w, --world N         world size; must equal the number of ranks\n"
     "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
     "      --plan NAME       time only this plan\n"
+    ML_TORCH_OPTIONS_HELP
     "      --timeout S       deadline in seconds for every wait on a peer (default 60)\n"
     "  -f, --format FMT      table (default), json, csv (timings only) or md\n"
     "  -o, --output FILE     write the report to FILE (atomically) instead of stdout\n"

@@ -20,6 +20,7 @@ const char cmd_check_usage[] =
     "  -w, --world N         world size (default: the file's 'world:')\n"
     "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
     "      --plan NAME       only this plan of files with 'plans:'\n"
+    ML_TORCH_OPTIONS_HELP
     "  -f, --format FMT      print the full report in FMT (table, json, csv, md) instead of\n"
     "                        the one-line summaries\n"
     "  -o, --output FILE     also write the report to FILE (atomically), in FMT (default table)\n"

@@ -19,6 +19,7 @@ const char cmd_diff_usage[] =
     "options:\n"
     "  -w, --world N         world size for both (default: each file's)\n"
     "      --set NAME=VALUE  override a 'let:' value in both; repeatable\n"
+    ML_TORCH_OPTIONS_HELP
     "  -f, --format FMT      table (default), json or md\n"
     "  -o, --output FILE     write to FILE (atomically) instead of stdout\n"
     "  -h, --help            this text\n"

@@ -49,6 +49,7 @@ const char cmd_equiv_usage[] =
     "      --timeout S       deadline for every wait on a peer (default 60)\n"
     "  -w, --world N         world size for both plans\n"
     "      --set NAME=VALUE  override a 'let:' value in both; repeatable\n"
+    ML_TORCH_OPTIONS_HELP
     "  -f, --format FMT      table (default), json or md\n"
     "  -o, --output FILE     write to FILE (atomically) instead of stdout\n"
     "  -h, --help            this text\n"

@@ -40,6 +40,7 @@ const char cmd_optimize_usage[] =
     "  -w, --world N         world size (default: the file's 'world:')\n"
     "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
     "      --plan NAME       only this plan of a file with 'plans:' (the others are kept)\n"
+    ML_TORCH_OPTIONS_HELP
     "  -f, --format FMT      report as table (default), json or md\n"
     "  -q, --quiet           no report\n"
     "  -h, --help            this text\n"

@@ -17,6 +17,7 @@ const char cmd_predict_usage[] =
     "  -w, --world N         world size (default: the file's 'world:')\n"
     "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
     "      --plan NAME       only this plan of files with 'plans:'\n"
+    ML_TORCH_OPTIONS_HELP
     "  -f, --format FMT      table (default), json, csv or md\n"
     "  -o, --output FILE     write the report to FILE (atomically) instead of stdout\n"
     "  -q, --quiet           print nothing on stdout\n"

@@ -53,6 +53,7 @@ const char cmd_run_usage[] =
     "  -w, --world N         world size; must equal the number of ranks\n"
     "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
     "      --plan NAME       only this plan of files with 'plans:'\n"
+    ML_TORCH_OPTIONS_HELP
     "      --timeout S       deadline in seconds for every wait on a peer (default 60); on\n"
     "                        expiry every rank ends with exit 3\n"
     "  -f, --format FMT      table (default), json, csv or md\n"

@@ -18,6 +18,7 @@ const char cmd_trace_usage[] =
     "  -w, --world N         world size (default: the file's or the result's)\n"
     "      --set NAME=VALUE  override a 'let:' value; repeatable\n"
     "      --plan NAME       only this plan of files with 'plans:'\n"
+    ML_TORCH_OPTIONS_HELP
     "  -h, --help            this text\n"
     "\n"
     "exit codes: 0 ok, 2 bad input, 3 cannot write\n";
