@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Replay allocator fixtures through a reference model of shared/torch-allocator.md and compare.
+"""Replay allocator fixtures through a reference model of the caching-allocator rules (docs/torch.md) and compare.
 
 The model covers segments that are not expandable: default, max_split_size_mb,
 roundup_power2_divisions, and a memory fraction without garbage_collection_threshold (the OOM

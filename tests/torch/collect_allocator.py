@@ -84,7 +84,7 @@ def seq_worked_example():
     s.alloc(MiB + 1)
     s.free(a)
     s.alloc(25 * MiB)
-    return "the worked example of shared/torch-allocator.md", s.steps
+    return "the worked example of docs/torch.md", s.steps
 
 
 def seq_sizes_512():
