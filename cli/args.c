@@ -25,7 +25,40 @@ int ml_usage_error(const char *cmd, const char *fmt, ...) {
     return ML_EXIT_INPUT;
 }
 
-static const char *const format_names[] = {"table", "json", "csv", "md", NULL};
+/* --format's values: the format table's names (report.h), in its order. */
+static const char *format_names[FMT_COUNT + 1];
+
+static void fill_format_names(void) {
+    for (int k = 0; k < FMT_COUNT; k++)
+        format_names[k] = report_formats[k].name;
+    format_names[FMT_COUNT] = NULL;
+}
+
+/* Usage text names the formats through two marks, filled from the format table:
+ * "@FORMATS@" -> "table|json|csv|md", "@FORMAT_LIST@" -> "table (default), json, csv or md". */
+void ml_usage_print(const char *usage, FILE *f) {
+    const unsigned all = (1u << FMT_COUNT) - 1;
+    char bar[128], rest[128], list[160];
+    report_format_names(all, "|", "|", bar, sizeof bar);
+    report_format_names(all & ~(1u << FMT_TABLE), ", ", " or ", rest, sizeof rest);
+    snprintf(list, sizeof list, "%s (default), %s", report_formats[FMT_TABLE].name, rest);
+    static const struct {
+        const char *mark;
+        size_t len;
+    } marks[] = {{"@FORMATS@", 9}, {"@FORMAT_LIST@", 13}};
+    const char *values[] = {bar, list};
+    for (const char *p = usage; *p;) {
+        size_t k = 0;
+        while (k < ML_ARRAY_LEN(marks) && strncmp(p, marks[k].mark, marks[k].len))
+            k++;
+        if (k < ML_ARRAY_LEN(marks)) {
+            fputs(values[k], f);
+            p += marks[k].len;
+        } else {
+            fputc(*p++, f);
+        }
+    }
+}
 
 /* Strict decimal parse of the whole word; false on junk, overflow or out of [min, max]. */
 static bool parse_long(const char *s, long min, long max, long *out) {
@@ -145,6 +178,7 @@ static int check_torch_conf(const char *cmd, const char **conf) {
 int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_opt *extra,
                   size_t n_extra, bool allow_no_files) {
     sched_load_set_torch_conf_check(pred_torch_conf_check);
+    fill_format_names();
     memset(a, 0, sizeof *a);
     a->format = FMT_TABLE;
     ml_vec_init(&a->set, sizeof(const char *));
@@ -227,7 +261,7 @@ bool ml_args_begin(ml_args *a, const char *cmd, const char *usage, int argc, cha
     if (*rc == 0 && !a->help)
         return true;
     if (*rc == 0)
-        fputs(usage, stdout);
+        ml_usage_print(usage, stdout);
     ml_args_free(a);
     return false;
 }

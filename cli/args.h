@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "ir/sched.h"
 #include "report/report.h"
 
@@ -64,6 +65,9 @@ void ml_args_free(ml_args *a);
  * already freed otherwise. */
 bool ml_args_begin(ml_args *a, const char *cmd, const char *usage, int argc, char **argv,
                    const ml_opt *extra, size_t n_extra, bool allow_no_files, int *rc);
+
+/* Prints a command's usage text with its format marks filled from the format table. */
+void ml_usage_print(const char *usage, FILE *f);
 
 /* The sched_params view of the parsed options (pointers into a; valid while a lives). */
 sched_params ml_args_params(const ml_args *a);

@@ -10,7 +10,7 @@
 
 const char cmd_check_usage[] =
     "usage: memlife check FILE... [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
-    "                     [--format table|json|csv|md] [-o FILE] [--quiet]\n"
+    "                     [--format @FORMATS@] [-o FILE] [--quiet]\n"
     "\n"
     "Everything 'memlife predict' does, then compares the predictions with each schedule's\n"
     "'expect:' block (requested and device views, steady and peak, per rank). Use it as a CI\n"

@@ -5,7 +5,7 @@
 
 const char cmd_predict_usage[] =
     "usage: memlife predict FILE... [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
-    "                       [--format table|json|csv|md] [-o FILE] [--quiet]\n"
+    "                       [--format @FORMATS@] [-o FILE] [--quiet]\n"
     "\n"
     "Loads each schedule, expands every rank's plan, lints it (hazards, collective contracts,\n"
     "cross-rank order) and predicts live memory after every step in two views: requested (the\n"
@@ -18,7 +18,7 @@ const char cmd_predict_usage[] =
     "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
     "      --plan NAME       only this plan of files with 'plans:'\n"
     ML_TORCH_OPTIONS_HELP
-    "  -f, --format FMT      table (default), json, csv or md\n"
+    "  -f, --format FMT      @FORMAT_LIST@\n"
     "  -o, --output FILE     write the report to FILE (atomically) instead of stdout\n"
     "  -q, --quiet           print nothing on stdout\n"
     "  -h, --help            this text\n"

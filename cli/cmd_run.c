@@ -26,7 +26,7 @@
 const char cmd_run_usage[] =
     "usage: memlife run FILE... [--backend host|cuda] [--ranks N] [--gpus N]\n"
     "                   [--allocator cuda|async|chunked] [--world N] [--set NAME=VALUE]...\n"
-    "                   [--plan NAME] [--timeout S] [--format table|json|csv|md] [-o FILE]\n"
+    "                   [--plan NAME] [--timeout S] [--format @FORMATS@] [-o FILE]\n"
     "                   [--no-lint cross-rank|hazards] [--no-data] [--no-sequence-check]\n"
     "                   [--inject FAULT[,FAULT]...]\n"
     "\n"
@@ -56,7 +56,7 @@ const char cmd_run_usage[] =
     ML_TORCH_OPTIONS_HELP
     "      --timeout S       deadline in seconds for every wait on a peer (default 60); on\n"
     "                        expiry every rank ends with exit 3\n"
-    "  -f, --format FMT      table (default), json, csv or md\n"
+    "  -f, --format FMT      @FORMAT_LIST@\n"
     "  -o, --output FILE     write the result to FILE (atomically) instead of stdout\n"
     "      --no-lint WHAT    let 'cross-rank' divergence or 'hazards' through (to test the\n"
     "                        runtime's own detection)\n"

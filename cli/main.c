@@ -70,7 +70,7 @@ int cmd_help(int argc, char **argv) {
     const ml_command *c = find_command(argv[1]);
     if (!c)
         return ml_usage_error(NULL, "unknown command '%s'", argv[1]);
-    fputs(c->usage, stdout);
+    ml_usage_print(c->usage, stdout);
     return ML_EXIT_OK;
 }
 

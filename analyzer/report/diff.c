@@ -1,6 +1,6 @@
 /* diff.c — plan against plan, and why their peaks differ (diff.h). */
 #include "report/diff.h"
-#include "report/report_int.h"
+#include "report/doc.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -334,10 +334,12 @@ static void why_block(const diff_row *row, bool md, ml_str *o) {
         ml_str_printf(o, "%s%s%s%s\n", item, md ? "**cause:** " : "cause: ", row->cause, "");
 }
 
-static void write_human(const diff_result *r, bool md, ml_str *out) {
+/* The human part of the document, for the text table (md false) or Markdown. */
+static void build_human(const diff_result *r, bool md, report_doc *d) {
+    unsigned mask = md ? DOC_MD : DOC_TABLE;
     const char *title = md ? "### memlife diff" : "memlife diff";
-    ml_str_printf(out, "%s: A = %s (%s), B = %s (%s), world %d\n\n", title, r->a->source,
-                  r->a->label, r->b->source, r->b->label, r->a->world);
+    report_doc_printf(d, mask, "%s: A = %s (%s), B = %s (%s), world %d\n\n", title, r->a->source,
+                      r->a->label, r->b->source, r->b->label, r->a->world);
     /* Rows whose cells are equal on several ranks print once, with the ranks. */
     report_grid g;
     report_grid_init(&g, ML_ARRAY_LEN(grid_headers), grid_headers, grid_right);
@@ -361,8 +363,7 @@ static void write_human(const diff_result *r, bool md, ml_str *out) {
         for (int c = 0; c < ROW_CELLS; c++)
             report_grid_add(&g, cells[c]);
     }
-    report_grid_render(&g, md, "", out);
-    report_grid_free(&g);
+    report_doc_grid(d, mask, &g, "");
 
     /* Explanations, grouped the same way. */
     memset(done, 0, (r->n_rows + 1) * sizeof *done);
@@ -382,9 +383,8 @@ static void write_human(const diff_result *r, bool md, ml_str *out) {
         }
         char rank_text[256];
         report_ranks_text(ranks, n, rank_text, sizeof rank_text);
-        ml_str_printf(out, md ? "\n**Why, rank%s %s,** " : "\nwhy, rank%s %s, ", n > 1 ? "s" : "",
-                      rank_text);
-        ml_str_append(out, block.s, block.n);
+        report_doc_printf(d, mask, md ? "\n**Why, rank%s %s,** %s" : "\nwhy, rank%s %s, %s",
+                          n > 1 ? "s" : "", rank_text, block.s);
         ml_str_free(&block);
         ml_str_free(&other);
     }
@@ -392,7 +392,7 @@ static void write_human(const diff_result *r, bool md, ml_str *out) {
     for (size_t k = 0; k < r->n_rows; k++)
         any = any || r->rows[k].hi >= 0;
     if (!any)
-        ml_str_printf(out, "\nThe peaks are equal on every rank and view.\n");
+        report_doc_printf(d, mask, "\nThe peaks are equal on every rank and view.\n");
     free(done);
     free(ranks);
 }
@@ -427,7 +427,7 @@ static json_t *json_side(const diff_side *sd) {
     return o;
 }
 
-static int write_json(const diff_result *r, ml_str *out) {
+static void build_json(const diff_result *r, report_doc *d) {
     json_t *root = json_object(), *rows = json_array();
     const series *sides[2] = {r->a, r->b};
     for (int s = 0; s < 2; s++) {
@@ -454,20 +454,17 @@ static int write_json(const diff_result *r, ml_str *out) {
         json_array_append_new(rows, o);
     }
     json_object_set_new(root, "rows", rows);
-    char *text = json_dumps(root, JSON_INDENT(2));
-    json_decref(root);
-    if (!text)
-        return -1;
-    ml_str_printf(out, "%s\n", text);
-    free(text);
-    return 0;
+    report_doc_json(d, root, 0);
 }
 
+/* diff's document has a table, a Markdown and a JSON part; no CSV grid. */
 int diff_write(const diff_result *r, report_format fmt, ml_str *out) {
-    switch (fmt) {
-    case FMT_TABLE: write_human(r, false, out); return 0;
-    case FMT_MD: write_human(r, true, out); return 0;
-    case FMT_JSON: return write_json(r, out);
-    default: return -1;
-    }
+    report_doc *d = report_doc_new();
+    if (fmt == FMT_TABLE || fmt == FMT_MD)
+        build_human(r, fmt == FMT_MD, d);
+    if (fmt == FMT_JSON)
+        build_json(r, d);
+    int rc = report_doc_render(d, fmt, out);
+    report_doc_free(d);
+    return rc;
 }

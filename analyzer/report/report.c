@@ -1,16 +1,56 @@
-/* report.c — the format table, atomic emission and the helpers every writer shares. */
-#include "report/report_int.h"
+/* report.c — the format table, predict/check/run's document, atomic emission and the helpers
+ * every part shares. */
+#include "report/doc.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 const report_format_info report_formats[FMT_COUNT] = {
-    [FMT_TABLE] = {"table", report_write_table},
-    [FMT_JSON] = {"json", report_write_json},
-    [FMT_CSV] = {"csv", report_write_csv},
-    [FMT_MD] = {"md", report_write_md},
+    [FMT_TABLE] = {"table", report_doc_render_table},
+    [FMT_JSON] = {"json", report_doc_render_json},
+    [FMT_CSV] = {"csv", report_doc_render_csv},
+    [FMT_MD] = {"md", report_doc_render_md},
 };
+
+void report_format_names(unsigned mask, const char *sep, const char *last, char *buf, size_t len) {
+    size_t n = 0, seen = 0, total = 0;
+    for (int k = 0; k < FMT_COUNT; k++)
+        total += (mask >> k) & 1u;
+    buf[0] = '\0';
+    for (int k = 0; k < FMT_COUNT && n < len; k++) {
+        if (!((mask >> k) & 1u))
+            continue;
+        const char *join = seen == 0 ? "" : seen + 1 == total ? last : sep;
+        int w = snprintf(buf + n, len - n, "%s%s", join, report_formats[k].name);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+        seen++;
+    }
+}
+
+/* predict/check/run's document: the parts the formats in mask show. */
+static void build_doc(const report *r, unsigned mask, report_doc *d) {
+    if (mask & DOC_TABLE)
+        report_doc_table(r, d);
+    if (mask & DOC_MD)
+        report_doc_md(r, d);
+    if (mask & DOC_FMT(FMT_JSON))
+        report_doc_json_tree(r, d);
+    if (mask & DOC_FMT(FMT_CSV))
+        report_doc_csv_grid(r, d);
+}
+
+int report_render(const report *r, report_format fmt, ml_str *out) {
+    if ((unsigned)fmt >= FMT_COUNT)
+        return -1;
+    report_doc *d = report_doc_new();
+    build_doc(r, DOC_FMT(fmt), d);
+    int rc = report_doc_render(d, fmt, out);
+    report_doc_free(d);
+    return rc;
+}
 
 int report_format_lookup(const char *name) {
     for (int k = 0; k < FMT_COUNT; k++)
@@ -26,7 +66,7 @@ int report_emit(const report *r, report_format fmt, const char *path) {
     }
     ml_str out = {0};
     ml_str_append(&out, "", 0);   /* an empty report is still a valid (empty) string */
-    int rc = report_formats[fmt].write(r, &out);
+    int rc = report_render(r, fmt, &out);
     if (rc == 0) {
         if (!path || !strcmp(path, "-")) {
             if (out.n && fwrite(out.s, 1, out.n, stdout) != out.n)
@@ -157,10 +197,21 @@ const char *report_expect_status(const report_schedule *rs) {
 
 /* ---- Grid -------------------------------------------------------------------------------------*/
 
+/* The grid keeps copies of its headers and alignment: a document (doc.h) renders it after the
+ * builder's arrays are gone. */
 void report_grid_init(report_grid *g, size_t cols, const char *const *headers, const bool *right) {
     g->cols = cols;
-    g->headers = headers;
-    g->right = right;
+    char **h = calloc(cols ? cols : 1, sizeof *h);
+    bool *r = calloc(cols ? cols : 1, sizeof *r);
+    if (!h || !r)
+        abort();
+    for (size_t c = 0; c < cols; c++) {
+        if (!(h[c] = strdup(headers[c])))
+            abort();
+        r[c] = right[c];
+    }
+    g->headers = (const char *const *)h;
+    g->right = r;
     ml_vec_init(&g->cells, sizeof(char *));
 }
 
@@ -175,6 +226,12 @@ void report_grid_free(report_grid *g) {
     for (size_t k = 0; k < g->cells.n; k++)
         free(ML_VEC_AT(&g->cells, char *, k));
     ml_vec_free(&g->cells);
+    for (size_t c = 0; g->headers && c < g->cols; c++)
+        free((char *)g->headers[c]);
+    free((void *)g->headers);
+    free((void *)g->right);
+    g->headers = NULL;
+    g->right = NULL;
 }
 
 /* Markdown cells may not hold a '|'; escape it so names never break the table. */

@@ -1,8 +1,9 @@
 /* report.h — results of predict / check / run as one structure, written in every format.
  *
  * predict and check fill the predicted parts; run adds `measured` per rank and the data-check
- * rows. One writer per format, chosen from a table (report_formats[]); every writer handles every
- * field that is present, so a run result is "the predict JSON plus measured".
+ * rows. The family builds one neutral document (doc.h: paragraphs, grids, a JSON tree, a CSV
+ * grid) and a format of the format table (report_formats[]) renders it; every part handles
+ * every field that is present, so a run result is "the predict JSON plus measured".
  *
  * JSON names (kept stable; tests and CI gates read them): top-level `schedules` list; each with
  * `name`, `file`, `plan`, `world`, `lets` {name: value, as rank 0 evaluated them after --set and
@@ -60,15 +61,24 @@ typedef struct {
     const char *provenance;         /* "key=value\n" lines, or NULL */
 } report;
 
+/* The report formats: one row each. Every family's document (doc.h) renders in any of them that
+ * it has a part for (diff has no CSV grid). Option parsing and usage text take the names here. */
 typedef enum { FMT_TABLE, FMT_JSON, FMT_CSV, FMT_MD, FMT_COUNT } report_format;
+struct report_doc;
 typedef struct {
     const char *name;
-    /* Appends the whole report to out (a growable string). */
-    int (*write)(const report *r, ml_str *out);
+    /* Appends the document in this format to out; -1 when it has nothing for it. */
+    int (*render)(const struct report_doc *d, ml_str *out);
 } report_format_info;
 
 extern const report_format_info report_formats[FMT_COUNT];
 int report_format_lookup(const char *name);   /* -1 when unknown */
+/* "table|json|csv|md" (sep "|") or "table, json, csv or md" (sep ", ", last " or "): the names
+ * of the formats in mask (bits 1 << FMT_*), for usage text and messages. */
+void report_format_names(unsigned mask, const char *sep, const char *last, char *buf, size_t len);
+
+/* Renders predict/check/run's report in fmt onto out (its document, built for fmt alone). */
+int report_render(const report *r, report_format fmt, ml_str *out);
 
 /* Renders r in fmt; writes to path atomically (temp + rename), or to stdout when path is NULL
  * or "-". Returns 0, or -1 with a message on stderr. */

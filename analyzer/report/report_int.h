@@ -43,9 +43,11 @@ struct json_t *report_provenance_json(const char *text);
  * more json_dumps flags (bench: real precision). The one place every JSON writer ends. */
 int report_json_append(struct json_t *root, size_t extra_flags, ml_str *out);
 
-int report_write_table(const report *r, ml_str *out);
-int report_write_md(const report *r, ml_str *out);
-int report_write_json(const report *r, ml_str *out);
-int report_write_csv(const report *r, ml_str *out);
+/* The parts of predict/check/run's document (doc.h), one builder per part. */
+struct report_doc;
+void report_doc_table(const report *r, struct report_doc *d);      /* report_text.c */
+void report_doc_md(const report *r, struct report_doc *d);         /* report_text.c */
+void report_doc_json_tree(const report *r, struct report_doc *d);  /* report_json.c */
+void report_doc_csv_grid(const report *r, struct report_doc *d);   /* report_csv.c */
 
 #endif

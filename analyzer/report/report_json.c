@@ -1,6 +1,6 @@
 /* report_json.c — the JSON report (jansson). Key names are the stable interface described in
  * report.h; byte values are exact integers. */
-#include "report/report_int.h"
+#include "report/doc.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -251,7 +251,7 @@ json_t *report_provenance_json(const char *text) {
     return o;
 }
 
-int report_write_json(const report *r, ml_str *out) {
+void report_doc_json_tree(const report *r, report_doc *d) {
     json_t *root = json_object();
     json_object_set_new(root, "command", text_json(r->command ? r->command : ""));
     json_t *list = json_array();
@@ -263,7 +263,7 @@ int report_write_json(const report *r, ml_str *out) {
     json_object_set_new(root, "schedules", list);
     if (r->provenance)
         json_object_set_new(root, "provenance", report_provenance_json(r->provenance));
-    return report_json_append(root, 0, out);
+    report_doc_json(d, root, 0);
 }
 
 int report_json_append(json_t *root, size_t extra_flags, ml_str *out) {

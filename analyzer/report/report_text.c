@@ -1,6 +1,6 @@
 /* report_text.c — the human formats: an aligned table per schedule (the default) and one GitHub
  * Markdown table for a pull request. */
-#include "report/report_int.h"
+#include "report/doc.h"
 #include "exec/provenance.h"
 
 #include <stdlib.h>
@@ -189,7 +189,8 @@ static void write_measured_notes(const report_schedule *rs, ml_str *out) {
     }
 }
 
-int report_write_table(const report *r, ml_str *out) {
+/* The text table's part of the document: per schedule a heading, its rank grid and notes. */
+void report_doc_table(const report *r, report_doc *d) {
     rank_col ids[MAX_COLS];
     size_t n_cols = pick_columns(r, ids);
     const char *headers[MAX_COLS + 1] = {"rank"};
@@ -201,15 +202,14 @@ int report_write_table(const report *r, ml_str *out) {
     if (r->provenance) {      /* where the result came from, in one line (provenance.h) */
         char line[2048];
         ml_provenance_summary(r->provenance, line, sizeof line);
-        ml_str_printf(out, "%s\n\n", line);
+        report_doc_printf(d, DOC_TABLE, "%s\n\n", line);
     }
     for (size_t k = 0; k < r->n; k++) {
         const report_schedule *rs = &r->items[k];
         char name[256], cell[CELL];
         report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
-        if (k)
-            ml_str_append(out, "\n", 1);
-        ml_str_printf(out, "%s (%s, world %d)\n", name, rs->s->file, rs->world);
+        report_doc_printf(d, DOC_TABLE, "%s%s (%s, world %d)\n", k ? "\n" : "", name, rs->s->file,
+                          rs->world);
         report_grid g;
         report_grid_init(&g, n_cols + 1, headers, right);
         for (int rank = 0; rank < rs->world; rank++) {
@@ -220,13 +220,16 @@ int report_write_table(const report *r, ml_str *out) {
                 report_grid_add(&g, cell);
             }
         }
-        report_grid_render(&g, false, "  ", out);
-        report_grid_free(&g);
-        write_measured_notes(rs, out);
-        write_expectations(rs, out);
-        write_checks(rs, out);
+        report_doc_grid(d, DOC_TABLE, &g, "  ");
+        ml_str notes = {0};
+        ml_str_append(&notes, "", 0);
+        write_measured_notes(rs, &notes);
+        write_expectations(rs, &notes);
+        write_checks(rs, &notes);
+        if (notes.n)
+            report_doc_printf(d, DOC_TABLE, "%s", notes.s);
+        ml_str_free(&notes);
     }
-    return 0;
 }
 
 /* ---- Markdown ---------------------------------------------------------------------------------*/
@@ -245,7 +248,7 @@ static bool same_row(const report_schedule *rs, int a, int b, const rank_col *id
 
 /* One row per run of consecutive ranks with identical cells: a PR reader wants "0-3", not four
  * equal lines. */
-int report_write_md(const report *r, ml_str *out) {
+void report_doc_md(const report *r, report_doc *d) {
     rank_col ids[MAX_COLS];
     size_t n_cols = pick_columns(r, ids);
     const char *headers[MAX_COLS + 4] = {"schedule", "world", "ranks"};
@@ -258,7 +261,7 @@ int report_write_md(const report *r, ml_str *out) {
     if (r->provenance) {      /* where the result came from, in one line (provenance.h) */
         char line[2048];
         ml_provenance_summary(r->provenance, line, sizeof line);
-        ml_str_printf(out, "_%s_\n\n", line);
+        report_doc_printf(d, DOC_MD, "_%s_\n\n", line);
     }
     report_grid g;
     report_grid_init(&g, n_cols + 4, headers, right);
@@ -288,8 +291,7 @@ int report_write_md(const report *r, ml_str *out) {
             first = last + 1;
         }
     }
-    report_grid_render(&g, true, "", out);
-    report_grid_free(&g);
+    report_doc_grid(d, DOC_MD, &g, "");
     bool first_failure = true;
     for (size_t k = 0; k < r->n; k++) {
         const report_schedule *rs = &r->items[k];
@@ -299,14 +301,13 @@ int report_write_md(const report *r, ml_str *out) {
                 continue;
             char text[256];
             report_expect_text(x, text, sizeof text);
-            if (first_failure)
-                ml_str_append(out, "\n", 1);
+            report_doc_printf(d, DOC_MD, "%s- `%s:%u`: %s\n", first_failure ? "\n" : "", rs->s->file,
+                              x->mark.line, text);
             first_failure = false;
-            ml_str_printf(out, "- `%s:%u`: %s\n", rs->s->file, x->mark.line, text);
         }
     }
     if (!any_checks)
-        return 0;
+        return;
     static const char *const ch[] = {"schedule", "contract", "rank rows", "result"};
     static const bool cr[] = {false, false, true, false};
     report_grid_init(&g, 4, ch, cr);
@@ -334,8 +335,6 @@ int report_write_md(const report *r, ml_str *out) {
             report_grid_add(&g, failed ? "FAIL" : "PASS");
         }
     }
-    ml_str_append(out, "\n", 1);
-    report_grid_render(&g, true, "", out);
-    report_grid_free(&g);
-    return 0;
+    report_doc_printf(d, DOC_MD, "\n");
+    report_doc_grid(d, DOC_MD, &g, "");
 }
