@@ -58,23 +58,8 @@ void report_doc_printf(report_doc *d, unsigned mask, const char *fmt, ...) {
     }
     va_list ap;
     va_start(ap, fmt);
-    char small[512];
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    ml_str_vprintf(&last->text, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n < sizeof small) {
-        ml_str_append(&last->text, small, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (!big)
-        abort();
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    ml_str_append(&last->text, big, (size_t)n);
-    free(big);
 }
 
 void report_doc_grid(report_doc *d, unsigned mask, report_grid *g, const char *indent) {
