@@ -10,7 +10,7 @@
  * `peak`}}; bytes are integers, savings may be negative (a kept in-place rewrite can raise the
  * steady while it lowers the peak). */
 #include "optimize/optimize.h"
-#include "report/report_int.h"
+#include "report/doc.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -149,27 +149,37 @@ static void stage_notes(const opt_plan_result *p, const char *indent, ml_str *ou
                       p->stages[k].why);
 }
 
-static int write_table(const opt_result *r, ml_str *out) {
+/* The notes under a plan's grid, as one paragraph of the document. */
+static void notes(report_doc *d, unsigned mask, const opt_result *r, const opt_plan_result *p,
+                  const char *indent) {
+    ml_str t = {0};
+    ml_str_append(&t, "", 0);
+    stage_notes(p, indent, &t);
+    summary(r, p, indent, &t);
+    report_doc_printf(d, mask, "%s", t.s);
+    ml_str_free(&t);
+}
+
+static void build_table(const opt_result *r, report_doc *d) {
+    bool first = true;
     for (size_t k = 0; k < r->n_plans; k++) {
         const opt_plan_result *p = &r->plans[k];
         if (!p->optimized)
             continue;
         char name[256];
         plan_title(r, p, name, sizeof name);
-        ml_str_printf(out, "%s%s (%s, verified at %s)\n", out->n ? "\n" : "", name,
-                      r->original->file, r->verified);
+        report_doc_printf(d, DOC_TABLE, "%s%s (%s, verified at %s)\n", first ? "" : "\n", name,
+                          r->original->file, r->verified);
+        first = false;
         report_grid g;
         report_grid_init(&g, (size_t)n_cols(r), headers, right);
         add_rows(&g, r, p, NULL);
-        report_grid_render(&g, false, "  ", out);
-        report_grid_free(&g);
-        stage_notes(p, "  ", out);
-        summary(r, p, "  ", out);
+        report_doc_grid(d, DOC_TABLE, &g, "  ");
+        notes(d, DOC_TABLE, r, p, "  ");
     }
-    return 0;
 }
 
-static int write_md(const opt_result *r, ml_str *out) {
+static void build_md(const opt_result *r, report_doc *d) {
     const char *h[C_MAX + 1] = {"schedule"};
     bool rt[C_MAX + 1] = {false};
     int nc = n_cols(r);
@@ -185,19 +195,16 @@ static int write_md(const opt_result *r, ml_str *out) {
         if (r->plans[k].optimized)
             add_rows(&g, r, &r->plans[k], name);
     }
-    report_grid_render(&g, true, "", out);
-    report_grid_free(&g);
-    ml_str_printf(out, "\nVerified at %s.\n\n", r->verified);
+    report_doc_grid(d, DOC_MD, &g, "");
+    report_doc_printf(d, DOC_MD, "\nVerified at %s.\n\n", r->verified);
     for (size_t k = 0; k < r->n_plans; k++) {
         if (!r->plans[k].optimized)
             continue;
         char name[256];
         plan_title(r, &r->plans[k], name, sizeof name);
-        ml_str_printf(out, "- `%s`:\n", name);
-        stage_notes(&r->plans[k], "  - ", out);
-        summary(r, &r->plans[k], "  - ", out);
+        report_doc_printf(d, DOC_MD, "- `%s`:\n", name);
+        notes(d, DOC_MD, r, &r->plans[k], "  - ");
     }
-    return 0;
 }
 
 /* ---- JSON ------------------------------------------------------------------------------------- */
@@ -272,7 +279,7 @@ static json_t *plan_json(const opt_result *r, const opt_plan_result *p) {
     return o;
 }
 
-static int write_json(const opt_result *r, ml_str *out) {
+static void build_json(const opt_result *r, report_doc *d) {
     json_t *root = json_object();
     json_object_set_new(root, "command", json_string("optimize"));
     json_object_set_new(root, "file", json_string(r->original->file));
@@ -283,14 +290,19 @@ static int write_json(const opt_result *r, ml_str *out) {
     for (size_t k = 0; k < r->n_plans; k++)
         json_array_append_new(plans, plan_json(r, &r->plans[k]));
     json_object_set_new(root, "plans", plans);
-    return report_json_append(root, 0, out);
+    report_doc_json(d, root, 0);
 }
 
-int opt_report(const opt_result *r, opt_format fmt, ml_str *out) {
-    switch (fmt) {
-    case OPT_FMT_TABLE: return write_table(r, out);
-    case OPT_FMT_JSON: return write_json(r, out);
-    case OPT_FMT_MD: return write_md(r, out);
-    }
-    return -1;
+/* optimize's document: table, Markdown and JSON parts; no CSV grid. */
+int opt_report(const opt_result *r, report_format fmt, ml_str *out) {
+    report_doc *d = report_doc_new();
+    if (fmt == FMT_TABLE)
+        build_table(r, d);
+    else if (fmt == FMT_MD)
+        build_md(r, d);
+    else if (fmt == FMT_JSON)
+        build_json(r, d);
+    int rc = report_doc_render(d, fmt, out);
+    report_doc_free(d);
+    return rc;
 }

@@ -20,6 +20,7 @@
 
 #include "predict/analyzer.h"
 #include "exec/rt.h"
+#include "report/format.h"
 
 typedef struct {
     bool present;
@@ -60,22 +61,6 @@ typedef struct {
     const char *command;            /* "predict", "check", "run" */
     const char *provenance;         /* "key=value\n" lines, or NULL */
 } report;
-
-/* The report formats: one row each. Every family's document (doc.h) renders in any of them that
- * it has a part for (diff has no CSV grid). Option parsing and usage text take the names here. */
-typedef enum { FMT_TABLE, FMT_JSON, FMT_CSV, FMT_MD, FMT_COUNT } report_format;
-struct report_doc;
-typedef struct {
-    const char *name;
-    /* Appends the document in this format to out; -1 when it has nothing for it. */
-    int (*render)(const struct report_doc *d, ml_str *out);
-} report_format_info;
-
-extern const report_format_info report_formats[FMT_COUNT];
-int report_format_lookup(const char *name);   /* -1 when unknown */
-/* "table|json|csv|md" (sep "|") or "table, json, csv or md" (sep ", ", last " or "): the names
- * of the formats in mask (bits 1 << FMT_*), for usage text and messages. */
-void report_format_names(unsigned mask, const char *sep, const char *last, char *buf, size_t len);
 
 /* Renders predict/check/run's report in fmt onto out (its document, built for fmt alone). */
 int report_render(const report *r, report_format fmt, ml_str *out);
