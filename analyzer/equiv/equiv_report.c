@@ -1,6 +1,6 @@
 /* equiv_report.c — `memlife equiv` results as a table, JSON or Markdown (equiv.h). */
 #include "equiv/equiv.h"
-#include "report/report_int.h"
+#include "report/doc.h"
 #include "exec/provenance.h"
 
 #include <jansson.h>
@@ -41,10 +41,17 @@ static void header(const equiv_result *r, const char *provenance, bool md, ml_st
         ml_str_append(out, "\n", 1);
 }
 
-static int write_text(const equiv_result *r, bool md, const char *provenance, ml_str *out) {
+/* The human part of equiv's document: the text table (md false) or Markdown. */
+static void build_text(const equiv_result *r, bool md, const char *provenance, report_doc *d) {
     static const char *const headers[] = {"meaning", "verdict", "A", "B", "detail"};
     static const bool right[] = {false, false, false, false, false};
-    header(r, provenance, md, out);
+    unsigned mask = md ? DOC_MD : DOC_TABLE;
+    ml_str out = {0};
+    ml_str_append(&out, "", 0);
+    header(r, provenance, md, &out);
+    report_doc_printf(d, mask, "%s", out.s);
+    out.n = 0;
+    out.s[0] = '\0';
     report_grid g;
     report_grid_init(&g, 5, headers, right);
     for (int k = 0; k < EQ_ROW_COUNT; k++) {
@@ -54,20 +61,20 @@ static int write_text(const equiv_result *r, bool md, const char *provenance, ml
         report_grid_add(&g, r->rows[k].b);
         report_grid_add(&g, r->rows[k].detail);
     }
-    report_grid_render(&g, md, md ? "" : "  ", out);
-    report_grid_free(&g);
+    report_doc_grid(d, mask, &g, md ? "" : "  ");
     if (r->kernels_note[0])
-        ml_str_printf(out, "%s--kernels: %s\n", md ? "\n" : "", r->kernels_note);
+        ml_str_printf(&out, "%s--kernels: %s\n", md ? "\n" : "", r->kernels_note);
     if (r->n_causes) {
-        ml_str_printf(out, "%s", md ? "\n**causes (the chapter's checklist):**\n\n"
-                                    : "causes (the chapter's checklist):\n");
+        ml_str_printf(&out, "%s", md ? "\n**causes (the chapter's checklist):**\n\n"
+                                     : "causes (the chapter's checklist):\n");
         for (size_t k = 0; k < r->n_causes; k++)
-            cause_line(r, &r->causes[k], out, md ? "- " : "  ");
+            cause_line(r, &r->causes[k], &out, md ? "- " : "  ");
     }
     int code = equiv_exit_code(r);
-    ml_str_printf(out, "%s%s\n", md ? "\n" : "",
+    ml_str_printf(&out, "%s%s\n", md ? "\n" : "",
                   code == 0 ? "all four hold" : "not all four hold (exit 1)");
-    return 0;
+    report_doc_printf(d, mask, "%s", out.s);
+    ml_str_free(&out);
 }
 
 /* ---- JSON -------------------------------------------------------------------------------------*/
@@ -163,7 +170,7 @@ static json_t *data_json(const equiv_data_rank *d) {
     return o;
 }
 
-static int write_json(const equiv_result *r, const char *provenance, ml_str *out) {
+static void build_json(const equiv_result *r, const char *provenance, report_doc *d) {
     json_t *root = json_object();
     json_object_set_new(root, "command", json_string("equiv"));
     json_object_set_new(root, "a", side_json(r, 0));
@@ -211,14 +218,17 @@ static int write_json(const equiv_result *r, const char *provenance, ml_str *out
     json_object_set_new(root, "causes", causes);
     if (provenance)
         json_object_set_new(root, "provenance", report_provenance_json(provenance));
-    return report_json_append(root, 0, out);
+    report_doc_json(d, root, 0);
 }
 
+/* equiv's document: table, Markdown and JSON parts; no CSV grid (-1 for csv). */
 int equiv_write(const equiv_result *r, report_format fmt, const char *provenance, ml_str *out) {
-    switch (fmt) {
-    case FMT_TABLE: return write_text(r, false, provenance, out);
-    case FMT_MD: return write_text(r, true, provenance, out);
-    case FMT_JSON: return write_json(r, provenance, out);
-    default: return -1;
-    }
+    report_doc *d = report_doc_new();
+    if (fmt == FMT_TABLE || fmt == FMT_MD)
+        build_text(r, fmt == FMT_MD, provenance, d);
+    else if (fmt == FMT_JSON)
+        build_json(r, provenance, d);
+    int rc = report_doc_render(d, fmt, out);
+    report_doc_free(d);
+    return rc;
 }
