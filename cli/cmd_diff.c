@@ -47,9 +47,9 @@ int cmd_diff(int argc, char **argv) {
     int rc;
     if (!ml_args_begin(&a, "diff", cmd_diff_usage, argc, argv, NULL, 0, false, &rc))
         return rc;
-    if (!(DIFF_FORMATS & (1u << a.format))) {   /* the formats its document has */
+    if (!(diff_formats() & (1u << a.format))) {   /* the formats its document has */
         char names[128];
-        report_format_names(DIFF_FORMATS, ", ", " or ", names, sizeof names);
+        report_format_names(diff_formats(), ", ", " or ", names, sizeof names);
         int bad = a.format;
         ml_args_free(&a);
         return ml_usage_error("diff", "'diff' writes %s, not %s", names, report_formats[bad].name);

@@ -360,8 +360,8 @@ int cmd_equiv(int argc, char **argv) {
                        &rc))
         return rc;
     char names[128];
-    report_format_names(EQUIV_FORMATS, ", ", " or ", names, sizeof names);
-    if (!(EQUIV_FORMATS & (1u << a.format)))   /* the formats its document has */
+    report_format_names(equiv_formats(), ", ", " or ", names, sizeof names);
+    if (!(equiv_formats() & (1u << a.format)))   /* the formats its document has */
         rc = ml_usage_error("equiv", "'equiv' writes %s, not %s", names, report_formats[a.format].name);
     else if (o.rtol < 0 && o.rtol != -1)
         rc = ml_usage_error("equiv", "--rtol must be 0 or more");

@@ -74,10 +74,10 @@ int cmd_optimize(int argc, char **argv) {
         return rc;
     opt_options o;
     opt_options_default(&o);
-    bool format_ok = OPT_FORMATS & (1u << a.format);   /* the formats its document has */
+    bool format_ok = opt_formats() & (1u << a.format);   /* the formats its document has */
     if (a.files.n != 1 || !format_ok || (allow && parse_allow(allow, &o) != 0)) {
         char names[128];
-        report_format_names(OPT_FORMATS, ", ", " or ", names, sizeof names);
+        report_format_names(opt_formats(), ", ", " or ", names, sizeof names);
         if (a.files.n != 1)
             rc = ml_usage_error("optimize", "'optimize' takes one schedule, not %zu", a.files.n);
         else if (!format_ok)

@@ -221,14 +221,27 @@ static void build_json(const equiv_result *r, const char *provenance, report_doc
     report_doc_json(d, root, 0);
 }
 
-/* equiv's document: table, Markdown and JSON parts; no CSV grid (-1 for csv). */
-int equiv_write(const equiv_result *r, report_format fmt, const char *provenance, ml_str *out) {
-    report_doc *d = report_doc_new();
-    if (fmt == FMT_TABLE || fmt == FMT_MD)
-        build_text(r, fmt == FMT_MD, provenance, d);
-    else if (fmt == FMT_JSON)
-        build_json(r, provenance, d);
-    int rc = report_doc_render(d, fmt, out);
-    report_doc_free(d);
-    return rc;
+typedef struct {
+    const equiv_result *r;
+    const char *provenance;
+} equiv_ctx;
+
+static void human_part(const void *ctx, bool md, report_doc *d) {
+    const equiv_ctx *c = ctx;
+    build_text(c->r, md, c->provenance, d);
 }
+
+static void json_part(const void *ctx, report_doc *d) {
+    const equiv_ctx *c = ctx;
+    build_json(c->r, c->provenance, d);
+}
+
+/* equiv's document: table, Markdown and JSON parts; no CSV grid (-1 for csv). */
+static const report_family equiv_family = {human_part, json_part, NULL};
+
+int equiv_write(const equiv_result *r, report_format fmt, const char *provenance, ml_str *out) {
+    equiv_ctx c = {r, provenance};
+    return report_family_render(&equiv_family, &c, fmt, out);
+}
+
+unsigned equiv_formats(void) { return report_family_formats(&equiv_family); }

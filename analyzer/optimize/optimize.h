@@ -80,7 +80,7 @@ void opt_result_free(opt_result *r);
 
 /* The report: one block per plan with a row per stage and rank, in table, json or md (its
  * document, doc.h, has no CSV grid: -1 for csv). */
-#define OPT_FORMATS ((1u << FMT_TABLE) | (1u << FMT_JSON) | (1u << FMT_MD))
+unsigned opt_formats(void);   /* bits 1 << FMT_* */
 int opt_report(const opt_result *r, report_format fmt, ml_str *out);
 
 #endif

@@ -293,16 +293,20 @@ static void build_json(const opt_result *r, report_doc *d) {
     report_doc_json(d, root, 0);
 }
 
-/* optimize's document: table, Markdown and JSON parts; no CSV grid. */
-int opt_report(const opt_result *r, report_format fmt, ml_str *out) {
-    report_doc *d = report_doc_new();
-    if (fmt == FMT_TABLE)
-        build_table(r, d);
-    else if (fmt == FMT_MD)
-        build_md(r, d);
-    else if (fmt == FMT_JSON)
-        build_json(r, d);
-    int rc = report_doc_render(d, fmt, out);
-    report_doc_free(d);
-    return rc;
+static void build_human(const void *ctx, bool md, report_doc *d) {
+    if (md)
+        build_md(ctx, d);
+    else
+        build_table(ctx, d);
 }
+
+static void build_json_part(const void *ctx, report_doc *d) { build_json(ctx, d); }
+
+/* optimize's document: table, Markdown and JSON parts; no CSV grid. */
+static const report_family opt_family = {build_human, build_json_part, NULL};
+
+int opt_report(const opt_result *r, report_format fmt, ml_str *out) {
+    return report_family_render(&opt_family, r, fmt, out);
+}
+
+unsigned opt_formats(void) { return report_family_formats(&opt_family); }

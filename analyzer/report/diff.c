@@ -457,14 +457,14 @@ static void build_json(const diff_result *r, report_doc *d) {
     report_doc_json(d, root, 0);
 }
 
+static void human_part(const void *ctx, bool md, report_doc *d) { build_human(ctx, md, d); }
+static void json_part(const void *ctx, report_doc *d) { build_json(ctx, d); }
+
 /* diff's document has a table, a Markdown and a JSON part; no CSV grid. */
+static const report_family diff_family = {human_part, json_part, NULL};
+
 int diff_write(const diff_result *r, report_format fmt, ml_str *out) {
-    report_doc *d = report_doc_new();
-    if (fmt == FMT_TABLE || fmt == FMT_MD)
-        build_human(r, fmt == FMT_MD, d);
-    if (fmt == FMT_JSON)
-        build_json(r, d);
-    int rc = report_doc_render(d, fmt, out);
-    report_doc_free(d);
-    return rc;
+    return report_family_render(&diff_family, r, fmt, out);
 }
+
+unsigned diff_formats(void) { return report_family_formats(&diff_family); }

@@ -35,6 +35,19 @@ int report_doc_render_table(const report_doc *d, ml_str *out);
 int report_doc_render_md(const report_doc *d, ml_str *out);
 int report_doc_render_json(const report_doc *d, ml_str *out);
 int report_doc_render_csv(const report_doc *d, ml_str *out);
+/* A report family: the builders of its document's parts (ctx is the family's result). human
+ * builds the text table's part (md false) or the Markdown's; json and csv may be NULL (the
+ * family has no such part, and refuses that format). */
+typedef struct {
+    void (*human)(const void *ctx, bool md, report_doc *d);
+    void (*json)(const void *ctx, report_doc *d);
+    void (*csv)(const void *ctx, report_doc *d);
+} report_family;
+/* Builds the part fmt shows and renders it onto out: 0, or -1 for a format without a part. */
+int report_family_render(const report_family *f, const void *ctx, report_format fmt, ml_str *out);
+/* The formats the family has parts for (bits 1 << FMT_*). */
+unsigned report_family_formats(const report_family *f);
+
 /* Whether d can be rendered in fmt. */
 bool report_doc_has(const report_doc *d, report_format fmt);
 

@@ -5,26 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* predict/check/run's document: the parts the formats in mask show. */
-static void build_doc(const report *r, unsigned mask, report_doc *d) {
-    if (mask & DOC_TABLE)
-        report_doc_table(r, d);
-    if (mask & DOC_MD)
-        report_doc_md(r, d);
-    if (mask & DOC_FMT(FMT_JSON))
-        report_doc_json_tree(r, d);
-    if (mask & DOC_FMT(FMT_CSV))
-        report_doc_csv_grid(r, d);
+/* predict/check/run's document: all four parts, one file each. */
+static void human_part(const void *ctx, bool md, report_doc *d) {
+    if (md)
+        report_doc_md(ctx, d);
+    else
+        report_doc_table(ctx, d);
 }
+static void json_part(const void *ctx, report_doc *d) { report_doc_json_tree(ctx, d); }
+static void csv_part(const void *ctx, report_doc *d) { report_doc_csv_grid(ctx, d); }
+static const report_family predict_family = {human_part, json_part, csv_part};
 
 int report_render(const report *r, report_format fmt, ml_str *out) {
     if ((unsigned)fmt >= FMT_COUNT)
         return -1;
-    report_doc *d = report_doc_new();
-    build_doc(r, DOC_FMT(fmt), d);
-    int rc = report_doc_render(d, fmt, out);
-    report_doc_free(d);
-    return rc;
+    return report_family_render(&predict_family, r, fmt, out);
 }
 
 
