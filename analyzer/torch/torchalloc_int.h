@@ -23,6 +23,7 @@ typedef struct tblk {
     int64_t gc_base;          /* pool's get_free_blocks_call_count when inserted */
     int32_t event_count;
     uint8_t state, mapped, large, in_tree; /* in_tree: 0 none, 1 blocks, 2 unmapped */
+    struct tleaf *leaf;       /* the leaf holding it while in a tree: erase needs no search */
 } tblk;
 
 typedef struct tseg {
@@ -64,6 +65,7 @@ typedef struct tkey {
 } tkey;
 typedef struct tleaf {
     int32_t n;
+    int32_t idx;          /* position in ttree.leaf */
     int32_t v[TT_LEAF];  /* block indices */
     uint64_t hi[TT_LEAF]; /* keys, split so a search reads one dense array */
     uint64_t lo[TT_LEAF];

@@ -101,6 +101,8 @@ static void add_leaf(ttree *t, size_t at, tleaf *l) {
     memmove(t->max + at + 1, t->max + at, (t->nleaf - at) * sizeof *t->max);
     t->leaf[at] = l;
     t->nleaf++;
+    for (size_t j = at; j < t->nleaf; j++)
+        t->leaf[j]->idx = (int32_t)j;
 }
 
 void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
@@ -125,6 +127,8 @@ void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
         memcpy(r->hi, l->hi + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
         memcpy(r->lo, l->lo + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
         memcpy(r->v, l->v + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(int32_t));
+        for (int32_t j = 0; j < r->n; j++)
+            ta->b[r->v[j]].leaf = r;
         l->n = TT_LEAF / 2;
         t->max[li] = key_at(l, l->n - 1);
         add_leaf(t, li + 1, r);
@@ -140,19 +144,21 @@ void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
     l->lo[s] = k.lo;
     l->v[s] = x;
     l->n++;
+    ta->b[x].leaf = l;
     t->max[li] = key_at(l, l->n - 1);
 }
 
 /* leaf and slot of block x (which is in t) */
 static int locate(const torchalloc *ta, const ttree *t, int32_t x, size_t *li, int32_t *s) {
-    tkey k = key_of(ta, t->kind, x);
-    size_t i = leaf_lb(t, k);
-    if (i == t->nleaf)
+    const tleaf *l = ta->b[x].leaf;
+    if (!l || (size_t)l->idx >= t->nleaf || t->leaf[l->idx] != l)
         return 0;
-    int32_t j = slot_lb(t->leaf[i], k);
-    if (j >= t->leaf[i]->n || t->leaf[i]->v[j] != x)
+    int32_t j = -1;
+    for (int32_t k = 0; k < l->n; k++)
+        j = l->v[k] == x ? k : j;
+    if (j < 0)
         return 0;
-    *li = i;
+    *li = (size_t)l->idx;
     *s = j;
     return 1;
 }
@@ -168,6 +174,8 @@ static void erase_at(ttree *t, size_t li, int32_t s) {
         memmove(t->leaf + li, t->leaf + li + 1, (t->nleaf - li - 1) * sizeof *t->leaf);
         memmove(t->max + li, t->max + li + 1, (t->nleaf - li - 1) * sizeof *t->max);
         t->nleaf--;
+        for (size_t j = li; j < t->nleaf; j++)
+            t->leaf[j]->idx = (int32_t)j;
     }
 }
 

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -471,6 +473,179 @@ static void config_accepts(void **state) {
     assert_int_equal(d.large_segment_size, 20 * MiB);
 }
 
+/* ---- measured on the H200 ---- */
+
+/* Ground truth collected for this model on one H200 with torch 2.11.0+cu130 (2026-12-01):
+ * each scenario ran in a fresh process with PYTORCH_CUDA_ALLOC_CONF = conf, and, where limit is
+ * set, torch.cuda.set_per_process_memory_fraction(limit / total_memory); "m NAME BYTES" is
+ * torch.empty(BYTES, dtype=torch.uint8, device="cuda"), "f NAME" drops it, "e" is
+ * torch.cuda.empty_cache().  expect lists memory_allocated() memory_reserved() after each op
+ * ("OOM" where torch raised OutOfMemoryError); segs the sorted total_size of
+ * torch.cuda.memory_snapshot()'s segments at the end. */
+static const struct {
+    const char *name, *conf;
+    uint64_t limit;
+    const char *ops, *expect, *segs;
+} h200[] = {
+    {"worked", "", 0ull, "m a 1000;m b 3145728;m c 12582912;f b;m d 1048577;f a;m e 26214400",
+     "1024 2097152;3146752 23068672;15729664 23068672;12583936 23068672;13633024 23068672;13632000 23068672;40894976 50331648",
+     "2097152 20971520 27262976"},
+    {"worked_exp", "expandable_segments:True", 0ull, "m a 1000;m b 3145728;m c 12582912;f b;m d 1048577;f a;m e 26214400",
+     "1024 2097152;3146752 23068672;15729664 23068672;12583936 23068672;13633024 23068672;13632000 23068672;39846400 44040192",
+     "2097152 41943040"},
+    {"lss64", "large_segment_size_mb:64", 0ull, "m a 3145728;m b 33554432",
+     "3145728 67108864;36700160 67108864",
+     "67108864"},
+    {"lss64_exp", "expandable_segments:True,large_segment_size_mb:64", 0ull, "m a 3145728;m b 83886080",
+     "3145728 67108864;87031808 134217728",
+     "134217728"},
+    {"gc", "garbage_collection_threshold:0.5", 83886080ull, "m a 20971520;f a;m x 1000;m b 25165824;f b;m c 31457280",
+     "20971520 20971520;0 20971520;1024 23068672;25166848 48234496;1024 48234496;31458304 58720256",
+     "2097152 25165824 31457280"},
+    {"nogc", "garbage_collection_threshold:0.5", 0ull, "m a 20971520;f a;m x 1000;m b 25165824;f b;m c 31457280",
+     "20971520 20971520;0 20971520;1024 23068672;25166848 48234496;1024 48234496;31458304 79691776",
+     "2097152 20971520 25165824 31457280"},
+    {"relavail", "max_split_size_mb:20", 104857600ull, "m a 52428800;m b 41943040;f a;f b;m c 15728640",
+     "52428800 52428800;94371840 94371840;41943040 94371840;0 94371840;16777216 69206016",
+     "16777216 52428800"},
+    {"oversize", "max_split_size_mb:40", 0ull, "m a 83886080;f a;m b 62914560;f b;m c 63963136;m d 31457280",
+     "83886080 83886080;0 83886080;62914560 146800640;0 146800640;83886080 146800640;115343360 178257920",
+     "31457280 62914560 83886080"},
+    {"divlist", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", 0ull, "m a 629145600;m b 104857601",
+     "805306368 805306368;910164480 912261120",
+     "106954752 805306368"},
+    {"div4", "roundup_power2_divisions:4", 0ull, "m a 5242881;m b 1049000;m c 3000",
+     "6291456 20971520;7602176 20971520;7605248 23068672",
+     "2097152 20971520"},
+    {"split19", "", 0ull, "m a 19922944;f a;e;m b 19922432;m c 1048576",
+     "20971520 20971520;0 20971520;0 0;19922432 20971520;20971008 23068672",
+     "2097152 20971520"},
+    {"expunmap", "expandable_segments:True", 0ull, "m a 31457280;m b 5242880;f a;e;f b;e",
+     "31457280 41943040;36700160 41943040;5242880 41943040;5242880 20971520;0 20971520;0 0",
+     ""},
+    {"oom", "", 41943040ull, "m a 12582912;m b 12582912;f a;f b;m c 31457280;m d 12582912",
+     "12582912 12582912;25165824 25165824;12582912 25165824;0 25165824;31457280 31457280;OOM 31457280 31457280",
+     "31457280"},
+    {"nonsplit40", "max_split_size_mb:40,max_non_split_rounding_mb:40", 0ull, "m a 83886080;f a;m b 50331648",
+     "83886080 83886080;0 83886080;83886080 83886080",
+     "83886080"},
+};
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void h200_scenarios(void **state) {
+    (void)state;
+    for (size_t k = 0; k < sizeof h200 / sizeof h200[0]; k++) {
+        torchalloc *ta = make(h200[k].conf, h200[k].limit);
+        char names[16][8];
+        int64_t ids[16];
+        int n = 0;
+        const char *op = h200[k].ops, *ex = h200[k].expect;
+        while (*op) {
+            char buf[64], kind = 0, name[8] = "";
+            unsigned long long bytes = 0;
+            size_t len = strcspn(op, ";");
+            assert_true(len < sizeof buf);
+            memcpy(buf, op, len);
+            buf[len] = 0;
+            assert_true(sscanf(buf, " %c %7s %llu", &kind, name, &bytes) >= 1);
+            int oom = 0;
+            if (kind == 'm') {
+                int64_t id = torchalloc_malloc(ta, bytes, 0, NULL);
+                oom = id < 0;
+                if (!oom) {
+                    memcpy(names[n], name, sizeof name);
+                    ids[n++] = id;
+                }
+            } else if (kind == 'f') {
+                for (int i = 0; i < n; i++)
+                    if (!strcmp(names[i], name)) {
+                        torchalloc_free(ta, ids[i]);
+                        names[i][0] = 0;
+                    }
+            } else {
+                torchalloc_empty_cache(ta);
+            }
+            unsigned long long ea, er;
+            int eoom = strncmp(ex, "OOM ", 4) == 0;
+            assert_int_equal(sscanf(ex + (eoom ? 4 : 0), "%llu %llu", &ea, &er), 2);
+            struct torchalloc_stats st;
+            torchalloc_stats(ta, &st);
+            if (st.allocated != ea || st.reserved != er || oom != eoom)
+                print_error("%s: after '%s' model %llu %llu%s, H200 %llu %llu%s\n", h200[k].name, buf,
+                            (unsigned long long)st.allocated, (unsigned long long)st.reserved, oom ? " OOM" : "", ea, er,
+                            eoom ? " OOM" : "");
+            assert_int_equal(st.allocated, ea);
+            assert_int_equal(st.reserved, er);
+            assert_int_equal(oom, eoom);
+            op = strchr(op, ';');
+            ex = strchr(ex, ';');
+            if (!op)
+                break;
+            assert_non_null(ex);
+            op++;
+            ex++;
+        }
+        seglist l = segments(ta);
+        qsort(l.size, l.n, sizeof l.size[0], cmp_u64);
+        char got[512] = "";
+        for (size_t i = 0; i < l.n; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%llu", i ? " " : "", (unsigned long long)l.size[i]);
+        assert_string_equal(got, h200[k].segs);
+        torchalloc_destroy(ta);
+    }
+}
+
+/* record_stream measured on the H200 (torch 2.11.0+cu130): a 12 MiB tensor freed after
+ * record_stream(s) while s runs torch.cuda._sleep; then torch.cuda.synchronize().  Each expect()
+ * is memory_allocated, memory_reserved, and active_bytes.all.current as measured. */
+static void expect_active(torchalloc *ta, uint64_t allocated, uint64_t reserved, uint64_t active) {
+    expect(ta, allocated, reserved);
+    struct torchalloc_stats st;
+    torchalloc_stats(ta, &st);
+    assert_int_equal(st.active, active);
+}
+
+static void h200_record_stream(void **state) {
+    (void)state;
+    torchalloc *ta = make("", 0);
+    const uint32_t s = 7; /* the side stream */
+    int64_t a = m(ta, 12 * MiB, 0);
+    expect_active(ta, 12582912, 12582912, 12582912);
+    torchalloc_stream_submit(ta, s); /* _sleep enqueued on s */
+    torchalloc_record_stream(ta, a, s);
+    torchalloc_free(ta, a);
+    expect_active(ta, 0, 12582912, 12582912);
+    int64_t b = m(ta, 12 * MiB, 0); /* a is still pending: a new segment */
+    expect_active(ta, 12582912, 25165824, 25165824);
+    torchalloc_device_synchronize(ta);
+    expect_active(ta, 12582912, 25165824, 25165824); /* not looked at until the next malloc */
+    int64_t x = m(ta, 1000, 0);
+    expect_active(ta, 12583936, 27262976, 12583936);
+    int64_t c = m(ta, 12 * MiB, 0); /* takes a's block */
+    expect_active(ta, 25166848, 27262976, 25166848);
+    torchalloc_free(ta, b);
+    torchalloc_free(ta, c);
+    torchalloc_free(ta, x);
+    torchalloc_empty_cache(ta);
+    expect_active(ta, 0, 0, 0);
+    int64_t e = m(ta, 12 * MiB, 0);
+    torchalloc_free(ta, e);
+    expect_active(ta, 0, 12582912, 0);
+    m(ta, 12 * MiB, s); /* no cross-stream reuse */
+    expect_active(ta, 12582912, 25165824, 12582912);
+    int64_t g = m(ta, 1000, 0);
+    torchalloc_record_stream(ta, g, s); /* s idle: its event is complete at once */
+    torchalloc_free(ta, g);
+    expect_active(ta, 12582912, 27262976, 12583936);
+    m(ta, 1000, 0);
+    expect_active(ta, 12583936, 27262976, 12583936);
+    torchalloc_destroy(ta);
+}
+
 /* ---- invariants under a random schedule ---- */
 
 typedef struct {
@@ -603,6 +778,8 @@ int main(void) {
         cmocka_unit_test(config_errors),
         cmocka_unit_test(config_accepts),
         cmocka_unit_test(random_schedules_keep_invariants),
+        cmocka_unit_test(h200_scenarios),
+        cmocka_unit_test(h200_record_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
