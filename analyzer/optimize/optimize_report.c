@@ -36,20 +36,44 @@ static void plan_title(const opt_result *r, const opt_plan_result *p, char *buf,
 
 /* ---- table and Markdown ----------------------------------------------------------------------- */
 
-/* The torch view's peaks follow when it is on (a `torch:` key, --torch-*): C_MAX columns. */
+/* The fixed columns, then one "SERIES peak" column per series of every optional view that is on
+ * (views.h: torch allocated, torch reserved), so a new view needs no edit here. */
 enum { C_STAGE, C_KEPT, C_RANKS, C_REQ_STEADY, C_REQ_PEAK, C_SAVED, C_DEV_STEADY, C_DEV_PEAK,
-       C_FLOOR, C_COUNT, C_TORCH_ALLOC_PEAK = C_COUNT, C_TORCH_RES_PEAK, C_MAX };
-static const char *const headers[C_MAX] = {"stage", "kept", "ranks", "requested steady",
-                                           "requested peak", "saved", "device steady",
-                                           "device peak", "floor", "torch allocated peak",
-                                           "torch reserved peak"};
-static const bool right[C_MAX] = {false, false, false, true, true, true, true, true, true, true, true};
+       C_FLOOR, C_COUNT, C_MAX = C_COUNT + VIEW_COUNT };
+static const char *const fixed_headers[C_COUNT] = {"stage", "kept", "ranks", "requested steady",
+                                                   "requested peak", "saved", "device steady",
+                                                   "device peak", "floor"};
 
-static int n_cols(const opt_result *r) {
-    for (size_t k = 0; k < r->n_plans; k++)
-        if (r->plans[k].optimized && r->world > 0 && r->plans[k].before[0].on[MV_TORCH])
-            return C_MAX;
-    return C_COUNT;
+typedef struct {
+    size_t n;
+    const char *headers[C_MAX];
+    bool right[C_MAX];
+    ml_mem_view series[C_MAX];   /* for columns >= C_COUNT */
+    char text[VIEW_COUNT][64];
+} opt_cols;
+
+static void pick_cols(const opt_result *r, opt_cols *c) {
+    memset(c, 0, sizeof *c);
+    for (int k = 0; k < C_COUNT; k++) {
+        c->headers[k] = fixed_headers[k];
+        c->right[k] = k >= C_REQ_STEADY;
+    }
+    c->n = C_COUNT;
+    const opt_mem *m = NULL;
+    for (size_t k = 0; k < r->n_plans && !m; k++)
+        if (r->plans[k].optimized && r->world > 0)
+            m = &r->plans[k].before[0];
+    for (int view = 0; m && view < MV_COUNT; view++) {
+        if (!ml_views[view].optional || !m->on[view])
+            continue;
+        for (int j = 0; j < ml_views[view].n_series; j++) {
+            ml_mem_view v = ml_views[view].series[j];
+            snprintf(c->text[v], sizeof c->text[v], "%s peak", ml_series[v].column);
+            c->headers[c->n] = c->text[v];
+            c->right[c->n] = true;
+            c->series[c->n++] = v;
+        }
+    }
 }
 
 static void size_cell(uint64_t v, char *buf, size_t len) { report_size_cell(v, buf, len); }
@@ -68,7 +92,8 @@ static void saved_cell(uint64_t before, uint64_t after, char *buf, size_t len) {
 }
 
 /* The cells of one row (row = -1: before; else stage index) for rank r, after the rank column. */
-static void row_cells(const opt_plan_result *p, int row, int r, char cells[C_MAX][96]) {
+static void row_cells(const opt_plan_result *p, const opt_cols *cols, int row, int r,
+                      char cells[C_MAX][96]) {
     const opt_mem *m = row < 0 ? &p->before[r] : &p->stages[row].after[r];
     const opt_mem *prev = row < 0 ? m : stage_before(p, (size_t)row, r);
     snprintf(cells[C_STAGE], 96, "%s", row < 0 ? "before" : opt_kind_names[p->stages[row].kind]);
@@ -79,30 +104,31 @@ static void row_cells(const opt_plan_result *p, int row, int r, char cells[C_MAX
     size_cell(m->steady[VIEW_DEVICE], cells[C_DEV_STEADY], 96);
     size_cell(m->peak[VIEW_DEVICE], cells[C_DEV_PEAK], 96);
     size_cell(p->floor[r], cells[C_FLOOR], 96);
-    size_cell(m->peak[VIEW_TORCH_ALLOCATED], cells[C_TORCH_ALLOC_PEAK], 96);
-    size_cell(m->peak[VIEW_TORCH_RESERVED], cells[C_TORCH_RES_PEAK], 96);
+    for (size_t c = C_COUNT; c < cols->n; c++)
+        size_cell(m->peak[cols->series[c]], cells[c], 96);
     cells[C_RANKS][0] = '\0';
 }
 
-static bool same_cells(const opt_plan_result *p, int row, int a, int b) {
+static bool same_cells(const opt_plan_result *p, const opt_cols *cols, int row, int a, int b) {
     char x[C_MAX][96], y[C_MAX][96];
-    row_cells(p, row, a, x);
-    row_cells(p, row, b, y);
+    row_cells(p, cols, row, a, x);
+    row_cells(p, cols, row, b, y);
     for (int c = 0; c < C_MAX; c++)
         if (strcmp(x[c], y[c]))
             return false;
     return true;
 }
 
-static void add_rows(report_grid *g, const opt_result *r, const opt_plan_result *p,
+static void add_rows(report_grid *g, const opt_cols *cols, const opt_result *r,
+                     const opt_plan_result *p,
                      const char *name) {
     for (int row = -1; row < (int)p->n_stages; row++)
         for (int first = 0; first < r->world;) {
             int last = first;
-            while (last + 1 < r->world && same_cells(p, row, first, last + 1))
+            while (last + 1 < r->world && same_cells(p, cols, row, first, last + 1))
                 last++;
             char cells[C_MAX][96];
-            row_cells(p, row, first, cells);
+            row_cells(p, cols, row, first, cells);
             if (last > first)
                 snprintf(cells[C_RANKS], 96, "%d-%d", first, last);
             else
@@ -172,8 +198,10 @@ static void build_table(const opt_result *r, report_doc *d) {
                           r->original->file, r->verified);
         first = false;
         report_grid g;
-        report_grid_init(&g, (size_t)n_cols(r), headers, right);
-        add_rows(&g, r, p, NULL);
+        opt_cols cols;
+        pick_cols(r, &cols);
+        report_grid_init(&g, cols.n, cols.headers, cols.right);
+        add_rows(&g, &cols, r, p, NULL);
         report_doc_grid(d, DOC_TABLE, &g, "  ");
         notes(d, DOC_TABLE, r, p, "  ");
     }
@@ -182,10 +210,12 @@ static void build_table(const opt_result *r, report_doc *d) {
 static void build_md(const opt_result *r, report_doc *d) {
     const char *h[C_MAX + 1] = {"schedule"};
     bool rt[C_MAX + 1] = {false};
-    int nc = n_cols(r);
-    for (int c = 0; c < nc; c++) {
-        h[c + 1] = headers[c];
-        rt[c + 1] = right[c];
+    opt_cols cols;
+    pick_cols(r, &cols);
+    size_t nc = cols.n;
+    for (size_t c = 0; c < nc; c++) {
+        h[c + 1] = cols.headers[c];
+        rt[c + 1] = cols.right[c];
     }
     report_grid g;
     report_grid_init(&g, (size_t)nc + 1, h, rt);
@@ -193,7 +223,7 @@ static void build_md(const opt_result *r, report_doc *d) {
         char name[256];
         plan_title(r, &r->plans[k], name, sizeof name);
         if (r->plans[k].optimized)
-            add_rows(&g, r, &r->plans[k], name);
+            add_rows(&g, &cols, r, &r->plans[k], name);
     }
     report_doc_grid(d, DOC_MD, &g, "");
     report_doc_printf(d, DOC_MD, "\nVerified at %s.\n\n", r->verified);
