@@ -1,7 +1,8 @@
 /* test_torchalloc.c — the PyTorch caching-allocator model against the rules of
- * c10/cuda/CUDACachingAllocator.cpp (PyTorch 2.11) and the worked example of
- * /work/shared/torch-allocator.md ("matched byte for byte on the H200").  Every expected number
- * says where it comes from: "fact sheet" (measured), or the source rule it follows from. */
+ * c10/cuda/CUDACachingAllocator.cpp (PyTorch 2.11) and the worked example of docs/torch.md
+ * (derived from those rules and matched byte for byte on an H200 with torch 2.11.0+cu130).
+ * Every expected number says where it comes from: "fact sheet" (the worked example, measured),
+ * "H200" (tests/torch/fixtures, measured), or the source rule it follows from. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
