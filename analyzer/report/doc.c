@@ -82,17 +82,6 @@ void report_doc_csv(report_doc *d, report_grid *g) {
     memset(g, 0, sizeof *g);
 }
 
-bool report_doc_has(const report_doc *d, report_format fmt) {
-    if (fmt == FMT_JSON)
-        return d->json != NULL;
-    if (fmt == FMT_CSV)
-        return d->has_csv;
-    for (size_t k = 0; k < d->blocks.n; k++)
-        if (ML_VEC_AT(&d->blocks, doc_block, k).mask & DOC_FMT(fmt))
-            return true;
-    return false;
-}
-
 /* RFC 4180: quote a field holding a comma, quote or line break; double the quotes inside. */
 static void csv_field(ml_str *out, const char *text, bool last) {
     if (strpbrk(text, ",\"\r\n")) {

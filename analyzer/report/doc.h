@@ -48,7 +48,5 @@ int report_family_render(const report_family *f, const void *ctx, report_format 
 /* The formats the family has parts for (bits 1 << FMT_*). */
 unsigned report_family_formats(const report_family *f);
 
-/* Whether d can be rendered in fmt. */
-bool report_doc_has(const report_doc *d, report_format fmt);
 
 #endif
