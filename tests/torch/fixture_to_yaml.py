@@ -10,10 +10,15 @@ record_stream -> `record_stream: {buf: tID, stream: S}`; busy -> `compute: {stre
 pending on S until a sync); sync -> `sync: {stream: S}`; sync_device -> `sync: device`;
 empty_cache -> `empty_cache: {}`. Stream 0 is `default`, stream k > 0 is `sK`.
 
-memlife stops at a predicted out-of-memory (an error, exit 2), so a fixture is written up to and
-including its first alloc that failed in PyTorch; the caller checks that memlife reports the
-out-of-memory exactly there. The fixture's `limit` (the memory fraction's allowed maximum) is
-the schedule's `torch: {limit:}`, its conf the `torch: {conf:}`."""
+memlife stops at a predicted out-of-memory (an error, exit 2), while PyTorch raises, the program
+catches it and goes on. So convert() gives two things: the schedule up to each failing alloc
+(`prefix(k)`: memlife must report the out-of-memory at its line), and a schedule of every step
+in which a failing alloc stands as `empty_cache: {}` and a free of its tensor as `compute: {}`
+(no allocator effect). The stand-in is exact, not a guess: before PyTorch gives up it has freed
+every cached segment (the out-of-memory path releases them all, then fails), which is what
+empty_cache does when no stream work is pending (none is in these fixtures; the converter
+refuses one where some is). The fixture's `limit` (the memory fraction's allowed maximum) is the
+schedule's `torch: {limit:}`, its conf the `torch: {conf:}`."""
 import json
 import sys
 
@@ -22,11 +27,8 @@ def stream_name(k):
     return "default" if k == 0 else "s%d" % k
 
 
-def convert(fx):
-    steps = fx["steps"]
-    first_oom = next((i for i, s in enumerate(steps) if s.get("oom")), None)
-    upto = len(steps) if first_oom is None else first_oom + 1
-    streams = sorted({s["stream"] for s in steps[:upto] if "stream" in s and s["stream"] != 0})
+def header(fx, steps):
+    streams = sorted({s["stream"] for s in steps if "stream" in s and s["stream"] != 0})
     out = ["name: %s" % fx["name"], "world: 1", "dtype: uint8"]
     if streams:
         out.append("streams: [%s]" % ", ".join(stream_name(k) for k in streams))
@@ -35,25 +37,54 @@ def convert(fx):
         torch.append("limit: %d" % fx["limit"])
     out.append("torch: {%s}" % ", ".join(torch))
     out.append("steps:")
-    for s in steps[:upto]:
-        op = s["op"]
-        if op == "alloc":
-            out.append("  - alloc: {buf: t%d, bytes: %d, stream: %s}" % (s["id"], s["bytes"], stream_name(s["stream"])))
-        elif op == "free":
-            out.append("  - free: t%d" % s["id"])
-        elif op == "record_stream":
-            out.append("  - record_stream: {buf: t%d, stream: %s}" % (s["id"], stream_name(s["stream"])))
-        elif op == "busy":
-            out.append("  - compute: {stream: %s}" % stream_name(s["stream"]))
-        elif op == "sync":
-            out.append("  - sync: {stream: %s}" % stream_name(s["stream"]))
-        elif op == "sync_device":
-            out.append("  - sync: device")
-        elif op == "empty_cache":
-            out.append("  - empty_cache: {}")
-        else:
-            raise SystemExit("%s: unknown op %r" % (fx["name"], op))
-    return "\n".join(out) + "\n", upto, first_oom
+    return out
+
+
+def step_line(fx, s, failed):
+    """The schedule line of fixture step s; failed: ids whose alloc failed (stand-ins)."""
+    op = s["op"]
+    if op == "alloc":
+        if s.get("oom"):
+            return "  - empty_cache: {}   # PyTorch: out of memory, every cached segment freed"
+        return "  - alloc: {buf: t%d, bytes: %d, stream: %s}" % (s["id"], s["bytes"], stream_name(s["stream"]))
+    if op in ("free", "record_stream") and s["id"] in failed:
+        return "  - compute: {}   # %s of a tensor whose alloc failed: nothing" % op
+    if op == "free":
+        return "  - free: t%d" % s["id"]
+    if op == "record_stream":
+        return "  - record_stream: {buf: t%d, stream: %s}" % (s["id"], stream_name(s["stream"]))
+    if op == "busy":
+        return "  - compute: {stream: %s}" % stream_name(s["stream"])
+    if op == "sync":
+        return "  - sync: {stream: %s}" % stream_name(s["stream"])
+    if op == "sync_device":
+        return "  - sync: device"
+    if op == "empty_cache":
+        return "  - empty_cache: {}"
+    raise SystemExit("%s: unknown op %r" % (fx["name"], op))
+
+
+def convert(fx):
+    """(the schedule of every step with stand-ins, [k of every failing alloc], lines before the
+    steps) — prefix(fx, k) is the schedule that must run out of memory at step k."""
+    steps = fx["steps"]
+    ooms = [i for i, s in enumerate(steps) if s.get("oom")]
+    if ooms and any(s["op"] in ("busy", "record_stream") for s in steps):
+        raise SystemExit("%s: an out-of-memory with stream work: empty_cache is no stand-in" % fx["name"])
+    failed = {steps[i]["id"] for i in ooms}
+    head = header(fx, steps)
+    lines = head + [step_line(fx, s, failed) for s in steps]
+    return "\n".join(lines) + "\n", ooms, len(head)
+
+
+def prefix(fx, k):
+    """Steps 0..k-1 as convert() writes them, then step k's alloc itself."""
+    steps = fx["steps"]
+    failed = {s["id"] for s in steps[:k] if s.get("oom")}
+    s = steps[k]
+    lines = header(fx, steps) + [step_line(fx, x, failed) for x in steps[:k]]
+    lines.append("  - alloc: {buf: t%d, bytes: %d, stream: %s}" % (s["id"], s["bytes"], stream_name(s["stream"])))
+    return "\n".join(lines) + "\n"
 
 
 def main():
@@ -61,11 +92,11 @@ def main():
         raise SystemExit("usage: fixture_to_yaml.py FIXTURE.json OUT.yaml")
     with open(sys.argv[1]) as f:
         fx = json.load(f)
-    text, upto, first_oom = convert(fx)
+    text, ooms, _ = convert(fx)
     with open(sys.argv[2], "w") as f:
         f.write(text)
-    # steps written, the index of the first OOM step (-1: none), steps in the fixture
-    print(upto, -1 if first_oom is None else first_oom, len(fx["steps"]))
+    # steps written, then the indexes of the steps where PyTorch ran out of memory
+    print(len(fx["steps"]), *ooms)
 
 
 if __name__ == "__main__":
