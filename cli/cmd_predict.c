@@ -1,7 +1,7 @@
 /* cmd_predict.c — `memlife predict`: lint and predict every rank of every schedule, then report.
  * Expectations are evaluated and shown but do not change the exit code (that is `check`). */
 #include "cmd.h"
-#include "analyze.h"
+#include "analysis.h"
 
 const char cmd_predict_usage[] =
     "usage: memlife predict FILE... [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
@@ -30,8 +30,8 @@ int cmd_predict(int argc, char **argv) {
     int rc;
     if (!ml_args_begin(&a, "predict", cmd_predict_usage, argc, argv, NULL, 0, false, &rc))
         return rc;
-    ml_analysis_opts o;
-    ml_analysis_opts_default(&o);
+    pipeline_opts o;
+    pipeline_opts_default(&o);
     ml_analysis an;
     rc = ml_analyze(&a, "predict", &o, &an);
     if (rc == ML_EXIT_OK && (!a.quiet || a.output))

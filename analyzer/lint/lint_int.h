@@ -35,8 +35,6 @@ bool lint_clocks_done_for_free(const lint_clocks *c, uint32_t u, uint64_t seq);
 /* ---- Text ------------------------------------------------------------------------------------- */
 /* "'full'" for a whole view, "'full[768:512]'" otherwise (quotes included). */
 void lint_view_text(const sched *s, const plan_view *v, char *buf, size_t len);
-/* The name of what an op does, for messages: "reduce_scatter", "copy", "compute". */
-const char *lint_op_name(const plan_op *op);
 
 /* ---- Cross-rank (lint_cross.c) ---------------------------------------------------------------
  * colls[r] follows rank r's collectives that run (not those refused inside expect_error). Rank

@@ -258,10 +258,9 @@ expr *opt_expr(opt_ctx *c, const char *fmt, ...) {
     va_end(ap);
     expr_error err;
     expr *e = expr_parse(c->arena, text, strlen(text), resolve, (void *)c->s, &err);
-    if (!e) {
-        fprintf(stderr, "memlife optimize: internal error: '%s': %s\n", text, err.msg);
-        abort();
-    }
+    if (!e)
+        ml_internal_error("optimize: the expression '%s' it wrote does not parse: %s", text,
+                          err.msg);
     return e;
 }
 

@@ -93,9 +93,7 @@ static void live_snapshot(const live_set *ls, uint32_t **out, uint32_t *n) {
     uint32_t count = 0;
     for (uint32_t k = 0; k < ls->n; k++)
         count += ls->live[k];
-    uint32_t *syms = malloc((count ? count : 1) * sizeof *syms);
-    if (!syms)
-        abort();
+    uint32_t *syms = ml_xmalloc((count ? count : 1) * sizeof *syms);
     count = 0;
     for (uint32_t k = 0; k < ls->n; k++)
         if (ls->live[k])
@@ -127,10 +125,8 @@ static int peak_sets(const rank_plan *p, pred_rank *out, ml_diags *d) {
         replay_close(&r);
         return -1;
     }
-    live_set ls = {calloc(p->s->syms[SYM_BUFFER].n + 1, sizeof(bool)),
-                   calloc(p->s->syms[SYM_BUFFER].n + 1, sizeof(size_t)), p->s->syms[SYM_BUFFER].n};
-    if (!ls.live || !ls.alloc_op)
-        abort();
+    live_set ls = {ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof(bool)),
+                   ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof(size_t)), p->s->syms[SYM_BUFFER].n};
     refusal rf = {NULL};
     uint64_t scratch[VIEW_COUNT];
     size_t next = 0;
@@ -163,9 +159,7 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
         out->on[v] = pred_view_on(p, (ml_view_id)v);
     for (int v = 0; v < VIEW_COUNT; v++)
         out->peak_op[v] = SIZE_MAX;
-    out->timeline = malloc((p->n_ops ? p->n_ops : 1) * sizeof *out->timeline);
-    if (!out->timeline)
-        abort();
+    out->timeline = ml_xmalloc((p->n_ops ? p->n_ops : 1) * sizeof *out->timeline);
     out->n_timeline = p->n_ops;
     ml_prefault(out->timeline, out->timeline + p->n_ops);   /* every point is written next */
     replay r;
@@ -222,15 +216,11 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
 static pred_torch *torch_copy(const pred_torch *t) {
     if (!t)
         return NULL;
-    pred_torch *c = malloc(sizeof *c);
-    if (!c)
-        abort();
+    pred_torch *c = ml_xmalloc(sizeof *c);
     *c = *t;
     for (int k = 0; k < 2; k++) {
         size_t n = t->at[k].n_segments;
-        c->at[k].segments = malloc((n ? n : 1) * sizeof(pred_segment));
-        if (!c->at[k].segments)
-            abort();
+        c->at[k].segments = ml_xmalloc((n ? n : 1) * sizeof(pred_segment));
         if (n)
             memcpy(c->at[k].segments, t->at[k].segments, n * sizeof(pred_segment));
     }
@@ -243,9 +233,7 @@ void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *o
     out->rank = p->rank;
     for (int v = 0; v < VIEW_COUNT; v++) {
         uint32_t n = same->n_peak_live[v];
-        out->peak_live[v] = same->peak_live[v] ? malloc((n ? n : 1) * sizeof(uint32_t)) : NULL;
-        if (same->peak_live[v] && !out->peak_live[v])
-            abort();
+        out->peak_live[v] = same->peak_live[v] ? ml_xcalloc(n ? n : 1, sizeof(uint32_t)) : NULL;
         if (n)
             memcpy(out->peak_live[v], same->peak_live[v], n * sizeof(uint32_t));
     }

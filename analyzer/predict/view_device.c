@@ -19,14 +19,10 @@ typedef struct {
 } dev_state;
 
 static void *dev_open(const rank_plan *p, ml_diags *d) {
-    dev_state *st = calloc(1, sizeof *st);
-    if (!st)
-        abort();
+    dev_state *st = ml_xcalloc(1, sizeof *st);
     st->n_bufs = p->s->syms[SYM_BUFFER].n;
-    st->bufs = calloc(st->n_bufs + 1, sizeof *st->bufs);
+    st->bufs = ml_xcalloc(st->n_bufs + 1, sizeof *st->bufs);
     st->dev = devmodel_new();
-    if (!st->bufs || !st->dev)
-        abort();
     return st;
 }
 
@@ -57,8 +53,7 @@ static int dev_apply(void *state, const rank_plan *p, size_t i, uint64_t *live, 
             b->handle = devmodel_alloc(st->dev, bytes);
             break;
         }
-        if (!(b->chunk_handles = malloc(chunks * sizeof *b->chunk_handles)))
-            abort();
+        b->chunk_handles = ml_xmalloc(chunks * sizeof *b->chunk_handles);
         for (uint32_t k = 0; k < chunks; k++)
             b->chunk_handles[k] = devmodel_alloc_chunk(st->dev, pred_chunk_bytes(bytes, chunks, k));
         break;

@@ -17,9 +17,8 @@ typedef struct {
 } req_state;
 
 static void *req_open(const rank_plan *p, ml_diags *d) {
-    req_state *st = calloc(1, sizeof *st);
-    if (!st || !(st->bufs = calloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *st->bufs)))
-        abort();
+    req_state *st = ml_xcalloc(1, sizeof *st);
+    st->bufs = ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *st->bufs);
     return st;
 }
 

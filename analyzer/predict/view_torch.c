@@ -69,17 +69,15 @@ static void *torch_open(const rank_plan *p, ml_diags *d) {
         ml_error(d, p->s->file, m, "%s", msg);
         return NULL;
     }
-    torch_state *st = calloc(1, sizeof *st);
-    if (!st)
-        abort();
+    torch_state *st = ml_xcalloc(1, sizeof *st);
     st->n_bufs = p->s->syms[SYM_BUFFER].n;
     st->n_events = p->s->syms[SYM_EVENT].n;
-    st->block = malloc((st->n_bufs + 1) * sizeof *st->block);
-    st->event_stream = malloc((st->n_events + 1) * sizeof *st->event_stream);
-    st->event_upto = calloc(st->n_events + 1, sizeof *st->event_upto);
+    st->block = ml_xmalloc((st->n_bufs + 1) * sizeof *st->block);
+    st->event_stream = ml_xmalloc((st->n_events + 1) * sizeof *st->event_stream);
+    st->event_upto = ml_xcalloc(st->n_events + 1, sizeof *st->event_upto);
     st->ta = torchalloc_new(&conf, p->torch.limit);
-    if (!st->block || !st->event_stream || !st->event_upto || !st->ta)
-        abort();
+    if (!st->ta)
+        ml_out_of_memory(sizeof(torchalloc_conf));   /* the model's own state */
     for (uint32_t k = 0; k <= st->n_bufs; k++)
         st->block[k] = -1;
     for (uint32_t k = 0; k <= st->n_events; k++)
@@ -170,8 +168,7 @@ static int add_segment(void *user, const torchalloc_segment_info *s) {
     seg_list *l = user;
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 8;
-        if (!(l->seg = realloc(l->seg, l->cap * sizeof *l->seg)))
-            abort();
+        l->seg = ml_xrealloc(l->seg, l->cap * sizeof *l->seg);
     }
     l->seg[l->n++] = (pred_segment){s->size, s->allocated_size, s->requested_size, s->stream,
                                     s->pool == TORCHALLOC_POOL_LARGE, s->expandable != 0};
@@ -180,8 +177,8 @@ static int add_segment(void *user, const torchalloc_segment_info *s) {
 
 static void torch_at_peak(void *state, ml_mem_view v, pred_rank *out) {
     torch_state *st = state;
-    if (!out->torch && !(out->torch = calloc(1, sizeof *out->torch)))
-        abort();
+    if (!out->torch)
+        out->torch = ml_xcalloc(1, sizeof *out->torch);
     pred_torch_peak *pk = &out->torch->at[v == VIEW_TORCH_RESERVED];
     free(pk->segments);
     seg_list l = {0};

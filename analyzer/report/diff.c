@@ -222,9 +222,7 @@ int diff_series(const series *a, const series *b, diff_result *out, ml_diags *d)
         per_rank += on[v];
     }
     out->n_rows = (size_t)a->world * per_rank;
-    out->rows = calloc(out->n_rows + 1, sizeof *out->rows);
-    if (!out->rows)
-        abort();
+    out->rows = ml_xcalloc(out->n_rows + 1, sizeof *out->rows);
     const series *sides[2] = {a, b};
     size_t next = 0;
     for (int r = 0; r < a->world; r++)

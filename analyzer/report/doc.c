@@ -25,9 +25,7 @@ struct report_doc {
 };
 
 report_doc *report_doc_new(void) {
-    report_doc *d = calloc(1, sizeof *d);
-    if (!d)
-        abort();
+    report_doc *d = ml_xcalloc(1, sizeof *d);
     ml_vec_init(&d->blocks, sizeof(doc_block));
     return d;
 }
@@ -130,29 +128,4 @@ int report_doc_render_csv(const report_doc *d, ml_str *out) {
         return -1;
     render_csv(&d->csv, out);
     return 0;
-}
-
-int report_doc_render(const report_doc *d, report_format fmt, ml_str *out) {
-    if ((unsigned)fmt >= FMT_COUNT)
-        return -1;
-    return report_formats[fmt].render(d, out);
-}
-
-int report_family_render(const report_family *f, const void *ctx, report_format fmt, ml_str *out) {
-    if (!(report_family_formats(f) & DOC_FMT(fmt)))
-        return -1;
-    report_doc *d = report_doc_new();
-    if (fmt == FMT_TABLE || fmt == FMT_MD)
-        f->human(ctx, fmt == FMT_MD, d);
-    else if (fmt == FMT_JSON)
-        f->json(ctx, d);
-    else
-        f->csv(ctx, d);
-    int rc = report_doc_render(d, fmt, out);
-    report_doc_free(d);
-    return rc;
-}
-
-unsigned report_family_formats(const report_family *f) {
-    return DOC_HUMAN | (f->json ? DOC_FMT(FMT_JSON) : 0) | (f->csv ? DOC_FMT(FMT_CSV) : 0);
 }

@@ -33,3 +33,30 @@ int report_format_lookup(const char *name) {
             return k;
     return -1;
 }
+
+/* The dispatch from a format to its renderer, and a family's document built for one format:
+ * here, above the document (doc.c) and the table, so that neither uses the other. */
+int report_doc_render(const report_doc *d, report_format fmt, ml_str *out) {
+    if ((unsigned)fmt >= FMT_COUNT)
+        return -1;
+    return report_formats[fmt].render(d, out);
+}
+
+int report_family_render(const report_family *f, const void *ctx, report_format fmt, ml_str *out) {
+    if (!(report_family_formats(f) & DOC_FMT(fmt)))
+        return -1;
+    report_doc *d = report_doc_new();
+    if (fmt == FMT_TABLE || fmt == FMT_MD)
+        f->human(ctx, fmt == FMT_MD, d);
+    else if (fmt == FMT_JSON)
+        f->json(ctx, d);
+    else
+        f->csv(ctx, d);
+    int rc = report_doc_render(d, fmt, out);
+    report_doc_free(d);
+    return rc;
+}
+
+unsigned report_family_formats(const report_family *f) {
+    return DOC_HUMAN | (f->json ? DOC_FMT(FMT_JSON) : 0) | (f->csv ? DOC_FMT(FMT_CSV) : 0);
+}

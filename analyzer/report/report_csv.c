@@ -16,9 +16,7 @@ static void cell_u64(report_grid *g, uint64_t v) {
 static void add_header(ml_vec *h, const char *fmt, const char *stem) {
     char t[128];
     snprintf(t, sizeof t, fmt, stem);
-    char *copy = strdup(t);
-    if (!copy)
-        abort();
+    char *copy = ml_xstrdup(t);
     *(char **)ml_vec_push(h) = copy;
 }
 
@@ -60,9 +58,7 @@ void report_doc_csv_grid(const report *r, report_doc *d) {
         add_header(&h, "%s", "match");
     }
     add_header(&h, "%s", "expect");
-    bool *right = calloc(h.n, sizeof *right);
-    if (!right)
-        abort();
+    bool *right = ml_xcalloc(h.n, sizeof *right);
     report_grid g;
     report_grid_init(&g, h.n, (const char *const *)h.items, right);
     for (size_t k = 0; k < h.n; k++)

@@ -68,6 +68,9 @@ typedef struct {
         struct { sched_error_code error; } expect;
     } u;
 } plan_op;
+/* The name of what an op does, for messages and labels: the collective's name for OP_COLL
+ * ("reduce_scatter"), else the op kind's ("copy", "compute"). */
+const char *plan_op_name(const plan_op *op);
 
 /* The torch view's configuration for this rank: the schedule's `torch:` key with the command's
  * --torch-conf / --torch-limit over it. on: the torch view is predicted. */
