@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipeline.h — the one analysis pipeline: load every file, expand every rank's plan, lint,
  * predict, evaluate expectations. predict, check and run (through cli/analysis.c), plot, trace and
  * diff (report/series.c), optimize, bench and equiv all run it; none expands or lints by itself.
@@ -35,6 +36,7 @@ typedef struct {
     const char *torch_conf;    /* the torch view's conf over the files' (sched_params) */
     bool has_torch_limit;
     uint64_t torch_limit;
+    int dtype;                 /* --dtype: ml_dtype + 1 replaces each file's default; 0: none */
     pipeline_opts what;
 } pipeline_input;
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* predict.c — live bytes of one rank after every op, in every view that is on (views.h), each
  * view's arithmetic in its own model (view_model.h).
  *

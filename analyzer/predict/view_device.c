@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* view_device.c — the device view: what cudaMemGetInfo shows, by the page model (devmodel.c).
  * Chunked buffers (chunks >= 2) are physical allocations per chunk (devmodel_alloc_chunk); a
  * release returns every chunk but the one kept. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* view_model.h — how each memory view is predicted: one row per view of views.h, one file per
  * model (view_requested.c, view_device.c, view_torch.c). The predictor (predict.c) replays a
  * rank's ops through every view that is on, in order, and keeps the timeline, steady and peaks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* view_requested.c — the requested view: the sum of live buffer sizes as requested (PyTorch's
  * requested_bytes, not memory_allocated, which counts rounded blocks). A chunked buffer counts
  * its live chunks: release drops all but the one kept. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* view_torch.c — the torch view: PyTorch's CUDA caching allocator (analyzer/torch/torchalloc.h)
  * replayed over the rank's ops. Series: allocated (memory_allocated(): blocks, rounded, with any
  * tail not split off) and reserved (memory_reserved(): segments).

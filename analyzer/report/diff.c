@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* diff.c — plan against plan, and why their peaks differ (diff.h). */
 #include "report/diff.h"
 #include "report/doc.h"
@@ -427,6 +428,7 @@ static json_t *json_side(const diff_side *sd) {
 
 static void build_json(const diff_result *r, report_doc *d) {
     json_t *root = json_object(), *rows = json_array();
+    json_object_set_new(root, "command", json_string("diff"));
     const series *sides[2] = {r->a, r->b};
     for (int s = 0; s < 2; s++) {
         json_t *o = json_object();

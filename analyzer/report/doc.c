@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* doc.c — the neutral report document and its renderers (doc.h). */
 #include "report/doc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* doc.h — the neutral document every report family builds (predict/check/run in report_*.c,
  * diff in diff.c) and every format renders: paragraphs of text and grids of cells in order, a
  * JSON tree, and the grid a CSV is made of. A family says what it has once; a format (the table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format.c — the format table (format.h). */
 #include "report/doc.h"
 

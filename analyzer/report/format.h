@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format.h — the report formats, one row each (report.c): what --format accepts, what usage
  * text lists, and the renderer that draws a report family's document (doc.h) in it. */
 #ifndef MEMLIFE_REPORT_FORMAT_H

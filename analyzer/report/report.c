@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report.c — predict/check/run's report family (its document's four parts, doc.h, built by
  * report_text/json/csv.c from the helpers of report_common.c below them) and atomic emission. */
 #include "report/doc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_common.c — the helpers every report writer shares (report_int.h): names, size cells,
  * peaks, rank sets, the grid. Below the writers; report.c (the format table) sits above them. */
 #include "report/report_int.h"
@@ -211,8 +212,13 @@ void report_grid_render(const report_grid *g, bool markdown, const char *indent,
 /* The one place every JSON writer ends (report_int.h); below the document (doc.c) and the
  * writers, which both end here. */
 int report_json_append(json_t *root, size_t extra_flags, ml_str *out) {
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags);
+    /* schema_version first, so a reader can check it before anything else (docs/json.md) */
+    json_t *doc = json_object();
+    json_object_set_new(doc, "schema_version", json_integer(ML_JSON_SCHEMA_VERSION));
+    json_object_update(doc, root);
     json_decref(root);
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags);
+    json_decref(doc);
     if (!text) {
         fprintf(stderr, "error: cannot render the json report\n");
         return -1;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_csv.c — the CSV grid of the document: one row per schedule × rank, bytes as integers,
  * for spreadsheets and awk. */
 #include "report/doc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* views.c — the view and series table (views.h). */
 #include "ir/views.h"
 

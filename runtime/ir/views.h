@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* views.h — the memory views, one row each: what a view is called in a schedule's `expect:`, in
  * every report, in plot and trace; which series it has; whether its model gives bounds; whether a
  * backend measures it. The predictor's models (analyzer/predict/view_model.h) are the other half

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* load_torch.c — what the schedule language says about PyTorch's caching allocator: the
  * top-level `torch: {conf: "...", limit: BYTES}` key and the steps `record_stream: {buf, stream}`
  * and `empty_cache: {}`. Kept apart from the rest of the loader: only the torch view reads them.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # torch_view.sh — the torch view (PyTorch's caching allocator) through the CLI: expectations,
 # JSON, CSV, trace counters, the predicted out-of-memory, bad configurations (file:line:col,
 # exit 2). The expected numbers are measured on an H200 (tests/torch/fixtures, named per file).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """fixture_to_yaml.py — one allocator fixture (tests/torch/fixtures/allocator/*.json, format in
 that folder's README) as a memlife schedule, so that memlife's torch view replays what PyTorch
 ran, one plan op per fixture step.

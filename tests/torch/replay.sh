@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # replay.sh — every allocator fixture measured on the H200 (tests/torch/fixtures/allocator/)
 # replayed through memlife's torch view; allocated and reserved must be exact at every step.
 # One `ok`/`not ok` line per fixture (replay_check.py says how), run by `make test`.

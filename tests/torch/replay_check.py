@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """replay_check.py MEMLIFE FIXTURE... — replays each allocator fixture through memlife's torch
 view (the schedule from fixture_to_yaml.py, predicted by `memlife trace`, whose counters
 `torch allocated bytes` / `torch reserved bytes` give the value after every op) and requires

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_views.c — the view table (runtime/ir/views.c) and the torch view's model through the
  * predictor: the worked example measured on an H200 (tests/torch/fixtures/allocator/
  * worked_example__default.json), record_stream with an event, the predicted out-of-memory and
