@@ -75,11 +75,15 @@ int cmd_optimize(int argc, char **argv) {
         return rc;
     opt_options o;
     opt_options_default(&o);
-    if (a.files.n != 1 || a.format == FMT_CSV || (allow && parse_allow(allow, &o) != 0)) {
+    bool format_ok = opt_formats() & (1u << a.format);   /* the formats its document has */
+    if (a.files.n != 1 || !format_ok || (allow && parse_allow(allow, &o) != 0)) {
+        char names[128];
+        report_format_names(opt_formats(), ", ", " or ", names, sizeof names);
         if (a.files.n != 1)
             rc = ml_usage_error("optimize", "'optimize' takes one schedule, not %zu", a.files.n);
-        else if (a.format == FMT_CSV)
-            rc = ml_usage_error("optimize", "'optimize' reports as table, json or md, not csv");
+        else if (!format_ok)
+            rc = ml_usage_error("optimize", "'optimize' reports as %s, not %s", names,
+                                report_formats[a.format].name);
         else
             rc = ML_EXIT_INPUT;
         ml_args_free(&a);
@@ -98,9 +102,7 @@ int cmd_optimize(int argc, char **argv) {
     ml_diags_print(&d, stderr);
     if (rc == ML_EXIT_OK) {
         ml_str text = {0};
-        opt_format fmt = a.format == FMT_JSON ? OPT_FMT_JSON : a.format == FMT_MD ? OPT_FMT_MD
-                                                                                 : OPT_FMT_TABLE;
-        opt_report(&r, fmt, &text);
+        opt_report(&r, a.format, &text);
         bool yaml_to_stdout = !a.output && !a.format_set;
         if (a.output && ml_write_file_atomic(a.output, r.yaml.s, r.yaml.n) != 0) {
             fprintf(stderr, "error: cannot write '%s'\n", a.output);

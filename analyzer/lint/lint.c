@@ -33,6 +33,7 @@ typedef struct {
 typedef struct {
     uint64_t seq;             /* 0: no use since the alloc */
     const plan_op *op;
+    bool recorded;            /* record_stream named this stream: the free waits for its work */
 } lint_use;
 
 typedef struct {
@@ -211,7 +212,9 @@ static void note_use(lint_ctx *x, const plan_op *op, const plan_view *v, uint32_
                      uint64_t seq) {
     if (v->buf == SCHED_NO_SYM || !x->bufs[v->buf].live || stream >= x->n_streams)
         return;
-    x->uses[(size_t)v->buf * x->n_streams + stream] = (lint_use){seq, op};
+    lint_use *u = &x->uses[(size_t)v->buf * x->n_streams + stream];
+    u->seq = seq;
+    u->op = op;
 }
 
 /* A free (or release) at the host while an op on another stream may still use the buffer. */
@@ -220,7 +223,7 @@ static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, cons
         return;
     for (uint32_t u = 0; u < x->n_streams; u++) {
         const lint_use *use = &x->uses[(size_t)buf * x->n_streams + u];
-        if (!use->seq || lint_clocks_done_for_free(&x->clocks, u, use->seq))
+        if (!use->seq || use->recorded || lint_clocks_done_for_free(&x->clocks, u, use->seq))
             continue;
         ml_mark m = plan_op_mark(use->op);
         const char *sn = sched_sym_name(x->s, SYM_STREAM, u);
@@ -387,6 +390,20 @@ static void lint_event_op(lint_ctx *x, const plan_op *op) {
         lint_clocks_sync(&x->clocks, op->u.sync.kind, op->u.sync.stream, op->u.sync.event);
 }
 
+/* record_stream names a live buffer (the tensor must exist to record a use of it). */
+static void lint_record_stream(lint_ctx *x, const plan_op *op) {
+    uint32_t buf = op->u.record_stream.buf;
+    const lint_buf *b = &x->bufs[buf];
+    if (!b->ever)
+        report(x, op, ERR_COUNT_, "not_allocated", "record_stream of '%s' which is not allocated",
+               buf_name(x, buf));
+    else if (!b->live)
+        report(x, op, ERR_COUNT_, "use_after_free", "record_stream of '%s' after free (freed at %u:%u)",
+               buf_name(x, buf), plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
+    else if (op->u.record_stream.stream < x->n_streams)   /* the free waits for that stream now */
+        x->uses[(size_t)buf * x->n_streams + op->u.record_stream.stream].recorded = true;
+}
+
 static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     switch (op->kind) {
     case OP_ALLOC:
@@ -430,7 +447,11 @@ static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     case OP_CHECK:
         lint_check(x, op);
         break;
+    case OP_RECORD_STREAM:
+        lint_record_stream(x, op);
+        break;
     case OP_REGION_BEGIN:
+    case OP_EMPTY_CACHE:      /* only the torch view's allocator acts on it */
     case OP_REGION_END:
     case OP_EXPECT_BEGIN:
     case OP_GROUP_BEGIN:

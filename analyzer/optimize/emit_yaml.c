@@ -361,6 +361,7 @@ static void step_value(writer *w, const sched_step *st) {
             key(w, &first, "init");
             init_value(w, &a->init);
         }
+        stream_pair(w, &first, a->stream);
         lit(w, "}");
         return;
     }
@@ -446,6 +447,15 @@ static void step_value(writer *w, const sched_step *st) {
         pair(w, &first, "by", st->u.scale.by ? st->u.scale.by : ex(st->u.scale.factor));
         stream_pair(w, &first, st->u.scale.stream);
         lit(w, "}");
+        return;
+    case ST_RECORD_STREAM:
+        lit(w, "{");
+        pair(w, &first, "buf", sym(w, SYM_BUFFER, st->u.record_stream.buf));
+        pair(w, &first, "stream", sym(w, SYM_STREAM, st->u.record_stream.stream));
+        lit(w, "}");
+        return;
+    case ST_EMPTY_CACHE:
+        lit(w, "{}");
         return;
     case ST_COMPUTE: {
         __typeof__(st->u.compute) const *c = &st->u.compute;
@@ -573,13 +583,18 @@ static void steps(writer *w, const sched_step *st, uint32_t n, int ind) {
  * else a list with one item per expectation. */
 static void bound(writer *w, const sched_expect *e) {
     bool first = true;
-    lit(w, ml_mem_view_names[e->view]);
+    const ml_series_info *si = &ml_series[e->view];
+    lit(w, ml_views[si->view].name);   /* a series of a view of several: `torch: {allocated: ` */
     lit(w, ": {");
+    if (si->key) {
+        lit(w, si->key);
+        lit(w, ": {");
+    }
     if (e->steady)
         pair(w, &first, "steady", ex(e->steady));
     if (e->peak)
         pair(w, &first, "peak", ex(e->peak));
-    lit(w, "}");
+    lit(w, si->key ? "}}" : "}");
 }
 
 static void expects(writer *w, const sched_expect *e, uint32_t n, int ind) {
@@ -594,7 +609,7 @@ static void expects(writer *w, const sched_expect *e, uint32_t n, int ind) {
         for (uint32_t j = 0; j < k; j++)
             mapping &= !e[k].rank && e[j].view != e[k].view;
     for (uint32_t k = 0; k < n && mapping; k++)
-        mapping &= !e[k].rank;
+        mapping &= !e[k].rank && !ml_series[e[k].view].key;   /* one item per series of torch */
     indent(w, ind);
     lit(w, "expect:\n");
     for (uint32_t k = 0; k < n; k++) {
@@ -654,6 +669,21 @@ static const sched_step *plan_steps(writer *w, uint32_t k, uint32_t *n) {
     return w->s->plans[k].steps;
 }
 
+/* `torch: {conf: "...", limit: EXPR}` as the file gave it. */
+static void torch_key(writer *w, const sched *s) {
+    if (!s->torch.present)
+        return;
+    bool first = true;
+    lit(w, "torch: {");
+    if (s->torch.conf) {
+        key(w, &first, "conf");
+        scalar(w, s->torch.conf, true);
+    }
+    if (s->torch.limit)
+        pair(w, &first, "limit", ex(s->torch.limit));
+    lit(w, "}\n");
+}
+
 int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d) {
     writer w = {.s = s, .o = o, .out = out, .d = d};
     if (o && o->header)
@@ -680,6 +710,7 @@ int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d)
     }
     decls(&w, "streams", SYM_STREAM, 1, NULL, 0);
     decls(&w, "events", SYM_EVENT, 0, o ? o->extra_events : NULL, o ? o->n_extra_events : 0);
+    torch_key(&w, s);
     expects(&w, s->expects, s->n_expects, 0);
     bool named = s->n_plans > 1 || (s->n_plans == 1 && s->plans[0].name[0]);
     if (!named) {

@@ -71,6 +71,7 @@ static int evaluate(const sched *s, int k, const sched_params *p, int world, eva
         for (int r = 0; r < world; r++) {
             memcpy(e->mem[r].steady, it.pred[r].steady, sizeof it.pred[r].steady);
             memcpy(e->mem[r].peak, it.pred[r].peak, sizeof it.pred[r].peak);
+            memcpy(e->mem[r].on, it.pred[r].on, sizeof it.pred[r].on);
             e->floor[r] = it.pred[r].floor;
         }
     }
@@ -97,19 +98,24 @@ static const ml_diag *new_finding(const evaluation *base, const evaluation *cand
     return NULL;
 }
 
-/* Lower memory: no rank's peak rises in either view, and some rank is lower by (requested peak,
- * device peak, requested steady) in that order. */
+/* Lower memory: no rank's peak rises in any series of the views predicted (views.h), and some
+ * rank is lower by its peaks in series order (requested, device, torch allocated, torch
+ * reserved), then by requested steady. */
 static bool lower(const evaluation *base, const evaluation *cand, int world) {
     bool better = false;
     for (int r = 0; r < world; r++) {
         const opt_mem *a = &base->mem[r], *b = &cand->mem[r];
-        if (b->peak[VIEW_REQUESTED] > a->peak[VIEW_REQUESTED] ||
-            b->peak[VIEW_DEVICE] > a->peak[VIEW_DEVICE])
-            return false;
-        if (b->peak[VIEW_REQUESTED] != a->peak[VIEW_REQUESTED])
-            better |= b->peak[VIEW_REQUESTED] < a->peak[VIEW_REQUESTED];
-        else if (b->peak[VIEW_DEVICE] != a->peak[VIEW_DEVICE])
-            better |= b->peak[VIEW_DEVICE] < a->peak[VIEW_DEVICE];
+        int differs = -1;
+        for (int v = 0; v < VIEW_COUNT; v++) {
+            if (!a->on[ml_series[v].view])
+                continue;
+            if (b->peak[v] > a->peak[v])
+                return false;
+            if (differs < 0 && b->peak[v] != a->peak[v])
+                differs = v;
+        }
+        if (differs >= 0)
+            better |= b->peak[differs] < a->peak[differs];
         else
             better |= b->steady[VIEW_REQUESTED] < a->steady[VIEW_REQUESTED];
     }

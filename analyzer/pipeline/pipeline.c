@@ -135,7 +135,8 @@ int pipeline_run(const pipeline_input *in, pipeline_result *out) {
     ml_diags_init(&out->diags);
     ml_diags *d = &out->diags;
     sched_params p = {.set = (const char **)in->set, .n_set = in->n_set, .world = in->world,
-                      .dtype = in->dtype};
+                      .torch_conf = in->torch_conf, .has_torch_limit = in->has_torch_limit,
+                      .torch_limit = in->torch_limit, .dtype = in->dtype};
     bool failed = false;
 
     for (size_t f = 0; f < in->n_files; f++) {

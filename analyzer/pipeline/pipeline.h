@@ -33,6 +33,9 @@ typedef struct {
     size_t n_set;
     int world;                 /* 0: each file's own */
     const char *plan;          /* only this plan of files with named plans; NULL: every plan */
+    const char *torch_conf;    /* the torch view's conf over the files' (sched_params) */
+    bool has_torch_limit;
+    uint64_t torch_limit;
     int dtype;                 /* --dtype: ml_dtype + 1 replaces each file's default; 0: none */
     pipeline_opts what;
 } pipeline_input;

@@ -101,7 +101,8 @@ struct torchalloc {
     size_t nst, capst;
     size_t last_st;
     tpool pool[2];
-    uint64_t next_addr;
+    uint64_t next_addr;        /* expandable segments: upwards from 2^45 */
+    uint64_t down_addr;        /* cudaMalloc segments: downwards from 2^47 (alloc_segment) */
     uint64_t pending_events;
     int32_t *scratch;
     size_t capscratch;
@@ -161,7 +162,7 @@ uint32_t ta_sidx(torchalloc *ta, uint32_t id);
 /* Grows *p to hold `need` items of elem bytes (doubling); out of memory exits 3 (util.h). */
 void ta_grow(void **p, size_t *cap, size_t need, size_t elem);
 tstream *ta_get_stream(torchalloc *ta, uint32_t id);
-int32_t ta_new_seg(torchalloc *ta);
+int32_t ta_new_seg(torchalloc *ta, int front);   /* front: placed below every live segment */
 void ta_process_events(torchalloc *ta);
 /* Hot and tiny: inline in every file. */
 static inline void ta_peak(uint64_t cur, uint64_t *pk) {

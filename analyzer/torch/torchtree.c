@@ -111,6 +111,7 @@ void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
         tleaf *l = ml_xmalloc(sizeof *l);
         l->n = 0;
         add_leaf(t, 0, l);
+        t->max[0] = k;   /* k becomes the only key: leaf_lb must not read an unset max */
     }
     size_t li = leaf_lb(t, k);
     if (li == t->nleaf)

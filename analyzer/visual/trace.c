@@ -109,13 +109,17 @@ static void rank_events(emitter *events, const series *s, int r, int pid) {
         metadata(events, "thread_name", pid, 1 + (int)st, "name", json_string(name));
     }
 
-    static const char *const counter_names[VIEW_COUNT] = {"requested bytes", "device bytes"};
+    /* One counter per series of every view predicted for the rank (views.h's names). */
+    bool on[VIEW_COUNT];
+    for (int v = 0; v < VIEW_COUNT; v++)
+        on[v] = s->pred[r].on[ml_series[v].view];
     size_t region_start[64], depth = 0;
     for (size_t k = 0; k < n; k++) {
         const plan_op *op = &p->ops[k];
         for (int v = 0; v < VIEW_COUNT; v++)
-            if (k == 0 || pred[v][k] != pred[v][k - 1] || (has_meas[v] && meas[v][k] != meas[v][k - 1]))
-                emit(events, counter(counter_names[v], pid, start[k], pred[v][k],
+            if (on[v] && (k == 0 || pred[v][k] != pred[v][k - 1] ||
+                          (has_meas[v] && meas[v][k] != meas[v][k - 1])))
+                emit(events, counter(ml_series[v].counter, pid, start[k], pred[v][k],
                                      has_meas[v] ? &meas[v][k] : NULL));
         double dur = start[k + 1] - start[k];
         char label[160];
@@ -164,7 +168,8 @@ static void rank_events(emitter *events, const series *s, int r, int pid) {
     }
     /* A last sample so that the tracks run to the end of the last op. */
     for (int v = 0; v < VIEW_COUNT && n; v++)
-        emit(events, counter(counter_names[v], pid, start[n], pred[v][n - 1],
+        if (on[v])
+            emit(events, counter(ml_series[v].counter, pid, start[n], pred[v][n - 1],
                              has_meas[v] ? &meas[v][n - 1] : NULL));
     for (int v = 0; v < VIEW_COUNT; v++) {
         free(pred[v]);

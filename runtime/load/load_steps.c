@@ -55,8 +55,8 @@ static int enter(loader *l, const sched_step *st) {
 
 /* ---- alloc ------------------------------------------------------------------------------------ */
 
-enum { ALLOC_BUF, ALLOC_BYTES, ALLOC_COUNT, ALLOC_DTYPE, ALLOC_CHUNKS, ALLOC_INIT };
-static const char *const alloc_keys[] = {"buf", "bytes", "count", "dtype", "chunks", "init"};
+enum { ALLOC_BUF, ALLOC_BYTES, ALLOC_COUNT, ALLOC_DTYPE, ALLOC_CHUNKS, ALLOC_INIT, ALLOC_STREAM };
+static const char *const alloc_keys[] = {"buf", "bytes", "count", "dtype", "chunks", "init", "stream"};
 
 static int alloc_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
@@ -71,6 +71,7 @@ static int alloc_value(loader *l, int key, void *obj) {
     case ALLOC_COUNT: return ld_expr(l, CTX_PLAIN, "count", &a->count);
     case ALLOC_DTYPE: return ld_dtype(l, &a->dtype);
     case ALLOC_CHUNKS: return ld_expr(l, CTX_PLAIN, "chunks", &a->chunks);
+    case ALLOC_STREAM: return stream_of(l, &a->stream);   /* the torch view's pool */
     default: return ld_init_value(l, &a->init);
     }
 }
@@ -576,6 +577,8 @@ static const step_form step_forms[] = {
     FORM("send", ST_COLL, p2p_keys, p2p_value, p2p_finish),
     FORM("recv", ST_COLL, p2p_keys, p2p_value, p2p_finish),
     {"group", ST_GROUP, NULL, 0, NULL, NULL, group_parse},
+    {"record_stream", ST_RECORD_STREAM, NULL, 0, NULL, NULL, ld_record_stream},   /* load_torch.c */
+    {"empty_cache", ST_EMPTY_CACHE, NULL, 0, NULL, NULL, ld_empty_cache},
 };
 /* Every collective of coll.h is a step key of its own, read by one row. */
 static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_value, coll_finish);
@@ -609,8 +612,10 @@ static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
         return f->parse(l, st);
     step_ctx c = {.st = st};
     ld_schema sc = {f->name, f->keys, f->n_keys};
-    if (f->kind == ST_ALLOC)
+    if (f->kind == ST_ALLOC) {
         st->u.alloc.dtype = l->s->dtype;
+        st->u.alloc.stream = SCHED_DEFAULT_STREAM;
+    }
     if (f->kind == ST_REPEAT)
         st->u.repeat.index_slot = -1;
     if (f->kind == ST_CHECK)
