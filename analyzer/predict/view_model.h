@@ -26,6 +26,11 @@ typedef struct {
 
 extern const pred_view_model pred_view_requested, pred_view_device, pred_view_torch;
 
+/* The caching-allocator model inside a state pred_view_torch.open returned, for writers that hook
+ * its events or walk its segments while the view replays a plan (analyzer/snapshot/export.c):
+ * one replay of the torch view, not a second copy of its rules. */
+struct torchalloc *pred_torch_model(void *state);
+
 /* PYTORCH_CUDA_ALLOC_CONF's checker for the loader (sched_load_limits.torch_conf_check). */
 int pred_torch_conf_check(const char *text, size_t *offset, char *msg, size_t len);
 

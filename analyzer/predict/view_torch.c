@@ -100,6 +100,8 @@ static int out_of_memory(const rank_plan *p, const plan_op *op, const torchalloc
     return -1;
 }
 
+struct torchalloc *pred_torch_model(void *state) { return ((torch_state *)state)->ta; }
+
 static void submit(torch_state *st, uint32_t stream) { torchalloc_stream_submit(st->ta, stream); }
 
 static int torch_apply(void *state, const rank_plan *p, size_t i, uint64_t *live, ml_diags *d) {

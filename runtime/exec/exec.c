@@ -835,9 +835,19 @@ static int exec_op(rt_rank *r, const plan_op *op) {
             return fail(r, op, "record_stream of '%s', which is not live", buf_name(r, buf));
         uint32_t st = op->u.record_stream.stream;
         ((exec_state *)r->exec)->recorded[buf] |= (uint64_t)1 << (st < 63 ? st : 63);
+        /* A backend with a caching allocator (torch) does what PyTorch's record_stream does. */
+        char why[256] = "";
+        if (r->be->record_stream && r->be->record_stream(r, &r->mems[buf], st, why, sizeof why))
+            return fail(r, op, "record_stream of '%s': %s", buf_name(r, buf), why);
         return 0;
     }
-    case OP_EMPTY_CACHE:      /* the backends keep no cache of their own */
+    case OP_EMPTY_CACHE: {
+        /* host and cuda keep no cache of their own; the torch backend empties PyTorch's */
+        char why[256] = "";
+        if (r->be->empty_cache && r->be->empty_cache(r, why, sizeof why))
+            return fail(r, op, "empty_cache: %s", why);
+        return 0;
+    }
     case OP_REGION_BEGIN:
     case OP_REGION_END:
         return 0;
