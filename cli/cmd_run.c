@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,7 +28,7 @@ const char cmd_run_usage[] =
     "usage: memlife run FILE... [--backend host|cuda] [--ranks N] [--gpus N]\n"
     "                   [--allocator cuda|async|chunked] [--world N] [--set NAME=VALUE]...\n"
     "                   [--plan NAME] [--timeout S] [--format table|json|csv|md] [-o FILE]\n"
-    "                   [--no-lint cross-rank|hazards] [--no-data] [--no-sequence-check]\n"
+    "                   [--no-lint cross-rank|hazards|races] [--no-data] [--no-sequence-check]\n"
     "                   [--inject FAULT[,FAULT]...]\n"
     "\n"
     "Executes each schedule for real and compares what was measured with the prediction: the\n"
@@ -57,8 +58,8 @@ const char cmd_run_usage[] =
     "                        expiry every rank ends with exit 3\n"
     "  -f, --format FMT      table (default), json, csv or md\n"
     "  -o, --output FILE     write the result to FILE (atomically) instead of stdout\n"
-    "      --no-lint WHAT    let 'cross-rank' divergence or 'hazards' through (to test the\n"
-    "                        runtime's own detection)\n"
+    "      --no-lint WHAT    let 'cross-rank' divergence, free 'hazards' or stream 'races'\n"
+    "                        through (to test the runtime's own detection); repeatable\n"
     "      --no-data         skip data inits, scales and checks (memory only)\n"
     "      --no-sequence-check  do not exchange collective descriptors before each collective\n"
     "                        (a divergence then ends at the deadline)\n"
@@ -142,15 +143,32 @@ static int analyze_quietly(const ml_args *a, const ml_analysis_opts *o, ml_analy
     return rc;
 }
 
+/* The classes of lint findings `--no-lint` can let through, one row each: its word and the
+ * option it turns off. */
+static const struct {
+    const char *word;
+    size_t offset;   /* of the bool in lint_options */
+} no_lint_classes[] = {
+    {"cross-rank", offsetof(lint_options, cross_rank)},
+    {"hazards", offsetof(lint_options, hazards)},
+    {"races", offsetof(lint_options, races)},
+};
+enum { N_NO_LINT = sizeof no_lint_classes / sizeof no_lint_classes[0] };
+
 static int parse_no_lint(const run_opts *ro, lint_options *lo) {
     for (size_t k = 0; k < ro->no_lint.n; k++) {
         const char *w = ML_VEC_AT(&ro->no_lint, const char *, k);
-        if (!strcmp(w, "cross-rank"))
-            lo->cross_rank = false;
-        else if (!strcmp(w, "hazards"))
-            lo->hazards = false;
-        else
-            return ml_usage_error("run", "--no-lint takes 'cross-rank' or 'hazards', not '%s'", w);
+        size_t c = 0;
+        while (c < N_NO_LINT && strcmp(w, no_lint_classes[c].word))
+            c++;
+        if (c == N_NO_LINT) {
+            char words[128] = "";
+            for (size_t j = 0; j < N_NO_LINT; j++)
+                snprintf(words + strlen(words), sizeof words - strlen(words), "%s'%s'",
+                         j ? (j + 1 == N_NO_LINT ? " or " : ", ") : "", no_lint_classes[j].word);
+            return ml_usage_error("run", "--no-lint takes %s, not '%s'", words, w);
+        }
+        *(bool *)((char *)lo + no_lint_classes[c].offset) = false;
     }
     return 0;
 }

@@ -42,11 +42,15 @@ bool devmodel_exact(const devmodel *m);
  * reductions valid for the dtype; in-place offsets exactly NCCL's (overlap elsewhere is an error);
  * cross-rank consistency (same collectives in the same order with the same counts, dtypes, ops
  * and roots, else the first diverging step on each rank); lifetime hazards (a free of a buffer
- * that an unsynchronized op on another stream may still use). expect_error steps: the wrapped op
+ * that an unsynchronized op on another stream may still use); races (two accesses of
+ * overlapping elements on different streams, one a write, unordered by stream order,
+ * record/wait and host syncs: lint_race.c). expect_error steps: the wrapped op
  * must raise the named error on every rank; that is then a passing contract row, not an error. */
 typedef struct {
     bool cross_rank;       /* default true; `--no-lint cross-rank` lets a divergent run through */
     bool hazards;          /* default true */
+    bool races;            /* default true; `--no-lint races`: accesses of one buffer on two
+                              streams with no happens-before between them, one a write */
 } lint_options;
 
 typedef struct {

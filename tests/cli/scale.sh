@@ -8,6 +8,9 @@
 #   buffers:  100 k and 1 M distinct buffers live at once, one collective each, one free of them
 #             all (symbol tables, lint's per-buffer state, the predictor's live set and the
 #             device model's shared pages): the same 15x bound.
+#   races:    100 k and 1 M steps of FSDP-style prefetch on two streams (record/wait both ways,
+#             one new slice of one buffer per six steps, a whole-buffer read every 64 slices):
+#             the race lint's segments (analyzer/lint/lint_race.c), the same 15x bound.
 #   limits:   a name of 128 bytes loads and one of 129 is `name longer than 128 bytes`; 64 nested
 #             repeats load and 65 are `nesting deeper than 64 levels` (docs/schedule.md).
 # CPU time rather than wall time: the machines are shared. The time ratios are skipped under
@@ -64,12 +67,15 @@ print('%s|cpu %.2fs -> %.2fs (%.1fx), rss %d -> %d MiB (%.1fx)' % (
 if [ "$ASAN" = 1 ]; then
     echo "skip - scale 1M vs 10M steps: timings under ASan say nothing (SANITIZE=1)"
     echo "skip - scale 100k vs 1M buffers: timings under ASan say nothing (SANITIZE=1)"
+    echo "skip - scale 100k vs 1M race-linted steps: timings under ASan say nothing (SANITIZE=1)"
 elif [ "${SCALE_BIG:-1}" = 0 ]; then
     echo "skip - scale 1M vs 10M steps: SCALE_BIG=0"
     echo "skip - scale 100k vs 1M buffers: SCALE_BIG=0"
+    echo "skip - scale 100k vs 1M race-linted steps: SCALE_BIG=0"
 else
     ratio_case "scale 1M vs 10M steps" steps 1000000 10000000
     ratio_case "scale 100k vs 1M buffers" buffers 100000 1000000
+    ratio_case "scale 100k vs 1M race-linted steps" races 100000 1000000
 fi
 
 # limit_case NAME KIND N WANT_RC [WANT_TEXT]: a generated file at a limit; WANT_TEXT is the

@@ -7,6 +7,13 @@
  *                         packs them into shared 2 MiB pages), one all_reduce on each, then one
  *                         free of them all: the symbol table, lint's per-buffer state and the
  *                         predictor's live set at N names.
+ *   scale_gen races N     N steps of overlapped work on two streams (world 1), FSDP's prefetch
+ *                         pattern: in groups of six, 'ag' waits for default's last use, a compute
+ *                         on 'ag' writes element k of one big buffer, 'ag' records, default waits
+ *                         and reads element k, default records (k going up, one new race
+ *                         segment per group); every 64th group reads the whole buffer instead
+ *                         (a read over every segment since the last one). No host sync until
+ *                         the end; clean, so lint walks all of it.
  *   scale_gen name LEN    one buffer whose name is LEN bytes long
  *   scale_gen nest DEPTH  DEPTH nested repeats around one step
  * Steps are in flow style, one per line, as a generated schedule would be written. */
@@ -41,6 +48,26 @@ static void buffers(long n) {
         printf("      - b%ld\n", k);
 }
 
+static void races(long n) {
+    long groups = n / 6;
+    printf("name: scale-races\nworld: 1\ndtype: float32\nstreams: [ag]\nevents: [e, used]\n"
+           "steps:\n");
+    printf("  - alloc: {buf: x, count: %ld}\n", groups + 1);
+    printf("  - record: {event: used, stream: default}\n");
+    for (long k = 0; k < groups; k++) {
+        printf("  - wait: {event: used, stream: ag}\n");
+        printf("  - compute: {writes: [\"x[%ld:1]\"], stream: ag}\n", k);
+        printf("  - record: {event: e, stream: ag}\n");
+        printf("  - wait: {event: e, stream: default}\n");
+        if (k % 64 == 63)
+            printf("  - compute: {reads: [x]}\n");
+        else
+            printf("  - compute: {reads: [\"x[%ld:1]\"]}\n", k);
+        printf("  - record: {event: used, stream: default}\n");
+    }
+    printf("  - sync: device\n  - free: x\n");
+}
+
 static void long_name(long len) {
     header("scale-name", 1);
     char *name = malloc((size_t)len + 1);
@@ -70,6 +97,8 @@ int main(int argc, char **argv) {
         steps(n);
     else if (!strcmp(argv[1], "buffers"))
         buffers(n);
+    else if (!strcmp(argv[1], "races"))
+        races(n);
     else if (!strcmp(argv[1], "name"))
         long_name(n);
     else if (!strcmp(argv[1], "nest"))
