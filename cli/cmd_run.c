@@ -12,6 +12,7 @@
 #include "analyze.h"
 #include "place.h"
 #include "run_result.h"
+#include "backends/host_streams.h"
 #include "exec/inject.h"
 #include "exec/launch.h"
 #include "exec/mpi_util.h"
@@ -29,7 +30,7 @@ const char cmd_run_usage[] =
     "                   [--allocator cuda|async|chunked] [--world N] [--set NAME=VALUE]...\n"
     "                   [--plan NAME] [--timeout S] [--format table|json|csv|md] [-o FILE]\n"
     "                   [--no-lint cross-rank|hazards|races] [--no-data] [--no-sequence-check]\n"
-    "                   [--inject FAULT[,FAULT]...]\n"
+    "                   [--inject FAULT[,FAULT]...] [--stream-order program|reverse|shuffle[:SEED]]\n"
     "\n"
     "Executes each schedule for real and compares what was measured with the prediction: the\n"
     "requested bytes after every step exactly, the device view (cudaMemGetInfo) where the backend\n"
@@ -38,7 +39,8 @@ const char cmd_run_usage[] =
     "\n"
     "backends:\n"
     "  host   one Open MPI process per rank, buffers in host memory, MPI collectives. Streams\n"
-    "         are serialized: every op completes before the next starts. No device view.\n"
+    "         are serialized: every op completes before the next starts (--stream-order picks\n"
+    "         another legal order). No device view.\n"
     "         MEMLIFE_HOST_MEM_LIMIT=BYTES makes allocations beyond it fail.\n"
     "  cuda   CUDA + NCCL: one GPU per rank under MPI (--ranks N), or one process driving\n"
     "         N GPUs (--gpus N).\n"
@@ -64,6 +66,10 @@ const char cmd_run_usage[] =
     "      --no-sequence-check  do not exchange collective descriptors before each collective\n"
     "                        (a divergence then ends at the deadline)\n"
     "      --inject FAULTS   make the run fail on purpose (below); repeatable\n"
+    "      --stream-order O  host: run the streams' collectives and copies in program order\n"
+    "                        (default), reverse (latest-queued stream first) or shuffle[:SEED],\n"
+    "                        always respecting record/wait and host syncs: with --no-lint races a\n"
+    "                        race shows as a failed data check\n"
     "  -q, --quiet           print nothing on stdout\n"
     "  -h, --help            this text\n"
     "\n"
@@ -93,6 +99,7 @@ typedef struct {
     ml_vec no_lint;
     ml_vec inject;
     bool no_data, no_sequence_check;
+    const char *stream_order;   /* host: program (NULL), reverse, shuffle[:SEED] */
 } run_opts;
 
 /* An interrupted run leaves no result behind: the report is written only at the end, through a
@@ -476,6 +483,7 @@ int cmd_run(int argc, char **argv) {
         {"--no-data", NULL, OPT_FLAG, &ro.no_data, 0, 0, NULL},
         {"--no-sequence-check", NULL, OPT_FLAG, &ro.no_sequence_check, 0, 0, NULL},
         {"--inject", NULL, OPT_LIST, &ro.inject, 0, 0, NULL},
+        {"--stream-order", NULL, OPT_STRING, &ro.stream_order, 0, 0, NULL},
     };
     ml_args a;
     int rc;
@@ -498,6 +506,15 @@ int cmd_run(int argc, char **argv) {
     }
     if (rc == 0 && ro.gpus && strcmp(c.be->name, "cuda") != 0)
         rc = ml_usage_error("run", "--gpus is for the cuda backend");
+    if (rc == 0 && ro.stream_order) {
+        hs_order order;
+        char why[160];
+        if (strcmp(c.be->name, "host") != 0)
+            rc = ml_usage_error("run", "--stream-order is for the host backend (a GPU runs its "
+                                "streams in its own order)");
+        else if (hs_parse(ro.stream_order, &order, why, sizeof why))
+            rc = ml_usage_error("run", "%s", why);
+    }
     if (rc == 0) {
         rt_options_default(&c.opt);
         c.opt.backend = c.be->name;
@@ -506,6 +523,7 @@ int cmd_run(int argc, char **argv) {
         c.opt.gpus = ro.gpus;
         c.opt.data = !ro.no_data;
         c.opt.verify_sequence = !ro.no_sequence_check;
+        c.opt.stream_order = ro.stream_order;
         set_signals();
         rc = parse_inject(&ro, &c.opt);
     }
