@@ -1,5 +1,6 @@
 /* analyze.c — load → expand → lint → predict → expect, for every file and plan (analyze.h). */
 #include "analyze.h"
+#include "predict/timemodel.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,29 @@ static void take_contract_rows(ml_item *it) {
  * only what names the rank is redone). That is exact, not an approximation: the same ops give
  * the same prediction, and the report still lists every rank (tests/unit/test_rankshare.c
  * compares both paths). A schedule that uses rank takes the per-rank path. */
+/* The time model's totals for one rank (timemodel.h): the schedule's `link:`, then --link. */
+static int predict_time(const rank_plan *p, const ml_analysis_opts *o, pred_rank *out,
+                        ml_diags *d) {
+    tm_link l;
+    tm_link_default(&l);
+    if (tm_link_from_sched(p, &l, d))
+        return -1;
+    char err[200];
+    if (o->link && tm_link_parse(o->link, &l, err, sizeof err)) {
+        ml_mark top = {.line = 1, .col = 1};
+        ml_error(d, p->s->file, top, "%s", err);   /* the CLI checks --link first */
+        return -1;
+    }
+    tm_result t;
+    if (tm_predict(p, &l, false, &t, d))
+        return -1;
+    out->timed = true;
+    out->step_us = t.step_us;
+    out->comm_us = t.comm_us;
+    out->exposed_comm_us = t.exposed_comm_us;
+    return 0;
+}
+
 static int analyze_plan(ml_item *it, const sched_params *p, const ml_analysis_opts *o,
                         ml_diags *d) {
     const sched *s = it->s;
@@ -91,7 +115,8 @@ static int analyze_plan(ml_item *it, const sched_params *p, const ml_analysis_op
     for (int r = 0; r < it->world; r++) {
         if (it->shared && r > 0)
             predict_rank_shared(&it->plans[r], &it->pred[0], &it->pred[r]);
-        else if (predict_rank(&it->plans[r], &it->pred[r], d) != 0)
+        else if (predict_rank(&it->plans[r], &it->pred[r], d) != 0 ||
+                 predict_time(&it->plans[r], o, &it->pred[r], d) != 0)
             return -1;
     }
     int failures = expect_eval(s, it->plan_index, p, it->world, it->pred, &it->expects,

@@ -29,6 +29,7 @@ typedef struct {
 typedef struct {
     bool predict;              /* run the predictor and expectations (else load + lint only) */
     lint_options lint;
+    const char *link;          /* --link alpha_us=A,busbw_gbps=B for the time model, or NULL */
 } ml_analysis_opts;
 
 typedef struct {

@@ -2,16 +2,19 @@
  * Expectations are evaluated and shown but do not change the exit code (that is `check`). */
 #include "cmd.h"
 #include "analyze.h"
+#include "predict/timemodel.h"
 
 const char cmd_predict_usage[] =
     "usage: memlife predict FILE... [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
     "                       [--format table|json|csv|md] [-o FILE] [--quiet]\n"
+    "                       [--link alpha_us=US,busbw_gbps=GBPS]\n"
     "\n"
     "Loads each schedule, expands every rank's plan, lints it (hazards, collective contracts,\n"
     "cross-rank order) and predicts live memory after every step in two views: requested (the\n"
     "sum of live buffer sizes) and device (cudaMemGetInfo by the page model). Prints steady and\n"
     "peak per rank, where the peak is reached and what is live there, and the schedule's\n"
-    "expectations (shown, not gating: use 'memlife check' for that).\n"
+    "expectations (shown, not gating: use 'memlife check' for that). A time model gives the\n"
+    "step time with streams overlapped and the exposed communication (JSON 'time').\n"
     "\n"
     "options:\n"
     "  -w, --world N         world size (default: the file's 'world:')\n"
@@ -20,6 +23,8 @@ const char cmd_predict_usage[] =
     "  -f, --format FMT      table (default), json, csv or md\n"
     "  -o, --output FILE     write the report to FILE (atomically) instead of stdout\n"
     "  -q, --quiet           print nothing on stdout\n"
+    "      --link L          the time model's link: alpha_us=US,busbw_gbps=GBPS (either or\n"
+    "                        both; default alpha 10 us and busbw fitted to 2 x H200)\n"
     "  -h, --help            this text\n"
     "\n"
     "exit codes: 0 ok, 2 bad input (syntax, lint error or hazard)\n";
@@ -27,10 +32,21 @@ const char cmd_predict_usage[] =
 int cmd_predict(int argc, char **argv) {
     ml_args a;
     int rc;
-    if (!ml_args_begin(&a, "predict", cmd_predict_usage, argc, argv, NULL, 0, false, &rc))
+    const char *link = NULL;
+    const ml_opt extra[] = {{"--link", NULL, OPT_STRING, &link, 0, 0, NULL}};
+    if (!ml_args_begin(&a, "predict", cmd_predict_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
+                       false, &rc))
         return rc;
+    tm_link check;
+    char why[200];
+    tm_link_default(&check);
+    if (link && tm_link_parse(link, &check, why, sizeof why)) {
+        ml_args_free(&a);
+        return ml_usage_error("predict", "%s", why);
+    }
     ml_analysis_opts o;
     ml_analysis_opts_default(&o);
+    o.link = link;
     ml_analysis an;
     rc = ml_analyze(&a, "predict", &o, &an);
     if (rc == ML_EXIT_OK && (!a.quiet || a.output))

@@ -96,6 +96,8 @@ typedef struct {
     uint64_t device_peak_lo, device_peak_hi;
     uint64_t floor;                   /* requested bytes that must be live at some point by data
                                          dependence alone (analyzer/floor.c); 0 when not computed */
+    bool timed;                       /* the time model ran (predict/timemodel.h) */
+    double step_us, comm_us, exposed_comm_us;
 } pred_rank;
 
 int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d);

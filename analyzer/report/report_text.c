@@ -109,6 +109,29 @@ static bool same_expect(const expect_row *a, const expect_row *b) {
            a->mark.col == b->mark.col;
 }
 
+/* The time model's line (predict/timemodel.h), for schedules where overlap or timing is
+ * written down (streams, `link:`, a timed compute): the slowest rank's step time and its exposed
+ * communication. */
+static void write_time(const report_schedule *rs, ml_str *out) {
+    const sched *s = rs->s;
+    bool timed_compute = false;
+    for (size_t k = 0; k < rs->plans[0].n_ops && !timed_compute; k++) {
+        const plan_op *op = &rs->plans[0].ops[k];
+        timed_compute = op->kind == OP_COMPUTE &&
+                        (op->step->u.compute.time_us || op->step->u.compute.flops);
+    }
+    if (!rs->pred || !rs->pred[0].timed ||
+        (s->syms[SYM_STREAM].n < 2 && !s->link_alpha_us && !s->link_busbw_gbps && !timed_compute))
+        return;
+    int slow = 0;
+    for (int r = 1; r < rs->world; r++)
+        if (rs->pred[r].step_us > rs->pred[slow].step_us)
+            slow = r;
+    const pred_rank *p = &rs->pred[slow];
+    ml_str_printf(out, "  time: step %.1f us, communication %.1f us, exposed %.1f us (rank %d)\n",
+                  p->step_us, p->comm_us, p->exposed_comm_us, slow);
+}
+
 static void write_expectations(const report_schedule *rs, ml_str *out) {
     bool *done = calloc(rs->n_expects ? rs->n_expects : 1, sizeof *done);
     int *ranks = calloc(rs->n_expects ? rs->n_expects : 1, sizeof *ranks);
@@ -218,6 +241,7 @@ int report_write_table(const report *r, ml_str *out) {
         report_grid_render(&g, false, "  ", out);
         report_grid_free(&g);
         write_measured_notes(rs, out);
+        write_time(rs, out);
         write_expectations(rs, out);
         write_checks(rs, out);
     }

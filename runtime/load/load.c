@@ -274,9 +274,9 @@ int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k
 /* ---- Top level -------------------------------------------------------------------------------- */
 
 enum { TOP_NAME, TOP_ABOUT, TOP_WORLD, TOP_DTYPE, TOP_LET, TOP_STREAMS, TOP_EVENTS, TOP_EXPECT,
-       TOP_STEPS, TOP_PLANS, TOP_SWEEP };
+       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_LINK };
 static const char *const top_keys[] = {"name", "about", "world", "dtype", "let", "streams",
-                                       "events", "expect", "steps", "plans", "sweep"};
+                                       "events", "expect", "steps", "plans", "sweep", "link"};
 static const ld_schema top_schema = LD_SCHEMA("schedule", top_keys);
 
 typedef struct {
@@ -383,6 +383,23 @@ static int parse_sweep(loader *l) {
     return 0;
 }
 
+/* `link: {alpha_us: EXPR, busbw_gbps: EXPR}`: the time model's link (timemodel.h). */
+enum { LINK_ALPHA, LINK_BUSBW };
+static const char *const link_keys[] = {"alpha_us", "busbw_gbps"};
+static const ld_schema link_schema = LD_SCHEMA("link", link_keys);
+
+static int link_value(loader *l, int key, void *obj) {
+    sched *s = l->s;
+    return ld_expr(l, CTX_PLAIN, link_keys[key],
+                   key == LINK_ALPHA ? &s->link_alpha_us : &s->link_busbw_gbps);
+}
+
+static int parse_link(loader *l) {
+    ld_keys k;
+    l->s->link_mark = ld_mark(l);
+    return ld_map(l, &link_schema, link_value, NULL, &k);
+}
+
 enum { PLAN_STEPS, PLAN_EXPECT };
 static const char *const plan_keys[] = {"steps", "expect"};
 static const ld_schema plan_schema = LD_SCHEMA("plan", plan_keys);
@@ -454,7 +471,8 @@ static int top_value(loader *l, int key, void *obj) {
     sched *s = l->s;
     /* Names are resolved as the events stream by: what a step uses must be defined above it. */
     bool defines = key == TOP_LET || key == TOP_STREAMS || key == TOP_EVENTS || key == TOP_DTYPE;
-    bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP;
+    bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP ||
+                key == TOP_LINK;
     if (defines && t->first_user >= 0)
         return ld_fail(l, t->k->key[key], "'%s' must come before '%s'", top_keys[key],
                        top_keys[t->first_user]);
@@ -474,6 +492,7 @@ static int top_value(loader *l, int key, void *obj) {
     case TOP_EVENTS: return parse_decls(l, SYM_EVENT, "events");
     case TOP_EXPECT: return ld_expects(l, &s->expects, &s->n_expects);
     case TOP_SWEEP: return parse_sweep(l);
+    case TOP_LINK: return parse_link(l);
     case TOP_PLANS:
         if (LD_HAS(t->k, TOP_STEPS))
             return ld_fail(l, t->k->key[key], "'steps' and 'plans' cannot both be given");
