@@ -245,23 +245,31 @@ int tm_predict(const rank_plan *p, const tm_link *l, bool spans, tm_result *out,
         const plan_op *op = &p->ops[i];
         double start = host, dur = 0;
         switch (op->kind) {
-        case OP_SYNC:
+        case OP_SYNC: {   /* the span is the host's wait */
+            double before = host;
             if (op->u.sync.kind == SYNC_DEVICE)
                 host = max_of(ready, n_streams, host);
             else if (op->u.sync.kind == SYNC_STREAM && op->u.sync.stream < n_streams)
                 host = fmax(host, ready[op->u.sync.stream]);
             else if (op->u.sync.kind == SYNC_EVENT && op->u.sync.event < n_events)
                 host = fmax(host, event[op->u.sync.event]);
-            start = host;
+            start = before;
+            dur = host - before;
             break;
-        case OP_RECORD:
-            if (op->u.event.event < n_events && op->u.event.stream < n_streams)
-                event[op->u.event.event] = fmax(ready[op->u.event.stream], host);
+        }
+        case OP_RECORD:   /* at the stream's position: when its work so far is done */
+            if (op->u.event.event < n_events && op->u.event.stream < n_streams) {
+                start = fmax(ready[op->u.event.stream], host);
+                event[op->u.event.event] = start;
+            }
             break;
-        case OP_WAIT:
-            if (op->u.event.event < n_events && op->u.event.stream < n_streams)
-                ready[op->u.event.stream] = fmax(ready[op->u.event.stream],
-                                                 event[op->u.event.event]);
+        case OP_WAIT:     /* the span is the stream's idle time until the event */
+            if (op->u.event.event < n_events && op->u.event.stream < n_streams) {
+                double *r = &ready[op->u.event.stream];
+                start = fmax(*r, host);
+                *r = fmax(*r, event[op->u.event.event]);
+                dur = *r > start ? *r - start : 0;
+            }
             break;
         case OP_CHECK:
             host = max_of(ready, n_streams, host);   /* waits for the device, reads */

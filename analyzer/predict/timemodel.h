@@ -21,9 +21,10 @@
  * and the host has enqueued it, and holds its stream for its duration. record takes the stream's
  * finish time, wait moves the waiting stream to at least it, host syncs move the host's clock
  * (device: every stream; stream: that one; event: its record) and so does an init or a check
- * (they wait for the device). The step time is when the last stream or the host finishes (the
- * critical path under happens-before); exposed communication is the time a collective runs while
- * no compute, copy or scale does, on any stream. */
+ * (they wait for the device). A sync's span is the host's wait, a wait's the stream's idle time,
+ * a record sits at its stream's position. The step time is when the last stream or the host
+ * finishes (the critical path under happens-before); exposed communication is the time a
+ * collective runs while no compute, copy or scale does, on any stream. */
 #ifndef MEMLIFE_TIMEMODEL_H
 #define MEMLIFE_TIMEMODEL_H
 
