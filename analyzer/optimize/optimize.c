@@ -358,11 +358,13 @@ static void prune_added_syncs(opt_ctx *c, opt_block *b) {
     *b = out;
 }
 
-/* One stage on plan k. base is the evaluation of the current state, replaced when kept. */
-static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg) {
+/* One stage on plan k. base is the evaluation of the current state, replaced when kept.
+ * early: lifetimes' early frees with record/wait (run_stage tries them first). */
+static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg,
+                        bool early) {
     opt_ctx c = {.s = dv->st.s, .arena = dv->arena, .world = dv->world, .slots = dv->slots,
                  .allow_lifetimes = dv->o->allow[OPT_LIFETIMES],
-                 .allow_host_syncs = dv->o->allow_host_syncs};
+                 .allow_host_syncs = dv->o->allow_host_syncs, .early_waits = early};
     opt_block tree;
     size_t pre = 0;
     const sched_plan *pl = &dv->st.s->plans[k];
@@ -452,6 +454,21 @@ static int count_syncs(const sched_step *st, uint32_t n) {
             c += count_syncs(st[k].u.region.steps, st[k].u.region.n);
     }
     return c;
+}
+
+/* Lifetimes without host syncs has two ways to complete another stream's use before a free:
+ * early, with an added record/wait (the least memory, but the default stream may wait), or at a
+ * point the program already orders it (no new wait, the memory lives longer). The early form is
+ * kept when it costs no time; else the other is tried. */
+static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg) {
+    bool two = kind == OPT_LIFETIMES && !dv->o->allow_host_syncs;
+    int rc = run_stage_as(dv, k, kind, base, sg, two);
+    if (rc == 0 && two && !sg->kept) {
+        free(sg->after);
+        memset(sg, 0, sizeof *sg);
+        rc = run_stage_as(dv, k, kind, base, sg, false);
+    }
+    return rc;
 }
 
 static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {

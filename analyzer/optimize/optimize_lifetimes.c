@@ -93,14 +93,14 @@ static bool completes(const opt_block *b, size_t k, uint32_t u, size_t after) {
 }
 
 size_t opt_completion_point(const opt_block *b, size_t from, size_t last, size_t limit,
-                            uint32_t buf, const bool *alloc_gap, bool keep_overlap,
+                            uint32_t buf, const bool *alloc_gap, unsigned how,
                             uint64_t *need) {
     *need = 0;
     uint64_t used = 0;
     size_t last_on[64];
     for (size_t k = from; k <= last; k++) {
         uint64_t s = opt_async_streams(&b->v[k], buf);
-        if (keep_overlap)   /* the free is stream-ordered after default's work: nothing to wait */
+        if (how & OPT_DEFAULT_ORDERED)   /* the free is stream-ordered after default's work */
             s &= ~(1ull << SCHED_DEFAULT_STREAM);
         for (uint32_t u = 0; u < 64 && (s >> u); u++)
             if (s >> u & 1) {
@@ -138,7 +138,7 @@ size_t opt_completion_point(const opt_block *b, size_t from, size_t last, size_t
     /* Keeping the overlap: where the program already orders the uses (a host sync, a wait of
      * default) the free goes there, even past an allocation, rather than adding a wait that
      * would hold the default stream behind another stream's work sooner than the program does. */
-    if (keep_overlap && all_found)
+    if ((how & OPT_PREFER_EXISTING) && all_found)
         return point;
     *need = late;
     return last;
@@ -352,8 +352,9 @@ static void place_free(opt_ctx *c, opt_block *b, placement *pl, size_t k, size_t
      * where it is unless a sync before it completes the uses (else a sync is added). */
     if (!nd->orig_line)
         pl->alloc_gap[k] = true;
-    size_t p = opt_completion_point(b, from, last, k, x, pl->alloc_gap, !c->allow_host_syncs,
-                                    &need);
+    unsigned mode = c->allow_host_syncs ? 0
+                    : OPT_DEFAULT_ORDERED | (c->early_waits ? 0 : OPT_PREFER_EXISTING);
+    size_t p = opt_completion_point(b, from, last, k, x, pl->alloc_gap, mode, &need);
     if (p + 1 >= k && !need) {
         if (!nd->orig_line)
             opt_note(c, nd, "free of '%s' added: the sync above completes its last use", opt_buf_name(c, x));

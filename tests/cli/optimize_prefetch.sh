@@ -8,6 +8,7 @@
 #   host syncs added 0; the predicted step time is the same before and after (5700.5 us: the
 #   frees only move, and the pattern-init allocs stay where they were, since an init waits for
 #   the device); the rewrite lints clean and keeps the user's comments.
+# tests/time/optimize_side.yaml: a side-stream use that nothing orders gets a record/wait.
 # With --allow-host-syncs the lifetimes rewrite adds syncs, which raise the step time: it is not
 # kept, and nothing is written.
 . "$(dirname "$0")/lib.bash"
@@ -49,3 +50,20 @@ if [ "$RC" -eq 0 ] && [ "$why" = "lifetimes false" ] && [ ! -e "$TMP/s.yaml" ] &
 else
     not_ok "prefetch --allow-host-syncs" "exit $RC, $why, $(ls "$TMP" | tr '\n' ' ')"
 fi
+
+# tests/time/optimize_side.yaml (its comment gives the numbers): x last used on 'side', nothing
+# orders it before the end: record right after its all_reduce, wait right before y's alloc.
+run optimize tests/time/optimize_side.yaml --format json -o "$TMP/side.yaml"
+got=$(jq -r '.plans[0] | [(.ranks[0].before.requested.peak / 1048576), (.ranks[0].after.requested.peak / 1048576),
+        .host_syncs_added, .time.step_before_us, .time.step_after_us] | map(tostring) | join(" ")' "$TMP/out" 2>&1)
+steps=$(sed -n '/^steps/,$p' "$TMP/side.yaml" | grep -v '^ *#' | tr '\n' '|')
+want='steps:|  - alloc: {buf: x, bytes: 64MiB}|  - all_reduce: {buf: x, op: sum, stream: side}|  - record: {event: side_done, stream: side}|  - compute: {reads: [], time: 500}|  - wait: {event: side_done}|  - free: x|  - alloc: {buf: y, bytes: 64MiB}|'
+if [ "$RC" -eq 0 ] && [ "$got" = "128 64 0 750 750" ] && [ "${steps:0:${#want}}" = "$want" ] &&
+   grep -q '^events: \[side_done\]$' "$TMP/side.yaml"; then
+    ok "side stream: freed early by record/wait, 128 -> 64 MiB, 0 syncs, 750 us before and after"
+else
+    not_ok "side stream" "exit $RC, got '$got', steps $steps"
+fi
+run check "$TMP/side.yaml"
+[ "$RC" -eq 0 ] && ok "side stream: the rewrite lints clean (no race, no free hazard)" ||
+    not_ok "side stream: lint" "exit $RC: $(head -1 "$TMP/err")"
