@@ -14,10 +14,15 @@
 . "$(dirname "$0")/lib.bash"
 
 IN=schedules/fsdp_prefetch.yaml
+# summary REPORT.json: "peak-before peak-after (MiB, rank 0) host-syncs-added step-before step-after"
+summary() {
+    jq -r '.plans[0] | [(.ranks[0].before.requested.peak / 1048576),
+        (.ranks[0].after.requested.peak / 1048576), .host_syncs_added, .time.step_before_us,
+        .time.step_after_us] | map(tostring) | join(" ")' "$1" 2>&1
+}
 run optimize "$IN" --format json -o "$TMP/o.yaml"
 cp "$TMP/out" "$TMP/o.json"
-got=$(jq -r '.plans[0] | [(.ranks[0].before.requested.peak / 1048576), (.ranks[0].after.requested.peak / 1048576),
-        .host_syncs_added, .time.step_before_us, .time.step_after_us] | map(tostring) | join(" ")' "$TMP/o.json" 2>&1)
+got=$(summary "$TMP/o.json")
 if [ "$RC" -eq 0 ] && [ "$got" = "640 448 0 5700.5 5700.5" ]; then
     ok "prefetch: peak 640 -> 448 MiB, 0 host syncs added, step 5700.5 us before and after"
 else
@@ -54,8 +59,7 @@ fi
 # tests/time/optimize_side.yaml (its comment gives the numbers): x last used on 'side', nothing
 # orders it before the end: record right after its all_reduce, wait right before y's alloc.
 run optimize tests/time/optimize_side.yaml --format json -o "$TMP/side.yaml"
-got=$(jq -r '.plans[0] | [(.ranks[0].before.requested.peak / 1048576), (.ranks[0].after.requested.peak / 1048576),
-        .host_syncs_added, .time.step_before_us, .time.step_after_us] | map(tostring) | join(" ")' "$TMP/out" 2>&1)
+got=$(summary "$TMP/out")
 steps=$(sed -n '/^steps/,$p' "$TMP/side.yaml" | grep -v '^ *#' | tr '\n' '|')
 want='steps:|  - alloc: {buf: x, bytes: 64MiB}|  - all_reduce: {buf: x, op: sum, stream: side}|  - record: {event: side_done, stream: side}|  - compute: {reads: [], time: 500}|  - wait: {event: side_done}|  - free: x|  - alloc: {buf: y, bytes: 64MiB}|'
 if [ "$RC" -eq 0 ] && [ "$got" = "128 64 0 750 750" ] && [ "${steps:0:${#want}}" = "$want" ] &&
