@@ -5,12 +5,14 @@
 
 const char cmd_plot_usage[] =
     "usage: memlife plot FILE.yaml[:PLAN]|RESULT.json... -o OUT.svg [--view requested|device]\n"
-    "                    [--time] [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
+    "                    [--time] [--width PX] [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
     "\n"
     "Draws live bytes per rank after every op: the prediction as a step line, and for a\n"
     "'memlife run' result (RESULT.json) the measured curve dashed over it, on the same op axis\n"
-    "or, with --time, over the measured time. Collectives are shaded spans, syncs dashed ticks,\n"
-    "regions bars; the peak is marked and labelled with the buffers live at it. Several inputs\n"
+    "or, with --time, over the measured time, over stacked bands of the largest buffers. Each\n"
+    "stream has a lane of spans under the plot; collectives are shaded, syncs dashed ticks,\n"
+    "regions bars; the peak is marked and noted above the plot with the buffers live at it. A\n"
+    "panel is 6 px an op wide (640 to 4000 px) unless --width says. Several inputs\n"
     "(or a file with 'plans:') become panels side by side with one y scale, e.g.\n"
     "  memlife plot naive.yaml optimized.yaml -o lifetimes.svg\n"
     "The SVG needs no fonts, scripts or links and opens in any browser.\n"
@@ -19,6 +21,7 @@ const char cmd_plot_usage[] =
     "  -o, --output FILE     write the SVG to FILE (atomically); stdout when absent\n"
     "      --view VIEW       requested (default: sum of live buffer sizes) or device (pages)\n"
     "      --time            x axis in measured seconds (run results only)\n"
+    "      --width PX        width of each panel (default: from its op count)\n"
     "  -w, --world N         world size (default: the file's or the result's)\n"
     "      --set NAME=VALUE  override a 'let:' value; repeatable\n"
     "      --plan NAME       only this plan of files with 'plans:'\n"
@@ -36,7 +39,9 @@ int cmd_plot(int argc, char **argv) {
     ml_args a;
     int rc, view = VIEW_REQUESTED;
     bool time_axis = false;
+    int width = 0;
     const ml_opt extra[] = {
+        {"--width", NULL, OPT_INT, &width, 200, 100000, NULL},
         {"--view", NULL, OPT_CHOICE, &view, 0, 0, view_names},
         {"--time", NULL, OPT_FLAG, &time_axis, 0, 0, NULL},
     };
@@ -46,7 +51,7 @@ int cmd_plot(int argc, char **argv) {
         ml_args_free(&a);
         return ml_usage_error("plot", "'plot' writes SVG; '--format' does not apply");
     }
-    plot_options o = {.view = (ml_mem_view)view, .time_axis = time_axis};
+    plot_options o = {.view = (ml_mem_view)view, .time_axis = time_axis, .width = width};
     rc = ml_visual_run(&a, render, &o);
     ml_args_free(&a);
     return rc;

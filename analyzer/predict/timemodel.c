@@ -182,13 +182,13 @@ static void *zalloc(size_t n, size_t size) {
     return p;
 }
 
-static uint32_t op_stream(const plan_op *op) {
+int tm_op_stream(const plan_op *op) {
     switch (op->kind) {
-    case OP_COLL: return op->u.coll.stream;
-    case OP_COPY: return op->u.copy.stream;
-    case OP_SCALE: return op->u.scale.stream;
-    case OP_COMPUTE: return op->u.compute.stream;
-    default: return SCHED_DEFAULT_STREAM;
+    case OP_COLL: return (int)op->u.coll.stream;
+    case OP_COPY: return (int)op->u.copy.stream;
+    case OP_SCALE: return (int)op->u.scale.stream;
+    case OP_COMPUTE: return (int)op->u.compute.stream;
+    default: return -1;
     }
 }
 
@@ -203,9 +203,8 @@ static double max_of(const double *v, size_t n, double m) {
 static int stream_op(const rank_plan *p, const plan_op *op, const tm_link *l, double *ready,
                      size_t n_streams, double host, tm_ivs *comm, tm_ivs *work, double *start,
                      double *dur, ml_diags *d) {
-    uint32_t st = op_stream(op);
-    if (st >= n_streams)
-        st = SCHED_DEFAULT_STREAM;
+    int sv = tm_op_stream(op);   /* a copy-init: -1, the default stream */
+    uint32_t st = sv < 0 || (size_t)sv >= n_streams ? SCHED_DEFAULT_STREAM : (uint32_t)sv;
     bool is_comm = false;
     *dur = tm_op_duration(p, op, l, &is_comm);
     if (op->kind == OP_COMPUTE) {

@@ -56,6 +56,8 @@ typedef struct {
  * compute's time or flops does not evaluate or is negative. */
 int tm_predict(const rank_plan *p, const tm_link *l, bool spans, tm_result *out, ml_diags *d);
 void tm_result_free(tm_result *r);
+/* The stream an op holds (collective, copy, scale, compute), or -1 for what the host does. */
+int tm_op_stream(const plan_op *op);
 /* The duration model alone, for one op (microseconds). */
 double tm_op_duration(const rank_plan *p, const plan_op *op, const tm_link *l, bool *comm);
 
