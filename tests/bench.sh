@@ -129,3 +129,7 @@ awk -v a="$first_per" -v b="$last_per" -v sizes="$SIZES" 'BEGIN {
     printf "%s - memlife CPU time per step, %s vs %s steps: %.2fx (target <= 1.5x)\n",
            (g <= 1.5) ? "PASS" : "FAIL", s[k], s[1], g
 }'
+
+# How the cost grows with the size: predict (steps, buffers) and optimize, ratios within this run.
+echo
+./tests/bench/scale.sh || echo "scale benchmark: a run failed" >&2

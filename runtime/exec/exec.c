@@ -1120,6 +1120,19 @@ int rt_run(rt_rank **ranks, int n) {
 int rt_gather_blobs(rt_rank *r, const void *mine, size_t len, int root, void **all, size_t *lens,
                     char *err, size_t elen) {
     const rt_backend_ops *be = r->be;
+    if (r->world == 1) {
+        /* One rank holds every blob already, whoever launched it: `mpirun -np 1` at world 1
+         * has a launcher but the cuda backend then drives its one GPU without MPI, so asking
+         * the backend would fail ("not used with one process driving every GPU"). */
+        *all = malloc(len ? len : 1);
+        if (!*all) {
+            snprintf(err, elen, "out of host memory (%zu bytes)", len);
+            return -1;
+        }
+        memcpy(*all, mine, len);
+        lens[0] = len;
+        return 0;
+    }
     if (be->gatherv_blob)
         return be->gatherv_blob(r, mine, len, root, all, lens, err, elen);
     /* Two allgather rounds: the sizes, then every blob padded to the largest. */

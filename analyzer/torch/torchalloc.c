@@ -1,0 +1,600 @@
+/* torchalloc.c — DeviceCachingAllocator's malloc / free / recordStream / emptyCache, step for
+ * step as c10/cuda/CUDACachingAllocator.cpp (PyTorch 2.11) has them; function names below are
+ * PyTorch's.  See torchalloc.h for what is modelled and how completion is told. */
+#include "torch/torchalloc_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB ((uint64_t)1 << 20)
+/* Expandable segments reserve address space for 9/8 of the GPU's memory; any range larger
+ * than a request works, so a fixed 1 TiB stands in for it. */
+#define VSPACE ((uint64_t)1 << 40)
+
+#define B(i) (ta->b[(i)])
+
+/* stream: the dense index; the hook gets the caller's id */
+void ta_emit(torchalloc *ta, torchalloc_action a, uint64_t addr, uint64_t size, uint32_t stream) {
+    if (ta->hook)
+        ta->hook(ta->hook_user, a, addr, size, ta->st[stream].id);
+}
+
+static void peak(uint64_t cur, uint64_t *pk) {
+    if (cur > *pk)
+        *pk = cur;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* ---- arrays ---- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : 256;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+int32_t ta_new_block(torchalloc *ta) {
+    int32_t i;
+    if (ta->free_b >= 0) {
+        i = ta->free_b;
+        ta->free_b = B(i).next;
+    } else {
+        if (ta->nb >= INT32_MAX || grow((void **)&ta->b, &ta->capb, ta->nb + 1, sizeof(tblk)))
+            abort(); /* out of host memory: nothing sensible to predict */
+        i = (int32_t)ta->nb++;
+    }
+    memset(&B(i), 0, sizeof(tblk));
+    B(i).prev = B(i).next = B(i).uses = B(i).seg = -1;
+    B(i).state = B_FREE;
+    B(i).mapped = 1;
+    return i;
+}
+
+void ta_drop_block(torchalloc *ta, int32_t i) {
+    B(i).state = B_DEAD;
+    B(i).next = ta->free_b;
+    ta->free_b = i;
+}
+
+static int32_t new_seg(torchalloc *ta) {
+    int32_t i;
+    if (ta->free_s >= 0) {
+        i = ta->free_s;
+        ta->free_s = ta->s[i].lnext;
+    } else {
+        if (ta->ns >= INT32_MAX || grow((void **)&ta->s, &ta->caps, ta->ns + 1, sizeof(tseg)))
+            abort();
+        i = (int32_t)ta->ns++;
+    }
+    tseg *s = &ta->s[i];
+    memset(s, 0, sizeof *s);
+    s->alive = 1;
+    s->head = -1;
+    s->lnext = -1;
+    s->lprev = ta->seg_last; /* addresses only grow, so appending keeps address order */
+    if (ta->seg_last >= 0)
+        ta->s[ta->seg_last].lnext = i;
+    else
+        ta->seg_first = i;
+    ta->seg_last = i;
+    return i;
+}
+
+void ta_drop_seg(torchalloc *ta, int32_t i) {
+    tseg *s = &ta->s[i];
+    if (s->lprev >= 0)
+        ta->s[s->lprev].lnext = s->lnext;
+    else
+        ta->seg_first = s->lnext;
+    if (s->lnext >= 0)
+        ta->s[s->lnext].lprev = s->lprev;
+    else
+        ta->seg_last = s->lprev;
+    s->alive = 0;
+    s->lnext = ta->free_s;
+    ta->free_s = i;
+}
+
+static tstream *get_stream(torchalloc *ta, uint32_t id) {
+    if (ta->last_st < ta->nst && ta->st[ta->last_st].id == id)
+        return &ta->st[ta->last_st];
+    for (size_t i = 0; i < ta->nst; i++)
+        if (ta->st[i].id == id) {
+            ta->last_st = i;
+            return &ta->st[i];
+        }
+    if (grow((void **)&ta->st, &ta->capst, ta->nst + 1, sizeof(tstream)))
+        abort();
+    tstream *s = &ta->st[ta->nst];
+    memset(s, 0, sizeof *s);
+    s->id = id;
+    ta->last_st = ta->nst++;
+    return s;
+}
+
+static uint32_t sidx(torchalloc *ta, uint32_t id) { return (uint32_t)(get_stream(ta, id) - ta->st); }
+
+/* ---- tree helpers ---- */
+
+static ttree *tree_of(torchalloc *ta, int32_t i, int kind) {
+    tpool *p = &ta->pool[B(i).large];
+    return kind == T_BLOCKS ? &p->blocks : &p->unmapped;
+}
+
+/* BlockPool::insert_into_blocks: also stamps the gc age base. */
+void ta_insert_blocks(torchalloc *ta, int32_t i) {
+    B(i).gc_base = ta->pool[B(i).large].gfb_count;
+    tt_insert(ta, tree_of(ta, i, T_BLOCKS), i);
+}
+
+void ta_insert_unmapped(torchalloc *ta, int32_t i) { tt_insert(ta, tree_of(ta, i, T_UNMAPPED), i); }
+
+void ta_tree_erase(torchalloc *ta, int32_t i) {
+    if (B(i).in_tree == 1)
+        tt_erase(ta, tree_of(ta, i, T_BLOCKS), i);
+    else if (B(i).in_tree == 2)
+        tt_erase(ta, tree_of(ta, i, T_UNMAPPED), i);
+}
+
+/* Block::ta_splice(before, after) */
+void ta_splice(torchalloc *ta, int32_t x, int32_t before, int32_t after) {
+    B(x).prev = before;
+    if (before >= 0)
+        B(before).next = x;
+    else
+        ta->s[B(x).seg].head = x;
+    B(x).next = after;
+    if (after >= 0)
+        B(after).prev = x;
+}
+
+int ta_seg_exp(const torchalloc *ta, int32_t i) { return ta->s[ta->b[i].seg].expandable; }
+int ta_is_split(const torchalloc *ta, int32_t i) { return ta->b[i].prev >= 0 || ta->b[i].next >= 0; }
+
+/* try_merge_blocks(dst, src): src must be free, event-free, use-free, of dst's mappedness. */
+uint64_t ta_try_merge(torchalloc *ta, int32_t dst, int32_t src) {
+    if (src < 0 || B(src).state != B_FREE || B(dst).mapped != B(src).mapped)
+        return 0;
+    ta_tree_erase(ta, src);
+    if (B(dst).prev == src) {
+        B(dst).addr = B(src).addr;
+        B(dst).prev = B(src).prev;
+        if (B(dst).prev >= 0)
+            B(B(dst).prev).next = dst;
+        else
+            ta->s[B(dst).seg].head = dst;
+    } else {
+        B(dst).next = B(src).next;
+        if (B(dst).next >= 0)
+            B(B(dst).next).prev = dst;
+    }
+    uint64_t sz = B(src).size;
+    B(dst).size += sz;
+    ta_drop_block(ta, src);
+    return sz;
+}
+
+/* ---- lifecycle ---- */
+
+torchalloc *torchalloc_new(const torchalloc_conf *c, uint64_t limit_bytes) {
+    torchalloc *ta = calloc(1, sizeof *ta);
+    if (!ta)
+        return NULL;
+    if (c)
+        ta->c = *c;
+    else
+        torchalloc_conf_default(&ta->c, TORCHALLOC_V2_11);
+    ta->limit = limit_bytes;
+    ta->free_b = ta->free_s = ta->free_u = -1;
+    ta->seg_first = ta->seg_last = -1;
+    for (int i = 0; i < 2; i++) {
+        tt_init(&ta->pool[i].blocks, T_BLOCKS);
+        tt_init(&ta->pool[i].unmapped, T_UNMAPPED);
+    }
+    ta->next_addr = (uint64_t)1 << 45; /* a plausible device address, 2 MiB aligned */
+    return ta;
+}
+
+void torchalloc_destroy(torchalloc *ta) {
+    if (!ta)
+        return;
+    for (size_t i = 0; i < ta->nst; i++)
+        free(ta->st[i].q);
+    free(ta->st);
+    free(ta->b);
+    free(ta->s);
+    free(ta->u);
+    free(ta->scratch);
+    for (int i = 0; i < 2; i++) {
+        tt_free(&ta->pool[i].blocks);
+        tt_free(&ta->pool[i].unmapped);
+    }
+    free(ta);
+}
+
+void torchalloc_set_capacity(torchalloc *ta, uint64_t bytes) { ta->capacity = bytes; }
+
+void torchalloc_set_hook(torchalloc *ta, torchalloc_hook fn, void *user) {
+    ta->hook = fn;
+    ta->hook_user = user;
+}
+
+const char *torchalloc_action_name(torchalloc_action a) {
+    static const char *const names[] = {"alloc",        "free_requested", "free_completed", "segment_alloc",
+                                        "segment_free", "segment_map",    "segment_unmap",  "oom"};
+    return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "?";
+}
+
+/* ---- free path ---- */
+
+/* free_block: back to the pool, merged with free neighbours. */
+static void free_block(torchalloc *ta, int32_t i) {
+    ta_emit(ta, TORCHALLOC_EV_FREE_COMPLETED, B(i).addr, B(i).requested, B(i).stream);
+    ta->active -= B(i).size;
+    ta->requested -= B(i).requested;
+    B(i).requested = 0;
+    B(i).state = B_FREE;
+    ta_try_merge(ta, i, B(i).prev);
+    ta_try_merge(ta, i, B(i).next);
+    ta_insert_blocks(ta, i);
+}
+
+/* insert_events: one event per use-stream, at that stream's current submit count. */
+static void insert_events(torchalloc *ta, int32_t i) {
+    int32_t u = B(i).uses;
+    while (u >= 0) {
+        tstream *s = &ta->st[ta->u[u].stream];
+        if (grow((void **)&s->q, &s->qcap, s->qlen + 1, sizeof(tevent)))
+            abort();
+        s->q[s->qlen].value = s->submit;
+        s->q[s->qlen++].block = i;
+        B(i).event_count++;
+        ta->pending_events++;
+        int32_t nx = ta->u[u].next;
+        ta->u[u].next = ta->free_u;
+        ta->free_u = u;
+        u = nx;
+    }
+    B(i).uses = -1;
+}
+
+static void event_done(torchalloc *ta, int32_t blk) {
+    ta->pending_events--;
+    if (--B(blk).event_count == 0)
+        free_block(ta, blk);
+}
+
+static void compact_queue(tstream *s) {
+    if (s->qhead == s->qlen)
+        s->qhead = s->qlen = 0;
+}
+
+/* process_events: per stream, FIFO, stop at the first event not yet complete. */
+static void process_events(torchalloc *ta) {
+    if (ta->pending_events == 0)
+        return;
+    for (size_t k = 0; k < ta->nst; k++) {
+        while (ta->st[k].qhead < ta->st[k].qlen && ta->st[k].q[ta->st[k].qhead].value <= ta->st[k].complete) {
+            int32_t blk = ta->st[k].q[ta->st[k].qhead++].block;
+            event_done(ta, blk);
+        }
+        compact_queue(&ta->st[k]);
+    }
+}
+
+/* synchronize_and_free_events: wait for every event (the stream is complete up to it). */
+void ta_synchronize_and_free_events(torchalloc *ta) {
+    ta->num_sync_all_streams++;
+    for (size_t k = 0; k < ta->nst; k++) {
+        while (ta->st[k].qhead < ta->st[k].qlen) {
+            tevent e = ta->st[k].q[ta->st[k].qhead++];
+            if (ta->st[k].complete < e.value)
+                ta->st[k].complete = e.value;
+            event_done(ta, e.block);
+        }
+        compact_queue(&ta->st[k]);
+    }
+}
+
+void torchalloc_free(torchalloc *ta, int64_t id) {
+    if (id < 0 || (uint64_t)id >= ta->nb || B(id).state != B_ALLOC)
+        return;
+    int32_t i = (int32_t)id;
+    ta->allocated -= B(i).size;
+    ta->num_frees++;
+    ta_emit(ta, TORCHALLOC_EV_FREE_REQUESTED, B(i).addr, B(i).requested, B(i).stream);
+    if (B(i).uses >= 0) {
+        B(i).state = B_PENDING;
+        insert_events(ta, i);
+    } else {
+        free_block(ta, i);
+    }
+}
+
+void torchalloc_record_stream(torchalloc *ta, int64_t id, uint32_t stream) {
+    if (id < 0 || (uint64_t)id >= ta->nb || B(id).state != B_ALLOC)
+        return;
+    int32_t i = (int32_t)id;
+    stream = sidx(ta, stream);
+    if (B(i).stream == stream)
+        return; /* uses on the allocation stream need no event */
+    for (int32_t u = B(i).uses; u >= 0; u = ta->u[u].next)
+        if (ta->u[u].stream == stream)
+            return;
+    int32_t u;
+    if (ta->free_u >= 0) {
+        u = ta->free_u;
+        ta->free_u = ta->u[u].next;
+    } else {
+        if (grow((void **)&ta->u, &ta->capu, ta->nu + 1, sizeof(tuse)))
+            abort();
+        u = (int32_t)ta->nu++;
+    }
+    ta->u[u].stream = stream;
+    ta->u[u].next = B(i).uses;
+    B(i).uses = u;
+}
+
+void torchalloc_stream_submit(torchalloc *ta, uint32_t stream) { get_stream(ta, stream)->submit++; }
+
+void torchalloc_stream_complete(torchalloc *ta, uint32_t stream) {
+    tstream *s = get_stream(ta, stream);
+    s->complete = s->submit;
+}
+
+void torchalloc_stream_complete_upto(torchalloc *ta, uint32_t stream, uint64_t upto) {
+    tstream *s = get_stream(ta, stream);
+    if (upto > s->complete)
+        s->complete = upto > s->submit ? s->submit : upto;
+}
+
+void torchalloc_device_synchronize(torchalloc *ta) {
+    for (size_t k = 0; k < ta->nst; k++)
+        ta->st[k].complete = ta->st[k].submit;
+}
+
+uint64_t torchalloc_stream_submitted(const torchalloc *ta, uint32_t stream) {
+    for (size_t k = 0; k < ta->nst; k++)
+        if (ta->st[k].id == stream)
+            return ta->st[k].submit;
+    return 0;
+}
+
+/* ---- allocation path ---- */
+
+static int allocatable(const torchalloc *ta, int32_t i) { return i >= 0 && ta->b[i].state == B_FREE; }
+
+/* find_expandable_block: the lowest-address place in a segment of this stream and pool where
+ * free and unmapped blocks together give `size` bytes; else a new expandable segment. */
+static int32_t find_expandable_block(torchalloc *ta, int large, uint32_t stream, uint64_t size) {
+    tpool *p = &ta->pool[large];
+    for (int32_t it = tt_lower_stream(ta, &p->unmapped, stream); it >= 0 && B(it).stream == stream;
+         it = tt_next(ta, &p->unmapped, it)) {
+        int32_t c = it;
+        if (allocatable(ta, B(c).prev))
+            c = B(c).prev;
+        uint64_t bytes = 0;
+        for (int32_t b = c; bytes < size && allocatable(ta, b); b = B(b).next)
+            bytes += B(b).size;
+        if (bytes >= size)
+            return c;
+    }
+    int32_t sg = new_seg(ta);
+    tseg *s = &ta->s[sg];
+    s->page = torchalloc_page_size(&ta->c, large);
+    s->vsize = s->page * ((VSPACE + s->page - 1) / s->page);
+    s->addr = ta->next_addr;
+    s->stream = stream;
+    s->large = (uint8_t)large;
+    s->expandable = 1;
+    ta->next_addr += (s->vsize + TORCHALLOC_KROUND_LARGE - 1) / TORCHALLOC_KROUND_LARGE * TORCHALLOC_KROUND_LARGE;
+    int32_t c = ta_new_block(ta);
+    B(c).addr = ta->s[sg].addr;
+    B(c).size = ta->s[sg].vsize;
+    B(c).stream = stream;
+    B(c).seg = sg;
+    B(c).large = (uint8_t)large;
+    B(c).mapped = 0;
+    ta->s[sg].head = c;
+    ta_insert_unmapped(ta, c);
+    return c;
+}
+
+/* map_block: map the pages covering the first `size` bytes of an unmapped block. */
+static int map_block(torchalloc *ta, int32_t i, uint64_t size) {
+    tseg *s = &ta->s[B(i).seg];
+    uint64_t page = s->page, off = B(i).addr - s->addr;
+    uint64_t begin = off / page, end = (off + size + page - 1) / page;
+    uint64_t msize = (end - begin) * page, maddr = B(i).addr;
+    if (msize == 0)
+        return 1;
+    if (ta->capacity && ta->reserved + msize > ta->capacity)
+        return 0; /* cuMemCreate out of memory */
+    ta_tree_erase(ta, i);
+    B(i).mapped = 1;
+    if (msize < B(i).size) {
+        int32_t r = ta_new_block(ta);
+        B(r).addr = B(i).addr + msize;
+        B(r).size = B(i).size - msize;
+        B(r).stream = B(i).stream;
+        B(r).seg = B(i).seg;
+        B(r).large = B(i).large;
+        B(r).mapped = 0;
+        ta_splice(ta, r, i, B(i).next);
+        ta_insert_unmapped(ta, r);
+        B(i).size = msize;
+    }
+    ta_try_merge(ta, i, B(i).prev);
+    ta_try_merge(ta, i, B(i).next);
+    ta_insert_blocks(ta, i);
+    ta->reserved += msize;
+    ta->s[B(i).seg].mapped += msize;
+    peak(ta->reserved, &ta->reserved_peak);
+    ta->num_maps++;
+    ta_emit(ta, TORCHALLOC_EV_SEGMENT_MAP, maddr, msize, B(i).stream);
+    return 1;
+}
+
+static int32_t try_allocate_expandable_block(torchalloc *ta, int large, uint32_t stream, uint64_t size) {
+    int32_t c = find_expandable_block(ta, large, stream, size);
+    if (!B(c).mapped && !map_block(ta, c, B(c).size < size ? B(c).size : size))
+        return -1;
+    while (B(c).size < size) {
+        uint64_t rem = size - B(c).size;
+        int32_t nc = B(c).next;
+        if (!map_block(ta, nc, rem < B(nc).size ? rem : B(nc).size))
+            return -1;
+        c = nc; /* nc absorbed c */
+    }
+    ta_tree_erase(ta, c);
+    return c;
+}
+
+/* alloc_block: a new segment of alloc_size (cudaMalloc), or expandable pages. */
+static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t size, uint64_t asz, int retry) {
+    if (retry)
+        ta->num_alloc_retries++;
+    if (ta->limit && sat_add(ta->reserved, asz) > ta->limit)
+        return -1;
+    if (ta->c.expandable_segments)
+        return try_allocate_expandable_block(ta, large, stream, size);
+    if (ta->capacity && sat_add(ta->reserved, asz) > ta->capacity)
+        return -1;
+    int32_t sg = new_seg(ta);
+    tseg *s = &ta->s[sg];
+    s->addr = ta->next_addr;
+    s->vsize = s->mapped = asz;
+    s->stream = stream;
+    s->large = (uint8_t)large;
+    ta->next_addr += (asz + TORCHALLOC_KROUND_LARGE - 1) / TORCHALLOC_KROUND_LARGE * TORCHALLOC_KROUND_LARGE;
+    int32_t i = ta_new_block(ta);
+    B(i).addr = ta->s[sg].addr;
+    B(i).size = asz;
+    B(i).stream = stream;
+    B(i).seg = sg;
+    B(i).large = (uint8_t)large;
+    ta->s[sg].head = i;
+    ta->reserved += asz;
+    peak(ta->reserved, &ta->reserved_peak);
+    ta->num_segment_allocs++;
+    ta_emit(ta, TORCHALLOC_EV_SEGMENT_ALLOC, B(i).addr, asz, stream);
+    return i;
+}
+
+static uint64_t expandable_size(const torchalloc *ta, int32_t i) {
+    int32_t n = ta->b[i].next;
+    return ta->b[i].size + (n >= 0 && !ta->b[n].mapped ? ta->b[n].size : 0);
+}
+
+/* get_free_block: lower bound on (stream, size); expandable blocks compare by the size they can
+ * grow to; then the two oversize rules. */
+static int32_t get_free_block(torchalloc *ta, int large, uint32_t stream, uint64_t size, int gc) {
+    tpool *p = &ta->pool[large];
+    if (gc)
+        p->gfb_count++;
+    tcur cur;
+    int32_t it = tt_lower_size_cur(ta, &p->blocks, stream, size, &cur);
+    int moved = 0;
+    if (it < 0 || B(it).stream != stream)
+        return -1;
+    if (ta_seg_exp(ta, it)) {
+        int32_t nx = tt_next(ta, &p->blocks, it);
+        while (ta_seg_exp(ta, it) && nx >= 0 && B(nx).stream == stream && expandable_size(ta, nx) < expandable_size(ta, it)) {
+            it = nx;
+            moved = 1;
+            nx = tt_next(ta, &p->blocks, it);
+        }
+    }
+    uint64_t msz = ta->c.max_split_size;
+    if (size < msz && B(it).size >= msz)
+        return -1;
+    if (size >= msz && B(it).size >= sat_add(size, ta->c.max_non_split_rounding))
+        return -1;
+    if (moved)
+        tt_erase(ta, &p->blocks, it);
+    else
+        tt_erase_cur(ta, &p->blocks, &cur, it);
+    return it;
+}
+
+static int should_split(const torchalloc *ta, int32_t i, uint64_t size) {
+    uint64_t rem = ta->b[i].size - size;
+    if (!ta->b[i].large || ta->c.expandable_segments)
+        return rem >= TORCHALLOC_KMIN_BLOCK;
+    return size < ta->c.max_split_size && rem > TORCHALLOC_KSMALL_SIZE;
+}
+
+/* alloc_found_block: the front `size` bytes become the allocation, the rest stays cached. */
+static int32_t alloc_found_block(torchalloc *ta, int32_t i, uint64_t size, uint64_t orig, int split) {
+    if (split) {
+        int32_t f = ta_new_block(ta);
+        B(f).addr = B(i).addr;
+        B(f).size = size;
+        B(f).stream = B(i).stream;
+        B(f).seg = B(i).seg;
+        B(f).large = B(i).large;
+        ta_splice(ta, f, B(i).prev, i);
+        B(i).addr += size;
+        B(i).size -= size;
+        ta_insert_blocks(ta, i);
+        i = f;
+    }
+    B(i).state = B_ALLOC;
+    B(i).requested = orig;
+    ta->allocated += B(i).size;
+    ta->active += B(i).size;
+    ta->requested += orig;
+    peak(ta->allocated, &ta->allocated_peak);
+    peak(ta->active, &ta->active_peak);
+    peak(ta->requested, &ta->requested_peak);
+    ta->num_allocs++;
+    ta_emit(ta, TORCHALLOC_EV_ALLOC, B(i).addr, orig, B(i).stream);
+    return i;
+}
+
+int64_t torchalloc_malloc(torchalloc *ta, uint64_t requested, uint32_t stream_id, torchalloc_oom *oom) {
+    process_events(ta);
+    uint32_t stream = sidx(ta, stream_id);
+    uint64_t size = torchalloc_round_size(&ta->c, requested);
+    int large = size > TORCHALLOC_KSMALL_SIZE;
+    uint64_t asz = torchalloc_allocation_size(&ta->c, size);
+    int gc = ta->limit && ta->c.garbage_collection_threshold > 0.0;
+    int32_t i = requested > TT_MAX_SIZE ? -1 : get_free_block(ta, large, stream, size, gc);
+    /* trigger_free_memory_callbacks: none registered in the model */
+    if (i < 0 && requested <= TT_MAX_SIZE) {
+        if (gc)
+            ta_garbage_collect(ta);
+        i = alloc_block(ta, large, stream, size, asz, 0);
+        if (i < 0 && ta_release_available_cached_blocks(ta, large, stream, size))
+            i = alloc_block(ta, large, stream, size, asz, 0);
+        if (i < 0) {
+            ta_release_cached_blocks(ta);
+            i = alloc_block(ta, large, stream, size, asz, 1);
+        }
+    }
+    if (i < 0) {
+        uint64_t lim = ta->limit ? ta->limit : ta->capacity;
+        ta->num_ooms++;
+        ta_emit(ta, TORCHALLOC_EV_OOM, lim > ta->reserved ? lim - ta->reserved : 0, size, stream);
+        if (oom) {
+            oom->requested = requested;
+            oom->rounded = size;
+            oom->alloc_size = asz;
+            oom->allocated = ta->allocated;
+            oom->reserved = ta->reserved;
+            oom->limit = lim;
+            oom->stream = stream_id;
+        }
+        return -1;
+    }
+    return alloc_found_block(ta, i, size, requested, should_split(ta, i, size));
+}

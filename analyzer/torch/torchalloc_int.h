@@ -1,0 +1,155 @@
+/* torchalloc_int.h — the model's state, shared by torchalloc.c (malloc/free), torchtree.c (the
+ * ordered free-block sets) and torchwalk.c (stats and the snapshot walk).  Not a public header.
+ *
+ * Blocks and segments live in arrays addressed by index (never by pointer: the arrays grow by
+ * realloc), with free lists, so an event costs no malloc.  Block ids handed to the caller are
+ * block indices. */
+#ifndef TORCHALLOC_INT_H
+#define TORCHALLOC_INT_H
+
+#include "torch/torchalloc.h"
+
+enum { B_DEAD = 0, B_FREE, B_ALLOC, B_PENDING };
+enum { T_BLOCKS = 0, T_UNMAPPED = 1 }; /* ordered by (stream,size,addr) / (stream,addr) */
+
+typedef struct tblk {
+    /* hot: the tree key and links, in the first 32 bytes */
+    uint64_t size, addr;
+    uint32_t stream;          /* dense stream index into ta->st (the caller's id is st[].id) */
+    int32_t prev, next;       /* neighbours within the segment, -1 */
+    int32_t seg;
+    int32_t uses;             /* stream_uses: list in ta->u, -1 */
+    uint64_t requested;
+    int64_t gc_base;          /* pool's get_free_blocks_call_count when inserted */
+    int32_t event_count;
+    uint8_t state, mapped, large, in_tree; /* in_tree: 0 none, 1 blocks, 2 unmapped */
+    struct tleaf *leaf;       /* the leaf holding it while in a tree: erase needs no search */
+} tblk;
+
+typedef struct tseg {
+    uint64_t addr;   /* base address */
+    uint64_t vsize;  /* address range (== size for cudaMalloc segments) */
+    uint64_t mapped; /* reserved bytes */
+    uint64_t page;   /* expandable page size */
+    uint32_t stream;
+    uint8_t large, expandable, alive;
+    int32_t head;    /* first block */
+    int32_t lprev, lnext; /* live segments in address order */
+} tseg;
+
+typedef struct tuse {
+    uint32_t stream;
+    int32_t next;
+} tuse;
+
+typedef struct tevent {
+    uint64_t value;
+    int32_t block;
+} tevent;
+
+typedef struct tstream {
+    uint32_t id;
+    uint64_t submit, complete;
+    tevent *q;
+    size_t qhead, qlen, qcap;
+} tstream;
+
+/* An ordered set of blocks: sorted leaves of up to TT_LEAF keys under a sorted array of leaf
+ * maxima, i.e. a B+tree of height two.  Keys are 128 bits, compared as (hi, lo):
+ *   blocks:   hi = stream << 40 | size >> 9, lo = address   (sizes are multiples of 512)
+ *   unmapped: hi = stream << 40,             lo = address
+ * so one search touches a few contiguous cache lines instead of a pointer chain. */
+#define TT_LEAF 16
+typedef struct tkey {
+    uint64_t hi, lo;
+} tkey;
+typedef struct tleaf {
+    int32_t n;
+    int32_t idx;          /* position in ttree.leaf */
+    int32_t v[TT_LEAF];  /* block indices */
+    uint64_t hi[TT_LEAF]; /* keys, split so a search reads one dense array */
+    uint64_t lo[TT_LEAF];
+} tleaf;
+typedef struct ttree {
+    int kind;
+    tleaf **leaf;
+    tkey *max;
+    size_t nleaf, cap;
+} ttree;
+
+typedef struct tpool {
+    ttree blocks, unmapped;
+    int64_t gfb_count;        /* get_free_blocks_call_count */
+} tpool;
+
+struct torchalloc {
+    torchalloc_conf c;
+    uint64_t limit, capacity;
+    tblk *b;
+    size_t nb, capb;
+    int32_t free_b;
+    tseg *s;
+    size_t ns, caps;
+    int32_t free_s, seg_first, seg_last;
+    tuse *u;
+    size_t nu, capu;
+    int32_t free_u;
+    tstream *st;
+    size_t nst, capst;
+    size_t last_st;
+    tpool pool[2];
+    uint64_t next_addr;
+    uint64_t pending_events;
+    int32_t *scratch;
+    size_t capscratch;
+    torchalloc_hook hook;
+    void *hook_user;
+    /* stats */
+    uint64_t allocated, allocated_peak, reserved, reserved_peak;
+    uint64_t requested, requested_peak, active, active_peak;
+    uint64_t num_allocs, num_frees, num_segment_allocs, num_segment_frees;
+    uint64_t num_maps, num_unmaps, num_alloc_retries, num_ooms, num_sync_all_streams;
+};
+
+/* torchalloc.c: shared helpers (PyTorch's names, ta_ prefixed). */
+void ta_emit(torchalloc *ta, torchalloc_action a, uint64_t addr, uint64_t size, uint32_t stream);
+int32_t ta_new_block(torchalloc *ta);
+void ta_drop_block(torchalloc *ta, int32_t i);
+void ta_drop_seg(torchalloc *ta, int32_t i);
+void ta_insert_blocks(torchalloc *ta, int32_t i);   /* BlockPool::insert_into_blocks */
+void ta_insert_unmapped(torchalloc *ta, int32_t i);
+void ta_tree_erase(torchalloc *ta, int32_t i);      /* from whichever set holds it */
+void ta_splice(torchalloc *ta, int32_t x, int32_t before, int32_t after); /* Block::splice */
+int ta_seg_exp(const torchalloc *ta, int32_t i);
+int ta_is_split(const torchalloc *ta, int32_t i);
+uint64_t ta_try_merge(torchalloc *ta, int32_t dst, int32_t src); /* try_merge_blocks */
+void ta_synchronize_and_free_events(torchalloc *ta);
+/* torchrelease.c */
+void ta_release_cached_blocks(torchalloc *ta);
+int ta_release_available_cached_blocks(torchalloc *ta, int large, uint32_t stream, uint64_t size);
+void ta_garbage_collect(torchalloc *ta);
+
+/* torchtree.c.  A block is in at most one tree; its key fields must not change while it is. */
+#define TT_MAX_SIZE ((uint64_t)1 << 48) /* sizes must stay below 2^49 for the key packing */
+void tt_init(ttree *t, int kind);
+void tt_free(ttree *t);
+void tt_insert(torchalloc *ta, ttree *t, int32_t x);
+void tt_erase(torchalloc *ta, ttree *t, int32_t x);
+int32_t tt_lower_size(const torchalloc *ta, const ttree *t, uint32_t stream, uint64_t size);
+/* The same remembering where it was found, and erasing there without a second search. */
+typedef struct tcur {
+    size_t li;
+    int32_t s;
+} tcur;
+int32_t tt_lower_size_cur(const torchalloc *ta, const ttree *t, uint32_t stream, uint64_t size, tcur *c);
+void tt_erase_cur(torchalloc *ta, ttree *t, const tcur *c, int32_t x);
+int32_t tt_lower_stream(const torchalloc *ta, const ttree *t, uint32_t stream);
+int32_t tt_next(const torchalloc *ta, const ttree *t, int32_t x);
+int32_t tt_prev(const torchalloc *ta, const ttree *t, int32_t x);
+int32_t tt_max(const ttree *t);
+/* In-order indices into ta->scratch (grown as needed) from offset `at`; returns the count or
+ * (size_t)-1 when memory runs out. */
+size_t tt_collect(torchalloc *ta, const ttree *t, size_t at);
+int tt_reserve_scratch(torchalloc *ta, size_t n);
+
+#endif

@@ -1,0 +1,288 @@
+/* torchtree.c — the ordered sets PyTorch keeps as std::set<Block*>: BlockPool::blocks ordered
+ * by BlockComparatorSize (stream, size, address) and BlockPool::unmapped ordered by
+ * BlockComparatorAddress (stream, address).  A two-level B+tree of 128-bit keys (see
+ * torchalloc_int.h): a binary search over the leaf maxima, then one within a leaf; inserting
+ * and erasing move at most TT_LEAF entries and allocate only when a leaf splits.  Streams
+ * compare by the model's dense stream index where PyTorch compares cudaStream_t pointers;
+ * searches never cross streams, so only the order of whole-pool walks (release, gc) can
+ * differ, and their outcome does not. */
+#include "torch/torchalloc_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static inline tkey key_of(const torchalloc *ta, int kind, int32_t x) {
+    const tblk *b = &ta->b[x];
+    tkey k;
+    k.hi = (uint64_t)b->stream << 40 | (kind == T_BLOCKS ? b->size >> 9 : 0);
+    k.lo = b->addr;
+    return k;
+}
+
+/* branch-free: the searches below are dominated by mispredicted compares otherwise */
+__extension__ typedef unsigned __int128 u128;
+static inline int kless(tkey a, tkey b) {
+    return ((u128)a.hi << 64 | a.lo) < ((u128)b.hi << 64 | b.lo); /* cmp/sbb: no branch */
+}
+
+/* first index in arr[0..n) with arr[i] >= k (branch-free binary search) */
+static inline size_t key_lb(const tkey *arr, size_t n, tkey k) {
+    if (n == 0)
+        return 0;
+    const tkey *base = arr;
+    while (n > 1) {
+        size_t half = n / 2;
+        base += kless(base[half - 1], k) ? half : 0;
+        n -= half;
+    }
+    return (size_t)(base - arr) + (size_t)kless(*base, k);
+}
+
+void tt_init(ttree *t, int kind) {
+    memset(t, 0, sizeof *t);
+    t->kind = kind;
+}
+
+void tt_free(ttree *t) {
+    for (size_t i = 0; i < t->nleaf; i++)
+        free(t->leaf[i]);
+    free(t->leaf);
+    free(t->max);
+    memset(t, 0, sizeof *t);
+}
+
+/* first leaf whose max >= k; nleaf if none */
+static size_t leaf_lb(const ttree *t, tkey k) { return key_lb(t->max, t->nleaf, k); }
+
+/* first slot with key >= k: count the smaller hi words (no branch, sequential reads), then
+ * step over equal hi (equal sizes) with a smaller lo; such a run is at most a leaf long */
+static int32_t slot_lb(const tleaf *l, tkey k) {
+    int32_t n = l->n, pos = 0;
+    for (int32_t j = 0; j < n; j++)
+        pos += l->hi[j] < k.hi;
+    while (pos < n && l->hi[pos] == k.hi && l->lo[pos] < k.lo)
+        pos++;
+    return pos;
+}
+
+static inline tkey key_at(const tleaf *l, int32_t j) {
+    tkey k = {l->hi[j], l->lo[j]};
+    return k;
+}
+
+static void shift_up(tleaf *l, int32_t s) { /* open slot s */
+    for (int32_t j = l->n; j > s; j--) {
+        l->hi[j] = l->hi[j - 1];
+        l->lo[j] = l->lo[j - 1];
+        l->v[j] = l->v[j - 1];
+    }
+}
+
+static void shift_down(tleaf *l, int32_t s) { /* close slot s */
+    for (int32_t j = s; j + 1 < l->n; j++) {
+        l->hi[j] = l->hi[j + 1];
+        l->lo[j] = l->lo[j + 1];
+        l->v[j] = l->v[j + 1];
+    }
+}
+
+static void add_leaf(ttree *t, size_t at, tleaf *l) {
+    if (t->nleaf == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 8;
+        tleaf **nl = realloc(t->leaf, cap * sizeof *nl);
+        tkey *nm = nl ? realloc(t->max, cap * sizeof *nm) : NULL;
+        if (!nl || !nm)
+            abort();
+        t->leaf = nl;
+        t->max = nm;
+        t->cap = cap;
+    }
+    memmove(t->leaf + at + 1, t->leaf + at, (t->nleaf - at) * sizeof *t->leaf);
+    memmove(t->max + at + 1, t->max + at, (t->nleaf - at) * sizeof *t->max);
+    t->leaf[at] = l;
+    t->nleaf++;
+    for (size_t j = at; j < t->nleaf; j++)
+        t->leaf[j]->idx = (int32_t)j;
+}
+
+void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
+    tkey k = key_of(ta, t->kind, x);
+    ta->b[x].in_tree = (uint8_t)(t->kind + 1);
+    if (t->nleaf == 0) {
+        tleaf *l = malloc(sizeof *l);
+        if (!l)
+            abort();
+        l->n = 0;
+        add_leaf(t, 0, l);
+    }
+    size_t li = leaf_lb(t, k);
+    if (li == t->nleaf)
+        li--;
+    tleaf *l = t->leaf[li];
+    if (l->n == TT_LEAF) { /* split in halves */
+        tleaf *r = malloc(sizeof *r);
+        if (!r)
+            abort();
+        r->n = TT_LEAF / 2;
+        memcpy(r->hi, l->hi + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
+        memcpy(r->lo, l->lo + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
+        memcpy(r->v, l->v + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(int32_t));
+        for (int32_t j = 0; j < r->n; j++)
+            ta->b[r->v[j]].leaf = r;
+        l->n = TT_LEAF / 2;
+        t->max[li] = key_at(l, l->n - 1);
+        add_leaf(t, li + 1, r);
+        t->max[li + 1] = key_at(r, r->n - 1);
+        if (kless(t->max[li], k)) {
+            li++;
+            l = r;
+        }
+    }
+    int32_t s = slot_lb(l, k);
+    shift_up(l, s);
+    l->hi[s] = k.hi;
+    l->lo[s] = k.lo;
+    l->v[s] = x;
+    l->n++;
+    ta->b[x].leaf = l;
+    t->max[li] = key_at(l, l->n - 1);
+}
+
+/* leaf and slot of block x (which is in t) */
+static int locate(const torchalloc *ta, const ttree *t, int32_t x, size_t *li, int32_t *s) {
+    const tleaf *l = ta->b[x].leaf;
+    if (!l || (size_t)l->idx >= t->nleaf || t->leaf[l->idx] != l)
+        return 0;
+    int32_t j = -1;
+    for (int32_t k = 0; k < l->n; k++)
+        j = l->v[k] == x ? k : j;
+    if (j < 0)
+        return 0;
+    *li = (size_t)l->idx;
+    *s = j;
+    return 1;
+}
+
+static void erase_at(ttree *t, size_t li, int32_t s) {
+    tleaf *l = t->leaf[li];
+    shift_down(l, s);
+    l->n--;
+    if (l->n > 0) {
+        t->max[li] = key_at(l, l->n - 1);
+    } else if (t->nleaf > 1) { /* the last leaf stays, empty, so a 0/1-element set never allocates */
+        free(l);
+        memmove(t->leaf + li, t->leaf + li + 1, (t->nleaf - li - 1) * sizeof *t->leaf);
+        memmove(t->max + li, t->max + li + 1, (t->nleaf - li - 1) * sizeof *t->max);
+        t->nleaf--;
+        for (size_t j = li; j < t->nleaf; j++)
+            t->leaf[j]->idx = (int32_t)j;
+    }
+}
+
+void tt_erase(torchalloc *ta, ttree *t, int32_t x) {
+    size_t li;
+    int32_t s;
+    ta->b[x].in_tree = 0;
+    if (!locate(ta, t, x, &li, &s))
+        abort(); /* a key changed while in the tree: a model bug */
+    erase_at(t, li, s);
+}
+
+void tt_erase_cur(torchalloc *ta, ttree *t, const tcur *c, int32_t x) {
+    ta->b[x].in_tree = 0;
+    erase_at(t, c->li, c->s);
+}
+
+static int32_t at_or_after(const ttree *t, tkey k, tcur *c) {
+    size_t i = leaf_lb(t, k);
+    while (i < t->nleaf) {
+        const tleaf *l = t->leaf[i];
+        int32_t j = slot_lb(l, k);
+        if (j < l->n) {
+            if (c) {
+                c->li = i;
+                c->s = j;
+            }
+            return l->v[j];
+        }
+        i++;
+    }
+    return -1;
+}
+
+int32_t tt_lower_size(const torchalloc *ta, const ttree *t, uint32_t stream, uint64_t size) {
+    (void)ta;
+    tkey k = {(uint64_t)stream << 40 | size >> 9, 0};
+    return at_or_after(t, k, NULL);
+}
+
+int32_t tt_lower_size_cur(const torchalloc *ta, const ttree *t, uint32_t stream, uint64_t size, tcur *c) {
+    (void)ta;
+    tkey k = {(uint64_t)stream << 40 | size >> 9, 0};
+    return at_or_after(t, k, c);
+}
+
+int32_t tt_lower_stream(const torchalloc *ta, const ttree *t, uint32_t stream) {
+    (void)ta;
+    tkey k = {(uint64_t)stream << 40, 0};
+    return at_or_after(t, k, NULL);
+}
+
+int32_t tt_next(const torchalloc *ta, const ttree *t, int32_t x) {
+    size_t li;
+    int32_t s;
+    if (!locate(ta, t, x, &li, &s))
+        return -1;
+    if (s + 1 < t->leaf[li]->n)
+        return t->leaf[li]->v[s + 1];
+    for (li++; li < t->nleaf; li++)
+        if (t->leaf[li]->n)
+            return t->leaf[li]->v[0];
+    return -1;
+}
+
+int32_t tt_prev(const torchalloc *ta, const ttree *t, int32_t x) {
+    size_t li;
+    int32_t s;
+    if (!locate(ta, t, x, &li, &s))
+        return -1;
+    if (s > 0)
+        return t->leaf[li]->v[s - 1];
+    while (li-- > 0)
+        if (t->leaf[li]->n)
+            return t->leaf[li]->v[t->leaf[li]->n - 1];
+    return -1;
+}
+
+int32_t tt_max(const ttree *t) {
+    for (size_t li = t->nleaf; li-- > 0;)
+        if (t->leaf[li]->n)
+            return t->leaf[li]->v[t->leaf[li]->n - 1];
+    return -1;
+}
+
+int tt_reserve_scratch(torchalloc *ta, size_t n) {
+    if (n <= ta->capscratch)
+        return 0;
+    size_t cap = ta->capscratch ? ta->capscratch : 64;
+    while (cap < n)
+        cap *= 2;
+    int32_t *p = realloc(ta->scratch, cap * sizeof *p);
+    if (!p)
+        return -1;
+    ta->scratch = p;
+    ta->capscratch = cap;
+    return 0;
+}
+
+size_t tt_collect(torchalloc *ta, const ttree *t, size_t at) {
+    size_t count = 0;
+    for (size_t li = 0; li < t->nleaf; li++) {
+        const tleaf *l = t->leaf[li];
+        if (tt_reserve_scratch(ta, at + count + (size_t)l->n))
+            return (size_t)-1;
+        for (int32_t j = 0; j < l->n; j++)
+            ta->scratch[at + count++] = l->v[j];
+    }
+    return count;
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# tests/bench/scale.sh — how memlife's cost grows with the size of a schedule (`make bench`).
+#
+# Linear work gives about 10x for 10x the size, anything quadratic about 100x. Each size is
+# measured as the best of RUNS runs of user CPU time (page-fault and kernel time, which is noise
+# on a shared VM, is left out), and the ratio is taken within this one run:
+#   predict steps:    1 M vs 10 M written steps (tests/cli/scale_gen.c steps), `memlife predict`
+#   predict buffers:  100 k vs 1 M buffers live at once (scale_gen buffers)
+#   predict races:    100 k vs 1 M steps of two-stream prefetch (scale_gen races): the race lint's
+#                     per-buffer segments (measured 0.18 s -> 1.9 s, 10.5x, on the 2-core VM)
+#   optimize steps:   10 k vs 100 k steps of the naive RS+AG, 1000 cycling buffer names
+#                     (tests/bench/optimize_gen.awk), `memlife optimize`
+# Each line says PASS or FAIL against the bound 15x (optimize 25x, it reloads the file per
+# stage) and the peak RSS ratio. Environment: RUNS=3, SCALE_BIG=0 skips the 10 M size (about
+# 45 s and 5 GB). Exit 0 unless a run failed.
+set -u
+cd "$(dirname "$0")/../.."
+RUNS=${RUNS:-3}
+CC=${CC:-cc}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+$CC -O2 -o "$T/gen" tests/cli/scale_gen.c || exit 2
+
+# best_of CMD...: best user CPU seconds and the peak RSS (KiB) of that run, of RUNS runs.
+best_of() {
+    python3 - "$RUNS" "$@" <<'PY'
+import os, subprocess, sys
+runs, cmd = int(sys.argv[1]), sys.argv[2:]
+best = None
+for _ in range(runs):
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1); os.dup2(fd, 2)
+        os.execv(cmd[0], cmd)
+    _, status, ru = os.wait4(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        print("fail"); sys.exit(0)
+    if best is None or ru.ru_utime < best[0]:
+        best = (ru.ru_utime, ru.ru_maxrss)
+print("%.3f %d" % best)
+PY
+}
+
+# ratio NAME BOUND SMALL_FILE BIG_FILE CMD...: CMD gets the file appended.
+ratio() {
+    local name=$1 bound=$2 small=$3 big=$4 a b
+    shift 4
+    a=$(best_of "$@" "$small")
+    b=$(best_of "$@" "$big")
+    if [ "$a" = fail ] || [ "$b" = fail ]; then
+        echo "FAIL - $name: a run failed"
+        return 1
+    fi
+    awk -v n="$name" -v bound="$bound" -v a="$a" -v b="$b" 'BEGIN {
+        split(a, x, " "); split(b, y, " ")
+        rt = y[1] / (x[1] > 0.001 ? x[1] : 0.001); rm = y[2] / (x[2] > 1 ? x[2] : 1)
+        printf "%s - %s: user cpu %.2f s -> %.2f s (%.1fx), peak rss %d -> %d MiB (%.1fx), bound %sx\n",
+               (rt < bound && rm < bound) ? "PASS" : "FAIL", n, x[1], y[1], rt, x[2] / 1024,
+               y[2] / 1024, rm, bound }'
+}
+
+echo "machine: $(uname -n), $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1), $(nproc) cores; best of $RUNS, user CPU time"
+rc=0
+if [ "${SCALE_BIG:-1}" != 0 ]; then
+    "$T/gen" steps 1000000 >"$T/s1.yaml"
+    "$T/gen" steps 10000000 >"$T/s10.yaml"
+    ratio "predict 1M vs 10M steps" 15 "$T/s1.yaml" "$T/s10.yaml" ./memlife predict || rc=1
+    rm -f "$T/s1.yaml" "$T/s10.yaml"
+fi
+"$T/gen" buffers 100000 >"$T/b1.yaml"
+"$T/gen" buffers 1000000 >"$T/b10.yaml"
+ratio "predict 100k vs 1M buffers" 15 "$T/b1.yaml" "$T/b10.yaml" ./memlife predict || rc=1
+rm -f "$T/b1.yaml" "$T/b10.yaml"
+"$T/gen" races 100000 >"$T/r1.yaml"
+"$T/gen" races 1000000 >"$T/r10.yaml"
+ratio "predict 100k vs 1M race-linted steps" 15 "$T/r1.yaml" "$T/r10.yaml" ./memlife predict || rc=1
+rm -f "$T/r1.yaml" "$T/r10.yaml"
+awk -v n=10000 -f tests/bench/optimize_gen.awk >"$T/o1.yaml"
+awk -v n=100000 -f tests/bench/optimize_gen.awk >"$T/o10.yaml"
+ratio "optimize 10k vs 100k steps" 25 "$T/o1.yaml" "$T/o10.yaml" ./memlife optimize -o "$T/out.yaml" || rc=1
+exit $rc

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Record allocator snapshots of real programs, for memlife's snapshot importer.
+
+Each case runs in a fresh process; it records with torch.cuda.memory._record_memory_history and
+writes NAME.pickle (torch.cuda.memory._dump_snapshot) and NAME.json (a sidecar: memory_stats at
+the end, and allocated/reserved/requested after each training phase).
+
+    a_train          a small transformer training step (2 iterations), recorded from the start
+    b_fsdp2          the same under FSDP2 fully_shard at world 1 (nccl), recorded from the start
+    c_expandable     a_train with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    d_late           a_train recorded only after the model and optimizer exist
+
+Usage (GPU machine with PyTorch):
+    python3 tests/torch/record_snapshots.py --out DIR [--only REGEX] [-j 4]
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import time
+
+CASES = {
+    "a_train": {"conf": "", "fsdp": False, "late": False},
+    "b_fsdp2": {"conf": "", "fsdp": True, "late": False},
+    "c_expandable": {"conf": "expandable_segments:True", "fsdp": False, "late": False},
+    "d_late": {"conf": "", "fsdp": False, "late": True},
+}
+MAX_ENTRIES = 100_000
+MAX_PICKLE = 4 * 1024 * 1024
+D_MODEL, NHEAD, FF, LAYERS, VOCAB, BATCH, SEQ = 256, 8, 1024, 3, 1000, 8, 128
+STAT_KEYS = ("allocated_bytes.all.current", "allocated_bytes.all.peak",
+             "reserved_bytes.all.current", "reserved_bytes.all.peak",
+             "requested_bytes.all.current", "requested_bytes.all.peak",
+             "active_bytes.all.current", "active_bytes.all.peak",
+             "inactive_split_bytes.all.current", "segment.all.current", "segment.all.peak",
+             "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free")
+
+
+def child(name, out_dir):
+    import torch
+    import torch.nn as nn
+
+    case = CASES[name]
+    side = {"name": name, "torch": torch.__version__, "conf": case["conf"],
+            "env_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+            "model": {"d_model": D_MODEL, "nhead": NHEAD, "dim_feedforward": FF, "layers": LAYERS,
+                      "vocab": VOCAB, "batch": BATCH, "seq": SEQ, "optimizer": "AdamW",
+                      "iterations": 2, "fsdp2": case["fsdp"]},
+            "recorded_from": "after model and optimizer" if case["late"] else "process start",
+            "phases": [], "error": None}
+    dev = torch.device("cuda", 0)
+    torch.cuda.set_device(dev)
+    torch.manual_seed(0)
+    side["device"] = torch.cuda.get_device_name(dev)
+
+    def phase(label):
+        torch.cuda.synchronize(dev)
+        st = torch.cuda.memory_stats(dev)
+        side["phases"].append({"phase": label,
+                               "allocated": torch.cuda.memory_allocated(dev),
+                               "reserved": torch.cuda.memory_reserved(dev),
+                               "requested": st.get("requested_bytes.all.current", 0),
+                               "max_allocated": torch.cuda.max_memory_allocated(dev),
+                               "max_reserved": torch.cuda.max_memory_reserved(dev)})
+
+    def record():
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
+                                                 max_entries=MAX_ENTRIES)
+
+    try:
+        if not case["late"]:
+            record()
+        phase("start")
+        if case["fsdp"]:
+            import torch.distributed as dist
+            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+            os.environ.setdefault("MASTER_PORT", "29517")
+            os.environ.update({"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"})
+            dist.init_process_group("nccl", device_id=dev)
+            phase("init_process_group")
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(VOCAB, D_MODEL)
+                layer = nn.TransformerEncoderLayer(D_MODEL, NHEAD, FF, dropout=0.0, batch_first=True)
+                self.enc = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+                self.head = nn.Linear(D_MODEL, VOCAB)
+
+            def forward(self, x):
+                return self.head(self.enc(self.emb(x)))
+
+        model = Net().to(dev)
+        if case["fsdp"]:
+            from torch.distributed.fsdp import fully_shard
+            for layer in model.enc.layers:
+                fully_shard(layer)
+            fully_shard(model)
+        phase("model")
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        phase("optimizer")
+        if case["late"]:
+            record()
+        gen = torch.Generator(device="cpu").manual_seed(1)
+        for it in range(2):
+            x = torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen).to(dev)
+            y = torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen).to(dev)
+            phase(f"iter{it}.inputs")
+            logits = model(x)
+            loss = nn.functional.cross_entropy(logits.view(-1, VOCAB), y.view(-1))
+            phase(f"iter{it}.forward")
+            loss.backward()
+            phase(f"iter{it}.backward")
+            opt.step()
+            phase(f"iter{it}.step")
+            opt.zero_grad(set_to_none=True)
+            del logits, loss, x, y
+            phase(f"iter{it}.zero_grad")
+        torch.cuda.synchronize(dev)
+        st = torch.cuda.memory_stats(dev)
+        side["final_stats"] = {k: st.get(k) for k in STAT_KEYS}
+        side["final"] = {"allocated": torch.cuda.memory_allocated(dev),
+                         "reserved": torch.cuda.memory_reserved(dev),
+                         "max_allocated": torch.cuda.max_memory_allocated(dev),
+                         "max_reserved": torch.cuda.max_memory_reserved(dev),
+                         "requested": st.get("requested_bytes.all.current"),
+                         "max_requested": st.get("requested_bytes.all.peak")}
+        path = os.path.join(out_dir, name + ".pickle")
+        torch.cuda.memory._dump_snapshot(path)
+        # the sidecar's stats are read before the dump; the dump itself allocates nothing on the GPU
+        with open(path, "rb") as f:
+            snap = pickle.load(f)
+        traces = snap.get("device_traces", [[]])
+        side["trace_entries"] = len(traces[0]) if traces else 0
+        side["trace_wrapped"] = side["trace_entries"] >= MAX_ENTRIES
+        side["segments"] = len(snap.get("segments", []))
+        side["segments_total_size"] = sum(s["total_size"] for s in snap.get("segments", []))
+        side["actions"] = {}
+        for e in (traces[0] if traces else []):
+            side["actions"][e["action"]] = side["actions"].get(e["action"], 0) + 1
+        size = os.path.getsize(path)
+        if size > MAX_PICKLE:  # keep only the innermost frames of every stack
+            for keep in (8, 4, 2, 0):
+                for seg in snap.get("segments", []):
+                    seg["frames"] = seg.get("frames", [])[:keep]
+                    for b in seg.get("blocks", []):
+                        b["frames"] = b.get("frames", [])[:keep]
+                for e in (traces[0] if traces else []):
+                    e["frames"] = e.get("frames", [])[:keep]
+                with open(path, "wb") as f:
+                    pickle.dump(snap, f)
+                side["frames_trimmed_to"] = keep
+                if os.path.getsize(path) <= MAX_PICKLE:
+                    break
+        side["pickle_bytes"] = os.path.getsize(path)
+        if case["fsdp"]:
+            import torch.distributed as dist
+            dist.destroy_process_group()
+    except Exception as e:
+        import traceback
+        side["error"] = f"{type(e).__name__}: {e}"
+        side["traceback"] = traceback.format_exc()[-4000:]
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        json.dump(side, f, indent=1)
+    return 0 if side["error"] is None else 1
+
+
+def run_case(name, out_dir, timeout, port):
+    env = dict(os.environ)
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    if CASES[name]["conf"]:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = CASES[name]["conf"]
+    env["PYTHONUNBUFFERED"] = "1"
+    env["MASTER_PORT"] = str(port)
+    t0 = time.time()
+    try:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name, out_dir],
+                           env=env, capture_output=True, text=True, timeout=timeout)
+        rc, err = p.returncode, p.stderr[-1500:]
+    except subprocess.TimeoutExpired:
+        rc, err = "timeout", ""
+    info = {"name": name, "rc": rc, "seconds": round(time.time() - t0, 1), "stderr_tail": err}
+    try:
+        with open(os.path.join(out_dir, name + ".json")) as f:
+            side = json.load(f)
+        info.update({k: side.get(k) for k in ("error", "pickle_bytes", "trace_entries", "segments")})
+    except Exception as e:
+        info["error"] = f"no sidecar ({e})"
+    return info
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out")
+    ap.add_argument("--only")
+    ap.add_argument("-j", "--jobs", type=int, default=4)
+    ap.add_argument("--timeout", type=float, default=150)
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        sys.exit(child(*a.child))
+    if not a.out:
+        ap.error("--out is required")
+    os.makedirs(a.out, exist_ok=True)
+    names = [n for n in CASES if not a.only or re.search(a.only, n)]
+    infos = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as ex:
+        futs = [ex.submit(run_case, n, a.out, a.timeout, 29517 + i) for i, n in enumerate(names)]
+        for fut in concurrent.futures.as_completed(futs):
+            info = fut.result()
+            infos.append(info)
+            print(json.dumps({k: v for k, v in info.items() if k != "stderr_tail" or info.get("error")}),
+                  flush=True)
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump(sorted(infos, key=lambda i: i["name"]), f, indent=1)
+    failed = [i for i in infos if i.get("error")]
+    print(f"{len(infos)} snapshots, {len(failed)} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
