@@ -4,25 +4,8 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Lives here rather than in main.c so that every command (all in libmemlife.a) links without
- * main.o, e.g. in unit tests. */
-int ml_usage_error(const char *cmd, const char *fmt, ...) {
-    va_list ap;
-    fputs("error: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    if (cmd)
-        fprintf(stderr, "hint: run 'memlife %s --help' for usage\n", cmd);
-    else
-        fputs("hint: run 'memlife help' for the list of commands\n", stderr);
-    return ML_EXIT_INPUT;
-}
 
 static const char *const format_names[] = {"table", "json", "csv", "md", NULL};
 
@@ -124,6 +107,9 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
         {"--quiet", "-q", OPT_FLAG, &a->quiet, 0, 0, NULL},
         {"--help", "-h", OPT_FLAG, &a->help, 0, 0, NULL},
     };
+    ml_backend_opts_default(&a->backend);
+    ml_opt backend[ML_BACKEND_OPT_ROWS];
+    size_t n_backend = ml_backend_opt_rows(&a->backend, ml_command_flags(cmd), backend);
     /* --help anywhere before `--` wins, even after a word that would be a usage error: asking
      * for help should always get it. */
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
@@ -145,6 +131,8 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
         const char *eq = strncmp(w, "--", 2) == 0 ? strchr(w, '=') : NULL;
         size_t len = eq ? (size_t)(eq - w) : strlen(w);
         const ml_opt *o = find_opt(common, ML_ARRAY_LEN(common), w, len);
+        if (!o)
+            o = find_opt(backend, n_backend, w, len);
         if (!o && extra)
             o = find_opt(extra, n_extra, w, len);
         if (!o)

@@ -1,7 +1,8 @@
 /* args.h — option parsing shared by every command (predict, check, run, and later ones).
  *
- * Every command accepts the common options below; a command adds its own through a small table of
- * ml_opt rows (e.g. run's --backend and --ranks), so no command writes its own argv loop. Words
+ * Every command accepts the common options below, and the backend options where its row in
+ * commands.def says CMD_BACKEND; a command adds its own through a small table of ml_opt rows
+ * (e.g. run's --inject), so no command writes its own argv loop. Words
  * that are not options are the input files. `--name=value` and `--name value` are both accepted;
  * `--` ends the options. Usage errors print "error: ..." plus a hint to stderr (ml_usage_error)
  * and make ml_args_parse return ML_EXIT_INPUT. */
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include "ir/sched.h"
 #include "report/report.h"
+#include "backend_opts.h"
 
 typedef enum {
     OPT_FLAG,      /* bool *; no value */
@@ -40,6 +42,7 @@ typedef struct {
     const char *plan;         /* --plan NAME; NULL: every plan */
     bool quiet;               /* --quiet / -q: nothing on success */
     bool help;                /* --help / -h seen: the caller prints usage and exits 0 */
+    ml_backend_opts backend;  /* commands with CMD_BACKEND (commands.def): backend_opts.h */
     ml_vec files;             /* non-option words (const char *) */
 } ml_args;
 
@@ -55,6 +58,10 @@ void ml_args_free(ml_args *a);
  * already freed otherwise. */
 bool ml_args_begin(ml_args *a, const char *cmd, const char *usage, int argc, char **argv,
                    const ml_opt *extra, size_t n_extra, bool allow_no_files, int *rc);
+
+/* The backend option rows for a command with flags (CMD_BACKEND, CMD_ALLOCATOR) into
+ * rows[0..ML_BACKEND_OPT_ROWS), their values into b. Returns how many (0 without CMD_BACKEND). */
+size_t ml_backend_opt_rows(ml_backend_opts *b, unsigned flags, ml_opt *rows);
 
 /* The sched_params view of the parsed options (pointers into a; valid while a lives). */
 sched_params ml_args_params(const ml_args *a);

@@ -1,43 +1,42 @@
 /* cmd.h — the command table. Each command lives in its own file (cli/cmd_<name>.c) with its usage
- * text beside it; main.c dispatches and never switches on a command's name. */
+ * text beside it; cli/commands.def lists them once, and this header's prototypes and
+ * cli/commands.c's table both come from that list. main.c dispatches and never switches on a
+ * command's name. */
 #ifndef MEMLIFE_CMD_H
 #define MEMLIFE_CMD_H
 
 #include <stdio.h>
+
+/* What a command takes beyond the common options (args.h). */
+enum {
+    CMD_BACKEND = 1 << 0,    /* --backend, --ranks, --gpus, --timeout (backend_opts.h) */
+    CMD_ALLOCATOR = 1 << 1,  /* --allocator (with CMD_BACKEND) */
+};
 
 typedef struct {
     const char *name;
     int (*run)(int argc, char **argv);   /* argv[0] is the command name; returns the exit code */
     const char *summary;                 /* one line for `memlife help` */
     const char *usage;                   /* full text for `memlife CMD --help` */
+    unsigned flags;                      /* CMD_* */
 } ml_command;
 
 extern const ml_command ml_commands[];
 extern const size_t ml_command_count;
+/* A command's CMD_* flags (0 for a name that is no command). */
+unsigned ml_command_flags(const char *name);
+/* The row of a command, NULL when there is none. */
+const ml_command *ml_command_find(const char *name);
+/* `memlife help` without a command: usage, the commands with their summaries, exit codes. */
+void ml_print_overview(FILE *f);
 
 /* Usage errors: print "error: ..." and a hint to stderr; exit code 2. */
 int ml_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-int cmd_predict(int argc, char **argv);
-int cmd_check(int argc, char **argv);
-int cmd_run(int argc, char **argv);
-int cmd_help(int argc, char **argv);
-extern const char cmd_predict_usage[], cmd_check_usage[], cmd_run_usage[];
-/* Visual commands (issue 6): cli/cmd_plot.c, cmd_trace.c, cmd_diff.c. */
-int cmd_plot(int argc, char **argv);
-int cmd_trace(int argc, char **argv);
-int cmd_diff(int argc, char **argv);
-extern const char cmd_plot_usage[], cmd_trace_usage[], cmd_diff_usage[];
-/* The four meanings of "AllReduce = RS + AG" for two plans (issue 9): cli/cmd_equiv.c. */
-int cmd_equiv(int argc, char **argv);
-extern const char cmd_equiv_usage[];
-
-/* Rewriting toward the memory floor (issue 10): cli/cmd_optimize.c. */
-int cmd_optimize(int argc, char **argv);
-extern const char cmd_optimize_usage[];
-
-/* The chapter's benchmark and kernel evidence (issue 5): cli/cmd_bench.c. */
-int cmd_bench(int argc, char **argv);
-extern const char cmd_bench_usage[];
+#define ML_COMMAND(name, flags, summary)                                                          \
+    int cmd_##name(int argc, char **argv);                                                        \
+    extern const char cmd_##name##_usage[];
+#include "commands.def"
+#undef ML_COMMAND
 
 #endif

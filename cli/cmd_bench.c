@@ -9,6 +9,7 @@
 #include "cmd.h"
 #include "args.h"
 #include "place.h"
+#include "pipeline/pipeline.h"
 #include "report/bench_report.h"
 #include "report/stats.h"
 #include "bench/bench.h"
@@ -72,9 +73,9 @@ const char cmd_bench_usage[] =
     "            error, a timed part holding allocs, inits or syncs), 3 runtime failure\n";
 
 typedef struct {
-    const char *backend, *sizes, *json;
-    int ranks, gpus, warmup, cycles, graph_replays;
-    double cv_max, timeout;
+    const char *sizes, *json;
+    int warmup, cycles, graph_replays;
+    double cv_max;
     bool graph, kernels, no_align;
 } bench_opts;
 
@@ -102,9 +103,7 @@ static int collect_sizes(bench_ctx *c, const bench_opts *o) {
         return ml_usage_error("bench", "--sizes needs a schedule with 'sweep:' (it names the let "
                               "the sizes go to)");
     if (o->sizes) {
-        char *copy = strdup(o->sizes);
-        if (!copy)
-            abort();
+        char *copy = ml_xstrdup(o->sizes);
         *(char **)ml_vec_push(&c->owned) = copy;
         for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
             *(const char **)ml_vec_push(&c->sizes) = tok;
@@ -135,26 +134,22 @@ static sched_params size_params(bench_ctx *c, size_t i, ml_vec *set) {
     return (sched_params){.set = set->items, .n_set = set->n, .world = c->world};
 }
 
-/* Every timed plan for every rank at size i (plans[p * world + r]), linted, timed parts checked.
- * Returns 0, or ML_EXIT_INPUT with the diagnostics printed where this process speaks. */
-static int expand_size(bench_ctx *c, size_t i, rank_plan *plans, bool warnings) {
+/* Every timed plan at size i (items[p], every rank), expanded and linted by the pipeline,
+ * timed parts checked. Returns 0, or ML_EXIT_INPUT with the diagnostics printed where this
+ * process speaks. */
+static int expand_size(bench_ctx *c, size_t i, pipeline_item *items, bool warnings) {
     ml_vec set;
     sched_params p = size_params(c, i, &set);
     ml_diags d;
     ml_diags_init(&d);
-    lint_options lo;
-    lint_options_default(&lo);
+    pipeline_opts o;
+    pipeline_opts_default(&o);
+    o.predict = o.expect = false;
     int rc = 0;
     for (size_t k = 0; k < c->n_plans && rc == 0; k++) {
-        rank_plan *row = &plans[k * (size_t)c->world];
+        rc = pipeline_plan(c->s, c->plan_index[k], &p, c->world, &o, &items[k], &d);
         for (int r = 0; r < c->world && rc == 0; r++)
-            rc = plan_expand(c->s, c->plan_index[k], &p, c->world, r, NULL, &row[r], &d);
-        lint_result lr = {0};
-        if (rc == 0 && lint_plans(row, c->world, &lo, &lr, &d) != 0)
-            rc = -1;
-        lint_result_free(&lr);
-        for (int r = 0; r < c->world && rc == 0; r++)
-            rc = bench_check_plan(&row[r], &d);
+            rc = bench_check_plan(&items[k].plans[r], &d);
     }
     if (c->speak && (rc != 0 || warnings))
         ml_diags_print(&d, stderr);
@@ -163,9 +158,9 @@ static int expand_size(bench_ctx *c, size_t i, rank_plan *plans, bool warnings) 
     return rc == 0 ? 0 : ML_EXIT_INPUT;
 }
 
-static void free_plans(const bench_ctx *c, rank_plan *plans) {
-    for (size_t k = 0; k < c->n_plans * (size_t)c->world; k++)
-        plan_free(&plans[k]);
+static void free_plans(const bench_ctx *c, pipeline_item *items) {
+    for (size_t k = 0; k < c->n_plans; k++)
+        pipeline_item_free(&items[k]);
 }
 
 /* Loads the file and picks its plans; then every size must expand and lint cleanly. */
@@ -186,24 +181,19 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
     c->s = s;
     if (!c->world)
         c->world = world;
-    c->plan_index = calloc(s->n_plans, sizeof *c->plan_index);
-    if (!c->plan_index)
-        abort();
+    c->plan_index = ml_xcalloc(s->n_plans, sizeof *c->plan_index);
     for (uint32_t k = 0; k < s->n_plans; k++)
         if (!c->a->plan || !strcmp(s->plans[k].name, c->a->plan))
             c->plan_index[c->n_plans++] = (int)k;
     if (!c->n_plans)
         return ml_usage_error("bench", "no plan '%s' in '%s'", c->a->plan, path);
     int rc = collect_sizes(c, o);
-    rank_plan *plans = calloc(c->n_plans * (size_t)c->world, sizeof *plans);
-    if (!plans)
-        abort();
+    pipeline_item *items = ml_xcalloc(c->n_plans, sizeof *items);
     for (size_t i = 0; i < c->sizes.n && rc == 0; i++) {
-        rc = expand_size(c, i, plans, i == 0);
-        free_plans(c, plans);
-        memset(plans, 0, c->n_plans * (size_t)c->world * sizeof *plans);
+        rc = expand_size(c, i, items, i == 0);
+        free_plans(c, items);
     }
-    free(plans);
+    free(items);
     return rc;
 }
 
@@ -214,7 +204,7 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
  * (*rc then holds the job's exit code), or an exit code. */
 static int place_ranks(bench_ctx *c, const bench_opts *o, int argc, char **argv, int *rc) {
     ml_place pl;
-    int got = ml_place_ranks("bench", o->gpus, o->ranks, c->a->world, &pl);
+    int got = ml_place_ranks("bench", c->a->backend.gpus, c->a->backend.ranks, c->a->world, &pl);
     if (got != 0)
         return got;
     c->mpi = pl.mpi;
@@ -248,9 +238,7 @@ static void progress(const bench_ctx *c, size_t i, const bench_report_size *z, d
     fprintf(stderr, "bench: %s (%zu/%zu):", size, i + 1, c->sizes.n);
     for (size_t k = 0; k < z->n_plans; k++) {
         const double *sec = z->plans[k].res->seconds[BENCH_MEMLIFE];
-        double *us = calloc((size_t)cycles, sizeof *us);
-        if (!us)
-            abort();
+        double *us = ml_xcalloc((size_t)cycles, sizeof *us);
         for (int j = 0; j < cycles; j++)
             us[j] = sec[j] * 1e6;
         st_summary st;
@@ -263,38 +251,32 @@ static void progress(const bench_ctx *c, size_t i, const bench_report_size *z, d
 }
 
 /* This process's plans at size i: local[p * n_local + k] for plan p of local rank k. */
-static void local_plans(const bench_ctx *c, rank_plan *plans, const rank_plan **local) {
+static void local_plans(const bench_ctx *c, pipeline_item *items, const rank_plan **local) {
     for (size_t p = 0; p < c->n_plans; p++)
         for (int k = 0; k < c->n_local; k++)
             local[p * (size_t)c->n_local + (size_t)k] =
-                &plans[p * (size_t)c->world + (size_t)(c->mpi ? c->rank : k)];
+                &items[p].plans[c->mpi ? c->rank : k];
 }
 
 /* The timed loop (or, with kernels, the kernel pass) over every size. */
 static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_size *sizes,
                      bool kernels, char *note, size_t note_len) {
-    rank_plan *plans = calloc(c->n_plans * (size_t)c->world, sizeof *plans);
-    const rank_plan **local = calloc(c->n_plans * (size_t)c->n_local, sizeof *local);
-    if (!plans || !local)
-        abort();
+    pipeline_item *items = ml_xcalloc(c->n_plans, sizeof *items);
+    const rank_plan **local = ml_xcalloc(c->n_plans * (size_t)c->n_local, sizeof *local);
     int rc = 0;
     for (size_t i = 0; i < c->sizes.n && rc == 0; i++) {
         bench_report_size *z = &sizes[i];
-        memset(plans, 0, c->n_plans * (size_t)c->world * sizeof *plans);
-        if ((rc = expand_size(c, i, plans, false)) != 0)
+        if ((rc = expand_size(c, i, items, false)) != 0)
             break;
-        local_plans(c, plans, local);
+        local_plans(c, items, local);
         double t0 = ml_now_seconds();
-        bench_plan_result *res = calloc(c->n_plans, sizeof *res);
-        if (!res)
-            abort();
+        bench_plan_result *res = ml_xcalloc(c->n_plans, sizeof *res);
         if (!kernels) {
             z->n_plans = c->n_plans;
-            z->plans = calloc(c->n_plans, sizeof *z->plans);
-            if (!z->plans)
-                abort();
+            z->plans = ml_xcalloc(c->n_plans, sizeof *z->plans);
             z->sweep_value = c->s->sweep_let >= 0
-                                 ? plans[0].slots[EXPR_SLOT_FIRST_LET + c->s->sweep_let] : -1;
+                                 ? items[0].plans[0].slots[EXPR_SLOT_FIRST_LET + c->s->sweep_let]
+                                 : -1;
         }
         char err[700] = "";
         int got = kernels ? bench_kernels(b, local, c->n_plans, res, err, sizeof err)
@@ -305,11 +287,9 @@ static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_s
             if (!kernels) {
                 const char *plan = c->s->plans[c->plan_index[p]].name;
                 rp->name = plan[0] ? plan : c->s->name;
-                bench_plan_bytes(&plans[p * (size_t)c->world], &rp->payload_bytes, &rp->bus_bytes);
-                rp->collectives = bench_plan_collectives(&plans[p * (size_t)c->world]);
-                kept = calloc(1, sizeof *kept);
-                if (!kept)
-                    abort();
+                bench_plan_bytes(&items[p].plans[0], &rp->payload_bytes, &rp->bus_bytes);
+                rp->collectives = bench_plan_collectives(&items[p].plans[0]);
+                kept = ml_xcalloc(1, sizeof *kept);
                 *kept = res[p];
                 rp->res = kept;
             } else {
@@ -325,7 +305,7 @@ static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_s
             if (z->plans[p].res->check_failure[0])
                 fprintf(stderr, "%s\n", z->plans[p].res->check_failure);
         free(res);
-        free_plans(c, plans);
+        free_plans(c, items);
         if (got < 0)
             rc = runtime_failure(c, err);
         else if (got == 1) {
@@ -334,7 +314,7 @@ static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_s
         } else if (c->rank0 && !c->a->quiet && !kernels)
             progress(c, i, z, ml_now_seconds() - t0, o->cycles);
     }
-    free(plans);
+    free(items);
     free(local);
     return rc;
 }
@@ -400,9 +380,7 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
     bo.graph_replays = o->graph_replays;
     bo.bare = c->be->collective_bare != NULL;
     bench *b = bench_new(c->be, &c->opt, &bo, c->world, c->n_local);
-    bench_report_size *sizes = calloc(c->sizes.n, sizeof *sizes);
-    if (!sizes)
-        abort();
+    bench_report_size *sizes = ml_xcalloc(c->sizes.n, sizeof *sizes);
     char note[400] = "";
     int rc = run_sizes(c, b, o, sizes, false, note, sizeof note);
     if (rc == 0 && o->kernels) {
@@ -433,16 +411,9 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
 
 /* Refusals that need no schedule: the backend and what it can do. */
 static int check_backend(bench_ctx *c, const bench_opts *o) {
-    c->be = rt_backend_find(o->backend);
-    if (!c->be)
-        return ml_usage_error("bench", "unknown backend '%s' (host or cuda)", o->backend);
-    if (!c->be->available) {
-        fprintf(stderr, "error: backend '%s' is not available in this build: %s\n", c->be->name,
-                c->be->how_to_get);
-        return ML_EXIT_RUNTIME;
-    }
-    if (o->gpus && strcmp(c->be->name, "cuda") != 0)
-        return ml_usage_error("bench", "--gpus is for the cuda backend");
+    int rc = ml_backend_opts_check("bench", &c->a->backend, true, &c->be);
+    if (rc != 0)
+        return rc;
     if (!c->be->time_begin || !c->be->time_end)
         return ml_usage_error("bench", "backend '%s' cannot time spans of work", c->be->name);
     if (o->graph && !c->be->graph_begin)
@@ -454,11 +425,8 @@ static int check_backend(bench_ctx *c, const bench_opts *o) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    bench_opts o = {.backend = "host", .warmup = 3, .cycles = 10, .cv_max = 5.0, .timeout = 60.0};
+    bench_opts o = {.warmup = 3, .cycles = 10, .cv_max = 5.0};
     const ml_opt extra[] = {
-        {"--backend", "-b", OPT_STRING, &o.backend, 0, 0, NULL},
-        {"--ranks", "-n", OPT_INT, &o.ranks, 1, 4096, NULL},
-        {"--gpus", NULL, OPT_INT, &o.gpus, 1, 1024, NULL},
         {"--warmup", NULL, OPT_INT, &o.warmup, 0, 1000000, NULL},
         {"--cycles", NULL, OPT_INT, &o.cycles, 1, 1000000, NULL},
         {"--cv-max", NULL, OPT_DOUBLE, &o.cv_max, 1, 0, NULL},
@@ -467,7 +435,6 @@ int cmd_bench(int argc, char **argv) {
         {"--no-align", NULL, OPT_FLAG, &o.no_align, 0, 0, NULL},
         {"--kernels", NULL, OPT_FLAG, &o.kernels, 0, 0, NULL},
         {"--sizes", NULL, OPT_STRING, &o.sizes, 0, 0, NULL},
-        {"--timeout", NULL, OPT_DOUBLE, &o.timeout, 1, 0, NULL},
         {"--json", NULL, OPT_STRING, &o.json, 0, 0, NULL},
     };
     ml_args a;
@@ -483,9 +450,7 @@ int cmd_bench(int argc, char **argv) {
     rc = check_backend(&c, &o);
     if (rc == 0) {
         rt_options_default(&c.opt);
-        c.opt.backend = c.be->name;
-        c.opt.timeout_s = o.timeout;
-        c.opt.gpus = o.gpus;
+        ml_backend_opts_apply(&a.backend, c.be, &c.opt);
         c.opt.verify_sequence = false;   /* lint checked the order; nothing rides on the spans */
         c.speak = !launch_is_child();
         int launched_rc = 0;

@@ -2,7 +2,7 @@
  * exit 1 and one "file:line:col: error: expected ..." line per failed expectation (or failed
  * contract row); exit 0 and one summary line per schedule otherwise. */
 #include "cmd.h"
-#include "analyze.h"
+#include "analysis.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -42,9 +42,7 @@ static int by_position(const void *a, const void *b) {
 /* Failed expectations and contract rows as compiler-style errors, in file order. */
 static size_t report_failures(const report_schedule *rs, ml_diags *d) {
     size_t failures = 0;
-    const expect_row **failed = calloc(rs->n_expects ? rs->n_expects : 1, sizeof *failed);
-    if (!failed)
-        abort();
+    const expect_row **failed = ml_xcalloc(rs->n_expects ? rs->n_expects : 1, sizeof *failed);
     for (size_t k = 0; k < rs->n_expects; k++)
         if (!rs->expects[k].pass)
             failed[failures++] = &rs->expects[k];
@@ -101,10 +99,8 @@ static void summary_cells(const report_schedule *rs, size_t failures, char cells
 }
 
 static void print_summaries(const report *r, const size_t *failures) {
-    char (*cells)[SUM_COLS][256] = calloc(r->n ? r->n : 1, sizeof *cells);
+    char (*cells)[SUM_COLS][256] = ml_xcalloc(r->n ? r->n : 1, sizeof *cells);
     int width[SUM_COLS] = {0};
-    if (!cells)
-        abort();
     for (size_t k = 0; k < r->n; k++) {
         summary_cells(&r->items[k], failures[k], cells[k]);
         for (int c = 0; c < SUM_COLS; c++)
@@ -126,16 +122,14 @@ int cmd_check(int argc, char **argv) {
     int rc;
     if (!ml_args_begin(&a, "check", cmd_check_usage, argc, argv, NULL, 0, false, &rc))
         return rc;
-    ml_analysis_opts o;
-    ml_analysis_opts_default(&o);
+    pipeline_opts o;
+    pipeline_opts_default(&o);
     ml_analysis an;
     rc = ml_analyze(&a, "check", &o, &an);
     if (rc == ML_EXIT_OK) {
         ml_diags fails;
         ml_diags_init(&fails);
-        size_t *per = calloc(an.rep.n ? an.rep.n : 1, sizeof *per);
-        if (!per)
-            abort();
+        size_t *per = ml_xcalloc(an.rep.n ? an.rep.n : 1, sizeof *per);
         for (size_t k = 0; k < an.rep.n; k++)
             per[k] = report_failures(&an.rep.items[k], &fails);
         ml_diags_print(&fails, stderr);

@@ -57,9 +57,8 @@ const char cmd_equiv_usage[] =
     "            3 runtime failure\n";
 
 typedef struct {
-    const char *backend, *result;
-    int ranks, gpus;
-    double rtol, atol, timeout;
+    const char *result;
+    double rtol, atol;
     bool no_data, kernels;
 } equiv_opts;
 
@@ -70,37 +69,36 @@ typedef struct {
     ml_mark seq_mark[2];
 } equiv_inputs;
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
-/* Expands, lints and predicts one plan (series_from_sched). A plan whose only lint errors are
+/* Expands, lints and predicts one plan (the pipeline, lint findings kept apart). A plan whose only lint errors are
  * cross-rank ones is an answer here, not bad input: its collective sequences are inconsistent
  * across ranks (row 1's cause); the other rows are still worked out per rank. */
 static int load_plan(sched *s, int plan, int world, const sched_params *p, series *out,
                      bool *seq_ok, char *seq_text, size_t seq_len, ml_mark *seq_mark, ml_diags *d) {
     ml_diags lint;
     ml_diags_init(&lint);
-    int rc = series_from_sched(s, plan, world, p, out, &lint);
+    pipeline_opts o;
+    pipeline_opts_default(&o);
+    o.predict = o.expect = false;
+    o.lint_diags = &lint;
+    int rc = series_from_plan(s, plan, world, p, &o, out, d);
     const ml_diag *first = ml_diags_first_error(&lint);
-    bool cross_only = rc != 0 && out->plans && first;
+    bool cross_only = rc == 0 && first;
     for (size_t k = 0; k < lint.items.n; k++) {
         const ml_diag *g = &ML_VEC_AT(&lint.items, ml_diag, k);
         if (g->level == ML_DIAG_ERROR && (!g->code || strcmp(g->code, "cross_rank") != 0))
             cross_only = false;
     }
-    for (int r = 0; cross_only && r < world; r++)
-        cross_only = out->plans[r].ops && predict_rank(&out->plans[r], &out->pred[r], d) == 0;
-    if (cross_only) {
+    if (rc == 0 && (!first || cross_only)) {
+        rc = pipeline_predict(&out->item, p, &o, d);
+        out->pred = out->item.pred;
+    } else if (rc == 0) {
+        rc = -1;               /* lint errors other than cross-rank ones: bad input */
+    }
+    if (rc == 0 && cross_only) {
         *seq_ok = false;
         *seq_mark = first->mark;
         snprintf(seq_text, seq_len, first->rank >= 0 ? "%s [rank %d]" : "%s", first->text,
                  first->rank);
-        const char *name = s->plans[plan].name ? s->plans[plan].name : "";
-        snprintf(out->label, sizeof out->label, "%s%s%s", s->name ? s->name : "",
-                 *name ? ":" : "", name);
-        rc = 0;
     } else {
         for (size_t k = 0; k < lint.items.n; k++) {
             const ml_diag *g = &ML_VEC_AT(&lint.items, ml_diag, k);
@@ -118,14 +116,12 @@ static int load_word(const char *word, const sched_params *p, equiv_inputs *in, 
     ml_diags diags, *d = &diags;
     ml_diags_init(d);
     char path[4096];
-    const char *plan = NULL;
-    snprintf(path, sizeof path, "%s", word);
-    char *colon = strrchr(path, ':');
-    if (colon && !ends_with(path, ".yaml") && !ends_with(path, ".yml")) {
-        *colon = '\0';
-        plan = colon + 1;
-    }
-    sched *s = sched_load_file(path, NULL, d);
+    const char *plan;
+    sched *s = NULL;
+    if (pipeline_split_word(word, path, sizeof path, &plan) != 0)
+        ml_error(d, word, ((ml_mark){0, 0}), "input name too long");
+    else
+        s = sched_load_file(path, NULL, d);
     int world = s ? sched_world(s, p, d) : 0;
     bool owned = false, failed = false;
     for (uint32_t k = 0; world > 0 && !failed && k < s->n_plans; k++) {
@@ -193,13 +189,13 @@ static int place(const equiv_opts *o, ml_args *a, equiv_run_ctx *c, bool *launch
     if (o->no_data)
         return 0;
     ml_place pl;
-    int rc = ml_place_ranks("equiv", o->gpus, o->ranks, a->world, &pl);
+    int rc = ml_place_ranks("equiv", a->backend.gpus, a->backend.ranks, a->world, &pl);
     if (rc != 0)
         return rc;
     *launch_now = pl.launch;
     if (pl.launch) {
-        if (o->ranks && !a->world)
-            a->world = o->ranks;
+        if (a->backend.ranks && !a->world)
+            a->world = a->backend.ranks;
         return 0;
     }
     c->mpi = pl.mpi;
@@ -211,16 +207,12 @@ static int place(const equiv_opts *o, ml_args *a, equiv_run_ctx *c, bool *launch
 }
 
 static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
-    equiv_run_ctx c = {.be = rt_backend_find(o->backend)};
-    if (!o->no_data && !c.be)
-        return ml_usage_error("equiv", "unknown backend '%s' (host or cuda)", o->backend);
-    if (!o->no_data && !c.be->available) {
-        fprintf(stderr, "error: backend '%s' is not available in this build: %s\n", c.be->name,
-                c.be->how_to_get);
-        return ML_EXIT_RUNTIME;
-    }
+    equiv_run_ctx c = {0};
+    int rc = ml_backend_opts_check("equiv", &a->backend, !o->no_data, &c.be);
+    if (rc != 0)
+        return rc;
     bool launch_now;
-    int rc = place(o, a, &c, &launch_now);
+    rc = place(o, a, &c, &launch_now);
     if (rc != 0)
         return rc;
     bool rank0 = c.rank == 0;
@@ -231,9 +223,9 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
     if (o->kernels && o->no_data)
         snprintf(knote, sizeof knote, "kernel evidence needs the cuda backend with CUPTI: --no-data "
                  "runs neither plan; row 3 shows the kernels expected only");
-    else if (o->kernels && strcmp(o->backend, "cuda") != 0)
+    else if (o->kernels && strcmp(a->backend.backend, "cuda") != 0)
         snprintf(knote, sizeof knote, "kernel evidence needs the cuda backend with CUPTI: backend "
-                 "'%s' runs no GPU kernels; row 3 shows the kernels expected only", o->backend);
+                 "'%s' runs no GPU kernels; row 3 shows the kernels expected only", a->backend.backend);
     if (rc == 0 && knote[0] && rank0 && !launch_is_child())
         fprintf(stderr, "note: --kernels: %s\n", knote);
     const series *side[2] = {NULL, NULL};
@@ -259,7 +251,7 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
         ml_diags_free(&d);
     }
     if (rc == 0 && launch_now) {
-        rc = ml_launch_job(o->ranks ? o->ranks : side[0]->world, argc, argv);
+        rc = ml_launch_job(a->backend.ranks ? a->backend.ranks : side[0]->world, argc, argv);
         series_vec_free(&in.sides);
         return rc;
     }
@@ -295,9 +287,7 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
     } else if (rc == 0 && !o->no_data) {
         sched_params params = ml_args_params(a);
         rt_options_default(&c.opt);
-        c.opt.backend = c.be->name;
-        c.opt.timeout_s = o->timeout;
-        c.opt.gpus = o->gpus;
+        ml_backend_opts_apply(&a->backend, c.be, &c.opt);
         c.opt.params = &params;
         c.kernels = o->kernels && !knote[0];
         equiv_run_kernels kr;
@@ -341,15 +331,11 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
 }
 
 int cmd_equiv(int argc, char **argv) {
-    equiv_opts o = {.backend = "host", .rtol = -1, .atol = -1, .timeout = 60.0};
+    equiv_opts o = {.rtol = -1, .atol = -1};
     const ml_opt extra[] = {
-        {"--backend", "-b", OPT_STRING, &o.backend, 0, 0, NULL},
-        {"--ranks", "-n", OPT_INT, &o.ranks, 1, 4096, NULL},
-        {"--gpus", NULL, OPT_INT, &o.gpus, 1, 1024, NULL},
         {"--rtol", NULL, OPT_DOUBLE, &o.rtol, 0, 0, NULL},
         {"--atol", NULL, OPT_DOUBLE, &o.atol, 0, 0, NULL},
         {"--result", NULL, OPT_STRING, &o.result, 0, 0, NULL},
-        {"--timeout", NULL, OPT_DOUBLE, &o.timeout, 1, 0, NULL},
         {"--no-data", NULL, OPT_FLAG, &o.no_data, 0, 0, NULL},
         {"--kernels", NULL, OPT_FLAG, &o.kernels, 0, 0, NULL},
     };
@@ -364,8 +350,6 @@ int cmd_equiv(int argc, char **argv) {
         rc = ml_usage_error("equiv", "--rtol must be 0 or more");
     else if (o.atol < 0 && o.atol != -1)
         rc = ml_usage_error("equiv", "--atol must be 0 or more");
-    else if (o.gpus && strcmp(o.backend, "cuda") != 0)
-        rc = ml_usage_error("equiv", "--gpus is for the cuda backend");
     else
         rc = equiv_main(&o, &a, argc, argv);
     ml_args_free(&a);

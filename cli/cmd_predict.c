@@ -1,7 +1,7 @@
 /* cmd_predict.c — `memlife predict`: lint and predict every rank of every schedule, then report.
  * Expectations are evaluated and shown but do not change the exit code (that is `check`). */
 #include "cmd.h"
-#include "analyze.h"
+#include "analysis.h"
 #include "predict/timemodel.h"
 
 const char cmd_predict_usage[] =
@@ -44,8 +44,8 @@ int cmd_predict(int argc, char **argv) {
         ml_args_free(&a);
         return ml_usage_error("predict", "%s", why);
     }
-    ml_analysis_opts o;
-    ml_analysis_opts_default(&o);
+    pipeline_opts o;
+    pipeline_opts_default(&o);
     o.link = link;
     ml_analysis an;
     rc = ml_analyze(&a, "predict", &o, &an);

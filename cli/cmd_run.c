@@ -9,7 +9,7 @@
  * Without an MPI launcher in the environment, `--ranks N` (or the files' world) makes memlife
  * start mpirun on itself (runtime/launch.c), after checking the input once here. */
 #include "cmd.h"
-#include "analyze.h"
+#include "analysis.h"
 #include "place.h"
 #include "run_result.h"
 #include "backends/host_streams.h"
@@ -90,12 +90,7 @@ const char cmd_run_usage[] =
     "            (allocation, divergence, timeout, a rank that died); a failed run writes no\n"
     "            result file\n";
 
-static const char *const allocator_names[] = {"cuda", "async", "chunked", NULL};
-
 typedef struct {
-    const char *backend;
-    int ranks, gpus, allocator;
-    double timeout;
     ml_vec no_lint;
     ml_vec inject;
     bool no_data, no_sequence_check;
@@ -127,7 +122,7 @@ static void block_signals(bool block) {
 
 /* The analysis prints its diagnostics; on ranks other than 0 (and in the children of our own
  * launch, whose parent already printed them) they would repeat, so stderr goes to /dev/null. */
-static int analyze_quietly(const ml_args *a, const ml_analysis_opts *o, ml_analysis *an,
+static int analyze_quietly(const ml_args *a, const pipeline_opts *o, ml_analysis *an,
                            bool quiet) {
     int saved = -1, devnull = -1;
     if (quiet) {
@@ -183,8 +178,8 @@ static int parse_no_lint(const run_opts *ro, lint_options *lo) {
 /* The world every item agrees on, or -1 (the items' worlds differ). */
 static int items_world(const ml_analysis *an) {
     int world = 0;
-    for (size_t k = 0; k < an->items.n; k++) {
-        int w = ML_VEC_AT(&an->items, ml_item, k).world;
+    for (size_t k = 0; k < an->res.items.n; k++) {
+        int w = ML_VEC_AT(&an->res.items, pipeline_item, k).world;
         if (world && w != world)
             return -1;
         world = w;
@@ -193,11 +188,9 @@ static int items_world(const ml_analysis *an) {
 }
 
 /* Rank 0's part after one item ran: decode every rank's text, compare with the prediction. */
-static int collect(report_schedule *rs, const ml_item *it, char **texts, size_t *lens,
+static int collect(report_schedule *rs, const pipeline_item *it, char **texts, size_t *lens,
                    ml_vec *checks, ml_arena *names) {
-    rs->measured = calloc((size_t)it->world, sizeof *rs->measured);
-    if (!rs->measured)
-        abort();
+    rs->measured = ml_xcalloc((size_t)it->world, sizeof *rs->measured);
     for (int r = 0; r < it->world; r++) {
         char err[300];
         if (run_result_decode(texts[r], lens[r], &rs->measured[r], checks, names, err,
@@ -248,12 +241,10 @@ static int runtime_failure(const run_ctx *c, rt_rank *ranks, int n) {
 }
 
 /* Runs one item on this process's ranks and, on rank 0, fills rs. Returns 0 or an exit code. */
-static int run_item(const run_ctx *c, ml_item *it, report_schedule *rs, ml_vec *checks,
+static int run_item(const run_ctx *c, pipeline_item *it, report_schedule *rs, ml_vec *checks,
                     ml_arena *names) {
-    rt_rank *ranks = calloc((size_t)c->n_local, sizeof *ranks);
-    rt_rank **ptrs = calloc((size_t)c->n_local, sizeof *ptrs);
-    if (!ranks || !ptrs)
-        abort();
+    rt_rank *ranks = ml_xcalloc((size_t)c->n_local, sizeof *ranks);
+    rt_rank **ptrs = ml_xcalloc((size_t)c->n_local, sizeof *ptrs);
     int rc = 0;
     for (int k = 0; k < c->n_local; k++) {
         ptrs[k] = &ranks[k];
@@ -265,10 +256,8 @@ static int run_item(const run_ctx *c, ml_item *it, report_schedule *rs, ml_vec *
     if (rc != 0) {
         rc = runtime_failure(c, ranks, c->n_local);
     } else {
-        char **texts = calloc((size_t)c->world, sizeof *texts);
-        size_t *lens = calloc((size_t)c->world, sizeof *lens);
-        if (!texts || !lens)
-            abort();
+        char **texts = ml_xcalloc((size_t)c->world, sizeof *texts);
+        size_t *lens = ml_xcalloc((size_t)c->world, sizeof *lens);
         if (c->mpi) {
             char *mine = run_result_encode(&ranks[0]), err[300] = "";
             void *all = NULL;
@@ -344,14 +333,12 @@ static int parse_inject(const run_opts *ro, rt_options *o) {
 static int check_inject(const rt_options *o, const ml_analysis *an, bool print) {
     if (!rt_inject_any(o))
         return 0;
-    size_t n = an->items.n;
-    const rank_plan **plans = calloc(n ? n : 1, sizeof *plans);
-    int *worlds = calloc(n ? n : 1, sizeof *worlds);
-    if (!plans || !worlds)
-        abort();
+    size_t n = an->res.items.n;
+    const rank_plan **plans = ml_xcalloc(n ? n : 1, sizeof *plans);
+    int *worlds = ml_xcalloc(n ? n : 1, sizeof *worlds);
     for (size_t k = 0; k < n; k++) {
-        plans[k] = ML_VEC_AT(&an->items, ml_item, k).plans;
-        worlds[k] = ML_VEC_AT(&an->items, ml_item, k).world;
+        plans[k] = ML_VEC_AT(&an->res.items, pipeline_item, k).plans;
+        worlds[k] = ML_VEC_AT(&an->res.items, pipeline_item, k).world;
     }
     char err[300];
     int rc = rt_inject_check(o, plans, worlds, n, err, sizeof err);
@@ -369,9 +356,9 @@ static int check_inject(const rt_options *o, const ml_analysis *an, bool print) 
  * input once here (errors print once, exit 2 before any rank starts), at --ranks, --world or the
  * files' world. Returns 0 or an exit code. */
 static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, char **argv,
-                       const ml_analysis_opts *ao, bool *launched) {
+                       const pipeline_opts *ao, bool *launched) {
     ml_place pl;
-    int rc = ml_place_ranks("run", ro->gpus, ro->ranks, a->world, &pl);
+    int rc = ml_place_ranks("run", a->backend.gpus, a->backend.ranks, a->world, &pl);
     if (rc != 0)
         return rc;
     c->mpi = pl.mpi;
@@ -399,7 +386,7 @@ static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, cha
     return ml_launch_job(ranks, argc, argv);
 }
 
-static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {
+static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
     bool rank0 = c->rank == 0;
     ml_analysis an;
     int rc = analyze_quietly(a, ao, &an, !rank0 || launch_is_child());
@@ -422,13 +409,11 @@ static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {
     }
     /* Every rank takes part (the host names are gathered); rank 0 reports it. */
     char *prov = ml_provenance_collect(c->be, c->world);
-    ml_vec *checks = calloc(an.items.n ? an.items.n : 1, sizeof *checks);
+    ml_vec *checks = ml_xcalloc(an.res.items.n ? an.res.items.n : 1, sizeof *checks);
     ml_arena *names = ml_arena_new();
-    if (!checks)
-        abort();
-    for (size_t k = 0; k < an.items.n && rc == 0; k++) {
+    for (size_t k = 0; k < an.res.items.n && rc == 0; k++) {
         ml_vec_init(&checks[k], sizeof(report_check));
-        rc = run_item(c, &ML_VEC_AT(&an.items, ml_item, k), &an.report_items[k], &checks[k],
+        rc = run_item(c, &ML_VEC_AT(&an.res.items, pipeline_item, k), &an.report_items[k], &checks[k],
                       names);
         /* The runtime's rows replace lint's: they are the evidence of this run. */
         an.report_items[k].checks = checks[k].items;
@@ -453,7 +438,7 @@ static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {
     }
     c->be->finalize();
     free(prov);
-    for (size_t k = 0; k < an.items.n; k++) {
+    for (size_t k = 0; k < an.res.items.n; k++) {
         report_schedule *rs = &an.report_items[k];
         for (int r = 0; rs->measured && r < rs->world; r++)
             run_measured_free(&rs->measured[r]);
@@ -470,15 +455,10 @@ static int run_all(run_ctx *c, ml_args *a, const ml_analysis_opts *ao) {
 }
 
 int cmd_run(int argc, char **argv) {
-    run_opts ro = {.backend = "host", .timeout = 60.0};
+    run_opts ro = {0};
     ml_vec_init(&ro.no_lint, sizeof(const char *));
     ml_vec_init(&ro.inject, sizeof(const char *));
     const ml_opt extra[] = {
-        {"--backend", "-b", OPT_STRING, &ro.backend, 0, 0, NULL},
-        {"--ranks", "-n", OPT_INT, &ro.ranks, 1, 4096, NULL},
-        {"--gpus", NULL, OPT_INT, &ro.gpus, 1, 1024, NULL},
-        {"--allocator", NULL, OPT_CHOICE, &ro.allocator, 0, 0, allocator_names},
-        {"--timeout", NULL, OPT_DOUBLE, &ro.timeout, 1, 0, NULL},
         {"--no-lint", NULL, OPT_LIST, &ro.no_lint, 0, 0, NULL},
         {"--no-data", NULL, OPT_FLAG, &ro.no_data, 0, 0, NULL},
         {"--no-sequence-check", NULL, OPT_FLAG, &ro.no_sequence_check, 0, 0, NULL},
@@ -493,19 +473,12 @@ int cmd_run(int argc, char **argv) {
         ml_vec_free(&ro.inject);
         return rc;
     }
-    run_ctx c = {.be = rt_backend_find(ro.backend)};
-    ml_analysis_opts ao;
-    ml_analysis_opts_default(&ao);
+    run_ctx c = {0};
+    pipeline_opts ao;
+    pipeline_opts_default(&ao);
     rc = parse_no_lint(&ro, &ao.lint);
-    if (rc == 0 && !c.be)
-        rc = ml_usage_error("run", "unknown backend '%s' (host or cuda)", ro.backend);
-    if (rc == 0 && !c.be->available) {
-        fprintf(stderr, "error: backend '%s' is not available in this build: %s\n", c.be->name,
-                c.be->how_to_get);
-        rc = ML_EXIT_RUNTIME;
-    }
-    if (rc == 0 && ro.gpus && strcmp(c.be->name, "cuda") != 0)
-        rc = ml_usage_error("run", "--gpus is for the cuda backend");
+    if (rc == 0)
+        rc = ml_backend_opts_check("run", &a.backend, true, &c.be);
     if (rc == 0 && ro.stream_order) {
         hs_order order;
         char why[160];
@@ -517,10 +490,7 @@ int cmd_run(int argc, char **argv) {
     }
     if (rc == 0) {
         rt_options_default(&c.opt);
-        c.opt.backend = c.be->name;
-        c.opt.allocator = allocator_names[ro.allocator];
-        c.opt.timeout_s = ro.timeout;
-        c.opt.gpus = ro.gpus;
+        ml_backend_opts_apply(&a.backend, c.be, &c.opt);
         c.opt.data = !ro.no_data;
         c.opt.verify_sequence = !ro.no_sequence_check;
         c.opt.stream_order = ro.stream_order;

@@ -39,9 +39,7 @@ static int read_results(const equiv_run_ctx *c, rt_rank *ranks, const series *s,
         const rt_mem *m = buf < r->n_mems ? &r->mems[buf] : NULL;
         uint64_t bytes = out[k].count * ml_dtypes[out[k].dtype].size;
         char err[400] = "";
-        out[k].data = malloc(bytes ? bytes : 1);
-        if (!out[k].data)
-            abort();
+        out[k].data = ml_xmalloc(bytes ? bytes : 1);
         if (!m || !m->ptr || m->bytes < bytes) {
             fprintf(stderr, "%s: error: rank %d: result '%s' is not live after the run\n",
                     s->s->file, r->rank, sched_sym_name(s->s, SYM_BUFFER, buf));
@@ -162,9 +160,7 @@ static int run_plan(const equiv_run_ctx *c, const series *sd, int s, rt_rank *ra
 /* Every rank's kernels to every rank (the run's ranks are live: the exchange needs one). */
 static int share_kernels(const equiv_run_ctx *c, rt_rank *ranks, bool measure, kernels_blob *mine,
                          equiv_run_kernels *out) {
-    kernels_blob *all = calloc((size_t)c->world, sizeof *all);
-    if (!all)
-        abort();
+    kernels_blob *all = ml_xcalloc((size_t)c->world, sizeof *all);
     for (int k = 0; k < c->n_local; k++)
         mine[k].ok = measure;
     char err[400] = "";
@@ -183,9 +179,7 @@ static int share_kernels(const equiv_run_ctx *c, rt_rank *ranks, bool measure, k
         snprintf(out->why, sizeof out->why, "%s", all[missing].why);
     } else if (rc == 0) {
         for (int s = 0; s < 2; s++) {
-            out->per[s] = calloc((size_t)c->world, sizeof *out->per[s]);
-            if (!out->per[s])
-                abort();
+            out->per[s] = ml_xcalloc((size_t)c->world, sizeof *out->per[s]);
             for (int r = 0; r < c->world; r++)
                 out->per[s][r] = all[r].plan[s];
         }
@@ -203,14 +197,12 @@ static void free_ranks(const equiv_run_ctx *c, rt_rank *ranks) {
  * buffers are live, and the rows exchanged over B's ranks (the blob exchange needs a rank). */
 static int run_both(const equiv_run_ctx *c, const series *const side[2], const uint32_t result[2],
                     double rtol, double atol, equiv_data_rank *data, equiv_run_kernels *kernels) {
-    rt_rank *ranks = calloc((size_t)c->n_local, sizeof *ranks);
-    rt_rank **ptrs = calloc((size_t)c->n_local, sizeof *ptrs);
-    host_copy *copies[2] = {calloc((size_t)c->n_local, sizeof(host_copy)),
-                            calloc((size_t)c->n_local, sizeof(host_copy))};
-    equiv_data_rank *mine = calloc((size_t)c->n_local, sizeof *mine);
-    kernels_blob *blobs = calloc((size_t)c->n_local, sizeof *blobs);
-    if (!ranks || !ptrs || !copies[0] || !copies[1] || !mine || !blobs)
-        abort();
+    rt_rank *ranks = ml_xcalloc((size_t)c->n_local, sizeof *ranks);
+    rt_rank **ptrs = ml_xcalloc((size_t)c->n_local, sizeof *ptrs);
+    host_copy *copies[2] = {ml_xcalloc((size_t)c->n_local, sizeof(host_copy)),
+                            ml_xcalloc((size_t)c->n_local, sizeof(host_copy))};
+    equiv_data_rank *mine = ml_xcalloc((size_t)c->n_local, sizeof *mine);
+    kernels_blob *blobs = ml_xcalloc((size_t)c->n_local, sizeof *blobs);
     bool measure = c->kernels;
     int rc = 0;
     for (int s = 0; s < 2 && rc == 0; s++) {
@@ -262,9 +254,7 @@ int equiv_run_data(const equiv_run_ctx *c, const series *const side[2], const ui
         return ML_EXIT_RUNTIME;
     }
     *prov = ml_provenance_collect(c->be, c->world);
-    *data = calloc((size_t)c->world, sizeof **data);
-    if (!*data)
-        abort();
+    *data = ml_xcalloc((size_t)c->world, sizeof **data);
     int rc = run_both(c, side, result, rtol, atol, *data, kernels);
     c->be->finalize();
     if (rc != 0) {

@@ -44,7 +44,7 @@ char *run_result_encode(const rt_rank *r) {
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (!text)
-        abort();
+        ml_out_of_memory(0);   /* jansson fails only for want of memory here */
     return text;
 }
 
@@ -84,9 +84,7 @@ int run_result_decode(const char *text, size_t len, report_measured *m, ml_vec *
                                    .pool_reserved_high = (uint64_t)rh, .has_pool = true};
     }
     m->n_timeline = json_array_size(tl);
-    m->timeline = calloc(m->n_timeline ? m->n_timeline : 1, sizeof *m->timeline);
-    if (!m->timeline)
-        abort();
+    m->timeline = ml_xcalloc(m->n_timeline ? m->n_timeline : 1, sizeof *m->timeline);
     for (size_t k = 0; k < m->n_timeline; k++) {
         json_int_t op, req, dev;
         double t;

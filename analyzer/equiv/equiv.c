@@ -12,43 +12,6 @@ const char *const equiv_row_keys[EQ_ROW_COUNT] = {"output", "communication", "st
 const char *const equiv_row_names[EQ_ROW_COUNT] = {
     "1 output semantics", "2 communication", "3 execution structure", "4 state"};
 
-const equiv_cause_info equiv_causes[CAUSE_COUNT] = {
-    [CAUSE_INPUT_COUNT] = {"input_count", "input count != shard x world"},
-    [CAUSE_PADDING] = {"padding_identity", "padding not the op's identity"},
-    [CAUSE_TRIM] = {"trim", "trim removes more than the tail padding"},
-    [CAUSE_OWNER] = {"shard_owner", "shard owner not by communicator rank"},
-    [CAUSE_GATHER_ORDER] = {"gather_order", "gather order not source-rank-major"},
-    [CAUSE_OP] = {"reduction_op", "reduction op differs"},
-    [CAUSE_DTYPE] = {"dtype", "dtype differs"},
-    [CAUSE_SCALING] = {"scaling", "pre/post scaling differs"},
-    [CAUSE_SHARD_CHANGED] = {"shard_changed", "the shard changed between phases"},
-    [CAUSE_SEQUENCE] = {"collective_sequence", "collective sequences inconsistent across ranks"},
-    [CAUSE_INPUTS] = {"inputs", "the plans start from different inputs"},
-    [CAUSE_LAYOUT] = {"values", "values differ"},
-};
-
-void equiv_add_cause(equiv_result *r, equiv_cause_kind kind, int side, int rank,
-                     const plan_op *op, const char *fmt, ...) {
-    for (size_t k = 0; k < r->n_causes; k++)
-        if (r->causes[k].kind == kind && r->causes[k].side == side)
-            return;   /* one line per cause and plan: the first rank where it shows */
-    r->causes = realloc(r->causes, (r->n_causes + 1) * sizeof *r->causes);
-    if (!r->causes)
-        abort();
-    equiv_cause *c = &r->causes[r->n_causes++];
-    memset(c, 0, sizeof *c);
-    c->kind = kind;
-    c->side = side;
-    c->rank = rank;
-    c->file = r->side[side]->s->file;
-    if (op)
-        c->mark = plan_op_mark(op);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->text, sizeof c->text, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- Result buffers ---------------------------------------------------------------------------*/
 
 /* Live at the end of p: allocated and not freed afterwards. */
@@ -147,9 +110,7 @@ int equiv_pick_results(const series *a, const series *b, const char *name_a, con
 
 static void facts_of(const rank_plan *p, equiv_facts *f) {
     memset(f, 0, sizeof *f);
-    uint64_t *alloc_bytes = calloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *alloc_bytes);
-    if (!alloc_bytes)
-        abort();
+    uint64_t *alloc_bytes = ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *alloc_bytes);
     for (size_t k = 0; k < p->n_ops; k++) {
         const plan_op *op = &p->ops[k];
         switch (op->kind) {
@@ -552,9 +513,7 @@ int equiv_analyze(const series *a, const series *b, const uint32_t result[2],
     out->result[1] = result[1];
     for (int s = 0; s < 2; s++) {
         out->sequence_ok[s] = sequence_ok[s];
-        out->facts[s] = calloc((size_t)out->world, sizeof *out->facts[s]);
-        if (!out->facts[s])
-            abort();
+        out->facts[s] = ml_xcalloc((size_t)out->world, sizeof *out->facts[s]);
         for (int k = 0; k < out->world; k++)
             facts_of(&out->side[s]->plans[k], &out->facts[s][k]);
         if (!sequence_ok[s]) {

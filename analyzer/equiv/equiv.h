@@ -173,6 +173,9 @@ void equiv_compare_data(const void *a, ml_dtype da, uint64_t na, const void *b, 
  * Follows both plans' data symbolically for every rank and compares the result buffers element
  * by element; sets r->flow_equal / r->flow_known and appends causes. */
 void equiv_flow(equiv_result *r);
+
+/* ---- Causes (analyzer/equiv/equiv_cause.c) ---------------------------------------------------
+ * Appends a cause to r, once per (kind, side): the first rank where it shows. */
 void equiv_add_cause(equiv_result *r, equiv_cause_kind kind, int side, int rank,
                      const plan_op *op, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 

@@ -130,9 +130,7 @@ static void push(seg **out, size_t *n, size_t *cap, const seg *s) {
     }
     if (*n == *cap) {
         *cap = *cap ? 2 * *cap : 8;
-        *out = realloc(*out, *cap * sizeof **out);
-        if (!*out)
-            abort();
+        *out = ml_xrealloc(*out, *cap * sizeof **out);
     }
     (*out)[(*n)++] = *s;
 }
@@ -327,9 +325,7 @@ static seg *reduce_over(seg **pieces, const size_t *n_pieces, int world, uint64_
                         const plan_op *cop, size_t *n_out) {
     seg *out = NULL;
     size_t k = 0, cap = 0;
-    size_t *at = calloc((size_t)world, sizeof *at);
-    if (!at)
-        abort();
+    size_t *at = ml_xcalloc((size_t)world, sizeof *at);
     for (uint64_t pos = 0; pos < n;) {
         uint64_t end = n;
         for (int r = 0; r < world; r++) {
@@ -411,50 +407,62 @@ static void mark_senders(side_state *st, int world, const plan_op *const *ops, s
     }
 }
 
+/* One collective on every rank, as its row in coll.h declares its data flow (ml_coll_flow): no
+ * collective is named here. */
 static void collective(side_state *st, int world, const plan_op *const *ops) {
     const plan_op *op0 = ops[0];
     ml_coll c = op0->u.coll.coll;
+    const ml_coll_flow *flow = &ml_colls[c].flow;
+    bool reduces = flow->source == FLOW_REDUCTION;
     uint64_t count = op0->u.coll.count;
     uint64_t send_n = ml_coll_send_count(c, count, world);
-    seg **pieces = calloc((size_t)world, sizeof *pieces);
-    size_t *n_pieces = calloc((size_t)world, sizeof *n_pieces);
-    if (!pieces || !n_pieces)
-        abort();
+    seg **pieces = ml_xcalloc((size_t)world, sizeof *pieces);
+    size_t *n_pieces = ml_xcalloc((size_t)world, sizeof *n_pieces);
     for (int r = 0; r < world; r++) {
         const seglist *l = buf_of(st, r, ops[r]->u.coll.send.buf);
         pieces[r] = l ? slice(l, ops[r]->u.coll.send.offset, send_n, &n_pieces[r]) : NULL;
     }
-    if (ml_colls[c].has_op)
+    if (reduces)
         note_partial(st, op0, send_n);
-    if (c == COLL_ALL_GATHER)
+    if (flow->source == FLOW_GATHER)
         mark_senders(st, world, ops, pieces, n_pieces);
     size_t nred = 0;
     seg *red = NULL;
-    if (ml_colls[c].has_op)
+    if (reduces)
         red = reduce_over(pieces, n_pieces, world, send_n, op0->u.coll.op, op0, &nred);
+    int root = op0->u.coll.root;
     for (int r = 0; r < world; r++) {
         const plan_view *rv = &ops[r]->u.coll.recv;
         seglist *l = buf_of(st, r, rv->buf);
-        if (!l)
+        if (!l || (flow->root_only && r != root))
             continue;
-        if (c == COLL_ALL_REDUCE || (c == COLL_REDUCE && r == op0->u.coll.root)) {
-            overwrite(l, rv->offset, count, red, nred);
-        } else if (c == COLL_REDUCE_SCATTER) {
-            size_t n;
-            seg *mine = slice(&(seglist){.s = red, .n = nred}, (uint64_t)r * count, count, &n);
-            for (size_t k = 0; k < n; k++) {
-                mine[k].v.owner = r;
-                mine[k].v.rs = ops[r];
+        switch (flow->source) {
+        case FLOW_REDUCTION:
+            if (flow->shard_of_rank) {
+                size_t n;
+                seg *mine = slice(&(seglist){.s = red, .n = nred}, (uint64_t)r * count, count, &n);
+                for (size_t k = 0; k < n; k++) {
+                    mine[k].v.owner = r;
+                    mine[k].v.rs = ops[r];
+                }
+                overwrite(l, rv->offset, count, mine, n);
+                free(mine);
+            } else {
+                overwrite(l, rv->offset, count, red, nred);
             }
-            overwrite(l, rv->offset, count, mine, n);
-            free(mine);
-        } else if (c == COLL_ALL_GATHER) {
+            break;
+        case FLOW_GATHER:
             for (int s = 0; s < world; s++)
                 overwrite(l, rv->offset + (uint64_t)s * count, count, pieces[s], n_pieces[s]);
-        } else if (c == COLL_BROADCAST) {
-            int root = op0->u.coll.root;
+            break;
+        case FLOW_ROOT_SEND:
             if (root >= 0 && root < world)
                 overwrite(l, rv->offset, count, pieces[root], n_pieces[root]);
+            break;
+        case FLOW_UNDECLARED:
+        default:
+            ml_internal_error("collective '%s' declares no data flow (runtime/ir/coll.c)",
+                              ml_colls[c].name);
         }
     }
     free(red);
@@ -466,9 +474,7 @@ static void collective(side_state *st, int world, const plan_op *const *ops) {
 
 static void run_side(side_state *st) {
     int world = st->sr->world;
-    const plan_op **ops = calloc((size_t)world, sizeof *ops);
-    if (!ops)
-        abort();
+    const plan_op **ops = ml_xcalloc((size_t)world, sizeof *ops);
     for (;;) {
         int at_coll = 0;
         for (int r = 0; r < world; r++)
@@ -554,7 +560,7 @@ static void partial_text(const equiv_result *r, const side_state *st, int s, cha
     char x[200];
     const plan_op *op = st->partial;
     where(r, s, op, x, sizeof x);
-    if (op->u.coll.coll == COLL_REDUCE_SCATTER)
+    if (ml_colls[op->u.coll.coll].flow.shard_of_rank)
         snprintf(buf, len, "%s: %s reduces %llu = shard %llu x world %d of the %llu input elements",
                  side_name(s), x, (unsigned long long)st->partial_count,
                  (unsigned long long)op->u.coll.count, r->world,
@@ -759,13 +765,10 @@ static void side_init(side_state *st, const series *s) {
     memset(st, 0, sizeof *st);
     st->sr = s;
     st->n_bufs = s->s->syms[SYM_BUFFER].n;
-    st->bufs = calloc((size_t)s->world, sizeof *st->bufs);
-    st->pc = calloc((size_t)s->world, sizeof *st->pc);
-    if (!st->bufs || !st->pc)
-        abort();
+    st->bufs = ml_xcalloc((size_t)s->world, sizeof *st->bufs);
+    st->pc = ml_xcalloc((size_t)s->world, sizeof *st->pc);
     for (int r = 0; r < s->world; r++)
-        if (!(st->bufs[r] = calloc(st->n_bufs + 1, sizeof **st->bufs)))
-            abort();
+        st->bufs[r] = ml_xcalloc(st->n_bufs + 1, sizeof **st->bufs);
 }
 
 static void side_free(side_state *st) {

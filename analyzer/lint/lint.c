@@ -78,9 +78,7 @@ static uint64_t finding_hash(const sched_step *step, const char *text) {
 
 static void index_rebuild(lint_ctx *x, size_t cap) {
     free(x->index);
-    x->index = calloc(cap, sizeof *x->index);
-    if (!x->index)
-        abort();
+    x->index = ml_xcalloc(cap, sizeof *x->index);
     x->index_cap = cap;
     for (size_t k = 0; k < x->n_found; k++) {
         size_t at = finding_hash(x->found[k].step, x->found[k].text) & (cap - 1);
@@ -105,24 +103,18 @@ static void add_finding(lint_ctx *x, const plan_op *op, const char *code, const 
     if (!f) {
         if (x->n_found == x->cap_found) {
             x->cap_found = x->cap_found ? 2 * x->cap_found : 32;
-            x->found = realloc(x->found, x->cap_found * sizeof *x->found);
-            if (!x->found)
-                abort();
+            x->found = ml_xrealloc(x->found, x->cap_found * sizeof *x->found);
         }
         f = &x->found[x->n_found];
         *f = (lint_finding){.step = op->step, .mark = plan_op_mark(op), .code = code,
-                            .text = strdup(text)};
-        if (!f->text)
-            abort();
+                            .text = ml_xstrdup(text)};
         x->index[at] = (uint32_t)++x->n_found;
     }
     if (f->n_ranks && f->ranks[f->n_ranks - 1] == x->rank)
         return;   /* this rank said it already (a repeat) */
     if (f->n_ranks == f->cap_ranks) {
         f->cap_ranks = f->cap_ranks ? 2 * f->cap_ranks : 4;
-        f->ranks = realloc(f->ranks, f->cap_ranks * sizeof *f->ranks);
-        if (!f->ranks)
-            abort();
+        f->ranks = ml_xrealloc(f->ranks, f->cap_ranks * sizeof *f->ranks);
     }
     f->ranks[f->n_ranks++] = x->rank;
 }
@@ -236,7 +228,7 @@ static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, cons
                "%s of '%s' while %s at %u:%u on stream '%s' may still use it: a race under "
                "stream-ordered allocators (cudaFreeAsync); under plain cudaFree a hidden "
                "device-wide synchronization — add sync: {stream: %s} or wait on an event",
-               verb, buf_name(x, buf), lint_op_name(use->op), m.line, m.col, sn, sn);
+               verb, buf_name(x, buf), plan_op_name(use->op), m.line, m.col, sn, sn);
         return;
     }
 }
@@ -359,11 +351,11 @@ static void check_same_shape(lint_ctx *x, const plan_op *op, const plan_view *sr
     lint_view_text(x->s, dst, dt, sizeof dt);
     if (src->count != dst->count)
         report(x, op, ERR_SIZE_MISMATCH, "size_mismatch",
-               "%s from %s (%llu elements) into %s (%llu elements)", lint_op_name(op), st,
+               "%s from %s (%llu elements) into %s (%llu elements)", plan_op_name(op), st,
                (ull)src->count, dt, (ull)dst->count);
     else if (src->dtype != dst->dtype)
         report(x, op, ERR_DTYPE_MISMATCH, "dtype_mismatch", "%s from %s (%s) into %s (%s)",
-               lint_op_name(op), st, ml_dtypes[src->dtype].name, dt, ml_dtypes[dst->dtype].name);
+               plan_op_name(op), st, ml_dtypes[src->dtype].name, dt, ml_dtypes[dst->dtype].name);
 }
 
 /* Inits and checks move data between the host and the buffer synchronously, after waiting for
@@ -520,9 +512,7 @@ static lint_contract_row *contract_row(lint_ctx *x, const sched_step *es, const 
     for (size_t k = r->n_rows; k-- > 0 && r->rows[k].rank == x->rank;)
         if (r->rows[k].step == es)
             return &r->rows[k];
-    r->rows = realloc(r->rows, (r->n_rows + 1) * sizeof *r->rows);
-    if (!r->rows)
-        abort();
+    r->rows = ml_xrealloc(r->rows, (r->n_rows + 1) * sizeof *r->rows);
     lint_contract_row *row = &r->rows[r->n_rows++];
     *row = (lint_contract_row){.name = name, .rank = x->rank, .pass = true, .step = es};
     return row;
@@ -558,10 +548,10 @@ static size_t lint_expect(lint_ctx *x, const rank_plan *p, size_t i) {
                      x->captured_text);
         } else if (x->captured) {
             snprintf(text, sizeof text, "expect_error '%s' expected %s but %s raised: %s", name,
-                     sched_error_names[want], lint_op_name(op), x->captured_text);
+                     sched_error_names[want], plan_op_name(op), x->captured_text);
         } else {
             snprintf(text, sizeof text, "expect_error '%s' expected %s but %s raised no error",
-                     name, sched_error_names[want], lint_op_name(op));
+                     name, sched_error_names[want], plan_op_name(op));
         }
     }
     if (!pass) {
@@ -613,11 +603,9 @@ size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint
     lint_ctx x = {.s = s, .o = o, .world = world, .result = r};
     x.n_bufs = s->syms[SYM_BUFFER].n;
     x.n_streams = s->syms[SYM_STREAM].n ? s->syms[SYM_STREAM].n : 1;
-    x.bufs = calloc(x.n_bufs + 1, sizeof *x.bufs);
-    x.uses = calloc((size_t)(x.n_bufs + 1) * x.n_streams, sizeof *x.uses);
-    x.colls = calloc((size_t)world, sizeof *x.colls);
-    if (!x.bufs || !x.uses || !x.colls)
-        abort();
+    x.bufs = ml_xcalloc(x.n_bufs + 1, sizeof *x.bufs);
+    x.uses = ml_xcalloc((size_t)(x.n_bufs + 1) * x.n_streams, sizeof *x.uses);
+    x.colls = ml_xcalloc((size_t)world, sizeof *x.colls);
     lint_clocks_init(&x.clocks, x.n_streams, s->syms[SYM_EVENT].n);
     lint_race_init(&x.race, x.n_bufs, x.n_streams);
     ml_vec_init(&x.dyn, sizeof(plan_access));

@@ -16,10 +16,6 @@ void lint_view_text(const sched *s, const plan_view *v, char *buf, size_t len) {
         snprintf(buf, len, "'%s[%llu:%llu]'", name, (ull)v->offset, (ull)v->count);
 }
 
-const char *lint_op_name(const plan_op *op) {
-    return op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind];
-}
-
 static bool overlap(const plan_view *a, const plan_view *b) {
     return a->buf == b->buf && a->offset < b->offset + b->count && b->offset < a->offset + a->count;
 }

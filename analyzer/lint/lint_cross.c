@@ -34,10 +34,8 @@ void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref, const plan_o
     }
     if (q->n == q->cap) {
         size_t cap = q->cap ? 2 * q->cap : 64;
-        const plan_op **ops = realloc(q->ops, cap * sizeof *ops);
-        lint_coll_key *keys = realloc(q->keys, cap * sizeof *keys);
-        if (!ops || !keys)
-            abort();
+        const plan_op **ops = ml_xrealloc(q->ops, cap * sizeof *ops);
+        lint_coll_key *keys = ml_xrealloc(q->keys, cap * sizeof *keys);
         q->ops = ops;
         q->keys = keys;
         q->cap = cap;

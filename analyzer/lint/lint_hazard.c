@@ -12,9 +12,7 @@
 #include <string.h>
 
 static void *zalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p)
-        abort();
+    void *p = ml_xcalloc(n ? n : 1, size);
     return p;
 }
 

@@ -77,8 +77,6 @@ bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan 
 /* ---- Text ------------------------------------------------------------------------------------- */
 /* "'full'" for a whole view, "'full[768:512]'" otherwise (quotes included). */
 void lint_view_text(const sched *s, const plan_view *v, char *buf, size_t len);
-/* The name of what an op does, for messages: "reduce_scatter", "copy", "compute". */
-const char *lint_op_name(const plan_op *op);
 
 /* ---- Cross-rank (lint_cross.c) ---------------------------------------------------------------
  * colls[r] follows rank r's collectives that run (not those refused inside expect_error). Rank

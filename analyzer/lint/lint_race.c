@@ -30,21 +30,17 @@
 
 typedef unsigned long long ull;
 
+/* n items of size bytes, the product checked (ml_xrealloc exits 3 when memory runs out) */
 static void *xrealloc(void *p, size_t n, size_t size) {
     if (size && n > SIZE_MAX / size)
-        abort();
-    void *q = realloc(p, (n ? n : 1) * size);
-    if (!q)
-        abort();
-    return q;
+        ml_internal_error("race lint: %zu segments of %zu bytes overflow size_t", n, size);
+    return ml_xrealloc(p, (n ? n : 1) * size);
 }
 
 void lint_race_init(lint_race *r, uint32_t n_bufs, uint32_t n_streams) {
     r->n_bufs = n_bufs;
     r->n_streams = n_streams ? n_streams : 1;
-    r->bufs = calloc(n_bufs ? n_bufs : 1, sizeof *r->bufs);
-    if (!r->bufs)
-        abort();
+    r->bufs = ml_xcalloc(n_bufs ? n_bufs : 1, sizeof *r->bufs);
     ml_vec_init(&r->dyn, sizeof(plan_access));
 }
 
@@ -154,7 +150,7 @@ static void describe(lint_race *r, const rank_plan *p, const lint_race_access *e
     plan_access fixed[PLAN_FIXED_ACCESSES];
     const plan_access *acc;
     size_t n = plan_op_accesses(p, e->op, fixed, &acc, &r->dyn);
-    *name = lint_op_name(e->op);
+    *name = plan_op_name(e->op);
     *v = e->view < n ? acc[e->view].v : NULL;
 }
 
@@ -182,7 +178,7 @@ static void race_text(lint_race *r, const rank_plan *p, const plan_op *op,
     snprintf(out, len,
              "%s on '%s' %s %s while %s at %u:%u on '%s' %s %s; add record/wait or sync: "
              "{stream: %s}",
-             lint_op_name(op), sn, writes ? "writes" : "reads", mine, other_name, m.line, m.col,
+             plan_op_name(op), sn, writes ? "writes" : "reads", mine, other_name, m.line, m.col,
              on, e_writes ? "writes" : "reads", theirs, on);
 }
 

@@ -132,9 +132,7 @@ static uint64_t text_hash(const char *t, bool flow) {
 
 static void cache_grow(writer *w) {
     size_t cap = w->cache_cap ? 2 * w->cache_cap : 256;
-    cache_entry *c = calloc(cap, sizeof *c);
-    if (!c)
-        abort();
+    cache_entry *c = ml_xcalloc(cap, sizeof *c);
     for (size_t k = 0; k < w->cache_cap; k++) {
         cache_entry *e = &w->cache[k];
         if (!e->text)
@@ -172,9 +170,7 @@ static void scalar(writer *w, const char *text, bool flow) {
         return;
     }
     ml_str_append(&r, "", 0);
-    char *key = strdup(text);   /* text may be a temporary (a view's "name[off : count]") */
-    if (!key)
-        abort();
+    char *key = ml_xstrdup(text);   /* text may be a temporary (a view's "name[off : count]") */
     w->cache[at] = (cache_entry){.text = key, .flow = flow, .rendered = r.s};
     w->cache_n++;
     ml_str_append(w->out, r.s, r.n);

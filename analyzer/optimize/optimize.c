@@ -9,7 +9,7 @@
  * loader: the output is a schedule memlife itself accepts. */
 #include "optimize/optimize_int.h"
 #include "optimize/emit_yaml.h"
-#include "predict/timemodel.h"
+#include "pipeline/pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,54 +48,35 @@ static void eval_free(evaluation *e) {
     memset(e, 0, sizeof *e);
 }
 
-/* Expands, lints and predicts plan k of s on every rank. Expansion errors go to d (-1). */
+/* Expands, lints and predicts plan k of s on every rank (the pipeline): lint findings go to
+ * e->diags and do not stop the prediction, since candidates are compared by them. Expansion and
+ * prediction errors go to d (-1). */
 static int evaluate(const sched *s, int k, const sched_params *p, int world, evaluation *e,
                     ml_diags *d) {
     memset(e, 0, sizeof *e);
     ml_diags_init(&e->diags);
-    rank_plan *plans = calloc((size_t)world, sizeof *plans);
-    e->mem = calloc((size_t)world, sizeof *e->mem);
-    e->floor = calloc((size_t)world, sizeof *e->floor);
-    if (!plans || !e->mem || !e->floor)
-        abort();
-    int rc = 0;
-    int expanded = 0;
-    for (; expanded < world && rc == 0; expanded++)
-        rc = plan_expand(s, k, p, world, expanded, NULL, &plans[expanded], d);
-    if (rc != 0)
-        expanded--;
+    e->mem = ml_xcalloc((size_t)world, sizeof *e->mem);
+    e->floor = ml_xcalloc((size_t)world, sizeof *e->floor);
+    pipeline_opts o;
+    pipeline_opts_default(&o);
+    o.expect = false;
+    o.lint_diags = &e->diags;
+    pipeline_item it = {0};
+    int rc = pipeline_plan(s, k, p, world, &o, &it, d);
     if (rc == 0) {
-        lint_options lo;
-        lint_options_default(&lo);
-        lint_result lr = {0};
-        lint_plans(plans, world, &lo, &lr, &e->diags);
-        e->n_rows = lr.n_rows;
-        e->rows_pass = calloc(lr.n_rows + 1, sizeof *e->rows_pass);
-        if (!e->rows_pass)
-            abort();
-        for (size_t j = 0; j < lr.n_rows; j++)
-            e->rows_pass[j] = lr.rows[j].pass;
-        lint_result_free(&lr);
-        for (int r = 0; r < world && rc == 0; r++) {
-            pred_rank pr;
-            rc = predict_rank(&plans[r], &pr, d);
-            if (rc != 0)
-                break;
-            memcpy(e->mem[r].steady, pr.steady, sizeof pr.steady);
-            memcpy(e->mem[r].peak, pr.peak, sizeof pr.peak);
-            e->floor[r] = pr.floor;
-            pred_rank_free(&pr);
-            tm_link l;
-            tm_result t;
-            tm_link_default(&l);
-            rc = tm_link_from_sched(&plans[r], &l, d) || tm_predict(&plans[r], &l, false, &t, d);
-            if (rc == 0 && t.step_us > e->step_us)
-                e->step_us = t.step_us;
+        e->n_rows = it.lint.n_rows;
+        e->rows_pass = ml_xcalloc(it.lint.n_rows + 1, sizeof *e->rows_pass);
+        for (size_t j = 0; j < it.lint.n_rows; j++)
+            e->rows_pass[j] = it.lint.rows[j].pass;
+        for (int r = 0; r < world; r++) {
+            memcpy(e->mem[r].steady, it.pred[r].steady, sizeof it.pred[r].steady);
+            memcpy(e->mem[r].peak, it.pred[r].peak, sizeof it.pred[r].peak);
+            e->floor[r] = it.pred[r].floor;
+            if (it.pred[r].step_us > e->step_us)   /* the time model's, the slowest rank */
+                e->step_us = it.pred[r].step_us;
         }
     }
-    for (int r = 0; r < expanded; r++)
-        plan_free(&plans[r]);
-    free(plans);
+    pipeline_item_free(&it);
     return rc;
 }
 
@@ -331,9 +312,7 @@ static int load_slots(driver *dv) {
 
 static void stage_record(opt_stage *sg, opt_kind kind, const evaluation *e, int world) {
     sg->kind = kind;
-    sg->after = calloc((size_t)world, sizeof *sg->after);
-    if (!sg->after)
-        abort();
+    sg->after = ml_xcalloc((size_t)world, sizeof *sg->after);
     memcpy(sg->after, e->mem, (size_t)world * sizeof *sg->after);
 }
 
@@ -486,11 +465,9 @@ static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {
         eval_free(&base);
         return -1;
     }
-    pr->before = calloc((size_t)dv->world, sizeof *pr->before);
-    pr->floor = calloc((size_t)dv->world, sizeof *pr->floor);
-    pr->stages = calloc(OPT_KIND_COUNT + 1, sizeof *pr->stages);
-    if (!pr->before || !pr->floor || !pr->stages)
-        abort();
+    pr->before = ml_xcalloc((size_t)dv->world, sizeof *pr->before);
+    pr->floor = ml_xcalloc((size_t)dv->world, sizeof *pr->floor);
+    pr->stages = ml_xcalloc(OPT_KIND_COUNT + 1, sizeof *pr->stages);
     memcpy(pr->before, base.mem, (size_t)dv->world * sizeof *pr->before);
     memcpy(pr->floor, base.floor, (size_t)dv->world * sizeof *pr->floor);
     pr->step_before_us = base.step_us;
@@ -535,9 +512,7 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
     dv.st.n_pre = ml_arena_alloc(dv.arena, (s->n_plans + 1) * sizeof *dv.st.n_pre);
     dv.slots = ml_arena_alloc(dv.arena, (size_t)world * sizeof *dv.slots);
     r->n_plans = s->n_plans;
-    r->plans = calloc(s->n_plans + 1, sizeof *r->plans);
-    if (!r->plans)
-        abort();
+    r->plans = ml_xcalloc(s->n_plans + 1, sizeof *r->plans);
     int rc = load_slots(&dv);
     for (uint32_t k = 0; k < s->n_plans && rc == 0; k++) {
         r->plans[k].plan_index = (int)k;

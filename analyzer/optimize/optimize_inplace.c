@@ -247,9 +247,7 @@ static void inplace_block(opt_ctx *c, opt_block *b) {
         if (b->v[k].body.n)
             inplace_block(c, &b->v[k].body);
     opt_split_frees(c, b);
-    bool *gone = calloc(b->n + 1, sizeof *gone);
-    if (!gone)
-        abort();
+    bool *gone = ml_xcalloc(b->n + 1, sizeof *gone);
     for (size_t i = 0; i < b->n; i++) {
         const sched_step *st = &b->v[i].st;
         if (gone[i] || st->kind != ST_COLL || st->when)

@@ -236,10 +236,8 @@ static void mark_used(void *ctx, uint32_t buf, int stream) {
  * was used since its alloc in this block (the free moves up in the placement below). */
 static void split_at_overwrites(opt_ctx *c, opt_block *b) {
     uint32_t n_bufs = c->s->syms[SYM_BUFFER].n;
-    const opt_node **alloc_of = calloc(n_bufs + 1, sizeof *alloc_of);
-    use_marks um = {.used = calloc(n_bufs + 1, sizeof(bool))};
-    if (!alloc_of || !um.used)
-        abort();
+    const opt_node **alloc_of = ml_xcalloc(n_bufs + 1, sizeof *alloc_of);
+    use_marks um = {.used = ml_xcalloc(n_bufs + 1, sizeof(bool))};
     opt_block out = {0};
     for (size_t k = 0; k < b->n; k++) {
         opt_node *nd = &b->v[k];
@@ -294,9 +292,7 @@ typedef struct {
 static void place_allocs(opt_ctx *c, opt_block *b, placement *pl, size_t *ref) {
     size_t n = b->n;
     uint32_t n_bufs = c->s->syms[SYM_BUFFER].n;
-    size_t *first_ref = malloc((n + 1) * sizeof *first_ref);
-    if (!first_ref)
-        abort();
+    size_t *first_ref = ml_xmalloc((n + 1) * sizeof *first_ref);
     for (uint32_t x = 0; x < n_bufs; x++)
         ref[x] = NONE;
     ref_index ri = {.at = ref};
@@ -431,9 +427,7 @@ static void place_free(opt_ctx *c, opt_block *b, placement *pl, size_t k, size_t
  * memory is not used for anything else meanwhile) and costs a host wait: both go, with the syncs
  * added right before the free when they guard nothing else. A kept split counts two changes. */
 static void drop_idle_splits(opt_ctx *c, opt_block *b) {
-    bool *drop = calloc(b->n + 1, sizeof *drop);
-    if (!drop)
-        abort();
+    bool *drop = ml_xcalloc(b->n + 1, sizeof *drop);
     for (size_t k = 0; k < b->n; k++) {
         const opt_node *a = &b->v[k];
         if (a->st.kind != ST_ALLOC || a->orig_line)
@@ -483,10 +477,8 @@ static void lifetimes_block(opt_ctx *c, opt_block *b) {
         .moved = ml_arena_alloc(c->arena, (n + 1) * sizeof(bool)),
         .alloc_gap = ml_arena_alloc(c->arena, (n + 1) * sizeof(bool)),
     };
-    size_t *ref = malloc((n_bufs + 1) * sizeof *ref);
-    size_t *alloc_at = malloc((n_bufs + 1) * sizeof *alloc_at);
-    if (!ref || !alloc_at)
-        abort();
+    size_t *ref = ml_xmalloc((n_bufs + 1) * sizeof *ref);
+    size_t *alloc_at = ml_xmalloc((n_bufs + 1) * sizeof *alloc_at);
     place_allocs(c, b, &pl, ref);
 
     /* Frees: a forward scan keeps the alloc and the last reference of every buffer. */

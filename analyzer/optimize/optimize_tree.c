@@ -258,10 +258,9 @@ expr *opt_expr(opt_ctx *c, const char *fmt, ...) {
     va_end(ap);
     expr_error err;
     expr *e = expr_parse(c->arena, text, strlen(text), resolve, (void *)c->s, &err);
-    if (!e) {
-        fprintf(stderr, "memlife optimize: internal error: '%s': %s\n", text, err.msg);
-        abort();
-    }
+    if (!e)
+        ml_internal_error("optimize: the expression '%s' it wrote does not parse: %s", text,
+                          err.msg);
     return e;
 }
 
@@ -339,8 +338,9 @@ uint32_t opt_stream_event(opt_ctx *c, uint32_t stream) {
         if (!taken)
             break;
     }
-    if (c->n_new_events == ML_ARRAY_LEN(c->new_events))
-        abort();   /* 64 streams needing events: streams beyond 63 share bit 63 anyway */
+    if (c->n_new_events == ML_ARRAY_LEN(c->new_events))   /* streams past 63 share bit 63 */
+        ml_internal_error("optimize: more than %zu streams need an event",
+                          ML_ARRAY_LEN(c->new_events));
     c->new_events[c->n_new_events] = ml_arena_strndup(c->arena, name, strlen(name));
     return t->n + c->n_new_events++;
 }

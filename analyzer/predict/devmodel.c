@@ -90,9 +90,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t item) {
     size_t n = *cap ? *cap : 16;
     while (n < need)
         n *= 2;
-    void *q = realloc(p, n * item);
-    if (!q)
-        abort();   /* like ml_arena_alloc: out of memory is not a schedule error */
+    void *q = ml_xrealloc(p, n * item);   /* out of memory is not a schedule error */
     *cap = n;
     return q;
 }
@@ -106,9 +104,7 @@ static void *grow32(void *p, uint32_t *cap, size_t need, size_t item) {
 }
 
 devmodel *devmodel_new(void) {
-    devmodel *m = calloc(1, sizeof *m);
-    if (!m)
-        abort();
+    devmodel *m = ml_xcalloc(1, sizeof *m);
     m->free_block = -1;
     return m;
 }

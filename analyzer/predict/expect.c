@@ -19,9 +19,7 @@ static int eval_at(const sched *s, const expr *e, const int64_t *slots, ml_mark 
 }
 
 static void push_row(expect_row **rows, size_t *n_rows, const expect_row *row) {
-    expect_row *r = realloc(*rows, (*n_rows + 1) * sizeof *r);
-    if (!r)
-        abort();
+    expect_row *r = ml_xrealloc(*rows, (*n_rows + 1) * sizeof *r);
     r[(*n_rows)++] = *row;
     *rows = r;
 }
@@ -33,9 +31,7 @@ int expect_eval(const sched *s, int plan_index, const sched_params *p, int world
     uint32_t n_ex = pl->n_expects ? pl->n_expects : s->n_expects;
     if (n_ex == 0)
         return 0;
-    int64_t *slots = calloc(EXPR_SLOT_FIRST_LET + s->n_lets, sizeof *slots);
-    if (!slots)
-        abort();
+    int64_t *slots = ml_xcalloc(EXPR_SLOT_FIRST_LET + s->n_lets, sizeof *slots);
     int failures = 0;
     for (int r = 0; r < world && failures >= 0; r++) {
         slots[EXPR_SLOT_WORLD] = world;

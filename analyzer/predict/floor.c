@@ -53,9 +53,7 @@ static void set_reserve(range_set *s, uint32_t n) {
     uint32_t cap = s->cap ? s->cap * 2 : 4;
     while (cap < n)
         cap *= 2;
-    s->r = realloc(s->r, cap * sizeof *s->r);
-    if (!s->r)
-        abort();
+    s->r = ml_xrealloc(s->r, cap * sizeof *s->r);
     s->cap = cap;
 }
 
@@ -182,14 +180,13 @@ static uint64_t inplace_share(const floor_state *f, const plan_op *op, int rank)
     const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
     if (op->u.coll.in_place || !has_buf(f, s) || !has_buf(f, r))
         return 0;
-    switch (op->u.coll.coll) {
-    case COLL_REDUCE_SCATTER: {
+    /* A shard-of-rank collective (coll.h's data flow) runs in place with recv at the rank's slot
+     * of send: only that slot can be shared. Every other one shares the whole send. */
+    if (ml_colls[op->u.coll.coll].flow.shard_of_rank) {
         uint64_t slot = view_lo(s) + (uint64_t)rank * plan_view_bytes(r);
         return needed(f, s, slot, slot + plan_view_bytes(r)) ? 0 : plan_view_bytes(r);
     }
-    default:
-        return needed(f, s, view_lo(s), view_hi(s)) ? 0 : plan_view_bytes(s);
-    }
+    return needed(f, s, view_lo(s), view_hi(s)) ? 0 : plan_view_bytes(s);
 }
 
 static void apply_accesses(floor_state *f, const plan_access *acc, size_t n) {
@@ -211,9 +208,7 @@ static void apply_accesses(floor_state *f, const plan_access *acc, size_t n) {
 
 /* Forward pass: which ops an expect_error refuses, and what is live at the end. */
 static bool *refused_ops(const rank_plan *p) {
-    bool *refused = calloc(p->n_ops ? p->n_ops : 1, sizeof *refused);
-    if (!refused)
-        abort();
+    bool *refused = ml_xcalloc(p->n_ops ? p->n_ops : 1, sizeof *refused);
     const sched_step *wrapped = NULL;
     for (size_t i = 0; i < p->n_ops; i++) {
         const plan_op *op = &p->ops[i];
@@ -233,9 +228,7 @@ static void end_state(const rank_plan *p, const bool *refused, floor_state *f) {
         uint32_t chunks, keep;
         bool released;
     } endbuf;
-    endbuf *b = calloc(f->n_bufs + 1, sizeof *b);
-    if (!b)
-        abort();
+    endbuf *b = ml_xcalloc(f->n_bufs + 1, sizeof *b);
     for (size_t i = 0; i < p->n_ops; i++) {
         const plan_op *op = &p->ops[i];
         if (refused[i])
@@ -267,9 +260,7 @@ static void end_state(const rank_plan *p, const bool *refused, floor_state *f) {
 
 uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
     floor_state f = {.n_bufs = p->s->syms[SYM_BUFFER].n};
-    f.need = calloc(f.n_bufs + 1, sizeof *f.need);
-    if (!f.need)
-        abort();
+    f.need = ml_xcalloc(f.n_bufs + 1, sizeof *f.need);
     bool *refused = refused_ops(p);
     end_state(p, refused, &f);
     uint64_t best = f.total;

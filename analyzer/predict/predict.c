@@ -44,9 +44,7 @@ static uint64_t chunk_bytes(uint64_t bytes, uint32_t chunks, uint32_t k) {
 static void acct_init(acct *a, const rank_plan *p, bool device) {
     memset(a, 0, sizeof *a);
     a->n_bufs = p->s->syms[SYM_BUFFER].n;
-    a->bufs = calloc(a->n_bufs + 1, sizeof *a->bufs);
-    if (!a->bufs)
-        abort();
+    a->bufs = ml_xcalloc(a->n_bufs + 1, sizeof *a->bufs);
     if (device)
         a->dev = devmodel_new();
 }
@@ -89,9 +87,7 @@ static void acct_alloc(acct *a, const plan_op *op, size_t index) {
         b->handle = devmodel_alloc(a->dev, b->bytes);
         return;
     }
-    b->chunk_handles = malloc(chunks * sizeof *b->chunk_handles);
-    if (!b->chunk_handles)
-        abort();
+    b->chunk_handles = ml_xmalloc(chunks * sizeof *b->chunk_handles);
     for (uint32_t k = 0; k < chunks; k++)
         b->chunk_handles[k] = devmodel_alloc_chunk(a->dev, chunk_bytes(b->alloc_bytes, chunks, k));
 }
@@ -149,9 +145,7 @@ static void snapshot_live(const acct *a, uint32_t **out, uint32_t *n) {
     uint32_t count = 0;
     for (uint32_t k = 0; k < a->n_bufs; k++)
         count += a->bufs[k].live;
-    uint32_t *syms = malloc((count ? count : 1) * sizeof *syms);
-    if (!syms)
-        abort();
+    uint32_t *syms = ml_xmalloc((count ? count : 1) * sizeof *syms);
     count = 0;
     for (uint32_t k = 0; k < a->n_bufs; k++)
         if (a->bufs[k].live)
@@ -184,9 +178,7 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
     memset(out, 0, sizeof *out);
     out->rank = p->rank;
     out->peak_op[VIEW_REQUESTED] = out->peak_op[VIEW_DEVICE] = SIZE_MAX;
-    out->timeline = malloc((p->n_ops ? p->n_ops : 1) * sizeof *out->timeline);
-    if (!out->timeline)
-        abort();
+    out->timeline = ml_xmalloc((p->n_ops ? p->n_ops : 1) * sizeof *out->timeline);
     out->n_timeline = p->n_ops;
     ml_prefault(out->timeline, out->timeline + p->n_ops);   /* every point is written next */
     acct a;
@@ -228,9 +220,7 @@ void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *o
     out->rank = p->rank;
     for (int v = 0; v < VIEW_COUNT; v++) {
         uint32_t n = same->n_peak_live[v];
-        out->peak_live[v] = same->peak_live[v] ? malloc((n ? n : 1) * sizeof(uint32_t)) : NULL;
-        if (same->peak_live[v] && !out->peak_live[v])
-            abort();
+        out->peak_live[v] = same->peak_live[v] ? ml_xcalloc(n ? n : 1, sizeof(uint32_t)) : NULL;
         if (n)
             memcpy(out->peak_live[v], same->peak_live[v], n * sizeof(uint32_t));
     }

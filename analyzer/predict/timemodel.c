@@ -168,19 +168,12 @@ static void iv_push(tm_ivs *s, double lo, double hi) {
         return;
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 64;
-        s->v = realloc(s->v, s->cap * sizeof *s->v);
-        if (!s->v)
-            abort();
+        s->v = ml_xrealloc(s->v, s->cap * sizeof *s->v);
     }
     s->v[s->n++] = (tm_iv){lo, hi};
 }
 
-static void *zalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p)
-        abort();
-    return p;
-}
+static void *zalloc(size_t n, size_t size) { return ml_xcalloc(n ? n : 1, size); }
 
 int tm_op_stream(const plan_op *op) {
     switch (op->kind) {

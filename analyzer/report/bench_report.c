@@ -21,9 +21,7 @@ typedef struct {
 static bool summary_us(const double *sec, int cycles, st_summary *out) {
     if (!sec || cycles < 1)
         return false;
-    double *us = malloc((size_t)cycles * sizeof *us);
-    if (!us)
-        abort();
+    double *us = ml_xmalloc((size_t)cycles * sizeof *us);
     for (int c = 0; c < cycles; c++)
         us[c] = sec[c] * 1e6;
     bool ok = st_summarize(us, (size_t)cycles, out) == 0;
@@ -93,9 +91,7 @@ static bool paired_of(const bench_report *r, const double *a, const double *b, b
                       paired *out) {
     if (!a || !b || r->cycles < 1)
         return false;
-    double *q = malloc((size_t)r->cycles * sizeof *q);
-    if (!q)
-        abort();
+    double *q = ml_xmalloc((size_t)r->cycles * sizeof *q);
     size_t n = 0;
     for (int c = 0; c < r->cycles; c++)
         if (!ratio)

@@ -1,4 +1,4 @@
-/* report_int.h — helpers shared by the report writers (report_*.c); not a public interface. */
+/* report_int.h — helpers shared by the report writers (report_common.c); not a public interface. */
 #ifndef MEMLIFE_REPORT_INT_H
 #define MEMLIFE_REPORT_INT_H
 

@@ -14,9 +14,7 @@ static json_t *text_json(const char *s) {
     json_t *j = json_string(s);
     if (j)
         return j;
-    char *copy = strdup(s);
-    if (!copy)
-        abort();
+    char *copy = ml_xstrdup(s);
     for (char *c = copy; *c; c++)
         if ((unsigned char)*c >= 0x80)
             *c = '?';
@@ -179,10 +177,10 @@ json_t *report_provenance_json(const char *text) {
         const char *eq = memchr(text, '=', len);
         if (len) {
             size_t klen = eq ? (size_t)(eq - text) : len;
-            char *key = strndup(text, klen);
-            char *value = eq ? strndup(eq + 1, len - klen - 1) : strdup("");
-            if (!key || !value)
-                abort();
+            char *key = ml_xmalloc(klen + 1), *value = ml_xstrdup(eq ? eq + 1 : "");
+            memcpy(key, text, klen);
+            key[klen] = '\0';
+            value[eq ? len - klen - 1 : 0] = '\0';
             json_object_set_new(o, key, text_json(value));
             free(key);
             free(value);

@@ -133,10 +133,8 @@ static void write_time(const report_schedule *rs, ml_str *out) {
 }
 
 static void write_expectations(const report_schedule *rs, ml_str *out) {
-    bool *done = calloc(rs->n_expects ? rs->n_expects : 1, sizeof *done);
-    int *ranks = calloc(rs->n_expects ? rs->n_expects : 1, sizeof *ranks);
-    if (!done || !ranks)
-        abort();
+    bool *done = ml_xcalloc(rs->n_expects ? rs->n_expects : 1, sizeof *done);
+    int *ranks = ml_xcalloc(rs->n_expects ? rs->n_expects : 1, sizeof *ranks);
     for (size_t k = 0; k < rs->n_expects; k++) {
         if (done[k])
             continue;
@@ -165,9 +163,7 @@ static void write_expectations(const report_schedule *rs, ml_str *out) {
 /* Contract rows grouped by name, in first-appearance order, as the chapter's table shows them:
  * name, rank rows, result; failures list their rank and detail. */
 static void write_checks(const report_schedule *rs, ml_str *out) {
-    bool *done = calloc(rs->n_checks ? rs->n_checks : 1, sizeof *done);
-    if (!done)
-        abort();
+    bool *done = ml_xcalloc(rs->n_checks ? rs->n_checks : 1, sizeof *done);
     for (size_t k = 0; k < rs->n_checks; k++) {
         if (done[k])
             continue;

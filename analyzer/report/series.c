@@ -89,51 +89,34 @@ void series_op_label(const rank_plan *p, const plan_op *op, char *buf, size_t le
         snprintf(buf, len, "%s", plan_op_names[op->kind]);
 }
 
-int series_from_sched(sched *s, int plan_index, int world, const sched_params *p, series *out,
-                      ml_diags *d) {
+int series_from_plan(sched *s, int plan_index, int world, const sched_params *p,
+                     const pipeline_opts *o, series *out, ml_diags *d) {
     out->s = s;
     out->plan_index = plan_index;
     out->world = world;
-    out->plans = calloc((size_t)world, sizeof *out->plans);
-    out->pred = calloc((size_t)world, sizeof *out->pred);
-    if (!out->plans || !out->pred)
-        abort();
-    sched_params pw = *p;
-    pw.world = world;
-    for (int r = 0; r < world; r++)
-        if (plan_expand(s, plan_index, &pw, world, r, NULL, &out->plans[r], d) < 0)
-            return -1;
-    lint_options lo;
-    lint_options_default(&lo);
-    lint_result lr = {0};
-    size_t errors = lint_plans(out->plans, world, &lo, &lr, d);
-    lint_result_free(&lr);
-    if (errors)
-        return -1;
-    for (int r = 0; r < world; r++)
-        if (predict_rank(&out->plans[r], &out->pred[r], d) < 0)
-            return -1;
     const char *plan = s->plans[plan_index].name ? s->plans[plan_index].name : "";
     snprintf(out->label, sizeof out->label, "%s%s%s", s->name ? s->name : "", *plan ? ":" : "", plan);
-    return 0;
+    int rc = pipeline_plan(s, plan_index, p, world, o, &out->item, d);
+    out->plans = out->item.plans;
+    out->pred = out->item.pred;
+    return rc;
 }
 
-static int plan_lookup(const sched *s, const char *name) {
-    for (uint32_t k = 0; k < s->n_plans; k++)
-        if (!strcmp(s->plans[k].name, name))
-            return (int)k;
-    return -1;
+int series_from_sched(sched *s, int plan_index, int world, const sched_params *p, series *out,
+                      ml_diags *d) {
+    pipeline_opts o;
+    pipeline_opts_default(&o);
+    o.expect = false;
+    return series_from_plan(s, plan_index, world, p, &o, out, d);
 }
 
 /* Appends every plan of a YAML file (or the one after ':'). */
 static int load_yaml(const char *word, const sched_params *p, ml_vec *out, ml_diags *d) {
     char path[4096];
-    const char *plan = NULL;
-    snprintf(path, sizeof path, "%s", word);
-    char *colon = strrchr(path, ':');
-    if (colon && !ends_with(path, ".yaml") && !ends_with(path, ".yml")) {
-        *colon = 0;
-        plan = colon + 1;
+    const char *plan;
+    if (pipeline_split_word(word, path, sizeof path, &plan) != 0) {
+        ml_error(d, word, no_mark, "input name too long");
+        return -1;
     }
     sched *s = sched_load_file(path, NULL, d);
     if (!s)
@@ -145,7 +128,7 @@ static int load_yaml(const char *word, const sched_params *p, ml_vec *out, ml_di
     }
     int only = -1;
     if (plan) {
-        only = plan_lookup(s, plan);
+        only = pipeline_plan_lookup(s, plan);
         if (only < 0) {
             ml_error(d, path, no_mark, "no plan named '%s' in '%s'", plan, path);
             sched_free(s);
@@ -235,7 +218,7 @@ static int load_result(const char *word, const sched_params *p, ml_vec *out, ml_
         sched *s = load_named(word, file, d);
         if (!s)
             goto fail;
-        int plan_index = plan && *plan ? plan_lookup(s, plan) : 0;
+        int plan_index = plan && *plan ? pipeline_plan_lookup(s, plan) : 0;
         series *sr = ml_vec_push(out);
         sr->source = strdup(word);
         sr->owns_sched = true;
@@ -287,15 +270,9 @@ int series_load(const char *word, const sched_params *p, ml_vec *out, ml_diags *
 }
 
 void series_free(series *s) {
-    for (int r = 0; s->plans && r < s->world; r++) {
-        plan_free(&s->plans[r]);
-        if (s->pred)
-            pred_rank_free(&s->pred[r]);
-        if (s->measured)
-            free(s->measured[r]);
-    }
-    free(s->plans);
-    free(s->pred);
+    for (int r = 0; s->measured && r < s->world; r++)
+        free(s->measured[r]);
+    pipeline_item_free(&s->item);
     free(s->measured);
     free(s->n_measured);
     free(s->source);

@@ -8,7 +8,7 @@
 #ifndef MEMLIFE_SERIES_H
 #define MEMLIFE_SERIES_H
 
-#include "predict/analyzer.h"
+#include "pipeline/pipeline.h"
 #include "exec/rt.h"
 
 typedef struct {
@@ -17,6 +17,7 @@ typedef struct {
     sched *s;                   /* shared by the series of one file; freed by the owner */
     bool owns_sched;
     int plan_index, world;
+    pipeline_item item;         /* the pipeline's run of the plan; plans and pred point into it */
     rank_plan *plans;           /* [world] */
     pred_rank *pred;            /* [world] */
     rt_sample **measured;       /* NULL, or [world] arrays (NULL where a rank has none) */
@@ -32,6 +33,11 @@ int series_load(const char *word, const sched_params *p, ml_vec *out, ml_diags *
  * the caller; set out->owns_sched to hand s over). Returns 0 or -1 (lint errors included). */
 int series_from_sched(sched *s, int plan_index, int world, const sched_params *p, series *out,
                       ml_diags *d);
+/* The same through the pipeline with o's choices (equiv: lint findings apart, the prediction
+ * later by pipeline_predict on out->item, then out->pred = out->item.pred). The label is set
+ * whatever the outcome. */
+int series_from_plan(sched *s, int plan_index, int world, const sched_params *p,
+                     const pipeline_opts *o, series *out, ml_diags *d);
 void series_free(series *s);
 void series_vec_free(ml_vec *v);
 

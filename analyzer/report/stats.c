@@ -1,5 +1,6 @@
 /* stats.c — median, P95, CV and the ratio rule (stats.h). */
 #include "report/stats.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -30,9 +31,7 @@ int st_summarize(const double *x, size_t n, st_summary *out) {
     out->cv = out->stdev = out->median = out->p95 = out->mean = NAN;
     if (n == 0)
         return -1;
-    double *s = malloc(n * sizeof *s);
-    if (!s)
-        abort();
+    double *s = ml_xmalloc(n * sizeof *s);
     double sum = 0;
     for (size_t k = 0; k < n; k++) {
         if (!isfinite(x[k])) {
@@ -92,9 +91,7 @@ int st_median_ci(const double *x, size_t n, double level, st_interval *out) {
     }
     if (k == 0)
         return -1;
-    double *s = malloc(n * sizeof *s);
-    if (!s)
-        abort();
+    double *s = ml_xmalloc(n * sizeof *s);
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(x[i])) {
             free(s);

@@ -6,304 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MiB ((uint64_t)1 << 20)
 /* Expandable segments reserve address space for 9/8 of the GPU's memory; any range larger
  * than a request works, so a fixed 1 TiB stands in for it. */
 #define VSPACE ((uint64_t)1 << 40)
 
 #define B(i) (ta->b[(i)])
-
-/* stream: the dense index; the hook gets the caller's id */
-void ta_emit(torchalloc *ta, torchalloc_action a, uint64_t addr, uint64_t size, uint32_t stream) {
-    if (ta->hook)
-        ta->hook(ta->hook_user, a, addr, size, ta->st[stream].id);
-}
-
-static void peak(uint64_t cur, uint64_t *pk) {
-    if (cur > *pk)
-        *pk = cur;
-}
-
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-
-/* ---- arrays ---- */
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 256;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
-int32_t ta_new_block(torchalloc *ta) {
-    int32_t i;
-    if (ta->free_b >= 0) {
-        i = ta->free_b;
-        ta->free_b = B(i).next;
-    } else {
-        if (ta->nb >= INT32_MAX || grow((void **)&ta->b, &ta->capb, ta->nb + 1, sizeof(tblk)))
-            abort(); /* out of host memory: nothing sensible to predict */
-        i = (int32_t)ta->nb++;
-    }
-    memset(&B(i), 0, sizeof(tblk));
-    B(i).prev = B(i).next = B(i).uses = B(i).seg = -1;
-    B(i).state = B_FREE;
-    B(i).mapped = 1;
-    return i;
-}
-
-void ta_drop_block(torchalloc *ta, int32_t i) {
-    B(i).state = B_DEAD;
-    B(i).next = ta->free_b;
-    ta->free_b = i;
-}
-
-static int32_t new_seg(torchalloc *ta) {
-    int32_t i;
-    if (ta->free_s >= 0) {
-        i = ta->free_s;
-        ta->free_s = ta->s[i].lnext;
-    } else {
-        if (ta->ns >= INT32_MAX || grow((void **)&ta->s, &ta->caps, ta->ns + 1, sizeof(tseg)))
-            abort();
-        i = (int32_t)ta->ns++;
-    }
-    tseg *s = &ta->s[i];
-    memset(s, 0, sizeof *s);
-    s->alive = 1;
-    s->head = -1;
-    s->lnext = -1;
-    s->lprev = ta->seg_last; /* addresses only grow, so appending keeps address order */
-    if (ta->seg_last >= 0)
-        ta->s[ta->seg_last].lnext = i;
-    else
-        ta->seg_first = i;
-    ta->seg_last = i;
-    return i;
-}
-
-void ta_drop_seg(torchalloc *ta, int32_t i) {
-    tseg *s = &ta->s[i];
-    if (s->lprev >= 0)
-        ta->s[s->lprev].lnext = s->lnext;
-    else
-        ta->seg_first = s->lnext;
-    if (s->lnext >= 0)
-        ta->s[s->lnext].lprev = s->lprev;
-    else
-        ta->seg_last = s->lprev;
-    s->alive = 0;
-    s->lnext = ta->free_s;
-    ta->free_s = i;
-}
-
-static tstream *get_stream(torchalloc *ta, uint32_t id) {
-    if (ta->last_st < ta->nst && ta->st[ta->last_st].id == id)
-        return &ta->st[ta->last_st];
-    for (size_t i = 0; i < ta->nst; i++)
-        if (ta->st[i].id == id) {
-            ta->last_st = i;
-            return &ta->st[i];
-        }
-    if (grow((void **)&ta->st, &ta->capst, ta->nst + 1, sizeof(tstream)))
-        abort();
-    tstream *s = &ta->st[ta->nst];
-    memset(s, 0, sizeof *s);
-    s->id = id;
-    ta->last_st = ta->nst++;
-    return s;
-}
-
-static uint32_t sidx(torchalloc *ta, uint32_t id) { return (uint32_t)(get_stream(ta, id) - ta->st); }
-
-/* ---- tree helpers ---- */
-
-static ttree *tree_of(torchalloc *ta, int32_t i, int kind) {
-    tpool *p = &ta->pool[B(i).large];
-    return kind == T_BLOCKS ? &p->blocks : &p->unmapped;
-}
-
-/* BlockPool::insert_into_blocks: also stamps the gc age base. */
-void ta_insert_blocks(torchalloc *ta, int32_t i) {
-    B(i).gc_base = ta->pool[B(i).large].gfb_count;
-    tt_insert(ta, tree_of(ta, i, T_BLOCKS), i);
-}
-
-void ta_insert_unmapped(torchalloc *ta, int32_t i) { tt_insert(ta, tree_of(ta, i, T_UNMAPPED), i); }
-
-void ta_tree_erase(torchalloc *ta, int32_t i) {
-    if (B(i).in_tree == 1)
-        tt_erase(ta, tree_of(ta, i, T_BLOCKS), i);
-    else if (B(i).in_tree == 2)
-        tt_erase(ta, tree_of(ta, i, T_UNMAPPED), i);
-}
-
-/* Block::ta_splice(before, after) */
-void ta_splice(torchalloc *ta, int32_t x, int32_t before, int32_t after) {
-    B(x).prev = before;
-    if (before >= 0)
-        B(before).next = x;
-    else
-        ta->s[B(x).seg].head = x;
-    B(x).next = after;
-    if (after >= 0)
-        B(after).prev = x;
-}
-
-int ta_seg_exp(const torchalloc *ta, int32_t i) { return ta->s[ta->b[i].seg].expandable; }
-int ta_is_split(const torchalloc *ta, int32_t i) { return ta->b[i].prev >= 0 || ta->b[i].next >= 0; }
-
-/* try_merge_blocks(dst, src): src must be free, event-free, use-free, of dst's mappedness. */
-uint64_t ta_try_merge(torchalloc *ta, int32_t dst, int32_t src) {
-    if (src < 0 || B(src).state != B_FREE || B(dst).mapped != B(src).mapped)
-        return 0;
-    ta_tree_erase(ta, src);
-    if (B(dst).prev == src) {
-        B(dst).addr = B(src).addr;
-        B(dst).prev = B(src).prev;
-        if (B(dst).prev >= 0)
-            B(B(dst).prev).next = dst;
-        else
-            ta->s[B(dst).seg].head = dst;
-    } else {
-        B(dst).next = B(src).next;
-        if (B(dst).next >= 0)
-            B(B(dst).next).prev = dst;
-    }
-    uint64_t sz = B(src).size;
-    B(dst).size += sz;
-    ta_drop_block(ta, src);
-    return sz;
-}
-
-/* ---- lifecycle ---- */
-
-torchalloc *torchalloc_new(const torchalloc_conf *c, uint64_t limit_bytes) {
-    torchalloc *ta = calloc(1, sizeof *ta);
-    if (!ta)
-        return NULL;
-    if (c)
-        ta->c = *c;
-    else
-        torchalloc_conf_default(&ta->c, TORCHALLOC_V2_11);
-    ta->limit = limit_bytes;
-    ta->free_b = ta->free_s = ta->free_u = -1;
-    ta->seg_first = ta->seg_last = -1;
-    for (int i = 0; i < 2; i++) {
-        tt_init(&ta->pool[i].blocks, T_BLOCKS);
-        tt_init(&ta->pool[i].unmapped, T_UNMAPPED);
-    }
-    ta->next_addr = (uint64_t)1 << 45; /* a plausible device address, 2 MiB aligned */
-    return ta;
-}
-
-void torchalloc_destroy(torchalloc *ta) {
-    if (!ta)
-        return;
-    for (size_t i = 0; i < ta->nst; i++)
-        free(ta->st[i].q);
-    free(ta->st);
-    free(ta->b);
-    free(ta->s);
-    free(ta->u);
-    free(ta->scratch);
-    for (int i = 0; i < 2; i++) {
-        tt_free(&ta->pool[i].blocks);
-        tt_free(&ta->pool[i].unmapped);
-    }
-    free(ta);
-}
-
-void torchalloc_set_capacity(torchalloc *ta, uint64_t bytes) { ta->capacity = bytes; }
-
-void torchalloc_set_hook(torchalloc *ta, torchalloc_hook fn, void *user) {
-    ta->hook = fn;
-    ta->hook_user = user;
-}
-
-const char *torchalloc_action_name(torchalloc_action a) {
-    static const char *const names[] = {"alloc",        "free_requested", "free_completed", "segment_alloc",
-                                        "segment_free", "segment_map",    "segment_unmap",  "oom"};
-    return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "?";
-}
-
-/* ---- free path ---- */
-
-/* free_block: back to the pool, merged with free neighbours. */
-static void free_block(torchalloc *ta, int32_t i) {
-    ta_emit(ta, TORCHALLOC_EV_FREE_COMPLETED, B(i).addr, B(i).requested, B(i).stream);
-    ta->active -= B(i).size;
-    ta->requested -= B(i).requested;
-    B(i).requested = 0;
-    B(i).state = B_FREE;
-    ta_try_merge(ta, i, B(i).prev);
-    ta_try_merge(ta, i, B(i).next);
-    ta_insert_blocks(ta, i);
-}
-
-/* insert_events: one event per use-stream, at that stream's current submit count. */
-static void insert_events(torchalloc *ta, int32_t i) {
-    int32_t u = B(i).uses;
-    while (u >= 0) {
-        tstream *s = &ta->st[ta->u[u].stream];
-        if (grow((void **)&s->q, &s->qcap, s->qlen + 1, sizeof(tevent)))
-            abort();
-        s->q[s->qlen].value = s->submit;
-        s->q[s->qlen++].block = i;
-        B(i).event_count++;
-        ta->pending_events++;
-        int32_t nx = ta->u[u].next;
-        ta->u[u].next = ta->free_u;
-        ta->free_u = u;
-        u = nx;
-    }
-    B(i).uses = -1;
-}
-
-static void event_done(torchalloc *ta, int32_t blk) {
-    ta->pending_events--;
-    if (--B(blk).event_count == 0)
-        free_block(ta, blk);
-}
-
-static void compact_queue(tstream *s) {
-    if (s->qhead == s->qlen)
-        s->qhead = s->qlen = 0;
-}
-
-/* process_events: per stream, FIFO, stop at the first event not yet complete. */
-static void process_events(torchalloc *ta) {
-    if (ta->pending_events == 0)
-        return;
-    for (size_t k = 0; k < ta->nst; k++) {
-        while (ta->st[k].qhead < ta->st[k].qlen && ta->st[k].q[ta->st[k].qhead].value <= ta->st[k].complete) {
-            int32_t blk = ta->st[k].q[ta->st[k].qhead++].block;
-            event_done(ta, blk);
-        }
-        compact_queue(&ta->st[k]);
-    }
-}
-
-/* synchronize_and_free_events: wait for every event (the stream is complete up to it). */
-void ta_synchronize_and_free_events(torchalloc *ta) {
-    ta->num_sync_all_streams++;
-    for (size_t k = 0; k < ta->nst; k++) {
-        while (ta->st[k].qhead < ta->st[k].qlen) {
-            tevent e = ta->st[k].q[ta->st[k].qhead++];
-            if (ta->st[k].complete < e.value)
-                ta->st[k].complete = e.value;
-            event_done(ta, e.block);
-        }
-        compact_queue(&ta->st[k]);
-    }
-}
 
 void torchalloc_free(torchalloc *ta, int64_t id) {
     if (id < 0 || (uint64_t)id >= ta->nb || B(id).state != B_ALLOC)
@@ -314,9 +21,9 @@ void torchalloc_free(torchalloc *ta, int64_t id) {
     ta_emit(ta, TORCHALLOC_EV_FREE_REQUESTED, B(i).addr, B(i).requested, B(i).stream);
     if (B(i).uses >= 0) {
         B(i).state = B_PENDING;
-        insert_events(ta, i);
+        ta_insert_events(ta, i);
     } else {
-        free_block(ta, i);
+        ta_free_block(ta, i);
     }
 }
 
@@ -324,7 +31,7 @@ void torchalloc_record_stream(torchalloc *ta, int64_t id, uint32_t stream) {
     if (id < 0 || (uint64_t)id >= ta->nb || B(id).state != B_ALLOC)
         return;
     int32_t i = (int32_t)id;
-    stream = sidx(ta, stream);
+    stream = ta_sidx(ta, stream);
     if (B(i).stream == stream)
         return; /* uses on the allocation stream need no event */
     for (int32_t u = B(i).uses; u >= 0; u = ta->u[u].next)
@@ -335,8 +42,7 @@ void torchalloc_record_stream(torchalloc *ta, int64_t id, uint32_t stream) {
         u = ta->free_u;
         ta->free_u = ta->u[u].next;
     } else {
-        if (grow((void **)&ta->u, &ta->capu, ta->nu + 1, sizeof(tuse)))
-            abort();
+        ta_grow((void **)&ta->u, &ta->capu, ta->nu + 1, sizeof(tuse));
         u = (int32_t)ta->nu++;
     }
     ta->u[u].stream = stream;
@@ -344,15 +50,15 @@ void torchalloc_record_stream(torchalloc *ta, int64_t id, uint32_t stream) {
     B(i).uses = u;
 }
 
-void torchalloc_stream_submit(torchalloc *ta, uint32_t stream) { get_stream(ta, stream)->submit++; }
+void torchalloc_stream_submit(torchalloc *ta, uint32_t stream) { ta_get_stream(ta, stream)->submit++; }
 
 void torchalloc_stream_complete(torchalloc *ta, uint32_t stream) {
-    tstream *s = get_stream(ta, stream);
+    tstream *s = ta_get_stream(ta, stream);
     s->complete = s->submit;
 }
 
 void torchalloc_stream_complete_upto(torchalloc *ta, uint32_t stream, uint64_t upto) {
-    tstream *s = get_stream(ta, stream);
+    tstream *s = ta_get_stream(ta, stream);
     if (upto > s->complete)
         s->complete = upto > s->submit ? s->submit : upto;
 }
@@ -388,7 +94,7 @@ static int32_t find_expandable_block(torchalloc *ta, int large, uint32_t stream,
         if (bytes >= size)
             return c;
     }
-    int32_t sg = new_seg(ta);
+    int32_t sg = ta_new_seg(ta);
     tseg *s = &ta->s[sg];
     s->page = torchalloc_page_size(&ta->c, large);
     s->vsize = s->page * ((VSPACE + s->page - 1) / s->page);
@@ -438,7 +144,7 @@ static int map_block(torchalloc *ta, int32_t i, uint64_t size) {
     ta_insert_blocks(ta, i);
     ta->reserved += msize;
     ta->s[B(i).seg].mapped += msize;
-    peak(ta->reserved, &ta->reserved_peak);
+    ta_peak(ta->reserved, &ta->reserved_peak);
     ta->num_maps++;
     ta_emit(ta, TORCHALLOC_EV_SEGMENT_MAP, maddr, msize, B(i).stream);
     return 1;
@@ -463,13 +169,13 @@ static int32_t try_allocate_expandable_block(torchalloc *ta, int large, uint32_t
 static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t size, uint64_t asz, int retry) {
     if (retry)
         ta->num_alloc_retries++;
-    if (ta->limit && sat_add(ta->reserved, asz) > ta->limit)
+    if (ta->limit && ta_sat_add(ta->reserved, asz) > ta->limit)
         return -1;
     if (ta->c.expandable_segments)
         return try_allocate_expandable_block(ta, large, stream, size);
-    if (ta->capacity && sat_add(ta->reserved, asz) > ta->capacity)
+    if (ta->capacity && ta_sat_add(ta->reserved, asz) > ta->capacity)
         return -1;
-    int32_t sg = new_seg(ta);
+    int32_t sg = ta_new_seg(ta);
     tseg *s = &ta->s[sg];
     s->addr = ta->next_addr;
     s->vsize = s->mapped = asz;
@@ -484,7 +190,7 @@ static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t 
     B(i).large = (uint8_t)large;
     ta->s[sg].head = i;
     ta->reserved += asz;
-    peak(ta->reserved, &ta->reserved_peak);
+    ta_peak(ta->reserved, &ta->reserved_peak);
     ta->num_segment_allocs++;
     ta_emit(ta, TORCHALLOC_EV_SEGMENT_ALLOC, B(i).addr, asz, stream);
     return i;
@@ -517,7 +223,7 @@ static int32_t get_free_block(torchalloc *ta, int large, uint32_t stream, uint64
     uint64_t msz = ta->c.max_split_size;
     if (size < msz && B(it).size >= msz)
         return -1;
-    if (size >= msz && B(it).size >= sat_add(size, ta->c.max_non_split_rounding))
+    if (size >= msz && B(it).size >= ta_sat_add(size, ta->c.max_non_split_rounding))
         return -1;
     if (moved)
         tt_erase(ta, &p->blocks, it);
@@ -553,17 +259,17 @@ static int32_t alloc_found_block(torchalloc *ta, int32_t i, uint64_t size, uint6
     ta->allocated += B(i).size;
     ta->active += B(i).size;
     ta->requested += orig;
-    peak(ta->allocated, &ta->allocated_peak);
-    peak(ta->active, &ta->active_peak);
-    peak(ta->requested, &ta->requested_peak);
+    ta_peak(ta->allocated, &ta->allocated_peak);
+    ta_peak(ta->active, &ta->active_peak);
+    ta_peak(ta->requested, &ta->requested_peak);
     ta->num_allocs++;
     ta_emit(ta, TORCHALLOC_EV_ALLOC, B(i).addr, orig, B(i).stream);
     return i;
 }
 
 int64_t torchalloc_malloc(torchalloc *ta, uint64_t requested, uint32_t stream_id, torchalloc_oom *oom) {
-    process_events(ta);
-    uint32_t stream = sidx(ta, stream_id);
+    ta_process_events(ta);
+    uint32_t stream = ta_sidx(ta, stream_id);
     uint64_t size = torchalloc_round_size(&ta->c, requested);
     int large = size > TORCHALLOC_KSMALL_SIZE;
     uint64_t asz = torchalloc_allocation_size(&ta->c, size);

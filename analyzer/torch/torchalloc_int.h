@@ -1,5 +1,6 @@
 /* torchalloc_int.h — the model's state, shared by torchalloc.c (malloc/free), torchtree.c (the
- * ordered free-block sets) and torchwalk.c (stats and the snapshot walk).  Not a public header.
+ * ordered free-block sets), torchwalk.c (stats and the snapshot walk), torchblock.c (blocks,
+ * segments, streams, events) and torchrelease.c (releases).  Not a public header.
  *
  * Blocks and segments live in arrays addressed by index (never by pointer: the arrays grow by
  * realloc), with free lists, so an event costs no malloc.  Block ids handed to the caller are
@@ -8,6 +9,7 @@
 #define TORCHALLOC_INT_H
 
 #include "torch/torchalloc.h"
+#include "base/util.h"
 
 enum { B_DEAD = 0, B_FREE, B_ALLOC, B_PENDING };
 enum { T_BLOCKS = 0, T_UNMAPPED = 1 }; /* ordered by (stream,size,addr) / (stream,addr) */
@@ -147,9 +149,26 @@ int32_t tt_lower_stream(const torchalloc *ta, const ttree *t, uint32_t stream);
 int32_t tt_next(const torchalloc *ta, const ttree *t, int32_t x);
 int32_t tt_prev(const torchalloc *ta, const ttree *t, int32_t x);
 int32_t tt_max(const ttree *t);
-/* In-order indices into ta->scratch (grown as needed) from offset `at`; returns the count or
- * (size_t)-1 when memory runs out. */
+/* In-order indices into ta->scratch (grown as needed) from offset `at`; returns the count. */
 size_t tt_collect(torchalloc *ta, const ttree *t, size_t at);
-int tt_reserve_scratch(torchalloc *ta, size_t n);
+void tt_reserve_scratch(torchalloc *ta, size_t n);
+
+/* ---- The model's lowest steps (torchblock.c), shared by malloc/free and the releases ---- */
+void ta_free_block(torchalloc *ta, int32_t i);
+void ta_insert_events(torchalloc *ta, int32_t i);
+uint32_t ta_sidx(torchalloc *ta, uint32_t id);
+/* Grows *p to hold `need` items of elem bytes (doubling); out of memory exits 3 (util.h). */
+void ta_grow(void **p, size_t *cap, size_t need, size_t elem);
+tstream *ta_get_stream(torchalloc *ta, uint32_t id);
+int32_t ta_new_seg(torchalloc *ta);
+void ta_process_events(torchalloc *ta);
+/* Hot and tiny: inline in every file. */
+static inline void ta_peak(uint64_t cur, uint64_t *pk) {
+    if (cur > *pk)
+        *pk = cur;
+}
+static inline uint64_t ta_sat_add(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
 
 #endif

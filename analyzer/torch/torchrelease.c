@@ -68,8 +68,6 @@ static void unmap_block(torchalloc *ta, int32_t i) {
  * expandable segment left with nothing mapped is released (release_expandable_segment). */
 static void release_blocks(torchalloc *ta, int large) {
     size_t n = tt_collect(ta, &ta->pool[large].blocks, 0);
-    if (n == (size_t)-1)
-        abort();
     size_t nun = 0;
     for (size_t k = 0; k < n; k++) {
         int32_t i = ta->scratch[k];
@@ -139,8 +137,6 @@ void ta_garbage_collect(torchalloc *ta) {
     uint64_t total_age = 0;
     int64_t count = 0;
     size_t n = tt_collect(ta, &p->blocks, 0);
-    if (n == (size_t)-1)
-        abort();
     for (size_t k = 0; k < n; k++) {
         int32_t i = ta->scratch[k];
         if (!ta_is_split(ta, i)) {
@@ -153,8 +149,6 @@ void ta_garbage_collect(torchalloc *ta) {
         double age_thr = (double)total_age / (double)count;
         freed = 0;
         n = tt_collect(ta, &p->blocks, 0);
-        if (n == (size_t)-1)
-            abort();
         for (size_t k = 0; k < n; k++) {
             int32_t i = ta->scratch[k];
             uint64_t age = (uint64_t)(p->gfb_count - B(i).gc_base);

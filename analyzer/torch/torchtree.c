@@ -89,10 +89,8 @@ static void shift_down(tleaf *l, int32_t s) { /* close slot s */
 static void add_leaf(ttree *t, size_t at, tleaf *l) {
     if (t->nleaf == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 8;
-        tleaf **nl = realloc(t->leaf, cap * sizeof *nl);
-        tkey *nm = nl ? realloc(t->max, cap * sizeof *nm) : NULL;
-        if (!nl || !nm)
-            abort();
+        tleaf **nl = ml_xrealloc(t->leaf, cap * sizeof *nl);
+        tkey *nm = ml_xrealloc(t->max, cap * sizeof *nm);
         t->leaf = nl;
         t->max = nm;
         t->cap = cap;
@@ -109,9 +107,7 @@ void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
     tkey k = key_of(ta, t->kind, x);
     ta->b[x].in_tree = (uint8_t)(t->kind + 1);
     if (t->nleaf == 0) {
-        tleaf *l = malloc(sizeof *l);
-        if (!l)
-            abort();
+        tleaf *l = ml_xmalloc(sizeof *l);
         l->n = 0;
         add_leaf(t, 0, l);
     }
@@ -120,9 +116,7 @@ void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
         li--;
     tleaf *l = t->leaf[li];
     if (l->n == TT_LEAF) { /* split in halves */
-        tleaf *r = malloc(sizeof *r);
-        if (!r)
-            abort();
+        tleaf *r = ml_xmalloc(sizeof *r);
         r->n = TT_LEAF / 2;
         memcpy(r->hi, l->hi + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
         memcpy(r->lo, l->lo + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
@@ -184,7 +178,7 @@ void tt_erase(torchalloc *ta, ttree *t, int32_t x) {
     int32_t s;
     ta->b[x].in_tree = 0;
     if (!locate(ta, t, x, &li, &s))
-        abort(); /* a key changed while in the tree: a model bug */
+        ml_internal_error("torch model: block %d's key changed while it was in a free set", x);
     erase_at(t, li, s);
 }
 
@@ -261,26 +255,21 @@ int32_t tt_max(const ttree *t) {
     return -1;
 }
 
-int tt_reserve_scratch(torchalloc *ta, size_t n) {
+void tt_reserve_scratch(torchalloc *ta, size_t n) {
     if (n <= ta->capscratch)
-        return 0;
+        return;
     size_t cap = ta->capscratch ? ta->capscratch : 64;
     while (cap < n)
         cap *= 2;
-    int32_t *p = realloc(ta->scratch, cap * sizeof *p);
-    if (!p)
-        return -1;
-    ta->scratch = p;
+    ta->scratch = ml_xrealloc(ta->scratch, cap * sizeof *ta->scratch);
     ta->capscratch = cap;
-    return 0;
 }
 
 size_t tt_collect(torchalloc *ta, const ttree *t, size_t at) {
     size_t count = 0;
     for (size_t li = 0; li < t->nleaf; li++) {
         const tleaf *l = t->leaf[li];
-        if (tt_reserve_scratch(ta, at + count + (size_t)l->n))
-            return (size_t)-1;
+        tt_reserve_scratch(ta, at + count + (size_t)l->n);
         for (int32_t j = 0; j < l->n; j++)
             ta->scratch[at + count++] = l->v[j];
     }

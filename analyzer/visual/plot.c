@@ -293,9 +293,7 @@ static void draw_lanes(ml_str *o, const panel *p) {
         snprintf(attrs, sizeof attrs, "class=\"lane\" text-anchor=\"end\" font-size=\"10\" fill=\"#333\"");
         text(o, p->x0 + PLOT_LEFT - 6, y + LANE_H - 5, attrs, sched_sym_name(rp->s, SYM_STREAM, st));
     }
-    double *last_end = calloc(p->n_lanes + 1, sizeof *last_end);
-    if (!last_end)
-        abort();
+    double *last_end = ml_xcalloc(p->n_lanes + 1, sizeof *last_end);
     for (uint32_t st = 0; st < p->n_lanes; st++)
         last_end[st] = -1e9;
     for (size_t k = 0; k < rp->n_ops; k++) {
@@ -334,9 +332,7 @@ typedef struct {
 static void choose_bands(const panel *p, band_set *bs) {
     const rank_plan *rp = &p->s->plans[0];
     uint32_t n_bufs = rp->s->syms[SYM_BUFFER].n;
-    uint64_t *size = calloc(n_bufs + 1, sizeof *size);
-    if (!size)
-        abort();
+    uint64_t *size = ml_xcalloc(n_bufs + 1, sizeof *size);
     for (size_t k = 0; k < rp->n_ops; k++)
         if (rp->ops[k].kind == OP_ALLOC && rp->ops[k].u.alloc.buf < n_bufs &&
             rp->ops[k].u.alloc.bytes > size[rp->ops[k].u.alloc.buf])
@@ -359,13 +355,11 @@ static void draw_bands(ml_str *o, const panel *p, const band_set *bs) {
     const rank_plan *rp = &p->s->plans[0];
     const curve *c = &p->curves[0];
     uint32_t n_bufs = rp->s->syms[SYM_BUFFER].n;
-    uint64_t *live = calloc(n_bufs + 1, sizeof *live);
+    uint64_t *live = ml_xcalloc(n_bufs + 1, sizeof *live);
     /* levels[k * (n+1) + j]: top of band j after op k (band n is "other") */
     size_t nb = bs->n + 1;
-    double *levels = calloc((c->n + 1) * nb, sizeof *levels);
-    int *slot = calloc(n_bufs + 1, sizeof *slot);
-    if (!live || !levels || !slot)
-        abort();
+    double *levels = ml_xcalloc((c->n + 1) * nb, sizeof *levels);
+    int *slot = ml_xcalloc(n_bufs + 1, sizeof *slot);
     for (uint32_t b = 0; b < n_bufs; b++)
         slot[b] = -1;
     for (uint32_t j = 0; j < bs->n; j++)

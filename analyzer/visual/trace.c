@@ -160,9 +160,7 @@ static void rank_events(emitter *events, const series *s, int r, int pid) {
     /* Spans: measured (op k from the sample before it to its own) where the run has times,
      * else the time model's start and duration (streams overlapped, timemodel.h). */
     bool measured = s->has_time && has_meas[VIEW_REQUESTED];
-    double *dur = calloc(n + 1, sizeof *dur);
-    if (!t || !start || !dur)
-        abort();
+    double *dur = ml_xcalloc(n + 1, sizeof *dur);
     tm_result tm = {0};
     if (!measured) {
         tm_link l;

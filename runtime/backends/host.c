@@ -117,9 +117,7 @@ static int h_alloc(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, cha
         snprintf(err, len, "%" PRIu64 " bytes do not fit this address space", bytes);
         return -1;
     }
-    host_mem *h = calloc(1, sizeof *h);
-    if (!h)
-        abort();
+    host_mem *h = ml_xcalloc(1, sizeof *h);
     size_t pg = page_size();
     size_t want = bytes ? (size_t)bytes : 1;   /* a zero-byte buffer still has an address */
     if (chunks > 1) {
@@ -282,6 +280,74 @@ static int coll_rs(rt_rank *r, const rt_coll_args *a, char *send, char *recv, MP
     return rc == MPI_SUCCESS ? 0 : -1;
 }
 
+/* ---- Collectives: one launcher per row of coll.h's table ------------------------------------
+ * Each starts its MPI call and waits for it against the deadline (rt_mpi_wait). A NULL row is
+ * a collective the host backend cannot run; rt_rank_init refuses it by name before running. */
+typedef int (*host_launch_fn)(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
+                              MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len);
+
+/* Waits for a started MPI call, or says which failed to start. */
+static int started(rt_rank *r, int rc, MPI_Request *req, const rt_coll_args *a, char *err,
+                   size_t len) {
+    if (rc != MPI_SUCCESS) {
+        snprintf(err, len, "MPI call for %s failed (code %d)", ml_colls[a->coll].name, rc);
+        return -1;
+    }
+    rt_mpi_wait(r, req, "in the collective");
+    return 0;
+}
+
+static int launch_all_reduce(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
+                             MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
+    MPI_Request req;
+    int rc = MPI_Iallreduce(a->in_place ? MPI_IN_PLACE : send, recv, (int)a->count, dt,
+                            mpi_op(a->op), MPI_COMM_WORLD, &req);
+    return started(r, rc, &req, a, err, len);
+}
+
+static int launch_reduce_scatter(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
+                                 MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
+    return coll_rs(r, a, send, recv, dt, err, len);
+}
+
+static int launch_all_gather(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
+                             MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
+    /* MPI's in-place AllGather takes this rank's input at recv + rank*count: NCCL's rule. */
+    MPI_Request req;
+    int count = (int)a->count;
+    int rc = a->in_place ? MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, count, dt,
+                                          MPI_COMM_WORLD, &req)
+                         : MPI_Iallgather(send, count, dt, recv, count, dt, MPI_COMM_WORLD, &req);
+    return started(r, rc, &req, a, err, len);
+}
+
+static int launch_broadcast(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
+                            MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
+    /* MPI broadcasts one buffer; NCCL's out-of-place form reads send on the root only. */
+    if (!a->in_place && r->rank == a->root)
+        memmove(recv, send, (size_t)recv_bytes);
+    MPI_Request req;
+    int rc = MPI_Ibcast(recv, (int)a->count, dt, a->root, MPI_COMM_WORLD, &req);
+    return started(r, rc, &req, a, err, len);
+}
+
+static int launch_reduce(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
+                         MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
+    /* MPI_IN_PLACE is the root's only; the other ranks pass their buffer as input. */
+    MPI_Request req;
+    int rc = MPI_Ireduce(a->in_place && r->rank == a->root ? MPI_IN_PLACE : send, recv,
+                         (int)a->count, dt, mpi_op(a->op), a->root, MPI_COMM_WORLD, &req);
+    return started(r, rc, &req, a, err, len);
+}
+
+static const host_launch_fn host_launch[COLL_COUNT] = {
+    [COLL_ALL_REDUCE] = launch_all_reduce,
+    [COLL_REDUCE_SCATTER] = launch_reduce_scatter,
+    [COLL_ALL_GATHER] = launch_all_gather,
+    [COLL_BROADCAST] = launch_broadcast,
+    [COLL_REDUCE] = launch_reduce,
+};
+
 static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len) {
     rt_rank *r = ranks[0];
     const rt_coll_args *a = &args[0];
@@ -312,44 +378,10 @@ static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *
     }
     char *send = (char *)a->send->ptr + a->send_off_bytes;
     char *recv = (char *)a->recv->ptr + a->recv_off_bytes;
-    MPI_Datatype dt = mpi_type(a->dtype);
-    int count = (int)a->count, rc;
-    MPI_Request req;
-    switch (a->coll) {
-    case COLL_ALL_REDUCE:
-        rc = MPI_Iallreduce(a->in_place ? MPI_IN_PLACE : send, recv, count, dt, mpi_op(a->op),
-                            MPI_COMM_WORLD, &req);
-        break;
-    case COLL_REDUCE_SCATTER:
-        return coll_rs(r, a, send, recv, dt, err, len);
-    case COLL_ALL_GATHER:
-        /* MPI's in-place AllGather takes this rank's input at recv + rank*count: NCCL's rule. */
-        rc = a->in_place ? MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, count, dt,
-                                          MPI_COMM_WORLD, &req)
-                         : MPI_Iallgather(send, count, dt, recv, count, dt, MPI_COMM_WORLD, &req);
-        break;
-    case COLL_BROADCAST:
-        /* MPI broadcasts one buffer; NCCL's out-of-place form reads send on the root only. */
-        if (!a->in_place && r->rank == a->root)
-            memmove(recv, send, (size_t)recv_bytes);
-        rc = MPI_Ibcast(recv, count, dt, a->root, MPI_COMM_WORLD, &req);
-        break;
-    case COLL_REDUCE:
-        /* MPI_IN_PLACE is the root's only; the other ranks pass their buffer as input. */
-        rc = MPI_Ireduce(a->in_place && r->rank == a->root ? MPI_IN_PLACE : send, recv, count, dt,
-                         mpi_op(a->op), a->root, MPI_COMM_WORLD, &req);
-        break;
-    default:
-        snprintf(err, len, "collective %d has no MPI mapping", (int)a->coll);
-        return -1;
-    }
-    if (rc != MPI_SUCCESS) {
-        snprintf(err, len, "MPI call for %s failed (code %d)", name, rc);
-        return -1;
-    }
-    rt_mpi_wait(r, &req, "in the collective");
-    return 0;
+    return host_launch[a->coll](r, a, send, recv, mpi_type(a->dtype), recv_bytes, err, len);
 }
+
+static bool h_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && host_launch[c]; }
 
 /* Every op completes before the next starts, so ordering is already what sync/record/wait ask. */
 static int h_sync(rt_rank *r, sched_sync_kind kind, uint32_t stream, uint32_t event, char *err,
@@ -531,6 +563,7 @@ const rt_backend_ops rt_backend_host = {
     .free = ho_free,
     .release = ho_release,
     .collective = ho_collective,
+    .launches = h_launches,
     .sync = ho_sync,
     .record = ho_record,
     .wait = ho_wait,

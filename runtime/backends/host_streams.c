@@ -11,6 +11,7 @@
  * random (splitmix64 of the seed). Program order is always a legal sequence, so some head is
  * runnable until all queues are empty. */
 #include "backends/host_streams.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -80,9 +81,7 @@ static void *grow(void *p, size_t *cap, size_t want, size_t size) {
     size_t c = *cap ? *cap : 8;
     while (c < want)
         c *= 2;
-    p = realloc(p, c * size);
-    if (!p)
-        abort();
+    p = ml_xrealloc(p, c * size);
     memset((char *)p + *cap * size, 0, (c - *cap) * size);
     *cap = c;
     return p;
@@ -124,9 +123,7 @@ static hs_entry *push_entry(uint32_t stream) {
 }
 
 void hs_push(uint32_t stream, hs_run_fn run, const void *item, size_t size) {
-    void *copy = malloc(size ? size : 1);
-    if (!copy)
-        abort();
+    void *copy = ml_xmalloc(size ? size : 1);
     memcpy(copy, item, size);
     hs_entry *e = push_entry(stream);
     e->run = run;

@@ -28,23 +28,57 @@ struct ml_arena {
 #define ARENA_FIRST_BLOCK ((size_t)16 << 10)
 #define ARENA_MAX_BLOCK ((size_t)64 << 20)
 
-static void *xcalloc(size_t n, size_t size) {
-    void *p = calloc(n, size);
-    if (!p && n && size) {
-        fputs("memlife: out of memory\n", stderr);
-        abort();
-    }
+/* ---- The one allocation-failure path ---------------------------------------------------------- */
+
+void ml_out_of_memory(size_t bytes) {
+    fprintf(stderr, "memlife: error: out of memory (%zu bytes)\n", bytes);
+    exit(ML_EXIT_RUNTIME);
+}
+
+void ml_internal_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("memlife: internal error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    abort();
+}
+
+void *ml_xmalloc(size_t size) {
+    void *p = malloc(size ? size : 1);
+    if (!p)
+        ml_out_of_memory(size);
     return p;
 }
 
-static void *xrealloc(void *p, size_t size) {
-    void *q = realloc(p, size);
-    if (!q && size) {
-        fputs("memlife: out of memory\n", stderr);
-        abort();
-    }
+void *ml_xcalloc(size_t n, size_t size) {
+    size_t bytes;
+    if (__builtin_mul_overflow(n, size, &bytes))
+        ml_out_of_memory(SIZE_MAX);
+    /* calloc(0, ...) may return NULL: one byte keeps "NULL means failure" true. */
+    void *p = calloc(bytes ? n : 1, bytes ? size : 1);
+    if (!p)
+        ml_out_of_memory(bytes);
+    return p;
+}
+
+void *ml_xrealloc(void *p, size_t size) {
+    void *q = realloc(p, size ? size : 1);
+    if (!q)
+        ml_out_of_memory(size);
     return q;
 }
+
+char *ml_xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = ml_xmalloc(n);
+    memcpy(p, s, n);
+    return p;
+}
+
+#define xcalloc ml_xcalloc
+#define xrealloc ml_xrealloc
 
 ml_arena *ml_arena_new(void) {
     ml_arena *a = xcalloc(1, sizeof *a);
@@ -149,10 +183,8 @@ void ml_diag_add(ml_diags *d, ml_diag_level level, const char *file, ml_mark mar
     if (vasprintf(&text, fmt, ap) < 0)
         text = NULL;
     va_end(ap);
-    if (!text) {
-        fputs("memlife: out of memory\n", stderr);
-        abort();
-    }
+    if (!text)
+        ml_out_of_memory(strlen(fmt));
     ml_diag *g = ml_vec_push(&d->items);
     g->level = level;
     g->file = file;

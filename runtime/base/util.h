@@ -18,12 +18,24 @@
 
 #define ML_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The one allocation-failure path: `memlife: error: out of memory (N bytes)` on stderr and exit 3
+ * (a runtime failure, not bad input). Every allocation whose failure memlife cannot report as a
+ * result goes through these; they never return NULL (a zero size gets one byte). */
+void *ml_xmalloc(size_t size);
+void *ml_xcalloc(size_t n, size_t size);
+void *ml_xrealloc(void *p, size_t size);
+char *ml_xstrdup(const char *s);
+_Noreturn void ml_out_of_memory(size_t bytes);
+/* A broken internal invariant (a bug, not bad input): `memlife: internal error: TEXT`, then
+ * abort() for the core dump. */
+_Noreturn void ml_internal_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Bump allocator: every node of a loaded schedule lives in one arena, freed at once. Blocks grow
  * geometrically, so a 10 M-step schedule costs O(log n) mallocs, not one per node. */
 typedef struct ml_arena ml_arena;
 ml_arena *ml_arena_new(void);
 void ml_arena_free(ml_arena *a);
-void *ml_arena_alloc(ml_arena *a, size_t size);          /* zeroed, 16-byte aligned; aborts on OOM */
+void *ml_arena_alloc(ml_arena *a, size_t size);          /* zeroed, 16-byte aligned; exits 3 on OOM */
 char *ml_arena_strndup(ml_arena *a, const char *s, size_t n);
 size_t ml_arena_bytes(const ml_arena *a);               /* bytes handed out, for scale tests */
 

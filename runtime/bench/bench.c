@@ -1,11 +1,12 @@
-/* bench.c — the timed loop driver of `memlife bench` (bench.h, docs/bench.md): what a plan times,
- * the spy behind the bare mode, and the cycles.
+/* bench.c — the timed loop driver of `memlife bench` (bench.h, docs/bench.md): the spy behind the
+ * bare mode, and the cycles.
  *
  * The executor sees a copy of the backend's table with two changes: no memory reading (a
  * cudaMemGetInfo after every op would sit between the launches being timed; the bench measures no
  * memory) and a spy on `collective` that records, once per plan and size, the calls the bare mode
- * replays. Sessions (setting plans up, running their parts) are in bench_session.c, the kernel
- * pass in bench_kernels.c. */
+ * replays. What a plan times (its span, checks, bytes) is in bench_plan.c, below this file and
+ * the sessions; sessions (setting plans up, running their parts) are in bench_session.c, the
+ * kernel pass in bench_kernels.c. */
 #include "bench/bench_int.h"
 #include "base/nvtx.h"
 
@@ -43,9 +44,7 @@ static int spy_collective(rt_rank **ranks, const rt_coll_args *args, int n, char
 
 bench *bench_new(const rt_backend_ops *be, const rt_options *o, const bench_options *bo, int world,
                  int n_local) {
-    bench *b = calloc(1, sizeof *b);
-    if (!b)
-        abort();
+    bench *b = ml_xcalloc(1, sizeof *b);
     b->real = be;
     b->ops = *be;
     b->ops.mem_read = NULL;
@@ -60,105 +59,6 @@ bench *bench_new(const rt_backend_ops *be, const rt_options *o, const bench_opti
 }
 
 void bench_free(bench *b) { free(b); }
-
-/* ---- What a plan times ----------------------------------------------------------------------- */
-
-int bench_span(const rank_plan *p, size_t *first, size_t *end) {
-    size_t region_first = SIZE_MAX, region_end = 0, coll_first = SIZE_MAX, coll_end = 0;
-    int depth = 0;
-    for (size_t i = 0; i < p->n_ops; i++) {
-        switch (p->ops[i].kind) {
-        case OP_EXPECT_BEGIN:
-            i++;                  /* the op it wraps is refused, never issued */
-            break;
-        case OP_REGION_BEGIN:
-            if (depth++ == 0 && region_first == SIZE_MAX)
-                region_first = i;
-            break;
-        case OP_REGION_END:
-            if (--depth == 0)
-                region_end = i + 1;
-            break;
-        case OP_COLL:
-            if (coll_first == SIZE_MAX)
-                coll_first = i;
-            coll_end = i + 1;
-            break;
-        default:
-            break;
-        }
-    }
-    *first = region_first != SIZE_MAX ? region_first : coll_first;
-    *end = region_first != SIZE_MAX ? region_end : coll_end;
-    return *first == SIZE_MAX ? -1 : 0;
-}
-
-const char *bs_plan_label(const rank_plan *p) {
-    const char *n = p->s->plans[p->plan_index].name;
-    return n && *n ? n : p->s->name;
-}
-
-static bool timed_kind(plan_op_kind k) {
-    return k == OP_COLL || k == OP_COPY || k == OP_RECORD || k == OP_WAIT || k == OP_COMPUTE ||
-           k == OP_REGION_BEGIN || k == OP_REGION_END;
-}
-
-int bench_check_plan(const rank_plan *p, ml_diags *d) {
-    const char *file = p->s->file;
-    size_t first, end;
-    if (bench_span(p, &first, &end) != 0) {
-        ml_diag_add(d, ML_DIAG_ERROR, file, p->s->plans[p->plan_index].mark, p->rank, "bench_span",
-                    "plan '%s' has no collective to time", bs_plan_label(p));
-        return -1;
-    }
-    bool coll = false;
-    for (size_t i = first; i < end; i++) {
-        const plan_op *op = &p->ops[i];
-        if (!timed_kind(op->kind)) {
-            ml_diag_add(d, ML_DIAG_ERROR, file, plan_op_mark(op), p->rank, "bench_span",
-                        "'%s' inside the timed part of plan '%s': bench times only collectives, "
-                        "copies, record, wait and compute there; allocate, initialize, sync and "
-                        "check outside the regions", plan_op_names[op->kind], bs_plan_label(p));
-            return -1;
-        }
-        coll |= op->kind == OP_COLL;
-    }
-    if (!coll) {
-        ml_diag_add(d, ML_DIAG_ERROR, file, plan_op_mark(&p->ops[first]), p->rank, "bench_span",
-                    "the timed part of plan '%s' (its regions) holds no collective",
-                    bs_plan_label(p));
-        return -1;
-    }
-    return 0;
-}
-
-void bench_plan_bytes(const rank_plan *p, uint64_t *payload, double *bus_bytes) {
-    size_t first, end;
-    *payload = 0;
-    *bus_bytes = 0;
-    if (bench_span(p, &first, &end) != 0)
-        return;
-    for (size_t i = first; i < end; i++) {
-        const plan_op *op = &p->ops[i];
-        if (op->kind != OP_COLL)
-            continue;
-        ml_coll c = op->u.coll.coll;
-        uint64_t send = ml_coll_send_count(c, op->u.coll.count, p->world);
-        uint64_t recv = ml_coll_recv_count(c, op->u.coll.count, p->world);
-        uint64_t full = (send > recv ? send : recv) * ml_dtypes[op->u.coll.send.dtype].size;
-        *payload = full > *payload ? full : *payload;
-        *bus_bytes += (double)full * ml_colls[c].busbw_factor(p->world);
-    }
-}
-
-size_t bench_plan_collectives(const rank_plan *p) {
-    size_t first, end, n = 0;
-    if (bench_span(p, &first, &end) != 0)
-        return 0;
-    for (size_t i = first; i < end; i++)
-        n += p->ops[i].kind == OP_COLL;
-    return n;
-}
 
 void bench_plan_result_free(bench_plan_result *r) {
     for (int m = 0; m < BENCH_MODE_COUNT; m++) {
@@ -236,18 +136,14 @@ static int cycles_run(session *ss, int replays, bench_plan_result *out) {
     size_t n_plans = ss->n_plans, cycles = (size_t)b->bo.cycles;
     bool on[BENCH_MODE_COUNT] = {true, b->bo.bare, b->bo.graph};
     size_t count = n_plans * BENCH_MODE_COUNT * cycles;
-    double *crit = calloc(count ? 2 * count : 1, sizeof *crit);
-    double *secs = calloc((size_t)b->n_local, sizeof *secs);
-    if (!crit || !secs)
-        abort();
+    double *crit = ml_xcalloc(count ? 2 * count : 1, sizeof *crit);
+    double *secs = ml_xcalloc((size_t)b->n_local, sizeof *secs);
     /* The modes in use, numbered for bench_cycle_order. */
     size_t n_modes = 0, modes[BENCH_MODE_COUNT];
     for (int m = 0; m < BENCH_MODE_COUNT; m++)
         if (on[m])
             modes[n_modes++] = (size_t)m;
-    size_t n_entries = n_plans * n_modes, *order = calloc(n_entries ? n_entries : 1, sizeof *order);
-    if (!order)
-        abort();
+    size_t n_entries = n_plans * n_modes, *order = ml_xcalloc(n_entries ? n_entries : 1, sizeof *order);
     int rc = 0;
     size_t total = (size_t)b->bo.warmup + cycles;
     for (size_t c = 0; c < total && rc == 0; c++) {
@@ -276,15 +172,11 @@ static int cycles_run(session *ss, int replays, bench_plan_result *out) {
             if (!on[m])
                 continue;
             size_t at = (p * BENCH_MODE_COUNT + (size_t)m) * cycles;
-            out[p].seconds[m] = calloc(cycles, sizeof(double));
-            if (!out[p].seconds[m])
-                abort();
+            out[p].seconds[m] = ml_xcalloc(cycles, sizeof(double));
             memcpy(out[p].seconds[m], crit + at, cycles * sizeof(double));
             if (m == BENCH_GRAPH)
                 continue;   /* a graph's issue is its launches: nothing memlife does */
-            out[p].issue[m] = calloc(cycles, sizeof(double));
-            if (!out[p].issue[m])
-                abort();
+            out[p].issue[m] = ml_xcalloc(cycles, sizeof(double));
             memcpy(out[p].issue[m], crit + count + at, cycles * sizeof(double));
         }
     }

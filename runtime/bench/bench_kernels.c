@@ -14,14 +14,10 @@ static bench_window *window_get(bench_plan_result *r, const char *label) {
     for (size_t k = 0; k < r->n_windows; k++)
         if (!strcmp(r->windows[k].label, label))
             return &r->windows[k];
-    r->windows = realloc(r->windows, (r->n_windows + 1) * sizeof *r->windows);
-    if (!r->windows)
-        abort();
+    r->windows = ml_xrealloc(r->windows, (r->n_windows + 1) * sizeof *r->windows);
     bench_window *w = &r->windows[r->n_windows++];
     memset(w, 0, sizeof *w);
-    w->label = strdup(label);
-    if (!w->label)
-        abort();
+    w->label = ml_xstrdup(label);
     return w;
 }
 
@@ -108,9 +104,7 @@ static int gather_windows(session *ss, bench_plan_result *local, bench_plan_resu
         merge_text(text, strlen(text), out, ss->n_plans);
     } else {
         void *all = NULL;
-        size_t *lens = calloc((size_t)b->world, sizeof *lens);
-        if (!lens)
-            abort();
+        size_t *lens = ml_xcalloc((size_t)b->world, sizeof *lens);
         rc = rt_gather_blobs(ss->plans[0].ptrs[0], text, strlen(text), 0, &all, lens, ss->err,
                              ss->elen);
         size_t at = 0;
@@ -132,9 +126,7 @@ static int agree_on_cupti(session *ss, bool mine_ok, char *why, size_t len) {
     bench *b = ss->b;
     if (b->world == b->n_local)
         return mine_ok ? 0 : 1;
-    unsigned char mine = mine_ok, *all = calloc((size_t)b->world, 1);
-    if (!all)
-        abort();
+    unsigned char mine = mine_ok, *all = ml_xcalloc((size_t)b->world, 1);
     int rc = b->real->allgather_blob(ss->plans[0].ptrs[0], &mine, 1, all, ss->err, ss->elen);
     for (int r = 0; rc == 0 && r < b->world; r++)
         if (!all[r]) {
@@ -172,9 +164,7 @@ int bench_kernels(bench *b, const rank_plan *const *plans, size_t n_plans, bench
         rc = -1;
     }
     if (rc == 0 && !unavailable) {
-        bench_plan_result *local = calloc(n_plans ? n_plans : 1, sizeof *local);
-        if (!local)
-            abort();
+        bench_plan_result *local = ml_xcalloc(n_plans ? n_plans : 1, sizeof *local);
         attribute(&ss, ks, nk, local);
         rc = gather_windows(&ss, local, out);
         for (size_t p = 0; p < n_plans; p++)
@@ -182,9 +172,7 @@ int bench_kernels(bench *b, const rank_plan *const *plans, size_t n_plans, bench
         free(local);
     }
     kn_kernels_free(ks, nk);
-    bench_plan_result *ignored = calloc(n_plans ? n_plans : 1, sizeof *ignored);
-    if (!ignored)
-        abort();
+    bench_plan_result *ignored = ml_xcalloc(n_plans ? n_plans : 1, sizeof *ignored);
     rc = bs_finish(&ss, ignored, rc);
     for (size_t p = 0; p < n_plans; p++)
         bench_plan_result_free(&ignored[p]);

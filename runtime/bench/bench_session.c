@@ -154,9 +154,7 @@ static int take_snapshots(session *ss, size_t p) {
     for (int k = 0; k < b->n_local && rc == 0; k++) {
         rt_rank *r = &bp->ranks[k];
         uint32_t n = r->n_mems;
-        bool *setup = calloc(n ? n : 1, sizeof *setup);
-        if (!setup)
-            abort();
+        bool *setup = ml_xcalloc(n ? n : 1, sizeof *setup);
         ml_vec dyn;
         ml_vec_init(&dyn, sizeof(plan_access));
         for (size_t i = 0; i < bp->first[k]; i++) {
@@ -217,9 +215,7 @@ int bs_line_up(session *ss, size_t p) {
     bench *b = ss->b;
     if (b->world == b->n_local)
         return 0;
-    unsigned char mine = 1, *all = calloc((size_t)b->world, 1);
-    if (!all)
-        abort();
+    unsigned char mine = 1, *all = ml_xcalloc((size_t)b->world, 1);
     int rc = b->real->allgather_blob(ss->plans[p].ptrs[0], &mine, 1, all, ss->err, ss->elen);
     free(all);
     return rc;
@@ -229,15 +225,13 @@ static int open_plan(session *ss, size_t p, const rank_plan *const *plans) {
     bench *b = ss->b;
     bplan *bp = &ss->plans[p];
     int n = b->n_local;
-    bp->ranks = calloc((size_t)n, sizeof *bp->ranks);
-    bp->ptrs = calloc((size_t)n, sizeof *bp->ptrs);
-    bp->first = calloc((size_t)n, sizeof *bp->first);
-    bp->end = calloc((size_t)n, sizeof *bp->end);
-    bp->snaps = calloc((size_t)n, sizeof *bp->snaps);
-    bp->graphs = calloc((size_t)n, sizeof *bp->graphs);
-    size_t *zero = calloc((size_t)n, sizeof *zero);
-    if (!bp->ranks || !bp->ptrs || !bp->first || !bp->end || !bp->snaps || !bp->graphs || !zero)
-        abort();
+    bp->ranks = ml_xcalloc((size_t)n, sizeof *bp->ranks);
+    bp->ptrs = ml_xcalloc((size_t)n, sizeof *bp->ptrs);
+    bp->first = ml_xcalloc((size_t)n, sizeof *bp->first);
+    bp->end = ml_xcalloc((size_t)n, sizeof *bp->end);
+    bp->snaps = ml_xcalloc((size_t)n, sizeof *bp->snaps);
+    bp->graphs = ml_xcalloc((size_t)n, sizeof *bp->graphs);
+    size_t *zero = ml_xcalloc((size_t)n, sizeof *zero);
     ml_vec_init(&bp->calls, sizeof(rt_coll_args));
     int rc = 0;
     for (int k = 0; k < n; k++) {
@@ -294,9 +288,7 @@ int bs_capture(session *ss, size_t p, int copies) {
  * one of each plan described in out. */
 static int teardown(session *ss, size_t *check_failures, bench_plan_result *out) {
     int n = ss->b->n_local, rc = 0;
-    size_t *to = calloc((size_t)n, sizeof *to);
-    if (!to)
-        abort();
+    size_t *to = ml_xcalloc((size_t)n, sizeof *to);
     for (size_t p = 0; p < ss->n_plans && rc == 0; p++) {
         bplan *bp = &ss->plans[p];
         for (int k = 0; k < n; k++)
@@ -353,9 +345,7 @@ int bs_open(session *ss, bench *b, const rank_plan *const *plans, size_t n_plans
     ss->n_plans = n_plans;
     ss->err = err;
     ss->elen = len;
-    ss->plans = calloc(n_plans ? n_plans : 1, sizeof *ss->plans);
-    if (!ss->plans)
-        abort();
+    ss->plans = ml_xcalloc(n_plans ? n_plans : 1, sizeof *ss->plans);
     ml_vec_init(&ss->intervals, sizeof(interval));
     for (size_t p = 0; p < n_plans; p++)
         if (open_plan(ss, p, plans) != 0)
@@ -369,9 +359,7 @@ int bs_over_ranks(session *ss, double *v, size_t count, bool sum) {
     bench *b = ss->b;
     if (b->world == b->n_local)
         return 0;
-    double *all = calloc(count * (size_t)b->world, sizeof *all);
-    if (!all)
-        abort();
+    double *all = ml_xcalloc(count * (size_t)b->world, sizeof *all);
     int rc = b->real->allgather_blob(ss->plans[0].ptrs[0], v, count * sizeof *v, all, ss->err,
                                      ss->elen);
     for (size_t i = 0; rc == 0 && i < count; i++) {
@@ -387,10 +375,8 @@ int bs_over_ranks(session *ss, double *v, size_t count, bool sum) {
 
 /* Teardown, the failed check rows of every rank counted into out, and the session freed. */
 int bs_finish(session *ss, bench_plan_result *out, int rc) {
-    size_t *mine = calloc(ss->n_plans ? ss->n_plans : 1, sizeof *mine);
-    double *fails = calloc(ss->n_plans ? ss->n_plans : 1, sizeof *fails);
-    if (!fails || !mine)
-        abort();
+    size_t *mine = ml_xcalloc(ss->n_plans ? ss->n_plans : 1, sizeof *mine);
+    double *fails = ml_xcalloc(ss->n_plans ? ss->n_plans : 1, sizeof *fails);
     if (rc == 0)
         rc = teardown(ss, mine, out);
     for (size_t p = 0; p < ss->n_plans; p++)

@@ -109,16 +109,12 @@ int rt_rank_init(rt_rank *r, const rt_backend_ops *be, const rt_options *o, cons
     r->world = p->world;
     r->local_index = local_index;
     r->n_mems = p->s->syms[SYM_BUFFER].n;
-    r->mems = calloc(r->n_mems ? r->n_mems : 1, sizeof *r->mems);
-    exec_state *x = calloc(1, sizeof *x);
-    if (!r->mems || !x)
-        abort();
-    x->buf_dtype = calloc(r->n_mems ? r->n_mems : 1, sizeof *x->buf_dtype);
-    x->kept_chunk = calloc(r->n_mems ? r->n_mems : 1, sizeof *x->kept_chunk);
+    r->mems = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *r->mems);
+    exec_state *x = ml_xcalloc(1, sizeof *x);
+    x->buf_dtype = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->buf_dtype);
+    x->kept_chunk = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->kept_chunk);
     x->n_slots = EXPR_SLOT_FIRST_LET + p->s->n_lets;
-    x->slots = calloc(x->n_slots, sizeof *x->slots);
-    if (!x->buf_dtype || !x->kept_chunk || !x->slots)
-        abort();
+    x->slots = ml_xcalloc(x->n_slots, sizeof *x->slots);
     for (uint32_t k = 0; k < r->n_mems; k++)
         x->kept_chunk[k] = UINT32_MAX;
     if (p->slots)
@@ -128,6 +124,16 @@ int rt_rank_init(rt_rank *r, const rt_backend_ops *be, const rt_options *o, cons
     r->exec = x;
     ml_vec_init(&r->checks, sizeof(rt_check_row));
     ml_vec_init(&r->acct.samples, sizeof(rt_sample));
+    /* Refused before anything runs: a collective this backend has no launcher for. The op an
+     * expect_error wraps is never issued, so it needs none. */
+    for (size_t i = 0; i < p->n_ops; i++) {
+        const plan_op *op = &p->ops[i];
+        if (op->kind == OP_EXPECT_BEGIN)
+            i++;
+        else if (op->kind == OP_COLL && !(be->launches && be->launches(op->u.coll.coll)))
+            return fail(r, op, "backend '%s' has no launcher for '%s'", be->name,
+                        ml_colls[op->u.coll.coll].name);
+    }
     char err[400] = "";
     if (be->rank_init && be->rank_init(r, err, sizeof err) != 0)
         return fail(r, NULL, "backend '%s' could not set up rank %d: %s", be->name, r->rank, err);
@@ -380,8 +386,8 @@ static int write_view(rt_rank *r, const plan_view *pv, uint64_t first, uint64_t 
  * before a timed span makes no malloc (nor the page faults of a fresh mapping). */
 static void *block_buffer(rt_rank *r, int which) {
     exec_state *x = r->exec;
-    if (!x->block[which] && !(x->block[which] = malloc(EXEC_BLOCK_BYTES)))
-        abort();
+    if (!x->block[which])
+        x->block[which] = ml_xmalloc(EXEC_BLOCK_BYTES);
     return x->block[which];
 }
 
@@ -463,16 +469,12 @@ static int64_t *const *rank_slots(rt_rank *r, char *err, size_t len) {
     exec_state *x = r->exec;
     if (x->rank_slots)
         return x->rank_slots;
-    x->rank_slots = calloc((size_t)r->world, sizeof *x->rank_slots);
-    if (!x->rank_slots)
-        abort();
+    x->rank_slots = ml_xcalloc((size_t)r->world, sizeof *x->rank_slots);
     ml_diags d;
     ml_diags_init(&d);
     int rc = 0;
     for (int k = 0; k < r->world && rc == 0; k++) {
-        x->rank_slots[k] = calloc(x->n_slots, sizeof(int64_t));
-        if (!x->rank_slots[k])
-            abort();
+        x->rank_slots[k] = ml_xcalloc(x->n_slots, sizeof(int64_t));
         rc = sched_eval_lets(r->plan->s, r->opt->params, r->world, k, x->rank_slots[k], &d);
         x->rank_slots[k][EXPR_SLOT_WORLD] = r->world;
         x->rank_slots[k][EXPR_SLOT_RANK] = k;
@@ -771,10 +773,6 @@ static int exec_op(rt_rank *r, const plan_op *op) {
     }
 }
 
-const char *rt_op_name(const plan_op *op) {
-    return op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind];
-}
-
 /* Fault injection sees every op once, when the rank reaches it (a collective before its sequence
  * exchange; the op under expect_error too, though it is not executed). */
 static void inject_at(rt_rank *r) {
@@ -810,9 +808,7 @@ int rt_rank_advance(rt_rank *r) {
 int rt_issue_collective(rt_rank **ranks, int n) {
     /* No allocation on the common path: this sits between two timed collectives in bench. */
     rt_coll_args local_args[8];
-    rt_coll_args *args = n <= 8 ? local_args : calloc((size_t)n, sizeof *args);
-    if (!args)
-        abort();
+    rt_coll_args *args = n <= 8 ? local_args : ml_xcalloc((size_t)n, sizeof *args);
     memset(args, 0, (size_t)n * sizeof *args);
     int bad = -1;
     for (int k = 0; k < n; k++) {
@@ -932,9 +928,7 @@ static void seq_text(const seq_desc *d, int rank, const char *file, char *buf, s
 static void keep_table(rt_rank *r, const seq_desc *all, int world) {
     exec_state *x = r->exec;
     free(x->failure_table);
-    x->failure_table = malloc((size_t)world * sizeof *all);
-    if (!x->failure_table)
-        abort();
+    x->failure_table = ml_xmalloc((size_t)world * sizeof *all);
     memcpy(x->failure_table, all, (size_t)world * sizeof *all);
 }
 
@@ -1018,9 +1012,7 @@ char *rt_failure_state(const rt_rank *r, int max_lines) {
 
 /* Exchanges descriptors over the backend (one rank per process). */
 static int seq_exchange(rt_rank *r, int status) {
-    seq_desc mine, *all = calloc((size_t)r->world, sizeof *all);
-    if (!all)
-        abort();
+    seq_desc mine, *all = ml_xcalloc((size_t)r->world, sizeof *all);
     seq_describe(r, status, &mine);
     char err[400] = "";
     int rc;
@@ -1072,10 +1064,8 @@ int rt_run(rt_rank **ranks, int n) {
         return -1;
     int world = ranks[0]->world;
     bool exchange = n == 1 && world > 1 && ranks[0]->opt->verify_sequence;
-    int *status = calloc((size_t)n, sizeof *status);
-    seq_desc *local = calloc((size_t)n, sizeof *local);
-    if (!status || !local)
-        abort();
+    int *status = ml_xcalloc((size_t)n, sizeof *status);
+    seq_desc *local = ml_xcalloc((size_t)n, sizeof *local);
     int rc = 0;
     for (;;) {
         bool any_failed = false, all_ended = true;
@@ -1137,9 +1127,7 @@ int rt_gather_blobs(rt_rank *r, const void *mine, size_t len, int root, void **a
         return be->gatherv_blob(r, mine, len, root, all, lens, err, elen);
     /* Two allgather rounds: the sizes, then every blob padded to the largest. */
     int world = r->world;
-    uint64_t my_len = len, *sizes = calloc((size_t)world, sizeof *sizes);
-    if (!sizes)
-        abort();
+    uint64_t my_len = len, *sizes = ml_xcalloc((size_t)world, sizeof *sizes);
     *all = NULL;
     if (be->allgather_blob(r, &my_len, sizeof my_len, sizes, err, elen) != 0) {
         free(sizes);
@@ -1150,15 +1138,11 @@ int rt_gather_blobs(rt_rank *r, const void *mine, size_t len, int root, void **a
         max = sizes[k] > max ? sizes[k] : max;
         total += sizes[k];
     }
-    char *padded = calloc(max ? max : 1, 1), *every = calloc((size_t)(max ? max : 1), (size_t)world);
-    if (!padded || !every)
-        abort();
+    char *padded = ml_xcalloc(max ? max : 1, 1), *every = ml_xcalloc((size_t)(max ? max : 1), (size_t)world);
     memcpy(padded, mine, len);
     int rc = be->allgather_blob(r, padded, (size_t)max, every, err, elen);
     if (rc == 0 && r->rank == root) {
-        char *out = malloc(total ? total : 1);
-        if (!out)
-            abort();
+        char *out = ml_xmalloc(total ? total : 1);
         size_t at = 0;
         for (int k = 0; k < world; k++) {
             memcpy(out + at, every + (size_t)k * max, sizes[k]);

@@ -260,7 +260,7 @@ static void say(const rt_rank *r, inj_kind kind, const char *level, const char *
     fprintf(stderr,
             "%s:%u:%u: %s: rank %d %s at op %zu (%s) by injected fault %s%s; live requested bytes %" PRIu64
             "\n",
-            r->plan->s->file, m.line, m.col, level, r->rank, verb, r->pc, rt_op_name(op), spec,
+            r->plan->s->file, m.line, m.col, level, r->rank, verb, r->pc, plan_op_name(op), spec,
             extra, r->acct.live);
     fflush(stderr);
 }

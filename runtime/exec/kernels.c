@@ -55,13 +55,9 @@ void kn_tally_add(kn_tally *t, const char *name, uint64_t count) {
         }
     if (t->n_names == t->cap_names) {
         t->cap_names = t->cap_names ? 2 * t->cap_names : 4;
-        t->names = realloc(t->names, t->cap_names * sizeof *t->names);
-        if (!t->names)
-            abort();
+        t->names = ml_xrealloc(t->names, t->cap_names * sizeof *t->names);
     }
-    t->names[t->n_names].name = strdup(name);
-    if (!t->names[t->n_names].name)
-        abort();
+    t->names[t->n_names].name = ml_xstrdup(name);
     t->names[t->n_names++].count = count;
 }
 
@@ -207,9 +203,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         char name[1024];
         kn_demangle(k->name ? k->name : "?", name, sizeof name);
         kn_kernel *out = ml_vec_push(&cu.kernels);
-        out->name = strdup(name);
-        if (!out->name)
-            abort();
+        out->name = ml_xstrdup(name);
         out->device = k->deviceId;
         out->start = k->start;
         out->end = k->end;

@@ -1,5 +1,6 @@
 /* launch.c — self-exec under mpirun (launch.h). */
 #include "exec/launch.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -110,9 +111,7 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
     }
     exe[n] = '\0';
     snprintf(np, sizeof np, "%d", ranks);
-    char **args = calloc((size_t)argc + 8, sizeof *args);
-    if (!args)
-        abort();
+    char **args = ml_xcalloc((size_t)argc + 8, sizeof *args);
     int k = 0;
     args[k++] = mpirun;
     if (geteuid() == 0)

@@ -82,7 +82,7 @@ static void where(const rt_rank *r, char *loc, size_t llen, char *at, size_t ale
         const plan_op *op = &p->ops[r->pc];
         ml_mark m = plan_op_mark(op);
         snprintf(loc, llen, "%s:%u:%u", p->s->file, m.line, m.col);
-        snprintf(at, alen, "at %s (%u:%u), op %zu, ", rt_op_name(op), m.line, m.col, r->pc);
+        snprintf(at, alen, "at %s (%u:%u), op %zu, ", plan_op_name(op), m.line, m.col, r->pc);
     } else if (p) {
         snprintf(loc, llen, "%s", p->s->file);
         snprintf(at, alen, "at the end of its plan (%zu ops), ", p->n_ops);
@@ -178,9 +178,7 @@ static void wait_all(rt_rank *r, MPI_Request *reqs, const int *peer, int n, cons
     double t0 = ml_now_seconds();
     struct timespec ts0;
     clock_gettime(CLOCK_MONOTONIC, &ts0);
-    int few[16], *done_idx = n <= 16 ? few : calloc((size_t)n, sizeof *done_idx);
-    if (!done_idx)
-        abort();
+    int few[16], *done_idx = n <= 16 ? few : ml_xcalloc((size_t)n, sizeof *done_idx);
     long sleep_ns = 0;
     int left = n;
     bool published = false;
@@ -251,10 +249,8 @@ int rt_mpi_allgather_blob(rt_rank *r, const void *mine, size_t len, void *all, c
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     memcpy((char *)all + (size_t)me * len, mine, len);
-    MPI_Request *reqs = calloc(2 * (size_t)world, sizeof *reqs);
-    int *peer = calloc(2 * (size_t)world, sizeof *peer);
-    if (!reqs || !peer)
-        abort();
+    MPI_Request *reqs = ml_xcalloc(2 * (size_t)world, sizeof *reqs);
+    int *peer = ml_xcalloc(2 * (size_t)world, sizeof *peer);
     int n = 0, rc = MPI_SUCCESS;
     for (int k = 0; k < world && rc == MPI_SUCCESS; k++)
         if (k != me) {
@@ -290,10 +286,8 @@ int rt_mpi_gatherv_blob(rt_rank *r, const void *mine, size_t len, int root, void
     int my_len = (int)len;
     int *counts = NULL, *displs = NULL;
     if (me == root) {
-        counts = calloc((size_t)world, sizeof *counts);
-        displs = calloc((size_t)world, sizeof *displs);
-        if (!counts || !displs)
-            abort();
+        counts = ml_xcalloc((size_t)world, sizeof *counts);
+        displs = ml_xcalloc((size_t)world, sizeof *displs);
     }
     MPI_Request req;
     MPI_Igather(&my_len, 1, MPI_INT, counts, 1, MPI_INT, root, MPI_COMM_WORLD, &req);
@@ -309,9 +303,7 @@ int rt_mpi_gatherv_blob(rt_rank *r, const void *mine, size_t len, int root, void
             /* Every rank must still take part in the gather it is waiting in; refuse after. */
             snprintf(err, elen, "gathered results of %zu bytes exceed MPI's int count", total);
         }
-        *all = malloc(total ? total : 1);
-        if (!*all)
-            abort();
+        *all = ml_xmalloc(total ? total : 1);
     }
     MPI_Igatherv(mine, my_len, MPI_BYTE, *all, counts, displs, MPI_BYTE, root, MPI_COMM_WORLD,
                  &req);

@@ -35,7 +35,7 @@
  *  - runtime/data.h: host-side patterns, identities, reductions and comparisons; the executor
  *    does inits and checks through write/read, so a backend does no data work itself.
  *  - rt_options.fail_alloc_rank, delay_s (fault injection, runtime/inject.h), at the end.
- *  - rt_op_name; rt_failure_state: every rank's op and live bytes when a failure became known
+ *  - rt_failure_state: every rank's op and live bytes when a failure became known
  *    to all through the sequence exchange (its descriptor grew from 48 to 64 bytes).
  *  - rt_backend_ops: time_begin, time_end, collective_bare, graph_begin, graph_end, graph_launch,
  *    graph_drop at the end, all optional (NULL), for `memlife bench` (runtime/bench.h). The host
@@ -116,6 +116,11 @@ struct rt_backend_ops {
     /* Collectives for several local ranks at once (group semantics); n = 1 under MPI. args[k] is
      * ranks[k]'s (an array of n). */
     int (*collective)(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len);
+    /* Whether `collective` has a launcher for c: each backend keeps a table indexed by the
+     * collective, a NULL row for one it cannot run. A plan naming such a collective is refused
+     * by name when its rank is set up (rt_rank_init), before anything runs; a NULL launches
+     * means no collective at all. */
+    bool (*launches)(ml_coll c);
     int (*sync)(rt_rank *r, sched_sync_kind kind, uint32_t stream, uint32_t event, char *err, size_t len);
     int (*record)(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len);
     int (*wait)(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len);
@@ -239,9 +244,6 @@ int rt_issue_collective(rt_rank **ranks, int n);
  * (sequence verification) before each collective and at the end. Returns 0, or -1 when any rank
  * failed (each rank's failed/error set). */
 int rt_run(rt_rank **ranks, int n);
-
-/* What an op is, for messages: the collective's name for OP_COLL, else the op kind's. */
-const char *rt_op_name(const plan_op *op);
 
 /* After rt_run failed: where the ranks stood, as "FILE:L:C: note: rank R ..." lines (op index
  * and name, whether it failed, waited or had ended, live requested bytes). With

@@ -72,16 +72,19 @@ static double link_chain(double m, int n) { return m; }
 
 const ml_coll_info ml_colls[COLL_COUNT] = {
     [COLL_ALL_REDUCE] = {"all_reduce", "ncclAllReduce", "ncclDevKernel_AllReduce", true, false, 0, 0,
-                         inplace_same, ring_steps_ar, busbw_ar, link_ar},
+                         inplace_same, ring_steps_ar, busbw_ar, link_ar,
+                         {FLOW_REDUCTION, false, false}},
     [COLL_REDUCE_SCATTER] = {"reduce_scatter", "ncclReduceScatter", "ncclDevKernel_ReduceScatter",
                              true, false, 1, 0, inplace_rs, ring_steps_one_pass, busbw_one_pass,
-                             link_one_pass},
+                             link_one_pass, {FLOW_REDUCTION, true, false}},
     [COLL_ALL_GATHER] = {"all_gather", "ncclAllGather", "ncclDevKernel_AllGather", false, false, 0,
-                         1, inplace_ag, ring_steps_one_pass, busbw_one_pass, link_one_pass},
+                         1, inplace_ag, ring_steps_one_pass, busbw_one_pass, link_one_pass,
+                         {FLOW_GATHER, false, false}},
     [COLL_BROADCAST] = {"broadcast", "ncclBroadcast", "ncclDevKernel_Broadcast", false, true, 0, 0,
-                        inplace_same, ring_steps_one_pass, busbw_root, link_chain},
+                        inplace_same, ring_steps_one_pass, busbw_root, link_chain,
+                        {FLOW_ROOT_SEND, false, false}},
     [COLL_REDUCE] = {"reduce", "ncclReduce", "ncclDevKernel_Reduce", true, true, 0, 0, inplace_same,
-                     ring_steps_one_pass, busbw_root, link_chain},
+                     ring_steps_one_pass, busbw_root, link_chain, {FLOW_REDUCTION, false, true}},
 };
 
 int ml_coll_lookup(const char *name, size_t len) {
@@ -128,6 +131,10 @@ const char *const plan_op_names[OP_KIND_COUNT] = {
     [OP_REGION_END] = "region_end",
     [OP_EXPECT_BEGIN] = "expect_begin",
 };
+
+const char *plan_op_name(const plan_op *op) {
+    return op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind];
+}
 
 const char *const ml_mem_view_names[VIEW_COUNT] = {
     [VIEW_REQUESTED] = "requested",

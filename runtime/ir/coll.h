@@ -40,6 +40,25 @@ typedef enum {
     COLL_COUNT
 } ml_coll;
 
+/* The data flow of a collective: what each rank's recv holds afterwards, from whose send. A row
+ * declares it; equiv's symbolic data flow and the floor analysis read it, so a new collective
+ * is one row here (and a launcher per backend), not a branch in each of them. The zero value is
+ * "undeclared", which they treat as an internal error, never as "recv unchanged". */
+typedef enum {
+    FLOW_UNDECLARED,
+    FLOW_REDUCTION,            /* the reduction (op) over every rank's send */
+    FLOW_GATHER,               /* slice s of recv (count elements at s*count) = rank s's send */
+    FLOW_ROOT_SEND,            /* the root's send */
+} ml_flow_source;
+
+typedef struct {
+    ml_flow_source source;
+    /* recv holds slice `rank` of the source (count elements at rank*count), not all of it: a
+     * reduce_scatter's shard. NCCL's in-place form then has recv at that slot of send. */
+    bool shard_of_rank;
+    bool root_only;            /* only the root's recv is written (reduce); the others keep theirs */
+} ml_coll_flow;
+
 /* "count" is NCCL's count argument: AllReduce/Broadcast/Reduce the element count of both
  * buffers, ReduceScatter the recvcount, AllGather the sendcount. */
 typedef struct {
@@ -59,6 +78,7 @@ typedef struct {
     /* Logical bytes a rank sends over its ring link for a full payload of `bytes`
      * (the full tensor: AR/RS the send size, AG the recv size). */
     double (*link_bytes)(double full_bytes, int world);
+    ml_coll_flow flow;
 } ml_coll_info;
 extern const ml_coll_info ml_colls[COLL_COUNT];
 int ml_coll_lookup(const char *name, size_t len);     /* -1 when unknown */

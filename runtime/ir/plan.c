@@ -229,9 +229,7 @@ static int expand_compute(expander *x, const sched_step *st) {
         size_t cap = x->cap_extra ? x->cap_extra : 64;
         while (cap < need)
             cap *= 2;
-        plan_view *v = realloc(x->extra, cap * sizeof *v);
-        if (!v)
-            abort();
+        plan_view *v = ml_xrealloc(x->extra, cap * sizeof *v);
         x->extra = v;
         x->cap_extra = cap;
     }
@@ -432,10 +430,8 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
         return -1;
     }
     size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;
-    int64_t *slots = calloc(n_slots, sizeof *slots);
-    buf_shape *bufs = calloc(s->syms[SYM_BUFFER].n + 1, sizeof *bufs);
-    if (!slots || !bufs)
-        abort();
+    int64_t *slots = ml_xcalloc(n_slots, sizeof *slots);
+    buf_shape *bufs = ml_xcalloc(s->syms[SYM_BUFFER].n + 1, sizeof *bufs);
     slots[EXPR_SLOT_WORLD] = world;
     slots[EXPR_SLOT_RANK] = rank;
     if (sched_eval_lets(s, p, world, rank, slots, d) < 0) {
@@ -646,9 +642,7 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
     /* (2) lets, overrides included; one that fails on some rank fails the shortcut, and the
      * per-rank expansion then reports it as before. */
     size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;
-    int64_t *slots = calloc(n_slots, sizeof *slots);
-    if (!slots)
-        abort();
+    int64_t *slots = ml_xcalloc(n_slots, sizeof *slots);
     ml_diags quiet;
     ml_diags_init(&quiet);
     bool same = true;
@@ -680,9 +674,7 @@ void plan_share(const rank_plan *src, int rank, rank_plan *out) {
     out->rank = rank;
     out->borrowed = true;
     size_t n_slots = EXPR_SLOT_FIRST_LET + src->s->n_lets;
-    out->slots = malloc(n_slots * sizeof *out->slots);
-    if (!out->slots)
-        abort();
+    out->slots = ml_xmalloc(n_slots * sizeof *out->slots);
     memcpy(out->slots, src->slots, n_slots * sizeof *out->slots);
     out->slots[EXPR_SLOT_RANK] = rank;
 }

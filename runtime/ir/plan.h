@@ -65,6 +65,9 @@ typedef struct {
         struct { sched_error_code error; } expect;
     } u;
 } plan_op;
+/* The name of what an op does, for messages and labels: the collective's name for OP_COLL
+ * ("reduce_scatter"), else the op kind's ("copy", "compute"). */
+const char *plan_op_name(const plan_op *op);
 
 typedef struct {
     const sched *s;

@@ -76,9 +76,7 @@ int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, 
     slots[EXPR_SLOT_INDEX] = 0;
     const char **values = NULL;
     if (p && p->n_set) {
-        values = calloc(s->n_lets ? s->n_lets : 1, sizeof *values);
-        if (!values)
-            abort();
+        values = ml_xcalloc(s->n_lets ? s->n_lets : 1, sizeof *values);
         if (collect_overrides(s, p, values, d) != 0) {
             free(values);
             return -1;

@@ -55,9 +55,7 @@ static void hash_insert(ld_hash *h, const ld_entry *in) {
 void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val) {
     if ((h->n + 1) * 2 > h->cap) {
         ld_hash bigger = {.cap = h->cap ? h->cap * 2 : 64};
-        bigger.e = calloc(bigger.cap, sizeof(ld_entry));
-        if (!bigger.e)
-            abort();
+        bigger.e = ml_xcalloc(bigger.cap, sizeof(ld_entry));
         for (uint32_t k = 0; k < h->cap; k++)
             if (h->e[k].hash)
                 hash_insert(&bigger, &h->e[k]);
@@ -573,9 +571,7 @@ static void default_limits(const sched_load_limits *in, sched_load_limits *out) 
 
 sched *sched_load_buffer(const char *name, const char *data, size_t len,
                          const sched_load_limits *limits, ml_diags *d) {
-    sched_box *box = calloc(1, sizeof *box);
-    if (!box)
-        abort();
+    sched_box *box = ml_xcalloc(1, sizeof *box);
     ml_vec_init(&box->owned, sizeof(void *));
     sched *s = &box->s;
     s->arena = ml_arena_new();
@@ -643,10 +639,8 @@ sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_dia
     size_t cap = 1 << 16, len = 0;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
         cap = (size_t)st.st_size + 1;
-    char *buf = malloc(cap);
+    char *buf = ml_xmalloc(cap);
     for (;;) {
-        if (!buf)
-            abort();
         ssize_t r = read(fd, buf + len, cap - len);
         if (r < 0 && errno == EINTR)
             continue;

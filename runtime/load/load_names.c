@@ -33,10 +33,8 @@ const char *const ld_sym_kind_names[SYM_KIND_COUNT] = {"buffer", "stream", "even
 static void symtab_push(sched_symtab *t, const char *name, ml_mark m) {
     if (t->n == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 16;
-        t->names = realloc(t->names, t->cap * sizeof *t->names);
-        t->first_mark = realloc(t->first_mark, t->cap * sizeof *t->first_mark);
-        if (!t->names || !t->first_mark)
-            abort();
+        t->names = ml_xrealloc(t->names, t->cap * sizeof *t->names);
+        t->first_mark = ml_xrealloc(t->first_mark, t->cap * sizeof *t->first_mark);
     }
     t->names[t->n] = name;
     t->first_mark[t->n] = m;

@@ -5,7 +5,7 @@
  * frees, in both block and flow YAML style. Buffer names cycle through 1000 groups, each freed
  * before its name comes back, so the schedule is also valid for lint and predict.
  * `rank-free` writes the same schedule without `rank` (the view at offset s, `when: world > 1`):
- * every rank then has the same plan, which memlife expands once (cli/analyze.c).
+ * every rank then has the same plan, which memlife expands once (analyzer/pipeline/pipeline.c).
  * Usage: gen N [rank-free] > file.yaml */
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,7 +14,10 @@ static struct {
     int allocs;
     uint64_t limit;           /* alloc fails beyond this many bytes in one request (0: none) */
     uint64_t released;        /* bytes dropped by release() */
+    bool lacks[COLL_COUNT];   /* collectives the fake has no launcher for */
 } fake;
+
+static bool f_launches(ml_coll c) { return !fake.lacks[c]; }
 
 static int f_alloc(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, char *err,
                    size_t len) {
@@ -104,6 +107,7 @@ static const rt_backend_ops fake_backend = {
     .free = f_free,
     .release = f_release,
     .collective = f_collective,
+    .launches = f_launches,
     .sync = f_nop_sync,
     .record = f_nop_event,
     .wait = f_nop_event,
@@ -466,8 +470,46 @@ static void test_chunk_bytes(void **state) {
     assert_int_equal(rt_chunk_bytes(2, 4, 3), 0);
 }
 
+/* A backend without a launcher for a collective refuses the plan by name when the rank is set
+ * up: the error names the collective, the backend and the step (line 4, column 5: the
+ * all_gather), and nothing ran (no allocation). An all_gather under expect_error is never issued,
+ * so it needs no launcher. */
+static void test_backend_without_launcher(void **state) {
+    memset(&fake, 0, sizeof fake);
+    fake.lacks[COLL_ALL_GATHER] = true;
+    ml_diags d;
+    ml_diags_init(&d);
+    sched *s = tu_load("world: 1\nsteps:\n  - alloc: {buf: x, count: 8, dtype: int64}\n"
+                       "  - all_gather: {send: x, recv: x}\n", &d);
+    assert_non_null(s);
+    sched_params p = {.world = 1};
+    rank_plan plan;
+    assert_int_equal(plan_expand(s, 0, &p, 1, 0, NULL, &plan, &d), 0);
+    rt_options opt;
+    rt_options_default(&opt);
+    rt_rank r;
+    assert_int_equal(rt_rank_init(&r, &fake_backend, &opt, &plan, 0), -1);
+    assert_non_null(strstr(r.error, ":4:5: error: backend 'fake' has no launcher for 'all_gather'"));
+    assert_int_equal(fake.allocs, 0);
+    rt_rank_free(&r);
+    plan_free(&plan);
+    sched_free(s);
+
+    s = tu_load("world: 1\nsteps:\n  - alloc: {buf: x, count: 8, dtype: int64}\n"
+                "  - expect_error: {name: e, error: size_mismatch,\n"
+                "                   step: {all_gather: {send: x, recv: 'x[0:4]'}}}\n", &d);
+    assert_non_null(s);
+    assert_int_equal(plan_expand(s, 0, &p, 1, 0, NULL, &plan, &d), 0);
+    assert_int_equal(rt_rank_init(&r, &fake_backend, &opt, &plan, 0), 0);
+    rt_rank_free(&r);
+    plan_free(&plan);
+    sched_free(s);
+    ml_diags_free(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_backend_without_launcher),
         cmocka_unit_test(test_lifetime_bytes),     cmocka_unit_test(test_release),
         cmocka_unit_test(test_expect_error_refused), cmocka_unit_test(test_expect_error_codes),
         cmocka_unit_test(test_checks),             cmocka_unit_test(test_alloc_failure),

@@ -1,12 +1,12 @@
 /* test_rankshare.c — the one-expansion fast path (plan_rank_invariant, plan_share, lint_plans on
- * shared ops, predict_rank_shared, cli/analyze.c): when it applies, and that it changes nothing.
+ * shared ops, predict_rank_shared, analyzer/pipeline/pipeline.c): when it applies, and that it changes nothing.
  *
  * Every case runs the real pipeline (ml_analyze, as `memlife predict` does) and, beside it, the
  * per-rank reference (plan_expand for every rank, lint_plans, predict_rank, expect_eval); the
  * diagnostics, contract rows, predictions (every field and the whole timeline) and expectation
  * rows must be identical, and the item must have taken the path the case names. */
 #include "plantest.h"
-#include "cli/analyze.h"
+#include "cli/analysis.h"
 
 #include <unistd.h>
 
@@ -90,7 +90,7 @@ typedef struct {
     int failures;
 } reference;
 
-/* The per-rank pipeline, as cli/analyze.c ran it before the fast path. */
+/* The per-rank pipeline, as analyzer/pipeline/pipeline.c ran it before the fast path. */
 static void run_reference(const share_case *c, reference *ref) {
     memset(ref, 0, sizeof *ref);
     pt_run *r = &ref->r;
@@ -152,8 +152,8 @@ static void run_case(const share_case *c) {
     }
     ml_args a;
     assert_int_equal(ml_args_parse(&a, "predict", argc, argv, NULL, 0, false), 0);
-    ml_analysis_opts o;
-    ml_analysis_opts_default(&o);
+    pipeline_opts o;
+    pipeline_opts_default(&o);
     ml_analysis an;
     int rc = ml_analyze(&a, "predict", &o, &an);
     unlink(path);
@@ -162,15 +162,15 @@ static void run_case(const share_case *c) {
     run_reference(c, &ref);
     print_message("case %s\n", c->name);
     assert_int_equal(rc, ref.r.lint_errors ? ML_EXIT_INPUT : ML_EXIT_OK);
-    assert_int_equal(an.items.n, 1);
-    const ml_item *it = &ML_VEC_AT(&an.items, ml_item, 0);
+    assert_int_equal(an.res.items.n, 1);
+    const pipeline_item *it = &ML_VEC_AT(&an.res.items, pipeline_item, 0);
     assert_int_equal(it->shared, c->shared);
     assert_int_equal(it->world, ref.r.world);
 
     /* the same diagnostics, in the same order (the file name aside) */
-    assert_int_equal(an.diags.items.n, ref.r.d.items.n);
-    for (size_t k = 0; k < an.diags.items.n; k++) {
-        const ml_diag *x = &ML_VEC_AT(&an.diags.items, ml_diag, k);
+    assert_int_equal(an.res.diags.items.n, ref.r.d.items.n);
+    for (size_t k = 0; k < an.res.diags.items.n; k++) {
+        const ml_diag *x = &ML_VEC_AT(&an.res.diags.items, ml_diag, k);
         const ml_diag *y = &ML_VEC_AT(&ref.r.d.items, ml_diag, k);
         assert_string_equal(x->text, y->text);
         assert_int_equal(x->rank, y->rank);

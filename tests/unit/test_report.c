@@ -29,7 +29,7 @@ static const char naive_yaml[] =
     "  - sync: device\n"
     "  - free: [full, shard]\n";
 
-/* One schedule analyzed for every rank, as cli/analyze.c does it, held for the writers. */
+/* One schedule analyzed for every rank, as analyzer/pipeline/pipeline.c does it, held for the writers. */
 typedef struct {
     sched *s;
     rank_plan plans[8];
@@ -293,36 +293,46 @@ static void test_args_errors(void **state) {
     ml_args_free(&a);
 }
 
+/* run's row in commands.def has CMD_BACKEND | CMD_ALLOCATOR: the backend options come with the
+ * command (backend_opts.h), its own rows (here --no-data) beside them; predict has none. */
 static void test_args_extra(void **state) {
     (void)state;
-    const char *backend = "host";
-    int ranks = 0;
-    double timeout = 60;
     bool no_data = false;
-    static const char *const allocators[] = {"cuda", "async", "chunked", NULL};
-    int allocator = 0;
     const ml_opt extra[] = {
-        {"--backend", "-b", OPT_STRING, &backend, 0, 0, NULL},
-        {"--ranks", "-n", OPT_INT, &ranks, 1, 1024, NULL},
-        {"--timeout", NULL, OPT_DOUBLE, &timeout, 1, 0, NULL},
         {"--no-data", NULL, OPT_FLAG, &no_data, 0, 0, NULL},
-        {"--allocator", NULL, OPT_CHOICE, &allocator, 0, 0, allocators},
     };
     char *argv[] = {"run", "x.yaml", "-b", "cuda", "-n", "4", "--timeout=2.5", "--no-data",
-                    "--allocator", "chunked"};
+                    "--allocator", "chunked", "--gpus", "2"};
     ml_args a;
-    assert_int_equal(ml_args_parse(&a, "run", 10, argv, extra, 5, false), 0);
-    assert_string_equal(backend, "cuda");
-    assert_int_equal(ranks, 4);
-    assert_true(timeout == 2.5);
+    assert_int_equal(ml_args_parse(&a, "run", 12, argv, extra, 1, false), 0);
+    assert_string_equal(a.backend.backend, "cuda");
+    assert_int_equal(a.backend.ranks, 4);
+    assert_int_equal(a.backend.gpus, 2);
+    assert_true(a.backend.timeout == 2.5);
     assert_true(no_data);
-    assert_int_equal(allocator, 2);
+    assert_int_equal(a.backend.allocator, 2);
+    assert_string_equal(ml_allocator_names[a.backend.allocator], "chunked");
+    ml_args_free(&a);
+    /* the defaults: host, 60 s, the cuda allocator, nothing else given */
+    char *plain[] = {"run", "x.yaml"};
+    assert_int_equal(ml_args_parse(&a, "run", 2, plain, extra, 1, false), 0);
+    assert_string_equal(a.backend.backend, "host");
+    assert_true(a.backend.timeout == 60.0);
+    assert_int_equal(a.backend.ranks + a.backend.gpus + a.backend.allocator, 0);
     ml_args_free(&a);
     char *bad_timeout[] = {"run", "x.yaml", "--timeout", "-1"};
-    assert_int_equal(ml_args_parse(&a, "run", 4, bad_timeout, extra, 5, false), ML_EXIT_INPUT);
+    assert_int_equal(ml_args_parse(&a, "run", 4, bad_timeout, extra, 1, false), ML_EXIT_INPUT);
     ml_args_free(&a);
     char *bad_choice[] = {"run", "x.yaml", "--allocator", "vmm"};
-    assert_int_equal(ml_args_parse(&a, "run", 4, bad_choice, extra, 5, false), ML_EXIT_INPUT);
+    assert_int_equal(ml_args_parse(&a, "run", 4, bad_choice, extra, 1, false), ML_EXIT_INPUT);
+    ml_args_free(&a);
+    /* bench has the backend options but not --allocator; predict has none of them */
+    char *bench_alloc[] = {"bench", "x.yaml", "--allocator", "async"};
+    assert_int_equal(ml_args_parse(&a, "bench", 4, bench_alloc, NULL, 0, false), ML_EXIT_INPUT);
+    ml_args_free(&a);
+    char *predict_backend[] = {"predict", "x.yaml", "--backend", "host"};
+    assert_int_equal(ml_args_parse(&a, "predict", 4, predict_backend, NULL, 0, false),
+                     ML_EXIT_INPUT);
     ml_args_free(&a);
 }
 

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ir/coll.h"
@@ -183,11 +184,56 @@ static void test_tables(void **state) {
     assert_int_equal(ml_coll_recv_count(COLL_REDUCE_SCATTER, 16, 4), 16);
 }
 
+/* Every collective declares its data flow (coll.h), consistent with the rest of its row: a
+ * reduction exactly where the row has an op, a shard of the rank exactly where the send is world
+ * times the recv (reduce_scatter), a root-based flow only where the row has a root. */
+static void test_coll_flow(void **state) {
+    for (int c = 0; c < COLL_COUNT; c++) {
+        const ml_coll_info *ci = &ml_colls[c];
+        assert_int_not_equal(ci->flow.source, FLOW_UNDECLARED);
+        assert_int_equal(ci->flow.source == FLOW_REDUCTION, ci->has_op);
+        assert_int_equal(ci->flow.shard_of_rank, ci->send_mult_world && !ci->recv_mult_world);
+        if (ci->flow.source == FLOW_ROOT_SEND || ci->flow.root_only)
+            assert_true(ci->has_root);
+    }
+    assert_int_equal(ml_colls[COLL_ALL_GATHER].flow.source, FLOW_GATHER);
+    assert_true(ml_colls[COLL_REDUCE].flow.root_only);
+    assert_int_equal(ml_colls[COLL_BROADCAST].flow.source, FLOW_ROOT_SEND);
+}
+
+/* The one allocation-failure path: a request that cannot be met prints the bytes asked for and
+ * exits 3, in a child process (SIZE_MAX / 2 * 2 overflows nothing but no allocator grants it). */
+static void test_out_of_memory(void **state) {
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        (void)ml_xmalloc(SIZE_MAX / 2);
+        _exit(0);
+    }
+    close(fds[1]);
+    char buf[200] = "";
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 3);
+    assert_true(n > 0);
+    char want[100];
+    snprintf(want, sizeof want, "memlife: error: out of memory (%zu bytes)\n", (size_t)SIZE_MAX / 2);
+    assert_string_equal(buf, want);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_diag_format),  cmocka_unit_test(test_diag_max_errors),
         cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_format_bytes),
         cmocka_unit_test(test_arena_and_vec), cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_coll_flow),    cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,10 @@
-/* backend_cuda.c — the cuda backend: cudaMalloc / cudaMallocAsync / CUDA VMM and NCCL on named
+/* cuda.c — the cuda backend: cudaMalloc / cudaMallocAsync / CUDA VMM and NCCL on named
  * CUDA streams, measured with cudaMemGetInfo. docs/cuda.md has the notes.
  *
- * This file holds the rt_backend_ops table and the per-op calls; the allocators live in
- * backend_cuda_alloc.c, communicator creation, blob exchange and warm-up in backend_cuda_comm.c,
- * deadline-bounded waits in backend_cuda_wait.c. Built without CUDA (no MEMLIFE_HAVE_CUDA), the
+ * This file holds the rt_backend_ops table and the per-op calls, on top of the other files, which
+ * call only downward: cuda_bench.c (bench hooks) over cuda_comm.c (communicators, blob exchange,
+ * warm-up, launch) over cuda_alloc.c (allocators) over cuda_wait.c (deadline-bounded waits) over
+ * cuda_core.c (the process's state, errors, ranks, streams, events). Built without CUDA (no MEMLIFE_HAVE_CUDA), the
  * backend keeps its row in the table with available = false and says how to get it. */
 #include "exec/rt.h"
 
@@ -27,142 +28,6 @@ const rt_backend_ops rt_backend_cuda = {
 #include <unistd.h>
 
 extern char **environ;
-
-cu_state cu_g;
-
-/* ---- Errors --------------------------------------------------------------------------------- */
-
-static void vformat(char *err, size_t len, const char *fmt, va_list ap) {
-    if (len)
-        vsnprintf(err, len, fmt, ap);
-}
-
-static void append(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void append(char *err, size_t len, const char *fmt, ...) {
-    size_t used = strnlen(err, len);
-    if (used + 1 >= len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err + used, len - used, fmt, ap);
-    va_end(ap);
-}
-
-int cu_fail_cuda(char *err, size_t len, cudaError_t e, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vformat(err, len, fmt, ap);
-    va_end(ap);
-    append(err, len, ": %s", cudaGetErrorString(e));
-    (void)cudaGetLastError();   /* non-sticky errors must not leak into the next call */
-    cu_g.failed = true;
-    return -1;
-}
-
-int cu_fail_nccl(char *err, size_t len, ncclComm_t comm, ncclResult_t res, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vformat(err, len, fmt, ap);
-    va_end(ap);
-    append(err, len, ": %s", ncclGetErrorString(res));
-    const char *last = ncclGetLastError(comm);
-    if (last && *last)
-        append(err, len, ": %s", last);
-    cu_g.failed = true;
-    return -1;
-}
-
-/* ---- Ranks, streams, events ---------------------------------------------------------------- */
-
-cu_rank *cu_rank_of(const rt_rank *r) { return (cu_rank *)r->be_state; }
-
-int cu_set_device(cu_rank *cr, char *err, size_t len) {
-    /* A process that drives one GPU (under mpirun) selects it once: cudaSetDevice is a runtime
-     * call on every collective's path otherwise (measured on H200: memlife's issue time per
-     * collective ~2 us over a bare NCCL loop). With several local GPUs the current device
-     * must follow the rank, every time. */
-    static int selected = -1;
-    if (cu_g.n_local == 1 && selected == cr->device)
-        return 0;
-    cudaError_t e = cudaSetDevice(cr->device);
-    if (e == cudaSuccess && cu_g.n_local == 1)
-        selected = cr->device;
-    return e == cudaSuccess ? 0 : cu_fail_cuda(err, len, e, "cudaSetDevice(%d) failed", cr->device);
-}
-
-const char *cu_stream_name(const cu_rank *cr, uint32_t stream) {
-    if (cr->s && stream < cr->s->syms[SYM_STREAM].n)
-        return sched_sym_name(cr->s, SYM_STREAM, stream);
-    return stream == SCHED_DEFAULT_STREAM ? "default" : "?";
-}
-
-/* Grows a zeroed table of `size`-byte items to hold index i. */
-static int grow(void **items, uint32_t *n, size_t size, uint32_t i, char *err, size_t len) {
-    if (i < *n)
-        return 0;
-    uint32_t want = i + 1 > *n * 2 ? i + 1 : *n * 2;
-    void *p = realloc(*items, (size_t)want * size);
-    if (!p) {
-        snprintf(err, len, "out of host memory for %u stream/event slots", want);
-        return -1;
-    }
-    memset((char *)p + (size_t)*n * size, 0, (size_t)(want - *n) * size);
-    *items = p;
-    *n = want;
-    return 0;
-}
-
-int cu_stream_get(cu_rank *cr, uint32_t stream, cudaStream_t *out, char *err, size_t len) {
-    uint32_t old = cr->n_streams;
-    if (grow((void **)&cr->streams, &cr->n_streams, sizeof(cu_stream), stream, err, len))
-        return -1;
-    for (uint32_t k = old; k < cr->n_streams; k++)
-        cr->streams[k].last_work = CU_WORK_NONE;
-    cu_stream *st = &cr->streams[stream];
-    if (!st->stream) {
-        /* Non-blocking: the legacy null stream (synchronous cudaMemcpy of inits and checks)
-         * must not serialize with the schedule's streams behind our back. */
-        cudaError_t e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking);
-        if (e != cudaSuccess)
-            return cu_fail_cuda(err, len, e, "cudaStreamCreate for stream '%s' failed",
-                                cu_stream_name(cr, stream));
-    }
-    *out = st->stream;
-    return 0;
-}
-
-int cu_event_get(cu_rank *cr, uint32_t event, cudaEvent_t *out, char *err, size_t len) {
-    uint32_t old = cr->n_events;
-    if (grow((void **)&cr->events, &cr->n_events, sizeof(cu_event), event, err, len))
-        return -1;
-    for (uint32_t k = old; k < cr->n_events; k++) {
-        cr->events[k].stream = SCHED_NO_SYM;
-        cr->events[k].last_work = CU_WORK_NONE;
-    }
-    cu_event *ev = &cr->events[event];
-    if (!ev->event) {
-        cudaError_t e = cudaEventCreateWithFlags(&ev->event, cudaEventDisableTiming);
-        if (e != cudaSuccess)
-            return cu_fail_cuda(err, len, e, "cudaEventCreate failed");
-    }
-    *out = ev->event;
-    return 0;
-}
-
-int cu_device_used(cu_rank *cr, uint64_t *used, uint64_t *free_bytes, uint64_t *total) {
-    size_t f = 0, t = 0;
-    if (cudaSetDevice(cr->device) != cudaSuccess || cudaMemGetInfo(&f, &t) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return -1;
-    }
-    if (used)
-        *used = (uint64_t)(t - f);
-    if (free_bytes)
-        *free_bytes = f;
-    if (total)
-        *total = t;
-    return 0;
-}
 
 /* ---- Process set-up -------------------------------------------------------------------------- */
 
@@ -450,39 +315,39 @@ static void version_text(int v, char *buf, size_t len) {
 static void cuda_provenance(char *buf, size_t len) {
     int nv = 0;
     if (ncclGetVersion(&nv) == ncclSuccess)
-        append(buf, len, "nccl_version=%d.%d.%d\n", nv / 10000, (nv % 10000) / 100, nv % 100);
-    append(buf, len, "nccl_build_version=%d.%d.%d\n", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+        cu_append(buf, len, "nccl_version=%d.%d.%d\n", nv / 10000, (nv % 10000) / 100, nv % 100);
+    cu_append(buf, len, "nccl_build_version=%d.%d.%d\n", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
     int v = 0;
     char text[32];
     if (cudaRuntimeGetVersion(&v) == cudaSuccess) {
         version_text(v, text, sizeof text);
-        append(buf, len, "cuda_runtime_version=%s\n", text);
+        cu_append(buf, len, "cuda_runtime_version=%s\n", text);
     }
     if (cudaDriverGetVersion(&v) == cudaSuccess && v > 0) {
         version_text(v, text, sizeof text);
-        append(buf, len, "cuda_driver_version=%s\n", text);
+        cu_append(buf, len, "cuda_driver_version=%s\n", text);
     }
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess)
         count = 0;
     (void)cudaGetLastError();
-    append(buf, len, "gpu_count=%d\n", count);
+    cu_append(buf, len, "gpu_count=%d\n", count);
     for (int d = 0; d < count; d++) {
         struct cudaDeviceProp p;
         if (cudaGetDeviceProperties(&p, d) == cudaSuccess)
-            append(buf, len, "gpu%d=%s (%llu bytes)\n", d, p.name,
+            cu_append(buf, len, "gpu%d=%s (%llu bytes)\n", d, p.name,
                    (unsigned long long)p.totalGlobalMem);
     }
     if (cu_g.initialized) {
-        append(buf, len, "cuda_launch=%s\n", cu_g.mpi ? "mpi, one process per GPU"
+        cu_append(buf, len, "cuda_launch=%s\n", cu_g.mpi ? "mpi, one process per GPU"
                                                       : "one process driving every GPU");
-        append(buf, len, "cuda_allocator=%s\n", cu_g.alloc->name);
+        cu_append(buf, len, "cuda_allocator=%s\n", cu_g.alloc->name);
         for (int i = 0; i < cu_g.n_local; i++)
-            append(buf, len, "rank%d_device=%d\n", cu_g.ranks[i].rank, cu_g.ranks[i].device);
+            cu_append(buf, len, "rank%d_device=%d\n", cu_g.ranks[i].rank, cu_g.ranks[i].device);
     }
     for (char **e = environ; e && *e; e++)
         if (strncmp(*e, "NCCL_", 5) == 0)
-            append(buf, len, "%s\n", *e);
+            cu_append(buf, len, "%s\n", *e);
 }
 
 /* Results go to rank 0 through MPI; in one process the executor holds every rank's blob already. */
@@ -514,6 +379,7 @@ const rt_backend_ops rt_backend_cuda = {
     .free = cuda_free,
     .release = cuda_release,
     .collective = cuda_collective,
+    .launches = cu_launches,
     .sync = cuda_sync,
     .record = cuda_record,
     .wait = cuda_wait,

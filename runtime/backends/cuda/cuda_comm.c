@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Collectives: one launcher per row of coll.h's table ---------------------------------------- */
+/* ---- Collectives: one launcher per row of coll.h's table ---------------------------------------
+ * A NULL row is a collective NCCL cannot run here; rt_rank_init refuses it by name (cu_launches)
+ * before running, so cu_launch_one never meets one. */
 
 typedef ncclResult_t (*cu_launch_fn)(const void *send, void *recv, size_t count, ncclDataType_t dt,
                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t s);
@@ -62,6 +64,8 @@ static const cu_launch_fn cu_launch[COLL_COUNT] = {
     [COLL_BROADCAST] = launch_broadcast,
     [COLL_REDUCE] = launch_reduce,
 };
+
+bool cu_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && cu_launch[c]; }
 
 ncclResult_t cu_launch_one(const rt_coll_args *a, ncclComm_t comm, cudaStream_t s) {
     const rt_mem *send_mem = a->send ? a->send : a->recv;

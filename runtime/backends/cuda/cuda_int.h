@@ -1,10 +1,10 @@
-/* backend_cuda_int.h — state shared by the cuda backend's files (backend_cuda*.c); not a public
+/* cuda_int.h — state shared by the cuda backend's files (cuda*.c); not a public
  * header: the rest of memlife sees only rt_backend_cuda (rt.h).
  *
  * One process drives either one rank (under mpirun, one process per GPU) or every rank (--gpus N,
  * one thread, all GPUs). Per local rank we keep its device, its NCCL communicator, one CUDA stream
  * per stream symbol and one CUDA event per event symbol (both created on first use), and the
- * async allocator's pool. Every host wait goes through cu_wait_* (backend_cuda_wait.c), which
+ * async allocator's pool. Every host wait goes through cu_wait_* (cuda_wait.c), which
  * polls against the run's deadline and aborts the communicator on expiry: NCCL has no
  * per-operation timeout of its own. */
 #ifndef MEMLIFE_BACKEND_CUDA_INT_H
@@ -50,7 +50,7 @@ typedef struct {
     size_t vmm_granularity;    /* cuMemGetAllocationGranularity(MINIMUM); 0 until first asked */
     uint64_t used_before_comm; /* cudaMemGetInfo used after context creation, before NCCL */
     const sched *s;            /* for stream names in messages; NULL without a plan */
-    /* Bench (backend_cuda_bench.c), created on first use: */
+    /* Bench (cuda_bench.c), created on first use: */
     cudaEvent_t start;         /* start of a timed span, on the default stream (timing event) */
     cudaEvent_t fork;          /* forks the other streams into a graph capture */
     void *align_buf;           /* one float for the aligning AllReduce before a graph replay */
@@ -73,7 +73,9 @@ typedef struct {
 
 extern cu_state cu_g;
 
-/* ---- Errors (backend_cuda.c) -------------------------------------------------------------- */
+/* ---- Errors (cuda_core.c) -------------------------------------------------------------- */
+/* Appends printf output to the text in err[0..len), truncating at len. */
+void cu_append(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "what failed: cuda error text" (and resets CUDA's last error). Returns -1. */
 int cu_fail_cuda(char *err, size_t len, cudaError_t e, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -89,7 +91,7 @@ const char *cu_stream_name(const cu_rank *cr, uint32_t stream);
 /* Device bytes in use: cudaMemGetInfo total - free, on cr's device. */
 int cu_device_used(cu_rank *cr, uint64_t *used, uint64_t *free_bytes, uint64_t *total);
 
-/* ---- Waiting against the deadline (backend_cuda_wait.c) ----------------------------------- */
+/* ---- Waiting against the deadline (cuda_wait.c) ----------------------------------- */
 int cu_wait_stream(cu_rank *cr, uint32_t stream, char *err, size_t len);
 int cu_wait_event(cu_rank *cr, uint32_t event, char *err, size_t len);
 /* Every stream of the rank, then cudaDeviceSynchronize (returns at once by then). */
@@ -98,7 +100,7 @@ int cu_wait_device(cu_rank *cr, char *err, size_t len);
  * peers of a stuck rank are stuck too). */
 void cu_abort_all(void);
 
-/* ---- Allocators (backend_cuda_alloc.c) ------------------------------------------------------ */
+/* ---- Allocators (cuda_alloc.c) ------------------------------------------------------ */
 struct cu_allocator {
     const char *name;          /* --allocator NAME */
     int (*rank_init)(cu_rank *cr, char *err, size_t len);     /* NULL: nothing to set up */
@@ -119,17 +121,19 @@ int cu_vmm_alloc(cu_rank *cr, uint64_t bytes, uint32_t chunks, rt_mem *out, char
 int cu_vmm_release(cu_rank *cr, rt_mem *m, uint32_t keep, char *err, size_t len);
 int cu_vmm_free(cu_rank *cr, rt_mem *m, char *err, size_t len);
 
-/* ---- Launch, communicators, blobs, warm-up (backend_cuda_comm.c) --------------------------- */
+/* ---- Launch, communicators, blobs, warm-up (cuda_comm.c) --------------------------- */
 int cu_comm_init(char *err, size_t len);
 void cu_comm_finalize(void);
 int cu_allgather_blob(rt_rank *r, const void *mine, size_t len, void *all, char *err, size_t elen);
 int cu_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, size_t len);
 /* Issues one collective per rank inside one NCCL group (args[i] for ranks' cr[i]). */
 int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, size_t len);
+/* Whether the launcher table has a row for c (rt_backend_ops.launches). */
+bool cu_launches(ml_coll c);
 /* The NCCL call of one rank's collective on stream s, nothing around it (pointers from args). */
 ncclResult_t cu_launch_one(const rt_coll_args *a, ncclComm_t comm, cudaStream_t s);
 
-/* ---- Benchmark hooks (backend_cuda_bench.c): rt_backend_ops' optional bench entries -------- */
+/* ---- Benchmark hooks (cuda_bench.c): rt_backend_ops' optional bench entries -------- */
 int cu_time_begin(rt_rank **ranks, int n, bool align, char *err, size_t len);
 int cu_time_end(rt_rank **ranks, int n, double *seconds, char *err, size_t len);
 int cu_collective_bare(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len);

@@ -1,0 +1,195 @@
+/* pipeline.c — load → expand → lint → predict → expect, for every file and plan (pipeline.h). */
+#include "pipeline/pipeline.h"
+#include "predict/timemodel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void pipeline_opts_default(pipeline_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->predict = true;
+    o->expect = true;
+    lint_options_default(&o->lint);
+}
+
+void pipeline_item_free(pipeline_item *it) {
+    if (it->plans)
+        for (int r = 0; r < it->world; r++)
+            plan_free(&it->plans[r]);
+    if (it->pred)
+        for (int r = 0; r < it->world; r++) {
+            if (it->shared && r > 0)
+                it->pred[r].timeline = NULL;   /* rank 0's */
+            pred_rank_free(&it->pred[r]);
+        }
+    free(it->plans);
+    free(it->pred);
+    free(it->expects);
+    lint_result_free(&it->lint);
+    memset(it, 0, sizeof *it);
+}
+
+void pipeline_result_free(pipeline_result *r) {
+    for (size_t k = 0; k < r->items.n; k++)
+        pipeline_item_free(&ML_VEC_AT(&r->items, pipeline_item, k));
+    for (size_t k = 0; k < r->scheds.n; k++)
+        sched_free(ML_VEC_AT(&r->scheds, sched *, k));
+    ml_vec_free(&r->items);
+    ml_vec_free(&r->scheds);
+    ml_diags_free(&r->diags);
+    memset(r, 0, sizeof *r);
+}
+
+/* The time model's totals for one rank (timemodel.h): the schedule's `link:`, then --link. A
+ * shared rank copies rank 0's with the rest of its prediction (predict_rank_shared). */
+static int predict_time(const rank_plan *p, const pipeline_opts *o, pred_rank *out,
+                        ml_diags *d) {
+    tm_link l;
+    tm_link_default(&l);
+    if (tm_link_from_sched(p, &l, d))
+        return -1;
+    char err[200];
+    if (o->link && tm_link_parse(o->link, &l, err, sizeof err)) {
+        ml_mark top = {.line = 1, .col = 1};
+        ml_error(d, p->s->file, top, "%s", err);   /* the CLI checks --link first */
+        return -1;
+    }
+    tm_result t;
+    if (tm_predict(p, &l, false, &t, d))
+        return -1;
+    out->timed = true;
+    out->step_us = t.step_us;
+    out->comm_us = t.comm_us;
+    out->exposed_comm_us = t.exposed_comm_us;
+    return 0;
+}
+
+int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_opts *o,
+                     ml_diags *d) {
+    it->pred = ml_xcalloc((size_t)it->world, sizeof *it->pred);
+    for (int r = 0; r < it->world; r++) {
+        if (it->shared && r > 0)
+            predict_rank_shared(&it->plans[r], &it->pred[0], &it->pred[r]);
+        else if (predict_rank(&it->plans[r], &it->pred[r], d) != 0 ||
+                 predict_time(&it->plans[r], o, &it->pred[r], d) != 0)
+            return -1;
+    }
+    if (!o->expect)
+        return 0;
+    int failures = expect_eval(it->s, it->plan_index, p, it->world, it->pred, &it->expects,
+                               &it->n_expects, d);
+    if (failures < 0)
+        return -1;
+    it->expect_failures = it->n_expects ? failures : -1;
+    return 0;
+}
+
+/* The fast path: when no rank can expand differently from rank 0 (plan_rank_invariant: no
+ * evaluated expression names rank, lets agree on every rank, in-place flags too), rank 0's
+ * expansion is every rank's (plan_share: its ops, each rank's own slots), lint walks it once
+ * (lint_plans sees the shared ops) and its prediction is every rank's (predict_rank_shared:
+ * only what names the rank is redone). That is exact, not an approximation: the same ops give
+ * the same prediction, and the report still lists every rank (tests/unit/test_rankshare.c
+ * compares both paths). A schedule that uses rank takes the per-rank path. */
+int pipeline_plan(const sched *s, int plan_index, const sched_params *p, int world,
+                  const pipeline_opts *o, pipeline_item *it, ml_diags *d) {
+    it->s = s;
+    it->plan_index = plan_index;
+    it->world = world;
+    it->expect_failures = -1;
+    sched_params pw = *p;
+    pw.world = world;
+    it->plans = ml_xcalloc((size_t)world, sizeof *it->plans);
+    for (int r = 0; r < world; r++) {
+        if (r == 1)
+            it->shared = plan_rank_invariant(&it->plans[0], &pw);
+        if (it->shared)
+            plan_share(&it->plans[0], r, &it->plans[r]);
+        else if (plan_expand(s, plan_index, &pw, world, r, NULL, &it->plans[r], d) != 0)
+            return -1;
+    }
+    ml_diags *ld = o->lint_diags ? o->lint_diags : d;
+    if (lint_plans(it->plans, world, &o->lint, &it->lint, ld) != 0 && !o->lint_diags)
+        return -1;
+    if (!o->predict)
+        return 0;
+    return pipeline_predict(it, &pw, o, d);
+}
+
+int pipeline_plan_lookup(const sched *s, const char *name) {
+    for (uint32_t k = 0; k < s->n_plans; k++)
+        if (!strcmp(s->plans[k].name, name))
+            return (int)k;
+    return -1;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+int pipeline_split_word(const char *word, char *path, size_t len, const char **plan) {
+    *plan = NULL;
+    if ((size_t)snprintf(path, len, "%s", word) >= len)
+        return -1;
+    char *colon = strrchr(path, ':');
+    if (colon && !ends_with(path, ".yaml") && !ends_with(path, ".yml")) {
+        *colon = '\0';
+        *plan = colon + 1;
+    }
+    return 0;
+}
+
+/* Which plans of s to analyze: all, or the one named `want`. A file without named plans
+ * ignores it, so `--plan direct` over a mix of files still covers the lifetime files. */
+static int select_plans(const sched *s, const char *want, int *first, int *last, ml_diags *d) {
+    *first = 0;
+    *last = (int)s->n_plans - 1;
+    if (!want || s->n_plans == 0 || !s->plans[0].name[0])
+        return 0;
+    int k = pipeline_plan_lookup(s, want);
+    if (k >= 0) {
+        *first = *last = k;
+        return 0;
+    }
+    char names[256] = "";
+    for (uint32_t j = 0; j < s->n_plans; j++) {
+        if (j)
+            strncat(names, ", ", sizeof names - strlen(names) - 1);
+        strncat(names, s->plans[j].name, sizeof names - strlen(names) - 1);
+    }
+    ml_error(d, s->file, s->plans[0].mark, "no plan '%s' in this schedule (plans: %s)", want,
+             names);
+    return -1;
+}
+
+int pipeline_run(const pipeline_input *in, pipeline_result *out) {
+    memset(out, 0, sizeof *out);
+    ml_vec_init(&out->scheds, sizeof(sched *));
+    ml_vec_init(&out->items, sizeof(pipeline_item));
+    ml_diags_init(&out->diags);
+    ml_diags *d = &out->diags;
+    sched_params p = {.set = (const char **)in->set, .n_set = in->n_set, .world = in->world};
+    bool failed = false;
+
+    for (size_t f = 0; f < in->n_files; f++) {
+        sched *s = sched_load_file(in->files[f], NULL, d);
+        if (!s) {
+            failed = true;
+            continue;
+        }
+        *(sched **)ml_vec_push(&out->scheds) = s;
+        int world = sched_world(s, &p, d);
+        int first, last;
+        if (world <= 0 || select_plans(s, in->plan, &first, &last, d) != 0) {
+            failed = true;
+            continue;
+        }
+        for (int k = first; k <= last; k++) {
+            pipeline_item *it = ml_vec_push(&out->items);
+            if (pipeline_plan(s, k, &p, world, &in->what, it, d) != 0)
+                failed = true;
+        }
+    }
+    return failed || d->errors ? -1 : 0;
+}

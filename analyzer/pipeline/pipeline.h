@@ -1,0 +1,87 @@
+/* pipeline.h — the one analysis pipeline: load every file, expand every rank's plan, lint,
+ * predict, evaluate expectations. predict, check and run (through cli/analysis.c), plot, trace and
+ * diff (report/series.c), optimize, bench and equiv all run it; none expands or lints by itself.
+ *
+ * One item per (file, plan): files with `plans:` give one item per plan, or only the plan named
+ * by `plan`. Diagnostics of every file are collected before the caller reports anything, so a bad
+ * file never leaves a partial report behind.
+ *
+ * The fast path: when no rank can expand differently from rank 0 (plan_rank_invariant), rank 0's
+ * expansion, lint walk and prediction serve every rank (pipeline.c says why that is exact). */
+#ifndef MEMLIFE_PIPELINE_H
+#define MEMLIFE_PIPELINE_H
+
+#include "predict/analyzer.h"
+
+/* What to compute for a plan. */
+typedef struct {
+    lint_options lint;
+    bool predict;              /* the predictor (else expand + lint only) */
+    bool expect;               /* and the file's expectations (with predict) */
+    /* NULL: lint findings go to the caller's diagnostics and a lint error stops the plan before
+     * the prediction. Else they go here and the prediction runs whatever they say (optimize
+     * compares candidates' findings; equiv reads cross-rank errors as an answer). */
+    ml_diags *lint_diags;
+    /* The time model's link (predict/timemodel.h): `--link alpha_us=A,busbw_gbps=B` over the
+     * schedule's `link:` over the defaults; NULL: no --link. The caller has parsed it once. */
+    const char *link;
+} pipeline_opts;
+
+/* The inputs of a whole run, as plain data (cli converts its options into this). */
+typedef struct {
+    const char *const *files;
+    size_t n_files;
+    const char *const *set;    /* --set NAME=VALUE pairs, in order (the last one wins) */
+    size_t n_set;
+    int world;                 /* 0: each file's own */
+    const char *plan;          /* only this plan of files with named plans; NULL: every plan */
+    pipeline_opts what;
+} pipeline_input;
+
+typedef struct {
+    const sched *s;            /* not owned */
+    int plan_index;
+    int world;
+    rank_plan *plans;          /* [world]; rank r > 0 shares rank 0's ops when `shared` */
+    pred_rank *pred;           /* [world]; NULL until predicted */
+    expect_row *expects;
+    size_t n_expects;
+    int expect_failures;       /* -1: no expectations (or not evaluated) */
+    lint_result lint;
+    bool shared;               /* one expansion and prediction serve every rank */
+} pipeline_item;
+
+typedef struct {
+    ml_vec scheds;             /* sched *, one per loaded file */
+    ml_vec items;              /* pipeline_item */
+    ml_diags diags;
+} pipeline_result;
+
+/* Defaults: lint as lint_options_default, predict and expectations on. */
+void pipeline_opts_default(pipeline_opts *o);
+
+/* Runs the pipeline over in's files. Returns 0, or -1 when any file failed to load, expand, lint
+ * or evaluate (the reasons in out->diags, printed by the caller); out must be freed either way. */
+int pipeline_run(const pipeline_input *in, pipeline_result *out);
+void pipeline_result_free(pipeline_result *r);
+
+/* One plan of s at `world` (p's world is ignored): expands every rank into it (zeroed by the
+ * caller; it->s is s, not owned), lints, and as o says predicts and evaluates expectations.
+ * Returns 0 or -1 (the reasons in d). pipeline_item_free frees it either way. */
+int pipeline_plan(const sched *s, int plan_index, const sched_params *p, int world,
+                  const pipeline_opts *o, pipeline_item *it, ml_diags *d);
+/* The prediction step alone, for an item pipeline_plan expanded without it (o->predict false):
+ * every rank, and the expectations when o->expect. Returns 0 or -1. */
+int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_opts *o,
+                     ml_diags *d);
+void pipeline_item_free(pipeline_item *it);
+
+/* ---- Naming inputs ----------------------------------------------------------------------------*/
+/* The index of s's plan called name, -1 when none is. */
+int pipeline_plan_lookup(const sched *s, const char *name);
+/* An input word FILE.yaml or FILE.yaml:PLAN: the path into path[0..len) and *plan the name after
+ * the ':' (pointing into path), or NULL for a whole file. A word ending in .yaml/.yml is a path
+ * even when it holds a ':'. Returns -1 when the path does not fit. */
+int pipeline_split_word(const char *word, char *path, size_t len, const char **plan);
+
+#endif

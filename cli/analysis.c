@@ -1,0 +1,74 @@
+/* analysis.c — the pipeline's run for predict, check and run, as a report (analysis.h). */
+#include "analysis.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+pipeline_input ml_args_pipeline(const ml_args *a, const pipeline_opts *what) {
+    return (pipeline_input){
+        .files = (const char *const *)a->files.items,
+        .n_files = a->files.n,
+        .set = (const char *const *)a->set.items,
+        .n_set = a->set.n,
+        .world = a->world,
+        .plan = a->plan,
+        .what = *what,
+    };
+}
+
+void ml_analysis_free(ml_analysis *an) {
+    for (size_t k = 0; an->checks && k < an->res.items.n; k++)
+        free(an->checks[k]);
+    free(an->checks);
+    free(an->report_items);
+    pipeline_result_free(&an->res);
+    memset(an, 0, sizeof *an);
+}
+
+/* Lint's expect_error rows become the report's contract rows. */
+static report_check *contract_rows(const lint_result *lr) {
+    if (!lr->n_rows)
+        return NULL;
+    report_check *rows = ml_xcalloc(lr->n_rows, sizeof *rows);
+    for (size_t k = 0; k < lr->n_rows; k++) {
+        const lint_contract_row *row = &lr->rows[k];
+        rows[k].name = row->name;
+        rows[k].rank = row->rank;
+        rows[k].pass = row->pass;
+        memcpy(rows[k].detail, row->detail, sizeof rows[k].detail);
+    }
+    return rows;
+}
+
+int ml_analyze(const ml_args *a, const char *command, const pipeline_opts *o, ml_analysis *out) {
+    memset(out, 0, sizeof *out);
+    pipeline_input in = ml_args_pipeline(a, o);
+    int rc = pipeline_run(&in, &out->res);
+    ml_diags_print(&out->res.diags, stderr);
+    if (rc != 0)
+        return ML_EXIT_INPUT;
+
+    size_t n = out->res.items.n;
+    out->checks = ml_xcalloc(n ? n : 1, sizeof *out->checks);
+    out->report_items = ml_xcalloc(n ? n : 1, sizeof *out->report_items);
+    for (size_t k = 0; k < n; k++) {
+        const pipeline_item *it = &ML_VEC_AT(&out->res.items, pipeline_item, k);
+        out->checks[k] = contract_rows(&it->lint);
+        out->report_items[k] = (report_schedule){
+            .s = it->s,
+            .plan_index = it->plan_index,
+            .world = it->world,
+            .plans = it->plans,
+            .pred = it->pred,
+            .expects = it->expects,
+            .n_expects = it->n_expects,
+            .expect_failures = it->expect_failures,
+            .checks = out->checks[k],
+            .n_checks = it->lint.n_rows,
+        };
+    }
+    out->rep.items = out->report_items;
+    out->rep.n = n;
+    out->rep.command = command;
+    return ML_EXIT_OK;
+}

@@ -1,0 +1,27 @@
+/* analysis.h — predict, check and run's side of the pipeline (pipeline/pipeline.h): the command
+ * line's files, --set, --world and --plan as the pipeline's input, its diagnostics printed, its
+ * items as one report (report/report.h). */
+#ifndef MEMLIFE_CLI_ANALYSIS_H
+#define MEMLIFE_CLI_ANALYSIS_H
+
+#include "args.h"
+#include "pipeline/pipeline.h"
+#include "report/report.h"
+
+typedef struct {
+    pipeline_result res;       /* res.items: pipeline_item, one per report item */
+    report_check **checks;     /* [items]: the lint's expect_error contract rows of each item */
+    report_schedule *report_items;
+    report rep;
+} ml_analysis;
+
+/* The pipeline's input for a's files and options, computing `what`. Points into a. */
+pipeline_input ml_args_pipeline(const ml_args *a, const pipeline_opts *what);
+
+/* Runs the pipeline for a's files. Prints the diagnostics (errors and warnings) to stderr.
+ * Returns ML_EXIT_OK, or ML_EXIT_INPUT when any file failed to load, expand, lint or evaluate;
+ * out must be freed either way. */
+int ml_analyze(const ml_args *a, const char *command, const pipeline_opts *o, ml_analysis *out);
+void ml_analysis_free(ml_analysis *an);
+
+#endif

@@ -1,0 +1,55 @@
+/* backend_opts.c — the backend options, once, for every command with CMD_BACKEND
+ * (backend_opts.h). */
+#include "backend_opts.h"
+#include "args.h"
+#include "cmd.h"
+
+#include <string.h>
+
+const char *const ml_allocator_names[] = {"cuda", "async", "chunked", NULL};
+
+void ml_backend_opts_default(ml_backend_opts *b) {
+    memset(b, 0, sizeof *b);
+    b->backend = "host";
+    b->timeout = 60.0;
+}
+
+size_t ml_backend_opt_rows(ml_backend_opts *b, unsigned flags, ml_opt *rows) {
+    if (!(flags & CMD_BACKEND))
+        return 0;
+    const ml_opt all[ML_BACKEND_OPT_ROWS] = {
+        {"--backend", "-b", OPT_STRING, &b->backend, 0, 0, NULL},
+        {"--ranks", "-n", OPT_INT, &b->ranks, 1, 4096, NULL},
+        {"--gpus", NULL, OPT_INT, &b->gpus, 1, 1024, NULL},
+        {"--timeout", NULL, OPT_DOUBLE, &b->timeout, 1, 0, NULL},
+        {"--allocator", NULL, OPT_CHOICE, &b->allocator, 0, 0, ml_allocator_names},
+    };
+    size_t n = flags & CMD_ALLOCATOR ? ML_BACKEND_OPT_ROWS : ML_BACKEND_OPT_ROWS - 1;
+    memcpy(rows, all, n * sizeof *rows);
+    return n;
+}
+
+int ml_backend_opts_check(const char *cmd, const ml_backend_opts *b, bool need_backend,
+                          const rt_backend_ops **be) {
+    *be = NULL;
+    if (need_backend) {
+        *be = rt_backend_find(b->backend);
+        if (!*be)
+            return ml_usage_error(cmd, "unknown backend '%s' (host or cuda)", b->backend);
+        if (!(*be)->available) {
+            fprintf(stderr, "error: backend '%s' is not available in this build: %s\n",
+                    (*be)->name, (*be)->how_to_get);
+            return ML_EXIT_RUNTIME;
+        }
+    }
+    if (b->gpus && strcmp(b->backend, "cuda") != 0)
+        return ml_usage_error(cmd, "--gpus is for the cuda backend");
+    return 0;
+}
+
+void ml_backend_opts_apply(const ml_backend_opts *b, const rt_backend_ops *be, rt_options *o) {
+    o->backend = be->name;
+    o->allocator = ml_allocator_names[b->allocator];
+    o->timeout_s = b->timeout;
+    o->gpus = b->gpus;
+}

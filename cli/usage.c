@@ -1,0 +1,21 @@
+/* usage.c — usage errors (cmd.h), at the bottom of cli/: every command and the option parser
+ * report through it. */
+#include "cmd.h"
+#include "base/util.h"
+
+#include <stdarg.h>
+
+int ml_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    fputs("error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    if (cmd)
+        fprintf(stderr, "hint: run 'memlife %s --help' for usage\n", cmd);
+    else
+        fputs("hint: run 'memlife help' for the list of commands\n", stderr);
+    return ML_EXIT_INPUT;
+}
+
