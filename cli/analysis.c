@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* analysis.c — the pipeline's run for predict, check and run, as a report (analysis.h). */
 #include "analysis.h"
 
@@ -40,14 +41,10 @@ static report_check *contract_rows(const lint_result *lr) {
     return rows;
 }
 
-int ml_analyze(const ml_args *a, const char *command, const pipeline_opts *o, ml_analysis *out) {
+int ml_analysis_run(const pipeline_input *in, const char *command, ml_analysis *out) {
     memset(out, 0, sizeof *out);
-    pipeline_input in = ml_args_pipeline(a, o);
-    int rc = pipeline_run(&in, &out->res);
-    ml_diags_print(&out->res.diags, stderr);
-    if (rc != 0)
+    if (pipeline_run(in, &out->res) != 0)
         return ML_EXIT_INPUT;
-
     size_t n = out->res.items.n;
     out->checks = ml_xcalloc(n ? n : 1, sizeof *out->checks);
     out->report_items = ml_xcalloc(n ? n : 1, sizeof *out->report_items);
@@ -71,4 +68,11 @@ int ml_analyze(const ml_args *a, const char *command, const pipeline_opts *o, ml
     out->rep.n = n;
     out->rep.command = command;
     return ML_EXIT_OK;
+}
+
+int ml_analyze(const ml_args *a, const char *command, const pipeline_opts *o, ml_analysis *out) {
+    pipeline_input in = ml_args_pipeline(a, o);
+    int rc = ml_analysis_run(&in, command, out);
+    ml_diags_print(&out->res.diags, stderr);
+    return rc;
 }

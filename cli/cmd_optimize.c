@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_optimize.c — `memlife optimize FILE`: rewrite a schedule toward its memory floor
  * (analyzer/optimize.h) and report what each transformation saved.
  *
@@ -13,9 +14,7 @@
 #include <string.h>
 
 const char cmd_optimize_usage[] =
-    "usage: memlife optimize FILE [-o OUT.yaml] [--allow lifetimes,inplace,chunked,reorder]\n"
-    "                        [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
-    "                        [--format table|json|md] [--quiet] [--allow-host-syncs]\n"
+    "usage: memlife optimize [OPTIONS] FILE\n"
     "\n"
     "Rewrites the schedule to use less memory and keeps a rewrite only if the result loads\n"
     "back, lints with nothing new, keeps its expect_error contracts, does not raise the\n"
@@ -36,20 +35,7 @@ const char cmd_optimize_usage[] =
     "rewrite is kept nothing is written. The report ends with the predicted step time before\n"
     "and after and the host syncs added.\n"
     "\n"
-    "options:\n"
-    "  -o, --output FILE     write the rewritten schedule to FILE (atomically); the report\n"
-    "                        goes to stdout. Without -o: the schedule to stdout and the report\n"
-    "                        to stderr, or, with --format, only the report to stdout\n"
-    "      --allow LIST      transformations to try (default: all), comma-separated\n"
-    "      --allow-host-syncs  complete a use before a free with sync: {stream: S} (stops every\n"
-    "                        stream) instead of record/wait\n"
-    "  -w, --world N         world size (default: the file's 'world:')\n"
-    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
-    "      --plan NAME       only this plan of a file with 'plans:' (the others are kept)\n"
-    "  -f, --format FMT      report as table (default), json or md\n"
-    "  -q, --quiet           no report\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 written, 2 bad input (syntax, lint error or hazard), 3 cannot write\n";
 
 static int parse_allow(const char *list, opt_options *o) {
@@ -75,8 +61,23 @@ int cmd_optimize(int argc, char **argv) {
     int rc;
     const char *allow = NULL;
     bool host_syncs = false;
-    const ml_opt extra[] = {{"--allow", NULL, OPT_STRING, &allow, 0, 0, NULL},
-                            {"--allow-host-syncs", NULL, OPT_FLAG, &host_syncs, 0, 0, NULL}};
+    const ml_opt extra[] = {
+        {"--allow", NULL, OPT_STRING, &allow, 0, 0, NULL, "LIST",
+         "transformations to try (default: all), comma-separated"},
+        {"--allow-host-syncs", NULL, OPT_FLAG, &host_syncs, 0, 0, NULL, NULL,
+         "complete a use before a free with sync: {stream: S}, which stops every stream, instead "
+         "of record/wait"},
+        /* documentation rows: what the common option means here */
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "write the rewritten schedule to FILE (atomically); the report goes to stdout. "
+            "Without -o: the schedule to stdout and the report to stderr, or, with --format, only "
+            "the report to stdout"},
+        {"--plan", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "only this plan of a file with 'plans:' (the others are kept)"},
+        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "report as table (default), json or md"},
+        {"--quiet", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "no report"},
+    };
     if (!ml_args_begin(&a, "optimize", cmd_optimize_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
                        false, &rc))
         return rc;

@@ -1,32 +1,21 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_plot.c — `memlife plot`: live memory over the steps as one self-contained SVG. */
 #include "cmd.h"
 #include "visual.h"
 #include "visual/plot.h"
 
 const char cmd_plot_usage[] =
-    "usage: memlife plot FILE.yaml[:PLAN]|RESULT.json... -o OUT.svg [--view requested|device]\n"
-    "                    [--time] [--width PX] [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
+    "usage: memlife plot [OPTIONS] FILE.yaml[:PLAN]|RESULT.json...\n"
     "\n"
     "Draws live bytes per rank after every op: the prediction as a step line, and for a\n"
     "'memlife run' result (RESULT.json) the measured curve dashed over it, on the same op axis\n"
-    "or, with --time, over the measured time, over stacked bands of the largest buffers. Each\n"
-    "stream has a lane of spans under the plot; collectives are shaded, syncs dashed ticks,\n"
-    "regions bars; the peak is marked and noted above the plot with the buffers live at it. A\n"
-    "panel is 6 px an op wide (640 to 4000 px) unless --width says. Several inputs\n"
+    "or, with --time, over the measured time. Collectives are shaded spans, syncs dashed ticks,\n"
+    "regions bars; the peak is marked and labelled with the buffers live at it. Several inputs\n"
     "(or a file with 'plans:') become panels side by side with one y scale, e.g.\n"
     "  memlife plot naive.yaml optimized.yaml -o lifetimes.svg\n"
     "The SVG needs no fonts, scripts or links and opens in any browser.\n"
     "\n"
-    "options:\n"
-    "  -o, --output FILE     write the SVG to FILE (atomically); stdout when absent\n"
-    "      --view VIEW       requested (default: sum of live buffer sizes) or device (pages)\n"
-    "      --time            x axis in measured seconds (run results only)\n"
-    "      --width PX        width of each panel (default: from its op count)\n"
-    "  -w, --world N         world size (default: the file's or the result's)\n"
-    "      --set NAME=VALUE  override a 'let:' value; repeatable\n"
-    "      --plan NAME       only this plan of files with 'plans:'\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 ok, 2 bad input (syntax, lint error, unreadable result), 3 cannot write\n";
 
 static const char *const view_names[] = {"requested", "device", NULL};
@@ -41,9 +30,18 @@ int cmd_plot(int argc, char **argv) {
     bool time_axis = false;
     int width = 0;
     const ml_opt extra[] = {
-        {"--width", NULL, OPT_INT, &width, 200, 100000, NULL},
-        {"--view", NULL, OPT_CHOICE, &view, 0, 0, view_names},
-        {"--time", NULL, OPT_FLAG, &time_axis, 0, 0, NULL},
+        {"--width", NULL, OPT_INT, &width, 200, 100000, NULL,
+         "PX", "width of each panel (default: 6 px an op, 640 to 4000 px)"},
+        {"--view", NULL, OPT_CHOICE, &view, 0, 0, view_names,
+         "VIEW", "requested (default: sum of live buffer sizes) or device (pages)"},
+        {"--time", NULL, OPT_FLAG, &time_axis, 0, 0, NULL,
+         NULL, "x axis in measured seconds (run results only)"},
+        /* documentation rows: what the common option means here */
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "write the SVG to FILE (atomically); stdout when absent"},
+        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "world size (default: the file's or the result's)"},
+        {"--set", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "override a 'let:' value; repeatable"},
     };
     if (!ml_args_begin(&a, "plot", cmd_plot_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false, &rc))
         return rc;

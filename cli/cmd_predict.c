@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_predict.c — `memlife predict`: lint and predict every rank of every schedule, then report.
  * Expectations are evaluated and shown but do not change the exit code (that is `check`). */
 #include "cmd.h"
@@ -5,9 +6,7 @@
 #include "predict/timemodel.h"
 
 const char cmd_predict_usage[] =
-    "usage: memlife predict FILE... [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
-    "                       [--format table|json|csv|md] [-o FILE] [--quiet]\n"
-    "                       [--link alpha_us=US,busbw_gbps=GBPS]\n"
+    "usage: memlife predict [OPTIONS] FILE...\n"
     "\n"
     "Loads each schedule, expands every rank's plan, lints it (hazards, collective contracts,\n"
     "cross-rank order) and predicts live memory after every step in two views: requested (the\n"
@@ -16,24 +15,18 @@ const char cmd_predict_usage[] =
     "expectations (shown, not gating: use 'memlife check' for that). A time model gives the\n"
     "step time with streams overlapped and the exposed communication (JSON 'time').\n"
     "\n"
-    "options:\n"
-    "  -w, --world N         world size (default: the file's 'world:')\n"
-    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
-    "      --plan NAME       only this plan of files with 'plans:'\n"
-    "  -f, --format FMT      table (default), json, csv or md\n"
-    "  -o, --output FILE     write the report to FILE (atomically) instead of stdout\n"
-    "  -q, --quiet           print nothing on stdout\n"
-    "      --link L          the time model's link: alpha_us=US,busbw_gbps=GBPS (either or\n"
-    "                        both; default alpha 10 us and busbw fitted to 2 x H200)\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 ok, 2 bad input (syntax, lint error or hazard)\n";
 
 int cmd_predict(int argc, char **argv) {
     ml_args a;
     int rc;
     const char *link = NULL;
-    const ml_opt extra[] = {{"--link", NULL, OPT_STRING, &link, 0, 0, NULL}};
+    const ml_opt extra[] = {
+        {"--link", NULL, OPT_STRING, &link, 0, 0, NULL, "L",
+         "the time model's link: alpha_us=US,busbw_gbps=GBPS (either or both; default alpha "
+         "10 us and busbw fitted to 2 x H200)"},
+    };
     if (!ml_args_begin(&a, "predict", cmd_predict_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
                        false, &rc))
         return rc;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_run.c — `memlife run`: execute schedules on a backend, measure, compare with the prediction.
  *
  * Every rank is a memlife process (host, or cuda under mpirun) that loads the files itself,
@@ -26,11 +27,7 @@
 #include <unistd.h>
 
 const char cmd_run_usage[] =
-    "usage: memlife run FILE... [--backend host|cuda] [--ranks N] [--gpus N]\n"
-    "                   [--allocator cuda|async|chunked] [--world N] [--set NAME=VALUE]...\n"
-    "                   [--plan NAME] [--timeout S] [--format table|json|csv|md] [-o FILE]\n"
-    "                   [--no-lint cross-rank|hazards|races] [--no-data] [--no-sequence-check]\n"
-    "                   [--inject FAULT[,FAULT]...] [--stream-order program|reverse|shuffle[:SEED]]\n"
+    "usage: memlife run [OPTIONS] FILE...\n"
     "\n"
     "Executes each schedule for real and compares what was measured with the prediction: the\n"
     "requested bytes after every step exactly, the device view (cudaMemGetInfo) where the backend\n"
@@ -45,34 +42,7 @@ const char cmd_run_usage[] =
     "  cuda   CUDA + NCCL: one GPU per rank under MPI (--ranks N), or one process driving\n"
     "         N GPUs (--gpus N).\n"
     "\n"
-    "options:\n"
-    "  -b, --backend NAME    host (default) or cuda\n"
-    "  -n, --ranks N         ranks to run; without an MPI launcher memlife starts\n"
-    "                        'mpirun -np N' itself (default: the files' world). Under a launcher\n"
-    "                        it must equal the launcher's size\n"
-    "      --gpus N          cuda: drive N GPUs from this one process\n"
-    "      --allocator A     cuda: cuda (cudaMalloc, default), async (cudaMallocAsync) or\n"
-    "                        chunked (VMM chunks)\n"
-    "  -w, --world N         world size; must equal the number of ranks\n"
-    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
-    "      --plan NAME       only this plan of files with 'plans:'\n"
-    "      --timeout S       deadline in seconds for every wait on a peer (default 60); on\n"
-    "                        expiry every rank ends with exit 3\n"
-    "  -f, --format FMT      table (default), json, csv or md\n"
-    "  -o, --output FILE     write the result to FILE (atomically) instead of stdout\n"
-    "      --no-lint WHAT    let 'cross-rank' divergence, free 'hazards' or stream 'races'\n"
-    "                        through (to test the runtime's own detection); repeatable\n"
-    "      --no-data         skip data inits, scales and checks (memory only)\n"
-    "      --no-sequence-check  do not exchange collective descriptors before each collective\n"
-    "                        (a divergence then ends at the deadline)\n"
-    "      --inject FAULTS   make the run fail on purpose (below); repeatable\n"
-    "      --stream-order O  host: run the streams' collectives and copies in program order\n"
-    "                        (default), reverse (latest-queued stream first) or shuffle[:SEED],\n"
-    "                        always respecting record/wait and host syncs: with --no-lint races a\n"
-    "                        race shows as a failed data check\n"
-    "  -q, --quiet           print nothing on stdout\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "fault injection (--inject, or MEMLIFE_INJECT when --inject is absent; comma-separated):\n"
     "  fail-alloc=K          alloc K (0-based, counted on each rank) fails on every rank\n"
     "  fail-alloc=R@K        alloc K of rank R fails\n"
@@ -459,11 +429,27 @@ int cmd_run(int argc, char **argv) {
     ml_vec_init(&ro.no_lint, sizeof(const char *));
     ml_vec_init(&ro.inject, sizeof(const char *));
     const ml_opt extra[] = {
-        {"--no-lint", NULL, OPT_LIST, &ro.no_lint, 0, 0, NULL},
-        {"--no-data", NULL, OPT_FLAG, &ro.no_data, 0, 0, NULL},
-        {"--no-sequence-check", NULL, OPT_FLAG, &ro.no_sequence_check, 0, 0, NULL},
-        {"--inject", NULL, OPT_LIST, &ro.inject, 0, 0, NULL},
-        {"--stream-order", NULL, OPT_STRING, &ro.stream_order, 0, 0, NULL},
+        {"--no-lint", NULL, OPT_LIST, &ro.no_lint, 0, 0, NULL,
+         "WHAT",
+             "let 'cross-rank' divergence, free 'hazards' or stream 'races' through (to test "
+             "the runtime's own detection); repeatable"},
+        {"--no-data", NULL, OPT_FLAG, &ro.no_data, 0, 0, NULL,
+         NULL, "skip data inits, scales and checks (memory only)"},
+        {"--no-sequence-check", NULL, OPT_FLAG, &ro.no_sequence_check, 0, 0, NULL,
+         NULL,
+             "do not exchange collective descriptors before each collective (a divergence then "
+             "ends at the deadline)"},
+        {"--inject", NULL, OPT_LIST, &ro.inject, 0, 0, NULL,
+         "FAULTS", "make the run fail on purpose (below); repeatable"},
+        {"--stream-order", NULL, OPT_STRING, &ro.stream_order, 0, 0, NULL, "ORDER",
+         "host: run the streams' collectives and copies in program order (default), reverse "
+         "(latest-queued stream first) or shuffle[:SEED], always respecting record/wait and host "
+         "syncs: with --no-lint races a race shows as a failed data check"},
+        /* documentation rows: what the common option means here */
+        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "world size; must equal the number of ranks"},
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "write the result to FILE (atomically) instead of stdout"},
     };
     ml_args a;
     int rc;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_trace.c — `memlife trace`: Chrome trace-event JSON for Perfetto and chrome://tracing. */
 #include "cmd.h"
 #include "visual.h"
@@ -7,8 +8,7 @@
 #include <stdlib.h>
 
 const char cmd_trace_usage[] =
-    "usage: memlife trace FILE.yaml[:PLAN]|RESULT.json... -o TRACE.json [--world N]\n"
-    "                     [--set NAME=VALUE]... [--plan NAME] [--ranks R[,R]...]\n"
+    "usage: memlife trace [OPTIONS] FILE.yaml[:PLAN]|RESULT.json...\n"
     "\n"
     "Writes a Chrome trace (open it in ui.perfetto.dev or chrome://tracing): one process per\n"
     "rank, counter tracks 'requested bytes' and 'device bytes' (predicted, and measured for a\n"
@@ -19,14 +19,7 @@ const char cmd_trace_usage[] =
     "backend timed its steps gives the measured times. A trace estimated above 100 MB is\n"
     "announced on stderr before it is built.\n"
     "\n"
-    "options:\n"
-    "  -o, --output FILE     write the trace to FILE (atomically); stdout when absent\n"
-    "  -w, --world N         world size (default: the file's or the result's)\n"
-    "      --set NAME=VALUE  override a 'let:' value; repeatable\n"
-    "      --plan NAME       only this plan of files with 'plans:'\n"
-    "      --ranks R,...     only these ranks (default: every rank)\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 ok, 2 bad input, 3 cannot write\n";
 
 /* Above this a trace is announced on stderr before it is built (issue 17: 20k iterations at
@@ -73,9 +66,18 @@ int cmd_trace(int argc, char **argv) {
     ml_args a;
     int rc;
     const char *ranks_text = NULL;
-    const ml_opt extra[] = {{"--ranks", NULL, OPT_STRING, &ranks_text, 0, 0, NULL}};
-    if (!ml_args_begin(&a, "trace", cmd_trace_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
-                       false, &rc))
+    const ml_opt extra[] = {
+        {"--ranks", NULL, OPT_STRING, &ranks_text, 0, 0, NULL, "R,...",
+         "only these ranks (default: every rank)"},
+        /* documentation rows: what the common option means here */
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "write the trace to FILE (atomically); stdout when absent"},
+        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "world size (default: the file's or the result's)"},
+        {"--set", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "override a 'let:' value; repeatable"},
+    };
+    if (!ml_args_begin(&a, "trace", cmd_trace_usage, argc, argv, extra,
+                       ML_ARRAY_LEN(extra), false, &rc))
         return rc;
     if (a.format_set) {
         ml_args_free(&a);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv_flow.c — the data flow behind row 1 of `memlife equiv` (equiv.h).
  *
  * Both plans are followed for every rank at once (collectives need every rank's data), each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint.c — checks the expanded plans of every rank before anything runs (analyzer.h).
  *
  * One walk per rank over its ops keeps, per buffer, whether it is live and its shape, and per
@@ -304,7 +305,7 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
     else if (!b->live)
         report(x, op, ERR_COUNT_, "use_after_free", "release of '%s' after free (freed at %u:%u)",
                name, plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
-    else if (b->chunks < 2)   /* one chunk is one allocation: nothing to release */
+    else if (b->chunks == 0)  /* no `chunks:`; `chunks: 1` is one chunk, whose release keeps all */
         report(x, op, ERR_COUNT_, "no_chunks", "release of '%s' which was not allocated in chunks",
                name);
     else if (op->u.release.keep >= b->chunks)
@@ -317,7 +318,7 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
                plan_op_mark(b->release_op).line, plan_op_mark(b->release_op).col);
     else
         check_free_hazard(x, op, buf, "release");
-    if (refused(x) || !b->live || b->chunks < 2 || op->u.release.keep >= b->chunks || b->released)
+    if (refused(x) || !b->live || b->chunks == 0 || op->u.release.keep >= b->chunks || b->released)
         return;
     b->released = true;
     b->keep = op->u.release.keep;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint_contract.c — the contract of one collective call, as NCCL and PyTorch's ProcessGroupNCCL
  * enforce it: counts from coll.h's table, one dtype on both sides, a reduction only where the
  * collective reduces, a root inside the world, and overlap of send and recv only at NCCL's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint_int.h — the parts of lint shared between its files (not a public interface).
  *
  * lint.c walks each rank's plan (lifetimes, views, contracts, expect_error) and merges what it

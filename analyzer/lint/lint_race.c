@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint_race.c — data races between streams (lint_int.h).
  *
  * Two accesses race when they touch overlapping elements of one buffer, at least one writes, they

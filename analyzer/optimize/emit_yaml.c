@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* emit_yaml.c — a schedule IR back to YAML (emit_yaml.h).
  *
  * Scalars are rendered by libyaml's emitter in their context and cached by text (a big schedule

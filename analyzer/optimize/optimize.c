@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optimize.c — the optimizer's driver (optimize.h): stages, verification, the rewritten text.
  *
  * State between stages is text: the schedule the last kept stage wrote, loaded back, plus per

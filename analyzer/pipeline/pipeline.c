@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipeline.c — load → expand → lint → predict → expect, for every file and plan (pipeline.h). */
 #include "pipeline/pipeline.h"
 #include "predict/timemodel.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipeline.h — the one analysis pipeline: load every file, expand every rank's plan, lint,
  * predict, evaluate expectations. predict, check and run (through cli/analysis.c), plot, trace and
  * diff (report/series.c), optimize, bench and equiv all run it; none expands or lints by itself.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* timemodel.c — predicted durations and the overlapped schedule (timemodel.h). */
 #include "predict/timemodel.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* timemodel.h — a predicted duration for every op and a schedule's time with streams overlapped.
  *
  * Durations:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* series.c — loads the inputs of plot, trace and diff (series.h). */
 #include "report/series.h"
 

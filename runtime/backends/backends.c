@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backends.c — the backend table (rt.h). Adding a backend is one row here plus its own file.
  *
  * Every backend file defines `const rt_backend_ops rt_backend_<name>` whether or not its

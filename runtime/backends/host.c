@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend_host.c — the host backend: one Open MPI process per rank, buffers in host memory.
  *
  * What the schedule's terms mean here:

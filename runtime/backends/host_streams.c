@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host_streams.c — queues of stream work for the host backend's --stream-order (host_streams.h).
  *
  * Each stream is a FIFO of entries: work (a function and a copy of its arguments) or a barrier,

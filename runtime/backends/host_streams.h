@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host_streams.h — the host backend's stream order (`memlife run --backend host --stream-order`).
  *
  * The host runs every op at once by default ("program": streams serialized in program order).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec.c — the executor: walks a rank plan and drives a backend (rt.h).
  *
  * Before any collective (or copy) reaches the backend, the executor checks it with its own code:
@@ -28,6 +29,7 @@
 typedef struct {
     ml_dtype *buf_dtype;     /* per buffer symbol, from its latest alloc */
     uint32_t *kept_chunk;    /* per buffer symbol: UINT32_MAX, or the chunk a release kept */
+    uint32_t *chunks;        /* per buffer symbol: its latest alloc's `chunks:` (0 when absent) */
     int64_t *slots;          /* this rank's slots, scratch (i is overwritten) */
     size_t n_slots;
     int64_t **rank_slots;    /* [world] every rank's slots, for reduce-over-ranks; lazily */
@@ -113,6 +115,7 @@ int rt_rank_init(rt_rank *r, const rt_backend_ops *be, const rt_options *o, cons
     exec_state *x = ml_xcalloc(1, sizeof *x);
     x->buf_dtype = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->buf_dtype);
     x->kept_chunk = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->kept_chunk);
+    x->chunks = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->chunks);
     x->n_slots = EXPR_SLOT_FIRST_LET + p->s->n_lets;
     x->slots = ml_xcalloc(x->n_slots, sizeof *x->slots);
     for (uint32_t k = 0; k < r->n_mems; k++)
@@ -157,6 +160,7 @@ void rt_rank_free(rt_rank *r) {
         free(x->rank_slots);
         free(x->buf_dtype);
         free(x->kept_chunk);
+        free(x->chunks);
         free(x->slots);
         free(x->failure_table);
         free(x->block[0]);
@@ -641,6 +645,7 @@ static int do_alloc(rt_rank *r, const plan_op *op) {
     r->mems[buf].bytes = op->u.alloc.bytes;
     x->buf_dtype[buf] = op->u.alloc.dtype;
     x->kept_chunk[buf] = UINT32_MAX;
+    x->chunks[buf] = op->u.alloc.chunks;
     rt_account_alloc(&r->acct, op->u.alloc.bytes);
     return 0;
 }
@@ -665,13 +670,23 @@ static int do_release(rt_rank *r, const plan_op *op) {
     if (buf >= r->n_mems || !r->mems[buf].ptr)
         return fail(r, op, "release of '%s', which is not live", name);
     rt_mem *m = &r->mems[buf];
-    if (m->chunks < 2)
+    /* `chunks: 1` (say `chunks: world` at world 1) is a chunked buffer of one chunk: releasing
+     * all but chunk 0 releases nothing, and no backend call is needed (nor possible: a backend
+     * may have made it one plain allocation). Only a buffer without `chunks:` is refused. */
+    if (x->chunks[buf] == 0)
         return fail(r, op, "release of '%s', which was not allocated in chunks", name);
     if (x->kept_chunk[buf] != UINT32_MAX)
         return fail(r, op, "'%s' was already released", name);
-    if (keep >= m->chunks)
+    if (keep >= x->chunks[buf])
         return fail(r, op, "release of '%s' keeps chunk %u, but it has %u chunks", name, keep,
-                    m->chunks);
+                    x->chunks[buf]);
+    if (x->chunks[buf] == 1) {
+        x->kept_chunk[buf] = keep;
+        return 0;
+    }
+    if (m->chunks < 2)
+        return fail(r, op, "release of '%s': backend '%s' made it one allocation, not %u chunks",
+                    name, r->be->name, x->chunks[buf]);
     char err[400] = "";
     if (r->be->release(r, m, keep, err, sizeof err) != 0)
         return fail(r, op, "release of '%s' failed: %s", name, err);

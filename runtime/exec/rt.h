@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rt.h — the runtime: one executor, backends behind one interface, one place that counts.
  *
  * The executor (runtime/exec.c) walks a rank plan (plan.h) and drives a backend through
@@ -47,6 +48,9 @@
 #include "ir/plan.h"
 
 typedef struct rt_rank rt_rank;
+
+/* Stages of the communicator's memory (rt_rank.comm_stages): init, streams, five collectives, copies. */
+#define RT_COMM_STAGES (3 + COLL_COUNT)
 typedef struct rt_backend_ops rt_backend_ops;
 
 /* A live allocation as the backend made it. */
@@ -216,6 +220,12 @@ struct rt_rank {
     int failed;                /* 0, or ML_EXIT_* of the failure */
     char error[512];           /* "file:line:col: error: ..." of the failure */
     uint64_t communicator_bytes; /* device bytes taken by NCCL before the baseline, reported apart */
+    /* communicator_bytes in the order it grew: "init" (the communicator made), "streams" (the
+     * plan's streams, events and the allocator's first buffer), one per collective at its first
+     * use in the warm-up ("all_reduce", ...: NCCL connects lazily), "copies". Their sum is
+     * communicator_bytes; a backend without a communicator leaves n_comm_stages 0. */
+    struct { char name[24]; uint64_t bytes; } comm_stages[RT_COMM_STAGES];
+    uint32_t n_comm_stages;
     size_t n_collectives;
     /* Set by the executor. failure_known_to_all: every rank learned of the failure through the
      * sequence exchange, so all can end cleanly with the same code; else the caller must end the

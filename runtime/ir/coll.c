@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coll.c — the shared tables: dtypes, reduction ops, collectives, and the name tables of the
  * IR enums (step kinds, plan op kinds, error codes, memory views).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coll.h — the tables every module shares: data types, reduction ops, collectives.
  *
  * One row per thing; the rest of memlife never switches on a collective's name. Count formulas

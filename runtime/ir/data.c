@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.c — init patterns, identities, reduction arithmetic, shard rolls, comparison (data.h).
  *
  * Elements are handled through three small per-dtype accessors (store an int64, store a double,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.h — the data side of schedules, on the host: init patterns, reduction identities, the
  * arithmetic of reductions, shard rolls and element comparison.
  *

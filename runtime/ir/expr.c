@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* expr.c — integer expressions: a recursive-descent parser over the grammar in expr.h, constant
  * folding, and a checked evaluator (every overflow and division by zero is an error).
  *

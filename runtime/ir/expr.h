@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* expr.h — integer expressions of the schedule language.
  *
  * Grammar (lowest to highest precedence):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plan.c — expands a schedule into one rank's flat list of concrete operations (plan.h).
  *
  * One pass over the steps, recursing into repeat, region and expect_error bodies. Every

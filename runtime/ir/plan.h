@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plan.h — one rank's schedule as a flat list of concrete operations.
  *
  * plan_expand evaluates every expression for one (world, rank), unrolls repeats, drops steps whose

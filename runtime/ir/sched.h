@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.h — the schedule IR: what the loader builds from YAML and every other module reads.
  *
  * The IR keeps the schedule as written: steps with unevaluated expressions (they may depend on
@@ -206,6 +207,8 @@ typedef struct {
     const char *about;
     int world;            /* default world size (`world:`); 0 when the file sets none */
     ml_mark world_mark;
+    expr *requires_world; /* `requires: {world: EXPR}`: non-zero for the worlds the file needs; or NULL */
+    ml_mark requires_mark;
     ml_dtype dtype;       /* default dtype (float32 unless given) */
     sched_let *lets;
     uint32_t n_lets;
@@ -250,7 +253,8 @@ typedef struct {
 } sched_params;
 int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, int64_t *slots,
                     ml_diags *d);
-/* The world a run uses: p->world, else the file's, else an error. */
+/* The world a run uses: p->world, else the file's, else an error; an error too where the file's
+ * `requires: {world: EXPR}` is 0 at that world ("schedule needs world >= 2 (world is 1)"). */
 int sched_world(const sched *s, const sched_params *p, ml_diags *d);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* load.c — the schedule loader: libyaml events, shared helpers, the top level of a schedule.
  * Steps are in load_steps.c; views, data patterns, operands and expectations in load_data.c. */
 #include "load/load_int.h"
@@ -272,9 +273,10 @@ int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k
 /* ---- Top level -------------------------------------------------------------------------------- */
 
 enum { TOP_NAME, TOP_ABOUT, TOP_WORLD, TOP_DTYPE, TOP_LET, TOP_STREAMS, TOP_EVENTS, TOP_EXPECT,
-       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_LINK };
+       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_REQUIRES, TOP_LINK };
 static const char *const top_keys[] = {"name", "about", "world", "dtype", "let", "streams",
-                                       "events", "expect", "steps", "plans", "sweep", "link"};
+                                       "events", "expect", "steps", "plans", "sweep", "requires",
+                                       "link"};
 static const ld_schema top_schema = LD_SCHEMA("schedule", top_keys);
 
 typedef struct {
@@ -464,13 +466,43 @@ static int parse_world(loader *l) {
     return 0;
 }
 
+/* requires: {world: EXPR}: the worlds a file is meant for, as a condition on world and the lets
+ * (a contract that needs two ranks, a size that must not divide). Checked by sched_world, where
+ * the world of a run is decided; a mapping so that other requirements can join it as rows. */
+enum { REQ_WORLD };
+static const char *const requires_keys[] = {"world"};
+static const ld_schema requires_schema = LD_SCHEMA("requires", requires_keys);
+
+static int requires_value(loader *l, int key, void *obj) {
+    (void)key;
+    (void)obj;
+    ml_mark m = ld_text_mark(l);
+    expr *e;
+    if (ld_expr(l, CTX_PLAIN, "requires world", &e))
+        return -1;
+    if (expr_uses_slot(e, EXPR_SLOT_RANK))
+        return ld_fail(l, m, "'requires' holds for the whole run: it cannot depend on rank");
+    l->s->requires_world = e;
+    l->s->requires_mark = m;
+    return 0;
+}
+
+static int parse_requires(loader *l) {
+    ld_keys k;
+    if (ld_map(l, &requires_schema, requires_value, NULL, &k))
+        return -1;
+    if (!LD_HAS(&k, REQ_WORLD))
+        return ld_fail(l, k.map, "requires needs 'world'");
+    return 0;
+}
+
 static int top_value(loader *l, int key, void *obj) {
     top_state *t = obj;
     sched *s = l->s;
     /* Names are resolved as the events stream by: what a step uses must be defined above it. */
     bool defines = key == TOP_LET || key == TOP_STREAMS || key == TOP_EVENTS || key == TOP_DTYPE;
     bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP ||
-                key == TOP_LINK;
+                key == TOP_REQUIRES || key == TOP_LINK;
     if (defines && t->first_user >= 0)
         return ld_fail(l, t->k->key[key], "'%s' must come before '%s'", top_keys[key],
                        top_keys[t->first_user]);
@@ -490,6 +522,7 @@ static int top_value(loader *l, int key, void *obj) {
     case TOP_EVENTS: return parse_decls(l, SYM_EVENT, "events");
     case TOP_EXPECT: return ld_expects(l, &s->expects, &s->n_expects);
     case TOP_SWEEP: return parse_sweep(l);
+    case TOP_REQUIRES: return parse_requires(l);
     case TOP_LINK: return parse_link(l);
     case TOP_PLANS:
         if (LD_HAS(t->k, TOP_STEPS))

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* load_data.c — the loader's value forms: views (`name`, `name[off : count]`), data patterns
  * (INIT), check operands (OPD) and memory expectations. */
 #include "load/load_int.h"

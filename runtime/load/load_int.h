@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* load_int.h — internals shared by the loader's files (load.c: events, map iteration, top level;
  * load_names.c: names, symbols, expressions; load_steps.c: steps; load_data.c: views, data
  * patterns, operands, expectations).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* load_names.c — the loader's names: symbol interning (buffers, streams, events, regions), name
  * rules, lookups of ops and dtypes, and expressions with their name resolution and cache. */
 #include "load/load_int.h"

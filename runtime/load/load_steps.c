@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* load_steps.c — steps: one table row per step key (collectives share one row through the
  * collective table of coll.h), each with its key schema, value reader and final checks. */
 #include "load/load_int.h"

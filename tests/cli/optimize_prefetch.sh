@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # optimize keeps overlap (issue 17) on schedules/fsdp_prefetch.yaml, an FSDP step with prefetch
 # (gathers on 'ag', reduce-scatters on 'rs', every buffer allocated up front; its comment gives
 # the sizes). At world 4, P = 64 MiB, s = 16 MiB:

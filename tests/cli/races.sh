@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The race corpus (issue 17): every schedule under tests/races/race/ is a data race between
 # streams that lint must refuse (exit 2) with exactly the first diagnostic in its .err golden
 # next to it; every schedule under tests/races/clean/ is ordered (transitive events, host syncs,

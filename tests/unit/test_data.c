@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_data.c — the runtime's data side (runtime/data.c): init patterns, reduction identities of
  * every dtype, the reduction arithmetic, shard rolls, reduce-over-ranks closed forms, comparison
  * with and without float tolerance, and the 16-bit float conversions. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_host_streams.c — the host backend's stream queues (runtime/backends/host_streams.c): the
  * sequence each order runs queued work in, that record/wait is respected (also transitively and
  * across a flush), a failure stops the flush, and the --stream-order parser. Work items append

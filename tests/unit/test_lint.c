@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lint.c — one test per diagnostic kind, asserting the exact text and line:col, plus the
  * expect_error contract rows, stream hazards and cross-rank divergence.
  *
@@ -114,11 +115,20 @@ static void release_errors(void **state) {
               "  - alloc: {buf: a, bytes: 1MiB}\n"
               "  - release: {buf: a, keep: rank}\n",
               0, "t.yaml:4:5: error: release of 'a' which was not allocated in chunks");
+    /* chunks: 1 (chunks: world at world 1) is a chunked buffer of one chunk: keeping chunk 0
+     * releases nothing and is clean; chunk 1 does not exist. */
+    pt_run r;
+    lint_yaml(&r, "world: 1\n"
+                  "steps:\n"
+                  "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
+                  "  - release: {buf: a, keep: rank}\n"
+                  "  - free: a\n", 0, 0);
+    pt_free(&r);
     lint_says("world: 4\n"
               "steps:\n"
               "  - alloc: {buf: a, bytes: 1MiB, chunks: 1}\n"
-              "  - release: {buf: a, keep: 0}\n",
-              0, "t.yaml:4:5: error: release of 'a' which was not allocated in chunks");
+              "  - release: {buf: a, keep: 1}\n",
+              0, "t.yaml:4:5: error: release of 'a' keeps chunk 1 but it has 1 chunks");
     lint_says("world: 4\n"
               "steps:\n"
               "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"

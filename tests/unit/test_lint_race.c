@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lint_race.c — the race lint (analyzer/lint/lint_race.c): exact texts of a race in each
  * direction, the segment bookkeeping at slice boundaries (one element of overlap races, touching
  * slices do not), a read kept after a later write of other elements, `races` off, the copy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_load.c — the schedule loader: a seed-like schedule builds the right IR (kinds, marks,
  * symbols, expressions); malformed schedules fail with the exact first error and position;
  * hostile input (deep nesting, aliases, huge numbers) fails cleanly. */

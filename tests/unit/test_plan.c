@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_plan.c — plan_expand: unrolled repeats, when, views, NCCL counts, in-place flags, free
  * lists, init, regions, expect_error markers, limits and expression errors. */
 #include "plantest.h"

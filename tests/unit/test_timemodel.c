@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_timemodel.c — the time model (analyzer/predict/timemodel.h): the defaults reproduce the
  * 2 x H200 64 MiB measurements they were fitted to (AllReduce 250 us, ReduceScatter 161 us,
  * AllGather 158 us), ring factors at world 8, --link parsing, and the schedule: an op waits for

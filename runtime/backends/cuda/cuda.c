@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda.c — the cuda backend: cudaMalloc / cudaMallocAsync / CUDA VMM and NCCL on named
  * CUDA streams, measured with cudaMemGetInfo. docs/cuda.md has the notes.
  *
