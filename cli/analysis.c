@@ -2,6 +2,10 @@
 /* analysis.c — the pipeline's run for predict, check and run, as a report (analysis.h). */
 #include "analysis.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +17,7 @@ pipeline_input ml_args_pipeline(const ml_args *a, const pipeline_opts *what) {
         .n_set = a->set.n,
         .world = a->world,
         .plan = a->plan,
+        .dtype = a->dtype,
         .what = *what,
     };
 }
@@ -71,8 +76,16 @@ int ml_analysis_run(const pipeline_input *in, const char *command, ml_analysis *
 }
 
 int ml_analyze(const ml_args *a, const char *command, const pipeline_opts *o, ml_analysis *out) {
+    return ml_analyze_quietly(a, command, o, out, false);
+}
+
+/* quiet: the diagnostics are not printed (another rank prints them, or fit's probes would repeat
+ * them at every value it tries); they stay in out->res.diags either way. */
+int ml_analyze_quietly(const ml_args *a, const char *command, const pipeline_opts *o,
+                       ml_analysis *out, bool quiet) {
     pipeline_input in = ml_args_pipeline(a, o);
     int rc = ml_analysis_run(&in, command, out);
-    ml_diags_print(&out->res.diags, stderr);
+    if (!quiet)
+        ml_diags_print(&out->res.diags, stderr);
     return rc;
 }

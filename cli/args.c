@@ -113,6 +113,8 @@ size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_e
          "override a 'let:' value (an expression); repeatable"},
         {"--plan", NULL, OPT_STRING, &a->plan, 0, 0, NULL, "NAME",
          "only this plan of files with 'plans:'"},
+        {"--dtype", NULL, OPT_STRING, &a->dtype_name, 0, 0, NULL, "T",
+         "default dtype of buffers without their own (replaces 'dtype:')"},
         {"--format", "-f", OPT_CHOICE, &a->format_choice, 0, 0, format_names, "FMT",
          "table (default), json, csv or md"},
         {"--output", "-o", OPT_STRING, &a->output, 0, 0, NULL, "FILE",
@@ -168,6 +170,15 @@ static int option_error(const char *cmd, int c, const ml_opt *rows, size_t n, co
     if (s)
         return ml_usage_error(cmd, "unknown option '%s'; did you mean '%s'?", name, s);
     return ml_usage_error(cmd, "unknown option '%s'", name);
+}
+
+/* `--dtype T`: one of the dtype table's names. */
+static int check_dtype(const char *cmd, const char *v, int *out) {
+    int k = ml_dtype_lookup(v, strlen(v));
+    if (k < 0)
+        return ml_usage_error(cmd, "unknown dtype '%s' in --dtype: expected one of %s", v, ml_dtype_list());
+    *out = k + 1;
+    return 0;
 }
 
 int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_opt *extra,
@@ -234,6 +245,10 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
             rc = ML_EXIT_INPUT;
             break;
         }
+        if (o->dest == &a->dtype_name && check_dtype(cmd, a->dtype_name, &a->dtype)) {
+            rc = ML_EXIT_INPUT;
+            break;
+        }
     }
     if (rc == 0)
         for (int i = optind; i < argc; i++)
@@ -274,6 +289,7 @@ sched_params ml_args_params(const ml_args *a) {
         .set = (const char **)a->set.items,
         .n_set = a->set.n,
         .world = a->world,
+        .dtype = a->dtype,
     };
     return p;
 }

@@ -49,6 +49,8 @@ typedef struct {
     int world;                /* --world N; 0: the file's */
     ml_vec set;               /* --set NAME=VALUE, repeatable (const char *) */
     const char *plan;         /* --plan NAME; NULL: every plan */
+    int dtype;                /* --dtype T as ml_dtype + 1; 0: the files' own default */
+    const char *dtype_name;   /* --dtype's word, checked into dtype after parsing */
     bool quiet;               /* --quiet / -q: nothing on success */
     bool help;                /* --help / -h seen: the caller prints usage and exits 0 */
     ml_backend_opts backend;  /* commands with CMD_BACKEND (commands.def): backend_opts.h */

@@ -137,8 +137,9 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
     ml_diags d;
     ml_diags_init(&d);
     const char *path = ML_VEC_AT(&c->a->files, const char *, 0);
-    sched *s = sched_load_file(path, NULL, &d);
     sched_params p = ml_args_params(c->a);
+    sched_load_limits lim = sched_load_with(&p);
+    sched *s = sched_load_file(path, &lim, &d);
     int world = s ? sched_world(s, &p, &d) : 0;
     if (c->speak)
         ml_diags_print(&d, stderr);

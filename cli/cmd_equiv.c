@@ -99,10 +99,11 @@ static int load_word(const char *word, const sched_params *p, equiv_inputs *in, 
     char path[4096];
     const char *plan;
     sched *s = NULL;
+    sched_load_limits lim = sched_load_with(p);
     if (pipeline_split_word(word, path, sizeof path, &plan) != 0)
         ml_error(d, word, ((ml_mark){0, 0}), "input name too long");
     else
-        s = sched_load_file(path, NULL, d);
+        s = sched_load_file(path, &lim, d);
     int world = s ? sched_world(s, p, d) : 0;
     bool owned = false, failed = false;
     for (uint32_t k = 0; world > 0 && !failed && k < s->n_plans; k++) {

@@ -99,7 +99,8 @@ int cmd_optimize(int argc, char **argv) {
     ml_diags d;
     ml_diags_init(&d);
     const char *path = ML_VEC_AT(&a.files, const char *, 0);
-    sched *s = sched_load_file(path, NULL, &d);
+    sched_load_limits lim = sched_load_with(&o.params);
+    sched *s = sched_load_file(path, &lim, &d);
     opt_result r;
     rc = s && optimize_sched(s, &o, &r, &d) == 0 ? ML_EXIT_OK : ML_EXIT_INPUT;
     ml_diags_print(&d, stderr);

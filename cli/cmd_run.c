@@ -94,25 +94,7 @@ static void block_signals(bool block) {
  * launch, whose parent already printed them) they would repeat, so stderr goes to /dev/null. */
 static int analyze_quietly(const ml_args *a, const pipeline_opts *o, ml_analysis *an,
                            bool quiet) {
-    int saved = -1, devnull = -1;
-    if (quiet) {
-        fflush(stderr);
-        saved = dup(STDERR_FILENO);
-        devnull = open("/dev/null", O_WRONLY);
-        if (saved >= 0 && devnull >= 0)
-            dup2(devnull, STDERR_FILENO);
-    }
-    int rc = ml_analyze(a, "run", o, an);
-    if (quiet) {
-        fflush(stderr);
-        if (saved >= 0) {
-            dup2(saved, STDERR_FILENO);
-            close(saved);
-        }
-        if (devnull >= 0)
-            close(devnull);
-    }
-    return rc;
+    return ml_analyze_quietly(a, "run", o, an, quiet);
 }
 
 /* The classes of lint findings `--no-lint` can let through, one row each: its word and the
@@ -321,6 +303,25 @@ static int check_inject(const rt_options *o, const ml_analysis *an, bool print) 
     return ML_EXIT_INPUT;
 }
 
+/* What the backend cannot run is refused here, before any rank starts (exit 2, like bad input):
+ * every rank's plan of every item (a shared expansion is the same ops for every rank). */
+static int check_backend(const rt_backend_ops *be, ml_analysis *an, bool print) {
+    for (size_t k = 0; k < an->res.items.n; k++) {
+        const pipeline_item *it = &ML_VEC_AT(&an->res.items, pipeline_item, k);
+        for (int r = 0; r < (it->shared ? 1 : it->world); r++) {
+            ml_diags d;
+            ml_diags_init(&d);
+            int rc = rt_backend_check(be, &it->plans[r], &d);
+            if (rc != 0 && print)
+                ml_diags_print(&d, stderr);
+            ml_diags_free(&d);
+            if (rc != 0)
+                return ML_EXIT_INPUT;
+        }
+    }
+    return 0;
+}
+
 /* Where the ranks come from (ml_place_ranks); without a launcher, our own mpirun (*launched: the
  * run is over, and the result is mpirun's outcome as memlife's exit code), after checking the
  * input once here (errors print once, exit 2 before any rank starts), at --ranks, --world or the
@@ -345,6 +346,8 @@ static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, cha
     int world = rc == 0 ? items_world(&an) : 0;
     if (rc == 0)
         rc = check_inject(&c->opt, &an, true);
+    if (rc == 0)
+        rc = check_backend(c->be, &an, true);
     ml_analysis_free(&an);
     if (rc != 0)
         return rc;
@@ -362,6 +365,8 @@ static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
     int rc = analyze_quietly(a, ao, &an, !rank0 || launch_is_child());
     if (rc == 0)        /* every rank reaches the same verdict; rank 0 says it */
         rc = check_inject(&c->opt, &an, rank0 && !launch_is_child());
+    if (rc == 0)
+        rc = check_backend(c->be, &an, rank0 && !launch_is_child());
     if (rc != 0) {
         ml_analysis_free(&an);
         return rc;

@@ -341,7 +341,8 @@ static void lint_coll(lint_ctx *x, const plan_op *op) {
     note_use(x, op, &op->u.coll.recv, op->u.coll.stream, seq);
     if (send_ok && recv_ok)
         check_races(x, op, op->u.coll.stream, seq);
-    lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op);
+    if (!ml_colls[op->u.coll.coll].p2p)   /* a send/recv pairs with one peer (lint_p2p.c) */
+        lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op);
 }
 
 /* Element counts and dtypes of two views one op moves data between (copy, init from a copy). */
@@ -501,6 +502,8 @@ static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     case OP_REGION_BEGIN:
     case OP_REGION_END:
     case OP_EXPECT_BEGIN:
+    case OP_GROUP_BEGIN:
+    case OP_GROUP_END:
     case OP_KIND_COUNT:
         break;
     }
@@ -626,6 +629,8 @@ size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint
     size_t errors = emit_findings(&x, d);
     if (o->cross_rank && !all_alike)
         errors += lint_cross_rank(plans, x.colls, world, d);
+    if (o->cross_rank)
+        errors += lint_p2p(plans, world, d);
     for (int rank = 0; rank < world; rank++)
         lint_coll_seq_free(&x.colls[rank]);
     free(x.colls);

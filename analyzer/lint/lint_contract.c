@@ -56,6 +56,11 @@ sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char
                  ml_redops[op->u.coll.op].name, ci->name);
         return ERR_BAD_OP;
     }
+    if (ci->p2p && (op->u.coll.root < 0 || op->u.coll.root >= world || op->u.coll.root == rank)) {
+        snprintf(detail, len, "%s peer %d %s", ci->name, op->u.coll.root,
+                 op->u.coll.root == rank ? "is the rank itself" : "is outside the world");
+        return ERR_OUT_OF_BOUNDS;
+    }
     if (ci->has_root && (op->u.coll.root < 0 || op->u.coll.root >= world)) {
         snprintf(detail, len, "%s root %d is outside the world (%d ranks)", ci->name,
                  op->u.coll.root, world);

@@ -36,6 +36,7 @@ typedef struct {
     size_t n_set;
     int world;                 /* 0: each file's own */
     const char *plan;          /* only this plan of files with named plans; NULL: every plan */
+    int dtype;                 /* --dtype: ml_dtype + 1 replaces each file's default; 0: none */
     pipeline_opts what;
 } pipeline_input;
 

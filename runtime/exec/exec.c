@@ -116,7 +116,7 @@ int rt_rank_init(rt_rank *r, const rt_backend_ops *be, const rt_options *o, cons
     x->buf_dtype = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->buf_dtype);
     x->kept_chunk = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->kept_chunk);
     x->chunks = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->chunks);
-    x->n_slots = EXPR_SLOT_FIRST_LET + p->s->n_lets;
+    x->n_slots = sched_n_slots(p->s);
     x->slots = ml_xcalloc(x->n_slots, sizeof *x->slots);
     for (uint32_t k = 0; k < r->n_mems; k++)
         x->kept_chunk[k] = UINT32_MAX;
@@ -282,6 +282,9 @@ static sched_error_code validate_coll(const rt_rank *r, const plan_op *op, rt_co
     if (ci->has_root && (op->u.coll.root < 0 || op->u.coll.root >= world))
         return refuse(v, ERR_OUT_OF_BOUNDS, "%s root %d is outside the world of %d ranks",
                       ci->name, op->u.coll.root, world);
+    if (ci->p2p && (op->u.coll.root < 0 || op->u.coll.root >= world || op->u.coll.root == r->rank))
+        return refuse(v, ERR_OUT_OF_BOUNDS, "%s peer %d is %s", ci->name, op->u.coll.root,
+                      op->u.coll.root == r->rank ? "the rank itself" : "outside the world");
     bool in_place = false;
     if (views_overlap(send, recv)) {
         int64_t want = ci->inplace_recv_minus_send(count, r->rank);
@@ -430,7 +433,7 @@ static int fill_block(rt_rank *r, const plan_op *op, ml_dtype dt, void *tmp, uin
 
 static int scale_block(rt_rank *r, const plan_op *op, ml_dtype dt, void *tmp, uint64_t first,
                        uint64_t n, char *err, size_t len) {
-    data_scale(dt, tmp, n, op->u.scale.factor);
+    data_scale(dt, tmp, n, op->u.scale.factor, op->u.scale.den);
     return 0;
 }
 
@@ -494,6 +497,7 @@ static int64_t *const *rank_slots(rt_rank *r, char *err, size_t len) {
 /* One side of a check, produced block by block. */
 typedef struct {
     const sched_operand *src;
+    const plan_op *op;           /* the check */
     const plan_view *view;       /* OPD_VIEW */
     int64_t roll;
     bool rolled;
@@ -520,6 +524,8 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
         int64_t *const *slots = rank_slots(r, err, len);
         if (!slots)
             return -1;
+        for (int k = 0; k < r->world; k++)   /* the check's repeat indices, alike on every rank */
+            plan_op_slots(r->plan, o->op, slots[k]);
         return data_fill_reduced(o->buf, o->dtype, n, first, &o->src->pattern, o->src->op,
                                  r->world, slots, err, len);
     }
@@ -534,8 +540,8 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
 static int do_check(rt_rank *r, const plan_op *op) {
     const sched_check *c = op->step->u.check;
     const char *name = c->name ? c->name : "check";
-    operand o[2] = {{.src = &c->a, .view = &op->u.check.a, .roll = op->u.check.roll_a},
-                    {.src = &c->b, .view = &op->u.check.b, .roll = op->u.check.roll_b}};
+    operand o[2] = {{.src = &c->a, .op = op, .view = &op->u.check.a, .roll = op->u.check.roll_a},
+                    {.src = &c->b, .op = op, .view = &op->u.check.b, .roll = op->u.check.roll_b}};
     const operand *shape = NULL;
     char detail[240], err[400] = "";
     verdict v;
@@ -741,15 +747,43 @@ static void do_expect(rt_rank *r, const plan_op *op) {
     add_row(r, name, pass, detail, op->step);
 }
 
+/* A send or recv: issued by this rank alone (its peer issues the partner in its own program
+ * order), so no sequence exchange; inside a group the backend only posts it (group_end waits). */
+static int do_p2p(rt_rank *r, const plan_op *op) {
+    rt_coll_args a;
+    verdict v;
+    char err[400] = "";
+    if (validate_coll(r, op, &a, &v) != ERR_NONE)
+        return fail(r, op, "%s refused: %s: %s", ml_colls[op->u.coll.coll].name,
+                    sched_error_names[v.code], v.detail);
+    if (r->be->collective(&r, &a, 1, err, sizeof err) != 0)
+        return fail(r, op, "%s failed: %s", ml_colls[op->u.coll.coll].name, err);
+    return 0;
+}
+
+static int do_group(rt_rank *r, const plan_op *op) {
+    char err[400] = "";
+    int (*fn)(rt_rank *, char *, size_t) = op->kind == OP_GROUP_BEGIN ? r->be->group_begin : r->be->group_end;
+    if (!fn)
+        return fail(r, op, "the %s backend has no groups of send and recv", r->be->name);
+    if (fn(r, err, sizeof err) != 0)
+        return fail(r, op, "%s failed: %s", plan_op_names[op->kind], err);
+    return 0;
+}
+
 /* Executes the op at pc (not a collective). Returns 0 or -1. */
 static int exec_op(rt_rank *r, const plan_op *op) {
     char err[400] = "";
     bool data = r->opt->data;
+    plan_op_slots(r->plan, op, ((exec_state *)r->exec)->slots);   /* the repeat indices the op was expanded with */
     switch (op->kind) {
     case OP_ALLOC: return do_alloc(r, op);
     case OP_FREE: return do_free(r, op);
     case OP_RELEASE: return do_release(r, op);
     case OP_INIT: return data ? do_init(r, op) : 0;
+    case OP_COLL: return do_p2p(r, op);   /* rt_rank_advance stops at the other collectives */
+    case OP_GROUP_BEGIN:
+    case OP_GROUP_END: return do_group(r, op);
     case OP_SCALE: return data ? do_scale(r, op) : 0;
     case OP_CHECK: return data ? do_check(r, op) : 0;
     case OP_COPY: return do_copy(r, op, &op->u.copy.src, &op->u.copy.dst, op->u.copy.stream);
@@ -805,7 +839,7 @@ int rt_rank_advance(rt_rank *r) {
     while (r->pc < p->n_ops) {
         const plan_op *op = &p->ops[r->pc];
         inject_at(r);
-        if (op->kind == OP_COLL)
+        if (op->kind == OP_COLL && !ml_colls[op->u.coll.coll].p2p)
             return 1;
         if (exec_op(r, op) != 0)
             return -1;
@@ -1049,7 +1083,8 @@ static int baseline(rt_rank **ranks, int n) {
     bool used[COLL_COUNT] = {false};
     for (int k = 0; k < n; k++)
         for (size_t i = 0; i < ranks[k]->plan->n_ops; i++)
-            if (ranks[k]->plan->ops[i].kind == OP_COLL)
+            if (ranks[k]->plan->ops[i].kind == OP_COLL &&
+                !ml_colls[ranks[k]->plan->ops[i].u.coll.coll].p2p)   /* a send needs its peer */
                 used[ranks[k]->plan->ops[i].u.coll.coll] = true;
     const rt_backend_ops *be = ranks[0]->be;
     char err[400] = "";

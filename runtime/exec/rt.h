@@ -166,10 +166,20 @@ struct rt_backend_ops {
     int (*graph_end)(rt_rank **ranks, int n, void **graphs, char *err, size_t len);
     int (*graph_launch)(rt_rank **ranks, int n, void *const *graphs, char *err, size_t len);
     void (*graph_drop)(rt_rank *r, void *graph);
+    /* Optional (NULL: the backend runs every op). What this backend cannot run, asked of every
+     * op of every rank's plan before anything starts (rt_backend_check): -1 with the reason. */
+    int (*refuse_op)(const plan_op *op, int world, char *err, size_t len);
+    /* Optional (NULL: schedules with `group:` fail there). The rank's send/recv between them are
+     * one group (ncclGroupStart/End): `collective` only posts them; group_end completes them. */
+    int (*group_begin)(rt_rank *r, char *err, size_t len);
+    int (*group_end)(rt_rank *r, char *err, size_t len);
 };
 
 /* The backend table. */
 const rt_backend_ops *rt_backend_find(const char *name);
+/* The capability check before a launch: the first op of p that be refuses, as an error at the
+ * op's step in d ("the host backend cannot run ..."). Returns 0 or -1. */
+int rt_backend_check(const rt_backend_ops *be, const rank_plan *p, ml_diags *d);
 extern const rt_backend_ops *const rt_backends[];
 extern const size_t rt_backend_count;
 

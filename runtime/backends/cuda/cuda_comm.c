@@ -58,12 +58,28 @@ static ncclResult_t launch_reduce(const void *send, void *recv, size_t count, nc
     return ncclReduce(send, recv, count, dt, op, root, comm, s);
 }
 
+/* Point-to-point: the peer travels in root; send and recv name one buffer (coll.h). */
+static ncclResult_t launch_send(const void *send, void *recv, size_t count, ncclDataType_t dt,
+                                ncclRedOp_t op, int peer, ncclComm_t comm, cudaStream_t s) {
+    (void)recv;
+    (void)op;
+    return ncclSend(send, count, dt, peer, comm, s);
+}
+static ncclResult_t launch_recv(const void *send, void *recv, size_t count, ncclDataType_t dt,
+                                ncclRedOp_t op, int peer, ncclComm_t comm, cudaStream_t s) {
+    (void)send;
+    (void)op;
+    return ncclRecv(recv, count, dt, peer, comm, s);
+}
+
 static const cu_launch_fn cu_launch[COLL_COUNT] = {
     [COLL_ALL_REDUCE] = launch_all_reduce,
     [COLL_REDUCE_SCATTER] = launch_reduce_scatter,
     [COLL_ALL_GATHER] = launch_all_gather,
     [COLL_BROADCAST] = launch_broadcast,
     [COLL_REDUCE] = launch_reduce,
+    [COLL_SEND] = launch_send,
+    [COLL_RECV] = launch_recv,
 };
 
 bool cu_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && cu_launch[c]; }
