@@ -219,6 +219,7 @@ bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan 
     uint32_t k = first;
     if (k < l->n && l->segs[k].lo < lo)
         split(r, l, k++, lo);
+    first = k;   /* the part before lo stays as it was */
     uint64_t at = lo;
     while (at < hi) {
         if (k < l->n && l->segs[k].lo == at) {
