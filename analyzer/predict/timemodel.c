@@ -18,8 +18,10 @@ void tm_link_default(tm_link *l) {
     l->busbw_gbps[COLL_ALL_REDUCE] = TM_H200_64MIB / (250.0 - TM_ALPHA_US) / 1e3;
     l->busbw_gbps[COLL_REDUCE_SCATTER] = 0.5 * TM_H200_64MIB / (161.0 - TM_ALPHA_US) / 1e3;
     l->busbw_gbps[COLL_ALL_GATHER] = 0.5 * TM_H200_64MIB / (158.0 - TM_ALPHA_US) / 1e3;
-    l->busbw_gbps[COLL_BROADCAST] = l->busbw_gbps[COLL_ALL_REDUCE];   /* not measured */
-    l->busbw_gbps[COLL_REDUCE] = l->busbw_gbps[COLL_ALL_REDUCE];
+    /* not measured: the rest (broadcast, reduce, send/recv) take AllReduce's */
+    for (int c = 0; c < COLL_COUNT; c++)
+        if (c != COLL_REDUCE_SCATTER && c != COLL_ALL_GATHER)
+            l->busbw_gbps[c] = l->busbw_gbps[COLL_ALL_REDUCE];
     l->tflops = 790.0;
     l->copy_gbps = 4300.0;
 }
