@@ -49,7 +49,10 @@ int cmd_plot(int argc, char **argv) {
     int rc, view = 0;   /* requested */
     fill_view_names();
     bool time_axis = false;
+    int width = 0;
     const ml_opt extra[] = {
+        {"--width", NULL, OPT_INT, &width, 200, 100000, NULL,
+         "PX", "width of each panel (default: 6 px an op, 640 to 4000 px)"},
         {"--view", NULL, OPT_CHOICE, &view, 0, 0, view_names,
          "VIEW", "requested (default: sum of live buffer sizes) or device (pages)"},
         {"--time", NULL, OPT_FLAG, &time_axis, 0, 0, NULL,
@@ -67,7 +70,7 @@ int cmd_plot(int argc, char **argv) {
         ml_args_free(&a);
         return ml_usage_error("plot", "'plot' writes SVG; '--format' does not apply");
     }
-    plot_options o = {.view = view_series[view], .time_axis = time_axis};
+    plot_options o = {.view = view_series[view], .time_axis = time_axis, .width = width};
     if (ml_views[ml_series[o.view].view].optional && !a.torch_conf)
         a.torch_conf = "";   /* plotting the torch view turns it on, with PyTorch's defaults */
     rc = ml_visual_run(&a, render, &o);

@@ -216,7 +216,13 @@ static void trimmed(ml_str *t, const expr *e) {
     }
     ml_str_append(t, s, n);
 }
-static const char *sym(writer *w, sched_sym_kind k, uint32_t s) { return sched_sym_name(w->s, k, s); }
+/* A symbol's name; events past the schedule's own are the rewrite's (extra_events). */
+static const char *sym(writer *w, sched_sym_kind k, uint32_t s) {
+    uint32_t n = w->s->syms[k].n;
+    if (k == SYM_EVENT && s >= n && w->o && s - n < w->o->n_extra_events)
+        return w->o->extra_events[s - n];
+    return sched_sym_name(w->s, k, s);
+}
 
 /* "key: value" inside a flow mapping; first is false after the first pair. */
 static void pair(writer *w, bool *first, const char *key, const char *value) {
@@ -465,6 +471,10 @@ static void step_value(writer *w, const sched_step *st) {
         if (c->n_writes)
             views_list(w, &first, "writes", c->writes, c->n_writes);
         stream_pair(w, &first, c->stream);
+        if (c->time_us)   /* the time model's duration (timemodel.h) */
+            pair(w, &first, "time", ex(c->time_us));
+        if (c->flops)
+            pair(w, &first, "flops", ex(c->flops));
         lit(w, "}");
         return;
     }

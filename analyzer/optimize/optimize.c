@@ -38,6 +38,7 @@ typedef struct {
     ml_diags diags;         /* lint's findings */
     bool *rows_pass;        /* expect_error contract rows, in order */
     size_t n_rows;
+    double step_us;         /* the time model's step time, the slowest rank (timemodel.h) */
 } evaluation;
 
 static void eval_free(evaluation *e) {
@@ -73,6 +74,8 @@ static int evaluate(const sched *s, int k, const sched_params *p, int world, eva
             memcpy(e->mem[r].peak, it.pred[r].peak, sizeof it.pred[r].peak);
             memcpy(e->mem[r].on, it.pred[r].on, sizeof it.pred[r].on);
             e->floor[r] = it.pred[r].floor;
+            if (it.pred[r].step_us > e->step_us)   /* the time model's, the slowest rank */
+                e->step_us = it.pred[r].step_us;
         }
     }
     pipeline_item_free(&it);
@@ -134,7 +137,61 @@ typedef struct {
     const char ***notes;       /* [plan][pre-order] */
     uint32_t **lines;          /* [plan][pre-order] */
     size_t *n_pre;             /* [plan] */
+    /* For the final write only: the original file's comment above (and at the end of) each
+     * line, by line number, so that the user's comments stay with their steps. */
+    const char **comments;
+    size_t n_comments;
+    uint32_t header_line;      /* the first line that is not a comment: its block heads the file */
 } state;
+
+/* The user's comments of the file at path, by the line of the step they belong to: the block
+ * of comment lines right above it (no blank line between) and a comment at the end of it.
+ * Texts are without '#', in the arena; lines without a comment are NULL. */
+static void read_comments(ml_arena *a, const char *path, state *st) {
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    ml_vec lines;
+    ml_vec_init(&lines, sizeof(const char *));
+    *(const char **)ml_vec_push(&lines) = NULL;   /* line 0 */
+    ml_str block = {0};
+    char buf[4096];
+    while (fgets(buf, sizeof buf, f)) {
+        size_t n = strcspn(buf, "\n");
+        buf[n] = '\0';
+        const char *t = buf + strspn(buf, " \t");
+        const char **slot = ml_vec_push(&lines);
+        if (*t == '#') {   /* a comment line: part of the block above the next step */
+            const char *c = t + 1 + (t[1] == ' ');
+            ml_str_printf(&block, "%s%s", block.n ? "\n" : "", c);
+            continue;
+        }
+        /* an end-of-line comment: ' #' outside quotes */
+        const char *end = NULL;
+        char q = 0;
+        for (const char *p = t; *p && !end; p++) {
+            if (q)
+                q = *p == q ? 0 : q;
+            else if (*p == '\'' || *p == '"')
+                q = *p;
+            else if (*p == '#' && p > t && (p[-1] == ' ' || p[-1] == '\t'))
+                end = p + 1 + (p[1] == ' ');
+        }
+        if (end)
+            ml_str_printf(&block, "%s%s", block.n ? "\n" : "", end);
+        if (*t && block.n)
+            *slot = ml_arena_strndup(a, block.s, block.n);
+        if (*t && !st->header_line)
+            st->header_line = (uint32_t)(lines.n - 1);   /* the file's first key */
+        block.n = 0;   /* a blank line ends a block that no step follows */
+    }
+    fclose(f);
+    ml_str_free(&block);
+    st->n_comments = lines.n;
+    st->comments = ml_arena_alloc(a, (lines.n + 1) * sizeof *st->comments);
+    memcpy(st->comments, lines.items, lines.n * sizeof *st->comments);
+    ml_vec_free(&lines);
+}
 
 static int cmp_pair(const void *a, const void *b) {
     uintptr_t x = (uintptr_t)((const note_pair *)a)->step, y = (uintptr_t)((const note_pair *)b)->step;
@@ -191,7 +248,15 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
             }
             const sched_step *x = &f->v[f->i++];
             const char *note = ML_VEC_AT(&all_notes, const char *, at);
+            uint32_t line = ML_VEC_AT(&all_lines, uint32_t, at);
             at++;
+            const char *user = st->comments && line < st->n_comments ? st->comments[line] : NULL;
+            if (user) {   /* the user's comment first, then what the optimizer says */
+                ml_str both = {0};
+                ml_str_printf(&both, "%s%s%s", user, note ? "\n" : "", note ? note : "");
+                note = ml_arena_strndup(c->arena, both.s, both.n);
+                ml_str_free(&both);
+            }
             if (note)
                 *(note_pair *)ml_vec_push(&pairs) = (note_pair){x, note};
             if (depth + 1 < (int)ML_ARRAY_LEN(fr) && x->kind == ST_REPEAT)
@@ -279,10 +344,13 @@ static void prune_added_syncs(opt_ctx *c, opt_block *b) {
     *b = out;
 }
 
-/* One stage on plan k. base is the evaluation of the current state, replaced when kept. */
-static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg) {
+/* One stage on plan k. base is the evaluation of the current state, replaced when kept.
+ * early: lifetimes' early frees with record/wait (run_stage tries them first). */
+static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg,
+                        bool early) {
     opt_ctx c = {.s = dv->st.s, .arena = dv->arena, .world = dv->world, .slots = dv->slots,
-                 .allow_lifetimes = dv->o->allow[OPT_LIFETIMES]};
+                 .allow_lifetimes = dv->o->allow[OPT_LIFETIMES],
+                 .allow_host_syncs = dv->o->allow_host_syncs, .early_waits = early};
     opt_block tree;
     size_t pre = 0;
     const sched_plan *pl = &dv->st.s->plans[k];
@@ -301,7 +369,7 @@ static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_sta
     ml_vec_init(&notes, sizeof(const char *));
     ml_vec_init(&lines, sizeof(uint32_t));
     ml_str text = {0};
-    emit_yaml_opts eo = {0};
+    emit_yaml_opts eo = {.extra_events = c.new_events, .n_extra_events = c.n_new_events};
     ml_diags d2;
     ml_diags_init(&d2);
     sched *s2 = NULL;
@@ -323,6 +391,11 @@ static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_sta
                  fresh->code ? " " : "", fresh->code ? fresh->code : "");
     } else if (!same_rows) {
         snprintf(sg->why, sizeof sg->why, "not kept: an expect_error contract row changes");
+    } else if (e2.step_us > base->step_us * (1 + 1e-9) + 1e-6) {
+        /* the rewrite may not cost time: it must not serialize what the input overlapped */
+        snprintf(sg->why, sizeof sg->why,
+                 "not kept: predicted step time %.1f -> %.1f us (%u step%s changed)",
+                 base->step_us, e2.step_us, c.changes, c.changes == 1 ? "" : "s");
     } else if (!lower(base, &e2, dv->world)) {
         snprintf(sg->why, sizeof sg->why, "not kept: no saving (%u step%s changed)", c.changes,
                  c.changes == 1 ? "" : "s");
@@ -356,6 +429,34 @@ static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_sta
     return rc;
 }
 
+/* Sync steps as written (a repeat's body once). */
+static int count_syncs(const sched_step *st, uint32_t n) {
+    int c = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        c += st[k].kind == ST_SYNC;
+        if (st[k].kind == ST_REPEAT)
+            c += count_syncs(st[k].u.repeat.steps, st[k].u.repeat.n);
+        else if (st[k].kind == ST_REGION)
+            c += count_syncs(st[k].u.region.steps, st[k].u.region.n);
+    }
+    return c;
+}
+
+/* Lifetimes without host syncs has two ways to complete another stream's use before a free:
+ * early, with an added record/wait (the least memory, but the default stream may wait), or at a
+ * point the program already orders it (no new wait, the memory lives longer). The early form is
+ * kept when it costs no time; else the other is tried. */
+static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg) {
+    bool two = kind == OPT_LIFETIMES && !dv->o->allow_host_syncs;
+    int rc = run_stage_as(dv, k, kind, base, sg, two);
+    if (rc == 0 && two && !sg->kept) {
+        free(sg->after);
+        memset(sg, 0, sizeof *sg);
+        rc = run_stage_as(dv, k, kind, base, sg, false);
+    }
+    return rc;
+}
+
 static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {
     evaluation base;
     /* Plan k is still the original's here, but after a kept stage on an earlier plan the current
@@ -376,6 +477,7 @@ static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {
     pr->stages = ml_xcalloc(OPT_KIND_COUNT + 1, sizeof *pr->stages);
     memcpy(pr->before, base.mem, (size_t)dv->world * sizeof *pr->before);
     memcpy(pr->floor, base.floor, (size_t)dv->world * sizeof *pr->floor);
+    pr->step_before_us = base.step_us;
     static const opt_kind order[] = {OPT_LIFETIMES, OPT_INPLACE, OPT_CHUNKED, OPT_REORDER,
                                      OPT_LIFETIMES};
     int rc = 0;
@@ -392,7 +494,11 @@ static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {
             continue;
         }
         pr->n_stages++;
+        pr->any_kept |= sg->kept;
     }
+    pr->step_after_us = base.step_us;
+    const sched_plan *before = &dv->original->plans[k], *after = &dv->st.s->plans[k];
+    pr->host_syncs_added = count_syncs(after->steps, after->n) - count_syncs(before->steps, before->n);
     eval_free(&base);
     return rc;
 }
@@ -456,6 +562,11 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
         }
         snprintf(r->verified, sizeof r->verified, "world %d%s", world, sets);
         ml_str header = {0}, expect_note = {0};
+        read_comments(dv.arena, s->file, &dv.st);
+        const char *user_header = dv.st.header_line < dv.st.n_comments
+                                      ? dv.st.comments[dv.st.header_line] : NULL;
+        if (user_header)   /* the user's own header first */
+            ml_str_printf(&header, "%s\n\n", user_header);
         ml_str_printf(&header,
                       "Rewritten by memlife optimize from %s (verified at %s).\n"
                       "Each changed step has a 'memlife optimize:' comment above it.",

@@ -39,6 +39,8 @@ typedef struct {
     bool allow[OPT_KIND_COUNT];   /* default: all */
     sched_params params;          /* --world, --set */
     const char *plan;             /* only this plan of a file with `plans:`; NULL: every plan */
+    bool allow_host_syncs;        /* complete a use before a free with `sync: {stream: S}`
+                                     (default: record/wait, keeping the streams overlapped) */
 } opt_options;
 void opt_options_default(opt_options *o);
 
@@ -63,6 +65,9 @@ typedef struct {
     uint64_t *floor;          /* [world] requested bytes (floor.c) */
     opt_stage *stages;        /* in order */
     size_t n_stages;
+    int host_syncs_added;     /* sync steps in the rewrite minus the original's (as written) */
+    double step_before_us, step_after_us;   /* the time model's step time, slowest rank */
+    bool any_kept;
 } opt_plan_result;
 
 typedef struct {

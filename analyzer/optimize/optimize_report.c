@@ -168,6 +168,9 @@ static void summary(const opt_result *r, const opt_plan_result *p, const char *i
                       b, a, f, d, ranks);
         first = last + 1;
     }
+    /* what the rewrite costs in time (timemodel.h) and in host waits */
+    ml_str_printf(out, "%sstep time %.1f -> %.1f us (predicted), host syncs added: %d\n", indent,
+                  p->step_before_us, p->step_after_us, p->host_syncs_added);
 }
 
 static void stage_notes(const opt_plan_result *p, const char *indent, ml_str *out) {
@@ -307,6 +310,9 @@ static json_t *plan_json(const opt_result *r, const opt_plan_result *p) {
     }
     json_object_set_new(o, "stages", stages);
     json_object_set_new(o, "ranks", ranks);
+    json_object_set_new(o, "host_syncs_added", json_integer(p->host_syncs_added));
+    json_object_set_new(o, "time", json_pack("{s:f, s:f}", "step_before_us", p->step_before_us,
+                                             "step_after_us", p->step_after_us));
     return o;
 }
 

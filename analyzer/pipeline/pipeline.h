@@ -23,6 +23,9 @@ typedef struct {
      * the prediction. Else they go here and the prediction runs whatever they say (optimize
      * compares candidates' findings; equiv reads cross-rank errors as an answer). */
     ml_diags *lint_diags;
+    /* The time model's link (predict/timemodel.h): `--link alpha_us=A,busbw_gbps=B` over the
+     * schedule's `link:` over the defaults; NULL: no --link. The caller has parsed it once. */
+    const char *link;
 } pipeline_opts;
 
 /* The inputs of a whole run, as plain data (cli converts its options into this). */

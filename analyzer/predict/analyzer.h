@@ -42,7 +42,9 @@ bool devmodel_exact(const devmodel *m);
  * reductions valid for the dtype; in-place offsets exactly NCCL's (overlap elsewhere is an error);
  * cross-rank consistency (same collectives in the same order with the same counts, dtypes, ops
  * and roots, else the first diverging step on each rank); lifetime hazards (a free of a buffer
- * that an unsynchronized op on another stream may still use). expect_error steps: the wrapped op
+ * that an unsynchronized op on another stream may still use); races (two accesses of
+ * overlapping elements on different streams, one a write, unordered by stream order,
+ * record/wait and host syncs: lint_race.c). expect_error steps: the wrapped op
  * must raise the named error on every rank; that is then a passing contract row, not an error. */
 typedef struct {
     uint32_t off;          /* bit k: lint_classes[k] is let through (`--no-lint NAME`); default 0 */
@@ -137,6 +139,8 @@ typedef struct {
     pred_torch *torch;                /* on[MV_TORCH]: details at its peaks; else NULL */
     uint64_t floor;                   /* requested bytes that must be live at some point by data
                                          dependence alone (analyzer/floor.c); 0 when not computed */
+    bool timed;                       /* the time model ran (predict/timemodel.h) */
+    double step_us, comm_us, exposed_comm_us;
 } pred_rank;
 
 int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d);

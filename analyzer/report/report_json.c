@@ -177,6 +177,13 @@ static json_t *rank_json(const report_schedule *rs, int r, const bool *on) {
         json_object_set_new(o, key, names_json(rs, p->peak_live[v], p->n_peak_live[v]));
     }
     json_object_set_new(o, "floor", bytes_json(p->floor));
+    if (p->timed) {   /* the time model (predict/timemodel.h), microseconds */
+        json_t *t = json_object();
+        json_object_set_new(t, "step_us", json_real(p->step_us));
+        json_object_set_new(t, "comm_us", json_real(p->comm_us));
+        json_object_set_new(t, "exposed_comm_us", json_real(p->exposed_comm_us));
+        json_object_set_new(o, "time", t);
+    }
     if (rs->measured && rs->measured[r].present) {
         const report_measured *m = &rs->measured[r];
         json_object_set_new(o, "measured", measured_json(rs, m, r));

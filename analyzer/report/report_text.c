@@ -116,6 +116,29 @@ static bool same_expect(const expect_row *a, const expect_row *b) {
            a->mark.col == b->mark.col;
 }
 
+/* The time model's line (predict/timemodel.h), for schedules where overlap or timing is
+ * written down (streams, `link:`, a timed compute): the slowest rank's step time and its exposed
+ * communication. */
+static void write_time(const report_schedule *rs, ml_str *out) {
+    const sched *s = rs->s;
+    bool timed_compute = false;
+    for (size_t k = 0; k < rs->plans[0].n_ops && !timed_compute; k++) {
+        const plan_op *op = &rs->plans[0].ops[k];
+        timed_compute = op->kind == OP_COMPUTE &&
+                        (op->step->u.compute.time_us || op->step->u.compute.flops);
+    }
+    if (!rs->pred || !rs->pred[0].timed ||
+        (s->syms[SYM_STREAM].n < 2 && !s->link_alpha_us && !s->link_busbw_gbps && !timed_compute))
+        return;
+    int slow = 0;
+    for (int r = 1; r < rs->world; r++)
+        if (rs->pred[r].step_us > rs->pred[slow].step_us)
+            slow = r;
+    const pred_rank *p = &rs->pred[slow];
+    ml_str_printf(out, "  time: step %.1f us, communication %.1f us, exposed %.1f us (rank %d)\n",
+                  p->step_us, p->comm_us, p->exposed_comm_us, slow);
+}
+
 static void write_expectations(const report_schedule *rs, ml_str *out) {
     bool *done = ml_xcalloc(rs->n_expects ? rs->n_expects : 1, sizeof *done);
     int *ranks = ml_xcalloc(rs->n_expects ? rs->n_expects : 1, sizeof *ranks);
@@ -246,6 +269,7 @@ void report_doc_table(const report *r, report_doc *d) {
         ml_str notes = {0};
         ml_str_append(&notes, "", 0);
         write_measured_notes(rs, &notes);
+        write_time(rs, &notes);
         write_expectations(rs, &notes);
         write_checks(rs, &notes);
         if (notes.n)

@@ -182,6 +182,8 @@ struct sched_step {
             sched_view *reads, *writes;   /* stands for user computation: uses buffers */
             uint32_t n_reads, n_writes;
             uint32_t stream;
+            expr *time_us;        /* NULL or its duration in microseconds (the time model) */
+            expr *flops;          /* NULL or its floating-point operations (time = flops / rate) */
         } compute;
         sched_check *check;       /* by pointer: inline it would make every step 328 bytes,
                                      not 128 (a 1M-step schedule is 1M steps) */
@@ -245,6 +247,10 @@ typedef struct {
     expr **sweep_values;
     uint32_t n_sweep;
     sched_torch torch;    /* the `torch:` key: PyTorch's caching allocator (the torch view) */
+    /* `link: {alpha_us:, busbw_gbps:}`: the time model's link (analyzer/predict/timemodel.h);
+     * NULL: its default. Expressions over the lets (world, rank allowed). */
+    expr *link_alpha_us, *link_busbw_gbps;
+    ml_mark link_mark;
     sched_symtab syms[SYM_KIND_COUNT];
     uint64_t n_steps_total;   /* steps as written (repeat bodies counted once) */
     uint32_t n_index;     /* deepest nesting of repeats with `index:`: slots after the lets */

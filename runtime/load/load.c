@@ -32,10 +32,10 @@ static bool ends_with_break(const char *data, size_t len) {
 /* ---- Top level -------------------------------------------------------------------------------- */
 
 enum { TOP_NAME, TOP_ABOUT, TOP_WORLD, TOP_DTYPE, TOP_LET, TOP_STREAMS, TOP_EVENTS, TOP_EXPECT,
-       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_REQUIRES, TOP_TORCH };
+       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_REQUIRES, TOP_TORCH, TOP_LINK };
 static const char *const top_keys[] = {"name", "about", "world", "dtype", "let", "streams",
                                        "events", "expect", "steps", "plans", "sweep", "requires",
-                                       "torch"};
+                                       "torch", "link"};
 static const ld_schema top_schema = LD_SCHEMA("schedule", top_keys);
 
 typedef struct {
@@ -142,6 +142,23 @@ static int parse_sweep(loader *l) {
     return 0;
 }
 
+/* `link: {alpha_us: EXPR, busbw_gbps: EXPR}`: the time model's link (timemodel.h). */
+enum { LINK_ALPHA, LINK_BUSBW };
+static const char *const link_keys[] = {"alpha_us", "busbw_gbps"};
+static const ld_schema link_schema = LD_SCHEMA("link", link_keys);
+
+static int link_value(loader *l, int key, void *obj) {
+    sched *s = l->s;
+    return ld_expr(l, CTX_PLAIN, link_keys[key],
+                   key == LINK_ALPHA ? &s->link_alpha_us : &s->link_busbw_gbps);
+}
+
+static int parse_link(loader *l) {
+    ld_keys k;
+    l->s->link_mark = ld_mark(l);
+    return ld_map(l, &link_schema, link_value, NULL, &k);
+}
+
 enum { PLAN_STEPS, PLAN_EXPECT };
 static const char *const plan_keys[] = {"steps", "expect"};
 static const ld_schema plan_schema = LD_SCHEMA("plan", plan_keys);
@@ -244,7 +261,7 @@ static int top_value(loader *l, int key, void *obj) {
     /* Names are resolved as the events stream by: what a step uses must be defined above it. */
     bool defines = key == TOP_LET || key == TOP_STREAMS || key == TOP_EVENTS || key == TOP_DTYPE;
     bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP ||
-                key == TOP_REQUIRES || key == TOP_TORCH;
+                key == TOP_REQUIRES || key == TOP_TORCH || key == TOP_LINK;
     if (defines && t->first_user >= 0)
         return ld_fail(l, t->k->key[key], "'%s' must come before '%s'", top_keys[key],
                        top_keys[t->first_user]);
@@ -273,6 +290,7 @@ static int top_value(loader *l, int key, void *obj) {
     case TOP_SWEEP: return parse_sweep(l);
     case TOP_REQUIRES: return parse_requires(l);
     case TOP_TORCH: return ld_torch(l, t->k->key[key]);   /* load_torch.c */
+    case TOP_LINK: return parse_link(l);
     case TOP_PLANS:
         if (LD_HAS(t->k, TOP_STEPS))
             return ld_fail(l, t->k->key[key], "'steps' and 'plans' cannot both be given");

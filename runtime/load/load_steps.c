@@ -451,8 +451,8 @@ static int scale_value(loader *l, int key, void *obj) {
 
 static int scale_finish(loader *l, step_ctx *c) { return require(l, c, 1u << SCALE_BUF | 1u << SCALE_BY); }
 
-enum { COMPUTE_READS, COMPUTE_WRITES, COMPUTE_STREAM };
-static const char *const compute_keys[] = {"reads", "writes", "stream"};
+enum { COMPUTE_READS, COMPUTE_WRITES, COMPUTE_STREAM, COMPUTE_TIME, COMPUTE_FLOPS };
+static const char *const compute_keys[] = {"reads", "writes", "stream", "time", "flops"};
 
 static int compute_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
@@ -461,6 +461,12 @@ static int compute_value(loader *l, int key, void *obj) {
         return ld_views(l, "reads", &cp->reads, &cp->n_reads);
     if (key == COMPUTE_WRITES)
         return ld_views(l, "writes", &cp->writes, &cp->n_writes);
+    if (key == COMPUTE_TIME || key == COMPUTE_FLOPS) {
+        if (LD_HAS(&c->k, key == COMPUTE_TIME ? COMPUTE_FLOPS : COMPUTE_TIME))
+            return ld_fail(l, c->k.key[key], "'time' and 'flops' cannot both be given");
+        return ld_expr(l, CTX_PLAIN, compute_keys[key],
+                       key == COMPUTE_TIME ? &cp->time_us : &cp->flops);
+    }
     return stream_of(l, &cp->stream);
 }
 
