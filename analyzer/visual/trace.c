@@ -193,7 +193,9 @@ static void rank_events(emitter *events, const series *s, int r, int pid) {
         metadata(events, "thread_name", pid, 1 + (int)st, "name", json_string(name));
     }
 
-    /* One counter per series of every view predicted for the rank (views.h's names). */
+    /* One counter per series of every view predicted for the rank (views.h's names), one sample
+     * per op even where the value did not change: the k-th sample of a track is the value after
+     * op k, so a trace can be compared op by op with a measurement whatever the times are. */
     bool on[VIEW_COUNT];
     for (int v = 0; v < VIEW_COUNT; v++)
         on[v] = s->pred[r].on[ml_series[v].view];
@@ -202,8 +204,7 @@ static void rank_events(emitter *events, const series *s, int r, int pid) {
     for (size_t k = 0; k < n; k++) {
         const plan_op *op = &p->ops[k];
         for (int v = 0; v < VIEW_COUNT; v++)
-            if (on[v] && (k == 0 || pred[v][k] != pred[v][k - 1] ||
-                          (has_meas[v] && meas[v][k] != meas[v][k - 1])))
+            if (on[v])
                 emit(events, counter(ml_series[v].counter, pid, start[k], pred[v][k],
                                      has_meas[v] ? &meas[v][k] : NULL));
         double d_k = dur[k] > 0 ? dur[k] : 0;

@@ -12,6 +12,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
 MEMLIFE=${MEMLIFE:-$ROOT/build/memlife}
 DIR=${OUT:-$(mktemp -d)}
+mkdir -p "$DIR" || exit 2
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 if ! "$MEMLIFE" predict --help 2>/dev/null | grep -q -- --torch-conf; then
     echo "skip - torch backend on a GPU: this memlife has no torch view"

@@ -64,6 +64,6 @@ else not_ok "--no-lint hazards" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')";
 
 # An unknown class lists the table.
 run run $D/nolint_double_free.yaml --backend host --ranks 2 --no-lint races-everywhere
-want="error: --no-lint takes one of cross-rank, hazards, use-after-free, double-free, double-alloc, double-release, inplace-offsets, not 'races-everywhere'"
+want="error: --no-lint takes one of cross-rank, hazards, use-after-free, double-free, double-alloc, double-release, inplace-offsets, races, not 'races-everywhere'"
 if [ "$RC" -eq 2 ] && [ "$(head -1 "$TMP/err")" = "$want" ]; then ok "--no-lint with an unknown class lists the classes"; else
     not_ok "--no-lint with an unknown class" "exit $RC: $(head -1 "$TMP/err")"; fi

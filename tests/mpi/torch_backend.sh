@@ -56,17 +56,18 @@ fi
 # Failures, with the stand-in driver under the plain python3 (it needs no torch).
 FAKE=tests/mpi/data/fake_torch_driver.py
 PY=$(command -v python3)
-fail_case() {
-    local name=$1 want=$2 limit=$3
+fail_case() {   # NAME WANT LIMIT [RC] -- ARGS: the run fails with exit RC (default 3)
+    local name=$1 want=$2 limit=$3 want_rc=3
     shift 3
+    if [ "${1:-}" = 2 ]; then want_rc=2; shift; fi
     rm -f "$TMP/f.json"
     local t0=$SECONDS
     run run tests/mpi/data/faults.yaml --backend torch --ranks 4 -o "$TMP/f.json" "$@"
     local took=$((SECONDS - t0)) left
     left=$(pgrep -f "$FAKE" | head -1)
-    if [ "$RC" -eq 3 ] && grep -qF -- "$want" "$TMP/err" && [ ! -e "$TMP/f.json" ] &&
+    if [ "$RC" -eq "$want_rc" ] && grep -qF -- "$want" "$TMP/err" && [ ! -e "$TMP/f.json" ] &&
         [ "$took" -le "$limit" ] && [ -z "$left" ]; then
-        ok "torch backend: $name (exit 3 in ${took} s)"
+        ok "torch backend: $name (exit $want_rc in ${took} s)"
     else
         not_ok "torch backend: $name" "exit $RC after ${took} s (limit $limit), driver left: ${left:-none}; $(head -2 "$TMP/err" | tr '\n' ' ')"
     fi
@@ -87,8 +88,10 @@ SH
 chmod +x "$TMP/notorch"
 MEMLIFE_PYTHON=$TMP/notorch fail_case "MEMLIFE_PYTHON without torch" \
     "backend 'torch' could not start: MEMLIFE_PYTHON=$TMP/notorch cannot import torch" 30
+# a driver path that cannot be read is refused with the environment's other checks, before
+# mpirun starts (exit 2, runtime/exec/env.c)
 MEMLIFE_TORCH_DRIVER=$TMP/missing.py fail_case "MEMLIFE_TORCH_DRIVER missing" \
-    "MEMLIFE_TORCH_DRIVER=$TMP/missing.py cannot be read" 30
+    "environment variable MEMLIFE_TORCH_DRIVER='$TMP/missing.py' cannot be read" 30 2
 # what the caching allocator cannot express is refused before any rank starts (exit 2)
 run run schedules/chunked_rs_only.yaml --backend torch --ranks 2
 if [ "$RC" -eq 2 ] && grep -q "chunked_rs_only.yaml:24:5: error: the torch backend cannot run this: chunked buffers (chunks: 2)" "$TMP/err"; then

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """compare_measured.py MEMLIFE RUN.json SCHEDULE.yaml [ARG...] — the torch view predicted
-(`memlife trace SCHEDULE ARG...`, counters `torch allocated bytes` / `torch reserved bytes`, op k
-at ts k) against what `memlife run --backend torch --format json` measured on a GPU (each
+(`memlife trace SCHEDULE ARG...`, counters `torch allocated bytes` / `torch reserved bytes`: the
+k-th sample of a track is the value after op k) against what `memlife run --backend torch --format json` measured on a GPU (each
 timeline sample's pool_used = memory_allocated and pool_reserved = memory_reserved after op k),
 for every rank of the run's one schedule. Prints `ok - NAME: allocated and reserved exact at N of
 N ops on R ranks`, or `not ok - NAME: ...` with the first difference."""
 import json
+import trace_counters
 import os
 import subprocess
 import sys
@@ -24,20 +25,9 @@ def predicted(memlife, yaml_path, args, n_ops):
             sys.exit("not ok - %s: memlife trace exit %d: %s" % (yaml_path, r.returncode, r.stderr.strip()[:300]))
         with open(out) as f:
             events = json.load(f)["traceEvents"]
-    pts = {v: [] for v in COUNTERS.values()}
-    for e in events:   # one process per rank ("pid"); world 1 here
-        if e.get("ph") == "C" and e.get("name") in COUNTERS:
-            pts[COUNTERS[e["name"]]].append((e["ts"], e["args"]["predicted"]))
-    rows = []
-    for k in range(n_ops):
-        row = {}
-        for name, p in pts.items():
-            v = 0
-            for ts, val in p:
-                if ts <= k:
-                    v = val
-            row[name] = v
-        rows.append(row)
+    tracks = {name: trace_counters.per_op(events, counter) for counter, name in COUNTERS.items()}
+    rows = [{name: trace_counters.value_after(v, k) for name, v in tracks.items()}
+            for k in range(n_ops)]
     return rows
 
 

@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: MIT
 """import_replay.py MEMLIFE SNAPSHOT.pickle SCHEDULE.yaml PRELUDE — the torch view's reserved
 bytes after every step of an imported snapshot (`memlife trace` counter `torch reserved bytes`,
-op k at ts k) against the snapshot's own reserved after the matching trace event: the bytes held
+the k-th counter sample is op k) against the snapshot's own reserved after the matching trace event: the bytes held
 when recording began (final segments minus the trace's segment events) plus the segment_alloc /
 segment_map minus segment_free / segment_unmap sizes up to that event. PRELUDE is the number of
 steps `memlife import` put before the trace (its summary line says it). Prints one line,
 `ok - NAME: N of N events exact` or `not ok - NAME: the first difference`. The fixtures are the
 project's own trusted files, so the standard pickle module may load them here."""
 import json
+import trace_counters
 import os
 import pickle
 import subprocess
@@ -51,14 +52,8 @@ def main():
             return 1
         with open(out) as f:
             events = json.load(f)["traceEvents"]
-    points = sorted((e["ts"], e["args"]["predicted"]) for e in events
-                    if e.get("ph") == "C" and e.get("name") == "torch reserved bytes")
-    got, j, v = {}, 0, 0
-    for k, _ in sorted(want):
-        while j < len(points) and points[j][0] <= k:
-            v = points[j][1]
-            j += 1
-        got[k] = v
+    reserved = trace_counters.per_op(events, "torch reserved bytes")
+    got = {k: trace_counters.value_after(reserved, k) for k, _ in want}
     bad = [(k, w, got[k]) for k, w in want if got[k] != w]
     if bad:
         k, w, g = bad[0]

@@ -7,6 +7,7 @@ allocated and reserved equal to PyTorch's at every step. At a step where PyTorch
 memory, `memlife predict` of the schedule up to it must also report the out-of-memory at that
 step's line (exit 2); the replay goes on past it with fixture_to_yaml.py's stand-in. Prints one TAP-like line per fixture and a summary line with the exact-step counts."""
 import json
+import trace_counters
 import os
 import subprocess
 import sys
@@ -19,27 +20,17 @@ COUNTERS = {"torch allocated bytes": "allocated", "torch reserved bytes": "reser
 
 
 def predicted_values(memlife, yaml_path, n_ops, tmp):
-    """Per op k: {allocated, reserved} after it, from the trace's counters (op k at ts k)."""
+    """Per op k: {allocated, reserved} after it, from the trace's counters (trace_counters.py)."""
     out = os.path.join(tmp, "trace.json")
     r = subprocess.run([memlife, "trace", yaml_path, "-o", out], capture_output=True, text=True)
     if r.returncode != 0:
         return None, r.stderr.strip()
     with open(out) as f:
         trace = json.load(f)
-    points = {name: [] for name in COUNTERS.values()}
-    for e in trace["traceEvents"]:
-        if e.get("ph") == "C" and e.get("name") in COUNTERS:
-            points[COUNTERS[e["name"]]].append((e["ts"], e["args"]["predicted"]))
-    values = []
-    for k in range(n_ops):
-        row = {}
-        for name, pts in points.items():
-            v = 0
-            for ts, val in pts:   # the last sample at or before op k
-                if ts <= k:
-                    v = val
-            row[name] = v
-        values.append(row)
+    tracks = {name: trace_counters.per_op(trace["traceEvents"], counter)
+              for counter, name in COUNTERS.items()}
+    values = [{name: trace_counters.value_after(v, k) for name, v in tracks.items()}
+              for k in range(n_ops)]
     return values, ""
 
 
