@@ -8,7 +8,7 @@
  * backend, page ranges on host) and `release: {buf: A, keep: rank}` drops the others: after an
  * existing host sync that completes the collective when one comes before the next alloc, else
  * after a `sync: {stream: S}` added right after it (lint's hazard rule for frees holds for
- * releases too). The measured result on H200 is in DESIGN.md (peak M, then M/N).
+ * releases too). The measured result on H200 is in docs/design.md (peak M, then M/N).
  * Only where each chunk is a whole number of 2 MiB pages: the cuda backend refuses chunks that
  * are not a multiple of the allocation granularity (docs/cuda.md), and smaller chunks would
  * cost more device memory than they save. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* optimize_inplace.c — collectives in place, by NCCL's rules (DESIGN.md):
+/* optimize_inplace.c — collectives in place, by NCCL's rules (docs/design.md):
  *
  *   ReduceScatter send S (a view of A), recv the whole buffer B: when nothing names A after the
  *   collective but its free, the collective writes into S's rank slice instead,

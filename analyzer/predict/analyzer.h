@@ -11,7 +11,7 @@
 #include "ir/views.h"
 
 /* ---- Device page model (analyzer/devmodel.c) -------------------------------------------------
- * What cudaMemGetInfo shows, modelled with the page rules measured on H200 (DESIGN.md):
+ * What cudaMemGetInfo shows, modelled with the page rules measured on H200 (docs/design.md):
  * requests under 2 MiB are rounded up to 512 B and sub-allocated inside shared 2 MiB pages, the
  * hole chosen best fit (the smallest hole, across pages, that fits; ties: the oldest hole, the
  * one that has had its extent longest; the block at the hole's start); a page is returned as

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* devmodel.c — the device page model: what cudaMemGetInfo shows for a sequence of cudaMalloc /
- * cudaFree calls, by the page rules measured on H200 (DESIGN.md, "Memory views").
+ * cudaFree calls, by the page rules measured on H200 (docs/design.md, "The device page model").
  *
  * Two paths:
  *  - whole pages: requests of 2 MiB or more, and every VMM chunk, own ceil(bytes / 2 MiB) pages.

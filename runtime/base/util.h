@@ -41,7 +41,7 @@ void *ml_arena_alloc(ml_arena *a, size_t size);          /* zeroed, 16-byte alig
 char *ml_arena_strndup(ml_arena *a, const char *s, size_t n);
 size_t ml_arena_bytes(const ml_arena *a);               /* bytes handed out, for scale tests */
 
-/* Growable array of fixed-size items (the "tables for what grows" of STYLE.md). */
+/* Growable array of fixed-size items (docs/design.md, "Tables for what grows"). */
 typedef struct {
     void *items;
     size_t n, cap, item_size;

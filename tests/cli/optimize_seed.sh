@@ -6,7 +6,7 @@
 # Numbers:
 #   seed (chapter 07): naive RS+AG peak 576 MiB; its optimized plan (free the input before the
 #     AllGather output is allocated) 320 MiB; RS-only 64 / 320 MiB steady / peak;
-#   DESIGN.md beyond the seed: in-place RS then in-place AG on one buffer 256 / 256 MiB; in-place
+#   docs/design.md beyond the seed: in-place RS then in-place AG on one buffer 256 / 256 MiB; in-place
 #     RS on world chunks then release 64 / 256 MiB;
 #   schedules/fsdp_layers.yaml's header: 128 / 256 MiB, and 256 MiB is also its floor (params and
 #     grads, 64 MiB each, with both kept 64 MiB shard buffers at the backward compute).

@@ -5,7 +5,7 @@
 # 1. The chapter's sweep (schedules/seed/06, 1 KiB .. 256 MiB, direct vs decomposed) with --graph,
 #    eager spans aligned on the device (the default): the table, five sizes, CV <= 5% at 256 MiB
 #    for both plans and the ratio stated there (PyTorch on 2 x H200: 933 / 1150 us, 1.232x,
-#    DESIGN.md), the overhead columns at every size with the issue's targets: GPU spans
+#    docs/design.md), the overhead columns at every size with the issue's targets: GPU spans
 #    memlife / bare <= 1.02 at >= 16 MiB (per-cycle median, 95% interval shown); at 1 KiB the
 #    host's issue time of memlife <= 2 us over bare's per collective call (the alignment hides
 #    launch overhead from the GPU span, docs/bench.md); graph replays

@@ -11,7 +11,7 @@ line carries it); 2 for a usage error.
       issue extra us) and says the spans started aligned on the device.
   bench_check.py sweep NAME RC JSON CV_MAX
       exit 0; five sizes 1 KiB .. 256 MiB, plans direct and decomposed, eager spans aligned; at
-      256 MiB both CVs <= CV_MAX and the ratio stated (PyTorch on 2 x H200: 1.232x, DESIGN.md,
+      256 MiB both CVs <= CV_MAX and the ratio stated (PyTorch on 2 x H200: 1.232x, docs/design.md,
       shown beside it); the overhead columns for every size; the targets: GPU spans memlife / bare
       <= 1.02 at >= 16 MiB (the median of the per-cycle ratios, its 95% interval shown), and at
       1 KiB the host's issue time of memlife <= 2 us over bare's per collective call (the
@@ -30,7 +30,7 @@ import sys
 
 KIB, MIB = 1 << 10, 1 << 20
 SIZES = [KIB, 64 * KIB, MIB, 16 * MIB, 256 * MIB]
-PYTORCH_256 = (933.0, 1150.0, 1.232)   # DESIGN.md: direct, decomposed median us, ratio
+PYTORCH_256 = (933.0, 1150.0, 1.232)   # docs/design.md: direct, decomposed median us, ratio
 
 
 def say(ok, name, text):

@@ -4,7 +4,7 @@
 # tests: 6
 #   inplace_rs_ag.yaml: RS in place then AG in place on one buffer: 256/256 MiB (M / M).
 #   chunked_rs_only.yaml --allocator chunked: VMM chunks, in-place RS, release the chunks not
-#     owned: 128/256 MiB at world 2 (M/N / M; measured on H200 x 2, DESIGN.md).
+#     owned: 128/256 MiB at world 2 (M/N / M; measured on H200 x 2, docs/design.md).
 #   page_stress.yaml: sub-MiB, 1 MiB + 1 and odd sizes: device view measured = predicted (the
 #     page model by hand: 14 MiB peak), requested exact.
 source "$(dirname "$0")/lib.bash"

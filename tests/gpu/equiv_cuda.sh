@@ -3,7 +3,7 @@
 # tests/gpu/equiv_cuda.sh — `memlife equiv` with data through NCCL on GPU_WORLD GPUs (default 2).
 # tests: 4 per mode
 # Expected: direct vs naive RS+AG (256 MiB float32 rank_iota): rows 1 and 2 hold, 3 and 4 do not
-# (exit 1; requested peak 256 vs 640 MiB at world 2, DESIGN.md's H200 numbers); the 20-element
+# (exit 1; requested peak 256 vs 640 MiB at world 2, docs/design.md's H200 numbers); the 20-element
 # int64 contracts: the shard scaled between RS and AG fails row 1 at 41:9 (first difference below,
 # by world); random float32 (16 MiB):
 # the report says whether NCCL's AllReduce and RS+AG agree bitwise and the largest differences,

@@ -5,7 +5,7 @@
 # tests: 12
 # Expected (requested view, M = 256 MiB, world 2), steady/peak MiB after `memlife optimize`:
 #   01 AllReduce            256/256  (already at its floor; nothing to rewrite)
-#   02 RS only              128/256  (in place, then chunked release: M/N / M; DESIGN.md measured
+#   02 RS only              128/256  (in place, then chunked release: M/N / M; docs/design.md measured
 #                                     the chunked release on H200 x 2: 256 MiB peak, then 128 MiB)
 #   03 naive RS+AG          256/256  (lifetimes 640 -> 384, then in place -> 256: one buffer)
 #   04 optimized RS+AG      256/256  (in place)

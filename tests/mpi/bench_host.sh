@@ -6,7 +6,7 @@
 # is what the bench does with them, not their values.
 # Numbers: the seed schedule at world 2 moves S per plan (FULL = S when world divides S/4), and the
 # nccl-tests bus factor at world 2 is 2(2-1)/2 = 1 for AllReduce and 2 x (2-1)/2 for RS + AG, so
-# bus bytes = S for both plans (DESIGN.md: ring steps and bus factors).
+# bus bytes = S for both plans (docs/design.md: ring steps and bus factors).
 . "$(dirname "$0")/lib.bash"
 
 SEED=schedules/seed/06_bench_direct_decomposed.yaml

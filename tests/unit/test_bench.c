@@ -147,7 +147,7 @@ static void test_refuses_nothing_to_time(void **state) {
     done(&f);
 }
 
-/* Four cycles near DESIGN.md's H200 numbers at 256 MiB. direct 930 933 935 940 us: median
+/* Four cycles near docs/design.md's H200 numbers at 256 MiB. direct 930 933 935 940 us: median
  * (933 + 935) / 2 = 934, P95 at 2.85: 935 + 0.85 x 5 = 939.25, mean 934.5, squared deviations
  * 20.25 + 2.25 + 0.25 + 30.25 = 53, stdev sqrt(53 / 3) = 4.2032, CV 0.45%. decomposed 1150 1148
  * 1152 1160: median 1151, CV sqrt(83 / 3) / 1152.5 = 0.46%: both stable, ratio 1151 / 934 =

@@ -4,7 +4,7 @@
  * CI machines carry the CUDA toolkit but no GPU and no driver: the backend must be compiled in,
  * say who it is, and refuse to start with a message that names the cause instead of crashing.
  * On a machine with a GPU the same binary checks one allocation of each kind against
- * cudaMemGetInfo (page rules from DESIGN.md, measured on H200). */
+ * cudaMemGetInfo (page rules from docs/design.md, measured on H200). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -108,13 +108,13 @@ static void one_gpu_allocations(void **state) {
 
     int64_t base = used_now(&r);
     rt_mem m;
-    /* DESIGN.md: 2 MiB + 1 -> 4 MiB (requests of 2 MiB or more get whole pages) */
+    /* docs/design.md: 2 MiB + 1 -> 4 MiB (requests of 2 MiB or more get whole pages) */
     assert_int_equal(rt_backend_cuda.alloc(&r, 2 * MiB + 1, 0, &m, err, sizeof err), 0);
     assert_int_equal(used_now(&r) - base, 4 * MiB);
     assert_int_equal(rt_backend_cuda.free(&r, &m, err, sizeof err), 0);
     assert_int_equal(used_now(&r) - base, 0);
 
-    /* VMM: 2 chunks of 2 MiB; releasing one leaves 2 MiB (DESIGN.md: 256 -> 128 MiB at 2 chunks) */
+    /* VMM: 2 chunks of 2 MiB; releasing one leaves 2 MiB (docs/design.md: 256 -> 128 MiB at 2 chunks) */
     assert_int_equal(rt_backend_cuda.alloc(&r, 4 * MiB, 2, &m, err, sizeof err), 0);
     assert_int_equal(m.chunks, 2);
     assert_int_equal(m.chunk_bytes, 2 * MiB);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_devmodel.c — the device page model against the page rules measured on H200
- * (DESIGN.md, "Memory views": driver 580, CUDA 13.0, cudaMemGetInfo after every step). */
+ * (docs/design.md, "The device page model": driver 580, CUDA 13.0, cudaMemGetInfo after every step). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -6,7 +6,7 @@
  * Where the numbers come from:
  *   seed (chapter 07, 4 x V100, M = 256 MiB): naive RS+AG peak 576 MiB, the optimized plan
  *     (free the input before allocating the AllGather output) 320 MiB, RS-only 64 / 320 MiB;
- *   DESIGN.md beyond the seed: in-place RS then in-place AG on one buffer M / M (256 MiB), in-place
+ *   docs/design.md beyond the seed: in-place RS then in-place AG on one buffer M / M (256 MiB), in-place
  *     RS on world chunks then release M/N / M (64 / 256 MiB);
  *   schedules/fsdp_layers.yaml's own header: 128 / 256 MiB at world 4, peak at the backward
  *     compute (params + grads + both kept shard buffers), which is also its floor;
@@ -90,7 +90,7 @@ static void test_naive_lifetimes_only(void **state) {
     opt_result_free(&r);
 }
 
-/* seed + DESIGN.md: with in place as well, one buffer: 256 MiB, the floor. */
+/* seed + docs/design.md: with in place as well, one buffer: 256 MiB, the floor. */
 static void test_naive_all(void **state) {
     (void)state;
     opt_result r;
@@ -107,7 +107,7 @@ static void test_naive_all(void **state) {
     opt_result_free(&r);
 }
 
-/* seed RS-only 64 / 320 MiB; DESIGN.md: in place then chunked release, 64 / 256 MiB. In place
+/* seed RS-only 64 / 320 MiB; docs/design.md: in place then chunked release, 64 / 256 MiB. In place
  * alone trades the steady for the peak (256 / 256 MiB). */
 static void test_rs_only_chunked(void **state) {
     (void)state;

@@ -133,7 +133,7 @@ static void text_is_escaped(void **state) {
 
 static void device_view_uses_pages(void **state) {
     series s;
-    /* DESIGN.md page rule: 2 MiB + 1 B gets pages of its own, 4 MiB */
+    /* docs/design.md page rule: 2 MiB + 1 B gets pages of its own, 4 MiB */
     tu_series(&s, "name: pages\nworld: 1\nsteps:\n  - alloc: {buf: x, bytes: 2MiB + 1}\n", 0, NULL);
     char *svg = render(&s, 1, VIEW_DEVICE, false);
     assert_non_null(strstr(svg, ">peak 4 MiB<"));

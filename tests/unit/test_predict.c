@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_predict.c — the predictor's steady and peak bytes in both views, against the chapter's
  * lifetimes (seed: 4 × V100, 256 MiB: 256/256, 64/320, 256/576, 256/320 MiB; 2 × H200:
- * 256/256, 128/384, 256/640, 256/384 MiB; DESIGN.md's formulas M/M, M/N / M+M/N, M / 2M+M/N,
+ * 256/256, 128/384, 256/640, 256/384 MiB; docs/design.md's formulas M/M, M/N / M+M/N, M / 2M+M/N,
  * M / M+M/N for other worlds), the beyond-seed lifetimes (in place, chunked), the padded 1003
  * case, the device model in a schedule, and expect_eval. The seed schedules are written here
  * inline; schedules/seed/ holds the CLI's copies. */
@@ -32,7 +32,7 @@ static void seed_case(const char *fmt, const char *m, int world, double steady_r
 
 /* seed, 4 × V100 at 256 MiB: 256/256, 64/320, 256/576, 256/320 MiB;
  * seed, 2 × H200 at 256 MiB: 256/256, 128/384, 256/640, 256/384 MiB;
- * DESIGN.md formulas at N = 8: M/N = 32, M+M/N = 288, 2M+M/N = 544;
+ * docs/design.md formulas at N = 8: M/N = 32, M+M/N = 288, 2M+M/N = 544;
  * N = 3 with M = 3·q, q = 86 MiB (43 whole pages): M/N = 86, M+M/N = 344, 2M+M/N = 602.
  * Whole pages everywhere, so the device view equals the requested one. */
 static const struct {
@@ -66,7 +66,7 @@ static void seed_world3_odd_pages(void **state) {
 }
 
 static void in_place_rs_then_ag(void **state) {
-    /* DESIGN.md beyond the seed: in-place RS then in-place AG on one buffer, M / M */
+    /* docs/design.md beyond the seed: in-place RS then in-place AG on one buffer, M / M */
     pt_run r;
     pt_load(&r,
             "world: 4\n"
@@ -94,7 +94,7 @@ static void in_place_rs_then_ag(void **state) {
 }
 
 static void chunked_release(void **state) {
-    /* DESIGN.md: in-place RS on N chunks, then release of the chunks not owned: M/N / M
+    /* docs/design.md: in-place RS on N chunks, then release of the chunks not owned: M/N / M
      * (measured on H200×2 at 256 MiB: peak 256, after release 128). */
     for (int world = 2; world <= 4; world += 2) {
         pt_run r;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_report.c — the report writers (table, json, csv, md), their shared cell formatting, and
  * the shared option parser of the CLI (cli/args.c). Schedules come from strings; numbers are the
- * chapter's naive RS+AG lifetime at world 2 (DESIGN.md: 256 / 640 MiB on 2 x H200). */
+ * chapter's naive RS+AG lifetime at world 2 (docs/design.md: 256 / 640 MiB on 2 x H200). */
 #include "testutil.h"
 #include "predict/analyzer.h"
 #include "report/report.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_stats.c — the benchmark's statistics (analyzer/stats.c): median, P95, CV and the chapter's
  * ratio rule, on samples whose numbers are worked out by hand in the comments, and on the
- * chapter's own published medians and CVs (seed table, DESIGN.md's H200 reference). */
+ * chapter's own published medians and CVs (seed table, docs/design.md's H200 reference). */
 #include "testutil.h"
 #include "report/stats.h"
 
@@ -104,7 +104,7 @@ static void test_ratio_rule_on_the_chapters_numbers(void **state) {
     r = st_ratio_rule(&a, &b, 5.0);
     assert_false(r.stable);
     assert_true(isnan(r.ratio));
-    /* DESIGN.md, PyTorch on 2 x H200 at 256 MiB: 933 / 1150 us, CV 2.4% / 2.2%: 1.233x
+    /* docs/design.md, PyTorch on 2 x H200 at 256 MiB: 933 / 1150 us, CV 2.4% / 2.2%: 1.233x
      * (1150 / 933 = 1.23258; the reference rounds its own unrounded medians to 1.232x). */
     a = summary(933, 2.4);
     b = summary(1150, 2.2);

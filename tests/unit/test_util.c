@@ -170,7 +170,7 @@ static void test_tables(void **state) {
     assert_int_equal(ml_redop_lookup("max", 3), RED_MAX);
     assert_int_equal(ml_coll_lookup("reduce", 6), COLL_REDUCE);
     assert_int_equal(ml_coll_lookup("reduce_scatter", 14), COLL_REDUCE_SCATTER);
-    /* DESIGN.md: ring steps AR 2(N-1), RS/AG N-1; busbw AR 2(N-1)/N, RS/AG (N-1)/N */
+    /* docs/design.md: ring steps AR 2(N-1), RS/AG N-1; busbw AR 2(N-1)/N, RS/AG (N-1)/N */
     assert_int_equal(ml_colls[COLL_ALL_REDUCE].ring_steps(4), 6);
     assert_int_equal(ml_colls[COLL_ALL_GATHER].ring_steps(4), 3);
     assert_true(ml_colls[COLL_ALL_REDUCE].busbw_factor(4) == 1.5);
