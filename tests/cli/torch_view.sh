@@ -44,13 +44,13 @@ head -1 "$TMP/out" | grep -q ',torch_allocated_steady,torch_allocated_peak,torch
     && ok "torch csv: four columns, 40894976 / 50331648" \
     || not_ok "torch csv" "$(head -2 "$TMP/out")"
 
-# Trace counters, one value per op that changes it.
+# Trace counters: one sample per op (the k-th is the value after op k), then a closing one.
 run trace $T/worked_example.yaml -o "$TMP/t.json"
 n=$(jq '[.traceEvents[] | select(.ph == "C" and .name == "torch reserved bytes" and .pid == 0)] | length' "$TMP/t.json" 2>/dev/null)
 last=$(jq '[.traceEvents[] | select(.ph == "C" and .name == "torch reserved bytes" and .pid == 0)] | last | .args.predicted' "$TMP/t.json" 2>/dev/null)
-# reserved changes at ops 0 (2 MiB), 1 (22 MiB) and 6 (48 MiB), plus the closing sample
-[ "$RC" = 0 ] && [ "$n" = 4 ] && [ "$last" = 50331648 ] \
-    && ok "torch trace: 'torch reserved bytes' 4 samples, last 50331648" \
+# the worked example's 7 ops (docs/torch.md), plus the closing sample; reserved ends at 48 MiB
+[ "$RC" = 0 ] && [ "$n" = 8 ] && [ "$last" = 50331648 ] \
+    && ok "torch trace: 'torch reserved bytes' 8 samples (7 ops + closing), last 50331648" \
     || not_ok "torch trace counters" "exit $RC, $n samples, last $last"
 
 # record_stream and empty_cache: the pending block, then every segment returned.
