@@ -272,9 +272,34 @@ static void prune_added_syncs(opt_ctx *c, opt_block *b) {
     *b = out;
 }
 
-/* One stage on plan k. base is the evaluation of the current state, replaced when kept. */
+/* The current schedule becomes s2 (loaded from a kept stage's text). The one it replaces goes
+ * at once unless it is the caller's: nothing points into it any more but diagnostics' file
+ * names, which take the original's (the same text; every rewrite was loaded under it). */
+static void replace_sched(driver *dv, sched *s2) {
+    const sched *old = dv->st.s;
+    dv->st.s = s2;
+    if (old == dv->original)
+        return;
+    for (size_t j = 0; j < dv->d->items.n; j++)
+        if (ML_VEC_AT(&dv->d->items, ml_diag, j).file == old->file)
+            ML_VEC_AT(&dv->d->items, ml_diag, j).file = dv->original->file;
+    for (size_t j = 0; j < dv->loaded.n; j++)
+        if (ML_VEC_AT(&dv->loaded, sched *, j) == old) {
+            ML_VEC_AT(&dv->loaded, sched *, j) = ML_VEC_AT(&dv->loaded, sched *, dv->loaded.n - 1);
+            dv->loaded.n--;
+            break;
+        }
+    sched_free((sched *)old);
+}
+
+/* One stage on plan k. base is the evaluation of the current state, replaced when kept.
+ * The stage's trees live in an arena of its own, released once the rewrite is written out and
+ * before it is loaded back and evaluated (which take as much memory again): only the notes
+ * and lines of the rewrite outlive it, copied into the driver's arena when the stage is kept.
+ * Before, one arena held every stage's trees until the end (1158 MiB at 100k steps). */
 static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg) {
-    opt_ctx c = {.s = dv->st.s, .arena = dv->arena, .world = dv->world, .slots = dv->slots,
+    ml_arena *stage_arena = ml_arena_new();
+    opt_ctx c = {.s = dv->st.s, .arena = stage_arena, .world = dv->world, .slots = dv->slots,
                  .allow_lifetimes = dv->o->allow[OPT_LIFETIMES]};
     opt_block tree;
     size_t pre = 0;
@@ -288,6 +313,7 @@ static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_sta
     sg->changes = c.changes;
     if (!c.changes) {
         snprintf(sg->why, sizeof sg->why, "nothing to do");
+        ml_arena_free(stage_arena);
         return 0;
     }
     ml_vec notes, lines;
@@ -300,7 +326,18 @@ static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_sta
     sched *s2 = NULL;
     evaluation e2 = {0};
     bool evaluated = false;
-    if (write_state(&c, &dv->st, k, &cand, &eo, &notes, &lines, &text, &d2) == 0)
+    bool written = write_state(&c, &dv->st, k, &cand, &eo, &notes, &lines, &text, &d2) == 0;
+    /* the notes into a heap copy of their own, the trees go */
+    ml_str note_text = {0};
+    size_t *note_at = ml_xcalloc(notes.n + 1, sizeof *note_at);
+    for (size_t j = 0; j < notes.n; j++) {
+        const char *t = ML_VEC_AT(&notes, const char *, j);
+        note_at[j] = t ? note_text.n + 1 : 0;
+        if (t)
+            ml_str_append(&note_text, t, strlen(t) + 1);
+    }
+    ml_arena_free(stage_arena);
+    if (written)
         s2 = sched_load_buffer(dv->st.s->file, text.s, text.n, NULL, &d2);
     if (s2)
         evaluated = evaluate(s2, k, &dv->o->params, dv->world, &e2, &d2) == 0;
@@ -325,21 +362,26 @@ static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_sta
                  c.changes == 1 ? "" : "s", c.renamed[0] ? "; " : "", c.renamed);
         memcpy(sg->after, e2.mem, (size_t)dv->world * sizeof *sg->after);
         *(sched **)ml_vec_push(&dv->loaded) = s2;
-        dv->st.s = s2;
+        replace_sched(dv, s2);
         s2 = NULL;
         size_t n = notes.n;
         dv->st.notes[k] = ml_arena_alloc(dv->arena, (n + 1) * sizeof(const char *));
         dv->st.lines[k] = ml_arena_alloc(dv->arena, (n + 1) * sizeof(uint32_t));
-        if (n) {
-            memcpy(dv->st.notes[k], notes.items, n * sizeof(const char *));
+        char *kept = note_text.n ? ml_arena_alloc(dv->arena, note_text.n) : NULL;
+        if (kept)
+            memcpy(kept, note_text.s, note_text.n);
+        for (size_t j = 0; j < n; j++)
+            dv->st.notes[k][j] = note_at[j] ? kept + note_at[j] - 1 : NULL;
+        if (n)
             memcpy(dv->st.lines[k], lines.items, n * sizeof(uint32_t));
-        }
         dv->st.n_pre[k] = n;
         eval_free(base);
         *base = e2;
         memset(&e2, 0, sizeof e2);
     }
     int rc = load_slots(dv);
+    free(note_at);
+    ml_str_free(&note_text);
     sched_free(s2);
     eval_free(&e2);
     ml_diags_free(&d2);
