@@ -134,6 +134,9 @@ awk -v a="$first_per" -v b="$last_per" -v sizes="$SIZES" 'BEGIN {
 echo
 ./tests/bench/scale.sh || echo "scale benchmark: a run failed" >&2
 
+# The host backend against a minimal MPI program (issue 21; wall time, best of 5, 2 ranks).
+./tests/bench/host_mpi.sh || echo "host backend benchmark: a run failed" >&2
+
 # The torch allocator model (issue 21): 10 M random malloc/free events, up to 2048 live blocks
 # (tests/bench/torchalloc_bench.c, its own process CPU time), best of 3; target 10 M events/s.
 $CC -O2 -std=c11 -D_GNU_SOURCE -Iruntime -Ianalyzer -I. -o "$B/torchalloc_bench" \

@@ -320,7 +320,7 @@ static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_sta
     ml_vec_init(&notes, sizeof(const char *));
     ml_vec_init(&lines, sizeof(uint32_t));
     ml_str text = {0};
-    emit_yaml_opts eo = {0};
+    emit_yaml_opts eo = {.bare_comments = true}; /* loaded back only: marks are all it needs */
     ml_diags d2;
     ml_diags_init(&d2);
     sched *s2 = NULL;

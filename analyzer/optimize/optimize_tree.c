@@ -8,12 +8,9 @@
 #include <string.h>
 
 void opt_block_push(opt_ctx *c, opt_block *b, const opt_node *n) {
-    if (b->n == b->cap) {
+    if (b->n == b->cap) { /* in place where the arena can: a plan's block is its whole length */
         size_t cap = b->cap ? 2 * b->cap : 8;
-        opt_node *v = ml_arena_alloc(c->arena, cap * sizeof *v);
-        if (b->n)
-            memcpy(v, b->v, b->n * sizeof *v);
-        b->v = v;
+        b->v = ml_arena_grow(c->arena, b->v, b->n * sizeof *b->v, cap * sizeof *b->v);
         b->cap = cap;
     }
     b->v[b->n++] = *n;
