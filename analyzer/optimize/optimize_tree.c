@@ -16,8 +16,6 @@ void opt_block_push(opt_ctx *c, opt_block *b, const opt_node *n) {
     b->v[b->n++] = *n;
 }
 
-static bool has_body(const sched_step *st) { return st->kind == ST_REPEAT || st->kind == ST_REGION; }
-
 void opt_tree_build(opt_ctx *c, opt_block *out, const sched_step *steps, uint32_t n,
                     const char *const *notes, const uint32_t *lines, size_t *pre) {
     memset(out, 0, sizeof *out);
@@ -34,17 +32,6 @@ void opt_tree_build(opt_ctx *c, opt_block *out, const sched_step *steps, uint32_
                            lines, pre);
         opt_block_push(c, out, &node);
     }
-}
-
-opt_block opt_tree_copy(opt_ctx *c, const opt_block *b) {
-    opt_block out = {0};
-    for (size_t k = 0; k < b->n; k++) {
-        opt_node node = b->v[k];
-        if (has_body(&node.st))
-            node.body = opt_tree_copy(c, &b->v[k].body);
-        opt_block_push(c, &out, &node);
-    }
-    return out;
 }
 
 sched_step *opt_tree_steps(opt_ctx *c, const opt_block *b, uint32_t *n, ml_vec *notes,

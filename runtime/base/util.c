@@ -149,8 +149,7 @@ void *ml_arena_grow(ml_arena *a, void *p, size_t old_size, size_t new_size) {
         link = &(*link)->prev;
     ml_arena_block *b;
     if (*link) {
-        b = xrealloc(*link, ARENA_HEADER + newa);
-        memset((char *)b + ARENA_HEADER + olda, 0, newa - olda);
+        b = xrealloc(*link, ARENA_HEADER + newa); /* its new end is not zeroed: see util.h */
         *link = b;
     } else {
         b = xcalloc(1, ARENA_HEADER + newa);
