@@ -79,11 +79,19 @@ typedef struct tleaf {
     int32_t n;
     int32_t idx;          /* position in ttree.leaf */
 } tleaf;
+/* The leaf maxima (max[i]: leaf i's largest key) are grouped by TT_GROUP, and sum[g] is the
+ * largest of group g: a search counts the groups below the key, then the maxima below it
+ * within one group, two runs of independent compares, where a binary search over the maxima
+ * was a chain of dependent loads (a fifth of an insert's time, perf).  Past the last leaf,
+ * max[] (its capacity a multiple of TT_GROUP) and sum[] hold sentinels.  Sets of more than
+ * TT_GROUP * TT_GROUP leaves search the maxima by halves instead. */
+#define TT_GROUP 16
 typedef struct ttree {
     int kind;
     tleaf **leaf;
     tkey *max;
     size_t nleaf, cap;
+    tkey sum[TT_GROUP];
 } ttree;
 
 typedef struct tpool {

@@ -40,7 +40,39 @@ static inline size_t key_lb(const tkey *arr, size_t n, tkey k) {
 
 void tt_init(ttree *t, int kind) {
     memset(t, 0, sizeof *t);
+    memset(t->sum, 0xff, sizeof t->sum);
     t->kind = kind;
+}
+
+/* how many of arr[0..TT_GROUP) are smaller than k: every compare independent of the others */
+static inline size_t count_less(const tkey *arr, tkey k) {
+    size_t c = 0;
+#pragma GCC unroll 16
+    for (size_t j = 0; j < TT_GROUP; j++)
+        c += (size_t)kless(arr[j], k);
+    return c;
+}
+
+/* sum[g] after max[] changed in group g */
+static inline void sum_group(ttree *t, size_t g) {
+    size_t last = g * TT_GROUP + TT_GROUP - 1;
+    if (g < TT_GROUP)
+        t->sum[g] = t->max[last < t->nleaf ? last : t->nleaf - 1];
+}
+
+/* every sum[] from group g on, after leaves came or went there */
+static void sum_from(ttree *t, size_t g) {
+    for (; g < TT_GROUP; g++) {
+        if (g * TT_GROUP < t->nleaf)
+            sum_group(t, g);
+        else
+            memset(&t->sum[g], 0xff, sizeof t->sum[g]);
+    }
+}
+
+static inline void set_max(ttree *t, size_t li, tkey k) {
+    t->max[li] = k;
+    sum_group(t, li / TT_GROUP);
 }
 
 void tt_free(ttree *t) {
@@ -52,7 +84,15 @@ void tt_free(ttree *t) {
 }
 
 /* first leaf whose max >= k; nleaf if none */
-static size_t leaf_lb(const ttree *t, tkey k) { return key_lb(t->max, t->nleaf, k); }
+static size_t leaf_lb(const ttree *t, tkey k) {
+    if (t->nleaf > TT_GROUP * TT_GROUP)
+        return key_lb(t->max, t->nleaf, k);
+    size_t g = count_less(t->sum, k);
+    if (g * TT_GROUP >= t->nleaf)
+        return t->nleaf;
+    size_t li = g * TT_GROUP + count_less(t->max + g * TT_GROUP, k);
+    return li < t->nleaf ? li : t->nleaf;
+}
 
 /* first slot with key >= k: count the smaller hi words over every slot (the sentinels are
  * never smaller: k.hi < UINT64_MAX), then step over equal hi (equal sizes) with a smaller lo;
@@ -113,9 +153,10 @@ static void shift_down(tleaf *l, int32_t s) {
 
 static void add_leaf(ttree *t, size_t at, tleaf *l) {
     if (t->nleaf == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 8;
+        size_t cap = t->cap ? t->cap * 2 : TT_GROUP;
         tleaf **nl = ml_xrealloc(t->leaf, cap * sizeof *nl);
         tkey *nm = ml_xrealloc(t->max, cap * sizeof *nm);
+        memset(nm + t->cap, 0xff, (cap - t->cap) * sizeof *nm); /* sentinels */
         t->leaf = nl;
         t->max = nm;
         t->cap = cap;
@@ -149,9 +190,10 @@ void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
         memset(l->hi + TT_LEAF / 2, 0xff, (TT_LEAF / 2) * sizeof(uint64_t));
         memset(l->lo + TT_LEAF / 2, 0xff, (TT_LEAF / 2) * sizeof(uint64_t));
         memset(l->v + TT_LEAF / 2, 0xff, (TT_LEAF / 2) * sizeof(int32_t));
-        t->max[li] = key_at(l, l->n - 1);
         add_leaf(t, li + 1, r);
+        t->max[li] = key_at(l, l->n - 1);
         t->max[li + 1] = key_at(r, r->n - 1);
+        sum_from(t, li / TT_GROUP);
         if (kless(t->max[li], k)) {
             li++;
             l = r;
@@ -164,7 +206,7 @@ void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
     l->v[s] = x;
     l->n++;
     ta->b[x].leaf = l;
-    t->max[li] = key_at(l, l->n - 1);
+    set_max(t, li, key_at(l, l->n - 1));
 }
 
 /* leaf and slot of block x (which is in t) */
@@ -196,12 +238,14 @@ static void erase_at(ttree *t, size_t li, int32_t s) {
     shift_down(l, s);
     l->n--;
     if (l->n > 0) {
-        t->max[li] = key_at(l, l->n - 1);
+        set_max(t, li, key_at(l, l->n - 1));
     } else if (t->nleaf > 1) { /* the last leaf stays, empty, so a 0/1-element set never allocates */
         free(l);
         memmove(t->leaf + li, t->leaf + li + 1, (t->nleaf - li - 1) * sizeof *t->leaf);
         memmove(t->max + li, t->max + li + 1, (t->nleaf - li - 1) * sizeof *t->max);
         t->nleaf--;
+        memset(&t->max[t->nleaf], 0xff, sizeof t->max[t->nleaf]); /* a sentinel again */
+        sum_from(t, li / TT_GROUP);
         for (size_t j = li; j < t->nleaf; j++)
             t->leaf[j]->idx = (int32_t)j;
     }
