@@ -1,5 +1,10 @@
+/* SPDX-License-Identifier: MIT */
 /* analysis.c — the pipeline's run for predict, check and run, as a report (analysis.h). */
 #include "analysis.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +17,7 @@ pipeline_input ml_args_pipeline(const ml_args *a, const pipeline_opts *what) {
         .n_set = a->set.n,
         .world = a->world,
         .plan = a->plan,
+        .dtype = a->dtype,
         .what = *what,
     };
 }
@@ -40,14 +46,10 @@ static report_check *contract_rows(const lint_result *lr) {
     return rows;
 }
 
-int ml_analyze(const ml_args *a, const char *command, const pipeline_opts *o, ml_analysis *out) {
+int ml_analysis_run(const pipeline_input *in, const char *command, ml_analysis *out) {
     memset(out, 0, sizeof *out);
-    pipeline_input in = ml_args_pipeline(a, o);
-    int rc = pipeline_run(&in, &out->res);
-    ml_diags_print(&out->res.diags, stderr);
-    if (rc != 0)
+    if (pipeline_run(in, &out->res) != 0)
         return ML_EXIT_INPUT;
-
     size_t n = out->res.items.n;
     out->checks = ml_xcalloc(n ? n : 1, sizeof *out->checks);
     out->report_items = ml_xcalloc(n ? n : 1, sizeof *out->report_items);
@@ -71,4 +73,19 @@ int ml_analyze(const ml_args *a, const char *command, const pipeline_opts *o, ml
     out->rep.n = n;
     out->rep.command = command;
     return ML_EXIT_OK;
+}
+
+int ml_analyze(const ml_args *a, const char *command, const pipeline_opts *o, ml_analysis *out) {
+    return ml_analyze_quietly(a, command, o, out, false);
+}
+
+/* quiet: the diagnostics are not printed (another rank prints them, or fit's probes would repeat
+ * them at every value it tries); they stay in out->res.diags either way. */
+int ml_analyze_quietly(const ml_args *a, const char *command, const pipeline_opts *o,
+                       ml_analysis *out, bool quiet) {
+    pipeline_input in = ml_args_pipeline(a, o);
+    int rc = ml_analysis_run(&in, command, out);
+    if (!quiet)
+        ml_diags_print(&out->res.diags, stderr);
+    return rc;
 }

@@ -1,8 +1,14 @@
-/* args.c — the one argv loop of memlife: common options plus a command's own table (args.h). */
+/* SPDX-License-Identifier: MIT */
+/* args.c — the one argv loop of memlife: common options plus a command's own table (args.h),
+ * parsed by getopt_long. The rows are data: help.c renders the same rows as --help, the man page
+ * and the bash completion. */
 #include "args.h"
 #include "cmd.h"
+#include "help.h"
+#include "suggest.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +24,23 @@ static bool parse_long(const char *s, long min, long max, long *out) {
         return false;
     *out = v;
     return true;
+}
+
+static size_t count_choices(const char *const *c) {
+    size_t n = 0;
+    while (c && c[n])
+        n++;
+    return n;
+}
+
+/* "; did you mean 'X'?" for value among choices, or "" (buf holds it). */
+static const char *did_you_mean(const char *value, const char *const *choices, char *buf,
+                                size_t size) {
+    const char *s = ml_suggest(value, choices, count_choices(choices));
+    if (!s)
+        return "";
+    snprintf(buf, size, "; did you mean '%s'?", s);
+    return buf;
 }
 
 /* Stores one option's value. Returns 0 or ML_EXIT_INPUT with the error printed. */
@@ -59,27 +82,17 @@ static int store(const char *cmd, const ml_opt *o, const char *value) {
                 return 0;
             }
         {
-            char list[256] = "";
+            char list[256] = "", hint[128];
             for (int k = 0; o->choices[k]; k++) {
                 if (k)
                     strncat(list, ", ", sizeof list - strlen(list) - 1);
                 strncat(list, o->choices[k], sizeof list - strlen(list) - 1);
             }
-            return ml_usage_error(cmd, "option '%s' must be one of %s, not '%s'", o->name, list,
-                                  value);
+            return ml_usage_error(cmd, "option '%s' must be one of %s, not '%s'%s", o->name, list,
+                                  value, did_you_mean(value, o->choices, hint, sizeof hint));
         }
     }
     return ML_EXIT_INPUT;
-}
-
-static const ml_opt *find_opt(const ml_opt *tab, size_t n, const char *name, size_t len) {
-    for (size_t k = 0; k < n; k++) {
-        const ml_opt *o = &tab[k];
-        if ((strlen(o->name) == len && !strncmp(o->name, name, len)) ||
-            (o->alias && strlen(o->alias) == len && !strncmp(o->alias, name, len)))
-            return o;
-    }
-    return NULL;
 }
 
 /* `--set` takes NAME=VALUE; the expression itself is checked later by the loader, which knows
@@ -91,25 +104,91 @@ static int check_set(const char *cmd, const char *v) {
     return 0;
 }
 
+size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_extra,
+                    ml_opt *rows) {
+    const ml_opt common[] = {
+        {"--world", "-w", OPT_INT, &a->world, 1, 65536, NULL, "N",
+         "world size (default: the file's 'world:')"},
+        {"--set", NULL, OPT_LIST, &a->set, 0, 0, NULL, "NAME=VALUE",
+         "override a 'let:' value (an expression); repeatable"},
+        {"--plan", NULL, OPT_STRING, &a->plan, 0, 0, NULL, "NAME",
+         "only this plan of files with 'plans:'"},
+        {"--dtype", NULL, OPT_STRING, &a->dtype_name, 0, 0, NULL, "T",
+         "default dtype of buffers without their own (replaces 'dtype:')"},
+        {"--format", "-f", OPT_CHOICE, &a->format_choice, 0, 0, format_names, "FMT",
+         "table (default), json, csv or md"},
+        {"--output", "-o", OPT_STRING, &a->output, 0, 0, NULL, "FILE",
+         "write the report to FILE (atomically) instead of stdout"},
+        {"--quiet", "-q", OPT_FLAG, &a->quiet, 0, 0, NULL, NULL, "print nothing on stdout"},
+        {"--help", "-h", OPT_FLAG, &a->help, 0, 0, NULL, NULL, "this text"},
+    };
+    _Static_assert(ML_ARRAY_LEN(common) + ML_BACKEND_OPT_ROWS <= ML_ARGS_MAX_FIXED,
+                   "ML_ARGS_MAX_FIXED too small");
+    size_t n = 0;
+    for (size_t k = 0; k < n_extra; k++)
+        if (extra[k].dest)
+            rows[n++] = extra[k];
+    n += ml_backend_opt_rows(&a->backend, ml_command_flags(cmd), rows + n);
+    for (size_t k = 0; k < ML_ARRAY_LEN(common); k++) {
+        rows[n] = common[k];
+        for (size_t j = 0; j < n_extra; j++)
+            if (!extra[j].dest && !strcmp(extra[j].name, common[k].name))
+                rows[n].help = extra[j].help;
+        n++;
+    }
+    /* documentation rows for backend options re-describe them the same way */
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < n_extra; j++)
+            if (!extra[j].dest && !strcmp(extra[j].name, rows[k].name))
+                rows[k].help = extra[j].help;
+    return n;
+}
+
+/* getopt_long's error cases, in memlife's words. word: the argument that failed. */
+static int option_error(const char *cmd, int c, const ml_opt *rows, size_t n, const char *word) {
+    const ml_opt *o = NULL;
+    if (optopt >= 256 && (size_t)(optopt - 256) < n)
+        o = &rows[optopt - 256];
+    else if (optopt > 0)
+        for (size_t k = 0; k < n; k++)
+            if (rows[k].alias && rows[k].alias[1] == optopt)
+                o = &rows[k];
+    if (c == ':' && o)
+        return ml_usage_error(cmd, "option '%s' needs a value", o->name);
+    if (o)   /* '?' on a known option: a long flag given "=value" */
+        return ml_usage_error(cmd, "option '%s' takes no value", o->name);
+    char name[128];
+    if (optopt > 0)
+        snprintf(name, sizeof name, "-%c", optopt);
+    else
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(word, "="), word);
+    const char *cands[ML_ARGS_MAX_FIXED * 4];
+    size_t nc = 0;
+    for (size_t k = 0; k < n && nc < ML_ARRAY_LEN(cands); k++)
+        cands[nc++] = rows[k].name;
+    const char *s = ml_suggest(name, cands, nc);
+    if (s)
+        return ml_usage_error(cmd, "unknown option '%s'; did you mean '%s'?", name, s);
+    return ml_usage_error(cmd, "unknown option '%s'", name);
+}
+
+/* `--dtype T`: one of the dtype table's names. */
+static int check_dtype(const char *cmd, const char *v, int *out) {
+    int k = ml_dtype_lookup(v, strlen(v));
+    if (k < 0)
+        return ml_usage_error(cmd, "unknown dtype '%s' in --dtype: expected one of %s", v, ml_dtype_list());
+    *out = k + 1;
+    return 0;
+}
+
 int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_opt *extra,
                   size_t n_extra, bool allow_no_files) {
     memset(a, 0, sizeof *a);
     a->format = FMT_TABLE;
+    a->format_choice = FMT_TABLE;
     ml_vec_init(&a->set, sizeof(const char *));
     ml_vec_init(&a->files, sizeof(const char *));
-    int format = FMT_TABLE;
-    const ml_opt common[] = {
-        {"--format", "-f", OPT_CHOICE, &format, 0, 0, format_names},
-        {"--output", "-o", OPT_STRING, &a->output, 0, 0, NULL},
-        {"--world", "-w", OPT_INT, &a->world, 1, 65536, NULL},
-        {"--set", NULL, OPT_LIST, &a->set, 0, 0, NULL},
-        {"--plan", NULL, OPT_STRING, &a->plan, 0, 0, NULL},
-        {"--quiet", "-q", OPT_FLAG, &a->quiet, 0, 0, NULL},
-        {"--help", "-h", OPT_FLAG, &a->help, 0, 0, NULL},
-    };
     ml_backend_opts_default(&a->backend);
-    ml_opt backend[ML_BACKEND_OPT_ROWS];
-    size_t n_backend = ml_backend_opt_rows(&a->backend, ml_command_flags(cmd), backend);
     /* --help anywhere before `--` wins, even after a word that would be a usage error: asking
      * for help should always get it. */
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
@@ -117,45 +196,69 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
             a->help = true;
             return 0;
         }
-    bool options_done = false;
-    for (int i = 1; i < argc; i++) {
-        const char *w = argv[i];
-        if (options_done || w[0] != '-' || !strcmp(w, "-")) {
-            *(const char **)ml_vec_push(&a->files) = w;
-            continue;
+    ml_opt *rows = ml_xcalloc(n_extra + ML_ARGS_MAX_FIXED, sizeof *rows);
+    size_t n = ml_args_rows(a, cmd, extra, n_extra, rows);
+    struct option *longs = ml_xcalloc(n + 1, sizeof *longs);
+    /* ':' first: a missing value returns ':' rather than '?', so the two errors differ. */
+    char shorts[3 * ML_ARGS_MAX_FIXED + 2] = ":";
+    for (size_t k = 0; k < n; k++) {
+        bool takes = rows[k].kind != OPT_FLAG;
+        longs[k] = (struct option){rows[k].name + 2, takes ? required_argument : no_argument,
+                                   NULL, 256 + (int)k};
+        if (rows[k].alias && strlen(shorts) + 3 < sizeof shorts) {
+            size_t l = strlen(shorts);
+            shorts[l++] = rows[k].alias[1];
+            if (takes)
+                shorts[l++] = ':';
+            shorts[l] = '\0';
         }
-        if (!strcmp(w, "--")) {
-            options_done = true;
-            continue;
-        }
-        const char *eq = strncmp(w, "--", 2) == 0 ? strchr(w, '=') : NULL;
-        size_t len = eq ? (size_t)(eq - w) : strlen(w);
-        const ml_opt *o = find_opt(common, ML_ARRAY_LEN(common), w, len);
-        if (!o)
-            o = find_opt(backend, n_backend, w, len);
-        if (!o && extra)
-            o = find_opt(extra, n_extra, w, len);
-        if (!o)
-            return ml_usage_error(cmd, "unknown option '%.*s'", (int)len, w);
-        const char *value = NULL;
-        if (o->kind == OPT_FLAG) {
-            if (eq)
-                return ml_usage_error(cmd, "option '%s' takes no value", o->name);
-        } else if (eq) {
-            value = eq + 1;
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        } else {
-            return ml_usage_error(cmd, "option '%s' needs a value", o->name);
-        }
-        if (o->dest == &format)
-            a->format_set = true;
-        if (o->dest == &a->set && check_set(cmd, value))
-            return ML_EXIT_INPUT;
-        if (store(cmd, o, value))
-            return ML_EXIT_INPUT;
     }
-    a->format = (report_format)format;
+    /* getopt permutes what it is given: a copy, so the caller's argv (relaunched under mpirun
+     * as it was typed) stays as it is. */
+    char **args = ml_xcalloc((size_t)argc + 1, sizeof *args);
+    memcpy(args, argv, (size_t)argc * sizeof *args);
+    int rc = 0;
+    opterr = 0;
+    optind = 0;   /* GNU: re-initialise, this parser runs more than once per process */
+    for (;;) {
+        int c = getopt_long(argc, args, shorts, longs, NULL);
+        if (c == -1)
+            break;
+        const ml_opt *o = NULL;
+        if (c >= 256)
+            o = &rows[c - 256];
+        else if (c != '?' && c != ':')
+            for (size_t k = 0; k < n && !o; k++)
+                if (rows[k].alias && rows[k].alias[1] == c)
+                    o = &rows[k];
+        if (!o) {
+            rc = option_error(cmd, c, rows, n, args[optind > 0 ? optind - 1 : 0]);
+            break;
+        }
+        if (o->dest == &a->format_choice)
+            a->format_set = true;
+        if (o->dest == &a->set && check_set(cmd, optarg)) {
+            rc = ML_EXIT_INPUT;
+            break;
+        }
+        if (store(cmd, o, optarg)) {
+            rc = ML_EXIT_INPUT;
+            break;
+        }
+        if (o->dest == &a->dtype_name && check_dtype(cmd, a->dtype_name, &a->dtype)) {
+            rc = ML_EXIT_INPUT;
+            break;
+        }
+    }
+    if (rc == 0)
+        for (int i = optind; i < argc; i++)
+            *(const char **)ml_vec_push(&a->files) = args[i];
+    free(args);
+    free(longs);
+    free(rows);
+    if (rc)
+        return rc;
+    a->format = (report_format)a->format_choice;
     if (!allow_no_files && a->files.n == 0)
         return ml_usage_error(cmd, "no schedule file given");
     return 0;
@@ -171,8 +274,12 @@ bool ml_args_begin(ml_args *a, const char *cmd, const char *usage, int argc, cha
     *rc = ml_args_parse(a, cmd, argc, argv, extra, n_extra, allow_no_files);
     if (*rc == 0 && !a->help)
         return true;
-    if (*rc == 0)
-        fputs(usage, stdout);
+    if (*rc == 0) {
+        ml_opt *rows = ml_xcalloc(n_extra + ML_ARGS_MAX_FIXED, sizeof *rows);
+        size_t n = ml_args_rows(a, cmd, extra, n_extra, rows);
+        ml_help_render(stdout, cmd, usage, rows, n);
+        free(rows);
+    }
     ml_args_free(a);
     return false;
 }
@@ -182,6 +289,7 @@ sched_params ml_args_params(const ml_args *a) {
         .set = (const char **)a->set.items,
         .n_set = a->set.n,
         .world = a->world,
+        .dtype = a->dtype,
     };
     return p;
 }

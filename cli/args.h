@@ -1,11 +1,13 @@
+/* SPDX-License-Identifier: MIT */
 /* args.h — option parsing shared by every command (predict, check, run, and later ones).
  *
  * Every command accepts the common options below, and the backend options where its row in
  * commands.def says CMD_BACKEND; a command adds its own through a small table of ml_opt rows
- * (e.g. run's --inject), so no command writes its own argv loop. Words
- * that are not options are the input files. `--name=value` and `--name value` are both accepted;
- * `--` ends the options. Usage errors print "error: ..." plus a hint to stderr (ml_usage_error)
- * and make ml_args_parse return ML_EXIT_INPUT. */
+ * (e.g. run's --inject), so no command writes its own argv loop. getopt_long does the parsing:
+ * words that are not options are the input files ('-' is one: standard input), wherever they
+ * stand; `--name=value`, `--name value`, a unique prefix of a long name, `-w4`, `-w 4` and
+ * bundled flags (`-qw4`) are accepted; `--` ends the options. Usage errors print "error: ..."
+ * plus a hint to stderr (ml_usage_error) and make ml_args_parse return ML_EXIT_INPUT. */
 #ifndef MEMLIFE_ARGS_H
 #define MEMLIFE_ARGS_H
 
@@ -24,13 +26,20 @@ typedef enum {
     OPT_CHOICE     /* int *; value must be one of choices[] (index stored) */
 } ml_opt_kind;
 
+/* One option: how it parses and how it is documented. --help, the man page and the bash
+ * completion are all rendered from these rows (help.c), so the three cannot drift apart. */
 typedef struct {
     const char *name;         /* "--backend" */
-    const char *alias;        /* "-b" or NULL */
+    const char *alias;        /* "-b" or NULL: one letter, bundles (-qw4) and attaches (-w4) */
     ml_opt_kind kind;
-    void *dest;
+    void *dest;               /* NULL: a documentation row only, re-describing a common option
+                                 of the same name for this command (its 'help' replaces the
+                                 common row's) */
     long min, max;            /* OPT_INT bounds (inclusive); OPT_DOUBLE: min > 0 requires > 0 */
-    const char *const *choices; /* OPT_CHOICE: NULL-terminated */
+    const char *const *choices; /* OPT_CHOICE: NULL-terminated, the only values; OPT_STRING:
+                                   the known values, for completion and "did you mean" */
+    const char *arg;          /* the value's name in usage ("N", "FILE"); NULL for a flag */
+    const char *help;         /* one sentence; the text renderer wraps it */
 } ml_opt;
 
 typedef struct {
@@ -40,10 +49,13 @@ typedef struct {
     int world;                /* --world N; 0: the file's */
     ml_vec set;               /* --set NAME=VALUE, repeatable (const char *) */
     const char *plan;         /* --plan NAME; NULL: every plan */
+    int dtype;                /* --dtype T as ml_dtype + 1; 0: the files' own default */
+    const char *dtype_name;   /* --dtype's word, checked into dtype after parsing */
     bool quiet;               /* --quiet / -q: nothing on success */
     bool help;                /* --help / -h seen: the caller prints usage and exits 0 */
     ml_backend_opts backend;  /* commands with CMD_BACKEND (commands.def): backend_opts.h */
     ml_vec files;             /* non-option words (const char *) */
+    int format_choice;        /* --format's index into its choices, while parsing */
 } ml_args;
 
 /* Parses argv[1..argc) (argv[0] is the command name). extra: the command's own options, or
@@ -65,5 +77,13 @@ size_t ml_backend_opt_rows(ml_backend_opts *b, unsigned flags, ml_opt *rows);
 
 /* The sched_params view of the parsed options (pointers into a; valid while a lives). */
 sched_params ml_args_params(const ml_args *a);
+
+/* The rows a command parses, in usage order: its own (extra, documentation rows included), the
+ * backend's, then the common ones; a common row that extra re-describes carries extra's help.
+ * rows holds at least n_extra + ML_ARGS_MAX_FIXED. Returns how many. */
+#define ML_ARGS_MAX_FIXED 16
+size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_extra,
+                    ml_opt *rows);
+
 
 #endif

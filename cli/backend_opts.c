@@ -1,8 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* backend_opts.c — the backend options, once, for every command with CMD_BACKEND
  * (backend_opts.h). */
 #include "backend_opts.h"
 #include "args.h"
 #include "cmd.h"
+#include "suggest.h"
+#include "base/util.h"
 
 #include <string.h>
 
@@ -14,15 +17,31 @@ void ml_backend_opts_default(ml_backend_opts *b) {
     b->timeout = 60.0;
 }
 
+/* The backend table's names, for completion and "did you mean" (the table is runtime data). */
+static const char *const *backend_names(void) {
+    static const char *names[16];
+    for (size_t k = 0; k < rt_backend_count && k + 1 < ML_ARRAY_LEN(names); k++)
+        names[k] = rt_backends[k]->name;
+    return names;
+}
+
 size_t ml_backend_opt_rows(ml_backend_opts *b, unsigned flags, ml_opt *rows) {
     if (!(flags & CMD_BACKEND))
         return 0;
     const ml_opt all[ML_BACKEND_OPT_ROWS] = {
-        {"--backend", "-b", OPT_STRING, &b->backend, 0, 0, NULL},
-        {"--ranks", "-n", OPT_INT, &b->ranks, 1, 4096, NULL},
-        {"--gpus", NULL, OPT_INT, &b->gpus, 1, 1024, NULL},
-        {"--timeout", NULL, OPT_DOUBLE, &b->timeout, 1, 0, NULL},
-        {"--allocator", NULL, OPT_CHOICE, &b->allocator, 0, 0, ml_allocator_names},
+        {"--backend", "-b", OPT_STRING, &b->backend, 0, 0, backend_names(), "NAME",
+         "host (default; Open MPI, host memory) or cuda (CUDA + NCCL)"},
+        {"--ranks", "-n", OPT_INT, &b->ranks, 1, 4096, NULL, "N",
+         "ranks, one process each; without an MPI launcher memlife starts 'mpirun -np N' "
+         "itself (default: the files' world); under a launcher it must equal the launcher's "
+         "size"},
+        {"--gpus", NULL, OPT_INT, &b->gpus, 1, 1024, NULL, "N",
+         "cuda: drive N GPUs from this one process"},
+        {"--timeout", NULL, OPT_DOUBLE, &b->timeout, 1, 0, NULL, "S",
+         "deadline in seconds for every wait on a peer (default 60); on expiry every rank "
+         "ends with exit 3"},
+        {"--allocator", NULL, OPT_CHOICE, &b->allocator, 0, 0, ml_allocator_names, "A",
+         "cuda: cuda (cudaMalloc, default), async (cudaMallocAsync) or chunked (VMM chunks)"},
     };
     size_t n = flags & CMD_ALLOCATOR ? ML_BACKEND_OPT_ROWS : ML_BACKEND_OPT_ROWS - 1;
     memcpy(rows, all, n * sizeof *rows);
@@ -34,8 +53,17 @@ int ml_backend_opts_check(const char *cmd, const ml_backend_opts *b, bool need_b
     *be = NULL;
     if (need_backend) {
         *be = rt_backend_find(b->backend);
-        if (!*be)
+        if (!*be) {
+            const char *const *names = backend_names();
+            size_t n = 0;
+            while (names[n])
+                n++;
+            const char *s = ml_suggest(b->backend, names, n);
+            if (s)
+                return ml_usage_error(cmd, "unknown backend '%s' (host or cuda); did you mean "
+                                      "'%s'?", b->backend, s);
             return ml_usage_error(cmd, "unknown backend '%s' (host or cuda)", b->backend);
+        }
         if (!(*be)->available) {
             fprintf(stderr, "error: backend '%s' is not available in this build: %s\n",
                     (*be)->name, (*be)->how_to_get);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend_opts.h — the backend options of run, bench and equiv (the commands whose row in
  * commands.def has CMD_BACKEND), defined once: their table rows, defaults and checks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd.h — the command table. Each command lives in its own file (cli/cmd_<name>.c) with its usage
  * text beside it; cli/commands.def lists them once, and this header's prototypes and
  * cli/commands.c's table both come from that list. main.c dispatches and never switches on a
@@ -29,6 +30,9 @@ unsigned ml_command_flags(const char *name);
 const ml_command *ml_command_find(const char *name);
 /* `memlife help` without a command: usage, the commands with their summaries, exit codes. */
 void ml_print_overview(FILE *f);
+
+/* "unknown command 'NAME'" with the closest command as a suggestion; exit code 2. */
+int ml_unknown_command(const char *name);
 
 /* Usage errors: print "error: ..." and a hint to stderr; exit code 2. */
 int ml_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

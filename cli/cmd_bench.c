@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_bench.c — `memlife bench`: the chapter's performance experiment, done by memlife itself.
  *
  * Every rank is a memlife process (host, or cuda under mpirun) or one process drives every GPU
@@ -19,11 +20,7 @@
 #include <string.h>
 
 const char cmd_bench_usage[] =
-    "usage: memlife bench FILE [--backend host|cuda] [--ranks N | --gpus N] [--warmup N]\n"
-    "                     [--cycles N] [--cv-max PCT] [--graph] [--graph-replays N] [--kernels]\n"
-    "                     [--no-align] [--sizes A,B,...]\n"
-    "                     [--world N] [--set NAME=VALUE]... [--plan NAME] [--timeout S]\n"
-    "                     [--format table|json|csv|md] [-o FILE] [--json FILE]\n"
+    "usage: memlife bench [OPTIONS] FILE\n"
     "\n"
     "Times the plans of a schedule against each other, the chapter's way. For each size of the\n"
     "file's sweep, every plan's buffers are allocated and initialized once; then warm-up cycles\n"
@@ -40,35 +37,7 @@ const char cmd_bench_usage[] =
     "the host's issue time of each (first collective call to the return of the last) is the\n"
     "overhead the alignment hides. The method is in docs/bench.md.\n"
     "\n"
-    "options:\n"
-    "  -b, --backend NAME    host (default) or cuda\n"
-    "  -n, --ranks N         ranks, one process each; without an MPI launcher memlife starts\n"
-    "                        'mpirun -np N' itself (default: the file's world)\n"
-    "      --gpus N          cuda: one process driving N GPUs\n"
-    "      --warmup N        warm-up cycles per size, not reported (default 3)\n"
-    "      --cycles N        measured cycles per size (default 10)\n"
-    "      --cv-max PCT      largest CV, in percent, at which a ratio is stated (default 5)\n"
-    "      --graph           cuda: also capture each plan's timed part as a CUDA graph and time\n"
-    "                        its replays, reported separately (no launch gaps, no host skew)\n"
-    "      --graph-replays N capture N back-to-back runs of the timed part in each graph; a\n"
-    "                        replay's span divided by N (default: 20 below 16 MiB, else 1)\n"
-    "      --no-align        cuda: start memlife and bare spans after the host barrier only, not\n"
-    "                        after the aligning AllReduce (the spans then hold host skew and\n"
-    "                        launch gaps; graph replays stay aligned)\n"
-    "      --kernels         cuda: count the GPU kernels inside each region with CUPTI (one more\n"
-    "                        run of each plan per size, after all timing); NVTX ranges name the\n"
-    "                        plans and regions for Nsight\n"
-    "      --sizes A,B,...   values for the sweep's let instead of the file's (1KiB,64KiB)\n"
-    "  -w, --world N         world size; must equal the number of ranks\n"
-    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
-    "      --plan NAME       time only this plan\n"
-    "      --timeout S       deadline in seconds for every wait on a peer (default 60)\n"
-    "  -f, --format FMT      table (default), json, csv (timings only) or md\n"
-    "  -o, --output FILE     write the report to FILE (atomically) instead of stdout\n"
-    "      --json FILE       also write the JSON report to FILE\n"
-    "  -q, --quiet           no progress on stderr, nothing on stdout\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 done, 1 a data check after a timed part failed, 2 bad input (syntax, lint\n"
     "            error, a timed part holding allocs, inits or syncs), 3 runtime failure\n";
 
@@ -168,8 +137,9 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
     ml_diags d;
     ml_diags_init(&d);
     const char *path = ML_VEC_AT(&c->a->files, const char *, 0);
-    sched *s = sched_load_file(path, NULL, &d);
     sched_params p = ml_args_params(c->a);
+    sched_load_limits lim = sched_load_with(&p);
+    sched *s = sched_load_file(path, &lim, &d);
     int world = s ? sched_world(s, &p, &d) : 0;
     if (c->speak)
         ml_diags_print(&d, stderr);
@@ -427,15 +397,41 @@ static int check_backend(bench_ctx *c, const bench_opts *o) {
 int cmd_bench(int argc, char **argv) {
     bench_opts o = {.warmup = 3, .cycles = 10, .cv_max = 5.0};
     const ml_opt extra[] = {
-        {"--warmup", NULL, OPT_INT, &o.warmup, 0, 1000000, NULL},
-        {"--cycles", NULL, OPT_INT, &o.cycles, 1, 1000000, NULL},
-        {"--cv-max", NULL, OPT_DOUBLE, &o.cv_max, 1, 0, NULL},
-        {"--graph", NULL, OPT_FLAG, &o.graph, 0, 0, NULL},
-        {"--graph-replays", NULL, OPT_INT, &o.graph_replays, 1, 1000000, NULL},
-        {"--no-align", NULL, OPT_FLAG, &o.no_align, 0, 0, NULL},
-        {"--kernels", NULL, OPT_FLAG, &o.kernels, 0, 0, NULL},
-        {"--sizes", NULL, OPT_STRING, &o.sizes, 0, 0, NULL},
-        {"--json", NULL, OPT_STRING, &o.json, 0, 0, NULL},
+        {"--warmup", NULL, OPT_INT, &o.warmup, 0, 1000000, NULL,
+         "N", "warm-up cycles per size, not reported (default 3)"},
+        {"--cycles", NULL, OPT_INT, &o.cycles, 1, 1000000, NULL,
+         "N", "measured cycles per size (default 10)"},
+        {"--cv-max", NULL, OPT_DOUBLE, &o.cv_max, 1, 0, NULL,
+         "PCT", "largest CV, in percent, at which a ratio is stated (default 5)"},
+        {"--graph", NULL, OPT_FLAG, &o.graph, 0, 0, NULL,
+         NULL,
+             "cuda: also capture each plan's timed part as a CUDA graph and time its replays, "
+             "reported separately (no launch gaps, no host skew)"},
+        {"--graph-replays", NULL, OPT_INT, &o.graph_replays, 1, 1000000, NULL,
+         "N",
+             "capture N back-to-back runs of the timed part in each graph; a replay's span "
+             "divided by N (default: 20 below 16 MiB, else 1)"},
+        {"--no-align", NULL, OPT_FLAG, &o.no_align, 0, 0, NULL,
+         NULL,
+             "cuda: start memlife and bare spans after the host barrier only, not after the "
+             "aligning AllReduce (the spans then hold host skew and launch gaps; graph replays "
+             "stay aligned)"},
+        {"--kernels", NULL, OPT_FLAG, &o.kernels, 0, 0, NULL,
+         NULL,
+             "cuda: count the GPU kernels inside each region with CUPTI (one more run of each "
+             "plan per size, after all timing); NVTX ranges name the plans and regions for Nsight"},
+        {"--sizes", NULL, OPT_STRING, &o.sizes, 0, 0, NULL,
+         "A,B,...", "values for the sweep's let instead of the file's (1KiB,64KiB)"},
+        {"--json", NULL, OPT_STRING, &o.json, 0, 0, NULL,
+         "FILE", "also write the JSON report to FILE"},
+        /* documentation rows: what the common option means here */
+        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "world size; must equal the number of ranks"},
+        {"--plan", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "time only this plan"},
+        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "table (default), json, csv (timings only) or md"},
+        {"--quiet", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "no progress on stderr, nothing on stdout"},
     };
     ml_args a;
     int rc;

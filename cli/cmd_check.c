@@ -1,32 +1,31 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_check.c — `memlife check`: predict, then gate on the expectations. The CI regression gate:
  * exit 1 and one "file:line:col: error: expected ..." line per failed expectation (or failed
  * contract row); exit 0 and one summary line per schedule otherwise. */
 #include "cmd.h"
 #include "analysis.h"
+#include "report/gate.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char cmd_check_usage[] =
-    "usage: memlife check FILE... [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
-    "                     [--format table|json|csv|md] [-o FILE] [--quiet]\n"
+    "usage: memlife check [OPTIONS] FILE...\n"
     "\n"
     "Everything 'memlife predict' does, then compares the predictions with each schedule's\n"
     "'expect:' block (requested and device views, steady and peak, per rank). Use it as a CI\n"
     "gate against peak-memory regressions.\n"
     "\n"
-    "options:\n"
-    "  -w, --world N         world size (default: the file's 'world:')\n"
-    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
-    "      --plan NAME       only this plan of files with 'plans:'\n"
-    "  -f, --format FMT      print the full report in FMT (table, json, csv, md) instead of\n"
-    "                        the one-line summaries\n"
-    "  -o, --output FILE     also write the report to FILE (atomically), in FMT (default table)\n"
-    "  -q, --quiet           print nothing on success\n"
-    "  -h, --help            this text\n"
+    "With --baseline OLD.json (what 'memlife check --format json -o OLD.json' wrote before a\n"
+    "change) every predicted steady and peak of every view and rank must also stay within\n"
+    "--tolerance of the baseline's: a growth beyond it is an error at the op that now reaches\n"
+    "the peak, naming the old and new bytes and the buffers newly live there. Schedules the\n"
+    "baseline lacks are noted, not failed.\n"
     "\n"
-    "exit codes: 0 every expectation holds, 1 an expectation or contract failed,\n"
+    "@options\n"
+    "exit codes: 0 every expectation holds, 1 an expectation or contract failed (or the baseline\n"
+    "            grew, or --strict found a schedule without expectations),\n"
     "            2 bad input (syntax, lint error or hazard)\n";
 
 /* Orders failed expectations by where they are written, then by rank, as a compiler would. */
@@ -69,7 +68,8 @@ static size_t report_failures(const report_schedule *rs, ml_diags *d) {
  * schedule costs. */
 enum { SUM_RESULT, SUM_NAME, SUM_WORLD, SUM_RS, SUM_RP, SUM_DS, SUM_DP, SUM_NOTE, SUM_COLS };
 
-static void summary_cells(const report_schedule *rs, size_t failures, char cells[SUM_COLS][256]) {
+static void summary_cells(const report_schedule *rs, size_t failures, size_t grown,
+                          char cells[SUM_COLS][256]) {
     uint64_t steady[VIEW_COUNT] = {0}, peak[VIEW_COUNT] = {0};
     for (int r = 0; r < rs->world; r++)
         for (int v = 0; v < VIEW_COUNT; v++) {
@@ -78,7 +78,7 @@ static void summary_cells(const report_schedule *rs, size_t failures, char cells
             if (rs->pred[r].peak[v] > peak[v])
                 peak[v] = rs->pred[r].peak[v];
         }
-    snprintf(cells[SUM_RESULT], 256, "%s", failures ? "FAIL" : "pass");
+    snprintf(cells[SUM_RESULT], 256, "%s", failures || grown ? "FAIL" : "pass");
     report_schedule_name(rs->s, rs->plan_index, cells[SUM_NAME], 256);
     snprintf(cells[SUM_WORLD], 256, "world %d", rs->world);
     ml_format_bytes(steady[VIEW_REQUESTED], cells[SUM_RS], 256);
@@ -90,19 +90,24 @@ static void summary_cells(const report_schedule *rs, size_t failures, char cells
     if (rs->n_checks)
         snprintf(rows, sizeof rows, ", %zu contract row%s", rs->n_checks,
                  rs->n_checks == 1 ? "" : "s");
-    if (total == 0)
-        snprintf(cells[SUM_NOTE], 256, "no expectations");
+    char above[64] = "";
+    if (grown)
+        snprintf(above, sizeof above, "%s%zu above the baseline", failures ? ", " : "", grown);
+    if (grown && !failures)
+        snprintf(cells[SUM_NOTE], 256, "%s", above);
+    else if (total == 0)
+        snprintf(cells[SUM_NOTE], 256, "no expectations%s", failures ? " (--strict)" : "");
     else if (failures)
-        snprintf(cells[SUM_NOTE], 256, "%zu of %zu failed", failures, total);
+        snprintf(cells[SUM_NOTE], 256, "%zu of %zu failed%s", failures, total, above);
     else
         snprintf(cells[SUM_NOTE], 256, "%zu expectations%s", rs->n_expects, rows);
 }
 
-static void print_summaries(const report *r, const size_t *failures) {
+static void print_summaries(const report *r, const size_t *failures, const size_t *grown) {
     char (*cells)[SUM_COLS][256] = ml_xcalloc(r->n ? r->n : 1, sizeof *cells);
     int width[SUM_COLS] = {0};
     for (size_t k = 0; k < r->n; k++) {
-        summary_cells(&r->items[k], failures[k], cells[k]);
+        summary_cells(&r->items[k], failures[k], grown[k], cells[k]);
         for (int c = 0; c < SUM_COLS; c++)
             if ((int)strlen(cells[k][c]) > width[c])
                 width[c] = (int)strlen(cells[k][c]);
@@ -117,22 +122,105 @@ static void print_summaries(const report *r, const size_t *failures) {
     free(cells);
 }
 
+/* GitHub Actions workflow commands, one per error: the message's '%', CR and LF escaped as the
+ * runner expects (%25, %0D, %0A). On stdout, where the runner reads them. */
+static void annotate_github(const ml_diags *d) {
+    for (size_t k = 0; k < d->items.n; k++) {
+        const ml_diag *e = &ML_VEC_AT(&d->items, ml_diag, k);
+        if (e->level != ML_DIAG_ERROR)
+            continue;
+        printf("::error file=%s,line=%u,col=%u::", e->file ? e->file : "", e->mark.line,
+               e->mark.col);
+        for (const char *p = e->text; *p; p++) {
+            if (*p == '%')
+                fputs("%25", stdout);
+            else if (*p == '\r')
+                fputs("%0D", stdout);
+            else if (*p == '\n')
+                fputs("%0A", stdout);
+            else
+                putchar(*p);
+        }
+        if (e->rank >= 0)
+            printf(" [rank %d]", e->rank);
+        putchar('\n');
+    }
+}
+
 int cmd_check(int argc, char **argv) {
     ml_args a;
     int rc;
-    if (!ml_args_begin(&a, "check", cmd_check_usage, argc, argv, NULL, 0, false, &rc))
+    const char *baseline = NULL, *tolerance = "0";
+    bool strict = false;
+    int annotate = -1;
+    static const char *const annotate_names[] = {"github", NULL};
+    const ml_opt extra[] = {
+        {"--baseline", NULL, OPT_STRING, &baseline, 0, 0, NULL, "FILE",
+         "also fail when a predicted steady or peak grew beyond the JSON result FILE"},
+        {"--tolerance", NULL, OPT_STRING, &tolerance, 0, 0, NULL, "T",
+         "with --baseline: growth that still passes, PCT% of the baseline's bytes or BYTES "
+         "(4096, 64KiB, 1MiB; default 0)"},
+        {"--strict", NULL, OPT_FLAG, &strict, 0, 0, NULL, NULL,
+         "fail a schedule that has no expectations (no 'expect:' and no contract rows)"},
+        {"--annotate", NULL, OPT_CHOICE, &annotate, 0, 0, annotate_names, "KIND",
+         "also print every error as a CI annotation on stdout: github "
+         "('::error file=F,line=L,col=C::message')"},
+        /* documentation rows: what the common option means here */
+        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "print the full report in FMT (table, json, csv, md) instead of the one-line "
+            "summaries"},
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "also write the report to FILE (atomically), in FMT (default table)"},
+        {"--quiet", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "print nothing on success"},
+    };
+    if (!ml_args_begin(&a, "check", cmd_check_usage, argc, argv, extra,
+                       ML_ARRAY_LEN(extra), false, &rc))
         return rc;
+    gate_tolerance tol;
+    if (gate_parse_tolerance(tolerance, &tol) != 0) {
+        ml_args_free(&a);
+        return ml_usage_error("check", "option '--tolerance' needs PCT%% or BYTES (e.g. 5%%, "
+                              "4096, 1MiB), not '%s'", tolerance);
+    }
     pipeline_opts o;
     pipeline_opts_default(&o);
     ml_analysis an;
     rc = ml_analyze(&a, "check", &o, &an);
+    if (annotate >= 0)
+        annotate_github(&an.res.diags);
     if (rc == ML_EXIT_OK) {
-        ml_diags fails;
+        ml_diags fails, notes;
         ml_diags_init(&fails);
+        ml_diags_init(&notes);
         size_t *per = ml_xcalloc(an.rep.n ? an.rep.n : 1, sizeof *per);
-        for (size_t k = 0; k < an.rep.n; k++)
+        size_t *grown = ml_xcalloc(an.rep.n ? an.rep.n : 1, sizeof *grown);
+        for (size_t k = 0; k < an.rep.n; k++) {
             per[k] = report_failures(&an.rep.items[k], &fails);
+            const report_schedule *rs = &an.rep.items[k];
+            if (strict && rs->n_expects == 0 && rs->n_checks == 0) {
+                ml_error(&fails, rs->s->file, rs->s->plans[rs->plan_index].mark,
+                         "no expectations (--strict): add an 'expect:' block");
+                per[k]++;
+            }
+        }
+        if (baseline &&
+            gate_compare(&an.rep, baseline, &tol, &fails, &notes, grown) < 0) {
+            ml_diags_print(&fails, stderr);
+            if (annotate >= 0)
+                annotate_github(&fails);
+            rc = ML_EXIT_INPUT;
+            free(grown);
+            free(per);
+            ml_diags_free(&fails);
+            ml_diags_free(&notes);
+            ml_analysis_free(&an);
+            ml_args_free(&a);
+            return rc;
+        }
         ml_diags_print(&fails, stderr);
+        ml_diags_print(&notes, stderr);
+        if (annotate >= 0)
+            annotate_github(&fails);
         if (fails.errors)
             rc = ML_EXIT_EXPECT;
         if (a.output && report_emit(&an.rep, a.format, a.output) != 0)
@@ -141,10 +229,12 @@ int cmd_check(int argc, char **argv) {
             if (!a.quiet && report_emit(&an.rep, a.format, NULL) != 0)
                 rc = ML_EXIT_RUNTIME;
         } else if (!a.quiet) {
-            print_summaries(&an.rep, per);
+            print_summaries(&an.rep, per, grown);
         }
+        free(grown);
         free(per);
         ml_diags_free(&fails);
+        ml_diags_free(&notes);
     }
     ml_analysis_free(&an);
     ml_args_free(&a);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_diff.c — `memlife diff A B`: steady and peak deltas per rank and view, and the lifetimes
  * that cause them. Informational: exit 0 whatever the deltas (gate with `memlife check`). */
 #include "cmd.h"
@@ -5,8 +6,7 @@
 #include "report/diff.h"
 
 const char cmd_diff_usage[] =
-    "usage: memlife diff A.yaml[:PLAN] B.yaml[:PLAN] [--world N] [--set NAME=VALUE]...\n"
-    "                    [--format table|json|md] [-o FILE]\n"
+    "usage: memlife diff [OPTIONS] A.yaml[:PLAN] B.yaml[:PLAN]\n"
     "       memlife diff FILE.yaml          (a file with exactly two plans)\n"
     "\n"
     "Predicts both plans and prints, per rank and view (requested, device), steady and peak of\n"
@@ -16,13 +16,7 @@ const char cmd_diff_usage[] =
     "  at the all_gather (9:5); B frees 'full' at 8:5, before it allocates 'gathered'\n"
     "Buffers are matched by name. --format md gives a report to paste into a pull request.\n"
     "\n"
-    "options:\n"
-    "  -w, --world N         world size for both (default: each file's)\n"
-    "      --set NAME=VALUE  override a 'let:' value in both; repeatable\n"
-    "  -f, --format FMT      table (default), json or md\n"
-    "  -o, --output FILE     write to FILE (atomically) instead of stdout\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 compared (whatever the deltas), 2 bad input, 3 cannot write\n";
 
 /* The inputs must give exactly two plans: A and B. */
@@ -44,7 +38,18 @@ static int render(const series *items, size_t n, const void *ctx, ml_str *out, m
 int cmd_diff(int argc, char **argv) {
     ml_args a;
     int rc;
-    if (!ml_args_begin(&a, "diff", cmd_diff_usage, argc, argv, NULL, 0, false, &rc))
+    const ml_opt extra[] = {
+        /* documentation rows: what the common option means here */
+        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "world size for both (default: each file's)"},
+        {"--set", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "override a 'let:' value in both; repeatable"},
+        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "table (default), json or md"},
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "write to FILE (atomically) instead of stdout"},
+    };
+    if (!ml_args_begin(&a, "diff", cmd_diff_usage, argc, argv, extra,
+                       ML_ARRAY_LEN(extra), false, &rc))
         return rc;
     if (a.format == FMT_CSV) {
         ml_args_free(&a);

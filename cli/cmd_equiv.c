@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_equiv.c — `memlife equiv A B`: the chapter's four meanings of "AllReduce = ReduceScatter +
  * AllGather" for any two plans (analyzer/equiv.h).
  *
@@ -15,10 +16,7 @@
 #include <string.h>
 
 const char cmd_equiv_usage[] =
-    "usage: memlife equiv A B [--world N] [--set NAME=VALUE]... [--backend host|cuda]\n"
-    "                     [--ranks N] [--gpus N] [--rtol X] [--atol Y] [--result NAME[=NAME_B]]\n"
-    "                     [--no-data] [--kernels] [--timeout S] [--format table|json|md]\n"
-    "                     [-o FILE]\n"
+    "usage: memlife equiv [OPTIONS] A B\n"
     "       memlife equiv FILE.yaml          (a file with exactly two plans)\n"
     "\n"
     "A and B are schedules, or FILE.yaml:PLAN for a named plan. Checks the four meanings of\n"
@@ -35,24 +33,7 @@ const char cmd_equiv_usage[] =
     "chapter's checklist (input count, padding identity, trim, shard owner, gather order,\n"
     "reduction op, dtype, scaling, a shard changed between phases, collective sequences).\n"
     "\n"
-    "options:\n"
-    "      --result NAME[=NAME_B]  the result buffers (live at the end of each plan); default:\n"
-    "                        the one name live at the end of both, or the one buffer each\n"
-    "                        plan leaves live\n"
-    "  -b, --backend NAME    host (default; Open MPI) or cuda\n"
-    "  -n, --ranks N         ranks to run (default: the world); memlife starts mpirun itself\n"
-    "      --gpus N          cuda: drive N GPUs from this one process\n"
-    "      --rtol X, --atol Y  float tolerance: |b - a| <= atol + rtol * |a|\n"
-    "      --no-data         do not run: row 1 from the data flow alone\n"
-    "      --kernels         cuda: count each plan's GPU kernels with CUPTI while it runs and\n"
-    "                        check row 3's kernels expected per rank against them\n"
-    "      --timeout S       deadline for every wait on a peer (default 60)\n"
-    "  -w, --world N         world size for both plans\n"
-    "      --set NAME=VALUE  override a 'let:' value in both; repeatable\n"
-    "  -f, --format FMT      table (default), json or md\n"
-    "  -o, --output FILE     write to FILE (atomically) instead of stdout\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 all four hold, 1 one does not (or row 1 is undecided), 2 bad input,\n"
     "            3 runtime failure\n";
 
@@ -118,10 +99,11 @@ static int load_word(const char *word, const sched_params *p, equiv_inputs *in, 
     char path[4096];
     const char *plan;
     sched *s = NULL;
+    sched_load_limits lim = sched_load_with(p);
     if (pipeline_split_word(word, path, sizeof path, &plan) != 0)
         ml_error(d, word, ((ml_mark){0, 0}), "input name too long");
     else
-        s = sched_load_file(path, NULL, d);
+        s = sched_load_file(path, &lim, d);
     int world = s ? sched_world(s, p, d) : 0;
     bool owned = false, failed = false;
     for (uint32_t k = 0; world > 0 && !failed && k < s->n_plans; k++) {
@@ -221,7 +203,8 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
     rc = load_inputs(a, &in, rank0 && !launch_is_child());
     char knote[512] = "";
     if (o->kernels && o->no_data)
-        snprintf(knote, sizeof knote, "kernel evidence needs the cuda backend with CUPTI: --no-data "
+        snprintf(knote, sizeof knote,
+            "kernel evidence needs the cuda backend with CUPTI: --no-data "
                  "runs neither plan; row 3 shows the kernels expected only");
     else if (o->kernels && strcmp(a->backend.backend, "cuda") != 0)
         snprintf(knote, sizeof knote, "kernel evidence needs the cuda backend with CUPTI: backend "
@@ -333,11 +316,27 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
 int cmd_equiv(int argc, char **argv) {
     equiv_opts o = {.rtol = -1, .atol = -1};
     const ml_opt extra[] = {
-        {"--rtol", NULL, OPT_DOUBLE, &o.rtol, 0, 0, NULL},
-        {"--atol", NULL, OPT_DOUBLE, &o.atol, 0, 0, NULL},
-        {"--result", NULL, OPT_STRING, &o.result, 0, 0, NULL},
-        {"--no-data", NULL, OPT_FLAG, &o.no_data, 0, 0, NULL},
-        {"--kernels", NULL, OPT_FLAG, &o.kernels, 0, 0, NULL},
+        {"--rtol", NULL, OPT_DOUBLE, &o.rtol, 0, 0, NULL, "X",
+         "relative float tolerance: |b - a| <= atol + rtol * |a|"},
+        {"--atol", NULL, OPT_DOUBLE, &o.atol, 0, 0, NULL, "Y",
+         "absolute float tolerance (with --rtol)"},
+        {"--result", NULL, OPT_STRING, &o.result, 0, 0, NULL,
+         "NAME[=NAME_B]",
+             "the result buffers (live at the end of each plan); default: the one name live at "
+             "the end of both, or the one buffer each plan leaves live"},
+        {"--no-data", NULL, OPT_FLAG, &o.no_data, 0, 0, NULL,
+         NULL, "do not run: row 1 from the data flow alone"},
+        {"--kernels", NULL, OPT_FLAG, &o.kernels, 0, 0, NULL,
+         NULL,
+             "cuda: count each plan's GPU kernels with CUPTI while it runs and check row 3's "
+             "kernels expected per rank against them"},
+        /* documentation rows: what the common option means here */
+        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "world size for both plans"},
+        {"--set", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "override a 'let:' value in both; repeatable"},
+        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "table (default), json or md"},
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "write to FILE (atomically) instead of stdout"},
     };
     ml_args a;
     int rc;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_optimize.c — `memlife optimize FILE`: rewrite a schedule toward its memory floor
  * (analyzer/optimize.h) and report what each transformation saved.
  *
@@ -13,9 +14,7 @@
 #include <string.h>
 
 const char cmd_optimize_usage[] =
-    "usage: memlife optimize FILE [-o OUT.yaml] [--allow lifetimes,inplace,chunked,reorder]\n"
-    "                        [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
-    "                        [--format table|json|md] [--quiet]\n"
+    "usage: memlife optimize [OPTIONS] FILE\n"
     "\n"
     "Rewrites the schedule to use less memory and keeps a rewrite only if the result loads\n"
     "back, lints with nothing new, keeps its expect_error contracts and lowers a peak:\n"
@@ -32,18 +31,7 @@ const char cmd_optimize_usage[] =
     "file has a '# memlife optimize:' comment. Rewrites are verified at one world size (and\n"
     "the --set values); prove the results equal with 'memlife run' on both files.\n"
     "\n"
-    "options:\n"
-    "  -o, --output FILE     write the rewritten schedule to FILE (atomically); the report\n"
-    "                        goes to stdout. Without -o: the schedule to stdout and the report\n"
-    "                        to stderr, or, with --format, only the report to stdout\n"
-    "      --allow LIST      transformations to try (default: all), comma-separated\n"
-    "  -w, --world N         world size (default: the file's 'world:')\n"
-    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
-    "      --plan NAME       only this plan of a file with 'plans:' (the others are kept)\n"
-    "  -f, --format FMT      report as table (default), json or md\n"
-    "  -q, --quiet           no report\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 written, 2 bad input (syntax, lint error or hazard), 3 cannot write\n";
 
 static int parse_allow(const char *list, opt_options *o) {
@@ -68,8 +56,22 @@ int cmd_optimize(int argc, char **argv) {
     ml_args a;
     int rc;
     const char *allow = NULL;
-    const ml_opt extra[] = {{"--allow", NULL, OPT_STRING, &allow, 0, 0, NULL}};
-    if (!ml_args_begin(&a, "optimize", cmd_optimize_usage, argc, argv, extra, 1, false, &rc))
+    const ml_opt extra[] = {
+        {"--allow", NULL, OPT_STRING, &allow, 0, 0, NULL, "LIST",
+         "transformations to try (default: all), comma-separated"},
+        /* documentation rows: what the common option means here */
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "write the rewritten schedule to FILE (atomically); the report goes to stdout. "
+            "Without -o: the schedule to stdout and the report to stderr, or, with --format, only "
+            "the report to stdout"},
+        {"--plan", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "only this plan of a file with 'plans:' (the others are kept)"},
+        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "report as table (default), json or md"},
+        {"--quiet", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "no report"},
+    };
+    if (!ml_args_begin(&a, "optimize", cmd_optimize_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
+                       false, &rc))
         return rc;
     opt_options o;
     opt_options_default(&o);
@@ -88,7 +90,8 @@ int cmd_optimize(int argc, char **argv) {
     ml_diags d;
     ml_diags_init(&d);
     const char *path = ML_VEC_AT(&a.files, const char *, 0);
-    sched *s = sched_load_file(path, NULL, &d);
+    sched_load_limits lim = sched_load_with(&o.params);
+    sched *s = sched_load_file(path, &lim, &d);
     opt_result r;
     rc = s && optimize_sched(s, &o, &r, &d) == 0 ? ML_EXIT_OK : ML_EXIT_INPUT;
     ml_diags_print(&d, stderr);

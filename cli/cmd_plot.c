@@ -1,11 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_plot.c — `memlife plot`: live memory over the steps as one self-contained SVG. */
 #include "cmd.h"
 #include "visual.h"
 #include "visual/plot.h"
 
 const char cmd_plot_usage[] =
-    "usage: memlife plot FILE.yaml[:PLAN]|RESULT.json... -o OUT.svg [--view requested|device]\n"
-    "                    [--time] [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
+    "usage: memlife plot [OPTIONS] FILE.yaml[:PLAN]|RESULT.json...\n"
     "\n"
     "Draws live bytes per rank after every op: the prediction as a step line, and for a\n"
     "'memlife run' result (RESULT.json) the measured curve dashed over it, on the same op axis\n"
@@ -15,15 +15,7 @@ const char cmd_plot_usage[] =
     "  memlife plot naive.yaml optimized.yaml -o lifetimes.svg\n"
     "The SVG needs no fonts, scripts or links and opens in any browser.\n"
     "\n"
-    "options:\n"
-    "  -o, --output FILE     write the SVG to FILE (atomically); stdout when absent\n"
-    "      --view VIEW       requested (default: sum of live buffer sizes) or device (pages)\n"
-    "      --time            x axis in measured seconds (run results only)\n"
-    "  -w, --world N         world size (default: the file's or the result's)\n"
-    "      --set NAME=VALUE  override a 'let:' value; repeatable\n"
-    "      --plan NAME       only this plan of files with 'plans:'\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 ok, 2 bad input (syntax, lint error, unreadable result), 3 cannot write\n";
 
 static const char *const view_names[] = {"requested", "device", NULL};
@@ -37,8 +29,16 @@ int cmd_plot(int argc, char **argv) {
     int rc, view = VIEW_REQUESTED;
     bool time_axis = false;
     const ml_opt extra[] = {
-        {"--view", NULL, OPT_CHOICE, &view, 0, 0, view_names},
-        {"--time", NULL, OPT_FLAG, &time_axis, 0, 0, NULL},
+        {"--view", NULL, OPT_CHOICE, &view, 0, 0, view_names,
+         "VIEW", "requested (default: sum of live buffer sizes) or device (pages)"},
+        {"--time", NULL, OPT_FLAG, &time_axis, 0, 0, NULL,
+         NULL, "x axis in measured seconds (run results only)"},
+        /* documentation rows: what the common option means here */
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "write the SVG to FILE (atomically); stdout when absent"},
+        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "world size (default: the file's or the result's)"},
+        {"--set", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "override a 'let:' value; repeatable"},
     };
     if (!ml_args_begin(&a, "plot", cmd_plot_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false, &rc))
         return rc;

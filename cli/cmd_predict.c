@@ -1,11 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_predict.c — `memlife predict`: lint and predict every rank of every schedule, then report.
  * Expectations are evaluated and shown but do not change the exit code (that is `check`). */
 #include "cmd.h"
 #include "analysis.h"
 
 const char cmd_predict_usage[] =
-    "usage: memlife predict FILE... [--world N] [--set NAME=VALUE]... [--plan NAME]\n"
-    "                       [--format table|json|csv|md] [-o FILE] [--quiet]\n"
+    "usage: memlife predict [OPTIONS] FILE...\n"
     "\n"
     "Loads each schedule, expands every rank's plan, lints it (hazards, collective contracts,\n"
     "cross-rank order) and predicts live memory after every step in two views: requested (the\n"
@@ -13,15 +13,7 @@ const char cmd_predict_usage[] =
     "peak per rank, where the peak is reached and what is live there, and the schedule's\n"
     "expectations (shown, not gating: use 'memlife check' for that).\n"
     "\n"
-    "options:\n"
-    "  -w, --world N         world size (default: the file's 'world:')\n"
-    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
-    "      --plan NAME       only this plan of files with 'plans:'\n"
-    "  -f, --format FMT      table (default), json, csv or md\n"
-    "  -o, --output FILE     write the report to FILE (atomically) instead of stdout\n"
-    "  -q, --quiet           print nothing on stdout\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 ok, 2 bad input (syntax, lint error or hazard)\n";
 
 int cmd_predict(int argc, char **argv) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_run.c — `memlife run`: execute schedules on a backend, measure, compare with the prediction.
  *
  * Every rank is a memlife process (host, or cuda under mpirun) that loads the files itself,
@@ -24,11 +25,7 @@
 #include <unistd.h>
 
 const char cmd_run_usage[] =
-    "usage: memlife run FILE... [--backend host|cuda] [--ranks N] [--gpus N]\n"
-    "                   [--allocator cuda|async|chunked] [--world N] [--set NAME=VALUE]...\n"
-    "                   [--plan NAME] [--timeout S] [--format table|json|csv|md] [-o FILE]\n"
-    "                   [--no-lint cross-rank|hazards] [--no-data] [--no-sequence-check]\n"
-    "                   [--inject FAULT[,FAULT]...]\n"
+    "usage: memlife run [OPTIONS] FILE...\n"
     "\n"
     "Executes each schedule for real and compares what was measured with the prediction: the\n"
     "requested bytes after every step exactly, the device view (cudaMemGetInfo) where the backend\n"
@@ -42,30 +39,7 @@ const char cmd_run_usage[] =
     "  cuda   CUDA + NCCL: one GPU per rank under MPI (--ranks N), or one process driving\n"
     "         N GPUs (--gpus N).\n"
     "\n"
-    "options:\n"
-    "  -b, --backend NAME    host (default) or cuda\n"
-    "  -n, --ranks N         ranks to run; without an MPI launcher memlife starts\n"
-    "                        'mpirun -np N' itself (default: the files' world). Under a launcher\n"
-    "                        it must equal the launcher's size\n"
-    "      --gpus N          cuda: drive N GPUs from this one process\n"
-    "      --allocator A     cuda: cuda (cudaMalloc, default), async (cudaMallocAsync) or\n"
-    "                        chunked (VMM chunks)\n"
-    "  -w, --world N         world size; must equal the number of ranks\n"
-    "      --set NAME=VALUE  override a 'let:' value (an expression); repeatable\n"
-    "      --plan NAME       only this plan of files with 'plans:'\n"
-    "      --timeout S       deadline in seconds for every wait on a peer (default 60); on\n"
-    "                        expiry every rank ends with exit 3\n"
-    "  -f, --format FMT      table (default), json, csv or md\n"
-    "  -o, --output FILE     write the result to FILE (atomically) instead of stdout\n"
-    "      --no-lint WHAT    let 'cross-rank' divergence or 'hazards' through (to test the\n"
-    "                        runtime's own detection)\n"
-    "      --no-data         skip data inits, scales and checks (memory only)\n"
-    "      --no-sequence-check  do not exchange collective descriptors before each collective\n"
-    "                        (a divergence then ends at the deadline)\n"
-    "      --inject FAULTS   make the run fail on purpose (below); repeatable\n"
-    "  -q, --quiet           print nothing on stdout\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "fault injection (--inject, or MEMLIFE_INJECT when --inject is absent; comma-separated):\n"
     "  fail-alloc=K          alloc K (0-based, counted on each rank) fails on every rank\n"
     "  fail-alloc=R@K        alloc K of rank R fails\n"
@@ -116,25 +90,7 @@ static void block_signals(bool block) {
  * launch, whose parent already printed them) they would repeat, so stderr goes to /dev/null. */
 static int analyze_quietly(const ml_args *a, const pipeline_opts *o, ml_analysis *an,
                            bool quiet) {
-    int saved = -1, devnull = -1;
-    if (quiet) {
-        fflush(stderr);
-        saved = dup(STDERR_FILENO);
-        devnull = open("/dev/null", O_WRONLY);
-        if (saved >= 0 && devnull >= 0)
-            dup2(devnull, STDERR_FILENO);
-    }
-    int rc = ml_analyze(a, "run", o, an);
-    if (quiet) {
-        fflush(stderr);
-        if (saved >= 0) {
-            dup2(saved, STDERR_FILENO);
-            close(saved);
-        }
-        if (devnull >= 0)
-            close(devnull);
-    }
-    return rc;
+    return ml_analyze_quietly(a, "run", o, an, quiet);
 }
 
 static int parse_no_lint(const run_opts *ro, lint_options *lo) {
@@ -326,6 +282,25 @@ static int check_inject(const rt_options *o, const ml_analysis *an, bool print) 
     return ML_EXIT_INPUT;
 }
 
+/* What the backend cannot run is refused here, before any rank starts (exit 2, like bad input):
+ * every rank's plan of every item (a shared expansion is the same ops for every rank). */
+static int check_backend(const rt_backend_ops *be, ml_analysis *an, bool print) {
+    for (size_t k = 0; k < an->res.items.n; k++) {
+        const pipeline_item *it = &ML_VEC_AT(&an->res.items, pipeline_item, k);
+        for (int r = 0; r < (it->shared ? 1 : it->world); r++) {
+            ml_diags d;
+            ml_diags_init(&d);
+            int rc = rt_backend_check(be, &it->plans[r], &d);
+            if (rc != 0 && print)
+                ml_diags_print(&d, stderr);
+            ml_diags_free(&d);
+            if (rc != 0)
+                return ML_EXIT_INPUT;
+        }
+    }
+    return 0;
+}
+
 /* Where the ranks come from (ml_place_ranks); without a launcher, our own mpirun (*launched: the
  * run is over, and the result is mpirun's outcome as memlife's exit code), after checking the
  * input once here (errors print once, exit 2 before any rank starts), at --ranks, --world or the
@@ -350,6 +325,8 @@ static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, cha
     int world = rc == 0 ? items_world(&an) : 0;
     if (rc == 0)
         rc = check_inject(&c->opt, &an, true);
+    if (rc == 0)
+        rc = check_backend(c->be, &an, true);
     ml_analysis_free(&an);
     if (rc != 0)
         return rc;
@@ -367,6 +344,8 @@ static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
     int rc = analyze_quietly(a, ao, &an, !rank0 || launch_is_child());
     if (rc == 0)        /* every rank reaches the same verdict; rank 0 says it */
         rc = check_inject(&c->opt, &an, rank0 && !launch_is_child());
+    if (rc == 0)
+        rc = check_backend(c->be, &an, rank0 && !launch_is_child());
     if (rc != 0) {
         ml_analysis_free(&an);
         return rc;
@@ -434,10 +413,23 @@ int cmd_run(int argc, char **argv) {
     ml_vec_init(&ro.no_lint, sizeof(const char *));
     ml_vec_init(&ro.inject, sizeof(const char *));
     const ml_opt extra[] = {
-        {"--no-lint", NULL, OPT_LIST, &ro.no_lint, 0, 0, NULL},
-        {"--no-data", NULL, OPT_FLAG, &ro.no_data, 0, 0, NULL},
-        {"--no-sequence-check", NULL, OPT_FLAG, &ro.no_sequence_check, 0, 0, NULL},
-        {"--inject", NULL, OPT_LIST, &ro.inject, 0, 0, NULL},
+        {"--no-lint", NULL, OPT_LIST, &ro.no_lint, 0, 0, NULL,
+         "WHAT",
+             "let 'cross-rank' divergence or 'hazards' through (to test the runtime's own "
+             "detection)"},
+        {"--no-data", NULL, OPT_FLAG, &ro.no_data, 0, 0, NULL,
+         NULL, "skip data inits, scales and checks (memory only)"},
+        {"--no-sequence-check", NULL, OPT_FLAG, &ro.no_sequence_check, 0, 0, NULL,
+         NULL,
+             "do not exchange collective descriptors before each collective (a divergence then "
+             "ends at the deadline)"},
+        {"--inject", NULL, OPT_LIST, &ro.inject, 0, 0, NULL,
+         "FAULTS", "make the run fail on purpose (below); repeatable"},
+        /* documentation rows: what the common option means here */
+        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "world size; must equal the number of ranks"},
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "write the result to FILE (atomically) instead of stdout"},
     };
     ml_args a;
     int rc;

@@ -1,11 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_trace.c — `memlife trace`: Chrome trace-event JSON for Perfetto and chrome://tracing. */
 #include "cmd.h"
 #include "visual.h"
 #include "visual/trace.h"
 
 const char cmd_trace_usage[] =
-    "usage: memlife trace FILE.yaml[:PLAN]|RESULT.json... -o TRACE.json [--world N]\n"
-    "                     [--set NAME=VALUE]... [--plan NAME]\n"
+    "usage: memlife trace [OPTIONS] FILE.yaml[:PLAN]|RESULT.json...\n"
     "\n"
     "Writes a Chrome trace (open it in ui.perfetto.dev or chrome://tracing): one process per\n"
     "rank, counter tracks 'requested bytes' and 'device bytes' (predicted, and measured for a\n"
@@ -13,13 +13,7 @@ const char cmd_trace_usage[] =
     "regions and syncs, instants for alloc, free and release. Without measured times op k spans\n"
     "[k, k+1) microseconds; a run result gives the measured times.\n"
     "\n"
-    "options:\n"
-    "  -o, --output FILE     write the trace to FILE (atomically); stdout when absent\n"
-    "  -w, --world N         world size (default: the file's or the result's)\n"
-    "      --set NAME=VALUE  override a 'let:' value; repeatable\n"
-    "      --plan NAME       only this plan of files with 'plans:'\n"
-    "  -h, --help            this text\n"
-    "\n"
+    "@options\n"
     "exit codes: 0 ok, 2 bad input, 3 cannot write\n";
 
 static int render(const series *items, size_t n, const void *ctx, ml_str *out, ml_diags *d) {
@@ -29,7 +23,16 @@ static int render(const series *items, size_t n, const void *ctx, ml_str *out, m
 int cmd_trace(int argc, char **argv) {
     ml_args a;
     int rc;
-    if (!ml_args_begin(&a, "trace", cmd_trace_usage, argc, argv, NULL, 0, false, &rc))
+    const ml_opt extra[] = {
+        /* documentation rows: what the common option means here */
+        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "write the trace to FILE (atomically); stdout when absent"},
+        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+            "world size (default: the file's or the result's)"},
+        {"--set", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "override a 'let:' value; repeatable"},
+    };
+    if (!ml_args_begin(&a, "trace", cmd_trace_usage, argc, argv, extra,
+                       ML_ARRAY_LEN(extra), false, &rc))
         return rc;
     if (a.format_set) {
         ml_args_free(&a);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* command_flags.c — each command's flags (cmd.h's CMD_*) from commands.def, apart from the
  * command table (commands.c): the option parser reads them, and the table, which names every
  * command's function, sits above the commands while the parser sits below them. */

@@ -1,8 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* commands.c — the command table built from commands.def, and `memlife help` (cmd.h): the top
  * of cli/, naming every command's function (their flags, which the option parser reads, are in
  * command_flags.c, below the commands). */
 #include "cmd.h"
 #include "base/util.h"
+#include "help.h"
+#include "suggest.h"
 
 #include <string.h>
 
@@ -17,7 +20,9 @@ const char cmd_help_usage[] =
     "usage: memlife help [COMMAND]\n"
     "\n"
     "Without COMMAND, lists the commands; with one, prints its usage (same as\n"
-    "'memlife COMMAND --help').\n";
+    "'memlife COMMAND --help'). 'memlife help --man' prints the man page (troff) and\n"
+    "'memlife help --bash-completion' the bash completion script, both generated from the\n"
+    "same tables as the usage texts ('make install' installs them).\n";
 
 const ml_command *ml_command_find(const char *name) {
     for (size_t k = 0; k < ml_command_count; k++)
@@ -50,9 +55,31 @@ int cmd_help(int argc, char **argv) {
         ml_print_overview(stdout);
         return ML_EXIT_OK;
     }
+    if (!strcmp(argv[1], "--man")) {
+        ml_help_man(stdout, ml_commands, ml_command_count);
+        return ML_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--bash-completion")) {
+        ml_help_bash(stdout, ml_commands, ml_command_count);
+        return ML_EXIT_OK;
+    }
     const ml_command *c = ml_command_find(argv[1]);
     if (!c)
-        return ml_usage_error(NULL, "unknown command '%s'", argv[1]);
-    fputs(c->usage, stdout);
-    return ML_EXIT_OK;
+        return ml_unknown_command(argv[1]);
+    /* the command renders its own usage from its option rows */
+    char name[32], help[] = "--help";
+    snprintf(name, sizeof name, "%s", c->name);
+    char *args[] = {name, help, NULL};
+    return c->run(2, args);
+}
+
+int ml_unknown_command(const char *name) {
+    const char *names[64];
+    size_t n = 0;
+    for (size_t k = 0; k < ml_command_count && n < ML_ARRAY_LEN(names); k++)
+        names[n++] = ml_commands[k].name;
+    const char *s = ml_suggest(name, names, n);
+    if (s)
+        return ml_usage_error(NULL, "unknown command '%s'; did you mean '%s'?", name, s);
+    return ml_usage_error(NULL, "unknown command '%s'", name);
 }

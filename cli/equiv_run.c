@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv_run.c — both plans of `memlife equiv` on a backend, results compared (equiv_run.h). */
 #include "equiv_run.h"
 #include "exec/kernels.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv_run.h — row 1 of `memlife equiv` on a backend: both plans run one after the other in the
  * same job (one backend init, one communicator), each rank reads its result buffer back after
  * each plan, compares them, and the per-rank rows travel to every rank. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c — memlife's entry point: --version and the dispatch over the command table.
  *
  * Adding a command is one row in cli/commands.def plus cli/cmd_<name>.c; main never switches on
@@ -36,7 +37,7 @@ int main(int argc, char **argv) {
     if (!c) {
         if (name[0] == '-')
             return ml_usage_error(NULL, "unknown option '%s' (options follow the command)", name);
-        return ml_usage_error(NULL, "unknown command '%s'", name);
+        return ml_unknown_command(name);
     }
     int rc = c->run(argc - 1, argv + 1);
     if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* place.c — where the ranks come from (place.h). */
 #include "place.h"
 #include "cmd.h"

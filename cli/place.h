@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* place.h — where the ranks of `run`, `bench` and `equiv` come from, and the mpirun that memlife
  * starts itself when no launcher has (runtime/launch.h). */
 #ifndef MEMLIFE_PLACE_H

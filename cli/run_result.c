@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run_result.c — encode, decode and compare one rank's measurement (run_result.h). */
 #include "run_result.h"
 
@@ -19,6 +20,11 @@ char *run_result_encode(const rt_rank *r) {
     json_object_set_new(o, "device_steady", json_integer(a->device_live));
     json_object_set_new(o, "device_peak", json_integer(a->device_peak));
     json_object_set_new(o, "communicator_bytes", u64(r->communicator_bytes));
+    json_t *stages = json_array();
+    for (uint32_t k = 0; k < r->n_comm_stages && k < RT_COMM_STAGES; k++)
+        json_array_append_new(stages, json_pack("[sI]", r->comm_stages[k].name,
+                                                (json_int_t)r->comm_stages[k].bytes));
+    json_object_set_new(o, "communicator_stages", stages);
     const rt_mem_reading *p = &a->last_reading;
     if (p->has_pool) {
         json_t *pool = json_pack("[IIII]", (json_int_t)p->pool_used_current,
@@ -76,6 +82,16 @@ int run_result_decode(const char *text, size_t len, report_measured *m, ml_vec *
     m->steady[VIEW_DEVICE] = dsteady > 0 ? (uint64_t)dsteady : 0;
     m->peak[VIEW_DEVICE] = dpeak > 0 ? (uint64_t)dpeak : 0;
     m->communicator_bytes = (uint64_t)comm;
+    json_t *stages = json_object_get(o, "communicator_stages");
+    for (size_t k = 0; json_is_array(stages) && k < json_array_size(stages) &&
+                       m->n_comm_stages < RT_COMM_STAGES; k++) {
+        const char *name = "";
+        json_int_t b = 0;
+        if (json_unpack(json_array_get(stages, k), "[sI]", &name, &b) != 0 || b < 0)
+            continue;
+        snprintf(m->comm_stages[m->n_comm_stages].name, sizeof m->comm_stages[0].name, "%s", name);
+        m->comm_stages[m->n_comm_stages++].bytes = (uint64_t)b;
+    }
     if (pool) {
         json_int_t uc = 0, uh = 0, rc_ = 0, rh = 0;
         json_unpack(pool, "[IIII]", &uc, &uh, &rc_, &rh);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run_result.h — one rank's measurement as it travels to rank 0, and its comparison with the
  * prediction.
  *

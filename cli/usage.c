@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* usage.c — usage errors (cmd.h), at the bottom of cli/: every command and the option parser
  * report through it. */
 #include "cmd.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* visual.c — input loading and output for the visual commands (visual.h). */
 #include "visual.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* visual.h — what `plot`, `trace` and `diff` share in the CLI: loading their inputs (schedules,
  * FILE.yaml:PLAN, run results) into series, and writing a document to -o or stdout. */
 #ifndef MEMLIFE_VISUAL_H

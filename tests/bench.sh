@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/bench.sh — how fast memlife reads, lints and predicts big schedules (`make bench`).
 #
 # For generated schedules of 10k, 100k and 1M steps (tests/bench/gen.c: a realistic mix of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/fuzz.sh — `make fuzz`: builds the libFuzzer harness tests/fuzz/fuzz_load.c with clang
 # (-fsanitize=fuzzer,address,undefined) from the sources, not from libmemlife.a (gcc objects
 # carry no coverage), replays the committed corpus, then fuzzes for FUZZ_SECONDS (default 60).

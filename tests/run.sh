@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/run.sh — runs every test memlife has and ends with exactly `N passed, N failed, N skipped`.
 #
 #   unit:    every $BUILD/tests/test_* (cmocka); counts its "[  PASSED  ] N test(s)." and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tools/archcheck.py BUILD — memlife's architecture, checked from what the compiler produced.
 
 The tree is a stack of floors (FLOORS below, lowest first); a file may use files of its own floor

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tools/gpu_common.bash — what the GPU session scripts share, sourced by tools/gpu_*.sh from the
 # repository root.
 

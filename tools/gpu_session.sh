@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tools/gpu_session.sh — every GPU acceptance step of the cuda backend (issue 4) in one command,
-# for the 2 x H200 machine. Run from the repository root with the binary built on the CPU
-# machine carried along (build/memlife; libyaml is linked statically):
+# for the GPU machine lent (GPU_WORLD GPUs, default 2). Run from the repository root with the
+# binary built on the CPU machine carried along (build/memlife; libyaml is linked statically):
 #
-#   bash tools/gpu_session.sh            # writes $OUT/session.log and $OUT/results.tgz
+#   bash tools/gpu_session.sh                  # 2 GPUs; writes $OUT/session.log, $OUT/results.tgz
+#   GPU_WORLD=1 bash tools/gpu_session.sh      # one GPU: every case with its world-1 numbers
 #
 # It prints the machine (nvidia-smi -L, driver, the NCCL / CUDA / MPI libraries the binary
 # resolves), then runs tests/gpu/*.sh — the same cases `make test-gpu` runs — in both launch
-# modes: mpirun -np 2 (one process per GPU) and --gpus 2 (one process, both GPUs):
+# modes: mpirun -np N (one process per GPU) and --gpus N (one process, every GPU). At N = 2:
 #   seed lifetimes 256/256, 128/384, 256/640, 256/384 MiB, device view = prediction;
 #   the five contracts (10 rank rows PASS, int64); inplace_rs_ag (peak 256 MiB);
 #   chunked_rs_only --allocator chunked (128 / 256 MiB); page_stress (device predicted = measured);
 #   the seed lifetimes under --allocator async (pool statistics); a 200 GiB cudaMalloc (exit 3,
-#   message); a stalled collective (exit 3 at the --timeout deadline, no hang).
+#   message); a stalled collective (exit 3 at the --timeout deadline, no hang). Each script derives
+#   its numbers at other worlds (tests/gpu/lib.bash; at N = 1: 256/256, 256/512, 256/768,
+#   256/512 MiB, 2 contract rows with three files refused by requires:, no stall cases, 0 kernels).
 # One `ok - ` / `not ok - ` line per acceptance item, a summary, and everything (each run's
 # command and stderr too) in $OUT/session.log; every JSON report with its stdout / stderr in
 # $OUT/results.tgz. Every command runs under `timeout`; the whole session stays under 8 minutes
@@ -38,7 +42,7 @@ session() {
     timeout 30 nvidia-smi -L || echo "nvidia-smi -L failed: no GPU"
     timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total,memory.used --format=csv
     timeout 10 mpirun --version 2>&1 | head -n 1
-    echo "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
+    echo "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE GPU_WORLD=${GPU_WORLD:-2}"
     echo "## libraries build/memlife resolves (NCCL: libnccl.so.2 from the loader path)"
     if [ -x "$MEMLIFE" ]; then
         timeout 30 ldd "$MEMLIFE" | grep -E 'nccl|cudart|mpi\.|jansson|yaml|not found'
@@ -59,7 +63,7 @@ session() {
     local script left
     for script in tests/gpu/seed_lifetimes.sh tests/gpu/contracts.sh tests/gpu/beyond_seed.sh \
                   tests/gpu/async_pool.sh tests/gpu/failures.sh tests/gpu/equiv_cuda.sh \
-                  tests/gpu/optimize_seed.sh; do
+                  tests/gpu/optimize_seed.sh tests/gpu/comm_view.sh; do
         left=$((BUDGET - (SECONDS - t0)))
         echo "## $script (${left} s of the session budget left)"
         if [ "$left" -lt 20 ]; then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv.c — the four rows of `memlife equiv` (equiv.h): result buffers, the per-rank facts of
  * rows 2 and 3, the state of row 4, and row 1's verdict from data or from the data flow. */
 #include "equiv/equiv.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv.h — the chapter's four meanings of "AllReduce = ReduceScatter + AllGather", checked for
  * any two plans side by side (`memlife equiv A B`):
  *   1. output semantics — the result buffers hold the same values on every rank (from a run on a
@@ -63,7 +64,7 @@ typedef struct {
 /* Per-rank facts of one plan for rows 2 and 3. */
 typedef struct {
     uint32_t calls[COLL_COUNT];     /* public API calls by collective */
-    uint32_t n_calls;               /* = kernels expected: one NCCL kernel per call per rank */
+    uint32_t n_calls;               /* public API calls; kernels: equiv_kernels_expected */
     int64_t ring_steps;             /* sum of ml_colls[].ring_steps */
     double link_bytes;              /* sum of ml_colls[].link_bytes of each call's full payload */
     int64_t steps_by[COLL_COUNT];   /* the same two sums by collective */
@@ -147,6 +148,10 @@ void equiv_default_tolerance(ml_dtype dt, double *rtol, double *atol);
  * flow. Call after equiv_analyze. */
 void equiv_judge_output(equiv_result *r);
 
+/* NCCL kernels one rank should launch for a plan's calls of collective c (COLL_COUNT: all of
+ * them): one per call, except at world 1, where NCCL launches none (measured on H200, NCCL
+ * 2.28.3, CUPTI: a one-rank AllReduce, ReduceScatter or AllGather is a copy or nothing). */
+uint32_t equiv_kernels_expected(const equiv_facts *f, int world, int c);
 /* Row 3 against the measured kernels (r->kernels set by the caller; call after equiv_analyze):
  * the detail gains "kernels per rank: expected X vs Y, measured X' vs Y' (names)", and the row
  * fails where any rank ran another number of kernels of any collective than its calls. */

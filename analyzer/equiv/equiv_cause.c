@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv_cause.c — the causes `memlife equiv` can name (equiv.h) and the one way to add one to a
  * result. A file of its own because the rows (equiv.c) and the data flow (equiv_flow.c) both add
  * causes, and equiv.c runs the data flow: the causes sit below both. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv_data.c — row 1's evidence on one rank: the two result buffers element by element. */
 #include "equiv/equiv.h"
 #include "ir/data.h"

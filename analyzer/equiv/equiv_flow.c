@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv_flow.c — the data flow behind row 1 of `memlife equiv` (equiv.h).
  *
  * Both plans are followed for every rank at once (collectives need every rank's data), each
@@ -22,7 +23,7 @@ typedef struct {
     const sched_init *pattern;     /* INPUT, REDUCED: the init pattern the data starts from */
     ml_redop op;                   /* REDUCED */
     int64_t index;                 /* pattern index of the segment's first element */
-    int64_t scale;                 /* product of the scale factors applied */
+    int64_t scale, scale_den;      /* product of the scale factors applied: scale/scale_den */
     int owner;                     /* a reduce_scatter shard not yet gathered: its rank; else -1 */
     bool scaled_as_shard;          /* scaled while it was such a shard */
     bool pre_scaled;               /* scaled before the reduction */
@@ -94,10 +95,37 @@ static bool pattern_same(const sched_init *a, const sched_init *b) {
 }
 
 /* Same value at element `at` of a and element `bt` of b (offsets into their segments). */
+/* v's factor times num/den, kept in lowest terms (plan.c gives num/den in lowest terms, den > 0;
+ * the products wrap only beyond 2^63, where no schedule's factors go). */
+static void scale_by(aval *v, int64_t num, int64_t den) {
+    v->scale *= num;
+    v->scale_den *= den;
+    int64_t a = v->scale < 0 ? -v->scale : v->scale, b = v->scale_den;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    if (a > 1) {
+        v->scale /= a;
+        v->scale_den /= a;
+    }
+}
+
+/* "3", "1/4": a factor for messages. */
+static const char *frac_text(int64_t num, int64_t den, char *buf, size_t len) {
+    if (den == 1)
+        snprintf(buf, len, "%lld", (long long)num);
+    else
+        snprintf(buf, len, "%lld/%lld", (long long)num, (long long)den);
+    return buf;
+}
+
 static bool value_same(const aval *a, uint64_t at, const aval *b, uint64_t bt) {
     if (a->kind != b->kind || a->kind == AV_OPAQUE || a->kind == AV_UNDEF)
         return false;   /* undefined data is never known to be equal */
-    if (a->dtype != b->dtype || a->scale != b->scale || !pattern_same(a->pattern, b->pattern))
+    if (a->dtype != b->dtype || a->scale != b->scale || a->scale_den != b->scale_den ||
+        !pattern_same(a->pattern, b->pattern))
         return false;
     if (a->kind == AV_REDUCED && a->op != b->op)
         return false;
@@ -111,7 +139,7 @@ static bool continues(const seg *a, const seg *b) {
         return false;
     /* Field by field: a struct copy leaves its padding undefined, so no memcmp. */
     return a->start + a->n == b->start && x->kind == y->kind && x->dtype == y->dtype &&
-           x->pattern == y->pattern && x->op == y->op && x->scale == y->scale &&
+           x->pattern == y->pattern && x->op == y->op && x->scale == y->scale && x->scale_den == y->scale_den &&
            x->owner == y->owner && x->scaled_as_shard == y->scaled_as_shard &&
            x->pre_scaled == y->pre_scaled && x->made == y->made && x->reduced_by == y->reduced_by &&
            x->rs == y->rs && x->ag == y->ag && x->scaled == y->scaled && x->moved == y->moved &&
@@ -209,7 +237,7 @@ static aval fresh(av_kind kind, ml_dtype dt, const plan_op *made) {
     memset(&v, 0, sizeof v);
     v.kind = kind;
     v.dtype = dt;
-    v.scale = 1;
+    v.scale = v.scale_den = 1;
     v.owner = -1;
     v.made = made;
     v.bad_owner_rank = -1;
@@ -276,7 +304,7 @@ static void local_op(side_state *st, int rank, const plan_op *op) {
         seg *pieces = slice(l, pv->offset, pv->count, &n);
         for (size_t k = 0; k < n; k++) {
             aval *v = &pieces[k].v;
-            v->scale *= op->u.scale.factor;
+            scale_by(v, op->u.scale.factor, op->u.scale.den);
             v->scaled = op;
             v->scaled_as_shard |= v->owner >= 0;
             v->pre_scaled |= v->kind == AV_INPUT;
@@ -285,6 +313,16 @@ static void local_op(side_state *st, int rank, const plan_op *op) {
         free(pieces);
         break;
     }
+    case OP_COLL:
+        /* A recv (advance runs send and recv here, the other collectives in lockstep): what it
+         * holds comes from its peer's send in that rank's own order, which this flow does not
+         * pair yet, so it is opaque data made by the recv: outputs that depend on it are never
+         * claimed equal. A send changes nothing here. */
+        if (ml_colls[op->u.coll.coll].p2p == P2P_RECV && (l = buf_of(st, rank, op->u.coll.recv.buf))) {
+            aval v = fresh(AV_OPAQUE, op->u.coll.recv.dtype, op);
+            fill(l, op->u.coll.recv.offset, op->u.coll.recv.count, &v);
+        }
+        break;
     case OP_COMPUTE: {
         uint32_t nr, nw;
         const plan_view *views = plan_compute_views(&st->sr->plans[rank], op, &nr, &nw);
@@ -310,7 +348,7 @@ static bool advance(side_state *st, int rank) {
             *pc += 2;
             continue;
         }
-        if (op->kind == OP_COLL)
+        if (op->kind == OP_COLL && !ml_colls[op->u.coll.coll].p2p)
             return true;
         local_op(st, rank, op);
         (*pc)++;
@@ -459,6 +497,8 @@ static void collective(side_state *st, int world, const plan_op *const *ops) {
             if (root >= 0 && root < world)
                 overwrite(l, rv->offset, count, pieces[root], n_pieces[root]);
             break;
+        case FLOW_PEER_SEND:   /* send/recv run rank by rank in advance(), never here */
+            ml_internal_error("'%s' reached the lockstep collective flow", ml_colls[c].name);
         case FLOW_UNDECLARED:
         default:
             ml_internal_error("collective '%s' declares no data flow (runtime/ir/coll.c)",
@@ -543,12 +583,12 @@ static bool is_identity_of(const aval *v, ml_redop op) {
     int64_t c;
     if (p->kind != INIT_CONST || !p->value || !expr_const_value(p->value, &c))
         return false;
-    return (op == RED_SUM && c == 0) || (op == RED_PROD && c == 1);
+    return ((op == RED_SUM || op == RED_AVG) && c == 0) || (op == RED_PROD && c == 1);
 }
 
 static void identity_text(ml_redop op, ml_dtype dt, char *buf, size_t len) {
     switch (op) {
-    case RED_SUM: snprintf(buf, len, "0"); break;
+    case RED_SUM: case RED_AVG: snprintf(buf, len, "0"); break;
     case RED_PROD: snprintf(buf, len, "1"); break;
     case RED_MAX: snprintf(buf, len, "the %s minimum", ml_dtypes[dt].name); break;
     default: snprintf(buf, len, "the %s maximum", ml_dtypes[dt].name); break;
@@ -608,27 +648,32 @@ static void classify(equiv_result *r, const side_state *st, int rank, uint64_t p
             return;
         }
     for (int s = 0; s < 2; s++)
-        if (v[s]->scaled_as_shard && (!v[1 - s]->scaled_as_shard || v[s]->scale != v[1 - s]->scale)) {
-            char rs[256], ag[256], sv[160];
+        if (v[s]->scaled_as_shard && (!v[1 - s]->scaled_as_shard || v[s]->scale != v[1 - s]->scale ||
+                                      v[s]->scale_den != v[1 - s]->scale_den)) {
+            char rs[256], ag[256], sv[160], f1[48], f2[48];
             where(r, s, v[s]->scaled, x, sizeof x);
             where(r, s, v[s]->rs, rs, sizeof rs);
             where(r, s, v[s]->ag, ag, sizeof ag);
             view_text(r->side[s], &v[s]->scaled->u.scale.buf, sv, sizeof sv);
             equiv_add_cause(r, CAUSE_SHARD_CHANGED, s, rank, v[s]->scaled,
-                            "%s scales the shard '%s' by %lld (%s) between its phases (%s; %s): "
-                            "the result is the transformed shard state, %lld x the %s",
-                            side_name(s), sv, (long long)v[s]->scaled->u.scale.factor, x, rs, ag,
-                            (long long)v[s]->scale, ml_redops[v[s]->op].name);
+                            "%s scales the shard '%s' by %s (%s) between its phases (%s; %s): "
+                            "the result is the transformed shard state, %s x the %s",
+                            side_name(s), sv,
+                            frac_text(v[s]->scaled->u.scale.factor, v[s]->scaled->u.scale.den, f1, sizeof f1),
+                            x, rs, ag, frac_text(v[s]->scale, v[s]->scale_den, f2, sizeof f2),
+                            ml_redops[v[s]->op].name);
             return;
         }
-    if (a->kind == b->kind && a->kind != AV_UNDEF && a->scale != b->scale) {
-        int s = b->scale != 1 ? 1 : 0;
+    if (a->kind == b->kind && a->kind != AV_UNDEF &&
+        (a->scale != b->scale || a->scale_den != b->scale_den)) {
+        int s = b->scale != 1 || b->scale_den != 1 ? 1 : 0;
+        char f1[48], f2[48];
         where(r, s, v[s]->scaled, x, sizeof x);
         equiv_add_cause(r, CAUSE_SCALING, s, rank, v[s]->scaled,
-                        "%s scales the data by %lld (%s, %s the reduction), %s by %lld",
-                        side_name(s), (long long)v[s]->scale, x,
+                        "%s scales the data by %s (%s, %s the reduction), %s by %s",
+                        side_name(s), frac_text(v[s]->scale, v[s]->scale_den, f1, sizeof f1), x,
                         v[s]->pre_scaled ? "before" : "after",
-                        side_name(1 - s), (long long)v[1 - s]->scale);
+                        side_name(1 - s), frac_text(v[1 - s]->scale, v[1 - s]->scale_den, f2, sizeof f2));
         return;
     }
     if (a->dtype != b->dtype) {

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv_kernels.c — row 3 of `memlife equiv` against the kernels CUPTI measured (equiv.h): each
- * public API call of a plan is one NCCL kernel on each rank's GPU, so the kernels of each
- * collective measured in the plan's window must equal its calls, rank by rank. */
+ * public API call of a plan is one NCCL kernel on each rank's GPU (none at world 1), so the
+ * kernels of each collective measured in the plan's window must equal that, rank by rank. */
 #include "equiv/equiv.h"
 
 #include <inttypes.h>
@@ -14,10 +15,16 @@ uint64_t equiv_kernels_collective(const equiv_kernels_rank *k) {
     return n;
 }
 
-/* The first collective whose measured kernels differ from the calls, or -1. */
-static int mismatch(const equiv_facts *f, const equiv_kernels_rank *k) {
+uint32_t equiv_kernels_expected(const equiv_facts *f, int world, int c) {
+    if (world == 1)
+        return 0;
+    return c == COLL_COUNT ? f->n_calls : f->calls[c];
+}
+
+/* The first collective whose measured kernels differ from the expected, or -1. */
+static int mismatch(const equiv_facts *f, int world, const equiv_kernels_rank *k) {
     for (int c = 0; c < COLL_COUNT; c++)
-        if (k->by_coll[c] != f->calls[c])
+        if (k->by_coll[c] != equiv_kernels_expected(f, world, c))
             return c;
     return -1;
 }
@@ -44,7 +51,7 @@ void equiv_judge_kernels(equiv_result *r) {
     int rank = -1, side = 0, coll = -1;
     for (int k = 0; k < r->world && rank < 0; k++)
         for (int s = 0; s < 2 && rank < 0; s++)
-            if ((coll = mismatch(&r->facts[s][k], &r->kernels[s][k])) >= 0) {
+            if ((coll = mismatch(&r->facts[s][k], r->world, &r->kernels[s][k])) >= 0) {
                 rank = k;
                 side = s;
             }
@@ -57,16 +64,20 @@ void equiv_judge_kernels(equiv_result *r) {
     else
         ml_str_printf(&o, "%skernels on rank %d: ", o.n ? "; " : "", rank);
     ml_str_printf(&o, "expected %u vs %u, measured %" PRIu64 " vs %" PRIu64 " (",
-                  r->facts[0][k].n_calls, r->facts[1][k].n_calls, equiv_kernels_collective(ka),
+                  equiv_kernels_expected(&r->facts[0][k], r->world, COLL_COUNT),
+                  equiv_kernels_expected(&r->facts[1][k], r->world, COLL_COUNT),
+                  equiv_kernels_collective(ka),
                   equiv_kernels_collective(kb));
     names_text(ka, &o);
     ml_str_printf(&o, " | ");
     names_text(kb, &o);
     ml_str_printf(&o, ")");
     if (rank >= 0) {
-        ml_str_printf(&o, ": measured differs from expected (%s %s: %u call%s, %" PRIu64
-                          " kernel%s)", side ? "B" : "A", ml_colls[coll].name,
+        ml_str_printf(&o, ": measured differs from expected (%s %s: %u call%s, %u kernel%s "
+                          "expected, %" PRIu64 " kernel%s)", side ? "B" : "A", ml_colls[coll].name,
                       r->facts[side][k].calls[coll], r->facts[side][k].calls[coll] == 1 ? "" : "s",
+                      equiv_kernels_expected(&r->facts[side][k], r->world, coll),
+                      equiv_kernels_expected(&r->facts[side][k], r->world, coll) == 1 ? "" : "s",
                       r->kernels[side][k].by_coll[coll],
                       r->kernels[side][k].by_coll[coll] == 1 ? "" : "s");
         r->rows[EQ_STRUCTURE].verdict = EQV_FAILS;

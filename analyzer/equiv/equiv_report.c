@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* equiv_report.c — `memlife equiv` results as a table, JSON or Markdown (equiv.h). */
 #include "equiv/equiv.h"
 #include "report/report_int.h"
@@ -111,7 +112,7 @@ static json_t *facts_json(const equiv_result *r, int side, int rank) {
     json_t *o = json_object();
     json_object_set_new(o, "calls", calls);
     json_object_set_new(o, "api_calls", u64(f->n_calls));
-    json_object_set_new(o, "kernels_expected", u64(f->n_calls));
+    json_object_set_new(o, "kernels_expected", u64(equiv_kernels_expected(f, r->world, COLL_COUNT)));
     json_object_set_new(o, "kernels_measured", r->kernels[side] ? kernels_json(&r->kernels[side][rank])
                                                                 : json_null());
     json_object_set_new(o, "ring_steps", json_integer(f->ring_steps));

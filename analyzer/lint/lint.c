@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint.c — checks the expanded plans of every rank before anything runs (analyzer.h).
  *
  * One walk per rank over its ops keeps, per buffer, whether it is live and its shape, and per
@@ -271,7 +272,7 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
     else if (!b->live)
         report(x, op, ERR_COUNT_, "use_after_free", "release of '%s' after free (freed at %u:%u)",
                name, plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
-    else if (b->chunks < 2)   /* one chunk is one allocation: nothing to release */
+    else if (b->chunks == 0)  /* no `chunks:`; `chunks: 1` is one chunk, whose release keeps all */
         report(x, op, ERR_COUNT_, "no_chunks", "release of '%s' which was not allocated in chunks",
                name);
     else if (op->u.release.keep >= b->chunks)
@@ -284,7 +285,7 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
                plan_op_mark(b->release_op).line, plan_op_mark(b->release_op).col);
     else
         check_free_hazard(x, op, buf, "release");
-    if (refused(x) || !b->live || b->chunks < 2 || op->u.release.keep >= b->chunks || b->released)
+    if (refused(x) || !b->live || b->chunks == 0 || op->u.release.keep >= b->chunks || b->released)
         return;
     b->released = true;
     b->keep = op->u.release.keep;
@@ -305,7 +306,8 @@ static void lint_coll(lint_ctx *x, const plan_op *op) {
     uint64_t seq = lint_clocks_enqueue(&x->clocks, op->u.coll.stream);
     note_use(x, op, &op->u.coll.send, op->u.coll.stream, seq);
     note_use(x, op, &op->u.coll.recv, op->u.coll.stream, seq);
-    lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op);
+    if (!ml_colls[op->u.coll.coll].p2p)   /* a send/recv pairs with one peer (lint_p2p.c) */
+        lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op);
 }
 
 /* Element counts and dtypes of two views one op moves data between (copy, init from a copy). */
@@ -429,6 +431,8 @@ static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     case OP_REGION_BEGIN:
     case OP_REGION_END:
     case OP_EXPECT_BEGIN:
+    case OP_GROUP_BEGIN:
+    case OP_GROUP_END:
     case OP_KIND_COUNT:
         break;
     }
@@ -549,6 +553,8 @@ size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint
     size_t errors = emit_findings(&x, d);
     if (o->cross_rank && !all_alike)
         errors += lint_cross_rank(plans, x.colls, world, d);
+    if (o->cross_rank)
+        errors += lint_p2p(plans, world, d);
     for (int rank = 0; rank < world; rank++)
         lint_coll_seq_free(&x.colls[rank]);
     free(x.colls);

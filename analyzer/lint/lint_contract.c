@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint_contract.c — the contract of one collective call, as NCCL and PyTorch's ProcessGroupNCCL
  * enforce it: counts from coll.h's table, one dtype on both sides, a reduction only where the
  * collective reduces, a root inside the world, and overlap of send and recv only at NCCL's
@@ -54,6 +55,11 @@ sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char
         snprintf(detail, len, "%s is not valid for %s: it does not reduce",
                  ml_redops[op->u.coll.op].name, ci->name);
         return ERR_BAD_OP;
+    }
+    if (ci->p2p && (op->u.coll.root < 0 || op->u.coll.root >= world || op->u.coll.root == rank)) {
+        snprintf(detail, len, "%s peer %d %s", ci->name, op->u.coll.root,
+                 op->u.coll.root == rank ? "is the rank itself" : "is outside the world");
+        return ERR_OUT_OF_BOUNDS;
     }
     if (ci->has_root && (op->u.coll.root < 0 || op->u.coll.root >= world)) {
         snprintf(detail, len, "%s root %d is outside the world (%d ranks)", ci->name,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint_cross.c — every rank must issue the same collectives in the same order with the same
  * count, dtype, reduction and root, or NCCL hangs (or mixes data). Rank 0 is the reference: each
  * other rank that diverges gets one diagnostic, at its first differing collective. */

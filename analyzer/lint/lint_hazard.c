@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint_hazard.c — what the host and each stream know to be complete: vector clocks over
  * per-stream sequence numbers (lint_int.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lint_int.h — the parts of lint shared between its files (not a public interface).
  *
  * lint.c walks each rank's plan (lifetimes, views, contracts, expect_error) and merges what it
@@ -59,5 +60,14 @@ void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref, const plan_o
 void lint_coll_seq_free(lint_coll_seq *q);
 size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int world,
                        ml_diags *d);
+
+/* ---- Point-to-point (lint_p2p.c) --------------------------------------------------------------
+ * Every send pairs with a recv on its peer (the k-th send from r to p with the k-th recv on p
+ * from r, NCCL's order per pair), with the same count and dtype: else an error at the send (or
+ * at a recv left over) naming the peer. Then the ranks are played forward: a send or recv
+ * outside a group blocks until its partner is posted, a group completes when every partner of
+ * its ops is posted, a collective when every rank is at it; ranks that can never move are a
+ * deadlock, reported with the cycle of ranks waiting on each other. Returns the errors added. */
+size_t lint_p2p(const rank_plan *plans, int world, ml_diags *d);
 
 #endif

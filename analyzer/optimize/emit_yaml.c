@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* emit_yaml.c — a schedule IR back to YAML (emit_yaml.h).
  *
  * Scalars are rendered by libyaml's emitter in their context and cached by text (a big schedule
@@ -390,6 +391,13 @@ static void step_value(writer *w, const sched_step *st) {
         __typeof__(st->u.coll) const *c = &st->u.coll;
         const ml_coll_info *ci = &ml_colls[c->coll];
         lit(w, "{");
+        if (ci->p2p) {
+            view_pair(w, &first, "buf", &c->send);
+            pair(w, &first, "peer", ex(c->root));
+            stream_pair(w, &first, c->stream);
+            lit(w, "}");
+            return;
+        }
         if (same_view(&c->send, &c->recv)) {
             view_pair(w, &first, "buf", &c->send);
         } else {
@@ -439,7 +447,7 @@ static void step_value(writer *w, const sched_step *st) {
     case ST_SCALE:
         lit(w, "{");
         view_pair(w, &first, "buf", &st->u.scale.buf);
-        pair(w, &first, "by", ex(st->u.scale.factor));
+        pair(w, &first, "by", st->u.scale.by ? st->u.scale.by : ex(st->u.scale.factor));
         stream_pair(w, &first, st->u.scale.stream);
         lit(w, "}");
         return;
@@ -472,6 +480,7 @@ static void step_value(writer *w, const sched_step *st) {
     case ST_REPEAT:
     case ST_REGION:
     case ST_EXPECT_ERROR:
+    case ST_GROUP:   /* optimize refuses files with groups (optimize.c) */
     case ST_KIND_COUNT:
         break;
     }
@@ -494,6 +503,12 @@ static void step(writer *w, const sched_step *st, int ind) {
         lit(w, "count: ");
         scalar(w, ex(st->u.repeat.count), false);
         lit(w, "\n");
+        if (st->u.repeat.index) {   /* before steps: the body's expressions name it */
+            indent(w, ind + 4);
+            lit(w, "index: ");
+            scalar(w, st->u.repeat.index, false);
+            lit(w, "\n");
+        }
         indent(w, ind + 4);
         lit(w, "steps:\n");
         steps(w, st->u.repeat.steps, st->u.repeat.n, ind + 6);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* emit_yaml.h — writes a schedule IR (sched.h) back as a readable YAML schedule that loads back.
  *
  * The layout follows the shipped schedules: top-level keys in the loader's define-before-use

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optimize.c — the optimizer's driver (optimize.h): stages, verification, the rewritten text.
  *
  * State between stages is text: the schedule the last kept stage wrote, loaded back, plus per
@@ -244,7 +245,7 @@ typedef struct {
 static int load_slots(driver *dv) {
     const sched *s = dv->st.s;
     for (int r = 0; r < dv->world; r++) {
-        dv->slots[r] = ml_arena_alloc(dv->arena, (EXPR_SLOT_FIRST_LET + s->n_lets + 1) * sizeof(int64_t));
+        dv->slots[r] = ml_arena_alloc(dv->arena, (sched_n_slots(s) + 1) * sizeof(int64_t));
         if (sched_eval_lets(s, &dv->o->params, dv->world, r, dv->slots[r], dv->d) != 0)
             return -1;
     }
@@ -439,9 +440,35 @@ static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {
     return rc;
 }
 
+/* The first send, recv or group step of a list (nested bodies included), or NULL. Rewrites move
+ * and rename steps one at a time; a send/recv pair spans two ranks' steps, which none of them
+ * reasons about yet, so such schedules are refused rather than rewritten wrongly. */
+static const sched_step *first_p2p(const sched_step *st, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++) {
+        const sched_step *x = &st[k], *in = NULL;
+        if (x->kind == ST_GROUP || (x->kind == ST_COLL && ml_colls[x->u.coll.coll].p2p))
+            return x;
+        if (x->kind == ST_REPEAT)
+            in = first_p2p(x->u.repeat.steps, x->u.repeat.n);
+        else if (x->kind == ST_REGION)
+            in = first_p2p(x->u.region.steps, x->u.region.n);
+        if (in)
+            return in;
+    }
+    return NULL;
+}
+
 int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags *d) {
     memset(r, 0, sizeof *r);
     r->original = s;
+    for (uint32_t k = 0; k < s->n_plans; k++) {
+        const sched_step *p2p = first_p2p(s->plans[k].steps, s->plans[k].n);
+        if (p2p) {
+            ml_error(d, s->file, p2p->mark, "optimize does not rewrite schedules with send, recv or "
+                     "group steps yet");
+            return -1;
+        }
+    }
     int world = sched_world(s, &o->params, d);
     if (world <= 0)
         return -1;

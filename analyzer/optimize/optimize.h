@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optimize.h — `memlife optimize`: rewrite a schedule toward its memory floor, keeping only the
  * rewrites that keep its results.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optimize_chunked.c — chunked release after an in-place ReduceScatter.
  *
  * When a ReduceScatter runs in place on the whole of buffer A (recv = A[rank*q : q], q =

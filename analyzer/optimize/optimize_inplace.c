@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optimize_inplace.c — collectives in place, by NCCL's rules (DESIGN.md):
  *
  *   ReduceScatter send S (a view of A), recv the whole buffer B: when nothing names A after the

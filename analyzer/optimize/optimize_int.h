@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optimize_int.h — what the optimizer's files share (not a public interface).
  *
  * A stage rewrites a tree of steps: each block (the plan's steps, a repeat's or a region's body)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optimize_lifetimes.c — frees as early and allocs as late as the data allows.
  *
  * Within each block (the plan's steps, every repeat and region body on its own; nothing moves

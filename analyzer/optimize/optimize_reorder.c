@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optimize_reorder.c — independent neighbouring steps change places where that lowers a peak.
  *
  * What it does now: in a run of consecutive alloc and free steps, every free moves ahead of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optimize_report.c — what `memlife optimize` says: per plan, per stage and rank, steady and
  * peak in both views, the saving of each stage, and the floor (floor.c) with the distance of the
  * result from it. Table and Markdown group ranks whose rows read the same; JSON has every rank.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optimize_tree.c — the optimizer's tree of steps (optimize_int.h): building it from a loaded
  * schedule, copying it, turning it back into sched_step arrays for the writer, and the questions
  * every transformation asks of a step (which buffers it names, on which streams it uses them). */

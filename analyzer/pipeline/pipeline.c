@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipeline.c — load → expand → lint → predict → expect, for every file and plan (pipeline.h). */
 #include "pipeline/pipeline.h"
 
@@ -143,11 +144,13 @@ int pipeline_run(const pipeline_input *in, pipeline_result *out) {
     ml_vec_init(&out->items, sizeof(pipeline_item));
     ml_diags_init(&out->diags);
     ml_diags *d = &out->diags;
-    sched_params p = {.set = (const char **)in->set, .n_set = in->n_set, .world = in->world};
+    sched_params p = {.set = (const char **)in->set, .n_set = in->n_set, .world = in->world,
+                      .dtype = in->dtype};
     bool failed = false;
 
     for (size_t f = 0; f < in->n_files; f++) {
-        sched *s = sched_load_file(in->files[f], NULL, d);
+        sched_load_limits lim = sched_load_with(&p);
+        sched *s = sched_load_file(in->files[f], &lim, d);
         if (!s) {
             failed = true;
             continue;

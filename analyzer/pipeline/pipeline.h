@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipeline.h — the one analysis pipeline: load every file, expand every rank's plan, lint,
  * predict, evaluate expectations. predict, check and run (through cli/analysis.c), plot, trace and
  * diff (report/series.c), optimize, bench and equiv all run it; none expands or lints by itself.
@@ -32,6 +33,7 @@ typedef struct {
     size_t n_set;
     int world;                 /* 0: each file's own */
     const char *plan;          /* only this plan of files with named plans; NULL: every plan */
+    int dtype;                 /* --dtype: ml_dtype + 1 replaces each file's default; 0: none */
     pipeline_opts what;
 } pipeline_input;
 

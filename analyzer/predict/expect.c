@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* expect.c — memory expectations against predictions (analyzer.h).
  *
  * A plan's own `expect` replaces the schedule's. Each expectation is evaluated for every rank it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* floor.c — the memory floor of one rank's plan: the requested bytes that must be live at some
  * point by data dependence alone, whatever the schedule does with allocs, frees and syncs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* predict.c — live bytes of one rank after every op, in the requested and device views.
  *
  * One accounting function (acct_apply) moves the state across an op; the first pass records the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_report.c — `memlife bench` results as table, Markdown, CSV and JSON (bench_report.h). */
 #include "report/bench_report.h"
 #include "report/report_int.h"

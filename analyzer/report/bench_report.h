@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_report.h — the results of `memlife bench` in every report format.
  *
  * One table per timing (memlife, i.e. eager launches through the executor; CUDA graph replays)

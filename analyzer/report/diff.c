@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* diff.c — plan against plan, and why their peaks differ (diff.h). */
 #include "report/diff.h"
 #include "report/report_int.h"
@@ -416,6 +417,7 @@ static json_t *json_side(const diff_side *sd) {
 
 static int write_json(const diff_result *r, ml_str *out) {
     json_t *root = json_object(), *rows = json_array();
+    json_object_set_new(root, "command", json_string("diff"));
     const series *sides[2] = {r->a, r->b};
     for (int s = 0; s < 2; s++) {
         json_t *o = json_object();
@@ -441,13 +443,7 @@ static int write_json(const diff_result *r, ml_str *out) {
         json_array_append_new(rows, o);
     }
     json_object_set_new(root, "rows", rows);
-    char *text = json_dumps(root, JSON_INDENT(2));
-    json_decref(root);
-    if (!text)
-        return -1;
-    ml_str_printf(out, "%s\n", text);
-    free(text);
-    return 0;
+    return report_json_append(root, 0, out);
 }
 
 int diff_write(const diff_result *r, report_format fmt, ml_str *out) {

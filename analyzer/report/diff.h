@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* diff.h — two plans side by side (`memlife diff A B`): per rank and view, steady and peak of
  * each and the delta (B - A), and the lifetimes that make the peaks differ.
  *

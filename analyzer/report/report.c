@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report.c — the format table and atomic emission: the dispatch on top of the writers
  * (report_text/json/csv.c), which share the helpers of report_common.c below them. */
 #include "report/report_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report.h — results of predict / check / run as one structure, written in every format.
  *
  * predict and check fill the predicted parts; run adds `measured` per rank and the data-check
@@ -10,8 +11,11 @@
  * {`rank`, `requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`, `exact`, `peak_lo`,
  * `peak_hi`}, `peak_step`: {`index`, `line`, `col`, `op`}, `peak_live`: [names], `floor`,
  * and for runs `measured`: {`requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`},
- * `communicator_bytes`, `pool`: {...}, `timeline`: [{`op`, `line`, `requested`, `device`, `t`}]},
- * `match`: bool}; `expectations`: [{`view`, `rank`, `what`, `expected`, `got`, `pass`, `line`}];
+ * `communicator_bytes`, `communicator_stages`: [{`stage`, `bytes`}], `pool`: {...}, `timeline`: [{`op`, `line`, `requested`, `device`, `t`}]},
+ * `match`: bool}; `communicator` (predicted, commmodel.h): {`model`, `channels`, `stages`:
+ * [{`stage`, `bytes`}], `total`, `terms`: [{`term`, `stage`, `bytes`, `detail`}],
+ * `gpu_total_at_peak`: {`cuda_context`, `communicator`, `requested`, `allocator_overhead`,
+ * `total`}} or {`note`} where the model does not apply; `expectations`: [{`view`, `rank`, `what`, `expected`, `got`, `pass`, `line`}];
  * `checks`: [{`name`, `rank`, `status` ("pass" | "fail"), `detail`}]. Byte values are integers.
  * `provenance` at top level for runs: {key: value}. */
 #ifndef MEMLIFE_REPORT_H
@@ -20,11 +24,18 @@
 #include "predict/analyzer.h"
 #include "exec/rt.h"
 
+/* The integer "schema_version" first in every JSON memlife writes (report_json_append; the
+ * trace's otherData). It changes when a key changes meaning or goes away; new keys do not
+ * change it. The keys are in docs/json.md, the schemas in schemas/. */
+#define ML_JSON_SCHEMA_VERSION 1
+
 typedef struct {
     bool present;
     uint64_t steady[VIEW_COUNT], peak[VIEW_COUNT];   /* device: 0 when !has_device */
     bool has_device;
     uint64_t communicator_bytes;
+    struct { char name[24]; uint64_t bytes; } comm_stages[RT_COMM_STAGES];   /* rt_rank's */
+    uint32_t n_comm_stages;
     rt_mem_reading pool;            /* has_pool set for the async allocator */
     rt_sample *timeline;            /* after every op */
     size_t n_timeline;

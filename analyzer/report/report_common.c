@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_common.c — the helpers every report writer shares (report_int.h): names, size cells,
  * peaks, rank sets, the grid. Below the writers; report.c (the format table) sits above them. */
 #include "report/report_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_csv.c — one row per schedule × rank, bytes as integers, for spreadsheets and awk. */
 #include "report/report_int.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_int.h — helpers shared by the report writers (report_common.c); not a public interface. */
 #ifndef MEMLIFE_REPORT_INT_H
 #define MEMLIFE_REPORT_INT_H

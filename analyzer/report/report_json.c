@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /* report_json.c — the JSON report (jansson). Key names are the stable interface described in
  * report.h; byte values are exact integers. */
 #include "report/report_int.h"
+#include "predict/commmodel.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -57,6 +59,11 @@ static json_t *measured_json(const report_schedule *rs, const report_measured *m
                                          ? view_pair(m->steady[VIEW_DEVICE], m->peak[VIEW_DEVICE])
                                          : json_null());
     json_object_set_new(o, "communicator_bytes", bytes_json(m->communicator_bytes));
+    json_t *stages = json_array();
+    for (uint32_t k = 0; k < m->n_comm_stages; k++)
+        json_array_append_new(stages, json_pack("{s:s, s:o}", "stage", m->comm_stages[k].name,
+                                                "bytes", bytes_json(m->comm_stages[k].bytes)));
+    json_object_set_new(o, "communicator_stages", stages);
     if (m->pool.has_pool) {
         json_t *pool = json_object();
         json_object_set_new(pool, "used_current", bytes_json(m->pool.pool_used_current));
@@ -110,6 +117,44 @@ static json_t *rank_json(const report_schedule *rs, int r) {
     return o;
 }
 
+/* The predicted communicator (commmodel.h): NCCL's own device memory for this schedule's
+ * collectives at its world, by stage (init, then each collective's first use) and by term. */
+static json_t *communicator_json(const report_schedule *rs) {
+    json_t *o = json_object();
+    commmodel_out m;
+    const char *why = NULL;
+    if (rs->world <= 0 || commmodel_for_plan(&rs->plans[0], &m, &why) != 0) {
+        json_object_set_new(o, "note", text_json(why ? why : "no plan"));
+        return o;
+    }
+    json_object_set_new(o, "model", text_json("NCCL 2.28 rules, one node over NVLink, H200"));
+    json_object_set_new(o, "channels", json_integer(m.channels));
+    json_t *stages = json_array();
+    for (int k = 0; k < m.n_stages; k++)
+        json_array_append_new(stages, json_pack("{s:s, s:o}", "stage", m.stage_name[k], "bytes",
+                                                bytes_json(m.stage_bytes[k])));
+    json_object_set_new(o, "stages", stages);
+    json_object_set_new(o, "total", bytes_json(m.total));
+    json_t *terms = json_array();
+    for (int k = 0; k < m.n_terms; k++)
+        json_array_append_new(terms, json_pack("{s:s, s:s, s:o, s:s}", "term", m.terms[k].name,
+                                               "stage", m.stage_name[m.terms[k].stage], "bytes",
+                                               bytes_json(m.terms[k].bytes), "detail",
+                                               m.terms[k].detail));
+    json_object_set_new(o, "terms", terms);
+    /* What cudaMemGetInfo shows on rank 0's GPU at the schedule's device peak: the CUDA context,
+     * the communicator, and the device view (requested plus the page model's overhead). */
+    uint64_t dev = rs->pred[0].peak[VIEW_DEVICE], req = rs->pred[0].peak[VIEW_REQUESTED];
+    json_object_set_new(o, "gpu_total_at_peak",
+                        json_pack("{s:o, s:o, s:o, s:o, s:o}", "cuda_context",
+                                  bytes_json(COMMMODEL_CUDA_CONTEXT_BYTES), "communicator",
+                                  bytes_json(m.total), "requested", bytes_json(req),
+                                  "allocator_overhead", bytes_json(dev > req ? dev - req : 0),
+                                  "total", bytes_json(COMMMODEL_CUDA_CONTEXT_BYTES + m.total +
+                                                      (dev > req ? dev : req))));
+    return o;
+}
+
 static json_t *schedule_json(const report_schedule *rs) {
     char name[256];
     report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
@@ -132,6 +177,7 @@ static json_t *schedule_json(const report_schedule *rs) {
     for (int r = 0; r < rs->world; r++)
         json_array_append_new(ranks, rank_json(rs, r));
     json_object_set_new(o, "ranks", ranks);
+    json_object_set_new(o, "communicator", communicator_json(rs));
     json_t *ex = json_array();
     for (size_t k = 0; k < rs->n_expects; k++) {
         const expect_row *e = &rs->expects[k];
@@ -161,6 +207,20 @@ static json_t *schedule_json(const report_schedule *rs) {
     return o;
 }
 
+/* Provenance keys whose values are counts: JSON integers, not strings. */
+static const char *const provenance_counts[] = {"world", "ranks", "gpus"};
+
+static json_t *provenance_value(const char *key, const char *value) {
+    for (size_t k = 0; k < ML_ARRAY_LEN(provenance_counts); k++)
+        if (!strcmp(key, provenance_counts[k])) {
+            char *end;
+            long long v = strtoll(value, &end, 10);
+            if (end != value && !*end)
+                return json_integer(v);
+        }
+    return text_json(value);
+}
+
 /* "key=value\n" lines into an object; a line without '=' keeps the whole line as the key. */
 json_t *report_provenance_json(const char *text) {
     json_t *o = json_object();
@@ -174,7 +234,7 @@ json_t *report_provenance_json(const char *text) {
             memcpy(key, text, klen);
             key[klen] = '\0';
             value[eq ? len - klen - 1 : 0] = '\0';
-            json_object_set_new(o, key, text_json(value));
+            json_object_set_new(o, key, provenance_value(key, value));
             free(key);
             free(value);
         }
@@ -196,8 +256,13 @@ int report_write_json(const report *r, ml_str *out) {
 }
 
 int report_json_append(json_t *root, size_t extra_flags, ml_str *out) {
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags);
+    /* schema_version first, so a reader can check it before anything else (docs/json.md) */
+    json_t *doc = json_object();
+    json_object_set_new(doc, "schema_version", json_integer(ML_JSON_SCHEMA_VERSION));
+    json_object_update(doc, root);
     json_decref(root);
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags);
+    json_decref(doc);
     if (!text) {
         fprintf(stderr, "error: cannot render the json report\n");
         return -1;

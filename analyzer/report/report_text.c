@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /* report_text.c — the human formats: an aligned table per schedule (the default) and one GitHub
  * Markdown table for a pull request. */
 #include "report/report_int.h"
 #include "exec/provenance.h"
+#include "predict/commmodel.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -163,9 +165,28 @@ static void write_checks(const report_schedule *rs, ml_str *out) {
     free(done);
 }
 
+/* One line: the predicted communicator, its stages (commmodel.h). Shown with a run's measured
+ * one, which it is meant to equal. */
+static void write_communicator(const report_schedule *rs, ml_str *out) {
+    commmodel_out m;
+    const char *why = NULL;
+    if (rs->world <= 0 || commmodel_for_plan(&rs->plans[0], &m, &why) != 0)
+        return;
+    char c[64];
+    report_size_cell(m.total, c, sizeof c);
+    ml_str_printf(out, "  communicator predicted %s (NCCL 2.28 rules, %d channels", c, m.channels);
+    for (int k = 0; k < m.n_stages; k++) {
+        report_size_cell(m.stage_bytes[k], c, sizeof c);
+        ml_str_printf(out, "%s%s %s", k ? ", " : ": ", m.stage_name[k], c);
+    }
+    ml_str_printf(out, ")\n");
+}
+
 static void write_measured_notes(const report_schedule *rs, ml_str *out) {
     if (!rs->measured)
         return;
+    if (rs->world > 0 && rs->measured[0].has_device)   /* a GPU run: NCCL's memory was measured */
+        write_communicator(rs, out);
     for (int r = 0; r < rs->world; r++) {
         const report_measured *m = &rs->measured[r];
         if (!m->present)
@@ -173,7 +194,12 @@ static void write_measured_notes(const report_schedule *rs, ml_str *out) {
         if (m->communicator_bytes) {
             char c[64];
             report_size_cell(m->communicator_bytes, c, sizeof c);
-            ml_str_printf(out, "  rank %d: communicator %s (outside both views)\n", r, c);
+            ml_str_printf(out, "  rank %d: communicator %s (outside both views", r, c);
+            for (uint32_t k = 0; k < m->n_comm_stages; k++) {
+                report_size_cell(m->comm_stages[k].bytes, c, sizeof c);
+                ml_str_printf(out, "%s%s %s", k ? ", " : ": ", m->comm_stages[k].name, c);
+            }
+            ml_str_printf(out, ")\n");
         }
         if (!m->match && m->mismatch[0])
             ml_str_printf(out, "  rank %d: measured differs: %s\n", r, m->mismatch);

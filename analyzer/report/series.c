@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* series.c — loads the inputs of plot, trace and diff (series.h). */
 #include "report/series.h"
 
@@ -118,7 +119,8 @@ static int load_yaml(const char *word, const sched_params *p, ml_vec *out, ml_di
         ml_error(d, word, no_mark, "input name too long");
         return -1;
     }
-    sched *s = sched_load_file(path, NULL, d);
+    sched_load_limits lim = sched_load_with(p);
+    sched *s = sched_load_file(path, &lim, d);
     if (!s)
         return -1;
     int world = sched_world(s, p, d);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* series.h — the input of the visual commands (plot, trace, diff): one plan of one schedule,
  * expanded, linted and predicted for every rank, and, when the input is a `memlife run` result
  * (report.h's JSON), the measured timeline of every rank beside it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c — median, P95, CV and the ratio rule (stats.h). */
 #include "report/stats.h"
 #include "base/util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.h — the benchmark's statistics: median, P95, coefficient of variation, and the
  * chapter's rule for when a ratio of two medians may be stated at all.
  *

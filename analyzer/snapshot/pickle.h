@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pickle.h — PyTorch memory snapshots as jansson trees: a pickle reader that never runs code, a
  * pickle writer that PyTorch's memory_viz opens, and a loader that takes pickle or JSON.
  *

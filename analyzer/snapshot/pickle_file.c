@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pickle_file.c — snapshot files: _dump_snapshot's pickle, or the same dict as JSON. */
 #include <errno.h>
 #include <stdlib.h>

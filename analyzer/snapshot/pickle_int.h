@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pickle_int.h — what pickle_read.c and pickle_write.c share: the opcode values (pickletools.py
  * names them; the numbers are the protocol) and their names for diagnostics. */
 #ifndef MEMLIFE_SNAPSHOT_PICKLE_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pickle_read.c — the pickle machine for plain data: a value stack, a mark stack and a memo, no
  * imports and no calls. pickletools.py documents each opcode; Python's _pickle.c is the reference
  * for what a pickler writes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pickle_write.c — a jansson tree as a protocol 4 pickle.
  *
  * The output must open in torch/utils/viz/MemoryViz.js, whose unpickler knows a fixed subset of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torchalloc.c — DeviceCachingAllocator's malloc / free / recordStream / emptyCache, step for
  * step as c10/cuda/CUDACachingAllocator.cpp (PyTorch 2.11) has them; function names below are
  * PyTorch's.  See torchalloc.h for what is modelled and how completion is told. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torchalloc.h — an exact model of PyTorch's CUDA caching allocator (the "native" backend of
  * c10/cuda/CUDACachingAllocator.cpp, PyTorch 2.11; a 2.5 row where the rules differ).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torchalloc_int.h — the model's state, shared by torchalloc.c (malloc/free), torchtree.c (the
  * ordered free-block sets), torchwalk.c (stats and the snapshot walk), torchblock.c (blocks,
  * segments, streams, events) and torchrelease.c (releases).  Not a public header.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torchblock.c — the caching allocator model's state and its lowest steps (torchalloc_int.h):
  * blocks, segments, streams, the ordered free sets, events, creating and destroying a model.
  * A file of its own so that calls go one way: torchalloc.c (malloc / free / recordStream) over

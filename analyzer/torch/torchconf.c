@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torchconf.c — PYTORCH_CUDA_ALLOC_CONF parsing and the size rules that depend only on it.
  *
  * The parser follows PyTorch 2.11's two passes: c10::CachingAllocator::AcceleratorAllocatorConfig

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torchrelease.c — giving memory back: release_block (cudaFree of a whole segment),
  * unmap_block (free pages of an expandable segment), release_blocks / release_cached_blocks
  * (emptyCache and the last OOM retry), release_available_cached_blocks (the oversize retry)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torchtree.c — the ordered sets PyTorch keeps as std::set<Block*>: BlockPool::blocks ordered
  * by BlockComparatorSize (stream, size, address) and BlockPool::unmapped ordered by
  * BlockComparatorAddress (stream, address).  A two-level B+tree of 128-bit keys (see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torchwalk.c — stats and the segment/block walk.  The walk lists segments as
  * DeviceCachingAllocator::snapshot() does: a cudaMalloc segment is one entry; an expandable
  * segment is one entry per run of mapped blocks (a head is a block whose prev is absent or

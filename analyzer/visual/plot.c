@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plot.c — the SVG writer of `memlife plot` (plot.h).
  *
  * Coordinates: each op k of a rank occupies [edges[k], edges[k+1]) on the x axis, in ops (edges[k]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plot.h — live-memory timelines as one self-contained SVG (`memlife plot`).
  *
  * One panel per series (series.h), side by side with one shared y scale, so a naive and an

@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /* trace.c — Chrome trace-event JSON (trace.h), built with jansson. */
 #include "visual/trace.h"
+#include "report/report.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -183,6 +185,7 @@ int trace_json(const series *items, size_t n, ml_str *out, ml_diags *d) {
             measured = measured || (items[i].has_time && items[i].measured && items[i].measured[r]);
         }
     json_t *other = json_object();
+    json_object_set_new(other, "schema_version", json_integer(ML_JSON_SCHEMA_VERSION));
     json_object_set_new(other, "generator", json_string("memlife trace " MEMLIFE_VERSION));
     json_object_set_new(other, "time", json_string(measured ? "measured (seconds since the baseline)"
                                                              : "predicted: op k spans [k, k+1) us"));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* trace.h — Chrome trace-event JSON of a schedule or a run (`memlife trace`), for Perfetto and
  * chrome://tracing.
  *

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # gate.sh — the peak-memory gate a CI job runs on every pull request.
 #   examples/ci_gate/gate.sh [SCHEDULE.yaml...]     (default: this folder's layers.yaml)
 # `memlife check` predicts every rank of every schedule and compares with its `expect:` block:

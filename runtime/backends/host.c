@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend_host.c — the host backend: one Open MPI process per rank, buffers in host memory.
  *
  * What the schedule's terms mean here:
@@ -20,12 +21,22 @@
  *  - MEMLIFE_HOST_MEM_LIMIT (bytes, units allowed: "2GiB"): allocations that would take the
  *    backend's live bytes past it fail, as a device would when full. Without it a huge request
  *    fails only when the kernel refuses it (Linux overcommits; 1 TiB on this machine is refused).
- *  - float16 / bfloat16 travel through all_gather and broadcast (as 16-bit words) but cannot be
- *    reduced: MPI has no 16-bit float type, and converting through float32 would not be the
- *    arithmetic a GPU does, so the host refuses with a message instead of giving other numbers. */
+ *  - float16 / bfloat16 travel as 16-bit words; MPI has no 16-bit float type, so their reductions
+ *    are MPI user ops over two tagged 16-bit datatypes that call data_combine: each operation is
+ *    widened to float32, computed, and rounded to nearest even in the dtype, which for one sum or
+ *    product of two 16-bit values is the correctly rounded result, the same as NCCL's __hadd /
+ *    __hmul. What can differ from NCCL is the association order: NCCL's ring adds the ranks'
+ *    values in ring order from a chunk's start rank (tree and NVLS algorithms in others), MPI in
+ *    its own; floating-point sums of more than two values then may differ in the last bits, as
+ *    for float32. Checks between such results need rtol, or integer data.
+ *  - send / recv are MPI_Isend / MPI_Irecv (a tag of their own), completed before the next step,
+ *    or, inside a group, all at the group's end; every wait has the run's deadline.
+ *  - avg (ncclAvg) is emulated as NCCL computes it (data.h): floats are multiplied by 1/world in
+ *    the dtype into a temporary before an MPI sum, integers summed and then divided, truncating. */
 #include "exec/rt.h"
 #include "exec/inject.h"
 #include "exec/mpi_util.h"
+#include "ir/data.h"
 
 #include <string.h>
 
@@ -46,6 +57,9 @@ typedef struct {
 } host_mem;
 
 static struct {
+    bool in_group;         /* between group_begin and group_end: send/recv are only posted */
+    MPI_Request *group_reqs;
+    size_t n_group, cap_group;
     double timeout_s;
     uint64_t mem_limit;    /* 0: none */
     uint64_t live_bytes;   /* what this backend holds now (its own number, for the limit) */
@@ -93,7 +107,14 @@ static int h_init(const rt_options *o, int world, int first_rank, int local_rank
     return 0;
 }
 
-static void h_finalize(void) { rt_mpi_finalize(); }
+static void free16(void);
+static void h_finalize(void) {
+    free16();
+    free(host.group_reqs);
+    host.group_reqs = NULL;
+    host.cap_group = host.n_group = 0;
+    rt_mpi_finalize();
+}
 
 static int h_rank_init(rt_rank *r, char *err, size_t len) { return 0; }
 static void h_rank_finalize(rt_rank *r) {}
@@ -220,6 +241,22 @@ static bool range_ok(const rt_mem *m, uint64_t off, uint64_t bytes) {
     return bytes == 0 || (off >= h->keep_lo && off + bytes <= h->keep_hi);
 }
 
+/* 16-bit floats: one derived datatype per dtype (so that a user op knows which it reduces) and
+ * one user op per reduction, created at the first 16-bit reduction and freed at finalize. */
+static MPI_Datatype dt16[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};   /* float16, bfloat16 */
+static MPI_Op op16[RED_COUNT];
+static bool have16;
+
+static ml_dtype dtype16(const MPI_Datatype *t) { return *t == dt16[0] ? DT_FLOAT16 : DT_BFLOAT16; }
+#define USER_OP(name, red)                                                                   \
+    static void name(void *in, void *inout, int *n, MPI_Datatype *t) {                     \
+        data_combine(dtype16(t), red, inout, in, (uint64_t)*n);                            \
+    }
+USER_OP(op16_sum, RED_SUM)
+USER_OP(op16_prod, RED_PROD)
+USER_OP(op16_max, RED_MAX)
+USER_OP(op16_min, RED_MIN)
+
 static MPI_Datatype mpi_type(ml_dtype dt) {
     switch (dt) {
     case DT_INT8: return MPI_INT8_T;
@@ -230,14 +267,45 @@ static MPI_Datatype mpi_type(ml_dtype dt) {
     case DT_UINT64: return MPI_UINT64_T;
     case DT_FLOAT32: return MPI_FLOAT;
     case DT_FLOAT64: return MPI_DOUBLE;
-    case DT_FLOAT16: case DT_BFLOAT16: return MPI_UINT16_T;   /* moved, never reduced */
+    case DT_FLOAT16: return have16 ? dt16[0] : MPI_UINT16_T;
+    case DT_BFLOAT16: return have16 ? dt16[1] : MPI_UINT16_T;
     default: return MPI_DATATYPE_NULL;
     }
 }
 
-static MPI_Op mpi_op(ml_redop op) {
+static int make16(void) {
+    if (have16)
+        return 0;
+    MPI_User_function *fns[RED_COUNT] = {[RED_SUM] = op16_sum, [RED_PROD] = op16_prod,
+                                         [RED_MAX] = op16_max, [RED_MIN] = op16_min,
+                                         [RED_AVG] = op16_sum};
+    for (int k = 0; k < 2; k++)
+        if (MPI_Type_contiguous(1, MPI_UINT16_T, &dt16[k]) != MPI_SUCCESS || MPI_Type_commit(&dt16[k]) != MPI_SUCCESS)
+            return -1;
+    for (int k = 0; k < RED_COUNT; k++)
+        if (MPI_Op_create(fns[k], 1, &op16[k]) != MPI_SUCCESS)
+            return -1;
+    have16 = true;
+    return 0;
+}
+
+static void free16(void) {
+    if (!have16)
+        return;
+    for (int k = 0; k < 2; k++)
+        MPI_Type_free(&dt16[k]);
+    for (int k = 0; k < RED_COUNT; k++)
+        MPI_Op_free(&op16[k]);
+    have16 = false;
+}
+
+static bool is16(ml_dtype dt) { return dt == DT_FLOAT16 || dt == DT_BFLOAT16; }
+
+static MPI_Op mpi_op(ml_dtype dt, ml_redop op) {
+    if (is16(dt))
+        return op16[op];
     switch (op) {
-    case RED_SUM: return MPI_SUM;
+    case RED_SUM: case RED_AVG: return MPI_SUM;   /* avg: data_avg_premul / postdiv around it */
     case RED_PROD: return MPI_PROD;
     case RED_MAX: return MPI_MAX;
     case RED_MIN: return MPI_MIN;
@@ -266,7 +334,7 @@ static int coll_rs(rt_rank *r, const rt_coll_args *a, char *send, char *recv, MP
         out = tmp;
     }
     rt_mpi_call_begin(r, IN_COLL);
-    int rc = MPI_Reduce_scatter_block(send, out, (int)a->count, dt, mpi_op(a->op), MPI_COMM_WORLD);
+    int rc = MPI_Reduce_scatter_block(send, out, (int)a->count, dt, mpi_op(a->dtype, a->op), MPI_COMM_WORLD);
     rt_mpi_call_end(r, rc, IN_COLL);
     if (tmp)
         memcpy(recv, tmp, bytes);
@@ -285,7 +353,7 @@ static int launch_all_reduce(rt_rank *r, const rt_coll_args *a, char *send, char
                              MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
     rt_mpi_call_begin(r, IN_COLL);
     int rc = MPI_Allreduce(a->in_place ? MPI_IN_PLACE : send, recv, (int)a->count, dt,
-                           mpi_op(a->op), MPI_COMM_WORLD);
+                           mpi_op(a->dtype, a->op), MPI_COMM_WORLD);
     rt_mpi_call_end(r, rc, IN_COLL);
     return 0;
 }
@@ -323,9 +391,72 @@ static int launch_reduce(rt_rank *r, const rt_coll_args *a, char *send, char *re
     /* MPI_IN_PLACE is the root's only; the other ranks pass their buffer as input. */
     rt_mpi_call_begin(r, IN_COLL);
     int rc = MPI_Reduce(a->in_place && r->rank == a->root ? MPI_IN_PLACE : send, recv,
-                        (int)a->count, dt, mpi_op(a->op), a->root, MPI_COMM_WORLD);
+                        (int)a->count, dt, mpi_op(a->dtype, a->op), a->root, MPI_COMM_WORLD);
     rt_mpi_call_end(r, rc, IN_COLL);
     return 0;
+}
+
+/* Point-to-point messages have a tag of their own (the result exchanges use another), so a
+ * send/recv pair never matches memlife's own traffic; MPI keeps one sender's messages with one
+ * tag in order, which is NCCL's pairing too (the k-th send from r to p, the k-th recv there). */
+#define P2P_TAG 0x7032
+
+static int h_p2p(rt_rank *r, const rt_coll_args *a, char *buf, char *err, size_t len) {
+    MPI_Request req;
+    MPI_Datatype dt = mpi_type(a->dtype);
+    int rc = ml_colls[a->coll].p2p == P2P_SEND
+                 ? MPI_Isend(buf, (int)a->count, dt, a->root, P2P_TAG, MPI_COMM_WORLD, &req)
+                 : MPI_Irecv(buf, (int)a->count, dt, a->root, P2P_TAG, MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS) {
+        snprintf(err, len, "MPI_I%s to/from rank %d failed (code %d)", ml_colls[a->coll].name, a->root, rc);
+        return -1;
+    }
+    if (!host.in_group) {   /* outside a group: the op completes before the next, as in NCCL */
+        rt_mpi_wait(r, &req, ml_colls[a->coll].p2p == P2P_SEND ? "in a send" : "in a recv");
+        return 0;
+    }
+    if (host.n_group == host.cap_group) {
+        host.cap_group = host.cap_group ? 2 * host.cap_group : 16;
+        host.group_reqs = ml_xrealloc(host.group_reqs, host.cap_group * sizeof *host.group_reqs);
+    }
+    host.group_reqs[host.n_group++] = req;
+    return 0;
+}
+
+static int h_group_begin(rt_rank *r, char *err, size_t len) {
+    if (host.in_group) {
+        snprintf(err, len, "a group inside a group");
+        return -1;
+    }
+    host.in_group = true;
+    host.n_group = 0;
+    return 0;
+}
+
+/* Every posted send and recv of the group completes here, each bounded by the run's deadline. */
+static int h_group_end(rt_rank *r, char *err, size_t len) {
+    for (size_t k = 0; k < host.n_group; k++)
+        rt_mpi_wait(r, &host.group_reqs[k], "in a group of sends and receives");
+    host.in_group = false;
+    host.n_group = 0;
+    return 0;
+}
+
+/* Asked before the launch (rt_backend_check): every dtype and op runs here (16-bit floats and
+ * avg are emulated); what MPI cannot express is a count beyond its int. */
+static int h_refuse_op(const plan_op *op, int world, char *err, size_t len) {
+    if (op->kind == OP_COLL && op->u.coll.count > (uint64_t)INT_MAX) {
+        snprintf(err, len, "%s of %" PRIu64 " elements exceeds MPI's int count (%d)",
+                 ml_colls[op->u.coll.coll].name, op->u.coll.count, INT_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* send and recv: one view (send == recv), the peer in root. */
+static int launch_p2p(rt_rank *r, const rt_coll_args *a, char *send, char *recv, MPI_Datatype dt,
+                      uint64_t recv_bytes, char *err, size_t len) {
+    return h_p2p(r, a, send, err, len);
 }
 
 static const host_launch_fn host_launch[COLL_COUNT] = {
@@ -334,6 +465,8 @@ static const host_launch_fn host_launch[COLL_COUNT] = {
     [COLL_ALL_GATHER] = launch_all_gather,
     [COLL_BROADCAST] = launch_broadcast,
     [COLL_REDUCE] = launch_reduce,
+    [COLL_SEND] = launch_p2p,
+    [COLL_RECV] = launch_p2p,
 };
 
 static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len) {
@@ -349,12 +482,8 @@ static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *
                  name, a->count);
         return -1;
     }
-    bool is16 = a->dtype == DT_FLOAT16 || a->dtype == DT_BFLOAT16;
-    if (is16 && ml_colls[a->coll].has_op) {
-        snprintf(err, len,
-                 "the host backend cannot reduce %s: MPI has no 16-bit float type (use float32 "
-                 "or float64, or the cuda backend)",
-                 ml_dtypes[a->dtype].name);
+    if (is16(a->dtype) && make16() != 0) {
+        snprintf(err, len, "MPI could not create the 16-bit float reductions");
         return -1;
     }
     uint64_t send_bytes = ml_coll_send_count(a->coll, a->count, r->world) * ml_dtypes[a->dtype].size;
@@ -366,7 +495,29 @@ static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *
     }
     char *send = (char *)a->send->ptr + a->send_off_bytes;
     char *recv = (char *)a->recv->ptr + a->recv_off_bytes;
-    return host_launch[a->coll](r, a, send, recv, mpi_type(a->dtype), recv_bytes, err, len);
+    host_launch_fn launch = host_launch[a->coll];
+    MPI_Datatype dt = mpi_type(a->dtype);
+    bool avg = ml_colls[a->coll].has_op && a->op == RED_AVG;
+    if (avg && data_avg_divides_after(a->dtype)) {
+        /* Integer avg: NCCL sums, then divides the result by world, truncating. */
+        if (launch(r, a, send, recv, dt, recv_bytes, err, len) != 0)
+            return -1;
+        if (a->coll != COLL_REDUCE || r->rank == a->root)
+            data_avg_postdiv(a->dtype, recv, ml_coll_recv_count(a->coll, a->count, r->world), r->world);
+        return 0;
+    }
+    if (!avg)
+        return launch(r, a, send, recv, dt, recv_bytes, err, len);
+    /* Floating-point avg: NCCL multiplies every input by 1/world before it sums; the send side is
+     * read only, so the products go to a temporary that the sum then reads out of place. */
+    char *pre = ml_xmalloc(send_bytes ? (size_t)send_bytes : 1);
+    memcpy(pre, send, (size_t)send_bytes);
+    data_avg_premul(a->dtype, pre, send_bytes / ml_dtypes[a->dtype].size, r->world);
+    rt_coll_args out_of_place = *a;
+    out_of_place.in_place = false;
+    int rc = launch(r, &out_of_place, pre, recv, dt, recv_bytes, err, len);
+    free(pre);
+    return rc;
 }
 
 static bool h_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && host_launch[c]; }
@@ -471,6 +622,9 @@ const rt_backend_ops rt_backend_host = {
     .time_end = h_time_end,
     /* One MPI call and its deadline wait is already the bare call on the host. */
     .collective_bare = h_collective,
+    .refuse_op = h_refuse_op,
+    .group_begin = h_group_begin,
+    .group_end = h_group_end,
 };
 
 #else

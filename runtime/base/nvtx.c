@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nvtx.c — NVTX ranges (nvtx.h). */
 #include "base/nvtx.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nvtx.h — NVTX ranges around the benchmark's plans and regions, so that Nsight Systems users see
  * them on the timeline (nsys ... --trace=cuda,nvtx; `nvtx_kern_sum` then counts the kernels of
  * each range, the chapter's method). Header-only nvtx3 from the CUDA toolkit, default domain, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pages.c — fresh memory in bulk (pages.h). */
 #include "base/pages.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pages.h — fresh memory in bulk.
  *
  * Every fresh page of a big array costs a page fault on first write: on these VMs about 1.7 µs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* util.c — arena, growable vectors, diagnostics, atomic file writes and small formatters. */
 #include "base/util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* util.h — arena allocation, diagnostics and small helpers shared by every module.
  *
  * Diagnostics follow the compiler convention `file:line:col: error: text` (1-based line and

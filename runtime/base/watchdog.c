@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watchdog.c — a deadline for a blocking call that has none (watchdog.h). */
 #include "base/watchdog.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watchdog.h — a deadline for a blocking call that has none of its own.
  *
  * ncclCommInitRank waits for every rank of the communicator to join and has no timeout: a peer

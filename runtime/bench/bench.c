@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.c — the timed loop driver of `memlife bench` (bench.h, docs/bench.md): the spy behind the
  * bare mode, and the cycles.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.h — `memlife bench`: the timed loop driver (docs/bench.md).
  *
  * A plan's timed part is the span from its first region to its last one (top level), or, without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_int.h — what bench.c, bench_session.c and bench_kernels.c share; not a public header.
  *
  * A session holds every plan of one size, set up on this process's ranks. The driver walks each

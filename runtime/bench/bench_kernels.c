@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_kernels.c — the kernel pass of `memlife bench --kernels` (bench.h, kernels.h): each plan's
  * timed part once more, eagerly, under CUPTI, with a window at its boundaries and at each region's;
  * every rank's counts summed on rank 0. */

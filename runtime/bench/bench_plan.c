@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_plan.c — what a plan times (bench.h): its span (the regions, else first to last
  * collective), the check that the span holds only what bench can time, its payload and bus bytes.
  * A file of its own because the driver (bench.c) and the sessions (bench_session.c) both need it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_session.c — a benchmark session: every plan of one size set up on this process's ranks,
  * run part by part (bench_int.h). */
 #include "bench/bench_int.h"

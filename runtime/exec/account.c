@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* account.c — the runtime's one place that counts requested bytes (rt.h).
  *
  * The executor calls rt_account_alloc / rt_account_free with the bytes it asked the backend for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec.c — the executor: walks a rank plan and drives a backend (rt.h).
  *
  * Before any collective (or copy) reaches the backend, the executor checks it with its own code:
@@ -28,6 +29,7 @@
 typedef struct {
     ml_dtype *buf_dtype;     /* per buffer symbol, from its latest alloc */
     uint32_t *kept_chunk;    /* per buffer symbol: UINT32_MAX, or the chunk a release kept */
+    uint32_t *chunks;        /* per buffer symbol: its latest alloc's `chunks:` (0 when absent) */
     int64_t *slots;          /* this rank's slots, scratch (i is overwritten) */
     size_t n_slots;
     int64_t **rank_slots;    /* [world] every rank's slots, for reduce-over-ranks; lazily */
@@ -113,7 +115,8 @@ int rt_rank_init(rt_rank *r, const rt_backend_ops *be, const rt_options *o, cons
     exec_state *x = ml_xcalloc(1, sizeof *x);
     x->buf_dtype = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->buf_dtype);
     x->kept_chunk = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->kept_chunk);
-    x->n_slots = EXPR_SLOT_FIRST_LET + p->s->n_lets;
+    x->chunks = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->chunks);
+    x->n_slots = sched_n_slots(p->s);
     x->slots = ml_xcalloc(x->n_slots, sizeof *x->slots);
     for (uint32_t k = 0; k < r->n_mems; k++)
         x->kept_chunk[k] = UINT32_MAX;
@@ -157,6 +160,7 @@ void rt_rank_free(rt_rank *r) {
         free(x->rank_slots);
         free(x->buf_dtype);
         free(x->kept_chunk);
+        free(x->chunks);
         free(x->slots);
         free(x->failure_table);
         free(x->block[0]);
@@ -278,6 +282,9 @@ static sched_error_code validate_coll(const rt_rank *r, const plan_op *op, rt_co
     if (ci->has_root && (op->u.coll.root < 0 || op->u.coll.root >= world))
         return refuse(v, ERR_OUT_OF_BOUNDS, "%s root %d is outside the world of %d ranks",
                       ci->name, op->u.coll.root, world);
+    if (ci->p2p && (op->u.coll.root < 0 || op->u.coll.root >= world || op->u.coll.root == r->rank))
+        return refuse(v, ERR_OUT_OF_BOUNDS, "%s peer %d is %s", ci->name, op->u.coll.root,
+                      op->u.coll.root == r->rank ? "the rank itself" : "outside the world");
     bool in_place = false;
     if (views_overlap(send, recv)) {
         int64_t want = ci->inplace_recv_minus_send(count, r->rank);
@@ -426,7 +433,7 @@ static int fill_block(rt_rank *r, const plan_op *op, ml_dtype dt, void *tmp, uin
 
 static int scale_block(rt_rank *r, const plan_op *op, ml_dtype dt, void *tmp, uint64_t first,
                        uint64_t n, char *err, size_t len) {
-    data_scale(dt, tmp, n, op->u.scale.factor);
+    data_scale(dt, tmp, n, op->u.scale.factor, op->u.scale.den);
     return 0;
 }
 
@@ -490,6 +497,7 @@ static int64_t *const *rank_slots(rt_rank *r, char *err, size_t len) {
 /* One side of a check, produced block by block. */
 typedef struct {
     const sched_operand *src;
+    const plan_op *op;           /* the check */
     const plan_view *view;       /* OPD_VIEW */
     int64_t roll;
     bool rolled;
@@ -516,6 +524,8 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
         int64_t *const *slots = rank_slots(r, err, len);
         if (!slots)
             return -1;
+        for (int k = 0; k < r->world; k++)   /* the check's repeat indices, alike on every rank */
+            plan_op_slots(r->plan, o->op, slots[k]);
         return data_fill_reduced(o->buf, o->dtype, n, first, &o->src->pattern, o->src->op,
                                  r->world, slots, err, len);
     }
@@ -530,8 +540,8 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
 static int do_check(rt_rank *r, const plan_op *op) {
     const sched_check *c = op->step->u.check;
     const char *name = c->name ? c->name : "check";
-    operand o[2] = {{.src = &c->a, .view = &op->u.check.a, .roll = op->u.check.roll_a},
-                    {.src = &c->b, .view = &op->u.check.b, .roll = op->u.check.roll_b}};
+    operand o[2] = {{.src = &c->a, .op = op, .view = &op->u.check.a, .roll = op->u.check.roll_a},
+                    {.src = &c->b, .op = op, .view = &op->u.check.b, .roll = op->u.check.roll_b}};
     const operand *shape = NULL;
     char detail[240], err[400] = "";
     verdict v;
@@ -641,6 +651,7 @@ static int do_alloc(rt_rank *r, const plan_op *op) {
     r->mems[buf].bytes = op->u.alloc.bytes;
     x->buf_dtype[buf] = op->u.alloc.dtype;
     x->kept_chunk[buf] = UINT32_MAX;
+    x->chunks[buf] = op->u.alloc.chunks;
     rt_account_alloc(&r->acct, op->u.alloc.bytes);
     return 0;
 }
@@ -665,13 +676,23 @@ static int do_release(rt_rank *r, const plan_op *op) {
     if (buf >= r->n_mems || !r->mems[buf].ptr)
         return fail(r, op, "release of '%s', which is not live", name);
     rt_mem *m = &r->mems[buf];
-    if (m->chunks < 2)
+    /* `chunks: 1` (say `chunks: world` at world 1) is a chunked buffer of one chunk: releasing
+     * all but chunk 0 releases nothing, and no backend call is needed (nor possible: a backend
+     * may have made it one plain allocation). Only a buffer without `chunks:` is refused. */
+    if (x->chunks[buf] == 0)
         return fail(r, op, "release of '%s', which was not allocated in chunks", name);
     if (x->kept_chunk[buf] != UINT32_MAX)
         return fail(r, op, "'%s' was already released", name);
-    if (keep >= m->chunks)
+    if (keep >= x->chunks[buf])
         return fail(r, op, "release of '%s' keeps chunk %u, but it has %u chunks", name, keep,
-                    m->chunks);
+                    x->chunks[buf]);
+    if (x->chunks[buf] == 1) {
+        x->kept_chunk[buf] = keep;
+        return 0;
+    }
+    if (m->chunks < 2)
+        return fail(r, op, "release of '%s': backend '%s' made it one allocation, not %u chunks",
+                    name, r->be->name, x->chunks[buf]);
     char err[400] = "";
     if (r->be->release(r, m, keep, err, sizeof err) != 0)
         return fail(r, op, "release of '%s' failed: %s", name, err);
@@ -726,15 +747,43 @@ static void do_expect(rt_rank *r, const plan_op *op) {
     add_row(r, name, pass, detail, op->step);
 }
 
+/* A send or recv: issued by this rank alone (its peer issues the partner in its own program
+ * order), so no sequence exchange; inside a group the backend only posts it (group_end waits). */
+static int do_p2p(rt_rank *r, const plan_op *op) {
+    rt_coll_args a;
+    verdict v;
+    char err[400] = "";
+    if (validate_coll(r, op, &a, &v) != ERR_NONE)
+        return fail(r, op, "%s refused: %s: %s", ml_colls[op->u.coll.coll].name,
+                    sched_error_names[v.code], v.detail);
+    if (r->be->collective(&r, &a, 1, err, sizeof err) != 0)
+        return fail(r, op, "%s failed: %s", ml_colls[op->u.coll.coll].name, err);
+    return 0;
+}
+
+static int do_group(rt_rank *r, const plan_op *op) {
+    char err[400] = "";
+    int (*fn)(rt_rank *, char *, size_t) = op->kind == OP_GROUP_BEGIN ? r->be->group_begin : r->be->group_end;
+    if (!fn)
+        return fail(r, op, "the %s backend has no groups of send and recv", r->be->name);
+    if (fn(r, err, sizeof err) != 0)
+        return fail(r, op, "%s failed: %s", plan_op_names[op->kind], err);
+    return 0;
+}
+
 /* Executes the op at pc (not a collective). Returns 0 or -1. */
 static int exec_op(rt_rank *r, const plan_op *op) {
     char err[400] = "";
     bool data = r->opt->data;
+    plan_op_slots(r->plan, op, ((exec_state *)r->exec)->slots);   /* the repeat indices the op was expanded with */
     switch (op->kind) {
     case OP_ALLOC: return do_alloc(r, op);
     case OP_FREE: return do_free(r, op);
     case OP_RELEASE: return do_release(r, op);
     case OP_INIT: return data ? do_init(r, op) : 0;
+    case OP_COLL: return do_p2p(r, op);   /* rt_rank_advance stops at the other collectives */
+    case OP_GROUP_BEGIN:
+    case OP_GROUP_END: return do_group(r, op);
     case OP_SCALE: return data ? do_scale(r, op) : 0;
     case OP_CHECK: return data ? do_check(r, op) : 0;
     case OP_COPY: return do_copy(r, op, &op->u.copy.src, &op->u.copy.dst, op->u.copy.stream);
@@ -790,7 +839,7 @@ int rt_rank_advance(rt_rank *r) {
     while (r->pc < p->n_ops) {
         const plan_op *op = &p->ops[r->pc];
         inject_at(r);
-        if (op->kind == OP_COLL)
+        if (op->kind == OP_COLL && !ml_colls[op->u.coll.coll].p2p)
             return 1;
         if (exec_op(r, op) != 0)
             return -1;
@@ -1034,7 +1083,8 @@ static int baseline(rt_rank **ranks, int n) {
     bool used[COLL_COUNT] = {false};
     for (int k = 0; k < n; k++)
         for (size_t i = 0; i < ranks[k]->plan->n_ops; i++)
-            if (ranks[k]->plan->ops[i].kind == OP_COLL)
+            if (ranks[k]->plan->ops[i].kind == OP_COLL &&
+                !ml_colls[ranks[k]->plan->ops[i].u.coll.coll].p2p)   /* a send needs its peer */
                 used[ranks[k]->plan->ops[i].u.coll.coll] = true;
     const rt_backend_ops *be = ranks[0]->be;
     char err[400] = "";

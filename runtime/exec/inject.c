@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* inject.c — runtime fault injection (inject.h). */
 #include "exec/inject.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels.c — kernel evidence from CUPTI activity records (kernels.h). */
 #include "exec/kernels.h"
 

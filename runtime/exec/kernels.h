@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels.h — kernel evidence: which GPU kernels ran inside a window of time, from CUPTI activity
  * records (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL).
  *

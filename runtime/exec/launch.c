@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* launch.c — self-exec under mpirun (launch.h). */
 #include "exec/launch.h"
 #include "base/util.h"

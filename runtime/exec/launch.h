@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* launch.h — one command for the user: `memlife run ... --ranks N` starts mpirun itself.
  *
  * Without an MPI launcher in the environment, memlife runs, and waits for,

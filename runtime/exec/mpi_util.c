@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi_util.c — MPI start-up, deadline waits, blob exchanges and abort (mpi_util.h). */
 #include "exec/mpi_util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi_util.h — what every MPI-based backend (host; cuda under mpirun) needs from MPI: start-up
  * checked against the launcher, waits with a deadline, blob exchanges, abort.
  *

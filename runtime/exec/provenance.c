@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* provenance.c — where a result came from (provenance.h). */
 #include "exec/provenance.h"
 #include "exec/mpi_util.h"

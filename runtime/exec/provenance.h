@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* provenance.h — where a result came from, as the chapter's "sources and versions" section
  * records it: memlife version and commit, the backend's facts (NCCL version, CUDA runtime and
  * driver, GPU names and count, topology; Open MPI version for host), the NCCL_* environment in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rt.h — the runtime: one executor, backends behind one interface, one place that counts.
  *
  * The executor (runtime/exec.c) walks a rank plan (plan.h) and drives a backend through
@@ -47,6 +48,9 @@
 #include "ir/plan.h"
 
 typedef struct rt_rank rt_rank;
+
+/* Stages of the communicator's memory (rt_rank.comm_stages): init, streams, five collectives, copies. */
+#define RT_COMM_STAGES (3 + COLL_COUNT)
 typedef struct rt_backend_ops rt_backend_ops;
 
 /* A live allocation as the backend made it. */
@@ -160,10 +164,20 @@ struct rt_backend_ops {
     int (*graph_end)(rt_rank **ranks, int n, void **graphs, char *err, size_t len);
     int (*graph_launch)(rt_rank **ranks, int n, void *const *graphs, char *err, size_t len);
     void (*graph_drop)(rt_rank *r, void *graph);
+    /* Optional (NULL: the backend runs every op). What this backend cannot run, asked of every
+     * op of every rank's plan before anything starts (rt_backend_check): -1 with the reason. */
+    int (*refuse_op)(const plan_op *op, int world, char *err, size_t len);
+    /* Optional (NULL: schedules with `group:` fail there). The rank's send/recv between them are
+     * one group (ncclGroupStart/End): `collective` only posts them; group_end completes them. */
+    int (*group_begin)(rt_rank *r, char *err, size_t len);
+    int (*group_end)(rt_rank *r, char *err, size_t len);
 };
 
 /* The backend table. */
 const rt_backend_ops *rt_backend_find(const char *name);
+/* The capability check before a launch: the first op of p that be refuses, as an error at the
+ * op's step in d ("the host backend cannot run ..."). Returns 0 or -1. */
+int rt_backend_check(const rt_backend_ops *be, const rank_plan *p, ml_diags *d);
 extern const rt_backend_ops *const rt_backends[];
 extern const size_t rt_backend_count;
 
@@ -214,6 +228,12 @@ struct rt_rank {
     int failed;                /* 0, or ML_EXIT_* of the failure */
     char error[512];           /* "file:line:col: error: ..." of the failure */
     uint64_t communicator_bytes; /* device bytes taken by NCCL before the baseline, reported apart */
+    /* communicator_bytes in the order it grew: "init" (the communicator made), "streams" (the
+     * plan's streams, events and the allocator's first buffer), one per collective at its first
+     * use in the warm-up ("all_reduce", ...: NCCL connects lazily), "copies". Their sum is
+     * communicator_bytes; a backend without a communicator leaves n_comm_stages 0. */
+    struct { char name[24]; uint64_t bytes; } comm_stages[RT_COMM_STAGES];
+    uint32_t n_comm_stages;
     size_t n_collectives;
     /* Set by the executor. failure_known_to_all: every rank learned of the failure through the
      * sequence exchange, so all can end cleanly with the same code; else the caller must end the

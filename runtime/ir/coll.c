@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coll.c — the shared tables: dtypes, reduction ops, collectives, and the name tables of the
  * IR enums (step kinds, plan op kinds, error codes, memory views).
  *
@@ -8,6 +9,7 @@
 #include "ir/plan.h"
 #include "ir/sched.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const ml_dtype_info ml_dtypes[DT_COUNT] = {
@@ -28,6 +30,7 @@ const ml_redop_info ml_redops[RED_COUNT] = {
     [RED_PROD] = {"prod", 1},
     [RED_MAX] = {"max", 2},
     [RED_MIN] = {"min", 3},
+    [RED_AVG] = {"avg", 4},
 };
 
 static bool name_is(const char *table_name, const char *name, size_t len) {
@@ -47,6 +50,26 @@ int ml_redop_lookup(const char *name, size_t len) {
         if (name_is(ml_redops[k].name, name, len))
             return k;
     return -1;
+}
+
+/* The names of a table joined by ", ", built once (the tables are constant). */
+static const char *name_list(char *buf, size_t cap, const char *(*name)(int), int n) {
+    if (buf[0])
+        return buf;
+    size_t at = 0;
+    for (int k = 0; k < n && at < cap; k++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%s", k ? ", " : "", name(k));
+    return buf;
+}
+static const char *redop_name(int k) { return ml_redops[k].name; }
+static const char *dtype_name(int k) { return ml_dtypes[k].name; }
+const char *ml_redop_list(void) {
+    static char buf[64];
+    return name_list(buf, sizeof buf, redop_name, RED_COUNT);
+}
+const char *ml_dtype_list(void) {
+    static char buf[128];
+    return name_list(buf, sizeof buf, dtype_name, DT_COUNT);
 }
 
 /* ---- Collectives ------------------------------------------------------------------------------ */
@@ -69,6 +92,8 @@ static double busbw_root(int n) { return 1.0; }
 static double link_ar(double m, int n) { return 2.0 * (n - 1) / n * m; }
 static double link_one_pass(double m, int n) { return (double)(n - 1) / n * m; }
 static double link_chain(double m, int n) { return m; }
+static double link_none(double m, int n) { return 0; }
+static int ring_steps_p2p(int n) { return 1; }
 
 const ml_coll_info ml_colls[COLL_COUNT] = {
     [COLL_ALL_REDUCE] = {"all_reduce", "ncclAllReduce", "ncclDevKernel_AllReduce", true, false, 0, 0,
@@ -85,6 +110,12 @@ const ml_coll_info ml_colls[COLL_COUNT] = {
                         {FLOW_ROOT_SEND, false, false}},
     [COLL_REDUCE] = {"reduce", "ncclReduce", "ncclDevKernel_Reduce", true, true, 0, 0, inplace_same,
                      ring_steps_one_pass, busbw_root, link_chain, {FLOW_REDUCTION, false, true}},
+    /* One transfer to (from) one peer: one step, the whole message once over the link; NCCL
+     * runs both in its SendRecv kernel. A recv sends nothing. */
+    [COLL_SEND] = {"send", "ncclSend", "ncclDevKernel_SendRecv", false, false, 0, 0, inplace_same,
+                   ring_steps_p2p, busbw_root, link_chain, {FLOW_PEER_SEND, false, false}, P2P_SEND},
+    [COLL_RECV] = {"recv", "ncclRecv", "ncclDevKernel_SendRecv", false, false, 0, 0, inplace_same,
+                   ring_steps_p2p, busbw_root, link_none, {FLOW_PEER_SEND, false, false}, P2P_RECV},
 };
 
 int ml_coll_lookup(const char *name, size_t len) {
@@ -112,6 +143,7 @@ const char *const sched_step_names[ST_KIND_COUNT] = {
     [ST_WAIT] = "wait",       [ST_REPEAT] = "repeat",   [ST_REGION] = "region",
     [ST_INIT] = "init",       [ST_COPY] = "copy",       [ST_SCALE] = "scale",
     [ST_COMPUTE] = "compute", [ST_CHECK] = "check",     [ST_EXPECT_ERROR] = "expect_error",
+    [ST_GROUP] = "group",
 };
 
 const char *const plan_op_names[OP_KIND_COUNT] = {
@@ -130,6 +162,8 @@ const char *const plan_op_names[OP_KIND_COUNT] = {
     [OP_REGION_BEGIN] = "region_begin",
     [OP_REGION_END] = "region_end",
     [OP_EXPECT_BEGIN] = "expect_begin",
+    [OP_GROUP_BEGIN] = "group_begin",
+    [OP_GROUP_END] = "group_end",
 };
 
 const char *plan_op_name(const plan_op *op) {

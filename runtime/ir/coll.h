@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coll.h — the tables every module shares: data types, reduction ops, collectives.
  *
  * One row per thing; the rest of memlife never switches on a collective's name. Count formulas
@@ -27,18 +28,30 @@ typedef struct {
 extern const ml_dtype_info ml_dtypes[DT_COUNT];
 int ml_dtype_lookup(const char *name, size_t len);    /* -1 when unknown */
 
-typedef enum { RED_SUM, RED_PROD, RED_MAX, RED_MIN, RED_COUNT } ml_redop;
+/* RED_AVG is ncclAvg (NCCL 2.10+): integers sum (wrapping) then divide by the world, truncating
+ * toward zero (FuncSumPostDiv); floats multiply each input by 1/world rounded to the dtype, then
+ * sum (FuncPreMulSum); data.h computes both. */
+typedef enum { RED_SUM, RED_PROD, RED_MAX, RED_MIN, RED_AVG, RED_COUNT } ml_redop;
 typedef struct {
     const char *name;      /* "sum" */
-    int nccl;              /* ncclRedOp_t: ncclSum 0, ncclProd 1, ncclMax 2, ncclMin 3 */
+    int nccl;              /* ncclRedOp_t: ncclSum 0, ncclProd 1, ncclMax 2, ncclMin 3, ncclAvg 4 */
 } ml_redop_info;
 extern const ml_redop_info ml_redops[RED_COUNT];
 int ml_redop_lookup(const char *name, size_t len);    /* -1 when unknown */
+/* "sum, prod, max, min, avg": the names of a table, for "expected one of ..." messages. */
+const char *ml_redop_list(void);
+const char *ml_dtype_list(void);
 
+/* COLL_SEND / COLL_RECV are point-to-point (ncclSend / ncclRecv): rows of this table too (their
+ * step keys are `send:` and `recv:` with `buf:` and `peer:`, the peer in the root field), but
+ * only the two ranks of a pair take part, so what compares every rank's collectives (lint's
+ * cross-rank check, the executor's sequence check, warm-up) skips rows with p2p set. */
 typedef enum {
     COLL_ALL_REDUCE, COLL_REDUCE_SCATTER, COLL_ALL_GATHER, COLL_BROADCAST, COLL_REDUCE,
+    COLL_SEND, COLL_RECV,
     COLL_COUNT
 } ml_coll;
+typedef enum { P2P_NONE, P2P_SEND, P2P_RECV } ml_p2p;
 
 /* The data flow of a collective: what each rank's recv holds afterwards, from whose send. A row
  * declares it; equiv's symbolic data flow and the floor analysis read it, so a new collective
@@ -49,6 +62,8 @@ typedef enum {
     FLOW_REDUCTION,            /* the reduction (op) over every rank's send */
     FLOW_GATHER,               /* slice s of recv (count elements at s*count) = rank s's send */
     FLOW_ROOT_SEND,            /* the root's send */
+    FLOW_PEER_SEND,            /* send/recv: a recv holds its peer's matching send (the k-th send
+                                  from that peer to this rank); a send changes nothing */
 } ml_flow_source;
 
 typedef struct {
@@ -79,6 +94,7 @@ typedef struct {
      * (the full tensor: AR/RS the send size, AG the recv size). */
     double (*link_bytes)(double full_bytes, int world);
     ml_coll_flow flow;
+    ml_p2p p2p;                  /* send or recv: one view (`buf:`), a peer instead of a root */
 } ml_coll_info;
 extern const ml_coll_info ml_colls[COLL_COUNT];
 int ml_coll_lookup(const char *name, size_t len);     /* -1 when unknown */

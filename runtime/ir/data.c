@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.c — init patterns, identities, reduction arithmetic, shard rolls, comparison (data.h).
  *
  * Elements are handled through three small per-dtype accessors (store an int64, store a double,
@@ -240,7 +241,10 @@ void data_identity(ml_dtype dt, ml_redop op, void *elem) {
     if (!is_float)
         int_limits(dt, &lo, &hi);
     switch (op) {
-    case RED_SUM: store_i64(dt, elem, 0, 0); break;
+    case RED_SUM:
+    case RED_AVG:   /* avg accumulates a sum: 0 pads it (NCCL's padded elements then read 0) */
+        store_i64(dt, elem, 0, 0);
+        break;
     case RED_PROD: store_i64(dt, elem, 0, 1); break;
     case RED_MAX:
         if (is_float) store_f64(dt, elem, 0, -INFINITY); else store_i64(dt, elem, 0, lo);
@@ -291,8 +295,41 @@ static void combine_one(ml_dtype dt, ml_redop op, void *acc, const void *src, ui
 }
 
 void data_combine(ml_dtype dt, ml_redop op, void *acc, const void *src, uint64_t count) {
+    ml_redop add = op == RED_AVG ? RED_SUM : op;   /* avg accumulates a sum (data_avg_*) */
     for (uint64_t k = 0; k < count; k++)
-        combine_one(dt, op, acc, src, k);
+        combine_one(dt, add, acc, src, k);
+}
+
+bool data_avg_divides_after(ml_dtype dt) { return ml_dtypes[dt].kind != DTK_FLOAT; }
+
+/* FuncPreMulSum's scalar: 1/world rounded to the dtype (NCCL's enqueue.cc: half(1.0/nRanks),
+ * float(1.0/nRanks), ...); the product in float32 for the 16-bit types, then rounded. */
+void data_avg_premul(ml_dtype dt, void *buf, uint64_t count, int world) {
+    for (uint64_t k = 0; k < count; k++) {
+        elem_value v = load(dt, buf, k);
+        if (v.kind != DTK_FLOAT)
+            return;
+        double s = 1.0 / world;
+        if (dt != DT_FLOAT64) {
+            store_f64(dt, buf, k, s);   /* the scalar in the dtype */
+            s = load(dt, buf, k).f;
+            store_f64(dt, buf, k, (double)((float)v.f * (float)s));
+        } else {
+            store_f64(dt, buf, k, v.f * s);
+        }
+    }
+}
+
+/* FuncSumPostDiv's divide: |x| / world, negated back for a negative signed x: truncation toward
+ * zero of the (wrapped) sum. */
+void data_avg_postdiv(ml_dtype dt, void *buf, uint64_t count, int world) {
+    for (uint64_t k = 0; k < count; k++) {
+        elem_value v = load(dt, buf, k);
+        if (v.kind == DTK_SIGNED)
+            store_i64(dt, buf, k, v.i / world);
+        else if (v.kind == DTK_UNSIGNED)
+            store_bits(dt, buf, k, v.u / (uint64_t)world);
+    }
 }
 
 int data_fill_reduced(void *dst, ml_dtype dt, uint64_t count, uint64_t first,
@@ -304,8 +341,15 @@ int data_fill_reduced(void *dst, ml_dtype dt, uint64_t count, uint64_t first,
     }
     if (data_fill(dst, dt, count, first, pattern, rank_slots[0], err, len) != 0)
         return -1;
-    if (world == 1 || count == 0)
+    bool premul = op == RED_AVG && !data_avg_divides_after(dt);
+    bool postdiv = op == RED_AVG && data_avg_divides_after(dt);
+    if (premul)
+        data_avg_premul(dt, dst, count, world);
+    if (world == 1 || count == 0) {
+        if (postdiv)
+            data_avg_postdiv(dt, dst, count, world);
         return 0;
+    }
     void *tmp = malloc(count * ml_dtypes[dt].size);
     if (!tmp) {
         snprintf(err, len, "out of host memory for a reduced pattern of %" PRIu64 " elements",
@@ -315,21 +359,36 @@ int data_fill_reduced(void *dst, ml_dtype dt, uint64_t count, uint64_t first,
     int rc = 0;
     for (int r = 1; r < world && rc == 0; r++) {
         rc = data_fill(tmp, dt, count, first, pattern, rank_slots[r], err, len);
+        if (rc == 0 && premul)
+            data_avg_premul(dt, tmp, count, world);
         if (rc == 0)
             data_combine(dt, op, dst, tmp, count);
     }
+    if (rc == 0 && postdiv)
+        data_avg_postdiv(dt, dst, count, world);
     free(tmp);
     return rc;
 }
 
-void data_scale(ml_dtype dt, void *buf, uint64_t count, int64_t factor) {
+void data_scale(ml_dtype dt, void *buf, uint64_t count, int64_t num, int64_t den) {
+    double f = (double)num / (double)den;
+    if (ml_dtypes[dt].kind == DTK_FLOAT && dt != DT_FLOAT64 && count) {
+        elem_value first = load(dt, buf, 0);
+        store_f64(dt, buf, 0, f);   /* the factor in the buffer's dtype */
+        f = load(dt, buf, 0).f;
+        store_f64(dt, buf, 0, first.f);
+    }
     for (uint64_t k = 0; k < count; k++) {
         elem_value v = load(dt, buf, k);
-        if (v.kind == DTK_FLOAT)
-            store_f64(dt, buf, k, dt == DT_FLOAT64 ? v.f * (double)factor
-                                                   : (double)((float)v.f * (float)factor));
-        else
-            store_bits(dt, buf, k, (v.kind == DTK_SIGNED ? (uint64_t)v.i : v.u) * (uint64_t)factor);
+        if (v.kind == DTK_FLOAT) {
+            store_f64(dt, buf, k, dt == DT_FLOAT64 ? v.f * f : (double)((float)v.f * (float)f));
+        } else if (den == 1) {
+            store_bits(dt, buf, k, (v.kind == DTK_SIGNED ? (uint64_t)v.i : v.u) * (uint64_t)num);
+        } else {
+            /* exact in 128 bits (|x| < 2^64, |num| <= 2^63), truncated toward zero, then wrapped */
+            __int128 x = v.kind == DTK_SIGNED ? (__int128)v.i : (__int128)v.u;
+            store_bits(dt, buf, k, (uint64_t)(x * num / den));
+        }
     }
 }
 

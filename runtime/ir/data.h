@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.h — the data side of schedules, on the host: init patterns, reduction identities, the
  * arithmetic of reductions, shard rolls and element comparison.
  *
@@ -32,8 +33,19 @@ void data_identity(ml_dtype dt, ml_redop op, void *elem);
 bool data_redop_valid(ml_dtype dt, ml_redop op);
 
 /* acc[k] = acc[k] op src[k] in dt's own arithmetic: integers wrap modulo 2^bits, floats round in
- * the dtype's precision after each operation (float16/bfloat16 through float32). */
+ * the dtype's precision after each operation (float16/bfloat16 through float32: a sum or product
+ * of two 16-bit values rounded to float32 and then to the 16-bit type equals the correctly
+ * rounded 16-bit result, since float32 has at least 2p+2 bits, so each step is NCCL's). RED_AVG
+ * combines as a sum: the division is data_avg_premul's (floats, before) or data_avg_postdiv's
+ * (integers, after). */
 void data_combine(ml_dtype dt, ml_redop op, void *acc, const void *src, uint64_t count);
+
+/* ncclAvg as NCCL computes it (src/enqueue.cc, src/device/reduce_kernel.h): integer types sum
+ * then divide by world truncating toward zero (FuncSumPostDiv); float types multiply each
+ * input by 1/world rounded to the dtype, then sum (FuncPreMulSum). */
+bool data_avg_divides_after(ml_dtype dt);   /* integers */
+void data_avg_premul(ml_dtype dt, void *buf, uint64_t count, int world);
+void data_avg_postdiv(ml_dtype dt, void *buf, uint64_t count, int world);
 
 /* Fills dst with the pattern reduced over all ranks with op: rank 0's elements combined with
  * rank 1's, and so on in rank order. rank_slots[r] are the slots of rank r (as for data_fill).
@@ -42,8 +54,10 @@ int data_fill_reduced(void *dst, ml_dtype dt, uint64_t count, uint64_t first,
                       const sched_init *pattern, ml_redop op, int world, int64_t *const *rank_slots,
                       char *err, size_t len);
 
-/* buf[k] *= factor in dt's arithmetic (integers wrap; floats round once). */
-void data_scale(ml_dtype dt, void *buf, uint64_t count, int64_t factor);
+/* buf[k] *= num/den (den > 0) in dt's arithmetic. Floats: the factor num/den rounded to the
+ * dtype, the product rounded once. Integers: num alone multiplies and wraps modulo 2^bits (den 1);
+ * a fraction is x*num/den exactly, truncated toward zero, then stored modulo 2^bits. */
+void data_scale(ml_dtype dt, void *buf, uint64_t count, int64_t num, int64_t den);
 
 /* Shard roll as torch's x.reshape(world, -1).roll(k, dims=0).reshape(-1): element i of the
  * result is element data_roll_source(i) of x. n must be divisible by world. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* expr.c — integer expressions: a recursive-descent parser over the grammar in expr.h, constant
  * folding, and a checked evaluator (every overflow and division by zero is an error).
  *
@@ -571,3 +572,11 @@ bool expr_const_value(const expr *e, int64_t *value) {
 }
 
 const char *expr_text(const expr *e) { return e->text; }
+
+bool expr_split_div(const expr *e, const expr **num, const expr **den) {
+    if (!e || e->kind != EN_BIN || e->op != OP_DIV)
+        return false;
+    *num = e->u.bin.a;
+    *den = e->u.bin.b;
+    return true;
+}

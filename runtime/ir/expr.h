@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* expr.h — integer expressions of the schedule language.
  *
  * Grammar (lowest to highest precedence):
@@ -54,6 +55,10 @@ bool expr_uses_slot(const expr *e, int slot);
 
 /* True and *value set when the expression is a constant (no names). */
 bool expr_const_value(const expr *e, int64_t *value);
+
+/* True, with its two sides, when the outermost operation of e is '/' (`1/world`, `(2*M)/world`):
+ * a scale factor is then their exact fraction, not the truncated quotient. */
+bool expr_split_div(const expr *e, const expr **num, const expr **den);
 
 /* The source text the expression was parsed from (arena copy, NUL-terminated). */
 const char *expr_text(const expr *e);

@@ -1,14 +1,18 @@
+/* SPDX-License-Identifier: MIT */
 /* plan.c — expands a schedule into one rank's flat list of concrete operations (plan.h).
  *
  * One pass over the steps, recursing into repeat, region and expect_error bodies. Every
  * expression is evaluated for this (world, rank); views are resolved against the shape of the
  * latest alloc of their name in program order.
  *
- * Repeats are unrolled without re-walking the body every iteration: no expression can see the
- * iteration number, so iteration 2 and every later one resolve exactly alike (iteration 1 may
- * differ only where a view refers to a name the body allocates again: the first time it is the
- * alloc before the repeat). Iterations 1 and 2 are expanded; 3.. are copies of 2 with `iter`
- * renumbered. A million-iteration repeat costs a memcpy, not a million walks. */
+ * A repeat without `index:` is unrolled without re-walking the body every iteration: no
+ * expression can see its iteration number, so iteration 2 and every later one resolve exactly
+ * alike (iteration 1 may differ only where a view refers to a name the body allocates again: the
+ * first time it is the alloc before the repeat). Iterations 1 and 2 are expanded; 3.. are copies
+ * of 2 with `iter` renumbered. A million-iteration repeat costs a memcpy, not a million walks.
+ * A repeat with `index:` is walked once per iteration with its slot set to the iteration; each
+ * op records the index values in scope (rank_plan.index_vals) for what is evaluated later (data
+ * patterns, closed forms of checks). */
 #include "ir/plan.h"
 #include "base/pages.h"
 
@@ -24,13 +28,14 @@ typedef struct {
 typedef struct {
     const sched *s;
     int world, rank;
-    const int64_t *slots;
+    int64_t *slots;           /* a repeat index's slot is set while its body is walked */
     size_t max_ops;
     ml_diags *d;
 
     plan_op *ops;
     size_t n_ops, cap_ops;
     uint16_t *depth;          /* per op: the repeat depth whose iteration its `iter` holds */
+    int64_t *ivals;           /* per op: s->n_index index values (NULL when the file has none) */
     size_t populated;         /* ops[0, populated) have their pages (ml_prefault) */
     plan_view *extra;
     size_t n_extra, cap_extra;
@@ -55,7 +60,11 @@ static int grow_ops(expander *x, size_t need, ml_mark mark) {
     uint16_t *depth = ops ? realloc(x->depth, cap * sizeof *depth) : NULL;
     if (depth)
         x->depth = depth;
-    if (!ops || !depth) {
+    size_t ni = x->s->n_index;
+    int64_t *ivals = depth && ni ? realloc(x->ivals, cap * ni * sizeof *ivals) : NULL;
+    if (ivals)
+        x->ivals = ivals;
+    if (!ops || !depth || (ni && !ivals)) {
         ml_error(x->d, x->s->file, mark, "plan of %zu ops does not fit in memory (%zu bytes asked)",
                  need, cap * (sizeof *ops + sizeof *depth));
         return -1;
@@ -92,6 +101,9 @@ static plan_op *emit(expander *x, plan_op_kind kind, const sched_step *step) {
     op->iter = x->iter;
     op->region = x->region;
     x->depth[x->n_ops] = x->repeat_depth;
+    if (x->s->n_index)
+        memcpy(x->ivals + x->n_ops * x->s->n_index, x->slots + EXPR_SLOT_FIRST_LET + x->s->n_lets,
+               x->s->n_index * sizeof *x->ivals);
     x->n_ops++;
     return op;
 }
@@ -122,6 +134,39 @@ static int eval_size(expander *x, const expr *e, int64_t dflt, ml_mark mark, con
         return -1;
     }
     *out = (uint64_t)v;
+    return 0;
+}
+
+/* A scale's factor num/den: den > 0 after the sign moves to num, reduced by their gcd; 0 is an
+ * error (an integer expression that truncated, `(1/world)*2`, is the likely cause). */
+static int eval_factor(expander *x, const sched_step *st, int64_t *num, int64_t *den) {
+    const expr *e = st->u.scale.factor;
+    ml_mark at = st->u.scale.by_mark.line ? st->u.scale.by_mark : st->mark;
+    if (eval(x, e, 1, at, num) < 0 || eval(x, st->u.scale.den, 1, at, den) < 0)
+        return -1;
+    if (*den == 0 || *den == INT64_MIN || *num == INT64_MIN) {
+        ml_error(x->d, x->s->file, at, "%s in the scale factor '%s'",
+                 *den == 0 ? "division by zero" : "overflow", expr_text(e));
+        return -1;
+    }
+    if (*num == 0) {
+        ml_error(x->d, x->s->file, at,
+                 "scale factor '%s' is 0 (an integer expression truncates; write the fraction as "
+                 "the outermost '/': by: 1/world)", expr_text(e));
+        return -1;
+    }
+    if (*den < 0) {
+        *num = -*num;
+        *den = -*den;
+    }
+    int64_t a = *num < 0 ? -*num : *num, b = *den;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    *num /= a;
+    *den /= a;
     return 0;
 }
 
@@ -200,7 +245,7 @@ static int expand_coll(expander *x, const sched_step *st) {
         return -1;
     /* NCCL's count: the side that is not multiplied by world (RS: recvcount, else send). */
     op->u.coll.count = ml_colls[c].send_mult_world ? op->u.coll.recv.count : op->u.coll.send.count;
-    if (ml_colls[c].has_root) {
+    if (ml_colls[c].has_root || ml_colls[c].p2p) {   /* the root, or a send/recv's peer */
         int64_t root;
         if (eval(x, st->u.coll.root, 0, st->mark, &root) < 0)
             return -1;
@@ -255,6 +300,25 @@ static int resolve_operand(expander *x, const sched_operand *o, plan_view *v, in
     return eval(x, o->roll_shards, 0, o->mark, roll);
 }
 
+/* A repeat with an index: every iteration walked, with the index's slot set. */
+static int expand_indexed(expander *x, const sched_step *st, uint64_t count) {
+    int64_t *slot = &x->slots[st->u.repeat.index_slot];
+    int64_t saved = *slot;
+    int rc = 0;
+    for (uint64_t k = 0; k < count && rc == 0; k++) {
+        if (k > UINT32_MAX) {   /* iter is 32 bits; max_ops refuses long before */
+            ml_error(x->d, x->s->file, st->mark, "repeat of more than 2^32 iterations");
+            rc = -1;
+            break;
+        }
+        x->iter = (uint32_t)k;
+        *slot = (int64_t)k;
+        rc = expand_steps(x, st->u.repeat.steps, st->u.repeat.n);
+    }
+    *slot = saved;
+    return rc;
+}
+
 /* Unrolls a repeat: iterations 0 and 1 by walking, the rest by copying iteration 1. */
 static int expand_repeat(expander *x, const sched_step *st) {
     uint64_t count;
@@ -265,6 +329,12 @@ static int expand_repeat(expander *x, const sched_step *st) {
     uint32_t saved_iter = x->iter;
     uint16_t depth = ++x->repeat_depth;
     int rc = 0;
+    if (st->u.repeat.index_slot >= 0) {
+        rc = expand_indexed(x, st, count);
+        x->iter = saved_iter;
+        x->repeat_depth--;
+        return rc;
+    }
     x->iter = 0;
     if (expand_steps(x, st->u.repeat.steps, st->u.repeat.n) < 0)
         goto out_err;
@@ -289,6 +359,9 @@ static int expand_repeat(expander *x, const sched_step *st) {
         plan_op *dst = x->ops + x->n_ops;
         memcpy(dst, x->ops + start, len * sizeof *dst);
         memcpy(x->depth + x->n_ops, x->depth + start, len * sizeof *x->depth);
+        if (x->s->n_index)
+            memcpy(x->ivals + x->n_ops * x->s->n_index, x->ivals + start * x->s->n_index,
+                   len * x->s->n_index * sizeof *x->ivals);
         for (size_t j = 0; j < len; j++)
             if (x->depth[start + j] == depth)
                 dst[j].iter = (uint32_t)k;   /* beyond 2^32 iterations max_ops has refused */
@@ -370,6 +443,10 @@ static int expand_step(expander *x, const sched_step *st) {
         return expand_repeat(x, st);
     case ST_REGION:
         return expand_region(x, st);
+    case ST_GROUP:
+        if (!emit(x, OP_GROUP_BEGIN, st) || expand_steps(x, st->u.group.steps, st->u.group.n) < 0)
+            return -1;
+        return emit(x, OP_GROUP_END, st) ? 0 : -1;
     case ST_INIT:
         if (!(op = emit(x, OP_INIT, st)) || resolve_view(x, &st->u.init.dst, &op->u.init.dst) < 0)
             return -1;
@@ -389,7 +466,7 @@ static int expand_step(expander *x, const sched_step *st) {
         op->u.scale.stream = st->u.scale.stream;
         if (resolve_view(x, &st->u.scale.buf, &op->u.scale.buf) < 0)
             return -1;
-        return eval(x, st->u.scale.factor, 1, st->mark, &op->u.scale.factor);
+        return eval_factor(x, st, &op->u.scale.factor, &op->u.scale.den);
     case ST_COMPUTE:
         return expand_compute(x, st);
     case ST_CHECK:
@@ -429,7 +506,7 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
                  world);
         return -1;
     }
-    size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;
+    size_t n_slots = sched_n_slots(s);
     int64_t *slots = ml_xcalloc(n_slots, sizeof *slots);
     buf_shape *bufs = ml_xcalloc(s->syms[SYM_BUFFER].n + 1, sizeof *bufs);
     slots[EXPR_SLOT_WORLD] = world;
@@ -456,9 +533,11 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
     if (rc < 0) {
         free(x.ops);
         free(x.extra);
+        free(x.ivals);
         free(slots);
         return -1;
     }
+    out->index_vals = x.ivals;
     out->s = s;
     out->plan_index = plan_index;
     out->world = world;
@@ -478,6 +557,7 @@ void plan_free(rank_plan *p) {
     if (!p->borrowed) {
         free(p->ops);
         free(p->extra_views);
+        free(p->index_vals);
     }
     memset(p, 0, sizeof *p);
 }
@@ -497,6 +577,15 @@ size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
     *out = fixed;
     switch (op->kind) {
     case OP_COLL:
+        /* A send only reads its buffer, a recv only overwrites it (both name one view). */
+        if (ml_colls[op->u.coll.coll].p2p == P2P_SEND) {
+            fixed[0] = (plan_access){&op->u.coll.send, true, false, false};
+            return 1;
+        }
+        if (ml_colls[op->u.coll.coll].p2p == P2P_RECV) {
+            fixed[0] = (plan_access){&op->u.coll.recv, false, true, true};
+            return 1;
+        }
         fixed[0] = (plan_access){&op->u.coll.send, true, false, false};
         fixed[1] = (plan_access){&op->u.coll.recv, op->u.coll.in_place, true, true};
         return 2;
@@ -588,13 +677,16 @@ static bool step_uses_rank(rank_memo *m, const sched_step *st) {
                steps_use_rank(m, st->u.repeat.steps, st->u.repeat.n);
     case ST_REGION:
         return steps_use_rank(m, st->u.region.steps, st->u.region.n);
+    case ST_GROUP:
+        return steps_use_rank(m, st->u.group.steps, st->u.group.n);
     case ST_INIT:
         return view_uses_rank(m, &st->u.init.dst) ||
                (st->u.init.init.kind == INIT_COPY && view_uses_rank(m, &st->u.init.init.src));
     case ST_COPY:
         return view_uses_rank(m, &st->u.copy.src) || view_uses_rank(m, &st->u.copy.dst);
     case ST_SCALE:
-        return view_uses_rank(m, &st->u.scale.buf) || uses_rank(m, st->u.scale.factor);
+        return view_uses_rank(m, &st->u.scale.buf) || uses_rank(m, st->u.scale.factor) ||
+               uses_rank(m, st->u.scale.den);
     case ST_COMPUTE:
         for (uint32_t k = 0; k < st->u.compute.n_reads; k++)
             if (view_uses_rank(m, &st->u.compute.reads[k]))
@@ -673,8 +765,16 @@ void plan_share(const rank_plan *src, int rank, rank_plan *out) {
     *out = *src;
     out->rank = rank;
     out->borrowed = true;
-    size_t n_slots = EXPR_SLOT_FIRST_LET + src->s->n_lets;
+    size_t n_slots = sched_n_slots(src->s);
     out->slots = ml_xmalloc(n_slots * sizeof *out->slots);
     memcpy(out->slots, src->slots, n_slots * sizeof *out->slots);
     out->slots[EXPR_SLOT_RANK] = rank;
+}
+
+void plan_op_slots(const rank_plan *p, const plan_op *op, int64_t *slots) {
+    size_t ni = p->s->n_index;
+    if (!ni || !p->index_vals)
+        return;
+    size_t k = (size_t)(op - p->ops);
+    memcpy(slots + EXPR_SLOT_FIRST_LET + p->s->n_lets, p->index_vals + k * ni, ni * sizeof *slots);
 }

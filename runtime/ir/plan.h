@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plan.h — one rank's schedule as a flat list of concrete operations.
  *
  * plan_expand evaluates every expression for one (world, rank), unrolls repeats, drops steps whose
@@ -19,6 +20,7 @@ typedef enum {
     OP_ALLOC, OP_FREE, OP_RELEASE, OP_COLL, OP_SYNC, OP_RECORD, OP_WAIT, OP_INIT, OP_COPY,
     OP_SCALE, OP_COMPUTE, OP_CHECK, OP_REGION_BEGIN, OP_REGION_END,
     OP_EXPECT_BEGIN,   /* the next op (a collective, copy...) must fail with step->u.expect_error.error */
+    OP_GROUP_BEGIN, OP_GROUP_END,   /* around a group's send/recv ops (ncclGroupStart/End) */
     OP_KIND_COUNT
 } plan_op_kind;
 extern const char *const plan_op_names[OP_KIND_COUNT];
@@ -47,7 +49,7 @@ typedef struct {
         struct {
             plan_view send, recv;
             uint64_t count;        /* NCCL's count (see coll.h) */
-            int root;
+            int root;              /* send/recv: the peer */
             uint32_t stream;
             ml_coll coll : 8;
             ml_redop op : 8;
@@ -58,7 +60,7 @@ typedef struct {
         struct { plan_view dst; plan_view src; } init;        /* step->u.init.init or alloc's init;
                                                                  src: the resolved INIT_COPY source */
         struct { plan_view src, dst; uint32_t stream; } copy;
-        struct { plan_view buf; int64_t factor; uint32_t stream; } scale;
+        struct { plan_view buf; int64_t factor, den; uint32_t stream; } scale;   /* x factor/den, den > 0 */
         struct { uint32_t stream, first_view, n_reads, n_writes; } compute; /* views in extra_views */
         struct { plan_view a, b; int64_t roll_a, roll_b; } check;
         struct { uint32_t region; } region;
@@ -73,7 +75,8 @@ typedef struct {
     const sched *s;
     int plan_index;
     int world, rank;
-    int64_t *slots;           /* EXPR_SLOT_FIRST_LET + n_lets evaluated values (i slot = 0) */
+    int64_t *slots;           /* sched_n_slots values: lets evaluated (i and index slots 0) */
+    int64_t *index_vals;      /* per op, s->n_index repeat-index values; NULL without indices */
     plan_op *ops;
     size_t n_ops;
     /* For compute steps: their views, resolved, in one array (ops point in by index). */
@@ -100,6 +103,10 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params);
  * plan_free leaves borrowed arrays alone, so the two are freed in any order), with slots of its
  * own (slots[EXPR_SLOT_RANK] = rank, for what runs later: data patterns, checks). */
 void plan_share(const rank_plan *src, int rank, rank_plan *out);
+
+/* Writes the repeat-index values op was expanded with into slots (sched_n_slots of them), for
+ * what is evaluated when the op runs: data patterns, closed forms of checks. */
+void plan_op_slots(const rank_plan *p, const plan_op *op, int64_t *slots);
 
 /* Views of a compute op: reads first, then writes. */
 const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint32_t *n_reads,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.c — questions asked of a loaded schedule: symbol names, the world size of a run, and the
  * values of the let-names for one (world, rank) with `--set` overrides. */
 #include "ir/sched.h"
@@ -11,11 +12,35 @@ const char *sched_sym_name(const sched *s, sched_sym_kind kind, uint32_t sym) {
     return s->syms[kind].names[sym];
 }
 
+static int check_requires(const sched *s, const sched_params *p, int world, ml_diags *d) {
+    if (!s->requires_world)
+        return world;
+    int64_t *slots = ml_xcalloc(EXPR_SLOT_FIRST_LET + s->n_lets, sizeof *slots);
+    int64_t holds = 0;
+    expr_error err = {0};
+    int rc = sched_eval_lets(s, p, world, 0, slots, d);
+    if (rc == 0 && expr_eval(s->requires_world, slots, &holds, &err) != 0) {
+        ml_mark m = s->requires_mark;
+        m.col += (uint32_t)err.offset;
+        ml_error(d, s->file, m, "%s in 'requires'", err.msg);
+        rc = -1;
+    }
+    free(slots);
+    if (rc != 0)
+        return -1;
+    if (!holds) {
+        ml_error(d, s->file, s->requires_mark, "schedule needs %s (world is %d)",
+                 expr_text(s->requires_world), world);
+        return -1;
+    }
+    return world;
+}
+
 int sched_world(const sched *s, const sched_params *p, ml_diags *d) {
     if (p && p->world > 0)
-        return p->world;
+        return check_requires(s, p, p->world, d);
     if (s->world > 0)
-        return s->world;
+        return check_requires(s, p, s->world, d);
     ml_error(d, s->file, ((ml_mark){0, 0}), "no world size: the schedule sets no 'world' and none was given");
     return -1;
 }

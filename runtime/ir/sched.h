@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.h — the schedule IR: what the loader builds from YAML and every other module reads.
  *
  * The IR keeps the schedule as written: steps with unevaluated expressions (they may depend on
@@ -90,7 +91,7 @@ extern const char *const sched_error_names[ERR_COUNT_];   /* "size_mismatch", ..
 
 typedef enum {
     ST_ALLOC, ST_FREE, ST_RELEASE, ST_COLL, ST_SYNC, ST_RECORD, ST_WAIT, ST_REPEAT, ST_REGION,
-    ST_INIT, ST_COPY, ST_SCALE, ST_COMPUTE, ST_CHECK, ST_EXPECT_ERROR,
+    ST_INIT, ST_COPY, ST_SCALE, ST_COMPUTE, ST_CHECK, ST_EXPECT_ERROR, ST_GROUP,
     ST_KIND_COUNT
 } sched_step_kind;
 extern const char *const sched_step_names[ST_KIND_COUNT];  /* schedule keys: "alloc", ... */
@@ -122,9 +123,9 @@ struct sched_step {
         } release;
         struct {
             ml_coll coll;
-            sched_view send, recv;    /* `buf:` sets both to the same view */
+            sched_view send, recv;    /* `buf:` sets both to the same view (always for p2p) */
             ml_redop op;              /* has_op collectives; default sum */
-            expr *root;               /* has_root collectives */
+            expr *root;               /* has_root collectives; send/recv: the peer */
             uint32_t stream;
         } coll;
         struct {
@@ -139,12 +140,19 @@ struct sched_step {
             expr *count;
             sched_step *steps;
             uint32_t n;
+            int32_t index_slot;   /* the slot of `index:` (sched_n_slots), -1 without one */
+            const char *index;    /* the index's name, NULL without one */
+            ml_mark index_mark;
         } repeat;
         struct {
             uint32_t name;        /* SYM_REGION */
             sched_step *steps;
             uint32_t n;
         } region;
+        struct {
+            sched_step *steps;    /* send and recv steps: ncclGroupStart ... ncclGroupEnd */
+            uint32_t n;
+        } group;
         struct {
             sched_view dst;
             sched_init init;
@@ -155,7 +163,11 @@ struct sched_step {
         } copy;
         struct {
             sched_view buf;
-            expr *factor;         /* multiply every element (a transformation between phases) */
+            expr *factor;         /* multiply every element by factor/den (a transformation
+                                     between phases); `by: A/B` is the exact fraction A/B */
+            expr *den;            /* NULL: 1 */
+            const char *by;       /* `by:` as written (a decimal has no expression text) */
+            ml_mark by_mark;      /* where its text starts, for errors of its value */
             uint32_t stream;
         } scale;
         struct {
@@ -204,6 +216,8 @@ typedef struct {
     const char *about;
     int world;            /* default world size (`world:`); 0 when the file sets none */
     ml_mark world_mark;
+    expr *requires_world; /* `requires: {world: EXPR}`: non-zero for the worlds the file needs; or NULL */
+    ml_mark requires_mark;
     ml_dtype dtype;       /* default dtype (float32 unless given) */
     sched_let *lets;
     uint32_t n_lets;
@@ -216,6 +230,7 @@ typedef struct {
     uint32_t n_sweep;
     sched_symtab syms[SYM_KIND_COUNT];
     uint64_t n_steps_total;   /* steps as written (repeat bodies counted once) */
+    uint32_t n_index;     /* deepest nesting of repeats with `index:`: slots after the lets */
     ml_arena *arena;
 } sched;
 
@@ -225,6 +240,8 @@ typedef struct {
     size_t max_depth;         /* nesting of repeat/region/expect_error; default 64 */
     size_t max_name_len;      /* default 128 */
     size_t max_steps;         /* written steps; default 20,000,000 */
+    int dtype;                /* --dtype T: ml_dtype + 1 replaces the file's `dtype:` (the
+                                 default of every alloc without its own); 0: the file's */
 } sched_load_limits;
 
 sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_diags *d);
@@ -241,10 +258,24 @@ typedef struct {
     const char **set;      /* "NAME=VALUE" */
     size_t n_set;
     int world;             /* > 0 overrides the file's world */
+    int dtype;             /* --dtype: ml_dtype + 1 overrides the file's default dtype; 0: none */
 } sched_params;
+/* How a file is loaded for these params: the default limits, with --dtype. */
+static inline sched_load_limits sched_load_with(const sched_params *p) {
+    sched_load_limits lim = {0};
+    lim.dtype = p ? p->dtype : 0;
+    return lim;
+}
 int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, int64_t *slots,
                     ml_diags *d);
-/* The world a run uses: p->world, else the file's, else an error. */
+/* Slots an expression of s may read: world, rank, i, the lets, then one per nesting level of
+ * repeat indices (a repeat's index_slot). Every slots array handed to expr_eval for a step's
+ * expression holds this many. */
+static inline size_t sched_n_slots(const sched *s) {
+    return EXPR_SLOT_FIRST_LET + (size_t)s->n_lets + s->n_index;
+}
+/* The world a run uses: p->world, else the file's, else an error; an error too where the file's
+ * `requires: {world: EXPR}` is 0 at that world ("schedule needs world >= 2 (world is 1)"). */
 int sched_world(const sched *s, const sched_params *p, ml_diags *d);
 
 #endif

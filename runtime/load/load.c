@@ -1,10 +1,12 @@
-/* load.c — the schedule loader: libyaml events, shared helpers, the top level of a schedule.
- * Steps are in load_steps.c; views, data patterns, operands and expectations in load_data.c. */
+/* SPDX-License-Identifier: MIT */
+/* load.c — the top of the loader: the top-level keys of a schedule (lets, declarations, plans,
+ * sweep), the final checks and the entry points. Below it: steps (load_steps.c), views, data
+ * patterns, operands and expectations (load_data.c), names and expressions (load_names.c), the
+ * event cursor (cursor.c); each file calls only the ones below it. */
 #include "load/load_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,132 +19,6 @@ typedef struct {
     ml_vec owned;         /* of void* */
 } sched_box;
 
-/* ---- String tables ---------------------------------------------------------------------------- */
-
-static uint32_t hash_bytes(const char *s, size_t len) {
-    uint32_t h = 2166136261u;   /* FNV-1a */
-    for (size_t k = 0; k < len; k++)
-        h = (h ^ (uint8_t)s[k]) * 16777619u;
-    return h | 1u;              /* 0 marks an empty slot */
-}
-
-/* Returns the slot index of key, or UINT32_MAX; *val set when found. */
-uint32_t ld_hash_find(const ld_hash *h, const char *key, size_t len, uintptr_t *val) {
-    if (!h->cap)
-        return UINT32_MAX;
-    uint32_t hv = hash_bytes(key, len), mask = h->cap - 1;
-    for (uint32_t k = hv & mask;; k = (k + 1) & mask) {
-        const ld_entry *e = &h->e[k];
-        if (!e->hash)
-            return UINT32_MAX;
-        if (e->hash == hv && e->len == len && memcmp(e->key, key, len) == 0) {
-            if (val)
-                *val = e->val;
-            return k;
-        }
-    }
-}
-
-static void hash_insert(ld_hash *h, const ld_entry *in) {
-    uint32_t mask = h->cap - 1;
-    uint32_t k = in->hash & mask;
-    while (h->e[k].hash)
-        k = (k + 1) & mask;
-    h->e[k] = *in;
-}
-
-/* key must outlive the table (an arena copy). Keys are not replaced: callers find first. */
-void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val) {
-    if ((h->n + 1) * 2 > h->cap) {
-        ld_hash bigger = {.cap = h->cap ? h->cap * 2 : 64};
-        bigger.e = ml_xcalloc(bigger.cap, sizeof(ld_entry));
-        for (uint32_t k = 0; k < h->cap; k++)
-            if (h->e[k].hash)
-                hash_insert(&bigger, &h->e[k]);
-        bigger.n = h->n;
-        free(h->e);
-        *h = bigger;
-    }
-    ld_entry e = {key, (uint32_t)len, hash_bytes(key, len), val};
-    hash_insert(h, &e);
-    h->n++;
-}
-
-static void hash_free(ld_hash *h) {
-    free(h->e);
-    h->e = NULL;
-    h->cap = h->n = 0;
-}
-
-/* ---- Events ----------------------------------------------------------------------------------- */
-
-static ml_mark mark_of(yaml_mark_t m) { return (ml_mark){(uint32_t)m.line + 1, (uint32_t)m.column + 1}; }
-
-
-int ld_fail(loader *l, ml_mark m, const char *fmt, ...) {
-    char text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    ml_diag_add(l->d, ML_DIAG_ERROR, l->file, m, -1, NULL, "%s", text);
-    return -1;
-}
-
-/* The length of the line break at p[k] (before end), 0 when there is none. Lines are counted as
- * libyaml counts them: CR LF, CR, LF, NEL, LS, PS. */
-size_t ld_break_len(const uint8_t *p, size_t k, size_t end) {
-    if (k >= end)
-        return 0;
-    if (p[k] == '\r' && k + 1 < end && p[k + 1] == '\n')
-        return 2;
-    if (p[k] == '\r' || p[k] == '\n')
-        return 1;
-    if (p[k] == 0xC2 && k + 1 < end && p[k + 1] == 0x85)
-        return 2;
-    if (p[k] == 0xE2 && k + 2 < end && p[k + 1] == 0x80 && (p[k + 2] == 0xA8 || p[k + 2] == 0xA9))
-        return 3;
-    return 0;
-}
-
-/* Reader errors (bad UTF-8, control characters) carry a byte offset, not a mark. Columns are
- * counted in characters. */
-static ml_mark offset_mark(const loader *l, size_t offset) {
-    ml_mark m = {1, 1};
-    const uint8_t *p = (const uint8_t *)l->data;
-    size_t end = offset < l->len ? offset : l->len;
-    for (size_t k = 0; k < end; k++) {
-        size_t brk = ld_break_len(p, k, end);
-        if (brk) {
-            m.line++;
-            m.col = 1;
-            k += brk - 1;
-        } else if ((p[k] & 0xC0) != 0x80) {
-            m.col++;
-        }
-    }
-    return m;
-}
-
-/* libyaml counts a mark's index in characters after any byte order mark (CR LF counts 2), not
- * in bytes. Marks are asked for in input order, so one forward cursor converts them all: O(input)
- * for the whole load. */
-size_t ld_index_byte(loader *l, size_t index) {
-    const uint8_t *p = (const uint8_t *)l->data;
-    if (index < l->cursor_index || (!l->cursor_index && !l->cursor_byte)) {
-        bool bom = l->len >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF;
-        l->cursor_index = 0;
-        l->cursor_byte = bom ? 3 : 0;
-    }
-    while (l->cursor_index < index && l->cursor_byte < l->len) {
-        l->cursor_byte++;
-        while (l->cursor_byte < l->len && (p[l->cursor_byte] & 0xC0) == 0x80)
-            l->cursor_byte++;
-        l->cursor_index++;
-    }
-    return l->cursor_byte;
-}
-
 static bool ends_with_break(const char *data, size_t len) {
     const uint8_t *p = (const uint8_t *)data;
     if (len >= 1 && (p[len - 1] == '\n' || p[len - 1] == '\r'))
@@ -152,129 +28,12 @@ static bool ends_with_break(const char *data, size_t len) {
     return len >= 3 && p[len - 3] == 0xE2 && p[len - 2] == 0x80 && (p[len - 1] == 0xA8 || p[len - 1] == 0xA9);
 }
 
-/* At the end of a file without a final newline, libyaml's mark is on the line after the last:
- * point at the end of the last line instead, where the text is. */
-static ml_mark mark_in_input(const loader *l, yaml_mark_t m) {
-    ml_mark at = mark_of(m);
-    return at.line > l->end.line ? l->end : at;
-}
-
-ml_mark ld_mark(const loader *l) { return mark_in_input(l, l->ev.start_mark); }
-
-static int yaml_error(loader *l) {
-    const yaml_parser_t *p = &l->yp;
-    if (p->error == YAML_MEMORY_ERROR)
-        return ld_fail(l, (ml_mark){1, 1}, "out of memory while parsing yaml");
-    const char *problem = p->problem ? p->problem : "invalid yaml";
-    char value[16] = "";
-    if (p->error == YAML_READER_ERROR && p->problem_value != -1)
-        snprintf(value, sizeof value, " #%02X", (unsigned)p->problem_value);
-    ml_mark m = p->error == YAML_READER_ERROR ? offset_mark(l, p->problem_offset)
-                                              : mark_in_input(l, p->problem_mark);
-    if (p->context)
-        return ld_fail(l, m, "%s%s (%s)", problem, value, p->context);
-    return ld_fail(l, m, "%s%s", problem, value);
-}
-
-static const char *anchor_of(const yaml_event_t *ev) {
-    switch (ev->type) {
-    case YAML_SCALAR_EVENT: return (const char *)ev->data.scalar.anchor;
-    case YAML_SEQUENCE_START_EVENT: return (const char *)ev->data.sequence_start.anchor;
-    case YAML_MAPPING_START_EVENT: return (const char *)ev->data.mapping_start.anchor;
-    default: return NULL;
-    }
-}
-
-/* Advances to the next event. Aliases and anchors are refused here, once for the whole file, and
- * collection nesting is bounded before anything recurses on it. */
-int ld_next(loader *l) {
-    if (l->have_ev) {
-        yaml_event_delete(&l->ev);
-        l->have_ev = false;
-    }
-    if (!yaml_parser_parse(&l->yp, &l->ev))
-        return yaml_error(l);
-    l->have_ev = true;
-    switch (l->ev.type) {
-    case YAML_ALIAS_EVENT:
-        return ld_fail(l, ld_mark(l), "yaml aliases are not supported");
-    case YAML_SEQUENCE_START_EVENT:
-    case YAML_MAPPING_START_EVENT:
-        if (++l->yaml_depth > l->yaml_max_depth)
-            return ld_fail(l, ld_mark(l), "nesting deeper than %zu levels", l->lim.max_depth);
-        break;
-    case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
-        l->yaml_depth--;
-        break;
-    default:
-        break;
-    }
-    if (anchor_of(&l->ev))
-        return ld_fail(l, ld_mark(l), "yaml anchors are not supported");
-    return 0;
-}
-
-bool ld_is(const loader *l, yaml_event_type_t t) { return l->ev.type == t; }
-
-const char *ld_text(const loader *l, size_t *len) {
-    *len = l->ev.data.scalar.length;
-    return (const char *)l->ev.data.scalar.value;
-}
-
-int ld_want_scalar(loader *l, const char *what) {
-    if (ld_is(l, YAML_SCALAR_EVENT))
-        return 0;
-    return ld_fail(l, ld_mark(l), "'%s' must be a scalar", what);
-}
-
-int ld_want(loader *l, yaml_event_type_t t, const char *what) {
-    if (ld_is(l, t))
-        return 0;
-    return ld_fail(l, ld_mark(l), "'%s' must be a %s", what,
-                   t == YAML_MAPPING_START_EVENT ? "mapping" : t == YAML_SEQUENCE_START_EVENT ? "list" : "scalar");
-}
-
-bool ld_key_is(const char *key, const char *text, size_t len) {
-    /* First characters first: most keys differ there, and strncmp is a call. */
-    return key[0] == (len ? text[0] : '\0') && strncmp(key, text, len) == 0 && key[len] == '\0';
-}
-
-int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k) {
-    memset(k, 0, sizeof *k);
-    if (ld_want(l, YAML_MAPPING_START_EVENT, sc->what))
-        return -1;
-    k->map = ld_mark(l);
-    for (;;) {
-        if (ld_next(l))
-            return -1;
-        if (ld_is(l, YAML_MAPPING_END_EVENT))
-            return 0;
-        if (!ld_is(l, YAML_SCALAR_EVENT))
-            return ld_fail(l, ld_mark(l), "keys of '%s' must be scalars", sc->what);
-        size_t len;
-        const char *text = ld_text(l, &len);
-        uint32_t key = 0;
-        while (key < sc->n && !ld_key_is(sc->keys[key], text, len))
-            key++;
-        if (key == sc->n)
-            return ld_fail(l, ld_mark(l), "unknown key '%.*s' in %s", len > 64 ? 64 : (int)len, text,
-                           sc->what);
-        if (LD_HAS(k, key))
-            return ld_fail(l, ld_mark(l), "duplicate key '%s' in %s", sc->keys[key], sc->what);
-        k->seen |= 1u << key;
-        k->key[key] = ld_mark(l);
-        if (ld_next(l) || fn(l, (int)key, obj))
-            return -1;
-    }
-}
-
 /* ---- Top level -------------------------------------------------------------------------------- */
 
 enum { TOP_NAME, TOP_ABOUT, TOP_WORLD, TOP_DTYPE, TOP_LET, TOP_STREAMS, TOP_EVENTS, TOP_EXPECT,
-       TOP_STEPS, TOP_PLANS, TOP_SWEEP };
+       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_REQUIRES };
 static const char *const top_keys[] = {"name", "about", "world", "dtype", "let", "streams",
-                                       "events", "expect", "steps", "plans", "sweep"};
+                                       "events", "expect", "steps", "plans", "sweep", "requires"};
 static const ld_schema top_schema = LD_SCHEMA("schedule", top_keys);
 
 typedef struct {
@@ -430,7 +189,7 @@ static int parse_plans(loader *l) {
         memcpy(l->s->plans, plans.items, plans.n * sizeof(sched_plan));
     }
     ml_vec_free(&plans);
-    hash_free(&names);
+    ld_hash_free(&names);
     return rc;
 }
 
@@ -447,12 +206,43 @@ static int parse_world(loader *l) {
     return 0;
 }
 
+/* requires: {world: EXPR}: the worlds a file is meant for, as a condition on world and the lets
+ * (a contract that needs two ranks, a size that must not divide). Checked by sched_world, where
+ * the world of a run is decided; a mapping so that other requirements can join it as rows. */
+enum { REQ_WORLD };
+static const char *const requires_keys[] = {"world"};
+static const ld_schema requires_schema = LD_SCHEMA("requires", requires_keys);
+
+static int requires_value(loader *l, int key, void *obj) {
+    (void)key;
+    (void)obj;
+    ml_mark m = ld_text_mark(l);
+    expr *e;
+    if (ld_expr(l, CTX_PLAIN, "requires world", &e))
+        return -1;
+    if (expr_uses_slot(e, EXPR_SLOT_RANK))
+        return ld_fail(l, m, "'requires' holds for the whole run: it cannot depend on rank");
+    l->s->requires_world = e;
+    l->s->requires_mark = m;
+    return 0;
+}
+
+static int parse_requires(loader *l) {
+    ld_keys k;
+    if (ld_map(l, &requires_schema, requires_value, NULL, &k))
+        return -1;
+    if (!LD_HAS(&k, REQ_WORLD))
+        return ld_fail(l, k.map, "requires needs 'world'");
+    return 0;
+}
+
 static int top_value(loader *l, int key, void *obj) {
     top_state *t = obj;
     sched *s = l->s;
     /* Names are resolved as the events stream by: what a step uses must be defined above it. */
     bool defines = key == TOP_LET || key == TOP_STREAMS || key == TOP_EVENTS || key == TOP_DTYPE;
-    bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP;
+    bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP ||
+                key == TOP_REQUIRES;
     if (defines && t->first_user >= 0)
         return ld_fail(l, t->k->key[key], "'%s' must come before '%s'", top_keys[key],
                        top_keys[t->first_user]);
@@ -466,12 +256,20 @@ static int top_value(loader *l, int key, void *obj) {
         s->about = ml_arena_strndup(l->a, (const char *)l->ev.data.scalar.value, l->ev.data.scalar.length);
         return 0;
     case TOP_WORLD: return parse_world(l);
-    case TOP_DTYPE: return ld_dtype(l, &s->dtype);
+    case TOP_DTYPE: {
+        ml_dtype dt;
+        if (ld_dtype(l, &dt))
+            return -1;
+        if (!l->lim.dtype)   /* --dtype wins over the file's default */
+            s->dtype = dt;
+        return 0;
+    }
     case TOP_LET: return parse_lets(l);
     case TOP_STREAMS: return parse_decls(l, SYM_STREAM, "streams");
     case TOP_EVENTS: return parse_decls(l, SYM_EVENT, "events");
     case TOP_EXPECT: return ld_expects(l, &s->expects, &s->n_expects);
     case TOP_SWEEP: return parse_sweep(l);
+    case TOP_REQUIRES: return parse_requires(l);
     case TOP_PLANS:
         if (LD_HAS(t->k, TOP_STEPS))
             return ld_fail(l, t->k->key[key], "'steps' and 'plans' cannot both be given");
@@ -541,7 +339,9 @@ static int check_buffers(loader *l) {
 }
 
 static void default_limits(const sched_load_limits *in, sched_load_limits *out) {
-    *out = (sched_load_limits){64, 128, 20000000};
+    *out = (sched_load_limits){64, 128, 20000000, 0};
+    if (in && in->dtype > 0 && in->dtype <= DT_COUNT)
+        out->dtype = in->dtype;
     if (in && in->max_depth)
         out->max_depth = in->max_depth;
     if (in && in->max_name_len)
@@ -564,15 +364,18 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     loader l = {.data = data, .len = len, .file = name, .s = s, .a = s->arena, .d = d,
                 .owned = &box->owned};
     default_limits(limits, &l.lim);
+    if (l.lim.dtype)
+        s->dtype = (ml_dtype)(l.lim.dtype - 1);
     /* Only a file that does not end in a line break has marks past its last line (libyaml adds
      * the break at the stream end); sparing the others the scan keeps big loads one pass. */
-    l.end = ends_with_break(data, len) ? (ml_mark){UINT32_MAX, UINT32_MAX} : offset_mark(&l, len);
+    l.end = ends_with_break(data, len) ? (ml_mark){UINT32_MAX, UINT32_MAX} : ld_offset_mark(&l, len);
     /* Every step level costs three YAML levels (list, step, body); room for the top and the
      * deepest step body (a check's operand pattern is five levels below its step). */
     l.yaml_max_depth = 3 * l.lim.max_depth + 16;
     ml_vec_init(&l.let_v, sizeof(sched_let));
     ml_vec_init(&l.buf_allocated, 1);
     ml_vec_init(&l.scratch, sizeof(ld_named));
+    ml_vec_init(&l.indices, sizeof(ld_index));
     uint32_t dflt;
     ld_intern(&l, SYM_STREAM, "default", 7, (ml_mark){0, 0}, &dflt);
 
@@ -594,13 +397,14 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
         yaml_event_delete(&l.ev);
     yaml_parser_delete(&l.yp);
     for (int k = 0; k < SYM_KIND_COUNT; k++)
-        hash_free(&l.syms[k]);
+        ld_hash_free(&l.syms[k]);
     for (int k = 0; k < CTX_COUNT_; k++)
-        hash_free(&l.cache[k]);
-    hash_free(&l.lets);
+        ld_hash_free(&l.cache[k]);
+    ld_hash_free(&l.lets);
     ml_vec_free(&l.let_v);
     ml_vec_free(&l.buf_allocated);
     ml_vec_free(&l.scratch);
+    ml_vec_free(&l.indices);
     if (rc != 0) {
         sched_free(s);
         return NULL;
@@ -635,7 +439,7 @@ sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_dia
             break;
         len += (size_t)r;
         if (len == cap)
-            buf = realloc(buf, cap *= 2);
+            buf = ml_xrealloc(buf, cap *= 2);
     }
     close(fd);
     sched *s = sched_load_buffer(path, buf, len, limits, d);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* load_data.c — the loader's value forms: views (`name`, `name[off : count]`), data patterns
  * (INIT), check operands (OPD) and memory expectations. */
 #include "load/load_int.h"
@@ -87,8 +88,9 @@ static int pattern_name(loader *l, sched_init *init) {
         return -1;
     size_t len;
     const char *t = ld_text(l, &len);
+    static const char *const patterns[] = {"rank_iota"};
     if (len != 9 || memcmp(t, "rank_iota", 9) != 0)
-        return ld_fail(l, ld_mark(l), "unknown data pattern '%.*s'", len > 64 ? 64 : (int)len, t);
+        return ld_fail_choice(l, ld_mark(l), "data pattern", t, len, patterns, 1, NULL);
     init->kind = INIT_RANK_IOTA;
     return 0;
 }

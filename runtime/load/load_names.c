@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* load_names.c — the loader's names: symbol interning (buffers, streams, events, regions), name
  * rules, lookups of ops and dtypes, and expressions with their name resolution and cache. */
 #include "load/load_int.h"
@@ -101,7 +102,8 @@ int ld_redop(loader *l, ml_redop *out) {
     const char *text = ld_text(l, &len);
     int k = ml_redop_lookup(text, len);
     if (k < 0)
-        return ld_fail(l, ld_mark(l), "unknown op '%.*s'", len > 64 ? 64 : (int)len, text);
+        return ld_fail(l, ld_mark(l), "unknown op '%.*s': expected one of %s", len > 64 ? 64 : (int)len, text,
+                       ml_redop_list());
     *out = (ml_redop)k;
     return 0;
 }
@@ -113,7 +115,8 @@ int ld_dtype(loader *l, ml_dtype *out) {
     const char *text = ld_text(l, &len);
     int k = ml_dtype_lookup(text, len);
     if (k < 0)
-        return ld_fail(l, ld_mark(l), "unknown dtype '%.*s'", len > 64 ? 64 : (int)len, text);
+        return ld_fail(l, ld_mark(l), "unknown dtype '%.*s': expected one of %s", len > 64 ? 64 : (int)len, text,
+                       ml_dtype_list());
     *out = (ml_dtype)k;
     return 0;
 }
@@ -143,6 +146,14 @@ static int resolve(void *vctx, const char *name, size_t len) {
     uintptr_t v;
     if (ld_hash_find(&rc->l->lets, name, len, &v) != UINT32_MAX)
         return EXPR_SLOT_FIRST_LET + (int)v;
+    /* Repeat indices: the one at nesting level d has the slot after the lets plus d. Lets come
+     * before the steps, so their count is final here. No two in scope share a name. */
+    const ml_vec *ix = &rc->l->indices;
+    for (size_t d = 0; rc->ctx != CTX_LET && d < ix->n; d++) {
+        const ld_index *x = &ML_VEC_AT(ix, ld_index, d);
+        if (x->len == len && memcmp(x->name, name, len) == 0)
+            return EXPR_SLOT_FIRST_LET + (int)rc->l->let_v.n + (int)d;
+    }
     return -1;
 }
 
@@ -151,7 +162,9 @@ static int resolve(void *vctx, const char *name, size_t len) {
 #define EXPR_CACHE_MAX_LEN 64
 
 int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at, expr **out) {
-    bool cache = ctx != CTX_LET && len <= EXPR_CACHE_MAX_LEN;
+    /* Inside a repeat with an index the same text can name another slot (or, outside it, none):
+     * no caching there. */
+    bool cache = ctx != CTX_LET && len <= EXPR_CACHE_MAX_LEN && l->indices.n == 0;
     uintptr_t v;
     if (cache && ld_hash_find(&l->cache[ctx], text, len, &v) != UINT32_MAX) {
         *out = (expr *)v;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* load_steps.c — steps: one table row per step key (collectives share one row through the
  * collective table of coll.h), each with its key schema, value reader and final checks. */
 #include "load/load_int.h"
@@ -141,18 +142,18 @@ static int release_finish(loader *l, step_ctx *c) {
 
 /* ---- collectives ------------------------------------------------------------------------------ */
 
-enum { COLL_BUF, COLL_SEND, COLL_RECV, COLL_OP, COLL_ROOT, COLL_STREAM };
+enum { CKEY_BUF, CKEY_SEND, CKEY_RECV, CKEY_OP, CKEY_ROOT, CKEY_STREAM };
 static const char *const coll_keys[] = {"buf", "send", "recv", "op", "root", "stream"};
 
 static int coll_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
     __typeof__(c->st->u.coll) *co = &c->st->u.coll;
     switch (key) {
-    case COLL_BUF: return ld_view(l, "buf", &co->send);
-    case COLL_SEND: return ld_view(l, "send", &co->send);
-    case COLL_RECV: return ld_view(l, "recv", &co->recv);
-    case COLL_OP: return ld_redop(l, &co->op);
-    case COLL_ROOT: return ld_expr(l, CTX_PLAIN, "root", &co->root);
+    case CKEY_BUF: return ld_view(l, "buf", &co->send);
+    case CKEY_SEND: return ld_view(l, "send", &co->send);
+    case CKEY_RECV: return ld_view(l, "recv", &co->recv);
+    case CKEY_OP: return ld_redop(l, &co->op);
+    case CKEY_ROOT: return ld_expr(l, CTX_PLAIN, "root", &co->root);
     default: return stream_of(l, &co->stream);
     }
 }
@@ -161,21 +162,57 @@ static int coll_finish(loader *l, step_ctx *c) {
     __typeof__(c->st->u.coll) *co = &c->st->u.coll;
     const ml_coll_info *ci = &ml_colls[co->coll];
     const ld_keys *k = &c->k;
-    if (LD_HAS(k, COLL_BUF) && (LD_HAS(k, COLL_SEND) || LD_HAS(k, COLL_RECV)))
-        return conflict(l, c, COLL_BUF, LD_HAS(k, COLL_SEND) ? COLL_SEND : COLL_RECV);
-    if (LD_HAS(k, COLL_BUF))
+    if (LD_HAS(k, CKEY_BUF) && (LD_HAS(k, CKEY_SEND) || LD_HAS(k, CKEY_RECV)))
+        return conflict(l, c, CKEY_BUF, LD_HAS(k, CKEY_SEND) ? CKEY_SEND : CKEY_RECV);
+    if (LD_HAS(k, CKEY_BUF))
         co->recv = co->send;
-    else if (!LD_HAS(k, COLL_SEND) && !LD_HAS(k, COLL_RECV))
+    else if (!LD_HAS(k, CKEY_SEND) && !LD_HAS(k, CKEY_RECV))
         return ld_fail(l, c->st->mark, "%s needs 'buf' or 'send' and 'recv'", ci->name);
-    else if (require(l, c, 1u << COLL_SEND | 1u << COLL_RECV))
+    else if (require(l, c, 1u << CKEY_SEND | 1u << CKEY_RECV))
         return -1;
-    if (LD_HAS(k, COLL_OP) && !ci->has_op)
-        return ld_fail(l, k->key[COLL_OP], "'op' is not valid for %s", ci->name);
-    if (LD_HAS(k, COLL_ROOT) && !ci->has_root)
-        return ld_fail(l, k->key[COLL_ROOT], "'root' is not valid for %s", ci->name);
+    if (LD_HAS(k, CKEY_OP) && !ci->has_op)
+        return ld_fail(l, k->key[CKEY_OP], "'op' is not valid for %s", ci->name);
+    if (LD_HAS(k, CKEY_ROOT) && !ci->has_root)
+        return ld_fail(l, k->key[CKEY_ROOT], "'root' is not valid for %s", ci->name);
     if (ci->has_root)
-        return require(l, c, 1u << COLL_ROOT);
+        return require(l, c, 1u << CKEY_ROOT);
     return 0;
+}
+
+/* ---- send, recv: {buf: V, peer: EXPR, stream: S} (rows COLL_SEND, COLL_RECV of coll.h) --------- */
+
+enum { P2P_BUF, P2P_PEER, P2P_STREAM };
+static const char *const p2p_keys[] = {"buf", "peer", "stream"};
+
+static int p2p_value(loader *l, int key, void *obj) {
+    step_ctx *c = obj;
+    __typeof__(c->st->u.coll) *co = &c->st->u.coll;
+    if (key == P2P_BUF)
+        return ld_view(l, "buf", &co->send);
+    if (key == P2P_PEER)
+        return ld_expr(l, CTX_PLAIN, "peer", &co->root);
+    return stream_of(l, &co->stream);
+}
+
+static int p2p_finish(loader *l, step_ctx *c) {
+    c->st->u.coll.recv = c->st->u.coll.send;
+    return require(l, c, 1u << P2P_BUF | 1u << P2P_PEER);
+}
+
+/* ---- group: [send and recv steps] ------------------------------------------------------------- */
+
+static int group_parse(loader *l, sched_step *st) {
+    if (enter(l, st))
+        return -1;
+    int rc = ld_steps(l, "group", &st->u.group.steps, &st->u.group.n);
+    l->step_depth--;
+    for (uint32_t k = 0; rc == 0 && k < st->u.group.n; k++) {
+        const sched_step *in = &st->u.group.steps[k];
+        if (in->kind != ST_COLL || !ml_colls[in->u.coll.coll].p2p)
+            rc = ld_fail(l, in->mark, "a group holds send and recv steps, not '%s'",
+                         in->kind == ST_COLL ? ml_colls[in->u.coll.coll].name : sched_step_names[in->kind]);
+    }
+    return rc;
 }
 
 /* ---- sync: `device`, {stream: S} or {event: E} ------------------------------------------------ */
@@ -234,8 +271,8 @@ static int event_finish(loader *l, step_ctx *c) { return require(l, c, 1u << EVE
 
 /* ---- repeat, region --------------------------------------------------------------------------- */
 
-enum { REPEAT_COUNT, REPEAT_STEPS };
-static const char *const repeat_keys[] = {"count", "steps"};
+enum { REPEAT_COUNT, REPEAT_INDEX, REPEAT_STEPS };
+static const char *const repeat_keys[] = {"count", "index", "steps"};
 enum { REGION_NAME, REGION_STEPS };
 static const char *const region_keys[] = {"name", "steps"};
 
@@ -247,11 +284,51 @@ static int nested_steps(loader *l, step_ctx *c, sched_step **steps, uint32_t *n)
     return rc;
 }
 
+/* `index: NAME`: an identifier that names nothing else in scope (fixed names, units, functions,
+ * lets, the indices of enclosing repeats). It is in scope in the body, not in `count`. */
+static int repeat_index(loader *l, step_ctx *c) {
+    __typeof__(c->st->u.repeat) *r = &c->st->u.repeat;
+    if (LD_HAS(&c->k, REPEAT_STEPS))
+        return ld_fail(l, c->k.key[REPEAT_INDEX], "'index' must come before 'steps'");
+    if (ld_want_scalar(l, "index"))
+        return -1;
+    size_t len;
+    const char *text = ld_text(l, &len);
+    ml_mark m = ld_text_mark(l);
+    if (ld_check_name(l, text, len, m, "index", true))
+        return -1;
+    if (expr_reserved_name(text, len))
+        return ld_fail(l, m, "'%.*s' is reserved and cannot be an index name", (int)len, text);
+    if (ld_hash_find(&l->lets, text, len, NULL) != UINT32_MAX)
+        return ld_fail(l, m, "index '%.*s' shadows the let '%.*s'", (int)len, text, (int)len, text);
+    for (size_t d = 0; d < l->indices.n; d++) {
+        const ld_index *x = &ML_VEC_AT(&l->indices, ld_index, d);
+        if (x->len == len && memcmp(x->name, text, len) == 0)
+            return ld_fail(l, m, "index '%.*s' shadows the index of an enclosing repeat (%u:%u)", (int)len, text,
+                           x->mark.line, x->mark.col);
+    }
+    r->index = ml_arena_strndup(l->a, text, len);
+    r->index_mark = m;
+    r->index_slot = (int32_t)(EXPR_SLOT_FIRST_LET + l->let_v.n + l->indices.n);
+    return 0;
+}
+
 static int repeat_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
+    __typeof__(c->st->u.repeat) *r = &c->st->u.repeat;
     if (key == REPEAT_COUNT)
-        return ld_expr(l, CTX_PLAIN, "count", &c->st->u.repeat.count);
-    return nested_steps(l, c, &c->st->u.repeat.steps, &c->st->u.repeat.n);
+        return ld_expr(l, CTX_PLAIN, "count", &r->count);
+    if (key == REPEAT_INDEX)
+        return repeat_index(l, c);
+    if (!r->index)
+        return nested_steps(l, c, &r->steps, &r->n);
+    ld_index *x = ml_vec_push(&l->indices);
+    *x = (ld_index){r->index, strlen(r->index), r->index_mark};
+    if (l->indices.n > l->s->n_index)
+        l->s->n_index = (uint32_t)l->indices.n;
+    int rc = nested_steps(l, c, &r->steps, &r->n);
+    l->indices.n--;
+    return rc;
 }
 
 static int repeat_finish(loader *l, step_ctx *c) {
@@ -308,12 +385,66 @@ static int copy_finish(loader *l, step_ctx *c) { return require(l, c, 1u << COPY
 enum { SCALE_BUF, SCALE_BY, SCALE_STREAM };
 static const char *const scale_keys[] = {"buf", "by", "stream"};
 
+/* A decimal `0.25`, `-1.5`: the exact fraction 25/100, -15/10 (plan.c reduces it). Up to 18
+ * digits, so that both parts are int64. Returns 1 when the text is not a decimal. */
+static int scale_decimal(loader *l, const char *t, size_t len, expr **num, expr **den) {
+    size_t k = t[0] == '-' || t[0] == '+', digits = 0, point = 0, frac = 0;
+    for (size_t j = k; j < len; j++) {
+        if (t[j] == '.' && !point)
+            point = j + 1;
+        else if (t[j] >= '0' && t[j] <= '9')
+            digits++, frac += point != 0;
+        else
+            return 1;
+    }
+    if (!point || !frac || digits == frac)
+        return 1;
+    if (digits > 18)
+        return ld_fail(l, ld_text_mark(l), "'by' has more than 18 digits");
+    char nt[24], dt[24];
+    size_t n = 0;
+    if (t[0] == '-')
+        nt[n++] = '-';
+    for (size_t j = k; j < len; j++)
+        if (t[j] != '.')
+            nt[n++] = t[j];
+    nt[n] = '\0';
+    dt[0] = '1';
+    memset(dt + 1, '0', frac);
+    dt[frac + 1] = '\0';
+    if (ld_expr_at(l, CTX_CONST, ml_arena_strndup(l->a, nt, n), n, 0, num))
+        return -1;
+    return ld_expr_at(l, CTX_CONST, ml_arena_strndup(l->a, dt, frac + 1), frac + 1, 0, den);
+}
+
+/* `by:` a decimal, or an expression whose outermost '/' is an exact fraction (`1/world`). */
+static int scale_by(loader *l, step_ctx *c) {
+    __typeof__(c->st->u.scale) *sc = &c->st->u.scale;
+    if (ld_want_scalar(l, "by"))
+        return -1;
+    size_t len;
+    const char *t = ld_text(l, &len);
+    sc->by = ml_arena_strndup(l->a, t, len);
+    sc->by_mark = ld_text_mark(l);
+    int rc = len ? scale_decimal(l, t, len, &sc->factor, &sc->den) : 1;
+    if (rc <= 0)
+        return rc;
+    if (ld_expr(l, CTX_PLAIN, "by", &sc->factor))
+        return -1;
+    const expr *num, *den;
+    if (expr_split_div(sc->factor, &num, &den)) {
+        sc->factor = (expr *)num;
+        sc->den = (expr *)den;
+    }
+    return 0;
+}
+
 static int scale_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
     if (key == SCALE_BUF)
         return ld_view(l, "buf", &c->st->u.scale.buf);
     if (key == SCALE_BY)
-        return ld_expr(l, CTX_PLAIN, "by", &c->st->u.scale.factor);
+        return scale_by(l, c);
     return stream_of(l, &c->st->u.scale.stream);
 }
 
@@ -409,7 +540,8 @@ static int xerr_value(loader *l, int key, void *obj) {
                 x->error = (sched_error_code)e;
                 return 0;
             }
-        return ld_fail(l, ld_mark(l), "unknown error code '%.*s'", len > 64 ? 64 : (int)len, t);
+        return ld_fail_choice(l, ld_mark(l), "error code", t, len, sched_error_names + 1, ERR_COUNT_ - 1,
+                              NULL);
     }
     if (enter(l, c->st))
         return -1;
@@ -441,6 +573,9 @@ static const step_form step_forms[] = {
     FORM("compute", ST_COMPUTE, compute_keys, compute_value, NULL),
     FORM("check", ST_CHECK, check_keys, check_value, check_finish),
     FORM("expect_error", ST_EXPECT_ERROR, xerr_keys, xerr_value, xerr_finish),
+    FORM("send", ST_COLL, p2p_keys, p2p_value, p2p_finish),
+    FORM("recv", ST_COLL, p2p_keys, p2p_value, p2p_finish),
+    {"group", ST_GROUP, NULL, 0, NULL, NULL, group_parse},
 };
 /* Every collective of coll.h is a step key of its own, read by one row. */
 static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_value, coll_finish);
@@ -455,6 +590,19 @@ static const step_form *form_lookup(const char *t, size_t len, int *coll) {
     return *coll >= 0 ? &coll_form : NULL;
 }
 
+/* "unknown step 'x': expected one of when, alloc, ..., all_reduce, ...". */
+static int unknown_step(loader *l, ml_mark m, const char *t, size_t len) {
+    const char *names[1 + ML_ARRAY_LEN(step_forms) + COLL_COUNT];
+    size_t n = 0;
+    names[n++] = "when";
+    for (size_t k = 0; k < ML_ARRAY_LEN(step_forms); k++)
+        names[n++] = step_forms[k].name;
+    for (int k = 0; k < COLL_COUNT; k++)
+        if (!ml_colls[k].p2p)   /* send and recv are rows of step_forms */
+            names[n++] = ml_colls[k].name;
+    return ld_fail_choice(l, m, "step", t, len, names, n, NULL);
+}
+
 static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
     st->kind = f->kind;
     if (f->parse)
@@ -463,9 +611,13 @@ static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
     ld_schema sc = {f->name, f->keys, f->n_keys};
     if (f->kind == ST_ALLOC)
         st->u.alloc.dtype = l->s->dtype;
+    if (f->kind == ST_REPEAT)
+        st->u.repeat.index_slot = -1;
     if (f->kind == ST_CHECK)
         st->u.check = ml_arena_alloc(l->a, sizeof *st->u.check);
     if (f->kind == ST_COLL) {
+        if (coll < 0)   /* send, recv: forms of their own, rows of the collective table */
+            coll = ml_coll_lookup(f->name, strlen(f->name));
         st->u.coll.coll = (ml_coll)coll;
         st->u.coll.op = RED_SUM;
         sc.what = ml_colls[coll].name;
@@ -506,7 +658,7 @@ int ld_step(loader *l, sched_step *st) {
         int coll;
         const step_form *f = form_lookup(t, len, &coll);
         if (!f)
-            return ld_fail(l, m, "unknown step '%.*s'", len > 64 ? 64 : (int)len, t);
+            return unknown_step(l, m, t, len);
         const char *name = coll >= 0 ? ml_colls[coll].name : f->name;
         if (step_key)
             return ld_fail(l, m, "a step has one step key: '%s' after '%s'", name, step_key);

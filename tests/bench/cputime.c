@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cputime.c — runs a command and writes "CPU_SECONDS PEAK_RSS_KB EXIT" to OUTFILE: the
  * command's user + sys CPU time and peak resident set from wait4's rusage (microseconds; what
  * /usr/bin/time reads, at a resolution it rounds to 10 ms). CPU time rather than wall time:

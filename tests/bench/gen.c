@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gen.c — writes an N-step schedule to stdout for the load benchmark (tests/bench.sh).
  *
  * A realistic mix, as a long training-like run would have: let-expressions, a second stream

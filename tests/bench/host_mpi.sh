@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/bench/host_mpi.sh — the host backend against a minimal MPI program (`make bench`).
 #
 # The seed's AllReduce (schedules/seed/01_allreduce_full.yaml: one in-place AllReduce of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host_mpi_min.c — the minimal MPI program that memlife's host backend is timed against
  * (tests/bench/host_mpi.sh): what the seed's AllReduce schedule asks of each rank and nothing
  * else.  MPI_Init, one page-aligned buffer of M bytes (float32), one in-place MPI_Allreduce

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loadtime.c — times sched_load_file on one file (the loader alone, without lint or predict).
  * Prints "steps seconds arena_bytes". Usage: loadtime FILE */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* phases.c — where the time of `memlife predict` goes: the same pipeline as analyzer/pipeline/pipeline.c for
  * one file (load, expand every rank, lint, predict every rank, JSON report to memory, free),
  * with the CPU time (user + sys, getrusage) of each phase and the peak RSS. For profiling the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pickle_bench.c — CPU time of pickle_read on a snapshot pickle, best of N runs: the file is read
  * into memory and parsed into a jansson tree each run; freeing the tree is not timed (Python's
  * pickle.load, the comparison, frees nothing inside its timing either). Prints

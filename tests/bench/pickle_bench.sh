@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/bench/pickle_bench.sh — pickle_read against Python's pickle.load on a synthetic snapshot
 # of EVENTS device-trace entries (default 1,000,000), CPU time, best of 3 each.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/bench/scale.sh — how memlife's cost grows with the size of a schedule (`make bench`).
 #
 # Linear work gives about 10x for 10x the size, anything quadratic about 100x. Each size is

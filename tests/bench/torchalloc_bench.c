@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torchalloc_bench.c — replays 10M random malloc/free events through the caching-allocator
  * model and prints "torchalloc events/s: N" (an event is one malloc or one free).  The mix
  * resembles a training step's tensors: mostly small and medium sizes, some large ones, up to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* yamlloop.c — the yardstick: a bare libyaml event loop over a file (read into memory first, as
  * the loader does). Prints "events seconds". Usage: yamlloop FILE */
 #include <stdio.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The architecture test: tools/archcheck.py reads the objects' symbol tables and the includes and
 # checks that no two source files use each other in a circle, that no file uses one of a higher
 # floor, and that every folder has a floor. It prints the floors with their files, then its own

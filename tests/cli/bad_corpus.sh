@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The bad-input corpus (tests/bad/*.yaml): YAML syntax, schema, expressions, size overflow,
 # hazards, cross-rank divergence, deep nesting, aliases, huge repeat counts, long names. Each
 # file's first line is `# expect: FILE:LINE:COL: error: TEXT`, the exact first diagnostic that

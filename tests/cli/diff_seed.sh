@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # diff_seed.sh — `memlife diff` on the chapter's naive vs optimized RS+AG lifetimes.
 # seed: world 4 peaks 576 vs 320 MiB (delta -256 MiB), caused by 'full' still live when
 # 'gathered' is allocated for the all_gather; world 2: 640 vs 384 MiB.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `memlife equiv --no-data`: the four rows from the plans alone (row 1 from the data flow), the
 # chapter's numbers, the checklist's causes with their steps, and bad input. The same pairs run
 # with data on Open MPI in tests/mpi/equiv_host.sh.

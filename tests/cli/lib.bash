@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/cli/lib.bash — helpers for the CLI golden tests, sourced by tests/cli/*.sh (named .bash
 # so that tests/run.sh, which runs every *.sh, does not run it).
 #
@@ -13,6 +14,9 @@ MEMLIFE=${MEMLIFE:-$ROOT/$BUILD/memlife}
 GOLDEN=$ROOT/tests/cli/golden
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/memlife-cli.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
+
+# predict's communicator view reads NCCL's variables, as NCCL would: none may leak into goldens.
+while read -r v; do unset "$v"; done < <(compgen -e | grep '^NCCL_')
 
 if [ ! -x "$MEMLIFE" ]; then
     echo "error: $MEMLIFE is not built (run make)" >&2

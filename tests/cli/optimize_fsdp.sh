@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # memlife optimize on the FSDP-style example (issue 10's acceptance: "before, after and floor").
 # schedules/fsdp_naive.yaml is schedules/fsdp_layers.yaml's step written naively (every layer's
 # gathered params, full gradient and gradient shard allocated up front, all freed at the end).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # memlife optimize on a big schedule: 10,000 steps of the chapter's naive RS+AG with 1000
 # cycling buffer names (tests/bench/optimize_gen.awk; every group frees what it allocated), so
 # that lifetimes and in place rewrite every group. Checked: it succeeds and every group became

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # memlife optimize on the chapter's schedules (world 4, M = 256 MiB): the acceptance numbers
 # from the JSON report and from `memlife predict` on the rewritten file, where the outputs go,
 # bad options, the floor in predict, and that a rewrite optimizes to itself.

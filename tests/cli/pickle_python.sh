@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The snapshot pickle reader and writer against python3's pickle (analyzer/snapshot/pickle.h),
 # through tests/cli/pickle_tool.c built from the sources:
 #   - what pickle_write writes, python3's pickle.loads reads equal to the JSON it came from, and

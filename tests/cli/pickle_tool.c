@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pickle_tool.c — a snapshot file in, a pickle or JSON out, through snapshot_load_file and
  * pickle_write: what tests/cli/pickle_python.sh checks against python3's pickle. Until memlife
  * has a command that reads snapshots, this is its stand-in.

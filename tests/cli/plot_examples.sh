@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # plot_examples.sh — the examples/ walk-throughs stay true: the committed picture is what
 # `memlife plot` draws today, the CI gate passes on the budgeted schedule and fails (exit 1) on the
 # prefetch regression, and the outputs pasted in the READMEs are today's.

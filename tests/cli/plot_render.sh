@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # plot_render.sh — the SVG of `memlife plot` rendered by headless Chromium: the screenshot is not
 # blank, and the red peak markers are drawn where the SVG says (naive 576 MiB, optimized 320 MiB,
 # chapter 07 at world 4). The PNG is decoded with python3's zlib alone (no imaging package).

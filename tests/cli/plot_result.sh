@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # plot_result.sh — `memlife plot` of a `memlife run` result (host backend, 4 ranks): the measured
 # curve is drawn dashed over the prediction, --time puts it over the measured seconds, and a result
 # whose run used other --set values than the plot is refused (exit 2).

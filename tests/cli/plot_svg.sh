@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # plot_svg.sh — `memlife plot` output parsed with a real XML parser (python3 xml.etree): the
 # labels, the peaks' coordinates against the drawn y axis, a shared scale, self-containment.
 # seed: naive RS+AG peak 576 MiB, optimized 320 MiB at world 4 (chapter 07).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scale_gen.c — writes big schedules for tests/cli/scale.sh.
  *
  *   scale_gen steps N     N steps over a few buffer names: cycles of alloc, all_reduce, free

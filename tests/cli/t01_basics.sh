@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # CLI basics: --version, help, per-command --help, unknown commands and options, exit codes.
 . "$(dirname "$0")/lib.bash"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check, the CI gate: exit 0 with one summary line per schedule when every expectation holds,
 # exit 1 with file:line:col errors when one fails, 2 on bad input; --quiet.
 . "$(dirname "$0")/lib.bash"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Bad input: every error is `file:line:col: error: text` on stderr, nothing on stdout, exit 2.
 # The schedules under tests/cli/bad/ each break one rule; the goldens hold the exact messages.
 . "$(dirname "$0")/lib.bash"

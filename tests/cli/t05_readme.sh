@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The README shows real output: its schedule example must pass `check`, and its predict table
 # must be what predict prints today (a change to either shows here, not in a reader's terminal).
 . "$(dirname "$0")/lib.bash"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # trace_json.sh — `memlife trace` writes Chrome trace-event JSON: one process per rank, counter
 # tracks of requested and device bytes, a complete event per collective with its arguments, per
 # sync, per region, an instant per alloc/free; counts match the ops of the schedule.

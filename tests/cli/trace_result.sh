@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # trace_result.sh — `memlife trace` of a `memlife run` result (host backend, 4 ranks): events sit
 # at the measured times (op k from the sample before it to its own), counters carry the measured
 # bytes beside the predicted ones, and on the host backend they agree byte for byte.

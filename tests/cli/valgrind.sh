@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # valgrind memcheck over the CLI: predict and check on every schedule under schedules/, the
 # report writers, and a dozen bad inputs (one per kind of error path: a yaml error, an alias, a
 # schema error, an expression, an overflow, a lifetime hazard, a cross-rank divergence, deep

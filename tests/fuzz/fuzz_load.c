@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_load.c — libFuzzer harness over everything memlife does with a schedule it has not run:
  * load (libyaml events, expressions), expand the plan of every rank, lint, predict and evaluate
  * the expectations. Built by tests/fuzz.sh with clang -fsanitize=fuzzer,address,undefined.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_pickle.c — libFuzzer harness for the snapshot pickle reader and writer. Any input must
  * read without a crash, leak or hang; one that reads must write, and what is written must read
  * back equal. Few mutated pickles stay valid, so an input that is not a pickle but is JSON

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/async_pool.sh — the seed lifetimes under --allocator async (cudaMallocAsync from a
 # pool of memlife's own, release threshold 0).
 # tests: 16

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/bench.sh — `memlife bench` on GPU_WORLD GPUs (default 2) in each launch mode.
 # tests: 30
 # 1. The chapter's sweep (schedules/seed/06, 1 KiB .. 256 MiB, direct vs decomposed) with --graph,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/beyond_seed.sh — lifetimes beyond the chapter, both launch modes.
 # tests: 6
 #   inplace_rs_ag.yaml: RS in place then AG in place on one buffer: 256/256 MiB (M / M).

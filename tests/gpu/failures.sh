@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/failures.sh — failures end cleanly: exit 3, a message, no hang; both launch modes.
 # tests: 5
 #   oom_200gib.yaml: a 200 GiB cudaMalloc (an H200 has 141 GiB): exit 3 with the size asked and
 #     the device's free memory in the message, well inside the step timeout.
-#   stall_rank0_only.yaml (--no-lint cross-rank --no-sequence-check --timeout 10): rank 0 issues
+#   stall_rank0_only.yaml (world >= 2; --no-lint cross-rank --no-sequence-check --timeout 10): rank 0 issues
 #     an AllReduce no peer joins; every rank ends with exit 3 and a message within 10 s +
 #     start-up, not the step timeout. Under mpirun the backend's deadline fires ("nccl all_reduce
 #     did not complete within 10 s on rank 0 (stream 'default'); communicator aborted"); with
 #     --gpus the executor judges all ranks in one process and reports the divergence first.
-#   init_stall (mpirun only; --timeout 5 --inject delay=1@init): rank 1 sleeps before
+#   init_stall (mpirun only, world >= 2; --timeout 5 --inject delay=1@init): rank 1 sleeps before
 #     ncclCommInitRank (15 s, past the deadline), so rank 0 waits inside NCCL's init, which has no
 #     timeout: memlife's watchdog must end the job at 5 s with exit 3 and "error: rank 0:
 #     ncclCommInitRank (every rank joins) did not return within 5 s (--timeout); ending the job".
@@ -30,6 +31,12 @@ for mode in $GPU_MODES; do
         echo "ok - $mode cudaMalloc failure: exit 3 in ${SECS} s: $(grep -m1 'cudaMalloc of' "$ERR")"
     fi
 
+    if [ "$GPU_WORLD" -lt 2 ]; then
+        # One rank has no peer to wait for: its AllReduce completes alone (a copy), so there is
+        # no stall to end; the case needs two GPUs.
+        echo "skip - $mode stall: world $GPU_WORLD has no peer that could fail to join"
+        continue
+    fi
     gpu_run "$mode" stall "$here/stall_rank0_only.yaml" --no-lint cross-rank \
         --no-sequence-check --timeout 10
     if [ "$RC" -ne 3 ]; then
@@ -45,6 +52,10 @@ done
 # The init watchdog (mpirun only: with --gpus every rank is this process's, no peer can be late).
 if [[ " $GPU_MODES " != *" mpi "* ]]; then
     echo "skip - mpi init stall: GPU_MODES ($GPU_MODES) has no mpi launch mode"
+    exit 0
+fi
+if [ "$GPU_WORLD" -lt 2 ]; then
+    echo "skip - mpi init stall: world $GPU_WORLD has no rank 1 to delay"
     exit 0
 fi
 gpu_run mpi init_stall schedules/seed/01_allreduce_full.yaml --set M=1MiB --timeout 5 \

@@ -1,10 +1,11 @@
+# SPDX-License-Identifier: MIT
 # tests/gpu/lib.bash — helpers for the GPU tests, sourced by tests/gpu/*.sh (named .bash so that
 # tests/run.sh, which runs every *.sh, does not run it) and, through them, by tools/gpu_session.sh.
 #
-# Every case runs `memlife run --backend cuda` on GPU_WORLD GPUs (default 2) in each launch mode
-# of GPU_MODES (default both):
-#   mpi     mpirun --allow-run-as-root --oversubscribe -np 2 memlife run ... --backend cuda
-#   single  memlife run ... --backend cuda --gpus 2
+# Every case runs `memlife run --backend cuda` on GPU_WORLD GPUs (default 2; 1, 2, 4 and 8 have
+# their numbers derived in each script) in each launch mode of GPU_MODES (default both):
+#   mpi     mpirun --allow-run-as-root --oversubscribe -np N memlife run ... --backend cuda
+#   single  memlife run ... --backend cuda --gpus N
 # with a JSON report in $RESULTS/MODE/NAME.json and its stdout / stderr beside it, and prints one
 # line per acceptance item (`ok - `, `not ok - `, `skip - `). Every command runs under `timeout`.
 # Without a GPU (nvidia-smi -L fails or lists too few) each case prints `skip - NAME: no GPU`.
@@ -128,7 +129,11 @@ gpu_check() {
 
 # The chapter's lifetimes at M = 256 MiB on N ranks (requested view, MiB): name steady peak.
 # AllReduce M/M; RS only M/N / M+M/N; naive RS+AG M / 2M+M/N; optimized RS+AG M / M+M/N.
-# At N = 2: 256/256, 128/384, 256/640, 256/384 (PyTorch on 2 x H200, DESIGN.md).
+#   N = 1: 256/256, 256/512, 256/768, 256/512 (measured on one H200, issue 22)
+#   N = 2: 256/256, 128/384, 256/640, 256/384 (PyTorch and memlife on 2 x H200, docs/design.md)
+#   N = 4: 256/256,  64/320, 256/576, 256/320 (the chapter, 4 x V100)
+#   N = 8: 256/256,  32/288, 256/544, 256/288
+# GPU_WORLD must divide 256 (MiB) for these to be whole MiB: 1, 2, 4, 8 are the worlds used.
 gpu_seed_lifetimes() {
     local m=256 s=$((256 / GPU_WORLD))
     echo "01_allreduce_full $m $m"

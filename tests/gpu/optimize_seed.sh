@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/optimize_seed.sh — the seed schedules rewritten by `memlife optimize`, run on real GPUs
 # in both launch modes: measured = predicted, and the optimized numbers themselves.
 # tests: 12

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/seed_lifetimes.sh — the chapter's four lifetimes on real GPUs, both launch modes.
 # tests: 8
-# Expected (requested view, M = 256 MiB, world 2; PyTorch 2.11 + NCCL 2.28.9 on 2 x H200,
-# DESIGN.md): AllReduce 256/256, RS only 128/384, naive RS+AG 256/640, optimized RS+AG 256/384
-# MiB steady/peak, exactly on every rank; the device view (cudaMemGetInfo after the warm-up
-# baseline) equal to the predicted device page model on every rank.
+# Expected (requested view, M = 256 MiB, world N = GPU_WORLD): AllReduce M/M, RS only
+# M/N / M+M/N, naive RS+AG M / 2M+M/N, optimized RS+AG M / M+M/N steady/peak, exactly on every
+# rank (lib.bash gpu_seed_lifetimes: 256/256, 256/512, 256/768, 256/512 MiB at N = 1;
+# 256/256, 128/384, 256/640, 256/384 at N = 2, as PyTorch 2.11 on 2 x H200); the device view
+# (cudaMemGetInfo after the warm-up baseline) equal to the predicted device page model.
 source "$(dirname "$0")/lib.bash"
 
 if ! gpu_ready; then

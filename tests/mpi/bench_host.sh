@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `memlife bench` on the host backend at small sizes: the structure of every format, the ratio
 # rule on the run's own numbers, the bare yardstick, the refusals, and the data checks after the
 # timed part. Timings on this machine (2 cores, oversubscribed MPI ranks) are noise; what is tested

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The chapter's five data contracts on the host backend. At 4 ranks: 20 rank rows PASS, one per
 # contract per rank (seed: "总计 20 条逐 rank contract 全部通过"), each contract checked the ways the
 # chapter does: the direct AllReduce result, the RS+AG result and the closed form 600 + 4i

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `memlife equiv` with data on Open MPI (host backend), 4 ranks: both plans run in one job, the
 # result buffers are read back and compared on every rank. The chapter's direct vs naive
 # decomposed at 256 MiB: rows 1 and 2 hold, 3 and 4 do not (exit 1); direct vs direct: all hold
@@ -29,7 +30,7 @@ else
          (.rows[2].detail | startswith("public API calls 1 vs 2 per rank"))' "$TMP/dvn.json"
     jq_case "provenance: memlife, commit, host backend, Open MPI, world 4, hosts of ranks 0-3, UTC date" \
         '.provenance | .memlife == "0.1.0" and (.commit | length > 0) and .backend == "host" and
-         (.mpi | startswith("Open MPI")) and .world == "4" and (.hosts | endswith("(ranks 0-3)")) and
+         (.mpi | startswith("Open MPI")) and .world == 4 and (.hosts | endswith("(ranks 0-3)")) and
          (.date | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"))' "$TMP/dvn.json"
 fi
 
@@ -123,10 +124,11 @@ else
         "exit $RC: $(head -3 "$TMP/err" | tr '\n' ' ')"
 fi
 
-# Provenance in `run` results too, and the one-line header of the table.
+# Provenance in `run` results too (counts are JSON integers, docs/json.md), and the one-line
+# header of the table.
 run run schedules/seed/01_allreduce_full.yaml --ranks 4 --set M=1MiB --format json -o "$TMP/r.json"
 jq_case "run result provenance: world 4, hosts, date, Open MPI" \
-    '.provenance | .world == "4" and (.hosts | length > 0) and (.date | endswith("Z")) and
+    '.provenance | .world == 4 and (.hosts | length > 0) and (.date | endswith("Z")) and
      (.mpi | startswith("Open MPI"))' "$TMP/r.json"
 run run schedules/seed/01_allreduce_full.yaml --ranks 4 --set M=1MiB
 if head -1 "$TMP/out" | grep -q '^memlife 0\.1\.0 (.*) | host | Open MPI .* | world 4 | hosts .* | 20..-..-..T..:..:..Z$'; then

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Failure behaviour on the host backend: never a hang, never a partial result file.
 #  - a collective sequence that diverges at run time (lint told to let it through) ends every
 #    rank with exit 3 and a message naming the ranks and the step, well within --timeout 10;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/mpi/lib.bash — helpers for the MPI tests, sourced by tests/mpi/*.sh (named .bash so that
 # tests/run.sh, which runs every *.sh, does not run it).
 #

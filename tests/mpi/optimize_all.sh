@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # memlife optimize keeps results: for every shipped schedule (schedules/**/*.yaml) at 4 ranks on
 # the host backend, the rewritten file
 #   - loads back and runs: measured = predicted on every rank;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The chapter's four lifetimes run for real on the host backend at 2, 3, 4 and 8 ranks (256 MiB
 # tensor, float32): on every rank the measured requested steady and peak equal the prediction
 # byte for byte, and so does the requested view after every op (`match`). At 4 ranks the numbers

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Replay allocator fixtures through a reference model of the caching-allocator rules (docs/torch.md) and compare.
 
 The model covers segments that are not expandable: default, max_split_size_mb,

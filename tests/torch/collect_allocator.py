@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Collect ground truth of PyTorch's CUDA caching allocator: replay fixtures.
 
 Each sequence (hand-written below, or generated from a seed) is a list of steps: alloc, free,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Probe ProcessGroupNCCL at world 1: does a collective recordStream its tensors, and what does
 NCCL itself take (memory outside the caching allocator)?
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Record allocator snapshots of real programs, for memlife's snapshot importer.
 
 Each case runs in a fresh process; it records with torch.cuda.memory._record_memory_history and

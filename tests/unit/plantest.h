@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plantest.h — helpers for the analyzer's unit tests: load a schedule from a string, expand it
  * for every rank, lint and predict, and read diagnostics back as the CLI prints them. */
 #ifndef MEMLIFE_PLANTEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bench.c — what `memlife bench` times (runtime/bench.c): the timed part of a plan, the
  * refusal of plans whose timed part holds more than collectives, and the bytes behind payload
  * and bus bandwidth; the report of made-up times, worked out by hand. The schedule is the

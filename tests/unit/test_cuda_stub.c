@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cuda_stub.c — the cuda backend's row and its behaviour where it cannot run.
  *
  * CI machines carry the CUDA toolkit but no GPU and no driver: the backend must be compiled in,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_data.c — the runtime's data side (runtime/data.c): init patterns, reduction identities of
  * every dtype, the reduction arithmetic, shard rolls, reduce-over-ranks closed forms, comparison
  * with and without float tolerance, and the 16-bit float conversions. */
@@ -276,15 +277,58 @@ static void test_half_conversions(void **state) {
 
 static void test_scale(void **state) {
     int64_t x[3] = {600, -4, 7};
-    data_scale(DT_INT64, x, 3, 3);
+    data_scale(DT_INT64, x, 3, 3, 1);
     assert_int_equal(x[0], 1800);
     assert_int_equal(x[1], -12);
     int8_t y[1] = {100};
-    data_scale(DT_INT8, y, 1, 2);
+    data_scale(DT_INT8, y, 1, 2, 1);
     assert_int_equal(y[0], -56);                /* 200 wraps */
     float f[1] = {1.5f};
-    data_scale(DT_FLOAT32, f, 1, -2);
+    data_scale(DT_FLOAT32, f, 1, -2, 1);
     assert_true(f[0] == -3.0f);
+    /* fractions: 600 * 1/4 = 150; -4 * 1/4 = -1; 7 * 1/4 = 1.75 truncates to 1; -7/4 -> -1 */
+    int64_t z[4] = {600, -4, 7, -7};
+    data_scale(DT_INT64, z, 4, 1, 4);
+    assert_int_equal(z[0], 150);
+    assert_int_equal(z[1], -1);
+    assert_int_equal(z[2], 1);
+    assert_int_equal(z[3], -1);
+    /* float32 by 1/3: the factor rounds to float first (0x3eaaaaab), then 3 * it */
+    float g[1] = {3.0f};
+    data_scale(DT_FLOAT32, g, 1, 1, 3);
+    assert_true(g[0] == 3.0f * (float)(1.0 / 3.0));
+    /* bfloat16 by 25/100 (`by: 0.25`): 6 * 0.25 = 1.5 exactly */
+    uint16_t b[1] = {data_f32_to_bf16(6.0f)};
+    data_scale(DT_BFLOAT16, b, 1, 25, 100);
+    assert_true(data_bf16_to_f32(b[0]) == 1.5f);
+}
+
+/* ncclAvg as NCCL computes it: integers sum (wrapping) then divide truncating toward zero;
+ * floats multiply by 1/world in the dtype, then sum. Values worked by hand below. */
+static void test_avg(void **state) {
+    /* int32 at world 4: 7 + 0 + 0 + 0 = 7 -> 1 (7/4 truncates); -7 -> -1 (toward zero, not -2) */
+    int32_t acc[2] = {7, -7}, zero[2] = {0, 0};
+    for (int r = 1; r < 4; r++)
+        data_combine(DT_INT32, RED_AVG, acc, zero, 2);
+    data_avg_postdiv(DT_INT32, acc, 2, 4);
+    assert_int_equal(acc[0], 1);
+    assert_int_equal(acc[1], -1);
+    /* uint8 at world 2: 200 + 100 = 300 wraps to 44 before the divide (NCCL sums in the type): 22 */
+    uint8_t u[1] = {200}, v[1] = {100};
+    data_combine(DT_UINT8, RED_AVG, u, v, 1);
+    data_avg_postdiv(DT_UINT8, u, 1, 2);
+    assert_int_equal(u[0], 22);
+    /* float32 at world 3: 1/3 rounds to 0x3eaaaaab; 3 * that, each product rounded, then summed */
+    float f[1] = {3.0f}, g[1] = {3.0f};
+    data_avg_premul(DT_FLOAT32, f, 1, 3);
+    data_avg_premul(DT_FLOAT32, g, 1, 3);
+    assert_true(f[0] == 3.0f * (1.0f / 3.0f));
+    data_combine(DT_FLOAT32, RED_AVG, f, g, 1);
+    assert_true(f[0] == 3.0f * (1.0f / 3.0f) + 3.0f * (1.0f / 3.0f));
+    /* bfloat16 at world 4: 1/4 is exact; 6 * 0.25 = 1.5 exactly */
+    uint16_t b[1] = {data_f32_to_bf16(6.0f)};
+    data_avg_premul(DT_BFLOAT16, b, 1, 4);
+    assert_true(data_bf16_to_f32(b[0]) == 1.5f);
 }
 
 int main(void) {
@@ -294,6 +338,7 @@ int main(void) {
         cmocka_unit_test(test_reduced_closed_form), cmocka_unit_test(test_roll_shards),
         cmocka_unit_test(test_compare_ints),      cmocka_unit_test(test_compare_floats),
         cmocka_unit_test(test_half_conversions),  cmocka_unit_test(test_scale),
+        cmocka_unit_test(test_avg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_diff.c — `memlife diff` on the chapter's naive vs optimized RS+AG lifetimes: steady and
  * peak deltas per rank and view, and the lifetime that causes the difference. */
 #include <jansson.h>

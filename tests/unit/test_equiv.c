@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_equiv.c — `memlife equiv` without a backend: rows 2-4 with the chapter's numbers, row 1
  * from the data flow, the checklist's causes with their steps, and the data comparison. The
  * schedules are the shipped ones in schedules/equiv/ (the tests run from the repository root), so
@@ -422,8 +423,39 @@ static void test_kernels_measured_differ(void **state) {
                            "; kernels on rank 1: expected 1 vs 1, measured 1 vs 2 "
                            "(ncclDevKernel_AllReduce_Sum_f32_RING_LL ×1 | "
                            "ncclDevKernel_AllReduce_Sum_f32_RING_LL ×2): measured differs from "
-                           "expected (B all_reduce: 1 call, 2 kernels)"));
+                           "expected (B all_reduce: 1 call, 1 kernel expected, 2 kernels)"));
     assert_int_equal(equiv_exit_code(&t.r), 1);
+    free_pair(&t);
+}
+
+/* World 1: NCCL launches no kernel for a one-rank collective (CUPTI on H200, NCCL 2.28.3: a
+ * one-rank AllReduce, ReduceScatter and AllGather each measured 0 kernels), so the expectation is
+ * 0 vs 0 for 1 vs 2 calls, and 0 measured is not a mismatch; one kernel would be. */
+static void test_kernels_world1_none(void **state) {
+    pair t;
+    load_pair(&t, "schedules/equiv/direct_vs_naive.yaml", "direct", "naive", 1, "M=64MiB");
+    for (int s = 0; s < 2; s++) {
+        t.r.kernels[s] = calloc(1, sizeof *t.r.kernels[s]);
+        assert_non_null(t.r.kernels[s]);
+    }
+    equiv_judge_kernels(&t.r);
+    assert_int_equal(equiv_kernels_expected(&t.r.facts[0][0], 1, COLL_COUNT), 0);
+    assert_int_equal(equiv_kernels_expected(&t.r.facts[1][0], 1, COLL_COUNT), 0);
+    assert_int_equal(equiv_kernels_expected(&t.r.facts[1][0], 2, COLL_COUNT), 2);
+    assert_non_null(strstr(t.r.rows[EQ_STRUCTURE].detail,
+                           "; kernels per rank: expected 0 vs 0, measured 0 vs 0 (no kernels | "
+                           "no kernels)"));
+    assert_null(strstr(t.r.rows[EQ_STRUCTURE].detail, "measured differs"));
+    ml_str o = {0};
+    assert_int_equal(equiv_write(&t.r, FMT_JSON, NULL, &o), 0);
+    assert_non_null(strstr(o.s, "\"kernels_expected\": 0"));
+    ml_str_free(&o);
+    /* One AllReduce kernel where none is expected is a mismatch. */
+    t.r.kernels[0][0].by_coll[COLL_ALL_REDUCE] = 1;
+    t.r.kernels[0][0].total = 1;
+    equiv_judge_kernels(&t.r);
+    assert_non_null(strstr(t.r.rows[EQ_STRUCTURE].detail,
+                           "(A all_reduce: 1 call, 0 kernels expected, 1 kernel)"));
     free_pair(&t);
 }
 
@@ -481,6 +513,7 @@ int main(void) {
         cmocka_unit_test(test_judge_float_data),
         cmocka_unit_test(test_kernels_measured_as_expected),
         cmocka_unit_test(test_kernels_measured_differ),
+        cmocka_unit_test(test_kernels_world1_none),
         cmocka_unit_test(test_kernels_not_measured),
         cmocka_unit_test(test_writers),
     };

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_exec.c — the executor (runtime/exec.c) on a fake in-process backend: requested bytes per
  * op, chunk release, the runtime's own refusals under expect_error (never issued), data checks,
  * allocation failures with step, bytes and live bytes, and sequence divergence between local

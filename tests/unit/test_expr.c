@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_expr.c — the expression language: precedence, units, checked arithmetic, error offsets. */
 #include "testutil.h"
 

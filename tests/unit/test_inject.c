@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_inject.c — the fault-injection syntax (runtime/inject.c): every form of `--inject` /
  * MEMLIFE_INJECT, its refusals, the text it prints back, and the check of targets against plans
  * (a fault that names a rank outside the world, or an op or alloc no rank reaches, is refused

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kernels.c — the CUPTI-free half of the kernel evidence (runtime/kernels.c): which
  * collective a kernel name belongs to, windows, tallies, demangling. The chapter's probe is
  * replayed on made-up records: 5 iterations on 2 GPUs give 10 AllReduce kernels for direct and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lint.c — one test per diagnostic kind, asserting the exact text and line:col, plus the
  * expect_error contract rows, stream hazards and cross-rank divergence.
  *
@@ -114,11 +115,20 @@ static void release_errors(void **state) {
               "  - alloc: {buf: a, bytes: 1MiB}\n"
               "  - release: {buf: a, keep: rank}\n",
               0, "t.yaml:4:5: error: release of 'a' which was not allocated in chunks");
+    /* chunks: 1 (chunks: world at world 1) is a chunked buffer of one chunk: keeping chunk 0
+     * releases nothing and is clean; chunk 1 does not exist. */
+    pt_run r;
+    lint_yaml(&r, "world: 1\n"
+                  "steps:\n"
+                  "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
+                  "  - release: {buf: a, keep: rank}\n"
+                  "  - free: a\n", 0, 0);
+    pt_free(&r);
     lint_says("world: 4\n"
               "steps:\n"
               "  - alloc: {buf: a, bytes: 1MiB, chunks: 1}\n"
-              "  - release: {buf: a, keep: 0}\n",
-              0, "t.yaml:4:5: error: release of 'a' which was not allocated in chunks");
+              "  - release: {buf: a, keep: 1}\n",
+              0, "t.yaml:4:5: error: release of 'a' keeps chunk 1 but it has 1 chunks");
     lint_says("world: 4\n"
               "steps:\n"
               "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
@@ -544,8 +554,89 @@ static void clean_seed_schedule(void **state) {
     }
 }
 
+/* ---- point-to-point (lint_p2p.c) ---------------------------------------------------------------- */
+
+/* A ring in one group and a hop outside one: every send pairs, no cycle: no diagnostic. */
+static void p2p_ring_in_group_is_clean(void **state) {
+    pt_run r;
+    lint_yaml(&r,
+              "world: 4\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 8}\n"
+              "  - alloc: {buf: b, count: 8}\n"
+              "  - group:\n"
+              "      - send: {buf: a, peer: (rank + 1) % world}\n"
+              "      - recv: {buf: b, peer: (rank + world - 1) % world}\n"
+              "  - when: rank == 0\n"
+              "    send: {buf: a, peer: 3}\n"
+              "  - when: rank == 3\n"
+              "    recv: {buf: b, peer: 0}\n"
+              "  - all_reduce: {buf: a}\n",
+              0, 0);
+    pt_free(&r);
+}
+
+/* The same ring outside a group: each rank's send waits for its successor's recv, which comes
+ * after that rank's own send: the cycle 0 -> 1 -> 2 -> 0 at world 3. */
+static void p2p_ring_outside_group_deadlocks(void **state) {
+    lint_says("world: 3\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 8}\n"
+              "  - alloc: {buf: b, count: 8}\n"
+              "  - send: {buf: a, peer: (rank + 1) % world}\n"
+              "  - recv: {buf: b, peer: (rank + world - 1) % world}\n",
+              0,
+              "t.yaml:5:5: error: deadlock: a cycle of blocking waits: rank 0 send to rank 1 (5:5) "
+              "waits for rank 1; rank 1 send to rank 2 (5:5) waits for rank 2; rank 2 send to rank 0 "
+              "(5:5) waits for rank 0; a send or recv outside a group blocks until its peer's "
+              "partner runs: put the pair's ops in one group [rank 0]");
+}
+
+/* A send with no recv, and a recv with no send, each named at its step with the peer. */
+static void p2p_unpaired(void **state) {
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 8}\n"
+              "  - when: rank == 0\n"
+              "    send: {buf: a, peer: 1}\n",
+              0,
+              "t.yaml:5:5: error: send to rank 1 has no matching recv: rank 1 posts fewer than 1 "
+              "recvs from rank 0 [rank 0]");
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 8, dtype: int32}\n"
+              "  - when: rank == 1\n"
+              "    recv: {buf: a, peer: 0}\n",
+              0,
+              "t.yaml:5:5: error: recv from rank 0 has no matching send: rank 0 sends fewer than 1 "
+              "to rank 1 [rank 1]");
+}
+
+/* A rank that waits at a collective while its peer waits in a recv: the wait ends at a rank that
+ * is at the all_reduce, which needs every rank. */
+static void p2p_recv_before_collective(void **state) {
+    pt_run r;
+    lint_yaml(&r,
+              "world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 8}\n"
+              "  - when: rank == 1\n"
+              "    recv: {buf: a, peer: 0}\n"
+              "  - all_reduce: {buf: a}\n"
+              "  - when: rank == 0\n"
+              "    send: {buf: a, peer: 1}\n",
+              0, 1);
+    assert_non_null(strstr(pt_diag(&r, 0), "deadlock: a cycle of blocking waits: rank 0 at all_reduce (6:5) "
+                                           "waits for rank 1; rank 1 recv from rank 0 (5:5) waits for rank 0"));
+    pt_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(p2p_ring_in_group_is_clean),
+        cmocka_unit_test(p2p_ring_outside_group_deadlocks),
+        cmocka_unit_test(p2p_unpaired),
+        cmocka_unit_test(p2p_recv_before_collective),
         cmocka_unit_test(use_after_free),
         cmocka_unit_test(use_not_allocated),
         cmocka_unit_test(free_not_allocated),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_load.c — the schedule loader: a seed-like schedule builds the right IR (kinds, marks,
  * symbols, expressions); malformed schedules fail with the exact first error and position;
  * hostile input (deep nesting, aliases, huge numbers) fails cleanly. */
@@ -293,18 +294,18 @@ static const bad_case bad_cases[] = {
     {"let: {M: &a 4}\nsteps: []\n", "t.yaml:1:10: error: yaml anchors are not supported"},
     {"steps:\n  - alloc: {buf: x, bytes: *a}\n", "t.yaml:2:28: error: yaml aliases are not supported"},
     /* unknown keys at every level */
-    {"steps: []\nbogus: 1\n", "t.yaml:2:1: error: unknown key 'bogus' in schedule"},
-    {"steps:\n  - alloc: {buf: x, sise: 4}\n", "t.yaml:2:21: error: unknown key 'sise' in alloc"},
-    {A "  - all_gather: {send: x, recv: x, strem: s}\n", "t.yaml:3:36: error: unknown key 'strem' in all_gather"},
-    {"expect: {requested: {stedy: 1}}\nsteps: []\n", "t.yaml:1:22: error: unknown key 'stedy' in requested"},
-    {"expect: {reqested: {steady: 1}}\nsteps: []\n", "t.yaml:1:10: error: unknown key 'reqested' in expect"},
-    {"plans: {a: {stps: []}}\n", "t.yaml:1:13: error: unknown key 'stps' in plan"},
-    {"sweep: {lt: M}\nsteps: []\n", "t.yaml:1:9: error: unknown key 'lt' in sweep"},
-    {A "  - check: {name: c, equal: [x, {bf: x}]}\n", "t.yaml:3:34: error: unknown key 'bf' in operand"},
-    {"steps:\n  - alloc: {buf: x, bytes: 4, init: {cnst: 1}}\n", "t.yaml:2:38: error: unknown key 'cnst' in init"},
-    {A "  - sync: {steam: s}\n", "t.yaml:3:12: error: unknown key 'steam' in sync"},
+    {"steps: []\nbogus: 1\n", "t.yaml:2:1: error: unknown key 'bogus' in schedule: expected one of name, about, world, dtype, let, streams, events, expect, steps, plans, sweep"},
+    {"steps:\n  - alloc: {buf: x, sise: 4}\n", "t.yaml:2:21: error: unknown key 'sise' in alloc: expected one of buf, bytes, count, dtype, chunks, init"},
+    {A "  - all_gather: {send: x, recv: x, strem: s}\n", "t.yaml:3:36: error: unknown key 'strem' in all_gather: expected one of buf, send, recv, op, root, stream"},
+    {"expect: {requested: {stedy: 1}}\nsteps: []\n", "t.yaml:1:22: error: unknown key 'stedy' in requested: expected one of steady, peak"},
+    {"expect: {reqested: {steady: 1}}\nsteps: []\n", "t.yaml:1:10: error: unknown key 'reqested' in expect: expected one of rank, requested, device"},
+    {"plans: {a: {stps: []}}\n", "t.yaml:1:13: error: unknown key 'stps' in plan: expected one of steps, expect"},
+    {"sweep: {lt: M}\nsteps: []\n", "t.yaml:1:9: error: unknown key 'lt' in sweep: expected one of let, values"},
+    {A "  - check: {name: c, equal: [x, {bf: x}]}\n", "t.yaml:3:34: error: unknown key 'bf' in operand: expected one of buf, roll_shards, expr, reduce, op"},
+    {"steps:\n  - alloc: {buf: x, bytes: 4, init: {cnst: 1}}\n", "t.yaml:2:38: error: unknown key 'cnst' in init: expected one of const, expr, copy, random, identity, pattern"},
+    {A "  - sync: {steam: s}\n", "t.yaml:3:12: error: unknown key 'steam' in sync: expected one of stream, event"},
     /* steps */
-    {"steps:\n  - alreduce: {buf: x}\n", "t.yaml:2:5: error: unknown step 'alreduce'"},
+    {"steps:\n  - alreduce: {buf: x}\n", "t.yaml:2:5: error: unknown step 'alreduce': expected one of when, alloc, free, release, sync, record, wait, repeat, region, init, copy, scale, compute, check, expect_error, send, recv, group, all_reduce, reduce_scatter, all_gather, broadcast, reduce"},
     {"steps: [alloc]\n", "t.yaml:1:9: error: a step must be a mapping"},
     {"steps: {alloc: 1}\n", "t.yaml:1:8: error: 'steps' must be a list"},
     {A "    free: x\n", "t.yaml:3:5: error: a step has one step key: 'free' after 'alloc'"},
@@ -317,8 +318,8 @@ static const bad_case bad_cases[] = {
     {"steps:\n  - alloc: {bytes: 4}\n", "t.yaml:2:5: error: alloc needs 'buf'"},
     {"steps:\n  - alloc: {buf: x, bytes: 4, bytes: 5}\n", "t.yaml:2:31: error: duplicate key 'bytes' in alloc"},
     {"steps:\n  - alloc: x\n", "t.yaml:2:12: error: 'alloc' must be a mapping"},
-    {"steps:\n  - alloc: {buf: x, bytes: 4, dtype: float33}\n", "t.yaml:2:38: error: unknown dtype 'float33'"},
-    {"steps:\n  - alloc: {buf: x, bytes: 4, init: iota}\n", "t.yaml:2:37: error: unknown data pattern 'iota'"},
+    {"steps:\n  - alloc: {buf: x, bytes: 4, dtype: float33}\n", "t.yaml:2:38: error: unknown dtype 'float33': expected one of int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, float32, float64"},
+    {"steps:\n  - alloc: {buf: x, bytes: 4, init: iota}\n", "t.yaml:2:37: error: unknown data pattern 'iota': expected one of rank_iota"},
     {"steps:\n  - alloc: {buf: x, bytes: 4, init: {const: 1, expr: i}}\n", "t.yaml:2:48: error: only one data pattern may be given"},
     {"steps:\n  - alloc: {buf: 'x y', bytes: 4}\n", "t.yaml:2:18: error: invalid buffer name 'x y'"},
     /* expressions: the column is the offending character */
@@ -344,7 +345,7 @@ static const bad_case bad_cases[] = {
     {"world: 99999999999999999999999\nsteps: []\n", "t.yaml:1:8: error: number too large"},
     {"world: 0\nsteps: []\n", "t.yaml:1:8: error: 'world' must be between 1 and 1048576"},
     {"world: rank\nsteps: []\n", "t.yaml:1:8: error: undefined name 'rank'"},
-    {"dtype: float33\nsteps: []\n", "t.yaml:1:8: error: unknown dtype 'float33'"},
+    {"dtype: float33\nsteps: []\n", "t.yaml:1:8: error: unknown dtype 'float33': expected one of int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, float32, float64"},
     /* lets */
     {"let: {M: 1, M: 2}\nsteps: []\n", "t.yaml:1:13: error: duplicate let 'M'"},
     {"let: {world: 1}\nsteps: []\n", "t.yaml:1:7: error: 'world' is reserved and cannot be a let name"},
@@ -375,7 +376,7 @@ static const bad_case bad_cases[] = {
     {A "  - all_reduce: {buf: 'x[0 : q]'}\n", "t.yaml:3:30: error: undefined name 'q'"},
     {A "  - all_reduce: {buf: x y}\n", "t.yaml:3:25: error: expected 'name' or 'name[offset : count]'"},
     /* collectives */
-    {A "  - all_reduce: {buf: x, op: avg}\n", "t.yaml:3:30: error: unknown op 'avg'"},
+    {A "  - all_reduce: {buf: x, op: avgg}\n", "t.yaml:3:30: error: unknown op 'avgg': expected one of sum, prod, max, min, avg"},
     {A "  - all_gather: {send: x, recv: x, op: sum}\n", "t.yaml:3:36: error: 'op' is not valid for all_gather"},
     {A "  - broadcast: {buf: x}\n", "t.yaml:3:5: error: broadcast needs 'root'"},
     {A "  - all_reduce: {buf: x, root: 0}\n", "t.yaml:3:26: error: 'root' is not valid for all_reduce"},
@@ -390,9 +391,9 @@ static const bad_case bad_cases[] = {
     {A "  - check: {name: c, equal: [x, {buf: x, expr: 1}]}\n", "t.yaml:3:33: error: an operand needs exactly one of 'buf', 'expr', 'reduce'"},
     {A "  - check: {name: c, equal: [x, {expr: 1, roll_shards: 1}]}\n", "t.yaml:3:43: error: 'roll_shards' needs 'buf'"},
     {A "  - check: {name: c, equal: [x, {reduce: {copy: x}}]}\n", "t.yaml:3:43: error: a reduced pattern must be rank_iota, const, expr or random"},
-    {A "  - expect_error: {name: e, error: nope, step: {free: x}}\n", "t.yaml:3:36: error: unknown error code 'nope'"},
+    {A "  - expect_error: {name: e, error: nope, step: {free: x}}\n", "t.yaml:3:36: error: unknown error code 'nope': expected one of size_mismatch, dtype_mismatch, bad_op, out_of_bounds, bad_inplace"},
     {A "  - expect_error: {name: e, error: bad_op}\n", "t.yaml:3:5: error: expect_error needs 'step'"},
-    {A "  - expect_error: {name: e, error: bad_op, step: {all_reduc: {buf: x}}}\n", "t.yaml:3:51: error: unknown step 'all_reduc'"},
+    {A "  - expect_error: {name: e, error: bad_op, step: {all_reduc: {buf: x}}}\n", "t.yaml:3:51: error: unknown step 'all_reduc': expected one of when, alloc, free, release, sync, record, wait, repeat, region, init, copy, scale, compute, check, expect_error, send, recv, group, all_reduce, reduce_scatter, all_gather, broadcast, reduce"},
     /* top level */
     {"steps: []\nplans: {a: {steps: []}}\n", "t.yaml:2:1: error: 'steps' and 'plans' cannot both be given"},
     {"plans: {a: {steps: []}, a: {steps: []}}\n", "t.yaml:1:25: error: duplicate plan 'a'"},

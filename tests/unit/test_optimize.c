@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_optimize.c — memlife optimize (analyzer/optimize*.c), the floor (floor.c) and the YAML
  * writer (emit_yaml.c). Run from the repository root (tests/run.sh does), so the shipped
  * schedules are read from schedules/.

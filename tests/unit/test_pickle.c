@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pickle.c — the snapshot pickle reader and writer: pickles made by python3 read exactly,
  * every code opcode refused at its byte offset, malformed input an error (never a crash), and
  * the writer's output read back equal. tests/cli/pickle_python.sh checks the writer against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_place.c — where the ranks of run, bench and equiv come from (cli/place.c): --gpus, an MPI
  * launcher's environment (faked here with Open MPI's OMPI_COMM_WORLD_SIZE / _RANK and PMIx's
  * PMIX_RANK), memlife's own mpirun, and every refusal with its exact first line and exit code. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_plan.c — plan_expand: unrolled repeats, when, views, NCCL counts, in-place flags, free
  * lists, init, regions, expect_error markers, limits and expression errors. */
 #include "plantest.h"
@@ -78,6 +79,58 @@ static void repeat_first_iteration_sees_outer_alloc(void **state) {
     assert_int_equal(p->ops[1].u.coll.count, 256);
     assert_int_equal(p->ops[4].u.coll.count, 512);
     assert_int_equal(p->ops[7].u.coll.count, 512);
+    pt_free(&r);
+}
+
+/* `index:`: each iteration's views and sizes see its value; nested repeats have their own slot;
+ * a non-indexed repeat around an indexed one copies the index values with its ops. */
+static void repeat_index_in_views_sizes_when(void **state) {
+    pt_run r;
+    pt_load(&r,
+            "world: 2\n"
+            "let: {N: 8}\n"
+            "steps:\n"
+            "  - alloc: {buf: w, count: 3*N}\n"
+            "  - repeat:\n"
+            "      count: 2\n"                    /* copies: iteration 2.. of this one */
+            "      steps:\n"
+            "        - repeat:\n"
+            "            count: 3\n"
+            "            index: l\n"
+            "            steps:\n"
+            "              - all_reduce: {buf: \"w[l*N : N]\"}\n"
+            "              - repeat:\n"
+            "                  count: l\n"         /* 0, 1, 2 inner iterations */
+            "                  index: j\n"
+            "                  steps:\n"
+            "                    - alloc: {buf: t, count: 10*l + j}\n"
+            "                    - free: t\n"
+            "              - when: l == 2\n"
+            "                init: {buf: w, expr: l + i}\n",
+            0);
+    const rank_plan *p = &r.plans[1];
+    /* per outer iteration: 3 all_reduce + (0+1+2) x (alloc, free) + 1 init = 10; + the alloc */
+    assert_int_equal(p->n_ops, 1 + 2 * 10);
+    assert_int_equal(r.s->n_index, 2);
+    for (int outer = 0; outer < 2; outer++) {
+        const plan_op *o = p->ops + 1 + 10 * outer;
+        /* l = 0: all_reduce at 0; l = 1: all_reduce at 8, alloc 10*1+0; l = 2: at 16, allocs 20, 21 */
+        assert_int_equal(o[0].kind, OP_COLL);
+        assert_int_equal(o[0].u.coll.send.offset, 0);
+        assert_int_equal(o[1].u.coll.send.offset, 8);
+        assert_int_equal(o[2].u.alloc.count, 10);
+        assert_int_equal(o[4].u.coll.send.offset, 16);
+        assert_int_equal(o[5].u.alloc.count, 20);
+        assert_int_equal(o[7].u.alloc.count, 21);
+        assert_int_equal(o[9].kind, OP_INIT);
+        /* the init runs with l = 2 (its data pattern reads the slot when it runs) */
+        int64_t slots[16] = {0};
+        assert_true(sched_n_slots(r.s) <= 16);
+        plan_op_slots(p, &o[9], slots);
+        assert_int_equal(slots[EXPR_SLOT_FIRST_LET + 1], 2);   /* after the one let N */
+        plan_op_slots(p, &o[7], slots);
+        assert_int_equal(slots[EXPR_SLOT_FIRST_LET + 2], 1);   /* j of the alloc of 21 */
+    }
     pt_free(&r);
 }
 
@@ -318,6 +371,7 @@ int main(void) {
         cmocka_unit_test(repeat_unrolls_with_iterations),
         cmocka_unit_test(repeat_copies_keep_outer_iterations),
         cmocka_unit_test(repeat_first_iteration_sees_outer_alloc),
+        cmocka_unit_test(repeat_index_in_views_sizes_when),
         cmocka_unit_test(zero_repeat_and_when),
         cmocka_unit_test(views_counts_and_in_place),
         cmocka_unit_test(alloc_bytes_count_dtype_chunks),

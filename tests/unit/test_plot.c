@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_plot.c — the SVG of `memlife plot`: labels, the peak's coordinates against the drawn axis,
  * a shared y scale across panels, spans for collectives and syncs, escaping, measured overlays.
  * (tests/cli/plot_svg.sh parses the same output with a real XML parser; plot_render.sh renders

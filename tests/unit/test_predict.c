@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_predict.c — the predictor's steady and peak bytes in both views, against the chapter's
  * lifetimes (seed: 4 × V100, 256 MiB: 256/256, 64/320, 256/576, 256/320 MiB; 2 × H200:
  * 256/256, 128/384, 256/640, 256/384 MiB; DESIGN.md's formulas M/M, M/N / M+M/N, M / 2M+M/N,
@@ -188,12 +189,11 @@ static void padded_1003_int64(void **state) {
     pt_free(&r);
 }
 
-static void device_inexact_bounds(void **state) {
+static void device_exact_after_churn(void **state) {
     pt_run r;
-    /* 3 × 600 KiB share page 0; freeing b leaves a hole before c (churn); d (500 KiB) goes into
-     * b's hole by best fit, e (300 KiB) fits no hole (100 KiB, 248 KiB tail): a new page. Model:
-     * 4 MiB peak. lo over ops: 2 MiB (the exact ops before); hi: 2 pages + 2 ambiguous blocks =
-     * 4 pages (capped at 4 live small blocks) = 8 MiB. */
+    /* 3 x 600 KiB share page 0; freeing b leaves a hole before c; d (500 KiB) goes into b's hole
+     * by best fit, e (300 KiB) fits no hole (100 KiB, 248 KiB tail): a new page. 4 MiB peak at
+     * op 5, exact (the rule held at every measured step, test_pages_fixtures): bounds 4 .. 4. */
     pt_load(&r,
             "world: 1\n"
             "steps:\n"
@@ -208,10 +208,10 @@ static void device_inexact_bounds(void **state) {
     const pred_rank *p = &r.pred[0];
     assert_int_equal(p->peak[VIEW_DEVICE], 4 * MiB);
     assert_int_equal(p->peak_op[VIEW_DEVICE], 5);
-    assert_false(p->device_exact);
-    assert_int_equal(p->device_peak_lo, 2 * MiB);
-    assert_int_equal(p->device_peak_hi, 8 * MiB);
-    assert_int_equal(p->peak[VIEW_REQUESTED], 2000 * KiB);   /* 600 × 2 + 500 + 300 */
+    assert_true(p->device_exact);
+    assert_int_equal(p->device_peak_lo, 4 * MiB);
+    assert_int_equal(p->device_peak_hi, 4 * MiB);
+    assert_int_equal(p->peak[VIEW_REQUESTED], 2000 * KiB);   /* 600 x 2 + 500 + 300 */
     pt_free(&r);
 }
 
@@ -363,7 +363,7 @@ int main(void) {
         cmocka_unit_test(chunked_release),
         cmocka_unit_test(chunked_small_chunks_own_pages),
         cmocka_unit_test(padded_1003_int64),
-        cmocka_unit_test(device_inexact_bounds),
+        cmocka_unit_test(device_exact_after_churn),
         cmocka_unit_test(expect_rows),
         cmocka_unit_test(expect_plan_overrides_and_ranks),
         cmocka_unit_test(expect_rank_outside_world),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rankshare.c — the one-expansion fast path (plan_rank_invariant, plan_share, lint_plans on
  * shared ops, predict_rank_shared, analyzer/pipeline/pipeline.c): when it applies, and that it changes nothing.
  *

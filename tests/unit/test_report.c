@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_report.c — the report writers (table, json, csv, md), their shared cell formatting, and
  * the shared option parser of the CLI (cli/args.c). Schedules come from strings; numbers are the
  * chapter's naive RS+AG lifetime at world 2 (DESIGN.md: 256 / 640 MiB on 2 x H200). */
@@ -299,7 +300,7 @@ static void test_args_extra(void **state) {
     (void)state;
     bool no_data = false;
     const ml_opt extra[] = {
-        {"--no-data", NULL, OPT_FLAG, &no_data, 0, 0, NULL},
+        {"--no-data", NULL, OPT_FLAG, &no_data, 0, 0, NULL, NULL, "no data"},
     };
     char *argv[] = {"run", "x.yaml", "-b", "cuda", "-n", "4", "--timeout=2.5", "--no-data",
                     "--allocator", "chunked", "--gpus", "2"};

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_run_result.c — a rank's measurement on its way to rank 0 (cli/run_result.c): the JSON text
  * round-trips exactly (64-bit byte counts included), and the comparison with the prediction finds
  * the first op whose requested bytes differ, or passes when every op agrees. */

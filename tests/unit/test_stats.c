@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_stats.c — the benchmark's statistics (analyzer/stats.c): median, P95, CV and the chapter's
  * ratio rule, on samples whose numbers are worked out by hand in the comments, and on the
  * chapter's own published medians and CVs (seed table, DESIGN.md's H200 reference). */

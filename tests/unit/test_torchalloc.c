@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_torchalloc.c — the PyTorch caching-allocator model against the rules of
  * c10/cuda/CUDACachingAllocator.cpp (PyTorch 2.11) and the worked example of docs/torch.md
  * (derived from those rules and matched byte for byte on an H200 with torch 2.11.0+cu130).

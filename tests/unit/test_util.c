@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_util.c — diagnostics format, atomic writes, byte formatting, arena and vectors. */
 #include "testutil.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_watchdog.c — the deadline around a blocking call that has none (runtime/watchdog.c):
  * it ends the process with exit 3 and one line naming the rank, the wait and the deadline; it
  * calls the expire hook first (MPI_Abort in the cuda backend); disarmed in time it does nothing.

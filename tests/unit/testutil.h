@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* testutil.h — helpers shared by the cmocka unit tests: load a schedule from a string and read
  * back the first error exactly as the CLI would print it. */
 #ifndef MEMLIFE_TESTUTIL_H

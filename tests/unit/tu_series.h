@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tu_series.h — builds a series (analyzer/series.h) from schedule text, for the tests of plot,
  * trace and diff; the chapter's naive and optimized RS+AG lifetimes as inline schedules. */
 #ifndef MEMLIFE_TU_SERIES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda.c — the cuda backend: cudaMalloc / cudaMallocAsync / CUDA VMM and NCCL on named
  * CUDA streams, measured with cudaMemGetInfo. docs/cuda.md has the notes.
  *
@@ -189,7 +190,40 @@ static int cuda_mem_read(rt_rank *r, rt_mem_reading *out) {
 
 /* ---- Collectives, syncs, events ---------------------------------------------------------------- */
 
+/* send/recv and groups of them: one process per GPU (under mpirun) only. One process driving
+ * several GPUs runs its ranks one after another up to each collective, so a send would wait in
+ * its ncclGroupEnd for a peer rank of the same process that has not issued its recv yet. Not
+ * run here yet: no GPU machine was at hand when this was written (issue 18). */
+static int cuda_p2p_allowed(char *err, size_t len) {
+    if (cu_g.n_local == 1)
+        return 0;
+    snprintf(err, len, "send and recv need one process per GPU (--ranks under mpirun), not --gpus");
+    return -1;
+}
+
+static int cuda_group_begin(rt_rank *r, char *err, size_t len) {
+    if (cuda_p2p_allowed(err, len))
+        return -1;
+    ncclResult_t res = ncclGroupStart();
+    if (res != ncclSuccess) {
+        snprintf(err, len, "ncclGroupStart: %s", ncclGetErrorString(res));
+        return -1;
+    }
+    return 0;
+}
+
+static int cuda_group_end(rt_rank *r, char *err, size_t len) {
+    ncclResult_t res = ncclGroupEnd();
+    if (res != ncclSuccess) {
+        snprintf(err, len, "ncclGroupEnd: %s", ncclGetErrorString(res));
+        return -1;
+    }
+    return 0;
+}
+
 static int cuda_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len) {
+    if (ml_colls[args[0].coll].p2p && cuda_p2p_allowed(err, len))
+        return -1;
     cu_rank *crs[64];
     cu_rank **list = n <= 64 ? crs : malloc((size_t)n * sizeof *list);
     if (!list) {
@@ -399,6 +433,8 @@ const rt_backend_ops rt_backend_cuda = {
     .graph_end = cu_graph_end,
     .graph_launch = cu_graph_launch,
     .graph_drop = cu_graph_drop,
+    .group_begin = cuda_group_begin,
+    .group_end = cuda_group_end,
 };
 
 #endif /* MEMLIFE_HAVE_CUDA */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend_cuda_alloc.c — the cuda backend's three allocators (--allocator), one table row each,
  * and the CUDA VMM chunks behind `chunks: N` buffers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend_cuda_bench.c — the cuda backend's benchmark hooks (rt.h's optional bench entries):
  * CUDA events per rank and stream around a timed span, the bare NCCL call, CUDA graphs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend_cuda_comm.c — the cuda backend's two launch modes, its collectives, blob exchange and
  * warm-up.
  *
@@ -57,12 +58,28 @@ static ncclResult_t launch_reduce(const void *send, void *recv, size_t count, nc
     return ncclReduce(send, recv, count, dt, op, root, comm, s);
 }
 
+/* Point-to-point: the peer travels in root; send and recv name one buffer (coll.h). */
+static ncclResult_t launch_send(const void *send, void *recv, size_t count, ncclDataType_t dt,
+                                ncclRedOp_t op, int peer, ncclComm_t comm, cudaStream_t s) {
+    (void)recv;
+    (void)op;
+    return ncclSend(send, count, dt, peer, comm, s);
+}
+static ncclResult_t launch_recv(const void *send, void *recv, size_t count, ncclDataType_t dt,
+                                ncclRedOp_t op, int peer, ncclComm_t comm, cudaStream_t s) {
+    (void)send;
+    (void)op;
+    return ncclRecv(recv, count, dt, peer, comm, s);
+}
+
 static const cu_launch_fn cu_launch[COLL_COUNT] = {
     [COLL_ALL_REDUCE] = launch_all_reduce,
     [COLL_REDUCE_SCATTER] = launch_reduce_scatter,
     [COLL_ALL_GATHER] = launch_all_gather,
     [COLL_BROADCAST] = launch_broadcast,
     [COLL_REDUCE] = launch_reduce,
+    [COLL_SEND] = launch_send,
+    [COLL_RECV] = launch_recv,
 };
 
 bool cu_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && cu_launch[c]; }
@@ -474,6 +491,32 @@ static int warm_one(cu_rank **crs, rt_mem *scratch, int n, ml_coll c, uint64_t c
     return rc;
 }
 
+/* Appends a stage to every local rank: what its device holds now beyond the last stage. The
+ * per-collective stages show NCCL's lazy connection (NCCL_RUNTIME_CONNECT=1): on 2 x H200 the
+ * first AllReduce added 474 MiB to the 388 MiB of ncclCommInitAll. */
+static int comm_stage(rt_rank **ranks, cu_rank **crs, int n, const char *name,
+                      const uint64_t *held, char *err, size_t len) {
+    for (int i = 0; i < n; i++) {
+        rt_rank *r = ranks[i];
+        uint64_t now = 0;
+        if (cu_device_used(crs[i], &now, NULL, NULL)) {
+            snprintf(err, len, "cudaMemGetInfo on device %d failed", crs[i]->device);
+            return -1;
+        }
+        if (held)   /* the warm-up's scratch buffer is memlife's, not NCCL's */
+            now = now > held[i] ? now - held[i] : 0;
+        uint64_t before = crs[i]->used_before_comm;
+        for (uint32_t k = 0; k < r->n_comm_stages; k++)
+            before += r->comm_stages[k].bytes;
+        if (r->n_comm_stages >= RT_COMM_STAGES)
+            continue;
+        snprintf(r->comm_stages[r->n_comm_stages].name, sizeof r->comm_stages[0].name, "%s", name);
+        /* A stage that gave memory back (a freed cache) counts 0; the total below stays exact. */
+        r->comm_stages[r->n_comm_stages++].bytes = now > before ? now - before : 0;
+    }
+    return 0;
+}
+
 /* Bytes of the largest in-place buffer a warm-up collective of `count` needs. */
 static uint64_t warm_bytes(ml_coll c, uint64_t count, int dtype) {
     uint64_t send = ml_coll_send_count(c, count, cu_g.world);
@@ -488,7 +531,8 @@ static uint64_t warm_capped_count(ml_coll c, uint64_t count, int dtype) {
     return count;
 }
 
-static int warm_run(cu_rank **crs, int n, const cu_warm_list *w, char *err, size_t len) {
+static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w, char *err,
+                    size_t len) {
     /* Scratch: the largest capped buffer any warm-up needs, one per rank, plain cudaMalloc (it is
      * freed before the baseline whichever allocator the run uses). */
     uint64_t need = 4096;
@@ -501,16 +545,17 @@ static int warm_run(cu_rank **crs, int n, const cu_warm_list *w, char *err, size
             need = b > need ? b : need;
         }
     }
-    rt_mem *scratch = calloc((size_t)n, sizeof *scratch);
-    if (!scratch) {
-        snprintf(err, len, "out of host memory");
-        return -1;
-    }
+    rt_mem *scratch = ml_xcalloc((size_t)n, sizeof *scratch);
+    uint64_t *held = ml_xcalloc((size_t)n, sizeof *held);   /* device bytes the scratch takes */
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
-        if (cu_set_device(crs[i], err, len))
+        uint64_t before = 0, after = 0;
+        if (cu_set_device(crs[i], err, len)) {
             rc = -1;
-        else if (cudaMalloc(&scratch[i].ptr, need) != cudaSuccess) {
+        } else if (cu_device_used(crs[i], &before, NULL, NULL)) {
+            snprintf(err, len, "cudaMemGetInfo on device %d failed", crs[i]->device);
+            rc = -1;
+        } else if (cudaMalloc(&scratch[i].ptr, need) != cudaSuccess) {
             scratch[i].ptr = NULL;
             (void)cudaGetLastError();
             uint64_t free_bytes = 0;
@@ -521,6 +566,8 @@ static int warm_run(cu_rank **crs, int n, const cu_warm_list *w, char *err, size
             rc = -1;
         } else {
             scratch[i].bytes = need;
+            if (cu_device_used(crs[i], &after, NULL, NULL) == 0 && after > before)
+                held[i] = after - before;
             if (cudaMemset(scratch[i].ptr, 0, need) != cudaSuccess)
                 rc = cu_fail_cuda(err, len, cudaGetLastError(), "cudaMemset of the warm-up buffer");
         }
@@ -539,6 +586,8 @@ static int warm_run(cu_rank **crs, int n, const cu_warm_list *w, char *err, size
                               warm_capped_count((ml_coll)c, w->count[c][k], w->dtype[c][k]),
                               w->dtype[c][k], w->op[c][k], s, err, len);
         }
+        if (rc == 0)   /* warm_one waited for each launch */
+            rc = comm_stage(ranks, crs, n, ml_colls[c].name, held, err, len);
     }
     /* Copies too: inits, checks and copy steps must not set anything up inside the window. */
     for (int i = 0; i < n && rc == 0; i++) {
@@ -562,6 +611,9 @@ static int warm_run(cu_rank **crs, int n, const cu_warm_list *w, char *err, size
             (void)cudaFree(scratch[i].ptr);
         }
     free(scratch);
+    free(held);
+    if (rc == 0)
+        rc = comm_stage(ranks, crs, n, "copies", NULL, err, len);
     return rc;
 }
 
@@ -593,6 +645,11 @@ int cu_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, si
         snprintf(err, len, "out of host memory");
     for (int i = 0; i < n && rc == 0; i++) {
         crs[i] = cu_rank_of(ranks[i]);
+        ranks[i]->n_comm_stages = 0;
+    }
+    if (rc == 0)
+        rc = comm_stage(ranks, crs, n, "init", NULL, err, len);
+    for (int i = 0; i < n && rc == 0; i++) {
         rc = create_named(crs[i], ranks[i]->plan, err, len);
         if (rc == 0)
             rc = warm_allocator(crs[i], err, len);
@@ -613,7 +670,9 @@ int cu_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, si
                 warm_add(&merged, (ml_coll)c, lists[k].count[c][j], lists[k].dtype[c][j],
                          lists[k].op[c][j], lists[k].streams[c]);
     if (rc == 0)
-        rc = warm_run(crs, n, &merged, err, len);
+        rc = comm_stage(ranks, crs, n, "streams", NULL, err, len);
+    if (rc == 0)
+        rc = warm_run(ranks, crs, n, &merged, err, len);
     for (int i = 0; i < n && rc == 0; i++) {
         uint64_t now = 0;
         if (cu_device_used(crs[i], &now, NULL, NULL)) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda_core.c — the bottom of the cuda backend (cuda_int.h): the process's state, error
  * messages, ranks' devices, streams and events created on first use, device memory in use.
  * Every other cuda_*.c calls down into it; it calls none of them. */

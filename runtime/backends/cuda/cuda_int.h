@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda_int.h — state shared by the cuda backend's files (cuda*.c); not a public
  * header: the rest of memlife sees only rt_backend_cuda (rt.h).
  *

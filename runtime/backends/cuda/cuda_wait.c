@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend_cuda_wait.c — every host wait of the cuda backend, bounded by the run's deadline.
  *
  * NCCL has no per-operation timeout, and cudaStreamSynchronize / cudaEventSynchronize /

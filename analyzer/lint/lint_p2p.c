@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/* lint_p2p.c — point-to-point sends and receives across ranks (lint_int.h): pairing, then a
+ * deadlock search by playing the ranks forward.
+ *
+ * NCCL matches the sends from rank r to rank p with the receives on p from r in the order each
+ * rank issues them, and a send or receive outside ncclGroupStart/End blocks the stream until its
+ * partner runs: two ranks that each send to the other first, outside a group, wait forever (the
+ * reason NCCL's documentation groups concurrent send/recv). Collectives take every rank. */
+#include "lint/lint_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned long long ull;
+
+/* One send or recv of one rank. */
+typedef struct {
+    const plan_op *op;
+    int rank, peer;
+    uint32_t unit;            /* index of its unit in the rank's unit list */
+    uint64_t k;               /* its order among the rank's ops to (send) or from (recv) peer */
+    int partner_rank;         /* after pairing: the matching op's rank and index in p2p[] */
+    size_t partner;
+} p2p_op;
+
+/* What a rank waits on, in program order: one blocking send/recv, a group, or a collective. */
+typedef enum { UNIT_ONE, UNIT_GROUP, UNIT_COLL } unit_kind;
+typedef struct {
+    unit_kind kind;
+    size_t first, n;          /* UNIT_ONE / UNIT_GROUP: its ops in the rank's p2p list */
+    const plan_op *op;        /* the first op, for messages */
+} unit;
+
+typedef struct {
+    p2p_op *ops;
+    size_t n, cap;
+    unit *units;
+    size_t n_units, cap_units;
+} rank_p2p;
+
+static void *grow(void *p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap * 2 : 16;
+    while (c < need)
+        c *= 2;
+    p = ml_xrealloc(p, c * size);
+    *cap = c;
+    return p;
+}
+
+static unit *push_unit(rank_p2p *q, unit_kind kind, const plan_op *op) {
+    q->units = grow(q->units, &q->cap_units, q->n_units + 1, sizeof *q->units);
+    unit *u = &q->units[q->n_units++];
+    *u = (unit){kind, q->n, 0, op};
+    return u;
+}
+
+static bool any_p2p(const rank_plan *plans, int world) {
+    for (int r = 0; r < world; r++) {
+        if (r > 0 && plans[r].ops == plans[0].ops)
+            continue;
+        for (size_t i = 0; i < plans[r].n_ops; i++)
+            if (plans[r].ops[i].kind == OP_COLL && ml_colls[plans[r].ops[i].u.coll.coll].p2p)
+                return true;
+    }
+    return false;
+}
+
+/* Rank r's sends, receives and units. count_to/count_from: scratch of world counters, zero on
+ * entry and on return. */
+static void collect(const rank_plan *p, int r, rank_p2p *q, uint64_t *count_to, uint64_t *count_from) {
+    unit *group = NULL;
+    for (size_t i = 0; i < p->n_ops; i++) {
+        const plan_op *op = &p->ops[i];
+        if (op->kind == OP_EXPECT_BEGIN) {   /* the wrapped op is refused, not issued */
+            i++;
+            continue;
+        }
+        if (op->kind == OP_GROUP_BEGIN) {
+            group = push_unit(q, UNIT_GROUP, op);
+            continue;
+        }
+        if (op->kind == OP_GROUP_END) {
+            group = NULL;
+            continue;
+        }
+        if (op->kind != OP_COLL)
+            continue;
+        ml_p2p kind = ml_colls[op->u.coll.coll].p2p;
+        if (!kind) {
+            push_unit(q, UNIT_COLL, op);
+            continue;
+        }
+        int peer = op->u.coll.root;
+        if (peer < 0 || peer >= p->world || peer == r)
+            continue;   /* the contract reports it (lint.c) */
+        unit *u = group ? group : push_unit(q, UNIT_ONE, op);
+        if (!u->n)
+            u->op = op;
+        u->n++;
+        q->ops = grow(q->ops, &q->cap, q->n + 1, sizeof *q->ops);
+        uint64_t *count = kind == P2P_SEND ? count_to : count_from;
+        q->ops[q->n++] = (p2p_op){op, r, peer, (uint32_t)(u - q->units), count[peer]++, -1, 0};
+    }
+    for (size_t k = 0; k < q->n; k++)
+        count_to[q->ops[k].peer] = count_from[q->ops[k].peer] = 0;
+}
+
+static const char *elem_text(const plan_op *op, char *buf, size_t len) {
+    snprintf(buf, len, "%llu %s", (ull)op->u.coll.count, ml_dtypes[op->u.coll.send.dtype].name);
+    return buf;
+}
+
+/* Pairs every send with its recv (partner fields). Returns the errors added. */
+static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) {
+    size_t errors = 0;
+    for (int r = 0; r < world && errors < 16; r++)
+        for (size_t k = 0; k < q[r].n && errors < 16; k++) {
+            p2p_op *s = &q[r].ops[k];
+            if (ml_colls[s->op->u.coll.coll].p2p != P2P_SEND)
+                continue;
+            /* the k-th recv on the peer from r */
+            rank_p2p *pq = &q[s->peer];
+            p2p_op *m = NULL;
+            for (size_t j = 0; j < pq->n && !m; j++) {
+                p2p_op *c = &pq->ops[j];
+                if (ml_colls[c->op->u.coll.coll].p2p == P2P_RECV && c->peer == r && c->k == s->k)
+                    m = c;
+            }
+            if (!m) {
+                ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, plan_op_mark(s->op), r, "p2p",
+                            "send to rank %d has no matching recv: rank %d posts fewer than %llu "
+                            "recvs from rank %d", s->peer, s->peer, (ull)s->k + 1, r);
+                errors++;
+                continue;
+            }
+            const plan_op *a = s->op, *b = m->op;
+            if (a->u.coll.count != b->u.coll.count || a->u.coll.send.dtype != b->u.coll.send.dtype) {
+                char e1[64], e2[64];
+                ml_mark bm = plan_op_mark(b);
+                ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, plan_op_mark(a), r, "p2p",
+                            "send of %s to rank %d pairs with a recv of %s on rank %d (%u:%u)",
+                            elem_text(a, e1, sizeof e1), s->peer, elem_text(b, e2, sizeof e2), s->peer,
+                            bm.line, bm.col);
+                errors++;
+            }
+            s->partner_rank = m->rank;
+            s->partner = (size_t)(m - pq->ops);
+            m->partner_rank = r;
+            m->partner = k;
+        }
+    for (int r = 0; r < world && errors < 16; r++)
+        for (size_t k = 0; k < q[r].n && errors < 16; k++) {
+            const p2p_op *c = &q[r].ops[k];
+            if (ml_colls[c->op->u.coll.coll].p2p == P2P_RECV && c->partner_rank < 0) {
+                ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, plan_op_mark(c->op), r, "p2p",
+                            "recv from rank %d has no matching send: rank %d sends fewer than %llu "
+                            "to rank %d", c->peer, c->peer, (ull)c->k + 1, r);
+                errors++;
+            }
+        }
+    return errors;
+}
+
+/* Whether rank r's current unit can complete now, given every rank's position. *waits: the rank
+ * it waits on when it cannot. */
+static bool ready(const rank_p2p *q, const size_t *at, int world, int r, int *waits) {
+    const unit *u = &q[r].units[at[r]];
+    if (u->kind == UNIT_COLL) {
+        for (int o = 0; o < world; o++)
+            if (at[o] >= q[o].n_units || q[o].units[at[o]].kind != UNIT_COLL) {
+                *waits = o;
+                return false;
+            }
+        return true;
+    }
+    for (size_t k = u->first; k < u->first + u->n; k++) {
+        const p2p_op *op = &q[r].ops[k];
+        int pr = op->partner_rank;
+        uint32_t pu = q[pr].ops[op->partner].unit;
+        if (at[pr] != pu) {
+            *waits = pr;
+            return false;
+        }
+    }
+    return true;
+}
+
+static void describe_unit(const rank_plan *p, const rank_p2p *q, int r, size_t at, char *buf, size_t len) {
+    const unit *u = &q[r].units[at];
+    ml_mark m = plan_op_mark(u->op);
+    if (u->kind == UNIT_COLL) {
+        snprintf(buf, len, "rank %d at %s (%u:%u)", r, ml_colls[u->op->u.coll.coll].name, m.line, m.col);
+        return;
+    }
+    const p2p_op *o = &q[r].ops[u->first];
+    snprintf(buf, len, "rank %d %s %s rank %d (%u:%u)%s", r, ml_colls[o->op->u.coll.coll].name,
+             ml_colls[o->op->u.coll.coll].p2p == P2P_SEND ? "to" : "from", o->peer, m.line, m.col,
+             u->kind == UNIT_GROUP ? " in a group" : "");
+    (void)p;
+}
+
+/* Plays the ranks forward; on a deadlock reports the cycle of waits. */
+static size_t play(const rank_plan *plans, int world, const rank_p2p *q, ml_diags *d) {
+    size_t *at = ml_xcalloc((size_t)world, sizeof *at);
+    bool *go = ml_xcalloc((size_t)world, sizeof *go);
+    int *waits = ml_xcalloc((size_t)world, sizeof *waits);
+    size_t errors = 0;
+    for (;;) {
+        bool done = true, moved = false;
+        for (int r = 0; r < world; r++) {
+            go[r] = at[r] < q[r].n_units && ready(q, at, world, r, &waits[r]);
+            done &= at[r] >= q[r].n_units;
+        }
+        for (int r = 0; r < world; r++)
+            if (go[r]) {
+                at[r]++;
+                moved = true;
+            }
+        if (done)
+            break;
+        if (moved)
+            continue;
+        /* Nobody can move: follow the waits from the first blocked rank to a cycle. */
+        int start = 0;
+        while (at[start] >= q[start].n_units)
+            start++;
+        char *seen = ml_xcalloc((size_t)world, 1);
+        int r = start;
+        while (!seen[r] && at[r] < q[r].n_units) {
+            seen[r] = 1;
+            r = waits[r];
+        }
+        char text[1000], part[200];
+        size_t n = 0;
+        if (at[r] >= q[r].n_units) {   /* waits end at a rank that has finished */
+            describe_unit(&plans[start], q, start, at[start], part, sizeof part);
+            n += (size_t)snprintf(text, sizeof text, "deadlock: %s waits for rank %d, which has no more "
+                                  "sends, receives or collectives", part, waits[start]);
+            r = start;
+        } else {
+            int c = r;
+            n += (size_t)snprintf(text, sizeof text, "deadlock: a cycle of blocking waits: ");
+            do {
+                describe_unit(&plans[c], q, c, at[c], part, sizeof part);
+                if (n < sizeof text)
+                    n += (size_t)snprintf(text + n, sizeof text - n, "%s waits for rank %d; ", part, waits[c]);
+                c = waits[c];
+            } while (c != r && n < sizeof text);
+            if (n < sizeof text)
+                snprintf(text + n, sizeof text - n, "a send or recv outside a group blocks until its "
+                         "peer's partner runs: put the pair's ops in one group");
+        }
+        free(seen);
+        const unit *u = &q[r].units[at[r]];
+        ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, plan_op_mark(u->op), r, "deadlock", "%s", text);
+        errors++;
+        break;
+    }
+    free(at);
+    free(go);
+    free(waits);
+    return errors;
+}
+
+size_t lint_p2p(const rank_plan *plans, int world, ml_diags *d) {
+    if (world < 2 || !any_p2p(plans, world))
+        return 0;
+    rank_p2p *q = ml_xcalloc((size_t)world, sizeof *q);
+    uint64_t *to = ml_xcalloc((size_t)world, sizeof *to), *from = ml_xcalloc((size_t)world, sizeof *from);
+    for (int r = 0; r < world; r++)
+        collect(&plans[r], r, &q[r], to, from);
+    size_t errors = pair(plans, world, q, d);
+    if (errors == 0)
+        errors = play(plans, world, q, d);
+    for (int r = 0; r < world; r++) {
+        free(q[r].ops);
+        free(q[r].units);
+    }
+    free(q);
+    free(to);
+    free(from);
+    return errors;
+}

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/* gate.c — the baseline gate (gate.h). */
+#include "gate.h"
+#include "report_int.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gate_parse_tolerance(const char *s, gate_tolerance *t) {
+    memset(t, 0, sizeof *t);
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !(v >= 0) || isinf(v))
+        return -1;
+    if (!strcmp(end, "%")) {
+        t->percent = true;
+        t->pct = v;
+        return 0;
+    }
+    static const struct {
+        const char *suffix;
+        uint64_t unit;
+    } units[] = {{"", 1}, {"B", 1}, {"KiB", 1u << 10}, {"MiB", 1u << 20}, {"GiB", 1u << 30}};
+    for (size_t k = 0; k < ML_ARRAY_LEN(units); k++)
+        if (!strcmp(end, units[k].suffix)) {
+            double b = v * (double)units[k].unit;
+            if (b > 9.0e18 || b != floor(b))
+                return -1;
+            t->bytes = (uint64_t)b;
+            return 0;
+        }
+    return -1;
+}
+
+static uint64_t allowance(const gate_tolerance *t, uint64_t old) {
+    return t->percent ? (uint64_t)floor((double)old * t->pct / 100.0) : t->bytes;
+}
+
+/* The baseline's item called name ("name" or "name/plan"), or NULL. */
+static json_t *find_item(json_t *schedules, const char *name) {
+    size_t k;
+    json_t *it;
+    json_array_foreach(schedules, k, it) {
+        const char *n = json_string_value(json_object_get(it, "name"));
+        const char *plan = json_string_value(json_object_get(it, "plan"));
+        char full[512];
+        snprintf(full, sizeof full, plan && plan[0] ? "%s/%s" : "%s", n ? n : "", plan);
+        if (!strcmp(full, name))
+            return it;
+    }
+    return NULL;
+}
+
+static json_t *find_rank(json_t *item, int rank) {
+    size_t k;
+    json_t *r;
+    json_array_foreach(json_object_get(item, "ranks"), k, r)
+        if (json_integer_value(json_object_get(r, "rank")) == rank)
+            return r;
+    return NULL;
+}
+
+/* "; live at the new peak, not at the baseline's: a, b" from the names both sides recorded. */
+static void only_new(const report_schedule *rs, int r, ml_mem_view v, json_t *old_names, ml_str *out) {
+    const pred_rank *p = &rs->pred[r];
+    bool any = false;
+    for (uint32_t k = 0; k < p->n_peak_live[v]; k++) {
+        const char *name = sched_sym_name(rs->s, SYM_BUFFER, p->peak_live[v][k]);
+        bool old = false;
+        size_t j;
+        json_t *n;
+        json_array_foreach(old_names, j, n)
+            if (json_string_value(n) && !strcmp(json_string_value(n), name))
+                old = true;
+        if (old)
+            continue;
+        ml_str_printf(out, "%s%s", any ? ", " : "; live at the new peak, not at the baseline's: ",
+                      name);
+        any = true;
+    }
+}
+
+static void regression(const report_schedule *rs, int r, ml_mem_view v, bool peak, uint64_t old,
+                       uint64_t now, uint64_t tol, json_t *jr, ml_diags *errors) {
+    char o[64], n[64], d[64], t[64];
+    ml_format_bytes(old, o, sizeof o);
+    ml_format_bytes(now, n, sizeof n);
+    ml_format_bytes(now - old, d, sizeof d);
+    ml_format_bytes(tol, t, sizeof t);
+    ml_str msg = {0};
+    ml_str_printf(&msg, "%s %s on rank %d grew from %s to %s (+%s, tolerance %s) since the baseline",
+                  ml_mem_view_names[v], peak ? "peak" : "steady", r, o, n, d, t);
+    ml_mark at = rs->s->plans[rs->plan_index].mark;
+    if (peak) {
+        const rank_plan *p = &rs->plans[r];
+        size_t op = rs->pred[r].peak_op[v];
+        json_t *was = json_object_get(jr, v == VIEW_REQUESTED ? "peak_step" : "device_peak_step");
+        if (op < p->n_ops) {
+            at = plan_op_mark(&p->ops[op]);
+            ml_str_printf(&msg, "; peak now at %u:%u %s", at.line, at.col, report_op_label(p, op));
+        }
+        if (json_is_object(was))
+            ml_str_printf(&msg, " (baseline: %lld:%lld %s)",
+                          (long long)json_integer_value(json_object_get(was, "line")),
+                          (long long)json_integer_value(json_object_get(was, "col")),
+                          json_string_value(json_object_get(was, "op")) ? json_string_value(json_object_get(was, "op")) : "?");
+        only_new(rs, r, v, json_object_get(jr, v == VIEW_REQUESTED ? "peak_live" : "device_peak_live"),
+                 &msg);
+    }
+    ml_diag_add(errors, ML_DIAG_ERROR, rs->s->file, at, -1, "baseline_growth", "%s", msg.s);
+    free(msg.s);
+}
+
+int gate_compare(const report *r, const char *path, const gate_tolerance *t, ml_diags *errors,
+                 ml_diags *notes, size_t *per_item) {
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    ml_mark top = {1, 1};
+    if (!root) {
+        ml_mark m = {je.line > 0 ? (uint32_t)je.line : 1, je.column > 0 ? (uint32_t)je.column : 1};
+        ml_error(errors, path, m, "cannot read the baseline: %s", je.text);
+        return -1;
+    }
+    json_t *schedules = json_object_get(root, "schedules");
+    if (!json_is_array(schedules)) {
+        ml_error(errors, path, top, "not a memlife result: no 'schedules' list (write the baseline "
+                                    "with 'memlife check --format json -o FILE')");
+        json_decref(root);
+        return -1;
+    }
+    int regressions = 0;
+    for (size_t k = 0; k < r->n; k++) {
+        const report_schedule *rs = &r->items[k];
+        char name[512];
+        report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
+        json_t *item = find_item(schedules, name);
+        if (!item) {
+            ml_diag_add(notes, ML_DIAG_NOTE, rs->s->file, rs->s->plans[rs->plan_index].mark, -1,
+                        NULL, "'%s' is not in the baseline %s: nothing to compare", name, path);
+            continue;
+        }
+        for (int rank = 0; rank < rs->world; rank++) {
+            json_t *jr = find_rank(item, rank);
+            if (!jr)
+                continue;
+            for (int v = 0; v < VIEW_COUNT; v++) {
+                json_t *jv = json_object_get(jr, ml_mem_view_names[v]);
+                for (int peak = 0; peak < 2; peak++) {
+                    json_t *old = json_object_get(jv, peak ? "peak" : "steady");
+                    if (!json_is_integer(old) || json_integer_value(old) < 0)
+                        continue;
+                    uint64_t o = (uint64_t)json_integer_value(old);
+                    uint64_t now = peak ? rs->pred[rank].peak[v] : rs->pred[rank].steady[v];
+                    uint64_t tol = allowance(t, o);
+                    if (now > o && now - o > tol) {
+                        regression(rs, rank, (ml_mem_view)v, peak, o, now, tol, jr, errors);
+                        regressions++;
+                        if (per_item)
+                            per_item[k]++;
+                    }
+                }
+            }
+        }
+    }
+    json_decref(root);
+    return regressions;
+}

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_fit.c — `memlife fit FILE --vary NAME --budget BYTES`: the largest integer value of a let
+ * (micro-batch, sequence length, layers) whose predicted peak fits a device's memory on every
+ * rank, after the memory that is not the schedule's: the NCCL communicator and the CUDA context.
+ *
+ * Each probe is the whole pipeline (load, expand, lint, predict) at --set NAME=v, so a value that
+ * breaks the schedule (a shard that no longer divides, an overflow) counts as not fitting and
+ * says why. The search doubles from the file's own value until a value does not fit, then
+ * bisects; it assumes the peak grows with the value (monotonic) and checks it where it answers:
+ * v fits, v+1 does not. The reserves' defaults are measured facts of one machine (README's H200
+ * table: NCCL 2.28's communicator after init and warm-up, 862 MiB at world >= 2, 580 MiB alone;
+ * a CUDA 13 context about 500 MiB); other machines differ, hence --reserve and --context. */
+#include "cmd.h"
+#include "analysis.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB ((uint64_t)1 << 20)
+#define COMM_RESERVE_WORLD (862 * MIB)   /* NCCL 2.28 communicator, world >= 2, H200 */
+#define COMM_RESERVE_ALONE (580 * MIB)   /* the same, world 1 */
+#define CONTEXT_RESERVE (500 * MIB)      /* CUDA context */
+#define FIT_MAX ((int64_t)1 << 40)       /* the search's ceiling */
+
+const char cmd_fit_usage[] =
+    "usage: memlife fit FILE --vary NAME --budget BYTES [--view device|requested]\n"
+    "                   [--reserve BYTES] [--context BYTES] [--world N] [--set NAME=VALUE]...\n"
+    "                   [--plan NAME] [--format table|json]\n"
+    "\n"
+    "The largest integer value of the let NAME for which the predicted peak of every rank, plus\n"
+    "the communicator reserve and the context reserve, fits in BYTES (e.g. 80GiB): 'the largest\n"
+    "micro-batch that fits in 80 GiB at 8 GPUs'. Found by doubling from the file's value, then\n"
+    "bisection; the peak is assumed to grow with NAME, and checked at the answer (it fits, the\n"
+    "next value does not). Prints the value, its peak and the rank that binds, and the next\n"
+    "value's peak.\n"
+    "\n"
+    "@options\n"
+    "exit codes: 0 a value fits, 1 not even NAME=1 fits, 2 bad input\n";
+
+typedef struct {
+    bool ok;              /* loaded and predicted */
+    bool fits;
+    uint64_t peak;        /* the largest peak over ranks (and plans), in the view */
+    int rank, world;      /* the rank that has it */
+    char why[300];        /* !ok: the first error */
+} probe;
+
+typedef struct {
+    ml_args *a;
+    const char *name;
+    ml_mem_view view;
+    uint64_t budget, reserve, context;
+    bool reserve_set;
+} fit_ctx;
+
+/* BYTES: a constant expression with units. */
+static int parse_bytes(const char *opt, const char *text, uint64_t *out) {
+    ml_arena *a = ml_arena_new();
+    expr_error ee;
+    int64_t v = 0;
+    expr *e = expr_parse(a, text, strlen(text), NULL, NULL, &ee);
+    int rc = e && expr_eval(e, NULL, &v, &ee) == 0 && v > 0 ? 0 : -1;
+    ml_arena_free(a);
+    if (rc != 0)
+        return ml_usage_error("fit", "%s needs a positive size such as 80GiB, not '%s'", opt, text);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* The analysis at NAME=v, its diagnostics printed only when loud. */
+static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
+    memset(out, 0, sizeof *out);
+    char set[200];
+    snprintf(set, sizeof set, "%s=%" PRId64, c->name, v);
+    *(const char **)ml_vec_push(&c->a->set) = set;   /* the last --set of a let wins */
+    pipeline_opts o;
+    pipeline_opts_default(&o);
+    ml_analysis an;
+    int rc = ml_analyze_quietly(c->a, "fit", &o, &an, !loud);
+    c->a->set.n--;
+    if (rc != ML_EXIT_OK) {
+        const ml_diag *g = ml_diags_first_error(&an.res.diags);
+        if (g)
+            ml_diag_format(g, out->why, sizeof out->why);
+        else
+            snprintf(out->why, sizeof out->why, "the analysis failed");
+        ml_analysis_free(&an);
+        return;
+    }
+    out->ok = true;
+    for (size_t k = 0; k < an.res.items.n; k++) {
+        const pipeline_item *it = &ML_VEC_AT(&an.res.items, pipeline_item, k);
+        for (int r = 0; r < it->world; r++)
+            if (it->pred[r].peak[c->view] > out->peak || (k == 0 && r == 0)) {
+                out->peak = it->pred[r].peak[c->view];
+                out->rank = r;
+            }
+        out->world = it->world;
+    }
+    if (!c->reserve_set)
+        c->reserve = out->world >= 2 ? COMM_RESERVE_WORLD : COMM_RESERVE_ALONE;
+    out->fits = out->peak <= c->budget && c->budget - out->peak >= c->reserve + c->context;
+    ml_analysis_free(&an);
+}
+
+/* The file's own value of NAME (at rank 0), as the search's start; 1 when it is below 1. */
+static int start_value(fit_ctx *c, int64_t *out) {
+    const char *path = ML_VEC_AT(&c->a->files, const char *, 0);
+    ml_diags d;
+    ml_diags_init(&d);
+    sched_params p = ml_args_params(c->a);
+    sched_load_limits lim = sched_load_with(&p);
+    sched *s = sched_load_file(path, &lim, &d);
+    int rc = -1;
+    if (s) {
+        int let = -1;
+        for (uint32_t k = 0; k < s->n_lets; k++)
+            if (!strcmp(s->lets[k].name, c->name))
+                let = (int)k;
+        int world = sched_world(s, &p, &d);
+        int64_t *slots = ml_xcalloc(sched_n_slots(s), sizeof *slots);
+        if (let < 0)
+            ml_error(&d, path, ((ml_mark){0, 0}), "--vary %s: the file has no let '%s'", c->name, c->name);
+        else if (world > 0 && sched_eval_lets(s, &p, world, 0, slots, &d) == 0) {
+            *out = slots[EXPR_SLOT_FIRST_LET + let] < 1 ? 1 : slots[EXPR_SLOT_FIRST_LET + let];
+            rc = 0;
+        }
+        free(slots);
+    }
+    ml_diags_print(&d, stderr);
+    ml_diags_free(&d);
+    sched_free(s);
+    return rc;
+}
+
+static void bytes_text(uint64_t b, char *buf, size_t len) { ml_format_bytes(b, buf, len); }
+
+static json_t *probe_json(const probe *p, int64_t v) {
+    json_t *o = json_pack("{s:I, s:b, s:b}", "value", (json_int_t)v, "fits", p->fits, "predicted", p->ok);
+    if (p->ok) {
+        json_object_set_new(o, "peak", json_integer((json_int_t)p->peak));
+        json_object_set_new(o, "rank", json_integer(p->rank));
+    } else {
+        json_object_set_new(o, "error", json_string(p->why));
+    }
+    return o;
+}
+
+static int print_answer(const fit_ctx *c, int64_t v, const probe *at, int64_t next_v, const probe *next,
+                        FILE *f) {
+    if (c->a->format == FMT_JSON) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:{s:I, s:I}, s:I}", "file",
+                              ML_VEC_AT(&c->a->files, const char *, 0), "let", c->name, "view",
+                              ml_mem_view_names[c->view], "budget", (json_int_t)c->budget, "reserve",
+                              "communicator", (json_int_t)c->reserve, "context", (json_int_t)c->context,
+                              "world", (json_int_t)at->world);
+        json_object_set_new(o, "value", json_integer((json_int_t)v));
+        json_object_set_new(o, "peak", json_integer((json_int_t)at->peak));
+        json_object_set_new(o, "rank", json_integer(at->rank));
+        json_object_set_new(o, "total", json_integer((json_int_t)(at->peak + c->reserve + c->context)));
+        json_object_set_new(o, "next", probe_json(next, next_v));
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fprintf(f, "%s\n", text);
+        free(text);
+        json_decref(o);
+        return 0;
+    }
+    char b[32], pk[32], rs[32], cx[32], tot[32], np[32];
+    bytes_text(c->budget, b, sizeof b);
+    bytes_text(at->peak, pk, sizeof pk);
+    bytes_text(c->reserve, rs, sizeof rs);
+    bytes_text(c->context, cx, sizeof cx);
+    bytes_text(at->peak + c->reserve + c->context, tot, sizeof tot);
+    fprintf(f, "%s = %" PRId64 " fits in %s on every rank of %d (%s view)\n", c->name, v, b, at->world,
+            ml_mem_view_names[c->view]);
+    fprintf(f, "  peak %s on rank %d + communicator %s + context %s = %s\n", pk, at->rank, rs, cx, tot);
+    if (next->ok) {
+        bytes_text(next->peak, np, sizeof np);
+        fprintf(f, "  %s = %" PRId64 ": peak %s on rank %d, over the budget\n", c->name, next_v, np,
+                next->rank);
+    } else {
+        fprintf(f, "  %s = %" PRId64 ": does not predict: %s\n", c->name, next_v, next->why);
+    }
+    return 0;
+}
+
+int cmd_fit(int argc, char **argv) {
+    ml_args a;
+    int rc;
+    const char *vary = NULL, *budget = NULL, *reserve = NULL, *context = NULL;
+    int view = 0;
+    static const char *const views[] = {"device", "requested", NULL};
+    const ml_opt extra[] = {
+        {"--vary", NULL, OPT_STRING, &vary, 0, 0, NULL, "NAME",
+         "the let to vary (an integer; must be a let of the file)"},
+        {"--budget", NULL, OPT_STRING, &budget, 0, 0, NULL, "BYTES",
+         "memory per device, an expression with units: 80GiB, 141 GB"},
+        {"--view", NULL, OPT_CHOICE, &view, 0, 0, views, "V",
+         "device (default: cudaMemGetInfo by the page model) or requested"},
+        {"--reserve", NULL, OPT_STRING, &reserve, 0, 0, NULL, "BYTES",
+         "communicator memory outside both views (default: 862 MiB at world >= 2, 580 MiB at "
+         "world 1, as NCCL 2.28 measured on H200)"},
+        {"--context", NULL, OPT_STRING, &context, 0, 0, NULL, "BYTES",
+         "CUDA context memory (default: 500 MiB)"},
+    };
+    if (!ml_args_begin(&a, "fit", cmd_fit_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false, &rc))
+        return rc;
+    fit_ctx c = {.a = &a, .name = vary, .view = view == 0 ? VIEW_DEVICE : VIEW_REQUESTED,
+                 .context = CONTEXT_RESERVE};
+    rc = ML_EXIT_OK;
+    if (a.files.n != 1)
+        rc = ml_usage_error("fit", "fit takes one schedule file");
+    else if (!vary)
+        rc = ml_usage_error("fit", "--vary NAME is required");
+    else if (!budget)
+        rc = ml_usage_error("fit", "--budget BYTES is required");
+    else if (a.format != FMT_TABLE && a.format != FMT_JSON)
+        rc = ml_usage_error("fit", "--format takes table or json");
+    if (rc == ML_EXIT_OK && parse_bytes("--budget", budget, &c.budget) != 0)
+        rc = ML_EXIT_INPUT;
+    if (rc == ML_EXIT_OK && reserve && parse_bytes("--reserve", reserve, &c.reserve) != 0)
+        rc = ML_EXIT_INPUT;
+    if (rc == ML_EXIT_OK && context && parse_bytes("--context", context, &c.context) != 0)
+        rc = ML_EXIT_INPUT;
+    c.reserve_set = reserve != NULL;
+    int64_t v0 = 1;
+    if (rc == ML_EXIT_OK && start_value(&c, &v0) != 0)
+        rc = ML_EXIT_INPUT;
+    if (rc != ML_EXIT_OK) {
+        ml_args_free(&a);
+        return rc;
+    }
+    /* The file's own value must load and predict: its errors are input errors, shown. */
+    probe p0, lo_p, hi_p;
+    probe_at(&c, v0, true, &p0);
+    if (!p0.ok) {
+        ml_args_free(&a);
+        return ML_EXIT_INPUT;
+    }
+    int64_t lo, hi;   /* lo fits, hi does not */
+    if (p0.fits) {
+        lo = v0;
+        lo_p = p0;
+        for (hi = v0 * 2;; hi = hi * 2) {
+            probe_at(&c, hi, false, &hi_p);
+            if (!hi_p.fits || hi >= FIT_MAX)
+                break;
+            lo = hi;
+            lo_p = hi_p;
+        }
+    } else {
+        hi = v0;
+        hi_p = p0;
+        lo = 0;
+        while (hi > 1) {
+            int64_t mid = hi / 2;
+            probe_at(&c, mid, false, &lo_p);
+            if (lo_p.fits) {
+                lo = mid;
+                break;
+            }
+            hi = mid;
+            hi_p = lo_p;
+        }
+        if (lo == 0) {
+            char pk[32], b[32];
+            bytes_text(hi_p.peak, pk, sizeof pk);
+            bytes_text(c.budget, b, sizeof b);
+            fprintf(stderr, "error: %s = 1 does not fit in %s: peak %s on rank %d, plus reserves\n", c.name,
+                    b, pk, hi_p.rank);
+            ml_args_free(&a);
+            return ML_EXIT_EXPECT;
+        }
+    }
+    if (hi_p.fits) {   /* the ceiling: a peak that does not grow with NAME */
+        fprintf(stderr, "error: %s = %" PRId64 " still fits: the peak does not grow with %s\n", c.name, hi, c.name);
+        ml_args_free(&a);
+        return ML_EXIT_INPUT;
+    }
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        probe q;
+        probe_at(&c, mid, false, &q);
+        if (q.fits) {
+            lo = mid;
+            lo_p = q;
+        } else {
+            hi = mid;
+            hi_p = q;
+        }
+    }
+    /* Monotonicity, checked where it matters: the answer fits and the next value does not. */
+    probe check_lo, check_hi;
+    probe_at(&c, lo, false, &check_lo);
+    probe_at(&c, lo + 1, false, &check_hi);
+    if (!check_lo.fits || check_hi.fits) {
+        fprintf(stderr, "error: the peak is not monotonic in %s near %" PRId64 "\n", c.name, lo);
+        ml_args_free(&a);
+        return ML_EXIT_INPUT;
+    }
+    FILE *f = a.output ? fopen(a.output, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "error: cannot write %s\n", a.output);
+        ml_args_free(&a);
+        return ML_EXIT_RUNTIME;
+    }
+    print_answer(&c, lo, &check_lo, lo + 1, &check_hi, f);
+    if (f != stdout)
+        fclose(f);
+    ml_args_free(&a);
+    return ML_EXIT_OK;
+}

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/* cursor.c — the bottom of the loader: libyaml's event cursor (one event at a time, aliases,
+ * anchors and nesting refused as they stream by), marks in the source, the first-error report,
+ * string tables, and the map iteration with a fixed key set that every mapping reader uses.
+ * Nothing here knows a schedule key: the files above (names, data, steps, load.c) do. */
+#include "load/cursor.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- String tables ---------------------------------------------------------------------------- */
+
+static uint32_t hash_bytes(const char *s, size_t len) {
+    uint32_t h = 2166136261u;   /* FNV-1a */
+    for (size_t k = 0; k < len; k++)
+        h = (h ^ (uint8_t)s[k]) * 16777619u;
+    return h | 1u;              /* 0 marks an empty slot */
+}
+
+/* Returns the slot index of key, or UINT32_MAX; *val set when found. */
+uint32_t ld_hash_find(const ld_hash *h, const char *key, size_t len, uintptr_t *val) {
+    if (!h->cap)
+        return UINT32_MAX;
+    uint32_t hv = hash_bytes(key, len), mask = h->cap - 1;
+    for (uint32_t k = hv & mask;; k = (k + 1) & mask) {
+        const ld_entry *e = &h->e[k];
+        if (!e->hash)
+            return UINT32_MAX;
+        if (e->hash == hv && e->len == len && memcmp(e->key, key, len) == 0) {
+            if (val)
+                *val = e->val;
+            return k;
+        }
+    }
+}
+
+static void hash_insert(ld_hash *h, const ld_entry *in) {
+    uint32_t mask = h->cap - 1;
+    uint32_t k = in->hash & mask;
+    while (h->e[k].hash)
+        k = (k + 1) & mask;
+    h->e[k] = *in;
+}
+
+/* key must outlive the table (an arena copy). Keys are not replaced: callers find first. */
+void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val) {
+    if ((h->n + 1) * 2 > h->cap) {
+        ld_hash bigger = {.cap = h->cap ? h->cap * 2 : 64};
+        bigger.e = ml_xcalloc(bigger.cap, sizeof(ld_entry));
+        for (uint32_t k = 0; k < h->cap; k++)
+            if (h->e[k].hash)
+                hash_insert(&bigger, &h->e[k]);
+        bigger.n = h->n;
+        free(h->e);
+        *h = bigger;
+    }
+    ld_entry e = {key, (uint32_t)len, hash_bytes(key, len), val};
+    hash_insert(h, &e);
+    h->n++;
+}
+
+void ld_hash_free(ld_hash *h) {
+    free(h->e);
+    h->e = NULL;
+    h->cap = h->n = 0;
+}
+
+/* ---- Enumerated values ---------------------------------------------------------------------- */
+
+int ld_fail_choice(loader *l, ml_mark m, const char *what, const char *text, size_t len,
+                   const char *const *names, size_t n, const char *where) {
+    char list[400];
+    size_t at = 0;
+    for (size_t k = 0; k < n && at < sizeof list; k++)
+        if (names[k])
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", names[k]);
+    return ld_fail(l, m, "unknown %s '%.*s'%s%s: expected one of %s", what, len > 64 ? 64 : (int)len, text,
+                   where ? " in " : "", where ? where : "", list);
+}
+
+/* ---- Events ----------------------------------------------------------------------------------- */
+
+static ml_mark mark_of(yaml_mark_t m) { return (ml_mark){(uint32_t)m.line + 1, (uint32_t)m.column + 1}; }
+
+
+int ld_fail(loader *l, ml_mark m, const char *fmt, ...) {
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    ml_diag_add(l->d, ML_DIAG_ERROR, l->file, m, -1, NULL, "%s", text);
+    return -1;
+}
+
+/* The length of the line break at p[k] (before end), 0 when there is none. Lines are counted as
+ * libyaml counts them: CR LF, CR, LF, NEL, LS, PS. */
+size_t ld_break_len(const uint8_t *p, size_t k, size_t end) {
+    if (k >= end)
+        return 0;
+    if (p[k] == '\r' && k + 1 < end && p[k + 1] == '\n')
+        return 2;
+    if (p[k] == '\r' || p[k] == '\n')
+        return 1;
+    if (p[k] == 0xC2 && k + 1 < end && p[k + 1] == 0x85)
+        return 2;
+    if (p[k] == 0xE2 && k + 2 < end && p[k + 1] == 0x80 && (p[k + 2] == 0xA8 || p[k + 2] == 0xA9))
+        return 3;
+    return 0;
+}
+
+/* Reader errors (bad UTF-8, control characters) carry a byte offset, not a mark. Columns are
+ * counted in characters. */
+ml_mark ld_offset_mark(const loader *l, size_t offset) {
+    ml_mark m = {1, 1};
+    const uint8_t *p = (const uint8_t *)l->data;
+    size_t end = offset < l->len ? offset : l->len;
+    for (size_t k = 0; k < end; k++) {
+        size_t brk = ld_break_len(p, k, end);
+        if (brk) {
+            m.line++;
+            m.col = 1;
+            k += brk - 1;
+        } else if ((p[k] & 0xC0) != 0x80) {
+            m.col++;
+        }
+    }
+    return m;
+}
+
+/* libyaml counts a mark's index in characters after any byte order mark (CR LF counts 2), not
+ * in bytes. Marks are asked for in input order, so one forward cursor converts them all: O(input)
+ * for the whole load. */
+size_t ld_index_byte(loader *l, size_t index) {
+    const uint8_t *p = (const uint8_t *)l->data;
+    if (index < l->cursor_index || (!l->cursor_index && !l->cursor_byte)) {
+        bool bom = l->len >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF;
+        l->cursor_index = 0;
+        l->cursor_byte = bom ? 3 : 0;
+    }
+    while (l->cursor_index < index && l->cursor_byte < l->len) {
+        l->cursor_byte++;
+        while (l->cursor_byte < l->len && (p[l->cursor_byte] & 0xC0) == 0x80)
+            l->cursor_byte++;
+        l->cursor_index++;
+    }
+    return l->cursor_byte;
+}
+
+/* At the end of a file without a final newline, libyaml's mark is on the line after the last:
+ * point at the end of the last line instead, where the text is. */
+static ml_mark mark_in_input(const loader *l, yaml_mark_t m) {
+    ml_mark at = mark_of(m);
+    return at.line > l->end.line ? l->end : at;
+}
+
+ml_mark ld_mark(const loader *l) { return mark_in_input(l, l->ev.start_mark); }
+
+static int yaml_error(loader *l) {
+    const yaml_parser_t *p = &l->yp;
+    if (p->error == YAML_MEMORY_ERROR)
+        return ld_fail(l, (ml_mark){1, 1}, "out of memory while parsing yaml");
+    const char *problem = p->problem ? p->problem : "invalid yaml";
+    char value[16] = "";
+    if (p->error == YAML_READER_ERROR && p->problem_value != -1)
+        snprintf(value, sizeof value, " #%02X", (unsigned)p->problem_value);
+    ml_mark m = p->error == YAML_READER_ERROR ? ld_offset_mark(l, p->problem_offset)
+                                              : mark_in_input(l, p->problem_mark);
+    if (p->context)
+        return ld_fail(l, m, "%s%s (%s)", problem, value, p->context);
+    return ld_fail(l, m, "%s%s", problem, value);
+}
+
+static const char *anchor_of(const yaml_event_t *ev) {
+    switch (ev->type) {
+    case YAML_SCALAR_EVENT: return (const char *)ev->data.scalar.anchor;
+    case YAML_SEQUENCE_START_EVENT: return (const char *)ev->data.sequence_start.anchor;
+    case YAML_MAPPING_START_EVENT: return (const char *)ev->data.mapping_start.anchor;
+    default: return NULL;
+    }
+}
+
+/* Advances to the next event. Aliases and anchors are refused here, once for the whole file, and
+ * collection nesting is bounded before anything recurses on it. */
+int ld_next(loader *l) {
+    if (l->have_ev) {
+        yaml_event_delete(&l->ev);
+        l->have_ev = false;
+    }
+    if (!yaml_parser_parse(&l->yp, &l->ev))
+        return yaml_error(l);
+    l->have_ev = true;
+    switch (l->ev.type) {
+    case YAML_ALIAS_EVENT:
+        return ld_fail(l, ld_mark(l), "yaml aliases are not supported");
+    case YAML_SEQUENCE_START_EVENT:
+    case YAML_MAPPING_START_EVENT:
+        if (++l->yaml_depth > l->yaml_max_depth)
+            return ld_fail(l, ld_mark(l), "nesting deeper than %zu levels", l->lim.max_depth);
+        break;
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        l->yaml_depth--;
+        break;
+    default:
+        break;
+    }
+    if (anchor_of(&l->ev))
+        return ld_fail(l, ld_mark(l), "yaml anchors are not supported");
+    return 0;
+}
+
+bool ld_is(const loader *l, yaml_event_type_t t) { return l->ev.type == t; }
+
+const char *ld_text(const loader *l, size_t *len) {
+    *len = l->ev.data.scalar.length;
+    return (const char *)l->ev.data.scalar.value;
+}
+
+int ld_want_scalar(loader *l, const char *what) {
+    if (ld_is(l, YAML_SCALAR_EVENT))
+        return 0;
+    return ld_fail(l, ld_mark(l), "'%s' must be a scalar", what);
+}
+
+int ld_want(loader *l, yaml_event_type_t t, const char *what) {
+    if (ld_is(l, t))
+        return 0;
+    return ld_fail(l, ld_mark(l), "'%s' must be a %s", what,
+                   t == YAML_MAPPING_START_EVENT ? "mapping" : t == YAML_SEQUENCE_START_EVENT ? "list" : "scalar");
+}
+
+bool ld_key_is(const char *key, const char *text, size_t len) {
+    /* First characters first: most keys differ there, and strncmp is a call. */
+    return key[0] == (len ? text[0] : '\0') && strncmp(key, text, len) == 0 && key[len] == '\0';
+}
+
+int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k) {
+    memset(k, 0, sizeof *k);
+    if (ld_want(l, YAML_MAPPING_START_EVENT, sc->what))
+        return -1;
+    k->map = ld_mark(l);
+    for (;;) {
+        if (ld_next(l))
+            return -1;
+        if (ld_is(l, YAML_MAPPING_END_EVENT))
+            return 0;
+        if (!ld_is(l, YAML_SCALAR_EVENT))
+            return ld_fail(l, ld_mark(l), "keys of '%s' must be scalars", sc->what);
+        size_t len;
+        const char *text = ld_text(l, &len);
+        uint32_t key = 0;
+        while (key < sc->n && !ld_key_is(sc->keys[key], text, len))
+            key++;
+        if (key == sc->n)
+            return ld_fail_choice(l, ld_mark(l), "key", text, len, sc->keys, sc->n, sc->what);
+        if (LD_HAS(k, key))
+            return ld_fail(l, ld_mark(l), "duplicate key '%s' in %s", sc->keys[key], sc->what);
+        k->seen |= 1u << key;
+        k->key[key] = ld_mark(l);
+        if (ld_next(l) || fn(l, (int)key, obj))
+            return -1;
+    }
+}
+

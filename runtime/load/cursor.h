@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* cursor.h — the bottom of the loader: the loader's state, libyaml's event cursor, marks, the
+ * first-error report, string tables and fixed-key map iteration (cursor.c).
+ *
+ * The loader pulls libyaml events one at a time and builds the IR directly into the schedule's
+ * arena: no document tree, so memory stays proportional to the IR and every node keeps the mark
+ * of the event it came from. Convention: a parse function starts with l->ev the first event of
+ * the value it reads and returns with l->ev the last event it consumed (the scalar, or the
+ * collection's end). The first error stops the load (it is reported, everything is freed). */
+#ifndef MEMLIFE_LOAD_CURSOR_H
+#define MEMLIFE_LOAD_CURSOR_H
+
+#include <yaml.h>
+
+#include "ir/sched.h"
+
+/* Open-addressing string table: name -> value (a symbol, a let index, a cached expression). */
+typedef struct {
+    const char *key;      /* arena copy, not NUL-terminated as far as the table cares */
+    uint32_t len, hash;
+    uintptr_t val;
+} ld_entry;
+typedef struct {
+    ld_entry *e;
+    uint32_t cap, n;
+} ld_hash;
+
+/* Which names an expression may use. */
+typedef enum {
+    CTX_CONST,            /* no names: `world:` */
+    CTX_LET,              /* world, rank and the lets defined so far */
+    CTX_PLAIN,            /* world, rank, every let */
+    CTX_INDEX,            /* world, rank, every let and i (data patterns, closed forms) */
+    CTX_COUNT_
+} ld_ctx;
+
+typedef struct {
+    yaml_parser_t yp;
+    yaml_event_t ev;
+    bool have_ev;
+    const char *data;     /* the input, for the position of reader errors */
+    size_t len;
+    const char *file;
+    sched *s;
+    ml_arena *a;
+    ml_diags *d;
+    sched_load_limits lim;
+    size_t yaml_depth, yaml_max_depth, step_depth;
+    ld_hash syms[SYM_KIND_COUNT];
+    ld_hash lets;                     /* let name -> index */
+    ml_vec let_v;                     /* of sched_let, while loading */
+    ld_hash cache[CTX_COUNT_];        /* expression text -> expr, per context (not CTX_LET) */
+    ml_vec buf_allocated;             /* of uint8_t per buffer symbol: some alloc creates it */
+    ml_vec *owned;                    /* of void*: step arrays (malloc'd, freed by sched_free) */
+    ml_vec scratch;                   /* of ld_named, reused by list parsers that do not nest */
+    ml_mark end;                      /* where the input ends: marks past it are clamped to it */
+    size_t cursor_index, cursor_byte; /* ld_index_byte's place: a yaml index and its byte */
+    ml_vec indices;                   /* of ld_index: the repeat indices in scope, outermost first */
+} loader;
+
+typedef struct {
+    uint32_t sym;
+    ml_mark mark;
+} ld_named;
+
+/* A repeat index in scope: its name and where it is defined (for a shadowing error). */
+typedef struct {
+    const char *name;
+    size_t len;
+    ml_mark mark;
+} ld_index;
+
+/* Map iteration with a fixed key set: unknown and duplicate keys are errors. */
+typedef struct {
+    const char *what;                 /* "alloc", for messages */
+    const char *const *keys;
+    uint32_t n;
+} ld_schema;
+#define LD_SCHEMA(what, keys) {what, keys, (uint32_t)ML_ARRAY_LEN(keys)}
+#define LD_MAX_KEYS 16
+typedef struct {
+    uint32_t seen;                    /* bit k: keys[k] was given */
+    ml_mark key[LD_MAX_KEYS];         /* where each given key is */
+    ml_mark map;                      /* the mapping's start */
+} ld_keys;
+typedef int (*ld_value_fn)(loader *l, int key, void *obj);
+
+#define LD_HAS(k, i) (((k)->seen >> (i)) & 1u)
+
+/* String tables. */
+uint32_t ld_hash_find(const ld_hash *h, const char *key, size_t len, uintptr_t *val);
+void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val);
+void ld_hash_free(ld_hash *h);
+bool ld_key_is(const char *key, const char *text, size_t len);
+
+/* Events and marks. */
+int ld_next(loader *l);
+ml_mark ld_mark(const loader *l);
+size_t ld_break_len(const uint8_t *p, size_t k, size_t end);   /* a line break at p[k]: its bytes */
+size_t ld_index_byte(loader *l, size_t index);                 /* a yaml mark's index -> byte */
+ml_mark ld_offset_mark(const loader *l, size_t offset);         /* a byte offset -> line:col */
+int ld_fail(loader *l, ml_mark m, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "unknown WHAT 'TEXT' [in WHERE]: expected one of A, B, C" (NULL names are skipped): every
+ * enumerated value's error lists the valid ones. */
+int ld_fail_choice(loader *l, ml_mark m, const char *what, const char *text, size_t len,
+                   const char *const *names, size_t n, const char *where);
+bool ld_is(const loader *l, yaml_event_type_t t);
+const char *ld_text(const loader *l, size_t *len);
+int ld_want_scalar(loader *l, const char *what);
+int ld_want(loader *l, yaml_event_type_t t, const char *what);
+int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k);
+
+#endif

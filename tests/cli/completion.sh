@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The bash completion that 'memlife help --bash-completion' generates (and make install puts in
+# share/bash-completion/completions/memlife), driven by plain COMP_WORDS/COMP_CWORD emulation:
+# commands, each command's options from its option rows, the values of enumerated options
+# (--format: table json csv md, as args.c's table; --backend: the backend table's host and
+# cuda), and file names elsewhere.
+. "$(dirname "$0")/lib.bash"
+
+"$MEMLIFE" help --bash-completion >"$TMP/memlife.bash"
+# shellcheck disable=SC1090
+. "$TMP/memlife.bash"
+if complete -p memlife 2>/dev/null | grep -q -- '-F _memlife memlife'; then ok "completion registers _memlife"; else not_ok "completion registers _memlife" "$(complete -p memlife 2>&1)"; fi
+
+# complete WORD...: the candidates for the last word of "memlife WORD...", sorted, one line.
+complete_words() {
+    COMP_WORDS=(memlife "$@")
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    COMPREPLY=()
+    _memlife
+    printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+case_is() {   # NAME WANT WORD...
+    local name=$1 want=$2 got
+    shift 2
+    got=$(complete_words "$@")
+    if [ "$got" = "$want" ]; then ok "$name"; else not_ok "$name" "got '$got', want '$want'"; fi
+}
+
+case_is "commands starting with p" "plot predict" p
+case_is "every command" "--help --version bench check diff equiv help optimize plot predict run trace" ""
+case_is "check's --w options" "--world" check --w
+case_is "run has the backend options" "--backend" run --back
+case_is "predict has no backend options" "" predict --back
+case_is "--format values" "csv json md table" predict --format ""
+case_is "-f values" "json" check -f j
+case_is "--backend values" "cuda host" run --backend ""
+case_is "--allocator values (run only)" "async chunked cuda" run --allocator ""
+case_is "help completes command names" "equiv" help eq
+case_is "file names after a command" "schedules/seed/03_rs_ag_naive.yaml" predict schedules/seed/03_rs_ag_n
+case_is "-o completes file names (a folder; readline adds the slash)" "schedules/seed" check -o schedules/se
+case_is "a value that is a number offers nothing" "" predict --world ""

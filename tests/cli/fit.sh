@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `memlife fit`: three questions about the 7B transformer (H 4096, L 32, S 4096: P = 12*H^2 =
+# 201326592 parameters per layer, W = L*P = 6442450944) at 8 GPUs of 80 GiB, requested view, with
+# the default reserves (communicator 862 MiB at world >= 2, context 500 MiB): a value fits when
+# peak <= 85899345920 - 1428160512 = 84471185408 B. Activations per layer A = MBS*S*H*16.
+#  1. ZeRO-3 (zero.yaml's zero3 header): peak = 16W/8 + 4P + 2LA
+#     = 12884901888 + 805306368 + MBS*17179869184; MBS <= 4.12: MBS = 4, peak 82409684992.
+#  2. 1F1B pipeline, 8 stages of LP = 4 layers, M = 8: stage 0 keeps min(8, 8) micro-batches:
+#     peak = 16*LP*P + 2*8*LP*A + 8T = 12884901888 + MBS*(17179869184 + 134217728);
+#     MBS <= 4.13: MBS = 4, peak 82141249536 on rank 0 (stage 0 binds).
+#  3. Megatron TP+SP over 8: peak = 16W/8 + 2T/8 + 2LA/8 + 4T
+#     = 12884901888 + MBS*(4194304 + 2147483648 + 67108864); MBS <= 32.26: MBS = 32,
+#     peak 83886080000.
+# And DDP (every rank a full replica with Adam: 16W = 96 GiB before any activation) answers that
+# nothing fits: exit 1. Then the device view on schedules/fsdp_layers.yaml (its header): peak =
+# 2 DKEPT + 2 DF = 32L + 128 MiB at P = 64 MiB, world 4; 32L + 128 <= 81920 - 1362 = 80558 MiB:
+# L = 2513, peak 80544 MiB = 84456505344 B.
+. "$(dirname "$0")/lib.bash"
+
+SEVENB=(--vary MBS --budget 80GiB --world 8 --set H=4096 --set L=32 --set S=4096 --view requested --format json)
+ask() {   # NAME JQ-FILTER ARGS...: one question, its JSON answer held to the filter
+    local name=$1 filter=$2
+    shift 2
+    run fit "$@"
+    if [ "$RC" -ne 0 ]; then
+        not_ok "$name" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
+    elif [ "$(jq -r "$filter" "$TMP/out")" = true ]; then
+        ok "$name"
+    else
+        not_ok "$name" "$(jq -c '{value, peak, rank, next}' "$TMP/out")"
+    fi
+}
+
+ask "fit zero3 7B at 8 x 80 GiB: MBS = 4, peak 82409684992, MBS 5 over" \
+    '.value == 4 and .peak == 82409684992 and .next.value == 5 and (.next.fits | not) and
+     .reserve.communicator == 903872512 and .reserve.context == 524288000 and .world == 8' \
+    schedules/training/zero.yaml --plan zero3 "${SEVENB[@]}"
+ask "fit 1F1B 7B at 8 stages: MBS = 4, peak 82141249536 on stage 0" \
+    '.value == 4 and .peak == 82141249536 and .rank == 0' \
+    schedules/training/pipeline_1f1b.yaml "${SEVENB[@]}"
+ask "fit Megatron TP+SP 7B at 8: MBS = 32, peak 83886080000" \
+    '.value == 32 and .peak == 83886080000 and .total == 83886080000 + 903872512 + 524288000' \
+    schedules/training/megatron_tp_sp.yaml "${SEVENB[@]}"
+
+run fit schedules/training/ddp.yaml --vary MBS --budget 80GiB --world 8 --set H=4096 --set L=32 --set S=4096 --view requested
+if [ "$RC" -eq 1 ] && grep -q "MBS = 1 does not fit in 81920 MiB: peak 114688 MiB on rank 0" "$TMP/err"; then
+    ok "fit DDP 7B: nothing fits (16W + 2LA = 114688 MiB at MBS 1), exit 1"
+else
+    not_ok "fit DDP 7B: nothing fits (16W + 2LA = 114688 MiB at MBS 1), exit 1" "exit $RC: $(head -1 "$TMP/err")"
+fi
+
+ask "fit fsdp_layers L in 80 GiB, device view: L = 2513, peak 80544 MiB" \
+    '.value == 2513 and .peak == 84456505344 and .view == "device"' \
+    schedules/fsdp_layers.yaml --vary L --budget 80GiB --format json
+
+run fit schedules/fsdp_layers.yaml --vary NOPE --budget 80GiB
+if [ "$RC" -eq 2 ] && grep -q "the file has no let 'NOPE'" "$TMP/err"; then ok "fit --vary of a name that is not a let: exit 2"
+else not_ok "fit --vary of a name that is not a let: exit 2" "exit $RC: $(head -1 "$TMP/err")"; fi

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# check --baseline / --tolerance / --strict / --annotate github. The numbers are
+# examples/ci_gate/README.md's: layers.yaml peaks at 96 MiB on every rank of 4, the prefetch
+# change at 160 MiB (+64 MiB, +66.7%), with the new peak at alloc full2 (22:11 there; 20:11 in the
+# copy below, which drops the file's two expect: lines).
+. "$(dirname "$0")/lib.bash"
+
+G=examples/ci_gate
+run check --format json -o "$TMP/base.json" $G/layers.yaml
+[ "$RC" -eq 0 ] || not_ok "baseline written" "exit $RC"
+
+run check --baseline "$TMP/base.json" $G/layers.yaml
+if [ "$RC" -eq 0 ] && [ ! -s "$TMP/err" ]; then ok "an unchanged schedule passes its baseline"; else not_ok "an unchanged schedule passes its baseline" "exit $RC: $(head -1 "$TMP/err")"; fi
+
+# The prefetch change under the baseline's name (and without its own expect:, so only the gate
+# speaks): exit 1, one error per rank and view at the new peak.
+sed -e 's/^name: two-layer-gather-prefetch/name: two-layer-gather/' -e '/^expect:/,/^steps:/{/^steps:/!d}' \
+    $G/layers_prefetch.yaml >"$TMP/grown.yaml"
+run check --baseline "$TMP/base.json" "$TMP/grown.yaml"
+want="$TMP/grown.yaml:20:11: error: requested peak on rank 0 grew from 96 MiB to 160 MiB (+64 MiB, tolerance 0 B) since the baseline; peak now at 20:11 alloc (baseline: 20:11 alloc); live at the new peak, not at the baseline's: full2"
+if [ "$RC" -eq 1 ] && grep -qxF "$want" "$TMP/err" && [ "$(grep -c ': error: ' "$TMP/err")" -eq 8 ] &&
+    grep -q '^FAIL  two-layer-gather .*(8 above the baseline)$' "$TMP/out"; then
+    ok "a grown peak fails the gate, naming the step and the buffer newly live"
+else
+    not_ok "a grown peak fails the gate" "exit $RC: $(head -2 "$TMP/err" | tr '\n' '|')"
+fi
+
+run check --baseline "$TMP/base.json" --tolerance 70% "$TMP/grown.yaml"
+a=$RC
+run check --baseline "$TMP/base.json" --tolerance 50% "$TMP/grown.yaml"
+b=$RC
+run check --baseline "$TMP/base.json" --tolerance 64MiB "$TMP/grown.yaml"
+c=$RC
+run check --baseline "$TMP/base.json" --tolerance 67108863 "$TMP/grown.yaml"
+d=$RC
+if [ "$a$b$c$d" = 0101 ]; then ok "--tolerance: 70% and 64MiB pass +66.7% / +64 MiB, 50% and 64 MiB - 1 B do not"; else not_ok "--tolerance" "exits $a$b$c$d, want 0101"; fi
+
+run check --baseline "$TMP/base.json" --tolerance 5parsecs $G/layers.yaml
+if [ "$RC" -eq 2 ] && grep -q "option '--tolerance' needs PCT% or BYTES" "$TMP/err"; then ok "a bad --tolerance is a usage error"; else not_ok "a bad --tolerance is a usage error" "exit $RC"; fi
+
+printf '{"schedules": [\n  {"name": 1,,}\n]}\n' >"$TMP/bad.json"
+run check --baseline "$TMP/bad.json" $G/layers.yaml
+if [ "$RC" -eq 2 ] && grep -Eq "^$TMP/bad.json:2:[0-9]+: error: cannot read the baseline" "$TMP/err" && [ ! -s "$TMP/out" ]; then
+    ok "a broken baseline is bad input at file:line:col"
+else
+    not_ok "a broken baseline is bad input at file:line:col" "exit $RC: $(head -1 "$TMP/err")"
+fi
+
+run check --baseline "$TMP/base.json" $G/layers_prefetch.yaml
+if grep -q "note: 'two-layer-gather-prefetch' is not in the baseline" "$TMP/err"; then ok "a schedule the baseline lacks is noted"; else not_ok "a schedule the baseline lacks is noted" "$(head -1 "$TMP/err")"; fi
+
+run check schedules/equiv/padding.yaml
+plain=$RC
+run check --strict schedules/equiv/padding.yaml
+if [ "$plain" -eq 0 ] && [ "$RC" -eq 1 ] && grep -q 'error: no expectations (--strict)' "$TMP/err"; then
+    ok "--strict fails a schedule without expectations"
+else
+    not_ok "--strict fails a schedule without expectations" "exits $plain, $RC"
+fi
+
+run check --annotate github --baseline "$TMP/base.json" "$TMP/grown.yaml"
+if [ "$RC" -eq 1 ] && grep -qxF "::error file=$TMP/grown.yaml,line=20,col=11::requested peak on rank 0 grew from 96 MiB to 160 MiB (+64 MiB, tolerance 0 B) since the baseline; peak now at 20:11 alloc (baseline: 20:11 alloc); live at the new peak, not at the baseline's: full2" "$TMP/out"; then
+    ok "--annotate github prints ::error file=F,line=L,col=C::message"
+else
+    not_ok "--annotate github" "exit $RC: $(head -1 "$TMP/out")"
+fi
