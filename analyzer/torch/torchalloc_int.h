@@ -81,18 +81,20 @@ typedef struct tleaf {
     int32_t idx;          /* position in ttree.leaf */
 } tleaf;
 /* The leaf maxima (max[i]: leaf i's largest key) are grouped by TT_GROUP, and sum[g] is the
- * largest of group g: a search counts the groups below the key, then the maxima below it
- * within one group, two runs of independent compares, where a binary search over the maxima
- * was a chain of dependent loads (a fifth of an insert's time, perf).  Past the last leaf,
- * max[] (its capacity a multiple of TT_GROUP) and sum[] hold sentinels.  Sets of more than
- * TT_GROUP * TT_GROUP leaves search the maxima by halves instead. */
-#define TT_GROUP 16
+ * largest of group g: a search counts the groups below the key (over the groups in use, a
+ * count that changes seldom), then the maxima below it within one group, runs of independent
+ * compares, where a binary search over the maxima was a chain of dependent loads (a fifth of
+ * an insert's time, perf).  Past the last leaf, max[] (its capacity a multiple of TT_GROUP)
+ * and sum[] hold sentinels.  Sets of more than TT_GROUP * TT_NSUM leaves search the maxima by
+ * halves instead.  (The bench's sets have 30-50 leaves; groups of 8 beat 16 there.) */
+#define TT_GROUP 8
+#define TT_NSUM 32
 typedef struct ttree {
     int kind;
     tleaf **leaf;
     tkey *max;
     size_t nleaf, cap;
-    tkey sum[TT_GROUP];
+    tkey sum[TT_NSUM];
 } ttree;
 
 typedef struct tpool {

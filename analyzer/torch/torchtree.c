@@ -45,11 +45,11 @@ void tt_init(ttree *t, int kind) {
     t->kind = kind;
 }
 
-/* how many of arr[0..TT_GROUP) are smaller than k: every compare independent of the others */
-static inline size_t count_less(const tkey *arr, tkey k) {
+/* how many of arr[0..n) are smaller than k: every compare independent of the others */
+static inline size_t count_less(const tkey *arr, size_t n, tkey k) {
     size_t c = 0;
-#pragma GCC unroll 16
-    for (size_t j = 0; j < TT_GROUP; j++)
+#pragma GCC unroll 8
+    for (size_t j = 0; j < n; j++)
         c += (size_t)kless(arr[j], k);
     return c;
 }
@@ -57,13 +57,13 @@ static inline size_t count_less(const tkey *arr, tkey k) {
 /* sum[g] after max[] changed in group g */
 static inline void sum_group(ttree *t, size_t g) {
     size_t last = g * TT_GROUP + TT_GROUP - 1;
-    if (g < TT_GROUP)
+    if (g < TT_NSUM)
         t->sum[g] = t->max[last < t->nleaf ? last : t->nleaf - 1];
 }
 
 /* every sum[] from group g on, after leaves came or went there */
 static void sum_from(ttree *t, size_t g) {
-    for (; g < TT_GROUP; g++) {
+    for (; g < TT_NSUM; g++) {
         if (g * TT_GROUP < t->nleaf)
             sum_group(t, g);
         else
@@ -86,12 +86,12 @@ void tt_free(ttree *t) {
 
 /* first leaf whose max >= k; nleaf if none */
 static size_t leaf_lb(const ttree *t, tkey k) {
-    if (t->nleaf > TT_GROUP * TT_GROUP)
+    if (t->nleaf > TT_GROUP * TT_NSUM)
         return key_lb(t->max, t->nleaf, k);
-    size_t g = count_less(t->sum, k);
+    size_t g = count_less(t->sum, (t->nleaf + TT_GROUP - 1) / TT_GROUP, k);
     if (g * TT_GROUP >= t->nleaf)
         return t->nleaf;
-    size_t li = g * TT_GROUP + count_less(t->max + g * TT_GROUP, k);
+    size_t li = g * TT_GROUP + count_less(t->max + g * TT_GROUP, TT_GROUP, k);
     return li < t->nleaf ? li : t->nleaf;
 }
 
