@@ -29,6 +29,8 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR    ?= $(PREFIX)/share/man
 DOCDIR    ?= $(PREFIX)/share/doc/memlife
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# The torch backend's Python driver: the binary looks for ../share/memlife/torch_driver.py.
+DATADIR   ?= $(PREFIX)/share/memlife
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter \
            -Wformat=2 -Wno-format-nonliteral -Wvla
@@ -119,8 +121,9 @@ DOC_FILES := README.md CHANGELOG.md LICENSE $(wildcard docs/*.md)
 
 install: memlife lib $(BUILD)/memlife.1 $(BUILD)/memlife.bash
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
-	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)
 	install -m 755 $(BUILD)/memlife $(DESTDIR)$(BINDIR)/memlife
+	install -m 644 runtime/backends/torch/driver.py $(DESTDIR)$(DATADIR)/torch_driver.py
 	install -m 644 $(BUILD)/libmemlife.a $(DESTDIR)$(LIBDIR)/libmemlife.a
 	install -m 755 $(BUILD)/libmemlife.so $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmemlife.so
@@ -136,7 +139,7 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libmemlife.so \
 	    $(DESTDIR)$(INCLUDEDIR)/memlife.h $(DESTDIR)$(LIBDIR)/pkgconfig/memlife.pc \
 	    $(DESTDIR)$(MANDIR)/man1/memlife.1 $(DESTDIR)$(BASHCOMPDIR)/memlife
-	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)
 
 # The tracked files at HEAD plus COMMIT, so the tarball builds and says its commit without git.
 DIST := memlife-$(VERSION)

@@ -30,7 +30,7 @@ size_t ml_backend_opt_rows(ml_backend_opts *b, unsigned flags, ml_opt *rows) {
         return 0;
     const ml_opt all[ML_BACKEND_OPT_ROWS] = {
         {"--backend", "-b", OPT_STRING, &b->backend, 0, 0, backend_names(), "NAME",
-         "host (default; Open MPI, host memory) or cuda (CUDA + NCCL)"},
+         "host (default; Open MPI, host memory), cuda (CUDA + NCCL) or torch (PyTorch)"},
         {"--ranks", "-n", OPT_INT, &b->ranks, 1, 4096, NULL, "N",
          "ranks, one process each; without an MPI launcher memlife starts 'mpirun -np N' "
          "itself (default: the files' world); under a launcher it must equal the launcher's "
@@ -60,9 +60,9 @@ int ml_backend_opts_check(const char *cmd, const ml_backend_opts *b, bool need_b
                 n++;
             const char *s = ml_suggest(b->backend, names, n);
             if (s)
-                return ml_usage_error(cmd, "unknown backend '%s' (host or cuda); did you mean "
+                return ml_usage_error(cmd, "unknown backend '%s' (host, cuda or torch); did you mean "
                                       "'%s'?", b->backend, s);
-            return ml_usage_error(cmd, "unknown backend '%s' (host or cuda)", b->backend);
+            return ml_usage_error(cmd, "unknown backend '%s' (host, cuda or torch)", b->backend);
         }
         if (!(*be)->available) {
             fprintf(stderr, "error: backend '%s' is not available in this build: %s\n",

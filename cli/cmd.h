@@ -43,4 +43,5 @@ int ml_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(
 #include "commands.def"
 #undef ML_COMMAND
 
+
 #endif

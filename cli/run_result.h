@@ -22,7 +22,9 @@ int run_result_decode(const char *text, size_t len, report_measured *m, ml_vec *
 
 /* Sets m->match and m->mismatch: requested after every op exactly as predicted (and steady and
  * peak); device steady and peak when the backend read them (exact when the page model is exact,
- * else the peak within the model's bounds). */
+ * else the peak within the model's bounds); under a caching allocator (the torch backend, the
+ * record's pool_caches) the device reading after every op equals the allocator's reserved bytes
+ * instead, and the torch view holds those to the allocator model. */
 void run_result_compare(report_measured *m, const pred_rank *pred, const rank_plan *plan);
 
 void run_measured_free(report_measured *m);

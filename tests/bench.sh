@@ -134,6 +134,7 @@ awk -v a="$first_per" -v b="$last_per" -v sizes="$SIZES" 'BEGIN {
 # How the cost grows with the size: predict (steps, buffers) and optimize, ratios within this run.
 echo
 ./tests/bench/scale.sh || echo "scale benchmark: a run failed" >&2
+./tests/bench/import_bench.sh || echo "import benchmark: a run failed" >&2
 
 # The host backend against a minimal MPI program (issue 21; wall time, best of 5, 2 ranks).
 ./tests/bench/host_mpi.sh || echo "host backend benchmark: a run failed" >&2

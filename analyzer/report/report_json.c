@@ -84,6 +84,10 @@ static json_t *measured_json(const report_schedule *rs, const report_measured *m
         json_object_set_new(e, "requested", bytes_json(s->requested));
         json_object_set_new(e, "device", json_integer(s->device));
         json_object_set_new(e, "t", json_real(s->t));
+        if (s->has_pool) {   /* torch: memory_allocated / memory_reserved after the op */
+            json_object_set_new(e, "pool_used", bytes_json(s->pool_used));
+            json_object_set_new(e, "pool_reserved", bytes_json(s->pool_reserved));
+        }
         json_array_append_new(tl, e);
     }
     json_object_set_new(o, "timeline", tl);

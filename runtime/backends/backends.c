@@ -11,8 +11,10 @@
 
 extern const rt_backend_ops rt_backend_host;
 extern const rt_backend_ops rt_backend_cuda;
+extern const rt_backend_ops rt_backend_torch;
 
-const rt_backend_ops *const rt_backends[] = {&rt_backend_host, &rt_backend_cuda};
+const rt_backend_ops *const rt_backends[] = {&rt_backend_host, &rt_backend_cuda,
+                                                &rt_backend_torch};
 const size_t rt_backend_count = ML_ARRAY_LEN(rt_backends);
 
 const rt_backend_ops *rt_backend_find(const char *name) {

@@ -24,6 +24,11 @@ void rt_account_init(rt_account *a, const rt_mem_reading *baseline) {
     a->t0 = ml_now_seconds();
     rt_sample *s = ml_vec_push(&a->samples);
     s->op = SIZE_MAX;
+    if (baseline && baseline->has_pool) {
+        s->has_pool = true;
+        s->pool_used = baseline->pool_used_current;
+        s->pool_reserved = baseline->pool_reserved_current;
+    }
 }
 
 void rt_account_alloc(rt_account *a, uint64_t bytes) {
@@ -49,6 +54,9 @@ void rt_account_sample(rt_account *a, size_t op, const rt_mem_reading *now) {
         a->peak_op = op;
     if (now) {
         a->last_reading = *now;
+        s->has_pool = now->has_pool;
+        s->pool_used = now->pool_used_current;
+        s->pool_reserved = now->pool_reserved_current;
         if (a->has_device && now->has_device) {
             a->device_live = (int64_t)now->device_used - a->device_base;
             s->device = a->device_live;

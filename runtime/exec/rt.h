@@ -41,7 +41,11 @@
  *  - rt_backend_ops: time_begin, time_end, collective_bare, graph_begin, graph_end, graph_launch,
  *    graph_drop at the end, all optional (NULL), for `memlife bench` (runtime/bench.h). The host
  *    backend has the timing pair (monotonic clock around MPI) and collective_bare; cuda has all
- *    (CUDA events per rank and stream, direct NCCL calls, CUDA graphs). `run` never calls them. */
+ *    (CUDA events per rank and stream, direct NCCL calls, CUDA graphs). `run` never calls them.
+ *  - rt_backend_ops: record_stream, empty_cache at the end, optional (the torch backend).
+ *  - rt_mem_reading.pool_caches at the end (the torch backend's caching allocator).
+ *  - rt_sample: has_pool, pool_used, pool_reserved at the end (the reading's pool after each
+ *    op); a backend fills them by setting has_pool in its mem_read. */
 #ifndef MEMLIFE_RT_H
 #define MEMLIFE_RT_H
 
@@ -69,6 +73,9 @@ typedef struct {
     uint64_t pool_used_current, pool_used_high;         /* async pool (cudaMemPoolAttr...) */
     uint64_t pool_reserved_current, pool_reserved_high;
     bool has_device, has_pool;
+    /* The pool keeps freed blocks (PyTorch's caching allocator): cudaMemGetInfo then follows the
+     * pool's reserved bytes, not the page model of cudaMalloc/cudaFree (the torch backend). */
+    bool pool_caches;
 } rt_mem_reading;
 
 typedef struct {
@@ -171,6 +178,11 @@ struct rt_backend_ops {
      * one group (ncclGroupStart/End): `collective` only posts them; group_end completes them. */
     int (*group_begin)(rt_rank *r, char *err, size_t len);
     int (*group_end)(rt_rank *r, char *err, size_t len);
+    /* Optional (NULL: nothing to do; the executor still synchronizes a recorded stream before
+     * the free). The caching allocator's own calls, for a backend that has PyTorch's allocator
+     * (torch): tensor.record_stream(stream) and torch.cuda.empty_cache(). */
+    int (*record_stream)(rt_rank *r, rt_mem *m, uint32_t stream, char *err, size_t len);
+    int (*empty_cache)(rt_rank *r, char *err, size_t len);
 };
 
 /* The backend table. */
@@ -187,6 +199,12 @@ typedef struct {
     uint64_t requested;        /* live requested bytes after the op (delta to baseline) */
     int64_t device;            /* device bytes after the op minus baseline; 0 without a reading */
     double t;                  /* seconds since the baseline */
+    /* The backend's pool after the op, absolute (not a delta): with has_pool, torch's
+     * memory_allocated and memory_reserved (the torch backend), cudaMemPool's used and reserved
+     * (the async allocator). The torch view is absolute from an empty allocator, and the torch
+     * backend empties the cache before the baseline. */
+    bool has_pool;
+    uint64_t pool_used, pool_reserved;
 } rt_sample;
 
 typedef struct {

@@ -29,13 +29,16 @@ case_is() {   # NAME WANT WORD...
 }
 
 case_is "commands starting with p" "plot predict" p
-case_is "every command" "--help --version bench check diff equiv help optimize plot predict run trace" ""
+# Every command is a row of cli/commands.def, the table the completion is generated from: the
+# completion offers exactly those names, plus memlife's two global options.
+commands=$(sed -n 's/^ML_COMMAND(\([a-z_]*\),.*/\1/p' cli/commands.def | sort | tr '\n' ' ')
+case_is "every command of cli/commands.def" "--help --version ${commands% }" ""
 case_is "check's --w options" "--world" check --w
 case_is "run has the backend options" "--backend" run --back
 case_is "predict has no backend options" "" predict --back
 case_is "--format values" "csv json md table" predict --format ""
 case_is "-f values" "json" check -f j
-case_is "--backend values" "cuda host" run --backend ""
+case_is "--backend values" "cuda host torch" run --backend ""
 case_is "--allocator values (run only)" "async chunked cuda" run --allocator ""
 case_is "help completes command names" "equiv" help eq
 case_is "file names after a command" "schedules/seed/03_rs_ag_naive.yaml" predict schedules/seed/03_rs_ag_n

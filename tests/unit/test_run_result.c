@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_run_result.c — a rank's measurement on its way to rank 0 (cli/run_result.c): the JSON text
  * round-trips exactly (64-bit byte counts included), and the comparison with the prediction finds
- * the first op whose requested bytes differ, or passes when every op agrees. */
+ * the first op whose requested bytes differ, or passes when every op agrees; a backend's pool
+ * (torch's memory_allocated / memory_reserved) travels with every sample. */
 #include "testutil.h"
 #include "cli/run_result.h"
 
@@ -93,6 +94,94 @@ static void test_round_trip_and_match(void **state) {
     teardown(&f);
 }
 
+/* The torch backend's readings: the pool's used / reserved after each op travel with the sample
+ * (256 MiB allocated in a 256 MiB segment, then 320 in 320, then 64 allocated with 320 reserved:
+ * the caching allocator keeps the freed segment), beyond 2^32 too; the baseline's pool is 0. */
+static void test_pool_samples(void **state) {
+    fixture f;
+    setup(&f);
+    rt_rank r;
+    measured_rank(&r, &f.plan, 320u << 20);
+    const uint64_t used[3] = {256u << 20, 320u << 20, 64u << 20};
+    const uint64_t reserved[3] = {256u << 20, 320u << 20, 5ull << 32};
+    for (int k = 0; k < 3; k++) {
+        rt_sample *s = &ML_VEC_AT(&r.acct.samples, rt_sample, k + 1);
+        s->has_pool = true;
+        s->pool_used = used[k];
+        s->pool_reserved = reserved[k];
+    }
+    char *text = run_result_encode(&r);
+    report_measured m;
+    ml_vec checks;
+    ml_vec_init(&checks, sizeof(report_check));
+    ml_arena *names = ml_arena_new();
+    char err[200];
+    assert_int_equal(run_result_decode(text, strlen(text), &m, &checks, names, err, sizeof err), 0);
+    assert_int_equal(m.n_timeline, 4);
+    assert_false(m.timeline[0].has_pool);
+    for (int k = 0; k < 3; k++) {
+        assert_true(m.timeline[k + 1].has_pool);
+        assert_int_equal(m.timeline[k + 1].pool_used, used[k]);
+        assert_int_equal(m.timeline[k + 1].pool_reserved, reserved[k]);
+        assert_int_equal(m.timeline[k + 1].requested, ML_VEC_AT(&r.acct.samples, rt_sample, k + 1).requested);
+    }
+    run_measured_free(&m);
+    free(text);
+    ml_vec_free(&checks);
+    ml_arena_free(names);
+    ml_vec_free(&r.checks);
+    rt_account_free_all(&r.acct);
+    teardown(&f);
+}
+
+/* Under the caching allocator the device view follows reserved, not the page model: equal after
+ * every op passes (even with device steady 320 MiB where the page model says 64), one byte off
+ * names the op. */
+static void test_cached_device(void **state) {
+    fixture f;
+    setup(&f);
+    rt_rank r;
+    measured_rank(&r, &f.plan, 320u << 20);
+    const uint64_t reserved[3] = {256u << 20, 320u << 20, 320u << 20};
+    r.acct.has_device = true;
+    r.acct.last_reading.has_pool = true;
+    r.acct.last_reading.pool_caches = true;
+    for (int k = 0; k < 3; k++) {
+        rt_sample *s = &ML_VEC_AT(&r.acct.samples, rt_sample, k + 1);
+        s->has_pool = true;
+        s->pool_reserved = reserved[k];
+        s->device = (int64_t)reserved[k];
+    }
+    ML_VEC_AT(&r.acct.samples, rt_sample, 0).has_pool = true;
+    r.acct.device_live = r.acct.device_peak = 320 << 20;
+    for (int off = 0; off < 2; off++) {
+        ML_VEC_AT(&r.acct.samples, rt_sample, 2).device = (int64_t)reserved[1] + off;
+        char *text = run_result_encode(&r);
+        report_measured m;
+        ml_vec checks;
+        ml_vec_init(&checks, sizeof(report_check));
+        ml_arena *names = ml_arena_new();
+        char err[200];
+        assert_int_equal(run_result_decode(text, strlen(text), &m, &checks, names, err, sizeof err), 0);
+        assert_true(m.pool.pool_caches);
+        run_result_compare(&m, &f.pred, &f.plan);
+        if (off == 0) {
+            assert_true(m.match);
+        } else {
+            assert_false(m.match);
+            assert_non_null(strstr(m.mismatch, "device after op 1 (alloc): measured 335544321 bytes, "
+                                               "the caching allocator reserved 335544320"));
+        }
+        run_measured_free(&m);
+        free(text);
+        ml_vec_free(&checks);
+        ml_arena_free(names);
+    }
+    ml_vec_free(&r.checks);
+    rt_account_free_all(&r.acct);
+    teardown(&f);
+}
+
 /* One byte more after op 1 than predicted: the mismatch names the step and both numbers. */
 static void test_mismatch(void **state) {
     fixture f;
@@ -137,6 +226,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_and_match),
         cmocka_unit_test(test_mismatch),
+        cmocka_unit_test(test_pool_samples),
+        cmocka_unit_test(test_cached_device),
         cmocka_unit_test(test_bad_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,1059 @@
+/* SPDX-License-Identifier: MIT */
+/* import.c — a memory snapshot as a schedule (import.h says what becomes what).
+ *
+ * Two passes. The first reads the device's trace and final segments, walks the trace back to the
+ * state when recording began, and builds the step list (a compact array), counting requested
+ * bytes as it goes; the second writes the document through libyaml's emitter, expectations first
+ * (the loader wants them before the steps), so the numbers must be known before any step is
+ * written.
+ *
+ * The state before recording, per segment (not expandable): PyTorch's allocator splits a free
+ * block from its start, and best fit has only one candidate when one free block is in the pool.
+ * So (A) every initial segment is created by one placeholder of its size (two of 1 MiB for a
+ * small 2 MiB segment: a request of 1 MiB or less goes to the small pool), in descending address
+ * order because the model, like the H200's driver, puts each new segment below the earlier ones;
+ * (B) one segment at a time, its placeholders are freed and its blocks and the gaps between them
+ * are allocated in address order, each landing at its recorded offset; (C) the gaps are freed.
+ * A live block longer than its rounded request (the allocator did not split off a tail of 1 MiB
+ * or less) is first held by a placeholder of its full size and re-allocated at its requested size
+ * in (C), when its hole is the pool's only free block and the same no-split rule gives it the
+ * tail again. For a moment every initial segment is held whole, so the requested peak counts it
+ * (import.h). Expandable segments grow by mapping pages, which this cannot tile: their blocks are
+ * allocated in address order and the import says the prelude is approximate. */
+#include "snapshot/import.h"
+#include "base/util.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#define MIB ((int64_t)1 << 20)
+#define SMALL_SEGMENT (2 * MIB)   /* kSmallBuffer: every small-pool segment */
+#define SMALL_REQUEST MIB         /* kSmallSize: requests up to this go to the small pool */
+#define NAME_MAX_BASE 100         /* schedule names are at most 128 bytes */
+
+/* ---- trace events ------------------------------------------------------------------------------ */
+
+typedef enum { A_ALLOC, A_FREE_REQ, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE, A_SEG_MAP, A_SEG_UNMAP,
+               A_OTHER } act;
+
+static const struct {
+    const char *name;
+    act a;
+} ACTIONS[] = {
+    {"alloc", A_ALLOC},           {"free_requested", A_FREE_REQ}, {"free_completed", A_FREE_DONE},
+    {"segment_alloc", A_SEG_ALLOC}, {"segment_free", A_SEG_FREE}, {"segment_map", A_SEG_MAP},
+    {"segment_unmap", A_SEG_UNMAP},
+    /* "snapshot", "oom", "free" (older releases' name) and anything newer change no block */
+};
+
+typedef struct {
+    act a;
+    uint64_t addr;
+    int64_t size;
+    uint32_t stream;
+    const json_t *frames;
+} tev;
+
+typedef struct {
+    uint64_t addr;
+    int64_t size, requested;
+    uint32_t stream;
+    const json_t *frames;
+} blk;
+
+typedef struct {
+    uint64_t addr;
+    int64_t size;
+    uint32_t stream;
+    bool small, expandable;
+} seg;
+
+/* ---- an address -> index map (open addressing, backward-shift deletion) ------------------------- */
+
+typedef struct {
+    uint64_t *key;
+    uint32_t *val;
+    bool *used;
+    size_t cap, n;
+} amap;
+
+static size_t amap_slot(uint64_t k, size_t cap) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (size_t)k & (cap - 1);
+}
+
+static void amap_put(amap *m, uint64_t k, uint32_t v);
+
+static void amap_grow(amap *m) {
+    amap old = *m;
+    m->cap = old.cap ? old.cap * 2 : 1024;
+    m->n = 0;
+    m->key = ml_xcalloc(m->cap, sizeof *m->key);
+    m->val = ml_xcalloc(m->cap, sizeof *m->val);
+    m->used = ml_xcalloc(m->cap, sizeof *m->used);
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.used[i])
+            amap_put(m, old.key[i], old.val[i]);
+    free(old.key);
+    free(old.val);
+    free(old.used);
+}
+
+static long amap_find(const amap *m, uint64_t k) {
+    if (!m->cap)
+        return -1;
+    for (size_t i = amap_slot(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->used[i])
+            return -1;
+        if (m->key[i] == k)
+            return (long)i;
+    }
+}
+
+static void amap_put(amap *m, uint64_t k, uint32_t v) {
+    long at = amap_find(m, k);
+    if (at >= 0) {
+        m->val[at] = v;
+        return;
+    }
+    if ((m->n + 1) * 2 > m->cap)
+        amap_grow(m);
+    size_t i = amap_slot(k, m->cap);
+    while (m->used[i])
+        i = (i + 1) & (m->cap - 1);
+    m->used[i] = true;
+    m->key[i] = k;
+    m->val[i] = v;
+    m->n++;
+}
+
+/* Removes k; returns its value, or UINT32_MAX when absent. */
+static uint32_t amap_take(amap *m, uint64_t k) {
+    long at = amap_find(m, k);
+    if (at < 0)
+        return UINT32_MAX;
+    uint32_t v = m->val[at];
+    size_t hole = (size_t)at, mask = m->cap - 1;
+    m->used[hole] = false;
+    m->n--;
+    for (size_t i = (hole + 1) & mask; m->used[i]; i = (i + 1) & mask) {
+        size_t home = amap_slot(m->key[i], m->cap);
+        /* the entry at i may move into the hole iff its home is not cyclically in (hole, i] */
+        bool stays = hole < i ? (home > hole && home <= i) : (home > hole || home <= i);
+        if (stays)
+            continue;
+        m->key[hole] = m->key[i];
+        m->val[hole] = m->val[i];
+        m->used[hole] = true;
+        m->used[i] = false;
+        hole = i;
+    }
+    return v;
+}
+
+static void amap_free(amap *m) {
+    free(m->key);
+    free(m->val);
+    free(m->used);
+}
+
+/* ---- steps ------------------------------------------------------------------------------------- */
+
+typedef enum { S_ALLOC, S_FREE, S_RECORD_STREAM, S_COMPUTE, S_RECORD, S_SYNC_EVENT,
+               S_EMPTY_CACHE } step_kind;
+
+typedef struct {
+    step_kind kind;
+    uint32_t buf, stream, event;
+} step;
+
+typedef struct {
+    const char *name;
+    int64_t bytes;
+    uint32_t stream;
+} buffer;
+
+typedef struct {
+    const char *name;   /* NULL: empty slot */
+    unsigned next;      /* the next suffix to try for this base */
+} name_entry;
+
+typedef struct {
+    const import_opts *o;
+    char *err;
+    size_t errlen;
+    ml_arena *arena;
+    ml_vec steps;     /* of step */
+    ml_vec bufs;      /* of buffer */
+    /* unique names: open addressing over arena strings */
+    name_entry *names;
+    size_t names_cap, names_n;
+    /* raw cudaStream_t values, [0] = 0 (the default stream) */
+    ml_vec streams;   /* of int64_t */
+    uint32_t recorded_stream;   /* UINT32_MAX until a deferred free needs it */
+    uint32_t n_events;
+    int64_t requested, requested_peak;
+    bool overflow;
+} importer;
+
+static int fail(importer *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(importer *im, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(im->err, im->errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static uint64_t text_hash(const char *t) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *t; t++)
+        h = (h ^ (unsigned char)*t) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of name s in the table, or of the empty slot where it would go. */
+static size_t name_slot(const importer *im, const char *s) {
+    size_t i = text_hash(s) & (im->names_cap - 1);
+    while (im->names[i].name && strcmp(im->names[i].name, s))
+        i = (i + 1) & (im->names_cap - 1);
+    return i;
+}
+
+static name_entry *name_add(importer *im, const char *s) {
+    if ((im->names_n + 1) * 2 > im->names_cap) {
+        size_t old_cap = im->names_cap;
+        name_entry *old = im->names;
+        im->names_cap = old_cap ? old_cap * 2 : 4096;
+        im->names = ml_xcalloc(im->names_cap, sizeof *im->names);
+        for (size_t k = 0; k < old_cap; k++)
+            if (old[k].name)
+                im->names[name_slot(im, old[k].name)] = old[k];
+        free(old);
+    }
+    name_entry *e = &im->names[name_slot(im, s)];
+    e->name = s;
+    e->next = 2;
+    im->names_n++;
+    return e;
+}
+
+/* base, else base_2, base_3, ...: every buffer of the schedule has a name of its own. Each base
+ * remembers the next suffix to try, so a line allocating a million times costs no search. */
+static const char *unique(importer *im, const char *base) {
+    name_entry *e = im->names_cap ? &im->names[name_slot(im, base)] : NULL;
+    if (!e || !e->name)
+        return name_add(im, ml_arena_strndup(im->arena, base, strlen(base)))->name;
+    char cand[160];
+    for (;;) {
+        snprintf(cand, sizeof cand, "%s_%u", base, e->next++);
+        if (!im->names[name_slot(im, cand)].name)
+            break;
+    }
+    const char *s = ml_arena_strndup(im->arena, cand, strlen(cand));
+    name_add(im, s);
+    return s;
+}
+
+/* PyTorch's own frames (torch/, C++ sources) and Python's standard library are not the user's
+ * code; the first frame that is names the buffer. */
+static bool user_frame(const char *fn) {
+    static const char *const cxx[] = {".cpp", ".cc", ".cu", ".cuh", ".h", ".hpp"};
+    if (!fn || !*fn || fn[0] == '<' || strstr(fn, "??"))
+        return false;
+    if (strstr(fn, "/torch/") || !strncmp(fn, "torch/", 6))
+        return false;
+    if (strstr(fn, "/lib/python") && !strstr(fn, "-packages/"))
+        return false;
+    size_t n = strlen(fn);
+    for (size_t k = 0; k < ML_ARRAY_LEN(cxx); k++) {
+        size_t m = strlen(cxx[k]);
+        if (n > m && !strcmp(fn + n - m, cxx[k]))
+            return false;
+    }
+    return true;
+}
+
+/* "train.py-42" from the first user frame (schedule names allow letters, digits, _ - .), or
+ * "a<hex address>". */
+static const char *buffer_name(importer *im, const json_t *frames, uint64_t addr) {
+    char base[NAME_MAX_BASE + 32];
+    base[0] = 0;
+    if (im->o->names == IMPORT_NAMES_FRAMES && json_is_array(frames)) {
+        size_t k;
+        const json_t *f;
+        json_array_foreach(frames, k, f) {
+            const char *fn = json_string_value(json_object_get(f, "filename"));
+            if (!user_frame(fn))
+                continue;
+            const char *b = strrchr(fn, '/');
+            b = b ? b + 1 : fn;
+            size_t n = 0;
+            if (!((b[0] >= 'a' && b[0] <= 'z') || (b[0] >= 'A' && b[0] <= 'Z')))
+                base[n++] = 'f';   /* a name that YAML could read as a number stays a name */
+            for (; *b && n < NAME_MAX_BASE; b++) {
+                char c = *b;
+                bool okc = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                           (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+                base[n++] = okc ? c : '_';
+            }
+            base[n] = 0;
+            json_t *line = json_object_get(f, "line");
+            if (json_is_integer(line))
+                snprintf(base + n, sizeof base - n, "-%" JSON_INTEGER_FORMAT,
+                         json_integer_value(line));
+            break;
+        }
+    }
+    if (!base[0])
+        snprintf(base, sizeof base, "a%" PRIx64, addr);
+    return unique(im, base);
+}
+
+static uint32_t new_buffer(importer *im, const char *name, int64_t bytes, uint32_t stream) {
+    buffer *b = ml_vec_push(&im->bufs);
+    b->name = name;
+    b->bytes = bytes;
+    b->stream = stream;
+    return (uint32_t)(im->bufs.n - 1);
+}
+
+static void push(importer *im, step_kind kind, uint32_t buf, uint32_t stream, uint32_t event) {
+    step *s = ml_vec_push(&im->steps);
+    s->kind = kind;
+    s->buf = buf;
+    s->stream = stream;
+    s->event = event;
+    if (kind == S_ALLOC) {
+        const buffer *b = &ML_VEC_AT(&im->bufs, buffer, buf);
+        if (__builtin_add_overflow(im->requested, b->bytes, &im->requested))
+            im->overflow = true;
+        if (im->requested > im->requested_peak)
+            im->requested_peak = im->requested;
+    } else if (kind == S_FREE) {
+        im->requested -= ML_VEC_AT(&im->bufs, buffer, buf).bytes;
+    }
+}
+
+static uint32_t alloc_step(importer *im, const char *name, int64_t bytes, uint32_t stream) {
+    uint32_t b = new_buffer(im, name, bytes, stream);
+    push(im, S_ALLOC, b, 0, 0);
+    return b;
+}
+
+/* ---- reading the snapshot ---------------------------------------------------------------------- */
+
+static uint32_t stream_index(importer *im, int64_t raw) {
+    for (size_t k = 0; k < im->streams.n; k++)
+        if (ML_VEC_AT(&im->streams, int64_t, k) == raw)
+            return (uint32_t)k;
+    *(int64_t *)ml_vec_push(&im->streams) = raw;
+    return (uint32_t)(im->streams.n - 1);
+}
+
+/* A non-negative integer field; the pickle reader maps Python ints to json integers. */
+static int get_u(importer *im, const json_t *obj, const char *key, const char *where, int64_t dflt,
+                 int64_t *v) {
+    const json_t *j = json_object_get(obj, key);
+    if (!j && dflt >= 0) {
+        *v = dflt;
+        return 0;
+    }
+    if (!json_is_integer(j) || json_integer_value(j) < 0)
+        return fail(im, "%s: '%s' is %s", where, key,
+                    j ? "not a non-negative integer" : "missing");
+    *v = json_integer_value(j);
+    return 0;
+}
+
+static int get_stream(importer *im, const json_t *obj, const char *where, uint32_t *s) {
+    const json_t *j = json_object_get(obj, "stream");
+    if (j && !json_is_integer(j))
+        return fail(im, "%s: 'stream' is not an integer", where);
+    *s = stream_index(im, j ? json_integer_value(j) : 0);
+    return 0;
+}
+
+static int read_trace(importer *im, const json_t *trace, int dev, tev **out, size_t *n_out) {
+    size_t n = json_array_size(trace);
+    tev *ev = ml_xcalloc(n ? n : 1, sizeof *ev);
+    char where[96];
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(trace, i);
+        snprintf(where, sizeof where, "device_traces[%d][%zu]", dev, i);
+        if (!json_is_object(e)) {
+            free(ev);
+            return fail(im, "%s: an event is a dict", where);
+        }
+        const char *a = json_string_value(json_object_get(e, "action"));
+        if (!a) {
+            free(ev);
+            return fail(im, "%s: 'action' is missing or not a string", where);
+        }
+        ev[i].a = A_OTHER;
+        for (size_t k = 0; k < ML_ARRAY_LEN(ACTIONS); k++)
+            if (!strcmp(a, ACTIONS[k].name))
+                ev[i].a = ACTIONS[k].a;
+        if (ev[i].a == A_OTHER)
+            continue;
+        int64_t addr;
+        if (get_u(im, e, "addr", where, -1, &addr) || get_u(im, e, "size", where, -1, &ev[i].size) ||
+            get_stream(im, e, where, &ev[i].stream)) {
+            free(ev);
+            return -1;
+        }
+        ev[i].addr = (uint64_t)addr;
+        ev[i].frames = json_object_get(e, "frames");
+    }
+    *out = ev;
+    *n_out = n;
+    return 0;
+}
+
+/* The device's final segments, and their blocks that are still allocated (pending frees too:
+ * memory_viz counts a block as existing until free_completed). */
+static int read_segments(importer *im, const json_t *segs, int dev, ml_vec *out_segs,
+                         ml_vec *live, int64_t *reserved, int64_t *allocated) {
+    char where[96];
+    size_t k;
+    const json_t *s;
+    *reserved = *allocated = 0;
+    json_array_foreach(segs, k, s) {
+        snprintf(where, sizeof where, "segments[%zu]", k);
+        if (!json_is_object(s))
+            return fail(im, "%s: a segment is a dict", where);
+        int64_t device, addr, size;
+        if (get_u(im, s, "device", where, 0, &device))
+            return -1;
+        if (device != dev)
+            continue;
+        seg *g = ml_vec_push(out_segs);
+        if (get_u(im, s, "address", where, -1, &addr) ||
+            get_u(im, s, "total_size", where, -1, &size) || get_stream(im, s, where, &g->stream))
+            return -1;
+        g->addr = (uint64_t)addr;
+        g->size = size;
+        const char *type = json_string_value(json_object_get(s, "segment_type"));
+        g->small = type ? !strcmp(type, "small") : size == SMALL_SEGMENT;
+        g->expandable = json_is_true(json_object_get(s, "is_expandable"));
+        if (__builtin_add_overflow(*reserved, size, reserved))
+            return fail(im, "%s: the segments' sizes overflow 64 bits", where);
+        const json_t *blocks = json_object_get(s, "blocks");
+        if (blocks && !json_is_array(blocks))
+            return fail(im, "%s: 'blocks' is not a list", where);
+        size_t j;
+        const json_t *b;
+        json_array_foreach(blocks, j, b) {
+            char bw[128];
+            snprintf(bw, sizeof bw, "segments[%zu].blocks[%zu]", k, j);
+            if (!json_is_object(b))
+                return fail(im, "%s: a block is a dict", bw);
+            const char *state = json_string_value(json_object_get(b, "state"));
+            if (!state)
+                return fail(im, "%s: 'state' is missing or not a string", bw);
+            if (!strcmp(state, "inactive"))
+                continue;
+            blk *x = ml_vec_push(live);
+            int64_t baddr;
+            if (get_u(im, b, "address", bw, -1, &baddr) || get_u(im, b, "size", bw, -1, &x->size) ||
+                get_u(im, b, "requested_size", bw, x->size, &x->requested))
+                return -1;
+            x->addr = (uint64_t)baddr;
+            x->stream = g->stream;
+            x->frames = json_object_get(b, "frames");
+            if (!strcmp(state, "active_allocated") &&
+                __builtin_add_overflow(*allocated, x->size, allocated))
+                return fail(im, "%s: the blocks' sizes overflow 64 bits", bw);
+        }
+    }
+    return 0;
+}
+
+/* ---- the state before recording ---------------------------------------------------------------- */
+
+static int cmp_seg_desc(const void *a, const void *b) {
+    uint64_t x = ((const seg *)a)->addr, y = ((const seg *)b)->addr;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static int cmp_blk_addr(const void *a, const void *b) {
+    uint64_t x = ((const blk *)a)->addr, y = ((const blk *)b)->addr;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static int64_t round512(int64_t n) { return (n + 511) / 512 * 512; }
+
+typedef struct {
+    int64_t size;
+    long blk;       /* index into the initial blocks, -1 for a gap */
+} piece;
+
+/* The pieces of segment g in address order: its blocks and the gaps between them. In the large
+ * pool a gap of 1 MiB or less cannot be a block of its own (the allocator splits only when more
+ * than that remains), so it is the tail of the block before it. */
+static size_t segment_pieces(const seg *g, const blk *b, size_t nb, piece *p) {
+    size_t n = 0;
+    uint64_t cur = g->addr, end = g->addr + (uint64_t)g->size;
+    for (size_t k = 0; k <= nb; k++) {
+        uint64_t next = k < nb ? b[k].addr : end;
+        if (next > cur) {
+            int64_t gap = (int64_t)(next - cur);
+            if (!g->small && gap <= SMALL_REQUEST && n && p[n - 1].blk >= 0)
+                p[n - 1].size += gap;
+            else
+                p[n++] = (piece){gap, -1};
+        }
+        if (k < nb) {
+            p[n++] = (piece){b[k].size, (long)k};
+            cur = b[k].addr + (uint64_t)b[k].size;
+        }
+    }
+    return n;
+}
+
+typedef struct {
+    uint32_t fill;      /* the placeholder */
+    size_t blk;         /* the block it stands for */
+} swap;
+
+static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, amap *live,
+                    import_stats *st) {
+    qsort(segs, ns, sizeof *segs, cmp_seg_desc);
+    qsort(blocks, nb, sizeof *blocks, cmp_blk_addr);
+    char nm[64];
+    uint32_t *holder = ml_xcalloc(2 * ns + 1, sizeof *holder);
+    size_t *first = ml_xcalloc(ns + 1, sizeof *first);   /* blocks of segment k: [first, last) */
+    size_t *last = ml_xcalloc(ns + 1, sizeof *last);
+    bool *placed = ml_xcalloc(nb + 1, sizeof *placed);
+    ml_vec gaps, swaps;
+    ml_vec_init(&gaps, sizeof(uint32_t));
+    ml_vec_init(&swaps, sizeof(swap));
+
+    /* which blocks lie in which segment (blocks sorted ascending, segments descending) */
+    for (size_t k = 0; k < ns; k++) {
+        size_t lo = 0, hi = nb;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (blocks[mid].addr < segs[k].addr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        first[k] = last[k] = lo;
+        while (last[k] < nb && blocks[last[k]].addr + (uint64_t)blocks[last[k]].size <=
+                                   segs[k].addr + (uint64_t)segs[k].size)
+            placed[last[k]++] = true;
+    }
+
+    /* (A) the segments, highest address first */
+    for (size_t k = 0; k < ns; k++) {
+        if (segs[k].expandable) {
+            st->exact_prelude = 0;
+            continue;
+        }
+        if (segs[k].small) {
+            snprintf(nm, sizeof nm, "pre.seg%zu.a", k);
+            holder[2 * k] = alloc_step(im, unique(im, nm), SMALL_REQUEST, segs[k].stream);
+            snprintf(nm, sizeof nm, "pre.seg%zu.b", k);
+            holder[2 * k + 1] = alloc_step(im, unique(im, nm), SMALL_SEGMENT - SMALL_REQUEST,
+                                           segs[k].stream);
+            if (segs[k].size != SMALL_SEGMENT)
+                st->exact_prelude = 0;
+        } else {
+            snprintf(nm, sizeof nm, "pre.seg%zu", k);
+            holder[2 * k] = alloc_step(im, unique(im, nm), segs[k].size, segs[k].stream);
+        }
+    }
+    /* (B) each segment's blocks and gaps at their offsets */
+    piece *pc = ml_xcalloc(2 * nb + ns + 2, sizeof *pc);
+    for (size_t k = 0; k < ns; k++) {
+        const blk *b = blocks + first[k];
+        size_t nbk = last[k] - first[k];
+        if (segs[k].expandable) {
+            for (size_t j = 0; j < nbk; j++) {
+                uint32_t id = alloc_step(im, buffer_name(im, b[j].frames, b[j].addr),
+                                         b[j].requested, b[j].stream);
+                amap_put(live, b[j].addr, id);
+            }
+            continue;
+        }
+        push(im, S_FREE, holder[2 * k], 0, 0);
+        if (segs[k].small)
+            push(im, S_FREE, holder[2 * k + 1], 0, 0);
+        size_t np = segment_pieces(&segs[k], b, nbk, pc);
+        for (size_t j = 0; j < np; j++) {
+            if (pc[j].blk < 0) {
+                /* a gap: in the small pool, requests of at most 1 MiB keep it there */
+                for (int64_t left = pc[j].size; left > 0;) {
+                    int64_t part = segs[k].small && left > SMALL_REQUEST ? SMALL_REQUEST : left;
+                    snprintf(nm, sizeof nm, "pre.gap%zu", gaps.n);
+                    *(uint32_t *)ml_vec_push(&gaps) =
+                        alloc_step(im, unique(im, nm), part, segs[k].stream);
+                    left -= part;
+                }
+                continue;
+            }
+            const blk *x = &b[pc[j].blk];
+            if (round512(x->requested) == pc[j].size) {
+                uint32_t id = alloc_step(im, buffer_name(im, x->frames, x->addr), x->requested,
+                                         x->stream);
+                amap_put(live, x->addr, id);
+            } else {
+                snprintf(nm, sizeof nm, "pre.fill%zu", swaps.n);
+                swap *w = ml_vec_push(&swaps);
+                w->fill = alloc_step(im, unique(im, nm), pc[j].size, segs[k].stream);
+                w->blk = first[k] + (size_t)pc[j].blk;
+            }
+        }
+    }
+    free(pc);
+    /* (C) blocks with a tail take their hole back at their requested size; the gaps go */
+    for (size_t k = 0; k < swaps.n; k++) {
+        const swap *w = &ML_VEC_AT(&swaps, swap, k);
+        const blk *x = &blocks[w->blk];
+        push(im, S_FREE, w->fill, 0, 0);
+        uint32_t id = alloc_step(im, buffer_name(im, x->frames, x->addr), x->requested, x->stream);
+        amap_put(live, x->addr, id);
+    }
+    for (size_t k = 0; k < gaps.n; k++)
+        push(im, S_FREE, ML_VEC_AT(&gaps, uint32_t, k), 0, 0);
+    /* blocks in no segment we know of (an inconsistent snapshot): at least they exist */
+    for (size_t k = 0; k < nb; k++)
+        if (!placed[k]) {
+            st->exact_prelude = 0;
+            uint32_t id = alloc_step(im, buffer_name(im, blocks[k].frames, blocks[k].addr),
+                                     blocks[k].requested, blocks[k].stream);
+            amap_put(live, blocks[k].addr, id);
+        }
+    ml_vec_free(&gaps);
+    ml_vec_free(&swaps);
+    free(holder);
+    free(first);
+    free(last);
+    free(placed);
+}
+
+/* ---- the trace --------------------------------------------------------------------------------- */
+
+static bool is_seg_release(act a) { return a == A_SEG_FREE || a == A_SEG_UNMAP; }
+
+static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *live) {
+    amap pending = {0};   /* addr -> event of a deferred free */
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const tev *e = &ev[i];
+        switch (e->a) {
+        case A_ALLOC: {
+            if (amap_find(live, e->addr) >= 0) {
+                rc = fail(im, "device_traces[%d][%zu]: alloc at 0x%" PRIx64 ", which is allocated "
+                          "already (an incomplete trace?)", dev, i, e->addr);
+                break;
+            }
+            uint32_t id = alloc_step(im, buffer_name(im, e->frames, e->addr), e->size, e->stream);
+            amap_put(live, e->addr, id);
+            break;
+        }
+        case A_FREE_REQ: {
+            uint32_t id = amap_take(live, e->addr);
+            if (id == UINT32_MAX) {
+                rc = fail(im, "device_traces[%d][%zu]: free_requested of 0x%" PRIx64 ", which is "
+                          "not allocated", dev, i, e->addr);
+                break;
+            }
+            bool deferred = !(i + 1 < n && ev[i + 1].a == A_FREE_DONE && ev[i + 1].addr == e->addr);
+            if (!deferred) {
+                push(im, S_FREE, id, 0, 0);
+                break;
+            }
+            /* The block was used on a stream whose work had not finished (record_stream): the
+             * allocator holds it until an event recorded at the free completes. */
+            if (im->recorded_stream == UINT32_MAX)
+                im->recorded_stream = stream_index(im, -1);   /* no cudaStream_t is -1 */
+            push(im, S_RECORD_STREAM, id, im->recorded_stream, 0);
+            push(im, S_COMPUTE, 0, im->recorded_stream, 0);
+            push(im, S_FREE, id, 0, 0);
+            push(im, S_RECORD, 0, im->recorded_stream, im->n_events);
+            amap_put(&pending, e->addr, im->n_events++);
+            break;
+        }
+        case A_FREE_DONE: {
+            uint32_t evk = amap_take(&pending, e->addr);
+            if (evk != UINT32_MAX)
+                push(im, S_SYNC_EVENT, 0, 0, evk);
+            break;
+        }
+        case A_SEG_FREE:
+        case A_SEG_UNMAP:
+            if (!(i > 0 && is_seg_release(ev[i - 1].a)))
+                push(im, S_EMPTY_CACHE, 0, 0, 0);
+            break;
+        default:
+            break;
+        }
+    }
+    amap_free(&pending);
+    return rc;
+}
+
+/* ---- writing ----------------------------------------------------------------------------------- */
+
+typedef struct {
+    yaml_emitter_t em;
+    int ok;
+} writer;
+
+static int sink_write(void *data, unsigned char *buf, size_t size) {
+    ml_str_append(data, (const char *)buf, size);
+    return 1;
+}
+
+static void emit(writer *w, yaml_event_t *ev, int made) {
+    if (w->ok && !(made && yaml_emitter_emit(&w->em, ev)))
+        w->ok = 0;
+}
+
+static void scalar(writer *w, const char *s) {
+    yaml_event_t ev;
+    emit(w, &ev, yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s),
+                                              1, 1, YAML_ANY_SCALAR_STYLE));
+}
+
+static void integer(writer *w, int64_t v) {
+    char b[32];
+    snprintf(b, sizeof b, "%" PRId64, v);
+    scalar(w, b);
+}
+
+static void map_start(writer *w, bool flow) {
+    yaml_event_t ev;
+    emit(w, &ev, yaml_mapping_start_event_initialize(
+                     &ev, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE));
+}
+
+static void map_end(writer *w) {
+    yaml_event_t ev;
+    emit(w, &ev, yaml_mapping_end_event_initialize(&ev));
+}
+
+static void seq_start(writer *w, bool flow) {
+    yaml_event_t ev;
+    emit(w, &ev, yaml_sequence_start_event_initialize(
+                     &ev, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE));
+}
+
+static void seq_end(writer *w) {
+    yaml_event_t ev;
+    emit(w, &ev, yaml_sequence_end_event_initialize(&ev));
+}
+
+static const char *stream_name(const importer *im, uint32_t s, char *buf, size_t len) {
+    if (s == 0)
+        return "default";
+    if (s == im->recorded_stream)
+        return "recorded";
+    snprintf(buf, len, "s%u", s);
+    return buf;
+}
+
+/* {steady: S, peak: P} or {steady: S}. */
+static void series(writer *w, const char *key, int64_t steady, int64_t peak) {
+    scalar(w, key);
+    map_start(w, true);
+    scalar(w, "steady");
+    integer(w, steady);
+    if (peak >= 0) {
+        scalar(w, "peak");
+        integer(w, peak);
+    }
+    map_end(w);
+}
+
+/* One step, as one line. Its scalars are names made here from letters, digits, '_', '-', '.'
+ * (starting with a letter) and decimal integers: plain YAML in any context, as emit_yaml.h's
+ * fast path also writes them, so the million lines need no emitter round trip each. */
+static void write_step(const importer *im, const step *s, ml_str *out) {
+    char sb[32];
+    const buffer *b = s->kind == S_ALLOC || s->kind == S_FREE || s->kind == S_RECORD_STREAM
+                          ? &ML_VEC_AT(&im->bufs, buffer, s->buf) : NULL;
+    switch (s->kind) {
+    case S_ALLOC:
+        if (b->stream)
+            ml_str_printf(out, "- alloc: {buf: %s, bytes: %" PRId64 ", stream: %s}\n", b->name,
+                          b->bytes, stream_name(im, b->stream, sb, sizeof sb));
+        else
+            ml_str_printf(out, "- alloc: {buf: %s, bytes: %" PRId64 "}\n", b->name, b->bytes);
+        break;
+    case S_FREE:
+        ml_str_printf(out, "- free: %s\n", b->name);
+        break;
+    case S_RECORD_STREAM:
+        ml_str_printf(out, "- record_stream: {buf: %s, stream: %s}\n", b->name,
+                      stream_name(im, s->stream, sb, sizeof sb));
+        break;
+    case S_COMPUTE:
+        ml_str_printf(out, "- compute: {stream: %s}\n", stream_name(im, s->stream, sb, sizeof sb));
+        break;
+    case S_RECORD:
+        ml_str_printf(out, "- record: {event: f%u, stream: %s}\n", s->event,
+                      stream_name(im, s->stream, sb, sizeof sb));
+        break;
+    case S_SYNC_EVENT:
+        ml_str_printf(out, "- sync: {event: f%u}\n", s->event);
+        break;
+    case S_EMPTY_CACHE:
+        ml_str_printf(out, "- empty_cache: {}\n");
+        break;
+    }
+}
+
+static int write_doc(importer *im, const json_t *snap, const import_stats *st, ml_str *out) {
+    writer w = {.ok = 1};
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "# memlife import of %s, device %d: %zu trace events as %zu steps; the first %zu\n"
+             "# rebuild the allocator's state when recording began (%zu segments, %zu blocks)%s.\n",
+             im->o->source ? im->o->source : "a snapshot", im->o->device, st->events, st->steps,
+             st->prelude_steps, st->initial_segments, st->initial_blocks,
+             st->exact_prelude ? "" : ", approximately (expandable segments)");
+    ml_str_append(out, buf, strlen(buf));
+    if (!yaml_emitter_initialize(&w.em))
+        return fail(im, "out of memory");
+    yaml_emitter_set_output(&w.em, sink_write, out);
+    yaml_emitter_set_unicode(&w.em, 1);
+    yaml_emitter_set_width(&w.em, -1);
+    yaml_event_t ev;
+    emit(&w, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING));
+    emit(&w, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1));
+    map_start(&w, false);
+    if (im->o->name) {
+        scalar(&w, "name");
+        scalar(&w, im->o->name);
+    }
+    scalar(&w, "about");
+    snprintf(buf, sizeof buf, "PyTorch memory snapshot %s, device %d",
+             im->o->source ? im->o->source : "", im->o->device);
+    scalar(&w, buf);
+    scalar(&w, "world");
+    integer(&w, 1);
+    scalar(&w, "dtype");
+    scalar(&w, "uint8");
+    if (im->streams.n > 1) {
+        scalar(&w, "streams");
+        seq_start(&w, true);
+        for (uint32_t k = 1; k < im->streams.n; k++)
+            scalar(&w, stream_name(im, k, buf, sizeof buf));
+        seq_end(&w);
+    }
+    if (im->n_events) {
+        scalar(&w, "events");
+        seq_start(&w, true);
+        for (uint32_t k = 0; k < im->n_events; k++) {
+            snprintf(buf, sizeof buf, "f%u", k);
+            scalar(&w, buf);
+        }
+        seq_end(&w);
+    }
+    /* the allocator's settings as the process had them */
+    const json_t *set = json_object_get(snap, "allocator_settings");
+    const char *conf = json_string_value(json_object_get(set, "PYTORCH_CUDA_ALLOC_CONF"));
+    scalar(&w, "torch");
+    map_start(&w, true);
+    if (conf && *conf) {
+        scalar(&w, "conf");
+        scalar(&w, conf);
+    }
+    map_end(&w);
+    scalar(&w, "expect");
+    map_start(&w, false);
+    series(&w, "requested", st->requested_final, st->requested_peak);
+    scalar(&w, "torch");
+    map_start(&w, true);
+    series(&w, "allocated", st->allocated_final, -1);
+    series(&w, "reserved", st->reserved_final, st->reserved_peak);
+    map_end(&w);
+    map_end(&w);
+    /* the top-level mapping ends here for the emitter; `steps:` continues it in the text */
+    map_end(&w);
+    emit(&w, &ev, yaml_document_end_event_initialize(&ev, 1));
+    emit(&w, &ev, yaml_stream_end_event_initialize(&ev));
+    int ok = w.ok && yaml_emitter_flush(&w.em);
+    const char *problem = w.em.problem ? w.em.problem : "?";
+    yaml_emitter_delete(&w.em);
+    if (!ok)
+        return fail(im, "the YAML emitter failed: %s", problem);
+    ml_str_printf(out, "steps:\n");
+    for (size_t k = 0; k < im->steps.n; k++)
+        write_step(im, &ML_VEC_AT(&im->steps, step, k), out);
+    return 0;
+}
+
+/* ---- the whole import -------------------------------------------------------------------------- */
+
+int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_t *len,
+                    import_stats *st, char *err, size_t errlen) {
+    importer im = {.o = o, .err = err, .errlen = errlen, .recorded_stream = UINT32_MAX};
+    *st = (import_stats){.exact_prelude = 1};
+    *yaml = NULL;
+    *len = 0;
+    if (!json_is_object(snap))
+        return snprintf(err, errlen, "the snapshot is not a dict (torch.cuda.memory._snapshot())"), -1;
+    const json_t *traces = json_object_get(snap, "device_traces");
+    const json_t *segments = json_object_get(snap, "segments");
+    if (!json_is_array(traces))
+        return snprintf(err, errlen, "'device_traces' is %s (was the snapshot recorded with "
+                        "_record_memory_history?)", traces ? "not a list" : "missing"), -1;
+    if (segments && !json_is_array(segments))
+        return snprintf(err, errlen, "'segments' is not a list"), -1;
+    if (o->device < 0 || (size_t)o->device >= json_array_size(traces))
+        return snprintf(err, errlen, "device %d: the snapshot has traces of %zu device%s",
+                        o->device, json_array_size(traces),
+                        json_array_size(traces) == 1 ? "" : "s"), -1;
+    const json_t *trace = json_array_get(traces, (size_t)o->device);
+    if (!json_is_array(trace))
+        return snprintf(err, errlen, "device_traces[%d] is not a list", o->device), -1;
+
+    im.arena = ml_arena_new();
+    ml_vec_init(&im.steps, sizeof(step));
+    ml_vec_init(&im.bufs, sizeof(buffer));
+    ml_vec_init(&im.streams, sizeof(int64_t));
+    *(int64_t *)ml_vec_push(&im.streams) = 0;
+    ml_vec segs, live_blocks;
+    ml_vec_init(&segs, sizeof(seg));
+    ml_vec_init(&live_blocks, sizeof(blk));
+    tev *ev = NULL;
+    size_t n = 0;
+    amap seg_at = {0}, blk_at = {0}, live = {0};
+    ml_vec init_segs, init_blocks;
+    ml_vec_init(&init_segs, sizeof(seg));
+    ml_vec_init(&init_blocks, sizeof(blk));
+    int64_t reserved_final, allocated_final;
+    int rc = read_trace(&im, trace, o->device, &ev, &n);
+    if (!rc)
+        rc = read_segments(&im, segments, o->device, &segs, &live_blocks, &reserved_final,
+                           &allocated_final);
+    if (!rc && (segs.n > UINT32_MAX / 2 || live_blocks.n + n > UINT32_MAX / 2))
+        rc = fail(&im, "too many events or blocks");
+    if (rc)
+        goto out;
+
+    /* Walk the trace back from the final state (memory_viz's reconstruction): an alloc did not
+     * exist before it, a freed block that the trace never allocated did; a segment_alloc did
+     * not exist before it, a segment_free'd one did. What is left existed when recording
+     * began. The segment events' sizes give reserved along the way. */
+    for (size_t k = 0; k < segs.n; k++)
+        amap_put(&seg_at, ML_VEC_AT(&segs, seg, k).addr, (uint32_t)k);
+    for (size_t k = 0; k < live_blocks.n; k++)
+        amap_put(&blk_at, ML_VEC_AT(&live_blocks, blk, k).addr, (uint32_t)k);
+    int64_t delta = 0;
+    for (size_t i = n; i-- > 0;) {
+        const tev *e = &ev[i];
+        switch (e->a) {
+        case A_ALLOC: amap_take(&blk_at, e->addr); break;
+        case A_FREE_REQ:
+            if (amap_find(&blk_at, e->addr) < 0) {
+                blk *x = ml_vec_push(&live_blocks);
+                *x = (blk){e->addr, round512(e->size), e->size, e->stream, NULL};
+                amap_put(&blk_at, e->addr, (uint32_t)(live_blocks.n - 1));
+            }
+            break;
+        case A_SEG_ALLOC: amap_take(&seg_at, e->addr); break;
+        case A_SEG_FREE:
+            if (amap_find(&seg_at, e->addr) < 0) {
+                seg *g = ml_vec_push(&segs);
+                *g = (seg){e->addr, e->size, e->stream, e->size == SMALL_SEGMENT, false};
+                amap_put(&seg_at, e->addr, (uint32_t)(segs.n - 1));
+            }
+            break;
+        default: break;
+        }
+        if (e->a == A_SEG_ALLOC || e->a == A_SEG_MAP)
+            delta += e->size;
+        else if (e->a == A_SEG_FREE || e->a == A_SEG_UNMAP)
+            delta -= e->size;
+    }
+    int64_t reserved0 = reserved_final - delta;
+    if (reserved0 < 0) {
+        rc = fail(&im, "device %d: the trace's segment events add %" PRId64 " bytes, more than "
+                  "the %" PRId64 " bytes of the final segments (an incomplete snapshot?)",
+                  o->device, delta, reserved_final);
+        goto out;
+    }
+    for (size_t k = 0; k < blk_at.cap; k++)
+        if (blk_at.used[k])
+            *(blk *)ml_vec_push(&init_blocks) = ML_VEC_AT(&live_blocks, blk, blk_at.val[k]);
+    /* An expandable segment is created empty and grows by segment_map: one that the trace never
+     * allocated existed before recording only if it held memory then (one of the blocks). */
+    for (size_t k = 0; k < seg_at.cap; k++) {
+        if (!seg_at.used[k])
+            continue;
+        const seg *g = &ML_VEC_AT(&segs, seg, seg_at.val[k]);
+        bool holds = !g->expandable;
+        for (size_t j = 0; j < init_blocks.n && !holds; j++) {
+            uint64_t a = ML_VEC_AT(&init_blocks, blk, j).addr;
+            holds = a >= g->addr && a < g->addr + (uint64_t)g->size;
+        }
+        if (holds)
+            *(seg *)ml_vec_push(&init_segs) = *g;
+    }
+    st->initial_segments = init_segs.n;
+    st->initial_blocks = init_blocks.n;
+    prelude(&im, init_segs.items, init_segs.n, init_blocks.items, init_blocks.n, &live, st);
+    st->prelude_steps = im.steps.n;
+    rc = replay_trace(&im, ev, n, o->device, &live);
+    if (rc)
+        goto out;
+    if (im.overflow) {
+        rc = fail(&im, "the requested bytes overflow 64 bits");
+        goto out;
+    }
+
+    /* the snapshot's reserved over the trace, from the state before recording */
+    int64_t r = reserved0;
+    st->reserved_peak = r;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].a == A_SEG_ALLOC || ev[i].a == A_SEG_MAP)
+            r += ev[i].size;
+        else if (ev[i].a == A_SEG_FREE || ev[i].a == A_SEG_UNMAP)
+            r -= ev[i].size;
+        if (r > st->reserved_peak)
+            st->reserved_peak = r;
+    }
+    st->events = n;
+    st->steps = im.steps.n;
+    st->reserved_final = reserved_final;
+    st->allocated_final = allocated_final;
+    st->requested_peak = im.requested_peak;
+    st->requested_final = im.requested;
+    st->deferred_frees = im.n_events;
+
+    ml_str doc = {0};
+    rc = write_doc(&im, snap, st, &doc);
+    if (rc)
+        ml_str_free(&doc);
+    else {
+        *yaml = doc.s;
+        *len = doc.n;
+    }
+out:
+    free(ev);
+    amap_free(&seg_at);
+    amap_free(&blk_at);
+    amap_free(&live);
+    ml_vec_free(&segs);
+    ml_vec_free(&live_blocks);
+    ml_vec_free(&init_segs);
+    ml_vec_free(&init_blocks);
+    ml_vec_free(&im.steps);
+    ml_vec_free(&im.bufs);
+    ml_vec_free(&im.streams);
+    free(im.names);
+    ml_arena_free(im.arena);
+    return rc;
+}

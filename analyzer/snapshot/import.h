@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* import.h — a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot, read by pickle.h) as a
+ * memlife schedule whose torch view replays the recorded allocator.
+ *
+ * What becomes what:
+ * - every `alloc` event of the device's trace is an `alloc: {buf, bytes: SIZE, stream}`, every
+ *   `free_requested` a `free`, in trace order (SIZE is the trace's size: the requested bytes);
+ * - raw cudaStream_t values become named streams s1, s2, ... (0 is `default`);
+ * - a free whose `free_completed` does not follow at once waited for another stream's work
+ *   (record_stream): it becomes record_stream + compute on the stream `recorded`, the free, and a
+ *   `record` of an event; the `sync` on that event stands where the trace completes the free;
+ * - a run of `segment_free` / `segment_unmap` events (empty_cache, or the allocator's retry after
+ *   a failed cudaMalloc, which releases the same cached segments) is one `empty_cache: {}`;
+ * - the state that existed when recording began is found by walking the trace back from the final
+ *   `segments` (as memory_viz does: an alloc in the trace did not exist before it, a freed block
+ *   that the trace never allocated did) and rebuilt first, so every view is absolute from an empty
+ *   allocator (import.c says how each segment is tiled);
+ * - allocator_settings' PYTORCH_CUDA_ALLOC_CONF is `torch: {conf:}`;
+ * - `expect:` holds the snapshot's own numbers: torch reserved steady (its final segments) and
+ *   peak (its segment events), torch allocated steady (its final blocks), requested steady and
+ *   peak (the sizes of its alloc and free events, the rebuilt prelude included).
+ *
+ * Depends on jansson and libyaml (the document's keys and free text go through libyaml's
+ * emitter; the steps are names and integers, plain YAML, written directly). */
+#ifndef MEMLIFE_SNAPSHOT_IMPORT_H
+#define MEMLIFE_SNAPSHOT_IMPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+typedef enum {
+    IMPORT_NAMES_FRAMES,   /* the first frame in user code: "train.py-42", made unique */
+    IMPORT_NAMES_ADDR,     /* the block's address: "a7f1c2e000000", made unique */
+} import_names;
+
+typedef struct {
+    int device;            /* which of device_traces (and segments with that device) */
+    import_names names;
+    const char *name;      /* the schedule's name: */
+    const char *source;    /* the input's file name, for the header comment and about: */
+} import_opts;
+
+typedef struct {
+    size_t events;              /* of the device's trace */
+    size_t steps;               /* in the schedule */
+    size_t prelude_steps;       /* the first steps, rebuilding the state before recording */
+    size_t initial_segments, initial_blocks;
+    size_t deferred_frees;      /* frees that waited for another stream (record_stream) */
+    int64_t reserved_peak, reserved_final;   /* the snapshot's, absolute */
+    int64_t requested_peak, requested_final;
+    int64_t allocated_final;
+    int exact_prelude;          /* 0: expandable segments before recording, rebuilt approximately */
+} import_stats;
+
+/* Writes the schedule for snapshot snap to *yaml (malloc'd, NUL-terminated; *len its length).
+ * Returns 0, or -1 with a one-line reason in err ("device_traces[0][12]: 'size' is not an
+ * integer"; the caller puts "FILE: error: " before it). */
+int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_t *len,
+                    import_stats *st, char *err, size_t errlen);
+
+#endif

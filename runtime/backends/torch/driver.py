@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""driver.py — memlife's torch backend on the Python side (runtime/backends/torch.c is the C side).
+
+Each memlife rank starts one driver and drives it op by op over two pipes: the executor
+(runtime/exec) still walks the plan, validates every collective, generates and judges data and
+counts requested bytes; this process only holds torch tensors and calls torch.distributed.
+So the data patterns and checks are memlife's one implementation (runtime/ir/data.h), not a
+second one here that could disagree with it.
+
+Protocol: one request line on stdin, one reply line on stdout ("ok ..." or "err MESSAGE"),
+bytes after `write` requests and `read` replies. Buffers are torch.empty tensors of the
+schedule's dtype (uint32/uint64 are stored as int32/int64: torch has no unsigned 32/64-bit
+types; the bits are the same for sum and prod), views are slices of their bytes. Collectives
+are torch.distributed calls through ProcessGroupNCCL on GPUs and gloo on CPUs; what gloo lacks
+(reduce_scatter_tensor, all_gather_into_tensor) is emulated from all_reduce and all_gather, and
+the hello line says so. Streams are torch.cuda.Stream with torch.cuda.Event; on CPUs every op
+completes before the next, as on memlife's host backend.
+
+Standard library and torch only. Exit codes: 0 after `quit`, 9 when torch cannot be imported
+(memlife then tries the next interpreter), 3 on a failure it could not report."""
+import datetime
+import os
+import sys
+
+try:
+    import torch
+    import torch.distributed as dist
+except ImportError:  # memlife tries the next python3, and names them all if none has torch
+    sys.exit(9)
+
+DTYPES = {
+    "int8": torch.int8, "uint8": torch.uint8, "int32": torch.int32, "uint32": torch.int32,
+    "int64": torch.int64, "uint64": torch.int64, "float16": torch.float16,
+    "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64,
+}
+OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX,
+       "min": dist.ReduceOp.MIN}
+if hasattr(dist.ReduceOp, "AVG"):   # NCCL has it; gloo refuses it when called
+    OPS["avg"] = dist.ReduceOp.AVG
+
+
+class Driver:
+    def __init__(self, rank, world, timeout):
+        self.rank, self.world = rank, world
+        self.cuda = torch.cuda.is_available() and os.environ.get("MEMLIFE_TORCH_DEVICE") != "cpu"
+        if self.cuda:
+            local = int(os.environ.get("LOCAL_RANK", os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0")))
+            self.device = torch.device("cuda", local % torch.cuda.device_count())
+            torch.cuda.set_device(self.device)
+            free, total = torch.cuda.mem_get_info(self.device)
+            self.device_at_start = total - free
+        else:
+            self.device = torch.device("cpu")
+            self.device_at_start = 0
+        backend = "nccl" if self.cuda else "gloo"
+        dist.init_process_group(backend, rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=timeout))
+        self.backend = backend
+        self.bufs = {}      # id -> (uint8 view of the whole buffer, dtype name)
+        self.streams = {}   # index -> torch.cuda.Stream (0: the current default stream)
+        self.events = {}
+        # what this process group lacks, emulated from what it has
+        self.emulated = []
+        if backend == "gloo":
+            self.emulated = ["reduce_scatter=all_reduce", "all_gather=all_gather_list"]
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def stream(self, s):
+        if not self.cuda:
+            return None
+        if s == 0:
+            return torch.cuda.default_stream(self.device)
+        if s not in self.streams:
+            self.streams[s] = torch.cuda.Stream(self.device)
+        return self.streams[s]
+
+    def event(self, e):
+        if e not in self.events:
+            self.events[e] = torch.cuda.Event()
+        return self.events[e]
+
+    def span(self, buf, off, nbytes):
+        raw = self.bufs[buf][0]
+        if off < 0 or off + nbytes > raw.numel():
+            raise ValueError("bytes [%d, %d) outside buffer %d of %d bytes" % (off, off + nbytes, buf, raw.numel()))
+        return raw[off:off + nbytes]
+
+    def view(self, buf, off, count, dtype):
+        dt = DTYPES[dtype]
+        es = torch.tensor([], dtype=dt).element_size()
+        return self.span(buf, off, count * es).view(dt)
+
+    # ---- requests --------------------------------------------------------------------------
+    def alloc(self, buf, nbytes, count, dtype, stream):
+        dt = DTYPES[dtype]
+        es = torch.tensor([], dtype=dt).element_size()
+        ctx = torch.cuda.stream(self.stream(stream)) if self.cuda else _null()
+        with ctx:
+            if count * es == nbytes:
+                t = torch.empty(count, dtype=dt, device=self.device)
+            else:
+                t = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
+        self.bufs[buf] = (t.view(torch.uint8), dtype, t)
+        return ""
+
+    def free(self, buf):
+        del self.bufs[buf]
+        return ""
+
+    def coll(self, name, sbuf, soff, rbuf, roff, count, dtype, op, root, stream, in_place):
+        w = self.world
+        send_count = count * w if name == "reduce_scatter" else count
+        recv_count = count * w if name == "all_gather" else count
+        send = self.view(sbuf, soff, send_count, dtype)
+        recv = self.view(rbuf, roff, recv_count, dtype)
+        if dtype in ("uint32", "uint64") and op in ("max", "min"):
+            raise ValueError("%s of %s: torch has no unsigned %s type, and a signed %s would order "
+                             "the values differently" % (op, dtype, dtype[1:], op))
+        rop = OPS[op]
+        ctx = torch.cuda.stream(self.stream(stream)) if self.cuda else _null()
+        with ctx:
+            if name == "all_reduce":
+                if not in_place:
+                    recv.copy_(send)
+                dist.all_reduce(recv, op=rop)
+            elif name == "reduce_scatter":
+                if self.backend == "gloo":   # emulated: all_reduce of a copy, then this rank's shard
+                    tmp = send.clone()
+                    dist.all_reduce(tmp, op=rop)
+                    recv.copy_(tmp[self.rank * count:(self.rank + 1) * count])
+                else:
+                    dist.reduce_scatter_tensor(recv, send, op=rop)
+            elif name == "all_gather":
+                if self.backend == "gloo":   # emulated: all_gather into a list, then concatenated
+                    parts = [torch.empty_like(send) for _ in range(w)]
+                    dist.all_gather(parts, send.clone())
+                    recv.copy_(torch.cat(parts))
+                else:
+                    dist.all_gather_into_tensor(recv, send)
+            elif name == "broadcast":
+                if self.rank == root and not in_place:
+                    recv.copy_(send)
+                dist.broadcast(recv, src=root)
+            elif name == "reduce":
+                # torch's reduce works in place on its tensor; NCCL's out-of-place reduce leaves
+                # send alone, so the reduction runs on a copy that becomes recv on the root
+                tmp = send if in_place and self.backend == "nccl" else send.clone()
+                dist.reduce(tmp, dst=root, op=rop)
+                if self.rank == root and tmp is not recv:
+                    recv.copy_(tmp)
+            else:
+                raise ValueError("no collective '%s' in the torch backend" % name)
+        if not self.cuda:
+            pass   # gloo's calls above completed before returning
+        return ""
+
+    def sync(self, kind, s, e):
+        if self.cuda:
+            if kind == "device":
+                torch.cuda.synchronize(self.device)
+            elif kind == "stream":
+                self.stream(s).synchronize()
+            else:
+                self.event(e).synchronize()
+        return ""
+
+    def record(self, e, s):
+        if self.cuda:
+            self.event(e).record(self.stream(s))
+        return ""
+
+    def wait(self, e, s):
+        if self.cuda:
+            self.stream(s).wait_event(self.event(e))
+        return ""
+
+    def write(self, buf, off, data):
+        src = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+        self.span(buf, off, len(data)).copy_(src)
+        return ""
+
+    def read(self, buf, off, n):
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+        return self.span(buf, off, n).cpu().numpy().tobytes() if n else b""
+
+    def copy(self, dbuf, doff, sbuf, soff, n, stream):
+        ctx = torch.cuda.stream(self.stream(stream)) if self.cuda else _null()
+        with ctx:
+            self.span(dbuf, doff, n).copy_(self.span(sbuf, soff, n))
+        return ""
+
+    def conf(self, text):
+        # a schedule's `torch: {conf:}` ("-": none), before its first allocation: PyTorch reads
+        # these keys again when they are set at run time
+        if self.cuda and text != "-":
+            torch.cuda.memory._set_allocator_settings(text)
+        return ""
+
+    def open_streams(self, n):
+        # streams 1 .. n-1 now, before the baseline (stream 0 is the default stream)
+        for s in range(1, n):
+            self.stream(s)
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+        return ""
+
+    def record_stream(self, buf, s):
+        if self.cuda:
+            self.bufs[buf][2].record_stream(self.stream(s))
+        return ""
+
+    def empty_cache(self):
+        if self.cuda:
+            torch.cuda.empty_cache()
+        return ""
+
+    def mem(self):
+        if not self.cuda:
+            return "0 0 0 0 0 0 0"
+        free, total = torch.cuda.mem_get_info(self.device)
+        st = torch.cuda.memory_stats(self.device)
+        return "1 %d %d %d %d %d %d" % (
+            total - free, torch.cuda.memory_allocated(self.device),
+            torch.cuda.max_memory_allocated(self.device), torch.cuda.memory_reserved(self.device),
+            torch.cuda.max_memory_reserved(self.device), st.get("requested_bytes.all.current", 0))
+
+    def warmup(self, *names):
+        # one small call of each collective the plans use, so that NCCL connects before the
+        # baseline (as memlife's cuda backend does)
+        x = torch.zeros(self.world * 2, dtype=torch.float32, device=self.device)
+        for name in names:
+            if name == "all_reduce":
+                dist.all_reduce(x)
+            elif name == "reduce_scatter" and self.backend == "nccl":
+                dist.reduce_scatter_tensor(x[:2], x)
+            elif name == "all_gather" and self.backend == "nccl":
+                dist.all_gather_into_tensor(x, x[:2].clone())
+            elif name == "broadcast":
+                dist.broadcast(x, src=0)
+            elif name == "reduce":
+                dist.reduce(x, dst=0)
+        del x
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+            # the baseline starts from an empty caching allocator, as the torch view does
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(self.device)
+            free, total = torch.cuda.mem_get_info(self.device)
+            return "%d" % max(0, total - free - self.device_at_start)
+        return "0"
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def main():
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    timeout = float(os.environ.get("MEMLIFE_TIMEOUT", "60"))
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    try:
+        d = Driver(rank, world, timeout)
+    except Exception as e:  # noqa: BLE001 - every failure goes back as one line
+        out.write(("err %s: %s\n" % (type(e).__name__, str(e).replace("\n", " "))).encode())
+        out.flush()
+        return 3
+    out.write(("hello %s %s %s %s\n" % (torch.__version__, d.backend, d.device,
+                                        ",".join(d.emulated) or "-")).encode())
+    out.flush()
+    ints = {"alloc": (0, 1, 2, 4), "free": (0,), "coll": (1, 2, 3, 4, 5, 8, 9, 10),
+            "sync": (1, 2), "record": (0, 1), "wait": (0, 1), "write": (0, 1, 2),
+            "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1), "open_streams": (0,)}
+    while True:
+        line = inp.readline()
+        if not line:
+            return 0   # memlife is gone
+        words = line.decode().split()
+        cmd, args = words[0], words[1:]
+        if cmd == "quit":
+            break
+        try:
+            for k in ints.get(cmd, ()):
+                args[k] = int(args[k])
+            if cmd == "write":
+                data = inp.read(args[2]) if args[2] else b""
+                reply, payload = d.write(args[0], args[1], data), None
+            elif cmd == "read":
+                payload = d.read(*args)
+                reply = "%d" % len(payload)
+            else:
+                reply, payload = getattr(d, cmd)(*args), None
+            out.write(("ok %s\n" % reply).encode())
+            if payload:
+                out.write(payload)
+        except Exception as e:  # noqa: BLE001
+            out.write(("err %s: %s\n" % (type(e).__name__, str(e).replace("\n", " "))).encode())
+        out.flush()
+    try:
+        dist.destroy_process_group()
+    except Exception:  # noqa: BLE001
+        pass
+    out.write(b"ok\n")
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
