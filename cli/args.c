@@ -6,6 +6,8 @@
 #include "cmd.h"
 #include "help.h"
 #include "suggest.h"
+#include "base/input.h"
+#include "exec/launch.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -261,6 +263,18 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
     a->format = (report_format)a->format_choice;
     if (!allow_no_files && a->files.n == 0)
         return ml_usage_error(cmd, "no schedule file given");
+    /* A rank of memlife's own mpirun writes the result where memlife renames it from, once the
+     * whole job has succeeded (place.h). */
+    const char *staged = getenv("MEMLIFE_RESULT_TMP");
+    if (a->output && staged && *staged && launch_is_child())
+        a->output = staged;
+    /* Before anything is read or written: `-o x.yaml` on input x.yaml would replace it. */
+    char err[600];
+    if (ml_output_check(a->output, (const char *const *)a->files.items, a->files.n, err,
+                        sizeof err) != 0) {
+        fprintf(stderr, "%s: error: %s\n", a->output, err);
+        return ML_EXIT_INPUT;
+    }
     return 0;
 }
 

@@ -149,6 +149,15 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
         return ML_EXIT_INPUT;
     }
     c->s = s;
+    if (c->a->plan) {   /* the same error as predict's, listing the plans */
+        ml_diags_init(&d);
+        int named = sched_plan_named(s, c->a->plan, &d);
+        if (c->speak)
+            ml_diags_print(&d, stderr);
+        ml_diags_free(&d);
+        if (named < 0)
+            return ML_EXIT_INPUT;
+    }
     if (!c->world)
         c->world = world;
     c->plan_index = ml_xcalloc(s->n_plans, sizeof *c->plan_index);
@@ -186,7 +195,7 @@ static int place_ranks(bench_ctx *c, const bench_opts *o, int argc, char **argv,
     int in = load_input(c, o);
     if (in != 0)
         return in;
-    *rc = ml_launch_job(c->world, argc, argv);
+    *rc = ml_launch_job(c->world, argc, argv, c->a);
     return -1;
 }
 

@@ -124,7 +124,7 @@ static int load_word(const char *word, const sched_params *p, equiv_inputs *in, 
             failed = true;
     }
     if (s && plan && !owned)
-        ml_error(d, path, ((ml_mark){0, 0}), "no plan named '%s' in '%s'", plan, path);
+        sched_plan_named(s, plan, d);   /* says which plans there are */
     if (print)
         ml_diags_print(d, stderr);
     int rc = failed || d->errors ? -1 : 0;
@@ -234,7 +234,7 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
         ml_diags_free(&d);
     }
     if (rc == 0 && launch_now) {
-        rc = ml_launch_job(a->backend.ranks ? a->backend.ranks : side[0]->world, argc, argv);
+        rc = ml_launch_job(a->backend.ranks ? a->backend.ranks : side[0]->world, argc, argv, a);
         series_vec_free(&in.sides);
         return rc;
     }

@@ -93,7 +93,8 @@ int cmd_optimize(int argc, char **argv) {
     sched_load_limits lim = sched_load_with(&o.params);
     sched *s = sched_load_file(path, &lim, &d);
     opt_result r;
-    rc = s && optimize_sched(s, &o, &r, &d) == 0 ? ML_EXIT_OK : ML_EXIT_INPUT;
+    rc = s && (!a.plan || sched_plan_named(s, a.plan, &d) >= 0) &&
+                 optimize_sched(s, &o, &r, &d) == 0 ? ML_EXIT_OK : ML_EXIT_INPUT;
     ml_diags_print(&d, stderr);
     if (rc == ML_EXIT_OK) {
         ml_str text = {0};

@@ -101,12 +101,11 @@ static int analyze_quietly(const ml_args *a, const pipeline_opts *o, ml_analysis
 static int parse_no_lint(const run_opts *ro, lint_options *lo) {
     for (size_t k = 0; k < ro->no_lint.n; k++) {
         const char *w = ML_VEC_AT(&ro->no_lint, const char *, k);
-        if (!strcmp(w, "cross-rank"))
-            lo->cross_rank = false;
-        else if (!strcmp(w, "hazards"))
-            lo->hazards = false;
-        else
-            return ml_usage_error("run", "--no-lint takes 'cross-rank' or 'hazards', not '%s'", w);
+        if (lint_options_disable(lo, w) != 0) {
+            char names[400];
+            lint_class_list(names, sizeof names);
+            return ml_usage_error("run", "--no-lint takes one of %s, not '%s'", names, w);
+        }
     }
     return 0;
 }
@@ -340,7 +339,7 @@ static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, cha
     if (ranks <= 0)
         return ml_usage_error("run", "the files' worlds differ: say --ranks N");
     *launched = true;
-    return ml_launch_job(ranks, argc, argv);
+    return ml_launch_job(ranks, argc, argv, a);
 }
 
 static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
@@ -419,9 +418,10 @@ int cmd_run(int argc, char **argv) {
     ml_vec_init(&ro.inject, sizeof(const char *));
     const ml_opt extra[] = {
         {"--no-lint", NULL, OPT_LIST, &ro.no_lint, 0, 0, NULL,
-         "WHAT",
-             "let 'cross-rank' divergence or 'hazards' through (to test the runtime's own "
-             "detection)"},
+         "CLASS",
+             "let a class of lint errors through to test the runtime's own checks; "
+             "repeatable: cross-rank, hazards, use-after-free, double-free, double-alloc, "
+             "double-release, inplace-offsets"},
         {"--no-data", NULL, OPT_FLAG, &ro.no_data, 0, 0, NULL,
          NULL, "skip data inits, scales and checks (memory only)"},
         {"--no-sequence-check", NULL, OPT_FLAG, &ro.no_sequence_check, 0, 0, NULL,

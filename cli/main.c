@@ -7,6 +7,7 @@
 #include "cmd.h"
 #include "args.h"
 #include "exec/rt.h"
+#include "exec/env.h"
 
 #include <string.h>
 
@@ -38,6 +39,13 @@ int main(int argc, char **argv) {
         if (name[0] == '-')
             return ml_usage_error(NULL, "unknown option '%s' (options follow the command)", name);
         return ml_unknown_command(name);
+    }
+    /* Before the command reads a file or starts a process: a bad variable is exit 2 here,
+     * not a failure of the ranks later (exec/env.h). */
+    char err[800];
+    if (ml_env_check(err, sizeof err) != 0) {
+        fprintf(stderr, "error: %s\n", err);
+        return ML_EXIT_INPUT;
     }
     int rc = c->run(argc - 1, argv + 1);
     if (fflush(stdout) != 0 || ferror(stdout)) {

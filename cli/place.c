@@ -4,9 +4,14 @@
 #include "cmd.h"
 #include "exec/launch.h"
 #include "base/util.h"
+#include "args.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *out) {
     memset(out, 0, sizeof *out);
@@ -46,17 +51,71 @@ int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *ou
     return 0;
 }
 
-int ml_launch_job(int ranks, int argc, char **argv) {
-    char err[400];
+/* The temp file rank 0 writes the result to, beside `output` (so that the rename stays on one
+ * file system): ".NAME.memlife-PID", hidden, unique to this memlife. Rank 0 creates it only
+ * when it writes the result, so a job that is killed earlier leaves nothing behind. Returns 0,
+ * 1 when no staging applies (stdout, or a device or FIFO that is written in place), -1 when the
+ * name does not fit. */
+static int stage_result(const char *output, char *tmp, size_t len) {
+    struct stat st;
+    if (!output || !strcmp(output, "-") || (stat(output, &st) == 0 && !S_ISREG(st.st_mode)))
+        return 1;
+    const char *slash = strrchr(output, '/');
+    int dir_len = slash ? (int)(slash - output + 1) : 0;
+    if ((size_t)snprintf(tmp, len, "%.*s.%s.memlife-%d", dir_len, output,
+                         slash ? slash + 1 : output, (int)getpid()) >= len)
+        return -1;
+    unlink(tmp);   /* a stale one of a dead memlife that had this pid */
+    return 0;
+}
+
+int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
+    char err[400], tmp[4096];
     int status, forwarded;
-    if (launch_self(ranks, argc, argv, &status, &forwarded, err, sizeof err) != 0) {
-        fprintf(stderr, "error: %s\n", err);
+    const char *output = a->output;
+    /* Each rank reads the files itself; mpirun hands standard input to rank 0 alone (and
+     * memlife has read it already to check it). */
+    for (size_t k = 0; k < a->files.n; k++)
+        if (!strcmp(ML_VEC_AT(&a->files, const char *, k), "-")) {
+            fprintf(stderr, "-: error: standard input cannot be read by every rank: give the "
+                    "schedule as a file\n");
+            return ML_EXIT_INPUT;
+        }
+    int staged = stage_result(output, tmp, sizeof tmp);
+    if (staged < 0) {
+        fprintf(stderr, "%s: error: the path is too long for a temp file beside it\n", output);
         return ML_EXIT_RUNTIME;
     }
-    if (forwarded)
-        return 128 + forwarded;     /* interrupted: the ranks wrote nothing */
-    int rc = launch_exit_code(status, err, sizeof err);
-    if (err[0])
-        fprintf(stderr, "error: %s; every rank has ended\n", err);
+    if (staged == 0)
+        setenv("MEMLIFE_RESULT_TMP", tmp, 1);
+    int launched = launch_self(ranks, argc, argv, &status, &forwarded, err, sizeof err);
+    int rc = ML_EXIT_RUNTIME;
+    if (launched != 0)
+        fprintf(stderr, "error: %s\n", err);
+    else if (forwarded)
+        rc = 128 + forwarded;     /* interrupted: no result */
+    else {
+        rc = launch_exit_code(status, err, sizeof err);
+        if (err[0])
+            fprintf(stderr, "error: %s; every rank has ended\n", err);
+    }
+    if (staged != 0)
+        return rc;
+    /* Every rank done (0, or 1: an expectation failed, the result says which) and no signal:
+     * only then the result goes into place, with the signals held off in between so that a
+     * signal either comes first (no result) or after (the run is complete). */
+    struct stat st;
+    launch_block_signals(true);
+    bool keep = launched == 0 && !launch_forwarded_signal() && (rc == 0 || rc == 1) &&
+                stat(tmp, &st) == 0 && st.st_size > 0;
+    if (keep && rename(tmp, output) != 0) {
+        fprintf(stderr, "%s: error: cannot rename the result into place: %s\n", output,
+                strerror(errno));
+        rc = ML_EXIT_RUNTIME;
+        keep = false;
+    }
+    if (!keep)
+        unlink(tmp);
+    launch_block_signals(false);
     return rc;
 }

@@ -5,6 +5,7 @@
 #define MEMLIFE_PLACE_H
 
 #include <stdbool.h>
+#include "args.h"
 
 typedef struct {
     int world;       /* ranks in all; with launch, --ranks or --world (0: neither says) */
@@ -22,7 +23,11 @@ int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *ou
 
 /* Runs this command line again under `mpirun -np ranks` and waits for it (launch_self). Returns
  * memlife's exit code for the job: the ranks' verdict, 128 + N after passing signal N on, or 3
- * with what happened ("error: ...; every rank has ended") when mpirun failed or a rank died. */
-int ml_launch_job(int ranks, int argc, char **argv);
+ * with what happened ("error: ...; every rank has ended", said once each one has been reaped)
+ * when mpirun failed or a rank died; 2 when a's files include standard input ('-'), which the
+ * ranks cannot all read. a->output (-o, NULL: none): rank 0 writes the result to a
+ * hidden temp file beside it (MEMLIFE_RESULT_TMP), which this process renames into place only
+ * when the job ended with 0 or 1 and no signal came; otherwise it is removed. */
+int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a);
 
 #endif

@@ -87,6 +87,8 @@ static void index_rebuild(lint_ctx *x, size_t cap) {
 }
 
 static void add_finding(lint_ctx *x, const plan_op *op, const char *code, const char *text) {
+    if (!lint_code_on(x->o, code))
+        return;   /* --no-lint: the runtime is to refuse it (lint_classes.c) */
     if (2 * (x->n_found + 1) > x->index_cap)
         index_rebuild(x, x->index_cap ? 2 * x->index_cap : 64);
     size_t at = finding_hash(op->step, text) & (x->index_cap - 1);
@@ -214,7 +216,7 @@ static void note_use(lint_ctx *x, const plan_op *op, const plan_view *v, uint32_
 
 /* A free (or release) at the host while an op on another stream may still use the buffer. */
 static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, const char *verb) {
-    if (!x->o->hazards)
+    if (!lint_code_on(x->o, "hazard"))
         return;
     for (uint32_t u = 0; u < x->n_streams; u++) {
         const lint_use *use = &x->uses[(size_t)buf * x->n_streams + u];
@@ -514,10 +516,7 @@ static void lint_rank(lint_ctx *x, const rank_plan *p) {
     }
 }
 
-void lint_options_default(lint_options *o) {
-    o->cross_rank = true;
-    o->hazards = true;
-}
+void lint_options_default(lint_options *o) { o->off = 0; }
 
 size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint_result *r,
                   ml_diags *d) {
@@ -551,9 +550,9 @@ size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint
     for (int rank = 1; rank < world && !all_alike; rank++)
         lint_rank(&x, &plans[rank]);
     size_t errors = emit_findings(&x, d);
-    if (o->cross_rank && !all_alike)
+    if (lint_code_on(o, "cross_rank") && !all_alike)
         errors += lint_cross_rank(plans, x.colls, world, d);
-    if (o->cross_rank)
+    if (lint_code_on(o, "cross_rank"))   /* send/recv pairing is a cross-rank check too */
         errors += lint_p2p(plans, world, d);
     for (int rank = 0; rank < world; rank++)
         lint_coll_seq_free(&x.colls[rank]);

@@ -115,27 +115,17 @@ int pipeline_split_word(const char *word, char *path, size_t len, const char **p
     return 0;
 }
 
-/* Which plans of s to analyze: all, or the one named `want`. A file without named plans
- * ignores it, so `--plan direct` over a mix of files still covers the lifetime files. */
+/* Which plans of s to analyze: all, or the one named `want` (an error for a file that has no
+ * plan of that name, or no plans at all: a silently ignored --plan reports something else than
+ * asked; sched_plan_named lists the plans). */
 static int select_plans(const sched *s, const char *want, int *first, int *last, ml_diags *d) {
     *first = 0;
     *last = (int)s->n_plans - 1;
-    if (!want || s->n_plans == 0 || !s->plans[0].name[0])
+    if (!want)
         return 0;
-    int k = pipeline_plan_lookup(s, want);
-    if (k >= 0) {
-        *first = *last = k;
-        return 0;
-    }
-    char names[256] = "";
-    for (uint32_t j = 0; j < s->n_plans; j++) {
-        if (j)
-            strncat(names, ", ", sizeof names - strlen(names) - 1);
-        strncat(names, s->plans[j].name, sizeof names - strlen(names) - 1);
-    }
-    ml_error(d, s->file, s->plans[0].mark, "no plan '%s' in this schedule (plans: %s)", want,
-             names);
-    return -1;
+    int k = sched_plan_named(s, want, d);
+    *first = *last = k;
+    return k < 0 ? -1 : 0;
 }
 
 int pipeline_run(const pipeline_input *in, pipeline_result *out) {

@@ -44,9 +44,25 @@ bool devmodel_exact(const devmodel *m);
  * that an unsynchronized op on another stream may still use). expect_error steps: the wrapped op
  * must raise the named error on every rank; that is then a passing contract row, not an error. */
 typedef struct {
-    bool cross_rank;       /* default true; `--no-lint cross-rank` lets a divergent run through */
-    bool hazards;          /* default true */
+    uint32_t off;          /* bit k: lint_classes[k] is let through (`--no-lint NAME`); default 0 */
 } lint_options;
+
+/* What `--no-lint NAME` lets through to the runtime, so that the runtime's own checks can be
+ * exercised: one row per class, naming the diagnostic codes it silences (lint_classes.c). Every
+ * class but cross-rank and hazards is one the host runtime refuses itself, at the step. */
+typedef struct {
+    const char *name;              /* "double-free" */
+    const char *const *codes;      /* NULL-terminated diagnostic codes: "double_free" */
+    const char *about;             /* for usage texts */
+} lint_class;
+extern const lint_class lint_classes[];
+extern const size_t lint_class_count;
+/* Lets class `name` through. Returns 0, or -1 when there is no such class. */
+int lint_options_disable(lint_options *o, const char *name);
+/* False when a disabled class silences diagnostic code `code`. */
+bool lint_code_on(const lint_options *o, const char *code);
+/* "cross-rank, hazards, use-after-free, ..." into buf. */
+void lint_class_list(char *buf, size_t len);
 
 typedef struct {
     const char *name;      /* contract name */

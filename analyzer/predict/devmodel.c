@@ -24,6 +24,7 @@
  * bounds are its answer. devmodel_exact and devmodel_bounds stay for callers that report
  * bounds of views that have them. */
 #include "predict/analyzer.h"
+#include "base/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -413,8 +414,17 @@ void devmodel_release(devmodel *m, int64_t handle) {
     m->free_block = handle;
 }
 
+/* Past 2^63-1 the result is UINT64_MAX (base/checked.h), which the predictor reports. */
+static uint64_t pages_bytes(uint64_t pages) {
+    uint64_t bytes;
+    ml_bytes_mul(pages, DEVMODEL_PAGE, &bytes);
+    return bytes;
+}
+
 uint64_t devmodel_bytes(const devmodel *m) {
-    return (m->whole_pages + m->small_pages) * DEVMODEL_PAGE;
+    uint64_t pages;
+    ml_add_u64_checked(m->whole_pages, m->small_pages, &pages);
+    return pages_bytes(pages);
 }
 
 bool devmodel_exact(const devmodel *m) {

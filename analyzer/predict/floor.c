@@ -27,6 +27,7 @@
  * backward pass; a buffer with more than FLOOR_MAX_RANGES disjoint needed ranges merges its
  * two closest (an over-estimate inside a live buffer, so still at most the peak). */
 #include "predict/analyzer.h"
+#include "base/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -166,8 +167,9 @@ static uint64_t access_extra(floor_state *f, const plan_access *acc, size_t n,
             if (has_buf(f, acc[j].v) && acc[j].v->buf == acc[k].v->buf)
                 set_add(scratch, view_lo(acc[j].v), view_hi(acc[j].v));
         for (uint32_t r = 0; r < scratch->n; r++)
-            extra += (scratch->r[r].hi - scratch->r[r].lo) -
-                     set_overlap(need, scratch->r[r].lo, scratch->r[r].hi);
+            ml_bytes_add(extra, (scratch->r[r].hi - scratch->r[r].lo) -
+                                    set_overlap(need, scratch->r[r].lo, scratch->r[r].hi),
+                         &extra);
     }
     return extra;
 }
@@ -194,16 +196,16 @@ static void apply_accesses(floor_state *f, const plan_access *acc, size_t n) {
     for (size_t k = 0; k < n; k++)
         if (has_buf(f, acc[k].v) && acc[k].overwrite && !acc[k].read) {
             range_set *s = &f->need[acc[k].v->buf];
-            f->total -= s->total;
+            f->total = ml_bytes_sub(f->total, s->total);
             set_sub(s, view_lo(acc[k].v), view_hi(acc[k].v));
-            f->total += s->total;
+            ml_bytes_add(f->total, s->total, &f->total);
         }
     for (size_t k = 0; k < n; k++)
         if (has_buf(f, acc[k].v) && acc[k].read) {
             range_set *s = &f->need[acc[k].v->buf];
-            f->total -= s->total;
+            f->total = ml_bytes_sub(f->total, s->total);
             set_add(s, view_lo(acc[k].v), view_hi(acc[k].v));
-            f->total += s->total;
+            ml_bytes_add(f->total, s->total, &f->total);
         }
 }
 
@@ -254,7 +256,7 @@ static void end_state(const rank_plan *p, const bool *refused, floor_state *f) {
             hi = lo + c < b[k].bytes ? lo + c : b[k].bytes;
         }
         set_add(&f->need[k], lo, hi);
-        f->total += f->need[k].total;
+        ml_bytes_add(f->total, f->need[k].total, &f->total);
     }
     free(b);
 }
@@ -278,7 +280,7 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
              * needed: either way nothing of this name is needed across the op. */
             uint32_t b = op->kind == OP_ALLOC ? op->u.alloc.buf : op->u.free.buf;
             if (b < f.n_bufs) {
-                f.total -= f.need[b].total;
+                f.total = ml_bytes_sub(f.total, f.need[b].total);
                 set_clear(&f.need[b]);
             }
             continue;
@@ -288,9 +290,10 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
         size_t n = plan_op_accesses(p, op, fixed, &acc, &dyn);
         if (!n)
             continue;
-        uint64_t here = f.total + access_extra(&f, acc, n, &scratch);
+        uint64_t here;
+        ml_bytes_add(f.total, access_extra(&f, acc, n, &scratch), &here);
         if (op->kind == OP_COLL)
-            here -= inplace_share(&f, op, p->rank);
+            here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
         if (here >= best) {
             best = here;
             best_op = i;

@@ -14,7 +14,9 @@
  * The op(s) of the step an expect_error wraps are refused before they run: they change nothing. */
 #include "predict/analyzer.h"
 #include "base/pages.h"
+#include "base/checked.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +53,7 @@ static void acct_init(acct *a, const rank_plan *p, bool device) {
 }
 
 static void buf_drop(acct *a, pred_buf *b) {
-    a->requested -= b->bytes;
+    a->requested = ml_bytes_sub(a->requested, b->bytes);
     if (a->dev) {
         if (b->chunks >= 2) {
             for (uint32_t k = 0; k < b->chunks; k++)
@@ -81,7 +83,7 @@ static void acct_alloc(acct *a, const plan_op *op, size_t index) {
     uint32_t chunks = op->u.alloc.chunks;
     *b = (pred_buf){.live = true, .bytes = op->u.alloc.bytes, .alloc_bytes = op->u.alloc.bytes,
                     .chunks = chunks, .handle = -1, .alloc_op = index};
-    a->requested += b->bytes;
+    ml_bytes_add(a->requested, b->bytes, &a->requested);   /* past 2^63-1: predict_rank stops */
     if (!a->dev)
         return;
     if (chunks < 2) {
@@ -101,7 +103,7 @@ static void acct_release(acct *a, const plan_op *op) {
     for (uint32_t k = 0; k < b->chunks; k++) {
         if (k == keep)
             continue;
-        a->requested -= chunk_bytes(b->alloc_bytes, b->chunks, k);
+        a->requested = ml_bytes_sub(a->requested, chunk_bytes(b->alloc_bytes, b->chunks, k));
         if (a->dev) {
             devmodel_release(a->dev, b->chunk_handles[k]);
             b->chunk_handles[k] = -1;
@@ -175,6 +177,20 @@ static void peak_live_sets(const rank_plan *p, pred_rank *out) {
     acct_free(&a);
 }
 
+/* "FILE:L:C: error: live requested bytes on rank 0 exceed 2^63-1 at alloc 'b'": the bound of
+ * every byte count (base/checked.h), at the op that crossed it. */
+static void bytes_overflow(const rank_plan *p, size_t i, const char *what, ml_diags *d) {
+    const plan_op *op = &p->ops[i];
+    char at[200];
+    if (op->kind == OP_ALLOC)
+        snprintf(at, sizeof at, "alloc '%s'", p->s->syms[SYM_BUFFER].names[op->u.alloc.buf]);
+    else
+        snprintf(at, sizeof at, "op %zu (%s)", i,
+                 op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind]);
+    ml_error(d, p->s->file, plan_op_mark(op), "%s%s bytes on rank %d exceed %s at %s",
+             strcmp(what, "floor") ? "live " : "", what, p->rank, ML_BYTES_MAX_TEXT, at);
+}
+
 int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
     memset(out, 0, sizeof *out);
     out->rank = p->rank;
@@ -188,6 +204,12 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
     for (size_t i = 0; i < p->n_ops; i++) {
         acct_apply(&a, p, i);
         uint64_t live[VIEW_COUNT] = {a.requested, devmodel_bytes(a.dev)};
+        if (live[VIEW_REQUESTED] > ML_BYTES_MAX || live[VIEW_DEVICE] > ML_BYTES_MAX) {
+            bytes_overflow(p, i, live[VIEW_REQUESTED] > ML_BYTES_MAX ? "requested" : "device",
+                           d);
+            acct_free(&a);
+            return -1;
+        }
         pred_point *pt = &out->timeline[i];
         pt->op = i;
         for (int v = 0; v < VIEW_COUNT; v++) {
@@ -211,7 +233,12 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
     out->device_exact = lo_max == hi_max;
     acct_free(&a);
     peak_live_sets(p, out);
-    out->floor = floor_rank(p, NULL);
+    size_t floor_op = 0;
+    out->floor = floor_rank(p, &floor_op);
+    if (out->floor > ML_BYTES_MAX) {
+        bytes_overflow(p, floor_op < p->n_ops ? floor_op : p->n_ops - 1, "floor", d);
+        return -1;
+    }
     return 0;
 }
 

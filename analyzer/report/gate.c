@@ -2,6 +2,7 @@
 /* gate.c — the baseline gate (gate.h). */
 #include "gate.h"
 #include "report_int.h"
+#include "base/input.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -118,7 +119,14 @@ static void regression(const report_schedule *rs, int r, ml_mem_view v, bool pea
 int gate_compare(const report *r, const char *path, const gate_tolerance *t, ml_diags *errors,
                  ml_diags *notes, size_t *per_item) {
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    ml_input in;   /* bounded, regular files or standard input only (base/input.h) */
+    char why[512];
+    if (ml_input_read(path, &in, why, sizeof why) != 0) {
+        ml_error(errors, path, ((ml_mark){0, 0}), "%s", why);
+        return -1;
+    }
+    json_t *root = json_loadb(in.data, in.len, JSON_REJECT_DUPLICATES, &je);
+    ml_input_free(&in);
     ml_mark top = {1, 1};
     if (!root) {
         ml_mark m = {je.line > 0 ? (uint32_t)je.line : 1, je.column > 0 ? (uint32_t)je.column : 1};

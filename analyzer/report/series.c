@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* series.c — loads the inputs of plot, trace and diff (series.h). */
 #include "report/series.h"
+#include "base/input.h"
 
 #include <jansson.h>
 #include <libgen.h>
@@ -130,9 +131,8 @@ static int load_yaml(const char *word, const sched_params *p, ml_vec *out, ml_di
     }
     int only = -1;
     if (plan) {
-        only = pipeline_plan_lookup(s, plan);
+        only = sched_plan_named(s, plan, d);
         if (only < 0) {
-            ml_error(d, path, no_mark, "no plan named '%s' in '%s'", plan, path);
             sched_free(s);
             return -1;
         }
@@ -197,7 +197,14 @@ static sched *load_named(const char *result_path, const char *file, ml_diags *d)
 
 static int load_result(const char *word, const sched_params *p, ml_vec *out, ml_diags *d) {
     json_error_t je;
-    json_t *root = json_load_file(word, 0, &je);
+    ml_input in;   /* bounded, regular files or standard input only (base/input.h) */
+    char err[512];
+    if (ml_input_read(word, &in, err, sizeof err) != 0) {
+        ml_error(d, word, no_mark, "%s", err);
+        return -1;
+    }
+    json_t *root = json_loadb(in.data, in.len, 0, &je);
+    ml_input_free(&in);
     if (!root) {
         ml_error(d, word, ((ml_mark){(uint32_t)je.line, (uint32_t)je.column}),
                  "cannot read result: %s", je.text);

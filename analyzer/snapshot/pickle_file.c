@@ -5,51 +5,19 @@
 #include <string.h>
 
 #include "pickle.h"
-
-/* The whole file in memory (pickle_read wants it all: the memo can point anywhere back). */
-static unsigned char *read_whole(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: error: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        if (size > 0)
-            cap = (size_t)size + 1;
-        rewind(f);
-    }
-    unsigned char *data = malloc(cap);
-    while (data) {
-        n += fread(data + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        unsigned char *p = realloc(data, cap * 2);
-        if (!p) {
-            free(data);
-            data = NULL;
-            break;
-        }
-        data = p;
-        cap *= 2;
-    }
-    if (!data || ferror(f)) {
-        snprintf(err, errlen, "%s: error: cannot read: %s", path, data ? strerror(errno) : "out of memory");
-        free(data);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    *len = n;
-    return data;
-}
+#include "base/input.h"
 
 json_t *snapshot_load_file(const char *path, char *err, size_t errlen) {
-    size_t len;
-    unsigned char *data = read_whole(path, &len, err, errlen);
-    if (!data)
+    /* The whole file in memory (pickle_read wants it all: the memo can point anywhere back),
+     * bounded and from regular files or standard input only (base/input.h). */
+    ml_input in;
+    char why[512];
+    if (ml_input_read(path, &in, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: error: %s", path, why);
         return NULL;
+    }
+    const unsigned char *data = (const unsigned char *)in.data;
+    size_t len = in.len;
     json_t *v;
     /* PROTO starts every pickle of protocol 2 and later; a protocol 0 or 1 dict starts with MARK
      * or EMPTY_DICT, a list with EMPTY_LIST; no JSON text starts with any of them */
@@ -62,7 +30,7 @@ json_t *snapshot_load_file(const char *path, char *err, size_t errlen) {
             snprintf(err, errlen, "%s:%d:%d: error: %s (neither a pickle, which starts with byte "
                      "0x80, nor JSON)", path, je.line, je.column, je.text);
     }
-    free(data);
+    ml_input_free(&in);
     return v;
 }
 

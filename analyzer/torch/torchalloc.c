@@ -2,6 +2,7 @@
 /* torchalloc.c — DeviceCachingAllocator's malloc / free / recordStream / emptyCache, step for
  * step as c10/cuda/CUDACachingAllocator.cpp (PyTorch 2.11) has them; function names below are
  * PyTorch's.  See torchalloc.h for what is modelled and how completion is told. */
+#include "base/checked.h"
 #include "torch/torchalloc_int.h"
 
 #include <stdlib.h>
@@ -171,6 +172,10 @@ static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t 
     if (retry)
         ta->num_alloc_retries++;
     if (ta->limit && ta_sat_add(ta->reserved, asz) > ta->limit)
+        return -1;
+    /* Without a limit or capacity the model still never reserves past 2^63-1 bytes, the bound
+     * of every byte count (base/checked.h): such a request is an OOM, not a wrapped sum. */
+    if (ta_sat_add(ta->reserved, asz) > ML_BYTES_MAX)
         return -1;
     if (ta->c.expandable_segments)
         return try_allocate_expandable_block(ta, large, stream, size);

@@ -36,6 +36,7 @@
 #include "exec/rt.h"
 #include "exec/inject.h"
 #include "exec/mpi_util.h"
+#include "exec/env.h"
 #include "ir/data.h"
 
 #include <string.h>
@@ -71,20 +72,6 @@ static size_t page_size(void) {
     return p > 0 ? (size_t)p : 4096;
 }
 
-/* MEMLIFE_HOST_MEM_LIMIT parses as a schedule expression, so "2GiB" and "1 MiB + 1" work. */
-static int parse_limit(const char *text, uint64_t *out, char *err, size_t len) {
-    ml_arena *a = ml_arena_new();
-    expr_error ee;
-    int64_t v = -1;
-    expr *e = expr_parse(a, text, strlen(text), NULL, NULL, &ee);
-    int rc = e && expr_eval(e, NULL, &v, &ee) == 0 && v >= 0 ? 0 : -1;
-    ml_arena_free(a);
-    if (rc)
-        snprintf(err, len, "MEMLIFE_HOST_MEM_LIMIT='%s' is not a byte count", text);
-    else
-        *out = (uint64_t)v;
-    return rc;
-}
 
 static int h_init(const rt_options *o, int world, int first_rank, int local_ranks, char *err,
                   size_t len) {
@@ -96,8 +83,8 @@ static int h_init(const rt_options *o, int world, int first_rank, int local_rank
     host.timeout_s = o->timeout_s;
     host.world = world;
     host.rank = first_rank;
-    const char *limit = getenv("MEMLIFE_HOST_MEM_LIMIT");
-    if (limit && *limit && parse_limit(limit, &host.mem_limit, err, len) != 0)
+    /* Checked before anything started (exec/env.h); read again here, where it applies. */
+    if (ml_env_host_mem_limit(&host.mem_limit, err, len) != 0)
         return -1;
     if (rt_mpi_init(world, first_rank, o->timeout_s, err, len) != 0)
         return -1;

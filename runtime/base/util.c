@@ -231,9 +231,18 @@ void ml_diag_add(ml_diags *d, ml_diag_level level, const char *file, ml_mark mar
     va_end(ap);
     if (!text)
         ml_out_of_memory(strlen(fmt));
+    /* The file name is kept beside the text (one block, freed with it): a caller may name a
+     * buffer of its own that is gone before the diagnostics are printed. */
+    size_t tn = strlen(text) + 1, fn = file ? strlen(file) + 1 : 0;
+    char *block = fn ? realloc(text, tn + fn) : text;
+    if (!block)
+        ml_out_of_memory(tn + fn);
+    text = block;
+    if (fn)
+        memcpy(text + tn, file, fn);
     ml_diag *g = ml_vec_push(&d->items);
     g->level = level;
-    g->file = file;
+    g->file = fn ? text + tn : NULL;
     g->mark = mark;
     g->text = text;
     g->rank = rank;

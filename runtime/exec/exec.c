@@ -15,6 +15,7 @@
 #include "exec/rt.h"
 #include "ir/data.h"
 #include "exec/inject.h"
+#include "exec/watch.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -838,6 +839,7 @@ int rt_rank_advance(rt_rank *r) {
     const rank_plan *p = r->plan;
     while (r->pc < p->n_ops) {
         const plan_op *op = &p->ops[r->pc];
+        rt_watch_parent();   /* rate-limited: one clock read per op (watch.h) */
         inject_at(r);
         if (op->kind == OP_COLL && !ml_colls[op->u.coll.coll].p2p)
             return 1;
@@ -1104,6 +1106,21 @@ static int baseline(rt_rank **ranks, int n) {
     return 0;
 }
 
+/* A collective this rank must refuse (a view outside its kept chunk, a bad in-place overlap) is
+ * refused before the sequence exchange, so that the exchange tells every peer: refused after it,
+ * the peers would be inside the collective while this rank waits to tell them, until the
+ * deadline. Returns 0 or -1 (r failed). */
+static int refuse_early(rt_rank *r) {
+    const plan_op *op = &r->plan->ops[r->pc];
+    rt_coll_args args;
+    verdict v;
+    memset(&args, 0, sizeof args);
+    if (op->kind != OP_COLL || validate_coll(r, op, &args, &v) == ERR_NONE)
+        return 0;
+    return fail(r, op, "%s refused: %s: %s", ml_colls[op->u.coll.coll].name,
+                sched_error_names[v.code], v.detail);
+}
+
 int rt_run(rt_rank **ranks, int n) {
     if (n < 1)
         return -1;
@@ -1121,6 +1138,8 @@ int rt_run(rt_rank **ranks, int n) {
         bool any_failed = false, all_ended = true;
         for (int k = 0; k < n; k++) {
             status[k] = rt_rank_advance(ranks[k]);
+            if (status[k] == 1 && refuse_early(ranks[k]) != 0)
+                status[k] = -1;
             any_failed |= status[k] < 0;
             all_ended &= status[k] == 0;
         }

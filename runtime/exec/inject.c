@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* inject.c — runtime fault injection (inject.h). */
 #include "exec/inject.h"
+#include "exec/watch.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -283,9 +284,7 @@ void rt_inject_before_op(const rt_rank *r) {
         snprintf(extra, sizeof extra, " for %g s, %s the %g s deadline of its peers", s,
                  s > o->timeout_s ? "past" : "within", o->timeout_s);
         say(r, INJ_DELAY, "note", "delayed", extra);
-        struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-        }
+        rt_watch_sleep(s);   /* a delayed rank still ends with memlife (watch.h) */
     }
 }
 
@@ -299,7 +298,5 @@ void rt_inject_before_init(const rt_options *o, int rank, const char *what) {
             "deadline of its peers\n", rank, what, spec, s, s > o->timeout_s ? "past" : "within",
             o->timeout_s);
     fflush(stderr);
-    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    rt_watch_sleep(s);
 }

@@ -3,6 +3,9 @@
 #include "exec/launch.h"
 #include "base/util.h"
 
+#include "base/util.h"
+
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static bool env_int(const char *name, int *out) {
@@ -65,20 +70,31 @@ int launch_find_mpirun(char *buf, size_t len) {
     return -1;
 }
 
+#define LAUNCH_SIGNAL_GRACE_S 5
+
 static volatile pid_t launched;
 static volatile sig_atomic_t forwarded_signal;
 
-/* A signal from the terminal (SI_KERNEL) reached mpirun too, in the same process group; passing it
- * on again would be a second Ctrl-C, which makes mpirun kill its ranks without cleaning up. */
+/* mpirun is in a process group of its own (so that a signal memlife did not get cannot reach
+ * it, and so that memlife can end all of it), hence a terminal's Ctrl-C reaches only memlife:
+ * every signal is passed on, once. */
 static void forward(int sig, siginfo_t *info, void *ctx) {
-    forwarded_signal = sig;
-    if (launched > 0 && (!info || info->si_code != SI_KERNEL))
+    if (!forwarded_signal)
+        forwarded_signal = sig;
+    if (launched > 0)
         kill(launched, sig);
 }
 
 static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
-static void child_exec(const char *mpirun, char **args, int report_fd) {
+static void child_exec(const char *mpirun, char **args, int report_fd, pid_t parent) {
+    setpgid(0, 0);
+    /* memlife killed outright (SIGKILL) cannot end mpirun itself: the kernel does, with the
+     * SIGTERM by which mpirun ends its ranks. Set before the check that the parent still lives,
+     * so that no death is missed in between. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(128 + SIGTERM);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -94,9 +110,72 @@ static void child_exec(const char *mpirun, char **args, int report_fd) {
     _exit(127);
 }
 
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Children of this process other than mpirun: ranks that mpirun left behind when it died, which
+ * the kernel hands to memlife (PR_SET_CHILD_SUBREAPER). Sends sig to each; returns how many. */
+static int signal_orphans(int sig) {
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    pid_t me = getpid();
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[got] = '\0';
+        const char *paren = strrchr(buf, ')');
+        int ppid = 0;
+        char state = 0;
+        if (!paren || sscanf(paren + 1, " %c %d", &state, &ppid) != 2 || ppid != me)
+            continue;
+        if (state != 'Z')
+            kill((pid_t)pid, sig);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* After mpirun has been reaped: ends what is left of the job and reaps it. mpirun's own group
+ * first (its helpers), then the orphaned ranks: SIGTERM (a rank says where it waited), SIGKILL
+ * after 2 s. Returns the number of processes still there after LAUNCH_REAP_S (0: all ended). */
+#define LAUNCH_REAP_S 10
+static int end_job(pid_t group) {
+    kill(-group, SIGKILL);
+    double t0 = ml_now_seconds();
+    bool killed = false;
+    for (;;) {
+        int status;
+        while (waitpid(-1, &status, WNOHANG) > 0) {
+        }
+        int left = signal_orphans(killed ? SIGKILL : SIGTERM);
+        if (left == 0)
+            return 0;
+        double waited = ml_now_seconds() - t0;
+        if (waited > LAUNCH_REAP_S)
+            return left;
+        killed = waited > 2;
+        sleep_ms(20);
+    }
+}
+
 int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, char *err,
                 size_t len) {
-    char mpirun[PATH_MAX], exe[PATH_MAX], np[16];
+    char mpirun[PATH_MAX], exe[PATH_MAX], np[16], me[16];
     *wstatus = 0;
     *forwarded = 0;
     if (launch_find_mpirun(mpirun, sizeof mpirun) != 0) {
@@ -126,6 +205,11 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
         args[k++] = argv[i];
     args[k] = NULL;
     setenv("MEMLIFE_LAUNCHED", "1", 1);
+    /* The ranks watch this process (exec/watch.h); orphans of a dead mpirun come to it. */
+    pid_t parent = getpid();
+    snprintf(me, sizeof me, "%d", (int)parent);
+    setenv("MEMLIFE_PARENT_PID", me, 1);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     fflush(stdout);
     fflush(stderr);
     /* exec failure comes back through a close-on-exec pipe: nothing read means mpirun started. */
@@ -146,17 +230,19 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
         sigaddset(&block, forwarded_signals[s]);
         sigaction(forwarded_signals[s], &sa, NULL);
     }
+    forwarded_signal = 0;
     sigprocmask(SIG_BLOCK, &block, &old);
     pid_t pid = fork();
     if (pid == 0) {
         close(pipefd[0]);
-        child_exec(mpirun, args, pipefd[1]);
+        child_exec(mpirun, args, pipefd[1], parent);
     }
     int rc = 0;
     if (pid < 0) {
         snprintf(err, len, "cannot start %s: fork: %s", mpirun, strerror(errno));
         rc = -1;
     } else {
+        setpgid(pid, pid);   /* also here: whichever of parent and child runs first */
         launched = pid;
         close(pipefd[1]);
         pipefd[1] = -1;
@@ -166,12 +252,28 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
             got = read(pipefd[0], &child_errno, sizeof child_errno);
         while (got < 0 && errno == EINTR);
         sigprocmask(SIG_SETMASK, &old, NULL);
-        while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {
+        /* mpirun ends its ranks on a forwarded signal; one that does not within
+         * LAUNCH_SIGNAL_GRACE_S after it is ended with its group. */
+        double signalled_at = 0;
+        for (;;) {
+            pid_t w = waitpid(pid, wstatus, WNOHANG);
+            if (w == pid || (w < 0 && errno != EINTR))
+                break;
+            if (forwarded_signal && signalled_at == 0)
+                signalled_at = ml_now_seconds();
+            if (signalled_at > 0 && ml_now_seconds() - signalled_at > LAUNCH_SIGNAL_GRACE_S)
+                kill(-pid, SIGKILL);
+            sleep_ms(10);
         }
         launched = 0;
+        int left = end_job(pid);
         *forwarded = forwarded_signal;
         if (got == (ssize_t)sizeof child_errno) {
             snprintf(err, len, "cannot start %s: %s", mpirun, strerror(child_errno));
+            rc = -1;
+        } else if (left) {
+            snprintf(err, len, "%d process%s of the job still running %d s after mpirun ended",
+                     left, left == 1 ? "" : "es", LAUNCH_REAP_S);
             rc = -1;
         }
     }
@@ -181,6 +283,16 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
         close(pipefd[1]);
     free(args);
     return rc;
+}
+
+int launch_forwarded_signal(void) { return forwarded_signal; }
+
+void launch_block_signals(bool block) {
+    sigset_t s;
+    sigemptyset(&s);
+    for (size_t k = 0; k < sizeof forwarded_signals / sizeof *forwarded_signals; k++)
+        sigaddset(&s, forwarded_signals[k]);
+    sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &s, NULL);
 }
 
 int launch_exit_code(int wstatus, char *what, size_t len) {

@@ -4,7 +4,7 @@
  * Without an MPI launcher in the environment, memlife runs, and waits for,
  *   mpirun [--allow-run-as-root] -q --oversubscribe -np N <this binary> run <the same arguments>
  * so each rank is memlife again, now under mpirun. memlife stays the parent so that its exit code
- * stays memlife's: a rank that crashed makes mpirun end the job with its own status (137 for
+ * stays memlife's (and the job's lifetime is bounded by memlife's: launch_self): a rank that crashed makes mpirun end the job with its own status (137 for
  * SIGKILL), which memlife reports and turns into 3. Under a launcher the world size is the
  * launcher's. --allow-run-as-root is passed only when running as root (Open MPI refuses root
  * otherwise); --oversubscribe lets N exceed the cores (the tests run 8 ranks on 2 cores). */
@@ -24,13 +24,27 @@ bool launch_under_mpi(int *size, int *rank);
 int launch_find_mpirun(char *buf, size_t len);
 
 /* Runs mpirun on `argv` (argv[0] is the memlife command word, e.g. "run") on `ranks` ranks and
- * waits for it. SIGINT, SIGTERM and SIGHUP sent to this process go on to mpirun (one from the
- * terminal reaches mpirun by itself). Returns 0 with *wstatus (waitpid's) and *forwarded (the
- * signal passed on, 0 when none), or -1 with err when mpirun could not start ("no mpirun on PATH:
- * install openmpi-bin, or run under your MPI launcher"). Sets MEMLIFE_LAUNCHED=1 for the children
- * so a launcher that hides its environment cannot make memlife start mpirun again. */
+ * waits for it. Sets MEMLIFE_LAUNCHED=1 for the children so a launcher that hides its environment
+ * cannot make memlife start mpirun again.
+ *
+ * The job never outlives memlife, and is over when this returns:
+ * - mpirun runs in a process group of its own; SIGINT, SIGTERM and SIGHUP sent to memlife go on
+ *   to mpirun (which ends its ranks), and a group that has not ended 5 s after is SIGKILLed;
+ * - memlife killed outright: mpirun gets SIGTERM from the kernel (PR_SET_PDEATHSIG), and every
+ *   rank, which watches memlife's pid (MEMLIFE_PARENT_PID, exec/watch.h), exits;
+ * - mpirun killed outright: its ranks come to memlife (PR_SET_CHILD_SUBREAPER), which ends them
+ *   (SIGTERM, SIGKILL after 2 s) and reaps each one before returning.
+ * Returns 0 with *wstatus (waitpid's) and *forwarded (the first signal passed on, 0 when none),
+ * or -1 with err when mpirun could not start ("no mpirun on PATH: install openmpi-bin, or run
+ * under your MPI launcher") or processes of the job could not be ended within 10 s. */
 int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, char *err,
                 size_t len);
+
+/* The first signal launch_self has passed on since it started (0: none), and a way to hold them
+ * off while memlife renames the result into place, so that a run never ends by a signal with a
+ * complete result on disk. */
+int launch_forwarded_signal(void);
+void launch_block_signals(bool block);
 
 /* memlife's exit code for a run whose mpirun ended with wstatus: mpirun's exit status when it is
  * one of memlife's (0..3: the ranks' own verdict, MPI_Abort's 3); else 3, and what happened in

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mpi_util.c — MPI start-up, deadline waits, blob exchanges and abort (mpi_util.h). */
 #include "exec/mpi_util.h"
+#include "exec/watch.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -235,6 +236,7 @@ static void wait_all(rt_rank *r, MPI_Request *reqs, const int *peer, int n, cons
             fail_deadline(r, reqs, peer, n, what, waited, timeout);
         if (spins < 200)
             continue;
+        rt_watch_parent();   /* a wait ends with the memlife that launched the job (watch.h) */
         if (!published) {
             note_publish(r, reqs, peer, n, what, &ts0);
             published = true;

@@ -136,3 +136,21 @@ int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, 
     free(values);
     return rc;
 }
+
+int sched_plan_named(const sched *s, const char *name, ml_diags *d) {
+    if (s->n_plans == 0 || !s->plans[0].name[0]) {
+        ml_error(d, s->file, ((ml_mark){0, 0}),
+                 "no plan '%s': this schedule has no 'plans:', only one list of 'steps:'", name);
+        return -1;
+    }
+    for (uint32_t k = 0; k < s->n_plans; k++)
+        if (!strcmp(s->plans[k].name, name))
+            return (int)k;
+    ml_str names = {0};
+    for (uint32_t k = 0; k < s->n_plans; k++)
+        ml_str_printf(&names, "%s%s", k ? ", " : "", s->plans[k].name);
+    ml_error(d, s->file, s->plans[0].mark, "no plan '%s' in this schedule (plans: %s)", name,
+             names.s);
+    ml_str_free(&names);
+    return -1;
+}

@@ -278,4 +278,9 @@ static inline size_t sched_n_slots(const sched *s) {
  * `requires: {world: EXPR}` is 0 at that world ("schedule needs world >= 2 (world is 1)"). */
 int sched_world(const sched *s, const sched_params *p, ml_diags *d);
 
+/* --plan NAME: the index of the plan of s called name. Returns it, or -1 with a diagnostic that
+ * lists the plans: "no plan 'x' in this schedule (plans: direct, naive)", or, for a file without
+ * `plans:`, "no plan 'x': this schedule has no 'plans:', only one list of 'steps:'". */
+int sched_plan_named(const sched *s, const char *name, ml_diags *d);
+
 #endif

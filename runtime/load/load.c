@@ -4,6 +4,7 @@
  * patterns, operands and expectations (load_data.c), names and expressions (load_names.c), the
  * event cursor (cursor.c); each file calls only the ones below it. */
 #include "load/load_int.h"
+#include "base/input.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -413,37 +414,15 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
 }
 
 sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_diags *d) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        ml_error(d, path, ((ml_mark){0, 0}), "cannot open file: %s", strerror(errno));
+    /* Bounded, regular files or standard input only (base/input.h). */
+    ml_input in;
+    char err[512];
+    if (ml_input_read(path, &in, err, sizeof err) != 0) {
+        ml_error(d, path, ((ml_mark){0, 0}), "%s", err);
         return NULL;
     }
-    /* read(2) in a loop rather than mmap: works for pipes and /dev/stdin too. A regular file's
-     * size is known, so its buffer is allocated once. */
-    struct stat st;
-    size_t cap = 1 << 16, len = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-        cap = (size_t)st.st_size + 1;
-    char *buf = ml_xmalloc(cap);
-    for (;;) {
-        ssize_t r = read(fd, buf + len, cap - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            ml_error(d, path, ((ml_mark){0, 0}), "cannot read file: %s", strerror(errno));
-            free(buf);
-            close(fd);
-            return NULL;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-        if (len == cap)
-            buf = ml_xrealloc(buf, cap *= 2);
-    }
-    close(fd);
-    sched *s = sched_load_buffer(path, buf, len, limits, d);
-    free(buf);
+    sched *s = sched_load_buffer(path, in.data, in.len, limits, d);
+    ml_input_free(&in);
     return s;
 }
 

@@ -95,7 +95,7 @@ bad "bench plans free their results: say --result" "frees every buffer before it
 bad "a freed --result cannot be read" "result buffer 'x' is not live at the end" \
     equiv schedules/seed/06_bench_direct_decomposed.yaml --no-data --result x=gathered
 bad "more than two plans" "equiv compares two plans" equiv $E/contracts.yaml --no-data
-bad "unknown plan" "no plan named 'nope'" equiv $E/contracts.yaml:direct $E/contracts.yaml:nope --no-data
+bad "unknown plan" "no plan 'nope' in this schedule (plans: " equiv $E/contracts.yaml:direct $E/contracts.yaml:nope --no-data
 bad "csv refused" "'equiv' writes table, json or md, not csv" \
     equiv $E/direct_vs_naive.yaml --no-data --format csv
 bad "unknown result name" "no buffer 'zz'" equiv $E/direct_vs_naive.yaml --no-data --result zz

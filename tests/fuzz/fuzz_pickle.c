@@ -5,9 +5,7 @@
  * exercises the writer the same way (any jansson tree must round trip).
  * Seeds: tests/fuzz/corpus_pickle/ (pickles, refused ones, and a few JSON texts).
  *
- *   clang -O1 -g -fsanitize=fuzzer,address,undefined -Ianalyzer analyzer/snapshot/pickle*.c \
- *       tests/fuzz/fuzz_pickle.c -ljansson -o /tmp/fp
- *   /tmp/fp -max_total_time=300 /tmp/corpus tests/fuzz/corpus_pickle */
+ *   FUZZ_TARGETS=pickle FUZZ_SECONDS=300 make fuzz     (tests/fuzz.sh builds and runs it) */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>

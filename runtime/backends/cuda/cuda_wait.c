@@ -9,6 +9,7 @@
  * rank and the stream. When the query says done, the real synchronize call follows: it returns at
  * once, and it is the synchronization point at which an async pool with release threshold 0 gives
  * freed memory back (cudaMemGetInfo shows frees only after one). */
+#include "exec/watch.h"
 #include "backends/cuda/cuda_int.h"
 
 #ifdef MEMLIFE_HAVE_CUDA
@@ -88,6 +89,7 @@ static int poll_until_done(cu_rank *cr, cu_query_fn query, void *obj, int work, 
          * not burn a core the proxy thread needs. */
         if (ml_now_seconds() < spin_until)
             continue;
+        rt_watch_parent();   /* a long wait ends with the memlife that launched it (watch.h) */
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }

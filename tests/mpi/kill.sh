@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The job never outlives memlife (issue 19): memlife killed outright (SIGKILL, what a CI timeout
+# does) leaves no process of the job alive 5 s later and no result file; mpirun killed outright
+# makes memlife end and reap the ranks before it says they have ended; SIGTERM and SIGINT end the
+# job with 128 + N and no result; a SIGTERM near the end either wins (143, no result) or comes
+# too late (0, a complete result), never both. The processes of one case are found by a marker
+# unique to it in their argv (the -o path, which mpirun and every rank carry).
+. "$(dirname "$0")/lib.bash"
+
+why=$(host_backend_missing)
+if [ -n "$why" ]; then
+    skip "the job never outlives memlife" "$why"
+    exit 0
+fi
+F=tests/mpi/data/faults.yaml
+
+# alive MARKER: how many processes carry MARKER in their argv (pgrep -f, our own marker only).
+alive() { pgrep -f -- "$1" | wc -l; }
+
+# reap MARKER: a failed case's leftovers end, by their pids (found by the case's own marker).
+reap() { pgrep -f -- "$1" | xargs -r kill -KILL 2>/dev/null; }
+
+# leftovers MARKER: files in $TMP named after the case (the result or its hidden temp file).
+leftovers() { find "$TMP" -maxdepth 1 -name "*$1*" -printf '%f ' 2>/dev/null; }
+
+# start MARKER ARGS...: memlife run ARGS -o $TMP/MARKER.json in the background; $PID.
+start() {
+    local marker=$1
+    shift
+    "$MEMLIFE" run $F --backend host "$@" -o "$TMP/$marker.json" >"$TMP/$marker.out" 2>"$TMP/$marker.err" &
+    PID=$!
+}
+
+# wait_for N MARKER: until N processes carry MARKER (mpirun and its ranks started), at most 20 s.
+wait_for() {
+    local n=$1 marker=$2 k
+    for k in $(seq 200); do
+        [ "$(alive "$marker")" -ge "$n" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# mid_run NAME MARKER RANKS: starts a run of RANKS ranks whose rank 1 sleeps 20 s (delay=1@3:20,
+# within --timeout 60) and returns once mpirun and every rank have run for a second; 1 (with
+# not_ok) when they never started.
+mid_run() {
+    start "$2" --ranks "$3" --timeout 60 --inject delay=1@3:20
+    if ! wait_for $(($3 + 1)) "$2"; then
+        not_ok "$1" "mpirun and $3 ranks never ran: $(head -3 "$TMP/$2.err")"
+        return 1
+    fi
+    sleep 1
+}
+
+# 1. SIGKILL memlife while rank 1 sleeps 20 s (delay=1@3:20, within --timeout 60): its ranks see
+#    it gone (MEMLIFE_PARENT_PID), mpirun gets SIGTERM from the kernel (PR_SET_PDEATHSIG).
+m=kill9-memlife-$$
+if mid_run "SIGKILL of memlife mid-run" $m 4; then
+    kill -KILL $PID
+    wait $PID 2>/dev/null
+    sleep 5
+    n=$(alive $m)
+    left=$(leftovers $m.json)
+    if [ "$n" -eq 0 ] && [ -z "$left" ]; then
+        ok "SIGKILL of memlife mid-run: no process of the job alive 5 s later, no result file"
+    else
+        not_ok "SIGKILL of memlife mid-run" "$n processes alive 5 s later ($(pgrep -af -- $m | head -3 | tr '\n' ';')), files: '$left'"
+        reap "$m"
+    fi
+fi
+
+# 2. SIGKILL mpirun: memlife ends the orphaned ranks (they come to it as a subreaper), reaps each,
+#    and only then says they have ended: nothing of the job is alive when memlife exits.
+m=kill9-mpirun-$$
+if mid_run "SIGKILL of mpirun mid-run" $m 4; then
+    kill -KILL "$(pgrep -P $PID | head -1)"
+    t0=$SECONDS
+    wait $PID
+    rc=$?
+    n=$(alive $m)
+    want="error: mpirun was ended by signal 9 (Killed); every rank has ended"
+    if [ $rc -eq 3 ] && [ "$n" -eq 0 ] && grep -qxF "$want" "$TMP/$m.err" && [ -z "$(leftovers $m.json)" ] &&
+        [ $((SECONDS - t0)) -le 5 ]; then
+        ok "SIGKILL of mpirun: exit 3, '$want' once every rank is reaped, no result"
+    else
+        not_ok "SIGKILL of mpirun" "exit $rc, $n processes alive at memlife's exit, $((SECONDS - t0)) s: $(tail -2 "$TMP/$m.err" | tr '\n' ' ')"
+        reap "$m"
+    fi
+fi
+
+# 3. SIGTERM and SIGINT mid-run: passed on to mpirun, exit 128 + N, no result, nothing left.
+for sig in TERM INT HUP; do
+    m=sig$sig-$$
+    mid_run "SIG$sig mid-run" $m 2 || continue
+    kill -$sig $PID
+    wait $PID
+    rc=$?
+    n=$(alive $m)
+    want=$((128 + $(kill -l $sig)))
+    if [ $rc -eq $want ] && [ "$n" -eq 0 ] && [ -z "$(leftovers $m.json)" ]; then
+        ok "SIG$sig mid-run: exit $want, no process left, no result"
+    else
+        not_ok "SIG$sig mid-run" "exit $rc (want $want), $n processes alive, files '$(leftovers $m.json)'"
+        reap "$m"
+    fi
+done
+
+# 4. SIGTERM near the end, 8 times at times spread around the end of a plain run: exit 143
+#    never comes with a result file, exit 0 always does (and it is complete JSON).
+m=plain-$$
+t0=$(date +%s%N)
+"$MEMLIFE" run $F --backend host --ranks 2 --format json -o "$TMP/$m.json" 2>"$TMP/$m.err"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ $rc -eq 0 ] && jq -e '.schedules[0].ranks | length == 2' "$TMP/$m.json" >/dev/null &&
+    [ "$(leftovers $m.json)" = "$m.json " ]; then
+    ok "a plain run with -o: the result in place, no temp file beside it ($ms ms)"
+else
+    not_ok "a plain run with -o" "exit $rc, files '$(leftovers $m.json)': $(head -2 "$TMP/$m.err")"
+fi
+bad=0 won=0 late=0
+for k in 1 2 3 4 5 6 7 8; do
+    m=term-end-$k-$$
+    at=$((ms * (60 + 7 * k) / 100))    # 67% .. 116% of the plain run
+    "$MEMLIFE" run $F --backend host --ranks 2 --format json -o "$TMP/$m.json" >/dev/null 2>"$TMP/$m.err" &
+    PID=$!
+    sleep "$(printf '%d.%03d' $((at / 1000)) $((at % 1000)))"
+    kill -TERM $PID 2>/dev/null
+    wait $PID
+    rc=$?
+    if [ $rc -eq 143 ] && [ -z "$(leftovers $m.json)" ]; then
+        won=$((won + 1))
+    elif [ $rc -eq 0 ] && jq -e '.schedules[0].ranks | length == 2' "$TMP/$m.json" >/dev/null 2>&1; then
+        late=$((late + 1))
+    else
+        bad=$((bad + 1))
+        echo "  try $k at $at ms: exit $rc, files '$(leftovers $m.json)': $(head -2 "$TMP/$m.err" | tr '\n' ' ')"
+    fi
+    [ "$(alive $m)" -eq 0 ] || { bad=$((bad + 1)); echo "  try $k: processes left"; reap "$m"; }
+done
+if [ $bad -eq 0 ]; then
+    ok "SIGTERM near the end, 8 tries: $won ended by it with no result, $late complete; never 143 with a result"
+else
+    not_ok "SIGTERM near the end, 8 tries" "$bad bad ($won by the signal, $late complete)"
+fi
