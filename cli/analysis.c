@@ -17,6 +17,9 @@ pipeline_input ml_args_pipeline(const ml_args *a, const pipeline_opts *what) {
         .n_set = a->set.n,
         .world = a->world,
         .plan = a->plan,
+        .torch_conf = a->torch_conf,
+        .has_torch_limit = a->has_torch_limit,
+        .torch_limit = a->torch_limit,
         .dtype = a->dtype,
         .what = *what,
     };

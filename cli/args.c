@@ -5,6 +5,7 @@
 #include "args.h"
 #include "cmd.h"
 #include "help.h"
+#include "predict/view_model.h"
 #include "suggest.h"
 #include "base/input.h"
 #include "exec/launch.h"
@@ -15,7 +16,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const format_names[] = {"table", "json", "csv", "md", NULL};
+/* --format's values and help from the format table (report/format.h), in its order. */
+static const char *format_names[FMT_COUNT + 1];
+static char format_help[128];
+
+static void fill_formats(void) {
+    for (int k = 0; k < FMT_COUNT; k++)
+        format_names[k] = report_formats[k].name;
+    format_names[FMT_COUNT] = NULL;
+    char rest[96];
+    report_format_names(((1u << FMT_COUNT) - 1) & ~(1u << FMT_TABLE), ", ", " or ", rest, sizeof rest);
+    snprintf(format_help, sizeof format_help, "%s (default), %s", report_formats[FMT_TABLE].name, rest);
+}
+
+static int no_names(void *ctx, const char *name, size_t len) { return -1; }
+
+/* --torch-limit: a constant size expression ("80GiB", "1024 * MiB"), checked for overflow. */
+static int parse_torch_limit(const char *cmd, const char *v, uint64_t *out) {
+    ml_arena *ar = ml_arena_new();
+    expr_error err;
+    expr *e = expr_parse(ar, v, strlen(v), no_names, NULL, &err);
+    int64_t slots[EXPR_SLOT_FIRST_LET] = {0}, value = 0;
+    int rc = 0;
+    if (!e || expr_eval(e, slots, &value, &err) < 0)
+        rc = ml_usage_error(cmd, "option '--torch-limit': %s in '%s'", err.msg, v);
+    else if (value <= 0)
+        rc = ml_usage_error(cmd, "option '--torch-limit' needs a positive size, not '%s'", v);
+    else
+        *out = (uint64_t)value;
+    ml_arena_free(ar);
+    return rc;
+}
+
+/* --torch-conf: the text as PyTorch reads it; "env" takes PYTORCH_CUDA_ALLOC_CONF (unset: ""). */
+static int check_torch_conf(const char *cmd, const char **conf) {
+    if (!strcmp(*conf, "env")) {
+        const char *env = getenv("PYTORCH_CUDA_ALLOC_CONF");
+        *conf = env ? env : "";
+    }
+    size_t at = 0;
+    char msg[256];
+    if (pred_torch_conf_check(*conf, &at, msg, sizeof msg) != 0)
+        return ml_usage_error(cmd, "option '--torch-conf' at byte %zu of '%s': %s", at + 1, *conf,
+                              msg);
+    return 0;
+}
 
 /* Strict decimal parse of the whole word; false on junk, overflow or out of [min, max]. */
 static bool parse_long(const char *s, long min, long max, long *out) {
@@ -117,11 +162,15 @@ size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_e
          "only this plan of files with 'plans:'"},
         {"--dtype", NULL, OPT_STRING, &a->dtype_name, 0, 0, NULL, "T",
          "default dtype of buffers without their own (replaces 'dtype:')"},
-        {"--format", "-f", OPT_CHOICE, &a->format_choice, 0, 0, format_names, "FMT",
-         "table (default), json, csv or md"},
+        {"--format", "-f", OPT_CHOICE, &a->format_choice, 0, 0, format_names, "FMT", format_help},
         {"--output", "-o", OPT_STRING, &a->output, 0, 0, NULL, "FILE",
          "write the report to FILE (atomically) instead of stdout"},
         {"--quiet", "-q", OPT_FLAG, &a->quiet, 0, 0, NULL, NULL, "print nothing on stdout"},
+        {"--torch-conf", NULL, OPT_STRING, &a->torch_conf, 0, 0, NULL, "STR",
+         "predict the torch view (PyTorch's caching allocator) with this PYTORCH_CUDA_ALLOC_CONF "
+         "('env': the environment's)"},
+        {"--torch-limit", NULL, OPT_STRING, &a->torch_limit_text, 0, 0, NULL, "BYTES",
+         "the torch view's memory limit (units allowed: 80GiB)"},
         {"--help", "-h", OPT_FLAG, &a->help, 0, 0, NULL, NULL, "this text"},
     };
     _Static_assert(ML_ARRAY_LEN(common) + ML_BACKEND_OPT_ROWS <= ML_ARGS_MAX_FIXED,
@@ -186,6 +235,8 @@ static int check_dtype(const char *cmd, const char *v, int *out) {
 int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_opt *extra,
                   size_t n_extra, bool allow_no_files) {
     memset(a, 0, sizeof *a);
+    fill_formats();
+    sched_load_set_torch_conf_check(pred_torch_conf_check);
     a->format = FMT_TABLE;
     a->format_choice = FMT_TABLE;
     ml_vec_init(&a->set, sizeof(const char *));
@@ -261,6 +312,11 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
     if (rc)
         return rc;
     a->format = (report_format)a->format_choice;
+    if (a->torch_conf && check_torch_conf(cmd, &a->torch_conf))
+        return ML_EXIT_INPUT;
+    if (a->torch_limit_text && parse_torch_limit(cmd, a->torch_limit_text, &a->torch_limit))
+        return ML_EXIT_INPUT;
+    a->has_torch_limit = a->torch_limit_text != NULL;
     if (!allow_no_files && a->files.n == 0)
         return ml_usage_error(cmd, "no schedule file given");
     /* A rank of memlife's own mpirun writes the result where memlife renames it from, once the
@@ -304,6 +360,9 @@ sched_params ml_args_params(const ml_args *a) {
         .n_set = a->set.n,
         .world = a->world,
         .dtype = a->dtype,
+        .torch_conf = a->torch_conf,
+        .has_torch_limit = a->has_torch_limit,
+        .torch_limit = a->torch_limit,
     };
     return p;
 }

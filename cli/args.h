@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "ir/sched.h"
 #include "report/report.h"
 #include "backend_opts.h"
@@ -55,6 +56,10 @@ typedef struct {
     bool help;                /* --help / -h seen: the caller prints usage and exits 0 */
     ml_backend_opts backend;  /* commands with CMD_BACKEND (commands.def): backend_opts.h */
     ml_vec files;             /* non-option words (const char *) */
+    const char *torch_conf;   /* --torch-conf STR ("env": PYTORCH_CUDA_ALLOC_CONF); NULL: the file's */
+    const char *torch_limit_text; /* --torch-limit as given, parsed into torch_limit */
+    bool has_torch_limit;     /* --torch-limit BYTES given */
+    uint64_t torch_limit;
     int format_choice;        /* --format's index into its choices, while parsing */
 } ml_args;
 

@@ -64,9 +64,10 @@ static size_t report_failures(const report_schedule *rs, ml_diags *d) {
 }
 
 /* One line per schedule, aligned: "pass  NAME  world N  requested S / P  device S / P  (K
- * expectations)", with the largest steady and peak over the ranks, so one line says what the
- * schedule costs. */
-enum { SUM_RESULT, SUM_NAME, SUM_WORLD, SUM_RS, SUM_RP, SUM_DS, SUM_DP, SUM_NOTE, SUM_COLS };
+ * expectations)", one "SERIES S / P" per series of every view the report shows (views.h), with
+ * the largest steady and peak over the ranks, so one line says what the schedule costs. */
+enum { SUM_RESULT, SUM_NAME, SUM_WORLD, SUM_NOTE, SUM_FIRST_SERIES,
+       SUM_COLS = SUM_FIRST_SERIES + 2 * VIEW_COUNT };
 
 static void summary_cells(const report_schedule *rs, size_t failures, size_t grown,
                           char cells[SUM_COLS][256]) {
@@ -81,10 +82,10 @@ static void summary_cells(const report_schedule *rs, size_t failures, size_t gro
     snprintf(cells[SUM_RESULT], 256, "%s", failures || grown ? "FAIL" : "pass");
     report_schedule_name(rs->s, rs->plan_index, cells[SUM_NAME], 256);
     snprintf(cells[SUM_WORLD], 256, "world %d", rs->world);
-    ml_format_bytes(steady[VIEW_REQUESTED], cells[SUM_RS], 256);
-    ml_format_bytes(peak[VIEW_REQUESTED], cells[SUM_RP], 256);
-    ml_format_bytes(steady[VIEW_DEVICE], cells[SUM_DS], 256);
-    ml_format_bytes(peak[VIEW_DEVICE], cells[SUM_DP], 256);
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        ml_format_bytes(steady[v], cells[SUM_FIRST_SERIES + 2 * v], 256);
+        ml_format_bytes(peak[v], cells[SUM_FIRST_SERIES + 2 * v + 1], 256);
+    }
     size_t total = rs->n_expects + rs->n_checks;
     char rows[64] = "";
     if (rs->n_checks)
@@ -103,6 +104,16 @@ static void summary_cells(const report_schedule *rs, size_t failures, size_t gro
         snprintf(cells[SUM_NOTE], 256, "%zu expectations%s", rs->n_expects, rows);
 }
 
+static bool view_shown(const report *r, ml_view_id view) {
+    if (!ml_views[view].optional)
+        return true;
+    for (size_t k = 0; k < r->n; k++)
+        for (int rank = 0; rank < r->items[k].world; rank++)
+            if (r->items[k].pred[rank].on[view])
+                return true;
+    return false;
+}
+
 static void print_summaries(const report *r, const size_t *failures, const size_t *grown) {
     char (*cells)[SUM_COLS][256] = ml_xcalloc(r->n ? r->n : 1, sizeof *cells);
     int width[SUM_COLS] = {0};
@@ -112,12 +123,19 @@ static void print_summaries(const report *r, const size_t *failures, const size_
             if ((int)strlen(cells[k][c]) > width[c])
                 width[c] = (int)strlen(cells[k][c]);
     }
+    bool shown[VIEW_COUNT];
+    for (int v = 0; v < VIEW_COUNT; v++)
+        shown[v] = view_shown(r, ml_series[v].view);
     for (size_t k = 0; k < r->n; k++) {
         char (*c)[256] = cells[k];
-        printf("%s  %-*s  %-*s  requested %*s / %*s  device %*s / %*s  (%s)\n", c[SUM_RESULT],
-               width[SUM_NAME], c[SUM_NAME], width[SUM_WORLD], c[SUM_WORLD], width[SUM_RS],
-               c[SUM_RS], width[SUM_RP], c[SUM_RP], width[SUM_DS], c[SUM_DS], width[SUM_DP],
-               c[SUM_DP], c[SUM_NOTE]);
+        printf("%s  %-*s  %-*s", c[SUM_RESULT], width[SUM_NAME], c[SUM_NAME], width[SUM_WORLD],
+               c[SUM_WORLD]);
+        for (int v = 0; v < VIEW_COUNT; v++) {
+            int s = SUM_FIRST_SERIES + 2 * v;
+            if (shown[v])
+                printf("  %s %*s / %*s", ml_series[v].name, width[s], c[s], width[s + 1], c[s + 1]);
+        }
+        printf("  (%s)\n", c[SUM_NOTE]);
     }
     free(cells);
 }

@@ -51,9 +51,12 @@ int cmd_diff(int argc, char **argv) {
     if (!ml_args_begin(&a, "diff", cmd_diff_usage, argc, argv, extra,
                        ML_ARRAY_LEN(extra), false, &rc))
         return rc;
-    if (a.format == FMT_CSV) {
+    if (!(diff_formats() & (1u << a.format))) {   /* the formats its document has */
+        char names[128];
+        report_format_names(diff_formats(), ", ", " or ", names, sizeof names);
+        int bad = a.format;
         ml_args_free(&a);
-        return ml_usage_error("diff", "'diff' writes table, json or md, not csv");
+        return ml_usage_error("diff", "'diff' writes %s, not %s", names, report_formats[bad].name);
     }
     rc = ml_visual_run(&a, render, &a.format);
     ml_args_free(&a);

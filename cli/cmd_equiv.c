@@ -343,8 +343,10 @@ int cmd_equiv(int argc, char **argv) {
     if (!ml_args_begin(&a, "equiv", cmd_equiv_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false,
                        &rc))
         return rc;
-    if (a.format == FMT_CSV)
-        rc = ml_usage_error("equiv", "'equiv' writes table, json or md, not csv");
+    char names[128];
+    report_format_names(equiv_formats(), ", ", " or ", names, sizeof names);
+    if (!(equiv_formats() & (1u << a.format)))   /* the formats its document has */
+        rc = ml_usage_error("equiv", "'equiv' writes %s, not %s", names, report_formats[a.format].name);
     else if (o.rtol < 0 && o.rtol != -1)
         rc = ml_usage_error("equiv", "--rtol must be 0 or more");
     else if (o.atol < 0 && o.atol != -1)

@@ -29,13 +29,10 @@ int cmd_export(int argc, char **argv) {
     ml_args a;
     int rc, rank = 0;
     bool memory_viz = false;
-    const char *conf_text = NULL;
     const ml_opt extra[] = {
         {"--memory-viz", NULL, OPT_FLAG, &memory_viz, 0, 0, NULL, NULL,
          "the format (the one there is; required, so that others can join)"},
         {"--rank", NULL, OPT_INT, &rank, 0, 1 << 20, NULL, "R", "whose plan (default 0)"},
-        {"--torch-conf", NULL, OPT_STRING, &conf_text, 0, 0, NULL, "CONF",
-         "PYTORCH_CUDA_ALLOC_CONF for the model (default: PyTorch's defaults)"},
         {"--output", "-o", OPT_STRING, NULL, 0, 0, NULL, "FILE",
          "the pickle to write (atomically; required)"},
     };
@@ -49,18 +46,12 @@ int cmd_export(int argc, char **argv) {
         ml_args_free(&a);
         return rc;
     }
-    torchalloc_conf conf;
-    torchalloc_conf_default(&conf, TORCHALLOC_V2_11);
     char err[1024];
-    size_t at = 0;
-    if (conf_text && torchalloc_conf_parse(conf_text, &conf, &at, err, sizeof err) != 0) {
-        fprintf(stderr, "error: --torch-conf '%s': byte %zu: %s\n", conf_text, at, err);
-        ml_args_free(&a);
-        return ML_EXIT_INPUT;
-    }
     const char *file = ML_VEC_AT(&a.files, const char *, 0);
     pipeline_input in = {.files = &file, .n_files = 1, .world = a.world, .plan = a.plan,
-                         .set = a.set.items, .n_set = a.set.n};
+                         .set = a.set.items, .n_set = a.set.n, .dtype = a.dtype,
+                         .torch_conf = a.torch_conf, .has_torch_limit = a.has_torch_limit,
+                         .torch_limit = a.torch_limit};
     pipeline_opts_default(&in.what);
     in.what.predict = false;
     in.what.expect = false;
@@ -78,7 +69,7 @@ int cmd_export(int argc, char **argv) {
     }
     json_t *snap = NULL;
     if (rc == ML_EXIT_OK) {
-        snap = snapshot_export(&it->plans[rank], &conf, conf_text, 0, err, sizeof err);
+        snap = snapshot_export(&it->plans[rank], err, sizeof err);
         if (!snap) {
             fprintf(stderr, "%s\n", err);
             rc = ML_EXIT_INPUT;

@@ -17,10 +17,12 @@ const char cmd_optimize_usage[] =
     "usage: memlife optimize [OPTIONS] FILE\n"
     "\n"
     "Rewrites the schedule to use less memory and keeps a rewrite only if the result loads\n"
-    "back, lints with nothing new, keeps its expect_error contracts and lowers a peak:\n"
-    "  lifetimes  frees right after the last use has completed (a sync on that stream is\n"
-    "             added where none comes before the next alloc), allocs right before the\n"
-    "             first use\n"
+    "back, lints with nothing new, keeps its expect_error contracts, does not raise the\n"
+    "predicted step time (streams the input overlapped stay overlapped) and lowers a peak:\n"
+    "  lifetimes  frees right after the last use has completed (default-stream work by stream\n"
+    "             order; another stream's by a wait the program already has, else a record\n"
+    "             after the use and a wait before the allocation the memory is for; a host\n"
+    "             sync only with --allow-host-syncs), allocs right before the first use\n"
     "  inplace    ReduceScatter into the input's own rank slice, AllGather into the buffer whose\n"
     "             rank slice is the input (NCCL's in-place rules); the separate buffer goes\n"
     "  chunked    after an in-place ReduceScatter whose other slices are dead: allocate in\n"
@@ -29,7 +31,9 @@ const char cmd_optimize_usage[] =
     "The report gives, per stage and rank, steady and peak in both views, the saving, and the\n"
     "floor: what must be live by data dependence alone. Each changed step of the rewritten\n"
     "file has a '# memlife optimize:' comment. Rewrites are verified at one world size (and\n"
-    "the --set values); prove the results equal with 'memlife run' on both files.\n"
+    "the --set values); prove the results equal with 'memlife run' on both files. When no\n"
+    "rewrite is kept nothing is written. The report ends with the predicted step time before\n"
+    "and after and the host syncs added.\n"
     "\n"
     "@options\n"
     "exit codes: 0 written, 2 bad input (syntax, lint error or hazard), 3 cannot write\n";
@@ -56,9 +60,13 @@ int cmd_optimize(int argc, char **argv) {
     ml_args a;
     int rc;
     const char *allow = NULL;
+    bool host_syncs = false;
     const ml_opt extra[] = {
         {"--allow", NULL, OPT_STRING, &allow, 0, 0, NULL, "LIST",
          "transformations to try (default: all), comma-separated"},
+        {"--allow-host-syncs", NULL, OPT_FLAG, &host_syncs, 0, 0, NULL, NULL,
+         "complete a use before a free with sync: {stream: S}, which stops every stream, instead "
+         "of record/wait"},
         /* documentation rows: what the common option means here */
         {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
             "write the rewritten schedule to FILE (atomically); the report goes to stdout. "
@@ -75,11 +83,16 @@ int cmd_optimize(int argc, char **argv) {
         return rc;
     opt_options o;
     opt_options_default(&o);
-    if (a.files.n != 1 || a.format == FMT_CSV || (allow && parse_allow(allow, &o) != 0)) {
+    o.allow_host_syncs = host_syncs;
+    bool format_ok = opt_formats() & (1u << a.format);   /* the formats its document has */
+    if (a.files.n != 1 || !format_ok || (allow && parse_allow(allow, &o) != 0)) {
+        char names[128];
+        report_format_names(opt_formats(), ", ", " or ", names, sizeof names);
         if (a.files.n != 1)
             rc = ml_usage_error("optimize", "'optimize' takes one schedule, not %zu", a.files.n);
-        else if (a.format == FMT_CSV)
-            rc = ml_usage_error("optimize", "'optimize' reports as table, json or md, not csv");
+        else if (!format_ok)
+            rc = ml_usage_error("optimize", "'optimize' reports as %s, not %s", names,
+                                report_formats[a.format].name);
         else
             rc = ML_EXIT_INPUT;
         ml_args_free(&a);
@@ -98,11 +111,16 @@ int cmd_optimize(int argc, char **argv) {
     ml_diags_print(&d, stderr);
     if (rc == ML_EXIT_OK) {
         ml_str text = {0};
-        opt_format fmt = a.format == FMT_JSON ? OPT_FMT_JSON : a.format == FMT_MD ? OPT_FMT_MD
-                                                                                 : OPT_FMT_TABLE;
-        opt_report(&r, fmt, &text);
-        bool yaml_to_stdout = !a.output && !a.format_set;
-        if (a.output && ml_write_file_atomic(a.output, r.yaml.s, r.yaml.n) != 0) {
+        opt_report(&r, a.format, &text);
+        /* nothing kept: nothing to write (the input is its own best version) */
+        bool kept = false;
+        for (size_t k = 0; k < r.n_plans; k++)
+            kept |= r.plans[k].any_kept;
+        bool yaml_to_stdout = kept && !a.output && !a.format_set;
+        if (!kept && !a.quiet)
+            fprintf(stderr, "note: no rewrite was kept: %s not written\n",
+                    a.output ? a.output : "the schedule is");
+        if (kept && a.output && ml_write_file_atomic(a.output, r.yaml.s, r.yaml.n) != 0) {
             fprintf(stderr, "error: cannot write '%s'\n", a.output);
             rc = ML_EXIT_RUNTIME;
         }

@@ -18,7 +18,27 @@ const char cmd_plot_usage[] =
     "@options\n"
     "exit codes: 0 ok, 2 bad input (syntax, lint error, unreadable result), 3 cannot write\n";
 
-static const char *const view_names[] = {"requested", "device", NULL};
+/* --view's values from the view table (views.h): a view's name plots its last series (torch:
+ * reserved, what runs out of memory), VIEW.KEY one series of a view of several. */
+static const char *view_names[2 * VIEW_COUNT + 1];
+static ml_mem_view view_series[2 * VIEW_COUNT];
+static char view_keys[VIEW_COUNT][64];
+
+static void fill_view_names(void) {
+    size_t n = 0;
+    for (int view = 0; view < MV_COUNT; view++) {
+        const ml_view_info *vi = &ml_views[view];
+        view_series[n] = vi->series[vi->n_series - 1];
+        view_names[n++] = vi->name;
+        for (int k = 0; vi->n_series > 1 && k < vi->n_series; k++) {
+            ml_mem_view v = vi->series[k];
+            snprintf(view_keys[v], sizeof view_keys[v], "%s.%s", vi->name, ml_series[v].key);
+            view_series[n] = v;
+            view_names[n++] = view_keys[v];
+        }
+    }
+    view_names[n] = NULL;
+}
 
 static int render(const series *items, size_t n, const void *ctx, ml_str *out, ml_diags *d) {
     return plot_svg(items, n, ctx, out, d);
@@ -26,9 +46,13 @@ static int render(const series *items, size_t n, const void *ctx, ml_str *out, m
 
 int cmd_plot(int argc, char **argv) {
     ml_args a;
-    int rc, view = VIEW_REQUESTED;
+    int rc, view = 0;   /* requested */
+    fill_view_names();
     bool time_axis = false;
+    int width = 0;
     const ml_opt extra[] = {
+        {"--width", NULL, OPT_INT, &width, 200, 100000, NULL,
+         "PX", "width of each panel (default: 6 px an op, 640 to 4000 px)"},
         {"--view", NULL, OPT_CHOICE, &view, 0, 0, view_names,
          "VIEW", "requested (default: sum of live buffer sizes) or device (pages)"},
         {"--time", NULL, OPT_FLAG, &time_axis, 0, 0, NULL,
@@ -46,7 +70,9 @@ int cmd_plot(int argc, char **argv) {
         ml_args_free(&a);
         return ml_usage_error("plot", "'plot' writes SVG; '--format' does not apply");
     }
-    plot_options o = {.view = (ml_mem_view)view, .time_axis = time_axis};
+    plot_options o = {.view = view_series[view], .time_axis = time_axis, .width = width};
+    if (ml_views[ml_series[o.view].view].optional && !a.torch_conf)
+        a.torch_conf = "";   /* plotting the torch view turns it on, with PyTorch's defaults */
     rc = ml_visual_run(&a, render, &o);
     ml_args_free(&a);
     return rc;

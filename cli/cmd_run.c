@@ -13,6 +13,7 @@
 #include "analysis.h"
 #include "place.h"
 #include "run_result.h"
+#include "backends/host_streams.h"
 #include "exec/inject.h"
 #include "exec/launch.h"
 #include "exec/mpi_util.h"
@@ -21,6 +22,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -34,7 +36,8 @@ const char cmd_run_usage[] =
     "\n"
     "backends:\n"
     "  host   one Open MPI process per rank, buffers in host memory, MPI collectives. Streams\n"
-    "         are serialized: every op completes before the next starts. No device view.\n"
+    "         are serialized: every op completes before the next starts (--stream-order picks\n"
+    "         another legal order). No device view.\n"
     "         MEMLIFE_HOST_MEM_LIMIT=BYTES makes allocations beyond it fail.\n"
     "  cuda   CUDA + NCCL: one GPU per rank under MPI (--ranks N), or one process driving\n"
     "         N GPUs (--gpus N).\n"
@@ -66,6 +69,7 @@ typedef struct {
     ml_vec no_lint;
     ml_vec inject;
     bool no_data, no_sequence_check;
+    const char *stream_order;   /* host: program (NULL), reverse, shuffle[:SEED] */
 } run_opts;
 
 /* An interrupted run leaves no result behind: the report is written only at the end, through a
@@ -97,6 +101,7 @@ static int analyze_quietly(const ml_args *a, const pipeline_opts *o, ml_analysis
                            bool quiet) {
     return ml_analyze_quietly(a, "run", o, an, quiet);
 }
+
 
 static int parse_no_lint(const run_opts *ro, lint_options *lo) {
     for (size_t k = 0; k < ro->no_lint.n; k++) {
@@ -421,7 +426,7 @@ int cmd_run(int argc, char **argv) {
          "CLASS",
              "let a class of lint errors through to test the runtime's own checks; "
              "repeatable: cross-rank, hazards, use-after-free, double-free, double-alloc, "
-             "double-release, inplace-offsets"},
+             "double-release, inplace-offsets, races"},
         {"--no-data", NULL, OPT_FLAG, &ro.no_data, 0, 0, NULL,
          NULL, "skip data inits, scales and checks (memory only)"},
         {"--no-sequence-check", NULL, OPT_FLAG, &ro.no_sequence_check, 0, 0, NULL,
@@ -430,6 +435,10 @@ int cmd_run(int argc, char **argv) {
              "ends at the deadline)"},
         {"--inject", NULL, OPT_LIST, &ro.inject, 0, 0, NULL,
          "FAULTS", "make the run fail on purpose (below); repeatable"},
+        {"--stream-order", NULL, OPT_STRING, &ro.stream_order, 0, 0, NULL, "ORDER",
+         "host: run the streams' collectives and copies in program order (default), reverse "
+         "(latest-queued stream first) or shuffle[:SEED], always respecting record/wait and host "
+         "syncs: with --no-lint races a race shows as a failed data check"},
         /* documentation rows: what the common option means here */
         {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
             "world size; must equal the number of ranks"},
@@ -450,11 +459,21 @@ int cmd_run(int argc, char **argv) {
     rc = parse_no_lint(&ro, &ao.lint);
     if (rc == 0)
         rc = ml_backend_opts_check("run", &a.backend, true, &c.be);
+    if (rc == 0 && ro.stream_order) {
+        hs_order order;
+        char why[160];
+        if (strcmp(c.be->name, "host") != 0)
+            rc = ml_usage_error("run", "--stream-order is for the host backend (a GPU runs its "
+                                "streams in its own order)");
+        else if (hs_parse(ro.stream_order, &order, why, sizeof why))
+            rc = ml_usage_error("run", "%s", why);
+    }
     if (rc == 0) {
         rt_options_default(&c.opt);
         ml_backend_opts_apply(&a.backend, c.be, &c.opt);
         c.opt.data = !ro.no_data;
         c.opt.verify_sequence = !ro.no_sequence_check;
+        c.opt.stream_order = ro.stream_order;
         set_signals();
         rc = parse_inject(&ro, &c.opt);
     }

@@ -3,6 +3,7 @@
  * of cli/, naming every command's function (their flags, which the option parser reads, are in
  * command_flags.c, below the commands). */
 #include "cmd.h"
+#include "args.h"
 #include "base/util.h"
 #include "help.h"
 #include "suggest.h"

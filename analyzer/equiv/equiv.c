@@ -306,18 +306,25 @@ static void live_names(const series *s, int rank, ml_mem_view v, ml_str *o) {
         ml_str_printf(o, "%s%s", k ? ", " : "", sched_sym_name(s->s, SYM_BUFFER, p->peak_live[v][k]));
 }
 
+/* "requested steady S, peak P (live: ...); device steady S, peak P": every series of every
+ * view the rank predicted (views.h); the buffers live at the requested peak. */
 static void state_text(const series *s, int rank, char *buf, size_t len) {
     const pred_rank *p = &s->pred[rank];
-    char st[72], pk[72], dst[72], dpk[72];
-    report_size_cell(p->steady[VIEW_REQUESTED], st, sizeof st);
-    report_size_cell(p->peak[VIEW_REQUESTED], pk, sizeof pk);
-    report_size_cell(p->steady[VIEW_DEVICE], dst, sizeof dst);
-    report_size_cell(p->peak[VIEW_DEVICE], dpk, sizeof dpk);
     ml_str o = {0};
-    ml_str_printf(&o, "requested steady %s, peak %s (live: ", st, pk);
-    live_names(s, rank, VIEW_REQUESTED, &o);
-    ml_str_printf(&o, "); device steady %s, peak %s", dst, dpk);
-    snprintf(buf, len, "%s", o.s);
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        if (!p->on[ml_series[v].view])
+            continue;
+        char st[72], pk[72];
+        report_size_cell(p->steady[v], st, sizeof st);
+        report_size_cell(p->peak[v], pk, sizeof pk);
+        ml_str_printf(&o, "%s%s steady %s, peak %s", o.n ? "; " : "", ml_series[v].name, st, pk);
+        if (v == VIEW_REQUESTED) {
+            ml_str_printf(&o, " (live: ");
+            live_names(s, rank, VIEW_REQUESTED, &o);
+            ml_str_printf(&o, ")");
+        }
+    }
+    snprintf(buf, len, "%s", o.n ? o.s : "");
     ml_str_free(&o);
 }
 

@@ -163,6 +163,8 @@ uint64_t equiv_kernels_collective(const equiv_kernels_rank *k);
 int equiv_exit_code(const equiv_result *r);
 
 /* Table, JSON or Markdown; provenance ("key=value\n" lines) may be NULL. -1 for other formats. */
+/* The formats equiv's document has parts for (bits 1 << FMT_*): no CSV grid. */
+unsigned equiv_formats(void);
 int equiv_write(const equiv_result *r, report_format fmt, const char *provenance, ml_str *out);
 
 void equiv_result_free(equiv_result *r);

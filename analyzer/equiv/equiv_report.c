@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* equiv_report.c — `memlife equiv` results as a table, JSON or Markdown (equiv.h). */
 #include "equiv/equiv.h"
-#include "report/report_int.h"
+#include "report/doc.h"
 #include "exec/provenance.h"
 
 #include <jansson.h>
@@ -42,10 +42,17 @@ static void header(const equiv_result *r, const char *provenance, bool md, ml_st
         ml_str_append(out, "\n", 1);
 }
 
-static int write_text(const equiv_result *r, bool md, const char *provenance, ml_str *out) {
+/* The human part of equiv's document: the text table (md false) or Markdown. */
+static void build_text(const equiv_result *r, bool md, const char *provenance, report_doc *d) {
     static const char *const headers[] = {"meaning", "verdict", "A", "B", "detail"};
     static const bool right[] = {false, false, false, false, false};
-    header(r, provenance, md, out);
+    unsigned mask = md ? DOC_MD : DOC_TABLE;
+    ml_str out = {0};
+    ml_str_append(&out, "", 0);
+    header(r, provenance, md, &out);
+    report_doc_printf(d, mask, "%s", out.s);
+    out.n = 0;
+    out.s[0] = '\0';
     report_grid g;
     report_grid_init(&g, 5, headers, right);
     for (int k = 0; k < EQ_ROW_COUNT; k++) {
@@ -55,20 +62,20 @@ static int write_text(const equiv_result *r, bool md, const char *provenance, ml
         report_grid_add(&g, r->rows[k].b);
         report_grid_add(&g, r->rows[k].detail);
     }
-    report_grid_render(&g, md, md ? "" : "  ", out);
-    report_grid_free(&g);
+    report_doc_grid(d, mask, &g, md ? "" : "  ");
     if (r->kernels_note[0])
-        ml_str_printf(out, "%s--kernels: %s\n", md ? "\n" : "", r->kernels_note);
+        ml_str_printf(&out, "%s--kernels: %s\n", md ? "\n" : "", r->kernels_note);
     if (r->n_causes) {
-        ml_str_printf(out, "%s", md ? "\n**causes (the chapter's checklist):**\n\n"
-                                    : "causes (the chapter's checklist):\n");
+        ml_str_printf(&out, "%s", md ? "\n**causes (the chapter's checklist):**\n\n"
+                                     : "causes (the chapter's checklist):\n");
         for (size_t k = 0; k < r->n_causes; k++)
-            cause_line(r, &r->causes[k], out, md ? "- " : "  ");
+            cause_line(r, &r->causes[k], &out, md ? "- " : "  ");
     }
     int code = equiv_exit_code(r);
-    ml_str_printf(out, "%s%s\n", md ? "\n" : "",
+    ml_str_printf(&out, "%s%s\n", md ? "\n" : "",
                   code == 0 ? "all four hold" : "not all four hold (exit 1)");
-    return 0;
+    report_doc_printf(d, mask, "%s", out.s);
+    ml_str_free(&out);
 }
 
 /* ---- JSON -------------------------------------------------------------------------------------*/
@@ -122,13 +129,28 @@ static json_t *facts_json(const equiv_result *r, int side, int rank) {
     json_object_set_new(o, "intermediates", u64(f->n_intermediate));
     json_object_set_new(o, "intermediate_bytes", u64(f->intermediate_bytes));
     json_object_set_new(o, "intermediate_names", json_string(f->intermediates));
-    json_object_set_new(o, "requested", json_pack("{s:I, s:I, s:o}", "steady",
-                                                   (json_int_t)p->steady[VIEW_REQUESTED], "peak",
-                                                   (json_int_t)p->peak[VIEW_REQUESTED],
-                                                   "peak_live", live));
-    json_object_set_new(o, "device", json_pack("{s:I, s:I}", "steady",
-                                                (json_int_t)p->steady[VIEW_DEVICE], "peak",
-                                                (json_int_t)p->peak[VIEW_DEVICE]));
+    /* Each view the rank predicted (views.h): {steady, peak} per series, nested by series key
+     * for a view of several (torch: {allocated: {...}, reserved: {...}}); requested also lists
+     * the buffers live at its peak. */
+    for (int view = 0; view < MV_COUNT; view++) {
+        if (!p->on[view])
+            continue;
+        const ml_view_info *vi = &ml_views[view];
+        json_t *vo = vi->n_series > 1 ? json_object() : NULL;
+        for (int k = 0; k < vi->n_series; k++) {
+            ml_mem_view v = vi->series[k];
+            json_t *so = json_pack("{s:I, s:I}", "steady", (json_int_t)p->steady[v], "peak",
+                                   (json_int_t)p->peak[v]);
+            if (v == VIEW_REQUESTED)
+                json_object_set_new(so, "peak_live", json_incref(live));
+            if (vo)
+                json_object_set_new(vo, ml_series[v].key, so);
+            else
+                vo = so;
+        }
+        json_object_set_new(o, vi->name, vo);
+    }
+    json_decref(live);
     return o;
 }
 
@@ -149,7 +171,7 @@ static json_t *data_json(const equiv_data_rank *d) {
     return o;
 }
 
-static int write_json(const equiv_result *r, const char *provenance, ml_str *out) {
+static void build_json(const equiv_result *r, const char *provenance, report_doc *d) {
     json_t *root = json_object();
     json_object_set_new(root, "command", json_string("equiv"));
     json_object_set_new(root, "a", side_json(r, 0));
@@ -197,14 +219,30 @@ static int write_json(const equiv_result *r, const char *provenance, ml_str *out
     json_object_set_new(root, "causes", causes);
     if (provenance)
         json_object_set_new(root, "provenance", report_provenance_json(provenance));
-    return report_json_append(root, 0, out);
+    report_doc_json(d, root, 0);
 }
 
-int equiv_write(const equiv_result *r, report_format fmt, const char *provenance, ml_str *out) {
-    switch (fmt) {
-    case FMT_TABLE: return write_text(r, false, provenance, out);
-    case FMT_MD: return write_text(r, true, provenance, out);
-    case FMT_JSON: return write_json(r, provenance, out);
-    default: return -1;
-    }
+typedef struct {
+    const equiv_result *r;
+    const char *provenance;
+} equiv_ctx;
+
+static void human_part(const void *ctx, bool md, report_doc *d) {
+    const equiv_ctx *c = ctx;
+    build_text(c->r, md, c->provenance, d);
 }
+
+static void json_part(const void *ctx, report_doc *d) {
+    const equiv_ctx *c = ctx;
+    build_json(c->r, c->provenance, d);
+}
+
+/* equiv's document: table, Markdown and JSON parts; no CSV grid (-1 for csv). */
+static const report_family equiv_family = {human_part, json_part, NULL};
+
+int equiv_write(const equiv_result *r, report_format fmt, const char *provenance, ml_str *out) {
+    equiv_ctx c = {r, provenance};
+    return report_family_render(&equiv_family, &c, fmt, out);
+}
+
+unsigned equiv_formats(void) { return report_family_formats(&equiv_family); }

@@ -33,6 +33,7 @@ typedef struct {
 typedef struct {
     uint64_t seq;             /* 0: no use since the alloc */
     const plan_op *op;
+    bool recorded;            /* record_stream named this stream: the free waits for its work */
 } lint_use;
 
 typedef struct {
@@ -52,6 +53,9 @@ typedef struct {
     uint32_t n_bufs, n_streams;
     lint_use *uses;           /* [n_bufs * n_streams] */
     lint_clocks clocks;
+    lint_race race;           /* what later accesses must be ordered after (lint_race.c) */
+    ml_vec dyn;               /* plan_op_accesses scratch */
+    const rank_plan *plan;    /* the rank being walked */
     lint_coll_seq *colls;     /* [world] */
     lint_result *result;
 
@@ -211,7 +215,9 @@ static void note_use(lint_ctx *x, const plan_op *op, const plan_view *v, uint32_
                      uint64_t seq) {
     if (v->buf == SCHED_NO_SYM || !x->bufs[v->buf].live || stream >= x->n_streams)
         return;
-    x->uses[(size_t)v->buf * x->n_streams + stream] = (lint_use){seq, op};
+    lint_use *u = &x->uses[(size_t)v->buf * x->n_streams + stream];
+    u->seq = seq;
+    u->op = op;
 }
 
 /* A free (or release) at the host while an op on another stream may still use the buffer. */
@@ -220,7 +226,7 @@ static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, cons
         return;
     for (uint32_t u = 0; u < x->n_streams; u++) {
         const lint_use *use = &x->uses[(size_t)buf * x->n_streams + u];
-        if (!use->seq || lint_clocks_done_for_free(&x->clocks, u, use->seq))
+        if (!use->seq || use->recorded || lint_clocks_done_for_free(&x->clocks, u, use->seq))
             continue;
         ml_mark m = plan_op_mark(use->op);
         const char *sn = sched_sym_name(x->s, SYM_STREAM, u);
@@ -230,6 +236,34 @@ static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, cons
                "device-wide synchronization — add sync: {stream: %s} or wait on an event",
                verb, buf_name(x, buf), plan_op_name(use->op), m.line, m.col, sn, sn);
         return;
+    }
+}
+
+/* Every view op touches (plan_op_accesses), against the accesses of other streams it is not
+ * ordered after: one race reported per op, the first found. Not inside expect_error: a refused op
+ * has no effect, and one that runs is there for its contract row, not for its ordering. */
+static void check_races(lint_ctx *x, const plan_op *op, uint32_t stream, uint64_t seq) {
+    if (!lint_code_on(x->o, "race") || x->capturing)
+        return;
+    plan_access fixed[PLAN_FIXED_ACCESSES];
+    const plan_access *acc;
+    size_t n = plan_op_accesses(x->plan, op, fixed, &acc, &x->dyn);
+    bool found = false;
+    for (size_t k = 0; k < n; k++) {
+        char text[320];
+        plan_access a = acc[k];
+        /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
+         * touched, an in-place one only read (it is the send side) */
+        if (op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE && a.v == &op->u.coll.recv &&
+            op->u.coll.root != x->rank)
+            a.write = a.overwrite = false;
+        if (!a.read && !a.write)
+            continue;
+        if (lint_race_access_check(&x->race, &x->clocks, x->plan, op, (uint32_t)k, &a,
+                                   stream, seq, !found, text, sizeof text)) {
+            report(x, op, ERR_COUNT_, "race", "%s", text);
+            found = true;
+        }
     }
 }
 
@@ -247,6 +281,7 @@ static void lint_alloc(lint_ctx *x, const plan_op *op) {
                     .bytes = op->u.alloc.bytes, .dtype = op->u.alloc.dtype,
                     .chunks = op->u.alloc.chunks, .alloc_op = op};
     memset(&x->uses[(size_t)op->u.alloc.buf * x->n_streams], 0, x->n_streams * sizeof *x->uses);
+    lint_race_clear(&x->race, op->u.alloc.buf);
 }
 
 static void lint_free(lint_ctx *x, const plan_op *op) {
@@ -263,6 +298,7 @@ static void lint_free(lint_ctx *x, const plan_op *op) {
         return;
     b->live = false;
     b->free_op = op;
+    lint_race_clear(&x->race, buf);
 }
 
 static void lint_release(lint_ctx *x, const plan_op *op) {
@@ -308,6 +344,8 @@ static void lint_coll(lint_ctx *x, const plan_op *op) {
     uint64_t seq = lint_clocks_enqueue(&x->clocks, op->u.coll.stream);
     note_use(x, op, &op->u.coll.send, op->u.coll.stream, seq);
     note_use(x, op, &op->u.coll.recv, op->u.coll.stream, seq);
+    if (send_ok && recv_ok)
+        check_races(x, op, op->u.coll.stream, seq);
     if (!ml_colls[op->u.coll.coll].p2p)   /* a send/recv pairs with one peer (lint_p2p.c) */
         lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op);
 }
@@ -327,21 +365,54 @@ static void check_same_shape(lint_ctx *x, const plan_op *op, const plan_view *sr
                plan_op_name(op), st, ml_dtypes[src->dtype].name, dt, ml_dtypes[dst->dtype].name);
 }
 
+/* Inits and checks move data between the host and the buffer synchronously, after waiting for
+ * everything the rank issued (docs/runtime.md; the cuda backend's cuda_write / cuda_read): a
+ * device sync before the access, and the access complete when the host goes on. Without that the
+ * race lint would flag the init of a buffer that a side stream then reads, which cannot race.
+ * Called before the access (it waits) and after it (it is complete). `init: {copy: V}` is a
+ * copy on the default stream instead (backend->copy), like a copy step.
+ * The free hazard sees the same syncs, which the runtime does make. */
+static void host_access(lint_ctx *x) { lint_clocks_sync(&x->clocks, SYNC_DEVICE, 0, 0); }
+
+/* A copy between overlapping views of one buffer reads what it has already written (the runtime
+ * refuses it); a copy of a view onto itself is a no-op and allowed, as the runtime does. */
+static void check_copy_overlap(lint_ctx *x, const plan_op *op, const plan_view *src,
+                               const plan_view *dst) {
+    if (src->buf != dst->buf || src->offset == dst->offset || !src->count || !dst->count ||
+        src->offset >= dst->offset + dst->count || dst->offset >= src->offset + src->count)
+        return;
+    char st[200], dt[200];
+    lint_view_text(x->s, src, st, sizeof st);
+    lint_view_text(x->s, dst, dt, sizeof dt);
+    report(x, op, ERR_BAD_INPLACE, "bad_inplace",
+           "copy from %s into %s: source and destination overlap in '%s'", st, dt,
+           buf_name(x, src->buf));
+}
+
 /* Ops that use views on a stream: checks, then (unless refused) one enqueue and the uses. */
 static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *views, uint32_t n,
                            uint32_t stream) {
     bool ok = true;
     for (uint32_t k = 0; k < n; k++)
         ok &= check_view(x, op, &views[k]);
-    if (ok && op->kind == OP_COPY)
+    if (ok && op->kind == OP_COPY) {
         check_same_shape(x, op, &views[0], &views[1]);
+        check_copy_overlap(x, op, &views[0], &views[1]);
+    }
     if (ok && op->kind == OP_INIT && n == 2)
         check_same_shape(x, op, &views[1], &views[0]);
     if (refused(x))
         return;
+    bool host = op->kind == OP_INIT && n == 1;   /* a pattern, written by the host */
+    if (host)
+        host_access(x);
     uint64_t seq = lint_clocks_enqueue(&x->clocks, stream);
     for (uint32_t k = 0; k < n; k++)
         note_use(x, op, &views[k], stream, seq);
+    if (ok)
+        check_races(x, op, stream, seq);
+    if (host)
+        host_access(x);
 }
 
 static void lint_check(lint_ctx *x, const plan_op *op) {
@@ -365,10 +436,13 @@ static void lint_check(lint_ctx *x, const plan_op *op) {
     }
     if (refused(x))
         return;
-    /* the host reads both sides after the device finished: a default-stream use */
+    host_access(x);
     uint64_t seq = lint_clocks_enqueue(&x->clocks, SCHED_DEFAULT_STREAM);
     note_use(x, op, a, SCHED_DEFAULT_STREAM, seq);
     note_use(x, op, b, SCHED_DEFAULT_STREAM, seq);
+    if (ok)
+        check_races(x, op, SCHED_DEFAULT_STREAM, seq);
+    host_access(x);
 }
 
 static void lint_event_op(lint_ctx *x, const plan_op *op) {
@@ -385,6 +459,20 @@ static void lint_event_op(lint_ctx *x, const plan_op *op) {
         lint_clocks_wait(&x->clocks, op->u.event.event, op->u.event.stream);
     else
         lint_clocks_sync(&x->clocks, op->u.sync.kind, op->u.sync.stream, op->u.sync.event);
+}
+
+/* record_stream names a live buffer (the tensor must exist to record a use of it). */
+static void lint_record_stream(lint_ctx *x, const plan_op *op) {
+    uint32_t buf = op->u.record_stream.buf;
+    const lint_buf *b = &x->bufs[buf];
+    if (!b->ever)
+        report(x, op, ERR_COUNT_, "not_allocated", "record_stream of '%s' which is not allocated",
+               buf_name(x, buf));
+    else if (!b->live)
+        report(x, op, ERR_COUNT_, "use_after_free", "record_stream of '%s' after free (freed at %u:%u)",
+               buf_name(x, buf), plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
+    else if (op->u.record_stream.stream < x->n_streams)   /* the free waits for that stream now */
+        x->uses[(size_t)buf * x->n_streams + op->u.record_stream.stream].recorded = true;
 }
 
 static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
@@ -430,7 +518,11 @@ static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     case OP_CHECK:
         lint_check(x, op);
         break;
+    case OP_RECORD_STREAM:
+        lint_record_stream(x, op);
+        break;
     case OP_REGION_BEGIN:
+    case OP_EMPTY_CACHE:      /* only the torch view's allocator acts on it */
     case OP_REGION_END:
     case OP_EXPECT_BEGIN:
     case OP_GROUP_BEGIN:
@@ -505,6 +597,8 @@ static size_t lint_expect(lint_ctx *x, const rank_plan *p, size_t i) {
 
 static void lint_rank(lint_ctx *x, const rank_plan *p) {
     x->rank = p->rank;
+    x->plan = p;
+    lint_race_reset(&x->race);
     memset(x->bufs, 0, x->n_bufs * sizeof *x->bufs);
     memset(x->uses, 0, (size_t)x->n_bufs * x->n_streams * sizeof *x->uses);
     lint_clocks_reset(&x->clocks);
@@ -536,6 +630,8 @@ size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint
     x.uses = ml_xcalloc((size_t)(x.n_bufs + 1) * x.n_streams, sizeof *x.uses);
     x.colls = ml_xcalloc((size_t)world, sizeof *x.colls);
     lint_clocks_init(&x.clocks, x.n_streams, s->syms[SYM_EVENT].n);
+    lint_race_init(&x.race, x.n_bufs, x.n_streams);
+    ml_vec_init(&x.dyn, sizeof(plan_access));
     /* Plans that share one op array (plan_share) lint alike: a verdict depends on the ops, the
      * world and what earlier ops did, never on the rank, which only appears in message texts
      * (an in-place offset, a rank where a wrapped step does not run). So when rank 0 finds
@@ -558,6 +654,8 @@ size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint
         lint_coll_seq_free(&x.colls[rank]);
     free(x.colls);
     lint_clocks_free(&x.clocks);
+    lint_race_free(&x.race);
+    ml_vec_free(&x.dyn);
     free(x.found);
     free(x.index);
     free(x.uses);

@@ -20,6 +20,8 @@ const lint_class lint_classes[] = {
     {"double-release", CODES("double_release"), "a release of a buffer already released"},
     {"inplace-offsets", CODES("bad_inplace"),
      "send and recv overlapping elsewhere than at NCCL's in-place offset"},
+    {"races", CODES("race"),
+     "accesses of one buffer on two streams with no happens-before between them, one a write"},
 };
 const size_t lint_class_count = sizeof lint_classes / sizeof *lint_classes;
 

@@ -32,6 +32,48 @@ void lint_clocks_sync(lint_clocks *c, sched_sync_kind kind, uint32_t stream, uin
 /* True when the op with sequence number seq on stream u is known complete for a host free that
  * is ordered on the default stream (cudaFreeAsync on it, or the host after a sync). */
 bool lint_clocks_done_for_free(const lint_clocks *c, uint32_t u, uint64_t seq);
+/* The op with sequence number seq on stream u is complete before the next op enqueued on stream
+ * s: s waited for it through events, or the host waited for it before enqueueing. */
+bool lint_clocks_ordered(const lint_clocks *c, uint32_t u, uint64_t seq, uint32_t s);
+/* It is before everything enqueued from now on, on every stream: the host waited for it, or
+ * every other stream waited on an event recorded after it (its own stream by program order). */
+bool lint_clocks_before_all(const lint_clocks *c, uint32_t u, uint64_t seq);
+
+/* ---- Races between streams (lint_race.c) -----------------------------------------------------
+ * Per buffer, disjoint element segments, each with the last write and the last read per stream
+ * since it (an access is one view of one op: op, its sequence number, its stream, which of the
+ * op's plan_op_accesses). lint_race_access_check checks one access against them and records it;
+ * with report set, the first race found is written into text and true is returned. */
+typedef struct {
+    const plan_op *op;        /* NULL: none */
+    uint64_t seq;
+    uint32_t stream, view;
+} lint_race_access;
+
+typedef struct {
+    uint64_t lo, hi;          /* elements [lo, hi) */
+    lint_race_access write;
+} lint_race_seg;
+
+typedef struct {
+    lint_race_seg *segs;      /* sorted by lo, disjoint */
+    lint_race_access *reads;  /* [cap * n_streams]: segment k's reads at k * n_streams */
+    uint32_t n, cap;
+} lint_race_list;
+
+typedef struct {
+    lint_race_list *bufs;     /* [n_bufs] */
+    uint32_t n_bufs, n_streams;
+    ml_vec dyn;               /* scratch for plan_op_accesses of a compute, for messages */
+} lint_race;
+
+void lint_race_init(lint_race *r, uint32_t n_bufs, uint32_t n_streams);
+void lint_race_reset(lint_race *r);
+void lint_race_clear(lint_race *r, uint32_t buf);   /* alloc, free: new memory, nothing before */
+void lint_race_free(lint_race *r);
+bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan *p,
+                            const plan_op *op, uint32_t view, const plan_access *a,
+                            uint32_t stream, uint64_t seq, bool report, char *text, size_t len);
 
 /* ---- Text ------------------------------------------------------------------------------------- */
 /* "'full'" for a whole view, "'full[768:512]'" otherwise (quotes included). */

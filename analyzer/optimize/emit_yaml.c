@@ -220,7 +220,13 @@ static void trimmed(ml_str *t, const expr *e) {
     }
     ml_str_append(t, s, n);
 }
-static const char *sym(writer *w, sched_sym_kind k, uint32_t s) { return sched_sym_name(w->s, k, s); }
+/* A symbol's name; events past the schedule's own are the rewrite's (extra_events). */
+static const char *sym(writer *w, sched_sym_kind k, uint32_t s) {
+    uint32_t n = w->s->syms[k].n;
+    if (k == SYM_EVENT && s >= n && w->o && s - n < w->o->n_extra_events)
+        return w->o->extra_events[s - n];
+    return sched_sym_name(w->s, k, s);
+}
 
 /* "key: value" inside a flow mapping; first is false after the first pair. */
 static void pair(writer *w, bool *first, const char *key, const char *value) {
@@ -365,6 +371,7 @@ static void step_value(writer *w, const sched_step *st) {
             key(w, &first, "init");
             init_value(w, &a->init);
         }
+        stream_pair(w, &first, a->stream);
         lit(w, "}");
         return;
     }
@@ -451,6 +458,15 @@ static void step_value(writer *w, const sched_step *st) {
         stream_pair(w, &first, st->u.scale.stream);
         lit(w, "}");
         return;
+    case ST_RECORD_STREAM:
+        lit(w, "{");
+        pair(w, &first, "buf", sym(w, SYM_BUFFER, st->u.record_stream.buf));
+        pair(w, &first, "stream", sym(w, SYM_STREAM, st->u.record_stream.stream));
+        lit(w, "}");
+        return;
+    case ST_EMPTY_CACHE:
+        lit(w, "{}");
+        return;
     case ST_COMPUTE: {
         __typeof__(st->u.compute) const *c = &st->u.compute;
         lit(w, "{");
@@ -459,6 +475,10 @@ static void step_value(writer *w, const sched_step *st) {
         if (c->n_writes)
             views_list(w, &first, "writes", c->writes, c->n_writes);
         stream_pair(w, &first, c->stream);
+        if (c->time_us)   /* the time model's duration (timemodel.h) */
+            pair(w, &first, "time", ex(c->time_us));
+        if (c->flops)
+            pair(w, &first, "flops", ex(c->flops));
         lit(w, "}");
         return;
     }
@@ -577,13 +597,18 @@ static void steps(writer *w, const sched_step *st, uint32_t n, int ind) {
  * else a list with one item per expectation. */
 static void bound(writer *w, const sched_expect *e) {
     bool first = true;
-    lit(w, ml_mem_view_names[e->view]);
+    const ml_series_info *si = &ml_series[e->view];
+    lit(w, ml_views[si->view].name);   /* a series of a view of several: `torch: {allocated: ` */
     lit(w, ": {");
+    if (si->key) {
+        lit(w, si->key);
+        lit(w, ": {");
+    }
     if (e->steady)
         pair(w, &first, "steady", ex(e->steady));
     if (e->peak)
         pair(w, &first, "peak", ex(e->peak));
-    lit(w, "}");
+    lit(w, si->key ? "}}" : "}");
 }
 
 static void expects(writer *w, const sched_expect *e, uint32_t n, int ind) {
@@ -598,7 +623,7 @@ static void expects(writer *w, const sched_expect *e, uint32_t n, int ind) {
         for (uint32_t j = 0; j < k; j++)
             mapping &= !e[k].rank && e[j].view != e[k].view;
     for (uint32_t k = 0; k < n && mapping; k++)
-        mapping &= !e[k].rank;
+        mapping &= !e[k].rank && !ml_series[e[k].view].key;   /* one item per series of torch */
     indent(w, ind);
     lit(w, "expect:\n");
     for (uint32_t k = 0; k < n; k++) {
@@ -658,6 +683,21 @@ static const sched_step *plan_steps(writer *w, uint32_t k, uint32_t *n) {
     return w->s->plans[k].steps;
 }
 
+/* `torch: {conf: "...", limit: EXPR}` as the file gave it. */
+static void torch_key(writer *w, const sched *s) {
+    if (!s->torch.present)
+        return;
+    bool first = true;
+    lit(w, "torch: {");
+    if (s->torch.conf) {
+        key(w, &first, "conf");
+        scalar(w, s->torch.conf, true);
+    }
+    if (s->torch.limit)
+        pair(w, &first, "limit", ex(s->torch.limit));
+    lit(w, "}\n");
+}
+
 int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d) {
     writer w = {.s = s, .o = o, .out = out, .d = d};
     if (o && o->header)
@@ -684,6 +724,7 @@ int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d)
     }
     decls(&w, "streams", SYM_STREAM, 1, NULL, 0);
     decls(&w, "events", SYM_EVENT, 0, o ? o->extra_events : NULL, o ? o->n_extra_events : 0);
+    torch_key(&w, s);
     expects(&w, s->expects, s->n_expects, 0);
     bool named = s->n_plans > 1 || (s->n_plans == 1 && s->plans[0].name[0]);
     if (!named) {

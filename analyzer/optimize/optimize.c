@@ -38,6 +38,7 @@ typedef struct {
     ml_diags diags;         /* lint's findings */
     bool *rows_pass;        /* expect_error contract rows, in order */
     size_t n_rows;
+    double step_us;         /* the time model's step time, the slowest rank (timemodel.h) */
 } evaluation;
 
 static void eval_free(evaluation *e) {
@@ -71,7 +72,10 @@ static int evaluate(const sched *s, int k, const sched_params *p, int world, eva
         for (int r = 0; r < world; r++) {
             memcpy(e->mem[r].steady, it.pred[r].steady, sizeof it.pred[r].steady);
             memcpy(e->mem[r].peak, it.pred[r].peak, sizeof it.pred[r].peak);
+            memcpy(e->mem[r].on, it.pred[r].on, sizeof it.pred[r].on);
             e->floor[r] = it.pred[r].floor;
+            if (it.pred[r].step_us > e->step_us)   /* the time model's, the slowest rank */
+                e->step_us = it.pred[r].step_us;
         }
     }
     pipeline_item_free(&it);
@@ -97,19 +101,24 @@ static const ml_diag *new_finding(const evaluation *base, const evaluation *cand
     return NULL;
 }
 
-/* Lower memory: no rank's peak rises in either view, and some rank is lower by (requested peak,
- * device peak, requested steady) in that order. */
+/* Lower memory: no rank's peak rises in any series of the views predicted (views.h), and some
+ * rank is lower by its peaks in series order (requested, device, torch allocated, torch
+ * reserved), then by requested steady. */
 static bool lower(const evaluation *base, const evaluation *cand, int world) {
     bool better = false;
     for (int r = 0; r < world; r++) {
         const opt_mem *a = &base->mem[r], *b = &cand->mem[r];
-        if (b->peak[VIEW_REQUESTED] > a->peak[VIEW_REQUESTED] ||
-            b->peak[VIEW_DEVICE] > a->peak[VIEW_DEVICE])
-            return false;
-        if (b->peak[VIEW_REQUESTED] != a->peak[VIEW_REQUESTED])
-            better |= b->peak[VIEW_REQUESTED] < a->peak[VIEW_REQUESTED];
-        else if (b->peak[VIEW_DEVICE] != a->peak[VIEW_DEVICE])
-            better |= b->peak[VIEW_DEVICE] < a->peak[VIEW_DEVICE];
+        int differs = -1;
+        for (int v = 0; v < VIEW_COUNT; v++) {
+            if (!a->on[ml_series[v].view])
+                continue;
+            if (b->peak[v] > a->peak[v])
+                return false;
+            if (differs < 0 && b->peak[v] != a->peak[v])
+                differs = v;
+        }
+        if (differs >= 0)
+            better |= b->peak[differs] < a->peak[differs];
         else
             better |= b->steady[VIEW_REQUESTED] < a->steady[VIEW_REQUESTED];
     }
@@ -128,7 +137,61 @@ typedef struct {
     const char ***notes;       /* [plan][pre-order] */
     uint32_t **lines;          /* [plan][pre-order] */
     size_t *n_pre;             /* [plan] */
+    /* For the final write only: the original file's comment above (and at the end of) each
+     * line, by line number, so that the user's comments stay with their steps. */
+    const char **comments;
+    size_t n_comments;
+    uint32_t header_line;      /* the first line that is not a comment: its block heads the file */
 } state;
+
+/* The user's comments of the file at path, by the line of the step they belong to: the block
+ * of comment lines right above it (no blank line between) and a comment at the end of it.
+ * Texts are without '#', in the arena; lines without a comment are NULL. */
+static void read_comments(ml_arena *a, const char *path, state *st) {
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    ml_vec lines;
+    ml_vec_init(&lines, sizeof(const char *));
+    *(const char **)ml_vec_push(&lines) = NULL;   /* line 0 */
+    ml_str block = {0};
+    char buf[4096];
+    while (fgets(buf, sizeof buf, f)) {
+        size_t n = strcspn(buf, "\n");
+        buf[n] = '\0';
+        const char *t = buf + strspn(buf, " \t");
+        const char **slot = ml_vec_push(&lines);
+        if (*t == '#') {   /* a comment line: part of the block above the next step */
+            const char *c = t + 1 + (t[1] == ' ');
+            ml_str_printf(&block, "%s%s", block.n ? "\n" : "", c);
+            continue;
+        }
+        /* an end-of-line comment: ' #' outside quotes */
+        const char *end = NULL;
+        char q = 0;
+        for (const char *p = t; *p && !end; p++) {
+            if (q)
+                q = *p == q ? 0 : q;
+            else if (*p == '\'' || *p == '"')
+                q = *p;
+            else if (*p == '#' && p > t && (p[-1] == ' ' || p[-1] == '\t'))
+                end = p + 1 + (p[1] == ' ');
+        }
+        if (end)
+            ml_str_printf(&block, "%s%s", block.n ? "\n" : "", end);
+        if (*t && block.n)
+            *slot = ml_arena_strndup(a, block.s, block.n);
+        if (*t && !st->header_line)
+            st->header_line = (uint32_t)(lines.n - 1);   /* the file's first key */
+        block.n = 0;   /* a blank line ends a block that no step follows */
+    }
+    fclose(f);
+    ml_str_free(&block);
+    st->n_comments = lines.n;
+    st->comments = ml_arena_alloc(a, (lines.n + 1) * sizeof *st->comments);
+    memcpy(st->comments, lines.items, lines.n * sizeof *st->comments);
+    ml_vec_free(&lines);
+}
 
 static int cmp_pair(const void *a, const void *b) {
     uintptr_t x = (uintptr_t)((const note_pair *)a)->step, y = (uintptr_t)((const note_pair *)b)->step;
@@ -185,7 +248,15 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
             }
             const sched_step *x = &f->v[f->i++];
             const char *note = ML_VEC_AT(&all_notes, const char *, at);
+            uint32_t line = ML_VEC_AT(&all_lines, uint32_t, at);
             at++;
+            const char *user = st->comments && line < st->n_comments ? st->comments[line] : NULL;
+            if (user) {   /* the user's comment first, then what the optimizer says */
+                ml_str both = {0};
+                ml_str_printf(&both, "%s%s%s", user, note ? "\n" : "", note ? note : "");
+                note = ml_arena_strndup(c->arena, both.s, both.n);
+                ml_str_free(&both);
+            }
             if (note)
                 *(note_pair *)ml_vec_push(&pairs) = (note_pair){x, note};
             if (depth + 1 < (int)ML_ARRAY_LEN(fr) && x->kind == ST_REPEAT)
@@ -300,14 +371,17 @@ static void replace_sched(driver *dv, sched *s2) {
 }
 
 /* One stage on plan k. base is the evaluation of the current state, replaced when kept.
+ * early: lifetimes' early frees with record/wait (run_stage tries them first).
  * The stage's trees live in an arena of its own, released once the rewrite is written out and
  * before it is loaded back and evaluated (which take as much memory again): only the notes
  * and lines of the rewrite outlive it, copied into the driver's arena when the stage is kept.
  * Before, one arena held every stage's trees until the end (1158 MiB at 100k steps). */
-static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg) {
+static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg,
+                        bool early) {
     ml_arena *stage_arena = ml_arena_new();
     opt_ctx c = {.s = dv->st.s, .arena = stage_arena, .world = dv->world, .slots = dv->slots,
-                 .allow_lifetimes = dv->o->allow[OPT_LIFETIMES]};
+                 .allow_lifetimes = dv->o->allow[OPT_LIFETIMES],
+                 .allow_host_syncs = dv->o->allow_host_syncs, .early_waits = early};
     /* The transformation rewrites the tree just built: nothing else reads it (a copy kept
      * beside it shared the steps' data anyway, and cost a second tree). */
     opt_block cand;
@@ -328,7 +402,9 @@ static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_sta
     ml_vec_init(&notes, sizeof(const char *));
     ml_vec_init(&lines, sizeof(uint32_t));
     ml_str text = {0};
-    emit_yaml_opts eo = {.bare_comments = true}; /* loaded back only: marks are all it needs */
+    /* loaded back only: marks are all it needs, so its comments are bare */
+    emit_yaml_opts eo = {.extra_events = c.new_events, .n_extra_events = c.n_new_events,
+                         .bare_comments = true};
     ml_diags d2;
     ml_diags_init(&d2);
     sched *s2 = NULL;
@@ -361,6 +437,11 @@ static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_sta
                  fresh->code ? " " : "", fresh->code ? fresh->code : "");
     } else if (!same_rows) {
         snprintf(sg->why, sizeof sg->why, "not kept: an expect_error contract row changes");
+    } else if (e2.step_us > base->step_us * (1 + 1e-9) + 1e-6) {
+        /* the rewrite may not cost time: it must not serialize what the input overlapped */
+        snprintf(sg->why, sizeof sg->why,
+                 "not kept: predicted step time %.1f -> %.1f us (%u step%s changed)",
+                 base->step_us, e2.step_us, c.changes, c.changes == 1 ? "" : "s");
     } else if (!lower(base, &e2, dv->world)) {
         snprintf(sg->why, sizeof sg->why, "not kept: no saving (%u step%s changed)", c.changes,
                  c.changes == 1 ? "" : "s");
@@ -399,6 +480,34 @@ static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_sta
     return rc;
 }
 
+/* Sync steps as written (a repeat's body once). */
+static int count_syncs(const sched_step *st, uint32_t n) {
+    int c = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        c += st[k].kind == ST_SYNC;
+        if (st[k].kind == ST_REPEAT)
+            c += count_syncs(st[k].u.repeat.steps, st[k].u.repeat.n);
+        else if (st[k].kind == ST_REGION)
+            c += count_syncs(st[k].u.region.steps, st[k].u.region.n);
+    }
+    return c;
+}
+
+/* Lifetimes without host syncs has two ways to complete another stream's use before a free:
+ * early, with an added record/wait (the least memory, but the default stream may wait), or at a
+ * point the program already orders it (no new wait, the memory lives longer). The early form is
+ * kept when it costs no time; else the other is tried. */
+static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg) {
+    bool two = kind == OPT_LIFETIMES && !dv->o->allow_host_syncs;
+    int rc = run_stage_as(dv, k, kind, base, sg, two);
+    if (rc == 0 && two && !sg->kept) {
+        free(sg->after);
+        memset(sg, 0, sizeof *sg);
+        rc = run_stage_as(dv, k, kind, base, sg, false);
+    }
+    return rc;
+}
+
 static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {
     evaluation base;
     /* Plan k is still the original's here, but after a kept stage on an earlier plan the current
@@ -419,6 +528,7 @@ static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {
     pr->stages = ml_xcalloc(OPT_KIND_COUNT + 1, sizeof *pr->stages);
     memcpy(pr->before, base.mem, (size_t)dv->world * sizeof *pr->before);
     memcpy(pr->floor, base.floor, (size_t)dv->world * sizeof *pr->floor);
+    pr->step_before_us = base.step_us;
     static const opt_kind order[] = {OPT_LIFETIMES, OPT_INPLACE, OPT_CHUNKED, OPT_REORDER,
                                      OPT_LIFETIMES};
     int rc = 0;
@@ -435,7 +545,11 @@ static int optimize_plan(driver *dv, int k, opt_plan_result *pr) {
             continue;
         }
         pr->n_stages++;
+        pr->any_kept |= sg->kept;
     }
+    pr->step_after_us = base.step_us;
+    const sched_plan *before = &dv->original->plans[k], *after = &dv->st.s->plans[k];
+    pr->host_syncs_added = count_syncs(after->steps, after->n) - count_syncs(before->steps, before->n);
     eval_free(&base);
     return rc;
 }
@@ -499,6 +613,11 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
         }
         snprintf(r->verified, sizeof r->verified, "world %d%s", world, sets);
         ml_str header = {0}, expect_note = {0};
+        read_comments(dv.arena, s->file, &dv.st);
+        const char *user_header = dv.st.header_line < dv.st.n_comments
+                                      ? dv.st.comments[dv.st.header_line] : NULL;
+        if (user_header)   /* the user's own header first */
+            ml_str_printf(&header, "%s\n\n", user_header);
         ml_str_printf(&header,
                       "Rewritten by memlife optimize from %s (verified at %s).\n"
                       "Each changed step has a 'memlife optimize:' comment above it.",

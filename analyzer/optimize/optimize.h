@@ -29,6 +29,7 @@
 #define MEMLIFE_OPTIMIZE_H
 
 #include "predict/analyzer.h"
+#include "report/format.h"
 
 typedef enum { OPT_LIFETIMES, OPT_INPLACE, OPT_CHUNKED, OPT_REORDER, OPT_KIND_COUNT } opt_kind;
 extern const char *const opt_kind_names[OPT_KIND_COUNT];   /* "lifetimes", "inplace", ... */
@@ -38,12 +39,15 @@ typedef struct {
     bool allow[OPT_KIND_COUNT];   /* default: all */
     sched_params params;          /* --world, --set */
     const char *plan;             /* only this plan of a file with `plans:`; NULL: every plan */
+    bool allow_host_syncs;        /* complete a use before a free with `sync: {stream: S}`
+                                     (default: record/wait, keeping the streams overlapped) */
 } opt_options;
 void opt_options_default(opt_options *o);
 
 /* Memory of one rank, as predict_rank gives it. */
 typedef struct {
     uint64_t steady[VIEW_COUNT], peak[VIEW_COUNT];
+    bool on[MV_COUNT];            /* the views predicted (views.h) */
 } opt_mem;
 
 typedef struct {
@@ -61,6 +65,9 @@ typedef struct {
     uint64_t *floor;          /* [world] requested bytes (floor.c) */
     opt_stage *stages;        /* in order */
     size_t n_stages;
+    int host_syncs_added;     /* sync steps in the rewrite minus the original's (as written) */
+    double step_before_us, step_after_us;   /* the time model's step time, slowest rank */
+    bool any_kept;
 } opt_plan_result;
 
 typedef struct {
@@ -77,8 +84,9 @@ typedef struct {
 int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags *d);
 void opt_result_free(opt_result *r);
 
-/* The report: one block per plan with a row per stage and rank, in table, json or md. */
-typedef enum { OPT_FMT_TABLE, OPT_FMT_JSON, OPT_FMT_MD } opt_format;
-int opt_report(const opt_result *r, opt_format fmt, ml_str *out);
+/* The report: one block per plan with a row per stage and rank, in table, json or md (its
+ * document, doc.h, has no CSV grid: -1 for csv). */
+unsigned opt_formats(void);   /* bits 1 << FMT_* */
+int opt_report(const opt_result *r, report_format fmt, ml_str *out);
 
 #endif

@@ -118,7 +118,9 @@ static void chunked_block(opt_ctx *c, opt_block *b) {
         if (!ok)
             continue;
         uint64_t need;
-        size_t p = opt_completion_point(b, a, i, limit, A, NULL, &need);
+        /* A release unmaps (cuMemUnmap), which no stream orders: the collective must be complete
+         * at the host, so releases keep host syncs whatever --allow-host-syncs says. */
+        size_t p = opt_completion_point(b, a, i, limit, A, NULL, 0, &need);
         if (p == limit) {   /* no sync before the end of A's life: add one */
             p = i;
             need = opt_async_streams(&b->v[i], A);

@@ -31,6 +31,12 @@ typedef struct {
     int64_t **slots;      /* [world]: let values per rank, for concrete checks */
     uint32_t changes;
     bool allow_lifetimes; /* the inplace stage may move frees (it merges lifetimes) */
+    bool allow_host_syncs;    /* --allow-host-syncs: complete a use with `sync: {stream: S}`;
+                                 else with record/wait, which keeps the streams overlapped */
+    bool early_waits;     /* lifetimes: free early with record/wait rather than at a later point
+                             the program already orders (tried first; kept if it costs no time) */
+    const char *new_events[64];   /* events a stage declares (`events:` of the rewrite) */
+    uint32_t n_new_events;
     char renamed[160];    /* results that live on under another name: "'gathered' is now 'full'" */
 } opt_ctx;
 
@@ -94,12 +100,25 @@ void opt_reorder(opt_ctx *c, opt_block *b);
  * completes them, if waiting for it keeps it behind no alloc), or last with *need set to the
  * streams that need a `sync: {stream: S}` added after node last, or limit when it should stay.
  * alloc_gap[k] (or, when NULL, whether node k allocates) says that an allocation is placed
- * between nodes k-1 and k, k included. Used by lifetimes (frees) and chunked (releases). */
+ * between nodes k-1 and k, k included. A wait of the default stream on an event recorded on S
+ * after the use completes it as a host sync does (frees are default-stream ordered).
+ * how: OPT_DEFAULT_ORDERED, OPT_PREFER_EXISTING (frees; a release, which no stream orders,
+ * passes 0). Used by lifetimes (frees) and chunked (releases). */
+enum {
+    OPT_DEFAULT_ORDERED = 1,  /* uses on the default stream need nothing (the free follows them) */
+    OPT_PREFER_EXISTING = 2   /* an existing completion point is taken even past an allocation */
+};
 size_t opt_completion_point(const opt_block *b, size_t from, size_t last, size_t limit,
-                            uint32_t buf, const bool *alloc_gap, uint64_t *need);
+                            uint32_t buf, const bool *alloc_gap, unsigned how, uint64_t *need);
 /* A free of several names becomes one free per name (each can then move on its own). */
 void opt_split_frees(opt_ctx *c, opt_block *b);
 /* A `sync: {stream: s}` node (added by a stage). */
 opt_node opt_sync_node(opt_ctx *c, uint32_t stream, const char *why);
+/* The event a stage records on stream s to order a later free after s's work ("s_done", or
+ * with a number when taken), declared once per stage; its symbol is past the schedule's own. */
+uint32_t opt_stream_event(opt_ctx *c, uint32_t stream);
+/* `record: {event: e, stream: s}` / `wait: {event: e, stream: s}` nodes (added by a stage). */
+opt_node opt_event_node(opt_ctx *c, sched_step_kind kind, uint32_t event, uint32_t stream,
+                        const char *why);
 
 #endif

@@ -68,6 +68,16 @@ static void where(const opt_node *n, char *buf, size_t len) {
 /* Does node k complete asynchronous work enqueued on stream u before node `after`? */
 static bool completes(const opt_block *b, size_t k, uint32_t u, size_t after) {
     const sched_step *st = &b->v[k].st;
+    /* a wait of the default stream on an event whose latest record is on u after the use: the
+     * default stream, where frees are ordered (cudaFreeAsync), is then past that work */
+    if (st->kind == ST_WAIT && st->u.event.stream == SCHED_DEFAULT_STREAM) {
+        for (size_t r = k; r-- > after + 1;) {
+            const sched_step *rs = &b->v[r].st;
+            if (rs->kind == ST_RECORD && rs->u.event.event == st->u.event.event)
+                return rs->u.event.stream == u;
+        }
+        return false;
+    }
     if (st->kind != ST_SYNC)
         return false;
     if (st->u.sync.kind == SYNC_DEVICE)
@@ -84,12 +94,15 @@ static bool completes(const opt_block *b, size_t k, uint32_t u, size_t after) {
 }
 
 size_t opt_completion_point(const opt_block *b, size_t from, size_t last, size_t limit,
-                            uint32_t buf, const bool *alloc_gap, uint64_t *need) {
+                            uint32_t buf, const bool *alloc_gap, unsigned how,
+                            uint64_t *need) {
     *need = 0;
     uint64_t used = 0;
     size_t last_on[64];
     for (size_t k = from; k <= last; k++) {
         uint64_t s = opt_async_streams(&b->v[k], buf);
+        if (how & OPT_DEFAULT_ORDERED)   /* the free is stream-ordered after default's work */
+            s &= ~(1ull << SCHED_DEFAULT_STREAM);
         for (uint32_t u = 0; u < 64 && (s >> u); u++)
             if (s >> u & 1) {
                 used |= 1ull << u;
@@ -123,8 +136,22 @@ size_t opt_completion_point(const opt_block *b, size_t from, size_t last, size_t
         alloc_between = alloc_gap ? alloc_gap[k] : (k < limit && opt_is_alloc_like(&b->v[k]));
     if (!alloc_between)
         return all_found ? point : limit;
+    /* Keeping the overlap: where the program already orders the uses (a host sync, a wait of
+     * default) the free goes there, even past an allocation, rather than adding a wait that
+     * would hold the default stream behind another stream's work sooner than the program does. */
+    if ((how & OPT_PREFER_EXISTING) && all_found)
+        return point;
     *need = late;
     return last;
+}
+
+/* The last node in [from, last] whose asynchronous work on stream u uses buf. */
+static size_t last_use_on(const opt_block *b, size_t from, size_t last, uint32_t buf, uint32_t u) {
+    size_t at = last;
+    for (size_t k = from; k <= last; k++)
+        if (opt_async_streams(&b->v[k], buf) >> u & 1)
+            at = k;
+    return at;
 }
 
 /* ---- the pass ---------------------------------------------------------------------------------*/
@@ -255,7 +282,10 @@ static void split_at_overwrites(opt_ctx *c, opt_block *b) {
 
 typedef struct {
     slot_list *before, *after, *syncs;
-    uint64_t *synced;
+    slot_list *early;      /* before `before`: a stream-ordered free and its wait, ahead of the
+                              allocation that may reuse the memory */
+    uint64_t *synced;      /* streams with a sync (or record) added after node k */
+    uint64_t *waited;      /* streams default waits for in early[k] */
     bool *moved, *alloc_gap;
 } placement;
 
@@ -279,7 +309,11 @@ static void place_allocs(opt_ctx *c, opt_block *b, placement *pl, size_t *ref) {
         if (nd->st.kind != ST_ALLOC)
             continue;
         size_t f = first_ref[k] == NONE ? n : first_ref[k];
-        bool stays = nd->st.u.alloc.init.kind == INIT_COPY || f == k + 1 ||
+        /* A pattern init is written by the host after waiting for the device (docs/runtime.md):
+         * moved in among steps of several streams it would stop their overlap, so with streams
+         * it stays (a copy-init stays anyway: its source could change). */
+        bool host_init = nd->st.u.alloc.init.kind != INIT_NONE && c->s->syms[SYM_STREAM].n > 1;
+        bool stays = nd->st.u.alloc.init.kind == INIT_COPY || host_init || f == k + 1 ||
                      (f < n && b->v[f].st.kind == ST_FREE);   /* never used: its free follows */
         if (stays) {
             pl->alloc_gap[k] = true;
@@ -315,7 +349,9 @@ static void place_free(opt_ctx *c, opt_block *b, placement *pl, size_t k, size_t
      * where it is unless a sync before it completes the uses (else a sync is added). */
     if (!nd->orig_line)
         pl->alloc_gap[k] = true;
-    size_t p = opt_completion_point(b, from, last, k, x, pl->alloc_gap, &need);
+    unsigned mode = c->allow_host_syncs ? 0
+                    : OPT_DEFAULT_ORDERED | (c->early_waits ? 0 : OPT_PREFER_EXISTING);
+    size_t p = opt_completion_point(b, from, last, k, x, pl->alloc_gap, mode, &need);
     if (p + 1 >= k && !need) {
         if (!nd->orig_line)
             opt_note(c, nd, "free of '%s' added: the sync above completes its last use", opt_buf_name(c, x));
@@ -325,24 +361,66 @@ static void place_free(opt_ctx *c, opt_block *b, placement *pl, size_t k, size_t
     opt_node m = *nd;
     char w[160];
     where(&b->v[last], w, sizeof w);
+    /* What completes the last use before the free (need: streams it ran on, past node p):
+     *  - the default stream: nothing. The free is host-side after it in program order; under
+     *    cudaFreeAsync on the default stream it is stream-ordered after that work, under plain
+     *    cudaFree the driver synchronizes (the lint's free hazard agrees);
+     *  - another stream S, unless --allow-host-syncs: a record on S right after the last use,
+     *    and a wait of default on it right before the allocation the freed memory is for, with
+     *    the free: the streams keep running in between (a host sync would stop them all);
+     *  - with --allow-host-syncs: `sync: {stream: S}` after the last use, as before. */
+    uint64_t waits = 0;
+    for (uint32_t u = 0; u < 64 && (need >> u); u++) {
+        if (!(need >> u & 1) || (!c->allow_host_syncs && u == SCHED_DEFAULT_STREAM))
+            continue;
+        waits |= c->allow_host_syncs ? 0 : 1ull << u;
+        /* the record goes right after the last use on u, so that waiting for it does not wait
+         * for u's later work (the next prefetch); a host sync goes after the last use overall */
+        size_t at = c->allow_host_syncs ? p : last_use_on(b, from, last, x, u);
+        if (pl->synced[at] >> u & 1)
+            continue;
+        char wu[160], why[300];
+        where(&b->v[last_use_on(b, from, last, x, u)], wu, sizeof wu);
+        snprintf(why, sizeof why,
+                 "'%s' is freed below and its last use on stream '%s', %s, must complete first",
+                 opt_buf_name(c, x), opt_stream_name(c, u), wu);
+        opt_node s = c->allow_host_syncs
+                         ? opt_sync_node(c, u, why)
+                         : opt_event_node(c, ST_RECORD, opt_stream_event(c, u), u, why);
+        list_add(c, &pl->syncs[at], &s);
+        pl->synced[at] |= 1ull << u;
+    }
+    const char *how = !need ? "" : waits ? ", ordered after it by the wait added above"
+                      : c->allow_host_syncs ? ", completed by the sync added above"
+                                            : ", after it on the default stream";
     if (nd->orig_line)
-        opt_note(c, &m, "free of '%s' (line %u) moved to right after its last use, %s%s", opt_buf_name(c, x),
-                 nd->orig_line, w, need ? ", completed by the sync added above" : "");
+        opt_note(c, &m, "free of '%s' (line %u) moved to right after its last use, %s%s",
+                 opt_buf_name(c, x), nd->orig_line, w, how);
     else
         opt_note(c, &m, "free of '%s' added right after its last use before it is overwritten, %s%s",
-                 opt_buf_name(c, x), w, need ? ", completed by the sync added above" : "");
-    for (uint32_t u = 0; u < 64 && (need >> u); u++) {
-        if (!(need >> u & 1) || (pl->synced[p] >> u & 1))
-            continue;
-        char why[300];
-        snprintf(why, sizeof why,
-                 "'%s' is freed below and its last use, %s on stream '%s', must complete first",
-                 opt_buf_name(c, x), w, opt_stream_name(c, u));
-        opt_node s = opt_sync_node(c, u, why);
-        list_add(c, &pl->syncs[p], &s);
-        pl->synced[p] |= 1ull << u;
+                 opt_buf_name(c, x), w, how);
+    if (!waits) {
+        list_add(c, &pl->after[p], &m);
+    } else {
+        size_t q = p + 1;   /* the first allocation placed after the last use */
+        while (q < b->n && !pl->alloc_gap[q])
+            q++;
+        for (uint32_t u = 0; u < 64 && (waits >> u); u++) {
+            if (!(waits >> u & 1) || (pl->waited[q] >> u & 1))
+                continue;
+            char why[300];
+            snprintf(why, sizeof why,
+                     "default waits for stream '%s' before '%s' is freed and its memory reused",
+                     opt_stream_name(c, u), opt_buf_name(c, x));
+            opt_node wn = opt_event_node(c, ST_WAIT, opt_stream_event(c, u),
+                                         SCHED_DEFAULT_STREAM, why);
+            list_add(c, &pl->early[q], &wn);
+            pl->waited[q] |= 1ull << u;
+        }
+        if (nd->orig_line)
+            opt_note(c, &m, "placed just before the allocation that can reuse its memory");
+        list_add(c, &pl->early[q], &m);
     }
-    list_add(c, &pl->after[p], &m);
     c->changes += nd->orig_line != 0;   /* an added free counts once, when kept */
 }
 
@@ -368,9 +446,10 @@ static void drop_idle_splits(opt_ctx *c, opt_block *b) {
         }
         drop[j] = drop[k] = true;
         bool alone = j + 1 < b->n && b->v[j + 1].st.kind != ST_FREE && b->v[j + 1].st.kind != ST_RELEASE;
-        for (size_t g = j; alone && g-- > 0 && b->v[g].st.kind == ST_SYNC && !b->v[g].orig_line;) {
+        for (size_t g = j; alone && g-- > 0 && (b->v[g].st.kind == ST_SYNC || b->v[g].st.kind == ST_WAIT) &&
+                           !b->v[g].orig_line;) {
             drop[g] = true;
-            c->changes--;   /* opt_sync_node counted it */
+            c->changes--;   /* opt_sync_node / opt_event_node counted it */
         }
     }
     opt_block out = {0};
@@ -393,7 +472,9 @@ static void lifetimes_block(opt_ctx *c, opt_block *b) {
         .before = ml_arena_alloc(c->arena, (n + 1) * sizeof(slot_list)),
         .after = ml_arena_alloc(c->arena, (n + 1) * sizeof(slot_list)),
         .syncs = ml_arena_alloc(c->arena, (n + 1) * sizeof(slot_list)),
+        .early = ml_arena_alloc(c->arena, (n + 1) * sizeof(slot_list)),
         .synced = ml_arena_alloc(c->arena, (n + 1) * sizeof(uint64_t)),
+        .waited = ml_arena_alloc(c->arena, (n + 1) * sizeof(uint64_t)),
         .moved = ml_arena_alloc(c->arena, (n + 1) * sizeof(bool)),
         .alloc_gap = ml_arena_alloc(c->arena, (n + 1) * sizeof(bool)),
     };
@@ -423,6 +504,8 @@ static void lifetimes_block(opt_ctx *c, opt_block *b) {
 
     opt_block out = {0};
     for (size_t k = 0; k <= n; k++) {
+        for (slot *s = pl.early[k].head; s; s = s->next)
+            opt_block_push(c, &out, &s->n);
         for (slot *s = pl.before[k].head; s; s = s->next)
             opt_block_push(c, &out, &s->n);
         if (k == n)

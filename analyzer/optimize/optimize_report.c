@@ -11,7 +11,7 @@
  * `peak`}}; bytes are integers, savings may be negative (a kept in-place rewrite can raise the
  * steady while it lowers the peak). */
 #include "optimize/optimize.h"
-#include "report/report_int.h"
+#include "report/doc.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -37,12 +37,45 @@ static void plan_title(const opt_result *r, const opt_plan_result *p, char *buf,
 
 /* ---- table and Markdown ----------------------------------------------------------------------- */
 
+/* The fixed columns, then one "SERIES peak" column per series of every optional view that is on
+ * (views.h: torch allocated, torch reserved), so a new view needs no edit here. */
 enum { C_STAGE, C_KEPT, C_RANKS, C_REQ_STEADY, C_REQ_PEAK, C_SAVED, C_DEV_STEADY, C_DEV_PEAK,
-       C_FLOOR, C_COUNT };
-static const char *const headers[C_COUNT] = {"stage", "kept", "ranks", "requested steady",
-                                             "requested peak", "saved", "device steady",
-                                             "device peak", "floor"};
-static const bool right[C_COUNT] = {false, false, false, true, true, true, true, true, true};
+       C_FLOOR, C_COUNT, C_MAX = C_COUNT + VIEW_COUNT };
+static const char *const fixed_headers[C_COUNT] = {"stage", "kept", "ranks", "requested steady",
+                                                   "requested peak", "saved", "device steady",
+                                                   "device peak", "floor"};
+
+typedef struct {
+    size_t n;
+    const char *headers[C_MAX];
+    bool right[C_MAX];
+    ml_mem_view series[C_MAX];   /* for columns >= C_COUNT */
+    char text[VIEW_COUNT][64];
+} opt_cols;
+
+static void pick_cols(const opt_result *r, opt_cols *c) {
+    memset(c, 0, sizeof *c);
+    for (int k = 0; k < C_COUNT; k++) {
+        c->headers[k] = fixed_headers[k];
+        c->right[k] = k >= C_REQ_STEADY;
+    }
+    c->n = C_COUNT;
+    const opt_mem *m = NULL;
+    for (size_t k = 0; k < r->n_plans && !m; k++)
+        if (r->plans[k].optimized && r->world > 0)
+            m = &r->plans[k].before[0];
+    for (int view = 0; m && view < MV_COUNT; view++) {
+        if (!ml_views[view].optional || !m->on[view])
+            continue;
+        for (int j = 0; j < ml_views[view].n_series; j++) {
+            ml_mem_view v = ml_views[view].series[j];
+            snprintf(c->text[v], sizeof c->text[v], "%s peak", ml_series[v].column);
+            c->headers[c->n] = c->text[v];
+            c->right[c->n] = true;
+            c->series[c->n++] = v;
+        }
+    }
+}
 
 static void size_cell(uint64_t v, char *buf, size_t len) { report_size_cell(v, buf, len); }
 
@@ -60,7 +93,8 @@ static void saved_cell(uint64_t before, uint64_t after, char *buf, size_t len) {
 }
 
 /* The cells of one row (row = -1: before; else stage index) for rank r, after the rank column. */
-static void row_cells(const opt_plan_result *p, int row, int r, char cells[C_COUNT][96]) {
+static void row_cells(const opt_plan_result *p, const opt_cols *cols, int row, int r,
+                      char cells[C_MAX][96]) {
     const opt_mem *m = row < 0 ? &p->before[r] : &p->stages[row].after[r];
     const opt_mem *prev = row < 0 ? m : stage_before(p, (size_t)row, r);
     snprintf(cells[C_STAGE], 96, "%s", row < 0 ? "before" : opt_kind_names[p->stages[row].kind]);
@@ -71,35 +105,38 @@ static void row_cells(const opt_plan_result *p, int row, int r, char cells[C_COU
     size_cell(m->steady[VIEW_DEVICE], cells[C_DEV_STEADY], 96);
     size_cell(m->peak[VIEW_DEVICE], cells[C_DEV_PEAK], 96);
     size_cell(p->floor[r], cells[C_FLOOR], 96);
+    for (size_t c = C_COUNT; c < cols->n; c++)
+        size_cell(m->peak[cols->series[c]], cells[c], 96);
     cells[C_RANKS][0] = '\0';
 }
 
-static bool same_cells(const opt_plan_result *p, int row, int a, int b) {
-    char x[C_COUNT][96], y[C_COUNT][96];
-    row_cells(p, row, a, x);
-    row_cells(p, row, b, y);
-    for (int c = 0; c < C_COUNT; c++)
+static bool same_cells(const opt_plan_result *p, const opt_cols *cols, int row, int a, int b) {
+    char x[C_MAX][96], y[C_MAX][96];
+    row_cells(p, cols, row, a, x);
+    row_cells(p, cols, row, b, y);
+    for (int c = 0; c < C_MAX; c++)
         if (strcmp(x[c], y[c]))
             return false;
     return true;
 }
 
-static void add_rows(report_grid *g, const opt_result *r, const opt_plan_result *p,
+static void add_rows(report_grid *g, const opt_cols *cols, const opt_result *r,
+                     const opt_plan_result *p,
                      const char *name) {
     for (int row = -1; row < (int)p->n_stages; row++)
         for (int first = 0; first < r->world;) {
             int last = first;
-            while (last + 1 < r->world && same_cells(p, row, first, last + 1))
+            while (last + 1 < r->world && same_cells(p, cols, row, first, last + 1))
                 last++;
-            char cells[C_COUNT][96];
-            row_cells(p, row, first, cells);
+            char cells[C_MAX][96];
+            row_cells(p, cols, row, first, cells);
             if (last > first)
                 snprintf(cells[C_RANKS], 96, "%d-%d", first, last);
             else
                 snprintf(cells[C_RANKS], 96, "%d", first);
             if (name)
                 report_grid_add(g, name);
-            for (int c = 0; c < C_COUNT; c++)
+            for (int c = 0; c < (int)g->cols - (name != NULL); c++)
                 report_grid_add(g, cells[c]);
             first = last + 1;
         }
@@ -131,6 +168,9 @@ static void summary(const opt_result *r, const opt_plan_result *p, const char *i
                       b, a, f, d, ranks);
         first = last + 1;
     }
+    /* what the rewrite costs in time (timemodel.h) and in host waits */
+    ml_str_printf(out, "%sstep time %.1f -> %.1f us (predicted), host syncs added: %d\n", indent,
+                  p->step_before_us, p->step_after_us, p->host_syncs_added);
 }
 
 static void stage_notes(const opt_plan_result *p, const char *indent, ml_str *out) {
@@ -139,64 +179,90 @@ static void stage_notes(const opt_plan_result *p, const char *indent, ml_str *ou
                       p->stages[k].why);
 }
 
-static int write_table(const opt_result *r, ml_str *out) {
+/* The notes under a plan's grid, as one paragraph of the document. */
+static void notes(report_doc *d, unsigned mask, const opt_result *r, const opt_plan_result *p,
+                  const char *indent) {
+    ml_str t = {0};
+    ml_str_append(&t, "", 0);
+    stage_notes(p, indent, &t);
+    summary(r, p, indent, &t);
+    report_doc_printf(d, mask, "%s", t.s);
+    ml_str_free(&t);
+}
+
+static void build_table(const opt_result *r, report_doc *d) {
+    bool first = true;
     for (size_t k = 0; k < r->n_plans; k++) {
         const opt_plan_result *p = &r->plans[k];
         if (!p->optimized)
             continue;
         char name[256];
         plan_title(r, p, name, sizeof name);
-        ml_str_printf(out, "%s%s (%s, verified at %s)\n", out->n ? "\n" : "", name,
-                      r->original->file, r->verified);
+        report_doc_printf(d, DOC_TABLE, "%s%s (%s, verified at %s)\n", first ? "" : "\n", name,
+                          r->original->file, r->verified);
+        first = false;
         report_grid g;
-        report_grid_init(&g, C_COUNT, headers, right);
-        add_rows(&g, r, p, NULL);
-        report_grid_render(&g, false, "  ", out);
-        report_grid_free(&g);
-        stage_notes(p, "  ", out);
-        summary(r, p, "  ", out);
+        opt_cols cols;
+        pick_cols(r, &cols);
+        report_grid_init(&g, cols.n, cols.headers, cols.right);
+        add_rows(&g, &cols, r, p, NULL);
+        report_doc_grid(d, DOC_TABLE, &g, "  ");
+        notes(d, DOC_TABLE, r, p, "  ");
     }
-    return 0;
 }
 
-static int write_md(const opt_result *r, ml_str *out) {
-    const char *h[C_COUNT + 1] = {"schedule"};
-    bool rt[C_COUNT + 1] = {false};
-    for (int c = 0; c < C_COUNT; c++) {
-        h[c + 1] = headers[c];
-        rt[c + 1] = right[c];
+static void build_md(const opt_result *r, report_doc *d) {
+    const char *h[C_MAX + 1] = {"schedule"};
+    bool rt[C_MAX + 1] = {false};
+    opt_cols cols;
+    pick_cols(r, &cols);
+    size_t nc = cols.n;
+    for (size_t c = 0; c < nc; c++) {
+        h[c + 1] = cols.headers[c];
+        rt[c + 1] = cols.right[c];
     }
     report_grid g;
-    report_grid_init(&g, C_COUNT + 1, h, rt);
+    report_grid_init(&g, (size_t)nc + 1, h, rt);
     for (size_t k = 0; k < r->n_plans; k++) {
         char name[256];
         plan_title(r, &r->plans[k], name, sizeof name);
         if (r->plans[k].optimized)
-            add_rows(&g, r, &r->plans[k], name);
+            add_rows(&g, &cols, r, &r->plans[k], name);
     }
-    report_grid_render(&g, true, "", out);
-    report_grid_free(&g);
-    ml_str_printf(out, "\nVerified at %s.\n\n", r->verified);
+    report_doc_grid(d, DOC_MD, &g, "");
+    report_doc_printf(d, DOC_MD, "\nVerified at %s.\n\n", r->verified);
     for (size_t k = 0; k < r->n_plans; k++) {
         if (!r->plans[k].optimized)
             continue;
         char name[256];
         plan_title(r, &r->plans[k], name, sizeof name);
-        ml_str_printf(out, "- `%s`:\n", name);
-        stage_notes(&r->plans[k], "  - ", out);
-        summary(r, &r->plans[k], "  - ", out);
+        report_doc_printf(d, DOC_MD, "- `%s`:\n", name);
+        notes(d, DOC_MD, r, &r->plans[k], "  - ");
     }
-    return 0;
 }
 
 /* ---- JSON ------------------------------------------------------------------------------------- */
 
+/* {view: {steady, peak}} for every view predicted (views.h); a view of several series nests
+ * them by key (torch: {allocated: {...}, reserved: {...}}). */
 static json_t *mem_json(const opt_mem *m) {
     json_t *o = json_object();
-    for (int v = 0; v < VIEW_COUNT; v++)
-        json_object_set_new(o, ml_mem_view_names[v],
-                            json_pack("{s:I, s:I}", "steady", (json_int_t)m->steady[v], "peak",
-                                      (json_int_t)m->peak[v]));
+    for (int view = 0; view < MV_COUNT; view++) {
+        if (!m->on[view])
+            continue;
+        const ml_view_info *vi = &ml_views[view];
+        json_t *vo = vi->n_series > 1 ? json_object() : NULL;
+        for (int k = 0; k < vi->n_series; k++) {
+            ml_mem_view v = vi->series[k];
+            json_t *so = json_pack("{s:I, s:I}", "steady", (json_int_t)m->steady[v], "peak",
+                                   (json_int_t)m->peak[v]);
+            if (vo)
+                json_object_set_new(vo, ml_series[v].key, so);
+            else
+                vo = so;
+        }
+        json_object_set_new(o, vi->name, vo);
+    }
     return o;
 }
 
@@ -244,10 +310,13 @@ static json_t *plan_json(const opt_result *r, const opt_plan_result *p) {
     }
     json_object_set_new(o, "stages", stages);
     json_object_set_new(o, "ranks", ranks);
+    json_object_set_new(o, "host_syncs_added", json_integer(p->host_syncs_added));
+    json_object_set_new(o, "time", json_pack("{s:f, s:f}", "step_before_us", p->step_before_us,
+                                             "step_after_us", p->step_after_us));
     return o;
 }
 
-static int write_json(const opt_result *r, ml_str *out) {
+static void build_json(const opt_result *r, report_doc *d) {
     json_t *root = json_object();
     json_object_set_new(root, "command", json_string("optimize"));
     json_object_set_new(root, "file", json_string(r->original->file));
@@ -258,14 +327,23 @@ static int write_json(const opt_result *r, ml_str *out) {
     for (size_t k = 0; k < r->n_plans; k++)
         json_array_append_new(plans, plan_json(r, &r->plans[k]));
     json_object_set_new(root, "plans", plans);
-    return report_json_append(root, 0, out);
+    report_doc_json(d, root, 0);
 }
 
-int opt_report(const opt_result *r, opt_format fmt, ml_str *out) {
-    switch (fmt) {
-    case OPT_FMT_TABLE: return write_table(r, out);
-    case OPT_FMT_JSON: return write_json(r, out);
-    case OPT_FMT_MD: return write_md(r, out);
-    }
-    return -1;
+static void build_human(const void *ctx, bool md, report_doc *d) {
+    if (md)
+        build_md(ctx, d);
+    else
+        build_table(ctx, d);
 }
+
+static void build_json_part(const void *ctx, report_doc *d) { build_json(ctx, d); }
+
+/* optimize's document: table, Markdown and JSON parts; no CSV grid. */
+static const report_family opt_family = {build_human, build_json_part, NULL};
+
+int opt_report(const opt_result *r, report_format fmt, ml_str *out) {
+    return report_family_render(&opt_family, r, fmt, out);
+}
+
+unsigned opt_formats(void) { return report_family_formats(&opt_family); }

@@ -305,6 +305,42 @@ int opt_view_range(const opt_ctx *c, const sched_view *v, const sched_step *allo
 const char *opt_buf_name(const opt_ctx *c, uint32_t b) { return sched_sym_name(c->s, SYM_BUFFER, b); }
 const char *opt_stream_name(const opt_ctx *c, uint32_t s) { return sched_sym_name(c->s, SYM_STREAM, s); }
 
+uint32_t opt_stream_event(opt_ctx *c, uint32_t stream) {
+    const sched_symtab *t = &c->s->syms[SYM_EVENT];
+    const char *sn = opt_stream_name(c, stream);
+    char name[200];
+    for (unsigned k = 0;; k++) {
+        if (k)
+            snprintf(name, sizeof name, "%s_done%u", sn, k);
+        else
+            snprintf(name, sizeof name, "%s_done", sn);
+        bool taken = false;
+        for (uint32_t e = 0; e < t->n && !taken; e++)
+            taken = !strcmp(t->names[e], name);
+        for (uint32_t j = 0; j < c->n_new_events && !taken; j++)
+            if (!strcmp(c->new_events[j], name))
+                return t->n + j;   /* this stage declared it already */
+        if (!taken)
+            break;
+    }
+    if (c->n_new_events == ML_ARRAY_LEN(c->new_events))   /* streams past 63 share bit 63 */
+        ml_internal_error("optimize: more than %zu streams need an event",
+                          ML_ARRAY_LEN(c->new_events));
+    c->new_events[c->n_new_events] = ml_arena_strndup(c->arena, name, strlen(name));
+    return t->n + c->n_new_events++;
+}
+
+opt_node opt_event_node(opt_ctx *c, sched_step_kind kind, uint32_t event, uint32_t stream,
+                        const char *why) {
+    opt_node n = {0};
+    n.st.kind = kind;
+    n.st.u.event.event = event;
+    n.st.u.event.stream = stream;
+    opt_note(c, &n, "added: %s", why);
+    c->changes++;
+    return n;
+}
+
 opt_node opt_sync_node(opt_ctx *c, uint32_t stream, const char *why) {
     opt_node n = {0};
     n.st.kind = ST_SYNC;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* pipeline.c — load → expand → lint → predict → expect, for every file and plan (pipeline.h). */
 #include "pipeline/pipeline.h"
+#include "predict/timemodel.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,13 +41,38 @@ void pipeline_result_free(pipeline_result *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* The time model's totals for one rank (timemodel.h): the schedule's `link:`, then --link. A
+ * shared rank copies rank 0's with the rest of its prediction (predict_rank_shared). */
+static int predict_time(const rank_plan *p, const pipeline_opts *o, pred_rank *out,
+                        ml_diags *d) {
+    tm_link l;
+    tm_link_default(&l);
+    if (tm_link_from_sched(p, &l, d))
+        return -1;
+    char err[200];
+    if (o->link && tm_link_parse(o->link, &l, err, sizeof err)) {
+        ml_mark top = {.line = 1, .col = 1};
+        ml_error(d, p->s->file, top, "%s", err);   /* the CLI checks --link first */
+        return -1;
+    }
+    tm_result t;
+    if (tm_predict(p, &l, false, &t, d))
+        return -1;
+    out->timed = true;
+    out->step_us = t.step_us;
+    out->comm_us = t.comm_us;
+    out->exposed_comm_us = t.exposed_comm_us;
+    return 0;
+}
+
 int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_opts *o,
                      ml_diags *d) {
     it->pred = ml_xcalloc((size_t)it->world, sizeof *it->pred);
     for (int r = 0; r < it->world; r++) {
         if (it->shared && r > 0)
             predict_rank_shared(&it->plans[r], &it->pred[0], &it->pred[r]);
-        else if (predict_rank(&it->plans[r], &it->pred[r], d) != 0)
+        else if (predict_rank(&it->plans[r], &it->pred[r], d) != 0 ||
+                 predict_time(&it->plans[r], o, &it->pred[r], d) != 0)
             return -1;
     }
     if (!o->expect)
@@ -135,7 +161,8 @@ int pipeline_run(const pipeline_input *in, pipeline_result *out) {
     ml_diags_init(&out->diags);
     ml_diags *d = &out->diags;
     sched_params p = {.set = (const char **)in->set, .n_set = in->n_set, .world = in->world,
-                      .dtype = in->dtype};
+                      .torch_conf = in->torch_conf, .has_torch_limit = in->has_torch_limit,
+                      .torch_limit = in->torch_limit, .dtype = in->dtype};
     bool failed = false;
 
     for (size_t f = 0; f < in->n_files; f++) {

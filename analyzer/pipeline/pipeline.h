@@ -23,6 +23,9 @@ typedef struct {
      * the prediction. Else they go here and the prediction runs whatever they say (optimize
      * compares candidates' findings; equiv reads cross-rank errors as an answer). */
     ml_diags *lint_diags;
+    /* The time model's link (predict/timemodel.h): `--link alpha_us=A,busbw_gbps=B` over the
+     * schedule's `link:` over the defaults; NULL: no --link. The caller has parsed it once. */
+    const char *link;
 } pipeline_opts;
 
 /* The inputs of a whole run, as plain data (cli converts its options into this). */
@@ -33,6 +36,9 @@ typedef struct {
     size_t n_set;
     int world;                 /* 0: each file's own */
     const char *plan;          /* only this plan of files with named plans; NULL: every plan */
+    const char *torch_conf;    /* the torch view's conf over the files' (sched_params) */
+    bool has_torch_limit;
+    uint64_t torch_limit;
     int dtype;                 /* --dtype: ml_dtype + 1 replaces each file's default; 0: none */
     pipeline_opts what;
 } pipeline_input;

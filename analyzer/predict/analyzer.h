@@ -8,6 +8,7 @@
 #define MEMLIFE_ANALYZER_H
 
 #include "ir/plan.h"
+#include "ir/views.h"
 
 /* ---- Device page model (analyzer/devmodel.c) -------------------------------------------------
  * What cudaMemGetInfo shows, modelled with the page rules measured on H200 (DESIGN.md):
@@ -41,7 +42,9 @@ bool devmodel_exact(const devmodel *m);
  * reductions valid for the dtype; in-place offsets exactly NCCL's (overlap elsewhere is an error);
  * cross-rank consistency (same collectives in the same order with the same counts, dtypes, ops
  * and roots, else the first diverging step on each rank); lifetime hazards (a free of a buffer
- * that an unsynchronized op on another stream may still use). expect_error steps: the wrapped op
+ * that an unsynchronized op on another stream may still use); races (two accesses of
+ * overlapping elements on different streams, one a write, unordered by stream order,
+ * record/wait and host syncs: lint_race.c). expect_error steps: the wrapped op
  * must raise the named error on every rank; that is then a passing contract row, not an error. */
 typedef struct {
     uint32_t off;          /* bit k: lint_classes[k] is let through (`--no-lint NAME`); default 0 */
@@ -88,14 +91,40 @@ void lint_result_free(lint_result *r);
 sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char *detail,
                                     size_t len);
 
-/* ---- Predictor (analyzer/predict.c) -----------------------------------------------------------*/
+/* ---- Predictor (analyzer/predict.c, one model per view: view_model.h) ------------------------
+ * Every array indexed by a series (ml_mem_view, views.h) holds 0 for a view that is off. */
 typedef struct {
     size_t op;             /* index into the rank plan's ops */
     uint64_t live[VIEW_COUNT];
 } pred_point;
 
+/* One segment of PyTorch's caching allocator (torch.cuda.memory_snapshot()'s segments). */
+typedef struct {
+    uint64_t size;            /* total_size */
+    uint64_t allocated;       /* allocated_size: its allocated blocks */
+    uint64_t requested;       /* requested_size */
+    uint32_t stream;          /* the stream symbol whose pool it belongs to */
+    bool large, expandable;
+} pred_segment;
+
+/* The torch view's state at a peak. Fragmentation: reserved - allocated, split into the free
+ * tails inside segments that hold an allocated block, whole free segments, and blocks freed but
+ * waiting for a stream's event (record_stream). */
+typedef struct {
+    pred_segment *segments;   /* in address order */
+    size_t n_segments;
+    uint64_t allocated, reserved;
+    uint64_t free_in_used_segments, whole_free_segments, pending_free;
+} pred_torch_peak;
+
+typedef struct {
+    pred_torch_peak at[2];    /* [0] the allocated peak, [1] the reserved peak */
+    uint64_t requested_peak;  /* requested_bytes' peak (it drops at free_completed) */
+} pred_torch;
+
 typedef struct {
     int rank;
+    bool on[MV_COUNT];                /* views predicted (requested and device always) */
     uint64_t steady[VIEW_COUNT];      /* end - start (start is 0: the baseline) */
     uint64_t peak[VIEW_COUNT];        /* max - start */
     size_t peak_op[VIEW_COUNT];       /* first op at which the peak is reached; SIZE_MAX: none */
@@ -103,10 +132,15 @@ typedef struct {
     uint32_t n_peak_live[VIEW_COUNT];
     pred_point *timeline;             /* live bytes after every op */
     size_t n_timeline;
-    bool device_exact;
-    uint64_t device_peak_lo, device_peak_hi;
+    /* Bounded views (ml_views[].bounded): the peak the hardware can show lies in [lo, hi];
+     * exact when lo == hi == peak. Unbounded series: exact, lo = hi = peak. */
+    bool exact[VIEW_COUNT];
+    uint64_t peak_lo[VIEW_COUNT], peak_hi[VIEW_COUNT];
+    pred_torch *torch;                /* on[MV_TORCH]: details at its peaks; else NULL */
     uint64_t floor;                   /* requested bytes that must be live at some point by data
                                          dependence alone (analyzer/floor.c); 0 when not computed */
+    bool timed;                       /* the time model ran (predict/timemodel.h) */
+    double step_us, comm_us, exposed_comm_us;
 } pred_rank;
 
 int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d);

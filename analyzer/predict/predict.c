@@ -1,180 +1,155 @@
 /* SPDX-License-Identifier: MIT */
-/* predict.c — live bytes of one rank after every op, in the requested and device views.
+/* predict.c — live bytes of one rank after every op, in every view that is on (views.h), each
+ * view's arithmetic in its own model (view_model.h).
  *
- * One accounting function (acct_apply) moves the state across an op; the first pass records the
- * timeline, steady and peaks, a second pass replays up to the peak ops to list the buffers live
- * there (cheaper than keeping a live set per op). Linear in ops, plus the device model's
- * near-constant work per small block.
+ * One pass replays the ops through every model and records the timeline, steady and peaks; a
+ * second pass replays up to the peak ops to list the buffers live there (cheaper than keeping a
+ * live set per op) and lets a model describe its state at its peaks (the torch view's segments).
+ * Linear in ops, plus each model's own work (the device model's near-constant work per small
+ * block, the caching allocator's ordered sets).
  *
- * Requested: the sum of live buffer sizes; a chunked buffer counts its live chunks (release drops
- * the others). Device: the page model (devmodel.c); chunked buffers (chunks >= 2) are physical
- * allocations per chunk (devmodel_alloc_chunk). Chunk k of `bytes` in n chunks holds
- * min(c, bytes - k*c) bytes with c = ceil(bytes / n), as the chunked allocator cuts them.
- *
- * The op(s) of the step an expect_error wraps are refused before they run: they change nothing. */
-#include "predict/analyzer.h"
-#include "base/pages.h"
+ * The op(s) of the step an expect_error wraps are refused before they run: they change nothing,
+ * and no model sees them. */
+#include "predict/view_model.h"
 #include "base/checked.h"
+#include "base/pages.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The model of each view; the order is views.h's. */
+static const pred_view_model *const models[MV_COUNT] = {
+    [MV_REQUESTED] = &pred_view_requested,
+    [MV_DEVICE] = &pred_view_device,
+    [MV_TORCH] = &pred_view_torch,
+};
+
+bool pred_view_on(const rank_plan *p, ml_view_id v) {
+    return !ml_views[v].optional || (v == MV_TORCH && p->torch.on);
+}
+
+/* Skips the ops of a refused step: the op after an expect_error's marker. */
 typedef struct {
-    bool live, released;
-    uint64_t bytes;            /* requested bytes live now */
-    uint64_t alloc_bytes;
-    uint32_t chunks;           /* >= 2: chunked */
-    int64_t handle;            /* device handle of an unchunked buffer */
-    int64_t *chunk_handles;    /* [chunks] of a chunked one; -1 once released */
-    size_t alloc_op;           /* for alloc order */
-} pred_buf;
+    const sched_step *refused;
+} refusal;
+
+static bool refused(refusal *r, const plan_op *op) {
+    if (r->refused && op->step == r->refused)
+        return true;
+    r->refused = op->kind == OP_EXPECT_BEGIN ? op->step->u.expect_error.step : NULL;
+    return false;
+}
 
 typedef struct {
-    pred_buf *bufs;
-    uint32_t n_bufs;
-    devmodel *dev;             /* NULL: requested view only (the replay) */
-    uint64_t requested;
-    const sched_step *refused; /* ops of this step right after an expect marker are skipped */
-} acct;
+    void *st[MV_COUNT];
+    bool on[MV_COUNT];
+} replay;
 
-static uint64_t chunk_bytes(uint64_t bytes, uint32_t chunks, uint32_t k) {
-    uint64_t c = bytes / chunks + (bytes % chunks != 0);
-    uint64_t start = (uint64_t)k * c;
-    return start >= bytes ? 0 : (bytes - start < c ? bytes - start : c);
-}
-
-static void acct_init(acct *a, const rank_plan *p, bool device) {
-    memset(a, 0, sizeof *a);
-    a->n_bufs = p->s->syms[SYM_BUFFER].n;
-    a->bufs = ml_xcalloc(a->n_bufs + 1, sizeof *a->bufs);
-    if (device)
-        a->dev = devmodel_new();
-}
-
-static void buf_drop(acct *a, pred_buf *b) {
-    a->requested = ml_bytes_sub(a->requested, b->bytes);
-    if (a->dev) {
-        if (b->chunks >= 2) {
-            for (uint32_t k = 0; k < b->chunks; k++)
-                if (b->chunk_handles[k] >= 0)
-                    devmodel_release(a->dev, b->chunk_handles[k]);
-        } else {
-            devmodel_release(a->dev, b->handle);
-        }
+static int replay_open(replay *r, const rank_plan *p, const bool *on, ml_diags *d) {
+    memset(r, 0, sizeof *r);
+    for (int v = 0; v < MV_COUNT; v++) {
+        r->on[v] = on[v];
+        if (on[v] && !(r->st[v] = models[v]->open(p, d)))
+            return -1;
     }
-    free(b->chunk_handles);
-    b->chunk_handles = NULL;
-    b->live = false;
-    b->bytes = 0;
+    return 0;
 }
 
-static void acct_free(acct *a) {
-    for (uint32_t k = 0; k < a->n_bufs; k++)
-        free(a->bufs[k].chunk_handles);
-    free(a->bufs);
-    devmodel_free(a->dev);
+static void replay_close(replay *r) {
+    for (int v = 0; v < MV_COUNT; v++)
+        if (r->st[v])
+            models[v]->close(r->st[v]);
 }
 
-static void acct_alloc(acct *a, const plan_op *op, size_t index) {
-    pred_buf *b = &a->bufs[op->u.alloc.buf];
-    if (b->live)
-        buf_drop(a, b);   /* lint reports the alloc of a live name; keep the books balanced */
-    uint32_t chunks = op->u.alloc.chunks;
-    *b = (pred_buf){.live = true, .bytes = op->u.alloc.bytes, .alloc_bytes = op->u.alloc.bytes,
-                    .chunks = chunks, .handle = -1, .alloc_op = index};
-    ml_bytes_add(a->requested, b->bytes, &a->requested);   /* past 2^63-1: predict_rank stops */
-    if (!a->dev)
-        return;
-    if (chunks < 2) {
-        b->handle = devmodel_alloc(a->dev, b->bytes);
-        return;
-    }
-    b->chunk_handles = ml_xmalloc(chunks * sizeof *b->chunk_handles);
-    for (uint32_t k = 0; k < chunks; k++)
-        b->chunk_handles[k] = devmodel_alloc_chunk(a->dev, chunk_bytes(b->alloc_bytes, chunks, k));
+static int replay_op(replay *r, const rank_plan *p, size_t i, uint64_t *live, ml_diags *d) {
+    for (int v = 0; v < MV_COUNT; v++)
+        if (r->on[v] && models[v]->apply(r->st[v], p, i, live, d) < 0)
+            return -1;
+    return 0;
 }
 
-static void acct_release(acct *a, const plan_op *op) {
-    pred_buf *b = &a->bufs[op->u.release.buf];
-    uint32_t keep = op->u.release.keep;
-    if (!b->live || b->released || b->chunks < 2 || keep >= b->chunks)
-        return;   /* one chunk keeps everything; the rest lint reports */
-    for (uint32_t k = 0; k < b->chunks; k++) {
-        if (k == keep)
-            continue;
-        a->requested = ml_bytes_sub(a->requested, chunk_bytes(b->alloc_bytes, b->chunks, k));
-        if (a->dev) {
-            devmodel_release(a->dev, b->chunk_handles[k]);
-            b->chunk_handles[k] = -1;
-        }
-    }
-    b->bytes = chunk_bytes(b->alloc_bytes, b->chunks, keep);
-    b->released = true;
-}
+/* ---- Buffers live at a peak ------------------------------------------------------------------ */
 
-/* The one accounting function: the state after ops[i]. */
-static void acct_apply(acct *a, const rank_plan *p, size_t i) {
-    const plan_op *op = &p->ops[i];
-    if (a->refused && op->step == a->refused)
-        return;
-    a->refused = NULL;
-    switch (op->kind) {
-    case OP_EXPECT_BEGIN:
-        a->refused = op->step->u.expect_error.step;
-        break;
-    case OP_ALLOC:
-        acct_alloc(a, op, i);
-        break;
-    case OP_FREE:
-        if (a->bufs[op->u.free.buf].live)
-            buf_drop(a, &a->bufs[op->u.free.buf]);
-        break;
-    case OP_RELEASE:
-        acct_release(a, op);
-        break;
-    default:
-        break;   /* collectives, syncs, data ops: no memory of their own in either view */
-    }
-}
+typedef struct {
+    bool *live;
+    size_t *alloc_op;
+    uint32_t n;
+} live_set;
 
 static int cmp_alloc_op(const void *x, const void *y, void *ctx) {
-    const pred_buf *bufs = ctx;
-    size_t a = bufs[*(const uint32_t *)x].alloc_op, b = bufs[*(const uint32_t *)y].alloc_op;
+    const size_t *at = ctx;
+    size_t a = at[*(const uint32_t *)x], b = at[*(const uint32_t *)y];
     return a < b ? -1 : a > b;
 }
 
-static void snapshot_live(const acct *a, uint32_t **out, uint32_t *n) {
+static void live_apply(live_set *ls, const plan_op *op, size_t i) {
+    if (op->kind == OP_ALLOC) {
+        ls->live[op->u.alloc.buf] = true;
+        ls->alloc_op[op->u.alloc.buf] = i;
+    } else if (op->kind == OP_FREE) {
+        ls->live[op->u.free.buf] = false;
+    }
+}
+
+static void live_snapshot(const live_set *ls, uint32_t **out, uint32_t *n) {
     uint32_t count = 0;
-    for (uint32_t k = 0; k < a->n_bufs; k++)
-        count += a->bufs[k].live;
+    for (uint32_t k = 0; k < ls->n; k++)
+        count += ls->live[k];
     uint32_t *syms = ml_xmalloc((count ? count : 1) * sizeof *syms);
     count = 0;
-    for (uint32_t k = 0; k < a->n_bufs; k++)
-        if (a->bufs[k].live)
+    for (uint32_t k = 0; k < ls->n; k++)
+        if (ls->live[k])
             syms[count++] = k;
-    qsort_r(syms, count, sizeof *syms, cmp_alloc_op, a->bufs);
+    qsort_r(syms, count, sizeof *syms, cmp_alloc_op, ls->alloc_op);
     *out = syms;
     *n = count;
 }
 
-/* Replays up to each view's peak op and lists the buffers live there. */
-static void peak_live_sets(const rank_plan *p, pred_rank *out) {
-    size_t first = out->peak_op[VIEW_REQUESTED] < out->peak_op[VIEW_DEVICE]
-                       ? VIEW_REQUESTED : VIEW_DEVICE;
-    size_t order[VIEW_COUNT] = {first, 1 - first};
-    acct a;
-    acct_init(&a, p, false);
-    size_t next = 0;
-    for (size_t k = 0; k < VIEW_COUNT; k++) {
-        size_t v = order[k];
-        if (out->peak_op[v] == SIZE_MAX)
-            continue;
-        for (; next <= out->peak_op[v]; next++)
-            acct_apply(&a, p, next);
-        snapshot_live(&a, &out->peak_live[v], &out->n_peak_live[v]);
+static int cmp_series_by_op(const void *x, const void *y, void *ctx) {
+    const size_t *op = ctx;
+    size_t a = op[*(const int *)x], b = op[*(const int *)y];
+    return a < b ? -1 : a > b ? 1 : *(const int *)x - *(const int *)y;
+}
+
+/* Replays up to each series' peak op, in op order, and lists the buffers live there; models
+ * with details at their peaks describe them. */
+static int peak_sets(const rank_plan *p, pred_rank *out, ml_diags *d) {
+    int order[VIEW_COUNT], n = 0;
+    for (int v = 0; v < VIEW_COUNT; v++)
+        if (out->on[ml_series[v].view] && out->peak_op[v] != SIZE_MAX)
+            order[n++] = v;
+    qsort_r(order, (size_t)n, sizeof *order, cmp_series_by_op, out->peak_op);
+    bool detail[MV_COUNT] = {false};
+    for (int v = 0; v < MV_COUNT; v++)
+        detail[v] = out->on[v] && models[v]->at_peak;
+    replay r;
+    if (replay_open(&r, p, detail, d) < 0) {
+        replay_close(&r);
+        return -1;
     }
-    acct_free(&a);
+    live_set ls = {ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof(bool)),
+                   ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof(size_t)), p->s->syms[SYM_BUFFER].n};
+    refusal rf = {NULL};
+    uint64_t scratch[VIEW_COUNT];
+    size_t next = 0;
+    int rc = 0;
+    for (int k = 0; k < n && rc == 0; k++) {
+        int v = order[k];
+        for (; next <= out->peak_op[v] && rc == 0; next++) {
+            if (refused(&rf, &p->ops[next]))
+                continue;
+            live_apply(&ls, &p->ops[next], next);
+            rc = replay_op(&r, p, next, scratch, d);
+        }
+        live_snapshot(&ls, &out->peak_live[v], &out->n_peak_live[v]);
+        ml_view_id view = ml_series[v].view;
+        if (detail[view])
+            models[view]->at_peak(r.st[view], (ml_mem_view)v, out);
+    }
+    free(ls.live);
+    free(ls.alloc_op);
+    replay_close(&r);
+    return rc;
 }
 
 /* "FILE:L:C: error: live requested bytes on rank 0 exceed 2^63-1 at alloc 'b'": the bound of
@@ -191,25 +166,35 @@ static void bytes_overflow(const rank_plan *p, size_t i, const char *what, ml_di
              strcmp(what, "floor") ? "live " : "", what, p->rank, ML_BYTES_MAX_TEXT, at);
 }
 
+/* ---- The prediction --------------------------------------------------------------------------- */
+
 int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
     memset(out, 0, sizeof *out);
     out->rank = p->rank;
-    out->peak_op[VIEW_REQUESTED] = out->peak_op[VIEW_DEVICE] = SIZE_MAX;
+    for (int v = 0; v < MV_COUNT; v++)
+        out->on[v] = pred_view_on(p, (ml_view_id)v);
+    for (int v = 0; v < VIEW_COUNT; v++)
+        out->peak_op[v] = SIZE_MAX;
     out->timeline = ml_xmalloc((p->n_ops ? p->n_ops : 1) * sizeof *out->timeline);
     out->n_timeline = p->n_ops;
     ml_prefault(out->timeline, out->timeline + p->n_ops);   /* every point is written next */
-    acct a;
-    acct_init(&a, p, true);
-    uint64_t lo_max = 0, hi_max = 0;
-    for (size_t i = 0; i < p->n_ops; i++) {
-        acct_apply(&a, p, i);
-        uint64_t live[VIEW_COUNT] = {a.requested, devmodel_bytes(a.dev)};
-        if (live[VIEW_REQUESTED] > ML_BYTES_MAX || live[VIEW_DEVICE] > ML_BYTES_MAX) {
-            bytes_overflow(p, i, live[VIEW_REQUESTED] > ML_BYTES_MAX ? "requested" : "device",
-                           d);
-            acct_free(&a);
-            return -1;
-        }
+    replay r;
+    int rc = replay_open(&r, p, out->on, d);
+    /* A bounded view's hardware peak lies between the highest lower bound and the highest upper
+     * bound over all ops; both equal the model's peak wherever it is exact. */
+    uint64_t lo_max[MV_COUNT] = {0}, hi_max[MV_COUNT] = {0};
+    uint64_t live[VIEW_COUNT] = {0};
+    refusal rf = {NULL};
+    for (size_t i = 0; i < p->n_ops && rc == 0; i++) {
+        if (!refused(&rf, &p->ops[i]))
+            rc = replay_op(&r, p, i, live, d);
+        for (int v = 0; v < VIEW_COUNT && rc == 0; v++)
+            if (live[v] > ML_BYTES_MAX) {   /* the models' sums saturate there (checked.h) */
+                bytes_overflow(p, i, ml_series[v].name, d);
+                rc = -1;
+            }
+        if (rc < 0)
+            break;
         pred_point *pt = &out->timeline[i];
         pt->op = i;
         for (int v = 0; v < VIEW_COUNT; v++) {
@@ -219,27 +204,56 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
                 out->peak_op[v] = i;
             }
         }
-        /* The driver's device peak lies between the highest lower bound and the highest upper
-         * bound over all ops; both equal the model's peak wherever it is exact. */
-        uint64_t lo, hi;
-        devmodel_bounds(a.dev, &lo, &hi);
-        lo_max = lo > lo_max ? lo : lo_max;
-        hi_max = hi > hi_max ? hi : hi_max;
+        for (int v = 0; v < MV_COUNT; v++) {
+            if (!r.on[v] || !models[v]->bounds)
+                continue;
+            uint64_t lo, hi;
+            models[v]->bounds(r.st[v], &lo, &hi);
+            lo_max[v] = lo > lo_max[v] ? lo : lo_max[v];
+            hi_max[v] = hi > hi_max[v] ? hi : hi_max[v];
+        }
     }
-    out->steady[VIEW_REQUESTED] = a.requested;
-    out->steady[VIEW_DEVICE] = devmodel_bytes(a.dev);
-    out->device_peak_lo = lo_max;
-    out->device_peak_hi = hi_max;
-    out->device_exact = lo_max == hi_max;
-    acct_free(&a);
-    peak_live_sets(p, out);
+    replay_close(&r);
+    if (rc < 0) {
+        pred_rank_free(out);
+        return -1;
+    }
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        ml_view_id view = ml_series[v].view;
+        out->steady[v] = live[v];
+        bool bounded = out->on[view] && models[view]->bounds;
+        out->peak_lo[v] = bounded ? lo_max[view] : out->peak[v];
+        out->peak_hi[v] = bounded ? hi_max[view] : out->peak[v];
+        out->exact[v] = out->peak_lo[v] == out->peak_hi[v];
+        if (out->exact[v])
+            out->peak_lo[v] = out->peak_hi[v] = out->peak[v];
+    }
+    if (peak_sets(p, out, d) < 0) {
+        pred_rank_free(out);
+        return -1;
+    }
     size_t floor_op = 0;
     out->floor = floor_rank(p, &floor_op);
     if (out->floor > ML_BYTES_MAX) {
         bytes_overflow(p, floor_op < p->n_ops ? floor_op : p->n_ops - 1, "floor", d);
+        pred_rank_free(out);
         return -1;
     }
     return 0;
+}
+
+static pred_torch *torch_copy(const pred_torch *t) {
+    if (!t)
+        return NULL;
+    pred_torch *c = ml_xmalloc(sizeof *c);
+    *c = *t;
+    for (int k = 0; k < 2; k++) {
+        size_t n = t->at[k].n_segments;
+        c->at[k].segments = ml_xmalloc((n ? n : 1) * sizeof(pred_segment));
+        if (n)
+            memcpy(c->at[k].segments, t->at[k].segments, n * sizeof(pred_segment));
+    }
+    return c;
 }
 
 void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *out) {
@@ -252,6 +266,7 @@ void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *o
         if (n)
             memcpy(out->peak_live[v], same->peak_live[v], n * sizeof(uint32_t));
     }
+    out->torch = torch_copy(same->torch);
     out->floor = floor_rank(p, NULL);   /* NCCL's in-place slot is the rank's own */
 }
 
@@ -261,5 +276,10 @@ void pred_rank_free(pred_rank *r) {
     free(r->timeline);
     for (int v = 0; v < VIEW_COUNT; v++)
         free(r->peak_live[v]);
+    if (r->torch) {
+        free(r->torch->at[0].segments);
+        free(r->torch->at[1].segments);
+        free(r->torch);
+    }
     memset(r, 0, sizeof *r);
 }

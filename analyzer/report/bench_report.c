@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_report.c — `memlife bench` results as table, Markdown, CSV and JSON (bench_report.h). */
 #include "report/bench_report.h"
-#include "report/report_int.h"
+#include "report/doc.h"
 #include "report/stats.h"
 
 #include <errno.h>
@@ -217,7 +217,17 @@ static void overhead_cells(const bench_report *r, const bench_report_plan *p, re
     report_grid_add(g, c);
 }
 
-static void timing_grid(const bench_report *r, bench_mode m, bool markdown, ml_str *out) {
+/* The text written so far becomes a paragraph of the document before the next grid. */
+static void flush(report_doc *d, unsigned mask, ml_str *stage) {
+    if (stage->n)
+        report_doc_printf(d, mask, "%s", stage->s);
+    stage->n = 0;
+    if (stage->s)
+        stage->s[0] = '\0';
+}
+
+static void timing_grid(const bench_report *r, bench_mode m, bool markdown, report_doc *d,
+                        ml_str *stage) {
     bool graph = m == BENCH_GRAPH;
     size_t cols = graph ? TC_BARE + 1 : any_mode(r, BENCH_BARE) ? TC_COUNT : TC_BARE;
     report_grid g;
@@ -257,15 +267,15 @@ static void timing_grid(const bench_report *r, bench_mode m, bool markdown, ml_s
             }
         }
     }
-    report_grid_render(&g, markdown, markdown ? "" : "  ", out);
-    report_grid_free(&g);
+    flush(d, markdown ? DOC_MD : DOC_TABLE, stage);
+    report_doc_grid(d, markdown ? DOC_MD : DOC_TABLE, &g, markdown ? "" : "  ");
 }
 
 static const char *const kernel_headers[] = {"size", "plan", "region", "kernels", "by collective",
                                              "names"};
 static const bool kernel_right[] = {true, false, false, true, false, false};
 
-static void kernel_grid(const bench_report *r, bool markdown, ml_str *out) {
+static void kernel_grid(const bench_report *r, bool markdown, report_doc *d, ml_str *stage) {
     report_grid g;
     report_grid_init(&g, ML_ARRAY_LEN(kernel_headers), kernel_headers, kernel_right);
     char c[CELL];
@@ -307,8 +317,8 @@ static void kernel_grid(const bench_report *r, bool markdown, ml_str *out) {
             }
         }
     }
-    report_grid_render(&g, markdown, markdown ? "" : "  ", out);
-    report_grid_free(&g);
+    flush(d, markdown ? DOC_MD : DOC_TABLE, stage);
+    report_doc_grid(d, markdown ? DOC_MD : DOC_TABLE, &g, markdown ? "" : "  ");
 }
 
 static void header_text(const bench_report *r, ml_str *out) {
@@ -354,46 +364,61 @@ static void legend_text(const bench_report *r, const char *first, ml_str *out) {
         }
 }
 
-static int write_text(const bench_report *r, bool markdown, ml_str *out) {
+/* The human part of bench's document: the text table (markdown false) or Markdown. */
+static void build_text(const void *ctx, bool markdown, report_doc *d) {
+    const bench_report *r = ctx;
+    ml_str stage = {0}, *out = &stage;
+    ml_str_append(out, "", 0);
     const char *first = r->n_sizes && r->sizes[0].n_plans ? r->sizes[0].plans[0].name : "-";
     if (markdown)
         ml_str_printf(out, "### bench %s\n\n", r->schedule);
     header_text(r, out);
     ml_str_printf(out, markdown ? "\n**launches through memlife (eager):**\n\n"
                                 : "\nlaunches through memlife (eager):\n");
-    timing_grid(r, BENCH_MEMLIFE, markdown, out);
+    timing_grid(r, BENCH_MEMLIFE, markdown, d, out);
     if (any_mode(r, BENCH_GRAPH)) {
         ml_str_printf(out, "\n%sCUDA graph replays (the ranks lined up on the device first: no "
                       "launch gaps, no host skew; each graph holds `replays` back-to-back runs of "
                       "the timed part, the time is per run):%s\n", markdown ? "**" : "",
                       markdown ? "**\n" : "");
-        timing_grid(r, BENCH_GRAPH, markdown, out);
+        timing_grid(r, BENCH_GRAPH, markdown, d, out);
     }
     ml_str_printf(out, "\n");
     legend_text(r, first, out);
     if (any_kernels(r)) {
         ml_str_printf(out, "\n%skernels inside each region (CUPTI, one eager run of each plan, "
                       "every rank's GPU):%s\n", markdown ? "**" : "", markdown ? "**\n" : "");
-        kernel_grid(r, markdown, out);
+        kernel_grid(r, markdown, d, out);
     }
     if (r->kernels_requested && r->kernels_note)
         ml_str_printf(out, "\nkernels: %s\n", r->kernels_note);
-    return 0;
+    flush(d, markdown ? DOC_MD : DOC_TABLE, out);
+    ml_str_free(&stage);
 }
 
 /* ---- CSV ------------------------------------------------------------------------------------- */
 
-static void csv_num(ml_str *out, double v, const char *fmt) {
-    ml_str_append(out, ",", 1);
+/* One number cell: empty where there is no value. */
+static void cell_num(report_grid *g, double v, const char *fmt) {
+    char c[64] = "";
     if (!isnan(v))
-        ml_str_printf(out, fmt, v);
+        snprintf(c, sizeof c, fmt, v);
+    report_grid_add(g, c);
 }
 
-static int write_csv(const bench_report *r, ml_str *out) {
-    ml_str_printf(out, "size_bytes,sweep_value,plan,timing,n,median_us,p95_us,mean_us,cv_percent,"
-                  "min_us,max_us,payload_gbps,busbw_gbps,ratio,ratio_status,overhead,"
-                  "overhead_us,paired_overhead,paired_ci_low,paired_ci_high,issue_median_us,"
-                  "issue_extra_us,replays\n");
+static const char *const csv_headers[] = {
+    "size_bytes", "sweep_value", "plan", "timing", "n", "median_us", "p95_us", "mean_us",
+    "cv_percent", "min_us", "max_us", "payload_gbps", "busbw_gbps", "ratio", "ratio_status",
+    "overhead", "overhead_us", "paired_overhead", "paired_ci_low", "paired_ci_high",
+    "issue_median_us", "issue_extra_us", "replays"};
+
+/* bench's CSV grid: one row per size, plan and timing mode with a measurement. */
+static void build_csv(const void *ctx, report_doc *d) {
+    const bench_report *r = ctx;
+    bool right[ML_ARRAY_LEN(csv_headers)] = {false};
+    report_grid g;
+    report_grid_init(&g, ML_ARRAY_LEN(csv_headers), csv_headers, right);
+    char c[64];
     for (size_t s = 0; s < r->n_sizes; s++) {
         const bench_report_size *z = &r->sizes[s];
         for (size_t k = 0; k < z->n_plans; k++)
@@ -402,43 +427,46 @@ static int write_csv(const bench_report *r, ml_str *out) {
                 timing t = timing_of(r, p, (bench_mode)m);
                 if (!t.present)
                     continue;
-                /* Plan names are schedule names: letters, digits, _ - . (no quoting needed). */
-                ml_str_printf(out, "%llu,%lld,%s,%s,%zu", (unsigned long long)p->payload_bytes,
-                              (long long)z->sweep_value, p->name, bench_mode_names[m], t.us.n);
-                csv_num(out, t.us.median, "%.3f");
-                csv_num(out, t.us.p95, "%.3f");
-                csv_num(out, t.us.mean, "%.3f");
-                csv_num(out, t.us.cv * 100, "%.4f");
-                csv_num(out, t.us.min, "%.3f");
-                csv_num(out, t.us.max, "%.3f");
-                csv_num(out, t.payload_gbps, "%.4f");
-                csv_num(out, t.busbw_gbps, "%.4f");
+                snprintf(c, sizeof c, "%llu", (unsigned long long)p->payload_bytes);
+                report_grid_add(&g, c);
+                snprintf(c, sizeof c, "%lld", (long long)z->sweep_value);
+                report_grid_add(&g, c);
+                report_grid_add(&g, p->name);
+                report_grid_add(&g, bench_mode_names[m]);
+                snprintf(c, sizeof c, "%zu", t.us.n);
+                report_grid_add(&g, c);
+                cell_num(&g, t.us.median, "%.3f");
+                cell_num(&g, t.us.p95, "%.3f");
+                cell_num(&g, t.us.mean, "%.3f");
+                cell_num(&g, t.us.cv * 100, "%.4f");
+                cell_num(&g, t.us.min, "%.3f");
+                cell_num(&g, t.us.max, "%.3f");
+                cell_num(&g, t.payload_gbps, "%.4f");
+                cell_num(&g, t.busbw_gbps, "%.4f");
                 double ratio = NAN, over = NAN, extra = NAN;
                 ratio_status st = m == BENCH_BARE ? RATIO_NONE
                                                   : ratio_of(r, z, k, (bench_mode)m, &ratio);
-                csv_num(out, ratio, "%.4f");
-                ml_str_printf(out, ",%s", st == RATIO_NONE ? "" : ratio_status_names[st]);
+                cell_num(&g, ratio, "%.4f");
+                report_grid_add(&g, st == RATIO_NONE ? "" : ratio_status_names[st]);
                 if (m != BENCH_MEMLIFE || !overhead_of(r, p, &over, &extra))
                     over = extra = NAN;
-                csv_num(out, over, "%.4f");
-                csv_num(out, extra, "%.3f");
+                cell_num(&g, over, "%.4f");
+                cell_num(&g, extra, "%.3f");
                 paired pr = {NAN, {NAN, NAN, NAN, 0}};
                 if (m != BENCH_MEMLIFE || !paired_span(r, p, &pr))
                     pr.value = NAN;
-                csv_num(out, pr.value, "%.4f");
-                csv_num(out, m == BENCH_MEMLIFE ? pr.ci.lo : NAN, "%.4f");
-                csv_num(out, m == BENCH_MEMLIFE ? pr.ci.hi : NAN, "%.4f");
+                cell_num(&g, pr.value, "%.4f");
+                cell_num(&g, m == BENCH_MEMLIFE ? pr.ci.lo : NAN, "%.4f");
+                cell_num(&g, m == BENCH_MEMLIFE ? pr.ci.hi : NAN, "%.4f");
                 double mine, bare, issue_extra;
                 bool issue = issue_overhead_of(r, p, &mine, &bare, &issue_extra);
-                csv_num(out, issue_median(r, p, (bench_mode)m), "%.3f");
-                csv_num(out, m == BENCH_MEMLIFE && issue ? issue_extra : NAN, "%.3f");
-                ml_str_printf(out, ",");
-                if (m == BENCH_GRAPH)
-                    ml_str_printf(out, "%d", p->res->graph_replays);
-                ml_str_append(out, "\n", 1);
+                cell_num(&g, issue_median(r, p, (bench_mode)m), "%.3f");
+                cell_num(&g, m == BENCH_MEMLIFE && issue ? issue_extra : NAN, "%.3f");
+                snprintf(c, sizeof c, "%d", m == BENCH_GRAPH ? p->res->graph_replays : 0);
+                report_grid_add(&g, m == BENCH_GRAPH ? c : "");
             }
     }
-    return 0;
+    report_doc_csv(d, &g);
 }
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
@@ -569,7 +597,8 @@ static json_t *plan_json(const bench_report *r, const bench_report_size *z, size
     return o;
 }
 
-static int write_json(const bench_report *r, ml_str *out) {
+static void build_json(const void *ctx, report_doc *d) {
+    const bench_report *r = ctx;
     json_t *root = json_object();
     json_object_set_new(root, "command", json_string("bench"));
     json_object_set_new(root, "schedule", json_string(r->schedule));
@@ -603,20 +632,17 @@ static int write_json(const bench_report *r, ml_str *out) {
     json_object_set_new(root, "kernels", k);
     if (r->provenance)
         json_object_set_new(root, "provenance", report_provenance_json(r->provenance));
-    return report_json_append(root, JSON_REAL_PRECISION(10), out);
+    report_doc_json(d, root, JSON_REAL_PRECISION(10));
 }
 
 /* ---- Entry points ---------------------------------------------------------------------------- */
 
+/* bench's document has all four parts (its CSV: the timings only). */
+static const report_family bench_family = {build_text, build_json, build_csv};
+
 int bench_report_render(const bench_report *r, report_format fmt, ml_str *out) {
     ml_str_append(out, "", 0);
-    switch (fmt) {
-    case FMT_TABLE: return write_text(r, false, out);
-    case FMT_MD: return write_text(r, true, out);
-    case FMT_CSV: return write_csv(r, out);
-    case FMT_JSON: return write_json(r, out);
-    default: return -1;
-    }
+    return report_family_render(&bench_family, r, fmt, out);
 }
 
 int bench_report_emit(const bench_report *r, report_format fmt, const char *path) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* diff.c — plan against plan, and why their peaks differ (diff.h). */
 #include "report/diff.h"
-#include "report/report_int.h"
+#include "report/doc.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -214,12 +214,23 @@ int diff_series(const series *a, const series *b, diff_result *out, ml_diags *d)
     }
     out->a = a;
     out->b = b;
-    out->n_rows = (size_t)a->world * VIEW_COUNT;
-    out->rows = calloc(out->n_rows, sizeof *out->rows);
+    /* One row per rank and series of every view both sides predicted (views.h), rank-major. */
+    bool on[VIEW_COUNT];
+    size_t per_rank = 0;
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        ml_view_id view = ml_series[v].view;
+        on[v] = a->world > 0 && a->pred[0].on[view] && b->pred[0].on[view];
+        per_rank += on[v];
+    }
+    out->n_rows = (size_t)a->world * per_rank;
+    out->rows = ml_xcalloc(out->n_rows + 1, sizeof *out->rows);
     const series *sides[2] = {a, b};
+    size_t next = 0;
     for (int r = 0; r < a->world; r++)
         for (int v = 0; v < VIEW_COUNT; v++) {
-            diff_row *row = &out->rows[(size_t)r * VIEW_COUNT + (size_t)v];
+            if (!on[v])
+                continue;
+            diff_row *row = &out->rows[next++];
             row->rank = r;
             row->view = (ml_mem_view)v;
             for (int s = 0; s < 2; s++)
@@ -322,10 +333,12 @@ static void why_block(const diff_row *row, bool md, ml_str *o) {
         ml_str_printf(o, "%s%s%s%s\n", item, md ? "**cause:** " : "cause: ", row->cause, "");
 }
 
-static void write_human(const diff_result *r, bool md, ml_str *out) {
+/* The human part of the document, for the text table (md false) or Markdown. */
+static void build_human(const diff_result *r, bool md, report_doc *d) {
+    unsigned mask = md ? DOC_MD : DOC_TABLE;
     const char *title = md ? "### memlife diff" : "memlife diff";
-    ml_str_printf(out, "%s: A = %s (%s), B = %s (%s), world %d\n\n", title, r->a->source,
-                  r->a->label, r->b->source, r->b->label, r->a->world);
+    report_doc_printf(d, mask, "%s: A = %s (%s), B = %s (%s), world %d\n\n", title, r->a->source,
+                      r->a->label, r->b->source, r->b->label, r->a->world);
     /* Rows whose cells are equal on several ranks print once, with the ranks. */
     report_grid g;
     report_grid_init(&g, ML_ARRAY_LEN(grid_headers), grid_headers, grid_right);
@@ -349,8 +362,7 @@ static void write_human(const diff_result *r, bool md, ml_str *out) {
         for (int c = 0; c < ROW_CELLS; c++)
             report_grid_add(&g, cells[c]);
     }
-    report_grid_render(&g, md, "", out);
-    report_grid_free(&g);
+    report_doc_grid(d, mask, &g, "");
 
     /* Explanations, grouped the same way. */
     memset(done, 0, (r->n_rows + 1) * sizeof *done);
@@ -370,9 +382,8 @@ static void write_human(const diff_result *r, bool md, ml_str *out) {
         }
         char rank_text[256];
         report_ranks_text(ranks, n, rank_text, sizeof rank_text);
-        ml_str_printf(out, md ? "\n**Why, rank%s %s,** " : "\nwhy, rank%s %s, ", n > 1 ? "s" : "",
-                      rank_text);
-        ml_str_append(out, block.s, block.n);
+        report_doc_printf(d, mask, md ? "\n**Why, rank%s %s,** %s" : "\nwhy, rank%s %s, %s",
+                          n > 1 ? "s" : "", rank_text, block.s);
         ml_str_free(&block);
         ml_str_free(&other);
     }
@@ -380,7 +391,7 @@ static void write_human(const diff_result *r, bool md, ml_str *out) {
     for (size_t k = 0; k < r->n_rows; k++)
         any = any || r->rows[k].hi >= 0;
     if (!any)
-        ml_str_printf(out, "\nThe peaks are equal on every rank and view.\n");
+        report_doc_printf(d, mask, "\nThe peaks are equal on every rank and view.\n");
     free(done);
     free(ranks);
 }
@@ -415,7 +426,7 @@ static json_t *json_side(const diff_side *sd) {
     return o;
 }
 
-static int write_json(const diff_result *r, ml_str *out) {
+static void build_json(const diff_result *r, report_doc *d) {
     json_t *root = json_object(), *rows = json_array();
     json_object_set_new(root, "command", json_string("diff"));
     const series *sides[2] = {r->a, r->b};
@@ -443,14 +454,17 @@ static int write_json(const diff_result *r, ml_str *out) {
         json_array_append_new(rows, o);
     }
     json_object_set_new(root, "rows", rows);
-    return report_json_append(root, 0, out);
+    report_doc_json(d, root, 0);
 }
 
+static void human_part(const void *ctx, bool md, report_doc *d) { build_human(ctx, md, d); }
+static void json_part(const void *ctx, report_doc *d) { build_json(ctx, d); }
+
+/* diff's document has a table, a Markdown and a JSON part; no CSV grid. */
+static const report_family diff_family = {human_part, json_part, NULL};
+
 int diff_write(const diff_result *r, report_format fmt, ml_str *out) {
-    switch (fmt) {
-    case FMT_TABLE: write_human(r, false, out); return 0;
-    case FMT_MD: write_human(r, true, out); return 0;
-    case FMT_JSON: return write_json(r, out);
-    default: return -1;
-    }
+    return report_family_render(&diff_family, r, fmt, out);
 }
+
+unsigned diff_formats(void) { return report_family_formats(&diff_family); }

@@ -53,6 +53,8 @@ typedef struct {
 int diff_series(const series *a, const series *b, diff_result *out, ml_diags *d);
 void diff_result_free(diff_result *r);
 
+/* The formats diff's document has parts for (bits 1 << FMT_*): no CSV grid. */
+unsigned diff_formats(void);
 /* Writes r as FMT_TABLE, FMT_JSON or FMT_MD (a pull-request comment). -1 for other formats. */
 int diff_write(const diff_result *r, report_format fmt, ml_str *out);
 

@@ -156,7 +156,11 @@ int gate_compare(const report *r, const char *path, const gate_tolerance *t, ml_
             if (!jr)
                 continue;
             for (int v = 0; v < VIEW_COUNT; v++) {
-                json_t *jv = json_object_get(jr, ml_mem_view_names[v]);
+                /* the series' object in the baseline: {view: {...}} or {view: {key: {...}}} */
+                const ml_series_info *si = &ml_series[v];
+                json_t *jv = json_object_get(jr, ml_views[si->view].name);
+                if (si->key)
+                    jv = json_object_get(jv, si->key);
                 for (int peak = 0; peak < 2; peak++) {
                     json_t *old = json_object_get(jv, peak ? "peak" : "steady");
                     if (!json_is_integer(old) || json_integer_value(old) < 0)

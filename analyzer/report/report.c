@@ -1,24 +1,27 @@
 /* SPDX-License-Identifier: MIT */
-/* report.c — the format table and atomic emission: the dispatch on top of the writers
- * (report_text/json/csv.c), which share the helpers of report_common.c below them. */
-#include "report/report_int.h"
+/* report.c — predict/check/run's report family (its document's four parts, doc.h, built by
+ * report_text/json/csv.c from the helpers of report_common.c below them) and atomic emission. */
+#include "report/doc.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-const report_format_info report_formats[FMT_COUNT] = {
-    [FMT_TABLE] = {"table", report_write_table},
-    [FMT_JSON] = {"json", report_write_json},
-    [FMT_CSV] = {"csv", report_write_csv},
-    [FMT_MD] = {"md", report_write_md},
-};
+/* predict/check/run's document: all four parts, one file each. */
+static void human_part(const void *ctx, bool md, report_doc *d) {
+    if (md)
+        report_doc_md(ctx, d);
+    else
+        report_doc_table(ctx, d);
+}
+static void json_part(const void *ctx, report_doc *d) { report_doc_json_tree(ctx, d); }
+static void csv_part(const void *ctx, report_doc *d) { report_doc_csv_grid(ctx, d); }
+static const report_family predict_family = {human_part, json_part, csv_part};
 
-int report_format_lookup(const char *name) {
-    for (int k = 0; k < FMT_COUNT; k++)
-        if (!strcmp(report_formats[k].name, name))
-            return k;
-    return -1;
+int report_render(const report *r, report_format fmt, ml_str *out) {
+    if ((unsigned)fmt >= FMT_COUNT)
+        return -1;
+    return report_family_render(&predict_family, r, fmt, out);
 }
 
 int report_emit(const report *r, report_format fmt, const char *path) {
@@ -28,7 +31,7 @@ int report_emit(const report *r, report_format fmt, const char *path) {
     }
     ml_str out = {0};
     ml_str_append(&out, "", 0);   /* an empty report is still a valid (empty) string */
-    int rc = report_formats[fmt].write(r, &out);
+    int rc = report_render(r, fmt, &out);
     if (rc == 0) {
         if (!path || !strcmp(path, "-")) {
             if (out.n && fwrite(out.s, 1, out.n, stdout) != out.n)

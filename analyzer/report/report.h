@@ -2,8 +2,9 @@
 /* report.h — results of predict / check / run as one structure, written in every format.
  *
  * predict and check fill the predicted parts; run adds `measured` per rank and the data-check
- * rows. One writer per format, chosen from a table (report_formats[]); every writer handles every
- * field that is present, so a run result is "the predict JSON plus measured".
+ * rows. The family builds one neutral document (doc.h: paragraphs, grids, a JSON tree, a CSV
+ * grid) and a format of the format table (report_formats[]) renders it; every part handles
+ * every field that is present, so a run result is "the predict JSON plus measured".
  *
  * JSON names (kept stable; tests and CI gates read them): top-level `schedules` list; each with
  * `name`, `file`, `plan`, `world`, `lets` {name: value, as rank 0 evaluated them after --set and
@@ -23,6 +24,7 @@
 
 #include "predict/analyzer.h"
 #include "exec/rt.h"
+#include "report/format.h"
 
 /* The integer "schema_version" first in every JSON memlife writes (report_json_append; the
  * trace's otherData). It changes when a key changes meaning or goes away; new keys do not
@@ -71,15 +73,8 @@ typedef struct {
     const char *provenance;         /* "key=value\n" lines, or NULL */
 } report;
 
-typedef enum { FMT_TABLE, FMT_JSON, FMT_CSV, FMT_MD, FMT_COUNT } report_format;
-typedef struct {
-    const char *name;
-    /* Appends the whole report to out (a growable string). */
-    int (*write)(const report *r, ml_str *out);
-} report_format_info;
-
-extern const report_format_info report_formats[FMT_COUNT];
-int report_format_lookup(const char *name);   /* -1 when unknown */
+/* Renders predict/check/run's report in fmt onto out (its document, built for fmt alone). */
+int report_render(const report *r, report_format fmt, ml_str *out);
 
 /* Renders r in fmt; writes to path atomically (temp + rename), or to stdout when path is NULL
  * or "-". Returns 0, or -1 with a message on stderr. */

@@ -3,6 +3,7 @@
  * peaks, rank sets, the grid. Below the writers; report.c (the format table) sits above them. */
 #include "report/report_int.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,29 @@ bool report_has_measured(const report *r) {
     return false;
 }
 
+bool report_view_on(const report *r, ml_view_id v) {
+    if (!ml_views[v].optional)
+        return true;
+    for (size_t k = 0; k < r->n; k++)
+        for (int rank = 0; rank < r->items[k].world; rank++)
+            if (r->items[k].pred[rank].on[v])
+                return true;
+    return false;
+}
+
+bool report_measured_has(const report_measured *m, ml_mem_view v) {
+    return m && m->present && ml_views[ml_series[v].view].measured &&
+           (v != VIEW_DEVICE || m->has_device);   /* the host backend reads no device */
+}
+
+bool report_series_measured(const report *r, ml_mem_view v) {
+    for (size_t k = 0; k < r->n; k++)
+        for (int rank = 0; r->items[k].measured && rank < r->items[k].world; rank++)
+            if (report_measured_has(&r->items[k].measured[rank], v))
+                return true;
+    return false;
+}
+
 const char *report_expect_status(const report_schedule *rs) {
     if (rs->expect_failures < 0)
         return "none";
@@ -98,10 +122,18 @@ const char *report_expect_status(const report_schedule *rs) {
 
 /* ---- Grid -------------------------------------------------------------------------------------*/
 
+/* The grid keeps copies of its headers and alignment: a document (doc.h) renders it after the
+ * builder's arrays are gone. */
 void report_grid_init(report_grid *g, size_t cols, const char *const *headers, const bool *right) {
     g->cols = cols;
-    g->headers = headers;
-    g->right = right;
+    char **h = ml_xcalloc(cols ? cols : 1, sizeof *h);
+    bool *r = ml_xcalloc(cols ? cols : 1, sizeof *r);
+    for (size_t c = 0; c < cols; c++) {
+        h[c] = ml_xstrdup(headers[c]);
+        r[c] = right[c];
+    }
+    g->headers = (const char *const *)h;
+    g->right = r;
     ml_vec_init(&g->cells, sizeof(char *));
 }
 
@@ -114,6 +146,12 @@ void report_grid_free(report_grid *g) {
     for (size_t k = 0; k < g->cells.n; k++)
         free(ML_VEC_AT(&g->cells, char *, k));
     ml_vec_free(&g->cells);
+    for (size_t c = 0; g->headers && c < g->cols; c++)
+        free((char *)g->headers[c]);
+    free((void *)g->headers);
+    free((void *)g->right);
+    g->headers = NULL;
+    g->right = NULL;
 }
 
 /* Markdown cells may not hold a '|'; escape it so names never break the table. */
@@ -169,4 +207,24 @@ void report_grid_render(const report_grid *g, bool markdown, const char *indent,
         }
     }
     free(width);
+}
+
+/* The one place every JSON writer ends (report_int.h); below the document (doc.c) and the
+ * writers, which both end here. */
+int report_json_append(json_t *root, size_t extra_flags, ml_str *out) {
+    /* schema_version first, so a reader can check it before anything else (docs/json.md) */
+    json_t *doc = json_object();
+    json_object_set_new(doc, "schema_version", json_integer(ML_JSON_SCHEMA_VERSION));
+    json_object_update(doc, root);
+    json_decref(root);
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags);
+    json_decref(doc);
+    if (!text) {
+        fprintf(stderr, "error: cannot render the json report\n");
+        return -1;
+    }
+    ml_str_append(out, text, strlen(text));
+    ml_str_append(out, "\n", 1);
+    free(text);
+    return 0;
 }

@@ -1,86 +1,129 @@
 /* SPDX-License-Identifier: MIT */
-/* report_csv.c — one row per schedule × rank, bytes as integers, for spreadsheets and awk. */
-#include "report/report_int.h"
+/* report_csv.c — the CSV grid of the document: one row per schedule × rank, bytes as integers,
+ * for spreadsheets and awk. */
+#include "report/doc.h"
+
+#include <stdlib.h>
 
 #include <string.h>
 
-/* RFC 4180: quote a field holding a comma, quote or line break; double the quotes inside. */
-static void csv_field(ml_str *out, const char *text, bool last) {
-    if (strpbrk(text, ",\"\r\n")) {
-        ml_str_append(out, "\"", 1);
-        for (const char *c = text; *c; c++) {
-            if (*c == '"')
-                ml_str_append(out, "\"\"", 2);
-            else
-                ml_str_append(out, c, 1);
-        }
-        ml_str_append(out, "\"", 1);
-    } else {
-        ml_str_append(out, text, strlen(text));
-    }
-    ml_str_append(out, last ? "\n" : ",", 1);
+/* A growing row of the CSV grid: cells as text (the document quotes them, RFC 4180). */
+static void cell_u64(report_grid *g, uint64_t v) {
+    char t[24];
+    snprintf(t, sizeof t, "%llu", (unsigned long long)v);
+    report_grid_add(g, t);
 }
 
-static void csv_u64(ml_str *out, uint64_t v) { ml_str_printf(out, "%llu,", (unsigned long long)v); }
+static void add_header(ml_vec *h, const char *fmt, const char *stem) {
+    char t[128];
+    snprintf(t, sizeof t, fmt, stem);
+    char *copy = ml_xstrdup(t);
+    *(char **)ml_vec_push(h) = copy;
+}
 
-int report_write_csv(const report *r, ml_str *out) {
+/* The columns come from the view table: per predicted series `<csv>_steady,<csv>_peak` (and
+ * `_exact,_peak_lo,_peak_hi` for a bounded view), per measured series `measured_<csv>_...`. */
+void report_doc_csv_grid(const report *r, report_doc *d) {
     bool measured = report_has_measured(r);
-    ml_str_printf(out, "schedule,plan,file,world,rank,requested_steady,requested_peak,"
-                       "device_steady,device_peak,device_exact,device_peak_lo,device_peak_hi,"
-                       "peak_line,peak_col,peak_op,peak_live,floor,%sexpect\n",
-                  measured ? "measured_requested_steady,measured_requested_peak,"
-                             "measured_device_steady,measured_device_peak,communicator_bytes,match,"
-                           : "");
+    bool on[MV_COUNT], meas[VIEW_COUNT];
+    ml_vec h;
+    ml_vec_init(&h, sizeof(char *));
+    static const char *const lead[] = {"schedule", "plan", "file", "world", "rank"};
+    for (size_t k = 0; k < ML_ARRAY_LEN(lead); k++)
+        add_header(&h, "%s", lead[k]);
+    for (int view = 0; view < MV_COUNT; view++) {
+        on[view] = report_view_on(r, (ml_view_id)view);
+        for (int k = 0; on[view] && k < ml_views[view].n_series; k++) {
+            const char *c = ml_series[ml_views[view].series[k]].csv;
+            add_header(&h, "%s_steady", c);
+            add_header(&h, "%s_peak", c);
+            if (ml_views[view].bounded) {
+                add_header(&h, "%s_exact", c);
+                add_header(&h, "%s_peak_lo", c);
+                add_header(&h, "%s_peak_hi", c);
+            }
+        }
+    }
+    static const char *const mid[] = {"peak_line", "peak_col", "peak_op", "peak_live", "floor"};
+    for (size_t k = 0; k < ML_ARRAY_LEN(mid); k++)
+        add_header(&h, "%s", mid[k]);
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        meas[v] = measured && ml_views[ml_series[v].view].measured;
+        if (meas[v]) {
+            add_header(&h, "measured_%s_steady", ml_series[v].csv);
+            add_header(&h, "measured_%s_peak", ml_series[v].csv);
+        }
+    }
+    if (measured) {
+        add_header(&h, "%s", "communicator_bytes");
+        add_header(&h, "%s", "match");
+    }
+    add_header(&h, "%s", "expect");
+    bool *right = ml_xcalloc(h.n, sizeof *right);
+    report_grid g;
+    report_grid_init(&g, h.n, (const char *const *)h.items, right);
+    for (size_t k = 0; k < h.n; k++)
+        free(ML_VEC_AT(&h, char *, k));
+    ml_vec_free(&h);
+    free(right);
+    char t[256];
     for (size_t k = 0; k < r->n; k++) {
         const report_schedule *rs = &r->items[k];
         char name[256];
         report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
         for (int rank = 0; rank < rs->world; rank++) {
             const pred_rank *p = &rs->pred[rank];
-            csv_field(out, name, false);
-            csv_field(out, rs->s->plans[rs->plan_index].name, false);
-            csv_field(out, rs->s->file, false);
-            ml_str_printf(out, "%d,%d,", rs->world, rank);
-            csv_u64(out, p->steady[VIEW_REQUESTED]);
-            csv_u64(out, p->peak[VIEW_REQUESTED]);
-            csv_u64(out, p->steady[VIEW_DEVICE]);
-            csv_u64(out, p->peak[VIEW_DEVICE]);
-            ml_str_printf(out, "%s,", p->device_exact ? "true" : "false");
-            csv_u64(out, p->device_exact ? p->peak[VIEW_DEVICE] : p->device_peak_lo);
-            csv_u64(out, p->device_exact ? p->peak[VIEW_DEVICE] : p->device_peak_hi);
+            report_grid_add(&g, name);
+            report_grid_add(&g, rs->s->plans[rs->plan_index].name);
+            report_grid_add(&g, rs->s->file);
+            cell_u64(&g, (uint64_t)rs->world);
+            cell_u64(&g, (uint64_t)rank);
+            for (int view = 0; view < MV_COUNT; view++)
+                for (int j = 0; on[view] && j < ml_views[view].n_series; j++) {
+                    ml_mem_view v = ml_views[view].series[j];
+                    cell_u64(&g, p->steady[v]);
+                    cell_u64(&g, p->peak[v]);
+                    if (!ml_views[view].bounded)
+                        continue;
+                    report_grid_add(&g, p->exact[v] ? "true" : "false");
+                    cell_u64(&g, p->peak_lo[v]);
+                    cell_u64(&g, p->peak_hi[v]);
+                }
             size_t op = p->peak_op[VIEW_REQUESTED];
             const rank_plan *plan = &rs->plans[rank];
             if (op < plan->n_ops) {
                 ml_mark m = plan_op_mark(&plan->ops[op]);
-                ml_str_printf(out, "%u,%u,%s,", m.line, m.col, report_op_label(plan, op));
+                cell_u64(&g, m.line);
+                cell_u64(&g, m.col);
+                report_grid_add(&g, report_op_label(plan, op));
             } else {
-                ml_str_append(out, ",,,", 3);
+                for (int c = 0; c < 3; c++)
+                    report_grid_add(&g, "");
             }
             ml_str live = {0};
             ml_str_append(&live, "", 0);
             report_live_names(rs, rank, " ", &live);
-            csv_field(out, live.s, false);
+            report_grid_add(&g, live.s);
             ml_str_free(&live);
-            csv_u64(out, p->floor);
+            cell_u64(&g, p->floor);
             if (measured) {
                 const report_measured *m = rs->measured ? &rs->measured[rank] : NULL;
-                if (m && m->present) {
-                    csv_u64(out, m->steady[VIEW_REQUESTED]);
-                    csv_u64(out, m->peak[VIEW_REQUESTED]);
-                    if (m->has_device) {
-                        csv_u64(out, m->steady[VIEW_DEVICE]);
-                        csv_u64(out, m->peak[VIEW_DEVICE]);
-                    } else {
-                        ml_str_append(out, ",,", 2);
-                    }
-                    csv_u64(out, m->communicator_bytes);
-                    ml_str_printf(out, "%s,", m->match ? "true" : "false");
-                } else {
-                    ml_str_append(out, ",,,,,,", 6);
+                for (int v = 0; v < VIEW_COUNT; v++) {
+                    if (!meas[v])
+                        continue;
+                    bool has = report_measured_has(m, (ml_mem_view)v);
+                    snprintf(t, sizeof t, "%llu", has ? (unsigned long long)m->steady[v] : 0ull);
+                    report_grid_add(&g, has ? t : "");
+                    snprintf(t, sizeof t, "%llu", has ? (unsigned long long)m->peak[v] : 0ull);
+                    report_grid_add(&g, has ? t : "");
                 }
+                bool present = m && m->present;
+                snprintf(t, sizeof t, "%llu", present ? (unsigned long long)m->communicator_bytes : 0ull);
+                report_grid_add(&g, present ? t : "");
+                report_grid_add(&g, !present ? "" : m->match ? "true" : "false");
             }
-            csv_field(out, report_expect_status(rs), true);
+            report_grid_add(&g, report_expect_status(rs));
         }
     }
-    return 0;
+    report_doc_csv(d, &g);
 }

@@ -16,6 +16,11 @@ void report_peak_at(const report_schedule *rs, int r, char *buf, size_t len);
 void report_live_names(const report_schedule *rs, int r, const char *sep, ml_str *out);
 /* "0-3", "0, 2", "1": a sorted set of ranks. */
 void report_ranks_text(const int *ranks, size_t n, char *buf, size_t len);
+/* The view table in the reports (views.h): a view is shown when some rank predicted it (an
+ * optional view only where configured); a series is measured when some rank's run read it. */
+bool report_view_on(const report *r, ml_view_id v);
+bool report_measured_has(const report_measured *m, ml_mem_view v);   /* m may be NULL */
+bool report_series_measured(const report *r, ml_mem_view v);
 /* True when any rank of any item carries measurements (run). */
 bool report_has_measured(const report *r);
 const char *report_expect_status(const report_schedule *rs);   /* "pass" | "fail" | "none" */
@@ -39,9 +44,11 @@ struct json_t *report_provenance_json(const char *text);
  * more json_dumps flags (bench: real precision). The one place every JSON writer ends. */
 int report_json_append(struct json_t *root, size_t extra_flags, ml_str *out);
 
-int report_write_table(const report *r, ml_str *out);
-int report_write_md(const report *r, ml_str *out);
-int report_write_json(const report *r, ml_str *out);
-int report_write_csv(const report *r, ml_str *out);
+/* The parts of predict/check/run's document (doc.h), one builder per part. */
+struct report_doc;
+void report_doc_table(const report *r, struct report_doc *d);      /* report_text.c */
+void report_doc_md(const report *r, struct report_doc *d);         /* report_text.c */
+void report_doc_json_tree(const report *r, struct report_doc *d);  /* report_json.c */
+void report_doc_csv_grid(const report *r, struct report_doc *d);   /* report_csv.c */
 
 #endif

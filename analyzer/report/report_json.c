@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* report_json.c — the JSON report (jansson). Key names are the stable interface described in
  * report.h; byte values are exact integers. */
-#include "report/report_int.h"
+#include "report/doc.h"
 #include "predict/commmodel.h"
 
 #include <jansson.h>
@@ -54,10 +54,11 @@ static json_t *names_json(const report_schedule *rs, const uint32_t *syms, uint3
 
 static json_t *measured_json(const report_schedule *rs, const report_measured *m, int rank) {
     json_t *o = json_object();
-    json_object_set_new(o, "requested", view_pair(m->steady[VIEW_REQUESTED], m->peak[VIEW_REQUESTED]));
-    json_object_set_new(o, "device", m->has_device
-                                         ? view_pair(m->steady[VIEW_DEVICE], m->peak[VIEW_DEVICE])
-                                         : json_null());
+    for (int v = 0; v < VIEW_COUNT; v++)   /* the measured views' series (one each today) */
+        if (ml_views[ml_series[v].view].measured)
+            json_object_set_new(o, ml_series[v].name,
+                                report_measured_has(m, (ml_mem_view)v)
+                                    ? view_pair(m->steady[v], m->peak[v]) : json_null());
     json_object_set_new(o, "communicator_bytes", bytes_json(m->communicator_bytes));
     json_t *stages = json_array();
     for (uint32_t k = 0; k < m->n_comm_stages; k++)
@@ -94,23 +95,95 @@ static json_t *measured_json(const report_schedule *rs, const report_measured *m
     return o;
 }
 
-static json_t *rank_json(const report_schedule *rs, int r) {
+static json_t *segments_json(const report_schedule *rs, const pred_torch_peak *pk) {
+    json_t *a = json_array();
+    for (size_t k = 0; pk && k < pk->n_segments; k++) {
+        const pred_segment *g = &pk->segments[k];
+        json_t *o = json_object();
+        json_object_set_new(o, "size", bytes_json(g->size));
+        json_object_set_new(o, "allocated", bytes_json(g->allocated));
+        json_object_set_new(o, "requested", bytes_json(g->requested));
+        json_object_set_new(o, "stream", text_json(sched_sym_name(rs->s, SYM_STREAM, g->stream)));
+        json_object_set_new(o, "pool", text_json(g->large ? "large" : "small"));
+        json_object_set_new(o, "expandable", json_boolean(g->expandable));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+/* The torch view's details: the segments and the fragmentation at the reserved peak. */
+static void torch_extra(const report_schedule *rs, int r, json_t *o) {
+    const pred_torch *t = rs->pred[r].torch;
+    const pred_torch_peak *pk = t ? &t->at[1] : NULL;
+    json_object_set_new(o, "segments_at_peak", segments_json(rs, pk));
+    json_t *f = json_object();
+    json_object_set_new(f, "bytes", bytes_json(pk ? pk->reserved - pk->allocated : 0));
+    json_object_set_new(f, "free_in_used_segments", bytes_json(pk ? pk->free_in_used_segments : 0));
+    json_object_set_new(f, "whole_free_segments", bytes_json(pk ? pk->whole_free_segments : 0));
+    json_object_set_new(f, "pending_free", bytes_json(pk ? pk->pending_free : 0));
+    json_object_set_new(o, "fragmentation", f);
+}
+
+/* What a view adds to its object beyond steady and peak: one row per view that has details. */
+static void (*const view_extra[MV_COUNT])(const report_schedule *, int, json_t *) = {
+    [MV_TORCH] = torch_extra,
+};
+
+/* One predicted view: {steady, peak} (bounded: exact, peak_lo, peak_hi) for a view of one
+ * series; a view of several has an object per series with its peak_step, then its details. */
+static json_t *view_json(const report_schedule *rs, int r, ml_view_id view) {
+    const pred_rank *p = &rs->pred[r];
+    const ml_view_info *vi = &ml_views[view];
+    json_t *o = NULL;
+    if (vi->n_series == 1) {
+        ml_mem_view v = vi->series[0];
+        o = view_pair(p->steady[v], p->peak[v]);
+        if (vi->bounded) {
+            json_object_set_new(o, "exact", json_boolean(p->exact[v]));
+            json_object_set_new(o, "peak_lo", bytes_json(p->peak_lo[v]));
+            json_object_set_new(o, "peak_hi", bytes_json(p->peak_hi[v]));
+        }
+    } else {
+        o = json_object();
+        for (int k = 0; k < vi->n_series; k++) {
+            ml_mem_view v = vi->series[k];
+            json_t *s = view_pair(p->steady[v], p->peak[v]);
+            json_object_set_new(s, "peak_step", step_json(&rs->plans[r], p->peak_op[v]));
+            json_object_set_new(o, ml_series[v].key, s);
+        }
+    }
+    if (view_extra[view])
+        view_extra[view](rs, r, o);
+    return o;
+}
+
+static json_t *rank_json(const report_schedule *rs, int r, const bool *on) {
     const pred_rank *p = &rs->pred[r];
     json_t *o = json_object();
     json_object_set_new(o, "rank", json_integer(r));
-    json_object_set_new(o, "requested", view_pair(p->steady[VIEW_REQUESTED], p->peak[VIEW_REQUESTED]));
-    json_t *dev = view_pair(p->steady[VIEW_DEVICE], p->peak[VIEW_DEVICE]);
-    json_object_set_new(dev, "exact", json_boolean(p->device_exact));
-    json_object_set_new(dev, "peak_lo", bytes_json(p->device_exact ? p->peak[VIEW_DEVICE] : p->device_peak_lo));
-    json_object_set_new(dev, "peak_hi", bytes_json(p->device_exact ? p->peak[VIEW_DEVICE] : p->device_peak_hi));
-    json_object_set_new(o, "device", dev);
-    json_object_set_new(o, "peak_step", step_json(&rs->plans[r], p->peak_op[VIEW_REQUESTED]));
-    json_object_set_new(o, "peak_live", names_json(rs, p->peak_live[VIEW_REQUESTED],
-                                                   p->n_peak_live[VIEW_REQUESTED]));
-    json_object_set_new(o, "device_peak_step", step_json(&rs->plans[r], p->peak_op[VIEW_DEVICE]));
-    json_object_set_new(o, "device_peak_live", names_json(rs, p->peak_live[VIEW_DEVICE],
-                                                          p->n_peak_live[VIEW_DEVICE]));
+    for (int view = 0; view < MV_COUNT; view++)
+        if (on[view])
+            json_object_set_new(o, ml_views[view].name,
+                                p->on[view] ? view_json(rs, r, (ml_view_id)view) : json_null());
+    char key[64];
+    for (int view = 0; view < MV_COUNT; view++) {
+        const char *prefix = ml_views[view].peak_prefix;
+        if (!prefix)
+            continue;   /* the view reports its peaks inside its own object */
+        ml_mem_view v = ml_views[view].series[0];
+        snprintf(key, sizeof key, "%speak_step", prefix);
+        json_object_set_new(o, key, step_json(&rs->plans[r], p->peak_op[v]));
+        snprintf(key, sizeof key, "%speak_live", prefix);
+        json_object_set_new(o, key, names_json(rs, p->peak_live[v], p->n_peak_live[v]));
+    }
     json_object_set_new(o, "floor", bytes_json(p->floor));
+    if (p->timed) {   /* the time model (predict/timemodel.h), microseconds */
+        json_t *t = json_object();
+        json_object_set_new(t, "step_us", json_real(p->step_us));
+        json_object_set_new(t, "comm_us", json_real(p->comm_us));
+        json_object_set_new(t, "exposed_comm_us", json_real(p->exposed_comm_us));
+        json_object_set_new(o, "time", t);
+    }
     if (rs->measured && rs->measured[r].present) {
         const report_measured *m = &rs->measured[r];
         json_object_set_new(o, "measured", measured_json(rs, m, r));
@@ -159,7 +232,7 @@ static json_t *communicator_json(const report_schedule *rs) {
     return o;
 }
 
-static json_t *schedule_json(const report_schedule *rs) {
+static json_t *schedule_json(const report_schedule *rs, const bool *on) {
     char name[256];
     report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
     const char *plan = rs->s->plans[rs->plan_index].name;
@@ -179,7 +252,7 @@ static json_t *schedule_json(const report_schedule *rs) {
     json_object_set_new(o, "expect", text_json(report_expect_status(rs)));
     json_t *ranks = json_array();
     for (int r = 0; r < rs->world; r++)
-        json_array_append_new(ranks, rank_json(rs, r));
+        json_array_append_new(ranks, rank_json(rs, r, on));
     json_object_set_new(o, "ranks", ranks);
     json_object_set_new(o, "communicator", communicator_json(rs));
     json_t *ex = json_array();
@@ -247,32 +320,17 @@ json_t *report_provenance_json(const char *text) {
     return o;
 }
 
-int report_write_json(const report *r, ml_str *out) {
+void report_doc_json_tree(const report *r, report_doc *d) {
     json_t *root = json_object();
     json_object_set_new(root, "command", text_json(r->command ? r->command : ""));
     json_t *list = json_array();
+    bool on[MV_COUNT];
+    for (int v = 0; v < MV_COUNT; v++)
+        on[v] = report_view_on(r, (ml_view_id)v);
     for (size_t k = 0; k < r->n; k++)
-        json_array_append_new(list, schedule_json(&r->items[k]));
+        json_array_append_new(list, schedule_json(&r->items[k], on));
     json_object_set_new(root, "schedules", list);
     if (r->provenance)
         json_object_set_new(root, "provenance", report_provenance_json(r->provenance));
-    return report_json_append(root, 0, out);
-}
-
-int report_json_append(json_t *root, size_t extra_flags, ml_str *out) {
-    /* schema_version first, so a reader can check it before anything else (docs/json.md) */
-    json_t *doc = json_object();
-    json_object_set_new(doc, "schema_version", json_integer(ML_JSON_SCHEMA_VERSION));
-    json_object_update(doc, root);
-    json_decref(root);
-    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags);
-    json_decref(doc);
-    if (!text) {
-        fprintf(stderr, "error: cannot render the json report\n");
-        return -1;
-    }
-    ml_str_append(out, text, strlen(text));
-    ml_str_append(out, "\n", 1);
-    free(text);
-    return 0;
+    report_doc_json(d, root, 0);
 }

@@ -1,93 +1,99 @@
 /* SPDX-License-Identifier: MIT */
 /* report_text.c — the human formats: an aligned table per schedule (the default) and one GitHub
  * Markdown table for a pull request. */
-#include "report/report_int.h"
+#include "report/doc.h"
 #include "exec/provenance.h"
 #include "predict/commmodel.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Device cell: the model's value, and its bounds when the page placement is not known. */
-static void device_peak_cell(const pred_rank *p, char *buf, size_t len) {
-    char v[72], lo[72], hi[72];
-    report_size_cell(p->peak[VIEW_DEVICE], v, sizeof v);
-    if (p->device_exact) {
-        snprintf(buf, len, "%s", v);
+/* A bounded view's peak cell: the model's value, and its bounds when the placement is not known. */
+static void peak_cell(const pred_rank *p, ml_mem_view v, char *buf, size_t len) {
+    char val[72], lo[72], hi[72];
+    report_size_cell(p->peak[v], val, sizeof val);
+    if (p->exact[v] || !ml_views[ml_series[v].view].bounded) {
+        snprintf(buf, len, "%s", val);
         return;
     }
-    report_size_cell(p->device_peak_lo, lo, sizeof lo);
-    report_size_cell(p->device_peak_hi, hi, sizeof hi);
-    snprintf(buf, len, "%s (%s to %s)", v, lo, hi);
+    report_size_cell(p->peak_lo[v], lo, sizeof lo);
+    report_size_cell(p->peak_hi[v], hi, sizeof hi);
+    snprintf(buf, len, "%s (%s to %s)", val, lo, hi);
 }
 
 static void measured_cell(const report_measured *m, ml_mem_view v, bool peak, char *buf,
                           size_t len) {
-    if (!m || !m->present || (v == VIEW_DEVICE && !m->has_device))
+    if (!report_measured_has(m, v))
         snprintf(buf, len, "-");
     else
         report_size_cell(peak ? m->peak[v] : m->steady[v], buf, len);
 }
 
-/* The columns of a rank row, one table for both formats: predicted views, then the measured
- * ones when a run filled them (device only when some rank read a device), then where the peak
- * is and what is live there. */
-typedef enum {
-    COL_REQ_STEADY, COL_REQ_PEAK, COL_DEV_STEADY, COL_DEV_PEAK, COL_FLOOR,
-    COL_M_REQ_STEADY, COL_M_REQ_PEAK, COL_M_DEV_STEADY, COL_M_DEV_PEAK, COL_MATCH,
-    COL_PEAK_AT, COL_LIVE, COL_COUNT
-} rank_col;
-enum { CELL = 256 };
+/* The columns of a rank row, one list for both formats, built from the view table: each
+ * predicted series' steady and peak, the floor, then the measured series when a run filled
+ * them (a series only when some rank measured it), then where the peak is and what is live. */
+typedef enum { COL_STEADY, COL_PEAK, COL_FLOOR, COL_M_STEADY, COL_M_PEAK, COL_MATCH, COL_PEAK_AT,
+               COL_LIVE } col_kind;
+enum { CELL = 256, MAX_COLS = 4 * VIEW_COUNT + 8 };
 
-static const struct {
-    const char *header;
+typedef struct {
+    col_kind kind;
+    ml_mem_view series;
+    char header[64];
     bool right;
-} rank_cols[COL_COUNT] = {
-    [COL_REQ_STEADY] = {"requested steady", true},
-    [COL_REQ_PEAK] = {"requested peak", true},
-    [COL_DEV_STEADY] = {"device steady", true},
-    [COL_DEV_PEAK] = {"device peak", true},
-    [COL_FLOOR] = {"floor", true},   /* requested bytes needed by data dependence (floor.c) */
-    [COL_M_REQ_STEADY] = {"measured req steady", true},
-    [COL_M_REQ_PEAK] = {"measured req peak", true},
-    [COL_M_DEV_STEADY] = {"measured dev steady", true},
-    [COL_M_DEV_PEAK] = {"measured dev peak", true},
-    [COL_MATCH] = {"match", false},
-    [COL_PEAK_AT] = {"peak at", false},
-    [COL_LIVE] = {"live at peak", false},
-};
+} rank_col;
+
+static void add_col(rank_col *c, size_t *n, col_kind k, ml_mem_view v, const char *header,
+                    bool right) {
+    c[*n] = (rank_col){k, v, "", right};
+    snprintf(c[*n].header, sizeof c[*n].header, "%s", header);
+    (*n)++;
+}
 
 /* Which columns r needs, in order; returns how many. */
-static size_t pick_columns(const report *r, rank_col *ids) {
-    bool measured = report_has_measured(r), device = false;
-    for (size_t k = 0; k < r->n && measured; k++)
-        for (int rank = 0; r->items[k].measured && rank < r->items[k].world; rank++)
-            device |= r->items[k].measured[rank].present && r->items[k].measured[rank].has_device;
+static size_t pick_columns(const report *r, rank_col *c) {
+    bool measured = report_has_measured(r);
     size_t n = 0;
-    for (int c = 0; c < COL_COUNT; c++) {
-        if (!measured && c >= COL_M_REQ_STEADY && c <= COL_MATCH)
+    char h[64];
+    for (int view = 0; view < MV_COUNT; view++) {
+        if (!report_view_on(r, (ml_view_id)view))
             continue;
-        if (!device && (c == COL_M_DEV_STEADY || c == COL_M_DEV_PEAK))
-            continue;
-        ids[n++] = (rank_col)c;
+        for (int k = 0; k < ml_views[view].n_series; k++) {
+            ml_mem_view v = ml_views[view].series[k];
+            snprintf(h, sizeof h, "%s steady", ml_series[v].column);
+            add_col(c, &n, COL_STEADY, v, h, true);
+            snprintf(h, sizeof h, "%s peak", ml_series[v].column);
+            add_col(c, &n, COL_PEAK, v, h, true);
+        }
     }
+    add_col(c, &n, COL_FLOOR, VIEW_REQUESTED, "floor", true);   /* bytes data dependence needs */
+    if (measured) {
+        for (int v = 0; v < VIEW_COUNT; v++) {
+            if (!report_series_measured(r, (ml_mem_view)v))
+                continue;
+            snprintf(h, sizeof h, "%s steady", ml_series[v].measured_column);
+            add_col(c, &n, COL_M_STEADY, (ml_mem_view)v, h, true);
+            snprintf(h, sizeof h, "%s peak", ml_series[v].measured_column);
+            add_col(c, &n, COL_M_PEAK, (ml_mem_view)v, h, true);
+        }
+        add_col(c, &n, COL_MATCH, VIEW_REQUESTED, "match", false);
+    }
+    add_col(c, &n, COL_PEAK_AT, VIEW_REQUESTED, "peak at", false);
+    add_col(c, &n, COL_LIVE, VIEW_REQUESTED, "live at peak", false);
     return n;
 }
 
-static void rank_cell(const report_schedule *rs, int r, rank_col col, const char *live_sep,
+static void rank_cell(const report_schedule *rs, int r, const rank_col *col, const char *live_sep,
                       char *buf) {
     const pred_rank *p = &rs->pred[r];
     const report_measured *m = rs->measured && rs->measured[r].present ? &rs->measured[r] : NULL;
-    switch (col) {
-    case COL_REQ_STEADY: report_size_cell(p->steady[VIEW_REQUESTED], buf, CELL); return;
-    case COL_REQ_PEAK: report_size_cell(p->peak[VIEW_REQUESTED], buf, CELL); return;
-    case COL_DEV_STEADY: report_size_cell(p->steady[VIEW_DEVICE], buf, CELL); return;
-    case COL_DEV_PEAK: device_peak_cell(p, buf, CELL); return;
+    ml_mem_view v = col->series;
+    switch (col->kind) {
+    case COL_STEADY: report_size_cell(p->steady[v], buf, CELL); return;
+    case COL_PEAK: peak_cell(p, v, buf, CELL); return;
     case COL_FLOOR: report_size_cell(p->floor, buf, CELL); return;
-    case COL_M_REQ_STEADY: measured_cell(m, VIEW_REQUESTED, false, buf, CELL); return;
-    case COL_M_REQ_PEAK: measured_cell(m, VIEW_REQUESTED, true, buf, CELL); return;
-    case COL_M_DEV_STEADY: measured_cell(m, VIEW_DEVICE, false, buf, CELL); return;
-    case COL_M_DEV_PEAK: measured_cell(m, VIEW_DEVICE, true, buf, CELL); return;
+    case COL_M_STEADY: measured_cell(m, v, false, buf, CELL); return;
+    case COL_M_PEAK: measured_cell(m, v, true, buf, CELL); return;
     case COL_MATCH: snprintf(buf, CELL, "%s", !m ? "-" : m->match ? "yes" : "NO"); return;
     case COL_PEAK_AT: report_peak_at(rs, r, buf, CELL); return;
     case COL_LIVE: {
@@ -98,7 +104,6 @@ static void rank_cell(const report_schedule *rs, int r, rank_col col, const char
         ml_str_free(&live);
         return;
     }
-    case COL_COUNT: break;
     }
     buf[0] = '\0';
 }
@@ -109,6 +114,29 @@ static bool same_expect(const expect_row *a, const expect_row *b) {
     return a->pass == b->pass && a->view == b->view && a->is_peak == b->is_peak &&
            a->expected == b->expected && a->got == b->got && a->mark.line == b->mark.line &&
            a->mark.col == b->mark.col;
+}
+
+/* The time model's line (predict/timemodel.h), for schedules where overlap or timing is
+ * written down (streams, `link:`, a timed compute): the slowest rank's step time and its exposed
+ * communication. */
+static void write_time(const report_schedule *rs, ml_str *out) {
+    const sched *s = rs->s;
+    bool timed_compute = false;
+    for (size_t k = 0; k < rs->plans[0].n_ops && !timed_compute; k++) {
+        const plan_op *op = &rs->plans[0].ops[k];
+        timed_compute = op->kind == OP_COMPUTE &&
+                        (op->step->u.compute.time_us || op->step->u.compute.flops);
+    }
+    if (!rs->pred || !rs->pred[0].timed ||
+        (s->syms[SYM_STREAM].n < 2 && !s->link_alpha_us && !s->link_busbw_gbps && !timed_compute))
+        return;
+    int slow = 0;
+    for (int r = 1; r < rs->world; r++)
+        if (rs->pred[r].step_us > rs->pred[slow].step_us)
+            slow = r;
+    const pred_rank *p = &rs->pred[slow];
+    ml_str_printf(out, "  time: step %.1f us, communication %.1f us, exposed %.1f us (rank %d)\n",
+                  p->step_us, p->comm_us, p->exposed_comm_us, slow);
 }
 
 static void write_expectations(const report_schedule *rs, ml_str *out) {
@@ -206,44 +234,48 @@ static void write_measured_notes(const report_schedule *rs, ml_str *out) {
     }
 }
 
-int report_write_table(const report *r, ml_str *out) {
-    rank_col ids[COL_COUNT];
+/* The text table's part of the document: per schedule a heading, its rank grid and notes. */
+void report_doc_table(const report *r, report_doc *d) {
+    rank_col ids[MAX_COLS];
     size_t n_cols = pick_columns(r, ids);
-    const char *headers[COL_COUNT + 1] = {"rank"};
-    bool right[COL_COUNT + 1] = {true};
+    const char *headers[MAX_COLS + 1] = {"rank"};
+    bool right[MAX_COLS + 1] = {true};
     for (size_t c = 0; c < n_cols; c++) {
-        headers[c + 1] = rank_cols[ids[c]].header;
-        right[c + 1] = rank_cols[ids[c]].right;
+        headers[c + 1] = ids[c].header;
+        right[c + 1] = ids[c].right;
     }
     if (r->provenance) {      /* where the result came from, in one line (provenance.h) */
         char line[2048];
         ml_provenance_summary(r->provenance, line, sizeof line);
-        ml_str_printf(out, "%s\n\n", line);
+        report_doc_printf(d, DOC_TABLE, "%s\n\n", line);
     }
     for (size_t k = 0; k < r->n; k++) {
         const report_schedule *rs = &r->items[k];
         char name[256], cell[CELL];
         report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
-        if (k)
-            ml_str_append(out, "\n", 1);
-        ml_str_printf(out, "%s (%s, world %d)\n", name, rs->s->file, rs->world);
+        report_doc_printf(d, DOC_TABLE, "%s%s (%s, world %d)\n", k ? "\n" : "", name, rs->s->file,
+                          rs->world);
         report_grid g;
         report_grid_init(&g, n_cols + 1, headers, right);
         for (int rank = 0; rank < rs->world; rank++) {
             snprintf(cell, sizeof cell, "%d", rank);
             report_grid_add(&g, cell);
             for (size_t c = 0; c < n_cols; c++) {
-                rank_cell(rs, rank, ids[c], ", ", cell);
+                rank_cell(rs, rank, &ids[c], ", ", cell);
                 report_grid_add(&g, cell);
             }
         }
-        report_grid_render(&g, false, "  ", out);
-        report_grid_free(&g);
-        write_measured_notes(rs, out);
-        write_expectations(rs, out);
-        write_checks(rs, out);
+        report_doc_grid(d, DOC_TABLE, &g, "  ");
+        ml_str notes = {0};
+        ml_str_append(&notes, "", 0);
+        write_measured_notes(rs, &notes);
+        write_time(rs, &notes);
+        write_expectations(rs, &notes);
+        write_checks(rs, &notes);
+        if (notes.n)
+            report_doc_printf(d, DOC_TABLE, "%s", notes.s);
+        ml_str_free(&notes);
     }
-    return 0;
 }
 
 /* ---- Markdown ---------------------------------------------------------------------------------*/
@@ -252,8 +284,8 @@ int report_write_table(const report *r, ml_str *out) {
 static bool same_row(const report_schedule *rs, int a, int b, const rank_col *ids, size_t n) {
     char x[CELL], y[CELL];
     for (size_t c = 0; c < n; c++) {
-        rank_cell(rs, a, ids[c], " ", x);
-        rank_cell(rs, b, ids[c], " ", y);
+        rank_cell(rs, a, &ids[c], " ", x);
+        rank_cell(rs, b, &ids[c], " ", y);
         if (strcmp(x, y))
             return false;
     }
@@ -262,20 +294,20 @@ static bool same_row(const report_schedule *rs, int a, int b, const rank_col *id
 
 /* One row per run of consecutive ranks with identical cells: a PR reader wants "0-3", not four
  * equal lines. */
-int report_write_md(const report *r, ml_str *out) {
-    rank_col ids[COL_COUNT];
+void report_doc_md(const report *r, report_doc *d) {
+    rank_col ids[MAX_COLS];
     size_t n_cols = pick_columns(r, ids);
-    const char *headers[COL_COUNT + 4] = {"schedule", "world", "ranks"};
-    bool right[COL_COUNT + 4] = {false, true, false};
+    const char *headers[MAX_COLS + 4] = {"schedule", "world", "ranks"};
+    bool right[MAX_COLS + 4] = {false, true, false};
     for (size_t c = 0; c < n_cols; c++) {
-        headers[c + 3] = rank_cols[ids[c]].header;
-        right[c + 3] = rank_cols[ids[c]].right;
+        headers[c + 3] = ids[c].header;
+        right[c + 3] = ids[c].right;
     }
     headers[n_cols + 3] = "expect";
     if (r->provenance) {      /* where the result came from, in one line (provenance.h) */
         char line[2048];
         ml_provenance_summary(r->provenance, line, sizeof line);
-        ml_str_printf(out, "_%s_\n\n", line);
+        report_doc_printf(d, DOC_MD, "_%s_\n\n", line);
     }
     report_grid g;
     report_grid_init(&g, n_cols + 4, headers, right);
@@ -298,15 +330,14 @@ int report_write_md(const report *r, ml_str *out) {
                 snprintf(text, sizeof text, "%d", first);
             report_grid_add(&g, text);
             for (size_t c = 0; c < n_cols; c++) {
-                rank_cell(rs, first, ids[c], " ", text);
+                rank_cell(rs, first, &ids[c], " ", text);
                 report_grid_add(&g, text);
             }
             report_grid_add(&g, report_expect_status(rs));
             first = last + 1;
         }
     }
-    report_grid_render(&g, true, "", out);
-    report_grid_free(&g);
+    report_doc_grid(d, DOC_MD, &g, "");
     bool first_failure = true;
     for (size_t k = 0; k < r->n; k++) {
         const report_schedule *rs = &r->items[k];
@@ -316,14 +347,13 @@ int report_write_md(const report *r, ml_str *out) {
                 continue;
             char text[256];
             report_expect_text(x, text, sizeof text);
-            if (first_failure)
-                ml_str_append(out, "\n", 1);
+            report_doc_printf(d, DOC_MD, "%s- `%s:%u`: %s\n", first_failure ? "\n" : "", rs->s->file,
+                              x->mark.line, text);
             first_failure = false;
-            ml_str_printf(out, "- `%s:%u`: %s\n", rs->s->file, x->mark.line, text);
         }
     }
     if (!any_checks)
-        return 0;
+        return;
     static const char *const ch[] = {"schedule", "contract", "rank rows", "result"};
     static const bool cr[] = {false, false, true, false};
     report_grid_init(&g, 4, ch, cr);
@@ -351,8 +381,6 @@ int report_write_md(const report *r, ml_str *out) {
             report_grid_add(&g, failed ? "FAIL" : "PASS");
         }
     }
-    ml_str_append(out, "\n", 1);
-    report_grid_render(&g, true, "", out);
-    report_grid_free(&g);
-    return 0;
+    report_doc_printf(d, DOC_MD, "\n");
+    report_doc_grid(d, DOC_MD, &g, "");
 }

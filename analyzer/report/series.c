@@ -33,8 +33,9 @@ bool series_rank_values(const series *s, int r, ml_mem_view view, uint64_t *pred
     for (size_t k = 0; k < pr->n_timeline; k++)
         if (pr->timeline[k].op < n)
             pred[pr->timeline[k].op] = pr->timeline[k].live[view];
-    if (!s->measured || !s->measured[r] || (view == VIEW_DEVICE && !s->measured_device))
-        return false;
+    if (!s->measured || !s->measured[r] || !ml_views[ml_series[view].view].measured ||
+        (view == VIEW_DEVICE && !s->measured_device))
+        return false;   /* no backend measures the view, or the run read no device */
     bool *seen = calloc(n + 1, sizeof *seen);
     for (size_t k = 0; k < s->n_measured[r]; k++) {
         const rt_sample *sm = &s->measured[r][k];

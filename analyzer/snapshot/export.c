@@ -3,6 +3,7 @@
  * (export.h). */
 #include "snapshot/export.h"
 #include "base/util.h"
+#include "predict/view_model.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -86,77 +87,34 @@ static int on_block(void *user, const torchalloc_segment_info *s, const torchall
     return 0;
 }
 
-json_t *snapshot_export(const rank_plan *p, const torchalloc_conf *conf, const char *conf_text,
-                        uint64_t limit_bytes, char *err, size_t errlen) {
-    torchalloc_conf dflt;
-    if (!conf) {
-        torchalloc_conf_default(&dflt, TORCHALLOC_V2_11);
-        conf = &dflt;
-    }
-    torchalloc *ta = torchalloc_new(conf, limit_bytes);
-    if (!ta)
-        ml_out_of_memory(0);
+json_t *snapshot_export(const rank_plan *p, char *err, size_t errlen) {
+    ml_diags d;
+    ml_diags_init(&d);
+    void *st = pred_view_torch.open(p, &d);
+    torchalloc *ta = st ? pred_torch_model(st) : NULL;
     exporter x = {.p = p, .trace = json_array(), .frames_at = json_object()};
-    torchalloc_set_hook(ta, on_event, &x);
-    uint32_t n_bufs = p->s->syms[SYM_BUFFER].n, n_events = p->s->syms[SYM_EVENT].n;
-    int64_t *block = ml_xcalloc(n_bufs ? n_bufs : 1, sizeof *block);
-    uint32_t *ev_stream = ml_xcalloc(n_events ? n_events : 1, sizeof *ev_stream);
-    uint64_t *ev_upto = ml_xcalloc(n_events ? n_events : 1, sizeof *ev_upto);
-    for (uint32_t k = 0; k < n_bufs; k++)
-        block[k] = -1;
-    for (uint32_t k = 0; k < n_events; k++)
-        ev_stream[k] = UINT32_MAX;
-    int rc = 0;
+    if (ta)
+        torchalloc_set_hook(ta, on_event, &x);
+    int rc = st ? 0 : -1;
+    uint64_t live[VIEW_COUNT] = {0};
     for (size_t i = 0; i < p->n_ops && rc == 0; i++) {
-        const plan_op *op = &p->ops[i];
-        x.op = op;
+        x.op = &p->ops[i];
         x.time_us = i;
-        switch (op->kind) {
-        case OP_ALLOC: {
-            uint32_t b = op->u.alloc.buf;
-            if (block[b] >= 0)
-                torchalloc_free(ta, block[b]);   /* lint reports an alloc of a live name */
-            torchalloc_oom oom;
-            block[b] = torchalloc_malloc(ta, op->u.alloc.bytes, SCHED_DEFAULT_STREAM, &oom);
-            if (block[b] < 0) {
-                ml_mark m = plan_op_mark(op);
-                snprintf(err, errlen, "%s:%u:%u: the caching allocator model runs out of memory "
-                         "at alloc '%s' (%" PRIu64 " bytes; reserved %" PRIu64 ", limit %" PRIu64
-                         ")", p->s->file, m.line, m.col, sched_sym_name(p->s, SYM_BUFFER, b),
-                         op->u.alloc.bytes, oom.reserved, oom.limit);
-                rc = -1;
-            }
-            break;
-        }
-        case OP_FREE:
-            if (block[op->u.free.buf] >= 0)
-                torchalloc_free(ta, block[op->u.free.buf]);
-            block[op->u.free.buf] = -1;
-            break;
-        case OP_COLL: torchalloc_stream_submit(ta, op->u.coll.stream); break;
-        case OP_COPY: torchalloc_stream_submit(ta, op->u.copy.stream); break;
-        case OP_SCALE: torchalloc_stream_submit(ta, op->u.scale.stream); break;
-        case OP_COMPUTE: torchalloc_stream_submit(ta, op->u.compute.stream); break;
-        case OP_INIT: torchalloc_stream_submit(ta, SCHED_DEFAULT_STREAM); break;
-        case OP_RECORD:
-            if (op->u.event.event < n_events) {
-                ev_stream[op->u.event.event] = op->u.event.stream;
-                ev_upto[op->u.event.event] = torchalloc_stream_submitted(ta, op->u.event.stream);
-            }
-            break;
-        case OP_SYNC:
-            if (op->u.sync.kind == SYNC_DEVICE)
-                torchalloc_device_synchronize(ta);
-            else if (op->u.sync.kind == SYNC_STREAM)
-                torchalloc_stream_complete(ta, op->u.sync.stream);
-            else if (op->u.sync.event < n_events && ev_stream[op->u.sync.event] != UINT32_MAX)
-                torchalloc_stream_complete_upto(ta, ev_stream[op->u.sync.event],
-                                                ev_upto[op->u.sync.event]);
-            break;
-        default:
-            break;   /* release (no chunks in this allocator), wait, check, regions */
-        }
+        rc = pred_view_torch.apply(st, p, i, live, &d);   /* the torch view's own replay */
     }
+    if (rc != 0) {
+        const ml_diag *g = ml_diags_first_error(&d);
+        if (g)
+            ml_diag_format(g, err, errlen);
+        else
+            snprintf(err, errlen, "%s: error: the torch view could not replay the plan", p->s->file);
+    }
+    torchalloc_conf conf;
+    torchalloc_conf_default(&conf, TORCHALLOC_V2_11);
+    size_t at;
+    char msg[64];
+    if (rc == 0 && p->torch.conf)
+        torchalloc_conf_parse(p->torch.conf, &conf, &at, msg, sizeof msg);   /* open parsed it */
     json_t *snap = NULL;
     if (rc == 0) {
         walk_state w = {.segments = json_array(), .frames_at = x.frames_at};
@@ -164,15 +122,14 @@ json_t *snapshot_export(const rank_plan *p, const torchalloc_conf *conf, const c
         torchalloc_walk(ta, &wk);
         snap = json_pack("{s:o, s:[o], s:{s:s, s:b}, s:[]}", "segments", w.segments,
                          "device_traces", x.trace, "allocator_settings",
-                         "PYTORCH_CUDA_ALLOC_CONF", conf_text ? conf_text : "",
-                         "expandable_segments", conf->expandable_segments, "external_annotations");
+                         "PYTORCH_CUDA_ALLOC_CONF", p->torch.conf ? p->torch.conf : "",
+                         "expandable_segments", conf.expandable_segments, "external_annotations");
         x.trace = NULL;
     }
     json_decref(x.trace);
     json_decref(x.frames_at);
-    torchalloc_destroy(ta);
-    free(block);
-    free(ev_stream);
-    free(ev_upto);
+    if (st)
+        pred_view_torch.close(st);
+    ml_diags_free(&d);
     return snap;
 }

@@ -22,10 +22,10 @@
 #include "ir/plan.h"
 #include "torch/torchalloc.h"
 
-/* The snapshot dict of plan p's replay (a new reference), or NULL with a one-line reason in err
- * (an allocation the model cannot place under limit_bytes: "out of memory at FILE:L:C"). conf
- * NULL: PyTorch 2.11's defaults; conf_text is allocator_settings' PYTORCH_CUDA_ALLOC_CONF. */
-json_t *snapshot_export(const rank_plan *p, const torchalloc_conf *conf, const char *conf_text,
-                        uint64_t limit_bytes, char *err, size_t errlen);
+/* The snapshot dict of plan p's replay through the torch view (a new reference): the view's
+ * configuration is the plan's (the schedule's `torch:` key under --torch-conf / --torch-limit).
+ * NULL with the first diagnostic in err ("FILE:L:C: error: would run out of memory at ..." or a
+ * conf the allocator refuses). */
+json_t *snapshot_export(const rank_plan *p, char *err, size_t errlen);
 
 #endif

@@ -7,8 +7,10 @@
  * predictor replays the schedule's allocation events through the same algorithm PyTorch runs.
  * The model keeps PyTorch's data structures (free blocks ordered by (stream, size, address),
  * unmapped ranges ordered by (stream, address), segments as linked block chains) so that ties
- * are broken the same way; only the device is fake: addresses are deterministic, 2 MiB aligned
- * and increasing, and "cudaMalloc fails" means a configured limit is crossed.
+ * are broken the same way; only the device is fake: addresses are deterministic and 2 MiB
+ * aligned (each new cudaMalloc segment below the ones before it, as the H200's driver placed them
+ * in the fixtures; expandable segments upwards), and "cudaMalloc fails" means a configured limit
+ * is crossed.
  *
  * Depends only on libc.  Not thread safe (PyTorch holds one lock per device; so does the
  * caller).  One torchalloc models one device's DeviceCachingAllocator.

@@ -118,7 +118,8 @@ struct torchalloc {
     size_t nst, capst;
     size_t last_st;
     tpool pool[2];
-    uint64_t next_addr;
+    uint64_t next_addr;        /* expandable segments: upwards from 2^45 */
+    uint64_t down_addr;        /* cudaMalloc segments: downwards from 2^47 (alloc_segment) */
     uint64_t pending_events;
     int32_t *scratch;
     size_t capscratch;
@@ -172,7 +173,7 @@ void ta_insert_events(torchalloc *ta, int32_t i);
 /* Grows *p to hold `need` items of elem bytes (doubling); out of memory exits 3 (util.h). */
 void ta_grow(void **p, size_t *cap, size_t need, size_t elem);
 tstream *ta_find_stream(torchalloc *ta, uint32_t id); /* ta_get_stream's search and append */
-int32_t ta_new_seg(torchalloc *ta);
+int32_t ta_new_seg(torchalloc *ta, int front);   /* front: placed below every live segment */
 void ta_process_events(torchalloc *ta);
 /* Hot and tiny: inline in every file. */
 static inline void ta_peak(uint64_t cur, uint64_t *pk) {

@@ -45,7 +45,10 @@ int32_t ta_new_block(torchalloc *ta) {
     return i;
 }
 
-int32_t ta_new_seg(torchalloc *ta) {
+/* front: the new segment's address is below every live one (cudaMalloc segments, see
+ * alloc_block in torchalloc.c), so it goes first in address order; else above every one
+ * (expandable segments). */
+int32_t ta_new_seg(torchalloc *ta, int front) {
     int32_t i;
     if (ta->free_s >= 0) {
         i = ta->free_s;
@@ -60,8 +63,18 @@ int32_t ta_new_seg(torchalloc *ta) {
     memset(s, 0, sizeof *s);
     s->alive = 1;
     s->head = -1;
+    if (front) {
+        s->lprev = -1;
+        s->lnext = ta->seg_first;
+        if (ta->seg_first >= 0)
+            ta->s[ta->seg_first].lprev = i;
+        else
+            ta->seg_last = i;
+        ta->seg_first = i;
+        return i;
+    }
     s->lnext = -1;
-    s->lprev = ta->seg_last; /* addresses only grow, so appending keeps address order */
+    s->lprev = ta->seg_last;
     if (ta->seg_last >= 0)
         ta->s[ta->seg_last].lnext = i;
     else

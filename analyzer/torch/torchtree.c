@@ -173,8 +173,10 @@ static void add_leaf(ttree *t, size_t at, tleaf *l) {
 void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
     tkey k = key_of(ta, t->kind, x);
     ta->b[x].in_tree = (uint8_t)(t->kind + 1);
-    if (t->nleaf == 0)
+    if (t->nleaf == 0) {
         add_leaf(t, 0, new_leaf());
+        set_max(t, 0, k); /* k becomes the only key (the sentinels would do; say it) */
+    }
     size_t li = leaf_lb(t, k);
     if (li == t->nleaf)
         li--;

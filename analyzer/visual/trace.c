@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* trace.c — Chrome trace-event JSON (trace.h), built with jansson. */
 #include "visual/trace.h"
+#include "predict/timemodel.h"
 #include "report/report.h"
 
 #include <jansson.h>
@@ -84,6 +85,68 @@ static json_t *counter(const char *name, int pid, double ts, uint64_t pred, cons
     return e;
 }
 
+/* The lane (thread) of an op: its stream's, or the host's for what the host does. */
+static int op_lane(const plan_op *op) {
+    switch (op->kind) {
+    case OP_COLL: return 1 + (int)op->u.coll.stream;
+    case OP_COPY: return 1 + (int)op->u.copy.stream;
+    case OP_SCALE: return 1 + (int)op->u.scale.stream;
+    case OP_COMPUTE: return 1 + (int)op->u.compute.stream;
+    case OP_RECORD:
+    case OP_WAIT: return 1 + (int)op->u.event.stream;
+    case OP_INIT: return op->u.init.src.count ? 1 + (int)SCHED_DEFAULT_STREAM : HOST_TID;
+    default: return HOST_TID;
+    }
+}
+
+/* One op's event: a span ("X") on its lane for every step that takes time or orders streams;
+ * an instant for alloc, free and release; NULL for region markers (rank_events pairs them). */
+static json_t *op_span(const rank_plan *p, const plan_op *op, int pid, double ts, double dur) {
+    char label[160];
+    series_op_label(p, op, label, sizeof label);
+    int lane = op_lane(op);
+    json_t *e = NULL, *a = NULL;
+    switch (op->kind) {
+    case OP_COLL:
+        e = event("X", label, "collective", pid, lane, ts);
+        json_object_set_new(e, "args", coll_args(p, op));
+        break;
+    case OP_ALLOC:
+    case OP_FREE:
+    case OP_RELEASE:
+        e = event("i", label, "buffer", pid, HOST_TID, ts);
+        json_object_set_new(e, "s", json_string("t"));
+        a = json_object();
+        json_object_set_new(a, "buffer", json_string(sched_sym_name(p->s, SYM_BUFFER, series_op_buffer(op))));
+        if (op->kind == OP_ALLOC)
+            json_object_set_new(a, "bytes", json_integer((json_int_t)op->u.alloc.bytes));
+        json_object_set_new(a, "line", json_integer(plan_op_mark(op).line));
+        json_object_set_new(e, "args", a);
+        return e;
+    case OP_REGION_BEGIN:
+    case OP_REGION_END:
+    case OP_EXPECT_BEGIN:
+    case OP_KIND_COUNT:
+        return NULL;
+    case OP_RECORD:
+    case OP_WAIT:
+        snprintf(label, sizeof label, "%s %s", plan_op_names[op->kind],
+                 sched_sym_name(p->s, SYM_EVENT, op->u.event.event));
+        e = event("X", label, plan_op_names[op->kind], pid, lane, ts);
+        break;
+    default:
+        e = event("X", label, plan_op_names[op->kind], pid, lane, ts);
+        break;
+    }
+    json_object_set_new(e, "dur", json_real(dur));
+    if (op->kind != OP_COLL) {
+        a = json_object();
+        json_object_set_new(a, "line", json_integer(plan_op_mark(op).line));
+        json_object_set_new(e, "args", a);
+    }
+    return e;
+}
+
 /* Every event of one rank. start[k] / start[k + 1] are op k's bounds in microseconds. */
 static void rank_events(emitter *events, const series *s, int r, int pid) {
     const rank_plan *p = &s->plans[r];
@@ -96,8 +159,29 @@ static void rank_events(emitter *events, const series *s, int r, int pid) {
         meas[v] = calloc(n + 1, sizeof *meas[v]);
         has_meas[v] = series_rank_values(s, r, (ml_mem_view)v, pred[v], meas[v], t);
     }
-    for (size_t k = 0; k < n; k++)
-        start[k + 1] = s->has_time && has_meas[VIEW_REQUESTED] ? t[k] * 1e6 : (double)(k + 1);
+    /* Spans: measured (op k from the sample before it to its own) where the run has times,
+     * else the time model's start and duration (streams overlapped, timemodel.h). */
+    bool measured = s->has_time && has_meas[VIEW_REQUESTED];
+    double *dur = ml_xcalloc(n + 1, sizeof *dur);
+    tm_result tm = {0};
+    if (!measured) {
+        tm_link l;
+        tm_link_default(&l);
+        ml_diags quiet;   /* the schedule was linted and predicted: its link evaluates */
+        ml_diags_init(&quiet);
+        if (tm_link_from_sched(p, &l, &quiet) == 0 && tm_predict(p, &l, true, &tm, &quiet) == 0) {
+            memcpy(start, tm.start_us, n * sizeof *start);
+            memcpy(dur, tm.dur_us, n * sizeof *dur);
+            start[n] = tm.step_us;
+        }
+        ml_diags_free(&quiet);
+        tm_result_free(&tm);
+    } else {
+        for (size_t k = 0; k < n; k++) {
+            start[k + 1] = t[k] * 1e6;
+            dur[k] = start[k + 1] - start[k];
+        }
+    }
 
     char name[256];
     snprintf(name, sizeof name, "%s rank %d", s->label, r);
@@ -109,62 +193,46 @@ static void rank_events(emitter *events, const series *s, int r, int pid) {
         metadata(events, "thread_name", pid, 1 + (int)st, "name", json_string(name));
     }
 
-    static const char *const counter_names[VIEW_COUNT] = {"requested bytes", "device bytes"};
+    /* One counter per series of every view predicted for the rank (views.h's names). */
+    bool on[VIEW_COUNT];
+    for (int v = 0; v < VIEW_COUNT; v++)
+        on[v] = s->pred[r].on[ml_series[v].view];
     size_t region_start[64], depth = 0;
+    double region_end[64];   /* the latest end of an op inside each open region */
     for (size_t k = 0; k < n; k++) {
         const plan_op *op = &p->ops[k];
         for (int v = 0; v < VIEW_COUNT; v++)
-            if (k == 0 || pred[v][k] != pred[v][k - 1] || (has_meas[v] && meas[v][k] != meas[v][k - 1]))
-                emit(events, counter(counter_names[v], pid, start[k], pred[v][k],
+            if (on[v] && (k == 0 || pred[v][k] != pred[v][k - 1] ||
+                          (has_meas[v] && meas[v][k] != meas[v][k - 1])))
+                emit(events, counter(ml_series[v].counter, pid, start[k], pred[v][k],
                                      has_meas[v] ? &meas[v][k] : NULL));
-        double dur = start[k + 1] - start[k];
-        char label[160];
-        series_op_label(p, op, label, sizeof label);
-        json_t *e = NULL;
-        switch (op->kind) {
-        case OP_COLL:
-            e = event("X", label, "collective", pid, 1 + (int)op->u.coll.stream, start[k]);
-            json_object_set_new(e, "args", coll_args(p, op));
-            break;
-        case OP_SYNC:
-            e = event("X", label, "sync", pid, HOST_TID, start[k]);
-            break;
-        case OP_ALLOC:
-        case OP_FREE:
-        case OP_RELEASE: {
-            e = event("i", label, "buffer", pid, HOST_TID, start[k]);
-            json_object_set_new(e, "s", json_string("t"));
-            json_t *a = json_object();
-            json_object_set_new(a, "buffer", json_string(sched_sym_name(p->s, SYM_BUFFER, series_op_buffer(op))));
-            if (op->kind == OP_ALLOC)
-                json_object_set_new(a, "bytes", json_integer((json_int_t)op->u.alloc.bytes));
-            json_object_set_new(a, "line", json_integer(plan_op_mark(op).line));
-            json_object_set_new(e, "args", a);
-            break;
-        }
-        case OP_REGION_BEGIN:
-            if (depth < ML_ARRAY_LEN(region_start))
+        double d_k = dur[k] > 0 ? dur[k] : 0;
+        for (size_t j = 0; j < depth && j < ML_ARRAY_LEN(region_end); j++)
+            if (start[k] + d_k > region_end[j])
+                region_end[j] = start[k] + d_k;
+        json_t *e = op_span(p, op, pid, start[k], d_k);
+        if (op->kind == OP_REGION_BEGIN) {
+            if (depth < ML_ARRAY_LEN(region_start)) {
                 region_start[depth] = k;
-            depth++;
-            break;
-        case OP_REGION_END:
-            if (depth > 0 && --depth < ML_ARRAY_LEN(region_start)) {
-                const char *rname = sched_sym_name(p->s, SYM_REGION, op->u.region.region);
-                e = event("X", rname, "region", pid, HOST_TID, start[region_start[depth]]);
-                dur = start[k + 1] - start[region_start[depth]];
+                region_end[depth] = start[k];
             }
-            break;
-        default:
-            break;
+            depth++;
+        } else if (op->kind == OP_REGION_END && depth > 0 &&
+                   --depth < ML_ARRAY_LEN(region_start)) {
+            const char *rname = sched_sym_name(p->s, SYM_REGION, op->u.region.region);
+            double b = start[region_start[depth]];
+            e = event("X", rname, "region", pid, HOST_TID, b);
+            json_object_set_new(e, "dur", json_real(region_end[depth] - b));
+            if (depth > 0 && region_end[depth] > region_end[depth - 1])
+                region_end[depth - 1] = region_end[depth];
         }
-        if (e && !strcmp(json_string_value(json_object_get(e, "ph")), "X"))
-            json_object_set_new(e, "dur", json_real(dur > 0 ? dur : 0));
         if (e)
             emit(events, e);
     }
     /* A last sample so that the tracks run to the end of the last op. */
     for (int v = 0; v < VIEW_COUNT && n; v++)
-        emit(events, counter(counter_names[v], pid, start[n], pred[v][n - 1],
+        if (on[v])
+            emit(events, counter(ml_series[v].counter, pid, start[n], pred[v][n - 1],
                              has_meas[v] ? &meas[v][n - 1] : NULL));
     for (int v = 0; v < VIEW_COUNT; v++) {
         free(pred[v]);
@@ -172,15 +240,47 @@ static void rank_events(emitter *events, const series *s, int r, int pid) {
     }
     free(t);
     free(start);
+    free(dur);
 }
 
-int trace_json(const series *items, size_t n, ml_str *out, ml_diags *d) {
+bool trace_rank_chosen(const trace_options *o, int r) {
+    if (!o || !o->n_ranks)
+        return true;
+    for (size_t k = 0; k < o->n_ranks; k++)
+        if (o->ranks[k] == r)
+            return true;
+    return false;
+}
+
+uint64_t trace_estimate(const series *items, size_t n, const trace_options *o, uint64_t *events) {
+    uint64_t ev = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int r = 0; r < items[i].world; r++) {
+            if (!trace_rank_chosen(o, r))
+                continue;
+            const rank_plan *p = &items[i].plans[r];
+            ev += 4 + items[i].s->syms[SYM_STREAM].n;   /* metadata */
+            for (size_t k = 0; k < p->n_ops; k++) {
+                plan_op_kind kd = p->ops[k].kind;
+                /* a span or instant each; memory ops add a sample of both counters */
+                ev += kd == OP_ALLOC || kd == OP_FREE || kd == OP_RELEASE ? 3 : 1;
+            }
+        }
+    *events = ev;
+    return ev * TRACE_BYTES_PER_EVENT;
+}
+
+int trace_json(const series *items, size_t n, const trace_options *o, ml_str *out, ml_diags *d) {
     int pid = 0;
     bool measured = false;
     ml_str body = {0};
     emitter em = {&body, 0, 0};
     for (size_t i = 0; i < n; i++)
         for (int r = 0; r < items[i].world; r++) {
+            if (!trace_rank_chosen(o, r)) {
+                pid++;   /* a rank keeps its process id whichever ranks are chosen */
+                continue;
+            }
             rank_events(&em, &items[i], r, pid++);
             measured = measured || (items[i].has_time && items[i].measured && items[i].measured[r]);
         }
@@ -188,7 +288,7 @@ int trace_json(const series *items, size_t n, ml_str *out, ml_diags *d) {
     json_object_set_new(other, "schema_version", json_integer(ML_JSON_SCHEMA_VERSION));
     json_object_set_new(other, "generator", json_string("memlife trace " MEMLIFE_VERSION));
     json_object_set_new(other, "time", json_string(measured ? "measured (seconds since the baseline)"
-                                                             : "predicted: op k spans [k, k+1) us"));
+                                                             : "predicted: the time model's start and duration of every op, microseconds"));
     char *other_text = json_dumps(other, JSON_COMPACT);
     json_decref(other);
     if (em.failed || !other_text) {

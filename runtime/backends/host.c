@@ -12,10 +12,12 @@
  *    in-place buffer into a temporary of its full size, and a 256 MiB in-place AllReduce at 2
  *    ranks took 1.23-1.32x the wall time of a minimal MPI program (tests/bench/host_mpi.sh).
  *    In-place ops follow NCCL's rules, which differ from MPI's for ReduceScatter (see coll_rs).
- *  - Streams and events: every op has completed when the next one starts, so all streams are
- *    serialized in program order; sync, record and wait are ordering no-ops that still appear in
- *    the measured timeline. A lifetime hazard between streams therefore cannot show on this
- *    backend; lint reports it from the schedule.
+ *  - Streams and events: by default every op has completed when the next one starts, so all
+ *    streams are serialized in program order; sync, record and wait are ordering no-ops that
+ *    still appear in the measured timeline. A lifetime hazard between streams therefore cannot
+ *    show on this backend; lint reports it from the schedule. --stream-order reverse|shuffle
+ *    runs the streams' work in another order that respects record/wait (host_streams.h, the
+ *    wrappers at the end of this file), so a race lint let through shows in the data.
  *  - Memory views: the host has no device view (mem_read says has_device = false); the requested
  *    view is the executor's own count.
  *  - MEMLIFE_HOST_MEM_LIMIT (bytes, units allowed: "2GiB"): allocations that would take the
@@ -37,6 +39,7 @@
 #include "exec/inject.h"
 #include "exec/mpi_util.h"
 #include "exec/env.h"
+#include "backends/host_streams.h"
 #include "ir/data.h"
 
 #include <string.h>
@@ -80,6 +83,10 @@ static int h_init(const rt_options *o, int world, int first_rank, int local_rank
         return -1;
     }
     memset(&host, 0, sizeof host);
+    hs_order order;
+    if (hs_parse(o->stream_order ? o->stream_order : "program", &order, err, len))
+        return -1;
+    hs_begin(&order);
     host.timeout_s = o->timeout_s;
     host.world = world;
     host.rank = first_rank;
@@ -580,6 +587,108 @@ static int h_time_end(rt_rank **ranks, int n, double *seconds, char *err, size_t
     return 0;
 }
 
+/* ---- Stream order (--stream-order, host_streams.h) ------------------------------------------
+ * Under reverse or shuffle, collectives and copies are queued per stream and run at the next
+ * point where the host must see memory: a sync, a host read or write (inits, scales, checks), a
+ * free or release, a timed span's ends, the rank's end. record and wait become the queues'
+ * ordering. Under program order (the default) every wrapper calls straight through. A queued op
+ * that fails reports at the op that ran the queue. */
+typedef struct {
+    rt_rank *r;
+    rt_coll_args a;
+} host_coll_item;
+
+typedef struct {
+    rt_rank *r;
+    rt_mem *dst;
+    const rt_mem *src;
+    uint64_t dst_off, src_off, bytes;
+    uint32_t stream;
+} host_copy_item;
+
+static int run_coll_item(void *p, char *err, size_t len) {
+    host_coll_item *it = p;
+    return h_collective(&it->r, &it->a, 1, err, len);
+}
+
+static int run_copy_item(void *p, char *err, size_t len) {
+    host_copy_item *it = p;
+    return h_copy(it->r, it->dst, it->dst_off, it->src, it->src_off, it->bytes, it->stream, err,
+                  len);
+}
+
+static int ho_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len) {
+    if (!hs_deferring() || n != 1 || host.in_group)   /* a group's sends/recvs post at once */
+        return h_collective(ranks, args, n, err, len);
+    host_coll_item it = {ranks[0], args[0]};
+    hs_push(args[0].stream, run_coll_item, &it, sizeof it);
+    return 0;
+}
+
+static int ho_copy(rt_rank *r, rt_mem *dst, uint64_t dst_off, const rt_mem *src, uint64_t src_off,
+                   uint64_t bytes, uint32_t stream, char *err, size_t len) {
+    if (!hs_deferring())
+        return h_copy(r, dst, dst_off, src, src_off, bytes, stream, err, len);
+    host_copy_item it = {r, dst, src, dst_off, src_off, bytes, stream};
+    hs_push(stream, run_copy_item, &it, sizeof it);
+    return 0;
+}
+
+static int ho_sync(rt_rank *r, sched_sync_kind kind, uint32_t stream, uint32_t event, char *err,
+                   size_t len) {
+    /* all queues, more than a stream sync asks, which is still a legal order */
+    return hs_flush(err, len) ? -1 : h_sync(r, kind, stream, event, err, len);
+}
+
+static int ho_record(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len) {
+    hs_record(event, stream);
+    return h_record(r, event, stream, err, len);
+}
+
+static int ho_wait(rt_rank *r, uint32_t event, uint32_t stream, char *err, size_t len) {
+    hs_wait(event, stream);
+    return h_wait(r, event, stream, err, len);
+}
+
+static int ho_write(rt_rank *r, rt_mem *m, uint64_t off, const void *src, uint64_t bytes,
+                    char *err, size_t len) {
+    return hs_flush(err, len) ? -1 : h_write(r, m, off, src, bytes, err, len);
+}
+
+static int ho_read(rt_rank *r, const rt_mem *m, uint64_t off, void *dst, uint64_t bytes,
+                   char *err, size_t len) {
+    return hs_flush(err, len) ? -1 : h_read(r, m, off, dst, bytes, err, len);
+}
+
+static int ho_free(rt_rank *r, rt_mem *m, char *err, size_t len) {
+    return hs_flush(err, len) ? -1 : h_free(r, m, err, len);
+}
+
+static int ho_release(rt_rank *r, rt_mem *m, uint32_t keep, char *err, size_t len) {
+    return hs_flush(err, len) ? -1 : h_release(r, m, keep, err, len);
+}
+
+static int ho_time_begin(rt_rank **ranks, int n, bool align, char *err, size_t len) {
+    return hs_flush(err, len) ? -1 : h_time_begin(ranks, n, align, err, len);
+}
+
+static int ho_time_end(rt_rank **ranks, int n, double *seconds, char *err, size_t len) {
+    return hs_flush(err, len) ? -1 : h_time_end(ranks, n, seconds, err, len);
+}
+
+/* A send/recv group runs as written: what the streams queued before it runs first. */
+static int ho_group_begin(rt_rank *r, char *err, size_t len) {
+    return hs_flush(err, len) ? -1 : h_group_begin(r, err, len);
+}
+
+static void ho_rank_finalize(rt_rank *r) {
+    char err[256];
+    if (hs_flush(err, sizeof err))
+        fprintf(stderr, "error: rank %d: at the end of the run: %s\n", r->rank, err);
+    hs_end();
+    h_rank_finalize(r);
+}
+
 const rt_backend_ops rt_backend_host = {
     .name = "host",
     .available = true,
@@ -587,30 +696,30 @@ const rt_backend_ops rt_backend_host = {
     .init = h_init,
     .finalize = h_finalize,
     .rank_init = h_rank_init,
-    .rank_finalize = h_rank_finalize,
+    .rank_finalize = ho_rank_finalize,
     .alloc = h_alloc,
-    .free = h_free,
-    .release = h_release,
-    .collective = h_collective,
+    .free = ho_free,
+    .release = ho_release,
+    .collective = ho_collective,
     .launches = h_launches,
-    .sync = h_sync,
-    .record = h_record,
-    .wait = h_wait,
-    .write = h_write,
-    .read = h_read,
-    .copy = h_copy,
+    .sync = ho_sync,
+    .record = ho_record,
+    .wait = ho_wait,
+    .write = ho_write,
+    .read = ho_read,
+    .copy = ho_copy,
     .mem_read = h_mem_read,
     .allgather_blob = rt_mpi_allgather_blob,
     .warmup = h_warmup,
     .provenance = h_provenance,
     .gatherv_blob = rt_mpi_gatherv_blob,
     .abort = rt_mpi_abort,
-    .time_begin = h_time_begin,
-    .time_end = h_time_end,
+    .time_begin = ho_time_begin,
+    .time_end = ho_time_end,
     /* One MPI call and its deadline wait is already the bare call on the host. */
     .collective_bare = h_collective,
     .refuse_op = h_refuse_op,
-    .group_begin = h_group_begin,
+    .group_begin = ho_group_begin,
     .group_end = h_group_end,
 };
 

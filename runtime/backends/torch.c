@@ -455,7 +455,19 @@ static int t_rank_init(rt_rank *r, char *err, size_t len) {
     snprintf(sreq, sizeof sreq, "open_streams %u\n", r->plan->s->syms[SYM_STREAM].n);
     if (rpc(sreq, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len) != 0)
         return -1;
-    return 0;
+    /* The schedule's `torch: {conf:}` before the first allocation, so the driver's allocator
+     * runs with the settings the torch view predicts with ("-": PyTorch's defaults). */
+    const char *conf = r->plan->s->torch.conf;
+    if (conf && strpbrk(conf, "\n\r")) {
+        put(err, len, "torch conf holds a line break");
+        return -1;
+    }
+    size_t need = strlen("conf \n") + (conf && *conf ? strlen(conf) : 1) + 1;
+    char *creq = ml_xmalloc(need);
+    snprintf(creq, need, "conf %s\n", conf && *conf ? conf : "-");
+    int rc = rpc(creq, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len);
+    free(creq);
+    return rc != 0 ? -1 : 0;
 }
 
 static uint32_t mem_id(const rt_mem *m) { return (uint32_t)(uintptr_t)m->impl; }
@@ -494,8 +506,10 @@ static int t_alloc(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, cha
     uint64_t count = op->kind == OP_ALLOC ? op->u.alloc.count : bytes;
     uint32_t id = ++tb.next_id;
     char req[256];
-    snprintf(req, sizeof req, "alloc %u %" PRIu64 " %" PRIu64 " %s 0\n", id, bytes, count,
-             ml_dtypes[dt].name);
+    /* on the alloc's stream: PyTorch's allocator keeps a pool per stream */
+    uint32_t stream = op->kind == OP_ALLOC ? op->step->u.alloc.stream : 0;
+    snprintf(req, sizeof req, "alloc %u %" PRIu64 " %" PRIu64 " %s %u\n", id, bytes, count,
+             ml_dtypes[dt].name, stream);
     if (rpc(req, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len) != 0)
         return -1;
     memset(out, 0, sizeof *out);

@@ -406,23 +406,26 @@ void ml_str_append(ml_str *o, const char *s, size_t len) {
     o->s[o->n] = '\0';
 }
 
+void ml_str_vprintf(ml_str *o, const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    char probe[256];
+    int need = vsnprintf(probe, sizeof probe, fmt, ap);
+    if (need >= 0 && (size_t)need < sizeof probe) {
+        ml_str_append(o, probe, (size_t)need);
+    } else if (need >= 0) {
+        str_reserve(o, (size_t)need);
+        vsnprintf(o->s + o->n, (size_t)need + 1, fmt, again);
+        o->n += (size_t)need;
+    }
+    va_end(again);
+}
+
 void ml_str_printf(ml_str *o, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char probe[256];
-    int need = vsnprintf(probe, sizeof probe, fmt, ap);
+    ml_str_vprintf(o, fmt, ap);
     va_end(ap);
-    if (need < 0)
-        return;
-    if ((size_t)need < sizeof probe) {
-        ml_str_append(o, probe, (size_t)need);
-        return;
-    }
-    str_reserve(o, (size_t)need);
-    va_start(ap, fmt);
-    vsnprintf(o->s + o->n, (size_t)need + 1, fmt, ap);
-    va_end(ap);
-    o->n += (size_t)need;
 }
 
 void ml_str_free(ml_str *o) {

@@ -7,6 +7,7 @@
 #ifndef MEMLIFE_UTIL_H
 #define MEMLIFE_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -106,6 +107,7 @@ typedef struct ml_str {
     size_t n, cap;
 } ml_str;
 void ml_str_printf(ml_str *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ml_str_vprintf(ml_str *o, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 void ml_str_append(ml_str *o, const char *s, size_t len);
 void ml_str_free(ml_str *o);
 

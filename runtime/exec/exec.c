@@ -30,6 +30,8 @@
 typedef struct {
     ml_dtype *buf_dtype;     /* per buffer symbol, from its latest alloc */
     uint32_t *kept_chunk;    /* per buffer symbol: UINT32_MAX, or the chunk a release kept */
+    uint64_t *recorded;      /* per buffer symbol: streams record_stream named (bit k: stream k;
+                                bit 63: stream 63 or above), synchronized before its free */
     uint32_t *chunks;        /* per buffer symbol: its latest alloc's `chunks:` (0 when absent) */
     int64_t *slots;          /* this rank's slots, scratch (i is overwritten) */
     size_t n_slots;
@@ -116,6 +118,7 @@ int rt_rank_init(rt_rank *r, const rt_backend_ops *be, const rt_options *o, cons
     exec_state *x = ml_xcalloc(1, sizeof *x);
     x->buf_dtype = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->buf_dtype);
     x->kept_chunk = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->kept_chunk);
+    x->recorded = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->recorded);
     x->chunks = ml_xcalloc(r->n_mems ? r->n_mems : 1, sizeof *x->chunks);
     x->n_slots = sched_n_slots(p->s);
     x->slots = ml_xcalloc(x->n_slots, sizeof *x->slots);
@@ -161,6 +164,7 @@ void rt_rank_free(rt_rank *r) {
         free(x->rank_slots);
         free(x->buf_dtype);
         free(x->kept_chunk);
+        free(x->recorded);
         free(x->chunks);
         free(x->slots);
         free(x->failure_table);
@@ -652,6 +656,7 @@ static int do_alloc(rt_rank *r, const plan_op *op) {
     r->mems[buf].bytes = op->u.alloc.bytes;
     x->buf_dtype[buf] = op->u.alloc.dtype;
     x->kept_chunk[buf] = UINT32_MAX;
+    x->recorded[buf] = 0;
     x->chunks[buf] = op->u.alloc.chunks;
     rt_account_alloc(&r->acct, op->u.alloc.bytes);
     return 0;
@@ -663,6 +668,16 @@ static int do_free(rt_rank *r, const plan_op *op) {
         return fail(r, op, "free of '%s', which is not live", buf_name(r, buf));
     uint64_t held = held_bytes(r, buf);
     char err[400] = "";
+    /* PyTorch's allocator defers the reuse of a record_stream'ed block until the use-stream's
+     * work is done; memlife's backends free at once, so they wait for that work first. */
+    exec_state *x = r->exec;
+    uint64_t rec = x->recorded[buf];
+    for (uint32_t st = 0; rec && st < 63; st++, rec >>= 1)
+        if ((rec & 1) && r->be->sync(r, SYNC_STREAM, st, SCHED_NO_SYM, err, sizeof err))
+            return fail(r, op, "sync before the free of '%s' failed: %s", buf_name(r, buf), err);
+    if (rec && r->be->sync(r, SYNC_DEVICE, SCHED_DEFAULT_STREAM, SCHED_NO_SYM, err, sizeof err))
+        return fail(r, op, "sync before the free of '%s' failed: %s", buf_name(r, buf), err);
+    x->recorded[buf] = 0;
     if (r->be->free(r, &r->mems[buf], err, sizeof err) != 0)
         return fail(r, op, "free of '%s' failed: %s", buf_name(r, buf), err);
     memset(&r->mems[buf], 0, sizeof r->mems[buf]);
@@ -810,6 +825,27 @@ static int exec_op(rt_rank *r, const plan_op *op) {
             if (check_view(r, &views[k], k < nr ? "compute reads" : "compute writes", &v))
                 return fail(r, op, "%s", v.detail);
         }
+        return 0;
+    }
+    case OP_RECORD_STREAM: {
+        /* PyTorch's allocator's bookkeeping: memlife's backends free at once, so the free
+         * synchronizes the recorded streams first (do_free); the buffer must be live. */
+        uint32_t buf = op->u.record_stream.buf;
+        if (buf >= r->n_mems || !r->mems[buf].ptr)
+            return fail(r, op, "record_stream of '%s', which is not live", buf_name(r, buf));
+        uint32_t st = op->u.record_stream.stream;
+        ((exec_state *)r->exec)->recorded[buf] |= (uint64_t)1 << (st < 63 ? st : 63);
+        /* A backend with a caching allocator (torch) does what PyTorch's record_stream does. */
+        char why[256] = "";
+        if (r->be->record_stream && r->be->record_stream(r, &r->mems[buf], st, why, sizeof why))
+            return fail(r, op, "record_stream of '%s': %s", buf_name(r, buf), why);
+        return 0;
+    }
+    case OP_EMPTY_CACHE: {
+        /* host and cuda keep no cache of their own; the torch backend empties PyTorch's */
+        char why[256] = "";
+        if (r->be->empty_cache && r->be->empty_cache(r, why, sizeof why))
+            return fail(r, op, "empty_cache: %s", why);
         return 0;
     }
     case OP_REGION_BEGIN:

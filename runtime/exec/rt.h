@@ -105,6 +105,8 @@ typedef struct {
     int fail_alloc_rank;       /* the rank whose alloc fail_alloc_k fails; -1: every rank */
     double delay_s;            /* <= 0: past the deadline (timeout_s + RT_INJECT_PAST_S) */
     bool delay_at_init;        /* delay=R@init: before the backend's communicator set-up */
+    const char *stream_order;  /* host: NULL or "program", "reverse", "shuffle[:SEED]"
+                                  (backends/host_streams.h) */
 } rt_options;
 void rt_options_default(rt_options *o);
 

@@ -143,6 +143,7 @@ const char *const sched_step_names[ST_KIND_COUNT] = {
     [ST_WAIT] = "wait",       [ST_REPEAT] = "repeat",   [ST_REGION] = "region",
     [ST_INIT] = "init",       [ST_COPY] = "copy",       [ST_SCALE] = "scale",
     [ST_COMPUTE] = "compute", [ST_CHECK] = "check",     [ST_EXPECT_ERROR] = "expect_error",
+    [ST_RECORD_STREAM] = "record_stream", [ST_EMPTY_CACHE] = "empty_cache",
     [ST_GROUP] = "group",
 };
 
@@ -162,6 +163,8 @@ const char *const plan_op_names[OP_KIND_COUNT] = {
     [OP_REGION_BEGIN] = "region_begin",
     [OP_REGION_END] = "region_end",
     [OP_EXPECT_BEGIN] = "expect_begin",
+    [OP_RECORD_STREAM] = "record_stream",
+    [OP_EMPTY_CACHE] = "empty_cache",
     [OP_GROUP_BEGIN] = "group_begin",
     [OP_GROUP_END] = "group_end",
 };
@@ -169,8 +172,3 @@ const char *const plan_op_names[OP_KIND_COUNT] = {
 const char *plan_op_name(const plan_op *op) {
     return op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind];
 }
-
-const char *const ml_mem_view_names[VIEW_COUNT] = {
-    [VIEW_REQUESTED] = "requested",
-    [VIEW_DEVICE] = "device",
-};

@@ -439,6 +439,14 @@ static int expand_step(expander *x, const sched_step *st) {
         op->u.event.event = st->u.event.event;
         op->u.event.stream = st->u.event.stream;
         return 0;
+    case ST_RECORD_STREAM:
+        if (!(op = emit(x, OP_RECORD_STREAM, st)))
+            return -1;
+        op->u.record_stream.buf = st->u.record_stream.buf;
+        op->u.record_stream.stream = st->u.record_stream.stream;
+        return 0;
+    case ST_EMPTY_CACHE:
+        return emit(x, OP_EMPTY_CACHE, st) ? 0 : -1;
     case ST_REPEAT:
         return expand_repeat(x, st);
     case ST_REGION:
@@ -523,6 +531,19 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
     };
     /* One allocation for a flat schedule: growing by doubling re-faults every page once per
      * step of growth, which costs more than the walk itself at a million ops. */
+    static const sched_params no_params = {0};
+    const sched_params *tp = p ? p : &no_params;
+    out->torch = (plan_torch){.on = s->torch.present || tp->torch_conf || tp->has_torch_limit,
+                              .conf = tp->torch_conf ? tp->torch_conf : s->torch.conf,
+                              .conf_from_file = !tp->torch_conf && s->torch.conf,
+                              .conf_mark = s->torch.conf_mark,
+                              .limit = tp->has_torch_limit ? tp->torch_limit : 0};
+    if (!tp->has_torch_limit && s->torch.limit &&
+        eval_size(&x, s->torch.limit, 0, s->torch.mark, "torch limit", &out->torch.limit) < 0) {
+        free(slots);
+        free(bufs);
+        return -1;
+    }
     uint64_t guess = s->n_steps_total + s->n_steps_total / 8 + 16;
     const sched_plan *pl = &s->plans[plan_index];
     int rc = grow_ops(&x, guess < x.max_ops ? (size_t)guess : x.max_ops, pl->mark);
@@ -709,6 +730,8 @@ static bool step_uses_rank(rank_memo *m, const sched_step *st) {
     case ST_SYNC:
     case ST_RECORD:
     case ST_WAIT:
+    case ST_RECORD_STREAM:
+    case ST_EMPTY_CACHE:
         return false;
     case ST_KIND_COUNT:
         break;
@@ -731,6 +754,8 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
     const sched_plan *pl = &s->plans[p->plan_index];
     if (steps_use_rank(&memo, pl->steps, pl->n))
         return false;
+    if (s->torch.limit && !(params && params->has_torch_limit) && uses_rank(&memo, s->torch.limit))
+        return false;   /* each rank's allocator has its own limit */
     /* (2) lets, overrides included; one that fails on some rank fails the shortcut, and the
      * per-rank expansion then reports it as before. */
     size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;

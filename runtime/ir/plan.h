@@ -20,6 +20,8 @@ typedef enum {
     OP_ALLOC, OP_FREE, OP_RELEASE, OP_COLL, OP_SYNC, OP_RECORD, OP_WAIT, OP_INIT, OP_COPY,
     OP_SCALE, OP_COMPUTE, OP_CHECK, OP_REGION_BEGIN, OP_REGION_END,
     OP_EXPECT_BEGIN,   /* the next op (a collective, copy...) must fail with step->u.expect_error.error */
+    OP_RECORD_STREAM,  /* PyTorch's allocator: the buffer is used on a stream (u.record_stream) */
+    OP_EMPTY_CACHE,    /* PyTorch's allocator: torch.cuda.empty_cache() */
     OP_GROUP_BEGIN, OP_GROUP_END,   /* around a group's send/recv ops (ncclGroupStart/End) */
     OP_KIND_COUNT
 } plan_op_kind;
@@ -46,6 +48,7 @@ typedef struct {
         struct { uint32_t buf; uint64_t bytes; uint64_t count; ml_dtype dtype; uint32_t chunks; } alloc;
         struct { uint32_t buf; ml_mark mark; } free;          /* one op per freed name */
         struct { uint32_t buf; uint32_t keep; } release;
+        struct { uint32_t buf; uint32_t stream; } record_stream;
         struct {
             plan_view send, recv;
             uint64_t count;        /* NCCL's count (see coll.h) */
@@ -71,10 +74,21 @@ typedef struct {
  * ("reduce_scatter"), else the op kind's ("copy", "compute"). */
 const char *plan_op_name(const plan_op *op);
 
+/* The torch view's configuration for this rank: the schedule's `torch:` key with the command's
+ * --torch-conf / --torch-limit over it. on: the torch view is predicted. */
+typedef struct {
+    bool on;
+    const char *conf;         /* PYTORCH_CUDA_ALLOC_CONF text; NULL or "": the defaults */
+    bool conf_from_file;      /* conf came from the schedule (conf_mark is where its text starts) */
+    ml_mark conf_mark;
+    uint64_t limit;           /* 0: none (set_per_process_memory_fraction times total memory) */
+} plan_torch;
+
 typedef struct {
     const sched *s;
     int plan_index;
     int world, rank;
+    plan_torch torch;
     int64_t *slots;           /* sched_n_slots values: lets evaluated (i and index slots 0) */
     int64_t *index_vals;      /* per op, s->n_index repeat-index values; NULL without indices */
     plan_op *ops;

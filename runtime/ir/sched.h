@@ -11,6 +11,7 @@
 #include "base/util.h"
 #include "ir/expr.h"
 #include "ir/coll.h"
+#include "ir/views.h"
 
 /* Names (buffers, streams, events, regions) are interned per kind: a symbol is an index into
  * sched.names[kind]. Stream 0 is always "default". */
@@ -92,6 +93,7 @@ extern const char *const sched_error_names[ERR_COUNT_];   /* "size_mismatch", ..
 typedef enum {
     ST_ALLOC, ST_FREE, ST_RELEASE, ST_COLL, ST_SYNC, ST_RECORD, ST_WAIT, ST_REPEAT, ST_REGION,
     ST_INIT, ST_COPY, ST_SCALE, ST_COMPUTE, ST_CHECK, ST_EXPECT_ERROR, ST_GROUP,
+    ST_RECORD_STREAM, ST_EMPTY_CACHE,   /* PyTorch's allocator ops: no-ops for the other views */
     ST_KIND_COUNT
 } sched_step_kind;
 extern const char *const sched_step_names[ST_KIND_COUNT];  /* schedule keys: "alloc", ... */
@@ -111,6 +113,8 @@ struct sched_step {
             ml_dtype dtype;       /* the schedule's dtype unless given */
             expr *chunks;         /* NULL: one allocation; else N physical chunks (VMM) */
             sched_init init;
+            uint32_t stream;      /* the current stream at the allocation: PyTorch's allocator
+                                     keeps a pool per stream (the torch view); default 0 */
         } alloc;
         struct {
             uint32_t *bufs;
@@ -121,6 +125,10 @@ struct sched_step {
             uint32_t buf;
             expr *keep;           /* index of the chunk to keep; all others are released */
         } release;
+        struct {
+            uint32_t buf;         /* tensor.record_stream(stream) */
+            uint32_t stream;
+        } record_stream;
         struct {
             ml_coll coll;
             sched_view send, recv;    /* `buf:` sets both to the same view (always for p2p) */
@@ -174,6 +182,8 @@ struct sched_step {
             sched_view *reads, *writes;   /* stands for user computation: uses buffers */
             uint32_t n_reads, n_writes;
             uint32_t stream;
+            expr *time_us;        /* NULL or its duration in microseconds (the time model) */
+            expr *flops;          /* NULL or its floating-point operations (time = flops / rate) */
         } compute;
         sched_check *check;       /* by pointer: inline it would make every step 328 bytes,
                                      not 128 (a 1M-step schedule is 1M steps) */
@@ -185,8 +195,6 @@ struct sched_step {
     } u;
 };
 
-typedef enum { VIEW_REQUESTED, VIEW_DEVICE, VIEW_COUNT } ml_mem_view;
-extern const char *const ml_mem_view_names[VIEW_COUNT];   /* "requested", "device" */
 
 typedef struct {
     ml_mem_view view;
@@ -210,6 +218,16 @@ typedef struct {
     ml_mark mark;
 } sched_plan;
 
+/* `torch: {conf: "expandable_segments:True,...", limit: BYTES}`. The conf is checked by the
+ * caller's checker (sched_load_limits.torch_conf_check: the loader does not know the allocator). */
+typedef struct {
+    bool present;
+    const char *conf;     /* PYTORCH_CUDA_ALLOC_CONF syntax; NULL: not given */
+    ml_mark conf_mark;    /* where the string's text starts */
+    expr *limit;          /* NULL: no limit */
+    ml_mark mark;         /* the `torch` key */
+} sched_torch;
+
 typedef struct {
     const char *file;
     const char *name;
@@ -228,6 +246,11 @@ typedef struct {
     int sweep_let;        /* index into lets, -1 when no sweep */
     expr **sweep_values;
     uint32_t n_sweep;
+    sched_torch torch;    /* the `torch:` key: PyTorch's caching allocator (the torch view) */
+    /* `link: {alpha_us:, busbw_gbps:}`: the time model's link (analyzer/predict/timemodel.h);
+     * NULL: its default. Expressions over the lets (world, rank allowed). */
+    expr *link_alpha_us, *link_busbw_gbps;
+    ml_mark link_mark;
     sched_symtab syms[SYM_KIND_COUNT];
     uint64_t n_steps_total;   /* steps as written (repeat bodies counted once) */
     uint32_t n_index;     /* deepest nesting of repeats with `index:`: slots after the lets */
@@ -240,11 +263,18 @@ typedef struct {
     size_t max_depth;         /* nesting of repeat/region/expect_error; default 64 */
     size_t max_name_len;      /* default 128 */
     size_t max_steps;         /* written steps; default 20,000,000 */
+    /* Checks `torch: {conf:}`: 0, or -1 with *offset the byte in text of the offending key or
+     * value and msg the error. NULL: not checked at load (the predictor checks it again). */
+    int (*torch_conf_check)(const char *text, size_t *offset, char *msg, size_t len);
     int dtype;                /* --dtype T: ml_dtype + 1 replaces the file's `dtype:` (the
                                  default of every alloc without its own); 0: the file's */
 } sched_load_limits;
 
 sched *sched_load_file(const char *path, const sched_load_limits *limits, ml_diags *d);
+/* The torch_conf_check of loads whose limits give none (the CLI sets the allocator's parser
+ * once, so that every command's loads check `torch: {conf:}` at its own column). */
+void sched_load_set_torch_conf_check(int (*check)(const char *text, size_t *offset, char *msg,
+                                                   size_t len));
 sched *sched_load_buffer(const char *name, const char *data, size_t len,
                          const sched_load_limits *limits, ml_diags *d);
 void sched_free(sched *s);
@@ -258,6 +288,9 @@ typedef struct {
     const char **set;      /* "NAME=VALUE" */
     size_t n_set;
     int world;             /* > 0 overrides the file's world */
+    const char *torch_conf;   /* --torch-conf: replaces `torch: {conf:}`; NULL: the file's */
+    bool has_torch_limit;     /* --torch-limit given: replaces `torch: {limit:}` */
+    uint64_t torch_limit;
     int dtype;             /* --dtype: ml_dtype + 1 overrides the file's default dtype; 0: none */
 } sched_params;
 /* How a file is loaded for these params: the default limits, with --dtype. */

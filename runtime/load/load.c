@@ -32,9 +32,10 @@ static bool ends_with_break(const char *data, size_t len) {
 /* ---- Top level -------------------------------------------------------------------------------- */
 
 enum { TOP_NAME, TOP_ABOUT, TOP_WORLD, TOP_DTYPE, TOP_LET, TOP_STREAMS, TOP_EVENTS, TOP_EXPECT,
-       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_REQUIRES };
+       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_REQUIRES, TOP_TORCH, TOP_LINK };
 static const char *const top_keys[] = {"name", "about", "world", "dtype", "let", "streams",
-                                       "events", "expect", "steps", "plans", "sweep", "requires"};
+                                       "events", "expect", "steps", "plans", "sweep", "requires",
+                                       "torch", "link"};
 static const ld_schema top_schema = LD_SCHEMA("schedule", top_keys);
 
 typedef struct {
@@ -141,6 +142,23 @@ static int parse_sweep(loader *l) {
     return 0;
 }
 
+/* `link: {alpha_us: EXPR, busbw_gbps: EXPR}`: the time model's link (timemodel.h). */
+enum { LINK_ALPHA, LINK_BUSBW };
+static const char *const link_keys[] = {"alpha_us", "busbw_gbps"};
+static const ld_schema link_schema = LD_SCHEMA("link", link_keys);
+
+static int link_value(loader *l, int key, void *obj) {
+    sched *s = l->s;
+    return ld_expr(l, CTX_PLAIN, link_keys[key],
+                   key == LINK_ALPHA ? &s->link_alpha_us : &s->link_busbw_gbps);
+}
+
+static int parse_link(loader *l) {
+    ld_keys k;
+    l->s->link_mark = ld_mark(l);
+    return ld_map(l, &link_schema, link_value, NULL, &k);
+}
+
 enum { PLAN_STEPS, PLAN_EXPECT };
 static const char *const plan_keys[] = {"steps", "expect"};
 static const ld_schema plan_schema = LD_SCHEMA("plan", plan_keys);
@@ -243,7 +261,7 @@ static int top_value(loader *l, int key, void *obj) {
     /* Names are resolved as the events stream by: what a step uses must be defined above it. */
     bool defines = key == TOP_LET || key == TOP_STREAMS || key == TOP_EVENTS || key == TOP_DTYPE;
     bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP ||
-                key == TOP_REQUIRES;
+                key == TOP_REQUIRES || key == TOP_TORCH || key == TOP_LINK;
     if (defines && t->first_user >= 0)
         return ld_fail(l, t->k->key[key], "'%s' must come before '%s'", top_keys[key],
                        top_keys[t->first_user]);
@@ -271,6 +289,8 @@ static int top_value(loader *l, int key, void *obj) {
     case TOP_EXPECT: return ld_expects(l, &s->expects, &s->n_expects);
     case TOP_SWEEP: return parse_sweep(l);
     case TOP_REQUIRES: return parse_requires(l);
+    case TOP_TORCH: return ld_torch(l, t->k->key[key]);   /* load_torch.c */
+    case TOP_LINK: return parse_link(l);
     case TOP_PLANS:
         if (LD_HAS(t->k, TOP_STEPS))
             return ld_fail(l, t->k->key[key], "'steps' and 'plans' cannot both be given");
@@ -339,8 +359,14 @@ static int check_buffers(loader *l) {
     return 0;
 }
 
+static int (*default_conf_check)(const char *, size_t *, char *, size_t);
+
+void sched_load_set_torch_conf_check(int (*check)(const char *, size_t *, char *, size_t)) {
+    default_conf_check = check;
+}
+
 static void default_limits(const sched_load_limits *in, sched_load_limits *out) {
-    *out = (sched_load_limits){64, 128, 20000000, 0};
+    *out = (sched_load_limits){64, 128, 20000000, default_conf_check, 0};
     if (in && in->dtype > 0 && in->dtype <= DT_COUNT)
         out->dtype = in->dtype;
     if (in && in->max_depth)
@@ -349,6 +375,8 @@ static void default_limits(const sched_load_limits *in, sched_load_limits *out) 
         out->max_name_len = in->max_name_len;
     if (in && in->max_steps)
         out->max_steps = in->max_steps;
+    if (in && in->torch_conf_check)
+        out->torch_conf_check = in->torch_conf_check;
 }
 
 sched *sched_load_buffer(const char *name, const char *data, size_t len,

@@ -196,16 +196,26 @@ int ld_operand(loader *l, sched_operand *o) {
 
 /* ---- Expectations ----------------------------------------------------------------------------- */
 
-enum { EXP_RANK, EXP_REQUESTED, EXP_DEVICE };
-static const char *const expect_keys[] = {"rank", "requested", "device"};
-static const ld_schema expect_schema = LD_SCHEMA("expect", expect_keys);
+/* The keys of an expectation: `rank` and one per view of the view table (views.h); a view of
+ * one series takes {steady, peak}, a view of several a mapping of its series' keys to that. */
+enum { EXP_RANK, EXP_FIRST_VIEW };
+static const char *const *expect_keys(void) {
+    static const char *keys[1 + MV_COUNT];
+    keys[0] = "rank";
+    for (int v = 0; v < MV_COUNT; v++)
+        keys[EXP_FIRST_VIEW + v] = ml_views[v].name;
+    return keys;
+}
 enum { BOUND_STEADY, BOUND_PEAK };
 static const char *const bound_keys[] = {"steady", "peak"};
 
 typedef struct {
     expr *rank;
-    sched_expect views[VIEW_COUNT];
+    sched_expect series[VIEW_COUNT];
+    bool given[VIEW_COUNT];
     ld_keys *k;
+    int view;           /* the view whose series mapping is being read */
+    ld_keys *sk;        /* its keys */
 } expect_item;
 
 static int bound_value(loader *l, int key, void *obj) {
@@ -213,35 +223,59 @@ static int bound_value(loader *l, int key, void *obj) {
     return ld_expr(l, CTX_PLAIN, bound_keys[key], key == BOUND_STEADY ? &e->steady : &e->peak);
 }
 
-static int expect_value(loader *l, int key, void *obj) {
-    expect_item *it = obj;
-    if (key == EXP_RANK)
-        return ld_expr(l, CTX_PLAIN, "rank", &it->rank);
-    ml_mem_view view = key == EXP_REQUESTED ? VIEW_REQUESTED : VIEW_DEVICE;
-    sched_expect *e = &it->views[view];
-    e->view = view;
-    e->mark = it->k->key[key];
-    ld_schema sc = {ml_mem_view_names[view], bound_keys, 2};
+static int series_bounds(loader *l, expect_item *it, ml_mem_view v, ml_mark mark) {
+    sched_expect *e = &it->series[v];
+    e->view = v;
+    e->mark = mark;
+    ld_schema sc = {ml_series[v].key ? ml_series[v].key : ml_series[v].name, bound_keys, 2};
     ld_keys bk;
     if (ld_map(l, &sc, bound_value, e, &bk))
         return -1;
     if (!bk.seen)
-        return ld_fail(l, bk.map, "'%s' needs 'steady' or 'peak'", ml_mem_view_names[view]);
+        return ld_fail(l, bk.map, "'%s' needs 'steady' or 'peak'", sc.what);
+    it->given[v] = true;
+    return 0;
+}
+
+static int series_value(loader *l, int key, void *obj) {
+    expect_item *it = obj;
+    return series_bounds(l, it, ml_views[it->view].series[key], it->sk->key[key]);
+}
+
+static int expect_value(loader *l, int key, void *obj) {
+    expect_item *it = obj;
+    if (key == EXP_RANK)
+        return ld_expr(l, CTX_PLAIN, "rank", &it->rank);
+    const ml_view_info *vi = &ml_views[key - EXP_FIRST_VIEW];
+    if (vi->n_series == 1)
+        return series_bounds(l, it, vi->series[0], it->k->key[key]);
+    const char *keys[ML_VIEW_MAX_SERIES];
+    for (int s = 0; s < vi->n_series; s++)
+        keys[s] = ml_series[vi->series[s]].key;
+    ld_schema sc = {vi->name, keys, vi->n_series};
+    it->view = key - EXP_FIRST_VIEW;
+    ld_keys sk;
+    it->sk = &sk;
+    if (ld_map(l, &sc, series_value, it, &sk))
+        return -1;
+    if (!sk.seen)
+        return ld_fail(l, sk.map, "'%s' needs '%s' or '%s'", vi->name, keys[0], keys[1]);
     return 0;
 }
 
 static int expect_one(loader *l, ml_vec *out) {
     ld_keys k;
     expect_item it = {.k = &k};
-    if (ld_map(l, &expect_schema, expect_value, &it, &k))
+    ld_schema sc = {"expect", expect_keys(), 1 + MV_COUNT};
+    if (ld_map(l, &sc, expect_value, &it, &k))
         return -1;
-    if (!LD_HAS(&k, EXP_REQUESTED) && !LD_HAS(&k, EXP_DEVICE))
+    if (!(k.seen & ~1u))
         return ld_fail(l, k.map, "expect needs 'requested' or 'device'");
     for (int v = 0; v < VIEW_COUNT; v++) {
-        if (!LD_HAS(&k, v == VIEW_REQUESTED ? EXP_REQUESTED : EXP_DEVICE))
+        if (!it.given[v])
             continue;
         sched_expect *e = ml_vec_push(out);
-        *e = it.views[v];
+        *e = it.series[v];
         e->rank = it.rank;
     }
     return 0;

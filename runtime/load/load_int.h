@@ -40,4 +40,9 @@ int ld_expects(loader *l, sched_expect **out, uint32_t *n);
 int ld_steps(loader *l, const char *what, sched_step **out, uint32_t *n);
 int ld_step(loader *l, sched_step *st);
 
+/* load_torch.c: the `torch:` top-level value (key: the key's mark) and the allocator steps. */
+int ld_torch(loader *l, ml_mark key);
+int ld_record_stream(loader *l, sched_step *st);
+int ld_empty_cache(loader *l, sched_step *st);
+
 #endif

@@ -55,8 +55,8 @@ static int enter(loader *l, const sched_step *st) {
 
 /* ---- alloc ------------------------------------------------------------------------------------ */
 
-enum { ALLOC_BUF, ALLOC_BYTES, ALLOC_COUNT, ALLOC_DTYPE, ALLOC_CHUNKS, ALLOC_INIT };
-static const char *const alloc_keys[] = {"buf", "bytes", "count", "dtype", "chunks", "init"};
+enum { ALLOC_BUF, ALLOC_BYTES, ALLOC_COUNT, ALLOC_DTYPE, ALLOC_CHUNKS, ALLOC_INIT, ALLOC_STREAM };
+static const char *const alloc_keys[] = {"buf", "bytes", "count", "dtype", "chunks", "init", "stream"};
 
 static int alloc_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
@@ -71,6 +71,7 @@ static int alloc_value(loader *l, int key, void *obj) {
     case ALLOC_COUNT: return ld_expr(l, CTX_PLAIN, "count", &a->count);
     case ALLOC_DTYPE: return ld_dtype(l, &a->dtype);
     case ALLOC_CHUNKS: return ld_expr(l, CTX_PLAIN, "chunks", &a->chunks);
+    case ALLOC_STREAM: return stream_of(l, &a->stream);   /* the torch view's pool */
     default: return ld_init_value(l, &a->init);
     }
 }
@@ -450,8 +451,8 @@ static int scale_value(loader *l, int key, void *obj) {
 
 static int scale_finish(loader *l, step_ctx *c) { return require(l, c, 1u << SCALE_BUF | 1u << SCALE_BY); }
 
-enum { COMPUTE_READS, COMPUTE_WRITES, COMPUTE_STREAM };
-static const char *const compute_keys[] = {"reads", "writes", "stream"};
+enum { COMPUTE_READS, COMPUTE_WRITES, COMPUTE_STREAM, COMPUTE_TIME, COMPUTE_FLOPS };
+static const char *const compute_keys[] = {"reads", "writes", "stream", "time", "flops"};
 
 static int compute_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
@@ -460,6 +461,12 @@ static int compute_value(loader *l, int key, void *obj) {
         return ld_views(l, "reads", &cp->reads, &cp->n_reads);
     if (key == COMPUTE_WRITES)
         return ld_views(l, "writes", &cp->writes, &cp->n_writes);
+    if (key == COMPUTE_TIME || key == COMPUTE_FLOPS) {
+        if (LD_HAS(&c->k, key == COMPUTE_TIME ? COMPUTE_FLOPS : COMPUTE_TIME))
+            return ld_fail(l, c->k.key[key], "'time' and 'flops' cannot both be given");
+        return ld_expr(l, CTX_PLAIN, compute_keys[key],
+                       key == COMPUTE_TIME ? &cp->time_us : &cp->flops);
+    }
     return stream_of(l, &cp->stream);
 }
 
@@ -576,6 +583,8 @@ static const step_form step_forms[] = {
     FORM("send", ST_COLL, p2p_keys, p2p_value, p2p_finish),
     FORM("recv", ST_COLL, p2p_keys, p2p_value, p2p_finish),
     {"group", ST_GROUP, NULL, 0, NULL, NULL, group_parse},
+    {"record_stream", ST_RECORD_STREAM, NULL, 0, NULL, NULL, ld_record_stream},   /* load_torch.c */
+    {"empty_cache", ST_EMPTY_CACHE, NULL, 0, NULL, NULL, ld_empty_cache},
 };
 /* Every collective of coll.h is a step key of its own, read by one row. */
 static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_value, coll_finish);
@@ -609,8 +618,10 @@ static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
         return f->parse(l, st);
     step_ctx c = {.st = st};
     ld_schema sc = {f->name, f->keys, f->n_keys};
-    if (f->kind == ST_ALLOC)
+    if (f->kind == ST_ALLOC) {
         st->u.alloc.dtype = l->s->dtype;
+        st->u.alloc.stream = SCHED_DEFAULT_STREAM;
+    }
     if (f->kind == ST_REPEAT)
         st->u.repeat.index_slot = -1;
     if (f->kind == ST_CHECK)

@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
                           .expect_failures = -1};
     report rep = {.items = &rs, .n = 1, .command = "predict"};
     ml_str out = {0};
-    report_formats[FMT_JSON].write(&rep, &out);
+    report_render(&rep, FMT_JSON, &out);
     ml_str_free(&out);
     phase("report");
     size_t n_ops = plans[0].n_ops;

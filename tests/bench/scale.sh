@@ -7,6 +7,8 @@
 # on a shared VM, is left out), and the ratio is taken within this one run:
 #   predict steps:    1 M vs 10 M written steps (tests/cli/scale_gen.c steps), `memlife predict`
 #   predict buffers:  100 k vs 1 M buffers live at once (scale_gen buffers)
+#   predict races:    100 k vs 1 M steps of two-stream prefetch (scale_gen races): the race lint's
+#                     per-buffer segments (measured 0.18 s -> 1.9 s, 10.5x, on the 2-core VM)
 #   optimize steps:   10 k vs 100 k steps of the naive RS+AG, 1000 cycling buffer names
 #                     (tests/bench/optimize_gen.awk), `memlife optimize`
 # Each line says PASS or FAIL against the bound 15x (optimize 25x, it reloads the file per
@@ -72,6 +74,10 @@ fi
 "$T/gen" buffers 1000000 >"$T/b10.yaml"
 ratio "predict 100k vs 1M buffers" 15 "$T/b1.yaml" "$T/b10.yaml" ./memlife predict || rc=1
 rm -f "$T/b1.yaml" "$T/b10.yaml"
+"$T/gen" races 100000 >"$T/r1.yaml"
+"$T/gen" races 1000000 >"$T/r10.yaml"
+ratio "predict 100k vs 1M race-linted steps" 15 "$T/r1.yaml" "$T/r10.yaml" ./memlife predict || rc=1
+rm -f "$T/r1.yaml" "$T/r10.yaml"
 awk -v n=10000 -f tests/bench/optimize_gen.awk >"$T/o1.yaml"
 awk -v n=100000 -f tests/bench/optimize_gen.awk >"$T/o10.yaml"
 ratio "optimize 10k vs 100k steps" 25 "$T/o1.yaml" "$T/o10.yaml" ./memlife optimize -o "$T/out.yaml" || rc=1

@@ -5,7 +5,8 @@
 #   - python3 reads it with an unpickler that refuses every global: the keys memory_viz reads
 #     (segments, device_traces, allocator_settings), 10 events in the model's order (three
 #     segment_alloc + alloc pairs, two free_requested + free_completed pairs), each framed by the
-#     schedule's line, and 3 segments: 256 MiB and 128 MiB inactive, 256 MiB active_allocated;
+#     schedule's line, and 3 segments in address order: 256 MiB active_allocated (gathered, the
+#     newest segment, lowest address), then 128 MiB and 256 MiB inactive;
 #   - where a python3 has torch, its torch.cuda._memory_viz reads it: stats (1.13's reads the
 #     segments list: 640 MiB in 3 segments) or trace_plot / segment_plot (2.x) write HTML;
 #   - imported back (memlife import), its expectations are the model's numbers: reserved and
@@ -40,8 +41,10 @@ for e in t:
     assert set(e) >= {"action", "addr", "size", "stream", "time_us", "frames"}, e.keys()
 segs = [(s["total_size"] // M, s["segment_type"], [(b["size"] // M, b["state"]) for b in s["blocks"]])
         for s in d["segments"]]
-assert segs == [(256, "large", [(256, "inactive")]), (128, "large", [(128, "inactive")]),
-                (256, "large", [(256, "active_allocated")])], segs
+# in address order: each new segment sits below the earlier ones, as the H200's driver placed
+# them (docs/torch.md), so gathered (the newest) comes first
+assert segs == [(256, "large", [(256, "active_allocated")]), (128, "large", [(128, "inactive")]),
+                (256, "large", [(256, "inactive")])], segs
 alive = [b for s in d["segments"] for b in s["blocks"] if b["state"] == "active_allocated"]
 assert alive[0]["frames"][0]["line"] == 25   # gathered, allocated at line 25
 print("ok")

@@ -12,6 +12,10 @@
 #   buffers:  1 M distinct 1 KiB buffers live at once, one collective each, one free of them all:
 #             requested peak 1 M x 1 KiB = 1024000000 B; device: 2048 of them share a 2 MiB page
 #             (sub-page requests are packed), ceil(1000000 / 2048) = 489 pages = 1025507328 B.
+#   races:    1 M steps of FSDP-style prefetch on two streams (scale_gen races: record/wait both
+#             ways, one new slice of one buffer per six steps, a whole-buffer read every 64
+#             slices), linted clean by the race lint (analyzer/lint/lint_race.c): requested peak
+#             the one buffer of 1000000 / 6 + 1 = 166667 floats = 666668 B, device one page.
 #   limits:   a name of 128 bytes loads and one of 129 is `name longer than 128 bytes`; 64 nested
 #             repeats load and 65 are `nesting deeper than 64 levels` (docs/schedule.md).
 # Under ASan (SANITIZE=1) the 1 M sizes are skipped (they would need tens of GB); SCALE_BIG=0
@@ -47,12 +51,15 @@ big_case() {
 if [ "$ASAN" = 1 ]; then
     echo "skip - scale 1M steps: needs tens of GB under ASan (SANITIZE=1)"
     echo "skip - scale 1M buffers: needs tens of GB under ASan (SANITIZE=1)"
+    echo "skip - scale 1M race-linted steps: needs tens of GB under ASan (SANITIZE=1)"
 elif [ "${SCALE_BIG:-1}" = 0 ]; then
     echo "skip - scale 1M steps: SCALE_BIG=0"
     echo "skip - scale 1M buffers: SCALE_BIG=0"
+    echo "skip - scale 1M race-linted steps: SCALE_BIG=0"
 else
     big_case "scale 1M steps" steps 1000000 4096 2097152
     big_case "scale 1M buffers" buffers 1000000 1024000000 1025507328
+    big_case "scale 1M race-linted steps" races 1000000 666668 2097152
 fi
 
 

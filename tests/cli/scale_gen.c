@@ -8,6 +8,16 @@
  *                         packs them into shared 2 MiB pages), one all_reduce on each, then one
  *                         free of them all: the symbol table, lint's per-buffer state and the
  *                         predictor's live set at N names.
+ *   scale_gen races N     N steps of overlapped work on two streams (world 1), FSDP's prefetch
+ *                         pattern: in groups of six, 'ag' waits for default's last use, a compute
+ *                         on 'ag' writes element k of one big buffer, 'ag' records, default waits
+ *                         and reads element k, default records (k going up, one new race
+ *                         segment per group); every 64th group reads the whole buffer instead
+ *                         (a read over every segment since the last one). No host sync until
+ *                         the end; clean, so lint walks all of it.
+ *   scale_gen fsdp L      schedules/fsdp_prefetch.yaml's step with L layers (world 4, 64 MiB a
+ *                         layer, gathers prefetched on 'ag', reduce-scatters on 'rs'): 22 + 13 L
+ *                         ops, so L = 14 is a 204-op step, for the plot screenshots (docs/img)
  *   scale_gen name LEN    one buffer whose name is LEN bytes long
  *   scale_gen nest DEPTH  DEPTH nested repeats around one step
  * Steps are in flow style, one per line, as a generated schedule would be written. */
@@ -42,6 +52,59 @@ static void buffers(long n) {
         printf("      - b%ld\n", k);
 }
 
+static void races(long n) {
+    long groups = n / 6;
+    printf("name: scale-races\nworld: 1\ndtype: float32\nstreams: [ag]\nevents: [e, used]\n"
+           "steps:\n");
+    printf("  - alloc: {buf: x, count: %ld}\n", groups + 1);
+    printf("  - record: {event: used, stream: default}\n");
+    for (long k = 0; k < groups; k++) {
+        printf("  - wait: {event: used, stream: ag}\n");
+        printf("  - compute: {writes: [\"x[%ld:1]\"], stream: ag}\n", k);
+        printf("  - record: {event: e, stream: ag}\n");
+        printf("  - wait: {event: e, stream: default}\n");
+        if (k % 64 == 63)
+            printf("  - compute: {reads: [x]}\n");
+        else
+            printf("  - compute: {reads: [\"x[%ld:1]\"]}\n", k);
+        printf("  - record: {event: used, stream: default}\n");
+    }
+    printf("  - sync: device\n  - free: x\n");
+}
+
+static void fsdp(long L) {
+    printf("name: fsdp-prefetch-%ld\nworld: 4\ndtype: int32\nstreams: [ag, rs]\nevents: [fwd, reduced", L);
+    for (long k = 0; k < L; k++)
+        printf(", g%ld, b%ld", k, k);
+    printf("]\nlet:\n  P: 64MiB\n  q: ceil_div(P / 4, world)\nsteps:\n");
+    printf("  - alloc: {buf: param_shards, count: %ld * q, init: rank_iota}\n", L);
+    printf("  - alloc: {buf: grad_shards, count: %ld * q, init: {const: 0}}\n", L);
+    for (long k = 0; k < L; k++)
+        printf("  - alloc: {buf: params%ld, count: world * q}\n  - alloc: {buf: grads%ld, count: world * q}\n", k, k);
+    printf("  - all_gather: {send: \"param_shards[0 : q]\", recv: params0, stream: ag}\n"
+           "  - record: {event: g0, stream: ag}\n");
+    for (long k = 0; k < L; k++) {
+        if (k + 1 < L)
+            printf("  - all_gather: {send: \"param_shards[%ld * q : q]\", recv: params%ld, stream: ag}\n"
+                   "  - record: {event: g%ld, stream: ag}\n", k + 1, k + 1, k + 1);
+        printf("  - wait: {event: g%ld, stream: default}\n  - compute: {reads: [params%ld], time: 400}\n", k, k);
+    }
+    printf("  - record: {event: fwd, stream: default}\n  - wait: {event: fwd, stream: ag}\n");
+    for (long k = L - 1; k >= 0; k--)
+        printf("  - all_gather: {send: \"param_shards[%ld * q : q]\", recv: params%ld, stream: ag}\n"
+               "  - record: {event: g%ld, stream: ag}\n  - wait: {event: g%ld, stream: default}\n"
+               "  - compute: {reads: [params%ld], writes: [grads%ld], time: 800}\n"
+               "  - record: {event: b%ld, stream: default}\n  - wait: {event: b%ld, stream: rs}\n"
+               "  - reduce_scatter: {send: grads%ld, recv: \"grad_shards[%ld * q : q]\", stream: rs}\n",
+               k, k, k, k, k, k, k, k, k, k);
+    printf("  - record: {event: reduced, stream: rs}\n  - wait: {event: reduced, stream: default}\n"
+           "  - compute: {reads: [grad_shards, param_shards], writes: [param_shards], time: 200}\n"
+           "  - sync: device\n  - free: [param_shards, grad_shards");
+    for (long k = 0; k < L; k++)
+        printf(", params%ld, grads%ld", k, k);
+    printf("]\n");
+}
+
 static void long_name(long len) {
     header("scale-name", 1);
     char *name = malloc((size_t)len + 1);
@@ -71,6 +134,10 @@ int main(int argc, char **argv) {
         steps(n);
     else if (!strcmp(argv[1], "buffers"))
         buffers(n);
+    else if (!strcmp(argv[1], "fsdp"))
+        fsdp(n);
+    else if (!strcmp(argv[1], "races"))
+        races(n);
     else if (!strcmp(argv[1], "name"))
         long_name(n);
     else if (!strcmp(argv[1], "nest"))

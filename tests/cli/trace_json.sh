@@ -45,11 +45,65 @@ for pid in procs:
     got = {k: rs['args'].get(k) for k in want}
     if got != want: bad.append('rs args %s' % got)
     if 'op' in ag['args'] or ag['args'].get('bytes') != 256 << 20: bad.append('ag args %s' % ag['args'])
-    # predicted time: op k spans [k, k+1) us; RS is op 3, AG op 4
-    if (rs['ts'], rs['dur'], ag['ts']) != (3, 1, 4): bad.append('times %s' % ((rs['ts'], rs['dur'], ag['ts']),))
+    # predicted time (timemodel.h) at world 4, 256 MiB full size, factor 3/4: RS 10 + 201326592 /
+    # (33554432 / 151) = 916 us from 0, then AG 10 + 201326592 / (33554432 / 148) = 898 us
+    got_t = (rs['ts'], round(rs['dur'], 6), round(ag['ts'], 6), round(ag['dur'], 6))
+    if got_t != (0, 916, 916, 898): bad.append('times %s' % (got_t,))
     req = [e['args']['predicted'] for e in mine if e['ph'] == 'C' and e['name'] == 'requested bytes']
     dev = [e['args']['predicted'] for e in mine if e['ph'] == 'C' and e['name'] == 'device bytes']
     if max(req) != 576 << 20 or req[-1] != 256 << 20: bad.append('requested counter %s' % req)
     if max(dev) != 576 << 20: bad.append('device counter %s' % dev)
 report('trace-json-events-per-rank', not bad, bad)
 PY
+
+# Every step on its lane, overlapped by the time model: tests/time/overlap.yaml (its comment
+# gives the times): the all_gather on 'ag' [0, 158), compute on default [0, 300) then
+# [300, 1300), the record at ag's position 158, the host's sync waiting [0, 1300).
+if "$ML" trace tests/time/overlap.yaml --ranks 1 -o "$tmp/o.json" 2>"$tmp/err"; then
+python3 - "$tmp/o.json" <<'PY'
+import sys, json
+def report(name, ok, why=''):
+    print(('ok - ' + name) if ok else ('not ok - %s: %s' % (name, why)))
+ev = json.load(open(sys.argv[1]))['traceEvents']
+lanes = {(e['pid'], e['tid']): e['args']['name'] for e in ev if e['ph'] == 'M' and e['name'] == 'thread_name'}
+spans = [(lanes[(e['pid'], e['tid'])], e['name'], e['ts'], e['dur']) for e in ev if e['ph'] == 'X']
+want = [('stream ag', 'all_gather', 0, 158), ('stream ag', 'record gathered', 158, 0),
+        ('stream default', 'compute', 0, 300), ('stream default', 'wait gathered', 300, 0),
+        ('stream default', 'compute', 300, 1000), ('host', 'sync', 0, 1300)]
+report('trace-spans-on-stream-lanes', spans == want, spans)
+pids = {e['pid'] for e in ev}
+report('trace-ranks-chooses-rank-1', pids == {1}, pids)
+PY
+else
+    echo "not ok - trace-spans-on-stream-lanes: exit $?: $(head -c 300 "$tmp/err")"
+fi
+
+# The size estimate: trace_estimate's events times 120 bytes must stay within 2x of the real
+# size (seed naive RS+AG, the overlap file), and a trace estimated above 100 MB is announced.
+for f in schedules/seed/03_rs_ag_naive.yaml tests/time/overlap.yaml examples/ci_gate/layers_prefetch.yaml; do
+    "$ML" trace "$f" -o "$tmp/s.json" 2>/dev/null
+    n=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['traceEvents']))" "$tmp/s.json")
+    size=$(stat -c %s "$tmp/s.json")
+    if [ "$size" -le $((n * 120 * 2)) ] && [ "$size" -ge $((n * 120 / 2)) ]; then
+        echo "ok - trace-size-per-event $f: $((size / n)) bytes"
+    else
+        echo "not ok - trace-size-per-event $f: $size bytes for $n events"
+    fi
+done
+# world 8, 120000 all_reduces: 8 * (120000 + about 10) events * 120 bytes = about 115 MB
+printf 'world: 8\nsteps:\n  - alloc: {buf: x, bytes: 4KiB}\n  - repeat: {count: 120000, steps: [{all_reduce: {buf: x}}]}\n  - free: x\n' >"$tmp/big.yaml"
+"$ML" trace "$tmp/big.yaml" >/dev/null 2>"$tmp/err"
+if grep -q "^warning: the trace will be about 115 MB (960" "$tmp/err"; then
+    echo "ok - trace-warns-above-100MB"
+else
+    echo "not ok - trace-warns-above-100MB: $(head -c 200 "$tmp/err")"
+fi
+"$ML" trace "$tmp/big.yaml" --ranks 0 >/dev/null 2>"$tmp/err"
+if [ ! -s "$tmp/err" ]; then echo "ok - trace-one-rank-does-not-warn"; else
+    echo "not ok - trace-one-rank-does-not-warn: $(head -c 200 "$tmp/err")"; fi
+"$ML" trace tests/time/overlap.yaml --ranks 0,2 >/dev/null 2>"$tmp/err"; rc=$?
+if [ "$rc" -eq 2 ] && grep -q "rank 2 is outside every input's world (largest 2)" "$tmp/err"; then
+    echo "ok - trace-ranks-outside-world"
+else
+    echo "not ok - trace-ranks-outside-world: exit $rc: $(head -c 200 "$tmp/err")"
+fi

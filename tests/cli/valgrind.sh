@@ -3,7 +3,7 @@
 # valgrind memcheck over the CLI: predict and check on every schedule under schedules/, the
 # report writers, and a dozen bad inputs (one per kind of error path: a yaml error, an alias, a
 # schema error, an expression, an overflow, a lifetime hazard, a cross-rank divergence, deep
-# nesting, a huge repeat, a long name). No memcheck error and no definite or indirect leak:
+# nesting, a huge repeat, a long name), and the torch view. No memcheck error and no definite or indirect leak:
 # valgrind exits 99 on either. The exit code memlife would give anyway (0, 1 or 2) is kept.
 # Skipped visibly without valgrind, and for an ASan build (SANITIZE=1), which valgrind cannot run.
 . "$(dirname "$0")/lib.bash"
@@ -56,3 +56,12 @@ for b in yaml_unclosed_flow yaml_bad_utf8 alias_billion_laughs schema_unknown_al
     repeat_huge name_buffer_long; do
     vg "bad input $b" 2 check "tests/bad/$b.yaml"
 done
+
+# The torch view: the allocator model's trees and segment walk (a stream churn measured on the
+# H200, both configurations), the JSON with its segments, a predicted out-of-memory.
+for fx in stream_churn_s7__default stream_churn_s7__expandable; do
+    python3 tests/torch/fixture_to_yaml.py "tests/torch/fixtures/allocator/$fx.json" "$TMP/$fx.yaml" >/dev/null
+    vg "torch trace $fx" 0 trace "$TMP/$fx.yaml" -o "$TMP/$fx.json"
+done
+vg "torch json" 0 predict -f json tests/cli/torch/worked_example.yaml
+vg "torch out of memory" 2 predict tests/cli/torch/oom.yaml

@@ -9,7 +9,11 @@
 #define MiB ((uint64_t)1 << 20)
 
 static const diff_row *row_of(const diff_result *r, int rank, ml_mem_view v) {
-    return &r->rows[(size_t)rank * VIEW_COUNT + (size_t)v];
+    for (size_t k = 0; k < r->n_rows; k++)   /* rows of the views both sides predicted */
+        if (r->rows[k].rank == rank && r->rows[k].view == v)
+            return &r->rows[k];
+    fail_msg("no diff row for rank %d view %d", rank, (int)v);
+    return NULL;
 }
 
 /* Builds A and B and diffs them; the result of diff_series is returned, its diagnostic (if

@@ -64,7 +64,7 @@ static void test_table(void **state) {
     char list[400];
     lint_class_list(list, sizeof list);
     assert_string_equal(list, "cross-rank, hazards, use-after-free, double-free, double-alloc, "
-                              "double-release, inplace-offsets");
+                              "double-release, inplace-offsets, races");
 }
 
 int main(void) {

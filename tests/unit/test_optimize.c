@@ -81,9 +81,12 @@ static void test_naive_lifetimes_only(void **state) {
         assert_int_equal(final_mem(&r, rank)->steady[VIEW_REQUESTED], 256 * MiB);
         assert_int_equal(r.plans[0].floor[rank], 256 * MiB);
     }
-    /* the free of 'full' follows a sync of the default stream, not a device sync */
-    assert_non_null(strstr(r.yaml.s, "  - sync: {stream: default}\n"
+    /* the free of 'full' follows the reduce_scatter on the default stream: stream order
+     * completes it, no host sync is added (issue 17) */
+    assert_non_null(strstr(r.yaml.s, "  - reduce_scatter: {send: full, recv: shard, op: sum}\n"
                                      "  # free of 'full'"));
+    assert_null(strstr(r.yaml.s, "sync: {stream"));
+    assert_int_equal(r.plans[0].host_syncs_added, 0);
     opt_result_free(&r);
 }
 
@@ -174,9 +177,10 @@ static void test_fsdp_naive(void **state) {
         assert_int_equal(final_mem(&r, rank)->peak[VIEW_DEVICE], 256 * MiB);
         assert_int_equal(final_mem(&r, rank)->steady[VIEW_REQUESTED], 128 * MiB);
     }
-    /* params0 ends its forward lifetime (after a default-stream sync) before params1 exists */
+    /* params0 ends its forward lifetime (right after its compute, by stream order) before
+     * params1 exists */
     assert_non_null(strstr(r.yaml.s, "  - compute: {reads: [params0]}\n"
-                                     "  # added: 'params0' is freed below"));
+                                     "  # free of 'params0' added right after its last use"));
     assert_non_null(strstr(r.yaml.s, "  - free: params0\n"
                                      "  # alloc of 'params1' moved down"));
     assert_non_null(strstr(r.yaml.s, "  # 'params2' allocated again for the all_gather at line "));

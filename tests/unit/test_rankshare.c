@@ -123,9 +123,9 @@ static void same_prediction(const pred_rank *a, const pred_rank *b, size_t n_ops
             assert_memory_equal(a->peak_live[v], b->peak_live[v],
                                 a->n_peak_live[v] * sizeof(uint32_t));
     }
-    assert_int_equal(a->device_exact, b->device_exact);
-    assert_int_equal(a->device_peak_lo, b->device_peak_lo);
-    assert_int_equal(a->device_peak_hi, b->device_peak_hi);
+    assert_int_equal(a->exact[VIEW_DEVICE], b->exact[VIEW_DEVICE]);
+    assert_int_equal(a->peak_lo[VIEW_DEVICE], b->peak_lo[VIEW_DEVICE]);
+    assert_int_equal(a->peak_hi[VIEW_DEVICE], b->peak_hi[VIEW_DEVICE]);
     assert_int_equal(a->floor, b->floor);
     assert_int_equal(a->n_timeline, n_ops);
     assert_int_equal(b->n_timeline, n_ops);

@@ -76,7 +76,7 @@ static void release(fixture *f) {
 static char *render(const fixture *f, report_format fmt) {
     ml_str out = {0};
     ml_str_append(&out, "", 0);
-    assert_int_equal(report_formats[fmt].write(&f->rep, &out), 0);
+    assert_int_equal(report_render(&f->rep, fmt, &out), 0);
     return out.s;
 }
 

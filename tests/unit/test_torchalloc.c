@@ -93,12 +93,13 @@ static void worked_example(void **state) {
     expect(ta, 13632000, 23068672);
     int64_t e = m(ta, 25 * MiB, 0);
     expect(ta, 40894976, 50331648);
-    /* fact sheet: segments 2 MiB, 20 MiB, 26 MiB (e's 1 MiB remainder is not > 1 MiB) */
+    /* fact sheet: segments 2 MiB, 20 MiB, 26 MiB (e's 1 MiB remainder is not > 1 MiB); the walk
+     * is in address order, and each new segment lies below the earlier ones (torchalloc.h) */
     seglist l = segments(ta);
     assert_int_equal(l.n, 3);
-    assert_int_equal(l.size[0], 2 * MiB);
+    assert_int_equal(l.size[0], 26 * MiB);
     assert_int_equal(l.size[1], 20 * MiB);
-    assert_int_equal(l.size[2], 26 * MiB);
+    assert_int_equal(l.size[2], 2 * MiB);
     (void)c;
     (void)d;
     (void)e;
@@ -284,11 +285,15 @@ static void record_stream_delays_reuse(void **state) {
     assert_int_equal(s.pending_free, 12 * MiB); /* completion is only looked at in malloc */
     assert_int_equal(completed, 1);
     /* next malloc: process_events returns b first; best fit among equal sizes is the lower
-     * address, b's segment */
+     * address: c's segment, made later and so placed lower (torchalloc.h) */
     int64_t d = m(ta, 12 * MiB, 0);
     assert_int_equal(completed, 2);
     expect(ta, 12 * MiB, 24 * MiB);
-    assert_int_equal(d, b); /* b's block came back to the pool and was handed out again */
+    assert_int_equal(d, c); /* b's block came back to the pool; c's lower one was handed out */
+    int64_t e = m(ta, 12 * MiB, 0);
+    assert_int_equal(e, b); /* and b's block is the other 12 MiB block, reused without growth */
+    expect(ta, 24 * MiB, 24 * MiB);
+    torchalloc_free(ta, e);
     /* nothing submitted since the last completion: the event is complete at once, the block
      * returns at the next malloc */
     torchalloc_record_stream(ta, d, 1);
@@ -354,9 +359,9 @@ static void release_available_oversize(void **state) {
     m(ta, 15 * MiB, 0);
     expect(ta, 16 * MiB, 66 * MiB);
     seglist l = segments(ta);
-    assert_int_equal(l.n, 2);
-    assert_int_equal(l.size[0], 50 * MiB);
-    assert_int_equal(l.size[1], 16 * MiB);
+    assert_int_equal(l.n, 2);   /* address order: the newer 16 MiB segment lies lower */
+    assert_int_equal(l.size[0], 16 * MiB);
+    assert_int_equal(l.size[1], 50 * MiB);
     torchalloc_destroy(ta);
 }
 

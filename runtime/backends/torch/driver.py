@@ -191,7 +191,8 @@ class Driver:
             self.span(dbuf, doff, n).copy_(self.span(sbuf, soff, n))
         return ""
 
-    def conf(self, text):
+    def conf(self, *words):
+        text = " ".join(words)
         # a schedule's `torch: {conf:}` ("-": none), before its first allocation: PyTorch reads
         # these keys again when they are set at run time
         if self.cuda and text != "-":

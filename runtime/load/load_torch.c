@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/* load_torch.c — what the schedule language says about PyTorch's caching allocator: the
+ * top-level `torch: {conf: "...", limit: BYTES}` key and the steps `record_stream: {buf, stream}`
+ * and `empty_cache: {}`. Kept apart from the rest of the loader: only the torch view reads them.
+ *
+ * The conf string is checked by the caller's checker (sched_load_limits.torch_conf_check), so
+ * that an unknown key or a bad value is reported at its own column inside the string; the
+ * loader cannot know the allocator's keys (it sits below the analyzer). */
+#include "load/load_int.h"
+
+#include <string.h>
+
+enum { TORCH_CONF, TORCH_LIMIT };
+static const char *const torch_keys[] = {"conf", "limit"};
+static const ld_schema torch_schema = LD_SCHEMA("torch", torch_keys);
+
+static int torch_value(loader *l, int key, void *obj) {
+    sched_torch *t = obj;
+    if (key == TORCH_LIMIT)
+        return ld_expr(l, CTX_PLAIN, "limit", &t->limit);
+    if (ld_want_scalar(l, "conf"))
+        return -1;
+    size_t len;
+    const char *text = ld_text(l, &len);
+    if (memchr(text, '\0', len))
+        return ld_fail(l, ld_mark(l), "'conf' holds a NUL byte");
+    t->conf = ml_arena_strndup(l->a, text, len);
+    t->conf_mark = ld_text_mark(l);
+    if (!l->lim.torch_conf_check)
+        return 0;
+    size_t at = 0;
+    char msg[256];
+    if (l->lim.torch_conf_check(t->conf, &at, msg, sizeof msg) == 0)
+        return 0;
+    return ld_fail(l, ld_scalar_mark(l, at), "%s", msg);
+}
+
+int ld_torch(loader *l, ml_mark key) {
+    sched_torch *t = &l->s->torch;
+    t->present = true;
+    t->mark = key;
+    if (ld_is(l, YAML_SCALAR_EVENT) && l->ev.data.scalar.length == 0 &&
+        l->ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+        return 0;   /* `torch:` alone: the default allocator */
+    if (!ld_is(l, YAML_MAPPING_START_EVENT))
+        return ld_fail(l, ld_mark(l), "'torch' must be a mapping {conf: STR, limit: BYTES}");
+    ld_keys k;
+    return ld_map(l, &torch_schema, torch_value, t, &k);
+}
+
+/* ---- record_stream, empty_cache --------------------------------------------------------------- */
+
+enum { RS_BUF, RS_STREAM };
+static const char *const rs_keys[] = {"buf", "stream"};
+static const ld_schema rs_schema = LD_SCHEMA("record_stream", rs_keys);
+
+static int rs_value(loader *l, int key, void *obj) {
+    sched_step *st = obj;
+    if (key == RS_BUF)
+        return ld_sym(l, SYM_BUFFER, "buf", &st->u.record_stream.buf);
+    return ld_sym_declared(l, SYM_STREAM, "stream", &st->u.record_stream.stream);
+}
+
+int ld_record_stream(loader *l, sched_step *st) {
+    if (!ld_is(l, YAML_MAPPING_START_EVENT))
+        return ld_fail(l, ld_mark(l), "record_stream must be {buf: NAME, stream: S}");
+    ld_keys k;
+    if (ld_map(l, &rs_schema, rs_value, st, &k))
+        return -1;
+    for (int key = RS_BUF; key <= RS_STREAM; key++)
+        if (!LD_HAS(&k, key))
+            return ld_fail(l, k.map, "record_stream needs '%s'", rs_keys[key]);
+    return 0;
+}
+
+/* `empty_cache: {}` (or `empty_cache:` with nothing): the step has no parameters. */
+static const ld_schema ec_schema = {"empty_cache", NULL, 0};
+
+static int ec_value(loader *l, int key, void *obj) { return 0; }
+
+int ld_empty_cache(loader *l, sched_step *st) {
+    if (ld_is(l, YAML_SCALAR_EVENT) && l->ev.data.scalar.length == 0 &&
+        l->ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+        return 0;
+    if (!ld_is(l, YAML_MAPPING_START_EVENT))
+        return ld_fail(l, ld_mark(l), "empty_cache takes no parameters: 'empty_cache: {}'");
+    ld_keys k;
+    return ld_map(l, &ec_schema, ec_value, st, &k);
+}

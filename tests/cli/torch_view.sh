@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# torch_view.sh — the torch view (PyTorch's caching allocator) through the CLI: expectations,
+# JSON, CSV, trace counters, the predicted out-of-memory, bad configurations (file:line:col,
+# exit 2). The expected numbers are measured on an H200 (tests/torch/fixtures, named per file).
+source "$(dirname "$0")/lib.bash"
+T=tests/cli/torch
+
+# The worked example: 40894976 / 50331648 after the last step (worked_example__default.json).
+run check $T/worked_example.yaml
+[ "$RC" = 0 ] && grep -q '(10 expectations)' "$TMP/out" \
+    && ok "torch check: the worked example's allocated/reserved hold" \
+    || not_ok "torch check: the worked example" "exit $RC: $(head -c 300 "$TMP/err")"
+
+# With expandable_segments:True the same steps end at 39846400 / 44040192 (the fact sheet and
+# worked_example__expandable.json).
+run predict -f json --torch-conf expandable_segments:True $T/worked_example.yaml
+got=$(jq -c '[.schedules[0].ranks[0].torch.allocated.steady, .schedules[0].ranks[0].torch.reserved.steady]' "$TMP/out" 2>/dev/null)
+[ "$RC" = 0 ] && [ "$got" = "[39846400,44040192]" ] \
+    && ok "--torch-conf expandable_segments:True: 39846400 / 44040192" \
+    || not_ok "--torch-conf expandable_segments:True" "exit $RC, got $got"
+
+# Segments at the reserved peak: 26, 20 and 2 MiB (address order: the newest lies lowest).
+got=$(jq -c '[.schedules[0].ranks[0].torch.segments_at_peak[].size]' "$TMP/out" 2>/dev/null)
+run predict -f json $T/worked_example.yaml
+got=$(jq -c '[.schedules[0].ranks[0].torch.segments_at_peak[].size]' "$TMP/out" 2>/dev/null)
+frag=$(jq -c '.schedules[0].ranks[0].torch.fragmentation | [.bytes, .free_in_used_segments, .whole_free_segments]' "$TMP/out" 2>/dev/null)
+# reserved - allocated = 50331648 - 40894976 = 9436672: the 2 MiB small segment is whole free
+# (a was freed), 7339520 B free inside the 20 MiB segment (20 MiB - 12 MiB - (1 MiB + 512)).
+[ "$got" = "[27262976,20971520,2097152]" ] && [ "$frag" = "[9436672,7339520,2097152]" ] \
+    && ok "torch json: segments_at_peak 26/20/2 MiB, fragmentation 9436672 = 7339520 + 2097152" \
+    || not_ok "torch json: segments and fragmentation" "segments $got, fragmentation $frag"
+
+# The view is off without a torch: key or option: the seed's JSON has no torch key.
+run predict -f json schedules/seed/01_allreduce_full.yaml
+[ "$(jq '.schedules[0].ranks[0] | has("torch")' "$TMP/out")" = false ] \
+    && ok "torch view off by default (reports unchanged)" \
+    || not_ok "torch view off by default" "torch key present"
+
+# CSV columns from the view table.
+run predict -f csv $T/worked_example.yaml
+head -1 "$TMP/out" | grep -q ',torch_allocated_steady,torch_allocated_peak,torch_reserved_steady,torch_reserved_peak,' \
+    && grep -q ',40894976,40894976,50331648,50331648,' "$TMP/out" \
+    && ok "torch csv: four columns, 40894976 / 50331648" \
+    || not_ok "torch csv" "$(head -2 "$TMP/out")"
+
+# Trace counters, one value per op that changes it.
+run trace $T/worked_example.yaml -o "$TMP/t.json"
+n=$(jq '[.traceEvents[] | select(.ph == "C" and .name == "torch reserved bytes" and .pid == 0)] | length' "$TMP/t.json" 2>/dev/null)
+last=$(jq '[.traceEvents[] | select(.ph == "C" and .name == "torch reserved bytes" and .pid == 0)] | last | .args.predicted' "$TMP/t.json" 2>/dev/null)
+# reserved changes at ops 0 (2 MiB), 1 (22 MiB) and 6 (48 MiB), plus the closing sample
+[ "$RC" = 0 ] && [ "$n" = 4 ] && [ "$last" = 50331648 ] \
+    && ok "torch trace: 'torch reserved bytes' 4 samples, last 50331648" \
+    || not_ok "torch trace counters" "exit $RC, $n samples, last $last"
+
+# record_stream and empty_cache: the pending block, then every segment returned.
+expect_case "torch record_stream/empty_cache expectations" 0 "" "" -- check $T/streams.yaml
+
+# Predicted out-of-memory: file:line:col at the alloc, exit 2, nothing on stdout.
+run predict $T/oom.yaml
+grep -qx "$T/oom.yaml:10:5: error: would run out of memory at alloc 'gathered' (256 MiB): allocated 800 MiB, reserved 800 MiB, limit 1 GiB (torch view, rank 0)" "$TMP/err" \
+    && [ "$RC" = 2 ] && [ ! -s "$TMP/out" ] \
+    && ok "torch out of memory: 10:5 alloc 'gathered', exit 2" \
+    || not_ok "torch out of memory" "exit $RC: $(cat "$TMP/err")"
+# The same through --torch-limit: under 24 MiB the worked example's first steps fit (reserved
+# 22 MiB); the 25 MiB tensor needs a 26 MiB segment: the retry path returns the whole-free 2 MiB
+# small segment (reserved 20 MiB) and still fails.
+run predict --torch-limit 24MiB $T/worked_example.yaml
+grep -q "worked_example.yaml:18:5: error: would run out of memory at alloc 'e' (25 MiB): allocated 13.0 MiB, reserved 20 MiB, limit 24 MiB" "$TMP/err" && [ "$RC" = 2 ] \
+    && ok "--torch-limit 24MiB: out of memory at 18:5 alloc 'e', reserved 20 MiB after the retry" \
+    || not_ok "--torch-limit" "exit $RC: $(cat "$TMP/err")"
+
+# A bad key inside the conf string: the column of 'foo' (2:41), exit 2.
+run predict $T/bad_conf.yaml
+grep -qx "$T/bad_conf.yaml:2:41: error: unknown key 'foo' in PYTORCH_CUDA_ALLOC_CONF" "$TMP/err" && [ "$RC" = 2 ] \
+    && ok "torch conf: unknown key at its column, exit 2" \
+    || not_ok "torch conf: unknown key" "exit $RC: $(cat "$TMP/err")"
+run predict --torch-conf max_split_size_mb:2 $T/worked_example.yaml
+grep -q "max_split_size_mb too small, must be >= 20" "$TMP/err" && [ "$RC" = 2 ] \
+    && ok "--torch-conf: PyTorch's own message for a bad value, exit 2" \
+    || not_ok "--torch-conf bad value" "exit $RC: $(cat "$TMP/err")"
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True run predict -f json --torch-conf env $T/worked_example.yaml
+[ "$(jq '.schedules[0].ranks[0].torch.reserved.steady' "$TMP/out")" = 44040192 ] \
+    && ok "--torch-conf env reads PYTORCH_CUDA_ALLOC_CONF" \
+    || not_ok "--torch-conf env" "exit $RC"
+run predict --torch-limit 12Q $T/worked_example.yaml
+[ "$RC" = 2 ] && grep -q "torch-limit" "$TMP/err" \
+    && ok "--torch-limit with a bad size: usage error, exit 2" \
+    || not_ok "--torch-limit bad size" "exit $RC"
+
+# record_stream of a freed buffer is a lint error.
+printf 'name: x\nworld: 1\nstreams: [s]\nsteps:\n  - alloc: {buf: a, bytes: 1}\n  - free: a\n  - record_stream: {buf: a, stream: s}\n' > "$TMP/rs.yaml"
+run predict "$TMP/rs.yaml"
+grep -q "7:5: error: record_stream of 'a' after free" "$TMP/err" && [ "$RC" = 2 ] \
+    && ok "lint: record_stream after free" \
+    || not_ok "lint: record_stream after free" "exit $RC: $(cat "$TMP/err")"

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""replay_check.py MEMLIFE FIXTURE... — replays each allocator fixture through memlife's torch
+view (the schedule from fixture_to_yaml.py, predicted by `memlife trace`, whose counters
+`torch allocated bytes` / `torch reserved bytes` give the value after every op) and requires
+allocated and reserved equal to PyTorch's at every step. At a step where PyTorch ran out of
+memory, `memlife predict` of the schedule up to it must also report the out-of-memory at that
+step's line (exit 2); the replay goes on past it with fixture_to_yaml.py's stand-in. Prints one TAP-like line per fixture and a summary line with the exact-step counts."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixture_to_yaml  # noqa: E402
+
+COUNTERS = {"torch allocated bytes": "allocated", "torch reserved bytes": "reserved"}
+
+
+def predicted_values(memlife, yaml_path, n_ops, tmp):
+    """Per op k: {allocated, reserved} after it, from the trace's counters (op k at ts k)."""
+    out = os.path.join(tmp, "trace.json")
+    r = subprocess.run([memlife, "trace", yaml_path, "-o", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    with open(out) as f:
+        trace = json.load(f)
+    points = {name: [] for name in COUNTERS.values()}
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "C" and e.get("name") in COUNTERS:
+            points[COUNTERS[e["name"]]].append((e["ts"], e["args"]["predicted"]))
+    values = []
+    for k in range(n_ops):
+        row = {}
+        for name, pts in points.items():
+            v = 0
+            for ts, val in pts:   # the last sample at or before op k
+                if ts <= k:
+                    v = val
+            row[name] = v
+        values.append(row)
+    return values, ""
+
+
+def replay(memlife, path, tmp):
+    """(exact steps, steps, first difference or None) of one fixture."""
+    with open(path) as f:
+        fx = json.load(f)
+    text, ooms, n_head = fixture_to_yaml.convert(fx)
+    steps = fx["steps"]
+    yaml_path = os.path.join(tmp, "s.yaml")
+    with open(yaml_path, "w") as f:
+        f.write(text)
+    values, err = predicted_values(memlife, yaml_path, len(steps), tmp)
+    if values is None:
+        return 0, len(steps), "memlife trace failed: " + err
+    ok_steps, first_bad = 0, None
+    for k, s in enumerate(steps):
+        want = (s["allocated"], s["reserved"])
+        got = (values[k]["allocated"], values[k]["reserved"])
+        good = want == got
+        if good and k in ooms:   # the out-of-memory itself: memlife must predict it, there
+            with open(yaml_path, "w") as f:
+                f.write(fixture_to_yaml.prefix(fx, k))
+            r = subprocess.run([memlife, "predict", yaml_path], capture_output=True, text=True)
+            where = "%s:%d:" % (yaml_path, n_head + k + 1)
+            good = r.returncode == 2 and where in r.stderr and "would run out of memory" in r.stderr
+            if not good and first_bad is None:
+                first_bad = "step %d: PyTorch ran out of memory, memlife: exit %d %s" % (
+                    k, r.returncode, r.stderr.strip()[:200])
+        elif not good and first_bad is None:
+            first_bad = "step %d (%s): allocated/reserved %d/%d, predicted %d/%d" % (
+                k, s["op"], want[0], want[1], got[0], got[1])
+        ok_steps += good
+    return ok_steps, len(steps), first_bad
+
+
+def main():
+    memlife, fixtures = sys.argv[1], sys.argv[2:]
+    total_ok = total = ooms = 0
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in fixtures:
+            name = os.path.basename(path)[:-5]
+            with open(path) as f:
+                n_oom = sum(1 for s in json.load(f)["steps"] if s.get("oom"))
+            ok_steps, checked, bad = replay(memlife, path, tmp)
+            total_ok += ok_steps
+            total += checked
+            ooms += n_oom
+            if bad:
+                failed += 1
+                print("not ok - torch replay %s: %d/%d steps exact; first: %s" % (name, ok_steps, checked, bad))
+            else:
+                print("ok - torch replay %s: %d/%d steps exact%s" % (
+                    name, ok_steps, checked,
+                    " (%d out-of-memory predicted at their step)" % n_oom if n_oom else ""))
+    print("# torch replay: %d of %d steps exact in %d fixtures (%d fixtures differ); %d of them "
+          "out-of-memory steps, each predicted at its line" % (total_ok, total, len(fixtures), failed, ooms))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

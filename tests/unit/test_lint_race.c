@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/* test_lint_race.c — the race lint (analyzer/lint/lint_race.c): exact texts of a race in each
+ * direction, the segment bookkeeping at slice boundaries (one element of overlap races, touching
+ * slices do not), a read kept after a later write of other elements, `races` off, the copy
+ * overlap at lint (bad_inplace, also as an expect_error contract), and init/check as host
+ * accesses. The larger corpus is tests/races/ (tests/cli/races.sh). */
+#include "plantest.h"
+
+static size_t lint_with(pt_run *r, const char *yaml, int world, bool races) {
+    pt_load(r, yaml, world);
+    lint_options o;
+    lint_options_default(&o);
+    if (!races)
+        assert_int_equal(lint_options_disable(&o, "races"), 0);   /* --no-lint races */
+    r->lint_errors = lint_plans(r->plans, r->world, &o, &r->lint, &r->d);
+    return r->lint_errors;
+}
+
+static void says(const char *yaml, const char *want) {
+    pt_run r;
+    size_t n = lint_with(&r, yaml, 0, true);
+    if (n != 1)
+        pt_dump(&r.d);
+    assert_int_equal(n, 1);
+    assert_string_equal(pt_diag(&r, 0), want);
+    pt_free(&r);
+}
+
+static void clean(const char *yaml) {
+    pt_run r;
+    size_t n = lint_with(&r, yaml, 0, true);
+    if (n)
+        pt_dump(&r.d);
+    assert_int_equal(n, 0);
+    pt_free(&r);
+}
+
+#define HEAD "world: 2\nstreams: [s1, s2]\nevents: [e]\nsteps:\n" \
+             "  - alloc: {buf: x, count: 1000}\n  - alloc: {buf: y, count: 1000}\n"
+
+/* read after write: the reader is the later access, the message names the writer's line 7 */
+static void read_after_write(void **state) {
+    says(HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
+              "  - compute: {reads: [\"x[10:5]\"], stream: s2}\n",
+         "t.yaml:8:5: error: compute on 's2' reads x[10:5] while copy at 7:5 on 's1' writes "
+         "x[0:1000]; add record/wait or sync: {stream: s1}");
+}
+
+/* write after read: a read on s1, then a write on default; the fix names s1 */
+static void write_after_read(void **state) {
+    says(HEAD "  - compute: {reads: [\"x[0:10]\"], stream: s1}\n"
+              "  - compute: {writes: [\"x[9:1]\"]}\n",
+         "t.yaml:8:5: error: compute on 'default' writes x[9:1] while compute at 7:5 on 's1' "
+         "reads x[0:10]; add record/wait or sync: {stream: s1}");
+}
+
+/* x[0:500] and x[500:500] touch but share no element; x[499:2] shares element 499 with the first */
+static void slice_boundaries(void **state) {
+    clean(HEAD "  - compute: {writes: [\"x[0:500]\"], stream: s1}\n"
+               "  - compute: {writes: [\"x[500:500]\"], stream: s2}\n");
+    says(HEAD "  - compute: {writes: [\"x[0:500]\"], stream: s1}\n"
+              "  - compute: {writes: [\"x[500:500]\"], stream: s2}\n"
+              "  - compute: {reads: [\"x[499:2]\"]}\n",
+         "t.yaml:9:5: error: compute on 'default' reads x[499:2] while compute at 7:5 on 's1' "
+         "writes x[0:500]; add record/wait or sync: {stream: s1}");
+}
+
+/* A read on s1 of x[0:10], then a write on s1 of x[100:10] (other elements): the read is still
+ * what a write on s2 of x[5:1] races with, and a later ordered write of all of x ends it. */
+static void read_survives_unrelated_write(void **state) {
+    says(HEAD "  - compute: {reads: [\"x[0:10]\"], stream: s1}\n"
+              "  - compute: {writes: [\"x[100:10]\"], stream: s1}\n"
+              "  - compute: {writes: [\"x[5:1]\"], stream: s2}\n",
+         "t.yaml:9:5: error: compute on 's2' writes x[5:1] while compute at 7:5 on 's1' reads "
+         "x[0:10]; add record/wait or sync: {stream: s1}");
+    clean(HEAD "  - compute: {reads: [\"x[0:10]\"], stream: s1}\n"
+               "  - record: {event: e, stream: s1}\n"
+               "  - wait: {event: e, stream: s2}\n"
+               "  - compute: {writes: [x], stream: s2}\n"
+               "  - sync: {stream: s2}\n"
+               "  - compute: {reads: [x], stream: s1}\n");
+}
+
+/* concurrent reads on three streams never race; a write after them races with one of them */
+static void concurrent_reads(void **state) {
+    clean(HEAD "  - compute: {reads: [x], stream: s1}\n"
+               "  - compute: {reads: [x], stream: s2}\n"
+               "  - compute: {reads: [x]}\n");
+}
+
+/* `--no-lint races` (races = false) lets the race through; the free hazard still works */
+static void races_off(void **state) {
+    pt_run r;
+    assert_int_equal(lint_with(&r, HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
+                                        "  - compute: {reads: [x], stream: s2}\n"
+                                        "  - sync: device\n", 0, false), 0);
+    pt_free(&r);
+    assert_int_equal(lint_with(&r, HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
+                                        "  - free: x\n", 0, false), 1);
+    assert_true(strstr(pt_diag(&r, 0), "t.yaml:8:5: error: free of 'x' while copy at 7:5"));
+    pt_free(&r);
+}
+
+/* copy between overlapping views of one buffer: an error at lint, as run refuses it
+ * (runtime/exec/exec.c: bad_inplace); a copy onto itself is allowed there and here */
+static void copy_overlap(void **state) {
+    says(HEAD "  - copy: {src: \"x[0:100]\", dst: \"x[50:100]\"}\n",
+         "t.yaml:7:5: error: copy from 'x[0:100]' into 'x[50:100]': source and destination "
+         "overlap in 'x'");
+    clean(HEAD "  - copy: {src: \"x[0:100]\", dst: \"x[100:100]\"}\n"
+               "  - copy: {src: \"x[0:100]\", dst: \"x[0:100]\"}\n");
+    pt_run r;
+    assert_int_equal(lint_with(&r, HEAD "  - expect_error:\n      name: overlap\n"
+                                        "      error: bad_inplace\n"
+                                        "      step: {copy: {src: \"x[0:100]\", dst: \"x[1:100]\"}}\n",
+                               0, true), 0);
+    assert_int_equal(r.lint.n_rows, 2);
+    assert_true(r.lint.rows[0].pass);
+    pt_free(&r);
+}
+
+/* inits (patterns) and checks wait for the device and are done when the host goes on */
+static void host_accesses(void **state) {
+    clean(HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
+               "  - init: {buf: x, const: 3}\n"
+               "  - compute: {reads: [x], stream: s2}\n"
+               "  - sync: device\n");
+    clean(HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
+               "  - check: {name: c, equal: [x, y]}\n"
+               "  - compute: {writes: [x], stream: s2}\n"
+               "  - sync: device\n");
+    /* a copy-init is a copy on the default stream, not a host write: its destination y is
+     * still read by the copy on s1 (write after read, the first of its two races) */
+    says(HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
+              "  - init: {buf: y, copy: x}\n",
+         "t.yaml:8:5: error: init on 'default' writes y[0:1000] while copy at 7:5 on 's1' reads "
+         "y[0:1000]; add record/wait or sync: {stream: s1}");
+}
+
+/* Many disjoint slices on two streams, then one whole read: every slice becomes a segment, and
+ * the whole read after a device sync merges them back. 2000 slices of 1 element each. */
+static void many_slices(void **state) {
+    ml_str b = {0};
+    ml_str_printf(&b, "world: 1\nstreams: [s1, s2]\nsteps:\n  - alloc: {buf: x, count: 4000}\n");
+    for (int k = 0; k < 2000; k++)
+        ml_str_printf(&b, "  - compute: {writes: [\"x[%d:1]\"], stream: %s}\n", 2 * k,
+                      k % 2 ? "s1" : "s2");
+    ml_str_printf(&b, "  - sync: device\n  - compute: {writes: [x], stream: s1}\n"
+                      "  - compute: {reads: [\"x[3998:1]\"], stream: s2}\n");
+    pt_run r;
+    assert_int_equal(lint_with(&r, b.s, 0, true), 1);
+    assert_true(strstr(pt_diag(&r, 0), "reads x[3998:1] while compute at 2006:5 on 's1' writes "
+                                       "x[0:4000]"));
+    pt_free(&r);
+    ml_str_free(&b);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(read_after_write),
+        cmocka_unit_test(write_after_read),
+        cmocka_unit_test(slice_boundaries),
+        cmocka_unit_test(read_survives_unrelated_write),
+        cmocka_unit_test(concurrent_reads),
+        cmocka_unit_test(races_off),
+        cmocka_unit_test(copy_overlap),
+        cmocka_unit_test(host_accesses),
+        cmocka_unit_test(many_slices),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
