@@ -135,3 +135,19 @@ awk -v a="$first_per" -v b="$last_per" -v sizes="$SIZES" 'BEGIN {
 echo
 ./tests/bench/scale.sh || echo "scale benchmark: a run failed" >&2
 ./tests/bench/import_bench.sh || echo "import benchmark: a run failed" >&2
+
+# The host backend against a minimal MPI program (issue 21; wall time, best of 5, 2 ranks).
+./tests/bench/host_mpi.sh || echo "host backend benchmark: a run failed" >&2
+
+# The torch allocator model (issue 21): 10 M random malloc/free events, up to 2048 live blocks
+# (tests/bench/torchalloc_bench.c, its own process CPU time), best of 3; target 10 M events/s.
+$CC -O2 -std=c11 -D_GNU_SOURCE -Iruntime -Ianalyzer -I. -o "$B/torchalloc_bench" \
+    tests/bench/torchalloc_bench.c build/libmemlife.a -lm
+ta_best=0
+for _ in 1 2 3; do
+    r=$("$B/torchalloc_bench" 2>/dev/null | awk '/events\/s/ { print $3 }') || r=0
+    ta_best=$(awk -v a="${r:-0}" -v b="$ta_best" 'BEGIN { print (a + 0 > b + 0) ? a : b }')
+done
+awk -v r="$ta_best" 'BEGIN {
+    printf "%s - torch allocator model: %.2f M events/s (2048 live blocks, best of 3; target >= 10 M)\n",
+           (r >= 10e6) ? "PASS" : "FAIL", r / 1e6 }'

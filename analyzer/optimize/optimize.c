@@ -270,7 +270,13 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
                 *(uint32_t *)ml_vec_push(lines) = ML_VEC_AT(&all_lines, uint32_t, j);
             }
     }
-    if (pairs.n) /* an unchanged rewrite has no notes, and qsort's base must not be NULL */
+    /* by step address for note_of's bsearch. The walk meets the steps in pre-order, which is
+     * address order where the arrays were allocated in that order (a flat plan: one array),
+     * so the sort (7% of optimize's instructions at 100k steps) runs only where it is not. */
+    bool sorted = true;
+    for (size_t j = 1; j < pairs.n && sorted; j++)
+        sorted = cmp_pair(&ML_VEC_AT(&pairs, note_pair, j - 1), &ML_VEC_AT(&pairs, note_pair, j)) < 0;
+    if (!sorted) /* an unchanged rewrite has no notes, and qsort's base must not be NULL */
         qsort(pairs.items, pairs.n, sizeof(note_pair), cmp_pair);
     note_index ix = {pairs.items, pairs.n};
     emit_yaml_opts o = *base;
@@ -344,18 +350,44 @@ static void prune_added_syncs(opt_ctx *c, opt_block *b) {
     *b = out;
 }
 
+/* The current schedule becomes s2 (loaded from a kept stage's text). The one it replaces goes
+ * at once unless it is the caller's: nothing points into it any more but diagnostics' file
+ * names, which take the original's (the same text; every rewrite was loaded under it). */
+static void replace_sched(driver *dv, sched *s2) {
+    const sched *old = dv->st.s;
+    dv->st.s = s2;
+    if (old == dv->original)
+        return;
+    for (size_t j = 0; j < dv->d->items.n; j++)
+        if (ML_VEC_AT(&dv->d->items, ml_diag, j).file == old->file)
+            ML_VEC_AT(&dv->d->items, ml_diag, j).file = dv->original->file;
+    for (size_t j = 0; j < dv->loaded.n; j++)
+        if (ML_VEC_AT(&dv->loaded, sched *, j) == old) {
+            ML_VEC_AT(&dv->loaded, sched *, j) = ML_VEC_AT(&dv->loaded, sched *, dv->loaded.n - 1);
+            dv->loaded.n--;
+            break;
+        }
+    sched_free((sched *)old);
+}
+
 /* One stage on plan k. base is the evaluation of the current state, replaced when kept.
- * early: lifetimes' early frees with record/wait (run_stage tries them first). */
+ * early: lifetimes' early frees with record/wait (run_stage tries them first).
+ * The stage's trees live in an arena of its own, released once the rewrite is written out and
+ * before it is loaded back and evaluated (which take as much memory again): only the notes
+ * and lines of the rewrite outlive it, copied into the driver's arena when the stage is kept.
+ * Before, one arena held every stage's trees until the end (1158 MiB at 100k steps). */
 static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg,
                         bool early) {
-    opt_ctx c = {.s = dv->st.s, .arena = dv->arena, .world = dv->world, .slots = dv->slots,
+    ml_arena *stage_arena = ml_arena_new();
+    opt_ctx c = {.s = dv->st.s, .arena = stage_arena, .world = dv->world, .slots = dv->slots,
                  .allow_lifetimes = dv->o->allow[OPT_LIFETIMES],
                  .allow_host_syncs = dv->o->allow_host_syncs, .early_waits = early};
-    opt_block tree;
+    /* The transformation rewrites the tree just built: nothing else reads it (a copy kept
+     * beside it shared the steps' data anyway, and cost a second tree). */
+    opt_block cand;
     size_t pre = 0;
     const sched_plan *pl = &dv->st.s->plans[k];
-    opt_tree_build(&c, &tree, pl->steps, pl->n, dv->st.notes[k], dv->st.lines[k], &pre);
-    opt_block cand = opt_tree_copy(&c, &tree);
+    opt_tree_build(&c, &cand, pl->steps, pl->n, dv->st.notes[k], dv->st.lines[k], &pre);
     transforms[kind](&c, &cand);
     if (c.changes)
         prune_added_syncs(&c, &cand);
@@ -363,19 +395,33 @@ static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_
     sg->changes = c.changes;
     if (!c.changes) {
         snprintf(sg->why, sizeof sg->why, "nothing to do");
+        ml_arena_free(stage_arena);
         return 0;
     }
     ml_vec notes, lines;
     ml_vec_init(&notes, sizeof(const char *));
     ml_vec_init(&lines, sizeof(uint32_t));
     ml_str text = {0};
-    emit_yaml_opts eo = {.extra_events = c.new_events, .n_extra_events = c.n_new_events};
+    /* loaded back only: marks are all it needs, so its comments are bare */
+    emit_yaml_opts eo = {.extra_events = c.new_events, .n_extra_events = c.n_new_events,
+                         .bare_comments = true};
     ml_diags d2;
     ml_diags_init(&d2);
     sched *s2 = NULL;
     evaluation e2 = {0};
     bool evaluated = false;
-    if (write_state(&c, &dv->st, k, &cand, &eo, &notes, &lines, &text, &d2) == 0)
+    bool written = write_state(&c, &dv->st, k, &cand, &eo, &notes, &lines, &text, &d2) == 0;
+    /* the notes into a heap copy of their own, the trees go */
+    ml_str note_text = {0};
+    size_t *note_at = ml_xcalloc(notes.n + 1, sizeof *note_at);
+    for (size_t j = 0; j < notes.n; j++) {
+        const char *t = ML_VEC_AT(&notes, const char *, j);
+        note_at[j] = t ? note_text.n + 1 : 0;
+        if (t)
+            ml_str_append(&note_text, t, strlen(t) + 1);
+    }
+    ml_arena_free(stage_arena);
+    if (written)
         s2 = sched_load_buffer(dv->st.s->file, text.s, text.n, NULL, &d2);
     if (s2)
         evaluated = evaluate(s2, k, &dv->o->params, dv->world, &e2, &d2) == 0;
@@ -405,21 +451,26 @@ static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_
                  c.changes == 1 ? "" : "s", c.renamed[0] ? "; " : "", c.renamed);
         memcpy(sg->after, e2.mem, (size_t)dv->world * sizeof *sg->after);
         *(sched **)ml_vec_push(&dv->loaded) = s2;
-        dv->st.s = s2;
+        replace_sched(dv, s2);
         s2 = NULL;
         size_t n = notes.n;
         dv->st.notes[k] = ml_arena_alloc(dv->arena, (n + 1) * sizeof(const char *));
         dv->st.lines[k] = ml_arena_alloc(dv->arena, (n + 1) * sizeof(uint32_t));
-        if (n) {
-            memcpy(dv->st.notes[k], notes.items, n * sizeof(const char *));
+        char *kept = note_text.n ? ml_arena_alloc(dv->arena, note_text.n) : NULL;
+        if (kept)
+            memcpy(kept, note_text.s, note_text.n);
+        for (size_t j = 0; j < n; j++)
+            dv->st.notes[k][j] = note_at[j] ? kept + note_at[j] - 1 : NULL;
+        if (n)
             memcpy(dv->st.lines[k], lines.items, n * sizeof(uint32_t));
-        }
         dv->st.n_pre[k] = n;
         eval_free(base);
         *base = e2;
         memset(&e2, 0, sizeof e2);
     }
     int rc = load_slots(dv);
+    free(note_at);
+    ml_str_free(&note_text);
     sched_free(s2);
     eval_free(&e2);
     ml_diags_free(&d2);

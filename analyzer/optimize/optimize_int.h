@@ -46,7 +46,6 @@ void opt_block_push(opt_ctx *c, opt_block *b, const opt_node *n);
  * none when NULL); *pre counts the steps in pre-order. */
 void opt_tree_build(opt_ctx *c, opt_block *out, const sched_step *steps, uint32_t n,
                     const char *const *notes, const uint32_t *lines, size_t *pre);
-opt_block opt_tree_copy(opt_ctx *c, const opt_block *b);
 /* sched_step arrays for the writer; notes/lines get one entry per step in pre-order. */
 sched_step *opt_tree_steps(opt_ctx *c, const opt_block *b, uint32_t *n, ml_vec *notes,
                            ml_vec *lines);

@@ -9,18 +9,13 @@
 #include <string.h>
 
 void opt_block_push(opt_ctx *c, opt_block *b, const opt_node *n) {
-    if (b->n == b->cap) {
+    if (b->n == b->cap) { /* in place where the arena can: a plan's block is its whole length */
         size_t cap = b->cap ? 2 * b->cap : 8;
-        opt_node *v = ml_arena_alloc(c->arena, cap * sizeof *v);
-        if (b->n)
-            memcpy(v, b->v, b->n * sizeof *v);
-        b->v = v;
+        b->v = ml_arena_grow(c->arena, b->v, b->n * sizeof *b->v, cap * sizeof *b->v);
         b->cap = cap;
     }
     b->v[b->n++] = *n;
 }
-
-static bool has_body(const sched_step *st) { return st->kind == ST_REPEAT || st->kind == ST_REGION; }
 
 void opt_tree_build(opt_ctx *c, opt_block *out, const sched_step *steps, uint32_t n,
                     const char *const *notes, const uint32_t *lines, size_t *pre) {
@@ -38,17 +33,6 @@ void opt_tree_build(opt_ctx *c, opt_block *out, const sched_step *steps, uint32_
                            lines, pre);
         opt_block_push(c, out, &node);
     }
-}
-
-opt_block opt_tree_copy(opt_ctx *c, const opt_block *b) {
-    opt_block out = {0};
-    for (size_t k = 0; k < b->n; k++) {
-        opt_node node = b->v[k];
-        if (has_body(&node.st))
-            node.body = opt_tree_copy(c, &b->v[k].body);
-        opt_block_push(c, &out, &node);
-    }
-    return out;
 }
 
 sched_step *opt_tree_steps(opt_ctx *c, const opt_block *b, uint32_t *n, ml_vec *notes,

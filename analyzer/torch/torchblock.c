@@ -12,12 +12,6 @@
 
 #define B(i) (ta->b[(i)])
 
-/* stream: the dense index; the hook gets the caller's id */
-void ta_emit(torchalloc *ta, torchalloc_action a, uint64_t addr, uint64_t size, uint32_t stream) {
-    if (ta->hook)
-        ta->hook(ta->hook_user, a, addr, size, ta->st[stream].id);
-}
-
 /* ---- arrays ---- */
 
 void ta_grow(void **p, size_t *cap, size_t need, size_t elem) {
@@ -49,12 +43,6 @@ int32_t ta_new_block(torchalloc *ta) {
     B(i).state = B_FREE;
     B(i).mapped = 1;
     return i;
-}
-
-void ta_drop_block(torchalloc *ta, int32_t i) {
-    B(i).state = B_DEAD;
-    B(i).next = ta->free_b;
-    ta->free_b = i;
 }
 
 /* front: the new segment's address is below every live one (cudaMalloc segments, see
@@ -110,9 +98,7 @@ void ta_drop_seg(torchalloc *ta, int32_t i) {
     ta->free_s = i;
 }
 
-tstream *ta_get_stream(torchalloc *ta, uint32_t id) {
-    if (ta->last_st < ta->nst && ta->st[ta->last_st].id == id)
-        return &ta->st[ta->last_st];
+tstream *ta_find_stream(torchalloc *ta, uint32_t id) {
     for (size_t i = 0; i < ta->nst; i++)
         if (ta->st[i].id == id) {
             ta->last_st = i;
@@ -124,30 +110,6 @@ tstream *ta_get_stream(torchalloc *ta, uint32_t id) {
     s->id = id;
     ta->last_st = ta->nst++;
     return s;
-}
-
-uint32_t ta_sidx(torchalloc *ta, uint32_t id) { return (uint32_t)(ta_get_stream(ta, id) - ta->st); }
-
-/* ---- tree helpers ---- */
-
-static ttree *tree_of(torchalloc *ta, int32_t i, int kind) {
-    tpool *p = &ta->pool[B(i).large];
-    return kind == T_BLOCKS ? &p->blocks : &p->unmapped;
-}
-
-/* BlockPool::insert_into_blocks: also stamps the gc age base. */
-void ta_insert_blocks(torchalloc *ta, int32_t i) {
-    B(i).gc_base = ta->pool[B(i).large].gfb_count;
-    tt_insert(ta, tree_of(ta, i, T_BLOCKS), i);
-}
-
-void ta_insert_unmapped(torchalloc *ta, int32_t i) { tt_insert(ta, tree_of(ta, i, T_UNMAPPED), i); }
-
-void ta_tree_erase(torchalloc *ta, int32_t i) {
-    if (B(i).in_tree == 1)
-        tt_erase(ta, tree_of(ta, i, T_BLOCKS), i);
-    else if (B(i).in_tree == 2)
-        tt_erase(ta, tree_of(ta, i, T_UNMAPPED), i);
 }
 
 /* Block::ta_splice(before, after) */
@@ -162,7 +124,6 @@ void ta_splice(torchalloc *ta, int32_t x, int32_t before, int32_t after) {
         B(after).prev = x;
 }
 
-int ta_seg_exp(const torchalloc *ta, int32_t i) { return ta->s[ta->b[i].seg].expandable; }
 int ta_is_split(const torchalloc *ta, int32_t i) { return ta->b[i].prev >= 0 || ta->b[i].next >= 0; }
 
 /* try_merge_blocks(dst, src): src must be free, event-free, use-free, of dst's mappedness. */

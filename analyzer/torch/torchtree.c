@@ -33,7 +33,7 @@ static inline size_t key_lb(const tkey *arr, size_t n, tkey k) {
     const tkey *base = arr;
     while (n > 1) {
         size_t half = n / 2;
-        base += kless(base[half - 1], k) ? half : 0;
+        base += half & -(size_t)kless(base[half - 1], k); /* a mask: gcc made `? half : 0` a branch */
         n -= half;
     }
     return (size_t)(base - arr) + (size_t)kless(*base, k);
@@ -41,7 +41,39 @@ static inline size_t key_lb(const tkey *arr, size_t n, tkey k) {
 
 void tt_init(ttree *t, int kind) {
     memset(t, 0, sizeof *t);
+    memset(t->sum, 0xff, sizeof t->sum);
     t->kind = kind;
+}
+
+/* how many of arr[0..n) are smaller than k: every compare independent of the others */
+static inline size_t count_less(const tkey *arr, size_t n, tkey k) {
+    size_t c = 0;
+#pragma GCC unroll 8
+    for (size_t j = 0; j < n; j++)
+        c += (size_t)kless(arr[j], k);
+    return c;
+}
+
+/* sum[g] after max[] changed in group g */
+static inline void sum_group(ttree *t, size_t g) {
+    size_t last = g * TT_GROUP + TT_GROUP - 1;
+    if (g < TT_NSUM)
+        t->sum[g] = t->max[last < t->nleaf ? last : t->nleaf - 1];
+}
+
+/* every sum[] from group g on, after leaves came or went there */
+static void sum_from(ttree *t, size_t g) {
+    for (; g < TT_NSUM; g++) {
+        if (g * TT_GROUP < t->nleaf)
+            sum_group(t, g);
+        else
+            memset(&t->sum[g], 0xff, sizeof t->sum[g]);
+    }
+}
+
+static inline void set_max(ttree *t, size_t li, tkey k) {
+    t->max[li] = k;
+    sum_group(t, li / TT_GROUP);
 }
 
 void tt_free(ttree *t) {
@@ -53,17 +85,36 @@ void tt_free(ttree *t) {
 }
 
 /* first leaf whose max >= k; nleaf if none */
-static size_t leaf_lb(const ttree *t, tkey k) { return key_lb(t->max, t->nleaf, k); }
+static size_t leaf_lb(const ttree *t, tkey k) {
+    if (t->nleaf > TT_GROUP * TT_NSUM)
+        return key_lb(t->max, t->nleaf, k);
+    size_t g = count_less(t->sum, (t->nleaf + TT_GROUP - 1) / TT_GROUP, k);
+    if (g * TT_GROUP >= t->nleaf)
+        return t->nleaf;
+    size_t li = g * TT_GROUP + count_less(t->max + g * TT_GROUP, TT_GROUP, k);
+    return li < t->nleaf ? li : t->nleaf;
+}
 
-/* first slot with key >= k: count the smaller hi words (no branch, sequential reads), then
- * step over equal hi (equal sizes) with a smaller lo; such a run is at most a leaf long */
+/* first slot with key >= k: count the smaller hi words over every slot (the sentinels are
+ * never smaller: k.hi < UINT64_MAX), then step over equal hi (equal sizes) with a smaller lo;
+ * such a run is at most a leaf long and ends at a sentinel at the latest */
 static int32_t slot_lb(const tleaf *l, tkey k) {
-    int32_t n = l->n, pos = 0;
-    for (int32_t j = 0; j < n; j++)
+    int32_t pos = 0;
+#pragma GCC unroll 16 /* straight code: -O2 would keep a loop with a branch per slot */
+    for (int32_t j = 0; j < TT_LEAF; j++)
         pos += l->hi[j] < k.hi;
-    while (pos < n && l->hi[pos] == k.hi && l->lo[pos] < k.lo)
+    while (l->hi[pos] == k.hi && l->lo[pos] < k.lo)
         pos++;
     return pos;
+}
+
+static tleaf *new_leaf(void) {
+    tleaf *l = ml_xmalloc(sizeof *l);
+    l->n = 0;
+    memset(l->hi, 0xff, sizeof l->hi);
+    memset(l->lo, 0xff, sizeof l->lo);
+    memset(l->v, 0xff, sizeof l->v); /* -1 */
+    return l;
 }
 
 static inline tkey key_at(const tleaf *l, int32_t j) {
@@ -71,27 +122,42 @@ static inline tkey key_at(const tleaf *l, int32_t j) {
     return k;
 }
 
-static void shift_up(tleaf *l, int32_t s) { /* open slot s */
-    for (int32_t j = l->n; j > s; j--) {
-        l->hi[j] = l->hi[j - 1];
-        l->lo[j] = l->lo[j - 1];
-        l->v[j] = l->v[j - 1];
-    }
+/* memmove(dst, src, bytes) for a constant multiple of 16 bytes: every 16 bytes are loaded
+ * before any is stored, in 16-byte registers.  memmove's call and its branches on the length
+ * cost more than the 128 + 128 + 64 bytes a shift moves. */
+typedef uint64_t tt_v2 __attribute__((vector_size(16)));
+static inline void move_slots(void *dst, const void *src, size_t bytes) {
+    tt_v2 r[TT_LEAF];
+#pragma GCC unroll 16
+    for (size_t i = 0; i < bytes / 16; i++)
+        memcpy(&r[i], (const char *)src + 16 * i, sizeof r[i]);
+#pragma GCC unroll 16
+    for (size_t i = 0; i < bytes / 16; i++)
+        memcpy((char *)dst + 16 * i, &r[i], sizeof r[i]);
 }
 
-static void shift_down(tleaf *l, int32_t s) { /* close slot s */
-    for (int32_t j = s; j + 1 < l->n; j++) {
-        l->hi[j] = l->hi[j + 1];
-        l->lo[j] = l->lo[j + 1];
-        l->v[j] = l->v[j + 1];
-    }
+/* Open slot s (n < TT_LEAF): slots s.. move up by one.  A fixed TT_LEAF slots move, into the
+ * padding at worst, which so receives only sentinels: slots n.. hold them. */
+static void shift_up(tleaf *l, int32_t s) {
+    move_slots(l->hi + s + 1, l->hi + s, TT_LEAF * sizeof *l->hi);
+    move_slots(l->lo + s + 1, l->lo + s, TT_LEAF * sizeof *l->lo);
+    move_slots(l->v + s + 1, l->v + s, TT_LEAF * sizeof *l->v);
+}
+
+/* Close slot s: slots s+1.. move down by one (a fixed TT_LEAF of them, reading the padding at
+ * worst); slot n - 1 receives the sentinel that was in slot n. */
+static void shift_down(tleaf *l, int32_t s) {
+    move_slots(l->hi + s, l->hi + s + 1, TT_LEAF * sizeof *l->hi);
+    move_slots(l->lo + s, l->lo + s + 1, TT_LEAF * sizeof *l->lo);
+    move_slots(l->v + s, l->v + s + 1, TT_LEAF * sizeof *l->v);
 }
 
 static void add_leaf(ttree *t, size_t at, tleaf *l) {
     if (t->nleaf == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 8;
+        size_t cap = t->cap ? t->cap * 2 : TT_GROUP;
         tleaf **nl = ml_xrealloc(t->leaf, cap * sizeof *nl);
         tkey *nm = ml_xrealloc(t->max, cap * sizeof *nm);
+        memset(nm + t->cap, 0xff, (cap - t->cap) * sizeof *nm); /* sentinels */
         t->leaf = nl;
         t->max = nm;
         t->cap = cap;
@@ -108,17 +174,15 @@ void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
     tkey k = key_of(ta, t->kind, x);
     ta->b[x].in_tree = (uint8_t)(t->kind + 1);
     if (t->nleaf == 0) {
-        tleaf *l = ml_xmalloc(sizeof *l);
-        l->n = 0;
-        add_leaf(t, 0, l);
-        t->max[0] = k;   /* k becomes the only key: leaf_lb must not read an unset max */
+        add_leaf(t, 0, new_leaf());
+        set_max(t, 0, k); /* k becomes the only key (the sentinels would do; say it) */
     }
     size_t li = leaf_lb(t, k);
     if (li == t->nleaf)
         li--;
     tleaf *l = t->leaf[li];
     if (l->n == TT_LEAF) { /* split in halves */
-        tleaf *r = ml_xmalloc(sizeof *r);
+        tleaf *r = new_leaf();
         r->n = TT_LEAF / 2;
         memcpy(r->hi, l->hi + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
         memcpy(r->lo, l->lo + TT_LEAF / 2, (TT_LEAF / 2) * sizeof(uint64_t));
@@ -126,9 +190,13 @@ void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
         for (int32_t j = 0; j < r->n; j++)
             ta->b[r->v[j]].leaf = r;
         l->n = TT_LEAF / 2;
-        t->max[li] = key_at(l, l->n - 1);
+        memset(l->hi + TT_LEAF / 2, 0xff, (TT_LEAF / 2) * sizeof(uint64_t));
+        memset(l->lo + TT_LEAF / 2, 0xff, (TT_LEAF / 2) * sizeof(uint64_t));
+        memset(l->v + TT_LEAF / 2, 0xff, (TT_LEAF / 2) * sizeof(int32_t));
         add_leaf(t, li + 1, r);
+        t->max[li] = key_at(l, l->n - 1);
         t->max[li + 1] = key_at(r, r->n - 1);
+        sum_from(t, li / TT_GROUP);
         if (kless(t->max[li], k)) {
             li++;
             l = r;
@@ -141,7 +209,7 @@ void tt_insert(torchalloc *ta, ttree *t, int32_t x) {
     l->v[s] = x;
     l->n++;
     ta->b[x].leaf = l;
-    t->max[li] = key_at(l, l->n - 1);
+    set_max(t, li, key_at(l, l->n - 1));
 }
 
 /* leaf and slot of block x (which is in t) */
@@ -149,10 +217,19 @@ static int locate(const torchalloc *ta, const ttree *t, int32_t x, size_t *li, i
     const tleaf *l = ta->b[x].leaf;
     if (!l || (size_t)l->idx >= t->nleaf || t->leaf[l->idx] != l)
         return 0;
-    int32_t j = -1;
-    for (int32_t k = 0; k < l->n; k++)
-        j = l->v[k] == x ? k : j;
-    if (j < 0)
+    /* x is in a slot at most once: the sum of slot numbers where v == x is its slot, taken
+     * four slots a compare in 16-byte vectors (half the instructions of a scalar scan) */
+    typedef int32_t v4 __attribute__((vector_size(16)));
+    v4 acc = {0, 0, 0, 0}, idx = {0, 1, 2, 3}, step = {4, 4, 4, 4}, want = {x, x, x, x};
+#pragma GCC unroll 16
+    for (int32_t k = 0; k < TT_LEAF; k += 4) {
+        v4 vk;
+        memcpy(&vk, l->v + k, sizeof vk);
+        acc += (vk == want) & idx;
+        idx += step;
+    }
+    int32_t j = acc[0] + acc[1] + acc[2] + acc[3];
+    if (l->v[j] != x)
         return 0;
     *li = (size_t)l->idx;
     *s = j;
@@ -164,12 +241,14 @@ static void erase_at(ttree *t, size_t li, int32_t s) {
     shift_down(l, s);
     l->n--;
     if (l->n > 0) {
-        t->max[li] = key_at(l, l->n - 1);
+        set_max(t, li, key_at(l, l->n - 1));
     } else if (t->nleaf > 1) { /* the last leaf stays, empty, so a 0/1-element set never allocates */
         free(l);
         memmove(t->leaf + li, t->leaf + li + 1, (t->nleaf - li - 1) * sizeof *t->leaf);
         memmove(t->max + li, t->max + li + 1, (t->nleaf - li - 1) * sizeof *t->max);
         t->nleaf--;
+        memset(&t->max[t->nleaf], 0xff, sizeof t->max[t->nleaf]); /* a sentinel again */
+        sum_from(t, li / TT_GROUP);
         for (size_t j = li; j < t->nleaf; j++)
             t->leaf[j]->idx = (int32_t)j;
     }

@@ -5,10 +5,13 @@
  *  - Buffers are host memory (page-aligned). A chunked buffer (`chunks: N`) is one anonymous
  *    mapping of the whole range; `release` unmaps every page that lies outside the kept chunk, the
  *    host's version of cuMemUnmap + cuMemRelease of the chunks not owned.
- *  - Collectives are MPI nonblocking collectives on MPI_COMM_WORLD, each completed before the
- *    next op starts (rt_mpi_wait, with the run's deadline): MPI_Iallreduce,
- *    MPI_Ireduce_scatter_block, MPI_Iallgather, MPI_Ibcast, MPI_Ireduce. In-place ops follow
- *    NCCL's rules, which differ from MPI's for ReduceScatter (see coll_rs).
+ *  - Collectives are MPI's blocking collectives on MPI_COMM_WORLD, each completed before the
+ *    next op starts, under the run's deadline (rt_mpi_call_begin/end: a watchdog thread):
+ *    MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast, MPI_Reduce. The
+ *    nonblocking forms polled to the deadline cost more: Open MPI's MPI_Iallreduce copies an
+ *    in-place buffer into a temporary of its full size, and a 256 MiB in-place AllReduce at 2
+ *    ranks took 1.23-1.32x the wall time of a minimal MPI program (tests/bench/host_mpi.sh).
+ *    In-place ops follow NCCL's rules, which differ from MPI's for ReduceScatter (see coll_rs).
  *  - Streams and events: by default every op has completed when the next one starts, so all
  *    streams are serialized in program order; sync, record and wait are ordering no-ops that
  *    still appear in the measured timeline. A lifetime hazard between streams therefore cannot
@@ -304,6 +307,9 @@ static MPI_Op mpi_op(ml_dtype dt, ml_redop op) {
     }
 }
 
+/* What a collective's deadline message says the rank waited in. */
+#define IN_COLL "in the collective"
+
 /* NCCL's in-place ReduceScatter leaves the result at send + rank*count and the rest of the send
  * buffer as it was. MPI_IN_PLACE for MPI_Reduce_scatter_block instead puts the result at the
  * start of the buffer, overwriting shard 0's input. So the reduction goes into a temporary of
@@ -321,43 +327,29 @@ static int coll_rs(rt_rank *r, const rt_coll_args *a, char *send, char *recv, MP
         }
         out = tmp;
     }
-    MPI_Request req;
-    int rc = MPI_Ireduce_scatter_block(send, out, (int)a->count, dt, mpi_op(a->dtype, a->op), MPI_COMM_WORLD,
-                                       &req);
-    if (rc == MPI_SUCCESS) {
-        rt_mpi_wait(r, &req, "in the collective");
-        if (tmp)
-            memcpy(recv, tmp, bytes);
-    } else {
-        snprintf(err, len, "MPI_Ireduce_scatter_block failed (code %d)", rc);
-    }
+    rt_mpi_call_begin(r, IN_COLL);
+    int rc = MPI_Reduce_scatter_block(send, out, (int)a->count, dt, mpi_op(a->dtype, a->op), MPI_COMM_WORLD);
+    rt_mpi_call_end(r, rc, IN_COLL);
+    if (tmp)
+        memcpy(recv, tmp, bytes);
     free(tmp);
-    return rc == MPI_SUCCESS ? 0 : -1;
-}
-
-/* ---- Collectives: one launcher per row of coll.h's table ------------------------------------
- * Each starts its MPI call and waits for it against the deadline (rt_mpi_wait). A NULL row is
- * a collective the host backend cannot run; rt_rank_init refuses it by name before running. */
-typedef int (*host_launch_fn)(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
-                              MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len);
-
-/* Waits for a started MPI call, or says which failed to start. */
-static int started(rt_rank *r, int rc, MPI_Request *req, const rt_coll_args *a, char *err,
-                   size_t len) {
-    if (rc != MPI_SUCCESS) {
-        snprintf(err, len, "MPI call for %s failed (code %d)", ml_colls[a->coll].name, rc);
-        return -1;
-    }
-    rt_mpi_wait(r, req, "in the collective");
     return 0;
 }
 
+/* ---- Collectives: one launcher per row of coll.h's table ------------------------------------
+ * Each makes its blocking MPI call under the deadline (rt_mpi_call_begin/end; a failed call
+ * ends the job there, as a failed wait did). A NULL row is a collective the host backend
+ * cannot run; rt_rank_init refuses it by name before running. */
+typedef int (*host_launch_fn)(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
+                              MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len);
+
 static int launch_all_reduce(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
                              MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
-    MPI_Request req;
-    int rc = MPI_Iallreduce(a->in_place ? MPI_IN_PLACE : send, recv, (int)a->count, dt,
-                            mpi_op(a->dtype, a->op), MPI_COMM_WORLD, &req);
-    return started(r, rc, &req, a, err, len);
+    rt_mpi_call_begin(r, IN_COLL);
+    int rc = MPI_Allreduce(a->in_place ? MPI_IN_PLACE : send, recv, (int)a->count, dt,
+                           mpi_op(a->dtype, a->op), MPI_COMM_WORLD);
+    rt_mpi_call_end(r, rc, IN_COLL);
+    return 0;
 }
 
 static int launch_reduce_scatter(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
@@ -368,12 +360,13 @@ static int launch_reduce_scatter(rt_rank *r, const rt_coll_args *a, char *send, 
 static int launch_all_gather(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
                              MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
     /* MPI's in-place AllGather takes this rank's input at recv + rank*count: NCCL's rule. */
-    MPI_Request req;
     int count = (int)a->count;
-    int rc = a->in_place ? MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, count, dt,
-                                          MPI_COMM_WORLD, &req)
-                         : MPI_Iallgather(send, count, dt, recv, count, dt, MPI_COMM_WORLD, &req);
-    return started(r, rc, &req, a, err, len);
+    rt_mpi_call_begin(r, IN_COLL);
+    int rc = a->in_place ? MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, count, dt,
+                                         MPI_COMM_WORLD)
+                         : MPI_Allgather(send, count, dt, recv, count, dt, MPI_COMM_WORLD);
+    rt_mpi_call_end(r, rc, IN_COLL);
+    return 0;
 }
 
 static int launch_broadcast(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
@@ -381,18 +374,20 @@ static int launch_broadcast(rt_rank *r, const rt_coll_args *a, char *send, char 
     /* MPI broadcasts one buffer; NCCL's out-of-place form reads send on the root only. */
     if (!a->in_place && r->rank == a->root)
         memmove(recv, send, (size_t)recv_bytes);
-    MPI_Request req;
-    int rc = MPI_Ibcast(recv, (int)a->count, dt, a->root, MPI_COMM_WORLD, &req);
-    return started(r, rc, &req, a, err, len);
+    rt_mpi_call_begin(r, IN_COLL);
+    int rc = MPI_Bcast(recv, (int)a->count, dt, a->root, MPI_COMM_WORLD);
+    rt_mpi_call_end(r, rc, IN_COLL);
+    return 0;
 }
 
 static int launch_reduce(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
                          MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
     /* MPI_IN_PLACE is the root's only; the other ranks pass their buffer as input. */
-    MPI_Request req;
-    int rc = MPI_Ireduce(a->in_place && r->rank == a->root ? MPI_IN_PLACE : send, recv,
-                         (int)a->count, dt, mpi_op(a->dtype, a->op), a->root, MPI_COMM_WORLD, &req);
-    return started(r, rc, &req, a, err, len);
+    rt_mpi_call_begin(r, IN_COLL);
+    int rc = MPI_Reduce(a->in_place && r->rank == a->root ? MPI_IN_PLACE : send, recv,
+                        (int)a->count, dt, mpi_op(a->dtype, a->op), a->root, MPI_COMM_WORLD);
+    rt_mpi_call_end(r, rc, IN_COLL);
+    return 0;
 }
 
 /* Point-to-point messages have a tag of their own (the result exchanges use another), so a

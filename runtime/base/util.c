@@ -16,6 +16,7 @@
 typedef struct ml_arena_block {
     struct ml_arena_block *prev;
     size_t size, used;
+    bool own;           /* one array of ml_arena_grow's, alone: it may be realloc'd */
     /* 16-byte aligned payload follows */
 } ml_arena_block;
 
@@ -28,6 +29,7 @@ struct ml_arena {
 #define ARENA_HEADER ((sizeof(ml_arena_block) + 15u) & ~(size_t)15u)
 #define ARENA_FIRST_BLOCK ((size_t)16 << 10)
 #define ARENA_MAX_BLOCK ((size_t)64 << 20)
+#define ARENA_OWN_BLOCK ((size_t)256 << 10) /* ml_arena_grow: arrays this large get a block each */
 
 /* ---- The one allocation-failure path ---------------------------------------------------------- */
 
@@ -118,6 +120,49 @@ void *ml_arena_alloc(ml_arena *a, size_t size) {
     b->used += size;
     a->handed_out += size;
     return p;
+}
+
+/* Growing an array by doubling through ml_arena_alloc leaves every old copy behind: as much
+ * memory again as the final array, all of it zeroed and copied (optimize's trees at 100k steps).
+ * So the last allocation of the head block grows where it is while the block has room, and a
+ * large array lives alone in a block of its own (linked behind the head, so that small
+ * allocations go on in the head) that realloc grows: in place or by remapping pages for big
+ * ones, and the old copy is gone. */
+void *ml_arena_grow(ml_arena *a, void *p, size_t old_size, size_t new_size) {
+    size_t olda = (old_size + 15u) & ~(size_t)15u, newa = (new_size + 15u) & ~(size_t)15u;
+    if (!p || newa <= olda)
+        return p ? p : ml_arena_alloc(a, new_size);
+    ml_arena_block *h = a->head;
+    if (h && !h->own && (char *)p + olda == (char *)h + ARENA_HEADER + h->used &&
+        h->size - h->used >= newa - olda) {
+        h->used += newa - olda;   /* the block's unused end is still calloc's zeros */
+        a->handed_out += newa - olda;
+        return p;
+    }
+    if (newa < ARENA_OWN_BLOCK) {
+        void *q = ml_arena_alloc(a, new_size);
+        memcpy(q, p, old_size);
+        return q;
+    }
+    /* p's own block, if it has one: the link that points at it is the one to update */
+    ml_arena_block **link = &a->head;
+    while (*link && !((*link)->own && (char *)*link + ARENA_HEADER == (char *)p))
+        link = &(*link)->prev;
+    ml_arena_block *b;
+    if (*link) {
+        b = xrealloc(*link, ARENA_HEADER + newa); /* its new end is not zeroed: see util.h */
+        *link = b;
+    } else {
+        b = xcalloc(1, ARENA_HEADER + newa);
+        b->own = true;
+        memcpy((char *)b + ARENA_HEADER, p, old_size);
+        ml_arena_block **at = a->head ? &a->head->prev : &a->head;
+        b->prev = *at;
+        *at = b;
+    }
+    b->size = b->used = newa;
+    a->handed_out += newa - olda;
+    return (char *)b + ARENA_HEADER;
 }
 
 char *ml_arena_strndup(ml_arena *a, const char *s, size_t n) {

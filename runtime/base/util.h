@@ -38,6 +38,12 @@ typedef struct ml_arena ml_arena;
 ml_arena *ml_arena_new(void);
 void ml_arena_free(ml_arena *a);
 void *ml_arena_alloc(ml_arena *a, size_t size);          /* zeroed, 16-byte aligned; exits 3 on OOM */
+/* p (an allocation of old_size bytes from a, or NULL) grown to new_size: the first old_size
+ * bytes kept, the rest unspecified (unlike ml_arena_alloc: an array grown is written before it
+ * is read, and zeroing a realloc'd end cost optimize 4% of its instructions); p is no longer
+ * valid (unless returned). Large arrays grow in place (a block of their own) instead of
+ * leaving their old copies in the arena. */
+void *ml_arena_grow(ml_arena *a, void *p, size_t old_size, size_t new_size);
 char *ml_arena_strndup(ml_arena *a, const char *s, size_t n);
 size_t ml_arena_bytes(const ml_arena *a);               /* bytes handed out, for scale tests */
 

@@ -4,6 +4,7 @@
 #include "exec/watch.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,39 @@ static void note_publish(const rt_rank *r, const MPI_Request *reqs, const int *p
 
 static void note_clear(void) { note_active = -1; }
 
+/* The two ways a wait on the peers ends the job, said the same whether the wait polls
+ * (wait_all) or a watchdog guards a blocking call (rt_mpi_call_begin). */
+static void fail_mpi(const rt_rank *r, const MPI_Request *reqs, const int *peer, int n,
+                     const char *what, int rc) {
+    /* E.g. ranks in different collectives (a divergence let through): the data is wrong and
+     * peers may wait forever, so this ends the job as a timeout would. */
+    char loc[300], sc[600], live[64];
+    note_clear();
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int tn = 0;
+    MPI_Error_string(rc, text, &tn);
+    scene(r, reqs, peer, n, loc, sizeof loc, sc, sizeof sc, live, sizeof live);
+    fprintf(stderr, "%s: error: rank %d: MPI failed %s (%s): %s%s; ending every rank\n", loc,
+            r ? r->rank : mpi_rank, sc, what, text, live);
+    rt_mpi_abort(ML_EXIT_RUNTIME);
+}
+
+static void fail_deadline(const rt_rank *r, const MPI_Request *reqs, const int *peer, int n,
+                          const char *what, double waited, double timeout) {
+    char loc[300], sc[600], live[64];
+    note_clear();
+    scene(r, reqs, peer, n, loc, sizeof loc, sc, sizeof sc, live, sizeof live);
+    fprintf(stderr,
+            "%s: error: rank %d waited %.1f s %s (%s; deadline %g s, --timeout)%s; "
+            "ending every rank\n",
+            loc, r ? r->rank : mpi_rank, waited, sc, what, timeout, live);
+    rt_mpi_abort(ML_EXIT_RUNTIME);
+}
+
+static double deadline_of(const rt_rank *r) {
+    return r && r->opt && r->opt->timeout_s > 0 ? r->opt->timeout_s : mpi_timeout_s;
+}
+
 /* Async-signal-safe: write(2) and clock_gettime only. */
 void rt_mpi_wait_report(int fd) {
     int k = note_active;
@@ -176,7 +210,7 @@ void rt_mpi_wait_report(int fd) {
  * sleep stays short. The note for a signal is prepared only once the wait starts sleeping: a wait
  * that completes at once (almost all of them) costs no formatting. */
 static void wait_all(rt_rank *r, MPI_Request *reqs, const int *peer, int n, const char *what) {
-    double timeout = r && r->opt && r->opt->timeout_s > 0 ? r->opt->timeout_s : mpi_timeout_s;
+    double timeout = deadline_of(r);
     double t0 = ml_now_seconds();
     struct timespec ts0;
     clock_gettime(CLOCK_MONOTONIC, &ts0);
@@ -187,19 +221,8 @@ static void wait_all(rt_rank *r, MPI_Request *reqs, const int *peer, int n, cons
     for (unsigned spins = 0; left > 0; spins++) {
         int out = 0;
         int rc = MPI_Testsome(n, reqs, &out, done_idx, MPI_STATUSES_IGNORE);
-        char loc[300], sc[600], live[64];
-        if (rc != MPI_SUCCESS) {
-            /* E.g. ranks in different collectives (a divergence let through): the data is
-             * wrong and peers may wait forever, so this ends the job as a timeout would. */
-            note_clear();
-            char text[MPI_MAX_ERROR_STRING] = "";
-            int tn = 0;
-            MPI_Error_string(rc, text, &tn);
-            scene(r, reqs, peer, n, loc, sizeof loc, sc, sizeof sc, live, sizeof live);
-            fprintf(stderr, "%s: error: rank %d: MPI failed %s (%s): %s%s; ending every rank\n",
-                    loc, r ? r->rank : mpi_rank, sc, what, text, live);
-            rt_mpi_abort(ML_EXIT_RUNTIME);
-        }
+        if (rc != MPI_SUCCESS)
+            fail_mpi(r, reqs, peer, n, what, rc);
         if (out == MPI_UNDEFINED)
             break;
         if (out > 0) {
@@ -209,15 +232,8 @@ static void wait_all(rt_rank *r, MPI_Request *reqs, const int *peer, int n, cons
             continue;
         }
         double waited = ml_now_seconds() - t0;
-        if (waited > timeout) {
-            note_clear();
-            scene(r, reqs, peer, n, loc, sizeof loc, sc, sizeof sc, live, sizeof live);
-            fprintf(stderr,
-                    "%s: error: rank %d waited %.1f s %s (%s; deadline %g s, --timeout)%s; "
-                    "ending every rank\n",
-                    loc, r ? r->rank : mpi_rank, waited, sc, what, timeout, live);
-            rt_mpi_abort(ML_EXIT_RUNTIME);
-        }
+        if (waited > timeout)
+            fail_deadline(r, reqs, peer, n, what, waited, timeout);
         if (spins < 200)
             continue;
         rt_watch_parent();   /* a wait ends with the memlife that launched the job (watch.h) */
@@ -235,6 +251,84 @@ static void wait_all(rt_rank *r, MPI_Request *reqs, const int *peer, int n, cons
 }
 
 void rt_mpi_wait(rt_rank *r, MPI_Request *req, const char *what) { wait_all(r, req, NULL, 1, what); }
+
+/* ---- A blocking call under the deadline -----------------------------------------------------
+ * One watchdog thread per process, started at the first call and never stopped: every tick it
+ * looks at the call in progress, if any, under a lock; arming and disarming take that lock
+ * and nothing else (no thread to create or wake per call, no system call while uncontended).
+ * Past the deadline it says what the polling wait says and ends the job (MPI_Abort from this
+ * thread: the rank's own thread is inside MPI and cannot). After NOTE_AFTER_S in a call it
+ * publishes the note a signal handler prints when the launcher ends the job, as wait_all does
+ * once it starts sleeping; the lock keeps a note from outliving its call. */
+
+#define NOTE_AFTER_S 0.001
+#define TICK_MAX_S 0.01
+
+static struct {
+    pthread_mutex_t lock;
+    bool started, armed, published;
+    const rt_rank *r;
+    const char *what;
+    double t0, timeout;
+    struct timespec ts0;
+} cw = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *call_watch(void *arg) {
+    (void)arg;
+    for (;;) {
+        double tick = TICK_MAX_S;
+        pthread_mutex_lock(&cw.lock);
+        if (cw.armed) {
+            double waited = ml_now_seconds() - cw.t0;
+            if (waited > cw.timeout)
+                fail_deadline(cw.r, NULL, NULL, 0, cw.what, waited, cw.timeout); /* no return */
+            if (!cw.published && waited > NOTE_AFTER_S) {
+                note_publish(cw.r, NULL, NULL, 0, cw.what, &cw.ts0);
+                cw.published = true;
+            }
+            if (cw.timeout / 20 < tick) /* the deadline's text has tenths of a second */
+                tick = cw.timeout / 20;
+        }
+        pthread_mutex_unlock(&cw.lock);
+        struct timespec ts = {0, (long)(tick * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+void rt_mpi_call_begin(const rt_rank *r, const char *what) {
+    pthread_mutex_lock(&cw.lock);
+    if (!cw.started) {
+        pthread_t t;
+        /* Without the thread the call would have no deadline: like any other start-up
+         * failure of the runtime, that ends the run rather than risking a hang. */
+        if (pthread_create(&t, NULL, call_watch, NULL) != 0) {
+            fprintf(stderr, "memlife: error: rank %d: cannot start the deadline's watchdog "
+                    "thread; ending every rank\n", r ? r->rank : mpi_rank);
+            rt_mpi_abort(ML_EXIT_RUNTIME);
+        }
+        pthread_detach(t);
+        cw.started = true;
+    }
+    cw.r = r;
+    cw.what = what;
+    cw.timeout = deadline_of(r);
+    cw.t0 = ml_now_seconds();
+    clock_gettime(CLOCK_MONOTONIC, &cw.ts0);
+    cw.published = false;
+    cw.armed = true;
+    pthread_mutex_unlock(&cw.lock);
+}
+
+void rt_mpi_call_end(const rt_rank *r, int rc, const char *what) {
+    pthread_mutex_lock(&cw.lock);
+    cw.armed = false;
+    if (cw.published)
+        note_clear();
+    pthread_mutex_unlock(&cw.lock);
+    if (rc != MPI_SUCCESS)
+        fail_mpi(r, NULL, NULL, 0, what, rc);
+}
 
 /* Tag of the exchange's point-to-point messages. MPI keeps messages of one sender, tag and
  * communicator in order, so successive exchanges never mix. */

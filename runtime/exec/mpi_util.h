@@ -43,6 +43,14 @@ void rt_mpi_library_version(char *buf, size_t len);
  * exchange, rt_mpi_allgather_blob, names the ranks that never sent: "for ranks [1]"). Returns only
  * when the request completed. */
 void rt_mpi_wait(rt_rank *r, MPI_Request *req, const char *what);
+/* The same deadline for a blocking MPI call, for calls where the nonblocking form costs more
+ * (Open MPI's MPI_Iallreduce copies an in-place buffer into a temporary of its full size; the
+ * blocking one does not): rt_mpi_call_begin before the call, rt_mpi_call_end with its return
+ * code after.  A watchdog thread ends the job at the deadline with rt_mpi_wait's message
+ * ("for its peers"); a failed call (rc) ends it with the message of a failed wait.  One call at
+ * a time per process. */
+void rt_mpi_call_begin(const rt_rank *r, const char *what);
+void rt_mpi_call_end(const rt_rank *r, int rc, const char *what);
 #endif
 
 #endif
