@@ -525,8 +525,10 @@ typedef struct {
 
 static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, amap *live,
                     import_stats *st) {
-    qsort(segs, ns, sizeof *segs, cmp_seg_desc);
-    qsort(blocks, nb, sizeof *blocks, cmp_blk_addr);
+    if (ns)   /* qsort's array must not be NULL, even for no elements */
+        qsort(segs, ns, sizeof *segs, cmp_seg_desc);
+    if (nb)
+        qsort(blocks, nb, sizeof *blocks, cmp_blk_addr);
     char nm[64];
     uint32_t *holder = ml_xcalloc(2 * ns + 1, sizeof *holder);
     size_t *first = ml_xcalloc(ns + 1, sizeof *first);   /* blocks of segment k: [first, last) */

@@ -34,8 +34,11 @@ struct ml_arena {
 /* ---- The one allocation-failure path ---------------------------------------------------------- */
 
 void ml_out_of_memory(size_t bytes) {
+    /* _exit, not exit: with no memory left, atexit handlers (stdio's, MPI's, a sanitizer's leak
+     * check) may need memory themselves; the message is all there is to say. */
     fprintf(stderr, "memlife: error: out of memory (%zu bytes)\n", bytes);
-    exit(ML_EXIT_RUNTIME);
+    fflush(stderr);
+    _exit(ML_EXIT_RUNTIME);
 }
 
 void ml_internal_error(const char *fmt, ...) {

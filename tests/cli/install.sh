@@ -42,6 +42,10 @@ if "$MEMLIFE" help --man | cmp -s - "$D/usr/share/man/man1/memlife.1"; then ok "
 if command -v pkg-config >/dev/null; then
     export PKG_CONFIG_SYSROOT_DIR=$D PKG_CONFIG_PATH=$D/usr/lib/pkgconfig PKG_CONFIG_LIBDIR=$D/usr/lib/pkgconfig
     flags=$(pkg-config --cflags --libs memlife)
+    # a SANITIZE=1 build installs an ASan library: the program must load ASan's runtime first
+    if ldd "$MEMLIFE" 2>/dev/null | grep -q libasan; then
+        flags="-fsanitize=address,undefined $flags"
+    fi
     if ${CC:-cc} -o "$TMP/predict" examples/api/predict.c $flags 2>"$TMP/cc.err"; then
         LD_LIBRARY_PATH=$D/usr/lib "$TMP/predict" schedules/seed/03_rs_ag_naive.yaml >"$TMP/api.out" 2>&1
         if grep -qx 'rs-ag-naive-lifetime world 4 requested peak 603979776 device peak 603979776' "$TMP/api.out"; then
