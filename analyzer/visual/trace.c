@@ -260,12 +260,13 @@ uint64_t trace_estimate(const series *items, size_t n, const trace_options *o, u
             if (!trace_rank_chosen(o, r))
                 continue;
             const rank_plan *p = &items[i].plans[r];
-            ev += 4 + items[i].s->syms[SYM_STREAM].n;   /* metadata */
-            for (size_t k = 0; k < p->n_ops; k++) {
-                plan_op_kind kd = p->ops[k].kind;
-                /* a span or instant each; memory ops add a sample of both counters */
-                ev += kd == OP_ALLOC || kd == OP_FREE || kd == OP_RELEASE ? 3 : 1;
-            }
+            uint64_t counters = 0;   /* one track per series of every view predicted here */
+            for (int v = 0; v < VIEW_COUNT; v++)
+                counters += items[i].pred[r].on[ml_series[v].view];
+            /* metadata and the closing samples; then per op a span or instant and one sample of
+             * every counter (trace_json writes one per op) */
+            ev += 4 + items[i].s->syms[SYM_STREAM].n + counters;
+            ev += (uint64_t)p->n_ops * (1 + counters);
         }
     *events = ev;
     return ev * TRACE_BYTES_PER_EVENT;
