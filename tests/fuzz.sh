@@ -31,7 +31,7 @@ CLANG=${FUZZ_CC:-clang}
 SRCS=$(find runtime analyzer cli -name "*.c" ! -path cli/main.c | sort)
 SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CFLAGS="-O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-bitwise-instead-of-logical
-        -Iruntime -Ianalyzer -I. -DMEMLIFE_VERSION=\"fuzz\" -DMEMLIFE_COMMIT=\"fuzz\""
+        -Iruntime -Ianalyzer -Iinclude -I. -DMEMLIFE_VERSION=\"fuzz\" -DMEMLIFE_COMMIT=\"fuzz\""
 
 if ! command -v "$CLANG" >/dev/null; then
     echo "error: $CLANG not found (apt-get install clang libclang-rt-14-dev)" >&2
