@@ -355,19 +355,31 @@ static void lint_free(lint_ctx *x, const plan_op *op) {
     lint_race_clear(&x->race, buf);
 }
 
+/* An op naming buffer buf (release, record_stream: `verb`) needs it live: else an error at the
+ * name, with the free as its note. True when it is live. */
+static bool named_live(lint_ctx *x, const plan_op *op, uint32_t buf, const char *verb) {
+    const lint_buf *b = &x->bufs[buf];
+    const char *name = buf_name(x, buf);
+    if (!b->ever) {
+        report_at(x, op, where(x, op, 0), NULL, ERR_COUNT_, "not_allocated",
+                  "%s of '%s' which is not allocated", verb, name);
+    } else if (!b->live) {
+        lint_note n = note_at(where(x, b->free_op, 0), "'%s' was freed here", name);
+        report_at(x, op, where(x, op, 0), &n, ERR_COUNT_, "use_after_free",
+                  "%s of '%s' after free", verb, name);
+    }
+    return b->live;
+}
+
 static void lint_release(lint_ctx *x, const plan_op *op) {
     uint32_t buf = op->u.release.buf;
     lint_buf *b = &x->bufs[buf];
     const char *name = buf_name(x, buf);
     ml_mark at = where(x, op, 0);
     lint_note n;
-    if (!b->ever) {
-        report_at(x, op, at, NULL, ERR_COUNT_, "not_allocated",
-                  "release of '%s' which is not allocated", name);
-    } else if (!b->live) {
-        n = note_at(where(x, b->free_op, 0), "'%s' was freed here", name);
-        report_at(x, op, at, &n, ERR_COUNT_, "use_after_free", "release of '%s' after free", name);
-    } else if (b->chunks == 0) { /* no `chunks:`; `chunks: 1` is one chunk, whose release keeps all */
+    if (!named_live(x, op, buf, "release"))
+        return;   /* a release of a dead buffer has no effect */
+    if (b->chunks == 0) { /* no `chunks:`; `chunks: 1` is one chunk, whose release keeps all */
         n = note_at(where(x, b->alloc_op, 0), "'%s' was allocated here, without 'chunks'", name);
         report_at(x, op, at, &n, ERR_COUNT_, "no_chunks",
                   "release of '%s' which was not allocated in chunks", name);
@@ -545,16 +557,8 @@ static void lint_event_op(lint_ctx *x, const plan_op *op) {
 /* record_stream names a live buffer (the tensor must exist to record a use of it). */
 static void lint_record_stream(lint_ctx *x, const plan_op *op) {
     uint32_t buf = op->u.record_stream.buf;
-    const lint_buf *b = &x->bufs[buf];
-    const char *name = buf_name(x, buf);
-    if (!b->ever) {
-        report_at(x, op, where(x, op, 0), NULL, ERR_COUNT_, "not_allocated",
-                  "record_stream of '%s' which is not allocated", name);
-    } else if (!b->live) {
-        lint_note n = note_at(where(x, b->free_op, 0), "'%s' was freed here", name);
-        report_at(x, op, where(x, op, 0), &n, ERR_COUNT_, "use_after_free",
-                  "record_stream of '%s' after free", name);
-    } else if (op->u.record_stream.stream < x->n_streams)   /* the free waits for that stream now */
+    /* the free waits for that stream now */
+    if (named_live(x, op, buf, "record_stream") && op->u.record_stream.stream < x->n_streams)
         x->uses[(size_t)buf * x->n_streams + op->u.record_stream.stream].recorded = true;
 }
 
