@@ -411,7 +411,7 @@ static void lint_coll(lint_ctx *x, const plan_op *op) {
         sched_error_code err =
             lint_coll_contract(op, x->world, x->rank, detail, sizeof detail, &part);
         ml_mark at = part == LINT_AT_ROOT ? sched_part_mark(x->s, op->step, SCHED_AT_ROOT)
-                     : part == LINT_AT_STEP ? plan_op_mark(op)
+                     : part == LINT_AT_STEP ? sched_part_mark(x->s, op->step, SCHED_AT_OP)
                                             : where(x, op, part == LINT_AT_RECV);
         if (err != ERR_NONE)
             report_at(x, op, at, NULL, err, sched_error_names[err], "%s", detail);

@@ -89,7 +89,7 @@ void lint_result_free(lint_result *r);
 /* The first error a single collective op raises by the count/dtype/op/in-place contracts, or
  * ERR_NONE; detail gets the message text. Shared by lint and by expect_error handling. */
 /* Where a broken contract is, for the diagnostic's mark: a view of the call, its root (or peer),
- * or the step itself (an op where the collective does not reduce). */
+ * or its op (where the collective does not reduce; LINT_AT_STEP: the op, else the step's key). */
 typedef enum { LINT_AT_SEND, LINT_AT_RECV, LINT_AT_ROOT, LINT_AT_STEP } lint_contract_at;
 sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char *detail,
                                     size_t len, lint_contract_at *at);

@@ -210,6 +210,7 @@ typedef enum {
     SCHED_AT_WHEN,        /* any step: when */
     SCHED_AT_COUNT,       /* repeat: count */
     SCHED_AT_EVENT,       /* record, wait, sync: the event's name */
+    SCHED_AT_OP,          /* collectives: the reduction op */
     SCHED_AT_PART_COUNT_
 } sched_at_part;
 

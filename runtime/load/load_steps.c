@@ -155,7 +155,7 @@ static int coll_value(loader *l, int key, void *obj) {
     case CKEY_BUF: return ld_view(l, "buf", &co->send);
     case CKEY_SEND: return ld_view(l, "send", &co->send);
     case CKEY_RECV: return ld_view(l, "recv", &co->recv);
-    case CKEY_OP: return ld_redop(l, &co->op);
+    case CKEY_OP: ld_at(l, c->st, SCHED_AT_OP); return ld_redop(l, &co->op);
     case CKEY_ROOT: ld_at(l, c->st, SCHED_AT_ROOT); return ld_expr(l, CTX_PLAIN, "root", &co->root);
     default: return stream_of(l, &co->stream);
     }

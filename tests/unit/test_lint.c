@@ -335,7 +335,7 @@ static void cross_rank_reference_ends_early(void **state) {
               "  - broadcast: {buf: a, root: 0}\n"
               "    when: rank == 1\n",
               0, "t.yaml:4:5: error: rank 0 ends after 0 collectives while rank 1 issues "
-                 "broadcast at 4:5 [rank 1]");
+                 "broadcast here [rank 1]");
 }
 
 /* ---- expect_error ------------------------------------------------------------------------- */
@@ -527,7 +527,7 @@ static void wait_on_unrecorded_event(void **state) {
 
 static void cross_rank_divergence(void **state) {
     pt_run r;
-    lint_yaml(&r,
+    lint_yaml_notes(&r,
               "world: 2\n"
               "steps:\n"
               "  - alloc: {buf: full, count: 128}\n"
@@ -535,10 +535,13 @@ static void cross_rank_divergence(void **state) {
               "  - all_gather: {send: shard, recv: full}\n"
               "    when: rank == 0\n"
               "  - reduce_scatter: {send: full, recv: shard}\n",
-              0, 1);
+              0, 1, 1);
+    /* another collective: both places at the step keys */
     assert_string_equal(pt_diag(&r, 0),
-                        "t.yaml:7:5: error: rank 0 issues all_gather (count 64) at 5:5 where rank 1 "
-                        "issues reduce_scatter (count 64) at 7:5 [rank 1]");
+                        "t.yaml:7:5: error: rank 1 issues reduce_scatter (count 64) where rank 0 "
+                        "issues all_gather (count 64) [rank 1]");
+    assert_string_equal(pt_diag(&r, 1),
+                        "t.yaml:5:5: note: rank 0 issues all_gather (count 64) here [rank 1]");
     assert_int_equal(ML_VEC_AT(&r.d.items, ml_diag, 0).rank, 1);
     pt_free(&r);
 }
@@ -555,13 +558,13 @@ static void cross_rank_ends_early(void **state) {
               0, 1);
     assert_string_equal(pt_diag(&r, 0),
                         "t.yaml:5:5: error: rank 1 ends after 3 collectives while rank 0 issues "
-                        "all_reduce at 5:5 [rank 1]");
+                        "all_reduce here [rank 1]");
     pt_free(&r);
 }
 
 static void cross_rank_attributes(void **state) {
     pt_run r;
-    lint_yaml(&r,
+    lint_yaml_notes(&r,
               "world: 2\n"
               "steps:\n"
               "  - alloc: {buf: a, count: 128}\n"
@@ -569,10 +572,14 @@ static void cross_rank_attributes(void **state) {
               "    when: rank == 0\n"
               "  - all_reduce: {buf: a, op: max}\n"
               "    when: rank == 1\n",
-              0, 1);
+              0, 1, 1);
+    /* only the op differs: both places at the ops */
     assert_string_equal(pt_diag(&r, 0),
-                        "t.yaml:6:5: error: rank 0 issues all_reduce (count 128, op sum) at 4:5 "
-                        "where rank 1 issues all_reduce (count 128, op max) at 6:5 [rank 1]");
+                        "t.yaml:6:30: error: rank 1 issues all_reduce (count 128, op max) where "
+                        "rank 0 issues all_reduce (count 128, op sum) [rank 1]");
+    assert_string_equal(pt_diag(&r, 1),
+                        "t.yaml:4:30: note: rank 0 issues all_reduce (count 128, op sum) here "
+                        "[rank 1]");
     pt_free(&r);
 }
 
