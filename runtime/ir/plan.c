@@ -327,7 +327,8 @@ static int expand_indexed(expander *x, const sched_step *st, uint64_t count) {
     int rc = 0;
     for (uint64_t k = 0; k < count && rc == 0; k++) {
         if (k > UINT32_MAX) {   /* iter is 32 bits; max_ops refuses long before */
-            ml_error(x->d, x->s->file, st->mark, "repeat of more than 2^32 iterations");
+            ml_error(x->d, x->s->file, sched_part_mark(x->s, st, SCHED_AT_COUNT),
+                     "repeat of more than 2^32 iterations");
             rc = -1;
             break;
         }
@@ -366,7 +367,7 @@ static int expand_repeat(expander *x, const sched_step *st) {
         goto out_err;
     size_t len = x->n_ops - start;
     if (len && (count - 2 > (x->max_ops - x->n_ops) / len)) {
-        ml_error(x->d, x->s->file, st->mark,
+        ml_error(x->d, x->s->file, sched_part_mark(x->s, st, SCHED_AT_COUNT),   /* the count */
                  "repeat of %llu iterations expands to more than %zu ops",
                  (unsigned long long)count, x->max_ops);
         goto out_err;

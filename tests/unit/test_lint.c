@@ -650,6 +650,18 @@ static void p2p_unpaired(void **state) {
               0,
               "t.yaml:5:5: error: recv from rank 0 has no matching send: rank 0 sends fewer than 1 "
               "to rank 1 [rank 1]");
+    /* paired, but 8 elements against 4: at the send's view, the recv's view as the note */
+    lint_says_with_note("world: 2\n"
+                        "steps:\n"
+                        "  - alloc: {buf: a, count: 8}\n"
+                        "  - when: rank == 0\n"
+                        "    send: {buf: a, peer: 1}\n"
+                        "  - when: rank == 1\n"
+                        "    recv: {buf: 'a[0:4]', peer: 0}\n",
+                        0,
+                        "t.yaml:5:17: error: send of 8 float32 to rank 1 pairs with a recv of 4 "
+                        "float32 on rank 1 [rank 0]",
+                        "t.yaml:7:18: note: rank 1's recv of 4 float32 is here [rank 0]");
 }
 
 /* A rank that waits at a collective while its peer waits in a recv: the wait ends at a rank that
