@@ -225,6 +225,8 @@ void ml_diag_add(ml_diags *d, ml_diag_level level, const char *file, ml_mark mar
             return;
     } else if (level == ML_DIAG_WARNING) {
         d->warnings++;
+    } else if (d->max_errors && d->errors > d->max_errors) {
+        return;   /* a note belongs to the error before it, which was left out */
     }
     va_list ap;
     va_start(ap, fmt);
