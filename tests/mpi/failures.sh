@@ -6,7 +6,9 @@
 #  - with the sequence check off, the same divergence still ends (at an MPI error or the deadline);
 #  - a failed allocation names the step, the bytes asked and the live bytes; exit 3;
 #  - an interrupted run leaves no result file;
-#  - --ranks must agree with an outside launcher's size.
+#  - --ranks must agree with an outside launcher's size;
+#  - no wait on a child without a deadline (issue 19): mpirun slow to end the job after an
+#    MPI_Abort, a torch driver that never ends.
 . "$(dirname "$0")/lib.bash"
 
 why=$(host_backend_missing)
@@ -81,6 +83,34 @@ fi
 if ls "$marker"* "$TMP"/.slow-abort-marker* >/dev/null 2>&1; then
     not_ok "slow abort leaves no result file" "left $(ls "$marker"* "$TMP"/.slow-abort-marker* 2>/dev/null | head -1)"
 else ok "slow abort leaves no result file"; fi
+
+# The same for the torch backend's driver (a child of each rank): one that closes its stdout
+# without a word and never ends (it ignores SIGTERM) was waited for without a deadline. Played
+# by a fake python (MEMLIFE_PYTHON); the rank must kill it 5 s later (torch.c, DRIVER_END_S),
+# say it was ended by signal 9 and exit 3, and nothing of it may be alive after.
+name="a torch driver that closes its pipe and never ends is killed 5 s later, exit 3"
+fakepy=$TMP/silent_driver_python
+cat >"$fakepy" <<'FAKE'
+#!/usr/bin/env bash
+trap '' TERM
+exec 1>&-
+while :; do sleep 0.2; done
+FAKE
+chmod +x "$fakepy"
+t0=$(date +%s)
+MEMLIFE_PYTHON=$fakepy timeout -k 5 60 "$MEMLIFE" run schedules/seed/01_allreduce_full.yaml \
+    --backend torch --ranks 1 -o "$TMP/silent-driver.json" >"$TMP/out" 2>"$TMP/err"
+RC=$?
+SECS=$(($(date +%s) - t0))
+sleep 1
+left=$(pgrep -f -- "$fakepy" | wc -l)
+if [ "$RC" -eq 3 ] && [ "$SECS" -ge 5 ] && [ "$SECS" -le 30 ] && [ "$left" -eq 0 ] &&
+    grep -q "the torch driver (pid [0-9]*) was ended by signal 9 (Killed)" "$TMP/err"
+then ok "$name"
+else
+    not_ok "$name" "exit $RC after $SECS s, $left processes alive: $(head -2 "$TMP/err" | tr '\n' ' ')"
+    pgrep -f -- "$fakepy" | xargs -r kill -KILL 2>/dev/null
+fi
 
 # 1 TiB is more than this machine can map; the live bytes are the 1 MiB allocated before.
 name="failed 1 TiB allocation: step, bytes asked, live bytes; exit 3"
