@@ -162,7 +162,10 @@ static void bytes_overflow(const rank_plan *p, size_t i, const char *what, ml_di
     else
         snprintf(at, sizeof at, "op %zu (%s)", i,
                  op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind]);
-    ml_error(d, p->s->file, plan_op_mark(op), "%s%s bytes on rank %d exceed %s at %s",
+    /* at the alloc's size, whose bytes crossed it; another op at its step */
+    ml_mark m = op->kind == OP_ALLOC ? sched_part_mark(p->s, op->step, SCHED_AT_SIZE)
+                                     : plan_op_mark(op);
+    ml_error(d, p->s->file, m, "%s%s bytes on rank %d exceed %s at %s",
              strcmp(what, "floor") ? "live " : "", what, p->rank, ML_BYTES_MAX_TEXT, at);
 }
 
