@@ -194,12 +194,6 @@ static size_t escape_bytes(const uint8_t *p, size_t n, size_t *src) {
     return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
 }
 
-/* Where byte `offset` of the current scalar's value is in the source. The value is not the source
- * text: quotes, escapes and '' stand for fewer bytes, and a scalar over several lines folds each
- * run of blanks and line breaks (a block scalar's indentation too) into a space or newlines. So
- * walk the source from the scalar's start alongside the value: a fold matches the blanks and
- * newlines the value has there; an offset inside a fold lands on the text after it. Only the
- * scalar's own text is walked (ld_index_byte finds its start). */
 /* Most scalars sit on one line without an escape or '': the value is then the source text
  * after the opening quote, character for character. libyaml's indexes count characters: a
  * one-line quoted scalar whose source is exactly two characters (its quotes) longer than its
@@ -220,6 +214,12 @@ static bool value_is_source(const loader *l, size_t offset, size_t *at) {
     return !quoted || ev->end_mark.index - ev->start_mark.index == chars + 2;
 }
 
+/* Where byte `offset` of the current scalar's value is in the source. The value is not the source
+ * text: quotes, escapes and '' stand for fewer bytes, and a scalar over several lines folds each
+ * run of blanks and line breaks (a block scalar's indentation too) into a space or newlines. So
+ * walk the source from the scalar's start alongside the value: a fold matches the blanks and
+ * newlines the value has there; an offset inside a fold lands on the text after it. Only the
+ * scalar's own text is walked (ld_index_byte finds its start). */
 ml_mark ld_scalar_mark(loader *l, size_t offset) {
     const yaml_event_t *ev = &l->ev;
     yaml_scalar_style_t st = ev->data.scalar.style;
@@ -229,8 +229,8 @@ ml_mark ld_scalar_mark(loader *l, size_t offset) {
     ml_mark m = ld_mark(l);
     if (offset > vlen)
         offset = vlen;
-    /* No walk is needed then: every view takes its mark here, and the walk's cursor over the
-     * input cost 8% of a million-step load. */
+    /* Most scalars need no walk (value_is_source): every view takes its mark here, and the
+     * walk's cursor over the input cost 8% of a million-step load. */
     size_t before;
     if (value_is_source(l, offset, &before)) {
         m.col += (uint32_t)(before + (dq || sq));
