@@ -211,33 +211,36 @@ static const char *buf_name(const lint_ctx *x, uint32_t buf) {
     return sched_sym_name(x->s, SYM_BUFFER, buf);
 }
 
-/* Where op's k-th view, or the buffer name of an alloc, free or release, is written. */
+/* Where op's k-th view, or the buffer name of an alloc, free or release, is written. Only a
+ * message asks: the mark lives in the step (a cache miss per op) or the schedule's side table
+ * (a search), so the checks call it on their error paths only. */
 static ml_mark where(const lint_ctx *x, const plan_op *op, uint32_t k) {
     return plan_view_mark(x->s, op, k);
 }
 
-/* Checks that view v, op's k-th (plan_op_accesses' order), can be used by op. False when its
+/* Checks that view v, op's which-th (plan_op_accesses' order), can be used by op. False when its
  * buffer is not there at all (nothing more about it is worth checking). */
-static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v, uint32_t k) {
+static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
+                       uint32_t which) {
     if (v->buf == SCHED_NO_SYM)
         return true;   /* a closed-form check operand */
     const lint_buf *b = &x->bufs[v->buf];
     const char *name = buf_name(x, v->buf);
-    ml_mark at = where(x, op, k);
     if (!b->ever) {
-        report_at(x, op, at, NULL, ERR_COUNT_, "not_allocated", "use of '%s' which is not allocated",
-                  name);
+        report_at(x, op, where(x, op, which), NULL, ERR_COUNT_, "not_allocated",
+                  "use of '%s' which is not allocated", name);
         return false;
     }
     if (!b->live) {
         lint_note n = note_at(where(x, b->free_op, 0), "'%s' was freed here", name);
-        report_at(x, op, at, &n, ERR_COUNT_, "use_after_free", "use of '%s' after free", name);
+        report_at(x, op, where(x, op, which), &n, ERR_COUNT_, "use_after_free",
+                  "use of '%s' after free", name);
         return false;
     }
     char vt[200];
     if (v->offset > b->count || v->count > b->count - v->offset) {
         lint_view_text(x->s, v, vt, sizeof vt);
-        report_at(x, op, at, NULL, ERR_OUT_OF_BOUNDS, "out_of_bounds",
+        report_at(x, op, where(x, op, which), NULL, ERR_OUT_OF_BOUNDS, "out_of_bounds",
                   "view %s is outside '%s' (%llu elements)", vt, name, (ull)b->count);
         return false;
     }
@@ -250,7 +253,7 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v, uint3
             lint_view_text(x->s, v, vt, sizeof vt);
             lint_note n = note_at(where(x, b->release_op, 0), "'%s' was released here, keeping "
                                   "chunk %u", name, b->keep);
-            report_at(x, op, at, &n, ERR_COUNT_, "use_after_release",
+            report_at(x, op, where(x, op, which), &n, ERR_COUNT_, "use_after_release",
                       "use of %s outside chunk %u, the only one kept by its release", vt, b->keep);
             return false;
         }
@@ -375,13 +378,12 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
     uint32_t buf = op->u.release.buf;
     lint_buf *b = &x->bufs[buf];
     const char *name = buf_name(x, buf);
-    ml_mark at = where(x, op, 0);
     lint_note n;
     if (!named_live(x, op, buf, "release"))
         return;   /* a release of a dead buffer has no effect */
     if (b->chunks == 0) { /* no `chunks:`; `chunks: 1` is one chunk, whose release keeps all */
         n = note_at(where(x, b->alloc_op, 0), "'%s' was allocated here, without 'chunks'", name);
-        report_at(x, op, at, &n, ERR_COUNT_, "no_chunks",
+        report_at(x, op, where(x, op, 0), &n, ERR_COUNT_, "no_chunks",
                   "release of '%s' which was not allocated in chunks", name);
     } else if (op->u.release.keep >= b->chunks) {
         n = note_at(where(x, b->alloc_op, 0), "'%s' was allocated here in %u chunks", name,
@@ -391,7 +393,7 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
                   op->u.release.keep, b->chunks);
     } else if (b->released) {
         n = note_at(where(x, b->release_op, 0), "'%s' was released here", name);
-        report_at(x, op, at, &n, ERR_COUNT_, "double_release",
+        report_at(x, op, where(x, op, 0), &n, ERR_COUNT_, "double_release",
                   "release of '%s' which was already released", name);
     } else
         check_free_hazard(x, op, buf, "release");
@@ -410,11 +412,12 @@ static void lint_coll(lint_ctx *x, const plan_op *op) {
         lint_contract_at part;
         sched_error_code err =
             lint_coll_contract(op, x->world, x->rank, detail, sizeof detail, &part);
-        ml_mark at = part == LINT_AT_ROOT ? sched_part_mark(x->s, op->step, SCHED_AT_ROOT)
-                     : part == LINT_AT_STEP ? sched_part_mark(x->s, op->step, SCHED_AT_OP)
-                                            : where(x, op, part == LINT_AT_RECV);
-        if (err != ERR_NONE)
+        if (err != ERR_NONE) {
+            ml_mark at = part == LINT_AT_ROOT ? sched_part_mark(x->s, op->step, SCHED_AT_ROOT)
+                         : part == LINT_AT_STEP ? sched_part_mark(x->s, op->step, SCHED_AT_OP)
+                                                : where(x, op, part == LINT_AT_RECV);
             report_at(x, op, at, NULL, err, sched_error_names[err], "%s", detail);
+        }
     }
     if (refused(x))
         return;
@@ -434,13 +437,12 @@ static void check_same_shape(lint_ctx *x, const plan_op *op, const plan_view *sr
     char st[200], dt[200];
     lint_view_text(x->s, src, st, sizeof st);
     lint_view_text(x->s, dst, dt, sizeof dt);
-    ml_mark at = where(x, op, dst_k);
     if (src->count != dst->count)
-        report_at(x, op, at, NULL, ERR_SIZE_MISMATCH, "size_mismatch",
+        report_at(x, op, where(x, op, dst_k), NULL, ERR_SIZE_MISMATCH, "size_mismatch",
                   "%s from %s (%llu elements) into %s (%llu elements)", plan_op_name(op), st,
                   (ull)src->count, dt, (ull)dst->count);
     else if (src->dtype != dst->dtype)
-        report_at(x, op, at, NULL, ERR_DTYPE_MISMATCH, "dtype_mismatch",
+        report_at(x, op, where(x, op, dst_k), NULL, ERR_DTYPE_MISMATCH, "dtype_mismatch",
                   "%s from %s (%s) into %s (%s)", plan_op_name(op), st,
                   ml_dtypes[src->dtype].name, dt, ml_dtypes[dst->dtype].name);
 }
@@ -498,7 +500,7 @@ static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *view
 static void lint_check(lint_ctx *x, const plan_op *op) {
     const sched_check *c = op->step->u.check;
     const plan_view *a = &op->u.check.a, *b = &op->u.check.b;
-    bool a_ok = check_view(x, op, a, 0), b_ok = check_view(x, op, b, 1);   /* both, for both errors */
+    bool a_ok = check_view(x, op, a, 0), b_ok = check_view(x, op, b, 1);   /* both errors */
     bool ok = a_ok && b_ok;
     if (ok && a->buf != SCHED_NO_SYM && b->buf != SCHED_NO_SYM && a->count != b->count)
         report_at(x, op, where(x, op, 1), NULL, ERR_SIZE_MISMATCH, "size_mismatch",

@@ -303,7 +303,8 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
         }
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
-    signal(LAUNCH_ABORT_SIGNAL, SIG_IGN);   /* a late notice must not end memlife (SIGUSR1's default) */
+    /* a late notice must not end memlife (SIGUSR1's default action) */
+    signal(LAUNCH_ABORT_SIGNAL, SIG_IGN);
     close(pipefd[0]);
     if (pipefd[1] >= 0)
         close(pipefd[1]);

@@ -210,7 +210,8 @@ static int expand_alloc(expander *x, const sched_step *st) {
         if (eval_size(x, st->u.alloc.count, 0, size_at, "alloc count", &count) < 0)
             return -1;
         if (count > UINT64_MAX / esize) {
-            ml_error(x->d, x->s->file, size_at.mark, "alloc of '%s': %llu elements overflow 64-bit bytes",
+            ml_error(x->d, x->s->file, size_at.mark,
+                     "alloc of '%s': %llu elements overflow 64-bit bytes",
                      sched_sym_name(x->s, SYM_BUFFER, st->u.alloc.buf), (unsigned long long)count);
             return -1;
         }
@@ -225,7 +226,8 @@ static int expand_alloc(expander *x, const sched_step *st) {
         if (eval_size(x, st->u.alloc.chunks, 0, chunks_at, "alloc chunks", &chunks) < 0)
             return -1;
         if (chunks < 1 || chunks > UINT32_MAX) {
-            ml_error(x->d, x->s->file, chunks_at.mark, "alloc of '%s' asks for %llu chunks (1 to %u)",
+            ml_error(x->d, x->s->file, chunks_at.mark,
+                     "alloc of '%s' asks for %llu chunks (1 to %u)",
                      sched_sym_name(x->s, SYM_BUFFER, st->u.alloc.buf), (unsigned long long)chunks,
                      UINT32_MAX);
             return -1;
@@ -436,7 +438,8 @@ static int expand_step(expander *x, const sched_step *st) {
         return 0;
     case ST_RELEASE: {
         uint64_t keep;
-        if (eval_size(x, st->u.release.keep, 0, at(x, st, SCHED_AT_KEEP), "release keep", &keep) < 0)
+        if (eval_size(x, st->u.release.keep, 0, at(x, st, SCHED_AT_KEEP), "release keep",
+                      &keep) < 0)
             return -1;
         if (!(op = emit(x, OP_RELEASE, st)))
             return -1;
@@ -560,7 +563,8 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
                               .conf_mark = s->torch.conf_mark,
                               .limit = tp->has_torch_limit ? tp->torch_limit : 0};
     if (!tp->has_torch_limit && s->torch.limit &&
-        eval_size(&x, s->torch.limit, 0, at_mark(s->torch.mark), "torch limit", &out->torch.limit) < 0) {
+        eval_size(&x, s->torch.limit, 0, at_mark(s->torch.mark), "torch limit",
+                  &out->torch.limit) < 0) {
         free(slots);
         free(bufs);
         return -1;

@@ -68,10 +68,16 @@ static int alloc_value(loader *l, int key, void *obj) {
             return -1;
         ML_VEC_AT(&l->buf_allocated, uint8_t, a->buf) = 1;
         return 0;
-    case ALLOC_BYTES: ld_at(l, c->st, SCHED_AT_SIZE); return ld_expr(l, CTX_PLAIN, "bytes", &a->bytes);
-    case ALLOC_COUNT: ld_at(l, c->st, SCHED_AT_SIZE); return ld_expr(l, CTX_PLAIN, "count", &a->count);
+    case ALLOC_BYTES:
+        ld_at(l, c->st, SCHED_AT_SIZE);
+        return ld_expr(l, CTX_PLAIN, "bytes", &a->bytes);
+    case ALLOC_COUNT:
+        ld_at(l, c->st, SCHED_AT_SIZE);
+        return ld_expr(l, CTX_PLAIN, "count", &a->count);
     case ALLOC_DTYPE: return ld_dtype(l, &a->dtype);
-    case ALLOC_CHUNKS: ld_at(l, c->st, SCHED_AT_CHUNKS); return ld_expr(l, CTX_PLAIN, "chunks", &a->chunks);
+    case ALLOC_CHUNKS:
+        ld_at(l, c->st, SCHED_AT_CHUNKS);
+        return ld_expr(l, CTX_PLAIN, "chunks", &a->chunks);
     case ALLOC_STREAM: return stream_of(l, &a->stream);   /* the torch view's pool */
     default: return ld_init_value(l, &a->init);
     }
