@@ -109,18 +109,21 @@ static plan_op *emit(expander *x, plan_op_kind kind, const sched_step *step) {
 }
 
 /* Where an evaluated expression is written: a step's part, whose tokens an error can point at
- * (sched_part_offset_mark), or just a mark. */
+ * (sched_part_offset_mark), or just a mark. The part's mark is looked up (a search in the side
+ * table) only when an error needs it: every alloc, `when:` and repeat is evaluated here. */
 typedef struct {
-    ml_mark mark;
-    const sched_step *st;     /* NULL: mark only */
+    ml_mark mark;             /* st NULL */
+    const sched_step *st;     /* NULL: mark */
     sched_at_part part;
 } src_at;
 
 static src_at at_mark(ml_mark m) { return (src_at){m, NULL, SCHED_AT_BUF}; }
 
-/* Where part `part` of st is written: errors of its value point there (sched_part_mark). */
-static src_at at(const expander *x, const sched_step *st, sched_at_part part) {
-    return (src_at){sched_part_mark(x->s, st, part), st, part};
+/* Part `part` of st: errors of its value point there (sched_part_mark). */
+static src_at at(const sched_step *st, sched_at_part part) { return (src_at){{0, 0}, st, part}; }
+
+static ml_mark src_mark(const expander *x, src_at w) {
+    return w.st ? sched_part_mark(x->s, w.st, w.part) : w.mark;
 }
 
 /* Evaluates e (a NULL e is `dflt`). Errors name the expression: "division by zero in 'M/0'", at
@@ -147,8 +150,8 @@ static int eval_size(expander *x, const expr *e, int64_t dflt, src_at w, const c
     if (eval(x, e, dflt, w, &v) < 0)
         return -1;
     if (v < 0) {
-        ml_error(x->d, x->s->file, w.mark, "%s is negative (%lld): '%s'", what, (long long)v,
-                 expr_text(e));
+        ml_error(x->d, x->s->file, src_mark(x, w), "%s is negative (%lld): '%s'", what,
+                 (long long)v, expr_text(e));
         return -1;
     }
     *out = (uint64_t)v;
@@ -205,12 +208,12 @@ static int expand_steps(expander *x, const sched_step *steps, uint32_t n);
 static int expand_alloc(expander *x, const sched_step *st) {
     uint32_t esize = ml_dtypes[st->u.alloc.dtype].size;
     uint64_t bytes, count, chunks = 0;
-    src_at size_at = at(x, st, SCHED_AT_SIZE);
+    src_at size_at = at(st, SCHED_AT_SIZE);
     if (st->u.alloc.count) {
         if (eval_size(x, st->u.alloc.count, 0, size_at, "alloc count", &count) < 0)
             return -1;
         if (count > UINT64_MAX / esize) {
-            ml_error(x->d, x->s->file, size_at.mark,
+            ml_error(x->d, x->s->file, src_mark(x, size_at),
                      "alloc of '%s': %llu elements overflow 64-bit bytes",
                      sched_sym_name(x->s, SYM_BUFFER, st->u.alloc.buf), (unsigned long long)count);
             return -1;
@@ -222,11 +225,11 @@ static int expand_alloc(expander *x, const sched_step *st) {
         count = bytes / esize;   /* a tail that is not a whole element is allocated but not viewed */
     }
     if (st->u.alloc.chunks) {
-        src_at chunks_at = at(x, st, SCHED_AT_CHUNKS);
+        src_at chunks_at = at(st, SCHED_AT_CHUNKS);
         if (eval_size(x, st->u.alloc.chunks, 0, chunks_at, "alloc chunks", &chunks) < 0)
             return -1;
         if (chunks < 1 || chunks > UINT32_MAX) {
-            ml_error(x->d, x->s->file, chunks_at.mark,
+            ml_error(x->d, x->s->file, src_mark(x, chunks_at),
                      "alloc of '%s' asks for %llu chunks (1 to %u)",
                      sched_sym_name(x->s, SYM_BUFFER, st->u.alloc.buf), (unsigned long long)chunks,
                      UINT32_MAX);
@@ -269,7 +272,7 @@ static int expand_coll(expander *x, const sched_step *st) {
     op->u.coll.count = ml_colls[c].send_mult_world ? op->u.coll.recv.count : op->u.coll.send.count;
     if (ml_colls[c].has_root || ml_colls[c].p2p) {   /* the root, or a send/recv's peer */
         int64_t root;
-        if (eval(x, st->u.coll.root, 0, at(x, st, SCHED_AT_ROOT), &root) < 0)
+        if (eval(x, st->u.coll.root, 0, at(st, SCHED_AT_ROOT), &root) < 0)
             return -1;
         if (root < -1 || root > INT32_MAX)
             root = -1;   /* outside any world: lint reports it with the collective's contract */
@@ -345,7 +348,7 @@ static int expand_indexed(expander *x, const sched_step *st, uint64_t count) {
 /* Unrolls a repeat: iterations 0 and 1 by walking, the rest by copying iteration 1. */
 static int expand_repeat(expander *x, const sched_step *st) {
     uint64_t count;
-    if (eval_size(x, st->u.repeat.count, 0, at(x, st, SCHED_AT_COUNT), "repeat count", &count) < 0)
+    if (eval_size(x, st->u.repeat.count, 0, at(st, SCHED_AT_COUNT), "repeat count", &count) < 0)
         return -1;
     if (count == 0)
         return 0;
@@ -419,7 +422,7 @@ static int expand_region(expander *x, const sched_step *st) {
 static int expand_step(expander *x, const sched_step *st) {
     if (st->when) {
         int64_t on;
-        if (eval(x, st->when, 1, at(x, st, SCHED_AT_WHEN), &on) < 0)
+        if (eval(x, st->when, 1, at(st, SCHED_AT_WHEN), &on) < 0)
             return -1;
         if (!on)
             return 0;
@@ -438,7 +441,7 @@ static int expand_step(expander *x, const sched_step *st) {
         return 0;
     case ST_RELEASE: {
         uint64_t keep;
-        if (eval_size(x, st->u.release.keep, 0, at(x, st, SCHED_AT_KEEP), "release keep",
+        if (eval_size(x, st->u.release.keep, 0, at(st, SCHED_AT_KEEP), "release keep",
                       &keep) < 0)
             return -1;
         if (!(op = emit(x, OP_RELEASE, st)))
