@@ -182,16 +182,10 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
  * the input once here so its errors print once. Returns 0, -1 when this process launched the job
  * (*rc then holds the job's exit code), or an exit code. */
 static int place_ranks(bench_ctx *c, const bench_opts *o, int argc, char **argv, int *rc) {
-    ml_place pl;
-    int got = ml_place_ranks("bench", c->a->backend.gpus, c->a->backend.ranks, c->a->world, &pl);
-    if (got != 0)
+    bool launch;
+    int got = ml_place_command("bench", c->a, &c->mpi, &c->world, &c->rank, &c->n_local, &launch);
+    if (got != 0 || !launch)
         return got;
-    c->mpi = pl.mpi;
-    c->world = pl.world;
-    c->rank = pl.rank;
-    c->n_local = pl.n_local;
-    if (!pl.launch)
-        return 0;
     int in = load_input(c, o);
     if (in != 0)
         return in;

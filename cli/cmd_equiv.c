@@ -170,21 +170,13 @@ static int place(const equiv_opts *o, ml_args *a, equiv_run_ctx *c, bool *launch
     *launch_now = false;
     if (o->no_data)
         return 0;
-    ml_place pl;
-    int rc = ml_place_ranks("equiv", a->backend.gpus, a->backend.ranks, a->world, &pl);
+    int rc = ml_place_command("equiv", a, &c->mpi, &c->world, &c->rank, &c->n_local, launch_now);
     if (rc != 0)
         return rc;
-    *launch_now = pl.launch;
-    if (pl.launch) {
-        if (a->backend.ranks && !a->world)
-            a->world = a->backend.ranks;
-        return 0;
-    }
-    c->mpi = pl.mpi;
-    c->world = pl.world;
-    c->rank = pl.rank;
-    c->n_local = pl.n_local;
-    a->world = c->world;
+    if (!*launch_now)
+        a->world = c->world;
+    else if (a->backend.ranks && !a->world)
+        a->world = a->backend.ranks;
     return 0;
 }
 
