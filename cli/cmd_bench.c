@@ -359,7 +359,8 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
     if (rc == 0 && o->kernels) {
         if (strcmp(c->be->name, "cuda") != 0)
             snprintf(note, sizeof note, "kernel evidence needs the cuda backend: backend '%s' "
-                     "runs no GPU kernels", c->be->name);
+                     "%s", c->be->name, strcmp(c->be->name, "torch") ? "runs no GPU kernels"
+                     : "does not count the kernels torch launches");
         else
             rc = run_sizes(c, b, o, sizes, true, note, sizeof note);
         if (rc == 0 && note[0] && c->rank0 && !c->a->quiet)
@@ -389,6 +390,11 @@ static int check_backend(bench_ctx *c, const bench_opts *o) {
         return rc;
     if (!c->be->time_begin || !c->be->time_end)
         return ml_usage_error("bench", "backend '%s' cannot time spans of work", c->be->name);
+    /* torch: each op of the timed part is its own request to the driver, so there is no one
+     * stretch of CUDA work to capture (and gloo on CPUs has no graphs at all) */
+    if (o->graph && !c->be->graph_begin && !strcmp(c->be->name, "torch"))
+        return ml_usage_error("bench", "--graph needs CUDA graphs: backend 'torch' runs each op "
+                              "as its own driver request and captures none (use --backend cuda)");
     if (o->graph && !c->be->graph_begin)
         return ml_usage_error("bench", "--graph needs CUDA graphs: backend '%s' has none (use "
                               "--backend cuda)", c->be->name);

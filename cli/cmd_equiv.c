@@ -200,7 +200,9 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
                  "runs neither plan; row 3 shows the kernels expected only");
     else if (o->kernels && strcmp(a->backend.backend, "cuda") != 0)
         snprintf(knote, sizeof knote, "kernel evidence needs the cuda backend with CUPTI: backend "
-                 "'%s' runs no GPU kernels; row 3 shows the kernels expected only", a->backend.backend);
+                 "'%s' %s; row 3 shows the kernels expected only", a->backend.backend,
+                 strcmp(a->backend.backend, "torch") ? "runs no GPU kernels"
+                 : "does not count the kernels torch launches");
     if (rc == 0 && knote[0] && rank0 && !launch_is_child())
         fprintf(stderr, "note: --kernels: %s\n", knote);
     const series *side[2] = {NULL, NULL};

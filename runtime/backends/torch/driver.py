@@ -22,6 +22,7 @@ Standard library and torch only. Exit codes: 0 after `quit`, 9 when torch cannot
 import datetime
 import os
 import sys
+import time
 
 try:
     import torch
@@ -60,6 +61,7 @@ class Driver:
         self.bufs = {}      # id -> (uint8 view of the whole buffer, dtype name)
         self.streams = {}   # index -> torch.cuda.Stream (0: the current default stream)
         self.events = {}
+        self.align_buf = None   # bench's aligning all_reduce (time_begin)
         # what this process group lacks, emulated from what it has
         self.emulated = []
         if backend == "gloo":
@@ -227,6 +229,39 @@ class Driver:
             torch.cuda.max_memory_allocated(self.device), torch.cuda.memory_reserved(self.device),
             torch.cuda.max_memory_reserved(self.device), st.get("requested_bytes.all.current", 0))
 
+    def time_begin(self, align):
+        # the start of one timed span of `memlife bench` (torch.c's t_time_begin): with align, a
+        # one-element all_reduce first lines the ranks up (on the device under NCCL, on the host
+        # under gloo, whose calls return when done), so that skew stays out of the span
+        if align:
+            if self.align_buf is None:   # once: later spans allocate nothing
+                self.align_buf = torch.zeros(1, dtype=torch.float32, device=self.device)
+            dist.all_reduce(self.align_buf)
+        if self.cuda:
+            # an event on the default stream that every other stream waits for, as memlife's
+            # cuda backend marks a span's start
+            self.span_start = torch.cuda.Event(enable_timing=True)
+            self.span_start.record(self.stream(0))
+            for s in self.streams.values():
+                s.wait_event(self.span_start)
+        else:
+            self.span_t0 = time.perf_counter()
+        return ""
+
+    def time_end(self):
+        # seconds from the span's start to the end of its last stream; on CPUs every op ended
+        # before its reply, so the clock here is the span (it holds the requests' round trips,
+        # which are part of driving torch from memlife, in both bench modes)
+        if self.cuda:
+            ends = []
+            for s in [self.stream(0)] + list(self.streams.values()):
+                e = torch.cuda.Event(enable_timing=True)
+                e.record(s)
+                ends.append(e)
+            torch.cuda.synchronize(self.device)
+            return "%.9f" % (max(self.span_start.elapsed_time(e) for e in ends) / 1000.0)
+        return "%.9f" % (time.perf_counter() - self.span_t0)
+
     def warmup(self, *names):
         # one small call of each collective the plans use, so that NCCL connects before the
         # baseline (as memlife's cuda backend does)
@@ -277,7 +312,8 @@ def main():
     out.flush()
     ints = {"alloc": (0, 1, 2, 4), "free": (0,), "coll": (1, 2, 3, 4, 5, 8, 9, 10),
             "sync": (1, 2), "record": (0, 1), "wait": (0, 1), "write": (0, 1, 2),
-            "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1), "open_streams": (0,)}
+            "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1), "open_streams": (0,),
+            "time_begin": (0,)}
     while True:
         line = inp.readline()
         if not line:
