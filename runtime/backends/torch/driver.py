@@ -62,6 +62,20 @@ class Driver:
         self.streams = {}   # index -> torch.cuda.Stream (0: the current default stream)
         self.events = {}
         self.align_buf = None   # bench's aligning all_reduce (time_begin)
+        # MEMLIFE_TORCH_SNAPSHOT=FILE (a GPU only): PyTorch's own allocator history from the
+        # schedule's first allocation on, dumped to FILE at the end, so that where cudaMalloc put
+        # each segment can be read after a run (tests/torch/segment_order.py); recording keeps
+        # host-side metadata only and changes no allocator decision
+        self.snapshot = os.environ.get("MEMLIFE_TORCH_SNAPSHOT") or None
+        self.recording = False
+        if self.snapshot:
+            if not self.cuda:
+                raise ValueError("MEMLIFE_TORCH_SNAPSHOT needs a GPU: on CPUs torch has no "
+                                 "caching allocator to record")
+            folder = os.path.dirname(os.path.abspath(self.snapshot))
+            if not os.access(folder, os.W_OK):
+                raise ValueError("MEMLIFE_TORCH_SNAPSHOT=%s: the folder %s is not writable"
+                                 % (self.snapshot, folder))
         # what this process group lacks, emulated from what it has
         self.emulated = []
         if backend == "gloo":
@@ -95,6 +109,11 @@ class Driver:
 
     # ---- requests --------------------------------------------------------------------------
     def alloc(self, buf, nbytes, count, dtype, stream):
+        if self.snapshot and not self.recording:
+            # the settings record_snapshots.py recorded the fixtures with
+            torch.cuda.memory._record_memory_history(enabled="all", context="all",
+                                                     stacks="python", max_entries=1000000)
+            self.recording = True
         dt = DTYPES[dtype]
         es = torch.tensor([], dtype=dt).element_size()
         ctx = torch.cuda.stream(self.stream(stream)) if self.cuda else _null()
@@ -339,6 +358,12 @@ def main():
         except Exception as e:  # noqa: BLE001
             out.write(("err %s: %s\n" % (type(e).__name__, str(e).replace("\n", " "))).encode())
         out.flush()
+    if d.recording:
+        try:
+            torch.cuda.memory._dump_snapshot(d.snapshot)
+        except Exception as e:  # noqa: BLE001 - the run's result stands; say what is missing
+            sys.stderr.write("memlife torch driver: MEMLIFE_TORCH_SNAPSHOT=%s not written: %s\n"
+                             % (d.snapshot, e))
     try:
         dist.destroy_process_group()
     except Exception:  # noqa: BLE001
