@@ -125,11 +125,10 @@ struct torchalloc {
     size_t capscratch;
     torchalloc_hook hook;
     void *hook_user;
-    /* stats */
-    uint64_t allocated, allocated_peak, reserved, reserved_peak;
-    uint64_t requested, requested_peak, active, active_peak;
-    uint64_t num_allocs, num_frees, num_segment_allocs, num_segment_frees;
-    uint64_t num_maps, num_unmaps, num_alloc_retries, num_ooms, num_sync_all_streams;
+    /* memory_stats()' counters, kept in the public struct so that torchalloc_stats copies
+     * them whole; its walk-derived fields (free_in_used_segments, whole_free_segments,
+     * pending_free, segments) stay 0 here and are filled by torchalloc_stats */
+    struct torchalloc_stats cnt;
 };
 
 /* torchblock.c: shared helpers (PyTorch's names, ta_ prefixed); the few on every event are

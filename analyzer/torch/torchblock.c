@@ -205,8 +205,8 @@ const char *torchalloc_action_name(torchalloc_action a) {
 /* free_block: back to the pool, merged with free neighbours. */
 void ta_free_block(torchalloc *ta, int32_t i) {
     ta_emit(ta, TORCHALLOC_EV_FREE_COMPLETED, B(i).addr, B(i).requested, B(i).stream);
-    ta->active -= B(i).size;
-    ta->requested -= B(i).requested;
+    ta->cnt.active -= B(i).size;
+    ta->cnt.requested -= B(i).requested;
     B(i).requested = 0;
     B(i).state = B_FREE;
     ta_try_merge(ta, i, B(i).prev);
@@ -258,7 +258,7 @@ void ta_process_events(torchalloc *ta) {
 
 /* synchronize_and_free_events: wait for every event (the stream is complete up to it). */
 void ta_synchronize_and_free_events(torchalloc *ta) {
-    ta->num_sync_all_streams++;
+    ta->cnt.num_sync_all_streams++;
     for (size_t k = 0; k < ta->nst; k++) {
         while (ta->st[k].qhead < ta->st[k].qlen) {
             tevent e = ta->st[k].q[ta->st[k].qhead++];
