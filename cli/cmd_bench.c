@@ -434,13 +434,10 @@ int cmd_bench(int argc, char **argv) {
         {"--json", NULL, OPT_STRING, &o.json, 0, 0, NULL,
          "FILE", "also write the JSON report to FILE"},
         /* documentation rows: what the common option means here */
-        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "world size; must equal the number of ranks"},
-        {"--plan", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "time only this plan"},
-        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "table (default), json, csv (timings only) or md"},
-        {"--quiet", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "no progress on stderr, nothing on stdout"},
+        ML_OPT_DOC("--world", "world size; must equal the number of ranks"),
+        ML_OPT_DOC("--plan", "time only this plan"),
+        ML_OPT_DOC("--format", "table (default), json, csv (timings only) or md"),
+        ML_OPT_DOC("--quiet", "no progress on stderr, nothing on stdout"),
     };
     ml_args a;
     int rc;

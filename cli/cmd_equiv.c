@@ -325,12 +325,10 @@ int cmd_equiv(int argc, char **argv) {
              "cuda: count each plan's GPU kernels with CUPTI while it runs and check row 3's "
              "kernels expected per rank against them"},
         /* documentation rows: what the common option means here */
-        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "world size for both plans"},
-        {"--set", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "override a 'let:' value in both; repeatable"},
-        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "table (default), json or md"},
-        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "write to FILE (atomically) instead of stdout"},
+        ML_OPT_DOC("--world", "world size for both plans"),
+        ML_OPT_DOC("--set", "override a 'let:' value in both; repeatable"),
+        ML_OPT_DOC("--format", "table (default), json or md"),
+        ML_OPT_DOC("--output", "write to FILE (atomically) instead of stdout"),
     };
     ml_args a;
     int rc;
