@@ -130,14 +130,8 @@ static int map_block(torchalloc *ta, int32_t i, uint64_t size) {
     ta_tree_erase(ta, i);
     B(i).mapped = 1;
     if (msize < B(i).size) {
-        int32_t r = ta_new_block(ta);
-        B(r).addr = B(i).addr + msize;
-        B(r).size = B(i).size - msize;
-        B(r).stream = B(i).stream;
-        B(r).seg = B(i).seg;
-        B(r).large = B(i).large;
+        int32_t r = ta_split_piece(ta, i, B(i).addr + msize, B(i).size - msize, 0);
         B(r).mapped = 0;
-        ta_splice(ta, r, i, B(i).next);
         ta_insert_unmapped(ta, r);
         B(i).size = msize;
     }
@@ -254,13 +248,7 @@ static int should_split(const torchalloc *ta, int32_t i, uint64_t size) {
 /* alloc_found_block: the front `size` bytes become the allocation, the rest stays cached. */
 static int32_t alloc_found_block(torchalloc *ta, int32_t i, uint64_t size, uint64_t orig, int split) {
     if (split) {
-        int32_t f = ta_new_block(ta);
-        B(f).addr = B(i).addr;
-        B(f).size = size;
-        B(f).stream = B(i).stream;
-        B(f).seg = B(i).seg;
-        B(f).large = B(i).large;
-        ta_splice(ta, f, B(i).prev, i);
+        int32_t f = ta_split_piece(ta, i, B(i).addr, size, 1);
         B(i).addr += size;
         B(i).size -= size;
         ta_insert_blocks(ta, i);

@@ -136,6 +136,9 @@ struct torchalloc {
 int32_t ta_new_block(torchalloc *ta);
 void ta_drop_seg(torchalloc *ta, int32_t i);
 void ta_splice(torchalloc *ta, int32_t x, int32_t before, int32_t after); /* Block::splice */
+/* A piece split off block i: a new block [addr, addr + size) of i's stream, segment and pool,
+ * spliced just before i (before != 0) or just after it; i itself is left as it is. */
+int32_t ta_split_piece(torchalloc *ta, int32_t i, uint64_t addr, uint64_t size, int before);
 int ta_is_split(const torchalloc *ta, int32_t i);
 uint64_t ta_try_merge(torchalloc *ta, int32_t dst, int32_t src); /* try_merge_blocks */
 void ta_synchronize_and_free_events(torchalloc *ta);

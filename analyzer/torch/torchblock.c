@@ -124,6 +124,20 @@ void ta_splice(torchalloc *ta, int32_t x, int32_t before, int32_t after) {
         B(after).prev = x;
 }
 
+int32_t ta_split_piece(torchalloc *ta, int32_t i, uint64_t addr, uint64_t size, int before) {
+    int32_t f = ta_new_block(ta);
+    B(f).addr = addr;
+    B(f).size = size;
+    B(f).stream = B(i).stream;
+    B(f).seg = B(i).seg;
+    B(f).large = B(i).large;
+    if (before)
+        ta_splice(ta, f, B(i).prev, i);
+    else
+        ta_splice(ta, f, i, B(i).next);
+    return f;
+}
+
 int ta_is_split(const torchalloc *ta, int32_t i) { return ta->b[i].prev >= 0 || ta->b[i].next >= 0; }
 
 /* try_merge_blocks(dst, src): src must be free, event-free, use-free, of dst's mappedness. */

@@ -33,25 +33,11 @@ static void unmap_block(torchalloc *ta, int32_t i) {
     ta_tree_erase(ta, i);
     uint64_t before = uaddr - B(i).addr;
     if (before > 0) {
-        int32_t f = ta_new_block(ta);
-        B(f).addr = B(i).addr;
-        B(f).size = before;
-        B(f).stream = B(i).stream;
-        B(f).seg = B(i).seg;
-        B(f).large = B(i).large;
-        ta_splice(ta, f, B(i).prev, i);
-        ta_insert_blocks(ta, f);
+        ta_insert_blocks(ta, ta_split_piece(ta, i, B(i).addr, before, 1));
     }
     uint64_t after = B(i).size - before - usize;
     if (after > 0) {
-        int32_t f = ta_new_block(ta);
-        B(f).addr = uaddr + usize;
-        B(f).size = after;
-        B(f).stream = B(i).stream;
-        B(f).seg = B(i).seg;
-        B(f).large = B(i).large;
-        ta_splice(ta, f, i, B(i).next);
-        ta_insert_blocks(ta, f);
+        ta_insert_blocks(ta, ta_split_piece(ta, i, uaddr + usize, after, 0));
     }
     B(i).addr = uaddr;
     B(i).size = usize;
