@@ -62,6 +62,7 @@ class Driver:
         self.streams = {}   # index -> torch.cuda.Stream (0: the current default stream)
         self.events = {}
         self.align_buf = None   # bench's aligning all_reduce (time_begin)
+        self.worked = set()     # streams given work since the last time_begin
         # MEMLIFE_TORCH_SNAPSHOT=FILE (a GPU only): PyTorch's own allocator history from the
         # schedule's first allocation on, dumped to FILE at the end, so that where cudaMalloc put
         # each segment can be read after a run (tests/torch/segment_order.py); recording keeps
@@ -139,6 +140,7 @@ class Driver:
             raise ValueError("%s of %s: torch has no unsigned %s type, and a signed %s would order "
                              "the values differently" % (op, dtype, dtype[1:], op))
         rop = OPS[op]
+        self.worked.add(stream)
         ctx = torch.cuda.stream(self.stream(stream)) if self.cuda else _null()
         with ctx:
             if name == "all_reduce":
@@ -207,6 +209,7 @@ class Driver:
         return self.span(buf, off, n).cpu().numpy().tobytes() if n else b""
 
     def copy(self, dbuf, doff, sbuf, soff, n, stream):
+        self.worked.add(stream)
         ctx = torch.cuda.stream(self.stream(stream)) if self.cuda else _null()
         with ctx:
             self.span(dbuf, doff, n).copy_(self.span(sbuf, soff, n))
@@ -256,6 +259,7 @@ class Driver:
             if self.align_buf is None:   # once: later spans allocate nothing
                 self.align_buf = torch.zeros(1, dtype=torch.float32, device=self.device)
             dist.all_reduce(self.align_buf)
+        self.worked = set()
         if self.cuda:
             # an event on the default stream that every other stream waits for, as memlife's
             # cuda backend marks a span's start
@@ -272,8 +276,11 @@ class Driver:
         # before its reply, so the clock here is the span (it holds the requests' round trips,
         # which are part of driving torch from memlife, in both bench modes)
         if self.cuda:
+            # the default stream and the streams the span gave work to: an idle stream's end
+            # event would complete at this request's host time, not at the GPU's (as in memlife's
+            # cuda backend)
             ends = []
-            for s in [self.stream(0)] + list(self.streams.values()):
+            for s in [self.stream(0)] + [self.stream(k) for k in sorted(self.worked) if k]:
                 e = torch.cuda.Event(enable_timing=True)
                 e.record(s)
                 ends.append(e)
