@@ -29,8 +29,10 @@ and one per free (at free_completed). Prints:
 (what-if: "had cudaMalloc put #10 below #18"); --orders replays every order of the first
 stream's large segments at the same addresses and counts the outcomes, naming a pair whose
 order alone decides between two; --values FILE writes the replay's [allocated,
-reserved] after every step as JSON. Standard library and pickle only (the snapshots are the
-project's own files or its own run's); no GPU."""
+reserved] after every step as JSON; --measured RUN.json compares the replay with what a
+`memlife run --backend torch --format json` measured after every op (exit 1 at a difference).
+Standard library and pickle only (the snapshots are the project's own files or its own run's);
+no GPU."""
 import itertools
 import json
 import os
@@ -131,11 +133,37 @@ def order_outcomes(trace, addrs, large, own):
             print("orders: #%d below #%d decides: %s" % (segs[a], segs[b], below))
 
 
+def against_run(path, own):
+    """--measured RUN.json: memory_allocated / memory_reserved after every op of a
+    `memlife run --backend torch --format json` (rank 0's timeline: pool_used, pool_reserved)
+    against this replay. 0 when equal at every op, 1 otherwise."""
+    with open(path) as f:
+        run = json.load(f)
+    try:
+        tl = run["schedules"][0]["ranks"][0]["measured"]["timeline"]
+    except (KeyError, IndexError, TypeError):
+        print("measured: %s is not a `memlife run --format json` result" % path)
+        return 1
+    rows = [e for e in tl if e.get("index") is not None and "pool_used" in e]
+    if not rows:
+        print("measured: %s has no pool readings (not a GPU run?)" % path)
+        return 1
+    for e in rows:
+        k = e["index"]
+        got = (e["pool_used"], e["pool_reserved"])
+        if k >= len(own) or tuple(own[k]) != got:
+            print("measured: op %d differs: measured %d/%d, this replay %s" % (
+                k, got[0], got[1], "%d/%d" % tuple(own[k]) if k < len(own) else "none"))
+            return 1
+    print("measured: allocated and reserved equal to this replay at all %d ops" % len(rows))
+    return 0
+
+
 def main():
     args = sys.argv[1:]
     if not args or args[0].startswith("-"):
         sys.exit(__doc__.split("\n\n")[0])
-    path, swap, values_out, orders = args[0], None, None, False
+    path, swap, values_out, orders, measured = args[0], None, None, False, None
     rest = args[1:]
     while rest:
         opt = rest.pop(0)
@@ -145,6 +173,8 @@ def main():
             orders = True
         elif opt == "--values" and rest:
             values_out = rest.pop(0)
+        elif opt == "--measured" and rest:
+            measured = rest.pop(0)
         else:
             sys.exit("segment_order.py: unknown option '%s'" % opt)
     trace = load_trace(path)
@@ -178,6 +208,8 @@ def main():
               % (first, mem[first][0], own[first][0], mem[first][1], own[first][1]))
     if orders:
         order_outcomes(trace, addrs, large, own)
+    if measured:
+        return against_run(measured, own)
     if values_out:
         with open(values_out, "w") as f:
             json.dump(own, f)

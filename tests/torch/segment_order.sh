@@ -86,6 +86,26 @@ if cmp -s "$TMP/orders.out" "$TMP/orders.want"; then
 else
     not_ok "segment orders" "$(tr '\n' '|' <"$TMP/orders.out")"
 fi
+# --measured against a stand-in for the GPU run (its timeline made from the swapped replay, as
+# `memlife run --backend torch --format json` writes pool_used / pool_reserved after op k): the
+# recording's order differs at op 638 with the evidence file's numbers, the swapped one nowhere.
+python3 $ORDER $SNAP/b_fsdp2.pickle --swap 10,18 --values "$TMP/swapped.json" >/dev/null
+python3 - "$TMP/swapped.json" "$TMP/run.json" <<'PY'
+import json, sys
+vals = json.load(open(sys.argv[1]))
+tl = [{"op": "baseline", "index": None}] + [
+    {"index": k, "pool_used": a, "pool_reserved": r} for k, (a, r) in enumerate(vals)]
+json.dump({"schedules": [{"ranks": [{"measured": {"timeline": tl}}]}]}, open(sys.argv[2], "w"))
+PY
+got1=$(python3 $ORDER $SNAP/b_fsdp2.pickle --measured "$TMP/run.json" | tail -1; echo "rc=${PIPESTATUS[0]}")
+got2=$(python3 $ORDER $SNAP/b_fsdp2.pickle --swap 10,18 --measured "$TMP/run.json" | tail -1; echo "rc=${PIPESTATUS[0]}")
+if [ "$got1" = "measured: op 638 differs: measured 112456704/197132288, this replay 111408128/197132288
+rc=1" ] && [ "$got2" = "measured: allocated and reserved equal to this replay at all 1534 ops
+rc=0" ]; then
+    ok "segment order --measured: the recorded order differs at op 638 (exit 1), the swapped one at none of 1534 ops"
+else
+    not_ok "segment order --measured" "$(echo "$got1 / $got2" | tr '\n' ' ')"
+fi
 # what the replay does not cover is said, not guessed
 python3 $ORDER $SNAP/d_late.pickle >"$TMP/late.out" 2>&1
 rc=$?
