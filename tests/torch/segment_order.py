@@ -82,7 +82,8 @@ def replay(trace, seg_addr):
                 if len(segs) > 1:
                     tie = (len(values), e["size"], best, segs)
             n = len(m.segments)
-            blk = m.malloc(e["size"], e["stream"], [("segment_alloc", cm.segment_size(r), seg_addr(n))])
+            new_seg = [("segment_alloc", cm.segment_size(r), seg_addr(n))]
+            blk = m.malloc(e["size"], e["stream"], new_seg)
             if len(m.segments) > n:
                 index_of[id(m.segments[-1])] = n
                 if pool == "large":
@@ -96,7 +97,8 @@ def replay(trace, seg_addr):
             pending[e["addr"]] = True
         elif a == "free_completed":
             if not pending.pop(e["addr"], False):
-                sys.exit("free_completed of 0x%x without its free_requested: not covered" % e["addr"])
+                sys.exit("free_completed of 0x%x without its free_requested: not covered"
+                         % e["addr"])
             m.free(live.pop(e["addr"]))
             values.append((m.allocated, m.reserved))
         elif a not in ("segment_alloc", "segment_free"):

@@ -34,7 +34,8 @@ import json, subprocess, sys
 sys.path.insert(0, "tests/torch")
 import trace_counters as tc
 yaml_path, values, memlife, tmp = sys.argv[1:]
-r = subprocess.run([memlife, "trace", yaml_path, "-o", tmp + "/t.json"], capture_output=True, text=True)
+r = subprocess.run([memlife, "trace", yaml_path, "-o", tmp + "/t.json"], capture_output=True,
+                   text=True)
 if r.returncode:
     sys.exit("memlife trace exit %d: %s" % (r.returncode, r.stderr[:200]))
 ev = json.load(open(tmp + "/t.json"))["traceEvents"]
