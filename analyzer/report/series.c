@@ -213,6 +213,9 @@ static int load_result(const char *word, const sched_params *p, ml_vec *out, ml_
         return -1;
     }
     json_t *list = json_object_get(root, "schedules"), *item;
+    const char *backend = json_string_value(
+        json_object_get(json_object_get(root, "provenance"), "backend"));
+    bool torch_backend = backend && !strcmp(backend, "torch");
     size_t first = out->n, k;
     if (!json_is_array(list) || !json_array_size(list)) {
         ml_error(d, word, no_mark, "result has no 'schedules' list");
@@ -270,6 +273,11 @@ static int load_result(const char *word, const sched_params *p, ml_vec *out, ml_
                 goto fail;
             }
             sr->has_time = sr->has_time || sr->measured[r].n_samples > 0;
+            /* A result written before measured.pool.caches: its pool was PyTorch's allocator
+             * exactly when the torch backend ran (the async allocator's is cudaMemPool's). */
+            json_t *pool = json_object_get(json_object_get(rank, "measured"), "pool");
+            if (pool && !json_object_get(pool, "caches"))
+                sr->measured[r].pool_caches = torch_backend;
         }
     }
     json_decref(root);

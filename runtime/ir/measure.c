@@ -188,9 +188,11 @@ static int read_pool(reader *rd, const json_t *pool, ml_measure *m) {
     const char *at = "measured.pool";
     if (!json_is_object(pool))
         return fail(rd, "%s: not an object", at);
+    /* `caches` came after the pool itself: a result written before it reads as false, and the
+     * one reader of saved results (series.c) decides from the result's backend instead. */
     const json_t *caches = json_object_get(pool, "caches");
-    if (!json_is_boolean(caches))
-        return fail(rd, "%s.caches: %s", at, caches ? "not a boolean" : "missing");
+    if (caches && !json_is_boolean(caches))
+        return fail(rd, "%s.caches: not a boolean", at);
     if (get_bytes(rd, pool, "used_current", at, &m->pool_used_current) ||
         get_bytes(rd, pool, "used_high", at, &m->pool_used_high) ||
         get_bytes(rd, pool, "reserved_current", at, &m->pool_reserved_current) ||

@@ -84,8 +84,8 @@ const char *ml_measure_op_label(const rank_plan *p, size_t op);
 struct json_t;
 struct json_t *ml_measure_json(const ml_measure *m, const rank_plan *p);
 /* Reads a `measured` object into m (zeroed first; m->rank is left 0). Every key the writer
- * writes is required with its type, except `communicator_stages` and `pool` and a sample's pool
- * pair (both or neither). Returns 0, or -1 with err naming the key ("measured.timeline[3].t: not
+ * writes is required with its type, except `communicator_stages`, `pool` and its `caches` (absent
+ * in results written before it: false) and a sample's pool pair (both or neither). Returns 0, or -1 with err naming the key ("measured.timeline[3].t: not
  * a number"); m holds nothing then. */
 int ml_measure_from_json(const struct json_t *o, ml_measure *m, char *err, size_t elen);
 

@@ -125,6 +125,16 @@ static void test_round_trip_with_pool(void **state) {
                                       "{\"op\":\"alloc\",\"index\":1,\"line\":6,",
                                       "\"caches\":true", NULL};
     round_trip(&m, has, NULL);
+    /* a result written before `caches` (an unknown key instead): the pool reads, caches false */
+    char *text = ml_measure_encode(&m, NULL), err[200] = "";
+    memcpy(strstr(text, "\"caches\""), "\"cachex\"", 8);
+    ml_measure back;
+    assert_int_equal(ml_measure_decode(text, strlen(text), &back, err, sizeof err), 0);
+    assert_true(back.has_pool);
+    assert_false(back.pool_caches);
+    assert_int_equal(back.pool_reserved_high, 7ull << 32);
+    ml_measure_free(&back);
+    free(text);
     ml_measure_free(&m);
 }
 
