@@ -15,6 +15,10 @@ GOLDEN=$ROOT/tests/cli/golden
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/memlife-cli.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
+# Goldens are the full-width, colourless text a pipe gets (base/human.h): a terminal's COLUMNS
+# must not narrow them. The width and colour cases set them on purpose (tests/cli/people.sh).
+unset COLUMNS NO_COLOR
+
 # predict's communicator view reads NCCL's variables, as NCCL would: none may leak into goldens.
 while read -r v; do unset "$v"; done < <(compgen -e | grep '^NCCL_')
 
