@@ -12,6 +12,8 @@
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
+# The text the cases read is what a pipe gets: full width, no colour (base/human.h).
+unset COLUMNS NO_COLOR
 BUILD=${BUILD:-build}
 MEMLIFE=${MEMLIFE:-$ROOT/$BUILD/memlife}
 GPU_WORLD=${GPU_WORLD:-2}
