@@ -46,17 +46,18 @@ typedef struct {
 } rank_col;
 
 /* What a narrow terminal gives up first (report_int.h's grid priorities): the live names, then
- * where the peak is, the floor, the other views' series, the measured series; the requested
- * view and the match verdict always stay. */
+ * where the peak is, the floor, the other views' series, the measured steady values, the
+ * requested steady; the requested and measured peaks and the match verdict always stay (a run
+ * is read for them). */
 static unsigned col_prio(col_kind k, ml_mem_view v) {
     switch (k) {
-    case COL_LIVE: return 5;
-    case COL_PEAK_AT: return 4;
-    case COL_FLOOR: return 3;
-    case COL_STEADY:
-    case COL_PEAK: return ml_series[v].view == MV_REQUESTED ? 0 : 2;
-    case COL_M_STEADY:
-    case COL_M_PEAK: return 1;
+    case COL_LIVE: return 6;
+    case COL_PEAK_AT: return 5;
+    case COL_FLOOR: return 4;
+    case COL_STEADY: return ml_series[v].view == MV_REQUESTED ? 1 : 3;
+    case COL_PEAK: return ml_series[v].view == MV_REQUESTED ? 0 : 3;
+    case COL_M_STEADY: return 2;
+    case COL_M_PEAK:
     case COL_MATCH: return 0;
     }
     return 0;

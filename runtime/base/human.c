@@ -63,6 +63,44 @@ void ml_human_size(uint64_t bytes, char *buf, size_t len) {
         snprintf(buf, len, "%s%llu.%0*u %s", mark, w, dec, f, units[u]);
 }
 
+/* The terminal of the memlife that started this rank under mpirun (ml_term_export), else of
+ * this process: whether stdout and stderr are terminals, and stdout's width (0: none). */
+typedef struct {
+    bool tty[3];
+    size_t width;
+} term_state;
+
+static size_t tty_width(void) {
+    struct winsize ws;
+    if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
+        return ws.ws_col;
+    return 0;
+}
+
+static term_state term(void) {
+    term_state t = {{false, isatty(STDOUT_FILENO) == 1, isatty(STDERR_FILENO) == 1}, 0};
+    const char *env = getenv("MEMLIFE_TERM");
+    unsigned out, err;
+    size_t width;
+    if (env && sscanf(env, "%1u%1u:%zu", &out, &err, &width) == 3) {
+        t.tty[1] = out == 1;
+        t.tty[2] = err == 1;
+        t.width = width;
+    } else {
+        t.width = tty_width();
+    }
+    return t;
+}
+
+/* Open MPI gives its local ranks' stdout and stderr a pseudo-terminal of its own, whatever
+ * memlife's were: the ranks learn the real ones from MEMLIFE_TERM ("OE:WIDTH"). */
+void ml_term_export(void) {
+    term_state t = term();
+    char v[48];
+    snprintf(v, sizeof v, "%d%d:%zu", t.tty[1], t.tty[2], t.width);
+    setenv("MEMLIFE_TERM", v, 1);
+}
+
 size_t ml_term_width(void) {
     if (wide)
         return 0;
@@ -73,10 +111,7 @@ size_t ml_term_width(void) {
         if (*end == '\0' && v > 0 && v < 100000)
             return (size_t)v;
     }
-    struct winsize ws;
-    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-        return ws.ws_col;
-    return 0;
+    return term().width;
 }
 
 const char *const ml_color_mode_names[] = {"auto", "always", "never", NULL};
@@ -85,7 +120,7 @@ bool ml_color_on(int fd) {
     if (getenv("NO_COLOR") || (fd == STDOUT_FILENO && report_file))
         return false;
     if (color_mode == ML_COLOR_AUTO)
-        return isatty(fd) == 1;
+        return fd == STDOUT_FILENO || fd == STDERR_FILENO ? term().tty[fd] : isatty(fd) == 1;
     return color_mode == ML_COLOR_ALWAYS;
 }
 

@@ -31,6 +31,9 @@ void ml_human_set_bytes(bool exact);
 /* 0: unlimited. */
 size_t ml_term_width(void);
 void ml_term_set_wide(bool wide);
+/* Before starting ranks under mpirun (exec/launch.c): they see mpirun's pseudo-terminal, so the
+ * terminal memlife itself writes to travels in MEMLIFE_TERM, for ml_term_width and ml_color. */
+void ml_term_export(void);
 
 typedef enum { ML_COLOR_AUTO, ML_COLOR_ALWAYS, ML_COLOR_NEVER } ml_color_mode;
 extern const char *const ml_color_mode_names[];   /* "auto", "always", "never", NULL */
