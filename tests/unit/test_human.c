@@ -101,11 +101,34 @@ static void test_color(void **state) {
     assert_int_equal(ml_visible_len("\033[32mpass\033[0m on", 16), 7);
 }
 
+/* A rank under memlife's mpirun: MEMLIFE_TERM says what memlife's own stdout and stderr are
+ * ("OE:WIDTH"), not the pseudo-terminal Open MPI gives the rank. */
+static void test_launcher_term(void **state) {
+    (void)state;
+    unsetenv("COLUMNS");
+    unsetenv("NO_COLOR");
+    ml_color_set_mode(ML_COLOR_AUTO);
+    setenv("MEMLIFE_TERM", "10:123", 1);   /* stdout a terminal of 123 columns, stderr a pipe */
+    assert_int_equal(ml_term_width(), 123);
+    assert_true(ml_color_on(1));
+    assert_false(ml_color_on(2));
+    setenv("COLUMNS", "90", 1);   /* COLUMNS still wins */
+    assert_int_equal(ml_term_width(), 90);
+    unsetenv("COLUMNS");
+    ml_term_export();   /* exported as read: the same three values */
+    assert_string_equal(getenv("MEMLIFE_TERM"), "10:123");
+    setenv("MEMLIFE_TERM", "01:0", 1);
+    assert_int_equal(ml_term_width(), 0);
+    assert_false(ml_color_on(1));
+    assert_true(ml_color_on(2));
+    unsetenv("MEMLIFE_TERM");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact),      cmocka_unit_test(test_rounded),
         cmocka_unit_test(test_bytes_flag), cmocka_unit_test(test_width),
-        cmocka_unit_test(test_color),
+        cmocka_unit_test(test_color),      cmocka_unit_test(test_launcher_term),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
