@@ -79,7 +79,7 @@ static size_t tty_width(void) {
 
 static term_state term(void) {
     term_state t = {{false, isatty(STDOUT_FILENO) == 1, isatty(STDERR_FILENO) == 1}, 0};
-    const char *env = getenv("MEMLIFE_TERM");
+    const char *env = getenv("MEMLIFE_TERM");   /* checked by exec/env.c */
     unsigned out, err;
     size_t width;
     if (env && sscanf(env, "%1u%1u:%zu", &out, &err, &width) == 3) {
@@ -117,7 +117,8 @@ size_t ml_term_width(void) {
 const char *const ml_color_mode_names[] = {"auto", "always", "never", NULL};
 
 bool ml_color_on(int fd) {
-    if (getenv("NO_COLOR") || (fd == STDOUT_FILENO && report_file))
+    const char *no = getenv("NO_COLOR");
+    if ((no && *no) || (fd == STDOUT_FILENO && report_file))
         return false;
     if (color_mode == ML_COLOR_AUTO)
         return fd == STDOUT_FILENO || fd == STDERR_FILENO ? term().tty[fd] : isatty(fd) == 1;

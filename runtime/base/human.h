@@ -16,8 +16,9 @@
  *
  * Colour (ml_color): --color=auto (the default) colours a stream that is a terminal, always
  * colours it anyway (a pager that understands escapes), never does not. NO_COLOR set to any value
- * (no-color.org) turns colour off whatever --color says: a user who set it in their environment
- * never wants escapes, and a script that exports it can rely on plain text. */
+ * but the empty string (no-color.org; an empty variable reads as unset, as all of memlife's do)
+ * turns colour off whatever --color says: a user who set it in their environment never wants
+ * escapes, and a script that exports it can rely on plain text. */
 #ifndef MEMLIFE_HUMAN_H
 #define MEMLIFE_HUMAN_H
 

@@ -13,7 +13,9 @@
 #     "~33.3 KiB"; floor 24080 B = 23.52 KiB, "~23.5 KiB"; device peak one 2 MiB page, exact;
 #     --bytes gives the exact bytes.
 #   colour: --color=always marks check's pass green (ESC[32m), a diagnostic's "error" bold red
-#     (ESC[1;31m); NO_COLOR (even empty) overrides it; a pipe, --color=never and -o FILE get none.
+#     (ESC[1;31m); NO_COLOR (any value, "0" too; empty is unset, no-color.org) overrides it; a
+#     pipe, --color=never and -o FILE get none.
+#   environment: COLUMNS that is not a width is exit 2 before anything runs (exec/env.c).
 . "$(dirname "$0")/lib.bash"
 
 ESC=$'\033'
@@ -142,7 +144,7 @@ if [ "$RC" = 2 ] && grep -qxF "tests/cli/bad/alias.yaml:4:5: ${ESC}[1;31merror${
 else
     not_ok "--color=always: error in bold red, the position plain" "exit $RC: $(od -c "$TMP/err" | head -3 | tr '\n' ' ')"
 fi
-for how in "NO_COLOR=1" "NO_COLOR="; do
+for how in "NO_COLOR=1" "NO_COLOR=0"; do
     env "$how" "$MEMLIFE" check "$NAIVE" -w 4 --color=always >"$TMP/out" 2>&1
     env "$how" "$MEMLIFE" predict tests/cli/bad/alias.yaml --color=always >>"$TMP/out" 2>&1
     if grep -q "$ESC" "$TMP/out"; then not_ok "$how beats --color=always" "$(grep -c "$ESC" "$TMP/out") lines with ESC"
@@ -162,4 +164,24 @@ if grep -qxF "error: option '--color' must be one of auto, always, never, not 'b
     ok "--color=bogus names the values"
 else
     not_ok "--color=bogus names the values" "$(head -2 "$TMP/err")"
+fi
+NO_COLOR= "$MEMLIFE" check "$NAIVE" -w 4 --color=always >"$TMP/out" 2>&1
+if grep -q "^${ESC}\[32mpass" "$TMP/out"; then ok "NO_COLOR= (empty) reads as unset"; else
+    not_ok "NO_COLOR= (empty) reads as unset" "$(head -1 "$TMP/out")"; fi
+
+# --- environment ----------------------------------------------------------------------------
+COLUMNS=wide "$MEMLIFE" predict "$NAIVE" >"$TMP/out" 2>"$TMP/err"
+RC=$?
+if [ "$RC" = 2 ] && [ "$(cat "$TMP/err")" = "error: environment variable COLUMNS='wide' is not a terminal width (a positive integer of columns)" ]; then
+    ok "COLUMNS=wide: exit 2, named"
+else
+    not_ok "COLUMNS=wide: exit 2, named" "exit $RC: $(head -2 "$TMP/err")"
+fi
+"$MEMLIFE" predict "$NAIVE" >"$TMP/pipe"
+COLUMNS= "$MEMLIFE" predict "$NAIVE" >"$TMP/out" 2>"$TMP/err"
+RC=$?
+if [ "$RC" = 0 ] && cmp -s "$TMP/out" "$TMP/pipe" && [ "$(longest "$TMP/out")" -gt 80 ]; then
+    ok "COLUMNS= (empty) reads as unset: the full width"
+else
+    not_ok "COLUMNS= (empty) reads as unset: the full width" "exit $RC, widest $(longest "$TMP/out")"
 fi

@@ -87,8 +87,10 @@ static void test_color(void **state) {
     ml_color_set_mode(ML_COLOR_ALWAYS);
     assert_string_equal(ml_color(ML_HUE_ERROR, 2), "\033[1;31m");
     assert_string_equal(ml_color_end(2), "\033[0m");
-    setenv("NO_COLOR", "", 1);   /* any value, even empty, turns it off (no-color.org) */
+    setenv("NO_COLOR", "0", 1);   /* any value turns it off, "0" too (no-color.org) */
     assert_string_equal(ml_color(ML_HUE_ERROR, 2), "");
+    setenv("NO_COLOR", "", 1);    /* but the empty string reads as unset */
+    assert_string_equal(ml_color(ML_HUE_ERROR, 2), "\033[1;31m");
     unsetenv("NO_COLOR");
     ml_color_set_report_file(true);   /* -o FILE: no colour on stdout's report */
     assert_string_equal(ml_color(ML_HUE_OK, 1), "");
