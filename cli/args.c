@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --format's values and help from the format table (report/format.h), in its order. */
 static const char *format_names[FMT_COUNT + 1];
@@ -320,10 +321,12 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
         return rc;
     a->format = (report_format)a->format_choice;
     /* how text reaches people, for every writer (base/human.h) */
-    ml_term_set_wide(a->wide || a->output);   /* a file is read later, at any width */
+    ml_term_set_wide(a->wide);
     ml_human_set_bytes(a->bytes);
     ml_color_set_mode((ml_color_mode)a->color);
-    ml_color_set_report_file(a->output != NULL);
+    /* the report goes to -o FILE (read later, at any width, by anything: no colour) or stdout;
+     * a command that writes text elsewhere says so (optimize, check's summary) */
+    ml_term_set_target(a->output && strcmp(a->output, "-") ? ML_TARGET_FILE : STDOUT_FILENO);
     if (a->torch_conf && check_torch_conf(cmd, &a->torch_conf))
         return ML_EXIT_INPUT;
     if (a->torch_limit_text && parse_torch_limit(cmd, a->torch_limit_text, &a->torch_limit))

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char cmd_check_usage[] =
     "usage: memlife check [OPTIONS] FILE...\n"
@@ -158,7 +159,9 @@ static void print_summaries(const report *r, const size_t *failures, const size_
     bool shown[SUM_COLS];
     for (int c = 0; c < SUM_COLS; c++)
         shown[c] = c < SUM_FIRST_SERIES || view_shown(r, ml_series[(c - SUM_FIRST_SERIES) / 2].view);
-    /* fit the terminal: drop the fields of the highest priority until the lines fit */
+    /* fit the terminal: drop the fields of the highest priority until the lines fit; the
+     * summary is on stdout even where -o FILE took the report */
+    ml_term_set_target(STDOUT_FILENO);
     size_t max = ml_term_width();
     ml_str dropped = {0};
     ml_str_append(&dropped, "", 0);

@@ -178,8 +178,8 @@ static void write_expectations(const report_schedule *rs, ml_str *out) {
         report_ranks_text(ranks, n, rank_text, sizeof rank_text);
         ml_str_printf(out, "  expect %s %s %s (line %u): %s%s%s on rank%s %s",
                       ml_mem_view_names[e->view], e->is_peak ? "peak" : "steady", want,
-                      e->mark.line, ml_color(e->pass ? ML_HUE_OK : ML_HUE_FAIL, 1),
-                      e->pass ? "pass" : "FAIL", ml_color_end(1), n > 1 ? "s" : "", rank_text);
+                      e->mark.line, ml_color(e->pass ? ML_HUE_OK : ML_HUE_FAIL, ML_FD_TARGET),
+                      e->pass ? "pass" : "FAIL", ml_color_end(ML_FD_TARGET), n > 1 ? "s" : "", rank_text);
         if (!e->pass)
             ml_str_printf(out, ", predicted %s", got);
         ml_str_append(out, "\n", 1);
@@ -202,8 +202,8 @@ static void write_checks(const report_schedule *rs, ml_str *out) {
                 failed += !rs->checks[j].pass;
             }
         ml_str_printf(out, "  contract %s: %s%s%s (%zu rank row%s)\n", rs->checks[k].name,
-                      ml_color(failed ? ML_HUE_FAIL : ML_HUE_OK, 1), failed ? "FAIL" : "PASS",
-                      ml_color_end(1), rows, rows == 1 ? "" : "s");
+                      ml_color(failed ? ML_HUE_FAIL : ML_HUE_OK, ML_FD_TARGET),
+                      failed ? "FAIL" : "PASS", ml_color_end(ML_FD_TARGET), rows, rows == 1 ? "" : "s");
         for (size_t j = k; j < rs->n_checks; j++)
             if (!done[j] && !strcmp(rs->checks[j].name, rs->checks[k].name)) {
                 done[j] = true;

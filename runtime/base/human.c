@@ -11,12 +11,12 @@
 static bool exact_bytes;
 static bool wide;
 static ml_color_mode color_mode = ML_COLOR_AUTO;
-static bool report_file;
+static int target = STDOUT_FILENO;   /* ml_term_set_target */
 
 void ml_human_set_bytes(bool exact) { exact_bytes = exact; }
 void ml_term_set_wide(bool w) { wide = w; }
 void ml_color_set_mode(ml_color_mode mode) { color_mode = mode; }
-void ml_color_set_report_file(bool to_file) { report_file = to_file; }
+void ml_term_set_target(int fd) { target = fd; }
 
 static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 enum { N_UNITS = sizeof units / sizeof units[0] };
@@ -70,10 +70,13 @@ typedef struct {
     size_t width;
 } term_state;
 
+/* The terminal's width from stdout, else stderr (optimize's table goes there when the YAML
+ * goes to stdout); 0 when neither is a terminal. */
 static size_t tty_width(void) {
     struct winsize ws;
-    if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
-        return ws.ws_col;
+    for (int fd = STDOUT_FILENO; fd <= STDERR_FILENO; fd++)
+        if (isatty(fd) == 1 && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col)
+            return ws.ws_col;
     return 0;
 }
 
@@ -102,7 +105,7 @@ void ml_term_export(void) {
 }
 
 size_t ml_term_width(void) {
-    if (wide)
+    if (wide || target == ML_TARGET_FILE)
         return 0;
     const char *env = getenv("COLUMNS");
     if (env && *env) {
@@ -111,14 +114,17 @@ size_t ml_term_width(void) {
         if (*end == '\0' && v > 0 && v < 100000)
             return (size_t)v;
     }
-    return term().width;
+    term_state t = term();
+    return t.tty[target == STDERR_FILENO ? 2 : 1] ? t.width : 0;   /* a pipe: every column */
 }
 
 const char *const ml_color_mode_names[] = {"auto", "always", "never", NULL};
 
 bool ml_color_on(int fd) {
+    if (fd == ML_FD_TARGET)
+        fd = target;
     const char *no = getenv("NO_COLOR");
-    if ((no && *no) || (fd == STDOUT_FILENO && report_file))
+    if ((no && *no) || fd == ML_TARGET_FILE)
         return false;
     if (color_mode == ML_COLOR_AUTO)
         return fd == STDOUT_FILENO || fd == STDERR_FILENO ? term().tty[fd] : isatty(fd) == 1;

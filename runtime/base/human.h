@@ -11,8 +11,11 @@
  * does not have. --bytes (ml_human_set_bytes) prints every size as exact bytes. JSON
  * and CSV never come here: they carry exact bytes.
  *
- * Width (ml_term_width): COLUMNS when set to a number, else the terminal's width when stdout is
- * a terminal, else 0 (unlimited: pipes and files get every column); --wide forces 0.
+ * Width (ml_term_width): of the stream the text being written goes to (ml_term_set_target:
+ * stdout by default, stderr where a command puts its table there, a file for -o FILE): COLUMNS
+ * when set to a number, else the terminal's width when that stream is a terminal, else 0
+ * (unlimited: pipes get every column); a file is read later, at any width: always 0; --wide
+ * forces 0.
  *
  * Colour (ml_color): --color=auto (the default) colours a stream that is a terminal, always
  * colours it anyway (a pager that understands escapes), never does not. NO_COLOR set to any value
@@ -32,6 +35,9 @@ void ml_human_set_bytes(bool exact);
 /* 0: unlimited. */
 size_t ml_term_width(void);
 void ml_term_set_wide(bool wide);
+/* Where the text rendered next goes: 1 (stdout, the default), 2 (stderr) or ML_TARGET_FILE. */
+enum { ML_TARGET_FILE = -1, ML_FD_TARGET = -2 };
+void ml_term_set_target(int fd);
 /* Before starting ranks under mpirun (exec/launch.c): they see mpirun's pseudo-terminal, so the
  * terminal memlife itself writes to travels in MEMLIFE_TERM, for ml_term_width and ml_color. */
 void ml_term_export(void);
@@ -42,14 +48,12 @@ void ml_color_set_mode(ml_color_mode mode);
 /* What a mark is, not how it looks: the escape codes live in one table in human.c. */
 typedef enum { ML_HUE_ERROR, ML_HUE_WARNING, ML_HUE_NOTE, ML_HUE_OK, ML_HUE_FAIL,
                ML_HUE_COUNT } ml_hue;
-/* The escape that starts hue on file descriptor fd (1 stdout, 2 stderr), or "" without colour;
+/* The escape that starts hue on file descriptor fd (1 stdout, 2 stderr, ML_FD_TARGET: the
+ * target of ml_term_set_target, never coloured when a file), or "" without colour;
  * ml_color_end(fd) is the matching reset or "". */
 const char *ml_color(ml_hue hue, int fd);
 const char *ml_color_end(int fd);
 bool ml_color_on(int fd);
-/* The report goes to a file (-o FILE), not to stdout: no colour for fd 1, whatever --color says
- * (a file is read later, by anything). */
-void ml_color_set_report_file(bool to_file);
 /* The columns text takes on a terminal: its bytes less the colour escapes ("\033[...m"). */
 size_t ml_visible_len(const char *s, size_t n);
 

@@ -105,6 +105,23 @@ if [ "$w" -le 80 ] && grep -qF "(not shown to fit 80 columns: device steady, dev
 else
     not_ok "optimize's table fits 80" "widest $w: $(head -c 400 "$TMP/opt.err")"
 fi
+# optimize -o FILE: -o names the YAML, the table is on stdout and fits
+COLUMNS=80 "$MEMLIFE" optimize "$NAIVE" -w 4 -o "$TMP/opt.yaml" >"$TMP/opt.out" 2>&1
+w=$(longest "$TMP/opt.out")
+if [ "$w" -le 80 ] && grep -q '^  stage ' "$TMP/opt.out" && grep -q '^name: ' "$TMP/opt.yaml"; then
+    ok "optimize -o FILE: the table on stdout fits 80 ($w)"
+else
+    not_ok "optimize -o FILE: the table on stdout fits 80" "widest $w: $(head -c 300 "$TMP/opt.out")"
+fi
+# check -o FILE: the report in the file at full width, the summary on stdout fitted
+COLUMNS=80 "$MEMLIFE" check "${SEED[@]}" -w 4 -o "$TMP/check.txt" >"$TMP/check.out"
+"$MEMLIFE" check "${SEED[@]}" -w 4 -f table >"$TMP/check.full"
+w=$(longest "$TMP/check.out")
+if [ "$w" -le 80 ] && grep -q '^pass  allreduce-full' "$TMP/check.out" && cmp -s "$TMP/check.txt" "$TMP/check.full"; then
+    ok "check -o FILE: summary fits 80 ($w), the file is the full-width report"
+else
+    not_ok "check -o FILE: summary fits 80, the file is the full-width report" "widest $w; $(diff "$TMP/check.full" "$TMP/check.txt" | head -3 | tr '\n' ' ')"
+fi
 # a file is read later at any width: -o ignores COLUMNS
 COLUMNS=80 "$MEMLIFE" predict "${SEED[@]}" -w 4 -o "$TMP/wide.txt"
 "$MEMLIFE" predict "${SEED[@]}" -w 4 >"$TMP/pipe.txt"

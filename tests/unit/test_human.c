@@ -75,6 +75,11 @@ static void test_width(void **state) {
     ml_term_set_wide(true);   /* --wide: unlimited, whatever COLUMNS says */
     assert_int_equal(ml_term_width(), 0);
     ml_term_set_wide(false);
+    ml_term_set_target(ML_TARGET_FILE);   /* a file: unlimited, whatever COLUMNS says */
+    assert_int_equal(ml_term_width(), 0);
+    ml_term_set_target(2);                /* stderr: COLUMNS as for stdout */
+    assert_int_equal(ml_term_width(), 80);
+    ml_term_set_target(1);
     setenv("COLUMNS", "80x", 1);   /* not a number: as if unset; the test's stdout is no tty */
     if (!isatty(1))
         assert_int_equal(ml_term_width(), 0);
@@ -92,10 +97,12 @@ static void test_color(void **state) {
     setenv("NO_COLOR", "", 1);    /* but the empty string reads as unset */
     assert_string_equal(ml_color(ML_HUE_ERROR, 2), "\033[1;31m");
     unsetenv("NO_COLOR");
-    ml_color_set_report_file(true);   /* -o FILE: no colour on stdout's report */
-    assert_string_equal(ml_color(ML_HUE_OK, 1), "");
-    assert_string_equal(ml_color(ML_HUE_OK, 2), "\033[32m");
-    ml_color_set_report_file(false);
+    ml_term_set_target(ML_TARGET_FILE);   /* -o FILE: the report's text has no colour */
+    assert_string_equal(ml_color(ML_HUE_OK, ML_FD_TARGET), "");
+    assert_string_equal(ml_color(ML_HUE_OK, 1), "\033[32m");   /* stdout itself still has */
+    ml_term_set_target(2);
+    assert_string_equal(ml_color(ML_HUE_OK, ML_FD_TARGET), "\033[32m");
+    ml_term_set_target(1);
     ml_color_set_mode(ML_COLOR_NEVER);
     assert_string_equal(ml_color(ML_HUE_OK, 1), "");
     ml_color_set_mode(ML_COLOR_AUTO);
