@@ -47,6 +47,16 @@ host_backend_missing() {
     fi
 }
 
+# The interpreter the torch backend would pick: MEMLIFE_PYTHON, else the first python3 on PATH
+# that imports torch, else /usr/bin/python3 if it does; empty when none has torch.
+torch_python() {
+    if [ -n "${MEMLIFE_PYTHON:-}" ]; then echo "$MEMLIFE_PYTHON"; return; fi
+    local p
+    for p in $(type -ap python3) /usr/bin/python3; do
+        if "$p" -c 'import torch' 2>/dev/null; then echo "$p"; return; fi
+    done
+}
+
 # run ARGS...: runs memlife with ARGS; stdout in $TMP/out, stderr in $TMP/err, exit code in $RC,
 # seconds in $SECS.
 # Resolved once: some cases run with a PATH that hides mpirun (and /usr/bin with it).
