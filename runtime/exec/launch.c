@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* launch.c — self-exec under mpirun (launch.h). */
 #include "exec/launch.h"
+#include "base/human.h"
 #include "base/util.h"
 
 #include <dirent.h>
@@ -209,6 +210,7 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
         args[k++] = argv[i];
     args[k] = NULL;
     setenv("MEMLIFE_LAUNCHED", "1", 1);
+    ml_term_export();   /* the ranks' stdout is mpirun's pseudo-terminal, not this terminal */
     /* The ranks watch this process (exec/watch.h); orphans of a dead mpirun come to it. */
     pid_t parent = getpid();
     snprintf(me, sizeof me, "%d", (int)parent);
