@@ -16,6 +16,10 @@ static const char *templates[] = {
     "  - alloc: {buf: w%d, bytes: M, init: rank_iota}\n",
     "  - alloc:\n      buf: g%d\n      bytes: q\n",
     "  - reduce_scatter: {send: w%d, recv: g%d, op: sum}\n",
+    /* comm's all_gather reads what default's reduce_scatter wrote: ordered by an event (the
+     * race lint rejects the schedule without it) */
+    "  - record: {event: scattered}\n",
+    "  - wait: {event: scattered, stream: comm}\n",
     "  - all_gather: {send: g%d, recv: w%d, stream: comm}\n",
     "  - record: {event: ready, stream: comm}\n",
     "  - wait: {event: ready}\n",
@@ -27,11 +31,14 @@ static const char *templates[] = {
     "  - free: w%d\n",          /* ends a group cut after its first alloc */
 };
 
+/* templates[SYNC_DEVICE] is the step that stands in for a group cut at its first step */
+enum { SYNC_DEVICE = 11 };
+
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 1000;
     if (argc > 2 && !strcmp(argv[2], "rank-free")) {
-        templates[6] = "  - all_reduce: {buf: \"w%d[s : s]\", op: max}\n";
-        templates[7] = "  - when: world > 1\n    compute: {reads: [g%d], writes: w%d}\n";
+        templates[8] = "  - all_reduce: {buf: \"w%d[s : s]\", op: max}\n";
+        templates[9] = "  - when: world > 1\n    compute: {reads: [g%d], writes: w%d}\n";
     }
     printf("name: gen-%ld\n"
            "about: generated load benchmark, %ld steps\n"
@@ -43,7 +50,7 @@ int main(int argc, char **argv) {
            "  s: q / 4               # elements of a float32 shard\n"
            "  chunk: ceil_div(q, 4 KiB) * 4 KiB\n"
            "streams: [comm]\n"
-           "events: [ready]\n"
+           "events: [ready, scattered]\n"
            "expect:\n"
            "  requested: {steady: 0, peak: M + q}\n"
            "steps:\n",
@@ -57,7 +64,7 @@ int main(int argc, char **argv) {
          * after its first alloc), or nothing (cut at its first step, which becomes a sync). */
         long t = k % cycle;
         if (g == groups - 1 && n % cycle && k == n - 1 && t != cycle - 1)
-            t = t >= 2 ? cycle - 1 : t == 1 ? cycle : 9;
+            t = t >= 2 ? cycle - 1 : t == 1 ? cycle : SYNC_DEVICE;
         printf(templates[t], name, name);
     }
     return 0;
