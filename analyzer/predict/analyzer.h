@@ -144,6 +144,9 @@ typedef struct {
 } pred_rank;
 
 int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d);
+/* timeline false: no timeline (n_timeline 0), for commands that print none (predict, check):
+ * at a million ops it is 40 MB per rank, written once and never read. */
+int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diags *d);
 /* out: p's prediction, where `same` is predict_rank's for a plan with p's very ops (plan_share):
  * a copy, rank set; out->timeline is same's, borrowed (set it to NULL before pred_rank_free). */
 void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *out);

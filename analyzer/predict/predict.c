@@ -169,15 +169,21 @@ static void bytes_overflow(const rank_plan *p, size_t i, const char *what, ml_di
 /* ---- The prediction --------------------------------------------------------------------------- */
 
 int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
+    return predict_rank_with(p, true, out, d);
+}
+
+int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diags *d) {
     memset(out, 0, sizeof *out);
     out->rank = p->rank;
     for (int v = 0; v < MV_COUNT; v++)
         out->on[v] = pred_view_on(p, (ml_view_id)v);
     for (int v = 0; v < VIEW_COUNT; v++)
         out->peak_op[v] = SIZE_MAX;
-    out->timeline = ml_xmalloc((p->n_ops ? p->n_ops : 1) * sizeof *out->timeline);
-    out->n_timeline = p->n_ops;
-    ml_prefault(out->timeline, out->timeline + p->n_ops);   /* every point is written next */
+    if (timeline) {
+        out->timeline = ml_xmalloc((p->n_ops ? p->n_ops : 1) * sizeof *out->timeline);
+        out->n_timeline = p->n_ops;
+        ml_prefault(out->timeline, out->timeline + p->n_ops);   /* every point is written next */
+    }
     replay r;
     int rc = replay_open(&r, p, out->on, d);
     /* A bounded view's hardware peak lies between the highest lower bound and the highest upper
@@ -195,10 +201,12 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
             }
         if (rc < 0)
             break;
-        pred_point *pt = &out->timeline[i];
-        pt->op = i;
+        if (out->timeline) {
+            pred_point *pt = &out->timeline[i];
+            pt->op = i;
+            memcpy(pt->live, live, sizeof pt->live);
+        }
         for (int v = 0; v < VIEW_COUNT; v++) {
-            pt->live[v] = live[v];
             if (live[v] > out->peak[v]) {
                 out->peak[v] = live[v];
                 out->peak_op[v] = i;

@@ -193,6 +193,38 @@ static void padded_1003_int64(void **state) {
     pt_free(&r);
 }
 
+/* predict and check run without a timeline (pipeline_opts.timeline): every other field is the
+ * same as with it, and no point is kept. */
+static void no_timeline_same_prediction(void **state) {
+    pt_run r;
+    pt_load(&r, padded_1003, 0);
+    pt_lint(&r);
+    pt_predict(&r);
+    for (int k = 0; k < 4; k++) {
+        pred_rank bare;
+        assert_int_equal(predict_rank_with(&r.plans[k], false, &bare, &r.d), 0);
+        const pred_rank *p = &r.pred[k];
+        assert_null(bare.timeline);
+        assert_int_equal(bare.n_timeline, 0);
+        assert_int_equal(p->n_timeline, r.plans[k].n_ops);
+        assert_memory_equal(bare.peak, p->peak, sizeof bare.peak);
+        assert_memory_equal(bare.steady, p->steady, sizeof bare.steady);
+        assert_memory_equal(bare.peak_op, p->peak_op, sizeof bare.peak_op);
+        assert_memory_equal(bare.peak_lo, p->peak_lo, sizeof bare.peak_lo);
+        assert_memory_equal(bare.peak_hi, p->peak_hi, sizeof bare.peak_hi);
+        assert_int_equal(bare.peak[VIEW_REQUESTED], 34120);   /* padded_1003_int64's sum */
+        assert_int_equal(bare.floor, p->floor);
+        for (int v = 0; v < VIEW_COUNT; v++) {
+            assert_int_equal(bare.n_peak_live[v], p->n_peak_live[v]);
+            if (p->n_peak_live[v])
+                assert_memory_equal(bare.peak_live[v], p->peak_live[v],
+                                    p->n_peak_live[v] * sizeof(uint32_t));
+        }
+        pred_rank_free(&bare);
+    }
+    pt_free(&r);
+}
+
 static void device_exact_after_churn(void **state) {
     pt_run r;
     /* 3 x 600 KiB share page 0; freeing b leaves a hole before c; d (500 KiB) goes into b's hole
@@ -367,6 +399,7 @@ int main(void) {
         cmocka_unit_test(chunked_release),
         cmocka_unit_test(chunked_small_chunks_own_pages),
         cmocka_unit_test(padded_1003_int64),
+        cmocka_unit_test(no_timeline_same_prediction),
         cmocka_unit_test(device_exact_after_churn),
         cmocka_unit_test(expect_rows),
         cmocka_unit_test(expect_plan_overrides_and_ranks),
