@@ -191,8 +191,22 @@ int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diag
     uint64_t lo_max[MV_COUNT] = {0}, hi_max[MV_COUNT] = {0};
     uint64_t live[VIEW_COUNT] = {0};
     refusal rf = {NULL};
+    uint32_t kinds = 0;   /* the op kinds some model that is on reacts to */
+    for (int v = 0; v < MV_COUNT; v++)
+        if (out->on[v])
+            kinds |= models[v]->kinds ? models[v]->kinds : UINT32_MAX;
     for (size_t i = 0; i < p->n_ops && rc == 0; i++) {
-        if (!refused(&rf, &p->ops[i]))
+        bool skip = refused(&rf, &p->ops[i]);
+        /* An op no model reacts to changes no state: live, peaks and bounds stay as after op
+         * i - 1 (op 0 always runs: it takes the bounds of the models' first state). */
+        if (i > 0 && !(kinds & PRED_KIND(p->ops[i].kind))) {
+            if (out->timeline) {
+                out->timeline[i].op = i;
+                memcpy(out->timeline[i].live, live, sizeof live);
+            }
+            continue;
+        }
+        if (!skip)
             rc = replay_op(&r, p, i, live, d);
         for (int v = 0; v < VIEW_COUNT && rc == 0; v++)
             if (live[v] > ML_BYTES_MAX) {   /* the models' sums saturate there (checked.h) */
