@@ -156,12 +156,24 @@ static uint64_t access_extra(floor_state *f, const plan_access *acc, size_t n,
     for (size_t k = 0; k < n; k++) {
         if (!has_buf(f, acc[k].v))
             continue;
-        bool first = true;
-        for (size_t j = 0; j < k; j++)
-            first &= !(has_buf(f, acc[j].v) && acc[j].v->buf == acc[k].v->buf);
+        /* alone: every view of this buffer in the op is this one's bytes (the common case: a
+         * single view, or an in-place collective's send and recv): no scratch set needed */
+        uint64_t lo = view_lo(acc[k].v), hi = view_hi(acc[k].v);
+        bool first = true, alone = true;
+        for (size_t j = 0; j < n; j++)
+            if (j != k && has_buf(f, acc[j].v) && acc[j].v->buf == acc[k].v->buf) {
+                if (j < k)
+                    first = false;
+                else if (view_lo(acc[j].v) != lo || view_hi(acc[j].v) != hi)
+                    alone = false;
+            }
         if (!first)
             continue;
         const range_set *need = &f->need[acc[k].v->buf];
+        if (alone) {
+            ml_bytes_add(extra, (hi - lo) - set_overlap(need, lo, hi), &extra);
+            continue;
+        }
         set_clear(scratch);
         for (size_t j = k; j < n; j++)
             if (has_buf(f, acc[j].v) && acc[j].v->buf == acc[k].v->buf)
@@ -209,22 +221,9 @@ static void apply_accesses(floor_state *f, const plan_access *acc, size_t n) {
         }
 }
 
-/* Forward pass: which ops an expect_error refuses, and what is live at the end. */
-static bool *refused_ops(const rank_plan *p) {
-    bool *refused = ml_xcalloc(p->n_ops ? p->n_ops : 1, sizeof *refused);
-    const sched_step *wrapped = NULL;
-    for (size_t i = 0; i < p->n_ops; i++) {
-        const plan_op *op = &p->ops[i];
-        if (wrapped && op->step == wrapped) {
-            refused[i] = true;
-            continue;
-        }
-        wrapped = op->kind == OP_EXPECT_BEGIN ? op->step->u.expect_error.step : NULL;
-    }
-    return refused;
-}
-
-static void end_state(const rank_plan *p, const bool *refused, floor_state *f) {
+/* The one forward pass: which ops an expect_error refuses (*refused stays NULL when none is:
+ * the common case, no array), and what is live at the end. */
+static void end_state(const rank_plan *p, bool **refused, floor_state *f) {
     typedef struct {
         bool live;
         uint64_t bytes;
@@ -232,10 +231,17 @@ static void end_state(const rank_plan *p, const bool *refused, floor_state *f) {
         bool released;
     } endbuf;
     endbuf *b = ml_xcalloc(f->n_bufs + 1, sizeof *b);
+    *refused = NULL;
+    const sched_step *wrapped = NULL;
     for (size_t i = 0; i < p->n_ops; i++) {
         const plan_op *op = &p->ops[i];
-        if (refused[i])
+        if (wrapped && op->step == wrapped) {
+            if (!*refused)
+                *refused = ml_xcalloc(p->n_ops, sizeof **refused);
+            (*refused)[i] = true;
             continue;
+        }
+        wrapped = op->kind == OP_EXPECT_BEGIN ? op->step->u.expect_error.step : NULL;
         if (op->kind == OP_ALLOC && op->u.alloc.buf < f->n_bufs)
             b[op->u.alloc.buf] = (endbuf){true, op->u.alloc.bytes, op->u.alloc.chunks, 0, false};
         else if (op->kind == OP_FREE && op->u.free.buf < f->n_bufs)
@@ -264,8 +270,8 @@ static void end_state(const rank_plan *p, const bool *refused, floor_state *f) {
 uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
     floor_state f = {.n_bufs = p->s->syms[SYM_BUFFER].n};
     f.need = ml_xcalloc(f.n_bufs + 1, sizeof *f.need);
-    bool *refused = refused_ops(p);
-    end_state(p, refused, &f);
+    bool *refused;
+    end_state(p, &refused, &f);
     uint64_t best = f.total;
     size_t best_op = SIZE_MAX;
     range_set scratch = {0};
@@ -273,7 +279,7 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
     ml_vec_init(&dyn, sizeof(plan_access));
     for (size_t i = p->n_ops; i-- > 0;) {
         const plan_op *op = &p->ops[i];
-        if (refused[i])
+        if (refused && refused[i])
             continue;
         if (op->kind == OP_ALLOC || op->kind == OP_FREE) {
             /* Before its alloc a buffer does not exist; after its free nothing of it is
