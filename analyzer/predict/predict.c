@@ -195,8 +195,14 @@ int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diag
     for (int v = 0; v < MV_COUNT; v++)
         if (out->on[v])
             kinds |= models[v]->kinds ? models[v]->kinds : UINT32_MAX;
+    /* the floor's forward facts (floor_forward_op: refused ops, allocs, frees, releases) come
+     * from this pass rather than one of the floor's own */
+    floor_forward *fw = floor_forward_new(p);
+    const uint32_t floor_kinds = PRED_KIND(OP_ALLOC) | PRED_KIND(OP_FREE) | PRED_KIND(OP_RELEASE);
     for (size_t i = 0; i < p->n_ops && rc == 0; i++) {
         bool skip = refused(&rf, &p->ops[i]);
+        if (skip || floor_kinds & PRED_KIND(p->ops[i].kind))
+            floor_forward_op(fw, p, i, skip);
         /* An op no model reacts to changes no state: live, peaks and bounds stay as after op
          * i - 1 (op 0 always runs: it takes the bounds of the models' first state). */
         if (i > 0 && !(kinds & PRED_KIND(p->ops[i].kind))) {
@@ -237,6 +243,7 @@ int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diag
     }
     replay_close(&r);
     if (rc < 0) {
+        floor_forward_free(fw);
         pred_rank_free(out);
         return -1;
     }
@@ -251,11 +258,13 @@ int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diag
             out->peak_lo[v] = out->peak_hi[v] = out->peak[v];
     }
     if (peak_sets(p, out, d) < 0) {
+        floor_forward_free(fw);
         pred_rank_free(out);
         return -1;
     }
     size_t floor_op = 0;
-    out->floor = floor_rank(p, &floor_op);
+    out->floor = floor_rank_after(p, fw, &floor_op);
+    floor_forward_free(fw);
     if (out->floor > ML_BYTES_MAX) {
         bytes_overflow(p, floor_op < p->n_ops ? floor_op : p->n_ops - 1, "floor", d);
         pred_rank_free(out);
