@@ -316,17 +316,11 @@ static int check_backend(const rt_backend_ops *be, ml_analysis *an, bool print) 
  * files' world. Returns 0 or an exit code. */
 static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, char **argv,
                        const pipeline_opts *ao, bool *launched) {
-    ml_place pl;
-    int rc = ml_place_ranks("run", a->backend.gpus, a->backend.ranks, a->world, &pl);
-    if (rc != 0)
+    bool launch;
+    int rc = ml_place_command("run", a, &c->mpi, &c->world, &c->rank, &c->n_local, &launch);
+    if (rc != 0 || !launch)
         return rc;
-    c->mpi = pl.mpi;
-    c->world = pl.world;
-    c->rank = pl.rank;
-    c->n_local = pl.n_local;
-    if (!pl.launch)
-        return 0;
-    int ranks = pl.world;
+    int ranks = c->world;
     if (ranks && !a->world)
         a->world = ranks;
     ml_analysis an;

@@ -62,3 +62,8 @@ jq_case() {
     got=$(jq -r "$filter" "$file" 2>&1)
     if [ "$got" = true ]; then ok "$name"; else not_ok "$name" "$(echo "$got" | head -3 | tr '\n' ' ')"; fi
 }
+# jq_run_case NAME FILTER FILE: jq_case after the last `run`, which must have exited 0; else not ok
+# with its exit code and the first lines of its stderr.
+jq_run_case() {
+    if [ "$RC" -ne 0 ]; then not_ok "$1" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"; else jq_case "$@"; fi
+}
