@@ -289,6 +289,7 @@ int cmd_check(int argc, char **argv) {
     }
     pipeline_opts o;
     pipeline_opts_default(&o);
+    o.timeline = false;   /* the gate reads peaks and steady values, no timeline */
     ml_analysis an;
     rc = ml_analyze(&a, "check", &o, &an);
     if (annotate >= 0)

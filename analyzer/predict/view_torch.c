@@ -205,4 +205,5 @@ static void torch_close(void *state) {
     free(st);
 }
 
-const pred_view_model pred_view_torch = {torch_open, torch_apply, NULL, torch_at_peak, torch_close};
+const pred_view_model pred_view_torch = {
+    torch_open, torch_apply, NULL, torch_at_peak, torch_close, 0};   /* streams, events, syncs too */
