@@ -205,13 +205,16 @@ static bool value_is_source(const loader *l, size_t offset, size_t *at) {
     if (ev->start_mark.line != ev->end_mark.line || !(st == YAML_PLAIN_SCALAR_STYLE || quoted))
         return false;
     const uint8_t *v = ev->data.scalar.value;
-    size_t chars = 0;
+    size_t len = ev->data.scalar.length, upto = offset < len ? offset : len;
     *at = 0;
-    for (size_t j = 0; j < ev->data.scalar.length; j++) {
-        *at += j < offset && (v[j] & 0xC0) != 0x80;
+    for (size_t j = 0; j < upto; j++)
+        *at += (v[j] & 0xC0) != 0x80;
+    if (!quoted)
+        return true;   /* a plain one-line scalar is its source: no need to count the rest */
+    size_t chars = *at;
+    for (size_t j = upto; j < len; j++)
         chars += (v[j] & 0xC0) != 0x80;
-    }
-    return !quoted || ev->end_mark.index - ev->start_mark.index == chars + 2;
+    return ev->end_mark.index - ev->start_mark.index == chars + 2;
 }
 
 /* Where byte `offset` of the current scalar's value is in the source. The value is not the source
@@ -219,8 +222,10 @@ static bool value_is_source(const loader *l, size_t offset, size_t *at) {
  * run of blanks and line breaks (a block scalar's indentation too) into a space or newlines. So
  * walk the source from the scalar's start alongside the value: a fold matches the blanks and
  * newlines the value has there; an offset inside a fold lands on the text after it. Only the
- * scalar's own text is walked (ld_index_byte finds its start). */
-ml_mark ld_scalar_mark(loader *l, size_t offset) {
+ * scalar's own text is walked (ld_index_byte finds its start).
+ * *is_source: value_is_source's answer, which ld_at keeps too (one count of the scalar's
+ * characters rather than two, for a part of every step). */
+static ml_mark scalar_mark(loader *l, size_t offset, bool *is_source) {
     const yaml_event_t *ev = &l->ev;
     yaml_scalar_style_t st = ev->data.scalar.style;
     bool dq = st == YAML_DOUBLE_QUOTED_SCALAR_STYLE, sq = st == YAML_SINGLE_QUOTED_SCALAR_STYLE;
@@ -232,7 +237,8 @@ ml_mark ld_scalar_mark(loader *l, size_t offset) {
     /* Most scalars need no walk (value_is_source): every view takes its mark here, and the
      * walk's cursor over the input cost 8% of a million-step load. */
     size_t before;
-    if (value_is_source(l, offset, &before)) {
+    *is_source = value_is_source(l, offset, &before);
+    if (*is_source) {
         m.col += (uint32_t)(before + (dq || sq));
         return m;
     }
@@ -288,6 +294,11 @@ ml_mark ld_scalar_mark(loader *l, size_t offset) {
     return m;
 }
 
+ml_mark ld_scalar_mark(loader *l, size_t offset) {
+    bool is_source;
+    return scalar_mark(l, offset, &is_source);
+}
+
 /* Where the text of the current scalar starts: after a quoted scalar's opening quote (its mark),
  * on a block scalar's first content line (not at its indicator, the mark). */
 ml_mark ld_text_mark(loader *l) { return ld_scalar_mark(l, 0); }
@@ -295,9 +306,10 @@ ml_mark ld_text_mark(loader *l) { return ld_scalar_mark(l, 0); }
 void ld_at(loader *l, const sched_step *st, sched_at_part part) {
     if (!ld_is(l, YAML_SCALAR_EVENT))
         return;   /* not a scalar: its reader reports that, at its own mark */
-    size_t at;
+    bool is_source;
+    ml_mark text = scalar_mark(l, 0, &is_source);
     sched_at *a = ml_vec_push(&l->ats);
-    *a = (sched_at){st->mark, ld_text_mark(l), (uint16_t)part, value_is_source(l, 0, &at)};
+    *a = (sched_at){st->mark, text, (uint16_t)part, is_source};
 }
 
 int ld_expr(loader *l, ld_ctx ctx, const char *what, expr **out) {
