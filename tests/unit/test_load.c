@@ -325,6 +325,9 @@ static const bad_case bad_cases[] = {
     /* expressions: the column is the offending character */
     {"steps:\n  - alloc: {buf: x, bytes: q * 2}\n", "t.yaml:2:28: error: undefined name 'q'"},
     {"steps:\n  - alloc: {buf: x, bytes: \"4 * q\"}\n", "t.yaml:2:33: error: undefined name 'q'"},
+    /* a quoted one-line scalar is its source when its two quotes are all the source has more
+     * (in characters: the é after the error, two bytes, counts one): 'q' at column 28 + 1 */
+    {"steps:\n  - alloc: {buf: x, bytes: \"q + \xC3\xA9\"}\n", "t.yaml:2:29: error: undefined name 'q'"},
     {"steps:\n  - alloc: {buf: x, bytes: i}\n", "t.yaml:2:28: error: name 'i' is only defined in data patterns and checks"},
     {"steps:\n  - alloc: {buf: x, bytes: 9223372036854775807 + 1}\n", "t.yaml:2:48: error: integer overflow"},
     {"steps:\n  - alloc: {buf: x, bytes: 4 GiB * 4 GiB * 4 GiB}\n", "t.yaml:2:34: error: integer overflow"},
