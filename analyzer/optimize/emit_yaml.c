@@ -122,6 +122,7 @@ typedef struct {
     int failed;
     cache_entry *cache;
     size_t cache_cap, cache_n;
+    const sched_step *no_note;   /* emit_yaml_step's step: its caller writes its comment */
 } writer;
 
 static uint64_t text_hash(const char *t, bool flow) {
@@ -146,6 +147,16 @@ static void cache_grow(writer *w) {
     free(w->cache);
     w->cache = c;
     w->cache_cap = cap;
+}
+
+static void cache_free(writer *w) {
+    for (size_t k = 0; k < w->cache_cap; k++) {
+        free(w->cache[k].text);
+        free(w->cache[k].rendered);
+    }
+    free(w->cache);
+    w->cache = NULL;
+    w->cache_cap = w->cache_n = 0;
 }
 
 static void scalar(writer *w, const char *text, bool flow) {
@@ -510,7 +521,8 @@ static void steps(writer *w, const sched_step *st, uint32_t n, int ind);
 
 /* One step as a list item at indentation ind ("- " at ind). */
 static void step(writer *w, const sched_step *st, int ind) {
-    const char *note = w->o && w->o->step_comment ? w->o->step_comment(w->o->ctx, st) : NULL;
+    const char *note = w->o && w->o->step_comment && st != w->no_note
+                           ? w->o->step_comment(w->o->ctx, st) : NULL;
     comment(w, ind, note);
     indent(w, ind);
     lit(w, "- ");
@@ -757,10 +769,33 @@ int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d)
         }
         lit(&w, "]}\n");
     }
-    for (size_t k = 0; k < w.cache_cap; k++) {
-        free(w.cache[k].text);
-        free(w.cache[k].rendered);
-    }
-    free(w.cache);
-    return w.failed ? -1 : 0;
+    int rc = w.failed ? -1 : 0;
+    cache_free(&w);
+    return rc;
+}
+
+struct emit_yaml_writer {
+    writer w;
+};
+
+emit_yaml_writer *emit_yaml_writer_new(const sched *s, const emit_yaml_opts *o, ml_diags *d) {
+    emit_yaml_writer *x = ml_xcalloc(1, sizeof *x);
+    x->w = (writer){.s = s, .o = o, .d = d};
+    return x;
+}
+
+int emit_yaml_step(emit_yaml_writer *x, const sched_step *st, int ind, ml_str *out) {
+    writer *w = &x->w;
+    w->out = out;
+    w->no_note = st;
+    step(w, st, ind);
+    w->out = NULL;
+    return w->failed ? -1 : 0;
+}
+
+void emit_yaml_writer_free(emit_yaml_writer *x) {
+    if (!x)
+        return;
+    cache_free(&x->w);
+    free(x);
 }

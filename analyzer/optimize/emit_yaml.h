@@ -51,6 +51,16 @@ typedef struct {
  * with a diagnostic in d. */
 int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d);
 
+/* One step at a time, for a caller that splices steps into text of its own (patch_text.h): a
+ * writer keeps its rendered scalars between steps. emit_yaml_step appends st as a list item
+ * ("- " at column ind, lines ending in '\n') with the comments o->step_comment gives for the
+ * steps of its body, not for st itself (the caller writes that one). Returns 0 or -1 (libyaml
+ * refused a scalar: a diagnostic in the writer's d). */
+typedef struct emit_yaml_writer emit_yaml_writer;
+emit_yaml_writer *emit_yaml_writer_new(const sched *s, const emit_yaml_opts *o, ml_diags *d);
+int emit_yaml_step(emit_yaml_writer *w, const sched_step *st, int ind, ml_str *out);
+void emit_yaml_writer_free(emit_yaml_writer *w);
+
 /* One scalar as libyaml would write it in a flow collection (flow = true) or as a block mapping
  * value: "world * q", "'full[rank*q : q]'". Appends to out. Returns 0 or -1. */
 int emit_yaml_scalar(const char *text, bool flow, ml_str *out);

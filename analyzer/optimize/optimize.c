@@ -10,7 +10,9 @@
  * loader: the output is a schedule memlife itself accepts. */
 #include "optimize/optimize_int.h"
 #include "optimize/emit_yaml.h"
+#include "optimize/patch_text.h"
 #include "pipeline/pipeline.h"
+#include "base/input.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -213,10 +215,12 @@ static const char *note_of(void *ctx, const sched_step *st) {
 }
 
 /* Writes st with plan `which` replaced by tree (when not NULL); fills the pre-order notes and
- * lines of that plan into notes/lines when they are not NULL. */
+ * lines of that plan into notes/lines when they are not NULL. With patch, the text is the
+ * original's with the steps spliced in (patch_text.h): its result (1: the emitter must write
+ * it), the plans' top-level steps and lines filled in. */
 static int write_state(opt_ctx *c, const state *st, int which, const opt_block *tree,
-                       const emit_yaml_opts *base, ml_vec *notes, ml_vec *lines, ml_str *out,
-                       ml_diags *d) {
+                       const emit_yaml_opts *base, ml_vec *notes, ml_vec *lines,
+                       patch_in *patch, patch_stats *ps, ml_str *out, ml_diags *d) {
     const sched *s = st->s;
     const sched_step **steps = ml_arena_alloc(c->arena, s->n_plans * sizeof *steps);
     uint32_t *n_steps = ml_arena_alloc(c->arena, s->n_plans * sizeof *n_steps);
@@ -235,6 +239,12 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
         }
         size_t first = all_notes.n;
         steps[k] = opt_tree_steps(c, &t, &n_steps[k], &all_notes, &all_lines);
+        if (patch) {
+            uint32_t *top = ml_arena_alloc(c->arena, (t.n + 1) * sizeof *top);
+            for (size_t j = 0; j < t.n; j++)
+                top[j] = t.v[j].orig_line;
+            ((patch_plan *)patch->plans)[k] = (patch_plan){steps[k], n_steps[k], top};
+        }
         /* pre-order pointers: walk the materialized arrays the same way */
         size_t at = first;
         struct frame { const sched_step *v; uint32_t n, i; } fr[128];
@@ -284,7 +294,13 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
     o.ctx = &ix;
     o.plan_steps = steps;
     o.n_plan_steps = n_steps;
-    int rc = emit_yaml(s, &o, out, d);
+    int rc;
+    if (patch) {
+        patch->emit = &o;
+        rc = patch_text(patch, out, ps, d);
+    } else {
+        rc = emit_yaml(s, &o, out, d);
+    }
     ml_vec_free(&pairs);
     ml_vec_free(&all_notes);
     ml_vec_free(&all_lines);
@@ -380,6 +396,7 @@ static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_
                         bool early) {
     ml_arena *stage_arena = ml_arena_new();
     opt_ctx c = {.s = dv->st.s, .arena = stage_arena, .world = dv->world, .slots = dv->slots,
+                 .stage = opt_kind_names[kind],
                  .allow_lifetimes = dv->o->allow[OPT_LIFETIMES],
                  .allow_host_syncs = dv->o->allow_host_syncs, .early_waits = early};
     /* The transformation rewrites the tree just built: nothing else reads it (a copy kept
@@ -410,7 +427,8 @@ static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_
     sched *s2 = NULL;
     evaluation e2 = {0};
     bool evaluated = false;
-    bool written = write_state(&c, &dv->st, k, &cand, &eo, &notes, &lines, &text, &d2) == 0;
+    bool written = write_state(&c, &dv->st, k, &cand, &eo, &notes, &lines, NULL, NULL, &text,
+                               &d2) == 0;
     /* the notes into a heap copy of their own, the trees go */
     ml_str note_text = {0};
     size_t *note_at = ml_xcalloc(notes.n + 1, sizeof *note_at);
@@ -572,6 +590,125 @@ static const sched_step *first_p2p(const sched_step *st, uint32_t n) {
     return NULL;
 }
 
+/* The expectations of plan k (its own, else the schedule's) that the rewrite's prediction no
+ * longer meets, as comments above their lines: the user's budget stays as written (optimize
+ * does not edit it), the comment gives the new prediction (docs/optimize.md). */
+static void expect_comments(const opt_ctx *c, const sched *s, int k, const opt_mem *after,
+                            ml_vec *out) {
+    const sched_plan *pl = &s->plans[k];
+    const sched_expect *ex = pl->n_expects ? pl->expects : s->expects;
+    uint32_t n = pl->n_expects ? pl->n_expects : s->n_expects;
+    for (uint32_t j = 0; j < n; j++) {
+        const sched_expect *e = &ex[j];
+        ml_str t = {0};
+        const expr *want[2] = {e->steady, e->peak};
+        static const char *const what[2] = {"steady", "peak"};
+        for (int x = 0; x < 2; x++) {
+            /* the prediction on each rank the expectation names, once when they agree */
+            bool wrong = false, same = true;
+            uint64_t first = 0;
+            int n_ranks = 0;
+            for (int r = 0; r < c->world && want[x]; r++) {
+                int64_t v;
+                if (e->rank && (opt_eval(c, e->rank, r, &v) != 0 || v != r))
+                    continue;
+                uint64_t got = x ? after[r].peak[e->view] : after[r].steady[e->view];
+                wrong |= opt_eval(c, want[x], r, &v) != 0 || v < 0 || (uint64_t)v != got;
+                same &= !n_ranks++ || got == first;
+                first = n_ranks == 1 ? got : first;
+            }
+            for (int r = 0; r < c->world && wrong; r++) {
+                int64_t v;
+                if (e->rank && (opt_eval(c, e->rank, r, &v) != 0 || v != r))
+                    continue;
+                char b[32];
+                ml_format_bytes(x ? after[r].peak[e->view] : after[r].steady[e->view], b, sizeof b);
+                if (same)
+                    ml_str_printf(&t, "%s %s %s", t.n ? "," : "", what[x], b);
+                else
+                    ml_str_printf(&t, "%s %s %s on rank %d", t.n ? "," : "", what[x], b, r);
+                if (same)
+                    break;
+            }
+        }
+        if (t.n) {
+            patch_comment *pc = ml_vec_push(out);
+            ml_str line = {0};
+            ml_str_printf(&line, "memlife optimize: this %s expectation%s%s is the original plan's; "
+                          "the rewrite predicts%s", ml_mem_view_names[e->view],
+                          s->n_plans > 1 ? " of plan " : "", s->n_plans > 1 ? pl->name : "", t.s);
+            *pc = (patch_comment){e->mark.line, ml_arena_strndup(c->arena, line.s, line.n)};
+            ml_str_free(&line);
+        }
+        ml_str_free(&t);
+    }
+}
+
+/* The rewrite as an edit of the original text (patch_text.h). Returns 1 when it cannot be (the
+ * file cannot be read again, or a layout the patch does not edit: r->patch.why). */
+static int write_patched(driver *dv, opt_ctx *c, opt_result *r) {
+    const sched *s = dv->original;
+    ml_input src = {0};
+    char err[200];
+    if (ml_input_read(s->file, &src, err, sizeof err) != 0 || !strcmp(s->file, "-")) {
+        snprintf(r->patch.why, sizeof r->patch.why, "the input cannot be read again");
+        ml_input_free(&src);
+        return 1;
+    }
+    ml_vec comments;
+    ml_vec_init(&comments, sizeof(patch_comment));
+    for (size_t k = 0; k < r->n_plans; k++) {
+        const opt_plan_result *p = &r->plans[k];
+        if (p->optimized && p->any_kept && p->n_stages)
+            expect_comments(c, s, (int)k, p->stages[p->n_stages - 1].after, &comments);
+    }
+    ml_str header = {0};
+    ml_str_printf(&header, "memlife optimize: rewritten from %s, verified at %s; each edit has a "
+                  "'memlife optimize' comment", s->file, r->verified);
+    patch_in pin = {.text = src.data, .len = src.len, .original = s, .rewrite = dv->st.s,
+                    .plans = ml_arena_alloc(dv->arena, (s->n_plans + 1) * sizeof(patch_plan)),
+                    .world = dv->world, .header = header.s,
+                    .comments = comments.items, .n_comments = comments.n};
+    emit_yaml_opts eo = {0};
+    ml_str text = {0};
+    int rc = write_state(c, &dv->st, -1, NULL, &eo, NULL, NULL, &pin, &r->patch, &text, dv->d);
+    if (rc == 0) {
+        ml_str_free(&r->yaml);
+        r->yaml = text;
+    } else {
+        ml_str_free(&text);
+    }
+    ml_str_free(&header);
+    ml_vec_free(&comments);
+    ml_input_free(&src);
+    return rc;
+}
+
+/* The whole rewrite by the emitter, the user's comments above their steps (read_comments). */
+static int write_emitted(driver *dv, opt_ctx *c, opt_result *r) {
+    const sched *s = dv->original;
+    r->emitted_whole = true;
+    ml_str header = {0}, expect_note = {0};
+    read_comments(dv->arena, s->file, &dv->st);
+    const char *user_header = dv->st.header_line < dv->st.n_comments
+                                  ? dv->st.comments[dv->st.header_line] : NULL;
+    if (user_header)   /* the user's own header first */
+        ml_str_printf(&header, "%s\n\n", user_header);
+    ml_str_printf(&header,
+                  "Rewritten by memlife optimize from %s (verified at %s).\n"
+                  "Each changed step has a 'memlife optimize:' comment above it.",
+                  s->file, r->verified);
+    ml_str_printf(&expect_note,
+                  "expect: left out: the original's memory expectations describe the original\n"
+                  "plan; 'memlife predict' gives this one's.");
+    /* the world it was verified at, so that predict and run without --world use it */
+    emit_yaml_opts eo = {.header = header.s, .expect_note = expect_note.s, .world = dv->world};
+    int rc = write_state(c, &dv->st, -1, NULL, &eo, NULL, NULL, NULL, NULL, &r->yaml, dv->d);
+    ml_str_free(&header);
+    ml_str_free(&expect_note);
+    return rc;
+}
+
 int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags *d) {
     memset(r, 0, sizeof *r);
     r->original = s;
@@ -612,30 +749,10 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
             strncat(sets, o->params.set[j], sizeof sets - strlen(sets) - 1);
         }
         snprintf(r->verified, sizeof r->verified, "world %d%s", world, sets);
-        ml_str header = {0}, expect_note = {0};
-        read_comments(dv.arena, s->file, &dv.st);
-        const char *user_header = dv.st.header_line < dv.st.n_comments
-                                      ? dv.st.comments[dv.st.header_line] : NULL;
-        if (user_header)   /* the user's own header first */
-            ml_str_printf(&header, "%s\n\n", user_header);
-        ml_str_printf(&header,
-                      "Rewritten by memlife optimize from %s (verified at %s).\n"
-                      "Each changed step has a 'memlife optimize:' comment above it.",
-                      s->file, r->verified);
-        ml_str_printf(&expect_note,
-                      "expect: left out: the original's memory expectations describe the original\n"
-                      "plan; 'memlife predict' gives this one's.");
-        char name[200];
-        size_t len = strlen(s->name);
-        snprintf(name, sizeof name, "%s%s", s->name,
-                 len >= 10 && !strcmp(s->name + len - 10, "-optimized") ? "" : "-optimized");
-        /* the world it was verified at, so that predict and run without --world use it */
-        emit_yaml_opts eo = {.header = header.s, .name = name, .expect_note = expect_note.s,
-                             .world = world};
         opt_ctx c = {.s = dv.st.s, .arena = dv.arena, .world = world, .slots = dv.slots};
-        rc = write_state(&c, &dv.st, -1, NULL, &eo, NULL, NULL, &r->yaml, d);
-        ml_str_free(&header);
-        ml_str_free(&expect_note);
+        rc = write_patched(&dv, &c, r);
+        if (rc == 1)   /* a layout the patch does not edit: the emitter writes the whole file */
+            rc = write_emitted(&dv, &c, r);
     }
     /* A diagnostic about a rewrite (the final emit) carries its name, which the rewrite owns: point
      * it at the original's, the same text (every rewrite was loaded under it). */

@@ -30,6 +30,7 @@
 
 #include "predict/analyzer.h"
 #include "report/format.h"
+#include "optimize/patch_text.h"
 
 typedef enum { OPT_LIFETIMES, OPT_INPLACE, OPT_CHUNKED, OPT_REORDER, OPT_KIND_COUNT } opt_kind;
 extern const char *const opt_kind_names[OPT_KIND_COUNT];   /* "lifetimes", "inplace", ... */
@@ -75,7 +76,11 @@ typedef struct {
     int world;
     opt_plan_result *plans;   /* one per plan of the file */
     size_t n_plans;
-    ml_str yaml;              /* the rewritten schedule */
+    ml_str yaml;              /* the rewritten schedule: the original's text with the edits
+                                 spliced in (patch_text.h), or where that is not possible
+                                 (emitted_whole, patch.why) the emitter's whole file */
+    patch_stats patch;        /* steps the emitter wrote inside the patch (patch.emitted) */
+    bool emitted_whole;
     char verified[256];       /* "world 4, --set M=1MiB": where the stages were verified */
 } opt_result;
 

@@ -27,6 +27,7 @@ struct opt_node {
 typedef struct {
     const sched *s;       /* the schedule this stage starts from (loaded from the last kept text) */
     ml_arena *arena;      /* nodes, notes, new expressions */
+    const char *stage;    /* its name: the notes it writes start with it ("lifetimes: ...") */
     int world;
     int64_t **slots;      /* [world]: let values per rank, for concrete checks */
     uint32_t changes;

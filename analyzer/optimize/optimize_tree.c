@@ -62,6 +62,12 @@ void opt_note(opt_ctx *c, opt_node *n, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    if (c->stage) {   /* the rewrite's name first: a note in the file says which stage did it */
+        char named[440];
+        snprintf(named, sizeof named, "%s: %s", c->stage, text);
+        memcpy(text, named, sizeof text);
+        text[sizeof text - 1] = '\0';
+    }
     size_t old = n->note ? strlen(n->note) : 0, add = strlen(text);
     char *s = ml_arena_alloc(c->arena, old + add + 3);
     if (old) {
