@@ -696,7 +696,7 @@ static int write_emitted(driver *dv, opt_ctx *c, opt_result *r) {
         ml_str_printf(&header, "%s\n\n", user_header);
     ml_str_printf(&header,
                   "Rewritten by memlife optimize from %s (verified at %s).\n"
-                  "Each changed step has a 'memlife optimize:' comment above it.",
+                  "Each changed step has a comment above it.",
                   s->file, r->verified);
     ml_str_printf(&expect_note,
                   "expect: left out: the original's memory expectations describe the original\n"

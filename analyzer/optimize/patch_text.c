@@ -348,9 +348,25 @@ typedef struct {
     const patch_in *in;
     const lines *ls;
     emit_yaml_writer *wo, *wr;   /* the original's steps, the rewrite's */
+    emit_yaml_opts body;         /* the rewrite's, with body_note */
+    ml_vec notes;                /* of char *: body_note's texts, freed at the end */
     patch_stats *st;
     int failed;
 } ctx;
+
+/* A note on a step inside a block step the emitter writes: "memlife optimize: " first, as on
+ * every comment the patch adds. */
+static const char *body_note(void *p, const sched_step *s) {
+    ctx *c = p;
+    const emit_yaml_opts *o = c->in->emit;
+    const char *note = o->step_comment ? o->step_comment(o->ctx, s) : NULL;
+    if (!note)
+        return NULL;
+    ml_str t = {0};
+    ml_str_printf(&t, "memlife optimize: %s", note);
+    *(char **)ml_vec_push(&c->notes) = t.s;
+    return t.s;
+}
 
 static bool block_step(const sched_step *s) {
     return s->kind == ST_REPEAT || s->kind == ST_REGION || s->kind == ST_EXPECT_ERROR;
@@ -365,7 +381,7 @@ static void removed_after(ctx *c, const seq_info *q, const size_t *from, const s
     for (size_t i = k0; i < q->n && !used[i]; i++) {
         put_lines(out, ls, from[i], q->item_line[i]);
         size_t d = q->item_line[i];
-        char head[80];
+        char head[160];
         snprintf(head, sizeof head, "memlife optimize (line %zu, removed):", d + 1);
         comment(out, ls, dash, head, ls->text + ls->start[d] + dash, line_len(ls, d) - dash);
         keep_comments(out, ls, d + 1, to[i], dash);
@@ -399,7 +415,7 @@ static void patch_steps(ctx *c, const seq_info *q, const sched_plan *orig, const
     }
     ml_str *out = &e->text;
     ml_str t = {0}, o = {0};
-    char head[80];
+    char head[160];
     removed_after(c, q, from, to, used, 0, out);
     for (uint32_t j = 0; j < pp->n && !c->failed; j++) {
         const sched_step *s = &pp->steps[j];
@@ -432,7 +448,7 @@ static void patch_steps(ctx *c, const seq_info *q, const sched_plan *orig, const
         } else {
             bool whole = block_step(s);
             snprintf(head, sizeof head, "memlife optimize (line %zu, rewritten%s):", d + 1,
-                     whole ? " by the emitter, comments inside not kept" : "");
+                     whole ? " by the emitter, the comments inside it moved up here" : "");
             comment(out, ls, dash, head, note ? note : "", note ? strlen(note) : 0);
             keep_comments(out, ls, d, to[m], dash);
             put(out, ls, t.s, t.n);
@@ -469,8 +485,8 @@ static void top_edits(const patch_in *in, const layout *l, const lines *ls, ml_v
     if (in->world > 0 && in->world != o->world) {
         ml_str note = {0};
         if (l->has_world) {
-            ml_str_printf(&note, "memlife optimize: world %d, where the rewrite was verified "
-                          "(was %d)", in->world, o->world);
+            ml_str_printf(&note, "memlife optimize (line %zu): world %d, where the rewrite was "
+                          "verified (was %d)", l->world_line + 1, in->world, o->world);
             comment(&new_edit(edits, ls->start[l->world_line], 0)->text, ls, 0, NULL, note.s, note.n);
             ml_str_printf(&new_edit(edits, l->world_at, l->world_end - l->world_at)->text, "%d",
                           in->world);
@@ -607,9 +623,12 @@ int patch_text(const patch_in *in0, ml_str *out, patch_stats *st, ml_diags *d) {
     ml_vec edits;
     ml_vec_init(&edits, sizeof(edit));
     top_edits(in, &l, &ls, &edits);
-    ctx c = {.in = in, .ls = &ls, .st = st,
-             .wo = emit_yaml_writer_new(in->original, NULL, d),
-             .wr = emit_yaml_writer_new(in->rewrite, in->emit, d)};
+    ctx c = {.in = in, .ls = &ls, .st = st, .wo = emit_yaml_writer_new(in->original, NULL, d)};
+    c.body = *in->emit;
+    c.body.step_comment = body_note;
+    c.body.ctx = &c;
+    c.wr = emit_yaml_writer_new(in->rewrite, &c.body, d);
+    ml_vec_init(&c.notes, sizeof(char *));
     for (size_t k = 0; k < l.n_seqs && !c.failed; k++) {
         new_edit(&edits, ls.start[l.seqs[k].key_line + 1], 0);
         patch_steps(&c, &l.seqs[k], &in->original->plans[k], &in->plans[k],
@@ -617,6 +636,9 @@ int patch_text(const patch_in *in0, ml_str *out, patch_stats *st, ml_diags *d) {
     }
     emit_yaml_writer_free(c.wo);
     emit_yaml_writer_free(c.wr);
+    for (size_t k = 0; k < c.notes.n; k++)
+        free(ML_VEC_AT(&c.notes, char *, k));
+    ml_vec_free(&c.notes);
     qsort(edits.items, edits.n, sizeof(edit), cmp_edit);
     size_t at = 0;
     for (size_t k = 0; k < edits.n && !c.failed; k++) {

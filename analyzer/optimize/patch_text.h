@@ -14,8 +14,8 @@
  * replaces it, under the note and the user's comments of the replaced lines. Steps a stage added
  * are the emitter's, indented like the list they are in; an original step no rewrite step came
  * from leaves a `removed` comment with its text. A repeat, region or expect_error whose body
- * changed is written by the emitter as a whole (the comments inside it are not kept; `emitted`
- * counts them for the report). Top level: a header comment, `world:` where the verified world
+ * changed is written by the emitter as a whole (the user's comments inside it go above it;
+ * `emitted` counts them for the report). Top level: a header comment, `world:` where the verified world
  * differs from the file's, the events a rewrite records added to `events:`, and comments above
  * given lines (expectations the rewrite changed). */
 #ifndef MEMLIFE_PATCH_TEXT_H
