@@ -506,9 +506,12 @@ static void top_edits(const patch_in *in, const layout *l, const lines *ls, ml_v
                 ml_str_append(&names, ", ", 2);
             emit_yaml_scalar(ev->names[k], true, &names);
         }
-        ml_str note = {0};
-        ml_str_printf(&note, "memlife optimize: %s added (recorded after a use on another stream, "
-                      "waited for before the memory is reused)", names.s);
+        ml_str note = {0};   /* a flow list's line is edited: the comment names it */
+        char at[32] = "";
+        if (l->has_events && l->events_flow)
+            snprintf(at, sizeof at, " (line %zu)", l->events_line + 1);
+        ml_str_printf(&note, "memlife optimize%s: %s added (recorded after a use on another "
+                      "stream, waited for before the memory is reused)", at, names.s);
         if (l->has_events && l->events_flow) {
             comment(&new_edit(edits, ls->start[l->events_line], 0)->text, ls, 0, NULL, note.s, note.n);
             edit *e = new_edit(edits, l->events_close, 0);

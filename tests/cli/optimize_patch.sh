@@ -119,3 +119,22 @@ if grep -q '^world: 4$' "$TMP/flow_step_w4.yaml" &&
 else
     not_ok "--world 4" "$(grep -n world "$TMP/flow_step_w4.yaml" | tr '\n' '|')"
 fi
+
+# --- events the rewrite records: added to the file's own list, flow or block --------------------
+patched events_flow tests/cli/patch/events_flow.yaml
+patched events_block tests/cli/patch/events_block.yaml
+if grep -q '^events: \[mine, side_done\]        # declared, never used$' "$TMP/events_flow.yaml" &&
+   [ "$(sed -n '/^events:/,/^steps:/p' "$TMP/events_block.yaml" | grep -v '^ *#' | tr '\n' '|')" = \
+     'events:|  - mine              # declared, never used|  - side_done|steps:|' ]; then
+    ok "events: side_done appended to the flow list (before its ]) and to the block list"
+else
+    not_ok "events" "$(grep -n 'events\|side_done$' "$TMP"/events_*.yaml | head -4 | tr '\n' '|')"
+fi
+
+# --- no line end after the last line: the rewrite has none either ----------------------------
+patched no_eol tests/cli/patch/no_eol.yaml
+# (the input's last line was its free, which the rewrite splits and moves up: the sync is last)
+last=$(tail -n 1 "$TMP/no_eol.yaml")
+[ "$(tail -c 1 "$TMP/no_eol.yaml" | od -An -tx1 | tr -d ' ')" != 0a ] && [ "$last" = "  - sync: device" ] &&
+    ok "no final line end: the rewrite ends as the input does, without one (after its sync)" ||
+    not_ok "no final line end" "$(tail -c 20 "$TMP/no_eol.yaml" | od -An -c | tr '\n' ' ')"
