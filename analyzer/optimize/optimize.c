@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* optimize.c — the optimizer's driver (optimize.h): stages, verification, the rewritten text.
  *
- * State between stages is text: the schedule the last kept stage wrote, loaded back, plus per
- * plan the comment and original line of every step in pre-order (comments are not in the IR).
- * A stage builds the tree of one plan from that schedule, lets a transformation rewrite a copy,
- * writes the whole file with the copy in place of the plan, loads it back, expands, lints and
+ * State between stages is a schedule in memory: the last kept stage's steps (its tree made into
+ * sched_step arrays) in place of its plan's, everything else shared with the schedule before,
+ * plus per plan the note and original line of every step in pre-order. A stage builds the tree
+ * of one plan, lets a transformation rewrite it, makes it a schedule, then expands, lints and
  * predicts every rank, and keeps it when lint finds nothing new, the expect_error contract rows
- * are the same, and memory is lower (optimize.h). So what is kept has been read back by the
- * loader: the output is a schedule memlife itself accepts. */
+ * are the same, and memory is lower (optimize.h). Each stage used to write its text and load it
+ * back (two thirds of optimize's CPU time at 100k steps, issue 21); the steps a stage builds are
+ * the loader's kind (the expressions parsed by opt_expr, the names the schedule's), and the
+ * rewritten file is checked by loading it (tests/cli/optimize_patch.sh: it loads, and predicts
+ * what optimize predicted, on every rank). */
 #include "optimize/optimize_int.h"
 #include "optimize/emit_yaml.h"
 #include "optimize/patch_text.h"
@@ -321,7 +324,7 @@ typedef struct {
     const opt_options *o;
     int world;
     ml_arena *arena;
-    ml_vec loaded;             /* sched *: every schedule a kept stage loaded */
+    ml_vec kept;               /* ml_arena *: each kept stage's (its steps are the state's) */
     const sched *original;     /* the caller's: it outlives the rewrites, and its marks are the file's */
     state st;
     int64_t **slots;
@@ -366,24 +369,45 @@ static void prune_added_syncs(opt_ctx *c, opt_block *b) {
     *b = out;
 }
 
-/* The current schedule becomes s2 (loaded from a kept stage's text). The one it replaces goes
- * at once unless it is the caller's: nothing points into it any more but diagnostics' file
- * names, which take the original's (the same text; every rewrite was loaded under it). */
-static void replace_sched(driver *dv, sched *s2) {
-    const sched *old = dv->st.s;
-    dv->st.s = s2;
-    if (old == dv->original)
-        return;
-    for (size_t j = 0; j < dv->d->items.n; j++)
-        if (ML_VEC_AT(&dv->d->items, ml_diag, j).file == old->file)
-            ML_VEC_AT(&dv->d->items, ml_diag, j).file = dv->original->file;
-    for (size_t j = 0; j < dv->loaded.n; j++)
-        if (ML_VEC_AT(&dv->loaded, sched *, j) == old) {
-            ML_VEC_AT(&dv->loaded, sched *, j) = ML_VEC_AT(&dv->loaded, sched *, dv->loaded.n - 1);
-            dv->loaded.n--;
-            break;
+/* Steps as written (repeat and region bodies once), as the loader counts n_steps_total. */
+static uint64_t count_written(const sched_step *st, uint32_t n) {
+    uint64_t c = n;
+    for (uint32_t k = 0; k < n; k++)
+        if (st[k].kind == ST_REPEAT)
+            c += count_written(st[k].u.repeat.steps, st[k].u.repeat.n);
+        else if (st[k].kind == ST_REGION)
+            c += count_written(st[k].u.region.steps, st[k].u.region.n);
+    return c;
+}
+
+/* The schedule of a stage's rewrite: s with plan k's steps replaced and the events the stage
+ * records declared after s's own (the symbols opt_stream_event gave them), in c's arena;
+ * everything else is s's. */
+static sched *stage_sched(opt_ctx *c, const sched *s, int k, sched_step *steps, uint32_t n) {
+    sched *s2 = ml_arena_alloc(c->arena, sizeof *s2);
+    *s2 = *s;
+    s2->arena = NULL;   /* never freed as a loaded schedule: its memory is the stage's arena */
+    s2->plans = ml_arena_alloc(c->arena, (s->n_plans + 1) * sizeof *s2->plans);
+    memcpy(s2->plans, s->plans, s->n_plans * sizeof *s2->plans);
+    s2->n_steps_total = s->n_steps_total - count_written(s->plans[k].steps, s->plans[k].n) +
+                        count_written(steps, n);
+    s2->plans[k].steps = steps;
+    s2->plans[k].n = n;
+    if (c->n_new_events) {
+        const sched_symtab *o = &s->syms[SYM_EVENT];
+        sched_symtab *t = &s2->syms[SYM_EVENT];
+        uint32_t m = o->n + c->n_new_events;
+        t->names = ml_arena_alloc(c->arena, (m + 1) * sizeof *t->names);
+        t->first_mark = ml_arena_alloc(c->arena, (m + 1) * sizeof *t->first_mark);
+        if (o->n) {
+            memcpy(t->names, o->names, o->n * sizeof *t->names);
+            memcpy(t->first_mark, o->first_mark, o->n * sizeof *t->first_mark);
         }
-    sched_free((sched *)old);
+        for (uint32_t j = 0; j < c->n_new_events; j++)
+            t->names[o->n + j] = c->new_events[j];   /* first_mark: none, as a stage adds it */
+        t->n = t->cap = m;
+    }
+    return s2;
 }
 
 /* One stage on plan k. base is the evaluation of the current state, replaced when kept.
@@ -418,37 +442,20 @@ static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_
     ml_vec notes, lines;
     ml_vec_init(&notes, sizeof(const char *));
     ml_vec_init(&lines, sizeof(uint32_t));
-    ml_str text = {0};
-    /* loaded back only: marks are all it needs, so its comments are bare */
-    emit_yaml_opts eo = {.extra_events = c.new_events, .n_extra_events = c.n_new_events,
-                         .bare_comments = true};
+    uint32_t n_steps = 0;
+    sched_step *steps = opt_tree_steps(&c, &cand, &n_steps, &notes, &lines);
+    sched *s2 = stage_sched(&c, dv->st.s, k, steps, n_steps);
     ml_diags d2;
     ml_diags_init(&d2);
-    sched *s2 = NULL;
     evaluation e2 = {0};
-    bool evaluated = false;
-    bool written = write_state(&c, &dv->st, k, &cand, &eo, &notes, &lines, NULL, NULL, &text,
-                               &d2) == 0;
-    /* the notes into a heap copy of their own, the trees go */
-    ml_str note_text = {0};
-    size_t *note_at = ml_xcalloc(notes.n + 1, sizeof *note_at);
-    for (size_t j = 0; j < notes.n; j++) {
-        const char *t = ML_VEC_AT(&notes, const char *, j);
-        note_at[j] = t ? note_text.n + 1 : 0;
-        if (t)
-            ml_str_append(&note_text, t, strlen(t) + 1);
-    }
-    ml_arena_free(stage_arena);
-    if (written)
-        s2 = sched_load_buffer(dv->st.s->file, text.s, text.n, NULL, &d2);
-    if (s2)
-        evaluated = evaluate(s2, k, &dv->o->params, dv->world, &e2, &d2) == 0;
+    bool evaluated = evaluate(s2, k, &dv->o->params, dv->world, &e2, &d2) == 0;
     const ml_diag *fresh = evaluated ? new_finding(base, &e2) : NULL;
     bool same_rows = evaluated && e2.n_rows == base->n_rows &&
                      !memcmp(e2.rows_pass, base->rows_pass, base->n_rows * sizeof(bool));
+    bool kept = false;
     if (!evaluated) {
         const ml_diag *g = ml_diags_first_error(&d2);
-        snprintf(sg->why, sizeof sg->why, "not kept: the rewrite does not load back (%s)",
+        snprintf(sg->why, sizeof sg->why, "not kept: the rewrite does not expand (%s)",
                  g ? g->text : "?");
     } else if (fresh) {
         snprintf(sg->why, sizeof sg->why, "not kept: lint finds %s%s%s", fresh->text,
@@ -464,35 +471,31 @@ static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_
         snprintf(sg->why, sizeof sg->why, "not kept: no saving (%u step%s changed)", c.changes,
                  c.changes == 1 ? "" : "s");
     } else {
-        sg->kept = true;
+        kept = sg->kept = true;
         snprintf(sg->why, sizeof sg->why, "%u step%s changed%s%s", c.changes,
                  c.changes == 1 ? "" : "s", c.renamed[0] ? "; " : "", c.renamed);
         memcpy(sg->after, e2.mem, (size_t)dv->world * sizeof *sg->after);
-        *(sched **)ml_vec_push(&dv->loaded) = s2;
-        replace_sched(dv, s2);
-        s2 = NULL;
+        /* the state: this stage's schedule, its steps, notes and lines in its arena */
+        *(ml_arena **)ml_vec_push(&dv->kept) = stage_arena;
+        dv->st.s = s2;
         size_t n = notes.n;
-        dv->st.notes[k] = ml_arena_alloc(dv->arena, (n + 1) * sizeof(const char *));
-        dv->st.lines[k] = ml_arena_alloc(dv->arena, (n + 1) * sizeof(uint32_t));
-        char *kept = note_text.n ? ml_arena_alloc(dv->arena, note_text.n) : NULL;
-        if (kept)
-            memcpy(kept, note_text.s, note_text.n);
-        for (size_t j = 0; j < n; j++)
-            dv->st.notes[k][j] = note_at[j] ? kept + note_at[j] - 1 : NULL;
-        if (n)
+        dv->st.notes[k] = ml_arena_alloc(stage_arena, (n + 1) * sizeof(const char *));
+        dv->st.lines[k] = ml_arena_alloc(stage_arena, (n + 1) * sizeof(uint32_t));
+        if (n) {
+            memcpy(dv->st.notes[k], notes.items, n * sizeof(const char *));
             memcpy(dv->st.lines[k], lines.items, n * sizeof(uint32_t));
+        }
         dv->st.n_pre[k] = n;
         eval_free(base);
         *base = e2;
         memset(&e2, 0, sizeof e2);
     }
+    /* lint's findings about a rewrite name the original file (s2 shares its name) */
+    if (!kept)
+        ml_arena_free(stage_arena);
     int rc = load_slots(dv);
-    free(note_at);
-    ml_str_free(&note_text);
-    sched_free(s2);
     eval_free(&e2);
     ml_diags_free(&d2);
-    ml_str_free(&text);
     ml_vec_free(&notes);
     ml_vec_free(&lines);
     return rc;
@@ -725,8 +728,7 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
         return -1;
     r->world = world;
     driver dv = {.o = o, .world = world, .arena = ml_arena_new(), .d = d, .original = s};
-    size_t first_diag = d->items.n;
-    ml_vec_init(&dv.loaded, sizeof(sched *));
+    ml_vec_init(&dv.kept, sizeof(ml_arena *));
     dv.st.s = s;
     dv.st.notes = ml_arena_alloc(dv.arena, (s->n_plans + 1) * sizeof *dv.st.notes);
     dv.st.lines = ml_arena_alloc(dv.arena, (s->n_plans + 1) * sizeof *dv.st.lines);
@@ -754,15 +756,9 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
         if (rc == 1)   /* a layout the patch does not edit: the emitter writes the whole file */
             rc = write_emitted(&dv, &c, r);
     }
-    /* A diagnostic about a rewrite (the final emit) carries its name, which the rewrite owns: point
-     * it at the original's, the same text (every rewrite was loaded under it). */
-    for (size_t j = first_diag; j < d->items.n; j++)
-        for (size_t k = 0; k < dv.loaded.n; k++)
-            if (ML_VEC_AT(&d->items, ml_diag, j).file == ML_VEC_AT(&dv.loaded, sched *, k)->file)
-                ML_VEC_AT(&d->items, ml_diag, j).file = s->file;
-    for (size_t k = 0; k < dv.loaded.n; k++)
-        sched_free(ML_VEC_AT(&dv.loaded, sched *, k));
-    ml_vec_free(&dv.loaded);
+    for (size_t k = 0; k < dv.kept.n; k++)
+        ml_arena_free(ML_VEC_AT(&dv.kept, ml_arena *, k));
+    ml_vec_free(&dv.kept);
     ml_arena_free(dv.arena);
     if (rc != 0)
         opt_result_free(r);
