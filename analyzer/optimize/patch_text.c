@@ -1,184 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* patch_text.c — splices a rewrite's steps into the original text (patch_text.h).
  *
- * libyaml's parser gives where things are (its marks: the top-level keys, each step list and the
- * start of each item); the loader's marks tie the items to the original's steps. The rest works
- * on lines, because what must survive (comments, blank lines) is not in the event stream. */
+ * The loader's marks say where each original step is; everything else works on lines, because
+ * what must survive (comments, blank lines) is not in the IR. */
 #include "optimize/patch_text.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
-
-/* ---- the original's layout -------------------------------------------------------------------- */
-
-typedef struct {
-    size_t key_line;          /* 0-based line of the `steps` key */
-    size_t *item_line;        /* [n]: 0-based line of each item's first key */
-    size_t *item_col;         /* [n]: its 0-based column */
-    size_t n;
-} seq_info;
-
-typedef struct {
-    yaml_parser_t p;
-    yaml_event_t ev;
-    bool have;
-    bool bad;                 /* a parse error or a layout this file does not edit */
-    char why[160];
-    /* what was found */
-    seq_info seqs[64];        /* in plan order */
-    size_t n_seqs;
-    bool has_world;
-    size_t world_at, world_end, world_line;   /* the value's bytes, its key's line */
-    bool has_events, events_flow, events_empty;
-    size_t events_line, events_close;         /* key line; a flow list's ']' */
-    size_t events_last_line, events_dash;     /* a block list's last item: line, its '-' column */
-    size_t body_line;         /* line of the `steps` or `plans` key */
-} layout;
-
-static bool next(layout *l) {
-    if (l->have)
-        yaml_event_delete(&l->ev);
-    l->have = false;
-    if (!yaml_parser_parse(&l->p, &l->ev)) {
-        l->bad = true;
-        snprintf(l->why, sizeof l->why, "libyaml cannot parse it again");
-        return false;
-    }
-    l->have = true;
-    return true;
-}
-
-static bool is_start(const yaml_event_t *e) {
-    return e->type == YAML_SEQUENCE_START_EVENT || e->type == YAML_MAPPING_START_EVENT;
-}
-
-/* l->ev is the first event of a node: consumes through its last. */
-static bool skip_node(layout *l) {
-    if (!is_start(&l->ev))
-        return true;
-    int depth = 1;
-    while (depth > 0 && next(l)) {
-        if (is_start(&l->ev))
-            depth++;
-        else if (l->ev.type == YAML_SEQUENCE_END_EVENT || l->ev.type == YAML_MAPPING_END_EVENT)
-            depth--;
-    }
-    return !l->bad;
-}
-
-static bool key_is(const yaml_event_t *e, const char *k) {
-    return e->type == YAML_SCALAR_EVENT && e->data.scalar.length == strlen(k) &&
-           !memcmp(e->data.scalar.value, k, e->data.scalar.length);
-}
-
-/* l->ev is a step list's first event. */
-static bool read_steps(layout *l, size_t key_line) {
-    if (l->ev.type != YAML_SEQUENCE_START_EVENT ||
-        l->ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE) {
-        l->bad = true;
-        snprintf(l->why, sizeof l->why, "the steps at line %zu are a flow sequence", key_line + 1);
-        return false;
-    }
-    if (l->n_seqs == ML_ARRAY_LEN(l->seqs)) {
-        l->bad = true;
-        snprintf(l->why, sizeof l->why, "more than %zu plans", ML_ARRAY_LEN(l->seqs));
-        return false;
-    }
-    seq_info *q = &l->seqs[l->n_seqs++];
-    ml_vec lines, cols;
-    ml_vec_init(&lines, sizeof(size_t));
-    ml_vec_init(&cols, sizeof(size_t));
-    q->key_line = key_line;
-    while (next(l) && l->ev.type != YAML_SEQUENCE_END_EVENT) {
-        *(size_t *)ml_vec_push(&lines) = l->ev.start_mark.line;
-        *(size_t *)ml_vec_push(&cols) = l->ev.start_mark.column;
-        if (!skip_node(l))
-            break;
-    }
-    q->item_line = lines.items;
-    q->item_col = cols.items;
-    q->n = lines.n;
-    return !l->bad;
-}
-
-/* The value of `events:` (l->ev its first event). */
-static bool read_events(layout *l, size_t key_line) {
-    l->has_events = true;
-    l->events_line = key_line;
-    if (l->ev.type != YAML_SEQUENCE_START_EVENT)
-        return skip_node(l);
-    l->events_flow = l->ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE;
-    l->events_empty = true;
-    while (next(l) && l->ev.type != YAML_SEQUENCE_END_EVENT) {
-        l->events_empty = false;
-        l->events_last_line = l->ev.start_mark.line;
-        if (!skip_node(l))
-            return false;
-    }
-    l->events_close = l->ev.start_mark.index;   /* the ']' of a flow list */
-    return !l->bad;
-}
-
-/* The mapping of `plans:` (l->ev its start): each plan's `steps`. */
-static bool read_plans(layout *l) {
-    if (l->ev.type != YAML_MAPPING_START_EVENT)
-        return skip_node(l);
-    while (next(l) && l->ev.type != YAML_MAPPING_END_EVENT) {   /* the plan's name */
-        if (!next(l))
-            return false;
-        if (l->ev.type != YAML_MAPPING_START_EVENT) {
-            if (!skip_node(l))
-                return false;
-            continue;
-        }
-        while (next(l) && l->ev.type != YAML_MAPPING_END_EVENT) {
-            bool steps = key_is(&l->ev, "steps");
-            size_t line = l->ev.start_mark.line;
-            if (!next(l) || !(steps ? read_steps(l, line) : skip_node(l)))
-                return false;
-        }
-    }
-    return !l->bad;
-}
-
-static void read_layout(layout *l, const char *text, size_t len) {
-    yaml_parser_initialize(&l->p);
-    yaml_parser_set_input_string(&l->p, (const unsigned char *)text, len);
-    while (next(l) && l->ev.type != YAML_MAPPING_START_EVENT && l->ev.type != YAML_STREAM_END_EVENT)
-        ;
-    bool top = !l->bad && l->ev.type == YAML_MAPPING_START_EVENT;
-    /* each key, then its value: every reader ends on the value's last event */
-    while (top && next(l) && l->ev.type != YAML_MAPPING_END_EVENT) {
-        size_t line = l->ev.start_mark.line;
-        bool steps = key_is(&l->ev, "steps"), plans = key_is(&l->ev, "plans");
-        bool world = key_is(&l->ev, "world"), events = key_is(&l->ev, "events");
-        if (!next(l))
-            break;
-        if (steps || plans)
-            l->body_line = line;
-        if (world && l->ev.type == YAML_SCALAR_EVENT) {
-            l->has_world = true;
-            l->world_line = line;
-            l->world_at = l->ev.start_mark.index;
-            l->world_end = l->ev.end_mark.index;
-        }
-        bool ok = steps ? read_steps(l, line) : plans ? read_plans(l)
-                : events ? read_events(l, line) : skip_node(l);
-        if (!ok)
-            break;
-    }
-    if (l->have)
-        yaml_event_delete(&l->ev);
-    yaml_parser_delete(&l->p);
-}
-
-static void layout_free(layout *l) {
-    for (size_t k = 0; k < l->n_seqs; k++) {
-        free(l->seqs[k].item_line);
-        free(l->seqs[k].item_col);
-    }
-}
 
 /* ---- lines ------------------------------------------------------------------------------------ */
 
@@ -247,6 +75,158 @@ static const char *eol_comment(const lines *ls, size_t i, size_t *n) {
         }
     }
     return NULL;
+}
+
+/* ---- the original's layout -------------------------------------------------------------------- */
+
+/* Found from the loader's marks and a scan of the top-level lines: the loader read this very
+ * text, so its marks say where each step's key is, and a block mapping's top-level keys start
+ * at column 1. (Parsing the text again with libyaml took 12% of optimize's CPU time at 100k
+ * steps, issue 21.) */
+typedef struct {
+    size_t key_line;          /* 0-based line of the `steps` key */
+    size_t *item_line;        /* [n]: 0-based line of each item's '-' */
+    size_t dash;              /* the column of the items' '-' */
+    size_t n;
+} seq_info;
+
+typedef struct {
+    bool bad;                 /* a layout this file does not edit */
+    char why[160];
+    seq_info *seqs;           /* [n_seqs], in plan order */
+    size_t n_seqs;
+    bool has_world;
+    size_t world_at, world_end, world_line;   /* the value's bytes, its key's line */
+    bool has_events, events_flow, events_empty;
+    size_t events_line, events_close;         /* key line; a flow list's ']' */
+    size_t events_last_line;                  /* a block list's last item */
+    size_t body_line;         /* line of the `steps` or `plans` key */
+} layout;
+
+/* The end of a line's content: before its comment (" #" outside quotes) and trailing blanks. */
+static size_t content_end(const lines *ls, size_t i) {
+    size_t n = 0, len = line_len(ls, i);
+    const char *t = ls->text + ls->start[i];
+    const char *c = eol_comment(ls, i, &n);
+    size_t e = c ? (size_t)(c - t) : len;
+    while (e > 0 && (t[e - 1] == ' ' || t[e - 1] == '\t'))
+        e--;
+    return e;
+}
+
+/* Line i at column 1 is `key:`: the offset of what follows the ':' in the line, else 0. */
+static size_t top_key(const lines *ls, size_t i, const char *key) {
+    size_t n = strlen(key), len = line_len(ls, i);
+    const char *t = ls->text + ls->start[i];
+    return len > n && !memcmp(t, key, n) && t[n] == ':' ? n + 1 : 0;
+}
+
+static void read_top(layout *l, const lines *ls) {
+    for (size_t i = 0; i < ls->n && !l->bad; i++) {
+        const char *t = ls->text + ls->start[i];
+        size_t v, end = content_end(ls, i);
+        if ((v = top_key(ls, i, "steps")) || (v = top_key(ls, i, "plans"))) {
+            l->body_line = i;
+        } else if ((v = top_key(ls, i, "world"))) {
+            while (v < end && t[v] == ' ')
+                v++;
+            l->has_world = v < end;
+            l->world_line = i;
+            l->world_at = ls->start[i] + v;
+            l->world_end = ls->start[i] + end;
+        } else if ((v = top_key(ls, i, "events"))) {
+            while (v < end && t[v] == ' ')
+                v++;
+            l->has_events = true;
+            l->events_line = i;
+            const char *close = v < end ? memchr(t + v, ']', end - v) : NULL;
+            if (v < end && t[v] == '[' && close && (size_t)(close - t) == end - 1) {
+                l->events_flow = true;
+                l->events_close = ls->start[i] + (size_t)(close - t);
+                size_t k = v + 1;
+                while (t + k < close && t[k] == ' ')
+                    k++;
+                l->events_empty = t + k == close;
+            } else if (v < end) {
+                l->bad = true;
+                snprintf(l->why, sizeof l->why, "'events:' at line %zu is not a list on its line "
+                         "or a block list", i + 1);
+            } else {   /* a block list: its items are the more indented lines after it */
+                l->events_empty = true;
+                for (size_t k = i + 1; k < ls->n && (kind_of(ls, k) != LN_CONTENT ||
+                                                      line_indent(ls, k) > 0); k++)
+                    if (kind_of(ls, k) == LN_CONTENT) {
+                        l->events_last_line = k;
+                        l->events_empty = false;
+                    }
+            }
+        }
+    }
+}
+
+/* Plan k's steps: each item's '-' on its step's line, at one column, before the key (or the '{'
+ * of a flow mapping item); the key line is the last content line before the first item. */
+static void read_steps(layout *l, const lines *ls, const sched_plan *p, seq_info *q) {
+    q->n = p->n;
+    q->item_line = ml_xcalloc(p->n + 1, sizeof *q->item_line);
+    for (uint32_t j = 0; j < p->n && !l->bad; j++) {
+        const ml_mark m = p->steps[j].mark;
+        size_t d = m.line - 1, col = m.col - 1, k = 0;
+        bool ok = m.line >= 1 && m.col >= 1 && d < ls->n && col < line_len(ls, d) &&
+                  (!j || d > q->item_line[j - 1]);
+        const char *t = ok ? ls->text + ls->start[d] : "";
+        while (ok && k < col && t[k] == ' ')
+            k++;
+        size_t dash = k;
+        ok = ok && k + 1 < col && t[k] == '-' && t[k + 1] == ' ' && (!j || dash == q->dash);
+        for (k += 2; ok && k < col && t[k] == ' '; k++)
+            ;
+        if (ok && k < col && t[k] == '{')   /* `- {alloc: ...}` */
+            for (k++; k < col && t[k] == ' '; k++)
+                ;
+        if (!ok || k != col) {
+            l->bad = true;
+            if (j == 0)
+                snprintf(l->why, sizeof l->why, "the steps at line %u are a flow sequence", m.line);
+            else
+                snprintf(l->why, sizeof l->why, "the step at line %u is not a '- ' item of its "
+                         "list", m.line);
+            return;
+        }
+        q->item_line[j] = d;
+        q->dash = dash;
+    }
+    size_t key = q->item_line[0];
+    while (key > 0 && kind_of(ls, key - 1) != LN_CONTENT)
+        key--;
+    if (key == 0) {
+        l->bad = true;
+        snprintf(l->why, sizeof l->why, "no 'steps:' line above line %zu", q->item_line[0] + 1);
+    }
+    q->key_line = key - 1;
+}
+
+static void read_layout(layout *l, const lines *ls, const sched *o) {
+    read_top(l, ls);
+    if (ls->n && ls->text[0] == '{') {
+        l->bad = true;
+        snprintf(l->why, sizeof l->why, "the file is one flow mapping");
+    }
+    l->seqs = ml_xcalloc(o->n_plans + 1, sizeof *l->seqs);
+    for (uint32_t k = 0; k < o->n_plans && !l->bad; k++, l->n_seqs++) {
+        if (!o->plans[k].n) {
+            l->bad = true;
+            snprintf(l->why, sizeof l->why, "a plan has no steps");
+            break;
+        }
+        read_steps(l, ls, &o->plans[k], &l->seqs[k]);
+    }
+}
+
+static void layout_free(layout *l) {
+    for (size_t k = 0; k < l->n_seqs; k++)
+        free(l->seqs[k].item_line);
+    free(l->seqs);
 }
 
 /* After the item at line d whose '-' is at column dash: the line after its last content line
@@ -377,7 +357,7 @@ static bool block_step(const sched_step *s) {
 static void removed_after(ctx *c, const seq_info *q, const size_t *from, const size_t *to,
                           const bool *used, size_t k0, ml_str *out) {
     const lines *ls = c->ls;
-    size_t dash = q->item_col[0];
+    size_t dash = q->dash;
     for (size_t i = k0; i < q->n && !used[i]; i++) {
         put_lines(out, ls, from[i], q->item_line[i]);
         size_t d = q->item_line[i];
@@ -393,7 +373,7 @@ static void removed_after(ctx *c, const seq_info *q, const size_t *from, const s
 static void patch_steps(ctx *c, const seq_info *q, const sched_plan *orig, const patch_plan *pp,
                         edit *e) {
     const lines *ls = c->ls;
-    size_t n = q->n, dash = q->item_col[0];
+    size_t n = q->n, dash = q->dash;
     size_t *from = ml_xcalloc(n + 1, sizeof *from), *to = ml_xcalloc(n + 1, sizeof *to);
     for (size_t k = 0; k < n; k++) {
         from[k] = k ? to[k - 1] : q->key_line + 1;
@@ -421,7 +401,11 @@ static void patch_steps(ctx *c, const seq_info *q, const sched_plan *orig, const
         const sched_step *s = &pp->steps[j];
         const char *note = c->in->emit->step_comment ? c->in->emit->step_comment(c->in->emit->ctx, s) : NULL;
         t.n = 0;
-        if (emit_yaml_step(c->wr, s, (int)dash, &t) != 0) {
+        /* the original step byte for byte (moved by a stage, or left as it was): its own text,
+         * with no emitting (a block step's body is rebuilt by every stage: it is compared by
+         * the emitter's text, as a step a stage rewrote is) */
+        bool same = match[j] && !memcmp(s, &orig->steps[match[j] - 1], sizeof *s) && !block_step(s);
+        if (!same && emit_yaml_step(c->wr, s, (int)dash, &t) != 0) {
             c->failed = 1;
             break;
         }
@@ -433,12 +417,12 @@ static void patch_steps(ctx *c, const seq_info *q, const sched_plan *orig, const
         }
         size_t m = match[j] - 1, d = q->item_line[m];
         o.n = 0;
-        if (emit_yaml_step(c->wo, &orig->steps[m], (int)dash, &o) != 0) {
+        if (!same && emit_yaml_step(c->wo, &orig->steps[m], (int)dash, &o) != 0) {
             c->failed = 1;
             break;
         }
         put_lines(out, ls, from[m], d);   /* the comments above it */
-        if (t.n == o.n && !memcmp(t.s, o.s, t.n)) {   /* the same step: its own text */
+        if (same || (t.n == o.n && !memcmp(t.s, o.s, t.n))) {
             if (note) {
                 snprintf(head, sizeof head, "memlife optimize (line %zu):", d + 1);
                 comment(out, ls, dash, head, note, strlen(note));
@@ -551,38 +535,6 @@ static void top_edits(const patch_in *in, const layout *l, const lines *ls, ml_v
     }
 }
 
-/* The items match the original's steps: one per step, each at its step's mark. */
-static bool marks_match(const layout *l, const sched *o, const lines *ls, char *why, size_t n) {
-    if (l->n_seqs != o->n_plans) {
-        snprintf(why, n, "%zu step lists for %u plans", l->n_seqs, o->n_plans);
-        return false;
-    }
-    for (uint32_t k = 0; k < o->n_plans; k++) {
-        const seq_info *q = &l->seqs[k];
-        const sched_plan *p = &o->plans[k];
-        if (q->n != p->n || !q->n) {
-            snprintf(why, n, "plan %u has %zu items for %u steps", k, q->n, p->n);
-            return false;
-        }
-        for (size_t j = 0; j < q->n; j++) {
-            size_t d = q->item_line[j], col = q->item_col[j];
-            bool dash = col >= 2 && ls->text[ls->start[d] + col - 2] == '-';
-            for (size_t x = ls->start[d] + col - 2; dash && x > ls->start[d]; x--)
-                dash = ls->text[x - 1] == ' ';
-            /* a block mapping item starts at its key, a flow one (`- {alloc: ...}`) at its '{' */
-            bool at = p->steps[j].mark.col == col + 1 ||
-                      (ls->text[ls->start[d] + col] == '{' && p->steps[j].mark.col > col + 1);
-            if (p->steps[j].mark.line != d + 1 || !at || !dash ||
-                col - 2 != q->item_col[0] - 2) {
-                snprintf(why, n, "the step at line %u is not a '- ' item of its list",
-                         p->steps[j].mark.line);
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
 int patch_text(const patch_in *in0, ml_str *out, patch_stats *st, ml_diags *d) {
     memset(st, 0, sizeof *st);
     /* A last line without its line end would run into a step moved after it: the text gets one
@@ -599,15 +551,13 @@ int patch_text(const patch_in *in0, ml_str *out, patch_stats *st, ml_diags *d) {
         copy.len = in0->len + 1;
     }
     size_t out_start = out->n;
-    layout l = {0};
-    read_layout(&l, in->text, in->len);
     lines ls;
     lines_index(&ls, in->text, in->len);
+    layout l = {0};
+    read_layout(&l, &ls, in->original);
     int rc = 0;
     if (l.bad) {
         snprintf(st->why, sizeof st->why, "%s", l.why);
-        rc = 1;
-    } else if (!marks_match(&l, in->original, &ls, st->why, sizeof st->why)) {
         rc = 1;
     } else if (in->rewrite->n_plans != in->original->n_plans) {
         snprintf(st->why, sizeof st->why, "the rewrite has another number of plans");
@@ -619,10 +569,6 @@ int patch_text(const patch_in *in0, ml_str *out, patch_stats *st, ml_diags *d) {
         free(owned);
         return rc;
     }
-    /* the item's column was its key's: the '-' is two before it */
-    for (size_t k = 0; k < l.n_seqs; k++)
-        for (size_t j = 0; j < l.seqs[k].n; j++)
-            l.seqs[k].item_col[j] -= 2;
     ml_vec edits;
     ml_vec_init(&edits, sizeof(edit));
     top_edits(in, &l, &ls, &edits);
