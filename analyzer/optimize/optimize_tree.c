@@ -57,17 +57,13 @@ sched_step *opt_tree_steps(opt_ctx *c, const opt_block *b, uint32_t *n, ml_vec *
 }
 
 void opt_note(opt_ctx *c, opt_node *n, const char *fmt, ...) {
-    char text[400];
+    char text[440];
+    /* the rewrite's name first: a note in the file says which stage did it */
+    int at = c->stage ? snprintf(text, sizeof text, "%s: ", c->stage) : 0;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    vsnprintf(text + at, sizeof text - (size_t)at, fmt, ap);
     va_end(ap);
-    if (c->stage) {   /* the rewrite's name first: a note in the file says which stage did it */
-        char named[440];
-        snprintf(named, sizeof named, "%s: %s", c->stage, text);
-        memcpy(text, named, sizeof text);
-        text[sizeof text - 1] = '\0';
-    }
     size_t old = n->note ? strlen(n->note) : 0, add = strlen(text);
     char *s = ml_arena_alloc(c->arena, old + add + 3);
     if (old) {

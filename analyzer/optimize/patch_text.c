@@ -267,19 +267,31 @@ static void put_lines(ml_str *out, const lines *ls, size_t a, size_t b) {
 /* Comment lines at column ind: "# " + head on the first, each '\n'-separated line of text. */
 static void comment(ml_str *out, const lines *ls, size_t ind, const char *head, const char *text,
                     size_t len) {
-    ml_str c = {0};
+    static const char spaces[] = "                                ";
+    const char *eol = ls->crlf ? "\r\n" : "\n";
     bool first = true;
     const char *end = text + len;
-    do {
+    do {   /* appended piece by piece: a 100k-step rewrite has a comment per step */
         const char *nl = memchr(text, '\n', (size_t)(end - text));
         size_t n = nl ? (size_t)(nl - text) : (size_t)(end - text);
-        ml_str_printf(&c, "%*s#%s%s%s%.*s\n", (int)ind, "", first && head ? " " : "",
-                      first && head ? head : "", n ? " " : "", (int)n, text);
+        for (size_t k = ind; k > 0;) {
+            size_t m = k < sizeof spaces - 1 ? k : sizeof spaces - 1;
+            ml_str_append(out, spaces, m);
+            k -= m;
+        }
+        ml_str_append(out, "#", 1);
+        if (first && head) {
+            ml_str_append(out, " ", 1);
+            ml_str_append(out, head, strlen(head));
+        }
+        if (n) {
+            ml_str_append(out, " ", 1);
+            ml_str_append(out, text, n);
+        }
+        ml_str_append(out, eol, strlen(eol));
         first = false;
         text = nl ? nl + 1 : end;
     } while (text < end);
-    put(out, ls, c.s, c.n);
-    ml_str_free(&c);
 }
 
 /* The user's comments in lines [a, b) of a step the emitter replaces or that was removed, as
