@@ -200,14 +200,10 @@ static void comment(writer *w, int n, const char *text) {
     while (text && *text) {
         const char *nl = strchr(text, '\n');
         size_t len = nl ? (size_t)(nl - text) : strlen(text);
-        if (w->o && w->o->bare_comments) {
-            lit(w, "#\n"); /* a comment line's indentation means nothing to the loader */
-        } else {
-            indent(w, n);
-            lit(w, len ? "# " : "#");
-            ml_str_append(w->out, text, len);
-            lit(w, "\n");
-        }
+        indent(w, n);
+        lit(w, len ? "# " : "#");
+        ml_str_append(w->out, text, len);
+        lit(w, "\n");
         text = nl ? nl + 1 : NULL;
     }
 }

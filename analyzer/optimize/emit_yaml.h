@@ -41,10 +41,6 @@ typedef struct {
      * s->plans[k].steps (a rewrite keeps everything else of s). */
     const sched_step *const *plan_steps;
     const uint32_t *n_plan_steps;
-    /* Every comment line as a bare "#" (at column 1): the same lines and columns of every
-     * token, so the same schedule and marks when loaded, for a text that is only loaded back.  optimize's
-     * stage texts were two thirds comment bytes, which libyaml scans one by one. */
-    bool bare_comments;
 } emit_yaml_opts;
 
 /* Appends the YAML text of s to out. Returns 0, or -1 (libyaml refused a scalar: out of memory)

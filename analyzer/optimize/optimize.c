@@ -217,42 +217,25 @@ static const char *note_of(void *ctx, const sched_step *st) {
     return p ? p->note : NULL;
 }
 
-/* Writes st with plan `which` replaced by tree (when not NULL); fills the pre-order notes and
- * lines of that plan into notes/lines when they are not NULL. With patch, the text is the
- * original's with the steps spliced in (patch_text.h): its result (1: the emitter must write
- * it), the plans' top-level steps and lines filled in. */
-static int write_state(opt_ctx *c, const state *st, int which, const opt_block *tree,
-                       const emit_yaml_opts *base, ml_vec *notes, ml_vec *lines,
-                       patch_in *patch, patch_stats *ps, ml_str *out, ml_diags *d) {
+/* Writes the state st: the emitter's whole file, or with patch the original's text with the
+ * steps spliced in (patch_text.h): its result (1: the emitter must write it), the plans'
+ * top-level steps and lines filled in. Each step's note (and, from read_comments, the user's
+ * comment above its original line) by its pre-order index in st. */
+static int write_state(opt_ctx *c, const state *st, const emit_yaml_opts *base, patch_in *patch,
+                       patch_stats *ps, ml_str *out, ml_diags *d) {
     const sched *s = st->s;
-    const sched_step **steps = ml_arena_alloc(c->arena, s->n_plans * sizeof *steps);
-    uint32_t *n_steps = ml_arena_alloc(c->arena, s->n_plans * sizeof *n_steps);
-    ml_vec all_notes, all_lines;
-    ml_vec_init(&all_notes, sizeof(const char *));
-    ml_vec_init(&all_lines, sizeof(uint32_t));
     ml_vec pairs;
     ml_vec_init(&pairs, sizeof(note_pair));
     for (uint32_t k = 0; k < s->n_plans; k++) {
-        opt_block t;
-        if ((int)k == which && tree) {
-            t = *tree;
-        } else {
-            size_t pre = 0;
-            opt_tree_build(c, &t, s->plans[k].steps, s->plans[k].n, st->notes[k], st->lines[k], &pre);
-        }
-        size_t first = all_notes.n;
-        steps[k] = opt_tree_steps(c, &t, &n_steps[k], &all_notes, &all_lines);
-        if (patch) {
-            uint32_t *top = ml_arena_alloc(c->arena, (t.n + 1) * sizeof *top);
-            for (size_t j = 0; j < t.n; j++)
-                top[j] = t.v[j].orig_line;
-            ((patch_plan *)patch->plans)[k] = (patch_plan){steps[k], n_steps[k], top};
-        }
-        /* pre-order pointers: walk the materialized arrays the same way */
-        size_t at = first;
+        const sched_step *steps = s->plans[k].steps;
+        uint32_t n = s->plans[k].n;
+        uint32_t *top = patch ? ml_arena_alloc(c->arena, (n + 1) * sizeof *top) : NULL;
+        const char *const *notes = st->notes[k];
+        const uint32_t *lines = st->lines[k];   /* NULL: a plan no stage kept, its marks' */
+        size_t at = 0;
         struct frame { const sched_step *v; uint32_t n, i; } fr[128];
         int depth = 0;
-        fr[0] = (struct frame){steps[k], n_steps[k], 0};
+        fr[0] = (struct frame){steps, n, 0};
         while (depth >= 0) {
             struct frame *f = &fr[depth];
             if (f->i == f->n) {
@@ -260,9 +243,11 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
                 continue;
             }
             const sched_step *x = &f->v[f->i++];
-            const char *note = ML_VEC_AT(&all_notes, const char *, at);
-            uint32_t line = ML_VEC_AT(&all_lines, uint32_t, at);
+            const char *note = notes ? notes[at] : NULL;
+            uint32_t line = lines ? lines[at] : x->mark.line;
             at++;
+            if (top && depth == 0)
+                top[f->i - 1] = line;
             const char *user = st->comments && line < st->n_comments ? st->comments[line] : NULL;
             if (user) {   /* the user's comment first, then what the optimizer says */
                 ml_str both = {0};
@@ -277,11 +262,8 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
             else if (depth + 1 < (int)ML_ARRAY_LEN(fr) && x->kind == ST_REGION)
                 fr[++depth] = (struct frame){x->u.region.steps, x->u.region.n, 0};
         }
-        if ((int)k == which && notes && lines)
-            for (size_t j = first; j < all_notes.n; j++) {
-                *(const char **)ml_vec_push(notes) = ML_VEC_AT(&all_notes, const char *, j);
-                *(uint32_t *)ml_vec_push(lines) = ML_VEC_AT(&all_lines, uint32_t, j);
-            }
+        if (patch)
+            ((patch_plan *)patch->plans)[k] = (patch_plan){steps, n, top};
     }
     /* by step address for note_of's bsearch. The walk meets the steps in pre-order, which is
      * address order where the arrays were allocated in that order (a flat plan: one array),
@@ -295,8 +277,6 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
     emit_yaml_opts o = *base;
     o.step_comment = note_of;
     o.ctx = &ix;
-    o.plan_steps = steps;
-    o.n_plan_steps = n_steps;
     int rc;
     if (patch) {
         patch->emit = &o;
@@ -305,8 +285,6 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
         rc = emit_yaml(s, &o, out, d);
     }
     ml_vec_free(&pairs);
-    ml_vec_free(&all_notes);
-    ml_vec_free(&all_lines);
     return rc;
 }
 
@@ -412,10 +390,8 @@ static sched *stage_sched(opt_ctx *c, const sched *s, int k, sched_step *steps, 
 
 /* One stage on plan k. base is the evaluation of the current state, replaced when kept.
  * early: lifetimes' early frees with record/wait (run_stage tries them first).
- * The stage's trees live in an arena of its own, released once the rewrite is written out and
- * before it is loaded back and evaluated (which take as much memory again): only the notes
- * and lines of the rewrite outlive it, copied into the driver's arena when the stage is kept.
- * Before, one arena held every stage's trees until the end (1158 MiB at 100k steps). */
+ * The stage's tree, steps, notes and lines live in an arena of its own: kept with the stage (its
+ * steps are the new state's), else released before the next stage. */
 static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg,
                         bool early) {
     ml_arena *stage_arena = ml_arena_new();
@@ -677,7 +653,7 @@ static int write_patched(driver *dv, opt_ctx *c, opt_result *r) {
                     .comments = comments.items, .n_comments = comments.n};
     emit_yaml_opts eo = {0};
     ml_str text = {0};
-    int rc = write_state(c, &dv->st, -1, NULL, &eo, NULL, NULL, &pin, &r->patch, &text, dv->d);
+    int rc = write_state(c, &dv->st, &eo, &pin, &r->patch, &text, dv->d);
     if (rc == 0) {
         ml_str_free(&r->yaml);
         r->yaml = text;
@@ -709,7 +685,7 @@ static int write_emitted(driver *dv, opt_ctx *c, opt_result *r) {
                   "plan; 'memlife predict' gives this one's.");
     /* the world it was verified at, so that predict and run without --world use it */
     emit_yaml_opts eo = {.header = header.s, .expect_note = expect_note.s, .world = dv->world};
-    int rc = write_state(c, &dv->st, -1, NULL, &eo, NULL, NULL, NULL, NULL, &r->yaml, dv->d);
+    int rc = write_state(c, &dv->st, &eo, NULL, NULL, &r->yaml, dv->d);
     ml_str_free(&header);
     ml_str_free(&expect_note);
     return rc;

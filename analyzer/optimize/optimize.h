@@ -17,9 +17,9 @@
  * then lifetimes once more (the in-place rewrites merge lifetimes), shown only when it changes
  * something.
  *
- * Each stage works on the schedule the previous kept stage wrote (as YAML, loaded back), and is
- * kept only if the rewritten schedule loads back, lints with no diagnostic the input did not
- * have (same expect_error contract rows), and lowers memory: the highest requested peak over the
+ * Each stage works on the schedule the previous kept stage made (in memory: its steps in place of
+ * the plan's), and is kept only if the rewritten schedule expands, lints with no diagnostic the
+ * input did not have (same expect_error contract rows), and lowers memory: the highest requested peak over the
  * ranks, else the highest device peak, else the requested steady, without raising either peak.
  * Everything is verified at one world size (--world or the file's) and one set of --set values;
  * the rewritten file keeps its expressions, but says where it was verified. Proof that results

@@ -4,8 +4,8 @@
  * A stage rewrites a tree of steps: each block (the plan's steps, a repeat's or a region's body)
  * is an array of nodes; a node is a sched_step by value (its views and expressions point into
  * the loaded schedule or the optimizer's arena) plus, for repeat and region, its body block, and
- * the comment the rewritten file will carry above it. Transformations edit a copy of the tree;
- * the driver (optimize.c) writes the copy out as YAML, loads it back and keeps it or not. */
+ * the comment the rewritten file will carry above it. Transformations edit the tree; the driver
+ * (optimize.c) makes it a schedule, evaluates it and keeps it or not. */
 #ifndef MEMLIFE_OPTIMIZE_INT_H
 #define MEMLIFE_OPTIMIZE_INT_H
 
