@@ -227,11 +227,8 @@ static void trimmed(ml_str *t, const expr *e) {
     }
     ml_str_append(t, s, n);
 }
-/* A symbol's name; events past the schedule's own are the rewrite's (extra_events). */
+/* A symbol's name. */
 static const char *sym(writer *w, sched_sym_kind k, uint32_t s) {
-    uint32_t n = w->s->syms[k].n;
-    if (k == SYM_EVENT && s >= n && w->o && s - n < w->o->n_extra_events)
-        return w->o->extra_events[s - n];
     return sched_sym_name(w->s, k, s);
 }
 
@@ -659,34 +656,21 @@ static void top(writer *w, const char *k, const char *value) {
     lit(w, "\n");
 }
 
-static void decls(writer *w, const char *k, sched_sym_kind kind, uint32_t first,
-                  const char *const *extra, size_t n_extra) {
+static void decls(writer *w, const char *k, sched_sym_kind kind, uint32_t first) {
     const sched_symtab *t = &w->s->syms[kind];
-    if (t->n <= first && !n_extra)
+    if (t->n <= first)
         return;
     lit(w, k);
     lit(w, ": [");
-    bool any = false;
     for (uint32_t s = first; s < t->n; s++) {
-        if (any)
+        if (s > first)
             lit(w, ", ");
-        any = true;
         scalar(w, t->names[s], true);
-    }
-    for (size_t j = 0; j < n_extra; j++) {
-        if (any)
-            lit(w, ", ");
-        any = true;
-        scalar(w, extra[j], true);
     }
     lit(w, "]\n");
 }
 
 static const sched_step *plan_steps(writer *w, uint32_t k, uint32_t *n) {
-    if (w->o && w->o->plan_steps) {
-        *n = w->o->n_plan_steps[k];
-        return w->o->plan_steps[k];
-    }
     *n = w->s->plans[k].n;
     return w->s->plans[k].steps;
 }
@@ -730,8 +714,8 @@ int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d)
             lit(&w, "\n");
         }
     }
-    decls(&w, "streams", SYM_STREAM, 1, NULL, 0);
-    decls(&w, "events", SYM_EVENT, 0, o ? o->extra_events : NULL, o ? o->n_extra_events : 0);
+    decls(&w, "streams", SYM_STREAM, 1);
+    decls(&w, "events", SYM_EVENT, 0);
     torch_key(&w, s);
     expects(&w, s->expects, s->n_expects, 0);
     bool named = s->n_plans > 1 || (s->n_plans == 1 && s->plans[0].name[0]);

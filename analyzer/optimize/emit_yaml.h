@@ -34,13 +34,6 @@ typedef struct {
      * this comment in their place when not NULL: a rewritten plan's memory differs from the
      * original's, so the original's expectations would fail on it. */
     const char *expect_note;
-    /* Names written in `events:` after the schedule's own (events a rewrite added). */
-    const char *const *extra_events;
-    size_t n_extra_events;
-    /* When not NULL, the steps of plan k are plan_steps[k] / n_plan_steps[k] instead of
-     * s->plans[k].steps (a rewrite keeps everything else of s). */
-    const sched_step *const *plan_steps;
-    const uint32_t *n_plan_steps;
 } emit_yaml_opts;
 
 /* Appends the YAML text of s to out. Returns 0, or -1 (libyaml refused a scalar: out of memory)
