@@ -138,3 +138,12 @@ last=$(tail -n 1 "$TMP/no_eol.yaml")
 [ "$(tail -c 1 "$TMP/no_eol.yaml" | od -An -tx1 | tr -d ' ')" != 0a ] && [ "$last" = "  - sync: device" ] &&
     ok "no final line end: the rewrite ends as the input does, without one (after its sync)" ||
     not_ok "no final line end" "$(tail -c 20 "$TMP/no_eol.yaml" | od -An -c | tr '\n' ' ')"
+
+# --- two plans: each step list edited in place; an expectation that still holds gets no comment -
+patched plans tests/cli/patch/plans.yaml
+got=$(jq -c '[.plans[] | [.plan, .ranks[0].before.requested.peak / 1048576, .ranks[0].after.requested.peak / 1048576]]' "$TMP/plans.json" 2>&1)
+if [ "$got" = '[["big",32,16],["small",32,16]]' ] && ! grep -q 'expectation' "$TMP/plans.yaml"; then
+    ok "plans: both rewritten 32 -> 16 MiB, the still-true expectation left without a comment"
+else
+    not_ok "plans" "$got; $(grep -n expectation "$TMP/plans.yaml" | head -2)"
+fi
