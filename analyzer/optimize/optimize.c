@@ -411,7 +411,8 @@ static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_
     stage_record(sg, kind, base, dv->world);
     sg->changes = c.changes;
     if (!c.changes) {
-        snprintf(sg->why, sizeof sg->why, "nothing to do");
+        snprintf(sg->why, sizeof sg->why, "nothing to do%s%s%s", c.skipped[0] ? " (" : "",
+                 c.skipped, c.skipped[0] ? ")" : "");
         ml_arena_free(stage_arena);
         return 0;
     }

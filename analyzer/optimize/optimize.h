@@ -55,7 +55,7 @@ typedef struct {
     opt_kind kind;
     bool kept;
     uint32_t changes;         /* steps added, removed or rewritten by the stage */
-    char why[200];            /* kept: what it did; else why not ("no saving", a lint finding) */
+    char why[320];            /* kept: what it did; else why not ("no saving", a lint finding) */
     opt_mem *after;           /* [world]: after the stage (= before it when not kept) */
 } opt_stage;
 

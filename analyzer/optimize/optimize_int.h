@@ -39,6 +39,7 @@ typedef struct {
     const char *new_events[64];   /* events a stage declares (`events:` of the rewrite) */
     uint32_t n_new_events;
     char renamed[160];    /* results that live on under another name: "'gathered' is now 'full'" */
+    char skipped[200];    /* a rewrite the stage left out and why (the report's "nothing to do") */
 } opt_ctx;
 
 /* ---- tree (optimize_tree.c) ------------------------------------------------------------------ */

@@ -80,3 +80,27 @@ fi
 run check "$TMP/side.yaml"
 [ "$RC" -eq 0 ] && ok "side stream: the rewrite lints clean (no race, no free hazard)" ||
     not_ok "side stream: lint" "exit $RC: $(head -1 "$TMP/err")"
+
+# tests/cli/patch/chunked_nosync.yaml (its header has the numbers): the chunked release would need
+# a sync the program does not have. Without --allow-host-syncs it is not made (0 syncs added, the
+# stage says why); with it, the release after an added sync brings the steady down to 64 MiB.
+# chunked_summary REPORT: "steady/peak after (rank 0, MiB) syncs-added chunked-kept"
+chunked_summary() {
+    jq -r '.plans[0] | "\(.ranks[0].after.requested.steady / 1048576)/\(.ranks[0].after.requested.peak / 1048576) \(.host_syncs_added) \(.stages[] | select(.stage == "chunked") | .kept)"' "$TMP/out" 2>&1
+}
+run optimize tests/cli/patch/chunked_nosync.yaml --format json -o "$TMP/cn.yaml"
+got=$(chunked_summary)
+why=$(jq -r '.plans[0].stages[] | select(.stage == "chunked") | .why' "$TMP/out")
+if [ "$got" = "256/256 0 false" ] && ! grep -q '^ *- sync' "$TMP/cn.yaml" &&
+   [ "$why" = "nothing to do ('full' stays one allocation: nothing completes its reduce_scatter at the host before its end, a sync would be added (--allow-host-syncs))" ]; then
+    ok "chunked without a sync to follow: not made, 0 host syncs added, the stage says why"
+else
+    not_ok "chunked without a sync" "$got; $why"
+fi
+run optimize tests/cli/patch/chunked_nosync.yaml --allow-host-syncs --format json -o "$TMP/cn2.yaml"
+got=$(chunked_summary)
+if [ "$got" = "64/256 1 true" ] && grep -q '^  - sync: {stream: default}$' "$TMP/cn2.yaml"; then
+    ok "chunked with --allow-host-syncs: released after an added sync, 64/256 MiB, 1 sync added"
+else
+    not_ok "chunked --allow-host-syncs" "$got"
+fi
