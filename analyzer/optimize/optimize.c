@@ -395,7 +395,8 @@ static sched *stage_sched(opt_ctx *c, const sched *s, int k, sched_step *steps, 
 static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg,
                         bool early) {
     ml_arena *stage_arena = ml_arena_new();
-    opt_ctx c = {.s = dv->st.s, .arena = stage_arena, .world = dv->world, .slots = dv->slots,
+    opt_ctx c = {.s = dv->st.s, .arena = stage_arena, .scratch = ml_arena_new(),
+                 .world = dv->world, .slots = dv->slots,
                  .stage = opt_kind_names[kind],
                  .allow_lifetimes = dv->o->allow[OPT_LIFETIMES],
                  .allow_host_syncs = dv->o->allow_host_syncs, .early_waits = early};
@@ -413,6 +414,7 @@ static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_
     if (!c.changes) {
         snprintf(sg->why, sizeof sg->why, "nothing to do%s%s%s", c.skipped[0] ? " (" : "",
                  c.skipped, c.skipped[0] ? ")" : "");
+        ml_arena_free(c.scratch);
         ml_arena_free(stage_arena);
         return 0;
     }
@@ -421,6 +423,8 @@ static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_
     ml_vec_init(&lines, sizeof(uint32_t));
     uint32_t n_steps = 0;
     sched_step *steps = opt_tree_steps(&c, &cand, &n_steps, &notes, &lines);
+    ml_arena_free(c.scratch);   /* the tree goes before the evaluation takes its memory */
+    c.scratch = NULL;
     sched *s2 = stage_sched(&c, dv->st.s, k, steps, n_steps);
     ml_diags d2;
     ml_diags_init(&d2);

@@ -26,7 +26,9 @@ struct opt_node {
 
 typedef struct {
     const sched *s;       /* the schedule this stage starts from (loaded from the last kept text) */
-    ml_arena *arena;      /* nodes, notes, new expressions */
+    ml_arena *arena;      /* what the rewritten steps hold: notes, new expressions, name lists */
+    ml_arena *scratch;    /* what only the stage needs (the tree's node arrays, lifetimes'
+                             placement), released once its steps are made; NULL: arena */
     const char *stage;    /* its name: the notes it writes start with it ("lifetimes: ...") */
     int world;
     int64_t **slots;      /* [world]: let values per rank, for concrete checks */
@@ -43,6 +45,7 @@ typedef struct {
 } opt_ctx;
 
 /* ---- tree (optimize_tree.c) ------------------------------------------------------------------ */
+static inline ml_arena *opt_scratch(const opt_ctx *c) { return c->scratch ? c->scratch : c->arena; }
 void opt_block_push(opt_ctx *c, opt_block *b, const opt_node *n);
 /* The tree of steps[0..n) (notes and original lines by pre-order index from notes/lines, or
  * none when NULL); *pre counts the steps in pre-order. */

@@ -97,6 +97,8 @@ static void row_cells(const opt_plan_result *p, const opt_cols *cols, int row, i
                       char cells[C_MAX][96]) {
     const opt_mem *m = row < 0 ? &p->before[r] : &p->stages[row].after[r];
     const opt_mem *prev = row < 0 ? m : stage_before(p, (size_t)row, r);
+    for (size_t c = 0; c < C_MAX; c++)   /* same_cells compares every cell, set or not */
+        cells[c][0] = '\0';
     snprintf(cells[C_STAGE], 96, "%s", row < 0 ? "before" : opt_kind_names[p->stages[row].kind]);
     snprintf(cells[C_KEPT], 96, "%s", row < 0 ? "" : p->stages[row].kept ? "yes" : "no");
     size_cell(m->steady[VIEW_REQUESTED], cells[C_REQ_STEADY], 96);

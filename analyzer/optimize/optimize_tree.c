@@ -11,7 +11,7 @@
 void opt_block_push(opt_ctx *c, opt_block *b, const opt_node *n) {
     if (b->n == b->cap) { /* in place where the arena can: a plan's block is its whole length */
         size_t cap = b->cap ? 2 * b->cap : 8;
-        b->v = ml_arena_grow(c->arena, b->v, b->n * sizeof *b->v, cap * sizeof *b->v);
+        b->v = ml_arena_grow(opt_scratch(c), b->v, b->n * sizeof *b->v, cap * sizeof *b->v);
         b->cap = cap;
     }
     b->v[b->n++] = *n;
