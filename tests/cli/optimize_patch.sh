@@ -40,6 +40,11 @@ patched() {
     [ "$got" = ok ] && ok "$name: only the edited lines differ" || not_ok "$name: edited lines" "$got"
     got=$($CHECK comments "$in" "$TMP/$name.yaml")
     [ "$got" = ok ] && ok "$name: every comment of the input kept" || not_ok "$name: comments" "$got"
+    # a rewritten or added step's comment says what the stage did (an emitter-written block
+    # step's says so itself: the notes are on the steps of its body)
+    got=$(grep -n 'memlife optimize (\(line [0-9]*, rewritten\|added\)):$' "$TMP/$name.yaml" | head -2)
+    [ -z "$got" ] && ok "$name: every rewritten or added step's comment names its stage" ||
+        not_ok "$name: a comment without its note" "$got"
 }
 
 # --- the seed schedules ----------------------------------------------------------------------
