@@ -637,8 +637,10 @@ static int write_patched(driver *dv, opt_ctx *c, opt_result *r) {
     const sched *s = dv->original;
     ml_input src = {0};
     char err[200];
-    if (ml_input_read(s->file, &src, err, sizeof err) != 0 || !strcmp(s->file, "-")) {
-        snprintf(r->patch.why, sizeof r->patch.why, "the input cannot be read again");
+    if (!strcmp(s->file, "-") || ml_input_read(s->file, &src, err, sizeof err) != 0) {
+        snprintf(r->patch.why, sizeof r->patch.why, "%s",
+                 strcmp(s->file, "-") ? "the input cannot be read again"
+                                      : "standard input cannot be read again");
         ml_input_free(&src);
         return 1;
     }

@@ -152,3 +152,15 @@ if [ "$got" = '[["big",32,16],["small",32,16]]' ] && ! grep -q 'expectation' "$T
 else
     not_ok "plans" "$got; $(grep -n expectation "$TMP/plans.yaml" | head -2)"
 fi
+
+# --- standard input: it cannot be read again, so the emitter writes the file, and says why ------
+"$MEMLIFE" optimize - <schedules/seed/03_rs_ag_naive.yaml >"$TMP/stdin.yaml" 2>"$TMP/stdin.err"
+RC=$?
+run predict "$TMP/stdin.yaml" --format json
+peak=$(jq '.schedules[0].ranks[0].requested.peak / 1048576' "$TMP/out" 2>&1)
+if [ "$RC" -eq 0 ] && [ "$peak" = 256 ] &&
+   [ "$(tail -1 "$TMP/stdin.err")" = "rewritten file: written whole by the emitter (standard input cannot be read again): only the comments above steps are kept" ]; then
+    ok "standard input: written whole by the emitter, the report says why; it predicts 256 MiB"
+else
+    not_ok "standard input" "exit $RC, peak $peak, $(tail -1 "$TMP/stdin.err")"
+fi
