@@ -16,8 +16,8 @@
 const char cmd_optimize_usage[] =
     "usage: memlife optimize [OPTIONS] FILE\n"
     "\n"
-    "Rewrites the schedule to use less memory and keeps a rewrite only if the result loads\n"
-    "back, lints with nothing new, keeps its expect_error contracts, does not raise the\n"
+    "Rewrites the schedule to use less memory and keeps a rewrite only if the result\n"
+    "expands, lints with nothing new, keeps its expect_error contracts, does not raise the\n"
     "predicted step time (streams the input overlapped stay overlapped) and lowers a peak:\n"
     "  lifetimes  frees right after the last use has completed (default-stream work by stream\n"
     "             order; another stream's by a wait the program already has, else a record\n"
