@@ -164,3 +164,11 @@ if [ "$RC" -eq 0 ] && [ "$peak" = 256 ] &&
 else
     not_ok "standard input" "exit $RC, peak $peak, $(tail -1 "$TMP/stdin.err")"
 fi
+
+# --- the schedule's own link: the stages predict with it (tests/time/link_copy.yaml: its header
+# gives 1000 us, the all_reduce at 100 GB/s); stage texts once lost `link:` (500 us after) -------
+patched link_copy tests/time/link_copy.yaml
+run predict --format json "$TMP/link_copy.yaml"
+got="$(jq -r '.plans[0].time | "\(.step_before_us) \(.step_after_us)"' "$TMP/link_copy.json") $(jq -r '.schedules[0].ranks[0].time.step_us' "$TMP/out")"
+[ "$got" = "1000 1000 1000" ] && ok "link: optimize's step time before and after and predict's of the rewrite, 1000 us" ||
+    not_ok "link" "$got"
