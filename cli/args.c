@@ -217,10 +217,7 @@ static int option_error(const char *cmd, int c, const ml_opt *rows, size_t n, co
     size_t nc = 0;
     for (size_t k = 0; k < n && nc < ML_ARRAY_LEN(cands); k++)
         cands[nc++] = rows[k].name;
-    const char *s = ml_suggest(name, cands, nc);
-    if (s)
-        return ml_usage_error(cmd, "unknown option '%s'; did you mean '%s'?", name, s);
-    return ml_usage_error(cmd, "unknown option '%s'", name);
+    return ml_usage_unknown(cmd, "option", name, cands, nc);
 }
 
 /* `--dtype T`: one of the dtype table's names. */

@@ -42,6 +42,9 @@ typedef struct {
     const char *arg;          /* the value's name in usage ("N", "FILE"); NULL for a flag */
     const char *help;         /* one sentence; the text renderer wraps it */
 } ml_opt;
+/* A documentation row of a command's extra table: what a common option means for that command
+ * (the common table parses it; the row only says so in --help). */
+#define ML_OPT_DOC(name, help) {name, NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, help}
 
 typedef struct {
     report_format format;     /* --format table|json|csv|md (default table) */

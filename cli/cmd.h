@@ -36,6 +36,10 @@ int ml_unknown_command(const char *name);
 
 /* Usage errors: print "error: ..." and a hint to stderr; exit code 2. */
 int ml_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "unknown WHAT 'NAME'", with "; did you mean 'X'?" when one of cands[n] is close (suggest.h):
+ * the one wording of an unknown command and an unknown option. Exit code 2. */
+int ml_usage_unknown(const char *cmd, const char *what, const char *name,
+                     const char *const *cands, size_t n);
 
 #define ML_COMMAND(name, flags, summary)                                                          \
     int cmd_##name(int argc, char **argv);                                                        \

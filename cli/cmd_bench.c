@@ -182,16 +182,10 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
  * the input once here so its errors print once. Returns 0, -1 when this process launched the job
  * (*rc then holds the job's exit code), or an exit code. */
 static int place_ranks(bench_ctx *c, const bench_opts *o, int argc, char **argv, int *rc) {
-    ml_place pl;
-    int got = ml_place_ranks("bench", c->a->backend.gpus, c->a->backend.ranks, c->a->world, &pl);
-    if (got != 0)
+    bool launch;
+    int got = ml_place_command("bench", c->a, &c->mpi, &c->world, &c->rank, &c->n_local, &launch);
+    if (got != 0 || !launch)
         return got;
-    c->mpi = pl.mpi;
-    c->world = pl.world;
-    c->rank = pl.rank;
-    c->n_local = pl.n_local;
-    if (!pl.launch)
-        return 0;
     int in = load_input(c, o);
     if (in != 0)
         return in;
@@ -365,7 +359,8 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
     if (rc == 0 && o->kernels) {
         if (strcmp(c->be->name, "cuda") != 0)
             snprintf(note, sizeof note, "kernel evidence needs the cuda backend: backend '%s' "
-                     "runs no GPU kernels", c->be->name);
+                     "%s", c->be->name, strcmp(c->be->name, "torch") ? "runs no GPU kernels"
+                     : "does not count the kernels torch launches");
         else
             rc = run_sizes(c, b, o, sizes, true, note, sizeof note);
         if (rc == 0 && note[0] && c->rank0 && !c->a->quiet)
@@ -395,6 +390,11 @@ static int check_backend(bench_ctx *c, const bench_opts *o) {
         return rc;
     if (!c->be->time_begin || !c->be->time_end)
         return ml_usage_error("bench", "backend '%s' cannot time spans of work", c->be->name);
+    /* torch: each op of the timed part is its own request to the driver, so there is no one
+     * stretch of CUDA work to capture (and gloo on CPUs has no graphs at all) */
+    if (o->graph && !c->be->graph_begin && !strcmp(c->be->name, "torch"))
+        return ml_usage_error("bench", "--graph needs CUDA graphs: backend 'torch' runs each op "
+                              "as its own driver request and captures none (use --backend cuda)");
     if (o->graph && !c->be->graph_begin)
         return ml_usage_error("bench", "--graph needs CUDA graphs: backend '%s' has none (use "
                               "--backend cuda)", c->be->name);
@@ -434,13 +434,10 @@ int cmd_bench(int argc, char **argv) {
         {"--json", NULL, OPT_STRING, &o.json, 0, 0, NULL,
          "FILE", "also write the JSON report to FILE"},
         /* documentation rows: what the common option means here */
-        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "world size; must equal the number of ranks"},
-        {"--plan", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "time only this plan"},
-        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "table (default), json, csv (timings only) or md"},
-        {"--quiet", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "no progress on stderr, nothing on stdout"},
+        ML_OPT_DOC("--world", "world size; must equal the number of ranks"),
+        ML_OPT_DOC("--plan", "time only this plan"),
+        ML_OPT_DOC("--format", "table (default), json, csv (timings only) or md"),
+        ML_OPT_DOC("--quiet", "no progress on stderr, nothing on stdout"),
     };
     ml_args a;
     int rc;

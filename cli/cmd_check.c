@@ -165,6 +165,29 @@ static void annotate_github(const ml_diags *d) {
     }
 }
 
+/* The failures and notes on stderr, the exit code they give, and the report: to -o, to stdout
+ * with --format, else the one-line summaries (unless --quiet). */
+static int verdict_and_report(const ml_args *a, ml_analysis *an, ml_diags *fails,
+                              ml_diags *notes, const size_t *per, const size_t *grown,
+                              bool annotate) {
+    int rc = ML_EXIT_OK;
+    ml_diags_print(fails, stderr);
+    ml_diags_print(notes, stderr);
+    if (annotate)
+        annotate_github(fails);
+    if (fails->errors)
+        rc = ML_EXIT_EXPECT;
+    if (a->output && report_emit(&an->rep, a->format, a->output) != 0)
+        rc = ML_EXIT_RUNTIME;
+    if (a->format_set && !a->output) {
+        if (!a->quiet && report_emit(&an->rep, a->format, NULL) != 0)
+            rc = ML_EXIT_RUNTIME;
+    } else if (!a->quiet) {
+        print_summaries(&an->rep, per, grown);
+    }
+    return rc;
+}
+
 int cmd_check(int argc, char **argv) {
     ml_args a;
     int rc;
@@ -184,12 +207,12 @@ int cmd_check(int argc, char **argv) {
          "also print every error as a CI annotation on stdout: github "
          "('::error file=F,line=L,col=C::message')"},
         /* documentation rows: what the common option means here */
-        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+        ML_OPT_DOC("--format",
             "print the full report in FMT (table, json, csv, md) instead of the one-line "
-            "summaries"},
-        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "also write the report to FILE (atomically), in FMT (default table)"},
-        {"--quiet", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "print nothing on success"},
+            "summaries"),
+        ML_OPT_DOC("--output",
+            "also write the report to FILE (atomically), in FMT (default table)"),
+        ML_OPT_DOC("--quiet", "print nothing on success"),
     };
     if (!ml_args_begin(&a, "check", cmd_check_usage, argc, argv, extra,
                        ML_ARRAY_LEN(extra), false, &rc))
@@ -221,33 +244,14 @@ int cmd_check(int argc, char **argv) {
                 per[k]++;
             }
         }
-        if (baseline &&
-            gate_compare(&an.rep, baseline, &tol, &fails, &notes, grown) < 0) {
+        if (baseline && gate_compare(&an.rep, baseline, &tol, &fails, &notes, grown) < 0) {
+            /* a baseline that cannot be compared: its errors and the failures so far, no report */
             ml_diags_print(&fails, stderr);
             if (annotate >= 0)
                 annotate_github(&fails);
             rc = ML_EXIT_INPUT;
-            free(grown);
-            free(per);
-            ml_diags_free(&fails);
-            ml_diags_free(&notes);
-            ml_analysis_free(&an);
-            ml_args_free(&a);
-            return rc;
-        }
-        ml_diags_print(&fails, stderr);
-        ml_diags_print(&notes, stderr);
-        if (annotate >= 0)
-            annotate_github(&fails);
-        if (fails.errors)
-            rc = ML_EXIT_EXPECT;
-        if (a.output && report_emit(&an.rep, a.format, a.output) != 0)
-            rc = ML_EXIT_RUNTIME;
-        if (a.format_set && !a.output) {
-            if (!a.quiet && report_emit(&an.rep, a.format, NULL) != 0)
-                rc = ML_EXIT_RUNTIME;
-        } else if (!a.quiet) {
-            print_summaries(&an.rep, per, grown);
+        } else {
+            rc = verdict_and_report(&a, &an, &fails, &notes, per, grown, annotate >= 0);
         }
         free(grown);
         free(per);

@@ -40,13 +40,10 @@ int cmd_diff(int argc, char **argv) {
     int rc;
     const ml_opt extra[] = {
         /* documentation rows: what the common option means here */
-        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "world size for both (default: each file's)"},
-        {"--set", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "override a 'let:' value in both; repeatable"},
-        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "table (default), json or md"},
-        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "write to FILE (atomically) instead of stdout"},
+        ML_OPT_DOC("--world", "world size for both (default: each file's)"),
+        ML_OPT_DOC("--set", "override a 'let:' value in both; repeatable"),
+        ML_OPT_DOC("--format", "table (default), json or md"),
+        ML_OPT_DOC("--output", "write to FILE (atomically) instead of stdout"),
     };
     if (!ml_args_begin(&a, "diff", cmd_diff_usage, argc, argv, extra,
                        ML_ARRAY_LEN(extra), false, &rc))

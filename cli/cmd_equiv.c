@@ -170,21 +170,13 @@ static int place(const equiv_opts *o, ml_args *a, equiv_run_ctx *c, bool *launch
     *launch_now = false;
     if (o->no_data)
         return 0;
-    ml_place pl;
-    int rc = ml_place_ranks("equiv", a->backend.gpus, a->backend.ranks, a->world, &pl);
+    int rc = ml_place_command("equiv", a, &c->mpi, &c->world, &c->rank, &c->n_local, launch_now);
     if (rc != 0)
         return rc;
-    *launch_now = pl.launch;
-    if (pl.launch) {
-        if (a->backend.ranks && !a->world)
-            a->world = a->backend.ranks;
-        return 0;
-    }
-    c->mpi = pl.mpi;
-    c->world = pl.world;
-    c->rank = pl.rank;
-    c->n_local = pl.n_local;
-    a->world = c->world;
+    if (!*launch_now)
+        a->world = c->world;
+    else if (a->backend.ranks && !a->world)
+        a->world = a->backend.ranks;
     return 0;
 }
 
@@ -208,7 +200,9 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
                  "runs neither plan; row 3 shows the kernels expected only");
     else if (o->kernels && strcmp(a->backend.backend, "cuda") != 0)
         snprintf(knote, sizeof knote, "kernel evidence needs the cuda backend with CUPTI: backend "
-                 "'%s' runs no GPU kernels; row 3 shows the kernels expected only", a->backend.backend);
+                 "'%s' %s; row 3 shows the kernels expected only", a->backend.backend,
+                 strcmp(a->backend.backend, "torch") ? "runs no GPU kernels"
+                 : "does not count the kernels torch launches");
     if (rc == 0 && knote[0] && rank0 && !launch_is_child())
         fprintf(stderr, "note: --kernels: %s\n", knote);
     const series *side[2] = {NULL, NULL};
@@ -331,12 +325,10 @@ int cmd_equiv(int argc, char **argv) {
              "cuda: count each plan's GPU kernels with CUPTI while it runs and check row 3's "
              "kernels expected per rank against them"},
         /* documentation rows: what the common option means here */
-        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "world size for both plans"},
-        {"--set", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "override a 'let:' value in both; repeatable"},
-        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "table (default), json or md"},
-        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "write to FILE (atomically) instead of stdout"},
+        ML_OPT_DOC("--world", "world size for both plans"),
+        ML_OPT_DOC("--set", "override a 'let:' value in both; repeatable"),
+        ML_OPT_DOC("--format", "table (default), json or md"),
+        ML_OPT_DOC("--output", "write to FILE (atomically) instead of stdout"),
     };
     ml_args a;
     int rc;

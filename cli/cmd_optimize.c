@@ -69,15 +69,13 @@ int cmd_optimize(int argc, char **argv) {
          "complete a use before a free with sync: {stream: S}, which stops every stream, instead "
          "of record/wait"},
         /* documentation rows: what the common option means here */
-        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
+        ML_OPT_DOC("--output",
             "write the rewritten schedule to FILE (atomically); the report goes to stdout. "
             "Without -o: the schedule to stdout and the report to stderr, or, with --format, only "
-            "the report to stdout"},
-        {"--plan", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "only this plan of a file with 'plans:' (the others are kept)"},
-        {"--format", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "report as table (default), json or md"},
-        {"--quiet", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "no report"},
+            "the report to stdout"),
+        ML_OPT_DOC("--plan", "only this plan of a file with 'plans:' (the others are kept)"),
+        ML_OPT_DOC("--format", "report as table (default), json or md"),
+        ML_OPT_DOC("--quiet", "no report"),
     };
     if (!ml_args_begin(&a, "optimize", cmd_optimize_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
                        false, &rc))

@@ -58,11 +58,9 @@ int cmd_plot(int argc, char **argv) {
         {"--time", NULL, OPT_FLAG, &time_axis, 0, 0, NULL,
          NULL, "x axis in measured seconds (run results only)"},
         /* documentation rows: what the common option means here */
-        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "write the SVG to FILE (atomically); stdout when absent"},
-        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "world size (default: the file's or the result's)"},
-        {"--set", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "override a 'let:' value; repeatable"},
+        ML_OPT_DOC("--output", "write the SVG to FILE (atomically); stdout when absent"),
+        ML_OPT_DOC("--world", "world size (default: the file's or the result's)"),
+        ML_OPT_DOC("--set", "override a 'let:' value; repeatable"),
     };
     if (!ml_args_begin(&a, "plot", cmd_plot_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false, &rc))
         return rc;

@@ -127,20 +127,23 @@ static int items_world(const ml_analysis *an) {
     return world;
 }
 
-/* Rank 0's part after one item ran: decode every rank's text, compare with the prediction. */
-static int collect(report_schedule *rs, const pipeline_item *it, char **texts, size_t *lens,
-                   ml_vec *checks, ml_arena *names) {
+/* Rank 0's part after one item ran: every rank's record (taken over) compared with the
+ * prediction, its check rows appended to checks (names copied into names). */
+static void collect(report_schedule *rs, const pipeline_item *it, ml_measure *recs,
+                    ml_vec *checks, ml_arena *names) {
     rs->measured = ml_xcalloc((size_t)it->world, sizeof *rs->measured);
     for (int r = 0; r < it->world; r++) {
-        char err[300];
-        if (run_result_decode(texts[r], lens[r], &rs->measured[r], checks, names, err,
-                              sizeof err) != 0) {
-            fprintf(stderr, "%s: error: rank %d: %s\n", it->s->file, r, err);
-            return -1;
+        for (size_t k = 0; k < recs[r].n_checks; k++) {
+            const ml_measure_check *c = &recs[r].checks[k];
+            report_check *row = ml_vec_push(checks);
+            row->name = ml_arena_strndup(names, c->name, strlen(c->name));
+            row->rank = r;
+            row->pass = c->pass;
+            snprintf(row->detail, sizeof row->detail, "%s", c->detail);
         }
+        report_measured_set(&rs->measured[r], &recs[r]);
         run_result_compare(&rs->measured[r], &it->pred[r], &it->plans[r]);
     }
-    return 0;
 }
 
 typedef struct {
@@ -196,36 +199,29 @@ static int run_item(const run_ctx *c, pipeline_item *it, report_schedule *rs, ml
     if (rc != 0) {
         rc = runtime_failure(c, ranks, c->n_local);
     } else {
-        char **texts = ml_xcalloc((size_t)c->world, sizeof *texts);
-        size_t *lens = ml_xcalloc((size_t)c->world, sizeof *lens);
+        /* Each rank's record (ir/measure.h): under MPI it travels to rank 0 in the record's
+         * one wire format; a process driving every rank (--gpus N) holds them all already. */
+        ml_measure *recs = ml_xcalloc((size_t)c->world, sizeof *recs);
         if (c->mpi) {
-            char *mine = run_result_encode(&ranks[0]), err[300] = "";
-            void *all = NULL;
-            if (rt_gather_blobs(&ranks[0], mine, strlen(mine), 0, &all, lens, err, sizeof err)) {
+            ml_measure mine;
+            char err[300] = "";
+            rt_measure_fill(&ranks[0], &mine);
+            if (rt_gather_measures(&ranks[0], &mine, 0, recs, err, sizeof err)) {
                 fprintf(stderr, "%s: error: rank %d: gathering results: %s\n", it->s->file,
                         c->rank, err);
                 rc = ML_EXIT_RUNTIME;
             } else if (c->rank == 0) {
-                size_t at = 0;
-                for (int r = 0; r < c->world; r++) {
-                    texts[r] = (char *)all + at;
-                    at += lens[r];
-                }
-                rc = collect(rs, it, texts, lens, checks, names) ? ML_EXIT_RUNTIME : 0;
+                collect(rs, it, recs, checks, names);
             }
-            free(mine);
-            free(all);
+            ml_measure_free(&mine);
         } else {
-            for (int r = 0; r < c->world; r++) {
-                texts[r] = run_result_encode(&ranks[r]);
-                lens[r] = strlen(texts[r]);
-            }
-            rc = collect(rs, it, texts, lens, checks, names) ? ML_EXIT_RUNTIME : 0;
             for (int r = 0; r < c->world; r++)
-                free(texts[r]);
+                rt_measure_fill(&ranks[r], &recs[r]);
+            collect(rs, it, recs, checks, names);
         }
-        free(texts);
-        free(lens);
+        for (int r = 0; r < c->world; r++)
+            ml_measure_free(&recs[r]);
+        free(recs);
     }
     for (int k = 0; k < c->n_local; k++)
         rt_rank_free(&ranks[k]);
@@ -316,17 +312,11 @@ static int check_backend(const rt_backend_ops *be, ml_analysis *an, bool print) 
  * files' world. Returns 0 or an exit code. */
 static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, char **argv,
                        const pipeline_opts *ao, bool *launched) {
-    ml_place pl;
-    int rc = ml_place_ranks("run", a->backend.gpus, a->backend.ranks, a->world, &pl);
-    if (rc != 0)
+    bool launch;
+    int rc = ml_place_command("run", a, &c->mpi, &c->world, &c->rank, &c->n_local, &launch);
+    if (rc != 0 || !launch)
         return rc;
-    c->mpi = pl.mpi;
-    c->world = pl.world;
-    c->rank = pl.rank;
-    c->n_local = pl.n_local;
-    if (!pl.launch)
-        return 0;
-    int ranks = pl.world;
+    int ranks = c->world;
     if (ranks && !a->world)
         a->world = ranks;
     ml_analysis an;
@@ -404,7 +394,7 @@ static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
     for (size_t k = 0; k < an.res.items.n; k++) {
         report_schedule *rs = &an.report_items[k];
         for (int r = 0; rs->measured && r < rs->world; r++)
-            run_measured_free(&rs->measured[r]);
+            report_measured_free(&rs->measured[r]);
         free(rs->measured);
         rs->measured = NULL;
         rs->checks = NULL;       /* owned by checks[k] */

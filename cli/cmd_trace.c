@@ -70,11 +70,9 @@ int cmd_trace(int argc, char **argv) {
         {"--ranks", NULL, OPT_STRING, &ranks_text, 0, 0, NULL, "R,...",
          "only these ranks (default: every rank)"},
         /* documentation rows: what the common option means here */
-        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "write the trace to FILE (atomically); stdout when absent"},
-        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "world size (default: the file's or the result's)"},
-        {"--set", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, "override a 'let:' value; repeatable"},
+        ML_OPT_DOC("--output", "write the trace to FILE (atomically); stdout when absent"),
+        ML_OPT_DOC("--world", "world size (default: the file's or the result's)"),
+        ML_OPT_DOC("--set", "override a 'let:' value; repeatable"),
     };
     if (!ml_args_begin(&a, "trace", cmd_trace_usage, argc, argv, extra,
                        ML_ARRAY_LEN(extra), false, &rc))

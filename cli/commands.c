@@ -6,7 +6,6 @@
 #include "args.h"
 #include "base/util.h"
 #include "help.h"
-#include "suggest.h"
 
 #include <string.h>
 
@@ -79,8 +78,5 @@ int ml_unknown_command(const char *name) {
     size_t n = 0;
     for (size_t k = 0; k < ml_command_count && n < ML_ARRAY_LEN(names); k++)
         names[n++] = ml_commands[k].name;
-    const char *s = ml_suggest(name, names, n);
-    if (s)
-        return ml_usage_error(NULL, "unknown command '%s'; did you mean '%s'?", name, s);
-    return ml_usage_error(NULL, "unknown command '%s'", name);
+    return ml_usage_unknown(NULL, "command", name, names, n);
 }

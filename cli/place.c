@@ -51,6 +51,20 @@ int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *ou
     return 0;
 }
 
+int ml_place_command(const char *cmd, const ml_args *a, bool *mpi, int *world, int *rank,
+                     int *n_local, bool *launch) {
+    ml_place pl;
+    int rc = ml_place_ranks(cmd, a->backend.gpus, a->backend.ranks, a->world, &pl);
+    if (rc != 0)
+        return rc;
+    *mpi = pl.mpi;
+    *world = pl.world;
+    *rank = pl.rank;
+    *n_local = pl.n_local;
+    *launch = pl.launch;
+    return 0;
+}
+
 /* The temp file rank 0 writes the result to, beside `output` (so that the rename stays on one
  * file system): ".NAME.memlife-PID", hidden, unique to this memlife. Rank 0 creates it only
  * when it writes the result, so a job that is killed earlier leaves nothing behind. Returns 0,

@@ -21,6 +21,12 @@ typedef struct {
  * after saying why (usage errors name cmd): "--ranks 4, but the MPI launcher started 2 ranks". */
 int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *out);
 
+/* ml_place_ranks at a's --gpus, --ranks and --world, written into the command's own context
+ * fields (run, bench and equiv each keep them in their context); *launch: out->launch. Returns 0
+ * or an exit code, as ml_place_ranks. */
+int ml_place_command(const char *cmd, const ml_args *a, bool *mpi, int *world, int *rank,
+                     int *n_local, bool *launch);
+
 /* Runs this command line again under `mpirun -np ranks` and waits for it (launch_self). Returns
  * memlife's exit code for the job: the ranks' verdict, 128 + N after passing signal N on, or 3
  * with what happened ("error: ...; every rank has ended", said once each one has been reaped)

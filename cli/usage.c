@@ -2,6 +2,7 @@
 /* usage.c — usage errors (cmd.h), at the bottom of cli/: every command and the option parser
  * report through it. */
 #include "cmd.h"
+#include "suggest.h"
 #include "base/util.h"
 
 #include <stdarg.h>
@@ -20,3 +21,11 @@ int ml_usage_error(const char *cmd, const char *fmt, ...) {
     return ML_EXIT_INPUT;
 }
 
+
+int ml_usage_unknown(const char *cmd, const char *what, const char *name,
+                     const char *const *cands, size_t n) {
+    const char *s = ml_suggest(name, cands, n);
+    if (s)
+        return ml_usage_error(cmd, "unknown %s '%s'; did you mean '%s'?", what, name, s);
+    return ml_usage_error(cmd, "unknown %s '%s'", what, name);
+}

@@ -2,7 +2,7 @@
 /* equiv_report.c — `memlife equiv` results as a table, JSON or Markdown (equiv.h). */
 #include "equiv/equiv.h"
 #include "report/doc.h"
-#include "exec/provenance.h"
+#include "ir/measure.h"
 
 #include <jansson.h>
 #include <math.h>

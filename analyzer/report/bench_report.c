@@ -333,6 +333,10 @@ static void header_text(const bench_report *r, ml_str *out) {
     if (!strcmp(r->backend, "host"))
         ml_str_printf(out, "span start: after a host barrier (the host backend has no device to "
                       "line the ranks up on)\n");
+    else if (r->align && !strcmp(r->backend, "torch"))
+        ml_str_printf(out, "span start: aligned by the torch driver (a one-element all_reduce "
+                      "before its start mark: CUDA events under NCCL; on CPUs the clock after "
+                      "gloo's call, which returns when every rank has joined)\n");
     else if (r->align)
         ml_str_printf(out, "span start: aligned on the device (a one-element AllReduce before the "
                       "start event: host skew out of the span; launch overhead hidden behind it, "

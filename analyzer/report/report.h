@@ -11,8 +11,7 @@
  * the sweep}, `expect` ("pass" | "fail" | "none"), `ranks` list of
  * {`rank`, `requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`, `exact`, `peak_lo`,
  * `peak_hi`}, `peak_step`: {`index`, `line`, `col`, `op`}, `peak_live`: [names], `floor`,
- * and for runs `measured`: {`requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`},
- * `communicator_bytes`, `communicator_stages`: [{`stage`, `bytes`}], `pool`: {...}, `timeline`: [{`op`, `line`, `requested`, `device`, `t`, and with a pool `pool_used`, `pool_reserved`}]},
+ * and for runs `measured` (ir/measure.h writes it: ml_measure_json),
  * `match`: bool}; `communicator` (predicted, commmodel.h): {`model`, `channels`, `stages`:
  * [{`stage`, `bytes`}], `total`, `terms`: [{`term`, `stage`, `bytes`, `detail`}],
  * `gpu_total_at_peak`: {`cuda_context`, `communicator`, `requested`, `allocator_overhead`,
@@ -23,7 +22,7 @@
 #define MEMLIFE_REPORT_H
 
 #include "predict/analyzer.h"
-#include "exec/rt.h"
+#include "ir/measure.h"
 #include "report/format.h"
 
 /* The integer "schema_version" first in every JSON memlife writes (report_json_append; the
@@ -33,17 +32,17 @@
 
 typedef struct {
     bool present;
-    uint64_t steady[VIEW_COUNT], peak[VIEW_COUNT];   /* device: 0 when !has_device */
-    bool has_device;
-    uint64_t communicator_bytes;
-    struct { char name[24]; uint64_t bytes; } comm_stages[RT_COMM_STAGES];   /* rt_rank's */
-    uint32_t n_comm_stages;
-    rt_mem_reading pool;            /* has_pool set for the async allocator */
-    rt_sample *timeline;            /* after every op */
-    size_t n_timeline;
+    ml_measure rec;                 /* what the rank measured (ir/measure.h), as it travelled */
+    /* rec's steady and peak by series (views.h), for the loops over views: requested and
+     * device (0 when !rec.has_device); series no backend measures stay 0. */
+    uint64_t steady[VIEW_COUNT], peak[VIEW_COUNT];
     bool match;                     /* measured == predicted (requested exactly; device when read) */
     char mismatch[320];             /* first difference: "file:line:col: requested 1024 != 2048" */
 } report_measured;
+
+/* Sets m from the record rec (taken over: m owns it now): present, and steady / peak by series. */
+void report_measured_set(report_measured *m, ml_measure *rec);
+void report_measured_free(report_measured *m);
 
 typedef struct {
     const char *name;

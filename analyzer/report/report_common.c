@@ -37,12 +37,7 @@ void report_size_cell(uint64_t bytes, char *buf, size_t len) {
 }
 
 const char *report_op_label(const rank_plan *p, size_t op) {
-    if (!p || op >= p->n_ops)
-        return "-";
-    const plan_op *o = &p->ops[op];
-    if (o->kind == OP_COLL)
-        return ml_colls[o->u.coll.coll].name;
-    return plan_op_names[o->kind];
+    return ml_measure_op_label(p, op);   /* the timeline's `op` names ops the same way */
 }
 
 void report_peak_at(const report_schedule *rs, int r, char *buf, size_t len) {
@@ -101,9 +96,25 @@ bool report_view_on(const report *r, ml_view_id v) {
     return false;
 }
 
+void report_measured_set(report_measured *m, ml_measure *rec) {
+    memset(m, 0, sizeof *m);
+    m->present = true;
+    m->rec = *rec;
+    memset(rec, 0, sizeof *rec);   /* m owns its arrays now */
+    m->steady[VIEW_REQUESTED] = m->rec.steady;
+    m->peak[VIEW_REQUESTED] = m->rec.peak;
+    m->steady[VIEW_DEVICE] = m->rec.device_steady;
+    m->peak[VIEW_DEVICE] = m->rec.device_peak;
+}
+
+void report_measured_free(report_measured *m) {
+    ml_measure_free(&m->rec);
+    m->present = false;
+}
+
 bool report_measured_has(const report_measured *m, ml_mem_view v) {
     return m && m->present && ml_views[ml_series[v].view].measured &&
-           (v != VIEW_DEVICE || m->has_device);   /* the host backend reads no device */
+           (v != VIEW_DEVICE || m->rec.has_device);   /* the host backend reads no device */
 }
 
 bool report_series_measured(const report *r, ml_mem_view v) {

@@ -118,7 +118,7 @@ void report_doc_csv_grid(const report *r, report_doc *d) {
                     report_grid_add(&g, has ? t : "");
                 }
                 bool present = m && m->present;
-                snprintf(t, sizeof t, "%llu", present ? (unsigned long long)m->communicator_bytes : 0ull);
+                snprintf(t, sizeof t, "%llu", present ? (unsigned long long)m->rec.communicator_bytes : 0ull);
                 report_grid_add(&g, present ? t : "");
                 report_grid_add(&g, !present ? "" : m->match ? "true" : "false");
             }

@@ -52,49 +52,6 @@ static json_t *names_json(const report_schedule *rs, const uint32_t *syms, uint3
     return a;
 }
 
-static json_t *measured_json(const report_schedule *rs, const report_measured *m, int rank) {
-    json_t *o = json_object();
-    for (int v = 0; v < VIEW_COUNT; v++)   /* the measured views' series (one each today) */
-        if (ml_views[ml_series[v].view].measured)
-            json_object_set_new(o, ml_series[v].name,
-                                report_measured_has(m, (ml_mem_view)v)
-                                    ? view_pair(m->steady[v], m->peak[v]) : json_null());
-    json_object_set_new(o, "communicator_bytes", bytes_json(m->communicator_bytes));
-    json_t *stages = json_array();
-    for (uint32_t k = 0; k < m->n_comm_stages; k++)
-        json_array_append_new(stages, json_pack("{s:s, s:o}", "stage", m->comm_stages[k].name,
-                                                "bytes", bytes_json(m->comm_stages[k].bytes)));
-    json_object_set_new(o, "communicator_stages", stages);
-    if (m->pool.has_pool) {
-        json_t *pool = json_object();
-        json_object_set_new(pool, "used_current", bytes_json(m->pool.pool_used_current));
-        json_object_set_new(pool, "used_high", bytes_json(m->pool.pool_used_high));
-        json_object_set_new(pool, "reserved_current", bytes_json(m->pool.pool_reserved_current));
-        json_object_set_new(pool, "reserved_high", bytes_json(m->pool.pool_reserved_high));
-        json_object_set_new(o, "pool", pool);
-    }
-    json_t *tl = json_array();
-    const rank_plan *p = &rs->plans[rank];
-    for (size_t k = 0; k < m->n_timeline; k++) {
-        const rt_sample *s = &m->timeline[k];
-        json_t *e = json_object();
-        bool base = s->op >= p->n_ops;
-        json_object_set_new(e, "op", text_json(base ? "baseline" : report_op_label(p, s->op)));
-        json_object_set_new(e, "index", base ? json_null() : json_integer((json_int_t)s->op));
-        json_object_set_new(e, "line", json_integer(base ? 0 : plan_op_mark(&p->ops[s->op]).line));
-        json_object_set_new(e, "requested", bytes_json(s->requested));
-        json_object_set_new(e, "device", json_integer(s->device));
-        json_object_set_new(e, "t", json_real(s->t));
-        if (s->has_pool) {   /* torch: memory_allocated / memory_reserved after the op */
-            json_object_set_new(e, "pool_used", bytes_json(s->pool_used));
-            json_object_set_new(e, "pool_reserved", bytes_json(s->pool_reserved));
-        }
-        json_array_append_new(tl, e);
-    }
-    json_object_set_new(o, "timeline", tl);
-    return o;
-}
-
 static json_t *segments_json(const report_schedule *rs, const pred_torch_peak *pk) {
     json_t *a = json_array();
     for (size_t k = 0; pk && k < pk->n_segments; k++) {
@@ -186,7 +143,7 @@ static json_t *rank_json(const report_schedule *rs, int r, const bool *on) {
     }
     if (rs->measured && rs->measured[r].present) {
         const report_measured *m = &rs->measured[r];
-        json_object_set_new(o, "measured", measured_json(rs, m, r));
+        json_object_set_new(o, "measured", ml_measure_json(&m->rec, &rs->plans[r]));
         json_object_set_new(o, "match", json_boolean(m->match));
         if (!m->match)
             json_object_set_new(o, "mismatch", text_json(m->mismatch));

@@ -2,7 +2,7 @@
 /* report_text.c — the human formats: an aligned table per schedule (the default) and one GitHub
  * Markdown table for a pull request. */
 #include "report/doc.h"
-#include "exec/provenance.h"
+#include "ir/measure.h"
 #include "predict/commmodel.h"
 
 #include <stdlib.h>
@@ -213,19 +213,19 @@ static void write_communicator(const report_schedule *rs, ml_str *out) {
 static void write_measured_notes(const report_schedule *rs, ml_str *out) {
     if (!rs->measured)
         return;
-    if (rs->world > 0 && rs->measured[0].has_device)   /* a GPU run: NCCL's memory was measured */
+    if (rs->world > 0 && rs->measured[0].rec.has_device)   /* a GPU run: NCCL's memory was measured */
         write_communicator(rs, out);
     for (int r = 0; r < rs->world; r++) {
         const report_measured *m = &rs->measured[r];
         if (!m->present)
             continue;
-        if (m->communicator_bytes) {
+        if (m->rec.communicator_bytes) {
             char c[64];
-            report_size_cell(m->communicator_bytes, c, sizeof c);
+            report_size_cell(m->rec.communicator_bytes, c, sizeof c);
             ml_str_printf(out, "  rank %d: communicator %s (outside both views", r, c);
-            for (uint32_t k = 0; k < m->n_comm_stages; k++) {
-                report_size_cell(m->comm_stages[k].bytes, c, sizeof c);
-                ml_str_printf(out, "%s%s %s", k ? ", " : ": ", m->comm_stages[k].name, c);
+            for (uint32_t k = 0; k < m->rec.n_stages; k++) {
+                report_size_cell(m->rec.stages[k].bytes, c, sizeof c);
+                ml_str_printf(out, "%s%s %s", k ? ", " : ": ", m->rec.stages[k].name, c);
             }
             ml_str_printf(out, ")\n");
         }

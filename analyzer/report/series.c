@@ -25,6 +25,37 @@ uint32_t series_op_buffer(const plan_op *op) {
     }
 }
 
+/* Where each series' measured value is, one row per series: whether rank m measured it at all,
+ * and the value in a sample (false: this sample holds none, the op repeats the one before). A
+ * series without a row is measured by no backend. */
+typedef struct {
+    bool (*has)(const ml_measure *m);
+    bool (*value)(const ml_sample *s, int64_t *v);
+} meas_source;
+
+static bool always(const ml_measure *m) { return m->n_samples > 0; }
+static bool read_device(const ml_measure *m) { return m->n_samples > 0 && m->has_device; }
+/* Only the torch backend's pool is PyTorch's allocator; the async allocator's pool is CUDA's
+ * (cudaMemPool), which the torch view does not model. */
+static bool torch_pool(const ml_measure *m) { return m->n_samples > 0 && m->pool_caches; }
+static bool requested_of(const ml_sample *s, int64_t *v) { *v = (int64_t)s->requested; return true; }
+static bool device_of(const ml_sample *s, int64_t *v) { *v = s->device; return true; }
+static bool pool_used_of(const ml_sample *s, int64_t *v) {
+    *v = (int64_t)s->pool_used;
+    return s->has_pool;
+}
+static bool pool_reserved_of(const ml_sample *s, int64_t *v) {
+    *v = (int64_t)s->pool_reserved;
+    return s->has_pool;
+}
+
+static const meas_source meas_sources[VIEW_COUNT] = {
+    [VIEW_REQUESTED] = {always, requested_of},
+    [VIEW_DEVICE] = {read_device, device_of},
+    [VIEW_TORCH_ALLOCATED] = {torch_pool, pool_used_of},
+    [VIEW_TORCH_RESERVED] = {torch_pool, pool_reserved_of},
+};
+
 bool series_rank_values(const series *s, int r, ml_mem_view view, uint64_t *pred, uint64_t *meas,
                         double *t) {
     const pred_rank *pr = &s->pred[r];
@@ -33,15 +64,16 @@ bool series_rank_values(const series *s, int r, ml_mem_view view, uint64_t *pred
     for (size_t k = 0; k < pr->n_timeline; k++)
         if (pr->timeline[k].op < n)
             pred[pr->timeline[k].op] = pr->timeline[k].live[view];
-    if (!s->measured || !s->measured[r] || !ml_views[ml_series[view].view].measured ||
-        (view == VIEW_DEVICE && !s->measured_device))
-        return false;   /* no backend measures the view, or the run read no device */
-    bool *seen = calloc(n + 1, sizeof *seen);
-    for (size_t k = 0; k < s->n_measured[r]; k++) {
-        const rt_sample *sm = &s->measured[r][k];
-        if (sm->op >= n)
+    const meas_source *src = &meas_sources[view];
+    const ml_measure *m = s->measured ? &s->measured[r] : NULL;
+    if (!m || !src->has || !src->has(m))
+        return false;   /* no backend measures the series, or this run did not */
+    bool *seen = ml_xcalloc(n + 1, sizeof *seen);
+    for (size_t k = 0; k < m->n_samples; k++) {
+        const ml_sample *sm = &m->samples[k];
+        int64_t v;
+        if (sm->op >= n || !src->value(sm, &v))
             continue;
-        int64_t v = view == VIEW_REQUESTED ? (int64_t)sm->requested : sm->device;
         if (meas)
             meas[sm->op] = v > 0 ? (uint64_t)v : 0;
         if (t)
@@ -155,37 +187,6 @@ fail:
     return -1;
 }
 
-/* Reads one rank's measured.timeline: [{op, line, requested, device, t}]. */
-static void read_timeline(json_t *rank, rt_sample **samples, size_t *n, series *sr) {
-    json_t *measured = json_object_get(rank, "measured");
-    json_t *tl = json_object_get(measured, "timeline");
-    if (json_is_object(json_object_get(measured, "device")))
-        sr->measured_device = true;
-    size_t k;
-    json_t *it;
-    if (!json_is_array(tl))
-        return;
-    *samples = calloc(json_array_size(tl) + 1, sizeof **samples);
-    json_array_foreach(tl, k, it) {
-        /* The op's index is `index` (with `op` its name); report.h's first sketch had it in
-         * `op`. The baseline sample has none. */
-        json_t *op = json_object_get(it, "index");
-        if (!json_is_integer(op))
-            op = json_object_get(it, "op");
-        if (!json_is_integer(op) || json_integer_value(op) < 0)
-            continue;
-        rt_sample *sm = &(*samples)[(*n)++];
-        sm->op = (size_t)json_integer_value(op);
-        sm->requested = (uint64_t)json_integer_value(json_object_get(it, "requested"));
-        sm->device = json_integer_value(json_object_get(it, "device"));
-        json_t *t = json_object_get(it, "t");
-        if (json_is_number(t)) {
-            sm->t = json_number_value(t);
-            sr->has_time = true;
-        }
-    }
-}
-
 /* Loads the schedule a result names: as written, else beside the result file. */
 static sched *load_named(const char *result_path, const char *file, ml_diags *d) {
     if (access(file, R_OK) == 0 || file[0] == '/')
@@ -212,6 +213,9 @@ static int load_result(const char *word, const sched_params *p, ml_vec *out, ml_
         return -1;
     }
     json_t *list = json_object_get(root, "schedules"), *item;
+    const char *backend = json_string_value(
+        json_object_get(json_object_get(root, "provenance"), "backend"));
+    bool torch_backend = backend && !strcmp(backend, "torch");
     size_t first = out->n, k;
     if (!json_is_array(list) || !json_array_size(list)) {
         ml_error(d, word, no_mark, "result has no 'schedules' list");
@@ -239,13 +243,12 @@ static int load_result(const char *word, const sched_params *p, ml_vec *out, ml_
         }
         if (series_from_sched(s, plan_index, (int)world, p, sr, d) < 0)
             goto fail;
-        sr->measured = calloc((size_t)world, sizeof *sr->measured);
-        sr->n_measured = calloc((size_t)world, sizeof *sr->n_measured);
+        sr->measured = ml_xcalloc((size_t)world, sizeof *sr->measured);
         size_t j;
         json_t *rank;
         json_array_foreach(json_object_get(item, "ranks"), j, rank) {
             json_int_t r = json_integer_value(json_object_get(rank, "rank"));
-            if (r < 0 || r >= world || sr->measured[r])
+            if (r < 0 || r >= world || sr->measured[r].n_samples)
                 continue;
             /* The result does not say which --set values the run used: the run's own
              * prediction must be the one made here, or the curves would not belong together. */
@@ -259,7 +262,22 @@ static int load_result(const char *word, const sched_params *p, ml_vec *out, ml_
                          (unsigned long long)sr->pred[r].peak[VIEW_REQUESTED]);
                 goto fail;
             }
-            read_timeline(rank, &sr->measured[r], &sr->n_measured[r], sr);
+            if (!json_object_get(rank, "measured"))
+                continue;   /* a predict or check result: nothing measured */
+            /* The one reader of a rank's measurement (ir/measure.h), as the run wrote it. */
+            char why[300];
+            if (ml_measure_from_json(json_object_get(rank, "measured"), &sr->measured[r], why,
+                                     sizeof why) != 0) {
+                ml_error(d, word, no_mark, "schedule %zu, rank %lld of the result: %s", k,
+                         (long long)r, why);
+                goto fail;
+            }
+            sr->has_time = sr->has_time || sr->measured[r].n_samples > 0;
+            /* A result written before measured.pool.caches: its pool was PyTorch's allocator
+             * exactly when the torch backend ran (the async allocator's is cudaMemPool's). */
+            json_t *pool = json_object_get(json_object_get(rank, "measured"), "pool");
+            if (pool && !json_object_get(pool, "caches"))
+                sr->measured[r].pool_caches = torch_backend;
         }
     }
     json_decref(root);
@@ -281,10 +299,9 @@ int series_load(const char *word, const sched_params *p, ml_vec *out, ml_diags *
 
 void series_free(series *s) {
     for (int r = 0; s->measured && r < s->world; r++)
-        free(s->measured[r]);
+        ml_measure_free(&s->measured[r]);
     pipeline_item_free(&s->item);
     free(s->measured);
-    free(s->n_measured);
     free(s->source);
     if (s->owns_sched)
         sched_free(s->s);

@@ -10,7 +10,7 @@
 #define MEMLIFE_SERIES_H
 
 #include "pipeline/pipeline.h"
-#include "exec/rt.h"
+#include "ir/measure.h"
 
 typedef struct {
     char label[200];            /* "rs-ag-naive-lifetime" or "bench:optimized" */
@@ -21,10 +21,10 @@ typedef struct {
     pipeline_item item;         /* the pipeline's run of the plan; plans and pred point into it */
     rank_plan *plans;           /* [world] */
     pred_rank *pred;            /* [world] */
-    rt_sample **measured;       /* NULL, or [world] arrays (NULL where a rank has none) */
-    size_t *n_measured;
+    /* NULL, or [world] records as the result holds them (ml_measure_from_json; n_samples 0
+     * where the result has no rank r). */
+    ml_measure *measured;
     bool has_time;              /* measured samples carry seconds since the baseline */
-    bool measured_device;       /* the run read device memory (cuda), so `device` is meaningful */
 } series;
 
 /* Appends one series per plan (or per result schedule) of `word` to out (an ml_vec of series).
@@ -46,10 +46,12 @@ void series_vec_free(ml_vec *v);
 void series_op_label(const rank_plan *p, const plan_op *op, char *buf, size_t len);
 
 /* Per-op values of rank r (arrays of plans[r].n_ops): pred[k] the predicted live bytes after op
- * k; when the series has a measured timeline for r (for the device view: with device readings),
- * meas[k] the measured bytes after op k (negative device deltas read as 0) and t[k] the seconds at
- * its sample, an op without a sample repeating the one before. meas and t may be NULL. Returns
- * whether measured values were filled. */
+ * k; when the series has a measured timeline for r that holds the view (requested always; device
+ * with device readings; torch allocated / reserved with the pool readings of PyTorch's caching
+ * allocator, the torch backend's memory_allocated / memory_reserved), meas[k] the measured bytes
+ * after op k (negative device deltas read as 0) and t[k] the seconds at its sample, an op
+ * without a sample repeating the one before. meas and t may be NULL. Returns whether measured
+ * values were filled. */
 bool series_rank_values(const series *s, int r, ml_mem_view view, uint64_t *pred, uint64_t *meas,
                         double *t);
 

@@ -18,8 +18,8 @@ void torchalloc_free(torchalloc *ta, int64_t id) {
     if (id < 0 || (uint64_t)id >= ta->nb || B(id).state != B_ALLOC)
         return;
     int32_t i = (int32_t)id;
-    ta->allocated -= B(i).size;
-    ta->num_frees++;
+    ta->cnt.allocated -= B(i).size;
+    ta->cnt.num_frees++;
     ta_emit(ta, TORCHALLOC_EV_FREE_REQUESTED, B(i).addr, B(i).requested, B(i).stream);
     if (B(i).uses >= 0) {
         B(i).state = B_PENDING;
@@ -125,29 +125,23 @@ static int map_block(torchalloc *ta, int32_t i, uint64_t size) {
     uint64_t msize = (end - begin) * page, maddr = B(i).addr;
     if (msize == 0)
         return 1;
-    if (ta->capacity && ta->reserved + msize > ta->capacity)
+    if (ta->capacity && ta->cnt.reserved + msize > ta->capacity)
         return 0; /* cuMemCreate out of memory */
     ta_tree_erase(ta, i);
     B(i).mapped = 1;
     if (msize < B(i).size) {
-        int32_t r = ta_new_block(ta);
-        B(r).addr = B(i).addr + msize;
-        B(r).size = B(i).size - msize;
-        B(r).stream = B(i).stream;
-        B(r).seg = B(i).seg;
-        B(r).large = B(i).large;
+        int32_t r = ta_split_piece(ta, i, B(i).addr + msize, B(i).size - msize, 0);
         B(r).mapped = 0;
-        ta_splice(ta, r, i, B(i).next);
         ta_insert_unmapped(ta, r);
         B(i).size = msize;
     }
     ta_try_merge(ta, i, B(i).prev);
     ta_try_merge(ta, i, B(i).next);
     ta_insert_blocks(ta, i);
-    ta->reserved += msize;
+    ta->cnt.reserved += msize;
     ta->s[B(i).seg].mapped += msize;
-    ta_peak(ta->reserved, &ta->reserved_peak);
-    ta->num_maps++;
+    ta_peak(ta->cnt.reserved, &ta->cnt.reserved_peak);
+    ta->cnt.num_maps++;
     ta_emit(ta, TORCHALLOC_EV_SEGMENT_MAP, maddr, msize, B(i).stream);
     return 1;
 }
@@ -170,16 +164,16 @@ static int32_t try_allocate_expandable_block(torchalloc *ta, int large, uint32_t
 /* alloc_block: a new segment of alloc_size (cudaMalloc), or expandable pages. */
 static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t size, uint64_t asz, int retry) {
     if (retry)
-        ta->num_alloc_retries++;
-    if (ta->limit && ta_sat_add(ta->reserved, asz) > ta->limit)
+        ta->cnt.num_alloc_retries++;
+    if (ta->limit && ta_sat_add(ta->cnt.reserved, asz) > ta->limit)
         return -1;
     /* Without a limit or capacity the model still never reserves past 2^63-1 bytes, the bound
      * of every byte count (base/checked.h): such a request is an OOM, not a wrapped sum. */
-    if (ta_sat_add(ta->reserved, asz) > ML_BYTES_MAX)
+    if (ta_sat_add(ta->cnt.reserved, asz) > ML_BYTES_MAX)
         return -1;
     if (ta->c.expandable_segments)
         return try_allocate_expandable_block(ta, large, stream, size);
-    if (ta->capacity && ta_sat_add(ta->reserved, asz) > ta->capacity)
+    if (ta->capacity && ta_sat_add(ta->cnt.reserved, asz) > ta->capacity)
         return -1;
     int32_t sg = ta_new_seg(ta, 1);
     tseg *s = &ta->s[sg];
@@ -201,9 +195,9 @@ static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t 
     B(i).seg = sg;
     B(i).large = (uint8_t)large;
     ta->s[sg].head = i;
-    ta->reserved += asz;
-    ta_peak(ta->reserved, &ta->reserved_peak);
-    ta->num_segment_allocs++;
+    ta->cnt.reserved += asz;
+    ta_peak(ta->cnt.reserved, &ta->cnt.reserved_peak);
+    ta->cnt.num_segment_allocs++;
     ta_emit(ta, TORCHALLOC_EV_SEGMENT_ALLOC, B(i).addr, asz, stream);
     return i;
 }
@@ -254,13 +248,7 @@ static int should_split(const torchalloc *ta, int32_t i, uint64_t size) {
 /* alloc_found_block: the front `size` bytes become the allocation, the rest stays cached. */
 static int32_t alloc_found_block(torchalloc *ta, int32_t i, uint64_t size, uint64_t orig, int split) {
     if (split) {
-        int32_t f = ta_new_block(ta);
-        B(f).addr = B(i).addr;
-        B(f).size = size;
-        B(f).stream = B(i).stream;
-        B(f).seg = B(i).seg;
-        B(f).large = B(i).large;
-        ta_splice(ta, f, B(i).prev, i);
+        int32_t f = ta_split_piece(ta, i, B(i).addr, size, 1);
         B(i).addr += size;
         B(i).size -= size;
         ta_insert_blocks(ta, i);
@@ -268,13 +256,13 @@ static int32_t alloc_found_block(torchalloc *ta, int32_t i, uint64_t size, uint6
     }
     B(i).state = B_ALLOC;
     B(i).requested = orig;
-    ta->allocated += B(i).size;
-    ta->active += B(i).size;
-    ta->requested += orig;
-    ta_peak(ta->allocated, &ta->allocated_peak);
-    ta_peak(ta->active, &ta->active_peak);
-    ta_peak(ta->requested, &ta->requested_peak);
-    ta->num_allocs++;
+    ta->cnt.allocated += B(i).size;
+    ta->cnt.active += B(i).size;
+    ta->cnt.requested += orig;
+    ta_peak(ta->cnt.allocated, &ta->cnt.allocated_peak);
+    ta_peak(ta->cnt.active, &ta->cnt.active_peak);
+    ta_peak(ta->cnt.requested, &ta->cnt.requested_peak);
+    ta->cnt.num_allocs++;
     ta_emit(ta, TORCHALLOC_EV_ALLOC, B(i).addr, orig, B(i).stream);
     return i;
 }
@@ -301,14 +289,14 @@ int64_t torchalloc_malloc(torchalloc *ta, uint64_t requested, uint32_t stream_id
     }
     if (i < 0) {
         uint64_t lim = ta->limit ? ta->limit : ta->capacity;
-        ta->num_ooms++;
-        ta_emit(ta, TORCHALLOC_EV_OOM, lim > ta->reserved ? lim - ta->reserved : 0, size, stream);
+        ta->cnt.num_ooms++;
+        ta_emit(ta, TORCHALLOC_EV_OOM, lim > ta->cnt.reserved ? lim - ta->cnt.reserved : 0, size, stream);
         if (oom) {
             oom->requested = requested;
             oom->rounded = size;
             oom->alloc_size = asz;
-            oom->allocated = ta->allocated;
-            oom->reserved = ta->reserved;
+            oom->allocated = ta->cnt.allocated;
+            oom->reserved = ta->cnt.reserved;
             oom->limit = lim;
             oom->stream = stream_id;
         }

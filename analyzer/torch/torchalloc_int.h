@@ -125,11 +125,10 @@ struct torchalloc {
     size_t capscratch;
     torchalloc_hook hook;
     void *hook_user;
-    /* stats */
-    uint64_t allocated, allocated_peak, reserved, reserved_peak;
-    uint64_t requested, requested_peak, active, active_peak;
-    uint64_t num_allocs, num_frees, num_segment_allocs, num_segment_frees;
-    uint64_t num_maps, num_unmaps, num_alloc_retries, num_ooms, num_sync_all_streams;
+    /* memory_stats()' counters, kept in the public struct so that torchalloc_stats copies
+     * them whole; its walk-derived fields (free_in_used_segments, whole_free_segments,
+     * pending_free, segments) stay 0 here and are filled by torchalloc_stats */
+    struct torchalloc_stats cnt;
 };
 
 /* torchblock.c: shared helpers (PyTorch's names, ta_ prefixed); the few on every event are
@@ -137,6 +136,9 @@ struct torchalloc {
 int32_t ta_new_block(torchalloc *ta);
 void ta_drop_seg(torchalloc *ta, int32_t i);
 void ta_splice(torchalloc *ta, int32_t x, int32_t before, int32_t after); /* Block::splice */
+/* A piece split off block i: a new block [addr, addr + size) of i's stream, segment and pool,
+ * spliced just before i (before != 0) or just after it; i itself is left as it is. */
+int32_t ta_split_piece(torchalloc *ta, int32_t i, uint64_t addr, uint64_t size, int before);
 int ta_is_split(const torchalloc *ta, int32_t i);
 uint64_t ta_try_merge(torchalloc *ta, int32_t dst, int32_t src); /* try_merge_blocks */
 void ta_synchronize_and_free_events(torchalloc *ta);

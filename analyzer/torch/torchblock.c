@@ -124,6 +124,20 @@ void ta_splice(torchalloc *ta, int32_t x, int32_t before, int32_t after) {
         B(after).prev = x;
 }
 
+int32_t ta_split_piece(torchalloc *ta, int32_t i, uint64_t addr, uint64_t size, int before) {
+    int32_t f = ta_new_block(ta);
+    B(f).addr = addr;
+    B(f).size = size;
+    B(f).stream = B(i).stream;
+    B(f).seg = B(i).seg;
+    B(f).large = B(i).large;
+    if (before)
+        ta_splice(ta, f, B(i).prev, i);
+    else
+        ta_splice(ta, f, i, B(i).next);
+    return f;
+}
+
 int ta_is_split(const torchalloc *ta, int32_t i) { return ta->b[i].prev >= 0 || ta->b[i].next >= 0; }
 
 /* try_merge_blocks(dst, src): src must be free, event-free, use-free, of dst's mappedness. */
@@ -205,8 +219,8 @@ const char *torchalloc_action_name(torchalloc_action a) {
 /* free_block: back to the pool, merged with free neighbours. */
 void ta_free_block(torchalloc *ta, int32_t i) {
     ta_emit(ta, TORCHALLOC_EV_FREE_COMPLETED, B(i).addr, B(i).requested, B(i).stream);
-    ta->active -= B(i).size;
-    ta->requested -= B(i).requested;
+    ta->cnt.active -= B(i).size;
+    ta->cnt.requested -= B(i).requested;
     B(i).requested = 0;
     B(i).state = B_FREE;
     ta_try_merge(ta, i, B(i).prev);
@@ -258,7 +272,7 @@ void ta_process_events(torchalloc *ta) {
 
 /* synchronize_and_free_events: wait for every event (the stream is complete up to it). */
 void ta_synchronize_and_free_events(torchalloc *ta) {
-    ta->num_sync_all_streams++;
+    ta->cnt.num_sync_all_streams++;
     for (size_t k = 0; k < ta->nst; k++) {
         while (ta->st[k].qhead < ta->st[k].qlen) {
             tevent e = ta->st[k].q[ta->st[k].qhead++];

@@ -15,8 +15,8 @@
 static void release_block(torchalloc *ta, int32_t i) {
     int32_t sg = B(i).seg;
     ta_emit(ta, TORCHALLOC_EV_SEGMENT_FREE, B(i).addr, B(i).size, B(i).stream);
-    ta->reserved -= B(i).size;
-    ta->num_segment_frees++;
+    ta->cnt.reserved -= B(i).size;
+    ta->cnt.num_segment_frees++;
     ta_tree_erase(ta, i);
     ta_drop_block(ta, i);
     ta_drop_seg(ta, sg);
@@ -33,25 +33,11 @@ static void unmap_block(torchalloc *ta, int32_t i) {
     ta_tree_erase(ta, i);
     uint64_t before = uaddr - B(i).addr;
     if (before > 0) {
-        int32_t f = ta_new_block(ta);
-        B(f).addr = B(i).addr;
-        B(f).size = before;
-        B(f).stream = B(i).stream;
-        B(f).seg = B(i).seg;
-        B(f).large = B(i).large;
-        ta_splice(ta, f, B(i).prev, i);
-        ta_insert_blocks(ta, f);
+        ta_insert_blocks(ta, ta_split_piece(ta, i, B(i).addr, before, 1));
     }
     uint64_t after = B(i).size - before - usize;
     if (after > 0) {
-        int32_t f = ta_new_block(ta);
-        B(f).addr = uaddr + usize;
-        B(f).size = after;
-        B(f).stream = B(i).stream;
-        B(f).seg = B(i).seg;
-        B(f).large = B(i).large;
-        ta_splice(ta, f, i, B(i).next);
-        ta_insert_blocks(ta, f);
+        ta_insert_blocks(ta, ta_split_piece(ta, i, uaddr + usize, after, 0));
     }
     B(i).addr = uaddr;
     B(i).size = usize;
@@ -59,9 +45,9 @@ static void unmap_block(torchalloc *ta, int32_t i) {
     ta_try_merge(ta, i, B(i).prev);
     ta_try_merge(ta, i, B(i).next);
     ta_insert_unmapped(ta, i);
-    ta->reserved -= usize;
+    ta->cnt.reserved -= usize;
     ta->s[B(i).seg].mapped -= usize;
-    ta->num_unmaps++;
+    ta->cnt.num_unmaps++;
     ta_emit(ta, TORCHALLOC_EV_SEGMENT_UNMAP, uaddr, usize, B(i).stream);
 }
 
@@ -131,9 +117,9 @@ int ta_release_available_cached_blocks(torchalloc *ta, int large, uint32_t strea
  * is back under threshold * limit. */
 void ta_garbage_collect(torchalloc *ta) {
     uint64_t thr = (uint64_t)(ta->c.garbage_collection_threshold * (double)ta->limit);
-    if (ta->reserved <= thr)
+    if (ta->cnt.reserved <= thr)
         return;
-    uint64_t target = ta->reserved - thr, reclaimed = 0;
+    uint64_t target = ta->cnt.reserved - thr, reclaimed = 0;
     tpool *p = &ta->pool[1];
     uint64_t total_age = 0;
     int64_t count = 0;

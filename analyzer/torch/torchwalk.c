@@ -72,45 +72,28 @@ size_t torchalloc_walk(const torchalloc *ta, const torchalloc_walker *w) {
     return count;
 }
 
+/* torchalloc_stats' share of each listed segment: its free bytes, as part of a used segment or
+ * as a whole free one. */
+static int count_segment(void *user, const torchalloc_segment_info *si) {
+    struct torchalloc_stats *out = user;
+    if (si->active_size)
+        out->free_in_used_segments += si->size - si->active_size;
+    else
+        out->whole_free_segments += si->size;
+    return 0;
+}
+
 void torchalloc_stats(const torchalloc *ta, struct torchalloc_stats *out) {
-    memset(out, 0, sizeof *out);
-    out->allocated = ta->allocated;
-    out->allocated_peak = ta->allocated_peak;
-    out->reserved = ta->reserved;
-    out->reserved_peak = ta->reserved_peak;
-    out->requested = ta->requested;
-    out->requested_peak = ta->requested_peak;
-    out->active = ta->active;
-    out->active_peak = ta->active_peak;
-    out->pending_free = ta->active - ta->allocated;
-    out->num_allocs = ta->num_allocs;
-    out->num_frees = ta->num_frees;
-    out->num_segment_allocs = ta->num_segment_allocs;
-    out->num_segment_frees = ta->num_segment_frees;
-    out->num_maps = ta->num_maps;
-    out->num_unmaps = ta->num_unmaps;
-    out->num_alloc_retries = ta->num_alloc_retries;
-    out->num_ooms = ta->num_ooms;
-    out->num_sync_all_streams = ta->num_sync_all_streams;
-    for (int32_t sg = ta->seg_first; sg >= 0; sg = ta->s[sg].lnext) {
-        const tseg *s = &ta->s[sg];
-        int32_t head = next_mapped(ta, s->head);
-        while (head >= 0) {
-            torchalloc_segment_info si;
-            int32_t after = run_info(ta, s, head, &si);
-            out->segments++;
-            if (si.active_size)
-                out->free_in_used_segments += si.size - si.active_size;
-            else
-                out->whole_free_segments += si.size;
-            head = next_mapped(ta, after);
-        }
-    }
+    *out = ta->cnt;
+    out->pending_free = ta->cnt.active - ta->cnt.allocated;
+    /* the segment counts are over the snapshot's entries: the one walk that lists them */
+    torchalloc_walker w = {.segment = count_segment, .user = out};
+    out->segments = torchalloc_walk(ta, &w);
 }
 
 void torchalloc_reset_peaks(torchalloc *ta) {
-    ta->allocated_peak = ta->allocated;
-    ta->reserved_peak = ta->reserved;
-    ta->requested_peak = ta->requested;
-    ta->active_peak = ta->active;
+    ta->cnt.allocated_peak = ta->cnt.allocated;
+    ta->cnt.reserved_peak = ta->cnt.reserved;
+    ta->cnt.requested_peak = ta->cnt.requested;
+    ta->cnt.active_peak = ta->cnt.active;
 }

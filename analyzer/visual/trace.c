@@ -284,7 +284,7 @@ int trace_json(const series *items, size_t n, const trace_options *o, ml_str *ou
                 continue;
             }
             rank_events(&em, &items[i], r, pid++);
-            measured = measured || (items[i].has_time && items[i].measured && items[i].measured[r]);
+            measured = measured || (items[i].has_time && items[i].measured && items[i].measured[r].n_samples);
         }
     json_t *other = json_object();
     json_object_set_new(other, "schema_version", json_integer(ML_JSON_SCHEMA_VERSION));

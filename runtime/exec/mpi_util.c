@@ -450,3 +450,33 @@ void rt_mpi_library_version(char *buf, size_t len) { snprintf(buf, len, "%s", ""
 void rt_mpi_wait_report(int fd) {}
 
 #endif
+
+/* One wire format for a rank's measurement: ml_measure_encode's text, whichever way
+ * rt_gather_blobs moves it (the backend's gatherv, or two allgather rounds). */
+int rt_gather_measures(rt_rank *r, const ml_measure *mine, int root, ml_measure *out, char *err,
+                       size_t elen) {
+    char *text = ml_measure_encode(mine, r->plan);
+    void *all = NULL;
+    size_t *lens = ml_xcalloc((size_t)r->world, sizeof *lens);
+    int rc = rt_gather_blobs(r, text, strlen(text), root, &all, lens, err, elen);
+    free(text);
+    size_t at = 0;
+    for (int k = 0; rc == 0 && all && k < r->world; k++) {
+        char why[300];
+        if (ml_measure_decode((const char *)all + at, lens[k], &out[k], why, sizeof why) != 0) {
+            snprintf(err, elen, "rank %d's measurement: %s", k, why);
+            rc = -1;
+        } else if (out[k].rank != k) {
+            snprintf(err, elen, "the measurement gathered from rank %d says rank %d", k,
+                     out[k].rank);
+            rc = -1;
+        }
+        at += lens[k];
+    }
+    if (rc != 0)
+        for (int k = 0; k < r->world; k++)
+            ml_measure_free(&out[k]);
+    free(all);
+    free(lens);
+    return rc;
+}

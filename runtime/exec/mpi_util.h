@@ -26,6 +26,13 @@ int rt_mpi_gatherv_blob(rt_rank *r, const void *mine, size_t len, int root, void
                         size_t *lens, char *err, size_t elen);
 void rt_mpi_abort(int code);
 
+/* Gathers every rank's measurement record (ir/measure.h) to root in its one wire format:
+ * ml_measure_encode of mine (r->plan names the ops), rt_gather_blobs, ml_measure_decode on root
+ * into out[r->world] (each checked to be from the rank it came from). Other ranks get nothing.
+ * Bounded by the run's deadline as the gather is. Returns 0, or -1 with err (out then freed). */
+int rt_gather_measures(rt_rank *r, const ml_measure *mine, int root, ml_measure *out, char *err,
+                       size_t elen);
+
 /* From a signal handler (async-signal-safe): when this process is inside a wait on its peers,
  * writes "FILE:L:C: note: rank R had waited S s at OP (L:C), op K, for ranks [..] (WHAT) when the
  * job was ended; live requested bytes X" to fd; else nothing. For ranks that the launcher ends

@@ -32,21 +32,6 @@ static bool has_key(const char *prov, const char *key) {
     return false;
 }
 
-const char *ml_provenance_get(const char *prov, const char *key, char *buf, size_t len) {
-    size_t k = strlen(key);
-    buf[0] = '\0';
-    for (const char *line = prov; line && *line;) {
-        const char *end = strchr(line, '\n');
-        size_t n = end ? (size_t)(end - line) : strlen(line);
-        if (n > k && !strncmp(line, key, k) && line[k] == '=') {
-            snprintf(buf, len, "%.*s", (int)(n - k - 1), line + k + 1);
-            break;
-        }
-        line = end ? end + 1 : NULL;
-    }
-    return buf;
-}
-
 static void add(ml_str *o, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void add(ml_str *o, const char *key, const char *fmt, ...) {
     if (o->s && has_key(o->s, key))
@@ -131,28 +116,4 @@ char *ml_provenance_collect(const rt_backend_ops *be, int world) {
     if (!o.s)
         ml_str_printf(&o, "%s", "");
     return o.s;
-}
-
-void ml_provenance_summary(const char *prov, char *buf, size_t len) {
-    char v[512], c[128];
-    ml_str o = {0};
-    ml_str_printf(&o, "memlife %s (%s)", ml_provenance_get(prov, "memlife", v, sizeof v),
-                  ml_provenance_get(prov, "commit", c, sizeof c));
-    static const struct {
-        const char *key, *label;
-    } parts[] = {{"backend", ""}, {"nccl_version", "NCCL "}, {"cuda_runtime_version", "CUDA "},
-                 {"cuda_driver_version", "driver "}, {"gpu_count", "GPUs "}, {"gpu0", ""},
-                 {"mpi", ""}, {"world", "world "}, {"hosts", "hosts "}, {"date", ""}};
-    for (size_t k = 0; k < ML_ARRAY_LEN(parts); k++)
-        if (*ml_provenance_get(prov, parts[k].key, v, sizeof v))
-            ml_str_printf(&o, " | %s%s", parts[k].label, v);
-    for (const char *line = prov; line && *line;) {
-        const char *end = strchr(line, '\n');
-        size_t n = end ? (size_t)(end - line) : strlen(line);
-        if (!strncmp(line, "NCCL_", 5))
-            ml_str_printf(&o, " | %.*s", (int)n, line);
-        line = end ? end + 1 : NULL;
-    }
-    snprintf(buf, len, "%s", o.s ? o.s : "");
-    ml_str_free(&o);
 }

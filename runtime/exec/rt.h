@@ -45,16 +45,19 @@
  *  - rt_backend_ops: record_stream, empty_cache at the end, optional (the torch backend).
  *  - rt_mem_reading.pool_caches at the end (the torch backend's caching allocator).
  *  - rt_sample: has_pool, pool_used, pool_reserved at the end (the reading's pool after each
- *    op); a backend fills them by setting has_pool in its mem_read. */
+ *    op); a backend fills them by setting has_pool in its mem_read.
+ *  - rt_sample is ir/measure.h's ml_sample (same fields), rt_rank.comm_stages ml_comm_stage
+ *    (same fields): the measurement record travels in one format (rt_measure_fill). */
 #ifndef MEMLIFE_RT_H
 #define MEMLIFE_RT_H
 
 #include "ir/plan.h"
+#include "ir/measure.h"
 
 typedef struct rt_rank rt_rank;
 
 /* Stages of the communicator's memory (rt_rank.comm_stages): init, streams, five collectives, copies. */
-#define RT_COMM_STAGES (3 + COLL_COUNT)
+#define RT_COMM_STAGES ML_MEASURE_STAGES
 typedef struct rt_backend_ops rt_backend_ops;
 
 /* A live allocation as the backend made it. */
@@ -196,18 +199,9 @@ extern const rt_backend_ops *const rt_backends[];
 extern const size_t rt_backend_count;
 
 /* ---- Accounting: the one place that counts requested bytes (runtime/account.c) --------------*/
-typedef struct {
-    size_t op;                 /* op index in the plan; SIZE_MAX for the baseline */
-    uint64_t requested;        /* live requested bytes after the op (delta to baseline) */
-    int64_t device;            /* device bytes after the op minus baseline; 0 without a reading */
-    double t;                  /* seconds since the baseline */
-    /* The backend's pool after the op, absolute (not a delta): with has_pool, torch's
-     * memory_allocated and memory_reserved (the torch backend), cudaMemPool's used and reserved
-     * (the async allocator). The torch view is absolute from an empty allocator, and the torch
-     * backend empties the cache before the baseline. */
-    bool has_pool;
-    uint64_t pool_used, pool_reserved;
-} rt_sample;
+/* A sample after an op: the measurement record's (ir/measure.h); SIZE_MAX op for the baseline,
+ * requested and device as deltas to the baseline, the pool absolute. */
+typedef ml_sample rt_sample;
 
 typedef struct {
     uint64_t live, peak;       /* requested */
@@ -224,6 +218,10 @@ void rt_account_alloc(rt_account *a, uint64_t bytes);
 void rt_account_free(rt_account *a, uint64_t bytes);
 void rt_account_sample(rt_account *a, size_t op, const rt_mem_reading *now);
 void rt_account_free_all(rt_account *a);
+/* The measurement record of r after rt_run (ir/measure.h): its account's peaks, steady bytes and
+ * samples, the communicator's stages, the pool at the end and the data checks' rows. m is
+ * overwritten; free it with ml_measure_free. */
+void rt_measure_fill(const rt_rank *r, ml_measure *m);
 
 /* ---- Per-rank executor state ------------------------------------------------------------------*/
 typedef struct {
@@ -252,7 +250,7 @@ struct rt_rank {
      * plan's streams, events and the allocator's first buffer), one per collective at its first
      * use in the warm-up ("all_reduce", ...: NCCL connects lazily), "copies". Their sum is
      * communicator_bytes; a backend without a communicator leaves n_comm_stages 0. */
-    struct { char name[24]; uint64_t bytes; } comm_stages[RT_COMM_STAGES];
+    ml_comm_stage comm_stages[RT_COMM_STAGES];
     uint32_t n_comm_stages;
     size_t n_collectives;
     /* Set by the executor. failure_known_to_all: every rank learned of the failure through the

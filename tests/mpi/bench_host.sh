@@ -167,33 +167,7 @@ fi
 # "100 vs 300" at element 0; none at all 2^k x (300 + 6i) after k runs). Plan `copied`: the setup
 # fills y by a copy of x, not an init, and the timed part sums y in place: 100 + 2i again after
 # every run, and x, only read, untouched.
-cat >"$TMP/reset.yaml" <<'YAML'
-name: reset
-world: 2
-dtype: int64
-let:
-  n: 8
-plans:
-  scaled:
-    steps:
-      - alloc: {buf: x, count: n, init: rank_iota}
-      - scale: {buf: x, by: 3}
-      - region: {name: timed, steps: [{all_reduce: {buf: x, op: sum}}]}
-      - sync: device
-      - check: {name: one-sum-of-scaled, equal: [x, {expr: "3 * (50*world*(world-1) + world*i)"}]}
-      - free: x
-  copied:
-    steps:
-      - alloc: {buf: x, count: n, init: rank_iota}
-      - alloc: {buf: y, count: n}
-      - copy: {src: x, dst: y}
-      - region: {name: timed, steps: [{all_reduce: {buf: y, op: sum}}]}
-      - sync: device
-      - check: {name: one-sum-of-copy, equal: [y, {expr: "50*world*(world-1) + world*i"}]}
-      - check: {name: x-untouched, equal: [x, {expr: "100*rank + i"}]}
-      - free: [x, y]
-YAML
-run bench "$TMP/reset.yaml" --backend host --ranks 2 --warmup 1 --cycles 2 --format json \
+run bench tests/mpi/data/bench_reset.yaml --backend host --ranks 2 --warmup 1 --cycles 2 --format json \
     -o "$TMP/reset.json"
 if [ "$RC" -eq 0 ]; then
     jq_case "the reset restores the setup's state: x scaled after its init, y filled by a copy" \

@@ -43,6 +43,16 @@ host_backend_missing() {
     fi
 }
 
+# The interpreter the torch backend would pick: MEMLIFE_PYTHON, else the first python3 on PATH
+# that imports torch, else /usr/bin/python3 if it does; empty when none has torch.
+torch_python() {
+    if [ -n "${MEMLIFE_PYTHON:-}" ]; then echo "$MEMLIFE_PYTHON"; return; fi
+    local p
+    for p in $(type -ap python3) /usr/bin/python3; do
+        if "$p" -c 'import torch' 2>/dev/null; then echo "$p"; return; fi
+    done
+}
+
 # run ARGS...: runs memlife with ARGS; stdout in $TMP/out, stderr in $TMP/err, exit code in $RC,
 # seconds in $SECS.
 # Resolved once: some cases run with a PATH that hides mpirun (and /usr/bin with it).
@@ -61,4 +71,9 @@ jq_case() {
     local name=$1 filter=$2 file=$3 got
     got=$(jq -r "$filter" "$file" 2>&1)
     if [ "$got" = true ]; then ok "$name"; else not_ok "$name" "$(echo "$got" | head -3 | tr '\n' ' ')"; fi
+}
+# jq_run_case NAME FILTER FILE: jq_case after the last `run`, which must have exited 0; else not ok
+# with its exit code and the first lines of its stderr.
+jq_run_case() {
+    if [ "$RC" -ne 0 ]; then not_ok "$1" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"; else jq_case "$@"; fi
 }

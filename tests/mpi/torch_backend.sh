@@ -16,13 +16,7 @@ if [ -n "$why" ]; then
     exit 0
 fi
 
-# the interpreter the backend would pick: MEMLIFE_PYTHON, else PATH, else /usr/bin/python3
-TORCH_PY=${MEMLIFE_PYTHON:-}
-if [ -z "$TORCH_PY" ]; then
-    for p in $(type -ap python3) /usr/bin/python3; do
-        if "$p" -c 'import torch' 2>/dev/null; then TORCH_PY=$p; break; fi
-    done
-fi
+TORCH_PY=$(torch_python)
 
 MiB=1048576
 if [ -z "$TORCH_PY" ]; then

@@ -474,28 +474,25 @@ def jobs():
 OOM_NUMBERS = re.compile(r"([0-9]+(?:\.[0-9]+)?) (bytes|KiB|MiB|GiB)")
 
 
+# The figures of an out-of-memory message's first line: (key, the text around the number).
+OOM_FIELDS = (
+    ("tried_bytes_approx", r"Tried to allocate {}"),
+    ("allocated_by_pytorch_approx", r"{} is allocated by PyTorch"),
+    ("reserved_unallocated_approx", r"{} is reserved by PyTorch but unallocated"),
+    ("allowed_approx", r"{} allowed"),
+    ("process_in_use_approx", r"this process has {} memory in use"),
+    ("device_free_approx", r"of which {} is free"),
+)
+
+
 def parse_oom(msg):
     unit = {"bytes": 1, "KiB": KiB, "MiB": MiB, "GiB": GiB}
     head = msg.split("\n")[0]
     out = {"numbers": [[float(v), u] for v, u in OOM_NUMBERS.findall(head)]}
-    m = re.search(r"Tried to allocate ([0-9.]+) (bytes|KiB|MiB|GiB)", head)
-    if m:
-        out["tried_bytes_approx"] = int(float(m.group(1)) * unit[m.group(2)])
-    m = re.search(r"([0-9.]+) (bytes|KiB|MiB|GiB) is allocated by PyTorch", head)
-    if m:
-        out["allocated_by_pytorch_approx"] = int(float(m.group(1)) * unit[m.group(2)])
-    m = re.search(r"([0-9.]+) (bytes|KiB|MiB|GiB) is reserved by PyTorch but unallocated", head)
-    if m:
-        out["reserved_unallocated_approx"] = int(float(m.group(1)) * unit[m.group(2)])
-    m = re.search(r"([0-9.]+) (bytes|KiB|MiB|GiB) allowed", head)
-    if m:
-        out["allowed_approx"] = int(float(m.group(1)) * unit[m.group(2)])
-    m = re.search(r"this process has ([0-9.]+) (bytes|KiB|MiB|GiB) memory in use", head)
-    if m:
-        out["process_in_use_approx"] = int(float(m.group(1)) * unit[m.group(2)])
-    m = re.search(r"of which ([0-9.]+) (bytes|KiB|MiB|GiB) is free", head)
-    if m:
-        out["device_free_approx"] = int(float(m.group(1)) * unit[m.group(2)])
+    for key, around in OOM_FIELDS:
+        m = re.search(around.format(r"([0-9.]+) (bytes|KiB|MiB|GiB)"), head)
+        if m:
+            out[key] = int(float(m.group(1)) * unit[m.group(2)])
     return out
 
 

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static void clear_env(void) {
@@ -17,15 +18,18 @@ static void clear_env(void) {
         unsetenv(names[k]);
 }
 
-/* ml_place_ranks with stderr captured: its return value, and the first line it printed into
- * line ("" when none). */
-static int placed(int gpus, int ranks, int world, ml_place *out, char *line, size_t len) {
+/* stderr into a temp file until captured_line (*saved: the real stderr). */
+static FILE *capture_stderr(int *saved) {
     fflush(stderr);
-    int saved = dup(STDERR_FILENO);
+    *saved = dup(STDERR_FILENO);
     FILE *tmp = tmpfile();
     assert_non_null(tmp);
     dup2(fileno(tmp), STDERR_FILENO);
-    int rc = ml_place_ranks("run", gpus, ranks, world, out);
+    return tmp;
+}
+
+/* stderr back; the first line written meanwhile into line ("" when none). */
+static void captured_line(FILE *tmp, int saved, char *line, size_t len) {
     fflush(stderr);
     dup2(saved, STDERR_FILENO);
     close(saved);
@@ -34,6 +38,15 @@ static int placed(int gpus, int ranks, int world, ml_place *out, char *line, siz
     if (fgets(line, (int)len, tmp))
         line[strcspn(line, "\n")] = '\0';
     fclose(tmp);
+}
+
+/* ml_place_ranks with stderr captured: its return value, and the first line it printed into
+ * line ("" when none). */
+static int placed(int gpus, int ranks, int world, ml_place *out, char *line, size_t len) {
+    int saved;
+    FILE *tmp = capture_stderr(&saved);
+    int rc = ml_place_ranks("run", gpus, ranks, world, out);
+    captured_line(tmp, saved, line, len);
     return rc;
 }
 
@@ -103,11 +116,52 @@ static void test_own_mpirun(void **state) {
     clear_env();
 }
 
+/* ml_place_command: the placement of a's --gpus / --ranks / --world, written into a command's
+ * own fields (run, bench and equiv keep them in their contexts), nothing written on a refusal. */
+static void test_into_fields(void **state) {
+    (void)state;
+    clear_env();
+    setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+    setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+    ml_args a;
+    memset(&a, 0, sizeof a);
+    bool mpi = false, launch = true;
+    int world = -1, rank = -1, n_local = -1;
+    assert_int_equal(ml_place_command("bench", &a, &mpi, &world, &rank, &n_local, &launch), 0);
+    assert_true(mpi);
+    assert_false(launch);
+    assert_int_equal(world, 4);
+    assert_int_equal(rank, 3);
+    assert_int_equal(n_local, 1);
+    a.world = 8;   /* against the launcher's 4 ranks: refused, the fields left alone */
+    world = rank = n_local = -1;
+    int saved;
+    char line[256];
+    FILE *tmp = capture_stderr(&saved);
+    int rc = ml_place_command("bench", &a, &mpi, &world, &rank, &n_local, &launch);
+    captured_line(tmp, saved, line, sizeof line);
+    assert_int_equal(rc, 2);
+    assert_string_equal(line, "error: --world 8, but the MPI launcher started 4 ranks");
+    assert_int_equal(world, -1);
+    assert_int_equal(rank, -1);
+    assert_int_equal(n_local, -1);
+    clear_env();
+    a.world = 0;
+    a.backend.ranks = 2;   /* no launcher: memlife's own mpirun at --ranks */
+    assert_int_equal(ml_place_command("bench", &a, &mpi, &world, &rank, &n_local, &launch), 0);
+    assert_true(launch);
+    assert_true(mpi);
+    assert_int_equal(world, 2);
+    assert_int_equal(rank, 0);
+    assert_int_equal(n_local, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpus),
         cmocka_unit_test(test_under_a_launcher),
         cmocka_unit_test(test_own_mpirun),
+        cmocka_unit_test(test_into_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

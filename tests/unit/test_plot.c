@@ -145,16 +145,14 @@ static void device_view_uses_pages(void **state) {
 /* A hand-made measurement: 1 MiB more than predicted after every op, op k done at (k+1) ms. */
 static void add_measured(series *s) {
     s->measured = calloc((size_t)s->world, sizeof *s->measured);
-    s->n_measured = calloc((size_t)s->world, sizeof *s->n_measured);
     s->has_time = true;
     for (int r = 0; r < s->world; r++) {
         const pred_rank *p = &s->pred[r];
-        s->measured[r] = calloc(p->n_timeline, sizeof **s->measured);
         for (size_t k = 0; k < p->n_timeline; k++)
-            s->measured[r][k] = (rt_sample){.op = p->timeline[k].op,
-                                            .requested = p->timeline[k].live[VIEW_REQUESTED] + MiB,
-                                            .t = 1e-3 * (double)(k + 1)};
-        s->n_measured[r] = p->n_timeline;
+            *ml_measure_push_sample(&s->measured[r]) =
+                (ml_sample){.op = p->timeline[k].op,
+                            .requested = p->timeline[k].live[VIEW_REQUESTED] + MiB,
+                            .t = 1e-3 * (double)(k + 1)};
     }
 }
 

@@ -22,6 +22,7 @@ Standard library and torch only. Exit codes: 0 after `quit`, 9 when torch cannot
 import datetime
 import os
 import sys
+import time
 
 try:
     import torch
@@ -60,6 +61,22 @@ class Driver:
         self.bufs = {}      # id -> (uint8 view of the whole buffer, dtype name)
         self.streams = {}   # index -> torch.cuda.Stream (0: the current default stream)
         self.events = {}
+        self.align_buf = None   # bench's aligning all_reduce (time_begin)
+        self.worked = set()     # streams given work since the last time_begin
+        # MEMLIFE_TORCH_SNAPSHOT=FILE (a GPU only): PyTorch's own allocator history from the
+        # schedule's first allocation on, dumped to FILE at the end, so that where cudaMalloc put
+        # each segment can be read after a run (tests/torch/segment_order.py); recording keeps
+        # host-side metadata only and changes no allocator decision
+        self.snapshot = os.environ.get("MEMLIFE_TORCH_SNAPSHOT") or None
+        self.recording = False
+        if self.snapshot:
+            if not self.cuda:
+                raise ValueError("MEMLIFE_TORCH_SNAPSHOT needs a GPU: on CPUs torch has no "
+                                 "caching allocator to record")
+            folder = os.path.dirname(os.path.abspath(self.snapshot))
+            if not os.access(folder, os.W_OK):
+                raise ValueError("MEMLIFE_TORCH_SNAPSHOT=%s: the folder %s is not writable"
+                                 % (self.snapshot, folder))
         # what this process group lacks, emulated from what it has
         self.emulated = []
         if backend == "gloo":
@@ -93,6 +110,11 @@ class Driver:
 
     # ---- requests --------------------------------------------------------------------------
     def alloc(self, buf, nbytes, count, dtype, stream):
+        if self.snapshot and not self.recording:
+            # the settings record_snapshots.py recorded the fixtures with
+            torch.cuda.memory._record_memory_history(enabled="all", context="all",
+                                                     stacks="python", max_entries=1000000)
+            self.recording = True
         dt = DTYPES[dtype]
         es = torch.tensor([], dtype=dt).element_size()
         ctx = torch.cuda.stream(self.stream(stream)) if self.cuda else _null()
@@ -118,6 +140,7 @@ class Driver:
             raise ValueError("%s of %s: torch has no unsigned %s type, and a signed %s would order "
                              "the values differently" % (op, dtype, dtype[1:], op))
         rop = OPS[op]
+        self.worked.add(stream)
         ctx = torch.cuda.stream(self.stream(stream)) if self.cuda else _null()
         with ctx:
             if name == "all_reduce":
@@ -186,6 +209,7 @@ class Driver:
         return self.span(buf, off, n).cpu().numpy().tobytes() if n else b""
 
     def copy(self, dbuf, doff, sbuf, soff, n, stream):
+        self.worked.add(stream)
         ctx = torch.cuda.stream(self.stream(stream)) if self.cuda else _null()
         with ctx:
             self.span(dbuf, doff, n).copy_(self.span(sbuf, soff, n))
@@ -226,6 +250,43 @@ class Driver:
             total - free, torch.cuda.memory_allocated(self.device),
             torch.cuda.max_memory_allocated(self.device), torch.cuda.memory_reserved(self.device),
             torch.cuda.max_memory_reserved(self.device), st.get("requested_bytes.all.current", 0))
+
+    def time_begin(self, align):
+        # the start of one timed span of `memlife bench` (torch.c's t_time_begin): with align, a
+        # one-element all_reduce first lines the ranks up (on the device under NCCL, on the host
+        # under gloo, whose calls return when done), so that skew stays out of the span
+        if align:
+            if self.align_buf is None:   # once: later spans allocate nothing
+                self.align_buf = torch.zeros(1, dtype=torch.float32, device=self.device)
+            dist.all_reduce(self.align_buf)
+        self.worked = set()
+        if self.cuda:
+            # an event on the default stream that every other stream waits for, as memlife's
+            # cuda backend marks a span's start
+            self.span_start = torch.cuda.Event(enable_timing=True)
+            self.span_start.record(self.stream(0))
+            for s in self.streams.values():
+                s.wait_event(self.span_start)
+        else:
+            self.span_t0 = time.perf_counter()
+        return ""
+
+    def time_end(self):
+        # seconds from the span's start to the end of its last stream; on CPUs every op ended
+        # before its reply, so the clock here is the span (it holds the requests' round trips,
+        # which are part of driving torch from memlife, in both bench modes)
+        if self.cuda:
+            # the default stream and the streams the span gave work to: an idle stream's end
+            # event would complete at this request's host time, not at the GPU's (as in memlife's
+            # cuda backend)
+            ends = []
+            for s in [self.stream(0)] + [self.stream(k) for k in sorted(self.worked) if k]:
+                e = torch.cuda.Event(enable_timing=True)
+                e.record(s)
+                ends.append(e)
+            torch.cuda.synchronize(self.device)
+            return "%.9f" % (max(self.span_start.elapsed_time(e) for e in ends) / 1000.0)
+        return "%.9f" % (time.perf_counter() - self.span_t0)
 
     def warmup(self, *names):
         # one small call of each collective the plans use, so that NCCL connects before the
@@ -277,7 +338,8 @@ def main():
     out.flush()
     ints = {"alloc": (0, 1, 2, 4), "free": (0,), "coll": (1, 2, 3, 4, 5, 8, 9, 10),
             "sync": (1, 2), "record": (0, 1), "wait": (0, 1), "write": (0, 1, 2),
-            "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1), "open_streams": (0,)}
+            "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1), "open_streams": (0,),
+            "time_begin": (0,)}
     while True:
         line = inp.readline()
         if not line:
@@ -303,6 +365,12 @@ def main():
         except Exception as e:  # noqa: BLE001
             out.write(("err %s: %s\n" % (type(e).__name__, str(e).replace("\n", " "))).encode())
         out.flush()
+    if d.recording:
+        try:
+            torch.cuda.memory._dump_snapshot(d.snapshot)
+        except Exception as e:  # noqa: BLE001 - the run's result stands; say what is missing
+            sys.stderr.write("memlife torch driver: MEMLIFE_TORCH_SNAPSHOT=%s not written: %s\n"
+                             % (d.snapshot, e))
     try:
         dist.destroy_process_group()
     except Exception:  # noqa: BLE001
