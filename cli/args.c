@@ -3,6 +3,7 @@
  * parsed by getopt_long. The rows are data: help.c renders the same rows as --help, the man page
  * and the bash completion. */
 #include "args.h"
+#include "base/human.h"
 #include "cmd.h"
 #include "help.h"
 #include "predict/view_model.h"
@@ -15,6 +16,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --format's values and help from the format table (report/format.h), in its order. */
 static const char *format_names[FMT_COUNT + 1];
@@ -166,6 +168,12 @@ size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_e
         {"--output", "-o", OPT_STRING, &a->output, 0, 0, NULL, "FILE",
          "write the report to FILE (atomically) instead of stdout"},
         {"--quiet", "-q", OPT_FLAG, &a->quiet, 0, 0, NULL, NULL, "print nothing on stdout"},
+        {"--wide", NULL, OPT_FLAG, &a->wide, 0, 0, NULL, NULL,
+         "tables at full width (default: fit the terminal or COLUMNS)"},
+        {"--bytes", NULL, OPT_FLAG, &a->bytes, 0, 0, NULL, NULL,
+         "sizes as exact bytes (default: 4 KiB, ~1.5 MiB: '~' rounded)"},
+        {"--color", NULL, OPT_CHOICE, &a->color, 0, 0, ml_color_mode_names, "WHEN",
+         "colour: auto (on a terminal), always or never; NO_COLOR: never"},
         {"--torch-conf", NULL, OPT_STRING, &a->torch_conf, 0, 0, NULL, "STR",
          "predict the torch view (PyTorch's caching allocator) with this PYTORCH_CUDA_ALLOC_CONF "
          "('env': the environment's)"},
@@ -309,6 +317,13 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
     if (rc)
         return rc;
     a->format = (report_format)a->format_choice;
+    /* how text reaches people, for every writer (base/human.h) */
+    ml_term_set_wide(a->wide);
+    ml_human_set_bytes(a->bytes);
+    ml_color_set_mode((ml_color_mode)a->color);
+    /* the report goes to -o FILE (read later, at any width, by anything: no colour) or stdout;
+     * a command that writes text elsewhere says so (optimize, check's summary) */
+    ml_term_set_target(a->output && strcmp(a->output, "-") ? ML_TARGET_FILE : STDOUT_FILENO);
     if (a->torch_conf && check_torch_conf(cmd, &a->torch_conf))
         return ML_EXIT_INPUT;
     if (a->torch_limit_text && parse_torch_limit(cmd, a->torch_limit_text, &a->torch_limit))

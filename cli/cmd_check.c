@@ -5,10 +5,12 @@
 #include "cmd.h"
 #include "analysis.h"
 #include "report/gate.h"
+#include "base/human.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char cmd_check_usage[] =
     "usage: memlife check [OPTIONS] FILE...\n"
@@ -83,8 +85,8 @@ static void summary_cells(const report_schedule *rs, size_t failures, size_t gro
     report_schedule_name(rs->s, rs->plan_index, cells[SUM_NAME], 256);
     snprintf(cells[SUM_WORLD], 256, "world %d", rs->world);
     for (int v = 0; v < VIEW_COUNT; v++) {
-        ml_format_bytes(steady[v], cells[SUM_FIRST_SERIES + 2 * v], 256);
-        ml_format_bytes(peak[v], cells[SUM_FIRST_SERIES + 2 * v + 1], 256);
+        ml_human_size(steady[v], cells[SUM_FIRST_SERIES + 2 * v], 256);
+        ml_human_size(peak[v], cells[SUM_FIRST_SERIES + 2 * v + 1], 256);
     }
     size_t total = rs->n_expects + rs->n_checks;
     char rows[64] = "";
@@ -114,6 +116,37 @@ static bool view_shown(const report *r, ml_view_id view) {
     return false;
 }
 
+/* What a narrow terminal drops from the summary lines first (the text tables' rule,
+ * report_int.h): the expectations note, the other views' series, the world; the result, the
+ * name and the requested series always stay. */
+enum { SUM_PRIO_WORLD = 1, SUM_PRIO_SERIES = 2, SUM_PRIO_NOTE = 3 };
+
+static unsigned summary_prio(int c) {
+    if (c == SUM_WORLD)
+        return SUM_PRIO_WORLD;
+    if (c == SUM_NOTE)
+        return SUM_PRIO_NOTE;
+    if (c >= SUM_FIRST_SERIES)
+        return ml_series[(c - SUM_FIRST_SERIES) / 2].view == MV_REQUESTED ? 0 : SUM_PRIO_SERIES;
+    return 0;
+}
+
+/* The width of a summary line with the fields in shown (the series' pair counts once, with its
+ * name and " / "). */
+static size_t summary_width(const int *width, const bool *shown) {
+    size_t w = (size_t)width[SUM_RESULT] + 2 + (size_t)width[SUM_NAME];
+    if (shown[SUM_WORLD])
+        w += 2 + (size_t)width[SUM_WORLD];
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        int c = SUM_FIRST_SERIES + 2 * v;
+        if (shown[c])
+            w += 2 + strlen(ml_series[v].name) + 1 + (size_t)width[c] + 3 + (size_t)width[c + 1];
+    }
+    if (shown[SUM_NOTE])
+        w += 2 + 2 + (size_t)width[SUM_NOTE];
+    return w;
+}
+
 static void print_summaries(const report *r, const size_t *failures, const size_t *grown) {
     char (*cells)[SUM_COLS][256] = ml_xcalloc(r->n ? r->n : 1, sizeof *cells);
     int width[SUM_COLS] = {0};
@@ -123,20 +156,51 @@ static void print_summaries(const report *r, const size_t *failures, const size_
             if ((int)strlen(cells[k][c]) > width[c])
                 width[c] = (int)strlen(cells[k][c]);
     }
-    bool shown[VIEW_COUNT];
-    for (int v = 0; v < VIEW_COUNT; v++)
-        shown[v] = view_shown(r, ml_series[v].view);
+    bool shown[SUM_COLS];
+    for (int c = 0; c < SUM_COLS; c++)
+        shown[c] = c < SUM_FIRST_SERIES || view_shown(r, ml_series[(c - SUM_FIRST_SERIES) / 2].view);
+    /* fit the terminal: drop the fields of the highest priority until the lines fit; the
+     * summary is on stdout even where -o FILE took the report */
+    ml_term_set_target(STDOUT_FILENO);
+    size_t max = ml_term_width();
+    ml_str dropped = {0};
+    ml_str_append(&dropped, "", 0);
+    while (max && summary_width(width, shown) > max) {
+        unsigned top = 0;
+        for (int c = 0; c < SUM_COLS; c++)
+            if (shown[c] && summary_prio(c) > top)
+                top = summary_prio(c);
+        if (!top)
+            break;
+        for (int c = 0; c < SUM_COLS; c++)
+            if (shown[c] && summary_prio(c) == top && !(c > SUM_FIRST_SERIES && (c - SUM_FIRST_SERIES) % 2)) {
+                shown[c] = false;
+                if (c >= SUM_FIRST_SERIES)
+                    shown[c + 1] = false;
+                ml_str_printf(&dropped, "%s%s", dropped.n ? ", " : "",
+                              c == SUM_WORLD ? "world" : c == SUM_NOTE ? "expectations"
+                                                                       : ml_series[(c - SUM_FIRST_SERIES) / 2].name);
+            }
+    }
     for (size_t k = 0; k < r->n; k++) {
         char (*c)[256] = cells[k];
-        printf("%s  %-*s  %-*s", c[SUM_RESULT], width[SUM_NAME], c[SUM_NAME], width[SUM_WORLD],
-               c[SUM_WORLD]);
+        bool fail = !strcmp(c[SUM_RESULT], "FAIL");
+        printf("%s%s%s  %-*s", ml_color(fail ? ML_HUE_FAIL : ML_HUE_OK, 1), c[SUM_RESULT],
+               ml_color_end(1), width[SUM_NAME], c[SUM_NAME]);
+        if (shown[SUM_WORLD])
+            printf("  %-*s", width[SUM_WORLD], c[SUM_WORLD]);
         for (int v = 0; v < VIEW_COUNT; v++) {
             int s = SUM_FIRST_SERIES + 2 * v;
-            if (shown[v])
+            if (shown[s])
                 printf("  %s %*s / %*s", ml_series[v].name, width[s], c[s], width[s + 1], c[s + 1]);
         }
-        printf("  (%s)\n", c[SUM_NOTE]);
+        if (shown[SUM_NOTE])
+            printf("  (%s)", c[SUM_NOTE]);
+        printf("\n");
     }
+    if (dropped.n)
+        printf("(not shown to fit %zu columns: %s; --wide shows them)\n", max, dropped.s);
+    ml_str_free(&dropped);
     free(cells);
 }
 
@@ -225,6 +289,7 @@ int cmd_check(int argc, char **argv) {
     }
     pipeline_opts o;
     pipeline_opts_default(&o);
+    o.timeline = false;   /* the gate reads peaks and steady values, no timeline */
     ml_analysis an;
     rc = ml_analyze(&a, "check", &o, &an);
     if (annotate >= 0)

@@ -162,10 +162,15 @@ static int print_answer(const fit_ctx *c, int64_t v, const probe *at, int64_t ne
         json_object_set_new(o, "rank", json_integer(at->rank));
         json_object_set_new(o, "total", json_integer((json_int_t)(at->peak + c->reserve + c->context)));
         json_object_set_new(o, "next", probe_json(next, next_v));
-        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        /* schema_version and command first, as every memlife JSON (docs/json.md, schemas/
+         * fit.schema.json) */
+        json_t *doc = json_pack("{s:i, s:s}", "schema_version", ML_JSON_SCHEMA_VERSION, "command", "fit");
+        json_object_update(doc, o);
+        json_decref(o);
+        char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         fprintf(f, "%s\n", text);
         free(text);
-        json_decref(o);
+        json_decref(doc);
         return 0;
     }
     char b[32], pk[32], rs[32], cx[32], tot[32], np[32];

@@ -7,11 +7,13 @@
  * (so `memlife optimize a.yaml > b.yaml` works) and the report to stderr; with --format and no
  * -o, only the report is printed (stdout). */
 #include "cmd.h"
+#include "base/human.h"
 #include "args.h"
 #include "optimize/optimize.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char cmd_optimize_usage[] =
     "usage: memlife optimize [OPTIONS] FILE\n"
@@ -110,12 +112,14 @@ int cmd_optimize(int argc, char **argv) {
     ml_diags_print(&d, stderr);
     if (rc == ML_EXIT_OK) {
         ml_str text = {0};
-        opt_report(&r, a.format, &text);
         /* nothing kept: nothing to write (the input is its own best version) */
         bool kept = false;
         for (size_t k = 0; k < r.n_plans; k++)
             kept |= r.plans[k].any_kept;
         bool yaml_to_stdout = kept && !a.output && !a.format_set;
+        /* -o names the YAML: the report goes to stdout, or to stderr beside YAML on stdout */
+        ml_term_set_target(yaml_to_stdout ? STDERR_FILENO : STDOUT_FILENO);
+        opt_report(&r, a.format, &text);
         if (!kept && !a.quiet)
             fprintf(stderr, "note: no rewrite was kept: %s not written\n",
                     a.output ? a.output : "the schedule is");

@@ -4,12 +4,13 @@
 #include "cmd.h"
 #include "suggest.h"
 #include "base/util.h"
+#include "base/human.h"
 
 #include <stdarg.h>
 
 int ml_usage_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
-    fputs("error: ", stderr);
+    fprintf(stderr, "%serror%s: ", ml_color(ML_HUE_ERROR, 2), ml_color_end(2));
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);

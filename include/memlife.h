@@ -51,7 +51,7 @@ const char *memlife_version(void);
 int memlife_predict(const char *const *files, size_t n, const memlife_options *o,
                     memlife_result **out);
 
-/* The diagnostics (errors and warnings), one per line; "" when there were none. */
+/* The diagnostics (errors, their notes, warnings), one per line; "" when there were none. */
 const char *memlife_errors(const memlife_result *r);
 
 /* Items: one per (file, plan). */

@@ -13,6 +13,9 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 BUILD=${BUILD:-build}
 export BUILD
+# Every script's text is what a pipe gets, at full width (base/human.h); a terminal's COLUMNS
+# would narrow the tables the goldens hold.
+unset COLUMNS
 TIMEOUT=${TEST_TIMEOUT:-600}
 GPU=0
 for arg in "$@"; do

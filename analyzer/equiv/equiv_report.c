@@ -55,6 +55,12 @@ static void build_text(const equiv_result *r, bool md, const char *provenance, r
     out.s[0] = '\0';
     report_grid g;
     report_grid_init(&g, 5, headers, right);
+    /* A narrow terminal keeps the verdicts: A's and B's sides wrap and go first, the detail
+     * (which names both sides' numbers) last. */
+    for (size_t c = 2; c < 5; c++) {
+        report_grid_wrap(&g, c);
+        report_grid_priority(&g, c, c == 4 ? 1 : 2);
+    }
     for (int k = 0; k < EQ_ROW_COUNT; k++) {
         report_grid_add(&g, equiv_row_names[k]);
         report_grid_add(&g, verdict_text(r->rows[k].verdict));

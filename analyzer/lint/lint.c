@@ -33,14 +33,19 @@ typedef struct {
 typedef struct {
     uint64_t seq;             /* 0: no use since the alloc */
     const plan_op *op;
+    uint32_t view;            /* which of op's views (plan_op_accesses' order), for its mark */
     bool recorded;            /* record_stream named this stream: the free waits for its work */
 } lint_use;
 
+/* A finding is one error at the offending character (mark) and, where a second place explains
+ * it (the earlier free of a double free, the other access of a race), one note there: printed
+ * after the error as "FILE:L:C: note: TEXT", gcc's style (docs/schedule.md, Diagnostics). */
 typedef struct {
     const sched_step *step;
     ml_mark mark;
     const char *code;
     char *text;
+    lint_note note;           /* note.mark.line 0: none */
     int *ranks;
     size_t n_ranks, cap_ranks;
 } lint_finding;
@@ -78,6 +83,14 @@ static uint64_t finding_hash(const sched_step *step, const char *text) {
     return h;
 }
 
+/* One finding: the same step, text and places (ranks whose earlier free was elsewhere differ). */
+static bool same_finding(const lint_finding *g, const sched_step *step, ml_mark mark,
+                         const char *text, const lint_note *note) {
+    return g->step == step && g->mark.line == mark.line && g->mark.col == mark.col &&
+           strcmp(g->text, text) == 0 && g->note.mark.line == note->mark.line &&
+           g->note.mark.col == note->mark.col && strcmp(g->note.text, note->text) == 0;
+}
+
 static void index_rebuild(lint_ctx *x, size_t cap) {
     free(x->index);
     x->index = ml_xcalloc(cap, sizeof *x->index);
@@ -90,16 +103,20 @@ static void index_rebuild(lint_ctx *x, size_t cap) {
     }
 }
 
-static void add_finding(lint_ctx *x, const plan_op *op, const char *code, const char *text) {
+static void add_finding_at(lint_ctx *x, const plan_op *op, ml_mark mark, const lint_note *note,
+                           const char *code, const char *text) {
     if (!lint_code_on(x->o, code))
         return;   /* --no-lint: the runtime is to refuse it (lint_classes.c) */
+    static const lint_note none;
+    if (!note)
+        note = &none;
     if (2 * (x->n_found + 1) > x->index_cap)
         index_rebuild(x, x->index_cap ? 2 * x->index_cap : 64);
     size_t at = finding_hash(op->step, text) & (x->index_cap - 1);
     lint_finding *f = NULL;
     for (; x->index[at]; at = (at + 1) & (x->index_cap - 1)) {
         lint_finding *g = &x->found[x->index[at] - 1];
-        if (g->step == op->step && strcmp(g->text, text) == 0) {
+        if (same_finding(g, op->step, mark, text, note)) {
             f = g;
             break;
         }
@@ -110,8 +127,8 @@ static void add_finding(lint_ctx *x, const plan_op *op, const char *code, const 
             x->found = ml_xrealloc(x->found, x->cap_found * sizeof *x->found);
         }
         f = &x->found[x->n_found];
-        *f = (lint_finding){.step = op->step, .mark = plan_op_mark(op), .code = code,
-                            .text = ml_xstrdup(text)};
+        *f = (lint_finding){.step = op->step, .mark = mark, .code = code,
+                            .text = ml_xstrdup(text), .note = *note};
         x->index[at] = (uint32_t)++x->n_found;
     }
     if (f->n_ranks && f->ranks[f->n_ranks - 1] == x->rank)
@@ -123,16 +140,14 @@ static void add_finding(lint_ctx *x, const plan_op *op, const char *code, const 
     f->ranks[f->n_ranks++] = x->rank;
 }
 
-/* Reports an error of op; `err` is the named error it is (ERR_COUNT_ for lifetime errors). */
-static void report(lint_ctx *x, const plan_op *op, sched_error_code err, const char *code,
-                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void report(lint_ctx *x, const plan_op *op, sched_error_code err, const char *code,
-                   const char *fmt, ...) {
+static void add_finding(lint_ctx *x, const plan_op *op, const char *code, const char *text) {
+    add_finding_at(x, op, plan_op_mark(op), NULL, code, text);
+}
+
+static void vreport(lint_ctx *x, const plan_op *op, ml_mark mark, const lint_note *note,
+                    sched_error_code err, const char *code, const char *fmt, va_list ap) {
     char text[320];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
     if (x->capturing) {
         if (!x->captured) {
             x->captured = true;
@@ -141,7 +156,31 @@ static void report(lint_ctx *x, const plan_op *op, sched_error_code err, const c
         }
         return;
     }
-    add_finding(x, op, code, text);
+    add_finding_at(x, op, mark, note, code, text);
+}
+
+/* Reports an error of op at mark, the offending character, with note (NULL: none) at the
+ * second place; `err` is the named error it is (ERR_COUNT_ for lifetime errors). */
+static void report_at(lint_ctx *x, const plan_op *op, ml_mark mark, const lint_note *note,
+                      sched_error_code err, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+static void report_at(lint_ctx *x, const plan_op *op, ml_mark mark, const lint_note *note,
+                      sched_error_code err, const char *code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(x, op, mark, note, err, code, fmt, ap);
+    va_end(ap);
+}
+
+/* A note at mark: "'x' was freed here". */
+static lint_note note_at(ml_mark mark, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static lint_note note_at(ml_mark mark, const char *fmt, ...) {
+    lint_note n = {.mark = mark};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n.text, sizeof n.text, fmt, ap);
+    va_end(ap);
+    return n;
 }
 
 /* True when the op being checked was refused inside expect_error: it must have no effect. */
@@ -151,15 +190,15 @@ static size_t emit_findings(lint_ctx *x, ml_diags *d) {
     size_t errors = 0;
     for (size_t k = 0; k < x->n_found; k++) {
         lint_finding *f = &x->found[k];
-        if (f->n_ranks == (size_t)x->world) {
-            ml_diag_add(d, ML_DIAG_ERROR, x->s->file, f->mark, -1, f->code, "%s", f->text);
-            errors++;
-        } else {
-            for (size_t j = 0; j < f->n_ranks; j++)
-                ml_diag_add(d, ML_DIAG_ERROR, x->s->file, f->mark, f->ranks[j], f->code, "%s",
-                            f->text);
-            errors += f->n_ranks;
+        bool all = f->n_ranks == (size_t)x->world;
+        for (size_t j = 0; j < (all ? 1 : f->n_ranks); j++) {
+            int rank = all ? -1 : f->ranks[j];
+            ml_diag_add(d, ML_DIAG_ERROR, x->s->file, f->mark, rank, f->code, "%s", f->text);
+            if (f->note.mark.line)   /* right after its error, with the same rank */
+                ml_diag_add(d, ML_DIAG_NOTE, x->s->file, f->note.mark, rank, f->code, "%s",
+                            f->note.text);
         }
+        errors += all ? 1 : f->n_ranks;
         free(f->text);
         free(f->ranks);
     }
@@ -172,27 +211,37 @@ static const char *buf_name(const lint_ctx *x, uint32_t buf) {
     return sched_sym_name(x->s, SYM_BUFFER, buf);
 }
 
-/* Checks that view v can be used by op. False when its buffer is not there at all (nothing more
- * about it is worth checking). */
-static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v) {
+/* Where op's k-th view, or the buffer name of an alloc, free or release, is written. Only a
+ * message asks: the mark lives in the step (a cache miss per op) or the schedule's side table
+ * (a search), so the checks call it on their error paths only. */
+static ml_mark where(const lint_ctx *x, const plan_op *op, uint32_t k) {
+    return plan_view_mark(x->s, op, k);
+}
+
+/* Checks that view v, op's which-th (plan_op_accesses' order), can be used by op. False when its
+ * buffer is not there at all (nothing more about it is worth checking). */
+static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
+                       uint32_t which) {
     if (v->buf == SCHED_NO_SYM)
         return true;   /* a closed-form check operand */
     const lint_buf *b = &x->bufs[v->buf];
     const char *name = buf_name(x, v->buf);
     if (!b->ever) {
-        report(x, op, ERR_COUNT_, "not_allocated", "use of '%s' which is not allocated", name);
+        report_at(x, op, where(x, op, which), NULL, ERR_COUNT_, "not_allocated",
+                  "use of '%s' which is not allocated", name);
         return false;
     }
     if (!b->live) {
-        report(x, op, ERR_COUNT_, "use_after_free", "use of '%s' after free (freed at %u:%u)", name,
-               plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
+        lint_note n = note_at(where(x, b->free_op, 0), "'%s' was freed here", name);
+        report_at(x, op, where(x, op, which), &n, ERR_COUNT_, "use_after_free",
+                  "use of '%s' after free", name);
         return false;
     }
     char vt[200];
     if (v->offset > b->count || v->count > b->count - v->offset) {
         lint_view_text(x->s, v, vt, sizeof vt);
-        report(x, op, ERR_OUT_OF_BOUNDS, "out_of_bounds", "view %s is outside '%s' (%llu elements)",
-               vt, name, (ull)b->count);
+        report_at(x, op, where(x, op, which), NULL, ERR_OUT_OF_BOUNDS, "out_of_bounds",
+                  "view %s is outside '%s' (%llu elements)", vt, name, (ull)b->count);
         return false;
     }
     if (b->released && v->count) {
@@ -202,22 +251,24 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v) {
         uint64_t lo = (uint64_t)b->keep * c, hi = lo + c < b->bytes ? lo + c : b->bytes;
         if (v->offset * esize < lo || (v->offset + v->count) * esize > hi) {
             lint_view_text(x->s, v, vt, sizeof vt);
-            report(x, op, ERR_COUNT_, "use_after_release",
-                   "use of %s outside chunk %u, the only one kept by release at %u:%u", vt, b->keep,
-                   plan_op_mark(b->release_op).line, plan_op_mark(b->release_op).col);
+            lint_note n = note_at(where(x, b->release_op, 0), "'%s' was released here, keeping "
+                                  "chunk %u", name, b->keep);
+            report_at(x, op, where(x, op, which), &n, ERR_COUNT_, "use_after_release",
+                      "use of %s outside chunk %u, the only one kept by its release", vt, b->keep);
             return false;
         }
     }
     return true;
 }
 
-static void note_use(lint_ctx *x, const plan_op *op, const plan_view *v, uint32_t stream,
-                     uint64_t seq) {
+static void note_use(lint_ctx *x, const plan_op *op, const plan_view *v, uint32_t k,
+                     uint32_t stream, uint64_t seq) {
     if (v->buf == SCHED_NO_SYM || !x->bufs[v->buf].live || stream >= x->n_streams)
         return;
     lint_use *u = &x->uses[(size_t)v->buf * x->n_streams + stream];
     u->seq = seq;
     u->op = op;
+    u->view = k;
 }
 
 /* A free (or release) at the host while an op on another stream may still use the buffer. */
@@ -228,13 +279,14 @@ static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, cons
         const lint_use *use = &x->uses[(size_t)buf * x->n_streams + u];
         if (!use->seq || use->recorded || lint_clocks_done_for_free(&x->clocks, u, use->seq))
             continue;
-        ml_mark m = plan_op_mark(use->op);
         const char *sn = sched_sym_name(x->s, SYM_STREAM, u);
-        report(x, op, ERR_COUNT_, "hazard",
-               "%s of '%s' while %s at %u:%u on stream '%s' may still use it: a race under "
-               "stream-ordered allocators (cudaFreeAsync); under plain cudaFree a hidden "
-               "device-wide synchronization — add sync: {stream: %s} or wait on an event",
-               verb, buf_name(x, buf), plan_op_name(use->op), m.line, m.col, sn, sn);
+        lint_note n = note_at(where(x, use->op, use->view), "%s uses '%s' here on stream '%s'",
+                              plan_op_name(use->op), buf_name(x, buf), sn);
+        report_at(x, op, where(x, op, 0), &n, ERR_COUNT_, "hazard",
+                  "%s of '%s' while %s on stream '%s' may still use it: a race under "
+                  "stream-ordered allocators (cudaFreeAsync); under plain cudaFree a hidden "
+                  "device-wide synchronization — add sync: {stream: %s} or wait on an event",
+                  verb, buf_name(x, buf), plan_op_name(use->op), sn, sn);
         return;
     }
 }
@@ -259,9 +311,10 @@ static void check_races(lint_ctx *x, const plan_op *op, uint32_t stream, uint64_
             a.write = a.overwrite = false;
         if (!a.read && !a.write)
             continue;
+        lint_note other;
         if (lint_race_access_check(&x->race, &x->clocks, x->plan, op, (uint32_t)k, &a,
-                                   stream, seq, !found, text, sizeof text)) {
-            report(x, op, ERR_COUNT_, "race", "%s", text);
+                                   stream, seq, !found, text, sizeof text, &other)) {
+            report_at(x, op, where(x, op, (uint32_t)k), &other, ERR_COUNT_, "race", "%s", text);
             found = true;
         }
     }
@@ -271,10 +324,12 @@ static void check_races(lint_ctx *x, const plan_op *op, uint32_t stream, uint64_
 
 static void lint_alloc(lint_ctx *x, const plan_op *op) {
     lint_buf *b = &x->bufs[op->u.alloc.buf];
-    if (b->live)
-        report(x, op, ERR_COUNT_, "live_alloc", "alloc of '%s' which is still live (allocated at %u:%u)",
-               buf_name(x, op->u.alloc.buf), plan_op_mark(b->alloc_op).line,
-               plan_op_mark(b->alloc_op).col);
+    if (b->live) {
+        const char *name = buf_name(x, op->u.alloc.buf);
+        lint_note n = note_at(where(x, b->alloc_op, 0), "'%s' was allocated here", name);
+        report_at(x, op, where(x, op, 0), &n, ERR_COUNT_, "live_alloc",
+                  "alloc of '%s' which is still live", name);
+    }
     if (refused(x))
         return;
     *b = (lint_buf){.ever = true, .live = true, .count = op->u.alloc.count,
@@ -287,12 +342,14 @@ static void lint_alloc(lint_ctx *x, const plan_op *op) {
 static void lint_free(lint_ctx *x, const plan_op *op) {
     uint32_t buf = op->u.free.buf;
     lint_buf *b = &x->bufs[buf];
-    if (!b->ever)
-        report(x, op, ERR_COUNT_, "not_allocated", "free of '%s' which is not allocated",
-               buf_name(x, buf));
-    else if (!b->live)
-        report(x, op, ERR_COUNT_, "double_free", "double free of '%s'", buf_name(x, buf));
-    else
+    const char *name = buf_name(x, buf);
+    if (!b->ever) {
+        report_at(x, op, where(x, op, 0), NULL, ERR_COUNT_, "not_allocated",
+                  "free of '%s' which is not allocated", name);
+    } else if (!b->live) {
+        lint_note n = note_at(where(x, b->free_op, 0), "'%s' was freed here", name);
+        report_at(x, op, where(x, op, 0), &n, ERR_COUNT_, "double_free", "'%s' freed twice", name);
+    } else
         check_free_hazard(x, op, buf, "free");
     if (refused(x) || !b->live)
         return;
@@ -301,27 +358,44 @@ static void lint_free(lint_ctx *x, const plan_op *op) {
     lint_race_clear(&x->race, buf);
 }
 
+/* An op naming buffer buf (release, record_stream: `verb`) needs it live: else an error at the
+ * name, with the free as its note. True when it is live. */
+static bool named_live(lint_ctx *x, const plan_op *op, uint32_t buf, const char *verb) {
+    const lint_buf *b = &x->bufs[buf];
+    const char *name = buf_name(x, buf);
+    if (!b->ever) {
+        report_at(x, op, where(x, op, 0), NULL, ERR_COUNT_, "not_allocated",
+                  "%s of '%s' which is not allocated", verb, name);
+    } else if (!b->live) {
+        lint_note n = note_at(where(x, b->free_op, 0), "'%s' was freed here", name);
+        report_at(x, op, where(x, op, 0), &n, ERR_COUNT_, "use_after_free",
+                  "%s of '%s' after free", verb, name);
+    }
+    return b->live;
+}
+
 static void lint_release(lint_ctx *x, const plan_op *op) {
     uint32_t buf = op->u.release.buf;
     lint_buf *b = &x->bufs[buf];
     const char *name = buf_name(x, buf);
-    if (!b->ever)
-        report(x, op, ERR_COUNT_, "not_allocated", "release of '%s' which is not allocated", name);
-    else if (!b->live)
-        report(x, op, ERR_COUNT_, "use_after_free", "release of '%s' after free (freed at %u:%u)",
-               name, plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
-    else if (b->chunks == 0)  /* no `chunks:`; `chunks: 1` is one chunk, whose release keeps all */
-        report(x, op, ERR_COUNT_, "no_chunks", "release of '%s' which was not allocated in chunks",
-               name);
-    else if (op->u.release.keep >= b->chunks)
-        report(x, op, ERR_OUT_OF_BOUNDS, "out_of_bounds",
-               "release of '%s' keeps chunk %u but it has %u chunks", name, op->u.release.keep,
-               b->chunks);
-    else if (b->released)
-        report(x, op, ERR_COUNT_, "double_release",
-               "release of '%s' which was already released (released at %u:%u)", name,
-               plan_op_mark(b->release_op).line, plan_op_mark(b->release_op).col);
-    else
+    lint_note n;
+    if (!named_live(x, op, buf, "release"))
+        return;   /* a release of a dead buffer has no effect */
+    if (b->chunks == 0) { /* no `chunks:`; `chunks: 1` is one chunk, whose release keeps all */
+        n = note_at(where(x, b->alloc_op, 0), "'%s' was allocated here, without 'chunks'", name);
+        report_at(x, op, where(x, op, 0), &n, ERR_COUNT_, "no_chunks",
+                  "release of '%s' which was not allocated in chunks", name);
+    } else if (op->u.release.keep >= b->chunks) {
+        n = note_at(where(x, b->alloc_op, 0), "'%s' was allocated here in %u chunks", name,
+                    b->chunks);
+        report_at(x, op, sched_part_mark(x->s, op->step, SCHED_AT_KEEP), &n, ERR_OUT_OF_BOUNDS,
+                  "out_of_bounds", "release of '%s' keeps chunk %u but it has %u chunks", name,
+                  op->u.release.keep, b->chunks);
+    } else if (b->released) {
+        n = note_at(where(x, b->release_op, 0), "'%s' was released here", name);
+        report_at(x, op, where(x, op, 0), &n, ERR_COUNT_, "double_release",
+                  "release of '%s' which was already released", name);
+    } else
         check_free_hazard(x, op, buf, "release");
     if (refused(x) || !b->live || b->chunks == 0 || op->u.release.keep >= b->chunks || b->released)
         return;
@@ -331,38 +405,46 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
 }
 
 static void lint_coll(lint_ctx *x, const plan_op *op) {
-    bool send_ok = check_view(x, op, &op->u.coll.send);
-    bool recv_ok = check_view(x, op, &op->u.coll.recv);
+    bool send_ok = check_view(x, op, &op->u.coll.send, 0);
+    bool recv_ok = check_view(x, op, &op->u.coll.recv, 1);
     if (send_ok && recv_ok) {
         char detail[240];
-        sched_error_code err = lint_coll_contract(op, x->world, x->rank, detail, sizeof detail);
-        if (err != ERR_NONE)
-            report(x, op, err, sched_error_names[err], "%s", detail);
+        lint_contract_at part;
+        sched_error_code err =
+            lint_coll_contract(op, x->world, x->rank, detail, sizeof detail, &part);
+        if (err != ERR_NONE) {
+            ml_mark at = part == LINT_AT_ROOT ? sched_part_mark(x->s, op->step, SCHED_AT_ROOT)
+                         : part == LINT_AT_STEP ? sched_part_mark(x->s, op->step, SCHED_AT_OP)
+                                                : where(x, op, part == LINT_AT_RECV);
+            report_at(x, op, at, NULL, err, sched_error_names[err], "%s", detail);
+        }
     }
     if (refused(x))
         return;
     uint64_t seq = lint_clocks_enqueue(&x->clocks, op->u.coll.stream);
-    note_use(x, op, &op->u.coll.send, op->u.coll.stream, seq);
-    note_use(x, op, &op->u.coll.recv, op->u.coll.stream, seq);
+    note_use(x, op, &op->u.coll.send, 0, op->u.coll.stream, seq);
+    note_use(x, op, &op->u.coll.recv, 1, op->u.coll.stream, seq);
     if (send_ok && recv_ok)
         check_races(x, op, op->u.coll.stream, seq);
     if (!ml_colls[op->u.coll.coll].p2p)   /* a send/recv pairs with one peer (lint_p2p.c) */
         lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op);
 }
 
-/* Element counts and dtypes of two views one op moves data between (copy, init from a copy). */
+/* Element counts and dtypes of two views one op moves data between (copy, init from a copy);
+ * the error is at the destination, op's dst-th view, which must take the source as it is. */
 static void check_same_shape(lint_ctx *x, const plan_op *op, const plan_view *src,
-                             const plan_view *dst) {
+                             const plan_view *dst, uint32_t dst_k) {
     char st[200], dt[200];
     lint_view_text(x->s, src, st, sizeof st);
     lint_view_text(x->s, dst, dt, sizeof dt);
     if (src->count != dst->count)
-        report(x, op, ERR_SIZE_MISMATCH, "size_mismatch",
-               "%s from %s (%llu elements) into %s (%llu elements)", plan_op_name(op), st,
-               (ull)src->count, dt, (ull)dst->count);
+        report_at(x, op, where(x, op, dst_k), NULL, ERR_SIZE_MISMATCH, "size_mismatch",
+                  "%s from %s (%llu elements) into %s (%llu elements)", plan_op_name(op), st,
+                  (ull)src->count, dt, (ull)dst->count);
     else if (src->dtype != dst->dtype)
-        report(x, op, ERR_DTYPE_MISMATCH, "dtype_mismatch", "%s from %s (%s) into %s (%s)",
-               plan_op_name(op), st, ml_dtypes[src->dtype].name, dt, ml_dtypes[dst->dtype].name);
+        report_at(x, op, where(x, op, dst_k), NULL, ERR_DTYPE_MISMATCH, "dtype_mismatch",
+                  "%s from %s (%s) into %s (%s)", plan_op_name(op), st,
+                  ml_dtypes[src->dtype].name, dt, ml_dtypes[dst->dtype].name);
 }
 
 /* Inits and checks move data between the host and the buffer synchronously, after waiting for
@@ -384,9 +466,9 @@ static void check_copy_overlap(lint_ctx *x, const plan_op *op, const plan_view *
     char st[200], dt[200];
     lint_view_text(x->s, src, st, sizeof st);
     lint_view_text(x->s, dst, dt, sizeof dt);
-    report(x, op, ERR_BAD_INPLACE, "bad_inplace",
-           "copy from %s into %s: source and destination overlap in '%s'", st, dt,
-           buf_name(x, src->buf));
+    report_at(x, op, where(x, op, 1), NULL, ERR_BAD_INPLACE, "bad_inplace",
+              "copy from %s into %s: source and destination overlap in '%s'", st, dt,
+              buf_name(x, src->buf));
 }
 
 /* Ops that use views on a stream: checks, then (unless refused) one enqueue and the uses. */
@@ -394,13 +476,13 @@ static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *view
                            uint32_t stream) {
     bool ok = true;
     for (uint32_t k = 0; k < n; k++)
-        ok &= check_view(x, op, &views[k]);
+        ok &= check_view(x, op, &views[k], k);
     if (ok && op->kind == OP_COPY) {
-        check_same_shape(x, op, &views[0], &views[1]);
+        check_same_shape(x, op, &views[0], &views[1], 1);
         check_copy_overlap(x, op, &views[0], &views[1]);
     }
     if (ok && op->kind == OP_INIT && n == 2)
-        check_same_shape(x, op, &views[1], &views[0]);
+        check_same_shape(x, op, &views[1], &views[0], 0);
     if (refused(x))
         return;
     bool host = op->kind == OP_INIT && n == 1;   /* a pattern, written by the host */
@@ -408,7 +490,7 @@ static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *view
         host_access(x);
     uint64_t seq = lint_clocks_enqueue(&x->clocks, stream);
     for (uint32_t k = 0; k < n; k++)
-        note_use(x, op, &views[k], stream, seq);
+        note_use(x, op, &views[k], k, stream, seq);
     if (ok)
         check_races(x, op, stream, seq);
     if (host)
@@ -418,28 +500,29 @@ static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *view
 static void lint_check(lint_ctx *x, const plan_op *op) {
     const sched_check *c = op->step->u.check;
     const plan_view *a = &op->u.check.a, *b = &op->u.check.b;
-    bool a_ok = check_view(x, op, a), b_ok = check_view(x, op, b);   /* both, for both errors */
+    bool a_ok = check_view(x, op, a, 0), b_ok = check_view(x, op, b, 1);   /* both errors */
     bool ok = a_ok && b_ok;
     if (ok && a->buf != SCHED_NO_SYM && b->buf != SCHED_NO_SYM && a->count != b->count)
-        report(x, op, ERR_SIZE_MISMATCH, "size_mismatch",
-               "check '%s' compares %llu elements with %llu", c->name ? c->name : "",
-               (ull)a->count, (ull)b->count);
+        report_at(x, op, where(x, op, 1), NULL, ERR_SIZE_MISMATCH, "size_mismatch",
+                  "check '%s' compares %llu elements with %llu", c->name ? c->name : "",
+                  (ull)a->count, (ull)b->count);
     const plan_view *rolled[2] = {op->u.check.roll_a ? a : NULL, op->u.check.roll_b ? b : NULL};
     for (int k = 0; k < 2 && ok; k++) {
         if (rolled[k] && rolled[k]->count % (uint64_t)x->world) {
             char vt[200];
             lint_view_text(x->s, rolled[k], vt, sizeof vt);
-            report(x, op, ERR_SIZE_MISMATCH, "size_mismatch",
-                   "check '%s' rolls the shards of %s, but %llu elements do not split into world "
-                   "(%d) shards", c->name ? c->name : "", vt, (ull)rolled[k]->count, x->world);
+            report_at(x, op, where(x, op, (uint32_t)k), NULL, ERR_SIZE_MISMATCH, "size_mismatch",
+                      "check '%s' rolls the shards of %s, but %llu elements do not split into "
+                      "world (%d) shards", c->name ? c->name : "", vt, (ull)rolled[k]->count,
+                      x->world);
         }
     }
     if (refused(x))
         return;
     host_access(x);
     uint64_t seq = lint_clocks_enqueue(&x->clocks, SCHED_DEFAULT_STREAM);
-    note_use(x, op, a, SCHED_DEFAULT_STREAM, seq);
-    note_use(x, op, b, SCHED_DEFAULT_STREAM, seq);
+    note_use(x, op, a, 0, SCHED_DEFAULT_STREAM, seq);
+    note_use(x, op, b, 1, SCHED_DEFAULT_STREAM, seq);
     if (ok)
         check_races(x, op, SCHED_DEFAULT_STREAM, seq);
     host_access(x);
@@ -448,9 +531,21 @@ static void lint_check(lint_ctx *x, const plan_op *op) {
 static void lint_event_op(lint_ctx *x, const plan_op *op) {
     uint32_t ev = op->kind == OP_SYNC ? op->u.sync.event : op->u.event.event;
     bool uses_event = op->kind == OP_WAIT || (op->kind == OP_SYNC && op->u.sync.kind == SYNC_EVENT);
-    if (uses_event && ev < x->clocks.n_events && !x->clocks.recorded[ev])
-        report(x, op, ERR_COUNT_, "unrecorded_event", "%s on event '%s' before any record of it",
-               op->kind == OP_WAIT ? "wait" : "sync", sched_sym_name(x->s, SYM_EVENT, ev));
+    if (uses_event && ev < x->clocks.n_events && !x->clocks.recorded[ev]) {
+        /* the second place: where this rank records it after all, if it does */
+        const char *name = sched_sym_name(x->s, SYM_EVENT, ev);
+        lint_note n = {0};
+        for (const plan_op *r = op + 1; r < x->plan->ops + x->plan->n_ops; r++)
+            if (r->kind == OP_RECORD && r->u.event.event == ev) {
+                n = note_at(sched_part_mark(x->s, r->step, SCHED_AT_EVENT),
+                            "'%s' is recorded here, after the %s", name,
+                            op->kind == OP_WAIT ? "wait" : "sync");
+                break;
+            }
+        report_at(x, op, sched_part_mark(x->s, op->step, SCHED_AT_EVENT), &n, ERR_COUNT_,
+                  "unrecorded_event", "%s on event '%s' before any record of it",
+                  op->kind == OP_WAIT ? "wait" : "sync", name);
+    }
     if (refused(x))
         return;
     if (op->kind == OP_RECORD)
@@ -464,14 +559,8 @@ static void lint_event_op(lint_ctx *x, const plan_op *op) {
 /* record_stream names a live buffer (the tensor must exist to record a use of it). */
 static void lint_record_stream(lint_ctx *x, const plan_op *op) {
     uint32_t buf = op->u.record_stream.buf;
-    const lint_buf *b = &x->bufs[buf];
-    if (!b->ever)
-        report(x, op, ERR_COUNT_, "not_allocated", "record_stream of '%s' which is not allocated",
-               buf_name(x, buf));
-    else if (!b->live)
-        report(x, op, ERR_COUNT_, "use_after_free", "record_stream of '%s' after free (freed at %u:%u)",
-               buf_name(x, buf), plan_op_mark(b->free_op).line, plan_op_mark(b->free_op).col);
-    else if (op->u.record_stream.stream < x->n_streams)   /* the free waits for that stream now */
+    /* the free waits for that stream now */
+    if (named_live(x, op, buf, "record_stream") && op->u.record_stream.stream < x->n_streams)
         x->uses[(size_t)buf * x->n_streams + op->u.record_stream.stream].recorded = true;
 }
 

@@ -22,19 +22,24 @@ static bool overlap(const plan_view *a, const plan_view *b) {
 }
 
 sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char *detail,
-                                    size_t len) {
+                                    size_t len, lint_contract_at *at) {
+    lint_contract_at ignored;
+    if (!at)
+        at = &ignored;
     ml_coll c = op->u.coll.coll;
     const ml_coll_info *ci = &ml_colls[c];
     const plan_view *send = &op->u.coll.send, *recv = &op->u.coll.recv;
     uint64_t count = op->u.coll.count;
     uint64_t send_need = ml_coll_send_count(c, count, world);
     uint64_t recv_need = ml_coll_recv_count(c, count, world);
+    *at = LINT_AT_SEND;
     if (send->count != send_need) {
         /* only a collective whose send side is world × count gets here (else count is send's) */
         snprintf(detail, len, "%s send count %llu is not world (%d) × recv count %llu (%llu)",
                  ci->name, (ull)send->count, world, (ull)count, (ull)send_need);
         return ERR_SIZE_MISMATCH;
     }
+    *at = LINT_AT_RECV;   /* the side that breaks the rule, the send side being right */
     if (recv->count != recv_need) {
         if (ci->recv_mult_world)
             snprintf(detail, len, "%s recv count %llu is not world (%d) × send count %llu (%llu)",
@@ -52,10 +57,12 @@ sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char
     /* NCCL 2.28 reduces every dtype with sum, prod, max and min; what can be wrong is a reduction
      * on a collective that does not reduce (the loader stores sum where no op is written). */
     if (!ci->has_op && op->u.coll.op != RED_SUM) {
+        *at = LINT_AT_STEP;
         snprintf(detail, len, "%s is not valid for %s: it does not reduce",
                  ml_redops[op->u.coll.op].name, ci->name);
         return ERR_BAD_OP;
     }
+    *at = LINT_AT_ROOT;
     if (ci->p2p && (op->u.coll.root < 0 || op->u.coll.root >= world || op->u.coll.root == rank)) {
         snprintf(detail, len, "%s peer %d %s", ci->name, op->u.coll.root,
                  op->u.coll.root == rank ? "is the rank itself" : "is outside the world");
@@ -66,6 +73,7 @@ sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char
                  op->u.coll.root, world);
         return ERR_OUT_OF_BOUNDS;
     }
+    *at = LINT_AT_RECV;   /* recv is where in-place would have to be */
     if (overlap(send, recv) && !op->u.coll.in_place) {
         snprintf(detail, len,
                  "%s send [%llu:%llu] and recv [%llu:%llu] overlap in one buffer, but nccl runs "

@@ -63,6 +63,21 @@ static void describe(const plan_op *op, const plan_op *other, char *buf, size_t 
     snprintf(buf + n, len - (size_t)n, ")");
 }
 
+/* Where op differs from other: its key for another collective, else its op, its send view (count,
+ * dtype) or its root, whichever differs first (an op not written: the key). */
+static ml_mark diff_mark(const sched *s, const plan_op *op, const plan_op *other) {
+    if (op->u.coll.coll != other->u.coll.coll)
+        return plan_op_mark(op);
+    if (op->u.coll.op != other->u.coll.op)
+        return sched_part_mark(s, op->step, SCHED_AT_OP);
+    if (op->u.coll.count != other->u.coll.count ||
+        op->u.coll.send.dtype != other->u.coll.send.dtype)
+        return plan_view_mark(s, op, 0);
+    if (op->u.coll.root != other->u.coll.root)
+        return sched_part_mark(s, op->step, SCHED_AT_ROOT);
+    return plan_op_mark(op);
+}
+
 size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int world,
                        ml_diags *d) {
     const char *file = plans[0].s->file;
@@ -79,20 +94,20 @@ size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int w
             char da[96], db[96];
             describe(a, b, da, sizeof da);
             describe(b, a, db, sizeof db);
-            ml_mark ma = plan_op_mark(a), mb = plan_op_mark(b);
-            ml_diag_add(d, ML_DIAG_ERROR, file, mb, r, "cross_rank",
-                        "rank 0 issues %s at %u:%u where rank %d issues %s at %u:%u", da, ma.line,
-                        ma.col, r, db, mb.line, mb.col);
-        } else if (!q->diff) {
-            ml_mark ma = plan_op_mark(ref->ops[i]);
-            ml_diag_add(d, ML_DIAG_ERROR, file, ma, r, "cross_rank",
-                        "rank %d ends after %zu collectives while rank 0 issues %s at %u:%u", r, i,
-                        ml_colls[ref->ops[i]->u.coll.coll].name, ma.line, ma.col);
+            /* the error at rank r's collective, the note at rank 0's (lint.c's two places) */
+            const sched *s = plans[0].s;
+            ml_diag_add(d, ML_DIAG_ERROR, file, diff_mark(s, b, a), r, "cross_rank",
+                        "rank %d issues %s where rank 0 issues %s", r, db, da);
+            ml_diag_add(d, ML_DIAG_NOTE, file, diff_mark(s, a, b), r, "cross_rank",
+                        "rank 0 issues %s here", da);
+        } else if (!q->diff) {   /* nothing of rank r's to point at: rank 0's collective */
+            ml_diag_add(d, ML_DIAG_ERROR, file, plan_op_mark(ref->ops[i]), r, "cross_rank",
+                        "rank %d ends after %zu collectives while rank 0 issues %s here", r, i,
+                        ml_colls[ref->ops[i]->u.coll.coll].name);
         } else {
-            ml_mark mb = plan_op_mark(q->diff);
-            ml_diag_add(d, ML_DIAG_ERROR, file, mb, r, "cross_rank",
-                        "rank 0 ends after %zu collectives while rank %d issues %s at %u:%u", i, r,
-                        ml_colls[q->diff->u.coll.coll].name, mb.line, mb.col);
+            ml_diag_add(d, ML_DIAG_ERROR, file, plan_op_mark(q->diff), r, "cross_rank",
+                        "rank 0 ends after %zu collectives while rank %d issues %s here", i, r,
+                        ml_colls[q->diff->u.coll.coll].name);
         }
     }
     return errors;

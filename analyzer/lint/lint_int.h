@@ -39,11 +39,18 @@ bool lint_clocks_ordered(const lint_clocks *c, uint32_t u, uint64_t seq, uint32_
  * every other stream waited on an event recorded after it (its own stream by program order). */
 bool lint_clocks_before_all(const lint_clocks *c, uint32_t u, uint64_t seq);
 
+/* A second place of a diagnostic, printed as a note after it (lint.c). mark.line 0: none. */
+typedef struct {
+    ml_mark mark;
+    char text[200];
+} lint_note;
+
 /* ---- Races between streams (lint_race.c) -----------------------------------------------------
  * Per buffer, disjoint element segments, each with the last write and the last read per stream
  * since it (an access is one view of one op: op, its sequence number, its stream, which of the
  * op's plan_op_accesses). lint_race_access_check checks one access against them and records it;
- * with report set, the first race found is written into text and true is returned. */
+ * with report set, the first race found is written into text, the other access into *other (a
+ * note at its view) and true is returned. */
 typedef struct {
     const plan_op *op;        /* NULL: none */
     uint64_t seq;
@@ -73,7 +80,8 @@ void lint_race_clear(lint_race *r, uint32_t buf);   /* alloc, free: new memory, 
 void lint_race_free(lint_race *r);
 bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan *p,
                             const plan_op *op, uint32_t view, const plan_access *a,
-                            uint32_t stream, uint64_t seq, bool report, char *text, size_t len);
+                            uint32_t stream, uint64_t seq, bool report, char *text, size_t len,
+                            lint_note *other);
 
 /* ---- Text ------------------------------------------------------------------------------------- */
 /* "'full'" for a whole view, "'full[768:512]'" otherwise (quotes included). */

@@ -138,12 +138,15 @@ static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) 
             }
             const plan_op *a = s->op, *b = m->op;
             if (a->u.coll.count != b->u.coll.count || a->u.coll.send.dtype != b->u.coll.send.dtype) {
+                /* at the send's view (its size), the note at the recv's (two places) */
                 char e1[64], e2[64];
-                ml_mark bm = plan_op_mark(b);
-                ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, plan_op_mark(a), r, "p2p",
-                            "send of %s to rank %d pairs with a recv of %s on rank %d (%u:%u)",
-                            elem_text(a, e1, sizeof e1), s->peer, elem_text(b, e2, sizeof e2), s->peer,
-                            bm.line, bm.col);
+                const sched *sc = plans[r].s;
+                ml_diag_add(d, ML_DIAG_ERROR, sc->file, plan_view_mark(sc, a, 0), r, "p2p",
+                            "send of %s to rank %d pairs with a recv of %s on rank %d",
+                            elem_text(a, e1, sizeof e1), s->peer, elem_text(b, e2, sizeof e2),
+                            s->peer);
+                ml_diag_add(d, ML_DIAG_NOTE, sc->file, plan_view_mark(sc, b, 0), r, "p2p",
+                            "rank %d's recv of %s is here", s->peer, e2);
                 errors++;
             }
             s->partner_rank = m->rank;

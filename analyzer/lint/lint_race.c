@@ -164,28 +164,32 @@ static void range_text(const sched *s, const plan_view *v, char *buf, size_t len
              (ull)v->count);
 }
 
+/* The race as the error's text, and the other access as its note, at that access's view. */
 static void race_text(lint_race *r, const rank_plan *p, const plan_op *op,
                       const plan_view *v, bool writes, uint32_t stream,
-                      const lint_race_access *e, bool e_writes, char *out, size_t len) {
+                      const lint_race_access *e, bool e_writes, char *out, size_t len,
+                      lint_note *other) {
     const char *other_name;
     const plan_view *ov;
     describe(r, p, e, &other_name, &ov);
     char mine[200], theirs[200];
     range_text(p->s, v, mine, sizeof mine);
     range_text(p->s, ov, theirs, sizeof theirs);
-    ml_mark m = plan_op_mark(e->op);
     const char *sn = sched_sym_name(p->s, SYM_STREAM, stream);
     const char *on = sched_sym_name(p->s, SYM_STREAM, e->stream);
     snprintf(out, len,
-             "%s on '%s' %s %s while %s at %u:%u on '%s' %s %s; add record/wait or sync: "
-             "{stream: %s}",
-             plan_op_name(op), sn, writes ? "writes" : "reads", mine, other_name, m.line, m.col,
-             on, e_writes ? "writes" : "reads", theirs, on);
+             "%s on '%s' %s %s while %s on '%s' %s %s; add record/wait or sync: {stream: %s}",
+             plan_op_name(op), sn, writes ? "writes" : "reads", mine, other_name, on,
+             e_writes ? "writes" : "reads", theirs, on);
+    other->mark = plan_view_mark(p->s, e->op, e->view);
+    snprintf(other->text, sizeof other->text, "%s on '%.40s' %s %.120s here", other_name, on,
+             e_writes ? "writes" : "reads", theirs);
 }
 
 bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan *p,
                             const plan_op *op, uint32_t view, const plan_access *a,
-                            uint32_t stream, uint64_t seq, bool report, char *text, size_t len) {
+                            uint32_t stream, uint64_t seq, bool report, char *text, size_t len,
+                            lint_note *other) {
     const plan_view *v = a->v;
     if (v->buf == SCHED_NO_SYM || v->buf >= r->n_bufs || !v->count || stream >= r->n_streams)
         return false;
@@ -201,7 +205,7 @@ bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan 
         if (w->op && lint_clocks_before_all(c, w->stream, w->seq))
             *w = (lint_race_access){0};
         if (w->op && !found && report && !before(c, w, stream)) {
-            race_text(r, p, op, v, writes, stream, w, true, text, len);
+            race_text(r, p, op, v, writes, stream, w, true, text, len, other);
             found = true;
         }
         lint_race_access *rd = reads_of(r, l, k);
@@ -209,7 +213,7 @@ bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan 
             if (rd[u].op && lint_clocks_before_all(c, rd[u].stream, rd[u].seq))
                 rd[u] = (lint_race_access){0};
             if (rd[u].op && writes && !found && report && !before(c, &rd[u], stream)) {
-                race_text(r, p, op, v, writes, stream, &rd[u], false, text, len);
+                race_text(r, p, op, v, writes, stream, &rd[u], false, text, len, other);
                 found = true;
             }
         }

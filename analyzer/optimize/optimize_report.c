@@ -49,15 +49,21 @@ typedef struct {
     size_t n;
     const char *headers[C_MAX];
     bool right[C_MAX];
+    unsigned prio[C_MAX];        /* report_grid_priority: what a narrow terminal drops first */
     ml_mem_view series[C_MAX];   /* for columns >= C_COUNT */
     char text[VIEW_COUNT][64];
 } opt_cols;
+
+/* A narrow terminal keeps the stage, its requested peak and what it saved: the floor goes
+ * first, then the other views, then the requested steady. */
+static const unsigned fixed_prio[C_COUNT] = {0, 0, 0, 1, 0, 0, 2, 2, 3};
 
 static void pick_cols(const opt_result *r, opt_cols *c) {
     memset(c, 0, sizeof *c);
     for (int k = 0; k < C_COUNT; k++) {
         c->headers[k] = fixed_headers[k];
         c->right[k] = k >= C_REQ_STEADY;
+        c->prio[k] = fixed_prio[k];
     }
     c->n = C_COUNT;
     const opt_mem *m = NULL;
@@ -72,6 +78,7 @@ static void pick_cols(const opt_result *r, opt_cols *c) {
             snprintf(c->text[v], sizeof c->text[v], "%s peak", ml_series[v].column);
             c->headers[c->n] = c->text[v];
             c->right[c->n] = true;
+            c->prio[c->n] = 2;
             c->series[c->n++] = v;
         }
     }
@@ -231,6 +238,8 @@ static void build_table(const opt_result *r, report_doc *d) {
         opt_cols cols;
         pick_cols(r, &cols);
         report_grid_init(&g, cols.n, cols.headers, cols.right);
+        for (size_t c = 0; c < cols.n; c++)
+            report_grid_priority(&g, c, cols.prio[c]);
         add_rows(&g, &cols, r, p, NULL);
         report_doc_grid(d, DOC_TABLE, &g, "  ");
         notes(d, DOC_TABLE, r, p, "  ");

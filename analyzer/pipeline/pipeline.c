@@ -10,6 +10,7 @@ void pipeline_opts_default(pipeline_opts *o) {
     memset(o, 0, sizeof *o);
     o->predict = true;
     o->expect = true;
+    o->timeline = true;
     lint_options_default(&o->lint);
 }
 
@@ -71,7 +72,7 @@ int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_op
     for (int r = 0; r < it->world; r++) {
         if (it->shared && r > 0)
             predict_rank_shared(&it->plans[r], &it->pred[0], &it->pred[r]);
-        else if (predict_rank(&it->plans[r], &it->pred[r], d) != 0 ||
+        else if (predict_rank_with(&it->plans[r], o->timeline, &it->pred[r], d) != 0 ||
                  predict_time(&it->plans[r], o, &it->pred[r], d) != 0)
             return -1;
     }

@@ -26,6 +26,9 @@ typedef struct {
     /* The time model's link (predict/timemodel.h): `--link alpha_us=A,busbw_gbps=B` over the
      * schedule's `link:` over the defaults; NULL: no --link. The caller has parsed it once. */
     const char *link;
+    /* Keep every rank's live bytes after every op (pred_rank.timeline): for what prints or
+     * compares them (plot, trace, diff, run). Default true; predict and check turn it off. */
+    bool timeline;
 } pipeline_opts;
 
 /* The inputs of a whole run, as plain data (cli converts its options into this). */

@@ -88,8 +88,11 @@ void lint_result_free(lint_result *r);
 
 /* The first error a single collective op raises by the count/dtype/op/in-place contracts, or
  * ERR_NONE; detail gets the message text. Shared by lint and by expect_error handling. */
+/* Where a broken contract is, for the diagnostic's mark: a view of the call, its root (or peer),
+ * or its op (where the collective does not reduce; LINT_AT_STEP: the op, else the step's key). */
+typedef enum { LINT_AT_SEND, LINT_AT_RECV, LINT_AT_ROOT, LINT_AT_STEP } lint_contract_at;
 sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char *detail,
-                                    size_t len);
+                                    size_t len, lint_contract_at *at);
 
 /* ---- Predictor (analyzer/predict.c, one model per view: view_model.h) ------------------------
  * Every array indexed by a series (ml_mem_view, views.h) holds 0 for a view that is off. */
@@ -144,6 +147,9 @@ typedef struct {
 } pred_rank;
 
 int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d);
+/* timeline false: no timeline (n_timeline 0), for commands that print none (predict, check):
+ * at a million ops it is 40 MB per rank, written once and never read. */
+int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diags *d);
 /* out: p's prediction, where `same` is predict_rank's for a plan with p's very ops (plan_share):
  * a copy, rank set; out->timeline is same's, borrowed (set it to NULL before pred_rank_free). */
 void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *out);
@@ -154,6 +160,15 @@ void pred_rank_free(pred_rank *r);
  * top of floor.c): predict_rank stores it in pred_rank.floor. at_op (may be NULL) gets the op
  * where it is reached, SIZE_MAX when that is the end of the plan. */
 uint64_t floor_rank(const rank_plan *p, size_t *at_op);
+/* The same in two parts, so that the predictor's forward pass gathers what the floor's backward
+ * pass starts from (no pass of its own over a million ops): floor_forward_op for every op, in
+ * order, that is refused (an expect_error's: refused true) or is an alloc, free or release (any
+ * other op may be left out); then floor_rank_after. */
+typedef struct floor_forward floor_forward;
+floor_forward *floor_forward_new(const rank_plan *p);
+void floor_forward_op(floor_forward *f, const rank_plan *p, size_t i, bool refused);
+uint64_t floor_rank_after(const rank_plan *p, const floor_forward *f, size_t *at_op);
+void floor_forward_free(floor_forward *f);
 
 /* ---- Expectations (analyzer/expect.c) ---------------------------------------------------------*/
 typedef struct {

@@ -156,12 +156,24 @@ static uint64_t access_extra(floor_state *f, const plan_access *acc, size_t n,
     for (size_t k = 0; k < n; k++) {
         if (!has_buf(f, acc[k].v))
             continue;
-        bool first = true;
-        for (size_t j = 0; j < k; j++)
-            first &= !(has_buf(f, acc[j].v) && acc[j].v->buf == acc[k].v->buf);
+        /* alone: every view of this buffer in the op is this one's bytes (the common case: a
+         * single view, or an in-place collective's send and recv): no scratch set needed */
+        uint64_t lo = view_lo(acc[k].v), hi = view_hi(acc[k].v);
+        bool first = true, alone = true;
+        for (size_t j = 0; j < n; j++)
+            if (j != k && has_buf(f, acc[j].v) && acc[j].v->buf == acc[k].v->buf) {
+                if (j < k)
+                    first = false;
+                else if (view_lo(acc[j].v) != lo || view_hi(acc[j].v) != hi)
+                    alone = false;
+            }
         if (!first)
             continue;
         const range_set *need = &f->need[acc[k].v->buf];
+        if (alone) {
+            ml_bytes_add(extra, (hi - lo) - set_overlap(need, lo, hi), &extra);
+            continue;
+        }
         set_clear(scratch);
         for (size_t j = k; j < n; j++)
             if (has_buf(f, acc[j].v) && acc[j].v->buf == acc[k].v->buf)
@@ -209,63 +221,91 @@ static void apply_accesses(floor_state *f, const plan_access *acc, size_t n) {
         }
 }
 
-/* Forward pass: which ops an expect_error refuses, and what is live at the end. */
-static bool *refused_ops(const rank_plan *p) {
-    bool *refused = ml_xcalloc(p->n_ops ? p->n_ops : 1, sizeof *refused);
-    const sched_step *wrapped = NULL;
-    for (size_t i = 0; i < p->n_ops; i++) {
-        const plan_op *op = &p->ops[i];
-        if (wrapped && op->step == wrapped) {
-            refused[i] = true;
-            continue;
-        }
-        wrapped = op->kind == OP_EXPECT_BEGIN ? op->step->u.expect_error.step : NULL;
-    }
-    return refused;
+/* ---- the forward facts: what is live at the end, which ops are refused ----------------------- */
+
+typedef struct {
+    bool live;
+    uint64_t bytes;
+    uint32_t chunks, keep;
+    bool released;
+} endbuf;
+
+struct floor_forward {
+    endbuf *b;          /* by buffer symbol */
+    uint32_t n_bufs;
+    bool *refused;      /* [n_ops]; NULL while no op is refused (the common case: no array) */
+};
+
+floor_forward *floor_forward_new(const rank_plan *p) {
+    floor_forward *f = ml_xcalloc(1, sizeof *f);
+    f->n_bufs = p->s->syms[SYM_BUFFER].n;
+    f->b = ml_xcalloc(f->n_bufs + 1, sizeof *f->b);
+    return f;
 }
 
-static void end_state(const rank_plan *p, const bool *refused, floor_state *f) {
-    typedef struct {
-        bool live;
-        uint64_t bytes;
-        uint32_t chunks, keep;
-        bool released;
-    } endbuf;
-    endbuf *b = ml_xcalloc(f->n_bufs + 1, sizeof *b);
-    for (size_t i = 0; i < p->n_ops; i++) {
-        const plan_op *op = &p->ops[i];
-        if (refused[i])
-            continue;
-        if (op->kind == OP_ALLOC && op->u.alloc.buf < f->n_bufs)
-            b[op->u.alloc.buf] = (endbuf){true, op->u.alloc.bytes, op->u.alloc.chunks, 0, false};
-        else if (op->kind == OP_FREE && op->u.free.buf < f->n_bufs)
-            b[op->u.free.buf].live = false;
-        else if (op->kind == OP_RELEASE && op->u.release.buf < f->n_bufs &&
-                 b[op->u.release.buf].chunks >= 2) {
-            b[op->u.release.buf].released = true;
-            b[op->u.release.buf].keep = op->u.release.keep;
-        }
+void floor_forward_op(floor_forward *f, const rank_plan *p, size_t i, bool refused) {
+    const plan_op *op = &p->ops[i];
+    if (refused) {
+        if (!f->refused)
+            f->refused = ml_xcalloc(p->n_ops, sizeof *f->refused);
+        f->refused[i] = true;
+    } else if (op->kind == OP_ALLOC && op->u.alloc.buf < f->n_bufs) {
+        f->b[op->u.alloc.buf] = (endbuf){true, op->u.alloc.bytes, op->u.alloc.chunks, 0, false};
+    } else if (op->kind == OP_FREE && op->u.free.buf < f->n_bufs) {
+        f->b[op->u.free.buf].live = false;
+    } else if (op->kind == OP_RELEASE && op->u.release.buf < f->n_bufs &&
+               f->b[op->u.release.buf].chunks >= 2) {
+        f->b[op->u.release.buf].released = true;
+        f->b[op->u.release.buf].keep = op->u.release.keep;
     }
+}
+
+void floor_forward_free(floor_forward *f) {
+    if (!f)
+        return;
+    free(f->b);
+    free(f->refused);
+    free(f);
+}
+
+/* The buffers live at the end are needed whole (after a release, only the kept chunk). */
+static void end_state(const floor_forward *fw, floor_state *f) {
     for (uint32_t k = 0; k < f->n_bufs; k++) {
-        if (!b[k].live)
+        const endbuf *b = &fw->b[k];
+        if (!b->live)
             continue;
-        uint64_t lo = 0, hi = b[k].bytes;
-        if (b[k].released) {   /* the chunk cut of predict.c and the executor */
-            uint64_t c = b[k].bytes / b[k].chunks + (b[k].bytes % b[k].chunks != 0);
-            lo = (uint64_t)b[k].keep * c;
-            hi = lo + c < b[k].bytes ? lo + c : b[k].bytes;
+        uint64_t lo = 0, hi = b->bytes;
+        if (b->released) {   /* the chunk cut of predict.c and the executor */
+            uint64_t c = b->bytes / b->chunks + (b->bytes % b->chunks != 0);
+            lo = (uint64_t)b->keep * c;
+            hi = lo + c < b->bytes ? lo + c : b->bytes;
         }
         set_add(&f->need[k], lo, hi);
         ml_bytes_add(f->total, f->need[k].total, &f->total);
     }
-    free(b);
 }
 
 uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
+    /* its own forward pass: the ops an expect_error wraps, as predict.c refuses them */
+    floor_forward *fw = floor_forward_new(p);
+    const sched_step *wrapped = NULL;
+    for (size_t i = 0; i < p->n_ops; i++) {
+        const plan_op *op = &p->ops[i];
+        bool refused = wrapped && op->step == wrapped;
+        if (!refused)
+            wrapped = op->kind == OP_EXPECT_BEGIN ? op->step->u.expect_error.step : NULL;
+        floor_forward_op(fw, p, i, refused);
+    }
+    uint64_t floor = floor_rank_after(p, fw, at_op);
+    floor_forward_free(fw);
+    return floor;
+}
+
+uint64_t floor_rank_after(const rank_plan *p, const floor_forward *fw, size_t *at_op) {
     floor_state f = {.n_bufs = p->s->syms[SYM_BUFFER].n};
     f.need = ml_xcalloc(f.n_bufs + 1, sizeof *f.need);
-    bool *refused = refused_ops(p);
-    end_state(p, refused, &f);
+    const bool *refused = fw->refused;
+    end_state(fw, &f);
     uint64_t best = f.total;
     size_t best_op = SIZE_MAX;
     range_set scratch = {0};
@@ -273,7 +313,7 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
     ml_vec_init(&dyn, sizeof(plan_access));
     for (size_t i = p->n_ops; i-- > 0;) {
         const plan_op *op = &p->ops[i];
-        if (refused[i])
+        if (refused && refused[i])
             continue;
         if (op->kind == OP_ALLOC || op->kind == OP_FREE) {
             /* Before its alloc a buffer does not exist; after its free nothing of it is
@@ -304,7 +344,6 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
         free(f.need[k].r);
     free(f.need);
     free(scratch.r);
-    free(refused);
     ml_vec_free(&dyn);
     if (at_op)
         *at_op = best_op;

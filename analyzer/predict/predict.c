@@ -162,22 +162,31 @@ static void bytes_overflow(const rank_plan *p, size_t i, const char *what, ml_di
     else
         snprintf(at, sizeof at, "op %zu (%s)", i,
                  op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind]);
-    ml_error(d, p->s->file, plan_op_mark(op), "%s%s bytes on rank %d exceed %s at %s",
+    /* at the alloc's size, whose bytes crossed it; another op at its step */
+    ml_mark m = op->kind == OP_ALLOC ? sched_part_mark(p->s, op->step, SCHED_AT_SIZE)
+                                     : plan_op_mark(op);
+    ml_error(d, p->s->file, m, "%s%s bytes on rank %d exceed %s at %s",
              strcmp(what, "floor") ? "live " : "", what, p->rank, ML_BYTES_MAX_TEXT, at);
 }
 
 /* ---- The prediction --------------------------------------------------------------------------- */
 
 int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
+    return predict_rank_with(p, true, out, d);
+}
+
+int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diags *d) {
     memset(out, 0, sizeof *out);
     out->rank = p->rank;
     for (int v = 0; v < MV_COUNT; v++)
         out->on[v] = pred_view_on(p, (ml_view_id)v);
     for (int v = 0; v < VIEW_COUNT; v++)
         out->peak_op[v] = SIZE_MAX;
-    out->timeline = ml_xmalloc((p->n_ops ? p->n_ops : 1) * sizeof *out->timeline);
-    out->n_timeline = p->n_ops;
-    ml_prefault(out->timeline, out->timeline + p->n_ops);   /* every point is written next */
+    if (timeline) {
+        out->timeline = ml_xmalloc((p->n_ops ? p->n_ops : 1) * sizeof *out->timeline);
+        out->n_timeline = p->n_ops;
+        ml_prefault(out->timeline, out->timeline + p->n_ops);   /* every point is written next */
+    }
     replay r;
     int rc = replay_open(&r, p, out->on, d);
     /* A bounded view's hardware peak lies between the highest lower bound and the highest upper
@@ -185,8 +194,28 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
     uint64_t lo_max[MV_COUNT] = {0}, hi_max[MV_COUNT] = {0};
     uint64_t live[VIEW_COUNT] = {0};
     refusal rf = {NULL};
+    uint32_t kinds = 0;   /* the op kinds some model that is on reacts to */
+    for (int v = 0; v < MV_COUNT; v++)
+        if (out->on[v])
+            kinds |= models[v]->kinds ? models[v]->kinds : UINT32_MAX;
+    /* the floor's forward facts (floor_forward_op: refused ops, allocs, frees, releases) come
+     * from this pass rather than one of the floor's own */
+    floor_forward *fw = floor_forward_new(p);
+    const uint32_t floor_kinds = PRED_KIND(OP_ALLOC) | PRED_KIND(OP_FREE) | PRED_KIND(OP_RELEASE);
     for (size_t i = 0; i < p->n_ops && rc == 0; i++) {
-        if (!refused(&rf, &p->ops[i]))
+        bool skip = refused(&rf, &p->ops[i]);
+        if (skip || floor_kinds & PRED_KIND(p->ops[i].kind))
+            floor_forward_op(fw, p, i, skip);
+        /* An op no model reacts to changes no state: live, peaks and bounds stay as after op
+         * i - 1 (op 0 always runs: it takes the bounds of the models' first state). */
+        if (i > 0 && !(kinds & PRED_KIND(p->ops[i].kind))) {
+            if (out->timeline) {
+                out->timeline[i].op = i;
+                memcpy(out->timeline[i].live, live, sizeof live);
+            }
+            continue;
+        }
+        if (!skip)
             rc = replay_op(&r, p, i, live, d);
         for (int v = 0; v < VIEW_COUNT && rc == 0; v++)
             if (live[v] > ML_BYTES_MAX) {   /* the models' sums saturate there (checked.h) */
@@ -195,10 +224,12 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
             }
         if (rc < 0)
             break;
-        pred_point *pt = &out->timeline[i];
-        pt->op = i;
+        if (out->timeline) {
+            pred_point *pt = &out->timeline[i];
+            pt->op = i;
+            memcpy(pt->live, live, sizeof pt->live);
+        }
         for (int v = 0; v < VIEW_COUNT; v++) {
-            pt->live[v] = live[v];
             if (live[v] > out->peak[v]) {
                 out->peak[v] = live[v];
                 out->peak_op[v] = i;
@@ -215,6 +246,7 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
     }
     replay_close(&r);
     if (rc < 0) {
+        floor_forward_free(fw);
         pred_rank_free(out);
         return -1;
     }
@@ -229,11 +261,13 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
             out->peak_lo[v] = out->peak_hi[v] = out->peak[v];
     }
     if (peak_sets(p, out, d) < 0) {
+        floor_forward_free(fw);
         pred_rank_free(out);
         return -1;
     }
     size_t floor_op = 0;
-    out->floor = floor_rank(p, &floor_op);
+    out->floor = floor_rank_after(p, fw, &floor_op);
+    floor_forward_free(fw);
     if (out->floor > ML_BYTES_MAX) {
         bytes_overflow(p, floor_op < p->n_ops ? floor_op : p->n_ops - 1, "floor", d);
         pred_rank_free(out);

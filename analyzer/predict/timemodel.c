@@ -148,7 +148,11 @@ static int iv_cmp(const void *a, const void *b) {
 static size_t iv_union(tm_iv *v, size_t n) {
     if (!n)
         return 0;
-    qsort(v, n, sizeof *v, iv_cmp);
+    bool sorted = true;   /* one stream's intervals come in order: no sort needed */
+    for (size_t j = 1; j < n && sorted; j++)
+        sorted = v[j - 1].lo <= v[j].lo;
+    if (!sorted)
+        qsort(v, n, sizeof *v, iv_cmp);
     size_t k = 0;
     for (size_t j = 1; j < n; j++) {
         if (v[j].lo <= v[k].hi) {
@@ -166,9 +170,20 @@ typedef struct {
     size_t n, cap;
 } tm_ivs;
 
+/* An interval that overlaps or touches the last one pushed joins it: iv_union merges both
+ * criteria alike, so the union (and every sum over it) is the same, and back-to-back ops of a
+ * stream, the common case, leave one interval instead of one per op. */
 static void iv_push(tm_ivs *s, double lo, double hi) {
     if (hi <= lo)
         return;
+    if (s->n) {
+        tm_iv *last = &s->v[s->n - 1];
+        if (lo <= last->hi && hi >= last->lo) {
+            last->lo = fmin(last->lo, lo);
+            last->hi = fmax(last->hi, hi);
+            return;
+        }
+    }
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 64;
         s->v = ml_xrealloc(s->v, s->cap * sizeof *s->v);

@@ -97,4 +97,6 @@ static void dev_close(void *state) {
     free(st);
 }
 
-const pred_view_model pred_view_device = {dev_open, dev_apply, dev_bounds, NULL, dev_close};
+const pred_view_model pred_view_device = {
+    dev_open, dev_apply, dev_bounds, NULL, dev_close,
+    PRED_KIND(OP_ALLOC) | PRED_KIND(OP_FREE) | PRED_KIND(OP_RELEASE)};

@@ -22,7 +22,13 @@ typedef struct {
     /* Optional: details at the peak of series v, from a second replay up to that op. */
     void (*at_peak)(void *st, ml_mem_view v, pred_rank *out);
     void (*close)(void *st);
+    /* Bit k: apply changes the state only for ops of kind k (plan_op_kind); 0: for any kind.
+     * The predictor skips the ops no model that is on reacts to: their series and bounds stay
+     * what they were after the op before. */
+    uint32_t kinds;
 } pred_view_model;
+_Static_assert(OP_KIND_COUNT <= 32, "pred_view_model.kinds holds one bit per op kind");
+#define PRED_KIND(k) (1u << (k))
 
 extern const pred_view_model pred_view_requested, pred_view_device, pred_view_torch;
 

@@ -69,4 +69,6 @@ static void req_close(void *state) {
     free(st);
 }
 
-const pred_view_model pred_view_requested = {req_open, req_apply, NULL, NULL, req_close};
+const pred_view_model pred_view_requested = {
+    req_open, req_apply, NULL, NULL, req_close,
+    PRED_KIND(OP_ALLOC) | PRED_KIND(OP_FREE) | PRED_KIND(OP_RELEASE)};

@@ -93,7 +93,7 @@ static int out_of_memory(const rank_plan *p, const plan_op *op, const torchalloc
     human(oom->allocated, al, sizeof al);
     human(oom->reserved, res, sizeof res);
     human(oom->limit, lim, sizeof lim);
-    ml_error(d, p->s->file, op->step->mark,
+    ml_error(d, p->s->file, sched_part_mark(p->s, op->step, SCHED_AT_SIZE),   /* its size */
              "would run out of memory at alloc '%s' (%s): allocated %s, reserved %s, limit %s "
              "(torch view, rank %d)",
              sched_sym_name(p->s, SYM_BUFFER, op->u.alloc.buf), req, al, res, lim, p->rank);
@@ -205,4 +205,5 @@ static void torch_close(void *state) {
     free(st);
 }
 
-const pred_view_model pred_view_torch = {torch_open, torch_apply, NULL, torch_at_peak, torch_close};
+const pred_view_model pred_view_torch = {
+    torch_open, torch_apply, NULL, torch_at_peak, torch_close, 0};   /* streams, events, syncs too */

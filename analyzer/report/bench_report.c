@@ -156,7 +156,7 @@ static void num_cell(double v, const char *fmt, char *buf) {
 }
 
 static void size_cell(const bench_report_size *z, char *buf) {
-    ml_format_bytes(z->n_plans ? z->plans[0].payload_bytes : 0, buf, CELL);
+    report_size_cell(z->n_plans ? z->plans[0].payload_bytes : 0, buf, CELL);
 }
 
 /* "ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)": the chapter's short form of a kernel name. */
@@ -186,6 +186,17 @@ static const char *const graph_headers[TC_BARE + 1] = {
     "replays"};
 static const bool graph_right[TC_BARE + 1] = {true, false, true, true, true, true, true, false,
                                               true};
+
+/* What a narrow terminal drops first (report_int.h's grid priorities): the issue times, the
+ * bare time, the payload rate, P95 and bus rate, CV and the paired interval, then the overhead;
+ * the size, mode, median and ratio always stay. The graph table's replays go with the bare time. */
+static const unsigned time_prio[TC_COUNT] = {0, 0, 0, 3, 2, 4, 3, 0, 5, 1, 2, 6, 6};
+static const unsigned kernel_prio[] = {0, 0, 0, 0, 1, 2};
+
+static void set_prio(report_grid *g, const unsigned *prio, size_t n) {
+    for (size_t c = 0; c < n && c < g->cols; c++)
+        report_grid_priority(g, c, prio[c]);
+}
 
 /* The bare and issue cells of plan p's memlife row. */
 static void overhead_cells(const bench_report *r, const bench_report_plan *p, report_grid *g) {
@@ -233,6 +244,7 @@ static void timing_grid(const bench_report *r, bench_mode m, bool markdown, repo
     report_grid g;
     report_grid_init(&g, cols, graph ? graph_headers : time_headers,
                      graph ? graph_right : time_right);
+    set_prio(&g, time_prio, cols);   /* the graph table's last column, replays, is TC_BARE's */
     char c[CELL];
     for (size_t s = 0; s < r->n_sizes; s++) {
         const bench_report_size *z = &r->sizes[s];
@@ -278,6 +290,8 @@ static const bool kernel_right[] = {true, false, false, true, false, false};
 static void kernel_grid(const bench_report *r, bool markdown, report_doc *d, ml_str *stage) {
     report_grid g;
     report_grid_init(&g, ML_ARRAY_LEN(kernel_headers), kernel_headers, kernel_right);
+    set_prio(&g, kernel_prio, ML_ARRAY_LEN(kernel_prio));
+    report_grid_wrap(&g, ML_ARRAY_LEN(kernel_headers) - 1);   /* the kernels' names: prose */
     char c[CELL];
     for (size_t s = 0; s < r->n_sizes; s++) {
         const bench_report_size *z = &r->sizes[s];

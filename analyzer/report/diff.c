@@ -288,6 +288,9 @@ enum { ROW_CELLS = 9, CELL = 160 };
 static const char *const grid_headers[] = {"rank", "view", "A steady", "B steady", "delta steady",
                                            "A peak", "B peak", "delta peak", "A peak at", "B peak at"};
 static const bool grid_right[] = {true, false, true, true, true, true, true, true, false, false};
+/* A narrow terminal drops where the peaks are first, then the steady columns: the peak deltas
+ * are what a diff is read for (report_int.h's grid priorities). */
+static const unsigned grid_prio[] = {0, 0, 2, 2, 2, 0, 0, 0, 3, 3};
 
 static void row_cells(const diff_row *row, char cells[ROW_CELLS][CELL]) {
     memset(cells, 0, sizeof(char[ROW_CELLS][CELL]));   /* rows are compared with memcmp */
@@ -342,6 +345,8 @@ static void build_human(const diff_result *r, bool md, report_doc *d) {
     /* Rows whose cells are equal on several ranks print once, with the ranks. */
     report_grid g;
     report_grid_init(&g, ML_ARRAY_LEN(grid_headers), grid_headers, grid_right);
+    for (size_t c = 0; c < ML_ARRAY_LEN(grid_prio); c++)
+        report_grid_priority(&g, c, grid_prio[c]);
     bool *done = calloc(r->n_rows + 1, sizeof *done);
     int *ranks = calloc(r->n_rows + 1, sizeof *ranks);
     for (size_t k = 0; k < r->n_rows; k++) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* doc.c — the neutral report document and its renderers (doc.h). */
 #include "report/doc.h"
+#include "base/human.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -101,16 +102,91 @@ static void render_csv(const report_grid *g, ml_str *out) {
         csv_field(out, ML_VEC_AT(&g->cells, char *, k), (k + 1) % g->cols == 0);
 }
 
+/* Appends text broken at spaces so that no line is longer than width (0: one line): the first
+ * line after first spaces, the others after indent; a word longer than the line stands alone. */
+static void wrapped(ml_str *out, const char *indent, const char *text, size_t width, size_t first) {
+    size_t in = strlen(indent), col = 0;
+    bool first_line = true;
+    for (const char *w = text; *w;) {
+        size_t n = strcspn(w, " "), vis = ml_visible_len(w, n);
+        if (col && width && col + 1 + vis > width) {
+            ml_str_append(out, "\n", 1);
+            col = 0;
+        }
+        if (!col) {
+            size_t lead = first_line ? first : in;
+            for (size_t k = 0; k < lead; k++)
+                ml_str_append(out, " ", 1);
+            col = lead;
+            first_line = false;
+        } else {
+            ml_str_append(out, " ", 1);
+            col++;
+        }
+        ml_str_append(out, w, n);
+        col += vis;
+        w += n;
+        w += strspn(w, " ");
+    }
+    ml_str_append(out, "\n", 1);
+}
+
+/* Text for the terminal: each line longer than width (0: unlimited) broken at spaces, its
+ * continuation lines indented two more than its own first line, so a paragraph reads as one. */
+static void wrapped_lines(ml_str *out, const char *text, size_t width) {
+    char indent[64];
+    for (const char *line = text; *line;) {
+        size_t n = strcspn(line, "\n");
+        if (!width || ml_visible_len(line, n) <= width) {
+            ml_str_append(out, line, n);
+            if (line[n] == '\n')
+                ml_str_append(out, "\n", 1);
+        } else {
+            size_t lead = strspn(line, " ");
+            if (lead + 3 > sizeof indent)
+                lead = sizeof indent - 3;
+            memset(indent, ' ', lead);
+            memcpy(indent + lead, "  ", 3);
+            char *copy = ml_xcalloc(n + 1, 1);
+            memcpy(copy, line, n);
+            wrapped(out, indent, copy + strspn(copy, " "), width, lead);
+            free(copy);
+        }
+        line += n + (line[n] == '\n');
+    }
+}
+
+/* A text grid fitted to the terminal, and the note that says which columns it left out and how
+ * to see them: a reader must know the table is not whole. */
+static void render_fitted(const doc_block *b, ml_str *out) {
+    size_t width = ml_term_width();
+    ml_str dropped = {0};
+    ml_str_append(&dropped, "", 0);
+    report_grid_render(&b->grid, false, b->indent, width, &dropped, out);
+    if (dropped.n) {
+        ml_str note = {0};
+        ml_str_printf(&note, "(not shown to fit %zu columns: %s; --wide shows them)", width,
+                      dropped.s);
+        wrapped(out, b->indent, note.s, width, strlen(b->indent));
+        ml_str_free(&note);
+    }
+    ml_str_free(&dropped);
+}
+
 /* The renderers of the format table (report.c): every format draws any document. */
 static int render_blocks(const report_doc *d, report_format fmt, ml_str *out) {
     for (size_t k = 0; k < d->blocks.n; k++) {
         const doc_block *b = &ML_VEC_AT(&d->blocks, doc_block, k);
         if (!(b->mask & DOC_FMT(fmt)))
             continue;
-        if (b->kind == BLOCK_TEXT)
+        if (b->kind == BLOCK_TEXT && fmt == FMT_TABLE)
+            wrapped_lines(out, b->text.s, ml_term_width());
+        else if (b->kind == BLOCK_TEXT)
             ml_str_append(out, b->text.s, b->text.n);
+        else if (fmt == FMT_TABLE)
+            render_fitted(b, out);
         else
-            report_grid_render(&b->grid, fmt == FMT_MD, b->indent, out);
+            report_grid_render(&b->grid, true, b->indent, 0, NULL, out);
     }
     return 0;
 }

@@ -2,7 +2,9 @@
 /* report_common.c — the helpers every report writer shares (report_int.h): names, size cells,
  * peaks, rank sets, the grid. Below the writers; report.c (the format table) sits above them. */
 #include "report/report_int.h"
+#include "base/human.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,16 +27,7 @@ void report_expect_text(const expect_row *e, char *buf, size_t len) {
              e->is_peak ? "peak" : "steady", want, e->rank, got);
 }
 
-void report_size_cell(uint64_t bytes, char *buf, size_t len) {
-    char mib[40];
-    ml_format_mib((int64_t)bytes, mib, sizeof mib);
-    if (bytes % ((uint64_t)1 << 20) == 0)
-        snprintf(buf, len, "%s MiB", mib);
-    else if (!strcmp(mib, "0"))
-        snprintf(buf, len, "%llu B", (unsigned long long)bytes);   /* "0 MiB" would hide it */
-    else
-        snprintf(buf, len, "%s MiB (%llu B)", mib, (unsigned long long)bytes);
-}
+void report_size_cell(uint64_t bytes, char *buf, size_t len) { ml_human_size(bytes, buf, len); }
 
 const char *report_op_label(const rank_plan *p, size_t op) {
     return ml_measure_op_label(p, op);   /* the timeline's `op` names ops the same way */
@@ -145,7 +138,19 @@ void report_grid_init(report_grid *g, size_t cols, const char *const *headers, c
     }
     g->headers = (const char *const *)h;
     g->right = r;
+    g->prio = ml_xcalloc(cols ? cols : 1, sizeof *g->prio);
+    g->wrap = ml_xcalloc(cols ? cols : 1, sizeof *g->wrap);
     ml_vec_init(&g->cells, sizeof(char *));
+}
+
+void report_grid_priority(report_grid *g, size_t col, unsigned prio) {
+    if (col < g->cols)
+        g->prio[col] = prio;
+}
+
+void report_grid_wrap(report_grid *g, size_t col) {
+    if (col < g->cols)
+        g->wrap[col] = true;
 }
 
 void report_grid_add(report_grid *g, const char *text) {
@@ -161,8 +166,12 @@ void report_grid_free(report_grid *g) {
         free((char *)g->headers[c]);
     free((void *)g->headers);
     free((void *)g->right);
+    free(g->prio);
+    free(g->wrap);
+    g->wrap = NULL;
     g->headers = NULL;
     g->right = NULL;
+    g->prio = NULL;
 }
 
 /* Markdown cells may not hold a '|'; escape it so names never break the table. */
@@ -179,29 +188,136 @@ static void pad(ml_str *out, size_t n) {
         ml_str_append(out, " ", 1);
 }
 
-void report_grid_render(const report_grid *g, bool markdown, const char *indent, ml_str *out) {
-    size_t rows = g->cells.n / g->cols;
-    size_t *width = ml_xcalloc(g->cols, sizeof *width);
+/* ---- Fitting a text table to the terminal ------------------------------------------------------
+ *
+ * The natural width of a column is its longest cell. When the table is wider than the terminal,
+ * the prose columns (report_grid_wrap) narrow first, down to WRAP_MIN (or their header), their
+ * cells broken at spaces onto more lines; when even that does not fit, the columns of the highest
+ * priority are dropped and the fit tried again, until only priority-0 columns are left. */
+enum { WRAP_MIN = 16 };
+
+static size_t wrap_min(const report_grid *g, size_t c, const size_t *natural) {
+    size_t m = strlen(g->headers[c]);
+    if (m < WRAP_MIN)
+        m = WRAP_MIN;
+    return m < natural[c] ? m : natural[c];
+}
+
+/* Widths for the shown columns within max_width (0: unlimited): true when they fit. */
+static bool fit_widths(const report_grid *g, const size_t *natural, const bool *shown,
+                       size_t indent, size_t max_width, size_t *width) {
+    size_t fixed = indent, n = 0, want = 0, least = 0;
     for (size_t c = 0; c < g->cols; c++) {
-        width[c] = strlen(g->headers[c]);
-        for (size_t r = 0; r < rows; r++) {
-            size_t w = strlen(ML_VEC_AT(&g->cells, char *, r * g->cols + c));
-            if (w > width[c])
-                width[c] = w;
+        width[c] = natural[c];
+        if (!shown[c])
+            continue;
+        fixed += n++ ? 2 : 0;
+        if (g->wrap[c]) {
+            want += natural[c];
+            least += wrap_min(g, c, natural);
+        } else {
+            fixed += natural[c];
         }
     }
-    for (size_t r = 0; r <= rows; r++) {
-        ml_str_append(out, indent, strlen(indent));
-        for (size_t c = 0; c < g->cols; c++) {
-            const char *text = r == 0 ? g->headers[c] : ML_VEC_AT(&g->cells, char *, (r - 1) * g->cols + c);
-            size_t w = strlen(text);
-            if (markdown) {
-                ml_str_append(out, "| ", 2);
-                md_cell(out, text);
-                ml_str_append(out, " ", 1);
+    if (!max_width || fixed + want <= max_width)
+        return true;
+    if (fixed + least > max_width)
+        return false;
+    /* Water-filling: every prose column starts at its minimum; the room left goes out in equal
+     * shares to the columns that still want more. */
+    size_t room = max_width - fixed - least;
+    for (size_t c = 0; c < g->cols; c++)
+        if (shown[c] && g->wrap[c])
+            width[c] = wrap_min(g, c, natural);
+    while (room) {
+        size_t hungry = 0;
+        for (size_t c = 0; c < g->cols; c++)
+            hungry += shown[c] && g->wrap[c] && width[c] < natural[c];
+        if (!hungry)
+            break;
+        size_t share = room / hungry ? room / hungry : 1;
+        for (size_t c = 0; c < g->cols && room; c++) {
+            if (!shown[c] || !g->wrap[c] || width[c] >= natural[c])
                 continue;
-            }
-            bool last = c + 1 == g->cols;
+            size_t add = natural[c] - width[c];
+            if (add > share)
+                add = share;
+            if (add > room)
+                add = room;
+            width[c] += add;
+            room -= add;
+        }
+    }
+    return true;
+}
+
+/* Drops the columns of the highest priority, all of them at once (a series' steady and peak,
+ * equiv's two sides: one without the other would mislead), until the table fits max_width. */
+static void fit_columns(const report_grid *g, const size_t *natural, size_t indent,
+                        size_t max_width, bool *shown, size_t *width) {
+    while (!fit_widths(g, natural, shown, indent, max_width, width)) {
+        unsigned top = 0;
+        for (size_t c = 0; c < g->cols; c++)
+            if (shown[c] && g->prio[c] > top)
+                top = g->prio[c];
+        if (!top) {   /* only columns that are always shown are left */
+            for (size_t c = 0; c < g->cols; c++)
+                width[c] = shown[c] && g->wrap[c] ? wrap_min(g, c, natural) : natural[c];
+            return;
+        }
+        for (size_t c = 0; c < g->cols; c++)
+            if (g->prio[c] == top)
+                shown[c] = false;
+    }
+}
+
+/* The next line of a cell at most width long, broken at the last space that fits (a word
+ * longer than the line is cut): *text moves past it and the spaces after it. */
+static size_t next_line(const char **text, size_t width, const char **start) {
+    const char *t = *text;
+    size_t n = strlen(t);
+    *start = t;
+    if (n > width) {
+        /* rather not between a number and its unit ("384 MiB"), then any space, then a cut */
+        size_t cut = width;
+        while (cut > 0 && (t[cut] != ' ' || (isdigit((unsigned char)t[cut - 1]) &&
+                                              isalpha((unsigned char)t[cut + 1]))))
+            cut--;
+        if (!cut)
+            for (cut = width; cut > 0 && t[cut] != ' ';)
+                cut--;
+        n = cut ? cut : width;
+    }
+    const char *rest = t + n;
+    while (*rest == ' ')
+        rest++;
+    *text = rest;
+    return n;
+}
+
+/* One row of the text table, on as many lines as its prose cells need. */
+static void text_row(const report_grid *g, const char *const *cells, const bool *shown,
+                     const size_t *width, size_t last_shown, const char *indent, ml_str *out) {
+    const char *rest[MAX_GRID_COLS];
+    for (size_t c = 0; c < g->cols && c < MAX_GRID_COLS; c++)
+        rest[c] = cells[c];
+    for (bool first = true;; first = false) {
+        bool more = false;
+        for (size_t c = 0; c < g->cols && c < MAX_GRID_COLS; c++)
+            more |= shown[c] && *rest[c];
+        if (!more && !first)
+            return;
+        size_t line_start = out->n;
+        ml_str_append(out, indent, strlen(indent));
+        for (size_t c = 0; c < g->cols && c < MAX_GRID_COLS; c++) {
+            if (!shown[c])
+                continue;
+            const char *text;
+            size_t w = g->wrap[c] ? next_line(&rest[c], width[c], &text)
+                                  : (text = rest[c], strlen(rest[c]));
+            if (!g->wrap[c])
+                rest[c] = text + w;
+            bool last = c == last_shown;
             if (g->right[c])
                 pad(out, width[c] - w);
             ml_str_append(out, text, w);
@@ -210,14 +326,63 @@ void report_grid_render(const report_grid *g, bool markdown, const char *indent,
             if (!last)
                 ml_str_append(out, "  ", 2);
         }
-        ml_str_append(out, markdown ? "|\n" : "\n", markdown ? 2 : 1);
-        if (markdown && r == 0) {
+        /* a continuation line ends where its last cell does */
+        while (!first && out->n > line_start && out->s[out->n - 1] == ' ')
+            out->s[--out->n] = '\0';
+        ml_str_append(out, "\n", 1);
+    }
+}
+
+static void md_table(const report_grid *g, size_t rows, const char *indent, ml_str *out) {
+    for (size_t r = 0; r <= rows; r++) {
+        ml_str_append(out, indent, strlen(indent));
+        for (size_t c = 0; c < g->cols; c++) {
+            ml_str_append(out, "| ", 2);
+            md_cell(out, r == 0 ? g->headers[c] : ML_VEC_AT(&g->cells, char *, (r - 1) * g->cols + c));
+            ml_str_append(out, " ", 1);
+        }
+        ml_str_append(out, "|\n", 2);
+        if (r == 0) {
+            ml_str_append(out, indent, strlen(indent));
             for (size_t c = 0; c < g->cols; c++)
                 ml_str_printf(out, "| %s ", g->right[c] ? "---:" : "---");
             ml_str_append(out, "|\n", 2);
         }
     }
-    free(width);
+}
+
+void report_grid_render(const report_grid *g, bool markdown, const char *indent, size_t max_width,
+                        ml_str *dropped, ml_str *out) {
+    size_t rows = g->cells.n / g->cols;
+    if (markdown) {
+        md_table(g, rows, indent, out);
+        return;
+    }
+    if (g->cols > MAX_GRID_COLS)
+        ml_internal_error("a grid of %zu columns (at most %d)", g->cols, MAX_GRID_COLS);
+    size_t natural[MAX_GRID_COLS], width[MAX_GRID_COLS];
+    bool shown[MAX_GRID_COLS];
+    for (size_t c = 0; c < g->cols; c++) {
+        shown[c] = true;
+        natural[c] = strlen(g->headers[c]);
+        for (size_t r = 0; r < rows; r++) {
+            size_t w = strlen(ML_VEC_AT(&g->cells, char *, r * g->cols + c));
+            if (w > natural[c])
+                natural[c] = w;
+        }
+    }
+    fit_columns(g, natural, strlen(indent), max_width, shown, width);
+    size_t last_shown = 0;
+    for (size_t c = 0; c < g->cols; c++) {
+        if (shown[c])
+            last_shown = c;
+        else if (dropped)
+            ml_str_printf(dropped, "%s%s", dropped->n ? ", " : "", g->headers[c]);
+    }
+    text_row(g, g->headers, shown, width, last_shown, indent, out);
+    for (size_t r = 0; r < rows; r++)
+        text_row(g, (const char *const *)&ML_VEC_AT(&g->cells, char *, r * g->cols), shown, width,
+                 last_shown, indent, out);
 }
 
 /* The one place every JSON writer ends (report_int.h); below the document (doc.c) and the

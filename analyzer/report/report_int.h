@@ -5,8 +5,8 @@
 
 #include "report/report.h"
 
-/* "256 MiB" for whole MiB, "1.001 MiB (1049601 B)" otherwise, "520 B" under 0.0005 MiB: short,
- * and exact whenever it is not whole. */
+/* A size cell for people: "256 MiB", "4 KiB", "520 B", "~1.5 MiB" (base/human.h's rule: exact
+ * or marked '~'; --bytes makes every cell exact bytes). */
 void report_size_cell(uint64_t bytes, char *buf, size_t len);
 /* What op k of a plan is, for people: the collective's name ("all_gather") or the op kind. */
 const char *report_op_label(const rank_plan *p, size_t op);
@@ -25,16 +25,31 @@ bool report_series_measured(const report *r, ml_mem_view v);
 bool report_has_measured(const report *r);
 const char *report_expect_status(const report_schedule *rs);   /* "pass" | "fail" | "none" */
 
-/* A grid of text cells rendered as an aligned table or a GitHub Markdown table. */
+/* A grid of text cells rendered as an aligned table or a GitHub Markdown table.
+ *
+ * Each column has a priority: 0 (the default) is always shown; a text table wider than the
+ * terminal (base/human.h's ml_term_width) drops the columns of the highest priority first (all
+ * columns of one priority together) until it fits or only priority 0 is left, and names what it
+ * dropped. A prose column (report_grid_wrap: long sentences, not numbers) narrows first, its
+ * cells broken at spaces onto more lines. Markdown is for a pull request, not a terminal: it
+ * keeps every column on one line. */
+enum { MAX_GRID_COLS = 64 };
 typedef struct {
     size_t cols;
     const char *const *headers;
     const bool *right;         /* right-align column k (numbers) */
+    unsigned *prio;            /* column k's priority (0: always shown) */
+    bool *wrap;                /* column k is prose: it may wrap */
     ml_vec cells;              /* char * (owned), row-major */
 } report_grid;
 void report_grid_init(report_grid *g, size_t cols, const char *const *headers, const bool *right);
+void report_grid_priority(report_grid *g, size_t col, unsigned prio);
+void report_grid_wrap(report_grid *g, size_t col);
 void report_grid_add(report_grid *g, const char *text);   /* next cell, row-major */
-void report_grid_render(const report_grid *g, bool markdown, const char *indent, ml_str *out);
+/* Renders g; max_width (0: unlimited) applies to the text table, whose dropped columns' headers
+ * are appended to dropped (", " between them) when dropped is not NULL. */
+void report_grid_render(const report_grid *g, bool markdown, const char *indent, size_t max_width,
+                        ml_str *dropped, ml_str *out);
 void report_grid_free(report_grid *g);
 
 /* "key=value\n" provenance lines as a JSON object (a jansson json_t *; bench's report too). */

@@ -2,6 +2,7 @@
 /* report_text.c — the human formats: an aligned table per schedule (the default) and one GitHub
  * Markdown table for a pull request. */
 #include "report/doc.h"
+#include "base/human.h"
 #include "ir/measure.h"
 #include "predict/commmodel.h"
 
@@ -41,11 +42,30 @@ typedef struct {
     ml_mem_view series;
     char header[64];
     bool right;
+    unsigned prio;   /* report_grid_priority: what a narrow terminal drops first */
 } rank_col;
+
+/* What a narrow terminal gives up first (report_int.h's grid priorities): the live names, then
+ * where the peak is, the floor, the other views' series, the measured steady values, the
+ * requested steady; the requested and measured peaks and the match verdict always stay (a run
+ * is read for them). */
+static unsigned col_prio(col_kind k, ml_mem_view v) {
+    switch (k) {
+    case COL_LIVE: return 6;
+    case COL_PEAK_AT: return 5;
+    case COL_FLOOR: return 4;
+    case COL_STEADY: return ml_series[v].view == MV_REQUESTED ? 1 : 3;
+    case COL_PEAK: return ml_series[v].view == MV_REQUESTED ? 0 : 3;
+    case COL_M_STEADY: return 2;
+    case COL_M_PEAK:
+    case COL_MATCH: return 0;
+    }
+    return 0;
+}
 
 static void add_col(rank_col *c, size_t *n, col_kind k, ml_mem_view v, const char *header,
                     bool right) {
-    c[*n] = (rank_col){k, v, "", right};
+    c[*n] = (rank_col){k, v, "", right, col_prio(k, v)};
     snprintf(c[*n].header, sizeof c[*n].header, "%s", header);
     (*n)++;
 }
@@ -156,9 +176,10 @@ static void write_expectations(const report_schedule *rs, ml_str *out) {
         report_size_cell(e->expected < 0 ? 0 : (uint64_t)e->expected, want, sizeof want);
         report_size_cell(e->got < 0 ? 0 : (uint64_t)e->got, got, sizeof got);
         report_ranks_text(ranks, n, rank_text, sizeof rank_text);
-        ml_str_printf(out, "  expect %s %s %s (line %u): %s on rank%s %s", ml_mem_view_names[e->view],
-                      e->is_peak ? "peak" : "steady", want, e->mark.line,
-                      e->pass ? "pass" : "FAIL", n > 1 ? "s" : "", rank_text);
+        ml_str_printf(out, "  expect %s %s %s (line %u): %s%s%s on rank%s %s",
+                      ml_mem_view_names[e->view], e->is_peak ? "peak" : "steady", want,
+                      e->mark.line, ml_color(e->pass ? ML_HUE_OK : ML_HUE_FAIL, ML_FD_TARGET),
+                      e->pass ? "pass" : "FAIL", ml_color_end(ML_FD_TARGET), n > 1 ? "s" : "", rank_text);
         if (!e->pass)
             ml_str_printf(out, ", predicted %s", got);
         ml_str_append(out, "\n", 1);
@@ -180,8 +201,9 @@ static void write_checks(const report_schedule *rs, ml_str *out) {
                 rows++;
                 failed += !rs->checks[j].pass;
             }
-        ml_str_printf(out, "  contract %s: %s (%zu rank row%s)\n", rs->checks[k].name,
-                      failed ? "FAIL" : "PASS", rows, rows == 1 ? "" : "s");
+        ml_str_printf(out, "  contract %s: %s%s%s (%zu rank row%s)\n", rs->checks[k].name,
+                      ml_color(failed ? ML_HUE_FAIL : ML_HUE_OK, ML_FD_TARGET),
+                      failed ? "FAIL" : "PASS", ml_color_end(ML_FD_TARGET), rows, rows == 1 ? "" : "s");
         for (size_t j = k; j < rs->n_checks; j++)
             if (!done[j] && !strcmp(rs->checks[j].name, rs->checks[k].name)) {
                 done[j] = true;
@@ -257,6 +279,8 @@ void report_doc_table(const report *r, report_doc *d) {
                           rs->world);
         report_grid g;
         report_grid_init(&g, n_cols + 1, headers, right);
+        for (size_t c = 0; c < n_cols; c++)
+            report_grid_priority(&g, c + 1, ids[c].prio);
         for (int rank = 0; rank < rs->world; rank++) {
             snprintf(cell, sizeof cell, "%d", rank);
             report_grid_add(&g, cell);

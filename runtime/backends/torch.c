@@ -43,6 +43,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GRACE_S 10.0           /* past the driver's own timeout, memlife ends it */
@@ -79,13 +80,33 @@ static void copy_str(char *dst, size_t cap, const char *src) {
     dst[n] = 0;
 }
 
+/* Reaps the driver, which is ending: no wait without a deadline (issue 19). One that has not
+ * ended DRIVER_END_S after it closed its pipe, or was told to quit, is killed with its process
+ * group; a SIGKILLed one is reaped for as long as the kernel takes. */
+#define DRIVER_END_S 5
+static void reap_driver(pid_t pid, int *st) {
+    double until = ml_now_seconds() + DRIVER_END_S;
+    for (;;) {
+        pid_t w = waitpid(pid, st, WNOHANG);
+        if (w == pid || (w < 0 && errno != EINTR))
+            return;
+        if (ml_now_seconds() > until)
+            break;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    kill(-pid, SIGKILL);
+    while (waitpid(pid, st, 0) < 0 && errno == EINTR) {
+    }
+}
+
 /* Ends the driver (its whole process group) and says how it ended. */
 static void end_driver(const char *why, char *err, size_t len) {
     if (!tb.pid)
         return;
     kill(-tb.pid, SIGKILL);
     int st = 0;
-    waitpid(tb.pid, &st, 0);
+    reap_driver(tb.pid, &st);
     close(tb.to);
     close(tb.from);
     tb.pid = 0;
@@ -100,7 +121,7 @@ static void end_driver(const char *why, char *err, size_t len) {
 static void driver_gone(char *err, size_t len) {
     int st = 0;
     pid_t p = tb.pid;
-    waitpid(p, &st, 0);
+    reap_driver(p, &st);
     close(tb.to);
     close(tb.from);
     tb.pid = 0;
@@ -432,7 +453,7 @@ static void t_finalize(void) {
         char err[200];
         if (rpc("quit\n", NULL, 0, NULL, 0, NULL, 0, wait_s(), err, sizeof err) == 0) {
             int st;
-            waitpid(tb.pid, &st, 0);
+            reap_driver(tb.pid, &st);
             close(tb.to);
             close(tb.from);
             tb.pid = 0;

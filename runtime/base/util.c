@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* util.c — arena, growable vectors, diagnostics, atomic file writes and small formatters. */
 #include "base/util.h"
+#include "base/human.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -225,6 +226,8 @@ void ml_diag_add(ml_diags *d, ml_diag_level level, const char *file, ml_mark mar
             return;
     } else if (level == ML_DIAG_WARNING) {
         d->warnings++;
+    } else if (d->max_errors && d->errors > d->max_errors) {
+        return;   /* a note belongs to the error before it, which was left out */
     }
     va_list ap;
     va_start(ap, fmt);
@@ -256,7 +259,7 @@ static const char *const level_names[] = {"error", "warning", "note"};
 
 /* "file:line:col: error: text [rank N]"; a missing file or line (0) is left out, so a
  * diagnostic about the command line reads "error: text". */
-void ml_diag_format(const ml_diag *g, char *buf, size_t len) {
+static void diag_format(const ml_diag *g, const char *on, const char *off, char *buf, size_t len) {
     if (!len)
         return;
     char where[4096 + 48] = "";
@@ -267,13 +270,21 @@ void ml_diag_format(const ml_diag *g, char *buf, size_t len) {
     char rank[32] = "";
     if (g->rank >= 0)
         snprintf(rank, sizeof rank, " [rank %d]", g->rank);
-    snprintf(buf, len, "%s%s: %s%s", where, level_names[g->level], g->text, rank);
+    snprintf(buf, len, "%s%s%s%s: %s%s", where, on, level_names[g->level], off, g->text, rank);
 }
+
+void ml_diag_format(const ml_diag *g, char *buf, size_t len) { diag_format(g, "", "", buf, len); }
+
+/* The level word coloured where the stream takes colour (base/human.h): the rest of the line
+ * stays plain, so a file:line:col is still what an editor's parser reads. */
+static const ml_hue level_hues[] = {ML_HUE_ERROR, ML_HUE_WARNING, ML_HUE_NOTE};
 
 void ml_diags_print(const ml_diags *d, FILE *f) {
     char line[8192];
+    int fd = fileno(f);
     for (size_t k = 0; k < d->items.n; k++) {
-        ml_diag_format(&ML_VEC_AT(&d->items, ml_diag, k), line, sizeof line);
+        const ml_diag *g = &ML_VEC_AT(&d->items, ml_diag, k);
+        diag_format(g, ml_color(level_hues[g->level], fd), ml_color_end(fd), line, sizeof line);
         fprintf(f, "%s\n", line);
     }
 }

@@ -133,6 +133,36 @@ static int check_path_value(const char *name, const char *value, char *err, size
     return -1;
 }
 
+/* COLUMNS: the width text tables fit (base/human.c), a positive integer; empty: unset. */
+static int check_columns(const char *name, const char *value, char *err, size_t len) {
+    if (!*value)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(value, &end, 10);
+    if (*value >= '0' && *value <= '9' && !*end && !errno && v > 0 && v < 100000)
+        return 0;
+    snprintf(err, len, "%s='%s' is not a terminal width (a positive integer of columns)", name,
+             value);
+    return -1;
+}
+
+/* MEMLIFE_TERM: memlife's terminal as its launcher passes it to the ranks (base/human.c). */
+static int check_term(const char *name, const char *value, char *err, size_t len) {
+    unsigned out, errs;
+    size_t width;
+    char extra;
+    if (!*value)
+        return 0;
+    if (sscanf(value, "%1u%1u:%zu%c", &out, &errs, &width, &extra) == 3 && out <= 1 && errs <= 1)
+        return 0;
+    snprintf(err, len, "%s='%s' is not OE:WIDTH (memlife sets it for the ranks it starts)", name,
+             value);
+    return -1;
+}
+
+static int check_any(const char *name, const char *value, char *err, size_t len) { return 0; }
+
 /* Every variable memlife reads (grep getenv): the reader, then the check. PATH is read to find
  * mpirun and needs none. */
 static const struct {
@@ -148,6 +178,9 @@ static const struct {
     {"MEMLIFE_LAUNCHED", check_launched},            /* exec/launch.c, set by launch_self */
     {"MEMLIFE_PARENT_PID", check_pid},               /* exec/watch.c, set by launch_self */
     {"MEMLIFE_RESULT_TMP", check_path_value},        /* cli/args.c, set by launch_self */
+    {"MEMLIFE_TERM", check_term},                    /* base/human.c, set by launch_self */
+    {"COLUMNS", check_columns},                      /* base/human.c */
+    {"NO_COLOR", check_any},                         /* base/human.c: any value but "" */
     {"OMPI_COMM_WORLD_SIZE", check_size},            /* exec/launch.c: the launcher's */
     {"OMPI_COMM_WORLD_RANK", check_rank},
     {"OMPI_COMM_WORLD_LOCAL_SIZE", check_size},      /* backends/cuda/cuda_comm.c */

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* launch.c — self-exec under mpirun (launch.h). */
 #include "exec/launch.h"
-#include "base/util.h"
-
+#include "base/human.h"
 #include "base/util.h"
 
 #include <dirent.h>
@@ -86,6 +85,12 @@ static void forward(int sig, siginfo_t *info, void *ctx) {
 }
 
 static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+/* A rank about to call MPI_Abort sends LAUNCH_ABORT_SIGNAL to memlife (launch_notify_abort):
+ * mpirun is to end the job now. Issue 19: under load mpirun took unbounded time to, and memlife
+ * waited on it without a deadline; from the notice on it has LAUNCH_ABORT_GRACE_S. */
+static volatile sig_atomic_t abort_notified;
+static void on_abort_notice(int sig) { abort_notified = 1; }
 
 static void child_exec(const char *mpirun, char **args, int report_fd, pid_t parent) {
     setpgid(0, 0);
@@ -205,6 +210,7 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
         args[k++] = argv[i];
     args[k] = NULL;
     setenv("MEMLIFE_LAUNCHED", "1", 1);
+    ml_term_export();   /* the ranks' stdout is mpirun's pseudo-terminal, not this terminal */
     /* The ranks watch this process (exec/watch.h); orphans of a dead mpirun come to it. */
     pid_t parent = getpid();
     snprintf(me, sizeof me, "%d", (int)parent);
@@ -230,7 +236,14 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
         sigaddset(&block, forwarded_signals[s]);
         sigaction(forwarded_signals[s], &sa, NULL);
     }
+    struct sigaction notice;
+    memset(&notice, 0, sizeof notice);
+    notice.sa_handler = on_abort_notice;
+    notice.sa_flags = SA_RESTART;
+    sigaddset(&block, LAUNCH_ABORT_SIGNAL);
+    sigaction(LAUNCH_ABORT_SIGNAL, &notice, NULL);
     forwarded_signal = 0;
+    abort_notified = 0;
     sigprocmask(SIG_BLOCK, &block, &old);
     pid_t pid = fork();
     if (pid == 0) {
@@ -252,17 +265,26 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
             got = read(pipefd[0], &child_errno, sizeof child_errno);
         while (got < 0 && errno == EINTR);
         sigprocmask(SIG_SETMASK, &old, NULL);
-        /* mpirun ends its ranks on a forwarded signal; one that does not within
-         * LAUNCH_SIGNAL_GRACE_S after it is ended with its group. */
-        double signalled_at = 0;
+        /* mpirun ends its ranks on a forwarded signal, and the job after a rank's MPI_Abort; one
+         * that has not within LAUNCH_SIGNAL_GRACE_S / LAUNCH_ABORT_GRACE_S is ended with its
+         * group (end_job then ends and reaps the ranks outside it). */
+        double signalled_at = 0, aborted_at = 0;
+        bool abort_killed = false;
         for (;;) {
             pid_t w = waitpid(pid, wstatus, WNOHANG);
             if (w == pid || (w < 0 && errno != EINTR))
                 break;
+            double now = ml_now_seconds();
             if (forwarded_signal && signalled_at == 0)
-                signalled_at = ml_now_seconds();
-            if (signalled_at > 0 && ml_now_seconds() - signalled_at > LAUNCH_SIGNAL_GRACE_S)
+                signalled_at = now;
+            if (abort_notified && aborted_at == 0)
+                aborted_at = now;
+            if (signalled_at > 0 && now - signalled_at > LAUNCH_SIGNAL_GRACE_S)
                 kill(-pid, SIGKILL);
+            if (aborted_at > 0 && now - aborted_at > LAUNCH_ABORT_GRACE_S && !signalled_at) {
+                kill(-pid, SIGKILL);
+                abort_killed = true;
+            }
             sleep_ms(10);
         }
         launched = 0;
@@ -275,9 +297,16 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
             snprintf(err, len, "%d process%s of the job still running %d s after mpirun ended",
                      left, left == 1 ? "" : "es", LAUNCH_REAP_S);
             rc = -1;
+        } else if (abort_killed) {
+            snprintf(err, len, "mpirun had not ended the job %d s after a rank's MPI_Abort: "
+                     "memlife killed its process group and every rank left",
+                     LAUNCH_ABORT_GRACE_S);
+            rc = -1;
         }
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
+    /* a late notice must not end memlife (SIGUSR1's default action) */
+    signal(LAUNCH_ABORT_SIGNAL, SIG_IGN);
     close(pipefd[0]);
     if (pipefd[1] >= 0)
         close(pipefd[1]);
@@ -286,6 +315,16 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
 }
 
 int launch_forwarded_signal(void) { return forwarded_signal; }
+
+void launch_notify_abort(void) {
+    if (!launch_is_child())
+        return;
+    const char *v = getenv("MEMLIFE_PARENT_PID");
+    char *end;
+    long pid = v && *v ? strtol(v, &end, 10) : 0;
+    if (pid > 1 && !*end && pid <= INT_MAX)
+        kill((pid_t)pid, LAUNCH_ABORT_SIGNAL);
+}
 
 void launch_block_signals(bool block) {
     sigset_t s;

@@ -11,6 +11,7 @@
 #ifndef MEMLIFE_LAUNCH_H
 #define MEMLIFE_LAUNCH_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -33,7 +34,10 @@ int launch_find_mpirun(char *buf, size_t len);
  * - memlife killed outright: mpirun gets SIGTERM from the kernel (PR_SET_PDEATHSIG), and every
  *   rank, which watches memlife's pid (MEMLIFE_PARENT_PID, exec/watch.h), exits;
  * - mpirun killed outright: its ranks come to memlife (PR_SET_CHILD_SUBREAPER), which ends them
- *   (SIGTERM, SIGKILL after 2 s) and reaps each one before returning.
+ *   (SIGTERM, SIGKILL after 2 s) and reaps each one before returning;
+ * - a rank's MPI_Abort (launch_notify_abort): mpirun that has not ended the job
+ *   LAUNCH_ABORT_GRACE_S after it is SIGKILLed with its group, and the ranks as above; -1 with
+ *   err saying so (issue 19: under load mpirun took unbounded time after an abort).
  * Returns 0 with *wstatus (waitpid's) and *forwarded (the first signal passed on, 0 when none),
  * or -1 with err when mpirun could not start ("no mpirun on PATH: install openmpi-bin, or run
  * under your MPI launcher") or processes of the job could not be ended within 10 s. */
@@ -44,6 +48,13 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
  * off while memlife renames the result into place, so that a run never ends by a signal with a
  * complete result on disk. */
 int launch_forwarded_signal(void);
+
+/* In a rank of launch_self's job about to call MPI_Abort: tells the launching memlife (its pid
+ * is MEMLIFE_PARENT_PID) with LAUNCH_ABORT_SIGNAL, which starts its deadline on mpirun. A no-op
+ * in any other process. */
+#define LAUNCH_ABORT_SIGNAL SIGUSR1
+#define LAUNCH_ABORT_GRACE_S 10
+void launch_notify_abort(void);
 void launch_block_signals(bool block);
 
 /* memlife's exit code for a run whose mpirun ended with wstatus: mpirun's exit status when it is

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mpi_util.c — MPI start-up, deadline waits, blob exchanges and abort (mpi_util.h). */
 #include "exec/mpi_util.h"
+#include "exec/launch.h"
 #include "exec/watch.h"
 
 #include <inttypes.h>
@@ -55,8 +56,10 @@ bool rt_mpi_active(void) { return mpi_started && !mpi_ended; }
 void rt_mpi_abort(int code) {
     fflush(stdout);
     fflush(stderr);
-    if (rt_mpi_active())
+    if (rt_mpi_active()) {
+        launch_notify_abort();   /* memlife's deadline on mpirun starts now (launch.h) */
         MPI_Abort(MPI_COMM_WORLD, code);
+    }
     exit(code);
 }
 

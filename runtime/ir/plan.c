@@ -108,29 +108,50 @@ static plan_op *emit(expander *x, plan_op_kind kind, const sched_step *step) {
     return op;
 }
 
-/* Evaluates e (a NULL e is `dflt`). Errors name the expression: "division by zero in 'M/0'". */
-static int eval(expander *x, const expr *e, int64_t dflt, ml_mark mark, int64_t *out) {
+/* Where an evaluated expression is written: a step's part, whose tokens an error can point at
+ * (sched_part_offset_mark), or just a mark. The part's mark is looked up (a search in the side
+ * table) only when an error needs it: every alloc, `when:` and repeat is evaluated here. */
+typedef struct {
+    ml_mark mark;             /* st NULL */
+    const sched_step *st;     /* NULL: mark */
+    sched_at_part part;
+} src_at;
+
+static src_at at_mark(ml_mark m) { return (src_at){m, NULL, SCHED_AT_BUF}; }
+
+/* Part `part` of st: errors of its value point there (sched_part_mark). */
+static src_at at(const sched_step *st, sched_at_part part) { return (src_at){{0, 0}, st, part}; }
+
+static ml_mark src_mark(const expander *x, src_at w) {
+    return w.st ? sched_part_mark(x->s, w.st, w.part) : w.mark;
+}
+
+/* Evaluates e (a NULL e is `dflt`). Errors name the expression: "division by zero in 'M/0'", at
+ * the token that failed where the text maps to the source one to one. */
+static int eval(expander *x, const expr *e, int64_t dflt, src_at w, int64_t *out) {
     if (!e) {
         *out = dflt;
         return 0;
     }
     expr_error err;
     if (expr_eval(e, x->slots, out, &err) < 0) {
-        ml_error(x->d, x->s->file, mark, "%s in '%s'", err.msg, expr_text(e));
+        ml_mark m = w.st ? sched_part_offset_mark(x->s, w.st, w.part, expr_text(e), err.offset)
+                         : w.mark;
+        ml_error(x->d, x->s->file, m, "%s in '%s'", err.msg, expr_text(e));
         return -1;
     }
     return 0;
 }
 
 /* As eval, for a value that may not be negative (sizes, counts, offsets). */
-static int eval_size(expander *x, const expr *e, int64_t dflt, ml_mark mark, const char *what,
+static int eval_size(expander *x, const expr *e, int64_t dflt, src_at w, const char *what,
                      uint64_t *out) {
     int64_t v;
-    if (eval(x, e, dflt, mark, &v) < 0)
+    if (eval(x, e, dflt, w, &v) < 0)
         return -1;
     if (v < 0) {
-        ml_error(x->d, x->s->file, mark, "%s is negative (%lld): '%s'", what, (long long)v,
-                 expr_text(e));
+        ml_error(x->d, x->s->file, src_mark(x, w), "%s is negative (%lld): '%s'", what,
+                 (long long)v, expr_text(e));
         return -1;
     }
     *out = (uint64_t)v;
@@ -142,7 +163,7 @@ static int eval_size(expander *x, const expr *e, int64_t dflt, ml_mark mark, con
 static int eval_factor(expander *x, const sched_step *st, int64_t *num, int64_t *den) {
     const expr *e = st->u.scale.factor;
     ml_mark at = st->u.scale.by_mark.line ? st->u.scale.by_mark : st->mark;
-    if (eval(x, e, 1, at, num) < 0 || eval(x, st->u.scale.den, 1, at, den) < 0)
+    if (eval(x, e, 1, at_mark(at), num) < 0 || eval(x, st->u.scale.den, 1, at_mark(at), den) < 0)
         return -1;
     if (*den == 0 || *den == INT64_MIN || *num == INT64_MIN) {
         ml_error(x->d, x->s->file, at, "%s in the scale factor '%s'",
@@ -176,10 +197,10 @@ static int resolve_view(expander *x, const sched_view *v, plan_view *out) {
     out->buf = v->buf;
     out->dtype = b->allocated ? b->dtype : x->s->dtype;
     out->whole = !v->offset && !v->count;
-    if (eval_size(x, v->offset, 0, v->mark, "view offset", &out->offset) < 0)
+    if (eval_size(x, v->offset, 0, at_mark(v->mark), "view offset", &out->offset) < 0)
         return -1;
     uint64_t rest = b->count > out->offset ? b->count - out->offset : 0;
-    return eval_size(x, v->count, (int64_t)rest, v->mark, "view count", &out->count);
+    return eval_size(x, v->count, (int64_t)rest, at_mark(v->mark), "view count", &out->count);
 }
 
 static int expand_steps(expander *x, const sched_step *steps, uint32_t n);
@@ -187,25 +208,29 @@ static int expand_steps(expander *x, const sched_step *steps, uint32_t n);
 static int expand_alloc(expander *x, const sched_step *st) {
     uint32_t esize = ml_dtypes[st->u.alloc.dtype].size;
     uint64_t bytes, count, chunks = 0;
+    src_at size_at = at(st, SCHED_AT_SIZE);
     if (st->u.alloc.count) {
-        if (eval_size(x, st->u.alloc.count, 0, st->mark, "alloc count", &count) < 0)
+        if (eval_size(x, st->u.alloc.count, 0, size_at, "alloc count", &count) < 0)
             return -1;
         if (count > UINT64_MAX / esize) {
-            ml_error(x->d, x->s->file, st->mark, "alloc of '%s': %llu elements overflow 64-bit bytes",
+            ml_error(x->d, x->s->file, src_mark(x, size_at),
+                     "alloc of '%s': %llu elements overflow 64-bit bytes",
                      sched_sym_name(x->s, SYM_BUFFER, st->u.alloc.buf), (unsigned long long)count);
             return -1;
         }
         bytes = count * esize;
     } else {
-        if (eval_size(x, st->u.alloc.bytes, 0, st->mark, "alloc bytes", &bytes) < 0)
+        if (eval_size(x, st->u.alloc.bytes, 0, size_at, "alloc bytes", &bytes) < 0)
             return -1;
         count = bytes / esize;   /* a tail that is not a whole element is allocated but not viewed */
     }
     if (st->u.alloc.chunks) {
-        if (eval_size(x, st->u.alloc.chunks, 0, st->mark, "alloc chunks", &chunks) < 0)
+        src_at chunks_at = at(st, SCHED_AT_CHUNKS);
+        if (eval_size(x, st->u.alloc.chunks, 0, chunks_at, "alloc chunks", &chunks) < 0)
             return -1;
         if (chunks < 1 || chunks > UINT32_MAX) {
-            ml_error(x->d, x->s->file, st->mark, "alloc of '%s' asks for %llu chunks (1 to %u)",
+            ml_error(x->d, x->s->file, src_mark(x, chunks_at),
+                     "alloc of '%s' asks for %llu chunks (1 to %u)",
                      sched_sym_name(x->s, SYM_BUFFER, st->u.alloc.buf), (unsigned long long)chunks,
                      UINT32_MAX);
             return -1;
@@ -247,7 +272,7 @@ static int expand_coll(expander *x, const sched_step *st) {
     op->u.coll.count = ml_colls[c].send_mult_world ? op->u.coll.recv.count : op->u.coll.send.count;
     if (ml_colls[c].has_root || ml_colls[c].p2p) {   /* the root, or a send/recv's peer */
         int64_t root;
-        if (eval(x, st->u.coll.root, 0, st->mark, &root) < 0)
+        if (eval(x, st->u.coll.root, 0, at(st, SCHED_AT_ROOT), &root) < 0)
             return -1;
         if (root < -1 || root > INT32_MAX)
             root = -1;   /* outside any world: lint reports it with the collective's contract */
@@ -297,7 +322,7 @@ static int resolve_operand(expander *x, const sched_operand *o, plan_view *v, in
     }
     if (resolve_view(x, &o->view, v) < 0)
         return -1;
-    return eval(x, o->roll_shards, 0, o->mark, roll);
+    return eval(x, o->roll_shards, 0, at_mark(o->mark), roll);
 }
 
 /* A repeat with an index: every iteration walked, with the index's slot set. */
@@ -307,7 +332,8 @@ static int expand_indexed(expander *x, const sched_step *st, uint64_t count) {
     int rc = 0;
     for (uint64_t k = 0; k < count && rc == 0; k++) {
         if (k > UINT32_MAX) {   /* iter is 32 bits; max_ops refuses long before */
-            ml_error(x->d, x->s->file, st->mark, "repeat of more than 2^32 iterations");
+            ml_error(x->d, x->s->file, sched_part_mark(x->s, st, SCHED_AT_COUNT),
+                     "repeat of more than 2^32 iterations");
             rc = -1;
             break;
         }
@@ -322,7 +348,7 @@ static int expand_indexed(expander *x, const sched_step *st, uint64_t count) {
 /* Unrolls a repeat: iterations 0 and 1 by walking, the rest by copying iteration 1. */
 static int expand_repeat(expander *x, const sched_step *st) {
     uint64_t count;
-    if (eval_size(x, st->u.repeat.count, 0, st->mark, "repeat count", &count) < 0)
+    if (eval_size(x, st->u.repeat.count, 0, at(st, SCHED_AT_COUNT), "repeat count", &count) < 0)
         return -1;
     if (count == 0)
         return 0;
@@ -346,7 +372,7 @@ static int expand_repeat(expander *x, const sched_step *st) {
         goto out_err;
     size_t len = x->n_ops - start;
     if (len && (count - 2 > (x->max_ops - x->n_ops) / len)) {
-        ml_error(x->d, x->s->file, st->mark,
+        ml_error(x->d, x->s->file, sched_part_mark(x->s, st, SCHED_AT_COUNT),   /* the count */
                  "repeat of %llu iterations expands to more than %zu ops",
                  (unsigned long long)count, x->max_ops);
         goto out_err;
@@ -396,7 +422,7 @@ static int expand_region(expander *x, const sched_step *st) {
 static int expand_step(expander *x, const sched_step *st) {
     if (st->when) {
         int64_t on;
-        if (eval(x, st->when, 1, st->mark, &on) < 0)
+        if (eval(x, st->when, 1, at(st, SCHED_AT_WHEN), &on) < 0)
             return -1;
         if (!on)
             return 0;
@@ -415,7 +441,8 @@ static int expand_step(expander *x, const sched_step *st) {
         return 0;
     case ST_RELEASE: {
         uint64_t keep;
-        if (eval_size(x, st->u.release.keep, 0, st->mark, "release keep", &keep) < 0)
+        if (eval_size(x, st->u.release.keep, 0, at(st, SCHED_AT_KEEP), "release keep",
+                      &keep) < 0)
             return -1;
         if (!(op = emit(x, OP_RELEASE, st)))
             return -1;
@@ -539,7 +566,8 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
                               .conf_mark = s->torch.conf_mark,
                               .limit = tp->has_torch_limit ? tp->torch_limit : 0};
     if (!tp->has_torch_limit && s->torch.limit &&
-        eval_size(&x, s->torch.limit, 0, s->torch.mark, "torch limit", &out->torch.limit) < 0) {
+        eval_size(&x, s->torch.limit, 0, at_mark(s->torch.mark), "torch limit",
+                  &out->torch.limit) < 0) {
         free(slots);
         free(bufs);
         return -1;
@@ -590,6 +618,42 @@ const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint3
     if (!p->extra_views)   /* compute steps with no views: NULL + 0 is undefined in C */
         return NULL;
     return p->extra_views + op->u.compute.first_view;
+}
+
+static ml_mark operand_mark(const sched_operand *o) {
+    return o->kind == OPD_VIEW ? o->view.mark : o->mark;
+}
+
+ml_mark plan_view_mark(const sched *s, const plan_op *op, uint32_t k) {
+    const sched_step *st = op->step;
+    switch (op->kind) {
+    case OP_COLL:   /* a send or recv names one view, in both */
+        return k ? st->u.coll.recv.mark : st->u.coll.send.mark;
+    case OP_COPY:
+        return k ? st->u.copy.dst.mark : st->u.copy.src.mark;
+    case OP_SCALE:
+        return st->u.scale.buf.mark;
+    case OP_INIT:
+        if (st->kind == ST_INIT)
+            return k ? st->u.init.init.src.mark : st->u.init.dst.mark;
+        return k ? st->u.alloc.init.src.mark : sched_part_mark(s, st, SCHED_AT_BUF);
+    case OP_CHECK:
+        return operand_mark(k ? &st->u.check->b : &st->u.check->a);
+    case OP_COMPUTE:
+        if (k < st->u.compute.n_reads)
+            return st->u.compute.reads[k].mark;
+        if (k - st->u.compute.n_reads < st->u.compute.n_writes)
+            return st->u.compute.writes[k - st->u.compute.n_reads].mark;
+        return st->mark;
+    case OP_FREE:
+        return op->u.free.mark;
+    case OP_ALLOC:
+    case OP_RELEASE:
+    case OP_RECORD_STREAM:
+        return sched_part_mark(s, st, SCHED_AT_BUF);
+    default:
+        return st->mark;
+    }
 }
 
 size_t plan_op_accesses(const rank_plan *p, const plan_op *op,

@@ -153,4 +153,8 @@ static inline uint64_t plan_view_bytes(const plan_view *v) {
 /* Where an op came from, for messages: the step's mark. */
 static inline ml_mark plan_op_mark(const plan_op *op) { return op->step->mark; }
 
+/* Where the k-th view of op (plan_op_accesses' order) is written: the view's own mark, for a
+ * diagnostic at the offending character; for the init of an alloc, the alloc's buffer name. */
+ml_mark plan_view_mark(const sched *s, const plan_op *op, uint32_t k);
+
 #endif

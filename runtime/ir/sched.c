@@ -6,6 +6,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+static bool mark_before(ml_mark a, ml_mark b) {
+    return a.line < b.line || (a.line == b.line && a.col < b.col);
+}
+
+static const sched_at *part_of(const sched *s, const sched_step *st, sched_at_part part) {
+    size_t lo = 0, hi = s->n_ats;
+    while (lo < hi) {   /* the first part not before the step's key */
+        size_t mid = lo + (hi - lo) / 2;
+        if (mark_before(s->ats[mid].at, st->mark))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* `when:` may come before the step key: its part is the one just before */
+    if (part == SCHED_AT_WHEN && lo > 0 && s->ats[lo - 1].part == SCHED_AT_WHEN &&
+        s->ats[lo - 1].step.line == st->mark.line && s->ats[lo - 1].step.col == st->mark.col)
+        return &s->ats[lo - 1];
+    for (size_t k = lo; k < s->n_ats; k++)
+        if (s->ats[k].part == (uint32_t)part && s->ats[k].step.line == st->mark.line &&
+            s->ats[k].step.col == st->mark.col)
+            return &s->ats[k];
+    return NULL;
+}
+
+ml_mark sched_part_mark(const sched *s, const sched_step *st, sched_at_part part) {
+    const sched_at *a = part_of(s, st, part);
+    return a ? a->at : st->mark;
+}
+
+ml_mark sched_part_offset_mark(const sched *s, const sched_step *st, sched_at_part part,
+                               const char *text, size_t offset) {
+    const sched_at *a = part_of(s, st, part);
+    if (!a)
+        return st->mark;
+    ml_mark m = a->at;
+    if (!a->linear)
+        return m;
+    for (size_t k = 0; k < offset && text[k]; k++)   /* columns count characters */
+        m.col += ((unsigned char)text[k] & 0xC0) != 0x80;
+    return m;
+}
+
 const char *sched_sym_name(const sched *s, sched_sym_kind kind, uint32_t sym) {
     if ((unsigned)kind >= SYM_KIND_COUNT || sym >= s->syms[kind].n)
         return "?";

@@ -196,6 +196,32 @@ struct sched_step {
 };
 
 
+/* Where the parts of a step are written, for diagnostics at the offending character: the buffer
+ * name of an alloc, release or record_stream, and the text of its expressions. Views and free
+ * names keep their own marks (sched_view.mark, free.marks). A side table in source order, not a
+ * field of every step: steps stay 136 bytes and the table, 20 bytes a part, is read only when a
+ * diagnostic is made (sched_part_mark). */
+typedef enum {
+    SCHED_AT_BUF,         /* alloc / release / record_stream: the buffer's name */
+    SCHED_AT_SIZE,        /* alloc: the bytes or count expression */
+    SCHED_AT_CHUNKS,      /* alloc: chunks */
+    SCHED_AT_KEEP,        /* release: keep */
+    SCHED_AT_ROOT,        /* collectives: root; send, recv: peer */
+    SCHED_AT_WHEN,        /* any step: when */
+    SCHED_AT_COUNT,       /* repeat: count */
+    SCHED_AT_EVENT,       /* record, wait, sync: the event's name */
+    SCHED_AT_OP,          /* collectives: the reduction op */
+    SCHED_AT_PART_COUNT_
+} sched_at_part;
+
+typedef struct {
+    ml_mark step;         /* the step's mark (its key): steps move while the loader grows them */
+    ml_mark at;           /* where the part's text starts */
+    uint16_t part;        /* sched_at_part */
+    bool linear;          /* the text is the source, character for character, on one line (no
+                             fold, escape or ''): byte k of it is k characters after `at` */
+} sched_at;
+
 typedef struct {
     ml_mem_view view;
     expr *rank;           /* NULL: every rank */
@@ -252,6 +278,8 @@ typedef struct {
     expr *link_alpha_us, *link_busbw_gbps;
     ml_mark link_mark;
     sched_symtab syms[SYM_KIND_COUNT];
+    sched_at *ats;        /* the parts' marks (sched_at_part), in source order */
+    size_t n_ats;
     uint64_t n_steps_total;   /* steps as written (repeat bodies counted once) */
     uint32_t n_index;     /* deepest nesting of repeats with `index:`: slots after the lets */
     ml_arena *arena;
@@ -280,6 +308,15 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
 void sched_free(sched *s);
 
 const char *sched_sym_name(const sched *s, sched_sym_kind kind, uint32_t sym);
+
+/* Where part `part` of step st is written; st->mark when the step has no such part. A binary
+ * search for the first part after the step's key, then a forward scan: a step's own parts come
+ * after its key, those of a repeat's body in between. */
+ml_mark sched_part_mark(const sched *s, const sched_step *st, sched_at_part part);
+/* Where byte `offset` of the part's text (text: the part as parsed, expr_text) is: exact for a
+ * linear part (sched_at), else the part's start. For an evaluation error at its token. */
+ml_mark sched_part_offset_mark(const sched *s, const sched_step *st, sched_at_part part,
+                               const char *text, size_t offset);
 
 /* Let-values for one (world, rank): evaluates lets in order into slots[EXPR_SLOT_FIRST_LET + k].
  * overrides: `--set NAME=VALUE` strings, parsed as expressions over world, rank and earlier lets.

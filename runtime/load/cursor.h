@@ -56,6 +56,7 @@ typedef struct {
     ml_mark end;                      /* where the input ends: marks past it are clamped to it */
     size_t cursor_index, cursor_byte; /* ld_index_byte's place: a yaml index and its byte */
     ml_vec indices;                   /* of ld_index: the repeat indices in scope, outermost first */
+    ml_vec ats;                       /* of sched_at: the steps' parts, in source order */
 } loader;
 
 typedef struct {

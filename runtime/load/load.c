@@ -405,6 +405,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     ml_vec_init(&l.buf_allocated, 1);
     ml_vec_init(&l.scratch, sizeof(ld_named));
     ml_vec_init(&l.indices, sizeof(ld_index));
+    ml_vec_init(&l.ats, sizeof(sched_at));
     uint32_t dflt;
     ld_intern(&l, SYM_STREAM, "default", 7, (ml_mark){0, 0}, &dflt);
 
@@ -420,6 +421,14 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
         s->lets = ml_arena_alloc(s->arena, l.let_v.n * sizeof(sched_let));
         if (l.let_v.n)   /* no lets: items is NULL, and memcpy from NULL is undefined */
             memcpy(s->lets, l.let_v.items, l.let_v.n * sizeof(sched_let));
+        s->ats = l.ats.items;   /* the schedule owns the array as it is: no copy */
+        s->n_ats = l.ats.n;
+        if (l.ats.items)
+            ld_own(&l, l.ats.items);
+        else
+            ml_vec_free(&l.ats);
+    } else {
+        ml_vec_free(&l.ats);
     }
 
     if (l.have_ev)

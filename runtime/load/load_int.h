@@ -11,6 +11,8 @@
 /* load_names.c */
 extern const char *const ld_sym_kind_names[SYM_KIND_COUNT];   /* "buffer", "stream", ... */
 ml_mark ld_text_mark(loader *l);         /* where the current scalar's text starts */
+/* Records that part `part` of st is the current scalar (sched_part_mark), at its text. */
+void ld_at(loader *l, const sched_step *st, sched_at_part part);
 /* Where byte `offset` of the current scalar's value is in the source (line breaks, folds, quotes
  * and escapes taken into account). */
 ml_mark ld_scalar_mark(loader *l, size_t offset);

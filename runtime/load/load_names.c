@@ -194,6 +194,26 @@ static size_t escape_bytes(const uint8_t *p, size_t n, size_t *src) {
     return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
 }
 
+/* Most scalars sit on one line without an escape or '': the value is then the source text
+ * after the opening quote, character for character. libyaml's indexes count characters: a
+ * one-line quoted scalar whose source is exactly two characters (its quotes) longer than its
+ * value has no escape and no '' (each shortens). *at: the characters before byte offset. */
+static bool value_is_source(const loader *l, size_t offset, size_t *at) {
+    const yaml_event_t *ev = &l->ev;
+    yaml_scalar_style_t st = ev->data.scalar.style;
+    bool quoted = st == YAML_DOUBLE_QUOTED_SCALAR_STYLE || st == YAML_SINGLE_QUOTED_SCALAR_STYLE;
+    if (ev->start_mark.line != ev->end_mark.line || !(st == YAML_PLAIN_SCALAR_STYLE || quoted))
+        return false;
+    const uint8_t *v = ev->data.scalar.value;
+    size_t chars = 0;
+    *at = 0;
+    for (size_t j = 0; j < ev->data.scalar.length; j++) {
+        *at += j < offset && (v[j] & 0xC0) != 0x80;
+        chars += (v[j] & 0xC0) != 0x80;
+    }
+    return !quoted || ev->end_mark.index - ev->start_mark.index == chars + 2;
+}
+
 /* Where byte `offset` of the current scalar's value is in the source. The value is not the source
  * text: quotes, escapes and '' stand for fewer bytes, and a scalar over several lines folds each
  * run of blanks and line breaks (a block scalar's indentation too) into a space or newlines. So
@@ -209,22 +229,12 @@ ml_mark ld_scalar_mark(loader *l, size_t offset) {
     ml_mark m = ld_mark(l);
     if (offset > vlen)
         offset = vlen;
-    /* Most scalars sit on one line without an escape or '': the value is then the source text
-     * after the opening quote, character for character, and no walk is needed. Every view takes
-     * its mark here, and the walk's cursor over the input cost 8% of a million-step load.
-     * libyaml's indexes count characters: a one-line quoted scalar whose source is exactly two
-     * characters (its quotes) longer than its value has no escape and no '' (each shortens). */
-    bool one_line = ev->start_mark.line == ev->end_mark.line;
-    if (one_line && (st == YAML_PLAIN_SCALAR_STYLE || dq || sq)) {
-        size_t chars = 0, at = 0;
-        for (size_t j = 0; j < vlen; j++) {
-            at += j < offset && (v[j] & 0xC0) != 0x80;
-            chars += (v[j] & 0xC0) != 0x80;
-        }
-        if (st == YAML_PLAIN_SCALAR_STYLE || ev->end_mark.index - ev->start_mark.index == chars + 2) {
-            m.col += (uint32_t)(at + (dq || sq));
-            return m;
-        }
+    /* Most scalars need no walk (value_is_source): every view takes its mark here, and the
+     * walk's cursor over the input cost 8% of a million-step load. */
+    size_t before;
+    if (value_is_source(l, offset, &before)) {
+        m.col += (uint32_t)(before + (dq || sq));
+        return m;
     }
     size_t k = ld_index_byte(l, ev->start_mark.index);
     if (dq || sq) {
@@ -281,6 +291,14 @@ ml_mark ld_scalar_mark(loader *l, size_t offset) {
 /* Where the text of the current scalar starts: after a quoted scalar's opening quote (its mark),
  * on a block scalar's first content line (not at its indicator, the mark). */
 ml_mark ld_text_mark(loader *l) { return ld_scalar_mark(l, 0); }
+
+void ld_at(loader *l, const sched_step *st, sched_at_part part) {
+    if (!ld_is(l, YAML_SCALAR_EVENT))
+        return;   /* not a scalar: its reader reports that, at its own mark */
+    size_t at;
+    sched_at *a = ml_vec_push(&l->ats);
+    *a = (sched_at){st->mark, ld_text_mark(l), (uint16_t)part, value_is_source(l, 0, &at)};
+}
 
 int ld_expr(loader *l, ld_ctx ctx, const char *what, expr **out) {
     if (ld_want_scalar(l, what))

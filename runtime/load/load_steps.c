@@ -63,14 +63,21 @@ static int alloc_value(loader *l, int key, void *obj) {
     __typeof__(c->st->u.alloc) *a = &c->st->u.alloc;
     switch (key) {
     case ALLOC_BUF:
+        ld_at(l, c->st, SCHED_AT_BUF);
         if (ld_sym(l, SYM_BUFFER, "buf", &a->buf))
             return -1;
         ML_VEC_AT(&l->buf_allocated, uint8_t, a->buf) = 1;
         return 0;
-    case ALLOC_BYTES: return ld_expr(l, CTX_PLAIN, "bytes", &a->bytes);
-    case ALLOC_COUNT: return ld_expr(l, CTX_PLAIN, "count", &a->count);
+    case ALLOC_BYTES:
+        ld_at(l, c->st, SCHED_AT_SIZE);
+        return ld_expr(l, CTX_PLAIN, "bytes", &a->bytes);
+    case ALLOC_COUNT:
+        ld_at(l, c->st, SCHED_AT_SIZE);
+        return ld_expr(l, CTX_PLAIN, "count", &a->count);
     case ALLOC_DTYPE: return ld_dtype(l, &a->dtype);
-    case ALLOC_CHUNKS: return ld_expr(l, CTX_PLAIN, "chunks", &a->chunks);
+    case ALLOC_CHUNKS:
+        ld_at(l, c->st, SCHED_AT_CHUNKS);
+        return ld_expr(l, CTX_PLAIN, "chunks", &a->chunks);
     case ALLOC_STREAM: return stream_of(l, &a->stream);   /* the torch view's pool */
     default: return ld_init_value(l, &a->init);
     }
@@ -132,6 +139,7 @@ static const char *const release_keys[] = {"buf", "keep"};
 
 static int release_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
+    ld_at(l, c->st, key == RELEASE_BUF ? SCHED_AT_BUF : SCHED_AT_KEEP);
     if (key == RELEASE_BUF)
         return ld_sym(l, SYM_BUFFER, "buf", &c->st->u.release.buf);
     return ld_expr(l, CTX_PLAIN, "keep", &c->st->u.release.keep);
@@ -153,8 +161,8 @@ static int coll_value(loader *l, int key, void *obj) {
     case CKEY_BUF: return ld_view(l, "buf", &co->send);
     case CKEY_SEND: return ld_view(l, "send", &co->send);
     case CKEY_RECV: return ld_view(l, "recv", &co->recv);
-    case CKEY_OP: return ld_redop(l, &co->op);
-    case CKEY_ROOT: return ld_expr(l, CTX_PLAIN, "root", &co->root);
+    case CKEY_OP: ld_at(l, c->st, SCHED_AT_OP); return ld_redop(l, &co->op);
+    case CKEY_ROOT: ld_at(l, c->st, SCHED_AT_ROOT); return ld_expr(l, CTX_PLAIN, "root", &co->root);
     default: return stream_of(l, &co->stream);
     }
 }
@@ -190,8 +198,10 @@ static int p2p_value(loader *l, int key, void *obj) {
     __typeof__(c->st->u.coll) *co = &c->st->u.coll;
     if (key == P2P_BUF)
         return ld_view(l, "buf", &co->send);
-    if (key == P2P_PEER)
+    if (key == P2P_PEER) {
+        ld_at(l, c->st, SCHED_AT_ROOT);
         return ld_expr(l, CTX_PLAIN, "peer", &co->root);
+    }
     return stream_of(l, &co->stream);
 }
 
@@ -229,6 +239,7 @@ static int sync_value(loader *l, int key, void *obj) {
         return stream_of(l, &st->u.sync.stream);
     }
     st->u.sync.kind = SYNC_EVENT;
+    ld_at(l, st, SCHED_AT_EVENT);
     return ld_sym_declared(l, SYM_EVENT, "event", &st->u.sync.event);
 }
 
@@ -263,8 +274,10 @@ static const char *const event_keys[] = {"event", "stream"};
 
 static int event_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
-    if (key == EVENT_EVENT)
+    if (key == EVENT_EVENT) {
+        ld_at(l, c->st, SCHED_AT_EVENT);
         return ld_sym_declared(l, SYM_EVENT, "event", &c->st->u.event.event);
+    }
     return stream_of(l, &c->st->u.event.stream);
 }
 
@@ -317,8 +330,10 @@ static int repeat_index(loader *l, step_ctx *c) {
 static int repeat_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
     __typeof__(c->st->u.repeat) *r = &c->st->u.repeat;
-    if (key == REPEAT_COUNT)
+    if (key == REPEAT_COUNT) {
+        ld_at(l, c->st, SCHED_AT_COUNT);
         return ld_expr(l, CTX_PLAIN, "count", &r->count);
+    }
     if (key == REPEAT_INDEX)
         return repeat_index(l, c);
     if (!r->index)
@@ -648,6 +663,7 @@ int ld_step(loader *l, sched_step *st) {
         return ld_fail(l, start, "more than %zu steps", l->lim.max_steps);
     const char *step_key = NULL;
     bool have_when = false;
+    size_t when_at = SIZE_MAX;   /* its part, when it comes before the step key (no mark yet) */
     for (;;) {
         if (ld_next(l))
             return -1;
@@ -662,7 +678,12 @@ int ld_step(loader *l, sched_step *st) {
             if (have_when)
                 return ld_fail(l, m, "duplicate key 'when' in step");
             have_when = true;
-            if (ld_next(l) || ld_expr(l, CTX_PLAIN, "when", &st->when))
+            if (ld_next(l))
+                return -1;
+            if (!step_key)
+                when_at = l->ats.n;
+            ld_at(l, st, SCHED_AT_WHEN);
+            if (ld_expr(l, CTX_PLAIN, "when", &st->when))
                 return -1;
             continue;
         }
@@ -680,6 +701,8 @@ int ld_step(loader *l, sched_step *st) {
     }
     if (!step_key)
         return ld_fail(l, start, "a step needs a step key such as 'alloc' or 'all_reduce'");
+    if (when_at < l->ats.n)
+        ML_VEC_AT(&l->ats, sched_at, when_at).step = st->mark;
     return 0;
 }
 

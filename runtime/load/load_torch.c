@@ -56,8 +56,10 @@ static const ld_schema rs_schema = LD_SCHEMA("record_stream", rs_keys);
 
 static int rs_value(loader *l, int key, void *obj) {
     sched_step *st = obj;
-    if (key == RS_BUF)
+    if (key == RS_BUF) {
+        ld_at(l, st, SCHED_AT_BUF);
         return ld_sym(l, SYM_BUFFER, "buf", &st->u.record_stream.buf);
+    }
     return ld_sym_declared(l, SYM_STREAM, "stream", &st->u.record_stream.stream);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* phases.c — where the time of `memlife predict` goes: the same pipeline as analyzer/pipeline/pipeline.c for
- * one file (load, expand every rank, lint, predict every rank, JSON report to memory, free),
+ * one file (load, expand every rank, lint, predict every rank with the time model and the
+ * expectations, JSON report to memory, free),
  * with the CPU time (user + sys, getrusage) of each phase and the peak RSS. For profiling the
  * benchmark's schedules; tests/bench.sh times the real command and prints this line for the
  * largest size. Usage: phases FILE */
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
+#include "pipeline/pipeline.h"
 #include "predict/analyzer.h"
 #include "report/report.h"
 
@@ -46,7 +48,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     rank_plan *plans = calloc((size_t)world, sizeof *plans);
-    pred_rank *pred = calloc((size_t)world, sizeof *pred);
+    pred_rank *pred = calloc((size_t)world, sizeof *pred);   /* replaced by the item's */
     if (!plans || !pred)
         return 3;
     for (int r = 0; r < world; r++)
@@ -58,8 +60,19 @@ int main(int argc, char **argv) {
     lint_result lr;
     size_t errors = lint_plans(plans, world, NULL, &lr, &d);
     phase("lint");
-    for (int r = 0; r < world; r++)
-        predict_rank(&plans[r], &pred[r], &d);
+    /* as `memlife predict` does it: no timeline, the time model, expectations */
+    pipeline_opts o;
+    pipeline_opts_default(&o);
+    o.timeline = false;
+    pipeline_item it = {.s = s, .world = world, .plans = plans, .expect_failures = -1};
+    sched_params pw = p;
+    pw.world = world;
+    if (pipeline_predict(&it, &pw, &o, &d) != 0) {
+        ml_diags_print(&d, stderr);
+        return 2;
+    }
+    free(pred);
+    pred = it.pred;
     phase("predict");
     report_schedule rs = {.s = s, .world = world, .plans = plans, .pred = pred,
                           .expect_failures = -1};
@@ -74,6 +87,7 @@ int main(int argc, char **argv) {
         plan_free(&plans[r]);
     }
     lint_result_free(&lr);
+    free(it.expects);
     sched_free(s);
     free(plans);
     free(pred);

@@ -33,10 +33,11 @@ case_is "commands starting with p" "plot predict" p
 # completion offers exactly those names, plus memlife's two global options.
 commands=$(sed -n 's/^ML_COMMAND(\([a-z_]*\),.*/\1/p' cli/commands.def | sort | tr '\n' ' ')
 case_is "every command of cli/commands.def" "--help --version ${commands% }" ""
-case_is "check's --w options" "--world" check --w
+case_is "check's --w options" "--wide --world" check --w
 case_is "run has the backend options" "--backend" run --back
 case_is "predict has no backend options" "" predict --back
 case_is "--format values" "csv json md table" predict --format ""
+case_is "--color values" "always auto never" predict --color ""
 case_is "-f values" "json" check -f j
 case_is "--backend values" "cuda host torch" run --backend ""
 case_is "--allocator values (run only)" "async chunked cuda" run --allocator ""

@@ -107,8 +107,9 @@ steps:
   - alloc: {buf: a, bytes: 4 * 1024 TiB * 1024}
   - alloc: {buf: b, bytes: 4 * 1024 TiB * 1024}
 EOF
+# at the second alloc's bytes (column 28), whose size crossed the bound
 case_line "two allocations of 4 EiB: an error at the second, not a negative peak" 2 \
-    "$TMP/two.yaml:4:5: error: live requested bytes on rank 0 exceed 2^63-1 at alloc 'b'" \
+    "$TMP/two.yaml:4:28: error: live requested bytes on rank 0 exceed 2^63-1 at alloc 'b'" \
     -- predict "$TMP/two.yaml"
 # One at a time they fit: peak 2^62 = 4611686018427387904 on both views (whole 2 MiB pages).
 cat >"$TMP/seq.yaml" <<'EOF'

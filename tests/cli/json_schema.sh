@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Every kind of JSON memlife writes validates against its schema in schemas/ (JSON Schema
 # 2020-12), with python3-jsonschema: predict, check (and run on the host backend where Open MPI
-# is there), diff, equiv, optimize, bench, trace. Each starts with the integer schema_version 1.
+# is there), diff, equiv, optimize, bench, trace, fit. Each starts with the integer schema_version 1.
+# Beyond this one of each kind, every test script validates the JSON it leaves in its temporary
+# folder (tests/json.bash, tests/json_collect.py).
 # The python3 used is the system one (/usr/bin/python3), which the Debian package installs into.
 . "$(dirname "$0")/lib.bash"
 
@@ -39,6 +41,7 @@ S=schedules/seed
 "$MEMLIFE" equiv --no-data -fjson schedules/equiv/direct_vs_naive.yaml:direct schedules/equiv/direct_vs_naive.yaml:naive >"$TMP/equiv.json"
 validate "equiv --no-data" equiv "$TMP/equiv.json"
 "$MEMLIFE" trace -o "$TMP/trace.json" $S/03_rs_ag_naive.yaml && validate "trace" trace "$TMP/trace.json"
+"$MEMLIFE" fit -fjson --vary L --budget 80GiB schedules/fsdp_layers.yaml >"$TMP/fit.json" && validate "fit" fit "$TMP/fit.json"
 if "$MEMLIFE" --version | grep -q 'host (not built)' || ! command -v mpirun >/dev/null; then
     echo "skip - json schema: run and bench: the host backend is not built (Open MPI)"
 else

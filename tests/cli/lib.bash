@@ -13,7 +13,13 @@ BUILD=${BUILD:-build}
 MEMLIFE=${MEMLIFE:-$ROOT/$BUILD/memlife}
 GOLDEN=$ROOT/tests/cli/golden
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/memlife-cli.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+# At the end every memlife JSON left in $TMP validates against schemas/ (tests/json.bash).
+. "$ROOT/tests/json.bash"
+trap 'json_collect "$TMP"; rm -rf "$TMP"' EXIT
+
+# Goldens are the full-width, colourless text a pipe gets (base/human.h): a terminal's COLUMNS
+# must not narrow them. The width and colour cases set them on purpose (tests/cli/people.sh).
+unset COLUMNS NO_COLOR
 
 # predict's communicator view reads NCCL's variables, as NCCL would: none may leak into goldens.
 while read -r v; do unset "$v"; done < <(compgen -e | grep '^NCCL_')
@@ -28,6 +34,7 @@ fi
 run() {
     "$MEMLIFE" "$@" >"$TMP/out" 2>"$TMP/err"
     RC=$?
+    json_keep "$TMP/out" "$TMP"
 }
 
 ok() { echo "ok - $1"; }

@@ -8,7 +8,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 ML=${MEMLIFE:-./memlife}
 [ -x "$ML" ] || { echo "memlife binary not found at $ML" >&2; exit 1; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); . "$(dirname "$0")/../json.bash"; trap 'json_collect "$tmp"; rm -rf "$tmp"' EXIT
 NAIVE=schedules/seed/03_rs_ag_naive.yaml OPT=schedules/seed/04_rs_ag_optimized.yaml
 EX=examples/naive_vs_optimized GATE=examples/ci_gate
 

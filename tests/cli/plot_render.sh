@@ -9,7 +9,7 @@ ML=${MEMLIFE:-./memlife}
 CHROMIUM=$(command -v chromium || command -v chromium-browser)
 if [ -z "$CHROMIUM" ]; then echo "skip - plot-render: chromium not installed"; exit 0; fi
 command -v python3 >/dev/null || { echo "skip - plot-render: python3 not installed"; exit 0; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); . "$(dirname "$0")/../json.bash"; trap 'json_collect "$tmp"; rm -rf "$tmp"' EXIT
 
 if ! "$ML" plot schedules/seed/03_rs_ag_naive.yaml schedules/seed/04_rs_ag_optimized.yaml \
         -o "$tmp/p.svg" 2>"$tmp/err"; then

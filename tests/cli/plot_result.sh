@@ -9,7 +9,7 @@ ML=${MEMLIFE:-./memlife}
 [ -x "$ML" ] || { echo "memlife binary not found at $ML" >&2; exit 1; }
 command -v mpirun >/dev/null || { echo "skip - plot-result: mpirun not installed"; exit 0; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); . "$(dirname "$0")/../json.bash"; trap 'json_collect "$tmp"; rm -rf "$tmp"' EXIT
 NAIVE=schedules/seed/03_rs_ag_naive.yaml
 
 if ! "$ML" run "$NAIVE" --set M=4MiB --format json -o "$tmp/run.json" >"$tmp/log" 2>&1; then

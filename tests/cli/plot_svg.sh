@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.." || exit 1
 ML=${MEMLIFE:-./memlife}
 [ -x "$ML" ] || { echo "memlife binary not found at $ML" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "skip - plot-svg: python3 not installed"; exit 0; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); . "$(dirname "$0")/../json.bash"; trap 'json_collect "$tmp"; rm -rf "$tmp"' EXIT
 NAIVE=schedules/seed/03_rs_ag_naive.yaml OPT=schedules/seed/04_rs_ag_optimized.yaml
 
 if ! "$ML" plot "$NAIVE" "$OPT" -o "$tmp/p.svg" 2>"$tmp/err"; then

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The race corpus (issue 17): every schedule under tests/races/race/ is a data race between
-# streams that lint must refuse (exit 2) with exactly the first diagnostic in its .err golden
-# next to it; every schedule under tests/races/clean/ is ordered (transitive events, host syncs,
+# streams that lint must refuse (exit 2) with exactly the first diagnostic, at the offending
+# view, and its note (the other access, at its view) in its .err golden next to it; every schedule under tests/races/clean/ is ordered (transitive events, host syncs,
 # disjoint slices, one stream, concurrent reads...) and must pass `check` with nothing on stderr.
 # UPDATE_GOLDEN=1 rewrites the .err files from the current output (then review them with git
 # diff). The goldens were written by hand-checking each message against the schedule's comment.
@@ -13,7 +13,7 @@ for f in tests/races/race/*.yaml; do
     name=race-$(basename "$f" .yaml)
     want=${f%.yaml}.err
     run check "$f"
-    head -1 "$TMP/err" >"$TMP/first"
+    sed -n '1p;2{/: note: /p}' "$TMP/err" >"$TMP/first"   # the error and its note
     n_race=$((n_race + 1))
     if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
         cp "$TMP/first" "$want"

@@ -56,18 +56,18 @@ last=$(jq '[.traceEvents[] | select(.ph == "C" and .name == "torch reserved byte
 # record_stream and empty_cache: the pending block, then every segment returned.
 expect_case "torch record_stream/empty_cache expectations" 0 "" "" -- check $T/streams.yaml
 
-# Predicted out-of-memory: file:line:col at the alloc, exit 2, nothing on stdout.
+# Predicted out-of-memory: file:line:col at the alloc's size, exit 2, nothing on stdout.
 run predict $T/oom.yaml
-grep -qx "$T/oom.yaml:10:5: error: would run out of memory at alloc 'gathered' (256 MiB): allocated 800 MiB, reserved 800 MiB, limit 1 GiB (torch view, rank 0)" "$TMP/err" \
+grep -qx "$T/oom.yaml:10:35: error: would run out of memory at alloc 'gathered' (256 MiB): allocated 800 MiB, reserved 800 MiB, limit 1 GiB (torch view, rank 0)" "$TMP/err" \
     && [ "$RC" = 2 ] && [ ! -s "$TMP/out" ] \
-    && ok "torch out of memory: 10:5 alloc 'gathered', exit 2" \
+    && ok "torch out of memory: 10:35 alloc 'gathered' (its bytes), exit 2" \
     || not_ok "torch out of memory" "exit $RC: $(cat "$TMP/err")"
 # The same through --torch-limit: under 24 MiB the worked example's first steps fit (reserved
 # 22 MiB); the 25 MiB tensor needs a 26 MiB segment: the retry path returns the whole-free 2 MiB
 # small segment (reserved 20 MiB) and still fails.
 run predict --torch-limit 24MiB $T/worked_example.yaml
-grep -q "worked_example.yaml:18:5: error: would run out of memory at alloc 'e' (25 MiB): allocated 13.0 MiB, reserved 20 MiB, limit 24 MiB" "$TMP/err" && [ "$RC" = 2 ] \
-    && ok "--torch-limit 24MiB: out of memory at 18:5 alloc 'e', reserved 20 MiB after the retry" \
+grep -q "worked_example.yaml:18:28: error: would run out of memory at alloc 'e' (25 MiB): allocated 13.0 MiB, reserved 20 MiB, limit 24 MiB" "$TMP/err" && [ "$RC" = 2 ] \
+    && ok "--torch-limit 24MiB: out of memory at 18:28 alloc 'e', reserved 20 MiB after the retry" \
     || not_ok "--torch-limit" "exit $RC: $(cat "$TMP/err")"
 
 # A bad key inside the conf string: the column of 'foo' (2:41), exit 2.
@@ -91,6 +91,7 @@ run predict --torch-limit 12Q $T/worked_example.yaml
 # record_stream of a freed buffer is a lint error.
 printf 'name: x\nworld: 1\nstreams: [s]\nsteps:\n  - alloc: {buf: a, bytes: 1}\n  - free: a\n  - record_stream: {buf: a, stream: s}\n' > "$TMP/rs.yaml"
 run predict "$TMP/rs.yaml"
-grep -q "7:5: error: record_stream of 'a' after free" "$TMP/err" && [ "$RC" = 2 ] \
+# at the name (column 26 of `  - record_stream: {buf: a, ...}`), the free (6:11) as its note
+grep -q "7:26: error: record_stream of 'a' after free" "$TMP/err" && grep -q "6:11: note: 'a' was freed here" "$TMP/err" && [ "$RC" = 2 ] \
     && ok "lint: record_stream after free" \
     || not_ok "lint: record_stream after free" "exit $RC: $(cat "$TMP/err")"

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.." || exit 1
 ML=${MEMLIFE:-./memlife}
 [ -x "$ML" ] || { echo "memlife binary not found at $ML" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "skip - trace-json: python3 not installed"; exit 0; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); . "$(dirname "$0")/../json.bash"; trap 'json_collect "$tmp"; rm -rf "$tmp"' EXIT
 
 if ! "$ML" trace schedules/seed/03_rs_ag_naive.yaml -o "$tmp/t.json" 2>"$tmp/err"; then
     echo "not ok - trace-json-writes: exit $?: $(head -c 300 "$tmp/err")"; exit 0

@@ -10,7 +10,7 @@ ML=${MEMLIFE:-./memlife}
 command -v mpirun >/dev/null || { echo "skip - trace-result: mpirun not installed"; exit 0; }
 command -v python3 >/dev/null || { echo "skip - trace-result: python3 not installed"; exit 0; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); . "$(dirname "$0")/../json.bash"; trap 'json_collect "$tmp"; rm -rf "$tmp"' EXIT
 
 if ! "$ML" run schedules/seed/03_rs_ag_naive.yaml --set M=4MiB --format json -o "$tmp/run.json" >"$tmp/log" 2>&1; then
     echo "skip - trace-result: memlife run on the host backend failed: $(tail -c 200 "$tmp/log")"

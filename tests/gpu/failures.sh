@@ -25,7 +25,8 @@ for mode in $GPU_MODES; do
     gpu_run "$mode" oom_200gib "$here/oom_200gib.yaml"
     if [ "$RC" -ne 3 ]; then
         echo "not ok - $mode cudaMalloc failure: exit $RC, want 3"; gpu_show_err
-    elif ! grep -q 'cudaMalloc of 214748364800 bytes failed' "$ERR" || ! grep -q 'MiB free of' "$ERR"; then
+    elif ! grep -q 'cudaMalloc of 214748364800 bytes (200 GiB) failed' "$ERR" ||
+        ! grep -Eq 'has ~?[0-9.]+ GiB free of ~?[0-9.]+ GiB\)' "$ERR"; then
         echo "not ok - $mode cudaMalloc failure: message lacks the size or the free memory"; gpu_show_err
     else
         echo "ok - $mode cudaMalloc failure: exit 3 in ${SECS} s: $(grep -m1 'cudaMalloc of' "$ERR")"

@@ -12,6 +12,8 @@
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
+# The text the cases read is what a pipe gets: full width, no colour (base/human.h).
+unset COLUMNS NO_COLOR
 BUILD=${BUILD:-build}
 MEMLIFE=${MEMLIFE:-$ROOT/$BUILD/memlife}
 GPU_WORLD=${GPU_WORLD:-2}
@@ -23,11 +25,14 @@ CHECK=(python3 "$ROOT/tests/gpu/gpu_check.py")
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
+# At the end every memlife JSON in $RESULTS validates against schemas/ (tests/json.bash).
+. "$ROOT/tests/json.bash"
 if [ -n "${RESULTS:-}" ]; then
     mkdir -p "$RESULTS" || exit 2
+    trap 'json_collect "$RESULTS"' EXIT
 else
     RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/memlife-gpu.XXXXXX")
-    trap 'rm -rf "$RESULTS"' EXIT
+    trap 'json_collect "$RESULTS"; rm -rf "$RESULTS"' EXIT
 fi
 
 # gpu_ready: true when nvidia-smi lists at least GPU_WORLD GPUs and memlife is built with a

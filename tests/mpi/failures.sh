@@ -6,7 +6,9 @@
 #  - with the sequence check off, the same divergence still ends (at an MPI error or the deadline);
 #  - a failed allocation names the step, the bytes asked and the live bytes; exit 3;
 #  - an interrupted run leaves no result file;
-#  - --ranks must agree with an outside launcher's size.
+#  - --ranks must agree with an outside launcher's size;
+#  - no wait on a child without a deadline (issue 19): mpirun slow to end the job after an
+#    MPI_Abort, a torch driver that never ends.
 . "$(dirname "$0")/lib.bash"
 
 why=$(host_backend_missing)
@@ -44,6 +46,71 @@ name="divergence without the sequence check still ends (exit 3) within --timeout
 run run $D/diverge.yaml --backend host --ranks 4 --no-lint cross-rank --no-sequence-check --timeout 5 -o "$TMP/result.json"
 if [ "$RC" -eq 3 ] && [ "$SECS" -le $((15 * SLOW)) ] && grep -q "ending every rank" "$TMP/err"; then ok "$name"
 else not_ok "$name" "exit $RC after $SECS s: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi
+
+# Issue 19: mpirun slow to end the job after rank 0's MPI_Abort hung memlife. Played
+# deterministically by a fake mpirun (MEMLIFE_MPIRUN) that, like rank 0 before MPI_Abort, sends
+# memlife the abort notice (SIGUSR1 to MEMLIFE_PARENT_PID, launch.h) and then never ends: it and
+# a "rank" in its group ignore SIGTERM, a second "rank" in a session of its own (out of the
+# group's reach) too. memlife must kill the group after LAUNCH_ABORT_GRACE_S (10 s), end and reap
+# the rank outside it, say so and exit 3; 5 s later nothing of the job may be alive.
+name="mpirun that never ends after a rank's MPI_Abort: memlife ends the job in 10 s + reaping, exit 3"
+fake=$TMP/slow_abort_mpirun
+cat >"$fake" <<'FAKE'
+#!/usr/bin/env bash
+trap '' TERM
+rank='trap "" TERM; while :; do sleep 0.2; done'
+bash -c "$rank" fake-rank "$@" &
+setsid bash -c "$rank" fake-rank "$@" &
+kill -USR1 "$MEMLIFE_PARENT_PID"
+while :; do sleep 0.2; done
+FAKE
+chmod +x "$fake"
+marker=$TMP/slow-abort-marker.json
+t0=$(date +%s)
+MEMLIFE_MPIRUN=$fake timeout -k 5 60 "$MEMLIFE" run $D/diverge.yaml --backend host --ranks 2 \
+    --no-lint cross-rank -o "$marker" >"$TMP/out" 2>"$TMP/err"
+RC=$?
+SECS=$(($(date +%s) - t0))
+sleep 5
+left=$(pgrep -f -- "$marker" | wc -l)
+want="error: mpirun had not ended the job 10 s after a rank's MPI_Abort: memlife killed its process group and every rank left"
+if [ "$RC" -eq 3 ] && [ "$SECS" -ge 10 ] && [ "$SECS" -le 20 ] && [ "$left" -eq 0 ] && grep -qxF "$want" "$TMP/err"
+then ok "$name"
+else
+    not_ok "$name" "exit $RC after $SECS s, $left processes alive 5 s later: $(head -2 "$TMP/err" | tr '\n' ' ')"
+    pgrep -f -- "$marker" | xargs -r kill -KILL 2>/dev/null
+fi
+if ls "$marker"* "$TMP"/.slow-abort-marker* >/dev/null 2>&1; then
+    not_ok "slow abort leaves no result file" "left $(ls "$marker"* "$TMP"/.slow-abort-marker* 2>/dev/null | head -1)"
+else ok "slow abort leaves no result file"; fi
+
+# The same for the torch backend's driver (a child of each rank): one that closes its stdout
+# without a word and never ends (it ignores SIGTERM) was waited for without a deadline. Played
+# by a fake python (MEMLIFE_PYTHON); the rank must kill it 5 s later (torch.c, DRIVER_END_S),
+# say it was ended by signal 9 and exit 3, and nothing of it may be alive after.
+name="a torch driver that closes its pipe and never ends is killed 5 s later, exit 3"
+fakepy=$TMP/silent_driver_python
+cat >"$fakepy" <<'FAKE'
+#!/usr/bin/env bash
+trap '' TERM
+exec 1>&-
+while :; do sleep 0.2; done
+FAKE
+chmod +x "$fakepy"
+t0=$(date +%s)
+MEMLIFE_PYTHON=$fakepy timeout -k 5 60 "$MEMLIFE" run schedules/seed/01_allreduce_full.yaml \
+    --backend torch --ranks 1 -o "$TMP/silent-driver.json" >"$TMP/out" 2>"$TMP/err"
+RC=$?
+SECS=$(($(date +%s) - t0))
+sleep 1
+left=$(pgrep -f -- "$fakepy" | wc -l)
+if [ "$RC" -eq 3 ] && [ "$SECS" -ge 5 ] && [ "$SECS" -le 30 ] && [ "$left" -eq 0 ] &&
+    grep -q "the torch driver (pid [0-9]*) was ended by signal 9 (Killed)" "$TMP/err"
+then ok "$name"
+else
+    not_ok "$name" "exit $RC after $SECS s, $left processes alive: $(head -2 "$TMP/err" | tr '\n' ' ')"
+    pgrep -f -- "$fakepy" | xargs -r kill -KILL 2>/dev/null
+fi
 
 # 1 TiB is more than this machine can map; the live bytes are the 1 MiB allocated before.
 name="failed 1 TiB allocation: step, bytes asked, live bytes; exit 3"

@@ -7,6 +7,8 @@
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
+# The text the cases read is what a pipe gets: full width, no colour (base/human.h).
+unset COLUMNS NO_COLOR
 BUILD=${BUILD:-build}
 MEMLIFE=${MEMLIFE:-$ROOT/$BUILD/memlife}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/memlife-mpi.XXXXXX")
@@ -23,7 +25,9 @@ if ldd "$MEMLIFE" 2>/dev/null | grep -q libasan; then
     export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:fast_unwind_on_malloc=1"
     SLOW=2
 fi
-trap 'rm -rf "$TMP"' EXIT
+# At the end every memlife JSON left in $TMP validates against schemas/ (tests/json.bash).
+. "$ROOT/tests/json.bash"
+trap 'json_collect "$TMP"; rm -rf "$TMP"' EXIT
 
 if [ ! -x "$MEMLIFE" ]; then
     echo "error: $MEMLIFE is not built (run make)" >&2
@@ -64,6 +68,7 @@ run() {
     "$TIMEOUT_BIN" -k 5 "${CASE_TIMEOUT:-240}" "$MEMLIFE" "$@" >"$TMP/out" 2>"$TMP/err"
     RC=$?
     SECS=$((SECONDS - t0))
+    json_keep "$TMP/out" "$TMP"
 }
 
 # jq_true NAME FILTER FILE: a case that passes when jq's FILTER is true on FILE.

@@ -20,7 +20,8 @@ RACE=tests/mpi/data/race_copy.yaml
 FIXED=tests/mpi/data/race_copy_fixed.yaml
 
 run run "$RACE" --backend host --ranks 2
-if [ "$RC" -eq 2 ] && grep -q "^$RACE:12:5: error: copy on 'default' reads g\[0:8\] while all_reduce at 11:5 on 'comm' writes g\[0:8\]" "$TMP/err"; then
+if [ "$RC" -eq 2 ] && grep -q "^$RACE:12:17: error: copy on 'default' reads g\[0:8\] while all_reduce on 'comm' writes g\[0:8\]" "$TMP/err" &&
+    grep -qxF "$RACE:11:23: note: all_reduce on 'comm' writes g[0:8] here" "$TMP/err"; then
     ok "race refused by lint without --no-lint races"
 else
     not_ok "race refused by lint without --no-lint races" "exit $RC: $(head -1 "$TMP/err")"

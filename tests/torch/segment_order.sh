@@ -17,7 +17,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
 MEMLIFE=${MEMLIFE:-$ROOT/${BUILD:-build}/memlife}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/memlife-segorder.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+# At the end every memlife JSON left in $TMP validates against schemas/ (tests/json.bash).
+. "$ROOT/tests/json.bash"
+trap 'json_collect "$TMP"; rm -rf "$TMP"' EXIT
 if ! command -v python3 >/dev/null; then
     echo "skip - torch segment order: python3 not found"
     exit 0

@@ -8,14 +8,20 @@
  * diagnostic when not wrapped, and four passing contract rows when wrapped in expect_error. */
 #include "plantest.h"
 
-/* Loads, expands and lints; checks the number of errors and returns the run for more checks. */
-static void lint_yaml(pt_run *r, const char *yaml, int world, size_t want_errors) {
+/* Loads, expands and lints; checks the number of errors and of notes and returns the run for
+ * more checks. */
+static void lint_yaml_notes(pt_run *r, const char *yaml, int world, size_t want_errors,
+                            size_t want_notes) {
     pt_load(r, yaml, world);
     pt_lint(r);
-    if (r->lint_errors != want_errors)
+    if (r->lint_errors != want_errors || r->d.items.n != want_errors + want_notes)
         pt_dump(&r->d);
     assert_int_equal(r->lint_errors, want_errors);
-    assert_int_equal(r->d.items.n, want_errors);
+    assert_int_equal(r->d.items.n, want_errors + want_notes);
+}
+
+static void lint_yaml(pt_run *r, const char *yaml, int world, size_t want_errors) {
+    lint_yaml_notes(r, yaml, world, want_errors, 0);
 }
 
 /* The single diagnostic of a schedule. */
@@ -26,10 +32,20 @@ static void lint_says(const char *yaml, int world, const char *want) {
     pt_free(&r);
 }
 
+/* The single error of a schedule and the note after it (its second place). */
+static void lint_says_with_note(const char *yaml, int world, const char *want,
+                                const char *want_note) {
+    pt_run r;
+    lint_yaml_notes(&r, yaml, world, 1, 1);
+    assert_string_equal(pt_diag(&r, 0), want);
+    assert_string_equal(pt_diag(&r, 1), want_note);
+    pt_free(&r);
+}
+
 /* ---- lifetimes ---------------------------------------------------------------------------- */
 
 static void use_after_free(void **state) {
-    lint_says("world: 2\n"
+    lint_says_with_note("world: 2\n"
               "steps:\n"
               "  - alloc: {buf: full, bytes: 1KiB}\n"
               "  - alloc: {buf: shard, bytes: 512}\n"
@@ -37,7 +53,8 @@ static void use_after_free(void **state) {
               "  - sync: device\n"
               "  - free: shard\n"
               "  - all_gather: {send: shard, recv: full}\n",
-              0, "t.yaml:8:5: error: use of 'shard' after free (freed at 7:5)");
+              0, "t.yaml:8:24: error: use of 'shard' after free",
+              "t.yaml:7:11: note: 'shard' was freed here");
 }
 
 static void use_not_allocated(void **state) {
@@ -46,7 +63,7 @@ static void use_not_allocated(void **state) {
               "  - alloc: {buf: a, bytes: 1KiB}\n"
               "  - copy: {src: a, dst: b}\n"
               "  - alloc: {buf: b, bytes: 1KiB}\n",
-              0, "t.yaml:4:5: error: use of 'b' which is not allocated");
+              0, "t.yaml:4:25: error: use of 'b' which is not allocated");
 }
 
 static void free_not_allocated(void **state) {
@@ -54,24 +71,25 @@ static void free_not_allocated(void **state) {
               "steps:\n"
               "  - free: x\n"
               "  - alloc: {buf: x, bytes: 1KiB}\n",
-              0, "t.yaml:3:5: error: free of 'x' which is not allocated");
+              0, "t.yaml:3:11: error: free of 'x' which is not allocated");
 }
 
 static void double_free(void **state) {
-    lint_says("world: 2\n"
+    lint_says_with_note("world: 2\n"
               "steps:\n"
               "  - alloc: {buf: x, bytes: 1KiB}\n"
               "  - free: x\n"
               "  - free: x\n",
-              0, "t.yaml:5:5: error: double free of 'x'");
+              0, "t.yaml:5:11: error: 'x' freed twice", "t.yaml:4:11: note: 'x' was freed here");
 }
 
 static void alloc_of_live(void **state) {
-    lint_says("world: 2\n"
+    lint_says_with_note("world: 2\n"
               "steps:\n"
               "  - alloc: {buf: x, bytes: 1KiB}\n"
               "  - alloc: {buf: x, bytes: 2KiB}\n",
-              0, "t.yaml:4:5: error: alloc of 'x' which is still live (allocated at 3:5)");
+              0, "t.yaml:4:18: error: alloc of 'x' which is still live",
+              "t.yaml:3:18: note: 'x' was allocated here");
 }
 
 static void view_out_of_bounds(void **state) {
@@ -79,7 +97,7 @@ static void view_out_of_bounds(void **state) {
               "steps:\n"
               "  - alloc: {buf: full, count: 1024}\n"
               "  - scale: {buf: 'full[768:512]', by: 2}\n",
-              0, "t.yaml:4:5: error: view 'full[768:512]' is outside 'full' (1024 elements)");
+              0, "t.yaml:4:19: error: view 'full[768:512]' is outside 'full' (1024 elements)");
 }
 
 static void finding_on_some_ranks_names_them(void **state) {
@@ -92,29 +110,31 @@ static void finding_on_some_ranks_names_them(void **state) {
               "    when: rank % 2 == 1\n"
               "  - alloc: {buf: x, bytes: 1KiB}\n",
               0, 2);
-    assert_string_equal(pt_diag(&r, 0), "t.yaml:3:5: error: free of 'x' which is not allocated [rank 1]");
-    assert_string_equal(pt_diag(&r, 1), "t.yaml:3:5: error: free of 'x' which is not allocated [rank 3]");
+    assert_string_equal(pt_diag(&r, 0), "t.yaml:3:11: error: free of 'x' which is not allocated [rank 1]");
+    assert_string_equal(pt_diag(&r, 1), "t.yaml:3:11: error: free of 'x' which is not allocated [rank 3]");
     pt_free(&r);
 }
 
 static void repeat_reports_once(void **state) {
     /* 1000 iterations of the same double free: one diagnostic */
-    lint_says("world: 2\n"
-              "steps:\n"
-              "  - alloc: {buf: x, bytes: 1KiB}\n"
-              "  - free: x\n"
-              "  - repeat: {count: 1000, steps: [{free: x}]}\n",
-              0, "t.yaml:5:36: error: double free of 'x'");
+    lint_says_with_note("world: 2\n"
+                        "steps:\n"
+                        "  - alloc: {buf: x, bytes: 1KiB}\n"
+                        "  - free: x\n"
+                        "  - repeat: {count: 1000, steps: [{free: x}]}\n",
+                        0, "t.yaml:5:42: error: 'x' freed twice",
+                        "t.yaml:4:11: note: 'x' was freed here");
 }
 
 /* ---- chunks ------------------------------------------------------------------------------- */
 
 static void release_errors(void **state) {
-    lint_says("world: 4\n"
-              "steps:\n"
-              "  - alloc: {buf: a, bytes: 1MiB}\n"
-              "  - release: {buf: a, keep: rank}\n",
-              0, "t.yaml:4:5: error: release of 'a' which was not allocated in chunks");
+    lint_says_with_note("world: 4\n"
+                        "steps:\n"
+                        "  - alloc: {buf: a, bytes: 1MiB}\n"
+                        "  - release: {buf: a, keep: rank}\n",
+                        0, "t.yaml:4:20: error: release of 'a' which was not allocated in chunks",
+                        "t.yaml:3:18: note: 'a' was allocated here, without 'chunks'");
     /* chunks: 1 (chunks: world at world 1) is a chunked buffer of one chunk: keeping chunk 0
      * releases nothing and is clean; chunk 1 does not exist. */
     pt_run r;
@@ -124,23 +144,28 @@ static void release_errors(void **state) {
                   "  - release: {buf: a, keep: rank}\n"
                   "  - free: a\n", 0, 0);
     pt_free(&r);
-    lint_says("world: 4\n"
-              "steps:\n"
-              "  - alloc: {buf: a, bytes: 1MiB, chunks: 1}\n"
-              "  - release: {buf: a, keep: 1}\n",
-              0, "t.yaml:4:5: error: release of 'a' keeps chunk 1 but it has 1 chunks");
-    lint_says("world: 4\n"
-              "steps:\n"
-              "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
-              "  - release: {buf: a, keep: rank + 1}\n"
-              "    when: rank == 3\n",
-              0, "t.yaml:4:5: error: release of 'a' keeps chunk 4 but it has 4 chunks [rank 3]");
-    lint_says("world: 4\n"
-              "steps:\n"
-              "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
-              "  - release: {buf: a, keep: rank}\n"
-              "  - release: {buf: a, keep: rank}\n",
-              0, "t.yaml:5:5: error: release of 'a' which was already released (released at 4:5)");
+    /* the error at the keep expression, the note at the alloc that made the chunks */
+    lint_says_with_note("world: 4\n"
+                        "steps:\n"
+                        "  - alloc: {buf: a, bytes: 1MiB, chunks: 1}\n"
+                        "  - release: {buf: a, keep: 1}\n",
+                        0, "t.yaml:4:29: error: release of 'a' keeps chunk 1 but it has 1 chunks",
+                        "t.yaml:3:18: note: 'a' was allocated here in 1 chunks");
+    lint_says_with_note("world: 4\n"
+                        "steps:\n"
+                        "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
+                        "  - release: {buf: a, keep: rank + 1}\n"
+                        "    when: rank == 3\n",
+                        0, "t.yaml:4:29: error: release of 'a' keeps chunk 4 but it has 4 chunks "
+                           "[rank 3]",
+                        "t.yaml:3:18: note: 'a' was allocated here in 4 chunks [rank 3]");
+    lint_says_with_note("world: 4\n"
+                        "steps:\n"
+                        "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
+                        "  - release: {buf: a, keep: rank}\n"
+                        "  - release: {buf: a, keep: rank}\n",
+                        0, "t.yaml:5:20: error: release of 'a' which was already released",
+                        "t.yaml:4:20: note: 'a' was released here");
 }
 
 static void use_after_release(void **state) {
@@ -148,7 +173,7 @@ static void use_after_release(void **state) {
     /* 1024 floats in 4 chunks of 256: after keeping chunk `rank`, only [256*rank, +256) is
      * mapped; the all_reduce of the whole buffer touches released chunks on every rank, the
      * view of chunk 0 only on ranks 1..3. */
-    lint_yaml(&r,
+    lint_yaml_notes(&r,
               "world: 4\n"
               "steps:\n"
               "  - alloc: {buf: a, count: 1024, chunks: world}\n"
@@ -156,14 +181,17 @@ static void use_after_release(void **state) {
               "  - all_reduce: {buf: a}\n"
               "  - scale: {buf: 'a[0:256]', by: 3}\n"
               "  - scale: {buf: 'a[rank*256:256]', by: 3}\n",
-              0, 7);
-    /* each rank's text names its own chunk: 4 findings at 5:5, 3 at 6:5, in rank order */
-    assert_string_equal(pt_diag(&r, 0), "t.yaml:5:5: error: use of 'a' outside chunk 0, the only "
-                                        "one kept by release at 4:5 [rank 0]");
-    assert_string_equal(pt_diag(&r, 1), "t.yaml:5:5: error: use of 'a' outside chunk 1, the only "
-                                        "one kept by release at 4:5 [rank 1]");
-    assert_string_equal(pt_diag(&r, 2), "t.yaml:6:5: error: use of 'a[0:256]' outside chunk 1, "
-                                        "the only one kept by release at 4:5 [rank 1]");
+              0, 7, 7);
+    /* each rank's text names its own chunk: 4 findings at 5:23 (the view), 3 at 6:19, in rank
+     * order, each followed by its note at the release's buffer name (4:20) */
+    assert_string_equal(pt_diag(&r, 0), "t.yaml:5:23: error: use of 'a' outside chunk 0, the only "
+                                        "one kept by its release [rank 0]");
+    assert_string_equal(pt_diag(&r, 1), "t.yaml:4:20: note: 'a' was released here, keeping "
+                                        "chunk 0 [rank 0]");
+    assert_string_equal(pt_diag(&r, 2), "t.yaml:5:23: error: use of 'a' outside chunk 1, the only "
+                                        "one kept by its release [rank 1]");
+    assert_string_equal(pt_diag(&r, 4), "t.yaml:6:19: error: use of 'a[0:256]' outside chunk 1, "
+                                        "the only one kept by its release [rank 1]");
     pt_free(&r);
 }
 
@@ -181,7 +209,7 @@ static const char nondivisible[] =
 static void reduce_scatter_size(void **state) {
     /* seed: 1003 int64 on 4 ranks, recv 1003/4 = 250; all four ranks refuse: one diagnostic */
     lint_says(nondivisible, 0,
-              "t.yaml:7:5: error: reduce_scatter send count 1003 is not world (4) × recv count "
+              "t.yaml:7:28: error: reduce_scatter send count 1003 is not world (4) × recv count "
               "250 (1000)");
 }
 
@@ -191,13 +219,13 @@ static void all_gather_and_all_reduce_size(void **state) {
               "  - alloc: {buf: s, count: 64}\n"
               "  - alloc: {buf: g, count: 200}\n"
               "  - all_gather: {send: s, recv: g}\n",
-              0, "t.yaml:5:5: error: all_gather recv count 200 is not world (4) × send count 64 (256)");
+              0, "t.yaml:5:33: error: all_gather recv count 200 is not world (4) × send count 64 (256)");
     lint_says("world: 4\n"
               "steps:\n"
               "  - alloc: {buf: s, count: 64}\n"
               "  - alloc: {buf: g, count: 200}\n"
               "  - all_reduce: {send: s, recv: g}\n",
-              0, "t.yaml:5:5: error: all_reduce recv count 200 is not send count 64");
+              0, "t.yaml:5:33: error: all_reduce recv count 200 is not send count 64");
 }
 
 static void dtype_mismatch(void **state) {
@@ -206,7 +234,7 @@ static void dtype_mismatch(void **state) {
               "  - alloc: {buf: s, count: 64, dtype: int64}\n"
               "  - alloc: {buf: r, count: 64, dtype: float32}\n"
               "  - all_reduce: {send: s, recv: r}\n",
-              0, "t.yaml:5:5: error: all_reduce send dtype int64 differs from recv dtype float32");
+              0, "t.yaml:5:33: error: all_reduce send dtype int64 differs from recv dtype float32");
 }
 
 static void root_outside_world(void **state) {
@@ -214,7 +242,7 @@ static void root_outside_world(void **state) {
               "steps:\n"
               "  - alloc: {buf: b, count: 64}\n"
               "  - broadcast: {buf: b, root: world}\n",
-              0, "t.yaml:4:5: error: broadcast root 2 is outside the world (2 ranks)");
+              0, "t.yaml:4:31: error: broadcast root 2 is outside the world (2 ranks)");
 }
 
 static void bad_in_place(void **state) {
@@ -227,7 +255,7 @@ static void bad_in_place(void **state) {
               "  - reduce_scatter: {send: full, recv: 'full[0:64]'}\n",
               0, 1);
     assert_string_equal(pt_diag(&r, 0),
-                        "t.yaml:4:5: error: reduce_scatter send [0:128] and recv [0:64] overlap in "
+                        "t.yaml:4:41: error: reduce_scatter send [0:128] and recv [0:64] overlap in "
                         "one buffer, but nccl runs in place only at recv - send = 64 elements on "
                         "rank 1 [rank 1]");
     pt_free(&r);
@@ -239,13 +267,13 @@ static void copy_and_check_shapes(void **state) {
               "  - alloc: {buf: a, count: 64}\n"
               "  - alloc: {buf: b, count: 32}\n"
               "  - copy: {src: a, dst: b}\n",
-              0, "t.yaml:5:5: error: copy from 'a' (64 elements) into 'b' (32 elements)");
+              0, "t.yaml:5:25: error: copy from 'a' (64 elements) into 'b' (32 elements)");
     lint_says("world: 2\n"
               "steps:\n"
               "  - alloc: {buf: a, count: 64}\n"
               "  - alloc: {buf: b, count: 32}\n"
               "  - check: {name: same, equal: [a, b]}\n",
-              0, "t.yaml:5:5: error: check 'same' compares 64 elements with 32");
+              0, "t.yaml:5:36: error: check 'same' compares 64 elements with 32");
 }
 
 static void contract_bad_op_direct(void **state) {
@@ -258,10 +286,10 @@ static void contract_bad_op_direct(void **state) {
     op.u.coll.count = 64;
     op.u.coll.op = RED_MAX;
     char detail[240];
-    assert_int_equal(lint_coll_contract(&op, 4, 0, detail, sizeof detail), ERR_BAD_OP);
+    assert_int_equal(lint_coll_contract(&op, 4, 0, detail, sizeof detail, NULL), ERR_BAD_OP);
     assert_string_equal(detail, "max is not valid for all_gather: it does not reduce");
     op.u.coll.op = RED_SUM;
-    assert_int_equal(lint_coll_contract(&op, 4, 0, detail, sizeof detail), ERR_NONE);
+    assert_int_equal(lint_coll_contract(&op, 4, 0, detail, sizeof detail, NULL), ERR_NONE);
     assert_string_equal(detail, "");
 }
 
@@ -271,31 +299,33 @@ static void more_shapes_and_lifetimes(void **state) {
               "  - alloc: {buf: a, count: 64, dtype: int64}\n"
               "  - alloc: {buf: b, count: 64, dtype: float32}\n"
               "  - copy: {src: a, dst: b}\n",
-              0, "t.yaml:5:5: error: copy from 'a' (int64) into 'b' (float32)");
+              0, "t.yaml:5:25: error: copy from 'a' (int64) into 'b' (float32)");
     /* 10 elements do not split into 4 rank-major shards */
     lint_says("world: 4\n"
               "steps:\n"
               "  - alloc: {buf: a, count: 10}\n"
               "  - alloc: {buf: b, count: 10}\n"
               "  - check: {name: roll, not_equal: [a, {buf: b, roll_shards: 1}]}\n",
-              0, "t.yaml:5:5: error: check 'roll' rolls the shards of 'b', but 10 elements do "
+              0, "t.yaml:5:46: error: check 'roll' rolls the shards of 'b', but 10 elements do "
                  "not split into world (4) shards");
-    lint_says("world: 2\n"
-              "steps:\n"
-              "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
-              "  - free: a\n"
-              "  - release: {buf: a, keep: rank}\n",
-              0, "t.yaml:5:5: error: release of 'a' after free (freed at 4:5)");
+    lint_says_with_note("world: 2\n"
+                        "steps:\n"
+                        "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n"
+                        "  - free: a\n"
+                        "  - release: {buf: a, keep: rank}\n",
+                        0, "t.yaml:5:20: error: release of 'a' after free",
+                        "t.yaml:4:11: note: 'a' was freed here");
     lint_says("world: 2\n"
               "steps:\n"
               "  - release: {buf: a, keep: rank}\n"
               "  - alloc: {buf: a, bytes: 1MiB, chunks: world}\n",
-              0, "t.yaml:3:5: error: release of 'a' which is not allocated");
+              0, "t.yaml:3:20: error: release of 'a' which is not allocated");
+    /* never recorded: no second place */
     lint_says("world: 2\n"
               "events: [e]\n"
               "steps:\n"
               "  - sync: {event: e}\n",
-              0, "t.yaml:4:5: error: sync on event 'e' before any record of it");
+              0, "t.yaml:4:19: error: sync on event 'e' before any record of it");
 }
 
 static void cross_rank_reference_ends_early(void **state) {
@@ -305,7 +335,7 @@ static void cross_rank_reference_ends_early(void **state) {
               "  - broadcast: {buf: a, root: 0}\n"
               "    when: rank == 1\n",
               0, "t.yaml:4:5: error: rank 0 ends after 0 collectives while rank 1 issues "
-                 "broadcast at 4:5 [rank 1]");
+                 "broadcast here [rank 1]");
 }
 
 /* ---- expect_error ------------------------------------------------------------------------- */
@@ -428,11 +458,12 @@ static const char hazard_head[] =
 static void hazard_free_unsynchronized(void **state) {
     char yaml[1024];
     snprintf(yaml, sizeof yaml, "%s  - free: full\n", hazard_head);
-    lint_says(yaml, 0,
-              "t.yaml:8:5: error: free of 'full' while reduce_scatter at 7:5 on stream 'comm' may "
-              "still use it: a race under stream-ordered allocators (cudaFreeAsync); under plain "
-              "cudaFree a hidden device-wide synchronization — add sync: {stream: comm} or wait "
-              "on an event");
+    lint_says_with_note(yaml, 0,
+                        "t.yaml:8:11: error: free of 'full' while reduce_scatter on stream 'comm' "
+                        "may still use it: a race under stream-ordered allocators "
+                        "(cudaFreeAsync); under plain cudaFree a hidden device-wide "
+                        "synchronization — add sync: {stream: comm} or wait on an event",
+                        "t.yaml:7:28: note: reduce_scatter uses 'full' here on stream 'comm'");
 }
 
 static void hazard_wait_on_other_stream_is_not_enough(void **state) {
@@ -449,8 +480,10 @@ static void hazard_wait_on_other_stream_is_not_enough(void **state) {
              "  - wait: {event: done, stream: default}\n"
              "  - free: full\n");
     pt_run r;
-    lint_yaml(&r, yaml, 0, 1);
-    assert_true(strstr(pt_diag(&r, 0), "t.yaml:9:5: error: free of 'full' while all_reduce at 7:5"));
+    lint_yaml_notes(&r, yaml, 0, 1, 1);
+    assert_true(strstr(pt_diag(&r, 0), "t.yaml:9:11: error: free of 'full' while all_reduce on"));
+    assert_string_equal(pt_diag(&r, 1), "t.yaml:7:23: note: all_reduce uses 'full' here on stream "
+                                        "'comm'");
     pt_free(&r);
 }
 
@@ -487,14 +520,14 @@ static void wait_on_unrecorded_event(void **state) {
               "events: [done]\n"
               "steps:\n"
               "  - wait: {event: done, stream: comm}\n",
-              0, "t.yaml:5:5: error: wait on event 'done' before any record of it");
+              0, "t.yaml:5:19: error: wait on event 'done' before any record of it");
 }
 
 /* ---- cross-rank --------------------------------------------------------------------------- */
 
 static void cross_rank_divergence(void **state) {
     pt_run r;
-    lint_yaml(&r,
+    lint_yaml_notes(&r,
               "world: 2\n"
               "steps:\n"
               "  - alloc: {buf: full, count: 128}\n"
@@ -502,10 +535,13 @@ static void cross_rank_divergence(void **state) {
               "  - all_gather: {send: shard, recv: full}\n"
               "    when: rank == 0\n"
               "  - reduce_scatter: {send: full, recv: shard}\n",
-              0, 1);
+              0, 1, 1);
+    /* another collective: both places at the step keys */
     assert_string_equal(pt_diag(&r, 0),
-                        "t.yaml:7:5: error: rank 0 issues all_gather (count 64) at 5:5 where rank 1 "
-                        "issues reduce_scatter (count 64) at 7:5 [rank 1]");
+                        "t.yaml:7:5: error: rank 1 issues reduce_scatter (count 64) where rank 0 "
+                        "issues all_gather (count 64) [rank 1]");
+    assert_string_equal(pt_diag(&r, 1),
+                        "t.yaml:5:5: note: rank 0 issues all_gather (count 64) here [rank 1]");
     assert_int_equal(ML_VEC_AT(&r.d.items, ml_diag, 0).rank, 1);
     pt_free(&r);
 }
@@ -522,13 +558,13 @@ static void cross_rank_ends_early(void **state) {
               0, 1);
     assert_string_equal(pt_diag(&r, 0),
                         "t.yaml:5:5: error: rank 1 ends after 3 collectives while rank 0 issues "
-                        "all_reduce at 5:5 [rank 1]");
+                        "all_reduce here [rank 1]");
     pt_free(&r);
 }
 
 static void cross_rank_attributes(void **state) {
     pt_run r;
-    lint_yaml(&r,
+    lint_yaml_notes(&r,
               "world: 2\n"
               "steps:\n"
               "  - alloc: {buf: a, count: 128}\n"
@@ -536,10 +572,14 @@ static void cross_rank_attributes(void **state) {
               "    when: rank == 0\n"
               "  - all_reduce: {buf: a, op: max}\n"
               "    when: rank == 1\n",
-              0, 1);
+              0, 1, 1);
+    /* only the op differs: both places at the ops */
     assert_string_equal(pt_diag(&r, 0),
-                        "t.yaml:6:5: error: rank 0 issues all_reduce (count 128, op sum) at 4:5 "
-                        "where rank 1 issues all_reduce (count 128, op max) at 6:5 [rank 1]");
+                        "t.yaml:6:30: error: rank 1 issues all_reduce (count 128, op max) where "
+                        "rank 0 issues all_reduce (count 128, op sum) [rank 1]");
+    assert_string_equal(pt_diag(&r, 1),
+                        "t.yaml:4:30: note: rank 0 issues all_reduce (count 128, op sum) here "
+                        "[rank 1]");
     pt_free(&r);
 }
 
@@ -610,6 +650,18 @@ static void p2p_unpaired(void **state) {
               0,
               "t.yaml:5:5: error: recv from rank 0 has no matching send: rank 0 sends fewer than 1 "
               "to rank 1 [rank 1]");
+    /* paired, but 8 elements against 4: at the send's view, the recv's view as the note */
+    lint_says_with_note("world: 2\n"
+                        "steps:\n"
+                        "  - alloc: {buf: a, count: 8}\n"
+                        "  - when: rank == 0\n"
+                        "    send: {buf: a, peer: 1}\n"
+                        "  - when: rank == 1\n"
+                        "    recv: {buf: 'a[0:4]', peer: 0}\n",
+                        0,
+                        "t.yaml:5:17: error: send of 8 float32 to rank 1 pairs with a recv of 4 "
+                        "float32 on rank 1 [rank 0]",
+                        "t.yaml:7:18: note: rank 1's recv of 4 float32 is here [rank 0]");
 }
 
 /* A rank that waits at a collective while its peer waits in a recv: the wait ends at a rank that

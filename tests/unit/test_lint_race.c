@@ -16,13 +16,17 @@ static size_t lint_with(pt_run *r, const char *yaml, int world, bool races) {
     return r->lint_errors;
 }
 
-static void says(const char *yaml, const char *want) {
+/* One error and its note (a race's other access, at its view; NULL: no note). */
+static void says(const char *yaml, const char *want, const char *want_note) {
     pt_run r;
     size_t n = lint_with(&r, yaml, 0, true);
-    if (n != 1)
+    if (n != 1 || r.d.items.n != (want_note ? 2u : 1u))
         pt_dump(&r.d);
     assert_int_equal(n, 1);
+    assert_int_equal(r.d.items.n, want_note ? 2 : 1);
     assert_string_equal(pt_diag(&r, 0), want);
+    if (want_note)
+        assert_string_equal(pt_diag(&r, 1), want_note);
     pt_free(&r);
 }
 
@@ -42,16 +46,18 @@ static void clean(const char *yaml) {
 static void read_after_write(void **state) {
     says(HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
               "  - compute: {reads: [\"x[10:5]\"], stream: s2}\n",
-         "t.yaml:8:5: error: compute on 's2' reads x[10:5] while copy at 7:5 on 's1' writes "
-         "x[0:1000]; add record/wait or sync: {stream: s1}");
+         "t.yaml:8:24: error: compute on 's2' reads x[10:5] while copy on 's1' writes "
+         "x[0:1000]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:25: note: copy on 's1' writes x[0:1000] here");
 }
 
 /* write after read: a read on s1, then a write on default; the fix names s1 */
 static void write_after_read(void **state) {
     says(HEAD "  - compute: {reads: [\"x[0:10]\"], stream: s1}\n"
               "  - compute: {writes: [\"x[9:1]\"]}\n",
-         "t.yaml:8:5: error: compute on 'default' writes x[9:1] while compute at 7:5 on 's1' "
-         "reads x[0:10]; add record/wait or sync: {stream: s1}");
+         "t.yaml:8:25: error: compute on 'default' writes x[9:1] while compute on 's1' "
+         "reads x[0:10]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:24: note: compute on 's1' reads x[0:10] here");
 }
 
 /* x[0:500] and x[500:500] touch but share no element; x[499:2] shares element 499 with the first */
@@ -61,8 +67,9 @@ static void slice_boundaries(void **state) {
     says(HEAD "  - compute: {writes: [\"x[0:500]\"], stream: s1}\n"
               "  - compute: {writes: [\"x[500:500]\"], stream: s2}\n"
               "  - compute: {reads: [\"x[499:2]\"]}\n",
-         "t.yaml:9:5: error: compute on 'default' reads x[499:2] while compute at 7:5 on 's1' "
-         "writes x[0:500]; add record/wait or sync: {stream: s1}");
+         "t.yaml:9:24: error: compute on 'default' reads x[499:2] while compute on 's1' "
+         "writes x[0:500]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:25: note: compute on 's1' writes x[0:500] here");
 }
 
 /* A read on s1 of x[0:10], then a write on s1 of x[100:10] (other elements): the read is still
@@ -71,8 +78,9 @@ static void read_survives_unrelated_write(void **state) {
     says(HEAD "  - compute: {reads: [\"x[0:10]\"], stream: s1}\n"
               "  - compute: {writes: [\"x[100:10]\"], stream: s1}\n"
               "  - compute: {writes: [\"x[5:1]\"], stream: s2}\n",
-         "t.yaml:9:5: error: compute on 's2' writes x[5:1] while compute at 7:5 on 's1' reads "
-         "x[0:10]; add record/wait or sync: {stream: s1}");
+         "t.yaml:9:25: error: compute on 's2' writes x[5:1] while compute on 's1' reads "
+         "x[0:10]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:24: note: compute on 's1' reads x[0:10] here");
     clean(HEAD "  - compute: {reads: [\"x[0:10]\"], stream: s1}\n"
                "  - record: {event: e, stream: s1}\n"
                "  - wait: {event: e, stream: s2}\n"
@@ -97,7 +105,8 @@ static void races_off(void **state) {
     pt_free(&r);
     assert_int_equal(lint_with(&r, HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
                                         "  - free: x\n", 0, false), 1);
-    assert_true(strstr(pt_diag(&r, 0), "t.yaml:8:5: error: free of 'x' while copy at 7:5"));
+    assert_true(strstr(pt_diag(&r, 0), "t.yaml:8:11: error: free of 'x' while copy on stream 's1'"));
+    assert_string_equal(pt_diag(&r, 1), "t.yaml:7:25: note: copy uses 'x' here on stream 's1'");
     pt_free(&r);
 }
 
@@ -105,8 +114,8 @@ static void races_off(void **state) {
  * (runtime/exec/exec.c: bad_inplace); a copy onto itself is allowed there and here */
 static void copy_overlap(void **state) {
     says(HEAD "  - copy: {src: \"x[0:100]\", dst: \"x[50:100]\"}\n",
-         "t.yaml:7:5: error: copy from 'x[0:100]' into 'x[50:100]': source and destination "
-         "overlap in 'x'");
+         "t.yaml:7:35: error: copy from 'x[0:100]' into 'x[50:100]': source and destination "
+         "overlap in 'x'", NULL);
     clean(HEAD "  - copy: {src: \"x[0:100]\", dst: \"x[100:100]\"}\n"
                "  - copy: {src: \"x[0:100]\", dst: \"x[0:100]\"}\n");
     pt_run r;
@@ -133,8 +142,9 @@ static void host_accesses(void **state) {
      * still read by the copy on s1 (write after read, the first of its two races) */
     says(HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
               "  - init: {buf: y, copy: x}\n",
-         "t.yaml:8:5: error: init on 'default' writes y[0:1000] while copy at 7:5 on 's1' reads "
-         "y[0:1000]; add record/wait or sync: {stream: s1}");
+         "t.yaml:8:17: error: init on 'default' writes y[0:1000] while copy on 's1' reads "
+         "y[0:1000]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:17: note: copy on 's1' reads y[0:1000] here");
 }
 
 /* Many disjoint slices on two streams, then one whole read: every slice becomes a segment, and
@@ -149,8 +159,9 @@ static void many_slices(void **state) {
                       "  - compute: {reads: [\"x[3998:1]\"], stream: s2}\n");
     pt_run r;
     assert_int_equal(lint_with(&r, b.s, 0, true), 1);
-    assert_true(strstr(pt_diag(&r, 0), "reads x[3998:1] while compute at 2006:5 on 's1' writes "
-                                       "x[0:4000]"));
+    /* the writer is the whole-buffer compute of line 2006, its view at column 24 */
+    assert_true(strstr(pt_diag(&r, 0), "reads x[3998:1] while compute on 's1' writes x[0:4000]"));
+    assert_string_equal(pt_diag(&r, 1), "t.yaml:2006:24: note: compute on 's1' writes x[0:4000] here");
     pt_free(&r);
     ml_str_free(&b);
 }

@@ -567,12 +567,50 @@ static void test_load_file(void **state) {
     unlink(path);
 }
 
+/* The side table of where each step's parts are (sched_part_mark): a buffer name, an
+ * expression, `when:` before and after the step key, a repeat's count after its body, and the
+ * mark of a byte inside a quoted expression (sched_part_offset_mark); a part a step does not
+ * have is the step's key. Columns are counted on the lines as written below. */
+static void test_part_marks(void **state) {
+    static const char yaml[] =
+        "world: 2\n"                                                     /* 1 */
+        "events: [e]\n"                                                  /* 2 */
+        "steps:\n"                                                       /* 3 */
+        "  - alloc: {buf: x, bytes: \"4 * (1MiB + 2)\"}\n"               /* 4 */
+        "  - when: rank == 0\n"                                          /* 5 */
+        "    release: {buf: x, keep: 0}\n"                               /* 6 */
+        "  - repeat: {steps: [{record: {event: e}, when: rank}], count: 3}\n" /* 7 */
+        "  - free: x\n";                                                 /* 8 */
+    ml_diags d;
+    ml_diags_init(&d);
+    sched *s = sched_load_buffer("t.yaml", yaml, strlen(yaml), NULL, &d);
+    assert_non_null(s);
+    const sched_step *st = s->plans[0].steps;
+    assert_mark(sched_part_mark(s, &st[0], SCHED_AT_BUF), 4, 18);
+    assert_mark(sched_part_mark(s, &st[0], SCHED_AT_SIZE), 4, 29);   /* after the quote */
+    /* byte 10 of "4 * (1MiB + 2)" is its '+': 10 characters after the text's start */
+    assert_mark(sched_part_offset_mark(s, &st[0], SCHED_AT_SIZE, expr_text(st[0].u.alloc.bytes), 10),
+                4, 39);
+    assert_mark(sched_part_mark(s, &st[0], SCHED_AT_CHUNKS), 4, 5);  /* none: the key */
+    assert_mark(sched_part_mark(s, &st[1], SCHED_AT_WHEN), 5, 11);   /* before the key */
+    assert_mark(sched_part_mark(s, &st[1], SCHED_AT_BUF), 6, 20);
+    assert_mark(sched_part_mark(s, &st[1], SCHED_AT_KEEP), 6, 29);
+    const sched_step *rec = &st[2].u.repeat.steps[0];
+    assert_mark(sched_part_mark(s, rec, SCHED_AT_EVENT), 7, 39);
+    assert_mark(sched_part_mark(s, rec, SCHED_AT_WHEN), 7, 49);      /* after the key */
+    assert_mark(sched_part_mark(s, &st[2], SCHED_AT_COUNT), 7, 64);  /* after the body */
+    assert_mark(sched_part_mark(s, &st[2], SCHED_AT_WHEN), 7, 5);    /* the body's is not its */
+    sched_free(s);
+    ml_diags_free(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seed_schedule),  cmocka_unit_test(test_plans_and_sweep),
         cmocka_unit_test(test_eval_lets_and_set), cmocka_unit_test(test_bad_schedules),
         cmocka_unit_test(test_deep_nesting),   cmocka_unit_test(test_limits),
         cmocka_unit_test(test_many_steps),     cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_part_marks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -313,33 +313,33 @@ static void division_by_zero_names_expression(void **state) {
     expect_expand_error("let: {M: 256MiB}\n"
                         "steps:\n"
                         "  - alloc: {buf: a, bytes: M / (world - 4)}\n",
-                        4, NULL, "t.yaml:3:5: error: division by zero in 'M / (world - 4)'");
+                        4, NULL, "t.yaml:3:30: error: division by zero in 'M / (world - 4)'");
 }
 
 static void negative_sizes_refused(void **state) {
     expect_expand_error("steps:\n"
                         "  - repeat: {count: world - 5, steps: [{sync: device}]}\n",
-                        4, NULL, "t.yaml:2:5: error: repeat count is negative (-1): 'world - 5'");
+                        4, NULL, "t.yaml:2:21: error: repeat count is negative (-1): 'world - 5'");
     expect_expand_error("steps:\n"
                         "  - alloc: {buf: a, count: 2 - world}\n",
-                        4, NULL, "t.yaml:2:5: error: alloc count is negative (-2): '2 - world'");
+                        4, NULL, "t.yaml:2:28: error: alloc count is negative (-2): '2 - world'");
 }
 
 static void repeat_over_max_ops(void **state) {
     plan_limits lim = {.max_ops = 100};
-    /* 1000 iterations of 2 ops: more than 100, reported at the repeat */
+    /* 1000 iterations of 2 ops: more than 100, reported at its count */
     expect_expand_error("steps:\n"
                         "  - sync: device\n"
                         "  - repeat:\n"
                         "      count: 1000\n"
                         "      steps: [{sync: device}, {sync: device}]\n",
                         1, &lim,
-                        "t.yaml:3:5: error: repeat of 1000 iterations expands to more than 100 ops");
+                        "t.yaml:4:14: error: repeat of 1000 iterations expands to more than 100 ops");
     /* beyond 2^63 iterations of a body: refused, not wrapped */
     expect_expand_error("steps:\n"
                         "  - repeat: {count: 9223372036854775807, steps: [{sync: device}]}\n",
                         1, NULL,
-                        "t.yaml:2:5: error: repeat of 9223372036854775807 iterations expands to "
+                        "t.yaml:2:21: error: repeat of 9223372036854775807 iterations expands to "
                         "more than 50000000 ops");
 }
 

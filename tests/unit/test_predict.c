@@ -193,6 +193,75 @@ static void padded_1003_int64(void **state) {
     pt_free(&r);
 }
 
+/* predict and check run without a timeline (pipeline_opts.timeline): every other field is the
+ * same as with it, and no point is kept. */
+static void no_timeline_same_prediction(void **state) {
+    pt_run r;
+    pt_load(&r, padded_1003, 0);
+    pt_lint(&r);
+    pt_predict(&r);
+    for (int k = 0; k < 4; k++) {
+        pred_rank bare;
+        assert_int_equal(predict_rank_with(&r.plans[k], false, &bare, &r.d), 0);
+        const pred_rank *p = &r.pred[k];
+        assert_null(bare.timeline);
+        assert_int_equal(bare.n_timeline, 0);
+        assert_int_equal(p->n_timeline, r.plans[k].n_ops);
+        assert_memory_equal(bare.peak, p->peak, sizeof bare.peak);
+        assert_memory_equal(bare.steady, p->steady, sizeof bare.steady);
+        assert_memory_equal(bare.peak_op, p->peak_op, sizeof bare.peak_op);
+        assert_memory_equal(bare.peak_lo, p->peak_lo, sizeof bare.peak_lo);
+        assert_memory_equal(bare.peak_hi, p->peak_hi, sizeof bare.peak_hi);
+        assert_int_equal(bare.peak[VIEW_REQUESTED], 34120);   /* padded_1003_int64's sum */
+        assert_int_equal(bare.floor, p->floor);
+        for (int v = 0; v < VIEW_COUNT; v++) {
+            assert_int_equal(bare.n_peak_live[v], p->n_peak_live[v]);
+            if (p->n_peak_live[v])
+                assert_memory_equal(bare.peak_live[v], p->peak_live[v],
+                                    p->n_peak_live[v] * sizeof(uint32_t));
+        }
+        pred_rank_free(&bare);
+    }
+    pt_free(&r);
+}
+
+/* The floor (floor.c's definition) through both ways of counting an op's views: one view per
+ * buffer or an in-place collective's send = recv (counted without a scratch set), and two views
+ * of one buffer (a copy inside a, merged first). float32, bytes:
+ *   end: b live, needed [0, 1024).
+ *   op 4, copy a[2048, 3072) -> b: a's bytes 1024 + b's needed 1024 = 2048; then a needs
+ *        [2048, 3072), b nothing.
+ *   op 3, in-place all_reduce of a[2048, 3072): already needed, 1024.
+ *   op 2, copy a[0, 1024) -> a[2048, 3072): a's two views 2048 bytes (1024 of them needed);
+ *        then a needs [0, 1024): 1024.
+ * floor = max(1024 at the end, 2048, 1024, 2048) = 2048; the peak is 4096 + 1024 = 5120. */
+static const char floor_views[] =
+    "world: 2\n"
+    "dtype: float32\n"
+    "steps:\n"
+    "  - alloc: {buf: a, count: 1024}\n"
+    "  - alloc: {buf: b, count: 256}\n"
+    "  - copy: {src: 'a[0:256]', dst: 'a[512:256]'}\n"
+    "  - all_reduce: {buf: 'a[512:256]'}\n"
+    "  - copy: {src: 'a[512:256]', dst: b}\n"
+    "  - free: a\n";
+
+static void floor_of_views(void **state) {
+    pt_run r;
+    pt_load(&r, floor_views, 0);
+    pt_lint(&r);
+    assert_int_equal(r.lint_errors, 0);
+    pt_predict(&r);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(r.pred[k].floor, 2048);
+        assert_int_equal(r.pred[k].peak[VIEW_REQUESTED], 5120);
+        size_t at = 0;
+        assert_int_equal(floor_rank(&r.plans[k], &at), 2048);
+        assert_int_equal(at, 2);   /* of the tied ops 2 and 4, the earliest (the backward walk takes >=) */
+    }
+    pt_free(&r);
+}
+
 static void device_exact_after_churn(void **state) {
     pt_run r;
     /* 3 x 600 KiB share page 0; freeing b leaves a hole before c; d (500 KiB) goes into b's hole
@@ -367,6 +436,8 @@ int main(void) {
         cmocka_unit_test(chunked_release),
         cmocka_unit_test(chunked_small_chunks_own_pages),
         cmocka_unit_test(padded_1003_int64),
+        cmocka_unit_test(no_timeline_same_prediction),
+        cmocka_unit_test(floor_of_views),
         cmocka_unit_test(device_exact_after_churn),
         cmocka_unit_test(expect_rows),
         cmocka_unit_test(expect_plan_overrides_and_ranks),

@@ -85,16 +85,17 @@ static char *render(const fixture *f, report_format fmt) {
 static void test_size_cell(void **state) {
     (void)state;
     char buf[80];
+    /* the cells are base/human.h's sizes (test_human.c has the rule's cases) */
     report_size_cell(256 * MIB, buf, sizeof buf);
     assert_string_equal(buf, "256 MiB");
     report_size_cell(0, buf, sizeof buf);
-    assert_string_equal(buf, "0 MiB");
-    /* page_stress: 1 MiB + 1 is not whole, so the exact bytes follow */
+    assert_string_equal(buf, "0 B");
+    /* page_stress: 1 MiB + 1 is not whole: rounded, and marked so */
     report_size_cell(MIB + 1, buf, sizeof buf);
-    assert_string_equal(buf, "1 MiB (1048577 B)");
-    report_size_cell(34120, buf, sizeof buf);   /* padded 1003 contract peak at world 4 */
-    assert_string_equal(buf, "0.033 MiB (34120 B)");
-    report_size_cell(520, buf, sizeof buf);     /* exact-sum contract peak: under 0.0005 MiB */
+    assert_string_equal(buf, "~1 MiB");
+    report_size_cell(34120, buf, sizeof buf);   /* padded 1003 contract peak at world 4: 33.32 KiB */
+    assert_string_equal(buf, "~33.3 KiB");
+    report_size_cell(520, buf, sizeof buf);     /* exact-sum contract peak: under 1 KiB, exact */
     assert_string_equal(buf, "520 B");
 }
 
@@ -121,14 +122,64 @@ static void test_grid_aligns(void **state) {
     report_grid_add(&g, "10");
     report_grid_add(&g, "b|c");
     ml_str out = {0};
-    report_grid_render(&g, false, "", &out);
+    report_grid_render(&g, false, "", 0, NULL, &out);
     assert_string_equal(out.s, "rank  name\n   0  a\n  10  b|c\n");
     ml_str_free(&out);
     ml_str_append(&out, "", 0);
-    report_grid_render(&g, true, "", &out);
+    report_grid_render(&g, true, "", 0, NULL, &out);
     /* a '|' inside a Markdown cell is escaped so the table keeps its columns */
     assert_string_equal(out.s, "| rank | name |\n| ---: | --- |\n| 0 | a |\n| 10 | b\\|c |\n");
     ml_str_free(&out);
+    report_grid_free(&g);
+}
+
+/* Fitting a width (report_int.h): the prose column narrows to WRAP_MIN (16) and wraps at
+ * spaces; below that the highest priority goes, all its columns together, and is named. */
+static void test_grid_fits(void **state) {
+    (void)state;
+    static const char *const headers[] = {"rank", "a", "b", "why"};
+    static const bool right[] = {true, true, true, false};
+    report_grid g;
+    report_grid_init(&g, 4, headers, right);
+    report_grid_priority(&g, 1, 2);
+    report_grid_priority(&g, 2, 2);
+    report_grid_priority(&g, 3, 1);
+    report_grid_wrap(&g, 3);
+    const char *cells[] = {"0", "256 MiB", "64 MiB", "the gathered buffer is live with full"};
+    for (size_t k = 0; k < 4; k++)
+        report_grid_add(&g, cells[k]);
+    ml_str out = {0}, dropped = {0};
+    ml_str_append(&out, "", 0);
+    ml_str_append(&dropped, "", 0);
+    /* unlimited: one line of 2 + 4 + 2 + 7 + 2 + 6 + 2 + 37 = 62 columns */
+    report_grid_render(&g, false, "  ", 0, &dropped, &out);
+    assert_string_equal(out.s, "  rank        a       b  why\n"
+                               "     0  256 MiB  64 MiB  the gathered buffer is live with full\n");
+    assert_int_equal(dropped.n, 0);
+    /* 40: the 25 fixed columns leave 15 for 'why', under its 16: a and b go, and 'why' gets
+     * the 32 columns left of its 37 */
+    out.n = 0;
+    report_grid_render(&g, false, "  ", 40, &dropped, &out);
+    assert_string_equal(out.s, "  rank  why\n     0  the gathered buffer is live with\n        full\n");
+    assert_string_equal(dropped.s, "a, b");
+    /* 45: 'why' keeps a and b at 20 columns, broken at the spaces */
+    out.n = 0;
+    dropped.n = 0;
+    dropped.s[0] = '\0';
+    report_grid_render(&g, false, "  ", 45, &dropped, &out);
+    assert_string_equal(out.s, "  rank        a       b  why\n"
+                               "     0  256 MiB  64 MiB  the gathered buffer\n"
+                               "                         is live with full\n");
+    assert_int_equal(dropped.n, 0);
+    /* 10: 'why' at its 16 is still too wide, so it goes too; rank (priority 0) stays */
+    out.n = 0;
+    dropped.n = 0;
+    dropped.s[0] = '\0';
+    report_grid_render(&g, false, "", 10, &dropped, &out);
+    assert_string_equal(out.s, "rank\n   0\n");
+    assert_string_equal(dropped.s, "a, b, why");
+    ml_str_free(&out);
+    ml_str_free(&dropped);
     report_grid_free(&g);
 }
 
@@ -215,7 +266,7 @@ static void test_csv_and_md(void **state) {
     assert_non_null(strstr(csv, "\n\"a,b\",,t.yaml,4,3,0,1048576,0,2097152,true,"));
     char *md = render(&f, FMT_MD);
     /* equal ranks collapse into one row */
-    assert_non_null(strstr(md, "| a,b | 4 | 0-3 | 0 MiB | 1 MiB | 0 MiB | 2 MiB |"));
+    assert_non_null(strstr(md, "| a,b | 4 | 0-3 | 0 B | 1 MiB | 0 B | 2 MiB |"));
     free(csv);
     free(md);
     release(&f);
@@ -341,7 +392,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_cell),
         cmocka_unit_test(test_ranks_text),
-        cmocka_unit_test(test_grid_aligns),
+        cmocka_unit_test(test_grid_aligns), cmocka_unit_test(test_grid_fits),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_table_failed_expectation),
         cmocka_unit_test(test_json),

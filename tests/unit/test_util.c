@@ -50,10 +50,16 @@ static void test_diag_max_errors(void **state) {
     ml_diags d;
     ml_diags_init(&d);
     d.max_errors = 2;
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < 5; k++) {
         ml_error(&d, "f", ((ml_mark){1, 1}), "e%d", k);
+        /* each error's note goes with it: kept after a kept error, left out after another */
+        ml_diag_add(&d, ML_DIAG_NOTE, "f", ((ml_mark){1, 2}), -1, NULL, "n%d", k);
+    }
     assert_int_equal(d.errors, 5);   /* counted */
-    assert_int_equal(d.items.n, 2);  /* kept */
+    assert_int_equal(d.items.n, 4);  /* kept: e0 n0 e1 n1 */
+    char line[64];
+    ml_diag_format(&ML_VEC_AT(&d.items, ml_diag, 3), line, sizeof line);
+    assert_string_equal(line, "f:1:2: note: n1");
     ml_diags_free(&d);
 }
 

@@ -102,7 +102,7 @@ static void torch_record_stream_event(void **state) {
     pt_free(&r);
 }
 
-/* Out of memory under the limit: an error at the alloc with the numbers, predict fails. */
+/* Out of memory under the limit: an error at the alloc's bytes with the numbers, predict fails. */
 static void torch_out_of_memory(void **state) {
     pt_run r;
     pt_load(&r,
@@ -116,7 +116,7 @@ static void torch_out_of_memory(void **state) {
     pred_rank p;
     assert_int_equal(predict_rank(&r.plans[0], &p, &r.d), -1);
     assert_string_equal(pt_diag(&r, 0),
-                        "t.yaml:6:5: error: would run out of memory at alloc 'c' (256 MiB): "
+                        "t.yaml:6:28: error: would run out of memory at alloc 'c' (256 MiB): "
                         "allocated 800 MiB, reserved 800 MiB, limit 1 GiB (torch view, rank 0)");
     pt_free(&r);
 }

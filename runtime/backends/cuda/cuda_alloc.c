@@ -16,6 +16,7 @@
  * binary links libcudart alone and starts on machines without libcuda. Chunked buffers are never
  * passed to ncclCommRegister: NCCL up to 2.30 registers only the first physical chunk of a range. */
 #include "backends/cuda/cuda_int.h"
+#include "base/human.h"
 
 #ifdef MEMLIFE_HAVE_CUDA
 
@@ -32,18 +33,20 @@ static char cu_empty_buffer;
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-/* "cudaMalloc of N bytes failed: out of memory (device 0 has F MiB free of T MiB)": with the free
- * memory the executor adds the step and the live bytes, and the user sees why at once. */
+/* "cudaMalloc of N bytes (200 GiB) failed: out of memory (device 0 has ~137 GiB free of ~140
+ * GiB)": the exact request, and all three sizes as people read them (base/human.h); with the
+ * free memory the executor adds the step and the live bytes, and the user sees why at once. */
 static int alloc_failed(cu_rank *cr, const char *api, uint64_t bytes, const char *why, char *err,
                         size_t len) {
     uint64_t free_bytes = 0, total = 0;
-    char f[32] = "?", t[32] = "?";
+    char f[32] = "?", t[32] = "?", b[32];
     if (cu_device_used(cr, NULL, &free_bytes, &total) == 0) {
-        ml_format_mib((int64_t)free_bytes, f, sizeof f);
-        ml_format_mib((int64_t)total, t, sizeof t);
+        ml_human_size(free_bytes, f, sizeof f);
+        ml_human_size(total, t, sizeof t);
     }
-    snprintf(err, len, "%s of %llu bytes failed: %s (device %d has %s MiB free of %s MiB)", api,
-             (unsigned long long)bytes, why, cr->device, f, t);
+    ml_human_size(bytes, b, sizeof b);
+    snprintf(err, len, "%s of %llu bytes (%s) failed: %s (device %d has %s free of %s)", api,
+             (unsigned long long)bytes, b, why, cr->device, f, t);
     cu_g.failed = true;
     return -1;
 }
