@@ -118,8 +118,8 @@ static void facts_of(const rank_plan *p, equiv_facts *f) {
         case OP_COLL: {
             ml_coll c = op->u.coll.coll;
             const ml_coll_info *ci = &ml_colls[c];
-            uint64_t send = ml_coll_send_count(c, op->u.coll.count, p->world);
-            uint64_t recv = ml_coll_recv_count(c, op->u.coll.count, p->world);
+            uint64_t send = ml_coll_send_count(c, plan_coll_count(op), p->world);
+            uint64_t recv = ml_coll_recv_count(c, plan_coll_count(op), p->world);
             /* The full payload: AllReduce/ReduceScatter the send size, AllGather the recv size. */
             double full = (double)(send > recv ? send : recv) * ml_dtypes[op->u.coll.send.dtype].size;
             int steps = ci->ring_steps(p->world);

@@ -452,7 +452,7 @@ static void collective(side_state *st, int world, const plan_op *const *ops) {
     ml_coll c = op0->u.coll.coll;
     const ml_coll_flow *flow = &ml_colls[c].flow;
     bool reduces = flow->source == FLOW_REDUCTION;
-    uint64_t count = op0->u.coll.count;
+    uint64_t count = plan_coll_count(op0);
     uint64_t send_n = ml_coll_send_count(c, count, world);
     seg **pieces = ml_xcalloc((size_t)world, sizeof *pieces);
     size_t *n_pieces = ml_xcalloc((size_t)world, sizeof *n_pieces);
@@ -526,7 +526,7 @@ static void run_side(side_state *st) {
         bool same = at_coll == world;
         for (int r = 1; r < world && same; r++)
             same = ops[r]->u.coll.coll == ops[0]->u.coll.coll &&
-                   ops[r]->u.coll.count == ops[0]->u.coll.count;
+                   plan_coll_count(ops[r]) == plan_coll_count(ops[0]);
         if (!same) {
             st->stopped = true;    /* lint's cross-rank check names the divergence */
             break;
@@ -603,7 +603,7 @@ static void partial_text(const equiv_result *r, const side_state *st, int s, cha
     if (ml_colls[op->u.coll.coll].flow.shard_of_rank)
         snprintf(buf, len, "%s: %s reduces %llu = shard %llu x world %d of the %llu input elements",
                  side_name(s), x, (unsigned long long)st->partial_count,
-                 (unsigned long long)op->u.coll.count, r->world,
+                 (unsigned long long)plan_coll_count(op), r->world,
                  (unsigned long long)st->partial_buf_count);
     else
         snprintf(buf, len, "%s: %s reduces %llu of the %llu input elements", side_name(s), x,

@@ -29,7 +29,7 @@ sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char
     ml_coll c = op->u.coll.coll;
     const ml_coll_info *ci = &ml_colls[c];
     const plan_view *send = &op->u.coll.send, *recv = &op->u.coll.recv;
-    uint64_t count = op->u.coll.count;
+    uint64_t count = plan_coll_count(op);
     uint64_t send_need = ml_coll_send_count(c, count, world);
     uint64_t recv_need = ml_coll_recv_count(c, count, world);
     *at = LINT_AT_SEND;

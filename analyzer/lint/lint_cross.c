@@ -11,7 +11,7 @@ typedef unsigned long long ull;
 
 static lint_coll_key key_of(const plan_op *op) {
     ml_coll c = op->u.coll.coll;
-    return (lint_coll_key){.count = op->u.coll.count,
+    return (lint_coll_key){.count = plan_coll_count(op),
                            .root = ml_colls[c].has_root ? op->u.coll.root : 0,
                            .coll = (uint8_t)c,
                            .dtype = (uint8_t)op->u.coll.send.dtype,
@@ -53,7 +53,7 @@ void lint_coll_seq_free(lint_coll_seq *q) {
 /* "all_gather (count 64)", plus the attributes in which it differs from `other`. */
 static void describe(const plan_op *op, const plan_op *other, char *buf, size_t len) {
     int n = snprintf(buf, len, "%s (count %llu", ml_colls[op->u.coll.coll].name,
-                     (ull)op->u.coll.count);
+                     (ull)plan_coll_count(op));
     if (op->u.coll.send.dtype != other->u.coll.send.dtype)
         n += snprintf(buf + n, len - (size_t)n, ", %s", ml_dtypes[op->u.coll.send.dtype].name);
     if (ml_colls[op->u.coll.coll].has_op && op->u.coll.op != other->u.coll.op)
@@ -70,7 +70,7 @@ static ml_mark diff_mark(const sched *s, const plan_op *op, const plan_op *other
         return plan_op_mark(op);
     if (op->u.coll.op != other->u.coll.op)
         return sched_part_mark(s, op->step, SCHED_AT_OP);
-    if (op->u.coll.count != other->u.coll.count ||
+    if (plan_coll_count(op) != plan_coll_count(other) ||
         op->u.coll.send.dtype != other->u.coll.send.dtype)
         return plan_view_mark(s, op, 0);
     if (op->u.coll.root != other->u.coll.root)

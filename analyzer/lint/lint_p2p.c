@@ -109,7 +109,7 @@ static void collect(const rank_plan *p, int r, rank_p2p *q, uint64_t *count_to, 
 }
 
 static const char *elem_text(const plan_op *op, char *buf, size_t len) {
-    snprintf(buf, len, "%llu %s", (ull)op->u.coll.count, ml_dtypes[op->u.coll.send.dtype].name);
+    snprintf(buf, len, "%llu %s", (ull)plan_coll_count(op), ml_dtypes[op->u.coll.send.dtype].name);
     return buf;
 }
 
@@ -137,7 +137,7 @@ static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) 
                 continue;
             }
             const plan_op *a = s->op, *b = m->op;
-            if (a->u.coll.count != b->u.coll.count || a->u.coll.send.dtype != b->u.coll.send.dtype) {
+            if (plan_coll_count(a) != plan_coll_count(b) || a->u.coll.send.dtype != b->u.coll.send.dtype) {
                 /* at the send's view (its size), the note at the recv's (two places) */
                 char e1[64], e2[64];
                 const sched *sc = plans[r].s;

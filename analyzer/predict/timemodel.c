@@ -117,8 +117,8 @@ double tm_op_duration(const rank_plan *p, const plan_op *op, const tm_link *l, b
     switch (op->kind) {
     case OP_COLL: {
         ml_coll c = op->u.coll.coll;
-        uint64_t send = ml_coll_send_count(c, op->u.coll.count, p->world);
-        uint64_t recv = ml_coll_recv_count(c, op->u.coll.count, p->world);
+        uint64_t send = ml_coll_send_count(c, plan_coll_count(op), p->world);
+        uint64_t recv = ml_coll_recv_count(c, plan_coll_count(op), p->world);
         double bytes = (double)(send > recv ? send : recv) * ml_dtypes[op->u.coll.send.dtype].size;
         *comm = true;
         double factor = p->world > 1 ? ml_colls[c].busbw_factor(p->world) : 0.0;

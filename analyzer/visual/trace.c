@@ -61,7 +61,7 @@ static json_t *coll_args(const rank_plan *p, const plan_op *op) {
     json_object_set_new(a, "bytes", json_integer((json_int_t)(send > recv ? send : recv)));
     json_object_set_new(a, "send_bytes", json_integer((json_int_t)send));
     json_object_set_new(a, "recv_bytes", json_integer((json_int_t)recv));
-    json_object_set_new(a, "count", json_integer((json_int_t)op->u.coll.count));
+    json_object_set_new(a, "count", json_integer((json_int_t)plan_coll_count(op)));
     json_object_set_new(a, "dtype", json_string(ml_dtypes[op->u.coll.send.dtype].name));
     if (ci->has_op)
         json_object_set_new(a, "op", json_string(ml_redops[op->u.coll.op].name));

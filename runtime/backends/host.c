@@ -439,9 +439,9 @@ static int h_group_end(rt_rank *r, char *err, size_t len) {
 /* Asked before the launch (rt_backend_check): every dtype and op runs here (16-bit floats and
  * avg are emulated); what MPI cannot express is a count beyond its int. */
 static int h_refuse_op(const plan_op *op, int world, char *err, size_t len) {
-    if (op->kind == OP_COLL && op->u.coll.count > (uint64_t)INT_MAX) {
+    if (op->kind == OP_COLL && plan_coll_count(op) > (uint64_t)INT_MAX) {
         snprintf(err, len, "%s of %" PRIu64 " elements exceeds MPI's int count (%d)",
-                 ml_colls[op->u.coll.coll].name, op->u.coll.count, INT_MAX);
+                 ml_colls[op->u.coll.coll].name, plan_coll_count(op), INT_MAX);
         return -1;
     }
     return 0;

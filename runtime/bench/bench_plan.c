@@ -87,8 +87,8 @@ void bench_plan_bytes(const rank_plan *p, uint64_t *payload, double *bus_bytes) 
         if (op->kind != OP_COLL)
             continue;
         ml_coll c = op->u.coll.coll;
-        uint64_t send = ml_coll_send_count(c, op->u.coll.count, p->world);
-        uint64_t recv = ml_coll_recv_count(c, op->u.coll.count, p->world);
+        uint64_t send = ml_coll_send_count(c, plan_coll_count(op), p->world);
+        uint64_t recv = ml_coll_recv_count(c, plan_coll_count(op), p->world);
         uint64_t full = (send > recv ? send : recv) * ml_dtypes[op->u.coll.send.dtype].size;
         *payload = full > *payload ? full : *payload;
         *bus_bytes += (double)full * ml_colls[c].busbw_factor(p->world);

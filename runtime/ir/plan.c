@@ -46,7 +46,7 @@ typedef struct {
 } expander;
 
 /* Grows the op array to hold `need` ops. A schedule that fits under max_ops can still be more
- * than the machine holds (50 M ops of 96 bytes per rank): that is the schedule's problem, so it
+ * than the machine holds (50 M ops of 88 bytes per rank): that is the schedule's problem, so it
  * is a diagnostic at the step that asked, not an abort. */
 static int grow_ops(expander *x, size_t need, ml_mark mark) {
     if (need <= x->cap_ops)
@@ -268,8 +268,6 @@ static int expand_coll(expander *x, const sched_step *st) {
     if (resolve_view(x, &st->u.coll.send, &op->u.coll.send) < 0 ||
         resolve_view(x, &st->u.coll.recv, &op->u.coll.recv) < 0)
         return -1;
-    /* NCCL's count: the side that is not multiplied by world (RS: recvcount, else send). */
-    op->u.coll.count = ml_colls[c].send_mult_world ? op->u.coll.recv.count : op->u.coll.send.count;
     if (ml_colls[c].has_root || ml_colls[c].p2p) {   /* the root, or a send/recv's peer */
         int64_t root;
         if (eval(x, st->u.coll.root, 0, at(st, SCHED_AT_ROOT), &root) < 0)
@@ -281,7 +279,7 @@ static int expand_coll(expander *x, const sched_step *st) {
     const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
     op->u.coll.in_place =
         s->buf == r->buf && (int64_t)r->offset - (int64_t)s->offset ==
-                                ml_colls[c].inplace_recv_minus_send(op->u.coll.count, x->rank);
+                                ml_colls[c].inplace_recv_minus_send(plan_coll_count(op), x->rank);
     return 0;
 }
 
@@ -843,8 +841,9 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
         if (op->kind != OP_COLL || op->u.coll.send.buf != op->u.coll.recv.buf)
             continue;
         int64_t diff = (int64_t)op->u.coll.recv.offset - (int64_t)op->u.coll.send.offset;
+        uint64_t count = plan_coll_count(op);
         for (int r = 0; r < p->world && same; r++)
-            same = (diff == ml_colls[op->u.coll.coll].inplace_recv_minus_send(op->u.coll.count, r)) ==
+            same = (diff == ml_colls[op->u.coll.coll].inplace_recv_minus_send(count, r)) ==
                    op->u.coll.in_place;
     }
     return same;

@@ -27,9 +27,10 @@ typedef enum {
 } plan_op_kind;
 extern const char *const plan_op_names[OP_KIND_COUNT];
 
-/* Field order and the narrow enums below keep a view at 24 bytes and an op at 96 (not 32 and
+/* Field order and the narrow enums below keep a view at 24 bytes and an op at 88 (not 32 and
  * 120): a plan is a million ops per rank, written once and read by lint, the predictor, the
- * floor and the executor, so its size is most of their cost. Read and write the fields as
+ * floor and the executor, so its size is most of their cost; for that a collective does not
+ * store NCCL's count, which its views give (plan_coll_count). Read and write the fields as
  * usual; only their addresses cannot be taken. */
 typedef struct {
     uint64_t offset;       /* elements */
@@ -50,8 +51,7 @@ typedef struct {
         struct { uint32_t buf; uint32_t keep; } release;
         struct { uint32_t buf; uint32_t stream; } record_stream;
         struct {
-            plan_view send, recv;
-            uint64_t count;        /* NCCL's count (see coll.h) */
+            plan_view send, recv;  /* NCCL's count is one of them: plan_coll_count */
             int root;              /* send/recv: the peer */
             uint32_t stream;
             ml_coll coll : 8;
@@ -70,6 +70,12 @@ typedef struct {
         struct { sched_error_code error; } expect;
     } u;
 } plan_op;
+/* NCCL's count of a collective or send/recv op (coll.h): the side that is not multiplied by
+ * world, recv's for reduce_scatter, send's for the others. */
+static inline uint64_t plan_coll_count(const plan_op *op) {
+    return ml_colls[op->u.coll.coll].send_mult_world ? op->u.coll.recv.count
+                                                     : op->u.coll.send.count;
+}
 /* The name of what an op does, for messages and labels: the collective's name for OP_COLL
  * ("reduce_scatter"), else the op kind's ("copy", "compute"). */
 const char *plan_op_name(const plan_op *op);

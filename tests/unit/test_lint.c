@@ -283,7 +283,6 @@ static void contract_bad_op_direct(void **state) {
     op.u.coll.coll = COLL_ALL_GATHER;
     op.u.coll.send = (plan_view){.buf = 0, .offset = 0, .count = 64, .dtype = DT_INT64};
     op.u.coll.recv = (plan_view){.buf = 1, .offset = 0, .count = 256, .dtype = DT_INT64};
-    op.u.coll.count = 64;
     op.u.coll.op = RED_MAX;
     char detail[240];
     assert_int_equal(lint_coll_contract(&op, 4, 0, detail, sizeof detail, NULL), ERR_BAD_OP);

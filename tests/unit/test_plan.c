@@ -30,7 +30,7 @@ static void repeat_unrolls_with_iterations(void **state) {
         assert_int_equal(p->ops[k].kind, kinds[k]);
         assert_int_equal(p->ops[k].iter, iters[k]);
     }
-    assert_int_equal(p->ops[6].u.coll.count, 256);   /* 1 KiB of float32 */
+    assert_int_equal(plan_coll_count(&p->ops[6]), 256);   /* 1 KiB of float32 */
     pt_free(&r);
 }
 
@@ -76,9 +76,9 @@ static void repeat_first_iteration_sees_outer_alloc(void **state) {
             0);
     const rank_plan *p = &r.plans[0];
     assert_int_equal(p->n_ops, 10);
-    assert_int_equal(p->ops[1].u.coll.count, 256);
-    assert_int_equal(p->ops[4].u.coll.count, 512);
-    assert_int_equal(p->ops[7].u.coll.count, 512);
+    assert_int_equal(plan_coll_count(&p->ops[1]), 256);
+    assert_int_equal(plan_coll_count(&p->ops[4]), 512);
+    assert_int_equal(plan_coll_count(&p->ops[7]), 512);
     pt_free(&r);
 }
 
@@ -173,7 +173,7 @@ static void views_counts_and_in_place(void **state) {
         const plan_op *ag_in = op_at(&r, rank, 4), *ag = op_at(&r, rank, 5);
         const plan_op *ar = op_at(&r, rank, 6), *rs_bad = op_at(&r, rank, 7);
         const plan_op *bc = op_at(&r, rank, 8);
-        assert_int_equal(rs->u.coll.count, 64);          /* RS: recvcount */
+        assert_int_equal(plan_coll_count(rs), 64);          /* RS: recvcount */
         assert_int_equal(rs->u.coll.send.count, 256);
         assert_true(rs->u.coll.send.whole);
         assert_false(rs->u.coll.in_place);
@@ -181,14 +181,14 @@ static void views_counts_and_in_place(void **state) {
         assert_int_equal(rs_in->u.coll.recv.count, 64);
         assert_false(rs_in->u.coll.recv.whole);
         assert_true(rs_in->u.coll.in_place);             /* recv == send + rank*recvcount */
-        assert_int_equal(ag_in->u.coll.count, 64);       /* AG: sendcount */
+        assert_int_equal(plan_coll_count(ag_in), 64);       /* AG: sendcount */
         assert_true(ag_in->u.coll.in_place);             /* send == recv + rank*sendcount */
         assert_false(ag->u.coll.in_place);
-        assert_int_equal(ar->u.coll.count, 256);         /* AR: elements of send */
+        assert_int_equal(plan_coll_count(ar), 256);         /* AR: elements of send */
         assert_true(ar->u.coll.in_place);
         /* recv at offset 0 is in place on rank 0 only */
         assert_int_equal(rs_bad->u.coll.in_place, rank == 0);
-        assert_int_equal(bc->u.coll.count, 248);
+        assert_int_equal(plan_coll_count(bc), 248);
         assert_int_equal(bc->u.coll.root, 3);
         assert_int_equal(bc->u.coll.send.dtype, DT_FLOAT32);
     }

@@ -416,10 +416,10 @@ static void warm_scan(const rank_plan *p, cu_warm_list *w) {
             k++;
             continue;
         }
-        if (op->kind != OP_COLL || op->u.coll.count == 0)
+        if (op->kind != OP_COLL || plan_coll_count(op) == 0)
             continue;
         uint32_t s = op->u.coll.stream;
-        warm_add(w, op->u.coll.coll, op->u.coll.count, (int)op->u.coll.send.dtype,
+        warm_add(w, op->u.coll.coll, plan_coll_count(op), (int)op->u.coll.send.dtype,
                  (int)op->u.coll.op, s < 64 ? (uint64_t)1 << s : 1);
     }
 }
