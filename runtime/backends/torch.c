@@ -128,18 +128,31 @@ static void driver_gone(char *err, size_t len) {
     copy_str(tb.gone, sizeof tb.gone, err);
 }
 
+/* Waits for fd to be ready for `events` until the deadline, for write_all and fill: 1 to go
+ * on to the write or read (a poll error other than EINTR too: the call then says what is
+ * wrong), 0 to poll again after a signal, -1 after ending the driver at the deadline with
+ * `late` as the reason. */
+static int ready_by(int fd, short events, double deadline, const char *late, char *err,
+                    size_t len) {
+    double left = deadline - ml_now_seconds();
+    struct pollfd pf = {fd, events, 0};
+    int rc = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
+    if (rc == 0) {
+        end_driver(late, err, len);
+        return -1;
+    }
+    return rc < 0 && errno == EINTR ? 0 : 1;
+}
+
 static int write_all(const void *p, size_t n, double deadline, char *err, size_t len) {
     const char *c = p;
     while (n) {
-        double left = deadline - ml_now_seconds();
-        struct pollfd pf = {tb.to, POLLOUT, 0};
-        int rc = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
-        if (rc == 0) {
-            end_driver("the torch driver did not take its request before the deadline "
-                       "(--timeout); it was ended", err, len);
+        int rc = ready_by(tb.to, POLLOUT, deadline,
+                          "the torch driver did not take its request before the deadline "
+                          "(--timeout); it was ended", err, len);
+        if (rc < 0)
             return -1;
-        }
-        if (rc < 0 && errno == EINTR)
+        if (rc == 0)
             continue;
         ssize_t w = write(tb.to, c, n);
         if (w < 0 && errno == EINTR)
@@ -163,15 +176,12 @@ static int fill(size_t want, double deadline, char *err, size_t len) {
             end_driver("the torch driver sent a line longer than 64 KiB; it was ended", err, len);
             return -1;
         }
-        double left = deadline - ml_now_seconds();
-        struct pollfd pf = {tb.from, POLLIN, 0};
-        int rc = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
-        if (rc == 0) {
-            end_driver("no reply from the torch driver before the deadline (--timeout); it "
-                       "was ended", err, len);
+        int rc = ready_by(tb.from, POLLIN, deadline,
+                          "no reply from the torch driver before the deadline (--timeout); it "
+                          "was ended", err, len);
+        if (rc < 0)
             return -1;
-        }
-        if (rc < 0 && errno == EINTR)
+        if (rc == 0)
             continue;
         ssize_t r = read(tb.from, tb.buf + tb.n, sizeof tb.buf - tb.n);
         if (r < 0 && errno == EINTR)
