@@ -128,39 +128,41 @@ static void driver_gone(char *err, size_t len) {
     copy_str(tb.gone, sizeof tb.gone, err);
 }
 
-/* Waits for fd to be ready for `events` until the deadline, for write_all and fill: 1 to go
- * on to the write or read (a poll error other than EINTR too: the call then says what is
- * wrong), 0 to poll again after a signal, -1 after ending the driver at the deadline with
- * `late` as the reason. */
-static int ready_by(int fd, short events, double deadline, const char *late, char *err,
-                    size_t len) {
+/* One write to the driver (out) or read from it into buf, of up to n bytes, once its pipe is
+ * ready and before the deadline, for write_all and fill: the bytes moved (0 after a signal:
+ * call again), or -1 after ending the driver at the deadline with `late` as the reason, or
+ * with driver_gone's reason when the pipe is closed or fails. A write only reads buf, so
+ * write_all's const bytes pass through it. */
+static ssize_t io_by(bool out, void *buf, size_t n, double deadline, const char *late, char *err,
+                     size_t len) {
+    int fd = out ? tb.to : tb.from;
     double left = deadline - ml_now_seconds();
-    struct pollfd pf = {fd, events, 0};
+    struct pollfd pf = {fd, out ? POLLOUT : POLLIN, 0};
     int rc = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
     if (rc == 0) {
         end_driver(late, err, len);
         return -1;
     }
-    return rc < 0 && errno == EINTR ? 0 : 1;
+    if (rc < 0 && errno == EINTR)
+        return 0;
+    ssize_t moved = out ? write(fd, buf, n) : read(fd, buf, n);
+    if (moved < 0 && errno == EINTR)
+        return 0;
+    if (moved <= 0) {
+        driver_gone(err, len);
+        return -1;
+    }
+    return moved;
 }
 
 static int write_all(const void *p, size_t n, double deadline, char *err, size_t len) {
     const char *c = p;
     while (n) {
-        int rc = ready_by(tb.to, POLLOUT, deadline,
+        ssize_t w = io_by(true, (void *)c, n, deadline,
                           "the torch driver did not take its request before the deadline "
                           "(--timeout); it was ended", err, len);
-        if (rc < 0)
+        if (w < 0)
             return -1;
-        if (rc == 0)
-            continue;
-        ssize_t w = write(tb.to, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            driver_gone(err, len);
-            return -1;
-        }
         c += w;
         n -= (size_t)w;
     }
@@ -176,20 +178,11 @@ static int fill(size_t want, double deadline, char *err, size_t len) {
             end_driver("the torch driver sent a line longer than 64 KiB; it was ended", err, len);
             return -1;
         }
-        int rc = ready_by(tb.from, POLLIN, deadline,
+        ssize_t r = io_by(false, tb.buf + tb.n, sizeof tb.buf - tb.n, deadline,
                           "no reply from the torch driver before the deadline (--timeout); it "
                           "was ended", err, len);
-        if (rc < 0)
+        if (r < 0)
             return -1;
-        if (rc == 0)
-            continue;
-        ssize_t r = read(tb.from, tb.buf + tb.n, sizeof tb.buf - tb.n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            driver_gone(err, len);
-            return -1;
-        }
         tb.n += (size_t)r;
     }
 }
