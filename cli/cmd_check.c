@@ -106,16 +106,6 @@ static void summary_cells(const report_schedule *rs, size_t failures, size_t gro
         snprintf(cells[SUM_NOTE], 256, "%zu expectations%s", rs->n_expects, rows);
 }
 
-static bool view_shown(const report *r, ml_view_id view) {
-    if (!ml_views[view].optional)
-        return true;
-    for (size_t k = 0; k < r->n; k++)
-        for (int rank = 0; rank < r->items[k].world; rank++)
-            if (r->items[k].pred[rank].on[view])
-                return true;
-    return false;
-}
-
 /* What a narrow terminal drops from the summary lines first (the text tables' rule,
  * report_int.h): the expectations note, the other views' series, the world; the result, the
  * name and the requested series always stay. */
@@ -158,7 +148,8 @@ static void print_summaries(const report *r, const size_t *failures, const size_
     }
     bool shown[SUM_COLS];
     for (int c = 0; c < SUM_COLS; c++)
-        shown[c] = c < SUM_FIRST_SERIES || view_shown(r, ml_series[(c - SUM_FIRST_SERIES) / 2].view);
+        shown[c] = c < SUM_FIRST_SERIES ||
+                   report_view_on(r, ml_series[(c - SUM_FIRST_SERIES) / 2].view);
     /* fit the terminal: drop the fields of the highest priority until the lines fit; the
      * summary is on stdout even where -o FILE took the report */
     ml_term_set_target(STDOUT_FILENO);

@@ -430,10 +430,8 @@ int cmd_run(int argc, char **argv) {
          "(latest-queued stream first) or shuffle[:SEED], always respecting record/wait and host "
          "syncs: with --no-lint races a race shows as a failed data check"},
         /* documentation rows: what the common option means here */
-        {"--world", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "world size; must equal the number of ranks"},
-        {"--output", NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL,
-            "write the result to FILE (atomically) instead of stdout"},
+        ML_OPT_DOC("--world", "world size; must equal the number of ranks"),
+        ML_OPT_DOC("--output", "write the result to FILE (atomically) instead of stdout"),
     };
     ml_args a;
     int rc;

@@ -74,24 +74,23 @@ static void man_text(FILE *f, const char *s, size_t len, bool line_start) {
     }
 }
 
+/* An option's alias, name or argument in a font: `before` switches to it, `after` back. */
+static void man_styled(FILE *f, const char *before, const char *s, const char *after) {
+    fputs(before, f);
+    man_text(f, s, strlen(s), false);
+    fputs(after, f);
+}
+
 static void man_options(FILE *f, const ml_opt *rows, size_t n) {
     fputs(".PP\nOptions:\n", f);
     for (size_t k = 0; k < n; k++) {
         const ml_opt *o = &rows[k];
         fputs(".TP\n", f);
-        if (o->alias) {
-            fputs("\\fB", f);
-            man_text(f, o->alias, strlen(o->alias), false);
-            fputs("\\fR, ", f);
-        }
-        fputs("\\fB", f);
-        man_text(f, o->name, strlen(o->name), false);
-        fputs("\\fR", f);
-        if (o->arg) {
-            fputs(" \\fI", f);
-            man_text(f, o->arg, strlen(o->arg), false);
-            fputs("\\fR", f);
-        }
+        if (o->alias)
+            man_styled(f, "\\fB", o->alias, "\\fR, ");
+        man_styled(f, "\\fB", o->name, "\\fR");
+        if (o->arg)
+            man_styled(f, " \\fI", o->arg, "\\fR");
         fputc('\n', f);
         const char *h = o->help ? o->help : "";
         man_text(f, h, strlen(h), true);

@@ -27,14 +27,8 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=tools/gpu_common.bash
 . tools/gpu_common.bash
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" || exit 2
-LOG=$OUT/bench.log
-BUDGET=${SESSION_BUDGET:-280}
-export BUILD=${BUILD:-build}
+gpu_session_env bench.log 280
 export RESULTS=$OUT/bench-results
-export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-MEMLIFE=$BUILD/memlife
 T0=$SECONDS
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
@@ -88,10 +82,7 @@ PY
 
 session() {
     echo "# memlife bench on the GPU machine, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), binary built at commit $(build_commit)"
-    echo "## machine"
-    timeout 30 nvidia-smi -L || echo "nvidia-smi -L failed: no GPU"
-    timeout 30 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
-    timeout 10 mpirun --version 2>&1 | head -n 1
+    gpu_machine clocks.sm,clocks.max.sm,temperature.gpu
     echo "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
     if [ ! -x "$MEMLIFE" ]; then
         echo "not ok - $MEMLIFE is missing: build it with make on the CPU machine and carry build/memlife"

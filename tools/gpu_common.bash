@@ -24,3 +24,27 @@ tap_summary() {
     mv "$tmp" "$log"
     [ "$bad" -eq 0 ]
 }
+
+# gpu_session_env LOGNAME BUDGET: what both sessions run under, set in the caller's shell: OUT
+# (made; exit 2 when it cannot be), LOG=$OUT/LOGNAME, BUDGET (SESSION_BUDGET, else the given
+# seconds), BUILD and MEMLIFE, NVLink multicast off (NCCL_NVLS_ENABLE=0, which the session logs) and
+# Open MPI allowed to run as root. RESULTS stays with each script: one keeps it under OUT,
+# the other packs a temporary one.
+gpu_session_env() {
+    OUT=${OUT:-$PWD/gpu-out}
+    mkdir -p "$OUT" || exit 2
+    LOG=$OUT/$1
+    BUDGET=${SESSION_BUDGET:-$2}
+    export BUILD=${BUILD:-build}
+    export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    MEMLIFE=$BUILD/memlife
+}
+
+# gpu_machine FIELDS: the "## machine" lines: the GPUs, nvidia-smi's FIELDS after
+# index,name,driver_version, and the MPI version.
+gpu_machine() {
+    echo "## machine"
+    timeout 30 nvidia-smi -L || echo "nvidia-smi -L failed: no GPU"
+    timeout 30 nvidia-smi --query-gpu="index,name,driver_version,$1" --format=csv
+    timeout 10 mpirun --version 2>&1 | head -n 1
+}

@@ -25,23 +25,14 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=tools/gpu_common.bash
 . tools/gpu_common.bash
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" || exit 2
-LOG=$OUT/session.log
-BUDGET=${SESSION_BUDGET:-450}
-export BUILD=${BUILD:-build}
+gpu_session_env session.log 450
 export RESULTS
 RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/memlife-gpu-session.XXXXXX")
-export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-MEMLIFE=$BUILD/memlife
 
 session() {
     local t0=$SECONDS
     echo "# memlife GPU session, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), binary built at commit $(build_commit)"
-    echo "## machine"
-    timeout 30 nvidia-smi -L || echo "nvidia-smi -L failed: no GPU"
-    timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total,memory.used --format=csv
-    timeout 10 mpirun --version 2>&1 | head -n 1
+    gpu_machine memory.total,memory.used
     echo "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE GPU_WORLD=${GPU_WORLD:-2}"
     echo "## libraries build/memlife resolves (NCCL: libnccl.so.2 from the loader path)"
     if [ -x "$MEMLIFE" ]; then

@@ -4,7 +4,6 @@
 #include "report/doc.h"
 #include "report/stats.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -666,17 +665,10 @@ int bench_report_render(const bench_report *r, report_format fmt, ml_str *out) {
 int bench_report_emit(const bench_report *r, report_format fmt, const char *path) {
     ml_str out = {0};
     int rc = bench_report_render(r, fmt, &out);
-    if (rc != 0) {
+    if (rc != 0)
         fprintf(stderr, "error: cannot render the bench report\n");
-    } else if (!path || !strcmp(path, "-")) {
-        if (out.n && fwrite(out.s, 1, out.n, stdout) != out.n) {
-            fprintf(stderr, "error: cannot write the report to stdout\n");
-            rc = -1;
-        }
-    } else if (ml_write_file_atomic(path, out.s, out.n) != 0) {
-        fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
-        rc = -1;
-    }
+    else
+        rc = report_doc_write(&out, path);
     ml_str_free(&out);
     return rc;
 }

@@ -3,6 +3,7 @@
 #include "report/doc.h"
 #include "base/human.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -204,5 +205,18 @@ int report_doc_render_csv(const report_doc *d, ml_str *out) {
     if (!d->has_csv)
         return -1;
     render_csv(&d->csv, out);
+    return 0;
+}
+
+int report_doc_write(const ml_str *out, const char *path) {
+    if (!path || !strcmp(path, "-")) {
+        if (out->n && fwrite(out->s, 1, out->n, stdout) != out->n) {
+            fprintf(stderr, "error: cannot write the report to stdout\n");
+            return -1;
+        }
+    } else if (ml_write_file_atomic(path, out->s, out->n) != 0) {
+        fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
+        return -1;
+    }
     return 0;
 }

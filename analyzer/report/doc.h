@@ -48,6 +48,10 @@ typedef struct {
 int report_family_render(const report_family *f, const void *ctx, report_format fmt, ml_str *out);
 /* The formats the family has parts for (bits 1 << FMT_*). */
 unsigned report_family_formats(const report_family *f);
+/* A rendered report onto stdout (path NULL or "-") or atomically into path, for every family's
+ * emit: 0, or -1 after saying why on stderr ("cannot write the report to stdout", "cannot write
+ * 'PATH': reason"). */
+int report_doc_write(const ml_str *out, const char *path);
 
 
 #endif

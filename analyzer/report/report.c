@@ -3,7 +3,6 @@
  * report_text/json/csv.c from the helpers of report_common.c below them) and atomic emission. */
 #include "report/doc.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,17 +31,8 @@ int report_emit(const report *r, report_format fmt, const char *path) {
     ml_str out = {0};
     ml_str_append(&out, "", 0);   /* an empty report is still a valid (empty) string */
     int rc = report_render(r, fmt, &out);
-    if (rc == 0) {
-        if (!path || !strcmp(path, "-")) {
-            if (out.n && fwrite(out.s, 1, out.n, stdout) != out.n)
-                rc = -1;
-            if (rc)
-                fprintf(stderr, "error: cannot write the report to stdout\n");
-        } else if (ml_write_file_atomic(path, out.s, out.n) != 0) {
-            fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
-            rc = -1;
-        }
-    }
+    if (rc == 0)
+        rc = report_doc_write(&out, path);
     ml_str_free(&out);
     return rc;
 }

@@ -87,4 +87,9 @@ void report_schedule_name(const sched *s, int plan_index, char *buf, size_t len)
  * same words in check's errors and every report format. */
 void report_expect_text(const expect_row *e, char *buf, size_t len);
 
+/* The view table in the reports (views.h): a view is shown when some rank predicted it (an
+ * optional view only where configured). Public for check's summary line, which shows the same
+ * views as the report. */
+bool report_view_on(const report *r, ml_view_id v);
+
 #endif

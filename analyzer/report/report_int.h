@@ -16,9 +16,8 @@ void report_peak_at(const report_schedule *rs, int r, char *buf, size_t len);
 void report_live_names(const report_schedule *rs, int r, const char *sep, ml_str *out);
 /* "0-3", "0, 2", "1": a sorted set of ranks. */
 void report_ranks_text(const int *ranks, size_t n, char *buf, size_t len);
-/* The view table in the reports (views.h): a view is shown when some rank predicted it (an
- * optional view only where configured); a series is measured when some rank's run read it. */
-bool report_view_on(const report *r, ml_view_id v);
+/* A series is measured when some rank's run read it (report_view_on, report.h: when a view is
+ * shown). */
 bool report_measured_has(const report_measured *m, ml_mem_view v);   /* m may be NULL */
 bool report_series_measured(const report *r, ml_mem_view v);
 /* True when any rank of any item carries measurements (run). */

@@ -733,27 +733,27 @@ static void integer(writer *w, int64_t v) {
     scalar(w, b);
 }
 
-static void map_start(writer *w, bool flow) {
+/* A mapping's and a sequence's start and end events differ only in libyaml's initializer and
+ * style, so one function makes each and the four names below say which. */
+static void collection_start(writer *w, bool seq, bool flow) {
     yaml_event_t ev;
-    emit(w, &ev, yaml_mapping_start_event_initialize(
-                     &ev, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE));
+    emit(w, &ev,
+         seq ? yaml_sequence_start_event_initialize(
+                   &ev, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE)
+             : yaml_mapping_start_event_initialize(
+                   &ev, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE));
 }
 
-static void map_end(writer *w) {
+static void collection_end(writer *w, bool seq) {
     yaml_event_t ev;
-    emit(w, &ev, yaml_mapping_end_event_initialize(&ev));
+    emit(w, &ev,
+         seq ? yaml_sequence_end_event_initialize(&ev) : yaml_mapping_end_event_initialize(&ev));
 }
 
-static void seq_start(writer *w, bool flow) {
-    yaml_event_t ev;
-    emit(w, &ev, yaml_sequence_start_event_initialize(
-                     &ev, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE));
-}
-
-static void seq_end(writer *w) {
-    yaml_event_t ev;
-    emit(w, &ev, yaml_sequence_end_event_initialize(&ev));
-}
+static void map_start(writer *w, bool flow) { collection_start(w, false, flow); }
+static void map_end(writer *w) { collection_end(w, false); }
+static void seq_start(writer *w, bool flow) { collection_start(w, true, flow); }
+static void seq_end(writer *w) { collection_end(w, true); }
 
 static const char *stream_name(const importer *im, uint32_t s, char *buf, size_t len) {
     if (s == 0)

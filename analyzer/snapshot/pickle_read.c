@@ -159,14 +159,21 @@ static uint64_t le64(const unsigned char *p) {
     return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
 }
 
-/* An n-byte little-endian length argument (n = 1, 4 or 8), checked against the input. */
-static int read_length(reader *r, size_t n, size_t *out) {
+/* An n-byte little-endian unsigned argument (n = 1, 2, 4 or 8), consumed: the memo indices,
+ * BININT*'s values and the lengths all come this way. */
+static int read_uint(reader *r, size_t n, uint64_t *out) {
     if (need(r, n))
         return -1;
     const unsigned char *p = r->data + r->pos;
-    uint64_t v = n == 1 ? p[0] : n == 4 ? le32(p) : le64(p);
+    *out = n == 1 ? p[0] : n == 2 ? (uint64_t)(p[0] | p[1] << 8) : n == 4 ? le32(p) : le64(p);
     r->pos += n;
-    if (declared(r, v))
+    return 0;
+}
+
+/* An n-byte little-endian length argument (n = 1, 4 or 8), checked against the input. */
+static int read_length(reader *r, size_t n, size_t *out) {
+    uint64_t v;
+    if (read_uint(r, n, &v) || declared(r, v))
         return -1;
     *out = (size_t)v;
     return 0;
@@ -627,6 +634,7 @@ static int step(reader *r) {
     const char *line;
     size_t n;
     int64_t iv;
+    uint64_t u;
 
     r->op_at = r->pos;
     r->op = d[r->pos++];
@@ -657,25 +665,11 @@ static int step(reader *r) {
     /* memo */
     case OP_MEMOIZE: return memo_put(r, r->memo_count);
     case OP_BINPUT:
-        if (need(r, 1))
-            return -1;
-        r->pos += 1;
-        return memo_put(r, d[r->pos - 1]);
     case OP_LONG_BINPUT:
-        if (need(r, 4))
-            return -1;
-        r->pos += 4;
-        return memo_put(r, le32(d + r->pos - 4));
+        return read_uint(r, r->op == OP_BINPUT ? 1 : 4, &u) ? -1 : memo_put(r, u);
     case OP_BINGET:
-        if (need(r, 1))
-            return -1;
-        r->pos += 1;
-        return memo_get(r, d[r->pos - 1]);
     case OP_LONG_BINGET:
-        if (need(r, 4))
-            return -1;
-        r->pos += 4;
-        return memo_get(r, le32(d + r->pos - 4));
+        return read_uint(r, r->op == OP_BINGET ? 1 : 4, &u) ? -1 : memo_get(r, u);
     case OP_PUT:
     case OP_GET:
         if (read_line(r, &line, &n) || parse_decimal(r, line, n, false, &iv))
@@ -712,20 +706,12 @@ static int step(reader *r) {
 
     /* numbers */
     case OP_BININT1:
-        if (need(r, 1))
+    case OP_BININT2:   /* unsigned, 1 and 2 bytes */
+        if (read_uint(r, r->op == OP_BININT1 ? 1 : 2, &u))
             return -1;
-        r->pos += 1;
-        return push(r, json_integer(d[r->pos - 1]), 0);
-    case OP_BININT2:
-        if (need(r, 2))
-            return -1;
-        r->pos += 2;
-        return push(r, json_integer(d[r->pos - 2] | d[r->pos - 1] << 8), 0);
-    case OP_BININT:
-        if (need(r, 4))
-            return -1;
-        r->pos += 4;
-        return push(r, json_integer((int32_t)le32(d + r->pos - 4)), 0);
+        return push(r, json_integer((json_int_t)u), 0);
+    case OP_BININT:    /* signed, 4 bytes */
+        return read_uint(r, 4, &u) ? -1 : push(r, json_integer((int32_t)(uint32_t)u), 0);
     case OP_LONG1:
     case OP_LONG4:
         if (read_length(r, r->op == OP_LONG1 ? 1 : 4, &n))

@@ -63,13 +63,6 @@ static struct {
     char gone[400];            /* how the driver ended, for every later request */
 } tb;
 
-static void put(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *err, size_t len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
 
 /* src into dst[cap], cut at cap - 1 bytes (a reply field, a path). */
 static void copy_str(char *dst, size_t cap, const char *src) {
@@ -114,7 +107,7 @@ static void end_driver(const char *why, char *err, size_t len) {
     if (why)
         copy_str(tb.gone, sizeof tb.gone, why);
     if (err && why)
-        put(err, len, "%s", why);
+        ml_put(err, len, "%s", why);
 }
 
 /* The driver ended by itself (EOF on its stdout): its exit status, in words. */
@@ -127,34 +120,49 @@ static void driver_gone(char *err, size_t len) {
     tb.pid = 0;
     tb.dead = true;
     if (WIFSIGNALED(st))
-        put(err, len, "the torch driver (pid %d) was ended by signal %d (%s)", (int)p,
+        ml_put(err, len, "the torch driver (pid %d) was ended by signal %d (%s)", (int)p,
             WTERMSIG(st), strsignal(WTERMSIG(st)));
     else
-        put(err, len, "the torch driver (pid %d) exited with status %d", (int)p,
+        ml_put(err, len, "the torch driver (pid %d) exited with status %d", (int)p,
             WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     copy_str(tb.gone, sizeof tb.gone, err);
+}
+
+/* One write to the driver (out) or read from it into buf, of up to n bytes, once its pipe is
+ * ready and before the deadline, for write_all and fill: the bytes moved (0 after a signal:
+ * call again), or -1 after ending the driver at the deadline with `late` as the reason, or
+ * with driver_gone's reason when the pipe is closed or fails. A write only reads buf, so
+ * write_all's const bytes pass through it. */
+static ssize_t io_by(bool out, void *buf, size_t n, double deadline, const char *late, char *err,
+                     size_t len) {
+    int fd = out ? tb.to : tb.from;
+    double left = deadline - ml_now_seconds();
+    struct pollfd pf = {fd, out ? POLLOUT : POLLIN, 0};
+    int rc = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
+    if (rc == 0) {
+        end_driver(late, err, len);
+        return -1;
+    }
+    if (rc < 0 && errno == EINTR)
+        return 0;
+    ssize_t moved = out ? write(fd, buf, n) : read(fd, buf, n);
+    if (moved < 0 && errno == EINTR)
+        return 0;
+    if (moved <= 0) {
+        driver_gone(err, len);
+        return -1;
+    }
+    return moved;
 }
 
 static int write_all(const void *p, size_t n, double deadline, char *err, size_t len) {
     const char *c = p;
     while (n) {
-        double left = deadline - ml_now_seconds();
-        struct pollfd pf = {tb.to, POLLOUT, 0};
-        int rc = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
-        if (rc == 0) {
-            end_driver("the torch driver did not take its request before the deadline "
-                       "(--timeout); it was ended", err, len);
+        ssize_t w = io_by(true, (void *)c, n, deadline,
+                          "the torch driver did not take its request before the deadline "
+                          "(--timeout); it was ended", err, len);
+        if (w < 0)
             return -1;
-        }
-        if (rc < 0 && errno == EINTR)
-            continue;
-        ssize_t w = write(tb.to, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            driver_gone(err, len);
-            return -1;
-        }
         c += w;
         n -= (size_t)w;
     }
@@ -170,23 +178,11 @@ static int fill(size_t want, double deadline, char *err, size_t len) {
             end_driver("the torch driver sent a line longer than 64 KiB; it was ended", err, len);
             return -1;
         }
-        double left = deadline - ml_now_seconds();
-        struct pollfd pf = {tb.from, POLLIN, 0};
-        int rc = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
-        if (rc == 0) {
-            end_driver("no reply from the torch driver before the deadline (--timeout); it "
-                       "was ended", err, len);
+        ssize_t r = io_by(false, tb.buf + tb.n, sizeof tb.buf - tb.n, deadline,
+                          "no reply from the torch driver before the deadline (--timeout); it "
+                          "was ended", err, len);
+        if (r < 0)
             return -1;
-        }
-        if (rc < 0 && errno == EINTR)
-            continue;
-        ssize_t r = read(tb.from, tb.buf + tb.n, sizeof tb.buf - tb.n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            driver_gone(err, len);
-            return -1;
-        }
         tb.n += (size_t)r;
     }
 }
@@ -212,7 +208,7 @@ static int read_line(char *line, size_t cap, double deadline, char *err, size_t 
 static int rpc(const char *request, const void *payload, size_t plen, char *reply, size_t rlen,
                void *in, size_t in_len, double wait_s, char *err, size_t len) {
     if (!tb.pid) {
-        put(err, len, "%s", tb.gone[0] ? tb.gone : "the torch driver is not running");
+        ml_put(err, len, "%s", tb.gone[0] ? tb.gone : "the torch driver is not running");
         return -1;
     }
     double deadline = ml_now_seconds() + wait_s;
@@ -222,11 +218,11 @@ static int rpc(const char *request, const void *payload, size_t plen, char *repl
         read_line(line, sizeof line, deadline, err, len) != 0)
         return -1;
     if (!strncmp(line, "err ", 4)) {
-        put(err, len, "torch: %s", line + 4);
+        ml_put(err, len, "torch: %s", line + 4);
         return -1;
     }
     if (strncmp(line, "ok", 2) != 0) {
-        put(err, len, "the torch driver replied '%.200s'", line);
+        ml_put(err, len, "the torch driver replied '%.200s'", line);
         return -1;
     }
     if (reply)
@@ -234,7 +230,7 @@ static int rpc(const char *request, const void *payload, size_t plen, char *repl
     if (in) {
         unsigned long long n = strtoull(line + 3, NULL, 10);
         if (n != in_len) {
-            put(err, len, "the torch driver sent %llu bytes for a read of %zu", n, in_len);
+            ml_put(err, len, "the torch driver sent %llu bytes for a read of %zu", n, in_len);
             return -1;
         }
         for (size_t done = 0; done < in_len;) {
@@ -259,7 +255,7 @@ static int find_driver(char *err, size_t len) {
     const char *env = getenv("MEMLIFE_TORCH_DRIVER");
     if (env && *env) {
         if (!is_file(env)) {
-            put(err, len, "MEMLIFE_TORCH_DRIVER=%s cannot be read", env);
+            ml_put(err, len, "MEMLIFE_TORCH_DRIVER=%s cannot be read", env);
             return -1;
         }
         snprintf(tb.driver, sizeof tb.driver, "%s", env);
@@ -268,7 +264,7 @@ static int find_driver(char *err, size_t len) {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) {
-        put(err, len, "cannot find the memlife binary's folder (set MEMLIFE_TORCH_DRIVER)");
+        ml_put(err, len, "cannot find the memlife binary's folder (set MEMLIFE_TORCH_DRIVER)");
         return -1;
     }
     exe[n] = 0;
@@ -285,8 +281,9 @@ static int find_driver(char *err, size_t len) {
         if (is_file(tb.driver))
             return 0;
     }
-    put(err, len, "the torch driver is not next to %s (looked for runtime/backends/torch/driver.py "
-        "and share/memlife/torch_driver.py); set MEMLIFE_TORCH_DRIVER", exe);
+    ml_put(err, len,
+           "the torch driver is not next to %s (looked for runtime/backends/torch/driver.py "
+           "and share/memlife/torch_driver.py); set MEMLIFE_TORCH_DRIVER", exe);
     return -1;
 }
 
@@ -323,13 +320,13 @@ static size_t pythons(char *list, size_t cap) {
 static int start(const char *python, const char *addr, int port, char *err, size_t len) {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
-        put(err, len, "pipe: %s", strerror(errno));
+        ml_put(err, len, "pipe: %s", strerror(errno));
         return -1;
     }
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
-        put(err, len, "fork: %s", strerror(errno));
+        ml_put(err, len, "fork: %s", strerror(errno));
         return -1;
     }
     if (pid == 0) {
@@ -367,12 +364,12 @@ static int start(const char *python, const char *addr, int port, char *err, size
         return strstr(err, "exited with status 9") ? 1 : -1;
     }
     if (!strncmp(line, "err ", 4)) {
-        put(err, len, "the torch driver could not start: %s", line + 4);
+        ml_put(err, len, "the torch driver could not start: %s", line + 4);
         end_driver(NULL, NULL, 0);
         return -1;
     }
     if (strncmp(line, "hello ", 6) != 0) {
-        put(err, len, "the torch driver said '%.200s' instead of hello", line);
+        ml_put(err, len, "the torch driver said '%.200s' instead of hello", line);
         end_driver(NULL, NULL, 0);
         return -1;
     }
@@ -399,7 +396,7 @@ static int free_port(void) {
 static int t_init(const rt_options *o, int world, int first_rank, int local_ranks, char *err,
                   size_t len) {
     if (local_ranks != 1) {
-        put(err, len, "the torch backend runs one rank per process (no --gpus)");
+        ml_put(err, len, "the torch backend runs one rank per process (no --gpus)");
         return -1;
     }
     tb.timeout_s = o->timeout_s > 0 ? o->timeout_s : 60;
@@ -423,7 +420,7 @@ static int t_init(const rt_options *o, int world, int first_rank, int local_rank
     int port = -1;
     if (sscanf(all, "%63s %d", addr, &port) != 2 || port <= 0) {
         free(all);
-        put(err, len, "rank 0 found no free TCP port for torch.distributed's rendezvous");
+        ml_put(err, len, "rank 0 found no free TCP port for torch.distributed's rendezvous");
         return -1;
     }
     free(all);
@@ -441,10 +438,11 @@ static int t_init(const rt_options *o, int world, int first_rank, int local_rank
     }
     const char *env = getenv("MEMLIFE_PYTHON");
     if (env && *env)
-        put(err, len, "MEMLIFE_PYTHON=%s cannot import torch", env);
+        ml_put(err, len, "MEMLIFE_PYTHON=%s cannot import torch", env);
     else
-        put(err, len, "no python3 with torch: %s (set MEMLIFE_PYTHON; on Debian: apt-get install "
-            "python3-torch)", n ? tried : "none on PATH or in /usr/bin");
+        ml_put(err, len,
+               "no python3 with torch: %s (set MEMLIFE_PYTHON; on Debian: apt-get install "
+               "python3-torch)", n ? tried : "none on PATH or in /usr/bin");
     return -1;
 }
 
@@ -466,7 +464,7 @@ static void t_finalize(void) {
 
 static int t_rank_init(rt_rank *r, char *err, size_t len) {
     if (tb.dead || !tb.pid) {
-        put(err, len, "%s", tb.gone[0] ? tb.gone : "the torch driver is not running");
+        ml_put(err, len, "%s", tb.gone[0] ? tb.gone : "the torch driver is not running");
         return -1;
     }
     /* Every stream of the schedule exists before the baseline: creating a CUDA stream costs
@@ -480,7 +478,7 @@ static int t_rank_init(rt_rank *r, char *err, size_t len) {
      * runs with the settings the torch view predicts with ("-": PyTorch's defaults). */
     const char *conf = r->plan->s->torch.conf;
     if (conf && strpbrk(conf, "\n\r")) {
-        put(err, len, "torch conf holds a line break");
+        ml_put(err, len, "torch conf holds a line break");
         return -1;
     }
     size_t need = strlen("conf \n") + (conf && *conf ? strlen(conf) : 1) + 1;
@@ -497,19 +495,22 @@ static uint32_t mem_id(const rt_mem *m) { return (uint32_t)(uintptr_t)m->impl; }
  * cannot express is refused by name before any rank starts. */
 static int t_refuse_op(const plan_op *op, int world, char *err, size_t len) {
     if (op->kind == OP_ALLOC && op->u.alloc.chunks > 1) {
-        put(err, len, "chunked buffers (chunks: %u): the caching allocator hands out whole blocks",
-            op->u.alloc.chunks);
+        ml_put(err, len,
+               "chunked buffers (chunks: %u): the caching allocator hands out whole blocks",
+               op->u.alloc.chunks);
         return -1;
     }
     if (op->kind == OP_RELEASE) {
-        put(err, len, "release: the caching allocator has no chunks to release");
+        ml_put(err, len, "release: the caching allocator has no chunks to release");
         return -1;
     }
     if (op->kind == OP_COLL && (op->u.coll.send.dtype == DT_UINT32 ||
                                 op->u.coll.send.dtype == DT_UINT64) &&
         (op->u.coll.op == RED_MAX || op->u.coll.op == RED_MIN)) {
-        put(err, len, "%s of %s: torch has no unsigned 32/64-bit type, and the signed one orders "
-            "values differently", ml_redops[op->u.coll.op].name, ml_dtypes[op->u.coll.send.dtype].name);
+        ml_put(err, len,
+               "%s of %s: torch has no unsigned 32/64-bit type, and the signed one orders "
+               "values differently",
+               ml_redops[op->u.coll.op].name, ml_dtypes[op->u.coll.send.dtype].name);
         return -1;
     }
     return 0;
@@ -518,8 +519,9 @@ static int t_refuse_op(const plan_op *op, int world, char *err, size_t len) {
 static int t_alloc(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, char *err,
                    size_t len) {
     if (chunks > 1) {
-        put(err, len, "the torch backend has no chunked buffers (the caching allocator hands out "
-            "whole blocks); run chunked schedules on host or cuda");
+        ml_put(err, len,
+               "the torch backend has no chunked buffers (the caching allocator hands out "
+               "whole blocks); run chunked schedules on host or cuda");
         return -1;
     }
     const plan_op *op = &r->plan->ops[r->pc];   /* the alloc being executed: its dtype, count */
@@ -547,7 +549,7 @@ static int t_free(rt_rank *r, rt_mem *m, char *err, size_t len) {
 }
 
 static int t_release(rt_rank *r, rt_mem *m, uint32_t keep, char *err, size_t len) {
-    put(err, len, "the torch backend has no chunked buffers to release");
+    ml_put(err, len, "the torch backend has no chunked buffers to release");
     return -1;
 }
 
@@ -677,7 +679,7 @@ static int t_time_end(rt_rank **ranks, int n, double *seconds, char *err, size_t
         return -1;
     double s = strtod(reply, &end);
     if (end == reply || *end || !(s >= 0)) {
-        put(err, len, "the torch driver gave '%.60s' as a span's seconds", reply);
+        ml_put(err, len, "the torch driver gave '%.60s' as a span's seconds", reply);
         return -1;
     }
     seconds[0] = s;

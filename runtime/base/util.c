@@ -420,6 +420,13 @@ void ml_str_append(ml_str *o, const char *s, size_t len) {
     o->s[o->n] = '\0';
 }
 
+void ml_put(char *buf, size_t len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
 void ml_str_vprintf(ml_str *o, const char *fmt, va_list ap) {
     va_list again;
     va_copy(again, ap);

@@ -100,6 +100,9 @@ int ml_write_file_atomic(const char *path, const char *data, size_t len);
 void ml_format_bytes(uint64_t bytes, char *buf, size_t len);
 /* Bytes in MiB with up to 3 decimals, trailing zeros trimmed: "256", "320", "0.001". */
 void ml_format_mib(int64_t bytes, char *buf, size_t len);
+/* snprintf for messages into a fixed buffer that may cut them at its end (the start matters
+ * most): the runtime's and the backends' error texts. */
+void ml_put(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Growable string for report writers. */
 typedef struct ml_str {

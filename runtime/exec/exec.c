@@ -66,14 +66,6 @@ uint64_t rt_chunk_bytes(uint64_t bytes, uint32_t chunks, uint32_t k) {
     return bytes - start < each ? bytes - start : each;
 }
 
-/* snprintf for messages that may be cut at the buffer's end (the start matters most). */
-static void put(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *buf, size_t len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-}
 
 static const char *file_of(const rt_rank *r) { return r->plan->s->file; }
 
@@ -362,7 +354,7 @@ static void add_row(rt_rank *r, const char *name, bool pass, const char *detail,
             if (row->pass && !pass) {     /* lead with the failure */
                 char old[sizeof row->detail];
                 memcpy(old, row->detail, sizeof old);
-                put(row->detail, sizeof row->detail, "%s; %s", detail, old);
+                ml_put(row->detail, sizeof row->detail, "%s; %s", detail, old);
             } else if (n + 2 < sizeof row->detail) {
                 snprintf(row->detail + n, sizeof row->detail - n, "; %s", detail);
             }
@@ -1051,7 +1043,7 @@ static int seq_judge(rt_rank *r, const seq_desc *all, int world) {
     seq_text(&all[differ], differ, file, b, sizeof b);
     const seq_desc *at = all[0].state == SEQ_COLL ? &all[0] : &all[differ];
     snprintf(where, sizeof where, "%s:%u:%u", file, at->line, at->col);
-    put(r->error, sizeof r->error,
+    ml_put(r->error, sizeof r->error,
              "%s: error: collective sequence diverges at collective %" PRIu64 ": %s, %s%s", where,
              (all[0].index < all[differ].index ? all[0].index : all[differ].index) + 1, a, b,
              n_differ > 1 ? " (and more ranks differ from rank 0)" : "");

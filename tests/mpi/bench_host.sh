@@ -11,12 +11,8 @@
 
 SEED=schedules/seed/06_bench_direct_decomposed.yaml
 PROBE=schedules/kernel_probe.yaml
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    for n in "bench json structure" "bench ratio rule" "bench table" "bench csv" "bench refusals" \
-             "bench checks"; do skip "$n" "$why"; done
-    exit 0
-fi
+require_host_backend "bench json structure" "bench ratio rule" "bench table" "bench csv" \
+    "bench refusals" "bench checks"
 
 run bench "$SEED" --backend host --ranks 2 --sizes 1KiB,64KiB --warmup 1 --cycles 4 \
     --format json -o "$TMP/b.json"

@@ -10,11 +10,7 @@
 . "$(dirname "$0")/lib.bash"
 
 CONTRACTS=(schedules/seed/*contract*.yaml)
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    skip "five contracts at 4 ranks" "$why"
-    exit 0
-fi
+require_host_backend "five contracts at 4 ranks"
 
 run run "${CONTRACTS[@]}" --backend host --ranks 4 --format json -o "$TMP/c4.json"
 if [ "$RC" -ne 0 ]; then

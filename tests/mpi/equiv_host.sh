@@ -8,11 +8,7 @@
 . "$(dirname "$0")/lib.bash"
 
 E=schedules/equiv
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    skip "equiv with data on 4 ranks" "$why"
-    exit 0
-fi
+require_host_backend "equiv with data on 4 ranks"
 
 # seed: 256 MiB float32 per rank, x_i = 100*rank + i; both sum the same 4 values per element.
 run equiv $E/direct_vs_naive.yaml --ranks 4 --format json -o "$TMP/dvn.json"

@@ -11,11 +11,7 @@
 #    MPI_Abort, a torch driver that never ends.
 . "$(dirname "$0")/lib.bash"
 
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    skip "failure behaviour" "$why"
-    exit 0
-fi
+require_host_backend "failure behaviour"
 D=tests/mpi/data
 
 # no_result NAME: the -o file and any temp file beside it are absent.

@@ -10,11 +10,7 @@
 # 32768 B; 73728 B live at the reduce_scatter, op 4). Every run is bounded by `timeout 60`.
 . "$(dirname "$0")/lib.bash"
 
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    skip "fault injection" "$why"
-    exit 0
-fi
+require_host_backend "fault injection"
 F=tests/mpi/data/faults.yaml
 
 # trun ARGS...: `memlife ARGS` under timeout 60; $RC, $MS (elapsed milliseconds), $TMP/err.

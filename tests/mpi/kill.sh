@@ -8,11 +8,7 @@
 # unique to it in their argv (the -o path, which mpirun and every rank carry).
 . "$(dirname "$0")/lib.bash"
 
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    skip "the job never outlives memlife" "$why"
-    exit 0
-fi
+require_host_backend "the job never outlives memlife"
 F=tests/mpi/data/faults.yaml
 
 # alive MARKER: how many processes carry MARKER in their argv (pgrep -f, our own marker only).

@@ -10,11 +10,7 @@
 . "$(dirname "$0")/lib.bash"
 
 F=tests/mpi/data/lang_ops.yaml
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    skip "lang ops at 4 ranks" "$why"
-    exit 0
-fi
+require_host_backend "lang ops at 4 ranks"
 run run "$F" --backend host --ranks 4 --format json -o "$TMP/l.json"
 if [ "$RC" -ne 0 ]; then
     not_ok "lang ops at 4 ranks" "exit $RC: $(head -3 "$TMP/err" | tr '\n' ' ')"

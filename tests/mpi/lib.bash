@@ -47,6 +47,17 @@ host_backend_missing() {
     fi
 }
 
+# require_host_backend NAME...: where the host backend cannot run, one skip line per NAME (the
+# cases the script would have run, so the count of skips stays honest) and the script ends,
+# exit 0; else nothing.
+require_host_backend() {
+    local why n
+    why=$(host_backend_missing)
+    [ -z "$why" ] && return 0
+    for n in "$@"; do skip "$n" "$why"; done
+    exit 0
+}
+
 # The interpreter the torch backend would pick: MEMLIFE_PYTHON, else the first python3 on PATH
 # that imports torch, else /usr/bin/python3 if it does; empty when none has torch.
 torch_python() {

@@ -8,11 +8,7 @@
 # validate_coll).
 . "$(dirname "$0")/lib.bash"
 
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    skip "--no-lint classes refused by the runtime" "$why"
-    exit 0
-fi
+require_host_backend "--no-lint classes refused by the runtime"
 D=tests/mpi/data
 
 # nolint NAME RANKS CLASS LINT_LINE RUNTIME_LINE: check exits 2 with LINT_LINE first; run

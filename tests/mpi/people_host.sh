@@ -7,13 +7,7 @@
 #   seed 03 at world 2 (docs/design.md): requested 256 MiB steady, 640 MiB peak, measured equal.
 . "$(dirname "$0")/lib.bash"
 
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    for n in "run into a pipe: no colour" "run at COLUMNS=80" "run --color=always"; do
-        skip "$n" "$why"
-    done
-    exit 0
-fi
+require_host_backend "run into a pipe: no colour" "run at COLUMNS=80" "run --color=always"
 ESC=$'\033'
 SEED=schedules/seed/03_rs_ag_naive.yaml
 

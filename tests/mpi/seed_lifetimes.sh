@@ -8,11 +8,8 @@
 
 LIFETIMES=(schedules/seed/*allreduce_full*.yaml schedules/seed/*rs_only*.yaml
            schedules/seed/*rs_ag_naive*.yaml schedules/seed/*rs_ag_optimized*.yaml)
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    for n in 2 3 4 8; do skip "seed lifetimes at $n ranks" "$why"; done
-    exit 0
-fi
+require_host_backend "seed lifetimes at 2 ranks" "seed lifetimes at 3 ranks" \
+    "seed lifetimes at 4 ranks" "seed lifetimes at 8 ranks"
 
 for n in 2 3 4 8; do
     name="seed lifetimes at $n ranks: measured requested = predicted on every rank and op"

@@ -11,11 +11,7 @@
 # memory of the seed schedules does not depend on the order (measured = predicted, exit 0).
 . "$(dirname "$0")/lib.bash"
 
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    skip "stream order" "$why"
-    exit 0
-fi
+require_host_backend "stream order"
 RACE=tests/mpi/data/race_copy.yaml
 FIXED=tests/mpi/data/race_copy_fixed.yaml
 

@@ -10,11 +10,7 @@
 #     deadline, the reason, no result file, no driver left running.
 . "$(dirname "$0")/lib.bash"
 
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    skip "torch backend" "$why"
-    exit 0
-fi
+require_host_backend "torch backend"
 
 TORCH_PY=$(torch_python)
 

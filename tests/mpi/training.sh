@@ -7,11 +7,7 @@
 #   megatron-tp-sp 861184; pipeline-1f1b 1064960 / 999424 / 933888 / 868352 by stage.
 . "$(dirname "$0")/lib.bash"
 
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    skip "training library at 4 ranks" "$why"
-    exit 0
-fi
+require_host_backend "training library at 4 ranks"
 # file: the hand-derived peak of each schedule (plan) of it, rank by rank
 declare -A PEAKS=(
     [ddp]='[[3407872,3407872,3407872,3407872]]'

@@ -5,12 +5,7 @@
 # and the two contracts that hold at world 1 (exact sum: 3 check rows; padding: 4), all passing.
 . "$(dirname "$0")/lib.bash"
 
-why=$(host_backend_missing)
-if [ -n "$why" ]; then
-    skip "world 1 chunked_rs_only" "$why"
-    skip "world 1 contracts" "$why"
-    exit 0
-fi
+require_host_backend "world 1 chunked_rs_only" "world 1 contracts"
 run run schedules/chunked_rs_only.yaml --backend host --ranks 1 --format json -o "$TMP/ch.json"
 if [ "$RC" -ne 0 ]; then
     not_ok "world 1 chunked_rs_only" "exit $RC: $(head -3 "$TMP/err" | tr '\n' ' ')"

@@ -33,14 +33,16 @@ static inline const char *pt_seed(int k) {
         "  - all_reduce: {buf: full}\n"
         "  - sync: device\n";
 
-    static const char rs_only[] =
-        "let: {M: %s}\n"
-        "steps:\n"
-        "  - alloc: {buf: full, bytes: M}\n"
-        "  - alloc: {buf: shard, bytes: M / world}\n"
-        "  - reduce_scatter: {send: full, recv: shard}\n"
-        "  - sync: device\n"
-        "  - free: full\n";
+    /* The optimized RS+AG lifetime is the RS-only one, then the AllGather: one text for both. */
+#define PT_RS_ONLY_STEPS                                                                           \
+    "let: {M: %s}\n"                                                                               \
+    "steps:\n"                                                                                     \
+    "  - alloc: {buf: full, bytes: M}\n"                                                           \
+    "  - alloc: {buf: shard, bytes: M / world}\n"                                                  \
+    "  - reduce_scatter: {send: full, recv: shard}\n"                                              \
+    "  - sync: device\n"                                                                           \
+    "  - free: full\n"
+    static const char rs_only[] = PT_RS_ONLY_STEPS;
 
     static const char rs_ag_naive[] =
         "let: {M: %s}\n"
@@ -54,17 +56,12 @@ static inline const char *pt_seed(int k) {
         "  - free: [full, shard]\n";
 
     static const char rs_ag_optimized[] =
-        "let: {M: %s}\n"
-        "steps:\n"
-        "  - alloc: {buf: full, bytes: M}\n"
-        "  - alloc: {buf: shard, bytes: M / world}\n"
-        "  - reduce_scatter: {send: full, recv: shard}\n"
-        "  - sync: device\n"
-        "  - free: full\n"
+        PT_RS_ONLY_STEPS
         "  - alloc: {buf: gathered, bytes: M}\n"
         "  - all_gather: {send: shard, recv: gathered}\n"
         "  - sync: device\n"
         "  - free: shard\n";
+#undef PT_RS_ONLY_STEPS
     static const char *const seeds[] = {allreduce_full, rs_only, rs_ag_naive, rs_ag_optimized};
     return seeds[k];
 }

@@ -50,17 +50,23 @@ static int placed(int gpus, int ranks, int world, ml_place *out, char *line, siz
     return rc;
 }
 
+/* Every field of a placement (place.h), checked in one call by the cases that fix them all. */
+static void expect_place(const ml_place *p, int world, int rank, int n_local, bool mpi,
+                         bool launch) {
+    assert_int_equal(p->world, world);
+    assert_int_equal(p->rank, rank);
+    assert_int_equal(p->n_local, n_local);
+    assert_int_equal(p->mpi, mpi);
+    assert_int_equal(p->launch, launch);
+}
+
 static void test_gpus(void **state) {
     (void)state;
     clear_env();
     ml_place p;
     char line[256];
     assert_int_equal(placed(2, 0, 0, &p, line, sizeof line), 0);
-    assert_int_equal(p.world, 2);
-    assert_int_equal(p.n_local, 2);
-    assert_int_equal(p.rank, 0);
-    assert_false(p.mpi);
-    assert_false(p.launch);
+    expect_place(&p, 2, 0, 2, false, false);   /* one process drives both ranks */
     assert_int_equal(placed(2, 2, 2, &p, line, sizeof line), 0);    /* agreeing is fine */
     assert_int_equal(placed(2, 4, 0, &p, line, sizeof line), 2);
     assert_string_equal(line, "error: --ranks 4 and --gpus 2 disagree");
@@ -76,11 +82,7 @@ static void test_under_a_launcher(void **state) {
     ml_place p;
     char line[256];
     assert_int_equal(placed(0, 0, 0, &p, line, sizeof line), 0);
-    assert_int_equal(p.world, 4);
-    assert_int_equal(p.rank, 3);
-    assert_int_equal(p.n_local, 1);
-    assert_true(p.mpi);
-    assert_false(p.launch);
+    expect_place(&p, 4, 3, 1, true, false);    /* the launcher's size and rank */
     assert_string_equal(line, "");
     assert_int_equal(placed(0, 2, 0, &p, line, sizeof line), 2);
     assert_string_equal(line, "error: --ranks 2, but the MPI launcher started 4 ranks");

@@ -7,16 +7,22 @@
  * inline; schedules/seed/ holds the CLI's copies. */
 #include "plantest.h"
 
+/* Loads yaml at world (0: the file's), checks that it lints clean and predicts every rank: what
+ * the cases below that read predictions of a valid schedule start with. */
+static void load_clean_and_predict(pt_run *r, const char *yaml, int world) {
+    pt_load(r, yaml, world);
+    pt_lint(r);
+    assert_int_equal(r->lint_errors, 0);
+    pt_predict(r);
+}
+
 /* Predicts fmt (with M = m) at world and checks every rank's steady and peak in MiB. */
 static void seed_case(const char *fmt, const char *m, int world, double steady_req,
                       double peak_req, double steady_dev, double peak_dev) {
     char yaml[2048];
     snprintf(yaml, sizeof yaml, fmt, m);
     pt_run r;
-    pt_load(&r, yaml, world);
-    pt_lint(&r);
-    assert_int_equal(r.lint_errors, 0);
-    pt_predict(&r);
+    load_clean_and_predict(&r, yaml, world);
     for (int k = 0; k < world; k++) {
         const pred_rank *p = &r.pred[k];
         assert_int_equal(p->steady[VIEW_REQUESTED], (uint64_t)(steady_req * MiB));
@@ -159,10 +165,7 @@ static const char padded_1003[] =
 
 static void padded_1003_int64(void **state) {
     pt_run r;
-    pt_load(&r, padded_1003, 0);
-    pt_lint(&r);
-    assert_int_equal(r.lint_errors, 0);
-    pt_predict(&r);
+    load_clean_and_predict(&r, padded_1003, 0);
     for (int k = 0; k < 4; k++) {
         const pred_rank *p = &r.pred[k];
         /* seed: ceil(1003/4) = 251, padded 1004. int64 bytes: logical 1003×8 = 8024, direct
@@ -248,10 +251,7 @@ static const char floor_views[] =
 
 static void floor_of_views(void **state) {
     pt_run r;
-    pt_load(&r, floor_views, 0);
-    pt_lint(&r);
-    assert_int_equal(r.lint_errors, 0);
-    pt_predict(&r);
+    load_clean_and_predict(&r, floor_views, 0);
     for (int k = 0; k < 2; k++) {
         assert_int_equal(r.pred[k].floor, 2048);
         assert_int_equal(r.pred[k].peak[VIEW_REQUESTED], 5120);
