@@ -211,6 +211,7 @@ typedef enum {
     SCHED_AT_COUNT,       /* repeat: count */
     SCHED_AT_EVENT,       /* record, wait, sync: the event's name */
     SCHED_AT_OP,          /* collectives: the reduction op */
+    SCHED_AT_ERROR,       /* expect_error: the expected error's name */
     SCHED_AT_PART_COUNT_
 } sched_at_part;
 

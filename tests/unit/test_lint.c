@@ -369,7 +369,7 @@ static void expect_error_rows_pass(void **state) {
 }
 
 static void expect_error_no_error(void **state) {
-    lint_says("world: 4\n"
+    lint_says_with_note("world: 4\n"
               "steps:\n"
               "  - alloc: {buf: a, count: 1024}\n"
               "  - alloc: {buf: b, count: 256}\n"
@@ -377,13 +377,16 @@ static void expect_error_no_error(void **state) {
               "      name: divisible\n"
               "      error: size_mismatch\n"
               "      step: {reduce_scatter: {send: a, recv: b}}\n",
-              0, "t.yaml:5:5: error: expect_error 'divisible' expected size_mismatch but "
-                 "reduce_scatter raised no error");
+              0,
+              /* at the wrapped step's key (8:14), the note at the expected name (7:14) */
+              "t.yaml:8:14: error: expect_error 'divisible' expected size_mismatch but "
+              "reduce_scatter raised no error",
+              "t.yaml:7:14: note: expect_error 'divisible' expects size_mismatch here");
 }
 
 static void expect_error_other_error(void **state) {
     pt_run r;
-    lint_yaml(&r,
+    lint_yaml_notes(&r,
               "world: 4\n"
               "steps:\n"
               "  - alloc: {buf: a, count: 1024}\n"
@@ -392,10 +395,13 @@ static void expect_error_other_error(void **state) {
               "      name: oob\n"
               "      error: size_mismatch\n"
               "      step: {reduce_scatter: {send: 'a[512:1024]', recv: b}}\n",
-              0, 1);
+              0, 1, 1);
+    /* at the other error's own offending character: the view (8:38), not the expect_error key */
     assert_string_equal(pt_diag(&r, 0),
-                        "t.yaml:5:5: error: expect_error 'oob' expected size_mismatch but "
+                        "t.yaml:8:38: error: expect_error 'oob' expected size_mismatch but "
                         "reduce_scatter raised: view 'a[512:1024]' is outside 'a' (1024 elements)");
+    assert_string_equal(pt_diag(&r, 1),
+                        "t.yaml:7:14: note: expect_error 'oob' expects size_mismatch here");
     assert_false(r.lint.rows[0].pass);
     pt_free(&r);
 }
