@@ -238,7 +238,11 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
     char vt[200];
     if (v->offset > b->count || v->count > b->count - v->offset) {
         lint_view_text(x->s, v, vt, sizeof vt);
-        report_at(x, op, where(x, op, which), NULL, ERR_OUT_OF_BOUNDS, "out_of_bounds",
+        /* at the expression that goes past the end: the offset, or else the count */
+        const sched_view *sv = plan_sched_view(op, which);
+        ml_mark at = sv ? sched_view_expr_mark(sv, v->offset <= b->count, SCHED_FIRST_TOKEN)
+                        : where(x, op, which);
+        report_at(x, op, at, NULL, ERR_OUT_OF_BOUNDS, "out_of_bounds",
                   "view %s is outside '%s' (%llu elements)", vt, name, (ull)b->count);
         return false;
     }

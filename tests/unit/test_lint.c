@@ -97,7 +97,14 @@ static void view_out_of_bounds(void **state) {
               "steps:\n"
               "  - alloc: {buf: full, count: 1024}\n"
               "  - scale: {buf: 'full[768:512]', by: 2}\n",
-              0, "t.yaml:4:19: error: view 'full[768:512]' is outside 'full' (1024 elements)");
+              /* at the count 512 (4:28): 768 fits in 1024 elements, 768 + 512 does not */
+              0, "t.yaml:4:28: error: view 'full[768:512]' is outside 'full' (1024 elements)");
+    /* at the offset 2000 (4:24), which alone is past the end, spaces inside the brackets */
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: full, count: 1024}\n"
+              "  - scale: {buf: 'full[2000 : 1]', by: 2}\n",
+              0, "t.yaml:4:24: error: view 'full[2000:1]' is outside 'full' (1024 elements)");
 }
 
 static void finding_on_some_ranks_names_them(void **state) {
@@ -396,9 +403,9 @@ static void expect_error_other_error(void **state) {
               "      error: size_mismatch\n"
               "      step: {reduce_scatter: {send: 'a[512:1024]', recv: b}}\n",
               0, 1, 1);
-    /* at the other error's own offending character: the view (8:38), not the expect_error key */
+    /* at the other error's own offending character: the count 1024 that goes past the end (8:44), not the expect_error key */
     assert_string_equal(pt_diag(&r, 0),
-                        "t.yaml:8:38: error: expect_error 'oob' expected size_mismatch but "
+                        "t.yaml:8:44: error: expect_error 'oob' expected size_mismatch but "
                         "reduce_scatter raised: view 'a[512:1024]' is outside 'a' (1024 elements)");
     assert_string_equal(pt_diag(&r, 1),
                         "t.yaml:7:14: note: expect_error 'oob' expects size_mismatch here");
