@@ -632,17 +632,24 @@ static void p2p_ring_in_group_is_clean(void **state) {
 /* The same ring outside a group: each rank's send waits for its successor's recv, which comes
  * after that rank's own send: the cycle 0 -> 1 -> 2 -> 0 at world 3. */
 static void p2p_ring_outside_group_deadlocks(void **state) {
-    lint_says("world: 3\n"
-              "steps:\n"
-              "  - alloc: {buf: a, count: 8}\n"
-              "  - alloc: {buf: b, count: 8}\n"
-              "  - send: {buf: a, peer: (rank + 1) % world}\n"
-              "  - recv: {buf: b, peer: (rank + world - 1) % world}\n",
-              0,
-              "t.yaml:5:5: error: deadlock: a cycle of blocking waits: rank 0 send to rank 1 (5:5) "
-              "waits for rank 1; rank 1 send to rank 2 (5:5) waits for rank 2; rank 2 send to rank 0 "
-              "(5:5) waits for rank 0; a send or recv outside a group blocks until its peer's "
-              "partner runs: put the pair's ops in one group [rank 0]");
+    pt_run r;
+    lint_yaml_notes(&r,
+                    "world: 3\n"
+                    "steps:\n"
+                    "  - alloc: {buf: a, count: 8}\n"
+                    "  - alloc: {buf: b, count: 8}\n"
+                    "  - send: {buf: a, peer: (rank + 1) % world}\n"
+                    "  - recv: {buf: b, peer: (rank + world - 1) % world}\n",
+                    0, 1, 3);
+    assert_string_equal(pt_diag(&r, 0),
+                        "t.yaml:5:5: error: deadlock: a cycle of blocking waits (rank 0 -> 1 -> 2 "
+                        "-> 0): a send or recv outside a group blocks until its peer's partner "
+                        "runs: put the pair's ops in one group [rank 0]");
+    /* one note per participant, in the order of the waits, each at its rank's send (5:5) */
+    assert_string_equal(pt_diag(&r, 1), "t.yaml:5:5: note: rank 0 send to rank 1 waits for rank 1 [rank 0]");
+    assert_string_equal(pt_diag(&r, 2), "t.yaml:5:5: note: rank 1 send to rank 2 waits for rank 2 [rank 1]");
+    assert_string_equal(pt_diag(&r, 3), "t.yaml:5:5: note: rank 2 send to rank 0 waits for rank 0 [rank 2]");
+    pt_free(&r);
 }
 
 /* A send with no recv, and a recv with no send, each named at its step with the peer. */
@@ -681,7 +688,7 @@ static void p2p_unpaired(void **state) {
  * is at the all_reduce, which needs every rank. */
 static void p2p_recv_before_collective(void **state) {
     pt_run r;
-    lint_yaml(&r,
+    lint_yaml_notes(&r,
               "world: 2\n"
               "steps:\n"
               "  - alloc: {buf: a, count: 8}\n"
@@ -690,9 +697,11 @@ static void p2p_recv_before_collective(void **state) {
               "  - all_reduce: {buf: a}\n"
               "  - when: rank == 0\n"
               "    send: {buf: a, peer: 1}\n",
-              0, 1);
-    assert_non_null(strstr(pt_diag(&r, 0), "deadlock: a cycle of blocking waits: rank 0 at all_reduce (6:5) "
-                                           "waits for rank 1; rank 1 recv from rank 0 (5:5) waits for rank 0"));
+              0, 1, 2);
+    assert_non_null(strstr(pt_diag(&r, 0), "deadlock: a cycle of blocking waits (rank 0 -> 1 -> 0)"));
+    /* each participant at its own op: rank 0 at the all_reduce (6:5), rank 1 at its recv (5:5) */
+    assert_string_equal(pt_diag(&r, 1), "t.yaml:6:5: note: rank 0 at all_reduce waits for rank 1 [rank 0]");
+    assert_string_equal(pt_diag(&r, 2), "t.yaml:5:5: note: rank 1 recv from rank 0 waits for rank 0 [rank 1]");
     pt_free(&r);
 }
 
