@@ -13,8 +13,9 @@
 #     "~33.3 KiB"; floor 24080 B = 23.52 KiB, "~23.5 KiB"; device peak one 2 MiB page, exact;
 #     --bytes gives the exact bytes.
 #   colour: --color=always marks check's pass green (ESC[32m), a diagnostic's "error" bold red
-#     (ESC[1;31m), a command-line error's too (ml_report: export's --rank, 'cannot write'); NO_COLOR (any value, "0" too; empty is unset, no-color.org) overrides it; a
-#     pipe, --color=never and -o FILE get none.
+#     (ESC[1;31m), a command-line error's too (ml_report: export's --rank, 'cannot write');
+#     NO_COLOR (any value, "0" too; empty is unset, no-color.org) overrides it; a pipe,
+#     --color=never and -o FILE get none.
 #   environment: COLUMNS that is not a width is exit 2 before anything runs (exec/env.c).
 . "$(dirname "$0")/lib.bash"
 
