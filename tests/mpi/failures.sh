@@ -113,6 +113,30 @@ FAKE
 slow_mpirun "mpirun that never ends after a rank dies of SIGKILL: memlife ends the job in 10 s, exit 3" \
     crash "^error: mpirun had not ended the job 10 s after rank 1 \(pid [0-9]+\) ended without MPI_Finalize or MPI_Abort \(a crash or a kill\): memlife killed its process group and every rank left$"
 
+# Issue 19's acceptance with the real mpirun: rank 2 dies of SIGKILL mid-run (--inject kill=2@3,
+# at its alloc of 'gathered' in tests/mpi/data/faults.yaml). Whoever ends the job, mpirun or
+# memlife's deadline, memlife exits 3 within the 10 s deadline plus mpirun's own teardown; 5 s
+# later no process of the job is alive, and neither the result file nor its temp file nor the
+# ranks' registration directory is left.
+name="a rank killed by SIGKILL mid-run (real mpirun): exit 3, nothing of the job alive 5 s later"
+marker=$TMP/rank-kill-marker.json
+mkdir -p "$TMP/rank-kill-tmp"
+t0=$(date +%s)
+TMPDIR=$TMP/rank-kill-tmp timeout -k 5 60 "$MEMLIFE" run $D/faults.yaml --backend host --ranks 4 \
+    --timeout 30 --inject kill=2@3 -o "$marker" >"$TMP/out" 2>"$TMP/err"
+RC=$?
+SECS=$(($(date +%s) - t0))
+sleep 5
+left=$(pgrep -f -- "$marker" | wc -l)
+if [ "$RC" -eq 3 ] && [ "$SECS" -le $((15 * SLOW)) ] && [ "$left" -eq 0 ]; then ok "$name"
+else
+    not_ok "$name" "exit $RC after $SECS s, $left processes alive 5 s later: $(head -2 "$TMP/err" | tr '\n' ' ')"
+    pgrep -f -- "$marker" | xargs -r kill -KILL 2>/dev/null
+fi
+if ls "$marker"* "$TMP"/.rank-kill-marker* "$TMP/rank-kill-tmp"/memlife-ranks-* >/dev/null 2>&1; then
+    not_ok "rank killed mid-run: no result file, no registration directory" "left $(ls -d "$marker"* "$TMP"/.rank-kill-marker* "$TMP/rank-kill-tmp"/* 2>/dev/null | head -1)"
+else ok "rank killed mid-run: no result file, no registration directory"; fi
+
 # The same for the torch backend's driver (a child of each rank): one that closes its stdout
 # without a word and never ends (it ignores SIGTERM) was waited for without a deadline. Played
 # by a fake python (MEMLIFE_PYTHON); the rank must kill it 5 s later (torch.c, DRIVER_END_S),
