@@ -667,14 +667,14 @@ int bench_report_emit(const bench_report *r, report_format fmt, const char *path
     ml_str out = {0};
     int rc = bench_report_render(r, fmt, &out);
     if (rc != 0) {
-        fprintf(stderr, "error: cannot render the bench report\n");
+        ml_report(ML_DIAG_ERROR, NULL, "cannot render the bench report");
     } else if (!path || !strcmp(path, "-")) {
         if (out.n && fwrite(out.s, 1, out.n, stdout) != out.n) {
-            fprintf(stderr, "error: cannot write the report to stdout\n");
+            ml_report(ML_DIAG_ERROR, NULL, "cannot write the report to stdout");
             rc = -1;
         }
     } else if (ml_write_file_atomic(path, out.s, out.n) != 0) {
-        fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
+        ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s': %s", path, strerror(errno));
         rc = -1;
     }
     ml_str_free(&out);

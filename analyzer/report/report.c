@@ -26,7 +26,7 @@ int report_render(const report *r, report_format fmt, ml_str *out) {
 
 int report_emit(const report *r, report_format fmt, const char *path) {
     if ((unsigned)fmt >= FMT_COUNT) {
-        fprintf(stderr, "error: unknown report format %d\n", (int)fmt);
+        ml_report(ML_DIAG_ERROR, NULL, "unknown report format %d", (int)fmt);
         return -1;
     }
     ml_str out = {0};
@@ -37,9 +37,9 @@ int report_emit(const report *r, report_format fmt, const char *path) {
             if (out.n && fwrite(out.s, 1, out.n, stdout) != out.n)
                 rc = -1;
             if (rc)
-                fprintf(stderr, "error: cannot write the report to stdout\n");
+                ml_report(ML_DIAG_ERROR, NULL, "cannot write the report to stdout");
         } else if (ml_write_file_atomic(path, out.s, out.n) != 0) {
-            fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
+            ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s': %s", path, strerror(errno));
             rc = -1;
         }
     }
