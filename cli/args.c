@@ -340,7 +340,7 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
     char err[600];
     if (ml_output_check(a->output, (const char *const *)a->files.items, a->files.n, err,
                         sizeof err) != 0) {
-        fprintf(stderr, "%s: error: %s\n", a->output, err);
+        ml_report(ML_DIAG_ERROR, a->output, "%s", err);
         return ML_EXIT_INPUT;
     }
     return 0;

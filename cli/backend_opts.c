@@ -65,8 +65,8 @@ int ml_backend_opts_check(const char *cmd, const ml_backend_opts *b, bool need_b
             return ml_usage_error(cmd, "unknown backend '%s' (host, cuda or torch)", b->backend);
         }
         if (!(*be)->available) {
-            fprintf(stderr, "error: backend '%s' is not available in this build: %s\n",
-                    (*be)->name, (*be)->how_to_get);
+            ml_report(ML_DIAG_ERROR, NULL, "backend '%s' is not available in this build: %s",
+                      (*be)->name, (*be)->how_to_get);
             return ML_EXIT_RUNTIME;
         }
     }

@@ -15,6 +15,7 @@
 #include "report/stats.h"
 #include "bench/bench.h"
 #include "exec/launch.h"
+#include "base/human.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -197,8 +198,12 @@ static int place_ranks(bench_ctx *c, const bench_opts *o, int argc, char **argv,
 
 /* A failure on one rank ends every rank: its peers may wait inside a collective. */
 static int runtime_failure(const bench_ctx *c, const char *err) {
-    if (err[0])
-        fprintf(stderr, "%s%s\n", strstr(err, "error:") ? "" : "error: ", err);
+    const char *word = strstr(err, "error:");
+    if (word)   /* err is a whole diagnostic ("FILE:L:C: error: ..."): its word coloured */
+        fprintf(stderr, "%.*s%serror%s%s\n", (int)(word - err), err, ml_color(ML_HUE_ERROR, 2),
+                ml_color_end(2), word + strlen("error"));
+    else if (err[0])
+        ml_report(ML_DIAG_ERROR, NULL, "%s", err);
     if (c->mpi && c->world > 1 && c->be->abort)
         c->be->abort(ML_EXIT_RUNTIME);
     return ML_EXIT_RUNTIME;
@@ -340,8 +345,8 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
     c->opt.params = &params;
     char err[400] = "";
     if (c->be->init(&c->opt, c->world, c->rank, c->n_local, err, sizeof err) != 0) {
-        fprintf(stderr, "error: rank %d: backend '%s' could not start: %s\n", c->rank,
-                c->be->name, err);
+        ml_report(ML_DIAG_ERROR, NULL, "rank %d: backend '%s' could not start: %s", c->rank,
+                  c->be->name, err);
         return runtime_failure(c, "");
     }
     bench_options bo;

@@ -143,8 +143,8 @@ static int load_inputs(const ml_args *a, equiv_inputs *in, bool print) {
         if (load_word(ML_VEC_AT(&a->files, const char *, k), &p, in, print) < 0)
             rc = ML_EXIT_INPUT;
     if (rc == ML_EXIT_OK && in->sides.n != 2) {
-        fprintf(stderr, "error: equiv compares two plans; the inputs give %zu (name one plan of "
-                        "a file as FILE.yaml:PLAN)\n", in->sides.n);
+        ml_report(ML_DIAG_ERROR, NULL, "equiv compares two plans; the inputs give %zu (name one "
+                  "plan of a file as FILE.yaml:PLAN)", in->sides.n);
         rc = ML_EXIT_INPUT;
     }
     return rc;
@@ -291,7 +291,7 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
             if (!a->output || !strcmp(a->output, "-")) {
                 fwrite(text.s, 1, text.n, stdout);
             } else if (ml_write_file_atomic(a->output, text.s, text.n) != 0) {
-                fprintf(stderr, "error: cannot write '%s'\n", a->output);
+                ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s'", a->output);
                 rc = ML_EXIT_RUNTIME;
             }
             ml_str_free(&text);

@@ -59,12 +59,12 @@ int cmd_export(int argc, char **argv) {
     rc = pipeline_run(&in, &res) == 0 ? ML_EXIT_OK : ML_EXIT_INPUT;
     ml_diags_print(&res.diags, stderr);
     if (rc == ML_EXIT_OK && !res.items.n) {
-        fprintf(stderr, "%s: error: no plan to export\n", file);
+        ml_report(ML_DIAG_ERROR, file, "no plan to export");
         rc = ML_EXIT_INPUT;
     }
     const pipeline_item *it = rc == ML_EXIT_OK ? &ML_VEC_AT(&res.items, pipeline_item, 0) : NULL;
     if (it && rank >= it->world) {
-        fprintf(stderr, "%s: error: --rank %d: the world is %d\n", file, rank, it->world);
+        ml_report(ML_DIAG_ERROR, file, "--rank %d: the world is %d", rank, it->world);
         rc = ML_EXIT_INPUT;
     }
     json_t *snap = NULL;
@@ -78,10 +78,10 @@ int cmd_export(int argc, char **argv) {
     size_t len = 0;
     unsigned char *bytes = snap ? pickle_write_buffer(snap, &len, err, sizeof err) : NULL;
     if (snap && !bytes) {
-        fprintf(stderr, "%s: error: %s\n", a.output, err);
+        ml_report(ML_DIAG_ERROR, a.output, "%s", err);
         rc = ML_EXIT_RUNTIME;
     } else if (bytes && ml_write_file_atomic(a.output, (const char *)bytes, len) != 0) {
-        fprintf(stderr, "error: cannot write '%s'\n", a.output);   /* no partial file */
+        ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s'", a.output);   /* no partial file */
         rc = ML_EXIT_RUNTIME;
     }
     free(bytes);

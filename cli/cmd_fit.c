@@ -274,14 +274,16 @@ int cmd_fit(int argc, char **argv) {
             char pk[32], b[32];
             bytes_text(hi_p.peak, pk, sizeof pk);
             bytes_text(c.budget, b, sizeof b);
-            fprintf(stderr, "error: %s = 1 does not fit in %s: peak %s on rank %d, plus reserves\n", c.name,
-                    b, pk, hi_p.rank);
+            ml_report(ML_DIAG_ERROR, NULL, "%s = 1 does not fit in %s: peak %s on rank %d, plus "
+                      "reserves", c.name, b, pk, hi_p.rank);
             ml_args_free(&a);
             return ML_EXIT_EXPECT;
         }
     }
     if (hi_p.fits) {   /* the ceiling: a peak that does not grow with NAME */
-        fprintf(stderr, "error: %s = %" PRId64 " still fits: the peak does not grow with %s\n", c.name, hi, c.name);
+        ml_report(ML_DIAG_ERROR, NULL,
+                  "%s = %" PRId64 " still fits: the peak does not grow with %s", c.name, hi,
+                  c.name);
         ml_args_free(&a);
         return ML_EXIT_INPUT;
     }
@@ -302,13 +304,13 @@ int cmd_fit(int argc, char **argv) {
     probe_at(&c, lo, false, &check_lo);
     probe_at(&c, lo + 1, false, &check_hi);
     if (!check_lo.fits || check_hi.fits) {
-        fprintf(stderr, "error: the peak is not monotonic in %s near %" PRId64 "\n", c.name, lo);
+        ml_report(ML_DIAG_ERROR, NULL, "the peak is not monotonic in %s near %" PRId64, c.name, lo);
         ml_args_free(&a);
         return ML_EXIT_INPUT;
     }
     FILE *f = a.output ? fopen(a.output, "w") : stdout;
     if (!f) {
-        fprintf(stderr, "error: cannot write %s\n", a.output);
+        ml_report(ML_DIAG_ERROR, NULL, "cannot write %s", a.output);
         ml_args_free(&a);
         return ML_EXIT_RUNTIME;
     }

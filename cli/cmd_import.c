@@ -80,12 +80,12 @@ int cmd_import(int argc, char **argv) {
     size_t len;
     rc = ML_EXIT_OK;
     if (snapshot_import(snap, &o, &yaml, &len, &st, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: error: %s\n", path, err);
+        ml_report(ML_DIAG_ERROR, path, "%s", err);
         rc = ML_EXIT_INPUT;
     } else if (!a.output) {
         fwrite(yaml, 1, len, stdout);
     } else if (ml_write_file_atomic(a.output, yaml, len) != 0) {
-        fprintf(stderr, "error: cannot write '%s'\n", a.output);
+        ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s'", a.output);
         rc = ML_EXIT_RUNTIME;
     } else if (!a.quiet) {
         printf("%s: device %d: %zu events -> %zu steps in %s (%zu before recording: %zu segments, "

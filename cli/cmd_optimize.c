@@ -124,7 +124,7 @@ int cmd_optimize(int argc, char **argv) {
             fprintf(stderr, "note: no rewrite was kept: %s not written\n",
                     a.output ? a.output : "the schedule is");
         if (kept && a.output && ml_write_file_atomic(a.output, r.yaml.s, r.yaml.n) != 0) {
-            fprintf(stderr, "error: cannot write '%s'\n", a.output);
+            ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s'", a.output);
             rc = ML_EXIT_RUNTIME;
         }
         if (rc == ML_EXIT_OK && yaml_to_stdout)

@@ -207,8 +207,8 @@ static int run_item(const run_ctx *c, pipeline_item *it, report_schedule *rs, ml
             char err[300] = "";
             rt_measure_fill(&ranks[0], &mine);
             if (rt_gather_measures(&ranks[0], &mine, 0, recs, err, sizeof err)) {
-                fprintf(stderr, "%s: error: rank %d: gathering results: %s\n", it->s->file,
-                        c->rank, err);
+                ml_report(ML_DIAG_ERROR, it->s->file, "rank %d: gathering results: %s",
+                          c->rank, err);
                 rc = ML_EXIT_RUNTIME;
             } else if (c->rank == 0) {
                 collect(rs, it, recs, checks, names);
@@ -283,7 +283,7 @@ static int check_inject(const rt_options *o, const ml_analysis *an, bool print) 
     if (rc == 0)
         return 0;
     if (print)
-        fprintf(stderr, "error: --inject %s\n", err);
+        ml_report(ML_DIAG_ERROR, NULL, "--inject %s", err);
     return ML_EXIT_INPUT;
 }
 
@@ -353,8 +353,8 @@ static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
     c->opt.params = &params;
     char err[400] = "";
     if (c->be->init(&c->opt, c->world, c->rank, c->n_local, err, sizeof err) != 0) {
-        fprintf(stderr, "error: rank %d: backend '%s' could not start: %s\n", c->rank,
-                c->be->name, err);
+        ml_report(ML_DIAG_ERROR, NULL, "rank %d: backend '%s' could not start: %s", c->rank,
+                  c->be->name, err);
         ml_analysis_free(&an);
         if (c->mpi && c->be->abort)
             c->be->abort(ML_EXIT_RUNTIME);

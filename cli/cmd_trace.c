@@ -40,10 +40,9 @@ static int render(const series *items, size_t n, const void *ctx, ml_str *out, m
         }
     uint64_t events, bytes = trace_estimate(items, n, o, &events);
     if (bytes > TRACE_WARN_BYTES)
-        fprintf(stderr,
-                "warning: the trace will be about %llu MB (%llu events); --ranks writes fewer "
-                "ranks\n",
-                (unsigned long long)(bytes / 1000000), (unsigned long long)events);
+        ml_report(ML_DIAG_WARNING, NULL, "the trace will be about %llu MB (%llu events); --ranks "
+                  "writes fewer ranks", (unsigned long long)(bytes / 1000000),
+                  (unsigned long long)events);
     return trace_json(items, n, o, out, d);
 }
 

@@ -22,7 +22,7 @@ static int failed(const equiv_run_ctx *c, rt_rank *ranks, const char *what) {
             fprintf(stderr, "%s\n", ranks[k].error);
         known = known && (!ranks[k].failed || ranks[k].failure_known_to_all);
     }
-    fprintf(stderr, "error: rank %d: equiv could not %s\n", c->rank, what);
+    ml_report(ML_DIAG_ERROR, NULL, "rank %d: equiv could not %s", c->rank, what);
     if (!known && c->mpi && c->world > 1) {
         if (c->be->abort)
             c->be->abort(ML_EXIT_RUNTIME);
@@ -42,13 +42,13 @@ static int read_results(const equiv_run_ctx *c, rt_rank *ranks, const series *s,
         char err[400] = "";
         out[k].data = ml_xmalloc(bytes ? bytes : 1);
         if (!m || !m->ptr || m->bytes < bytes) {
-            fprintf(stderr, "%s: error: rank %d: result '%s' is not live after the run\n",
-                    s->s->file, r->rank, sched_sym_name(s->s, SYM_BUFFER, buf));
+            ml_report(ML_DIAG_ERROR, s->s->file, "rank %d: result '%s' is not live after the run",
+                      r->rank, sched_sym_name(s->s, SYM_BUFFER, buf));
             return -1;
         }
         if (bytes && c->be->read(r, m, 0, out[k].data, bytes, err, sizeof err) != 0) {
-            fprintf(stderr, "%s: error: rank %d: reading result '%s': %s\n", s->s->file, r->rank,
-                    sched_sym_name(s->s, SYM_BUFFER, buf), err);
+            ml_report(ML_DIAG_ERROR, s->s->file, "rank %d: reading result '%s': %s", r->rank,
+                      sched_sym_name(s->s, SYM_BUFFER, buf), err);
             return -1;
         }
     }
@@ -248,8 +248,8 @@ int equiv_run_data(const equiv_run_ctx *c, const series *const side[2], const ui
     *prov = NULL;
     memset(kernels, 0, sizeof *kernels);
     if (c->be->init(&c->opt, c->world, c->mpi ? c->rank : 0, c->n_local, err, sizeof err) != 0) {
-        fprintf(stderr, "error: rank %d: backend '%s' could not start: %s\n", c->rank,
-                c->be->name, err);
+        ml_report(ML_DIAG_ERROR, NULL, "rank %d: backend '%s' could not start: %s", c->rank,
+                  c->be->name, err);
         if (c->mpi && c->be->abort)
             c->be->abort(ML_EXIT_RUNTIME);
         return ML_EXIT_RUNTIME;

@@ -44,12 +44,12 @@ int main(int argc, char **argv) {
      * not a failure of the ranks later (exec/env.h). */
     char err[800];
     if (ml_env_check(err, sizeof err) != 0) {
-        fprintf(stderr, "error: %s\n", err);
+        ml_report(ML_DIAG_ERROR, NULL, "%s", err);
         return ML_EXIT_INPUT;
     }
     int rc = c->run(argc - 1, argv + 1);
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "error: cannot write the results to stdout\n");
+        ml_report(ML_DIAG_ERROR, NULL, "cannot write the results to stdout");
         return rc ? rc : ML_EXIT_RUNTIME;
     }
     return rc;

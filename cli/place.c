@@ -27,7 +27,8 @@ int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *ou
     out->n_local = 1;
     if (launch_under_mpi(&size, &me)) {
         if (size <= 0) {
-            fprintf(stderr, "error: the MPI launcher does not say how many ranks it started\n");
+            ml_report(ML_DIAG_ERROR, NULL,
+                      "the MPI launcher does not say how many ranks it started");
             return ML_EXIT_RUNTIME;
         }
         if (ranks && ranks != size)
@@ -42,7 +43,8 @@ int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *ou
         return 0;
     }
     if (launch_is_child()) {
-        fprintf(stderr, "error: started by memlife's mpirun but no MPI environment is visible\n");
+        ml_report(ML_DIAG_ERROR, NULL,
+                  "started by memlife's mpirun but no MPI environment is visible");
         return ML_EXIT_RUNTIME;
     }
     out->mpi = true;
@@ -91,13 +93,13 @@ int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
      * memlife has read it already to check it). */
     for (size_t k = 0; k < a->files.n; k++)
         if (!strcmp(ML_VEC_AT(&a->files, const char *, k), "-")) {
-            fprintf(stderr, "-: error: standard input cannot be read by every rank: give the "
-                    "schedule as a file\n");
+            ml_report(ML_DIAG_ERROR, "-", "standard input cannot be read by every rank: give the "
+                      "schedule as a file");
             return ML_EXIT_INPUT;
         }
     int staged = stage_result(output, tmp, sizeof tmp);
     if (staged < 0) {
-        fprintf(stderr, "%s: error: the path is too long for a temp file beside it\n", output);
+        ml_report(ML_DIAG_ERROR, output, "the path is too long for a temp file beside it");
         return ML_EXIT_RUNTIME;
     }
     if (staged == 0)
@@ -105,13 +107,13 @@ int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
     int launched = launch_self(ranks, argc, argv, &status, &forwarded, err, sizeof err);
     int rc = ML_EXIT_RUNTIME;
     if (launched != 0)
-        fprintf(stderr, "error: %s\n", err);
+        ml_report(ML_DIAG_ERROR, NULL, "%s", err);
     else if (forwarded)
         rc = 128 + forwarded;     /* interrupted: no result */
     else {
         rc = launch_exit_code(status, err, sizeof err);
         if (err[0])
-            fprintf(stderr, "error: %s; every rank has ended\n", err);
+            ml_report(ML_DIAG_ERROR, NULL, "%s; every rank has ended", err);
     }
     if (staged != 0)
         return rc;
@@ -123,8 +125,8 @@ int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
     bool keep = launched == 0 && !launch_forwarded_signal() && (rc == 0 || rc == 1) &&
                 stat(tmp, &st) == 0 && st.st_size > 0;
     if (keep && rename(tmp, output) != 0) {
-        fprintf(stderr, "%s: error: cannot rename the result into place: %s\n", output,
-                strerror(errno));
+        ml_report(ML_DIAG_ERROR, output, "cannot rename the result into place: %s",
+                  strerror(errno));
         rc = ML_EXIT_RUNTIME;
         keep = false;
     }

@@ -10,11 +10,9 @@
 
 int ml_usage_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
-    fprintf(stderr, "%serror%s: ", ml_color(ML_HUE_ERROR, 2), ml_color_end(2));
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    ml_vreport(ML_DIAG_ERROR, NULL, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     if (cmd)
         fprintf(stderr, "hint: run 'memlife %s --help' for usage\n", cmd);
     else

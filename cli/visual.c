@@ -37,7 +37,7 @@ int ml_visual_emit(const char *path, const ml_str *text) {
         return ML_EXIT_OK;
     }
     if (ml_write_file_atomic(path, text->s ? text->s : "", text->n) != 0) {
-        fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
+        ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s': %s", path, strerror(errno));
         return ML_EXIT_RUNTIME;
     }
     return ML_EXIT_OK;

@@ -71,6 +71,7 @@ typedef struct {
 
     bool capturing, captured; /* expect_error: keep the first error instead of reporting it */
     sched_error_code captured_code;
+    ml_mark captured_mark;    /* its offending character: an unexpected error is reported there */
     char captured_text[320];
 } lint_ctx;
 
@@ -140,10 +141,6 @@ static void add_finding_at(lint_ctx *x, const plan_op *op, ml_mark mark, const l
     f->ranks[f->n_ranks++] = x->rank;
 }
 
-static void add_finding(lint_ctx *x, const plan_op *op, const char *code, const char *text) {
-    add_finding_at(x, op, plan_op_mark(op), NULL, code, text);
-}
-
 static void vreport(lint_ctx *x, const plan_op *op, ml_mark mark, const lint_note *note,
                     sched_error_code err, const char *code, const char *fmt, va_list ap) {
     char text[320];
@@ -152,6 +149,7 @@ static void vreport(lint_ctx *x, const plan_op *op, ml_mark mark, const lint_not
         if (!x->captured) {
             x->captured = true;
             x->captured_code = err;
+            x->captured_mark = mark;
             memcpy(x->captured_text, text, sizeof text);
         }
         return;
@@ -240,7 +238,11 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
     char vt[200];
     if (v->offset > b->count || v->count > b->count - v->offset) {
         lint_view_text(x->s, v, vt, sizeof vt);
-        report_at(x, op, where(x, op, which), NULL, ERR_OUT_OF_BOUNDS, "out_of_bounds",
+        /* at the expression that goes past the end: the offset, or else the count */
+        const sched_view *sv = plan_sched_view(op, which);
+        ml_mark at = sv ? sched_view_expr_mark(sv, v->offset <= b->count, SCHED_FIRST_TOKEN)
+                        : where(x, op, which);
+        report_at(x, op, at, NULL, ERR_OUT_OF_BOUNDS, "out_of_bounds",
                   "view %s is outside '%s' (%llu elements)", vt, name, (ull)b->count);
         return false;
     }
@@ -648,6 +650,13 @@ static size_t lint_expect(lint_ctx *x, const rank_plan *p, size_t i) {
     lint_contract_row *row = contract_row(x, es, name);
     char text[400];
     bool pass = false;
+    /* The error goes where the step went wrong, not on the expect_error key: an unexpected
+     * error at its own offending character, no error at the wrapped step's key; the note
+     * points at the error name the contract expected. */
+    ml_mark at = es->u.expect_error.step->mark;
+    lint_note expected = note_at(sched_part_mark(x->s, es, SCHED_AT_ERROR),
+                                 "expect_error '%s' expects %s here", name,
+                                 sched_error_names[want]);
     if (!op) {
         snprintf(text, sizeof text, "expect_error '%s': the step it wraps does not run on rank %d",
                  name, x->rank);
@@ -663,6 +672,7 @@ static size_t lint_expect(lint_ctx *x, const rank_plan *p, size_t i) {
                      op->kind == OP_COLL ? "refused before any collective" : "refused",
                      x->captured_text);
         } else if (x->captured) {
+            at = x->captured_mark;
             snprintf(text, sizeof text, "expect_error '%s' expected %s but %s raised: %s", name,
                      sched_error_names[want], plan_op_name(op), x->captured_text);
         } else {
@@ -671,7 +681,7 @@ static size_t lint_expect(lint_ctx *x, const rank_plan *p, size_t i) {
         }
     }
     if (!pass) {
-        add_finding(x, mark_op, "expect_error", text);
+        add_finding_at(x, mark_op, at, &expected, "expect_error", text);
         row->pass = false;
     }
     if (!pass || row->detail[0] == '\0') {

@@ -191,21 +191,22 @@ static bool ready(const rank_p2p *q, const size_t *at, int world, int r, int *wa
     return true;
 }
 
-static void describe_unit(const rank_plan *p, const rank_p2p *q, int r, size_t at, char *buf, size_t len) {
+/* What rank r's blocked unit is: "rank 0 send to rank 1"; its place is the diagnostic's own. */
+static void describe_unit(const rank_p2p *q, int r, size_t at, char *buf, size_t len) {
     const unit *u = &q[r].units[at];
-    ml_mark m = plan_op_mark(u->op);
     if (u->kind == UNIT_COLL) {
-        snprintf(buf, len, "rank %d at %s (%u:%u)", r, ml_colls[u->op->u.coll.coll].name, m.line, m.col);
+        snprintf(buf, len, "rank %d at %s", r, ml_colls[u->op->u.coll.coll].name);
         return;
     }
     const p2p_op *o = &q[r].ops[u->first];
-    snprintf(buf, len, "rank %d %s %s rank %d (%u:%u)%s", r, ml_colls[o->op->u.coll.coll].name,
-             ml_colls[o->op->u.coll.coll].p2p == P2P_SEND ? "to" : "from", o->peer, m.line, m.col,
+    snprintf(buf, len, "rank %d %s %s rank %d%s", r, ml_colls[o->op->u.coll.coll].name,
+             ml_colls[o->op->u.coll.coll].p2p == P2P_SEND ? "to" : "from", o->peer,
              u->kind == UNIT_GROUP ? " in a group" : "");
-    (void)p;
 }
 
-/* Plays the ranks forward; on a deadlock reports the cycle of waits. */
+/* Plays the ranks forward; on a deadlock reports the cycle of waits: the error at the first
+ * rank of the cycle, then one note per rank of it at the op where that rank waits, in the order
+ * of the waits, so each participant is named at its own line:col. */
 static size_t play(const rank_plan *plans, int world, const rank_p2p *q, ml_diags *d) {
     size_t *at = ml_xcalloc((size_t)world, sizeof *at);
     bool *go = ml_xcalloc((size_t)world, sizeof *go);
@@ -236,29 +237,40 @@ static size_t play(const rank_plan *plans, int world, const rank_p2p *q, ml_diag
             seen[r] = 1;
             r = waits[r];
         }
-        char text[1000], part[200];
-        size_t n = 0;
-        if (at[r] >= q[r].n_units) {   /* waits end at a rank that has finished */
-            describe_unit(&plans[start], q, start, at[start], part, sizeof part);
-            n += (size_t)snprintf(text, sizeof text, "deadlock: %s waits for rank %d, which has no more "
-                                  "sends, receives or collectives", part, waits[start]);
-            r = start;
-        } else {
-            int c = r;
-            n += (size_t)snprintf(text, sizeof text, "deadlock: a cycle of blocking waits: ");
-            do {
-                describe_unit(&plans[c], q, c, at[c], part, sizeof part);
-                if (n < sizeof text)
-                    n += (size_t)snprintf(text + n, sizeof text - n, "%s waits for rank %d; ", part, waits[c]);
-                c = waits[c];
-            } while (c != r && n < sizeof text);
-            if (n < sizeof text)
-                snprintf(text + n, sizeof text - n, "a send or recv outside a group blocks until its "
-                         "peer's partner runs: put the pair's ops in one group");
-        }
         free(seen);
-        const unit *u = &q[r].units[at[r]];
-        ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, plan_op_mark(u->op), r, "deadlock", "%s", text);
+        char part[200];
+        if (at[r] >= q[r].n_units) {   /* waits end at a rank that has finished */
+            describe_unit(q, start, at[start], part, sizeof part);
+            ml_diag_add(d, ML_DIAG_ERROR, plans[start].s->file,
+                        plan_op_mark(q[start].units[at[start]].op), start, "deadlock",
+                        "deadlock: %s waits for rank %d, which has no more sends, receives or "
+                        "collectives", part, waits[start]);
+            errors++;
+            break;
+        }
+        /* the cycle as ranks, "0 -> 1 -> 2 -> 0", cut with "..." where it does not fit */
+        char ring[300];
+        size_t n = (size_t)snprintf(ring, sizeof ring, "rank %d", r);
+        for (int c = waits[r];; c = waits[c]) {
+            if (n + 16 >= sizeof ring) {
+                snprintf(ring + n, sizeof ring - n, " -> ...");
+                break;
+            }
+            n += (size_t)snprintf(ring + n, sizeof ring - n, " -> %d", c);
+            if (c == r)
+                break;
+        }
+        ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, plan_op_mark(q[r].units[at[r]].op), r,
+                    "deadlock", "deadlock: a cycle of blocking waits (%s): a send or recv outside "
+                    "a group blocks until its peer's partner runs: put the pair's ops in one group",
+                    ring);
+        int c = r;
+        do {
+            describe_unit(q, c, at[c], part, sizeof part);
+            ml_diag_add(d, ML_DIAG_NOTE, plans[c].s->file, plan_op_mark(q[c].units[at[c]].op), c,
+                        "deadlock", "%s waits for rank %d", part, waits[c]);
+            c = waits[c];
+        } while (c != r);
         errors++;
         break;
     }

@@ -666,7 +666,7 @@ int bench_report_emit(const bench_report *r, report_format fmt, const char *path
     ml_str out = {0};
     int rc = bench_report_render(r, fmt, &out);
     if (rc != 0)
-        fprintf(stderr, "error: cannot render the bench report\n");
+        ml_report(ML_DIAG_ERROR, NULL, "cannot render the bench report");
     else
         rc = report_doc_write(&out, path);
     ml_str_free(&out);

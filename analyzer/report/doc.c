@@ -210,12 +210,14 @@ int report_doc_render_csv(const report_doc *d, ml_str *out) {
 
 int report_doc_write(const ml_str *out, const char *path) {
     if (!path || !strcmp(path, "-")) {
-        if (out->n && fwrite(out->s, 1, out->n, stdout) != out->n) {
-            fprintf(stderr, "error: cannot write the report to stdout\n");
+        /* Flushed here: a full disk or /dev/full fails only when the buffer goes out, and an
+         * error found at exit would leave the exit status 0. */
+        if ((out->n && fwrite(out->s, 1, out->n, stdout) != out->n) || fflush(stdout) != 0) {
+            ml_report(ML_DIAG_ERROR, NULL, "cannot write the report to stdout");
             return -1;
         }
     } else if (ml_write_file_atomic(path, out->s, out->n) != 0) {
-        fprintf(stderr, "error: cannot write '%s': %s\n", path, strerror(errno));
+        ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s': %s", path, strerror(errno));
         return -1;
     }
     return 0;

@@ -396,7 +396,7 @@ int report_json_append(json_t *root, size_t extra_flags, ml_str *out) {
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags);
     json_decref(doc);
     if (!text) {
-        fprintf(stderr, "error: cannot render the json report\n");
+        ml_report(ML_DIAG_ERROR, NULL, "cannot render the json report");
         return -1;
     }
     ml_str_append(out, text, strlen(text));

@@ -289,6 +289,20 @@ void ml_diags_print(const ml_diags *d, FILE *f) {
     }
 }
 
+void ml_vreport(ml_diag_level level, const char *where, const char *fmt, va_list ap) {
+    fprintf(stderr, "%s%s%s%s%s: ", where ? where : "", where ? ": " : "",
+            ml_color(level_hues[level], 2), level_names[level], ml_color_end(2));
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void ml_report(ml_diag_level level, const char *where, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ml_vreport(level, where, fmt, ap);
+    va_end(ap);
+}
+
 const ml_diag *ml_diags_first_error(const ml_diags *d) {
     for (size_t k = 0; k < d->items.n; k++) {
         const ml_diag *g = &ML_VEC_AT(&d->items, ml_diag, k);

@@ -90,6 +90,14 @@ void ml_diags_print(const ml_diags *d, FILE *f);
 /* Formats one diagnostic into buf exactly as ml_diags_print would (without newline). */
 void ml_diag_format(const ml_diag *diag, char *buf, size_t len);
 const ml_diag *ml_diags_first_error(const ml_diags *d);
+/* One diagnostic straight to stderr, for the command line's own errors that no ml_diags
+ * collects (a file that cannot be written, a backend that cannot start): "where: error: text"
+ * (where NULL: "error: text"), the level word coloured as ml_diags_print colours it, the bytes
+ * otherwise those of the plain fprintf it replaces. A newline ends it. */
+void ml_report(ml_diag_level level, const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ml_vreport(ml_diag_level level, const char *where, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Writes a whole file atomically: data goes to a temp file in the same folder, then rename(2).
  * A failed or interrupted write leaves no partial file. Returns 0 or -1 with errno. */

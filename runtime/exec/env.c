@@ -178,6 +178,8 @@ static const struct {
     {"MEMLIFE_LAUNCHED", check_launched},            /* exec/launch.c, set by launch_self */
     {"MEMLIFE_PARENT_PID", check_pid},               /* exec/watch.c, set by launch_self */
     {"MEMLIFE_RESULT_TMP", check_path_value},        /* cli/args.c, set by launch_self */
+    {"MEMLIFE_RANKS_DIR", check_path_value},         /* exec/launch.c, set by launch_self */
+    {"TMPDIR", check_any},                           /* exec/launch.c: where that goes */
     {"MEMLIFE_TERM", check_term},                    /* base/human.c, set by launch_self */
     {"COLUMNS", check_columns},                      /* base/human.c */
     {"NO_COLOR", check_any},                         /* base/human.c: any value but "" */

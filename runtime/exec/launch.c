@@ -155,6 +155,120 @@ static int signal_orphans(int sig) {
     return n;
 }
 
+bool launch_pid_ended(pid_t pid) {
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return true;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return paren && (paren[1] == '\0' || paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/* ---- Ranks that end without a word (launch_rank_started) -------------------------------------- */
+
+static char ranks_dir[PATH_MAX];   /* launcher: the directory; "" without one */
+
+/* Makes the directory the ranks register in and names it in LAUNCH_RANKS_ENV. Without one (no
+ * writable TMPDIR) a crashed rank has no deadline beyond mpirun's own; the run still works. */
+static void ranks_dir_make(void) {
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
+    ranks_dir[0] = '\0';
+    if ((size_t)snprintf(ranks_dir, sizeof ranks_dir, "%s/memlife-ranks-XXXXXX", tmp) >=
+            sizeof ranks_dir || !mkdtemp(ranks_dir)) {
+        ranks_dir[0] = '\0';
+        unsetenv(LAUNCH_RANKS_ENV);
+        return;
+    }
+    setenv(LAUNCH_RANKS_ENV, ranks_dir, 1);
+}
+
+/* Removes the directory and what crashed ranks left in it. */
+static void ranks_dir_remove(void) {
+    if (!ranks_dir[0])
+        return;
+    DIR *d = opendir(ranks_dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (e->d_name[0] != '.')
+                unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+    }
+    rmdir(ranks_dir);
+    ranks_dir[0] = '\0';
+}
+
+/* The first registered rank that has ended without removing its file: true with its rank and
+ * pid (its file is removed, so it is reported once). */
+static bool rank_ended_unannounced(int *rank, int *pid) {
+    DIR *d = ranks_dir[0] ? opendir(ranks_dir) : NULL;
+    if (!d)
+        return false;
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        char *end;
+        long p = strtol(e->d_name, &end, 10);
+        if (*end || p <= 1 || p > INT_MAX || !launch_pid_ended((pid_t)p))
+            continue;
+        char buf[16] = "";
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t got = read(fd, buf, sizeof buf - 1);
+            buf[got > 0 ? got : 0] = '\0';
+            close(fd);
+        }
+        /* Gone, and the file is still there: a rank that removed it between the readdir and
+         * the check had finished; openat fails then. */
+        if (fd < 0)
+            continue;
+        *rank = (int)strtol(buf, NULL, 10);
+        *pid = (int)p;
+        unlinkat(dirfd(d), e->d_name, 0);
+        found = true;
+    }
+    closedir(d);
+    return found;
+}
+
+static char rank_file[PATH_MAX];   /* rank: its registration; "" when none */
+
+void launch_rank_started(int rank) {
+    const char *dir = getenv(LAUNCH_RANKS_ENV);
+    if (!launch_is_child() || !dir || !*dir || rank_file[0])
+        return;
+    if ((size_t)snprintf(rank_file, sizeof rank_file, "%s/%d", dir, (int)getpid()) >=
+        sizeof rank_file) {
+        rank_file[0] = '\0';
+        return;
+    }
+    int fd = open(rank_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rank_file[0] = '\0';
+        return;
+    }
+    char buf[16];
+    int n = snprintf(buf, sizeof buf, "%d", rank);
+    ssize_t ignored = write(fd, buf, (size_t)n);
+    (void)ignored;
+    close(fd);
+}
+
+void launch_rank_finished(void) {
+    if (!rank_file[0])
+        return;
+    unlink(rank_file);
+    rank_file[0] = '\0';
+}
+
 /* After mpirun has been reaped: ends what is left of the job and reaps it. mpirun's own group
  * first (its helpers), then the orphaned ranks: SIGTERM (a rank says where it waited), SIGKILL
  * after 2 s. Returns the number of processes still there after LAUNCH_REAP_S (0: all ended). */
@@ -225,6 +339,7 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
         free(args);
         return -1;
     }
+    ranks_dir_make();
     /* Signals wait until the handler knows the child, so none is lost or left unforwarded. */
     sigset_t block, old;
     sigemptyset(&block);
@@ -268,8 +383,9 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
         /* mpirun ends its ranks on a forwarded signal, and the job after a rank's MPI_Abort; one
          * that has not within LAUNCH_SIGNAL_GRACE_S / LAUNCH_ABORT_GRACE_S is ended with its
          * group (end_job then ends and reaps the ranks outside it). */
-        double signalled_at = 0, aborted_at = 0;
-        bool abort_killed = false;
+        double signalled_at = 0, aborted_at = 0, crashed_at = 0, looked_at = 0;
+        bool abort_killed = false, crash_killed = false;
+        int crashed_rank = -1, crashed_pid = 0;
         for (;;) {
             pid_t w = waitpid(pid, wstatus, WNOHANG);
             if (w == pid || (w < 0 && errno != EINTR))
@@ -279,11 +395,21 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
                 signalled_at = now;
             if (abort_notified && aborted_at == 0)
                 aborted_at = now;
+            if (crashed_at == 0 && now - looked_at >= 0.1) {   /* a directory scan: not every 10 ms */
+                looked_at = now;
+                if (rank_ended_unannounced(&crashed_rank, &crashed_pid))
+                    crashed_at = now;
+            }
             if (signalled_at > 0 && now - signalled_at > LAUNCH_SIGNAL_GRACE_S)
                 kill(-pid, SIGKILL);
-            if (aborted_at > 0 && now - aborted_at > LAUNCH_ABORT_GRACE_S && !signalled_at) {
-                kill(-pid, SIGKILL);
-                abort_killed = true;
+            if (!signalled_at && !abort_killed && !crash_killed) {
+                if (aborted_at > 0 && now - aborted_at > LAUNCH_ABORT_GRACE_S) {
+                    kill(-pid, SIGKILL);
+                    abort_killed = true;
+                } else if (crashed_at > 0 && now - crashed_at > LAUNCH_ABORT_GRACE_S) {
+                    kill(-pid, SIGKILL);
+                    crash_killed = true;
+                }
             }
             sleep_ms(10);
         }
@@ -302,8 +428,15 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
                      "memlife killed its process group and every rank left",
                      LAUNCH_ABORT_GRACE_S);
             rc = -1;
+        } else if (crash_killed) {
+            snprintf(err, len, "mpirun had not ended the job %d s after rank %d (pid %d) ended "
+                     "without MPI_Finalize or MPI_Abort (a crash or a kill): memlife killed its "
+                     "process group and every rank left", LAUNCH_ABORT_GRACE_S, crashed_rank,
+                     crashed_pid);
+            rc = -1;
         }
     }
+    ranks_dir_remove();
     sigprocmask(SIG_SETMASK, &old, NULL);
     /* a late notice must not end memlife (SIGUSR1's default action) */
     signal(LAUNCH_ABORT_SIGNAL, SIG_IGN);

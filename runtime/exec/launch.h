@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* True when this process was started by an MPI launcher; size and rank from its environment
  * (Open MPI's OMPI_COMM_WORLD_SIZE/RANK, PMI_SIZE/PMI_RANK of Hydra, Slurm's PMIX_RANK with
@@ -37,7 +38,10 @@ int launch_find_mpirun(char *buf, size_t len);
  *   (SIGTERM, SIGKILL after 2 s) and reaps each one before returning;
  * - a rank's MPI_Abort (launch_notify_abort): mpirun that has not ended the job
  *   LAUNCH_ABORT_GRACE_S after it is SIGKILLed with its group, and the ranks as above; -1 with
- *   err saying so (issue 19: under load mpirun took unbounded time after an abort).
+ *   err saying so (issue 19: under load mpirun took unbounded time after an abort);
+ * - a rank that ends before MPI_Finalize without MPI_Abort (SIGSEGV, SIGKILL, an exit on an
+ *   error path): the same deadline from when memlife sees it gone (launch_rank_started), the
+ *   same end of the job, and err naming the rank.
  * Returns 0 with *wstatus (waitpid's) and *forwarded (the first signal passed on, 0 when none),
  * or -1 with err when mpirun could not start ("no mpirun on PATH: install openmpi-bin, or run
  * under your MPI launcher") or processes of the job could not be ended within 10 s. */
@@ -55,6 +59,21 @@ int launch_forwarded_signal(void);
 #define LAUNCH_ABORT_SIGNAL SIGUSR1
 #define LAUNCH_ABORT_GRACE_S 10
 void launch_notify_abort(void);
+
+/* A rank of launch_self's job that ends without saying so (a crash: no MPI_Abort, no notice)
+ * starts the deadline too. Every rank registers once MPI_Init has succeeded: a file named by its
+ * pid, holding its rank, in the directory LAUNCH_RANKS_ENV names (launch_self makes it and
+ * removes it); it removes the file after MPI_Finalize (launch_rank_finished). memlife looks every
+ * 100 ms: a registered pid that has ended (gone, or a zombie mpirun has not reaped) ended before
+ * MPI_Finalize. A pid reused within those 100 ms would be missed: the deadline is a backstop,
+ * mpirun itself still ends the job in the usual case. No-ops in any other process. */
+#define LAUNCH_RANKS_ENV "MEMLIFE_RANKS_DIR"
+void launch_rank_started(int rank);
+void launch_rank_finished(void);
+
+/* True when process pid has ended: kill says it is gone, or /proc says it is a zombie (dead,
+ * not reaped yet by its parent) or cannot be read. */
+bool launch_pid_ended(pid_t pid);
 void launch_block_signals(bool block);
 
 /* memlife's exit code for a run whose mpirun ended with wstatus: mpirun's exit status when it is

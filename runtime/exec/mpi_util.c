@@ -41,6 +41,7 @@ int rt_mpi_init(int world, int rank, double timeout_s, char *err, size_t len) {
                  me, size, rank, world);
         return -1;
     }
+    launch_rank_started(rank);   /* from here on, ending before MPI_Finalize is a crash */
     return 0;
 }
 
@@ -48,6 +49,7 @@ void rt_mpi_finalize(void) {
     if (mpi_started && !mpi_ended) {
         mpi_ended = true;
         MPI_Finalize();
+        launch_rank_finished();
     }
 }
 

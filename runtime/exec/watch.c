@@ -4,7 +4,6 @@
 #include "exec/launch.h"
 #include "base/util.h"
 
-#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,22 +37,6 @@ static void watch_init(void) {
 #endif
 }
 
-/* Without a pidfd: gone when kill says so, or when /proc says it is a zombie (dead, unreaped). */
-static bool gone_by_proc(void) {
-    if (kill(w.pid, 0) != 0 && errno == ESRCH)
-        return true;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)w.pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *paren = strrchr(buf, ')');
-    return paren && (paren[2] == 'Z' || paren[2] == 'X');
-}
-
 bool rt_watch_parent_gone(bool force) {
     if (w.state == 0)
         watch_init();
@@ -67,7 +50,7 @@ bool rt_watch_parent_gone(bool force) {
         struct pollfd p = {.fd = w.pidfd, .events = POLLIN};
         return poll(&p, 1, 0) > 0;   /* readable: the process has ended */
     }
-    return gone_by_proc();
+    return launch_pid_ended(w.pid);   /* without a pidfd: kill and /proc */
 }
 
 void rt_watch_parent(void) {
@@ -80,6 +63,11 @@ void rt_watch_parent(void) {
     const char *tmp = getenv("MEMLIFE_RESULT_TMP");
     if (tmp && *tmp)
         unlink(tmp);
+    /* not a crash, and the directory goes with the last rank: memlife cannot remove it now */
+    launch_rank_finished();
+    const char *dir = getenv(LAUNCH_RANKS_ENV);
+    if (dir && *dir)
+        rmdir(dir);
     fflush(stdout);
     _exit(3);
 }

@@ -108,22 +108,43 @@ static plan_op *emit(expander *x, plan_op_kind kind, const sched_step *step) {
     return op;
 }
 
-/* Where an evaluated expression is written: a step's part, whose tokens an error can point at
- * (sched_part_offset_mark), or just a mark. The part's mark is looked up (a search in the side
- * table) only when an error needs it: every alloc, `when:` and repeat is evaluated here. */
+/* Where an evaluated expression is written: a step's part or a view's offset or count, whose
+ * tokens an error can point at (sched_part_offset_mark, sched_view_expr_mark), or just a mark.
+ * The part's mark is looked up (a search in the side table) only when an error needs it: every
+ * alloc, `when:` and repeat is evaluated here. */
 typedef struct {
-    ml_mark mark;             /* st NULL */
-    const sched_step *st;     /* NULL: mark */
+    ml_mark mark;             /* st and view NULL */
+    const sched_step *st;     /* NULL: view or mark */
     sched_at_part part;
+    const sched_view *view;   /* NULL: st or mark */
+    bool count;               /* view: its count, else its offset */
 } src_at;
 
-static src_at at_mark(ml_mark m) { return (src_at){m, NULL, SCHED_AT_BUF}; }
+static src_at at_mark(ml_mark m) { return (src_at){.mark = m}; }
 
 /* Part `part` of st: errors of its value point there (sched_part_mark). */
-static src_at at(const sched_step *st, sched_at_part part) { return (src_at){{0, 0}, st, part}; }
+static src_at at(const sched_step *st, sched_at_part part) {
+    return (src_at){.st = st, .part = part};
+}
+
+/* The offset or count of view v: errors of its value point inside the brackets. */
+static src_at at_view(const sched_view *v, bool count) {
+    return (src_at){.view = v, .count = count};
+}
+
+/* Where byte `offset` of the expression's text is (SCHED_FIRST_TOKEN: its first token). */
+static ml_mark src_offset_mark(const expander *x, src_at w, const expr *e, size_t offset) {
+    if (w.view)
+        return sched_view_expr_mark(w.view, w.count, offset);
+    if (!w.st)
+        return w.mark;
+    if (offset == SCHED_FIRST_TOKEN)
+        return sched_part_mark(x->s, w.st, w.part);
+    return sched_part_offset_mark(x->s, w.st, w.part, expr_text(e), offset);
+}
 
 static ml_mark src_mark(const expander *x, src_at w) {
-    return w.st ? sched_part_mark(x->s, w.st, w.part) : w.mark;
+    return src_offset_mark(x, w, NULL, SCHED_FIRST_TOKEN);
 }
 
 /* Evaluates e (a NULL e is `dflt`). Errors name the expression: "division by zero in 'M/0'", at
@@ -135,9 +156,7 @@ static int eval(expander *x, const expr *e, int64_t dflt, src_at w, int64_t *out
     }
     expr_error err;
     if (expr_eval(e, x->slots, out, &err) < 0) {
-        ml_mark m = w.st ? sched_part_offset_mark(x->s, w.st, w.part, expr_text(e), err.offset)
-                         : w.mark;
-        ml_error(x->d, x->s->file, m, "%s in '%s'", err.msg, expr_text(e));
+        ml_error(x->d, x->s->file, src_offset_mark(x, w, e, err.offset), "%s in '%s'", err.msg, expr_text(e));
         return -1;
     }
     return 0;
@@ -197,10 +216,10 @@ static int resolve_view(expander *x, const sched_view *v, plan_view *out) {
     out->buf = v->buf;
     out->dtype = b->allocated ? b->dtype : x->s->dtype;
     out->whole = !v->offset && !v->count;
-    if (eval_size(x, v->offset, 0, at_mark(v->mark), "view offset", &out->offset) < 0)
+    if (eval_size(x, v->offset, 0, at_view(v, false), "view offset", &out->offset) < 0)
         return -1;
     uint64_t rest = b->count > out->offset ? b->count - out->offset : 0;
-    return eval_size(x, v->count, (int64_t)rest, at_mark(v->mark), "view count", &out->count);
+    return eval_size(x, v->count, (int64_t)rest, at_view(v, true), "view count", &out->count);
 }
 
 static int expand_steps(expander *x, const sched_step *steps, uint32_t n);
@@ -622,27 +641,51 @@ static ml_mark operand_mark(const sched_operand *o) {
     return o->kind == OPD_VIEW ? o->view.mark : o->mark;
 }
 
-ml_mark plan_view_mark(const sched *s, const plan_op *op, uint32_t k) {
+const sched_view *plan_sched_view(const plan_op *op, uint32_t k) {
     const sched_step *st = op->step;
     switch (op->kind) {
     case OP_COLL:   /* a send or recv names one view, in both */
-        return k ? st->u.coll.recv.mark : st->u.coll.send.mark;
+        return k ? &st->u.coll.recv : &st->u.coll.send;
     case OP_COPY:
-        return k ? st->u.copy.dst.mark : st->u.copy.src.mark;
+        return k ? &st->u.copy.dst : &st->u.copy.src;
     case OP_SCALE:
-        return st->u.scale.buf.mark;
+        return &st->u.scale.buf;
     case OP_INIT:
         if (st->kind == ST_INIT)
-            return k ? st->u.init.init.src.mark : st->u.init.dst.mark;
-        return k ? st->u.alloc.init.src.mark : sched_part_mark(s, st, SCHED_AT_BUF);
-    case OP_CHECK:
-        return operand_mark(k ? &st->u.check->b : &st->u.check->a);
+            return k ? &st->u.init.init.src : &st->u.init.dst;
+        return k ? &st->u.alloc.init.src : NULL;
+    case OP_CHECK: {
+        const sched_operand *o = k ? &st->u.check->b : &st->u.check->a;
+        return o->kind == OPD_VIEW ? &o->view : NULL;
+    }
     case OP_COMPUTE:
         if (k < st->u.compute.n_reads)
-            return st->u.compute.reads[k].mark;
+            return &st->u.compute.reads[k];
         if (k - st->u.compute.n_reads < st->u.compute.n_writes)
-            return st->u.compute.writes[k - st->u.compute.n_reads].mark;
-        return st->mark;
+            return &st->u.compute.writes[k - st->u.compute.n_reads];
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
+ml_mark plan_view_mark(const sched *s, const plan_op *op, uint32_t k) {
+    const sched_step *st = op->step;
+    switch (op->kind) {
+    case OP_COLL:
+    case OP_COPY:
+    case OP_SCALE:
+        return plan_sched_view(op, k)->mark;
+    case OP_INIT:
+        if (st->kind != ST_INIT && !k)
+            return sched_part_mark(s, st, SCHED_AT_BUF);
+        return plan_sched_view(op, k)->mark;
+    case OP_CHECK:
+        return operand_mark(k ? &st->u.check->b : &st->u.check->a);
+    case OP_COMPUTE: {
+        const sched_view *v = plan_sched_view(op, k);
+        return v ? v->mark : st->mark;
+    }
     case OP_FREE:
         return op->u.free.mark;
     case OP_ALLOC:

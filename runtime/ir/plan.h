@@ -163,4 +163,9 @@ static inline ml_mark plan_op_mark(const plan_op *op) { return op->step->mark; }
  * diagnostic at the offending character; for the init of an alloc, the alloc's buffer name. */
 ml_mark plan_view_mark(const sched *s, const plan_op *op, uint32_t k);
 
+/* The k-th view of op as written (its offset and count expressions, for errors inside the
+ * brackets: sched_view_expr_mark); NULL where it is not a written view (an alloc's own buffer,
+ * a closed-form check operand). */
+const sched_view *plan_sched_view(const plan_op *op, uint32_t k);
+
 #endif

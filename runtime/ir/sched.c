@@ -35,17 +35,31 @@ ml_mark sched_part_mark(const sched *s, const sched_step *st, sched_at_part part
     return a ? a->at : st->mark;
 }
 
+/* m advanced over text[0..offset): columns count characters (text is the source there). */
+static ml_mark text_mark(ml_mark m, const char *text, size_t offset) {
+    for (size_t k = 0; k < offset && text[k]; k++)
+        m.col += ((unsigned char)text[k] & 0xC0) != 0x80;
+    return m;
+}
+
 ml_mark sched_part_offset_mark(const sched *s, const sched_step *st, sched_at_part part,
                                const char *text, size_t offset) {
     const sched_at *a = part_of(s, st, part);
     if (!a)
         return st->mark;
-    ml_mark m = a->at;
-    if (!a->linear)
-        return m;
-    for (size_t k = 0; k < offset && text[k]; k++)   /* columns count characters */
-        m.col += ((unsigned char)text[k] & 0xC0) != 0x80;
-    return m;
+    return a->linear ? text_mark(a->at, text, offset) : a->at;
+}
+
+ml_mark sched_view_expr_mark(const sched_view *v, bool count, size_t offset) {
+    const expr *e = count ? v->count : v->offset;
+    uint16_t col = count ? v->count_col : v->offset_col;
+    if (!e || !col)
+        return v->mark;
+    const char *text = expr_text(e);
+    if (offset == SCHED_FIRST_TOKEN)
+        for (offset = 0; text[offset] == ' ' || text[offset] == '\t'; offset++)
+            ;
+    return text_mark((ml_mark){v->mark.line, v->mark.col + col}, text, offset);
 }
 
 const char *sched_sym_name(const sched *s, sched_sym_kind kind, uint32_t sym) {

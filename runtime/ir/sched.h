@@ -28,6 +28,11 @@ typedef struct {
 /* A view of a buffer: `buf`, or `buf[offset : count]` (elements of the buffer's dtype). */
 typedef struct {
     uint32_t buf;         /* SYM_BUFFER symbol */
+    /* Where the offset and count texts start (the byte after '[' and after ':'), in columns
+     * after mark, for errors at their tokens (sched_view_expr_mark); 0: not known (the text is
+     * not the source character for character, or is on another line), errors go to mark. In the
+     * padding after buf: a view stays 32 bytes. */
+    uint16_t offset_col, count_col;
     expr *offset;         /* NULL: 0 */
     expr *count;          /* NULL: to the end of the buffer */
     ml_mark mark;
@@ -211,6 +216,7 @@ typedef enum {
     SCHED_AT_COUNT,       /* repeat: count */
     SCHED_AT_EVENT,       /* record, wait, sync: the event's name */
     SCHED_AT_OP,          /* collectives: the reduction op */
+    SCHED_AT_ERROR,       /* expect_error: the expected error's name */
     SCHED_AT_PART_COUNT_
 } sched_at_part;
 
@@ -317,6 +323,13 @@ ml_mark sched_part_mark(const sched *s, const sched_step *st, sched_at_part part
  * linear part (sched_at), else the part's start. For an evaluation error at its token. */
 ml_mark sched_part_offset_mark(const sched *s, const sched_step *st, sched_at_part part,
                                const char *text, size_t offset);
+
+/* Where byte `offset` of a view's offset (count false) or count (count true) expression text
+ * is, exact when the loader knew the columns (sched_view.offset_col), else the view's mark.
+ * offset SCHED_FIRST_TOKEN: the text's first character that is not a space, for an error of
+ * the whole value (negative, outside the buffer). */
+#define SCHED_FIRST_TOKEN ((size_t)-1)
+ml_mark sched_view_expr_mark(const sched_view *v, bool count, size_t offset);
 
 /* Let-values for one (world, rank): evaluates lets in order into slots[EXPR_SLOT_FIRST_LET + k].
  * overrides: `--set NAME=VALUE` strings, parsed as expressions over world, rank and earlier lets.

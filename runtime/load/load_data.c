@@ -38,6 +38,13 @@ static int parse_view_text(loader *l, const char *t, size_t len, sched_view *v) 
     if (!colon)
         return ld_fail(l, ld_scalar_mark(l, k), "%s", form);
     size_t off0 = k + 1, off1 = (size_t)(colon - t), cnt0 = off1 + 1, cnt1 = end - 1;
+    if (ld_text_linear(l)) {   /* the expressions' columns, for errors at their tokens */
+        ml_mark mo = ld_scalar_mark(l, off0), mc = ld_scalar_mark(l, cnt0);
+        if (mc.line == v->mark.line && mc.col - v->mark.col <= UINT16_MAX) {
+            v->offset_col = (uint16_t)(mo.col - v->mark.col);
+            v->count_col = (uint16_t)(mc.col - v->mark.col);
+        }
+    }
     if (ld_expr_at(l, CTX_PLAIN, t + off0, off1 - off0, off0, &v->offset))
         return -1;
     return ld_expr_at(l, CTX_PLAIN, t + cnt0, cnt1 - cnt0, cnt0, &v->count);

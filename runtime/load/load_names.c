@@ -299,6 +299,11 @@ ml_mark ld_scalar_mark(loader *l, size_t offset) {
     return scalar_mark(l, offset, &is_source);
 }
 
+bool ld_text_linear(const loader *l) {
+    size_t at;
+    return value_is_source(l, 0, &at);
+}
+
 /* Where the text of the current scalar starts: after a quoted scalar's opening quote (its mark),
  * on a block scalar's first content line (not at its indicator, the mark). */
 ml_mark ld_text_mark(loader *l) { return ld_scalar_mark(l, 0); }

@@ -553,6 +553,7 @@ static int xerr_value(loader *l, int key, void *obj) {
     if (key == XERR_NAME)
         return ld_name(l, "name", &x->name);
     if (key == XERR_ERROR) {
+        ld_at(l, c->st, SCHED_AT_ERROR);
         if (ld_want_scalar(l, "error"))
             return -1;
         size_t len;

@@ -13,8 +13,9 @@
 #     "~33.3 KiB"; floor 24080 B = 23.52 KiB, "~23.5 KiB"; device peak one 2 MiB page, exact;
 #     --bytes gives the exact bytes.
 #   colour: --color=always marks check's pass green (ESC[32m), a diagnostic's "error" bold red
-#     (ESC[1;31m); NO_COLOR (any value, "0" too; empty is unset, no-color.org) overrides it; a
-#     pipe, --color=never and -o FILE get none.
+#     (ESC[1;31m), a command-line error's too (ml_report: export's --rank, 'cannot write');
+#     NO_COLOR (any value, "0" too; empty is unset, no-color.org) overrides it; a pipe,
+#     --color=never and -o FILE get none.
 #   environment: COLUMNS that is not a width is exit 2 before anything runs (exec/env.c).
 . "$(dirname "$0")/lib.bash"
 
@@ -160,6 +161,29 @@ if [ "$RC" = 2 ] && grep -qxF "tests/cli/bad/alias.yaml:4:5: ${ESC}[1;31merror${
     ok "--color=always: error in bold red, the position plain"
 else
     not_ok "--color=always: error in bold red, the position plain" "exit $RC: $(od -c "$TMP/err" | head -3 | tr '\n' ' ')"
+fi
+# The command line's own errors (not a schedule's: ml_report, not ml_diags) colour the same
+# word: export's --rank past the world (4 ranks in $NAIVE), and a file that cannot be written.
+"$MEMLIFE" export "$NAIVE" --memory-viz --rank 9 -o "$TMP/x.pickle" --color=always 2>"$TMP/err"
+RC=$?
+if [ "$RC" = 2 ] && grep -qxF "$NAIVE: ${ESC}[1;31merror${ESC}[0m: --rank 9: the world is 4" "$TMP/err"; then
+    ok "--color=always: a command-line error in bold red, the file plain"
+else
+    not_ok "--color=always: a command-line error in bold red, the file plain" "exit $RC: $(cat -v "$TMP/err" | head -2 | tr '\n' ' ')"
+fi
+"$MEMLIFE" export "$NAIVE" --memory-viz -o /nonexistent/x.pickle --color=always 2>"$TMP/err"
+RC=$?
+if [ "$RC" = 3 ] && grep -qxF "${ESC}[1;31merror${ESC}[0m: cannot write '/nonexistent/x.pickle'" "$TMP/err"; then
+    ok "--color=always: 'cannot write' in bold red"
+else
+    not_ok "--color=always: 'cannot write' in bold red" "exit $RC: $(cat -v "$TMP/err" | head -2 | tr '\n' ' ')"
+fi
+# the same bytes as before the colour, when there is none
+NO_COLOR=1 "$MEMLIFE" export "$NAIVE" --memory-viz --rank 9 -o "$TMP/x.pickle" --color=always 2>"$TMP/err"
+if [ "$(cat "$TMP/err")" = "$NAIVE: error: --rank 9: the world is 4" ]; then
+    ok "NO_COLOR: a command-line error's bytes unchanged"
+else
+    not_ok "NO_COLOR: a command-line error's bytes unchanged" "$(cat -v "$TMP/err" | head -2 | tr '\n' ' ')"
 fi
 for how in "NO_COLOR=1" "NO_COLOR=0"; do
     env "$how" "$MEMLIFE" check "$NAIVE" -w 4 --color=always >"$TMP/out" 2>&1

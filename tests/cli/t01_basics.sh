@@ -38,3 +38,19 @@ if [ "$RC" -eq 2 ] && [ ! -s "$TMP/out" ] && grep -q '^usage: memlife COMMAND' "
 else
     not_ok "no command" "exit $RC"
 fi
+
+# A report that cannot reach stdout (a full disk; /dev/full fails every write) is a failure,
+# exit 3 with the reason, in every format: the write is flushed and checked before memlife exits.
+if [ -w /dev/full ]; then
+    for f in table json csv; do
+        "$MEMLIFE" predict schedules/seed/01_allreduce_full.yaml -f $f >/dev/full 2>"$TMP/err"
+        rc=$?
+        if [ "$rc" -eq 3 ] && grep -q "error: cannot write the report to stdout" "$TMP/err"; then
+            ok "stdout full: predict -f $f exits 3"
+        else
+            not_ok "stdout full: predict -f $f exits 3" "exit $rc: $(head -c 200 "$TMP/err")"
+        fi
+    done
+else
+    echo "skip - stdout full: no writable /dev/full"
+fi

@@ -97,7 +97,14 @@ static void view_out_of_bounds(void **state) {
               "steps:\n"
               "  - alloc: {buf: full, count: 1024}\n"
               "  - scale: {buf: 'full[768:512]', by: 2}\n",
-              0, "t.yaml:4:19: error: view 'full[768:512]' is outside 'full' (1024 elements)");
+              /* at the count 512 (4:28): 768 fits in 1024 elements, 768 + 512 does not */
+              0, "t.yaml:4:28: error: view 'full[768:512]' is outside 'full' (1024 elements)");
+    /* at the offset 2000 (4:24), which alone is past the end, spaces inside the brackets */
+    lint_says("world: 2\n"
+              "steps:\n"
+              "  - alloc: {buf: full, count: 1024}\n"
+              "  - scale: {buf: 'full[2000 : 1]', by: 2}\n",
+              0, "t.yaml:4:24: error: view 'full[2000:1]' is outside 'full' (1024 elements)");
 }
 
 static void finding_on_some_ranks_names_them(void **state) {
@@ -368,7 +375,7 @@ static void expect_error_rows_pass(void **state) {
 }
 
 static void expect_error_no_error(void **state) {
-    lint_says("world: 4\n"
+    lint_says_with_note("world: 4\n"
               "steps:\n"
               "  - alloc: {buf: a, count: 1024}\n"
               "  - alloc: {buf: b, count: 256}\n"
@@ -376,13 +383,16 @@ static void expect_error_no_error(void **state) {
               "      name: divisible\n"
               "      error: size_mismatch\n"
               "      step: {reduce_scatter: {send: a, recv: b}}\n",
-              0, "t.yaml:5:5: error: expect_error 'divisible' expected size_mismatch but "
-                 "reduce_scatter raised no error");
+              0,
+              /* at the wrapped step's key (8:14), the note at the expected name (7:14) */
+              "t.yaml:8:14: error: expect_error 'divisible' expected size_mismatch but "
+              "reduce_scatter raised no error",
+              "t.yaml:7:14: note: expect_error 'divisible' expects size_mismatch here");
 }
 
 static void expect_error_other_error(void **state) {
     pt_run r;
-    lint_yaml(&r,
+    lint_yaml_notes(&r,
               "world: 4\n"
               "steps:\n"
               "  - alloc: {buf: a, count: 1024}\n"
@@ -391,10 +401,13 @@ static void expect_error_other_error(void **state) {
               "      name: oob\n"
               "      error: size_mismatch\n"
               "      step: {reduce_scatter: {send: 'a[512:1024]', recv: b}}\n",
-              0, 1);
+              0, 1, 1);
+    /* at the other error's own offending character: the count 1024 that goes past the end (8:44), not the expect_error key */
     assert_string_equal(pt_diag(&r, 0),
-                        "t.yaml:5:5: error: expect_error 'oob' expected size_mismatch but "
+                        "t.yaml:8:44: error: expect_error 'oob' expected size_mismatch but "
                         "reduce_scatter raised: view 'a[512:1024]' is outside 'a' (1024 elements)");
+    assert_string_equal(pt_diag(&r, 1),
+                        "t.yaml:7:14: note: expect_error 'oob' expects size_mismatch here");
     assert_false(r.lint.rows[0].pass);
     pt_free(&r);
 }
@@ -618,17 +631,24 @@ static void p2p_ring_in_group_is_clean(void **state) {
 /* The same ring outside a group: each rank's send waits for its successor's recv, which comes
  * after that rank's own send: the cycle 0 -> 1 -> 2 -> 0 at world 3. */
 static void p2p_ring_outside_group_deadlocks(void **state) {
-    lint_says("world: 3\n"
-              "steps:\n"
-              "  - alloc: {buf: a, count: 8}\n"
-              "  - alloc: {buf: b, count: 8}\n"
-              "  - send: {buf: a, peer: (rank + 1) % world}\n"
-              "  - recv: {buf: b, peer: (rank + world - 1) % world}\n",
-              0,
-              "t.yaml:5:5: error: deadlock: a cycle of blocking waits: rank 0 send to rank 1 (5:5) "
-              "waits for rank 1; rank 1 send to rank 2 (5:5) waits for rank 2; rank 2 send to rank 0 "
-              "(5:5) waits for rank 0; a send or recv outside a group blocks until its peer's "
-              "partner runs: put the pair's ops in one group [rank 0]");
+    pt_run r;
+    lint_yaml_notes(&r,
+                    "world: 3\n"
+                    "steps:\n"
+                    "  - alloc: {buf: a, count: 8}\n"
+                    "  - alloc: {buf: b, count: 8}\n"
+                    "  - send: {buf: a, peer: (rank + 1) % world}\n"
+                    "  - recv: {buf: b, peer: (rank + world - 1) % world}\n",
+                    0, 1, 3);
+    assert_string_equal(pt_diag(&r, 0),
+                        "t.yaml:5:5: error: deadlock: a cycle of blocking waits (rank 0 -> 1 -> 2 "
+                        "-> 0): a send or recv outside a group blocks until its peer's partner "
+                        "runs: put the pair's ops in one group [rank 0]");
+    /* one note per participant, in the order of the waits, each at its rank's send (5:5) */
+    assert_string_equal(pt_diag(&r, 1), "t.yaml:5:5: note: rank 0 send to rank 1 waits for rank 1 [rank 0]");
+    assert_string_equal(pt_diag(&r, 2), "t.yaml:5:5: note: rank 1 send to rank 2 waits for rank 2 [rank 1]");
+    assert_string_equal(pt_diag(&r, 3), "t.yaml:5:5: note: rank 2 send to rank 0 waits for rank 0 [rank 2]");
+    pt_free(&r);
 }
 
 /* A send with no recv, and a recv with no send, each named at its step with the peer. */
@@ -667,7 +687,7 @@ static void p2p_unpaired(void **state) {
  * is at the all_reduce, which needs every rank. */
 static void p2p_recv_before_collective(void **state) {
     pt_run r;
-    lint_yaml(&r,
+    lint_yaml_notes(&r,
               "world: 2\n"
               "steps:\n"
               "  - alloc: {buf: a, count: 8}\n"
@@ -676,9 +696,11 @@ static void p2p_recv_before_collective(void **state) {
               "  - all_reduce: {buf: a}\n"
               "  - when: rank == 0\n"
               "    send: {buf: a, peer: 1}\n",
-              0, 1);
-    assert_non_null(strstr(pt_diag(&r, 0), "deadlock: a cycle of blocking waits: rank 0 at all_reduce (6:5) "
-                                           "waits for rank 1; rank 1 recv from rank 0 (5:5) waits for rank 0"));
+              0, 1, 2);
+    assert_non_null(strstr(pt_diag(&r, 0), "deadlock: a cycle of blocking waits (rank 0 -> 1 -> 0)"));
+    /* each participant at its own op: rank 0 at the all_reduce (6:5), rank 1 at its recv (5:5) */
+    assert_string_equal(pt_diag(&r, 1), "t.yaml:6:5: note: rank 0 at all_reduce waits for rank 1 [rank 0]");
+    assert_string_equal(pt_diag(&r, 2), "t.yaml:5:5: note: rank 1 recv from rank 0 waits for rank 0 [rank 1]");
     pt_free(&r);
 }
 

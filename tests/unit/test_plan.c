@@ -323,6 +323,21 @@ static void negative_sizes_refused(void **state) {
     expect_expand_error("steps:\n"
                         "  - alloc: {buf: a, count: 2 - world}\n",
                         4, NULL, "t.yaml:2:28: error: alloc count is negative (-2): '2 - world'");
+    /* a view's offset and count inside the brackets: the offset's first token (4:26, after the
+     * space), the count's (4:33); rank 0 of the expansion makes 'rank - 1' negative */
+    expect_expand_error("steps:\n"
+                        "  - alloc: {buf: a, count: 64}\n"
+                        "  - all_reduce: {buf: 'a[ rank - 1 : 8]'}\n",
+                        4, NULL, "t.yaml:3:27: error: view offset is negative (-1): ' rank - 1 '");
+    expect_expand_error("steps:\n"
+                        "  - alloc: {buf: a, count: 64}\n"
+                        "  - all_reduce: {buf: 'a[0:3 - world]'}\n",
+                        4, NULL, "t.yaml:3:28: error: view count is negative (-1): '3 - world'");
+    /* an evaluation error at its token inside the brackets: the '/' (3:30) */
+    expect_expand_error("steps:\n"
+                        "  - alloc: {buf: a, count: 64}\n"
+                        "  - all_reduce: {buf: 'a[0:8 / (world - 4)]'}\n",
+                        4, NULL, "t.yaml:3:30: error: division by zero in '8 / (world - 4)'");
 }
 
 static void repeat_over_max_ops(void **state) {
