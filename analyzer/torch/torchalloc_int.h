@@ -120,6 +120,8 @@ struct torchalloc {
     tpool pool[2];
     uint64_t next_addr;        /* expandable segments: upwards from 2^45 */
     uint64_t down_addr;        /* cudaMalloc segments: downwards from 2^47 (alloc_segment) */
+    int segments_up;           /* torchalloc_set_segment_order: new cudaMalloc segments above */
+    int watch_ties;            /* torchalloc_watch_ties: count order_ties */
     uint64_t pending_events;
     int32_t *scratch;
     size_t capscratch;
