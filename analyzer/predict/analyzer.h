@@ -128,8 +128,10 @@ typedef struct {
     bool decides;
     size_t tie_op;            /* the first such alloc, where the second model starts */
     size_t diff_op;           /* the first op after which allocated differs */
-    uint64_t at_diff[2];      /* allocated after diff_op: [0] this model, [1] the other order */
-    uint64_t peak[2];         /* allocated's peak: [0] this model, [1] the other order */
+    uint64_t at_diff[2];      /* allocated after diff_op: [0] this model, [1] the other order
+                                 (0 when the other order ran out of memory there) */
+    uint64_t peak[2];         /* allocated's peak: [0] this model, [1] the other order (up to
+                                 its out-of-memory) */
     size_t oom_op;            /* where the other order runs out of memory; SIZE_MAX: nowhere */
 } pred_torch_order;
 

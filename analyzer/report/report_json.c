@@ -84,8 +84,8 @@ static json_t *order_json(const rank_plan *p, const pred_torch *t) {
     json_t *o = json_object();
     json_object_set_new(o, "tie_step", step_json(p, d->tie_op));
     json_object_set_new(o, "first_difference_step", step_json(p, d->diff_op));
-    bool oom = d->oom_op != SIZE_MAX;
-    json_object_set_new(o, "allocated", oom ? json_null() : two_orders(d->at_diff));
+    bool oom = d->oom_op != SIZE_MAX;   /* at diff_op itself: no allocated there */
+    json_object_set_new(o, "allocated", d->oom_op == d->diff_op ? json_null() : two_orders(d->at_diff));
     json_object_set_new(o, "peak_allocated", two_orders(d->peak));
     json_object_set_new(o, "other_order_oom_step", oom ? step_json(p, d->oom_op) : json_null());
     return o;

@@ -266,8 +266,9 @@ static void write_segment_order(const report_schedule *rs, ml_str *out) {
                       "new segments above the old, ", n > 1 ? "s" : "", who, plan_op_mark(tie).line,
                       tie->kind == OP_ALLOC ? sched_sym_name(rs->s, SYM_BUFFER, tie->u.alloc.buf)
                                             : report_op_label(p, o->tie_op));
-        if (o->oom_op != SIZE_MAX) {
-            ml_str_printf(out, "it runs out of memory at line %u", plan_op_mark(&p->ops[o->oom_op]).line);
+        if (o->oom_op == o->diff_op) {
+            ml_str_printf(out, "it runs out of memory at line %u",
+                          plan_op_mark(&p->ops[o->oom_op]).line);
         } else {   /* exact bytes: the differences are often a fraction of a MiB */
             ml_str_printf(out, "allocated after line %u is %llu B, not %llu B",
                           plan_op_mark(&p->ops[o->diff_op]).line, (unsigned long long)o->at_diff[1],
@@ -277,6 +278,9 @@ static void write_segment_order(const report_schedule *rs, ml_str *out) {
             else
                 ml_str_printf(out, ", its peak %llu B, not %llu B", (unsigned long long)o->peak[1],
                               (unsigned long long)o->peak[0]);
+            if (o->oom_op != SIZE_MAX)   /* the peak is the one up to there */
+                ml_str_printf(out, ", and it runs out of memory at line %u",
+                              plan_op_mark(&p->ops[o->oom_op]).line);
         }
         ml_str_append(out, "\n", 1);
     }

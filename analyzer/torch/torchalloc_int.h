@@ -120,8 +120,6 @@ struct torchalloc {
     tpool pool[2];
     uint64_t next_addr;        /* expandable segments: upwards from 2^45 */
     uint64_t down_addr;        /* cudaMalloc segments: downwards from 2^47 (alloc_segment) */
-    int segments_up;           /* torchalloc_set_segment_order: new cudaMalloc segments above */
-    int watch_ties;            /* torchalloc_watch_ties: count order_ties */
     uint64_t pending_events;
     int32_t *scratch;
     size_t capscratch;
@@ -131,6 +129,9 @@ struct torchalloc {
      * them whole; its walk-derived fields (free_in_used_segments, whole_free_segments,
      * pending_free, segments) stay 0 here and are filled by torchalloc_stats */
     struct torchalloc_stats cnt;
+    /* last, so the hot fields above keep their places (tests/bench: a few percent otherwise) */
+    int segments_up;           /* torchalloc_set_segment_order: new cudaMalloc segments above */
+    int watch_ties;            /* torchalloc_watch_ties: count order_ties */
 };
 
 /* torchblock.c: shared helpers (PyTorch's names, ta_ prefixed); the few on every event are

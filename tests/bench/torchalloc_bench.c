@@ -76,8 +76,8 @@ int main(int argc, char **argv) {
     double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     struct torchalloc_stats st;
     torchalloc_stats(ta, &st);
-    fprintf(stderr, "torchalloc_bench: %lld events in %.3f s CPU, reserved peak %llu MiB, %llu segments, "
-            "%llu ties\n", events, s, (unsigned long long)(st.reserved_peak >> 20),
+    fprintf(stderr, "torchalloc_bench: %lld events in %.3f s CPU, reserved peak %llu MiB, "
+            "%llu segments, %llu ties\n", events, s, (unsigned long long)(st.reserved_peak >> 20),
             (unsigned long long)st.segments, (unsigned long long)st.order_ties);
     printf("torchalloc events/s: %.0f\n", (double)events / s);
     torchalloc_destroy(ta);

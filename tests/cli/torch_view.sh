@@ -121,3 +121,11 @@ b=$(jq -c '[.schedules[0].ranks[].torch.segment_order]' "$TMP/out" 2>/dev/null)
 [ "$a" = "[null,39845888]" ] && [ "$b" = "[null,null]" ] \
     && ok "torch segment order: a tie that does not decide and no tie give null, no note" \
     || not_ok "torch segment order: no note" "order_same $a, worked example $b"
+# Under --torch-limit 50MiB the other order runs out of memory at f (line 28): its third 20 MiB
+# segment would make 60 MiB, and no segment is whole free to release; this one stays at 40 MiB.
+# Its allocated after d (39845888) is also its peak up to there.
+run predict -f json --torch-limit 50MiB $T/order_decides.yaml
+got=$(jq -c '.schedules[0].ranks[0].torch | [.segment_order.other_order_oom_step.line, .segment_order.allocated.other_order, .segment_order.peak_allocated.other_order, .allocated.peak, .reserved.peak]' "$TMP/out" 2>/dev/null)
+[ "$RC" = 0 ] && [ "$got" = "[28,39845888,39845888,41943040,41943040]" ] \
+    && ok "torch segment order: the other order's out-of-memory at line 28 under a 50 MiB limit" \
+    || not_ok "torch segment order out of memory" "exit $RC, got $got"
