@@ -209,6 +209,7 @@ typedef struct {
     int64_t requested, requested_peak;
     bool overflow;
     size_t ooms;        /* oom events of the trace */
+    bool no_settings;   /* the snapshot has no allocator_settings */
     int n_devices;      /* of device_traces */
 } importer;
 
@@ -547,9 +548,8 @@ static int check_pending(importer *im, const tev *ev, size_t n, const ml_vec *li
  * changed while the program ran, at a point the snapshot does not say. */
 static int check_settings(importer *im, const json_t *snap, const ml_vec *segs) {
     const json_t *set = json_object_get(snap, "allocator_settings");
-    if (!set)
-        return 0;
-    if (!json_is_object(set))
+    im->no_settings = !set;   /* before PyTorch 2.1: the defaults are assumed, and said */
+    if (set && !json_is_object(set))
         return fail(im, "allocator_settings: not a dict");
     const json_t *cj = json_object_get(set, "PYTORCH_CUDA_ALLOC_CONF");
     if (cj && !json_is_string(cj))
@@ -609,6 +609,9 @@ static int check_settings(importer *im, const json_t *snap, const ml_vec *segs) 
     }
     for (size_t k = 0; k < segs->n; k++) {
         const seg *g = &ML_VEC_AT(segs, seg, k);
+        if (g->expandable != (c.expandable_segments != 0) && !set)
+            return fail(im, "segments: the segment at 0x%" PRIx64 " is expandable, but the "
+                        "snapshot has no allocator_settings to say so", g->addr);
         if (g->expandable != (c.expandable_segments != 0))
             return fail(im, "segments: the segment at 0x%" PRIx64 " is %s, but "
                         "PYTORCH_CUDA_ALLOC_CONF '%.80s' makes %s ones (the settings changed "
@@ -1045,6 +1048,9 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
              st->prelude_steps, st->initial_segments, st->initial_blocks,
              st->exact_prelude ? "" : ", approximately (expandable segments)");
     ml_str_append(out, buf, strlen(buf));
+    if (im->no_settings)
+        ml_str_printf(out, "# The snapshot has no allocator_settings (PyTorch before 2.1?): "
+                      "PyTorch's defaults are assumed.\n");
     if (im->ooms) {   /* the failed mallocs allocated nothing; their releases are empty_caches */
         snprintf(buf, sizeof buf, "# %zu oom event%s: PyTorch raised OutOfMemoryError and the "
                  "program went on; no limit here, so the torch view predicts none.\n", im->ooms,

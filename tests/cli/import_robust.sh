@@ -90,6 +90,14 @@ dump("partial", one([ev("segment_alloc", S, 2 * MiB), ev("alloc", S, 512),
                      ev("free_requested", S - 2 * MiB, 2 * MiB), ev("free_completed", S - 2 * MiB, 2 * MiB),
                      ev("segment_free", S, 2 * MiB)],
                     [seg(S - 2 * MiB, 2 * MiB, [blk(S - 2 * MiB, 2 * MiB, "inactive")])]))
+# PyTorch before 2.1 wrote no allocator_settings: the defaults, said in the header; but then an
+# expandable segment has nothing to say it was configured so
+old = copy.deepcopy(good)
+del old["allocator_settings"]
+dump("nosettings", old)
+nosetexp = one([], [seg(S, 20 * MiB, [], is_expandable=True)])
+del nosetexp["allocator_settings"]
+dump("nosetexp", nosetexp)
 nodev = copy.deepcopy(good)
 del nodev["segments"][1]["device"]
 dump("nodevice", nodev)
@@ -121,6 +129,12 @@ steps:
     && ok "import --device 1: that device's trace and segments, no frames: named by address" \
     || { not_ok "import good device 1" "exit $RC: $(head -1 "$TMP/err")"; diff <(echo "$want") <(echo "$got") | head; }
 
+run import "$TMP/nosettings.pickle" -o "$TMP/noset.yaml"
+[ "$RC" = 0 ] && grep -qxF "# The snapshot has no allocator_settings (PyTorch before 2.1?): PyTorch's defaults are assumed." "$TMP/noset.yaml" \
+    && grep -qx 'torch: {}' "$TMP/noset.yaml" \
+    && ok "import without allocator_settings: the defaults, said in the header" \
+    || not_ok "import without allocator_settings" "exit $RC: $(head -1 "$TMP/err")"
+
 bad() {   # NAME FILE WANT [ARGS]: one line, exit 2, no output file
     local name=$1 file=$2 want=$3
     shift 3
@@ -146,3 +160,4 @@ bad "an expandable segment under a fixed conf" segexp "segments: the segment at 
 bad "roundup_power2_divisions against the conf string" roundup "allocator_settings: roundup_power2_divisions['256'] is 4, but PYTORCH_CUDA_ALLOC_CONF '' gives 0 (the settings changed while the program ran?)"
 bad "a segment_free run that is not empty_cache" partial "device_traces[0][8]: these segment_free events release 1 of the 2 segments that hold no block: the allocator's garbage collection or its release of oversize blocks before a retry, not empty_cache, which the schedule would make of them"
 bad "a segment without device in a two-device snapshot" nodevice "segments[1]: 'device' is missing"
+bad "an expandable segment without allocator_settings" nosetexp "segments: the segment at 0x7f0000000000 is expandable, but the snapshot has no allocator_settings to say so"
