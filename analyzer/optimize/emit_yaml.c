@@ -122,6 +122,7 @@ typedef struct {
     int failed;
     cache_entry *cache;
     size_t cache_cap, cache_n;
+    const sched_step *no_note;   /* emit_yaml_step's step: its caller writes its comment */
 } writer;
 
 static uint64_t text_hash(const char *t, bool flow) {
@@ -146,6 +147,16 @@ static void cache_grow(writer *w) {
     free(w->cache);
     w->cache = c;
     w->cache_cap = cap;
+}
+
+static void cache_free(writer *w) {
+    for (size_t k = 0; k < w->cache_cap; k++) {
+        free(w->cache[k].text);
+        free(w->cache[k].rendered);
+    }
+    free(w->cache);
+    w->cache = NULL;
+    w->cache_cap = w->cache_n = 0;
 }
 
 static void scalar(writer *w, const char *text, bool flow) {
@@ -189,14 +200,10 @@ static void comment(writer *w, int n, const char *text) {
     while (text && *text) {
         const char *nl = strchr(text, '\n');
         size_t len = nl ? (size_t)(nl - text) : strlen(text);
-        if (w->o && w->o->bare_comments) {
-            lit(w, "#\n"); /* a comment line's indentation means nothing to the loader */
-        } else {
-            indent(w, n);
-            lit(w, len ? "# " : "#");
-            ml_str_append(w->out, text, len);
-            lit(w, "\n");
-        }
+        indent(w, n);
+        lit(w, len ? "# " : "#");
+        ml_str_append(w->out, text, len);
+        lit(w, "\n");
         text = nl ? nl + 1 : NULL;
     }
 }
@@ -220,11 +227,8 @@ static void trimmed(ml_str *t, const expr *e) {
     }
     ml_str_append(t, s, n);
 }
-/* A symbol's name; events past the schedule's own are the rewrite's (extra_events). */
+/* A symbol's name. */
 static const char *sym(writer *w, sched_sym_kind k, uint32_t s) {
-    uint32_t n = w->s->syms[k].n;
-    if (k == SYM_EVENT && s >= n && w->o && s - n < w->o->n_extra_events)
-        return w->o->extra_events[s - n];
     return sched_sym_name(w->s, k, s);
 }
 
@@ -510,7 +514,8 @@ static void steps(writer *w, const sched_step *st, uint32_t n, int ind);
 
 /* One step as a list item at indentation ind ("- " at ind). */
 static void step(writer *w, const sched_step *st, int ind) {
-    const char *note = w->o && w->o->step_comment ? w->o->step_comment(w->o->ctx, st) : NULL;
+    const char *note = w->o && w->o->step_comment && st != w->no_note
+                           ? w->o->step_comment(w->o->ctx, st) : NULL;
     comment(w, ind, note);
     indent(w, ind);
     lit(w, "- ");
@@ -651,34 +656,21 @@ static void top(writer *w, const char *k, const char *value) {
     lit(w, "\n");
 }
 
-static void decls(writer *w, const char *k, sched_sym_kind kind, uint32_t first,
-                  const char *const *extra, size_t n_extra) {
+static void decls(writer *w, const char *k, sched_sym_kind kind, uint32_t first) {
     const sched_symtab *t = &w->s->syms[kind];
-    if (t->n <= first && !n_extra)
+    if (t->n <= first)
         return;
     lit(w, k);
     lit(w, ": [");
-    bool any = false;
     for (uint32_t s = first; s < t->n; s++) {
-        if (any)
+        if (s > first)
             lit(w, ", ");
-        any = true;
         scalar(w, t->names[s], true);
-    }
-    for (size_t j = 0; j < n_extra; j++) {
-        if (any)
-            lit(w, ", ");
-        any = true;
-        scalar(w, extra[j], true);
     }
     lit(w, "]\n");
 }
 
 static const sched_step *plan_steps(writer *w, uint32_t k, uint32_t *n) {
-    if (w->o && w->o->plan_steps) {
-        *n = w->o->n_plan_steps[k];
-        return w->o->plan_steps[k];
-    }
     *n = w->s->plans[k].n;
     return w->s->plans[k].steps;
 }
@@ -722,8 +714,8 @@ int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d)
             lit(&w, "\n");
         }
     }
-    decls(&w, "streams", SYM_STREAM, 1, NULL, 0);
-    decls(&w, "events", SYM_EVENT, 0, o ? o->extra_events : NULL, o ? o->n_extra_events : 0);
+    decls(&w, "streams", SYM_STREAM, 1);
+    decls(&w, "events", SYM_EVENT, 0);
     torch_key(&w, s);
     expects(&w, s->expects, s->n_expects, 0);
     bool named = s->n_plans > 1 || (s->n_plans == 1 && s->plans[0].name[0]);
@@ -757,10 +749,33 @@ int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d)
         }
         lit(&w, "]}\n");
     }
-    for (size_t k = 0; k < w.cache_cap; k++) {
-        free(w.cache[k].text);
-        free(w.cache[k].rendered);
-    }
-    free(w.cache);
-    return w.failed ? -1 : 0;
+    int rc = w.failed ? -1 : 0;
+    cache_free(&w);
+    return rc;
+}
+
+struct emit_yaml_writer {
+    writer w;
+};
+
+emit_yaml_writer *emit_yaml_writer_new(const sched *s, const emit_yaml_opts *o, ml_diags *d) {
+    emit_yaml_writer *x = ml_xcalloc(1, sizeof *x);
+    x->w = (writer){.s = s, .o = o, .d = d};
+    return x;
+}
+
+int emit_yaml_step(emit_yaml_writer *x, const sched_step *st, int ind, ml_str *out) {
+    writer *w = &x->w;
+    w->out = out;
+    w->no_note = st;
+    step(w, st, ind);
+    w->out = NULL;
+    return w->failed ? -1 : 0;
+}
+
+void emit_yaml_writer_free(emit_yaml_writer *x) {
+    if (!x)
+        return;
+    cache_free(&x->w);
+    free(x);
 }

@@ -34,22 +34,21 @@ typedef struct {
      * this comment in their place when not NULL: a rewritten plan's memory differs from the
      * original's, so the original's expectations would fail on it. */
     const char *expect_note;
-    /* Names written in `events:` after the schedule's own (events a rewrite added). */
-    const char *const *extra_events;
-    size_t n_extra_events;
-    /* When not NULL, the steps of plan k are plan_steps[k] / n_plan_steps[k] instead of
-     * s->plans[k].steps (a rewrite keeps everything else of s). */
-    const sched_step *const *plan_steps;
-    const uint32_t *n_plan_steps;
-    /* Every comment line as a bare "#" (at column 1): the same lines and columns of every
-     * token, so the same schedule and marks when loaded, for a text that is only loaded back.  optimize's
-     * stage texts were two thirds comment bytes, which libyaml scans one by one. */
-    bool bare_comments;
 } emit_yaml_opts;
 
 /* Appends the YAML text of s to out. Returns 0, or -1 (libyaml refused a scalar: out of memory)
  * with a diagnostic in d. */
 int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d);
+
+/* One step at a time, for a caller that splices steps into text of its own (patch_text.h): a
+ * writer keeps its rendered scalars between steps. emit_yaml_step appends st as a list item
+ * ("- " at column ind, lines ending in '\n') with the comments o->step_comment gives for the
+ * steps of its body, not for st itself (the caller writes that one). Returns 0 or -1 (libyaml
+ * refused a scalar: a diagnostic in the writer's d). */
+typedef struct emit_yaml_writer emit_yaml_writer;
+emit_yaml_writer *emit_yaml_writer_new(const sched *s, const emit_yaml_opts *o, ml_diags *d);
+int emit_yaml_step(emit_yaml_writer *w, const sched_step *st, int ind, ml_str *out);
+void emit_yaml_writer_free(emit_yaml_writer *w);
 
 /* One scalar as libyaml would write it in a flow collection (flow = true) or as a block mapping
  * value: "world * q", "'full[rank*q : q]'". Appends to out. Returns 0 or -1. */

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* optimize.c — the optimizer's driver (optimize.h): stages, verification, the rewritten text.
  *
- * State between stages is text: the schedule the last kept stage wrote, loaded back, plus per
- * plan the comment and original line of every step in pre-order (comments are not in the IR).
- * A stage builds the tree of one plan from that schedule, lets a transformation rewrite a copy,
- * writes the whole file with the copy in place of the plan, loads it back, expands, lints and
+ * State between stages is a schedule in memory: the last kept stage's steps (its tree made into
+ * sched_step arrays) in place of its plan's, everything else shared with the schedule before,
+ * plus per plan the note and original line of every step in pre-order. A stage builds the tree
+ * of one plan, lets a transformation rewrite it, makes it a schedule, then expands, lints and
  * predicts every rank, and keeps it when lint finds nothing new, the expect_error contract rows
- * are the same, and memory is lower (optimize.h). So what is kept has been read back by the
- * loader: the output is a schedule memlife itself accepts. */
+ * are the same, and memory is lower (optimize.h). Each stage used to write its text and load it
+ * back (two thirds of optimize's CPU time at 100k steps, issue 21); the steps a stage builds are
+ * the loader's kind (the expressions parsed by opt_expr, the names the schedule's), and the
+ * rewritten file is checked by loading it (tests/cli/optimize_patch.sh: it loads, and predicts
+ * what optimize predicted, on every rank). */
 #include "optimize/optimize_int.h"
 #include "optimize/emit_yaml.h"
+#include "optimize/patch_text.h"
 #include "pipeline/pipeline.h"
+#include "base/input.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -212,34 +217,25 @@ static const char *note_of(void *ctx, const sched_step *st) {
     return p ? p->note : NULL;
 }
 
-/* Writes st with plan `which` replaced by tree (when not NULL); fills the pre-order notes and
- * lines of that plan into notes/lines when they are not NULL. */
-static int write_state(opt_ctx *c, const state *st, int which, const opt_block *tree,
-                       const emit_yaml_opts *base, ml_vec *notes, ml_vec *lines, ml_str *out,
-                       ml_diags *d) {
+/* Writes the state st: the emitter's whole file, or with patch the original's text with the
+ * steps spliced in (patch_text.h): its result (1: the emitter must write it), the plans'
+ * top-level steps and lines filled in. Each step's note (and, from read_comments, the user's
+ * comment above its original line) by its pre-order index in st. */
+static int write_state(opt_ctx *c, const state *st, const emit_yaml_opts *base, patch_in *patch,
+                       patch_stats *ps, ml_str *out, ml_diags *d) {
     const sched *s = st->s;
-    const sched_step **steps = ml_arena_alloc(c->arena, s->n_plans * sizeof *steps);
-    uint32_t *n_steps = ml_arena_alloc(c->arena, s->n_plans * sizeof *n_steps);
-    ml_vec all_notes, all_lines;
-    ml_vec_init(&all_notes, sizeof(const char *));
-    ml_vec_init(&all_lines, sizeof(uint32_t));
     ml_vec pairs;
     ml_vec_init(&pairs, sizeof(note_pair));
     for (uint32_t k = 0; k < s->n_plans; k++) {
-        opt_block t;
-        if ((int)k == which && tree) {
-            t = *tree;
-        } else {
-            size_t pre = 0;
-            opt_tree_build(c, &t, s->plans[k].steps, s->plans[k].n, st->notes[k], st->lines[k], &pre);
-        }
-        size_t first = all_notes.n;
-        steps[k] = opt_tree_steps(c, &t, &n_steps[k], &all_notes, &all_lines);
-        /* pre-order pointers: walk the materialized arrays the same way */
-        size_t at = first;
+        const sched_step *steps = s->plans[k].steps;
+        uint32_t n = s->plans[k].n;
+        uint32_t *top = patch ? ml_arena_alloc(c->arena, (n + 1) * sizeof *top) : NULL;
+        const char *const *notes = st->notes[k];
+        const uint32_t *lines = st->lines[k];   /* NULL: a plan no stage kept, its marks' */
+        size_t at = 0;
         struct frame { const sched_step *v; uint32_t n, i; } fr[128];
         int depth = 0;
-        fr[0] = (struct frame){steps[k], n_steps[k], 0};
+        fr[0] = (struct frame){steps, n, 0};
         while (depth >= 0) {
             struct frame *f = &fr[depth];
             if (f->i == f->n) {
@@ -247,9 +243,11 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
                 continue;
             }
             const sched_step *x = &f->v[f->i++];
-            const char *note = ML_VEC_AT(&all_notes, const char *, at);
-            uint32_t line = ML_VEC_AT(&all_lines, uint32_t, at);
+            const char *note = notes ? notes[at] : NULL;
+            uint32_t line = lines ? lines[at] : x->mark.line;
             at++;
+            if (top && depth == 0)
+                top[f->i - 1] = line;
             const char *user = st->comments && line < st->n_comments ? st->comments[line] : NULL;
             if (user) {   /* the user's comment first, then what the optimizer says */
                 ml_str both = {0};
@@ -264,11 +262,8 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
             else if (depth + 1 < (int)ML_ARRAY_LEN(fr) && x->kind == ST_REGION)
                 fr[++depth] = (struct frame){x->u.region.steps, x->u.region.n, 0};
         }
-        if ((int)k == which && notes && lines)
-            for (size_t j = first; j < all_notes.n; j++) {
-                *(const char **)ml_vec_push(notes) = ML_VEC_AT(&all_notes, const char *, j);
-                *(uint32_t *)ml_vec_push(lines) = ML_VEC_AT(&all_lines, uint32_t, j);
-            }
+        if (patch)
+            ((patch_plan *)patch->plans)[k] = (patch_plan){steps, n, top};
     }
     /* by step address for note_of's bsearch. The walk meets the steps in pre-order, which is
      * address order where the arrays were allocated in that order (a flat plan: one array),
@@ -282,12 +277,14 @@ static int write_state(opt_ctx *c, const state *st, int which, const opt_block *
     emit_yaml_opts o = *base;
     o.step_comment = note_of;
     o.ctx = &ix;
-    o.plan_steps = steps;
-    o.n_plan_steps = n_steps;
-    int rc = emit_yaml(s, &o, out, d);
+    int rc;
+    if (patch) {
+        patch->emit = &o;
+        rc = patch_text(patch, out, ps, d);
+    } else {
+        rc = emit_yaml(s, &o, out, d);
+    }
     ml_vec_free(&pairs);
-    ml_vec_free(&all_notes);
-    ml_vec_free(&all_lines);
     return rc;
 }
 
@@ -305,7 +302,7 @@ typedef struct {
     const opt_options *o;
     int world;
     ml_arena *arena;
-    ml_vec loaded;             /* sched *: every schedule a kept stage loaded */
+    ml_vec kept;               /* ml_arena *: each kept stage's (its steps are the state's) */
     const sched *original;     /* the caller's: it outlives the rewrites, and its marks are the file's */
     state st;
     int64_t **slots;
@@ -350,36 +347,57 @@ static void prune_added_syncs(opt_ctx *c, opt_block *b) {
     *b = out;
 }
 
-/* The current schedule becomes s2 (loaded from a kept stage's text). The one it replaces goes
- * at once unless it is the caller's: nothing points into it any more but diagnostics' file
- * names, which take the original's (the same text; every rewrite was loaded under it). */
-static void replace_sched(driver *dv, sched *s2) {
-    const sched *old = dv->st.s;
-    dv->st.s = s2;
-    if (old == dv->original)
-        return;
-    for (size_t j = 0; j < dv->d->items.n; j++)
-        if (ML_VEC_AT(&dv->d->items, ml_diag, j).file == old->file)
-            ML_VEC_AT(&dv->d->items, ml_diag, j).file = dv->original->file;
-    for (size_t j = 0; j < dv->loaded.n; j++)
-        if (ML_VEC_AT(&dv->loaded, sched *, j) == old) {
-            ML_VEC_AT(&dv->loaded, sched *, j) = ML_VEC_AT(&dv->loaded, sched *, dv->loaded.n - 1);
-            dv->loaded.n--;
-            break;
+/* Steps as written (repeat and region bodies once), as the loader counts n_steps_total. */
+static uint64_t count_written(const sched_step *st, uint32_t n) {
+    uint64_t c = n;
+    for (uint32_t k = 0; k < n; k++)
+        if (st[k].kind == ST_REPEAT)
+            c += count_written(st[k].u.repeat.steps, st[k].u.repeat.n);
+        else if (st[k].kind == ST_REGION)
+            c += count_written(st[k].u.region.steps, st[k].u.region.n);
+    return c;
+}
+
+/* The schedule of a stage's rewrite: s with plan k's steps replaced and the events the stage
+ * records declared after s's own (the symbols opt_stream_event gave them), in c's arena;
+ * everything else is s's. */
+static sched *stage_sched(opt_ctx *c, const sched *s, int k, sched_step *steps, uint32_t n) {
+    sched *s2 = ml_arena_alloc(c->arena, sizeof *s2);
+    *s2 = *s;
+    s2->arena = NULL;   /* never freed as a loaded schedule: its memory is the stage's arena */
+    s2->plans = ml_arena_alloc(c->arena, (s->n_plans + 1) * sizeof *s2->plans);
+    memcpy(s2->plans, s->plans, s->n_plans * sizeof *s2->plans);
+    s2->n_steps_total = s->n_steps_total - count_written(s->plans[k].steps, s->plans[k].n) +
+                        count_written(steps, n);
+    s2->plans[k].steps = steps;
+    s2->plans[k].n = n;
+    if (c->n_new_events) {
+        const sched_symtab *o = &s->syms[SYM_EVENT];
+        sched_symtab *t = &s2->syms[SYM_EVENT];
+        uint32_t m = o->n + c->n_new_events;
+        t->names = ml_arena_alloc(c->arena, (m + 1) * sizeof *t->names);
+        t->first_mark = ml_arena_alloc(c->arena, (m + 1) * sizeof *t->first_mark);
+        if (o->n) {
+            memcpy(t->names, o->names, o->n * sizeof *t->names);
+            memcpy(t->first_mark, o->first_mark, o->n * sizeof *t->first_mark);
         }
-    sched_free((sched *)old);
+        for (uint32_t j = 0; j < c->n_new_events; j++)
+            t->names[o->n + j] = c->new_events[j];   /* first_mark: none, as a stage adds it */
+        t->n = t->cap = m;
+    }
+    return s2;
 }
 
 /* One stage on plan k. base is the evaluation of the current state, replaced when kept.
  * early: lifetimes' early frees with record/wait (run_stage tries them first).
- * The stage's trees live in an arena of its own, released once the rewrite is written out and
- * before it is loaded back and evaluated (which take as much memory again): only the notes
- * and lines of the rewrite outlive it, copied into the driver's arena when the stage is kept.
- * Before, one arena held every stage's trees until the end (1158 MiB at 100k steps). */
+ * The stage's tree, steps, notes and lines live in an arena of its own: kept with the stage (its
+ * steps are the new state's), else released before the next stage. */
 static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg,
                         bool early) {
     ml_arena *stage_arena = ml_arena_new();
-    opt_ctx c = {.s = dv->st.s, .arena = stage_arena, .world = dv->world, .slots = dv->slots,
+    opt_ctx c = {.s = dv->st.s, .arena = stage_arena, .scratch = ml_arena_new(),
+                 .world = dv->world, .slots = dv->slots,
+                 .stage = opt_kind_names[kind],
                  .allow_lifetimes = dv->o->allow[OPT_LIFETIMES],
                  .allow_host_syncs = dv->o->allow_host_syncs, .early_waits = early};
     /* The transformation rewrites the tree just built: nothing else reads it (a copy kept
@@ -394,43 +412,31 @@ static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_
     stage_record(sg, kind, base, dv->world);
     sg->changes = c.changes;
     if (!c.changes) {
-        snprintf(sg->why, sizeof sg->why, "nothing to do");
+        snprintf(sg->why, sizeof sg->why, "nothing to do%s%s%s", c.skipped[0] ? " (" : "",
+                 c.skipped, c.skipped[0] ? ")" : "");
+        ml_arena_free(c.scratch);
         ml_arena_free(stage_arena);
         return 0;
     }
     ml_vec notes, lines;
     ml_vec_init(&notes, sizeof(const char *));
     ml_vec_init(&lines, sizeof(uint32_t));
-    ml_str text = {0};
-    /* loaded back only: marks are all it needs, so its comments are bare */
-    emit_yaml_opts eo = {.extra_events = c.new_events, .n_extra_events = c.n_new_events,
-                         .bare_comments = true};
+    uint32_t n_steps = 0;
+    sched_step *steps = opt_tree_steps(&c, &cand, &n_steps, &notes, &lines);
+    ml_arena_free(c.scratch);   /* the tree goes before the evaluation takes its memory */
+    c.scratch = NULL;
+    sched *s2 = stage_sched(&c, dv->st.s, k, steps, n_steps);
     ml_diags d2;
     ml_diags_init(&d2);
-    sched *s2 = NULL;
     evaluation e2 = {0};
-    bool evaluated = false;
-    bool written = write_state(&c, &dv->st, k, &cand, &eo, &notes, &lines, &text, &d2) == 0;
-    /* the notes into a heap copy of their own, the trees go */
-    ml_str note_text = {0};
-    size_t *note_at = ml_xcalloc(notes.n + 1, sizeof *note_at);
-    for (size_t j = 0; j < notes.n; j++) {
-        const char *t = ML_VEC_AT(&notes, const char *, j);
-        note_at[j] = t ? note_text.n + 1 : 0;
-        if (t)
-            ml_str_append(&note_text, t, strlen(t) + 1);
-    }
-    ml_arena_free(stage_arena);
-    if (written)
-        s2 = sched_load_buffer(dv->st.s->file, text.s, text.n, NULL, &d2);
-    if (s2)
-        evaluated = evaluate(s2, k, &dv->o->params, dv->world, &e2, &d2) == 0;
+    bool evaluated = evaluate(s2, k, &dv->o->params, dv->world, &e2, &d2) == 0;
     const ml_diag *fresh = evaluated ? new_finding(base, &e2) : NULL;
     bool same_rows = evaluated && e2.n_rows == base->n_rows &&
                      !memcmp(e2.rows_pass, base->rows_pass, base->n_rows * sizeof(bool));
+    bool kept = false;
     if (!evaluated) {
         const ml_diag *g = ml_diags_first_error(&d2);
-        snprintf(sg->why, sizeof sg->why, "not kept: the rewrite does not load back (%s)",
+        snprintf(sg->why, sizeof sg->why, "not kept: the rewrite does not expand (%s)",
                  g ? g->text : "?");
     } else if (fresh) {
         snprintf(sg->why, sizeof sg->why, "not kept: lint finds %s%s%s", fresh->text,
@@ -446,35 +452,31 @@ static int run_stage_as(driver *dv, int k, opt_kind kind, evaluation *base, opt_
         snprintf(sg->why, sizeof sg->why, "not kept: no saving (%u step%s changed)", c.changes,
                  c.changes == 1 ? "" : "s");
     } else {
-        sg->kept = true;
+        kept = sg->kept = true;
         snprintf(sg->why, sizeof sg->why, "%u step%s changed%s%s", c.changes,
                  c.changes == 1 ? "" : "s", c.renamed[0] ? "; " : "", c.renamed);
         memcpy(sg->after, e2.mem, (size_t)dv->world * sizeof *sg->after);
-        *(sched **)ml_vec_push(&dv->loaded) = s2;
-        replace_sched(dv, s2);
-        s2 = NULL;
+        /* the state: this stage's schedule, its steps, notes and lines in its arena */
+        *(ml_arena **)ml_vec_push(&dv->kept) = stage_arena;
+        dv->st.s = s2;
         size_t n = notes.n;
-        dv->st.notes[k] = ml_arena_alloc(dv->arena, (n + 1) * sizeof(const char *));
-        dv->st.lines[k] = ml_arena_alloc(dv->arena, (n + 1) * sizeof(uint32_t));
-        char *kept = note_text.n ? ml_arena_alloc(dv->arena, note_text.n) : NULL;
-        if (kept)
-            memcpy(kept, note_text.s, note_text.n);
-        for (size_t j = 0; j < n; j++)
-            dv->st.notes[k][j] = note_at[j] ? kept + note_at[j] - 1 : NULL;
-        if (n)
+        dv->st.notes[k] = ml_arena_alloc(stage_arena, (n + 1) * sizeof(const char *));
+        dv->st.lines[k] = ml_arena_alloc(stage_arena, (n + 1) * sizeof(uint32_t));
+        if (n) {
+            memcpy(dv->st.notes[k], notes.items, n * sizeof(const char *));
             memcpy(dv->st.lines[k], lines.items, n * sizeof(uint32_t));
+        }
         dv->st.n_pre[k] = n;
         eval_free(base);
         *base = e2;
         memset(&e2, 0, sizeof e2);
     }
+    /* lint's findings about a rewrite name the original file (s2 shares its name) */
+    if (!kept)
+        ml_arena_free(stage_arena);
     int rc = load_slots(dv);
-    free(note_at);
-    ml_str_free(&note_text);
-    sched_free(s2);
     eval_free(&e2);
     ml_diags_free(&d2);
-    ml_str_free(&text);
     ml_vec_free(&notes);
     ml_vec_free(&lines);
     return rc;
@@ -500,7 +502,10 @@ static int count_syncs(const sched_step *st, uint32_t n) {
 static int run_stage(driver *dv, int k, opt_kind kind, evaluation *base, opt_stage *sg) {
     bool two = kind == OPT_LIFETIMES && !dv->o->allow_host_syncs;
     int rc = run_stage_as(dv, k, kind, base, sg, two);
-    if (rc == 0 && two && !sg->kept) {
+    /* Not when the early form found nothing to do: a free it leaves in place is already right
+     * after its completion point, which the later form cannot move it before either (and the
+     * allocs move alike in both); the second try cost 7% of optimize's time at 100k steps. */
+    if (rc == 0 && two && !sg->kept && sg->changes) {
         free(sg->after);
         memset(sg, 0, sizeof *sg);
         rc = run_stage_as(dv, k, kind, base, sg, false);
@@ -572,6 +577,127 @@ static const sched_step *first_p2p(const sched_step *st, uint32_t n) {
     return NULL;
 }
 
+/* The expectations of plan k (its own, else the schedule's) that the rewrite's prediction no
+ * longer meets, as comments above their lines: the user's budget stays as written (optimize
+ * does not edit it), the comment gives the new prediction (docs/optimize.md). */
+static void expect_comments(const opt_ctx *c, const sched *s, int k, const opt_mem *after,
+                            ml_vec *out) {
+    const sched_plan *pl = &s->plans[k];
+    const sched_expect *ex = pl->n_expects ? pl->expects : s->expects;
+    uint32_t n = pl->n_expects ? pl->n_expects : s->n_expects;
+    for (uint32_t j = 0; j < n; j++) {
+        const sched_expect *e = &ex[j];
+        ml_str t = {0};
+        const expr *want[2] = {e->steady, e->peak};
+        static const char *const what[2] = {"steady", "peak"};
+        for (int x = 0; x < 2; x++) {
+            /* the prediction on each rank the expectation names, once when they agree */
+            bool wrong = false, same = true;
+            uint64_t first = 0;
+            int n_ranks = 0;
+            for (int r = 0; r < c->world && want[x]; r++) {
+                int64_t v;
+                if (e->rank && (opt_eval(c, e->rank, r, &v) != 0 || v != r))
+                    continue;
+                uint64_t got = x ? after[r].peak[e->view] : after[r].steady[e->view];
+                wrong |= opt_eval(c, want[x], r, &v) != 0 || v < 0 || (uint64_t)v != got;
+                same &= !n_ranks++ || got == first;
+                first = n_ranks == 1 ? got : first;
+            }
+            for (int r = 0; r < c->world && wrong; r++) {
+                int64_t v;
+                if (e->rank && (opt_eval(c, e->rank, r, &v) != 0 || v != r))
+                    continue;
+                char b[32];
+                ml_format_bytes(x ? after[r].peak[e->view] : after[r].steady[e->view], b, sizeof b);
+                if (same)
+                    ml_str_printf(&t, "%s %s %s", t.n ? "," : "", what[x], b);
+                else
+                    ml_str_printf(&t, "%s %s %s on rank %d", t.n ? "," : "", what[x], b, r);
+                if (same)
+                    break;
+            }
+        }
+        if (t.n) {
+            patch_comment *pc = ml_vec_push(out);
+            ml_str line = {0};
+            ml_str_printf(&line, "memlife optimize: this %s expectation%s%s is the original plan's; "
+                          "the rewrite predicts%s", ml_mem_view_names[e->view],
+                          s->n_plans > 1 ? " of plan " : "", s->n_plans > 1 ? pl->name : "", t.s);
+            *pc = (patch_comment){e->mark.line, ml_arena_strndup(c->arena, line.s, line.n)};
+            ml_str_free(&line);
+        }
+        ml_str_free(&t);
+    }
+}
+
+/* The rewrite as an edit of the original text (patch_text.h). Returns 1 when it cannot be (the
+ * file cannot be read again, or a layout the patch does not edit: r->patch.why). */
+static int write_patched(driver *dv, opt_ctx *c, opt_result *r) {
+    const sched *s = dv->original;
+    ml_input src = {0};
+    char err[200];
+    if (!strcmp(s->file, "-") || ml_input_read(s->file, &src, err, sizeof err) != 0) {
+        snprintf(r->patch.why, sizeof r->patch.why, "%s",
+                 strcmp(s->file, "-") ? "the input cannot be read again"
+                                      : "standard input cannot be read again");
+        ml_input_free(&src);
+        return 1;
+    }
+    ml_vec comments;
+    ml_vec_init(&comments, sizeof(patch_comment));
+    for (size_t k = 0; k < r->n_plans; k++) {
+        const opt_plan_result *p = &r->plans[k];
+        if (p->optimized && p->any_kept && p->n_stages)
+            expect_comments(c, s, (int)k, p->stages[p->n_stages - 1].after, &comments);
+    }
+    ml_str header = {0};
+    ml_str_printf(&header, "memlife optimize: rewritten from %s, verified at %s; each edit has a "
+                  "'memlife optimize' comment", s->file, r->verified);
+    patch_in pin = {.text = src.data, .len = src.len, .original = s, .rewrite = dv->st.s,
+                    .plans = ml_arena_alloc(dv->arena, (s->n_plans + 1) * sizeof(patch_plan)),
+                    .world = dv->world, .header = header.s,
+                    .comments = comments.items, .n_comments = comments.n};
+    emit_yaml_opts eo = {0};
+    ml_str text = {0};
+    int rc = write_state(c, &dv->st, &eo, &pin, &r->patch, &text, dv->d);
+    if (rc == 0) {
+        ml_str_free(&r->yaml);
+        r->yaml = text;
+    } else {
+        ml_str_free(&text);
+    }
+    ml_str_free(&header);
+    ml_vec_free(&comments);
+    ml_input_free(&src);
+    return rc;
+}
+
+/* The whole rewrite by the emitter, the user's comments above their steps (read_comments). */
+static int write_emitted(driver *dv, opt_ctx *c, opt_result *r) {
+    const sched *s = dv->original;
+    r->emitted_whole = true;
+    ml_str header = {0}, expect_note = {0};
+    read_comments(dv->arena, s->file, &dv->st);
+    const char *user_header = dv->st.header_line < dv->st.n_comments
+                                  ? dv->st.comments[dv->st.header_line] : NULL;
+    if (user_header)   /* the user's own header first */
+        ml_str_printf(&header, "%s\n\n", user_header);
+    ml_str_printf(&header,
+                  "Rewritten by memlife optimize from %s (verified at %s).\n"
+                  "Each changed step has a comment above it.",
+                  s->file, r->verified);
+    ml_str_printf(&expect_note,
+                  "expect: left out: the original's memory expectations describe the original\n"
+                  "plan; 'memlife predict' gives this one's.");
+    /* the world it was verified at, so that predict and run without --world use it */
+    emit_yaml_opts eo = {.header = header.s, .expect_note = expect_note.s, .world = dv->world};
+    int rc = write_state(c, &dv->st, &eo, NULL, NULL, &r->yaml, dv->d);
+    ml_str_free(&header);
+    ml_str_free(&expect_note);
+    return rc;
+}
+
 int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags *d) {
     memset(r, 0, sizeof *r);
     r->original = s;
@@ -588,8 +714,7 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
         return -1;
     r->world = world;
     driver dv = {.o = o, .world = world, .arena = ml_arena_new(), .d = d, .original = s};
-    size_t first_diag = d->items.n;
-    ml_vec_init(&dv.loaded, sizeof(sched *));
+    ml_vec_init(&dv.kept, sizeof(ml_arena *));
     dv.st.s = s;
     dv.st.notes = ml_arena_alloc(dv.arena, (s->n_plans + 1) * sizeof *dv.st.notes);
     dv.st.lines = ml_arena_alloc(dv.arena, (s->n_plans + 1) * sizeof *dv.st.lines);
@@ -612,40 +737,14 @@ int optimize_sched(const sched *s, const opt_options *o, opt_result *r, ml_diags
             strncat(sets, o->params.set[j], sizeof sets - strlen(sets) - 1);
         }
         snprintf(r->verified, sizeof r->verified, "world %d%s", world, sets);
-        ml_str header = {0}, expect_note = {0};
-        read_comments(dv.arena, s->file, &dv.st);
-        const char *user_header = dv.st.header_line < dv.st.n_comments
-                                      ? dv.st.comments[dv.st.header_line] : NULL;
-        if (user_header)   /* the user's own header first */
-            ml_str_printf(&header, "%s\n\n", user_header);
-        ml_str_printf(&header,
-                      "Rewritten by memlife optimize from %s (verified at %s).\n"
-                      "Each changed step has a 'memlife optimize:' comment above it.",
-                      s->file, r->verified);
-        ml_str_printf(&expect_note,
-                      "expect: left out: the original's memory expectations describe the original\n"
-                      "plan; 'memlife predict' gives this one's.");
-        char name[200];
-        size_t len = strlen(s->name);
-        snprintf(name, sizeof name, "%s%s", s->name,
-                 len >= 10 && !strcmp(s->name + len - 10, "-optimized") ? "" : "-optimized");
-        /* the world it was verified at, so that predict and run without --world use it */
-        emit_yaml_opts eo = {.header = header.s, .name = name, .expect_note = expect_note.s,
-                             .world = world};
         opt_ctx c = {.s = dv.st.s, .arena = dv.arena, .world = world, .slots = dv.slots};
-        rc = write_state(&c, &dv.st, -1, NULL, &eo, NULL, NULL, &r->yaml, d);
-        ml_str_free(&header);
-        ml_str_free(&expect_note);
+        rc = write_patched(&dv, &c, r);
+        if (rc == 1)   /* a layout the patch does not edit: the emitter writes the whole file */
+            rc = write_emitted(&dv, &c, r);
     }
-    /* A diagnostic about a rewrite (the final emit) carries its name, which the rewrite owns: point
-     * it at the original's, the same text (every rewrite was loaded under it). */
-    for (size_t j = first_diag; j < d->items.n; j++)
-        for (size_t k = 0; k < dv.loaded.n; k++)
-            if (ML_VEC_AT(&d->items, ml_diag, j).file == ML_VEC_AT(&dv.loaded, sched *, k)->file)
-                ML_VEC_AT(&d->items, ml_diag, j).file = s->file;
-    for (size_t k = 0; k < dv.loaded.n; k++)
-        sched_free(ML_VEC_AT(&dv.loaded, sched *, k));
-    ml_vec_free(&dv.loaded);
+    for (size_t k = 0; k < dv.kept.n; k++)
+        ml_arena_free(ML_VEC_AT(&dv.kept, ml_arena *, k));
+    ml_vec_free(&dv.kept);
     ml_arena_free(dv.arena);
     if (rc != 0)
         opt_result_free(r);

@@ -17,9 +17,9 @@
  * then lifetimes once more (the in-place rewrites merge lifetimes), shown only when it changes
  * something.
  *
- * Each stage works on the schedule the previous kept stage wrote (as YAML, loaded back), and is
- * kept only if the rewritten schedule loads back, lints with no diagnostic the input did not
- * have (same expect_error contract rows), and lowers memory: the highest requested peak over the
+ * Each stage works on the schedule the previous kept stage made (in memory: its steps in place of
+ * the plan's), and is kept only if the rewritten schedule expands, lints with no diagnostic the
+ * input did not have (same expect_error contract rows), and lowers memory: the highest requested peak over the
  * ranks, else the highest device peak, else the requested steady, without raising either peak.
  * Everything is verified at one world size (--world or the file's) and one set of --set values;
  * the rewritten file keeps its expressions, but says where it was verified. Proof that results
@@ -30,6 +30,7 @@
 
 #include "predict/analyzer.h"
 #include "report/format.h"
+#include "optimize/patch_text.h"
 
 typedef enum { OPT_LIFETIMES, OPT_INPLACE, OPT_CHUNKED, OPT_REORDER, OPT_KIND_COUNT } opt_kind;
 extern const char *const opt_kind_names[OPT_KIND_COUNT];   /* "lifetimes", "inplace", ... */
@@ -54,7 +55,7 @@ typedef struct {
     opt_kind kind;
     bool kept;
     uint32_t changes;         /* steps added, removed or rewritten by the stage */
-    char why[200];            /* kept: what it did; else why not ("no saving", a lint finding) */
+    char why[320];            /* kept: what it did; else why not ("no saving", a lint finding) */
     opt_mem *after;           /* [world]: after the stage (= before it when not kept) */
 } opt_stage;
 
@@ -75,7 +76,11 @@ typedef struct {
     int world;
     opt_plan_result *plans;   /* one per plan of the file */
     size_t n_plans;
-    ml_str yaml;              /* the rewritten schedule */
+    ml_str yaml;              /* the rewritten schedule: the original's text with the edits
+                                 spliced in (patch_text.h), or where that is not possible
+                                 (emitted_whole, patch.why) the emitter's whole file */
+    patch_stats patch;        /* steps the emitter wrote inside the patch (patch.emitted) */
+    bool emitted_whole;
     char verified[256];       /* "world 4, --set M=1MiB": where the stages were verified */
 } opt_result;
 

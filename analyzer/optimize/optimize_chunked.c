@@ -7,8 +7,8 @@
  * allocated with `chunks: world` (one physical allocation per rank's slice: CUDA VMM on the cuda
  * backend, page ranges on host) and `release: {buf: A, keep: rank}` drops the others: after an
  * existing host sync that completes the collective when one comes before the next alloc, else
- * after a `sync: {stream: S}` added right after it (lint's hazard rule for frees holds for
- * releases too). The measured result on H200 is in docs/design.md (peak M, then M/N).
+ * (only with --allow-host-syncs) after a `sync: {stream: S}` added right after it (lint's hazard
+ * rule for frees holds for releases too). The measured result on H200 is in docs/design.md (peak M, then M/N).
  * Only where each chunk is a whole number of 2 MiB pages: the cuda backend refuses chunks that
  * are not a multiple of the allocation granularity (docs/cuda.md), and smaller chunks would
  * cost more device memory than they save. */
@@ -119,11 +119,19 @@ static void chunked_block(opt_ctx *c, opt_block *b) {
             continue;
         uint64_t need;
         /* A release unmaps (cuMemUnmap), which no stream orders: the collective must be complete
-         * at the host, so releases keep host syncs whatever --allow-host-syncs says. */
+         * at the host. Where the program has no such point before the end of A's life, one
+         * would have to be added, a host sync that stops every stream (issue 17): only with
+         * --allow-host-syncs; else A stays one allocation, and the stage says why. */
         size_t p = opt_completion_point(b, a, i, limit, A, NULL, 0, &need);
-        if (p == limit) {   /* no sync before the end of A's life: add one */
+        if (p == limit) {
             p = i;
             need = opt_async_streams(&b->v[i], A);
+        }
+        if (need && !c->allow_host_syncs) {
+            snprintf(c->skipped, sizeof c->skipped, "'%s' stays one allocation: nothing completes "
+                     "its reduce_scatter at the host before its end, a sync would be added "
+                     "(--allow-host-syncs)", opt_buf_name(c, A));
+            continue;
         }
         opt_node *an = &b->v[a];
         an->st.u.alloc.chunks = opt_expr(c, "world");

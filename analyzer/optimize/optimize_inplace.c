@@ -134,9 +134,20 @@ static bool can_merge(const opt_block *b, const bool *gone, size_t i, uint32_t t
 /* Applies the alias after node i; moves the survivor's free to the later of the two frees. */
 static void merge(opt_ctx *c, opt_block *b, bool *gone, size_t i, alias *a, size_t alloc_from,
                   size_t free_to, size_t free_from) {
-    for (size_t k = i + 1; k < b->n && k < free_from; k++)
-        if (!gone[k])
-            rewrite_node(&b->v[k], a);
+    for (size_t k = i + 1; k < b->n && k < free_from; k++) {
+        if (gone[k])
+            continue;
+        /* a step whose text changes says why (the rewritten file shows it under a comment) */
+        bool named = opt_refs(&b->v[k], a->from);
+        rewrite_node(&b->v[k], a);
+        if (named && b->v[i].orig_line)
+            opt_note(c, &b->v[k], "reads '%s' where it read '%s' (the %s at line %u runs in "
+                     "place)", opt_buf_name(c, a->to), opt_buf_name(c, a->from),
+                     ml_colls[b->v[i].st.u.coll.coll].name, b->v[i].orig_line);
+        else if (named)
+            opt_note(c, &b->v[k], "reads '%s' where it read '%s' (in place)",
+                     opt_buf_name(c, a->to), opt_buf_name(c, a->from));
+    }
     gone[alloc_from] = true;
     c->changes++;
     if (free_from == b->n) {

@@ -4,8 +4,8 @@
  * A stage rewrites a tree of steps: each block (the plan's steps, a repeat's or a region's body)
  * is an array of nodes; a node is a sched_step by value (its views and expressions point into
  * the loaded schedule or the optimizer's arena) plus, for repeat and region, its body block, and
- * the comment the rewritten file will carry above it. Transformations edit a copy of the tree;
- * the driver (optimize.c) writes the copy out as YAML, loads it back and keeps it or not. */
+ * the comment the rewritten file will carry above it. Transformations edit the tree; the driver
+ * (optimize.c) makes it a schedule, evaluates it and keeps it or not. */
 #ifndef MEMLIFE_OPTIMIZE_INT_H
 #define MEMLIFE_OPTIMIZE_INT_H
 
@@ -26,7 +26,10 @@ struct opt_node {
 
 typedef struct {
     const sched *s;       /* the schedule this stage starts from (loaded from the last kept text) */
-    ml_arena *arena;      /* nodes, notes, new expressions */
+    ml_arena *arena;      /* what the rewritten steps hold: notes, new expressions, name lists */
+    ml_arena *scratch;    /* what only the stage needs (the tree's node arrays, lifetimes'
+                             placement), released once its steps are made; NULL: arena */
+    const char *stage;    /* its name: the notes it writes start with it ("lifetimes: ...") */
     int world;
     int64_t **slots;      /* [world]: let values per rank, for concrete checks */
     uint32_t changes;
@@ -38,9 +41,11 @@ typedef struct {
     const char *new_events[64];   /* events a stage declares (`events:` of the rewrite) */
     uint32_t n_new_events;
     char renamed[160];    /* results that live on under another name: "'gathered' is now 'full'" */
+    char skipped[200];    /* a rewrite the stage left out and why (the report's "nothing to do") */
 } opt_ctx;
 
 /* ---- tree (optimize_tree.c) ------------------------------------------------------------------ */
+static inline ml_arena *opt_scratch(const opt_ctx *c) { return c->scratch ? c->scratch : c->arena; }
 void opt_block_push(opt_ctx *c, opt_block *b, const opt_node *n);
 /* The tree of steps[0..n) (notes and original lines by pre-order index from notes/lines, or
  * none when NULL); *pre counts the steps in pre-order. */

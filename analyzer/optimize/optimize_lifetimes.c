@@ -44,7 +44,7 @@ typedef struct {
 } slot_list;
 
 static void list_add(opt_ctx *c, slot_list *l, const opt_node *n) {
-    slot *s = ml_arena_alloc(c->arena, sizeof *s);
+    slot *s = ml_arena_alloc(opt_scratch(c), sizeof *s);
     s->n = *n;
     if (l->tail)
         l->tail->next = s;
@@ -469,14 +469,14 @@ static void lifetimes_block(opt_ctx *c, opt_block *b) {
     size_t n = b->n;
     uint32_t n_bufs = c->s->syms[SYM_BUFFER].n;
     placement pl = {
-        .before = ml_arena_alloc(c->arena, (n + 1) * sizeof(slot_list)),
-        .after = ml_arena_alloc(c->arena, (n + 1) * sizeof(slot_list)),
-        .syncs = ml_arena_alloc(c->arena, (n + 1) * sizeof(slot_list)),
-        .early = ml_arena_alloc(c->arena, (n + 1) * sizeof(slot_list)),
-        .synced = ml_arena_alloc(c->arena, (n + 1) * sizeof(uint64_t)),
-        .waited = ml_arena_alloc(c->arena, (n + 1) * sizeof(uint64_t)),
-        .moved = ml_arena_alloc(c->arena, (n + 1) * sizeof(bool)),
-        .alloc_gap = ml_arena_alloc(c->arena, (n + 1) * sizeof(bool)),
+        .before = ml_arena_alloc(opt_scratch(c), (n + 1) * sizeof(slot_list)),
+        .after = ml_arena_alloc(opt_scratch(c), (n + 1) * sizeof(slot_list)),
+        .syncs = ml_arena_alloc(opt_scratch(c), (n + 1) * sizeof(slot_list)),
+        .early = ml_arena_alloc(opt_scratch(c), (n + 1) * sizeof(slot_list)),
+        .synced = ml_arena_alloc(opt_scratch(c), (n + 1) * sizeof(uint64_t)),
+        .waited = ml_arena_alloc(opt_scratch(c), (n + 1) * sizeof(uint64_t)),
+        .moved = ml_arena_alloc(opt_scratch(c), (n + 1) * sizeof(bool)),
+        .alloc_gap = ml_arena_alloc(opt_scratch(c), (n + 1) * sizeof(bool)),
     };
     size_t *ref = ml_xmalloc((n_bufs + 1) * sizeof *ref);
     size_t *alloc_at = ml_xmalloc((n_bufs + 1) * sizeof *alloc_at);

@@ -104,6 +104,8 @@ static void row_cells(const opt_plan_result *p, const opt_cols *cols, int row, i
                       char cells[C_MAX][96]) {
     const opt_mem *m = row < 0 ? &p->before[r] : &p->stages[row].after[r];
     const opt_mem *prev = row < 0 ? m : stage_before(p, (size_t)row, r);
+    for (size_t c = 0; c < C_MAX; c++)   /* same_cells compares every cell, set or not */
+        cells[c][0] = '\0';
     snprintf(cells[C_STAGE], 96, "%s", row < 0 ? "before" : opt_kind_names[p->stages[row].kind]);
     snprintf(cells[C_KEPT], 96, "%s", row < 0 ? "" : p->stages[row].kept ? "yes" : "no");
     size_cell(m->steady[VIEW_REQUESTED], cells[C_REQ_STEADY], 96);
@@ -197,6 +199,30 @@ static void notes(report_doc *d, unsigned mask, const opt_result *r, const opt_p
     ml_str_free(&t);
 }
 
+static bool any_kept(const opt_result *r) {
+    for (size_t k = 0; k < r->n_plans; k++)
+        if (r->plans[k].any_kept)
+            return true;
+    return false;
+}
+
+/* How the rewritten file was written (patch_text.h): the input's text with edits, and the steps
+ * in it the emitter wrote whole, or the emitter's whole file and why. */
+static void written_line(const opt_result *r, const char *indent, ml_str *out) {
+    if (!any_kept(r))
+        return;
+    if (r->emitted_whole)
+        ml_str_printf(out, "%srewritten file: written whole by the emitter (%s): only the "
+                      "comments above steps are kept\n", indent, r->patch.why);
+    else
+        ml_str_printf(out, "%srewritten file: the input's text with %u edit%s%s", indent,
+                      r->patch.edits, r->patch.edits == 1 ? "" : "s",
+                      r->patch.emitted ? "; " : "\n");
+    if (!r->emitted_whole && r->patch.emitted)
+        ml_str_printf(out, "%u block step%s written by the emitter (a body changed: the comments "
+                      "inside moved above it)\n", r->patch.emitted, r->patch.emitted == 1 ? "" : "s");
+}
+
 static void build_table(const opt_result *r, report_doc *d) {
     bool first = true;
     for (size_t k = 0; k < r->n_plans; k++) {
@@ -218,6 +244,11 @@ static void build_table(const opt_result *r, report_doc *d) {
         report_doc_grid(d, DOC_TABLE, &g, "  ");
         notes(d, DOC_TABLE, r, p, "  ");
     }
+    ml_str t = {0};
+    ml_str_append(&t, "", 0);
+    written_line(r, "", &t);
+    report_doc_printf(d, DOC_TABLE, "%s", t.s);
+    ml_str_free(&t);
 }
 
 static void build_md(const opt_result *r, report_doc *d) {
@@ -248,6 +279,11 @@ static void build_md(const opt_result *r, report_doc *d) {
         report_doc_printf(d, DOC_MD, "- `%s`:\n", name);
         notes(d, DOC_MD, r, &r->plans[k], "  - ");
     }
+    ml_str t = {0};
+    ml_str_append(&t, "", 0);
+    written_line(r, "\n", &t);
+    report_doc_printf(d, DOC_MD, "%s", t.s);
+    ml_str_free(&t);
 }
 
 /* ---- JSON ------------------------------------------------------------------------------------- */
@@ -336,6 +372,12 @@ static void build_json(const opt_result *r, report_doc *d) {
     for (size_t k = 0; k < r->n_plans; k++)
         json_array_append_new(plans, plan_json(r, &r->plans[k]));
     json_object_set_new(root, "plans", plans);
+    if (any_kept(r))
+        json_object_set_new(root, "rewrite",
+                            json_pack("{s:b, s:I, s:I, s:o}", "patched", !r->emitted_whole,
+                                      "edits", (json_int_t)r->patch.edits, "emitted_steps",
+                                      (json_int_t)r->patch.emitted, "why",
+                                      r->emitted_whole ? json_string(r->patch.why) : json_null()));
     report_doc_json(d, root, 0);
 }
 

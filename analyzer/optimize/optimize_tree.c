@@ -11,7 +11,7 @@
 void opt_block_push(opt_ctx *c, opt_block *b, const opt_node *n) {
     if (b->n == b->cap) { /* in place where the arena can: a plan's block is its whole length */
         size_t cap = b->cap ? 2 * b->cap : 8;
-        b->v = ml_arena_grow(c->arena, b->v, b->n * sizeof *b->v, cap * sizeof *b->v);
+        b->v = ml_arena_grow(opt_scratch(c), b->v, b->n * sizeof *b->v, cap * sizeof *b->v);
         b->cap = cap;
     }
     b->v[b->n++] = *n;
@@ -57,10 +57,12 @@ sched_step *opt_tree_steps(opt_ctx *c, const opt_block *b, uint32_t *n, ml_vec *
 }
 
 void opt_note(opt_ctx *c, opt_node *n, const char *fmt, ...) {
-    char text[400];
+    char text[440];
+    /* the rewrite's name first: a note in the file says which stage did it */
+    int at = c->stage ? snprintf(text, sizeof text, "%s: ", c->stage) : 0;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    vsnprintf(text + at, sizeof text - (size_t)at, fmt, ap);
     va_end(ap);
     size_t old = n->note ? strlen(n->note) : 0, add = strlen(text);
     char *s = ml_arena_alloc(c->arena, old + add + 3);

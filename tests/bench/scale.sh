@@ -11,9 +11,10 @@
 #                     per-buffer segments (measured 0.18 s -> 1.9 s, 10.5x, on the 2-core VM)
 #   optimize steps:   10 k vs 100 k steps of the naive RS+AG, 1000 cycling buffer names
 #                     (tests/bench/optimize_gen.awk), `memlife optimize`
-# Each line says PASS or FAIL against the bound 15x (optimize 25x, it reloads the file per
-# stage) and the peak RSS ratio. Environment: RUNS=3, SCALE_BIG=0 skips the 10 M size (about
-# 45 s and 5 GB). Exit 0 unless a run failed.
+# Each line says PASS or FAIL against the bound 15x (optimize 25x: it reloaded the file per
+# stage until issue 21) and the peak RSS ratio. Environment: RUNS=3, SCALE_BIG=0 skips the 10 M
+# size (about 45 s and 5 GB), OPTIMIZE_BASELINE=PATH compares optimize with another build (below).
+# Exit 0 unless a run failed.
 set -u
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-3}
@@ -88,4 +89,19 @@ awk -v b="${last_big:-fail}" 'BEGIN {
     split(b, y, " ")
     printf "%s - optimize 100k steps: peak rss %d MiB (target <= 600), user cpu %.2f s\n",
            (y[2] / 1024 <= 600) ? "PASS" : "FAIL", y[2] / 1024, y[1] }'
+# Against another build (issue 21: optimize of 100k steps at most 0.7x the CPU time of the build
+# before the stages stopped reloading their text): OPTIMIZE_BASELINE=PATH/memlife runs it and this
+# build on the same 100k-step file, alternately, best of RUNS each, and prints the ratio.
+if [ -n "${OPTIMIZE_BASELINE:-}" ]; then
+    a=$(best_of "$OPTIMIZE_BASELINE" optimize -o "$T/base.yaml" "$T/o10.yaml")
+    b=$(best_of ./memlife optimize -o "$T/out.yaml" "$T/o10.yaml")
+    a2=$(best_of "$OPTIMIZE_BASELINE" optimize -o "$T/base.yaml" "$T/o10.yaml")
+    b2=$(best_of ./memlife optimize -o "$T/out.yaml" "$T/o10.yaml")
+    awk -v a="$a" -v b="$b" -v a2="$a2" -v b2="$b2" 'BEGIN {
+        split(a, x, " "); split(b, y, " "); split(a2, x2, " "); split(b2, y2, " ")
+        base = x[1] < x2[1] ? x[1] : x2[1]; now = y[1] < y2[1] ? y[1] : y2[1]
+        r = now / (base > 0.001 ? base : 0.001)
+        printf "%s - optimize 100k steps vs OPTIMIZE_BASELINE: user cpu %.2f s -> %.2f s (%.2fx, target <= 0.7x)\n",
+               (r <= 0.7) ? "PASS" : "FAIL", base, now, r }'
+fi
 exit $rc

@@ -70,7 +70,7 @@ check_case "fsdp naive: the rewrite predicts steady/peak/floor (MiB)" "128/256/2
 n=$(grep -c '^  - alloc: {buf: params[0-3], count: world \* q}$' "$TMP/opt.yaml")
 check_case "fsdp naive: params0..2 allocated for the forward and again for the backward, params3 once" 7 "$n"
 between=$(sed -n '/reads: \[params0\]}$/,/free: params0$/p' "$TMP/opt.yaml" | head -5 | grep -v '^ *#')
-if grep -q "^  # 'params0' allocated again for the all_gather at line " "$TMP/opt.yaml" &&
+if grep -q "^  # memlife optimize (added): lifetimes: 'params0' allocated again for the all_gather at line " "$TMP/opt.yaml" &&
    [ "$between" = "$(printf '  - compute: {reads: [params0]}\n  - free: params0')" ]; then
     ok "fsdp naive: params0 freed right after its forward compute (stream order, no host sync), said in a comment"
 else not_ok "fsdp naive: split comments" "$(grep -n 'params0' "$TMP/opt.yaml" | head -6 | tr '\n' '|')"; fi

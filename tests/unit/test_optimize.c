@@ -84,7 +84,8 @@ static void test_naive_lifetimes_only(void **state) {
     /* the free of 'full' follows the reduce_scatter on the default stream: stream order
      * completes it, no host sync is added (issue 17) */
     assert_non_null(strstr(r.yaml.s, "  - reduce_scatter: {send: full, recv: shard, op: sum}\n"
-                                     "  # free of 'full'"));
+                                     "  # memlife optimize (line 29, rewritten): lifetimes: free of "
+                                     "'full'"));
     assert_null(strstr(r.yaml.s, "sync: {stream"));
     assert_int_equal(r.plans[0].host_syncs_added, 0);
     opt_result_free(&r);
@@ -103,7 +104,10 @@ static void test_naive_all(void **state) {
     assert_int_equal(final_mem(&r, 3)->steady[VIEW_REQUESTED], 256 * MiB);
     assert_non_null(strstr(r.yaml.s, "reduce_scatter: {send: full, recv: 'full[rank * q : q]'"));
     assert_non_null(strstr(r.yaml.s, "all_gather: {send: 'full[rank * q : q]', recv: full}"));
-    assert_null(strstr(r.yaml.s, "buf: gathered"));
+    /* no step allocates it; the removed alloc's line says what it was */
+    assert_null(strstr(r.yaml.s, "\n  - alloc: {buf: gathered"));
+    assert_non_null(strstr(r.yaml.s, "\n  # memlife optimize (line 25, removed): "
+                                     "- alloc: {buf: gathered, count: world * q}\n"));
     opt_result_free(&r);
 }
 
@@ -125,8 +129,12 @@ static void test_rs_only_chunked(void **state) {
         assert_int_equal(ch->after[rank].steady[VIEW_DEVICE], 64 * MiB);
     }
     assert_non_null(strstr(r.yaml.s, "alloc: {buf: full, count: world * q, chunks: world}"));
-    assert_non_null(strstr(r.yaml.s, "  - sync: device\n"
-                                     "  # added: releases every chunk of 'full' but this rank's\n"
+    /* the user's sync line as written (its comment too), the free it guarded gone, the release */
+    assert_non_null(strstr(r.yaml.s, "  - sync: device             # the chapter's safe lifetime "
+                                     "boundary before freeing the input\n"
+                                     "  # memlife optimize (line 27, removed): - free: full\n"
+                                     "  # memlife optimize (added): chunked: added: releases every "
+                                     "chunk of 'full' but this rank's\n"
                                      "  - release: {buf: full, keep: rank}\n"));
     opt_result_free(&r);
 }
@@ -180,10 +188,13 @@ static void test_fsdp_naive(void **state) {
     /* params0 ends its forward lifetime (right after its compute, by stream order) before
      * params1 exists */
     assert_non_null(strstr(r.yaml.s, "  - compute: {reads: [params0]}\n"
-                                     "  # free of 'params0' added right after its last use"));
+                                     "  # memlife optimize (added): lifetimes: free of 'params0' "
+                                     "added right after its last use"));
     assert_non_null(strstr(r.yaml.s, "  - free: params0\n"
-                                     "  # alloc of 'params1' moved down"));
-    assert_non_null(strstr(r.yaml.s, "  # 'params2' allocated again for the all_gather at line "));
+                                     "  # memlife optimize (line 51): lifetimes: alloc of 'params1' "
+                                     "moved down"));
+    assert_non_null(strstr(r.yaml.s, "  # memlife optimize (added): lifetimes: 'params2' allocated "
+                                     "again for the all_gather at line "));
     /* params3's forward compute is followed by its backward gather: nothing is allocated in
      * between, so splitting it would save nothing and cost a sync */
     assert_null(strstr(r.yaml.s, "'params3' allocated again"));
