@@ -120,9 +120,25 @@ typedef struct {
     uint64_t free_in_used_segments, whole_free_segments, pending_free;
 } pred_torch_peak;
 
+/* Whether the prediction depends on where cudaMalloc put the segments (view_torch.c): the
+ * model places each new segment below the others; a second model placing them above replays
+ * the ops from the first alloc whose best fit had two equal free blocks in different segments.
+ * decides: the two models' allocated differ after some op. */
+typedef struct {
+    bool decides;
+    size_t tie_op;            /* the first such alloc, where the second model starts */
+    size_t diff_op;           /* the first op after which allocated differs */
+    uint64_t at_diff[2];      /* allocated after diff_op: [0] this model, [1] the other order
+                                 (0 when the other order ran out of memory there) */
+    uint64_t peak[2];         /* allocated's peak: [0] this model, [1] the other order (up to
+                                 its out-of-memory) */
+    size_t oom_op;            /* where the other order runs out of memory; SIZE_MAX: nowhere */
+} pred_torch_order;
+
 typedef struct {
     pred_torch_peak at[2];    /* [0] the allocated peak, [1] the reserved peak */
     uint64_t requested_peak;  /* requested_bytes' peak (it drops at free_completed) */
+    pred_torch_order order;
 } pred_torch;
 
 typedef struct {

@@ -244,6 +244,9 @@ int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diag
             hi_max[v] = hi > hi_max[v] ? hi : hi_max[v];
         }
     }
+    for (int v = 0; v < MV_COUNT && rc == 0; v++)
+        if (r.on[v] && models[v]->finish)
+            models[v]->finish(r.st[v], out);
     replay_close(&r);
     if (rc < 0) {
         floor_forward_free(fw);

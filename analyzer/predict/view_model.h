@@ -26,6 +26,9 @@ typedef struct {
      * The predictor skips the ops no model that is on reacts to: their series and bounds stay
      * what they were after the op before. */
     uint32_t kinds;
+    /* Optional: what the whole replay found, after its last op (the torch view's segment
+     * order, view_torch.c). */
+    void (*finish)(void *st, pred_rank *out);
 } pred_view_model;
 _Static_assert(OP_KIND_COUNT <= 32, "pred_view_model.kinds holds one bit per op kind");
 #define PRED_KIND(k) (1u << (k))

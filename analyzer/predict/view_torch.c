@@ -20,21 +20,41 @@
  *   E was recorded on, up to the record. wait (a stream waiting on an event) tells the host
  *   nothing.
  * - out of memory (with `limit:`): after the allocator's retry path (free cached blocks, retry)
- *   still no room: an error at the alloc, as a prediction, before anything runs. */
+ *   still no room: an error at the alloc, as a prediction, before anything runs.
+ *
+ * Segment order.  Best fit takes the lowest address among equal free blocks, and the model puts
+ * each new cudaMalloc segment below the others (what the H200's driver did in every fixture; it
+ * is not documented). At the first alloc whose best fit had an equal block in another segment
+ * (torchalloc stats' order_ties), a second model with new segments above the old replays the
+ * ops so far and then goes on beside the first; where their allocated differs, the prediction
+ * depends on the driver's placement (pred_torch_order). Up to that first tie both models make
+ * the same choices, so comparing from there misses nothing the best fit decides. The predicted
+ * numbers stay the first model's. */
 #include "predict/view_model.h"
 #include "torch/torchalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-typedef struct {
+typedef struct torch_state torch_state;
+struct torch_state {
     torchalloc *ta;
     int64_t *block;           /* [buffer] the live block id, -1 */
     uint32_t n_bufs;
     uint32_t *event_stream;   /* [event] the stream of its latest record, UINT32_MAX none */
     uint64_t *event_upto;     /* [event] that stream's submit count at the record */
     uint32_t n_events;
-} torch_state;
+    /* The segment order (top of file).  The predictor shows no refused op (expect_error): the
+     * ranges it skipped, [skip[2k], skip[2k+1]), are skipped again when the other model
+     * catches up. */
+    torch_state *alt;         /* new segments above; NULL before the first tie (or in alt) */
+    bool is_alt, alt_done;    /* alt_done: the other model ran out of memory */
+    size_t next_op;           /* the op after the last one shown */
+    size_t *skip;
+    size_t n_skip, cap_skip;
+    size_t first_tie;         /* the op of the first tie (torchalloc stats' order_ties) */
+    pred_torch_order order;
+};
 
 /* "256 MiB", "70.2 GiB", "1000 B": the sizes of an out-of-memory message, as PyTorch's own
  * ("Tried to allocate 256.00 MiB") but without trailing zeros. */
@@ -59,7 +79,7 @@ int pred_torch_conf_check(const char *text, size_t *offset, char *msg, size_t le
     return torchalloc_conf_parse(text, &conf, offset, msg, len) == 0 ? 0 : -1;
 }
 
-static void *torch_open(const rank_plan *p, ml_diags *d) {
+static void *torch_open_order(const rank_plan *p, bool alt, ml_diags *d) {
     torchalloc_conf conf;
     size_t at = 0;
     char msg[256];
@@ -83,8 +103,14 @@ static void *torch_open(const rank_plan *p, ml_diags *d) {
         st->block[k] = -1;
     for (uint32_t k = 0; k <= st->n_events; k++)
         st->event_stream[k] = UINT32_MAX;
+    st->is_alt = alt;
+    torchalloc_set_segment_order(st->ta, alt);
+    torchalloc_watch_ties(st->ta, !alt);   /* until the first tie starts the other model */
+    st->order.oom_op = SIZE_MAX;
     return st;
 }
+
+static void *torch_open(const rank_plan *p, ml_diags *d) { return torch_open_order(p, false, d); }
 
 static int out_of_memory(const rank_plan *p, const plan_op *op, const torchalloc_oom *oom,
                          ml_diags *d) {
@@ -104,8 +130,7 @@ struct torchalloc *pred_torch_model(void *state) { return ((torch_state *)state)
 
 static void submit(torch_state *st, uint32_t stream) { torchalloc_stream_submit(st->ta, stream); }
 
-static int torch_apply(void *state, const rank_plan *p, size_t i, uint64_t *live, ml_diags *d) {
-    torch_state *st = state;
+static int torch_step(torch_state *st, const rank_plan *p, size_t i, ml_diags *d) {
     const plan_op *op = &p->ops[i];
     switch (op->kind) {
     case OP_ALLOC: {
@@ -116,7 +141,7 @@ static int torch_apply(void *state, const rank_plan *p, size_t i, uint64_t *live
         uint32_t stream = op->step->kind == ST_ALLOC ? op->step->u.alloc.stream : SCHED_DEFAULT_STREAM;
         st->block[buf] = torchalloc_malloc(st->ta, op->u.alloc.bytes, stream, &oom);
         if (st->block[buf] < 0)
-            return out_of_memory(p, op, &oom, d);
+            return st->is_alt ? -1 : out_of_memory(p, op, &oom, d);
         break;
     }
     case OP_FREE:
@@ -155,10 +180,67 @@ static int torch_apply(void *state, const rank_plan *p, size_t i, uint64_t *live
     default:
         break;   /* release (no chunks here), wait, check, regions */
     }
+    return 0;
+}
+
+/* The other model across op i (caught up to op i - 1 already); it stops at its out-of-memory. */
+static void alt_step(torch_state *st, const rank_plan *p, size_t i) {
+    if (st->alt_done || torch_step(st->alt, p, i, NULL) == 0)
+        return;
+    st->alt_done = true;
+    st->order.oom_op = i;
+}
+
+/* The first tie, at op i: the other model replays ops 0..i as the predictor showed them. */
+static void alt_start(torch_state *st, const rank_plan *p, size_t i) {
+    st->alt = torch_open_order(p, true, NULL);   /* the configuration parsed already */
+    size_t k = 0, g = 0;
+    while (k <= i && !st->alt_done) {
+        if (g < st->n_skip && k == st->skip[g]) {
+            k = st->skip[g + 1];
+            g += 2;
+            continue;
+        }
+        alt_step(st, p, k++);
+    }
+}
+
+static void skipped(torch_state *st, size_t from, size_t to) {
+    if (st->n_skip + 2 > st->cap_skip) {
+        st->cap_skip = st->cap_skip ? 2 * st->cap_skip : 8;
+        st->skip = ml_xrealloc(st->skip, st->cap_skip * sizeof *st->skip);
+    }
+    st->skip[st->n_skip++] = from;
+    st->skip[st->n_skip++] = to;
+}
+
+static int torch_apply(void *state, const rank_plan *p, size_t i, uint64_t *live, ml_diags *d) {
+    torch_state *st = state;
+    if (i > st->next_op && !st->alt)
+        skipped(st, st->next_op, i);
+    st->next_op = i + 1;
+    if (torch_step(st, p, i, d) < 0)
+        return -1;
     struct torchalloc_stats s;
     torchalloc_stats(st->ta, &s);
     live[VIEW_TORCH_ALLOCATED] = s.allocated;
     live[VIEW_TORCH_RESERVED] = s.reserved;
+    if (st->alt) {
+        alt_step(st, p, i);
+    } else if (s.order_ties) {
+        st->first_tie = i;
+        torchalloc_watch_ties(st->ta, 0);
+        alt_start(st, p, i);
+    }
+    if (st->alt && !st->order.decides) {
+        struct torchalloc_stats o = {0};
+        if (!st->alt_done)
+            torchalloc_stats(st->alt->ta, &o);
+        uint64_t other = o.allocated;
+        if (st->alt_done || other != s.allocated)
+            st->order = (pred_torch_order){true, st->first_tie, i, {s.allocated, other}, {0, 0},
+                                           st->order.oom_op};
+    }
     return 0;
 }
 
@@ -194,10 +276,28 @@ static void torch_at_peak(void *state, ml_mem_view v, pred_rank *out) {
     out->torch->requested_peak = s.requested_peak;
 }
 
+/* The segment order's verdict, with both models' allocated peaks. */
+static void torch_finish(void *state, pred_rank *out) {
+    torch_state *st = state;
+    if (!out->torch)
+        out->torch = ml_xcalloc(1, sizeof *out->torch);
+    pred_torch_order *o = &out->torch->order;
+    *o = st->order;
+    if (!o->decides)
+        return;
+    struct torchalloc_stats s;
+    torchalloc_stats(st->ta, &s);
+    o->peak[0] = s.allocated_peak;
+    torchalloc_stats(st->alt->ta, &s);
+    o->peak[1] = s.allocated_peak;   /* up to its out-of-memory, if it ran out */
+}
+
 static void torch_close(void *state) {
     torch_state *st = state;
     if (!st)
         return;
+    torch_close(st->alt);
+    free(st->skip);
     torchalloc_destroy(st->ta);
     free(st->block);
     free(st->event_stream);
@@ -206,4 +306,5 @@ static void torch_close(void *state) {
 }
 
 const pred_view_model pred_view_torch = {
-    torch_open, torch_apply, NULL, torch_at_peak, torch_close, 0};   /* streams, events, syncs too */
+    torch_open, torch_apply, NULL, torch_at_peak, torch_close, 0,   /* streams, events, syncs too */
+    torch_finish};

@@ -68,7 +68,31 @@ static json_t *segments_json(const report_schedule *rs, const pred_torch_peak *p
     return a;
 }
 
-/* The torch view's details: the segments and the fragmentation at the reserved peak. */
+/* {predicted, other_order}: a value of this model and of the one with the other segment order */
+static json_t *two_orders(const uint64_t v[2]) {
+    json_t *o = json_object();
+    json_object_set_new(o, "predicted", bytes_json(v[0]));
+    json_object_set_new(o, "other_order", bytes_json(v[1]));
+    return o;
+}
+
+/* Where the segments' address order decides allocated (pred_torch_order), or null. */
+static json_t *order_json(const rank_plan *p, const pred_torch *t) {
+    if (!t || !t->order.decides)
+        return json_null();
+    const pred_torch_order *d = &t->order;
+    json_t *o = json_object();
+    json_object_set_new(o, "tie_step", step_json(p, d->tie_op));
+    json_object_set_new(o, "first_difference_step", step_json(p, d->diff_op));
+    bool oom = d->oom_op != SIZE_MAX;   /* at diff_op itself: no allocated there */
+    json_object_set_new(o, "allocated", d->oom_op == d->diff_op ? json_null() : two_orders(d->at_diff));
+    json_object_set_new(o, "peak_allocated", two_orders(d->peak));
+    json_object_set_new(o, "other_order_oom_step", oom ? step_json(p, d->oom_op) : json_null());
+    return o;
+}
+
+/* The torch view's details: the segments and the fragmentation at the reserved peak, and whether
+ * the segments' address order decides its numbers. */
 static void torch_extra(const report_schedule *rs, int r, json_t *o) {
     const pred_torch *t = rs->pred[r].torch;
     const pred_torch_peak *pk = t ? &t->at[1] : NULL;
@@ -79,6 +103,7 @@ static void torch_extra(const report_schedule *rs, int r, json_t *o) {
     json_object_set_new(f, "whole_free_segments", bytes_json(pk ? pk->whole_free_segments : 0));
     json_object_set_new(f, "pending_free", bytes_json(pk ? pk->pending_free : 0));
     json_object_set_new(o, "fragmentation", f);
+    json_object_set_new(o, "segment_order", order_json(&rs->plans[r], t));
 }
 
 /* What a view adds to its object beyond steady and peak: one row per view that has details. */

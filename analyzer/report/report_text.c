@@ -232,6 +232,62 @@ static void write_communicator(const report_schedule *rs, ml_str *out) {
     ml_str_printf(out, ")\n");
 }
 
+static bool same_order(const pred_torch_order *a, const pred_torch_order *b) {
+    return a->tie_op == b->tie_op && a->diff_op == b->diff_op && a->oom_op == b->oom_op &&
+           a->at_diff[0] == b->at_diff[0] && a->at_diff[1] == b->at_diff[1] &&
+           a->peak[0] == b->peak[0] && a->peak[1] == b->peak[1];
+}
+
+/* The torch view's prediction depends on the segments' address order (pred_torch_order): once
+ * per view, ranks with the same finding on one line. */
+static void write_segment_order(const report_schedule *rs, ml_str *out) {
+    if (!rs->pred)
+        return;
+    bool *done = ml_xcalloc((size_t)rs->world + 1, sizeof *done);
+    int *ranks = ml_xcalloc((size_t)rs->world + 1, sizeof *ranks);
+    for (int r = 0; r < rs->world; r++) {
+        const pred_torch *t = rs->pred[r].torch;
+        if (done[r] || !t || !t->order.decides)
+            continue;
+        const pred_torch_order *o = &t->order;
+        size_t n = 0;
+        for (int q = r; q < rs->world; q++)
+            if (!done[q] && rs->pred[q].torch && rs->pred[q].torch->order.decides &&
+                same_order(&rs->pred[q].torch->order, o)) {
+                done[q] = true;
+                ranks[n++] = q;
+            }
+        const rank_plan *p = &rs->plans[r];
+        char who[256];
+        report_ranks_text(ranks, n, who, sizeof who);
+        const plan_op *tie = &p->ops[o->tie_op];   /* an alloc: only malloc counts ties */
+        ml_str_printf(out, "  torch: the segments' address order decides (rank%s %s): from line %u "
+                      "(alloc '%s') best fit met equal free blocks in different segments; with "
+                      "new segments above the old, ", n > 1 ? "s" : "", who, plan_op_mark(tie).line,
+                      tie->kind == OP_ALLOC ? sched_sym_name(rs->s, SYM_BUFFER, tie->u.alloc.buf)
+                                            : report_op_label(p, o->tie_op));
+        if (o->oom_op == o->diff_op) {
+            ml_str_printf(out, "it runs out of memory at line %u",
+                          plan_op_mark(&p->ops[o->oom_op]).line);
+        } else {   /* exact bytes: the differences are often a fraction of a MiB */
+            ml_str_printf(out, "allocated after line %u is %llu B, not %llu B",
+                          plan_op_mark(&p->ops[o->diff_op]).line, (unsigned long long)o->at_diff[1],
+                          (unsigned long long)o->at_diff[0]);
+            if (o->peak[0] == o->peak[1])
+                ml_str_printf(out, ", its peak the same %llu B", (unsigned long long)o->peak[0]);
+            else
+                ml_str_printf(out, ", its peak %llu B, not %llu B", (unsigned long long)o->peak[1],
+                              (unsigned long long)o->peak[0]);
+            if (o->oom_op != SIZE_MAX)   /* the peak is the one up to there */
+                ml_str_printf(out, ", and it runs out of memory at line %u",
+                              plan_op_mark(&p->ops[o->oom_op]).line);
+        }
+        ml_str_append(out, "\n", 1);
+    }
+    free(done);
+    free(ranks);
+}
+
 static void write_measured_notes(const report_schedule *rs, ml_str *out) {
     if (!rs->measured)
         return;
@@ -294,6 +350,7 @@ void report_doc_table(const report *r, report_doc *d) {
         ml_str_append(&notes, "", 0);
         write_measured_notes(rs, &notes);
         write_time(rs, &notes);
+        write_segment_order(rs, &notes);
         write_expectations(rs, &notes);
         write_checks(rs, &notes);
         if (notes.n)

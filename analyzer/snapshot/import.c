@@ -22,6 +22,7 @@
  * allocated in address order and the import says the prelude is approximate. */
 #include "snapshot/import.h"
 #include "base/util.h"
+#include "torch/torchalloc.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -39,16 +40,21 @@
 /* ---- trace events ------------------------------------------------------------------------------ */
 
 typedef enum { A_ALLOC, A_FREE_REQ, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE, A_SEG_MAP, A_SEG_UNMAP,
-               A_OTHER } act;
+               A_OOM, A_OTHER } act;
 
+/* Every action PyTorch 2.x writes (torch/csrc/cuda/Module.cpp, action_to_str). "snapshot" and
+ * "user_defined" mark a moment and change no block; "oom" reports a failed malloc, whose
+ * releases are segment_free events of their own and whose request was never allocated (it has
+ * `device_free`, not `addr`). Any other name is refused: what it does to the blocks is unknown,
+ * and dropping it could change every number after it. */
 static const struct {
     const char *name;
     act a;
 } ACTIONS[] = {
     {"alloc", A_ALLOC},           {"free_requested", A_FREE_REQ}, {"free_completed", A_FREE_DONE},
     {"segment_alloc", A_SEG_ALLOC}, {"segment_free", A_SEG_FREE}, {"segment_map", A_SEG_MAP},
-    {"segment_unmap", A_SEG_UNMAP},
-    /* "snapshot", "oom", "free" (older releases' name) and anything newer change no block */
+    {"segment_unmap", A_SEG_UNMAP}, {"oom", A_OOM},                {"snapshot", A_OTHER},
+    {"user_defined", A_OTHER},
 };
 
 typedef struct {
@@ -64,6 +70,7 @@ typedef struct {
     int64_t size, requested;
     uint32_t stream;
     const json_t *frames;
+    const char *pending;   /* a final block freed but waiting for a stream: where, for errors */
 } blk;
 
 typedef struct {
@@ -201,6 +208,9 @@ typedef struct {
     uint32_t n_events;
     int64_t requested, requested_peak;
     bool overflow;
+    size_t ooms;        /* oom events of the trace */
+    bool no_settings;   /* the snapshot has no allocator_settings */
+    int n_devices;      /* of device_traces */
 } importer;
 
 static int fail(importer *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -397,12 +407,21 @@ static int read_trace(importer *im, const json_t *trace, int dev, tev **out, siz
             free(ev);
             return fail(im, "%s: 'action' is missing or not a string", where);
         }
-        ev[i].a = A_OTHER;
-        for (size_t k = 0; k < ML_ARRAY_LEN(ACTIONS); k++)
-            if (!strcmp(a, ACTIONS[k].name))
-                ev[i].a = ACTIONS[k].a;
-        if (ev[i].a == A_OTHER)
+        size_t k = 0;
+        while (k < ML_ARRAY_LEN(ACTIONS) && strcmp(a, ACTIONS[k].name))
+            k++;
+        if (k == ML_ARRAY_LEN(ACTIONS)) {
+            free(ev);
+            return fail(im, "%s: action '%.40s' is not one PyTorch 2.x writes (alloc, "
+                        "free_requested, free_completed, segment_alloc, segment_free, segment_map, "
+                        "segment_unmap, oom, snapshot, user_defined): what it does to the blocks "
+                        "is unknown", where, a);
+        }
+        ev[i].a = ACTIONS[k].a;
+        if (ev[i].a == A_OTHER || ev[i].a == A_OOM) {
+            im->ooms += ev[i].a == A_OOM;
             continue;
+        }
         int64_t addr;
         if (get_u(im, e, "addr", where, -1, &addr) || get_u(im, e, "size", where, -1, &ev[i].size) ||
             get_stream(im, e, where, &ev[i].stream)) {
@@ -430,7 +449,9 @@ static int read_segments(importer *im, const json_t *segs, int dev, ml_vec *out_
         if (!json_is_object(s))
             return fail(im, "%s: a segment is a dict", where);
         int64_t device, addr, size;
-        if (get_u(im, s, "device", where, 0, &device))
+        /* PyTorch writes every segment's device; without it, only a one-device snapshot says
+         * whose segment it is */
+        if (get_u(im, s, "device", where, im->n_devices == 1 ? 0 : -1, &device))
             return -1;
         if (device != dev)
             continue;
@@ -440,9 +461,25 @@ static int read_segments(importer *im, const json_t *segs, int dev, ml_vec *out_
             return -1;
         g->addr = (uint64_t)addr;
         g->size = size;
-        const char *type = json_string_value(json_object_get(s, "segment_type"));
+        const json_t *tj = json_object_get(s, "segment_type");
+        const char *type = json_string_value(tj);
+        if (tj && (!type || (strcmp(type, "small") && strcmp(type, "large"))))
+            return fail(im, "%s: 'segment_type' is not 'small' or 'large'", where);
         g->small = type ? !strcmp(type, "small") : size == SMALL_SEGMENT;
         g->expandable = json_is_true(json_object_get(s, "is_expandable"));
+        /* owner_private_pool_id: (0, 0) is the allocator's own pools; another belongs to a CUDA
+         * graph or a torch.cuda.MemPool, whose blocks best fit never offers to other requests */
+        const json_t *pool = json_object_get(s, "segment_pool_id");
+        if (pool) {
+            const json_t *p0 = json_array_get(pool, 0), *p1 = json_array_get(pool, 1);
+            if (json_array_size(pool) != 2 || !json_is_integer(p0) || !json_is_integer(p1))
+                return fail(im, "%s: 'segment_pool_id' is not a pair of integers", where);
+            if (json_integer_value(p0) || json_integer_value(p1))
+                return fail(im, "%s: in the private pool (%" JSON_INTEGER_FORMAT ", %"
+                            JSON_INTEGER_FORMAT ") of a CUDA graph or torch.cuda.MemPool, which "
+                            "the torch view does not model", where, json_integer_value(p0),
+                            json_integer_value(p1));
+        }
         if (__builtin_add_overflow(*reserved, size, reserved))
             return fail(im, "%s: the segments' sizes overflow 64 bits", where);
         const json_t *blocks = json_object_get(s, "blocks");
@@ -460,7 +497,12 @@ static int read_segments(importer *im, const json_t *segs, int dev, ml_vec *out_
                 return fail(im, "%s: 'state' is missing or not a string", bw);
             if (!strcmp(state, "inactive"))
                 continue;
+            bool pending = !strcmp(state, "active_pending_free");
+            if (!pending && strcmp(state, "active_allocated"))
+                return fail(im, "%s: state '%.40s' is not active_allocated, active_pending_free "
+                            "or inactive", bw, state);
             blk *x = ml_vec_push(live);
+            x->pending = pending ? ml_arena_strndup(im->arena, bw, strlen(bw)) : NULL;
             int64_t baddr;
             if (get_u(im, b, "address", bw, -1, &baddr) || get_u(im, b, "size", bw, -1, &x->size) ||
                 get_u(im, b, "requested_size", bw, x->size, &x->requested))
@@ -472,6 +514,109 @@ static int read_segments(importer *im, const json_t *segs, int dev, ml_vec *out_
                 __builtin_add_overflow(*allocated, x->size, allocated))
                 return fail(im, "%s: the blocks' sizes overflow 64 bits", bw);
         }
+    }
+    return 0;
+}
+
+/* A final block that waits for a stream (active_pending_free) must have its free_requested in the
+ * trace, the last event at its address: else it was freed before recording began, and the
+ * rebuilt state would hold it allocated (memory_allocated counts it; PyTorch's does not). */
+static int check_pending(importer *im, const tev *ev, size_t n, const ml_vec *live) {
+    amap last = {0};
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].a == A_ALLOC || ev[i].a == A_FREE_REQ || ev[i].a == A_FREE_DONE)
+            amap_put(&last, ev[i].addr, (uint32_t)i);
+    int rc = 0;
+    for (size_t k = 0; k < live->n && !rc; k++) {
+        const blk *x = &ML_VEC_AT(live, blk, k);
+        if (!x->pending)
+            continue;
+        long at = amap_find(&last, x->addr);
+        if (at < 0 || ev[last.val[at]].a != A_FREE_REQ)
+            rc = fail(im, "%s: freed and waiting for a stream, but its free_requested is not the "
+                      "trace's last event at 0x%" PRIx64 " (freed before recording began?): the "
+                      "rebuilt state would count it allocated", x->pending, x->addr);
+    }
+    amap_free(&last);
+    return rc;
+}
+
+/* allocator_settings (Module.cpp): PYTORCH_CUDA_ALLOC_CONF is the last configuration string
+ * parsed (the environment's, or the last torch.cuda.memory._set_allocator_settings), the other
+ * keys the allocator's state when the snapshot was taken. The schedule's torch view runs the
+ * string, so it must parse and agree with that state and with the segments; else the settings
+ * changed while the program ran, at a point the snapshot does not say. */
+static int check_settings(importer *im, const json_t *snap, const ml_vec *segs) {
+    const json_t *set = json_object_get(snap, "allocator_settings");
+    im->no_settings = !set;   /* before PyTorch 2.1: the defaults are assumed, and said */
+    if (set && !json_is_object(set))
+        return fail(im, "allocator_settings: not a dict");
+    const json_t *cj = json_object_get(set, "PYTORCH_CUDA_ALLOC_CONF");
+    if (cj && !json_is_string(cj))
+        return fail(im, "allocator_settings: 'PYTORCH_CUDA_ALLOC_CONF' is not a string");
+    const char *text = cj ? json_string_value(cj) : "";
+    torchalloc_conf c;
+    size_t at = 0;
+    char msg[200];
+    if (torchalloc_conf_parse(text, &c, &at, msg, sizeof msg))
+        return fail(im, "allocator_settings: PYTORCH_CUDA_ALLOC_CONF '%.80s', byte %zu: %s", text,
+                    at, msg);
+    const json_t *ex = json_object_get(set, "expandable_segments");
+    if (ex && (!json_is_boolean(ex) || json_is_true(ex) != (c.expandable_segments != 0)))
+        return fail(im, "allocator_settings: expandable_segments is %s, but "
+                    "PYTORCH_CUDA_ALLOC_CONF '%.80s' gives %s (the settings changed while the "
+                    "program ran?)", json_is_boolean(ex) ? (json_is_true(ex) ? "True" : "False")
+                    : "not a bool", text, c.expandable_segments ? "True" : "False");
+    /* max_split_size: int64_t of the size_t, so "unlimited" (SIZE_MAX) reads -1 */
+    const json_t *ms = json_object_get(set, "max_split_size");
+    if (ms) {
+        json_int_t v = json_integer_value(ms);
+        bool same = json_is_integer(ms) && (c.max_split_size == TORCHALLOC_UNLIMITED
+                                                ? v == -1 : v == (json_int_t)c.max_split_size);
+        if (!same)
+            return fail(im, "allocator_settings: max_split_size is %" JSON_INTEGER_FORMAT ", but "
+                        "PYTORCH_CUDA_ALLOC_CONF '%.80s' gives %" PRId64 " (the settings changed "
+                        "while the program ran?)", v, text, c.max_split_size == TORCHALLOC_UNLIMITED
+                        ? (int64_t)-1 : (int64_t)c.max_split_size);
+    }
+    const json_t *gc = json_object_get(set, "garbage_collection_threshold");
+    if (gc && (!json_is_number(gc) || json_number_value(gc) != c.garbage_collection_threshold))
+        return fail(im, "allocator_settings: garbage_collection_threshold is %g, but "
+                    "PYTORCH_CUDA_ALLOC_CONF '%.80s' gives %g (the settings changed while the "
+                    "program ran?)", json_number_value(gc), text, c.garbage_collection_threshold);
+    /* roundup_power2_divisions: {"1": d, "2": d, "4": d, ...}, keyed by the interval's lower
+     * bound in MiB; 0 and 1 both mean plain 512-byte rounding */
+    const json_t *rd = json_object_get(set, "roundup_power2_divisions");
+    if (rd && !json_is_object(rd))
+        return fail(im, "allocator_settings: 'roundup_power2_divisions' is not a dict");
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)rd, key, val) {
+        char *end;
+        unsigned long long mib = strtoull(key, &end, 10);
+        int k = 0;
+        while (k < TORCHALLOC_NDIV && (1ull << k) != mib)
+            k++;
+        if (*end || k == TORCHALLOC_NDIV || !json_is_integer(val))
+            return fail(im, "allocator_settings: roundup_power2_divisions['%.20s'] is not an "
+                        "interval (1, 2, 4, ... 32768 MiB) with an integer", key);
+        json_int_t d = json_integer_value(val);
+        uint64_t want = c.roundup_power2_divisions[k];
+        if ((d > 1 || want > 1) && (uint64_t)d != want)
+            return fail(im, "allocator_settings: roundup_power2_divisions['%s'] is %"
+                        JSON_INTEGER_FORMAT ", but PYTORCH_CUDA_ALLOC_CONF '%.80s' gives %" PRIu64
+                        " (the settings changed while the program ran?)", key, d, text, want);
+    }
+    for (size_t k = 0; k < segs->n; k++) {
+        const seg *g = &ML_VEC_AT(segs, seg, k);
+        if (g->expandable != (c.expandable_segments != 0) && !set)
+            return fail(im, "segments: the segment at 0x%" PRIx64 " is expandable, but the "
+                        "snapshot has no allocator_settings to say so", g->addr);
+        if (g->expandable != (c.expandable_segments != 0))
+            return fail(im, "segments: the segment at 0x%" PRIx64 " is %s, but "
+                        "PYTORCH_CUDA_ALLOC_CONF '%.80s' makes %s ones (the settings changed "
+                        "while the program ran?)", g->addr, g->expandable ? "expandable" :
+                        "not expandable", text, c.expandable_segments ? "expandable" : "fixed");
     }
     return 0;
 }
@@ -646,8 +791,66 @@ static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, 
 
 static bool is_seg_release(act a) { return a == A_SEG_FREE || a == A_SEG_UNMAP; }
 
-static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *live) {
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The blocks' addresses of a map, appended to v (of uint64_t). */
+static void map_keys(const amap *m, ml_vec *v) {
+    for (size_t k = 0; k < m->cap; k++)
+        if (m->used[k])
+            *(uint64_t *)ml_vec_push(v) = m->key[k];
+}
+
+/* A run of segment_free events from ev[i] becomes one empty_cache, which releases every
+ * cudaMalloc segment that holds no block (allocated or waiting for a stream). The allocator also
+ * releases fewer: garbage_collection_threshold, or the oversize blocks it frees before retrying
+ * a failed cudaMalloc (max_split_size). Such a run is refused rather than widened. Expandable
+ * segments unmap pages, not segments: not checked. */
+static int check_release(importer *im, const tev *ev, size_t n, size_t i, int dev,
+                         const ml_vec *segs, const amap *live, const amap *pending) {
+    size_t run = 0;
+    for (size_t j = i; j < n && is_seg_release(ev[j].a); j++)
+        run += ev[j].a == A_SEG_FREE;
+    if (!run)
+        return 0;
+    ml_vec addrs;
+    ml_vec_init(&addrs, sizeof(uint64_t));
+    map_keys(live, &addrs);
+    map_keys(pending, &addrs);
+    if (addrs.n)
+        qsort(addrs.items, addrs.n, sizeof(uint64_t), cmp_u64);
+    size_t empty = 0;
+    for (size_t k = 0; k < segs->n; k++) {
+        const seg *g = &ML_VEC_AT(segs, seg, k);
+        size_t lo = 0, hi = addrs.n;   /* the first block at or above the segment's start */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (ML_VEC_AT(&addrs, uint64_t, mid) < g->addr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        empty += !g->expandable && (lo == addrs.n || ML_VEC_AT(&addrs, uint64_t, lo) >=
+                                                         g->addr + (uint64_t)g->size);
+    }
+    ml_vec_free(&addrs);
+    if (run == empty)
+        return 0;
+    return fail(im, "device_traces[%d][%zu]: these segment_free events release %zu of the %zu "
+                "segments that hold no block: the allocator's garbage collection or its release "
+                "of oversize blocks before a retry, not empty_cache, which the schedule would make "
+                "of them", dev, i, run, empty);
+}
+
+static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *live,
+                        const ml_vec *init_segs) {
     amap pending = {0};   /* addr -> event of a deferred free */
+    ml_vec segs;          /* the segments now, for check_release */
+    ml_vec_init(&segs, sizeof(seg));
+    for (size_t k = 0; k < init_segs->n; k++)
+        *(seg *)ml_vec_push(&segs) = ML_VEC_AT(init_segs, seg, k);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         const tev *e = &ev[i];
@@ -687,20 +890,40 @@ static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *li
         }
         case A_FREE_DONE: {
             uint32_t evk = amap_take(&pending, e->addr);
-            if (evk != UINT32_MAX)
+            if (evk != UINT32_MAX) {
                 push(im, S_SYNC_EVENT, 0, 0, evk);
+            } else if (!(i > 0 && ev[i - 1].a == A_FREE_REQ && ev[i - 1].addr == e->addr)) {
+                /* the free waited for a stream from before recording began: the block was
+                 * pending then, which the state rebuilt from the final segments cannot know */
+                rc = fail(im, "device_traces[%d][%zu]: free_completed of 0x%" PRIx64 " without "
+                          "its free_requested in the trace (freed before recording began, "
+                          "waiting for a stream): the block's state then is unknown", dev, i,
+                          e->addr);
+            }
             break;
         }
+        case A_SEG_ALLOC:
+            *(seg *)ml_vec_push(&segs) = (seg){e->addr, e->size, e->stream, false, false};
+            break;
         case A_SEG_FREE:
         case A_SEG_UNMAP:
-            if (!(i > 0 && is_seg_release(ev[i - 1].a)))
+            if (!(i > 0 && is_seg_release(ev[i - 1].a))) {
+                rc = check_release(im, ev, n, i, dev, &segs, live, &pending);
                 push(im, S_EMPTY_CACHE, 0, 0, 0);
+            }
+            for (size_t k = 0; e->a == A_SEG_FREE && k < segs.n; k++)
+                if (ML_VEC_AT(&segs, seg, k).addr == e->addr) {
+                    ML_VEC_AT(&segs, seg, k) = ML_VEC_AT(&segs, seg, segs.n - 1);
+                    segs.n--;
+                    break;
+                }
             break;
         default:
             break;
         }
     }
     amap_free(&pending);
+    ml_vec_free(&segs);
     return rc;
 }
 
@@ -825,6 +1048,15 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
              st->prelude_steps, st->initial_segments, st->initial_blocks,
              st->exact_prelude ? "" : ", approximately (expandable segments)");
     ml_str_append(out, buf, strlen(buf));
+    if (im->no_settings)
+        ml_str_printf(out, "# The snapshot has no allocator_settings (PyTorch before 2.1?): "
+                      "PyTorch's defaults are assumed.\n");
+    if (im->ooms) {   /* the failed mallocs allocated nothing; their releases are empty_caches */
+        snprintf(buf, sizeof buf, "# %zu oom event%s: PyTorch raised OutOfMemoryError and the "
+                 "program went on; no limit here, so the torch view predicts none.\n", im->ooms,
+                 im->ooms == 1 ? "" : "s");
+        ml_str_append(out, buf, strlen(buf));
+    }
     if (!yaml_emitter_initialize(&w.em))
         return fail(im, "out of memory");
     yaml_emitter_set_output(&w.em, sink_write, out);
@@ -936,10 +1168,15 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
     ml_vec_init(&init_segs, sizeof(seg));
     ml_vec_init(&init_blocks, sizeof(blk));
     int64_t reserved_final, allocated_final;
+    im.n_devices = (int)json_array_size(traces);
     int rc = read_trace(&im, trace, o->device, &ev, &n);
     if (!rc)
         rc = read_segments(&im, segments, o->device, &segs, &live_blocks, &reserved_final,
                            &allocated_final);
+    if (!rc)
+        rc = check_settings(&im, snap, &segs);
+    if (!rc)
+        rc = check_pending(&im, ev, n, &live_blocks);
     if (!rc && (segs.n > UINT32_MAX / 2 || live_blocks.n + n > UINT32_MAX / 2))
         rc = fail(&im, "too many events or blocks");
     if (rc)
@@ -961,7 +1198,7 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
         case A_FREE_REQ:
             if (amap_find(&blk_at, e->addr) < 0) {
                 blk *x = ml_vec_push(&live_blocks);
-                *x = (blk){e->addr, round512(e->size), e->size, e->stream, NULL};
+                *x = (blk){e->addr, round512(e->size), e->size, e->stream, NULL, NULL};
                 amap_put(&blk_at, e->addr, (uint32_t)(live_blocks.n - 1));
             }
             break;
@@ -1008,7 +1245,7 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
     st->initial_blocks = init_blocks.n;
     prelude(&im, init_segs.items, init_segs.n, init_blocks.items, init_blocks.n, &live, st);
     st->prelude_steps = im.steps.n;
-    rc = replay_trace(&im, ev, n, o->device, &live);
+    rc = replay_trace(&im, ev, n, o->device, &live, &init_segs);
     if (rc)
         goto out;
     if (im.overflow) {

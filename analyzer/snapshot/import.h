@@ -15,7 +15,12 @@
  *   `segments` (as memory_viz does: an alloc in the trace did not exist before it, a freed block
  *   that the trace never allocated did) and rebuilt first, so every view is absolute from an empty
  *   allocator (import.c says how each segment is tiled);
- * - allocator_settings' PYTORCH_CUDA_ALLOC_CONF is `torch: {conf:}`;
+ * - allocator_settings' PYTORCH_CUDA_ALLOC_CONF is `torch: {conf:}`, checked against the other
+ *   settings and the segments;
+ * - snapshot, user_defined and oom events change no block; anything that would change the
+ *   numbers unseen is refused (an unknown action or block state, a private pool, a free waiting
+ *   since before recording, settings changed while running, a segment_free run that is not an
+ *   empty_cache: docs/snapshot.md);
  * - `expect:` holds the snapshot's own numbers: torch reserved steady (its final segments) and
  *   peak (its segment events), torch allocated steady (its final blocks), requested steady and
  *   peak (the sizes of its alloc and free events, the rebuilt prelude included).

@@ -135,6 +135,15 @@ void torchalloc_destroy(torchalloc *ta);
  * without a fraction set.  0 (the default): unlimited. */
 void torchalloc_set_capacity(torchalloc *ta, uint64_t bytes);
 
+/* Where new cudaMalloc segments go: below every live one (0, the default: what the H200's driver
+ * did in every fixture) or above (1).  The driver does not document its placement; a caller
+ * replays a second model with the other order to see whether a prediction depends on it
+ * (order_ties, under torchalloc_watch_ties, counts where it might).  Call before the first
+ * malloc. */
+void torchalloc_set_segment_order(torchalloc *ta, int upwards);
+/* Count order_ties from now on (1) or stop (0, the default: the check costs a few percent). */
+void torchalloc_watch_ties(torchalloc *ta, int on);
+
 /* What PyTorch's OutOfMemoryError reports. */
 typedef struct torchalloc_oom {
     uint64_t requested;  /* the caller's size */
@@ -177,6 +186,10 @@ struct torchalloc_stats {
     uint64_t segments;                  /* segments as a snapshot lists them */
     uint64_t num_allocs, num_frees, num_segment_allocs, num_segment_frees;
     uint64_t num_maps, num_unmaps, num_alloc_retries, num_ooms, num_sync_all_streams;
+    /* mallocs whose best fit had another free block of the same stream, pool and size in a
+     * different segment: the segments' address order chose between them (not a PyTorch stat);
+     * counted only while torchalloc_watch_ties is on */
+    uint64_t order_ties;
 };
 /* reserved - allocated == free_in_used_segments + whole_free_segments + pending_free. */
 void torchalloc_stats(const torchalloc *ta, struct torchalloc_stats *out);

@@ -129,6 +129,9 @@ struct torchalloc {
      * them whole; its walk-derived fields (free_in_used_segments, whole_free_segments,
      * pending_free, segments) stay 0 here and are filled by torchalloc_stats */
     struct torchalloc_stats cnt;
+    /* last, so the hot fields above keep their places (tests/bench: a few percent otherwise) */
+    int segments_up;           /* torchalloc_set_segment_order: new cudaMalloc segments above */
+    int watch_ties;            /* torchalloc_watch_ties: count order_ties */
 };
 
 /* torchblock.c: shared helpers (PyTorch's names, ta_ prefixed); the few on every event are

@@ -5,7 +5,10 @@
  * 2048 live blocks, one stream, no limit.  Timed in process CPU time, as tests/bench/cputime.c
  * does: the benchmark machines are shared and noisy.  Which machine it ran on is the caller's
  * to report.
- * Usage: torchalloc_bench [EVENTS [PYTORCH_CUDA_ALLOC_CONF [LIVE]]] (LIVE <= 65536, default 2048) */
+ * Usage: torchalloc_bench [EVENTS [PYTORCH_CUDA_ALLOC_CONF [LIVE [watch]]]] (LIVE <= 65536,
+ * default 2048; "watch": count the segment-order ties, torchalloc_watch_ties, as the torch view
+ * does until its first tie) */
+#include <string.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +50,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     torchalloc *ta = torchalloc_new(&c, 0);
+    torchalloc_watch_ties(ta, argc > 4 && !strcmp(argv[4], "watch"));
     static int64_t live[MAXLIVE];
     size_t cap = argc > 3 ? (size_t)atoll(argv[3]) : 2048;
     if (cap < 1 || cap > MAXLIVE)
@@ -72,8 +76,9 @@ int main(int argc, char **argv) {
     double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     struct torchalloc_stats st;
     torchalloc_stats(ta, &st);
-    fprintf(stderr, "torchalloc_bench: %lld events in %.3f s CPU, reserved peak %llu MiB, %llu segments\n",
-            events, s, (unsigned long long)(st.reserved_peak >> 20), (unsigned long long)st.segments);
+    fprintf(stderr, "torchalloc_bench: %lld events in %.3f s CPU, reserved peak %llu MiB, "
+            "%llu segments, %llu ties\n", events, s, (unsigned long long)(st.reserved_peak >> 20),
+            (unsigned long long)st.segments, (unsigned long long)st.order_ties);
     printf("torchalloc events/s: %.0f\n", (double)events / s);
     torchalloc_destroy(ta);
     return 0;

@@ -95,3 +95,37 @@ run predict "$TMP/rs.yaml"
 grep -q "7:26: error: record_stream of 'a' after free" "$TMP/err" && grep -q "6:11: note: 'a' was freed here" "$TMP/err" && [ "$RC" = 2 ] \
     && ok "lint: record_stream after free" \
     || not_ok "lint: record_stream after free" "exit $RC: $(cat "$TMP/err")"
+
+# The segments' address order (docs/torch.md): order_decides.yaml's comment works out both orders.
+# JSON: the first tie at c (op 4, line 25), the first difference after d (op 6, line 27): 39321600
+# predicted, 39845888 with new segments above; the peaks 41943040 and 42467328.
+run predict -f json $T/order_decides.yaml
+got=$(jq -c '.schedules[0].ranks[0].torch.segment_order | [.tie_step.index, .tie_step.line, .first_difference_step.index, .first_difference_step.line, .allocated.predicted, .allocated.other_order, .peak_allocated.predicted, .peak_allocated.other_order, .other_order_oom_step]' "$TMP/out" 2>/dev/null)
+peak=$(jq -c '.schedules[0].ranks[0].torch | [.allocated.peak, .reserved.peak]' "$TMP/out" 2>/dev/null)
+[ "$RC" = 0 ] && [ "$got" = "[4,25,6,27,39321600,39845888,41943040,42467328,null]" ] \
+    && [ "$peak" = "[41943040,41943040]" ] \
+    && ok "torch segment order decides: tie at op 4, 39321600 vs 39845888 after op 6; peaks unchanged" \
+    || not_ok "torch segment order decides" "exit $RC, got $got, peaks $peak"
+run predict $T/order_decides.yaml
+n=$(grep -c "address order decides" "$TMP/out")
+grep -qF "  torch: the segments' address order decides (rank 0): from line 25 (alloc 'c') best fit met equal free blocks in different segments; with new segments above the old, allocated after line 27 is 39845888 B, not 39321600 B, its peak 42467328 B, not 41943040 B" "$TMP/out" && [ "$n" = 1 ] \
+    && ok "torch segment order decides: one note in the table" \
+    || not_ok "torch segment order note" "$n notes: $(grep torch: "$TMP/out")"
+# A tie that does not decide (order_same.yaml): null, no note; nor in the worked example (no tie).
+run predict -f json $T/order_same.yaml
+a=$(jq -c '.schedules[0].ranks[0].torch | [.segment_order, .allocated.peak]' "$TMP/out" 2>/dev/null)
+run predict $T/order_same.yaml
+grep -q "address order" "$TMP/out" && a="$a, a note"
+run predict -f json $T/worked_example.yaml
+b=$(jq -c '[.schedules[0].ranks[].torch.segment_order]' "$TMP/out" 2>/dev/null)
+[ "$a" = "[null,39845888]" ] && [ "$b" = "[null,null]" ] \
+    && ok "torch segment order: a tie that does not decide and no tie give null, no note" \
+    || not_ok "torch segment order: no note" "order_same $a, worked example $b"
+# Under --torch-limit 50MiB the other order runs out of memory at f (line 28): its third 20 MiB
+# segment would make 60 MiB, and no segment is whole free to release; this one stays at 40 MiB.
+# Its allocated after d (39845888) is also its peak up to there.
+run predict -f json --torch-limit 50MiB $T/order_decides.yaml
+got=$(jq -c '.schedules[0].ranks[0].torch | [.segment_order.other_order_oom_step.line, .segment_order.allocated.other_order, .segment_order.peak_allocated.other_order, .allocated.peak, .reserved.peak]' "$TMP/out" 2>/dev/null)
+[ "$RC" = 0 ] && [ "$got" = "[28,39845888,39845888,41943040,41943040]" ] \
+    && ok "torch segment order: the other order's out-of-memory at line 28 under a 50 MiB limit" \
+    || not_ok "torch segment order out of memory" "exit $RC, got $got"

@@ -109,6 +109,20 @@ rc=0" ]; then
 else
     not_ok "segment order --measured" "$(echo "$got1 / $got2" | tr '\n' ' ')"
 fi
+# memlife's own report of it (docs/torch.md, segment order): the torch view's second model, new
+# segments above the old, differs first at op 638 with the GPU re-run's 112456704; the first tie
+# is op 111; the peak (166820352) is the same. a_train: no difference, null.
+"$MEMLIFE" import $SNAP/b_fsdp2.pickle -o "$TMP/b.yaml" -q
+"$MEMLIFE" import $SNAP/a_train.pickle -o "$TMP/a.yaml" -q
+"$MEMLIFE" predict -f json "$TMP/b.yaml" >"$TMP/b_pred.json"
+"$MEMLIFE" predict -f json "$TMP/a.yaml" >"$TMP/a_pred.json"
+got=$(jq -c '.schedules[0].ranks[0].torch.segment_order | [.tie_step.index, .first_difference_step.index, .allocated.predicted, .allocated.other_order, .peak_allocated.predicted, .peak_allocated.other_order]' "$TMP/b_pred.json" 2>/dev/null)
+got_a=$(jq -c '.schedules[0].ranks[0].torch.segment_order' "$TMP/a_pred.json" 2>/dev/null)
+if [ "$got" = "[111,638,111408128,112456704,166820352,166820352]" ] && [ "$got_a" = null ]; then
+    ok "segment order in memlife predict: b_fsdp2 differs at op 638 (111408128 vs 112456704), a_train null"
+else
+    not_ok "segment order in memlife predict" "b_fsdp2 $got, a_train $got_a"
+fi
 # what the replay does not cover is said, not guessed
 python3 $ORDER $SNAP/d_late.pickle >"$TMP/late.out" 2>&1
 rc=$?

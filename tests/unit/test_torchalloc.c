@@ -253,6 +253,69 @@ static void no_cross_stream_reuse(void **state) {
     torchalloc_destroy(ta);
 }
 
+/* The segments' address order (torchalloc_set_segment_order, order_ties): order_decides.yaml's
+ * steps (tests/cli/torch), its comment working out both orders. Two 20 MiB segments each with a
+ * free 2 MiB tail; a 1.5 MiB request ties. */
+static uint64_t order_case(int upwards, uint64_t *ties_at_c, uint64_t *reserved) {
+    torchalloc *ta = make("", 0);
+    torchalloc_set_segment_order(ta, upwards);
+    torchalloc_watch_ties(ta, 1);
+    int64_t x = -1;
+    for (int k = 0; k < 4; k++) {   /* a, x in S1; b, y in S2 */
+        int64_t id = m(ta, 9 * MiB, 0);
+        if (k == 1)
+            x = id;
+    }
+    struct torchalloc_stats s;
+    torchalloc_stats(ta, &s);
+    assert_int_equal(s.order_ties, 0);   /* each 9 MiB had one fitting block or none */
+    m(ta, MiB + MiB / 2, 0);             /* c: the 2 MiB tails of S1 and S2 */
+    torchalloc_stats(ta, &s);
+    *ties_at_c = s.order_ties;
+    torchalloc_free(ta, x);
+    m(ta, 8 * MiB + MiB / 2, 0);         /* d */
+    torchalloc_stats(ta, &s);
+    *reserved = s.reserved;
+    torchalloc_destroy(ta);
+    return s.allocated;
+}
+
+static void segment_order_ties(void **state) {
+    (void)state;
+    uint64_t ties, reserved;
+    /* below (the default): c in S2, d splits S1's free 11 MiB: 29 + 8.5 MiB */
+    assert_int_equal(order_case(0, &ties, &reserved), 29 * MiB + 8 * MiB + MiB / 2);
+    assert_int_equal(ties, 1);
+    assert_int_equal(reserved, 40 * MiB);
+    /* above: c in S1, d takes the 9 MiB beside it whole: 29 + 9 MiB */
+    assert_int_equal(order_case(1, &ties, &reserved), 38 * MiB);
+    assert_int_equal(ties, 1);
+    assert_int_equal(reserved, 40 * MiB);
+    /* equal sizes within one segment are no tie: two free 2 MiB blocks of one 20 MiB segment */
+    torchalloc *ta = make("", 0);
+    torchalloc_watch_ties(ta, 1);
+    int64_t id[5];
+    for (int k = 0; k < 5; k++)
+        id[k] = m(ta, 2 * MiB, 0);
+    torchalloc_free(ta, id[1]);
+    torchalloc_free(ta, id[3]);
+    m(ta, 2 * MiB, 0);
+    struct torchalloc_stats s;
+    torchalloc_stats(ta, &s);
+    assert_int_equal(s.order_ties, 0);
+    assert_int_equal(s.segments, 1);
+    torchalloc_destroy(ta);
+    /* not watched (the default): the tie is not counted, the choice the same */
+    ta = make("", 0);
+    for (int k = 0; k < 4; k++)
+        m(ta, 9 * MiB, 0);
+    m(ta, MiB + MiB / 2, 0);
+    torchalloc_stats(ta, &s);
+    assert_int_equal(s.order_ties, 0);
+    assert_int_equal(s.allocated, 38 * MiB);
+    torchalloc_destroy(ta);
+}
+
 static int completed;
 static void count_completed(void *user, torchalloc_action a, uint64_t addr, uint64_t size, uint32_t stream) {
     (void)user;
@@ -771,6 +834,7 @@ int main(void) {
         cmocka_unit_test(oversize_rules),
         cmocka_unit_test(split_remainder_edge),
         cmocka_unit_test(no_cross_stream_reuse),
+        cmocka_unit_test(segment_order_ties),
         cmocka_unit_test(record_stream_delays_reuse),
         cmocka_unit_test(empty_cache_frees_only_whole_segments),
         cmocka_unit_test(oom_retry_then_real_oom),
