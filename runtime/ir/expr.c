@@ -208,6 +208,10 @@ static expr *fail_unexpected(parser *p) {
         end = ident_end(p, p->pos);
     else if (end < p->len && strchr("=<>&|!", p->s[p->pos]) && strchr("=&|", p->s[end]))
         end++;
+    else if ((unsigned char)p->s[p->pos] >= 0xC0)
+        /* A UTF-8 character is quoted whole: one byte of it would print as a broken glyph. */
+        while (end < p->len && ((unsigned char)p->s[end] & 0xC0) == 0x80)
+            end++;
     size_t n = end - p->pos;
     if (n > 40)
         n = 40;
