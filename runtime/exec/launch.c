@@ -190,6 +190,25 @@ static void ranks_dir_make(void) {
     setenv(LAUNCH_RANKS_ENV, ranks_dir, 1);
 }
 
+/* Copies what rank 0 wrote to its stdout file (launch_rank_started) to this process's stdout.
+ * Nothing when there is no file (no directory, or rank 0 never started). */
+static void copy_rank_stdout(void) {
+    char path[PATH_MAX];
+    if (!ranks_dir[0] ||
+        (size_t)snprintf(path, sizeof path, "%s/%s", ranks_dir, LAUNCH_STDOUT_FILE) >= sizeof path)
+        return;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    char buf[1 << 16];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+        if (fwrite(buf, 1, got, stdout) != got)
+            break;
+    fclose(f);
+    fflush(stdout);
+}
+
 /* Removes the directory and what crashed ranks left in it. */
 static void ranks_dir_remove(void) {
     if (!ranks_dir[0])
@@ -260,6 +279,19 @@ void launch_rank_started(int rank) {
     ssize_t ignored = write(fd, buf, (size_t)n);
     (void)ignored;
     close(fd);
+    /* Rank 0's reports go to a file the launcher copies to its own stdout after the job: through
+     * mpirun's forwarding a failed write (a full disk, /dev/full) would be dropped and memlife
+     * would exit 0 without its output. */
+    char out[PATH_MAX];
+    if (rank == 0 && (size_t)snprintf(out, sizeof out, "%s/%s", dir, LAUNCH_STDOUT_FILE) <
+                         sizeof out) {
+        fflush(stdout);
+        int ofd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (ofd >= 0) {
+            dup2(ofd, STDOUT_FILENO);
+            close(ofd);
+        }
+    }
 }
 
 void launch_rank_finished(void) {
@@ -436,6 +468,8 @@ int launch_self(int ranks, int argc, char **argv, int *wstatus, int *forwarded, 
             rc = -1;
         }
     }
+    /* A failed write leaves stdout's error flag set: main's last check reports it (exit 3). */
+    copy_rank_stdout();
     ranks_dir_remove();
     sigprocmask(SIG_SETMASK, &old, NULL);
     /* a late notice must not end memlife (SIGUSR1's default action) */

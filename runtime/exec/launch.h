@@ -68,6 +68,8 @@ void launch_notify_abort(void);
  * MPI_Finalize. A pid reused within those 100 ms would be missed: the deadline is a backstop,
  * mpirun itself still ends the job in the usual case. No-ops in any other process. */
 #define LAUNCH_RANKS_ENV "MEMLIFE_RANKS_DIR"
+/* The file in LAUNCH_RANKS_ENV's directory holding rank 0's stdout until the job ends. */
+#define LAUNCH_STDOUT_FILE "stdout"
 void launch_rank_started(int rank);
 void launch_rank_finished(void);
 

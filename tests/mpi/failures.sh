@@ -200,3 +200,26 @@ name="no mpirun on PATH: clear error, exit 3"
 PATH=/nonexistent MEMLIFE_MPIRUN= run run schedules/seed/*allreduce_full*.yaml --ranks 2
 if [ "$RC" -eq 3 ] && grep -q "^error: no mpirun on PATH" "$TMP/err"; then ok "$name"
 else not_ok "$name" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi
+
+# Rank 0's report reaches memlife's stdout after the job (runtime/exec/launch.c): a stdout that
+# cannot be written (a full disk; /dev/full fails every write) is exit 3 with the reason, not a
+# run that exits 0 without its output (mpirun's forwarding dropped the error).
+if [ -w /dev/full ]; then
+    for cmd in "run schedules/seed/01_allreduce_full.yaml --backend host --ranks 2 -f json" \
+               "bench schedules/seed/06_bench_direct_decomposed.yaml --backend host --ranks 2 --sizes 1KiB --warmup 1 --cycles 2 -f json"; do
+        name="stdout full: ${cmd%% *} --ranks 2 exits 3"
+        # shellcheck disable=SC2086
+        timeout -k 5 120 "$MEMLIFE" $cmd >/dev/full 2>"$TMP/err"
+        RC=$?
+        if [ "$RC" -eq 3 ] && grep -q "^error: cannot write the results to stdout" "$TMP/err"; then ok "$name"
+        else not_ok "$name" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi
+    done
+    # The same run to a file: the whole report arrives (its last line is the table's last row).
+    name="run --ranks 2: rank 0's report reaches stdout whole"
+    run run schedules/seed/02_rs_only.yaml --backend host --ranks 2
+    if [ "$RC" -eq 0 ] && grep -q "^reduce-scatter-shard (schedules/seed/02_rs_only.yaml, world 2)" "$TMP/out" &&
+       [ "$(grep -c '^ *[01] ' "$TMP/out")" -ge 2 ]; then ok "$name"
+    else not_ok "$name" "exit $RC: $(head -3 "$TMP/out" | tr '\n' ' ')"; fi
+else
+    skip "stdout full" "no writable /dev/full"
+fi
