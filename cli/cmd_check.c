@@ -281,6 +281,7 @@ int cmd_check(int argc, char **argv) {
     pipeline_opts o;
     pipeline_opts_default(&o);
     o.timeline = false;   /* the gate reads peaks and steady values, no timeline */
+    o.keep_plans = false; /* nor any op but its peaks' (pipeline_opts) */
     ml_analysis an;
     rc = ml_analyze(&a, "check", &o, &an);
     if (annotate >= 0)

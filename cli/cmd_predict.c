@@ -41,6 +41,7 @@ int cmd_predict(int argc, char **argv) {
     pipeline_opts_default(&o);
     o.link = link;
     o.timeline = false;   /* the report prints no timeline */
+    o.keep_plans = false; /* nor any op but its peaks' (pipeline_opts) */
     ml_analysis an;
     rc = ml_analyze(&a, "predict", &o, &an);
     if (rc == ML_EXIT_OK && (!a.quiet || a.output))

@@ -200,6 +200,7 @@ static size_t emit_findings(lint_ctx *x, ml_diags *d) {
         free(f->text);
         free(f->ranks);
     }
+    x->n_found = 0;   /* emitted and freed (lint_walk_free frees the rest) */
     return errors;
 }
 
@@ -429,7 +430,8 @@ static void lint_coll(lint_ctx *x, const plan_op *op) {
     if (send_ok && recv_ok)
         check_races(x, op, op->u.coll.stream, seq);
     if (!ml_colls[op->u.coll.coll].p2p)   /* a send/recv pairs with one peer (lint_p2p.c) */
-        lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op);
+        lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op,
+                           (size_t)(op - x->plan->ops));
 }
 
 /* Element counts and dtypes of two views one op moves data between (copy, init from a copy);
@@ -711,26 +713,75 @@ static void lint_rank(lint_ctx *x, const rank_plan *p) {
 
 void lint_options_default(lint_options *o) { o->off = 0; }
 
+/* The walk's state between ranks (analyzer.h's lint_walk): the context of lint_rank, whose
+ * findings merge across ranks, and the options it points at. */
+struct lint_walk {
+    lint_ctx x;
+    lint_options o;
+};
+
+lint_walk *lint_walk_new(const sched *s, int world, const lint_options *o, lint_result *r) {
+    memset(r, 0, sizeof *r);
+    lint_walk *w = ml_xcalloc(1, sizeof *w);
+    if (o)
+        w->o = *o;
+    else
+        lint_options_default(&w->o);
+    lint_ctx *x = &w->x;
+    *x = (lint_ctx){.s = s, .o = &w->o, .world = world, .result = r};
+    x->n_bufs = s->syms[SYM_BUFFER].n;
+    x->n_streams = s->syms[SYM_STREAM].n ? s->syms[SYM_STREAM].n : 1;
+    x->bufs = ml_xcalloc(x->n_bufs + 1, sizeof *x->bufs);
+    x->uses = ml_xcalloc((size_t)(x->n_bufs + 1) * x->n_streams, sizeof *x->uses);
+    x->colls = ml_xcalloc((size_t)world, sizeof *x->colls);
+    lint_clocks_init(&x->clocks, x->n_streams, s->syms[SYM_EVENT].n);
+    lint_race_init(&x->race, x->n_bufs, x->n_streams);
+    ml_vec_init(&x->dyn, sizeof(plan_access));
+    return w;
+}
+
+void lint_walk_rank(lint_walk *w, const rank_plan *p) { lint_rank(&w->x, p); }
+
+bool lint_walk_needs_rank0(const lint_walk *w) {
+    return lint_code_on(w->x.o, "cross_rank") && lint_coll_seq_diverged(w->x.colls, w->x.world);
+}
+
+size_t lint_walk_end(lint_walk *w, const rank_plan *plans, bool cross, ml_diags *d) {
+    lint_ctx *x = &w->x;
+    size_t errors = emit_findings(x, d);
+    if (lint_code_on(x->o, "cross_rank") && cross)
+        errors += lint_cross_rank(plans, x->colls, x->world, d);
+    if (lint_code_on(x->o, "cross_rank"))   /* send/recv pairing is a cross-rank check too */
+        errors += lint_p2p(plans, x->world, d);
+    lint_walk_free(w);
+    return errors;
+}
+
+void lint_walk_free(lint_walk *w) {
+    lint_ctx *x = &w->x;
+    for (int rank = 0; rank < x->world; rank++)
+        lint_coll_seq_free(&x->colls[rank]);
+    for (size_t k = 0; k < x->n_found; k++) {   /* emit_findings frees what it emitted */
+        free(x->found[k].text);
+        free(x->found[k].ranks);
+    }
+    free(x->colls);
+    lint_clocks_free(&x->clocks);
+    lint_race_free(&x->race);
+    ml_vec_free(&x->dyn);
+    free(x->found);
+    free(x->index);
+    free(x->uses);
+    free(x->bufs);
+    free(w);
+}
+
 size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint_result *r,
                   ml_diags *d) {
     memset(r, 0, sizeof *r);
     if (world <= 0)
         return 0;
-    lint_options dflt;
-    if (!o) {
-        lint_options_default(&dflt);
-        o = &dflt;
-    }
-    const sched *s = plans[0].s;
-    lint_ctx x = {.s = s, .o = o, .world = world, .result = r};
-    x.n_bufs = s->syms[SYM_BUFFER].n;
-    x.n_streams = s->syms[SYM_STREAM].n ? s->syms[SYM_STREAM].n : 1;
-    x.bufs = ml_xcalloc(x.n_bufs + 1, sizeof *x.bufs);
-    x.uses = ml_xcalloc((size_t)(x.n_bufs + 1) * x.n_streams, sizeof *x.uses);
-    x.colls = ml_xcalloc((size_t)world, sizeof *x.colls);
-    lint_clocks_init(&x.clocks, x.n_streams, s->syms[SYM_EVENT].n);
-    lint_race_init(&x.race, x.n_bufs, x.n_streams);
-    ml_vec_init(&x.dyn, sizeof(plan_access));
+    lint_walk *w = lint_walk_new(plans[0].s, world, o, r);
     /* Plans that share one op array (plan_share) lint alike: a verdict depends on the ops, the
      * world and what earlier ops did, never on the rank, which only appears in message texts
      * (an in-place offset, a rank where a wrapped step does not run). So when rank 0 finds
@@ -740,26 +791,11 @@ size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint
     for (int rank = 1; rank < world; rank++)
         shared &= plans[rank].ops == plans[0].ops && plans[rank].n_ops == plans[0].n_ops &&
                   plans[rank].extra_views == plans[0].extra_views;
-    lint_rank(&x, &plans[0]);
-    bool all_alike = shared && x.n_found == 0 && r->n_rows == 0;
+    lint_walk_rank(w, &plans[0]);
+    bool all_alike = shared && w->x.n_found == 0 && r->n_rows == 0;
     for (int rank = 1; rank < world && !all_alike; rank++)
-        lint_rank(&x, &plans[rank]);
-    size_t errors = emit_findings(&x, d);
-    if (lint_code_on(o, "cross_rank") && !all_alike)
-        errors += lint_cross_rank(plans, x.colls, world, d);
-    if (lint_code_on(o, "cross_rank"))   /* send/recv pairing is a cross-rank check too */
-        errors += lint_p2p(plans, world, d);
-    for (int rank = 0; rank < world; rank++)
-        lint_coll_seq_free(&x.colls[rank]);
-    free(x.colls);
-    lint_clocks_free(&x.clocks);
-    lint_race_free(&x.race);
-    ml_vec_free(&x.dyn);
-    free(x.found);
-    free(x.index);
-    free(x.uses);
-    free(x.bufs);
-    return errors;
+        lint_walk_rank(w, &plans[rank]);
+    return lint_walk_end(w, plans, !all_alike, d);
 }
 
 void lint_result_free(lint_result *r) {

@@ -23,11 +23,13 @@ static bool same_key(const lint_coll_key *a, const lint_coll_key *b) {
            a->dtype == b->dtype && a->op == b->op;
 }
 
-void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref, const plan_op *op) {
+void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref, const plan_op *op,
+                        size_t at) {
     lint_coll_key key = key_of(op);
     if (ref) {
         if (!q->diff && (q->n >= ref->n || !same_key(&key, &ref->keys[q->n]))) {
-            q->diff = op;
+            q->diff_op = *op;   /* a copy: the pipeline's compact path frees the rank's ops */
+            q->diff = &q->diff_op;
             q->diff_at = q->n;
         }
         q->n++;
@@ -35,13 +37,13 @@ void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref, const plan_o
     }
     if (q->n == q->cap) {
         size_t cap = q->cap ? 2 * q->cap : 64;
-        const plan_op **ops = ml_xrealloc(q->ops, cap * sizeof *ops);
+        size_t *ops = ml_xrealloc(q->ops, cap * sizeof *ops);
         lint_coll_key *keys = ml_xrealloc(q->keys, cap * sizeof *keys);
         q->ops = ops;
         q->keys = keys;
         q->cap = cap;
     }
-    q->ops[q->n] = op;
+    q->ops[q->n] = at;
     q->keys[q->n++] = key;
 }
 
@@ -78,6 +80,13 @@ static ml_mark diff_mark(const sched *s, const plan_op *op, const plan_op *other
     return plan_op_mark(op);
 }
 
+bool lint_coll_seq_diverged(const lint_coll_seq *colls, int world) {
+    for (int r = 1; r < world; r++)
+        if (colls[r].diff || colls[r].n != colls[0].n)
+            return true;
+    return false;
+}
+
 size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int world,
                        ml_diags *d) {
     const char *file = plans[0].s->file;
@@ -85,12 +94,12 @@ size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int w
     size_t errors = 0;
     for (int r = 1; r < world; r++) {
         const lint_coll_seq *q = &colls[r];
-        if (!q->diff && q->n == ref->n)
+        if (!q->diff && q->n == ref->n)   /* lint_coll_seq_diverged's test */
             continue;
         errors++;
         size_t i = q->diff ? q->diff_at : q->n;   /* the first position where they differ */
         if (q->diff && i < ref->n) {
-            const plan_op *a = ref->ops[i], *b = q->diff;
+            const plan_op *a = &plans[0].ops[ref->ops[i]], *b = q->diff;
             char da[96], db[96];
             describe(a, b, da, sizeof da);
             describe(b, a, db, sizeof db);
@@ -101,9 +110,10 @@ size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int w
             ml_diag_add(d, ML_DIAG_NOTE, file, diff_mark(s, a, b), r, "cross_rank",
                         "rank 0 issues %s here", da);
         } else if (!q->diff) {   /* nothing of rank r's to point at: rank 0's collective */
-            ml_diag_add(d, ML_DIAG_ERROR, file, plan_op_mark(ref->ops[i]), r, "cross_rank",
+            const plan_op *a = &plans[0].ops[ref->ops[i]];
+            ml_diag_add(d, ML_DIAG_ERROR, file, plan_op_mark(a), r, "cross_rank",
                         "rank %d ends after %zu collectives while rank 0 issues %s here", r, i,
-                        ml_colls[ref->ops[i]->u.coll.coll].name);
+                        ml_colls[a->u.coll.coll].name);
         } else {
             ml_diag_add(d, ML_DIAG_ERROR, file, plan_op_mark(q->diff), r, "cross_rank",
                         "rank 0 ends after %zu collectives while rank %d issues %s here", i, r,

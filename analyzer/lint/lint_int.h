@@ -91,7 +91,8 @@ void lint_view_text(const sched *s, const plan_view *v, char *buf, size_t len);
  * colls[r] follows rank r's collectives that run (not those refused inside expect_error). Rank
  * 0's are kept, as the reference; every other rank's are compared with it as the walk pushes
  * them (rank 0 is walked first), so only the first difference is kept: no second pass over the
- * ops of every rank. lint_cross_rank adds one diagnostic per rank that diverges from rank 0. */
+ * ops of every rank. lint_cross_rank adds one diagnostic per rank that diverges from rank 0;
+ * plans[0] must then hold all of rank 0's ops (not plan_compact's few). */
 typedef struct {
     uint64_t count;
     int32_t root;                 /* 0 unless the collective has a root */
@@ -99,14 +100,19 @@ typedef struct {
 } lint_coll_key;                  /* what must match across ranks, in 16 bytes */
 
 typedef struct {
-    const plan_op **ops;          /* rank 0: its collectives, for messages */
+    size_t *ops;                  /* rank 0: its collectives (indices into its ops), for messages */
     lint_coll_key *keys;          /* rank 0: what every other rank must issue */
     size_t n, cap;                /* collectives pushed */
     const plan_op *diff;          /* other ranks: the first unlike rank 0's at its position */
     size_t diff_at;
+    plan_op diff_op;              /* what diff points at */
 } lint_coll_seq;
 /* ref: rank 0's sequence when q is another rank's, NULL when q is rank 0's. */
-void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref, const plan_op *op);
+/* at: op's index in its plan. */
+void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref, const plan_op *op,
+                        size_t at);
+/* True when some rank's sequence differs from rank 0's: lint_cross_rank will name rank 0's ops. */
+bool lint_coll_seq_diverged(const lint_coll_seq *colls, int world);
 void lint_coll_seq_free(lint_coll_seq *q);
 size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int world,
                        ml_diags *d);

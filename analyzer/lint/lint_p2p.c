@@ -61,6 +61,8 @@ static bool any_p2p(const rank_plan *plans, int world) {
     for (int r = 0; r < world; r++) {
         if (r > 0 && plans[r].ops == plans[0].ops)
             continue;
+        if (plans[r].kept_at)   /* compact: the pipeline compacts only where no rank has p2p */
+            continue;
         for (size_t i = 0; i < plans[r].n_ops; i++)
             if (plans[r].ops[i].kind == OP_COLL && ml_colls[plans[r].ops[i].u.coll.coll].p2p)
                 return true;

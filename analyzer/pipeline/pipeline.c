@@ -11,6 +11,7 @@ void pipeline_opts_default(pipeline_opts *o) {
     o->predict = true;
     o->expect = true;
     o->timeline = true;
+    o->keep_plans = true;
     lint_options_default(&o->lint);
 }
 
@@ -66,6 +67,16 @@ static int predict_time(const rank_plan *p, const pipeline_opts *o, pred_rank *o
     return 0;
 }
 
+/* The file's expectations against every rank's prediction (pipeline_predict's last part). */
+static int pipeline_expect(pipeline_item *it, const sched_params *p, ml_diags *d) {
+    int failures = expect_eval(it->s, it->plan_index, p, it->world, it->pred, &it->expects,
+                               &it->n_expects, d);
+    if (failures < 0)
+        return -1;
+    it->expect_failures = it->n_expects ? failures : -1;
+    return 0;
+}
+
 int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_opts *o,
                      ml_diags *d) {
     it->pred = ml_xcalloc((size_t)it->world, sizeof *it->pred);
@@ -76,14 +87,93 @@ int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_op
                  predict_time(&it->plans[r], o, &it->pred[r], d) != 0)
             return -1;
     }
-    if (!o->expect)
-        return 0;
-    int failures = expect_eval(it->s, it->plan_index, p, it->world, it->pred, &it->expects,
-                               &it->n_expects, d);
-    if (failures < 0)
-        return -1;
-    it->expect_failures = it->n_expects ? failures : -1;
-    return 0;
+    return o->expect ? pipeline_expect(it, p, d) : 0;
+}
+
+/* The ops of a rank that a report names (report_json.c, report_text.c, report_csv.c, gate.c):
+ * each series' peak step and the torch segment order's steps. Into keep; returns how many. */
+enum { PIPELINE_KEPT_MAX = VIEW_COUNT + 3 };
+static size_t reported_ops(const pred_rank *pr, size_t keep[PIPELINE_KEPT_MAX]) {
+    size_t n = 0;
+    for (int v = 0; v < VIEW_COUNT; v++)
+        keep[n++] = pr->peak_op[v];
+    if (pr->torch) {
+        keep[n++] = pr->torch->order.tie_op;
+        keep[n++] = pr->torch->order.diff_op;
+        keep[n++] = pr->torch->order.oom_op;
+    }
+    return n;
+}
+
+/* Appends src's diagnostics to d, in order, as if they had been added to d directly. */
+static void diags_append(ml_diags *d, const ml_diags *src) {
+    for (size_t k = 0; k < src->items.n; k++) {
+        const ml_diag *g = &ML_VEC_AT(&src->items, ml_diag, k);
+        ml_diag_add(d, g->level, g->file, g->mark, g->rank, g->code, "%s", g->text);
+    }
+}
+
+/* The compact path (pipeline_opts.keep_plans false, ranks that expand differently): one rank at
+ * a time, expanded into the op array the rank before gave back, linted (lint_walk) and predicted
+ * while its ops are there, then compacted to the few ops its report names (plan_compact keeps
+ * what the report reads of the rest: the first use of each collective, a timed compute). The
+ * outcome is the full path's: the same walk over the same ops in the same rank order; the
+ * predictions' diagnostics are held back until the lint has passed, where the full path makes
+ * them. Where lint must read ops again, the ranks compacted are expanded again first: all of
+ * them when a rank has a send or recv (pairing reads every op; from that rank on nothing is
+ * compacted), rank 0 when a rank's collectives diverge from its own (the messages name them).
+ * Memory: one op array at a time instead of world (a million ops is ~100 MB), whose pages are
+ * not faulted in again for each rank. */
+static int plan_rank_by_rank(const sched *s, const sched_params *pw, const pipeline_opts *o,
+                             pipeline_item *it, ml_diags *d) {
+    int world = it->world;
+    plan_recycle spare = {0};
+    plan_limits lim = {.recycle = &spare};
+    ml_diags pd;   /* the predictions' */
+    ml_diags_init(&pd);
+    it->pred = ml_xcalloc((size_t)world, sizeof *it->pred);
+    lint_walk *w = lint_walk_new(s, world, &o->lint, &it->lint);
+    bool predicted = true, p2p = false;
+    int compacted = 0;   /* ranks [0, compacted) were */
+    int rc = 0;
+    for (int r = 0; r < world; r++) {
+        rank_plan *pl = &it->plans[r];
+        if (r > 0 && plan_expand(s, it->plan_index, pw, world, r, &lim, pl, d) != 0) {
+            rc = -1;
+            break;
+        }
+        lint_walk_rank(w, pl);
+        p2p |= pl->has_p2p;
+        predicted = predicted && predict_rank_with(pl, o->timeline, &it->pred[r], &pd) == 0 &&
+                    predict_time(pl, o, &it->pred[r], &pd) == 0;
+        if (!p2p) {
+            size_t keep[PIPELINE_KEPT_MAX];
+            plan_compact(pl, keep, reported_ops(&it->pred[r], keep), &spare);
+            compacted = r + 1;
+        }
+    }
+    free(spare.ops);
+    free(spare.extra);
+    int again = 0;   /* ranks [0, again) to expand again */
+    if (rc == 0 && p2p)
+        again = compacted;
+    else if (rc == 0 && compacted > 0 && lint_walk_needs_rank0(w))
+        again = 1;
+    for (int r = 0; rc == 0 && r < again; r++) {
+        plan_free(&it->plans[r]);
+        rc = plan_expand(s, it->plan_index, pw, world, r, NULL, &it->plans[r], d);
+    }
+    if (rc != 0) {   /* as the full path: the expansion's error alone */
+        lint_walk_free(w);
+        lint_result_free(&it->lint);
+    } else if (lint_walk_end(w, it->plans, true, d) != 0) {
+        rc = -1;
+    } else {
+        diags_append(d, &pd);
+        rc = !predicted ? -1 : o->expect ? pipeline_expect(it, pw, d) : 0;
+    }
+    ml_diags_free(&pd);
+    return rc;
 }
 
 /* The fast path: when no rank can expand differently from rank 0 (plan_rank_invariant: no
@@ -103,8 +193,11 @@ int pipeline_plan(const sched *s, int plan_index, const sched_params *p, int wor
     pw.world = world;
     it->plans = ml_xcalloc((size_t)world, sizeof *it->plans);
     for (int r = 0; r < world; r++) {
-        if (r == 1)
+        if (r == 1) {
             it->shared = plan_rank_invariant(&it->plans[0], &pw);
+            if (!it->shared && !o->keep_plans && o->predict && !o->lint_diags)
+                return plan_rank_by_rank(s, &pw, o, it, d);
+        }
         if (it->shared)
             plan_share(&it->plans[0], r, &it->plans[r]);
         else if (plan_expand(s, plan_index, &pw, world, r, NULL, &it->plans[r], d) != 0)

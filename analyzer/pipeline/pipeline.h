@@ -29,6 +29,10 @@ typedef struct {
     /* Keep every rank's live bytes after every op (pred_rank.timeline): for what prints or
      * compares them (plot, trace, diff, run). Default true; predict and check turn it off. */
     bool timeline;
+    /* Keep every rank's whole plan (pipeline_item.plans) for what reads or runs its ops. Default
+     * true; predict and check turn it off: then, where ranks expand differently, a rank other
+     * than 0 keeps only the ops its report names (plan_compact; read them with plan_op_at). */
+    bool keep_plans;
 } pipeline_opts;
 
 /* The inputs of a whole run, as plain data (cli converts its options into this). */

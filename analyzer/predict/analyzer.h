@@ -85,6 +85,20 @@ void lint_options_default(lint_options *o);
 size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint_result *r,
                   ml_diags *d);
 void lint_result_free(lint_result *r);
+/* lint_plans one rank at a time, for a caller that holds one rank's plan at a time (the
+ * pipeline's compact path): lint_walk_new, then lint_walk_rank for ranks 0, 1, ... world - 1 in
+ * that order, each plan needed only during its call; then lint_walk_end with every rank's plan
+ * (cross-rank messages read rank 0's ops, where lint_walk_needs_rank0; send/recv pairing every
+ * rank's ops, where any rank_plan.has_p2p: a caller that compacted them expands them again). cross: compare
+ * the ranks' collective sequences (lint_plans leaves it out for ranks sharing one op array).
+ * lint_walk_end frees w and returns the errors added to d. */
+typedef struct lint_walk lint_walk;
+lint_walk *lint_walk_new(const sched *s, int world, const lint_options *o, lint_result *r);
+void lint_walk_rank(lint_walk *w, const rank_plan *p);
+size_t lint_walk_end(lint_walk *w, const rank_plan *plans, bool cross, ml_diags *d);
+void lint_walk_free(lint_walk *w);   /* without reporting (lint_walk_end frees it too) */
+/* True when lint_walk_end's cross-rank messages will read rank 0's ops (a rank diverges). */
+bool lint_walk_needs_rank0(const lint_walk *w);
 
 /* The first error a single collective op raises by the count/dtype/op/in-place contracts, or
  * ERR_NONE; detail gets the message text. Shared by lint and by expect_error handling. */

@@ -170,19 +170,7 @@ static const char *env_get(const char *name) { return getenv(name); }
 
 int commmodel_for_plan(const rank_plan *p, commmodel_out *out, const char **why) {
     ml_coll order[COLL_COUNT];
-    bool seen[COLL_COUNT] = {false};
-    int n = 0;
-    for (size_t k = 0; k < p->n_ops; k++) {
-        const plan_op *op = &p->ops[k];
-        if (op->kind == OP_EXPECT_BEGIN) {
-            k++;   /* refused before NCCL sees it */
-            continue;
-        }
-        if (op->kind == OP_COLL && !seen[op->u.coll.coll]) {
-            seen[op->u.coll.coll] = true;
-            order[n++] = op->u.coll.coll;
-        }
-    }
+    int n = (int)plan_first_colls(p, order);
     commmodel_in in = {.world = p->world, .gpus_per_node = p->world, .first_use = order,
                        .n_first_use = n};
     commmodel_env_read(&in.env, env_get);

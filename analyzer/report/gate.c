@@ -101,7 +101,7 @@ static void regression(const report_schedule *rs, int r, ml_mem_view v, bool pea
         size_t op = rs->pred[r].peak_op[v];
         json_t *was = json_object_get(jr, v == VIEW_REQUESTED ? "peak_step" : "device_peak_step");
         if (op < p->n_ops) {
-            at = plan_op_mark(&p->ops[op]);
+            at = plan_op_mark(plan_op_at(p, op));
             ml_str_printf(&msg, "; peak now at %u:%u %s", at.line, at.col, report_op_label(p, op));
         }
         if (json_is_object(was))

@@ -40,7 +40,7 @@ void report_peak_at(const report_schedule *rs, int r, char *buf, size_t len) {
         snprintf(buf, len, "-");
         return;
     }
-    ml_mark m = plan_op_mark(&p->ops[op]);
+    ml_mark m = plan_op_mark(plan_op_at(p, op));
     snprintf(buf, len, "%u:%u %s", m.line, m.col, report_op_label(p, op));
 }
 

@@ -92,7 +92,7 @@ void report_doc_csv_grid(const report *r, report_doc *d) {
             size_t op = p->peak_op[VIEW_REQUESTED];
             const rank_plan *plan = &rs->plans[rank];
             if (op < plan->n_ops) {
-                ml_mark m = plan_op_mark(&plan->ops[op]);
+                ml_mark m = plan_op_mark(plan_op_at(plan, op));
                 cell_u64(&g, m.line);
                 cell_u64(&g, m.col);
                 report_grid_add(&g, report_op_label(plan, op));

@@ -36,7 +36,7 @@ static json_t *view_pair(uint64_t steady, uint64_t peak) {
 static json_t *step_json(const rank_plan *p, size_t op) {
     if (op >= p->n_ops)
         return json_null();
-    ml_mark m = plan_op_mark(&p->ops[op]);
+    ml_mark m = plan_op_mark(plan_op_at(p, op));
     json_t *o = json_object();
     json_object_set_new(o, "index", json_integer((json_int_t)op));
     json_object_set_new(o, "line", json_integer(m.line));

@@ -141,12 +141,7 @@ static bool same_expect(const expect_row *a, const expect_row *b) {
  * communication. */
 static void write_time(const report_schedule *rs, ml_str *out) {
     const sched *s = rs->s;
-    bool timed_compute = false;
-    for (size_t k = 0; k < rs->plans[0].n_ops && !timed_compute; k++) {
-        const plan_op *op = &rs->plans[0].ops[k];
-        timed_compute = op->kind == OP_COMPUTE &&
-                        (op->step->u.compute.time_us || op->step->u.compute.flops);
-    }
+    bool timed_compute = plan_timed_compute(&rs->plans[0]);
     if (!rs->pred || !rs->pred[0].timed ||
         (s->syms[SYM_STREAM].n < 2 && !s->link_alpha_us && !s->link_busbw_gbps && !timed_compute))
         return;
@@ -260,7 +255,7 @@ static void write_segment_order(const report_schedule *rs, ml_str *out) {
         const rank_plan *p = &rs->plans[r];
         char who[256];
         report_ranks_text(ranks, n, who, sizeof who);
-        const plan_op *tie = &p->ops[o->tie_op];   /* an alloc: only malloc counts ties */
+        const plan_op *tie = plan_op_at(p, o->tie_op);   /* an alloc: only malloc counts ties */
         ml_str_printf(out, "  torch: the segments' address order decides (rank%s %s): from line %u "
                       "(alloc '%s') best fit met equal free blocks in different segments; with "
                       "new segments above the old, ", n > 1 ? "s" : "", who, plan_op_mark(tie).line,
@@ -268,10 +263,10 @@ static void write_segment_order(const report_schedule *rs, ml_str *out) {
                                             : report_op_label(p, o->tie_op));
         if (o->oom_op == o->diff_op) {
             ml_str_printf(out, "it runs out of memory at line %u",
-                          plan_op_mark(&p->ops[o->oom_op]).line);
+                          plan_op_mark(plan_op_at(p, o->oom_op)).line);
         } else {   /* exact bytes: the differences are often a fraction of a MiB */
             ml_str_printf(out, "allocated after line %u is %llu B, not %llu B",
-                          plan_op_mark(&p->ops[o->diff_op]).line, (unsigned long long)o->at_diff[1],
+                          plan_op_mark(plan_op_at(p, o->diff_op)).line, (unsigned long long)o->at_diff[1],
                           (unsigned long long)o->at_diff[0]);
             if (o->peak[0] == o->peak[1])
                 ml_str_printf(out, ", its peak the same %llu B", (unsigned long long)o->peak[0]);
@@ -280,7 +275,7 @@ static void write_segment_order(const report_schedule *rs, ml_str *out) {
                               (unsigned long long)o->peak[0]);
             if (o->oom_op != SIZE_MAX)   /* the peak is the one up to there */
                 ml_str_printf(out, ", and it runs out of memory at line %u",
-                              plan_op_mark(&p->ops[o->oom_op]).line);
+                              plan_op_mark(plan_op_at(p, o->oom_op)).line);
         }
         ml_str_append(out, "\n", 1);
     }

@@ -44,7 +44,7 @@ ml_measure_check *ml_measure_push_check(ml_measure *m, const char *name) {
 const char *ml_measure_op_label(const rank_plan *p, size_t op) {
     if (!p || op >= p->n_ops)
         return "-";
-    const plan_op *o = &p->ops[op];
+    const plan_op *o = plan_op_at(p, op);
     if (o->kind == OP_COLL)
         return ml_colls[o->u.coll.coll].name;
     return plan_op_names[o->kind];

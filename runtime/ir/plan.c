@@ -43,6 +43,8 @@ typedef struct {
 
     uint32_t iter, region;
     uint16_t repeat_depth;
+    bool has_p2p;             /* a send or recv op was emitted */
+    size_t spare_cap;         /* ops is a recycled array of this many ops (plan_limits), 0: not */
 } expander;
 
 /* Grows the op array to hold `need` ops. A schedule that fits under max_ops can still be more
@@ -54,7 +56,12 @@ static int grow_ops(expander *x, size_t need, ml_mark mark) {
     size_t cap = x->cap_ops ? x->cap_ops : 256;
     while (cap < need)
         cap *= 2;
-    plan_op *ops = realloc(x->ops, cap * sizeof *ops);
+    /* A recycled array that holds cap ops is used as it is, with its pages. */
+    bool spare = x->spare_cap && cap <= x->spare_cap;
+    if (spare)
+        cap = x->spare_cap;
+    x->spare_cap = 0;
+    plan_op *ops = spare ? x->ops : realloc(x->ops, cap * sizeof *ops);
     if (ops)
         x->ops = ops;
     uint16_t *depth = ops ? realloc(x->depth, cap * sizeof *depth) : NULL;
@@ -70,7 +77,7 @@ static int grow_ops(expander *x, size_t need, ml_mark mark) {
         return -1;
     }
     x->cap_ops = cap;
-    x->populated = x->n_ops;
+    x->populated = spare ? cap : x->n_ops;
     return 0;
 }
 
@@ -281,6 +288,7 @@ static int expand_coll(expander *x, const sched_step *st) {
     if (!op)
         return -1;
     ml_coll c = st->u.coll.coll;
+    x->has_p2p |= ml_colls[c].p2p;
     op->u.coll.coll = c;
     op->u.coll.op = st->u.coll.op;
     op->u.coll.stream = st->u.coll.stream;
@@ -573,6 +581,13 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
         .max_ops = limits && limits->max_ops ? limits->max_ops : 50000000,
         .region = SCHED_NO_SYM,
     };
+    if (limits && limits->recycle && limits->recycle->ops) {   /* grow_ops takes it */
+        x.ops = limits->recycle->ops;
+        x.spare_cap = limits->recycle->cap_ops;
+        x.extra = limits->recycle->extra;   /* grows as it would from empty */
+        x.cap_extra = limits->recycle->cap_extra;
+        *limits->recycle = (plan_recycle){0};
+    }
     /* One allocation for a flat schedule: growing by doubling re-faults every page once per
      * step of growth, which costs more than the walk itself at a million ops. */
     static const sched_params no_params = {0};
@@ -613,6 +628,9 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
     out->n_ops = x.n_ops;
     out->extra_views = x.extra;
     out->n_extra_views = x.n_extra;
+    out->cap_ops = x.cap_ops;
+    out->cap_extra_views = x.cap_extra;
+    out->has_p2p = x.has_p2p;
     return 0;
 }
 
@@ -624,8 +642,93 @@ void plan_free(rank_plan *p) {
         free(p->ops);
         free(p->extra_views);
         free(p->index_vals);
+        free(p->kept_at);
     }
     memset(p, 0, sizeof *p);
+}
+
+static int cmp_size(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+uint32_t plan_first_colls(const rank_plan *p, ml_coll order[COLL_COUNT]) {
+    if (p->kept_at) {
+        memcpy(order, p->first_colls, p->n_first_colls * sizeof *order);
+        return p->n_first_colls;
+    }
+    bool seen[COLL_COUNT] = {false};
+    uint32_t n = 0;
+    for (size_t k = 0; k < p->n_ops; k++) {
+        const plan_op *op = &p->ops[k];
+        if (op->kind == OP_EXPECT_BEGIN) {
+            k++;   /* refused before NCCL sees it */
+            continue;
+        }
+        if (op->kind == OP_COLL && !seen[op->u.coll.coll]) {
+            seen[op->u.coll.coll] = true;
+            order[n++] = op->u.coll.coll;
+        }
+    }
+    return n;
+}
+
+bool plan_timed_compute(const rank_plan *p) {
+    if (p->kept_at)
+        return p->timed_compute;
+    for (size_t k = 0; k < p->n_ops; k++) {
+        const plan_op *op = &p->ops[k];
+        if (op->kind == OP_COMPUTE && (op->step->u.compute.time_us || op->step->u.compute.flops))
+            return true;
+    }
+    return false;
+}
+
+void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, plan_recycle *spare) {
+    p->n_first_colls = plan_first_colls(p, p->first_colls);
+    p->timed_compute = plan_timed_compute(p);
+    size_t *at = ml_xcalloc(n_keep ? n_keep : 1, sizeof *at);
+    size_t n = 0;
+    for (size_t k = 0; k < n_keep; k++)
+        if (keep[k] < p->n_ops)
+            at[n++] = keep[k];
+    qsort(at, n, sizeof *at, cmp_size);
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        if (m == 0 || at[m - 1] != at[k])
+            at[m++] = at[k];
+    plan_op *ops = ml_xcalloc(m ? m : 1, sizeof *ops);
+    for (size_t k = 0; k < m; k++)
+        ops[k] = p->ops[at[k]];
+    if (spare && !spare->ops) {
+        *spare = (plan_recycle){.ops = p->ops, .cap_ops = p->cap_ops, .extra = p->extra_views,
+                                .cap_extra = p->cap_extra_views};
+    } else {
+        free(p->ops);
+        free(p->extra_views);
+    }
+    p->extra_views = NULL;   /* a compute's views: what walks the ops reads them */
+    p->n_extra_views = p->cap_extra_views = 0;
+    free(p->index_vals);   /* per op: what runs the ops reads them; a compact plan runs nothing */
+    p->index_vals = NULL;
+    p->ops = ops;
+    p->cap_ops = m;
+    p->kept_at = at;
+    p->n_kept = m;
+}
+
+const plan_op *plan_op_at_kept(const rank_plan *p, size_t i) {
+    size_t lo = 0, hi = p->n_kept;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->kept_at[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == p->n_kept || p->kept_at[lo] != i)   /* plan_compact kept what reports name */
+        ml_internal_error("op %zu of rank %d's compact plan was not kept", i, p->rank);
+    return &p->ops[lo];
 }
 
 const plan_view *plan_compute_views(const rank_plan *p, const plan_op *op, uint32_t *n_reads,

@@ -103,10 +103,31 @@ typedef struct {
     plan_view *extra_views;
     size_t n_extra_views;
     bool borrowed;            /* ops and extra_views belong to another rank's plan (plan_share) */
+    bool has_p2p;             /* a send or recv op is among the ops */
+    size_t cap_ops, cap_extra_views;   /* capacities, for plan_compact's spare */
+    /* A compact plan (plan_compact): ops holds only the ops kept_at[0..n_kept) names, in that
+     * (increasing) order; n_ops is still the expansion's count. NULL: every op is in ops. */
+    size_t *kept_at;
+    size_t n_kept;
+    /* What a compact plan still answers about all its ops (plan_first_colls, plan_timed_compute),
+     * taken before the ops went. */
+    ml_coll first_colls[COLL_COUNT];
+    uint32_t n_first_colls;
+    bool timed_compute;
 } rank_plan;
+
+/* An op array given back by plan_compact, for the next plan_expand to write into: at a million
+ * ops it is ~100 MB whose pages are in, and a fresh one would fault every page again. */
+typedef struct {
+    plan_op *ops;
+    size_t cap_ops;
+    plan_view *extra;         /* and the compute views' array */
+    size_t cap_extra;
+} plan_recycle;
 
 typedef struct {
     size_t max_ops;           /* unrolled ops per rank; default 50,000,000 */
+    plan_recycle *recycle;    /* non-NULL with ops: expand into these (taken, *recycle zeroed) */
 } plan_limits;
 
 /* Expands plan plan_index of s for (world, rank). Errors (a failed expression, a negative size,
@@ -123,6 +144,23 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params);
  * plan_free leaves borrowed arrays alone, so the two are freed in any order), with slots of its
  * own (slots[EXPR_SLOT_RANK] = rank, for what runs later: data patterns, checks). */
 void plan_share(const rank_plan *src, int rank, rank_plan *out);
+
+/* Keeps only ops keep[0..n_keep) of p (indices in any order, repeats and ones >= n_ops
+ * ignored): for a rank whose lint and prediction are done and whose report names a few of its
+ * ops (the peaks' steps). The big array goes to *spare when spare is non-NULL and empty, else it
+ * is freed (the compute views' array with it); index values are dropped. p must own its ops (not plan_share's borrowed ones). Read
+ * a compact plan's ops with plan_op_at, and nothing that runs or walks them. */
+void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, plan_recycle *spare);
+const plan_op *plan_op_at_kept(const rank_plan *p, size_t i);
+/* The collective kinds p issues, in the order of their first use (ops refused inside
+ * expect_error left out: NCCL never sees them). Returns how many, into order. */
+uint32_t plan_first_colls(const rank_plan *p, ml_coll order[COLL_COUNT]);
+/* True when a compute op of p has a time (`time:` or `flops:`). */
+bool plan_timed_compute(const rank_plan *p);
+/* Op i (< n_ops) of p, compact (only a kept op) or not. */
+static inline const plan_op *plan_op_at(const rank_plan *p, size_t i) {
+    return p->kept_at ? plan_op_at_kept(p, i) : &p->ops[i];
+}
 
 /* Writes the repeat-index values op was expanded with into slots (sched_n_slots of them), for
  * what is evaluated when the op runs: data patterns, closed forms of checks. */

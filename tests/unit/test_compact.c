@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/* test_compact.c — the pipeline's compact path (pipeline_opts.keep_plans false, as predict and
+ * check run it: analyzer/pipeline/pipeline.c's plan_rank_by_rank, plan_compact, lint_walk): it
+ * must change nothing but what stays in memory.
+ *
+ * Every case runs pipeline_run twice on the same file, with keep_plans true (every rank's whole
+ * plan, the reference) and false; the diagnostics (text, rank, mark, in order), the contract
+ * rows, every rank's prediction and the expectation rows must be identical. Then each rank's
+ * plan is compact or whole as the case says: a compact one keeps exactly the ops its prediction
+ * names (the peaks' steps), equal to the reference's, and still answers plan_first_colls and
+ * plan_timed_compute as the whole plan does; a whole one has the reference's ops. */
+#include "plantest.h"
+#include "pipeline/pipeline.h"
+
+#include <unistd.h>
+
+typedef struct {
+    const char *name;
+    const char *yaml;
+    int rc;                /* pipeline_run's */
+    /* per rank: 'c' compact, 'w' whole; "" when the pipeline stops before (no plans kept) */
+    const char *kept;
+} compact_case;
+
+static const compact_case cases[] = {
+    /* rank in a view: every rank expands differently; nothing else to read: all compact */
+    {"rank_in_view",
+     "world: 4\nlet: {e: 16}\nexpect:\n  requested: {peak: 640}\nsteps:\n"
+     "  - alloc: {buf: p, count: 64, dtype: bfloat16}\n  - alloc: {buf: a, bytes: 512}\n"
+     "  - compute: {reads: [p], writes: [a], time: 40}\n  - free: a\n"
+     "  - all_gather: {send: 'p[rank*e : e]', recv: p}\n  - sync: device\n"
+     "  - alloc: {buf: q, bytes: 256 * (rank + 1)}\n  - free: [q, p]\n",
+     0, "cccc"},
+    /* rank 0 alone issues a collective: the cross-rank messages name rank 0's, which is
+     * expanded again (whole); the others stay compact */
+    {"diverging_collectives",
+     "world: 4\nsteps:\n  - alloc: {buf: x, bytes: 1KiB}\n"
+     "  - when: rank == 0\n    all_reduce: {buf: x}\n  - free: x\n",
+     -1, "wccc"},
+    /* a send/recv pair on every rank: nothing is compacted */
+    {"p2p_everywhere",
+     "world: 2\nsteps:\n  - alloc: {buf: a, count: 8}\n  - alloc: {buf: b, count: 8}\n"
+     "  - group:\n      - send: {buf: a, peer: 1 - rank}\n      - recv: {buf: b, peer: 1 - rank}\n"
+     "  - free: [a, b]\n",
+     0, "ww"},
+    /* the first send on rank 2: ranks 0 and 1 were compacted and are expanded again */
+    {"p2p_from_rank_2",
+     "world: 4\nsteps:\n  - alloc: {buf: a, count: 8 * (rank + 1)}\n"
+     "  - when: rank == 2\n    send: {buf: a, peer: 3}\n  - free: a\n",
+     -1, "wwww"},
+    /* an expansion error on rank 3 alone: that error only, as the full path stops there */
+    {"expand_error_on_rank_3",
+     "world: 4\nsteps:\n  - alloc: {buf: a, bytes: 200 - 100 * rank}\n  - free: a\n",
+     -1, ""},
+    /* a lint error on every rank (use after free) with rank-dependent sizes */
+    {"lint_error_every_rank",
+     "world: 3\nsteps:\n  - alloc: {buf: a, bytes: 64 * (rank + 1)}\n  - free: a\n"
+     "  - compute: {reads: [a]}\n",
+     -1, "ccc"},
+    /* failing expectations, evaluated after the compact ranks' predictions */
+    {"expectation_fails",
+     "world: 2\nexpect:\n  requested: {peak: 1}\nsteps:\n"
+     "  - alloc: {buf: a, bytes: 64 * (rank + 1)}\n  - free: a\n",
+     0, "cc"},
+};
+
+static void run_pipeline(const char *path, bool keep, pipeline_result *res, int *rc) {
+    const char *files[1] = {path};
+    pipeline_input in = {.files = files, .n_files = 1};
+    pipeline_opts_default(&in.what);
+    in.what.keep_plans = keep;
+    *rc = pipeline_run(&in, res);
+}
+
+static void same_prediction(const pred_rank *a, const pred_rank *b) {
+    assert_int_equal(a->rank, b->rank);
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        assert_int_equal(a->steady[v], b->steady[v]);
+        assert_int_equal(a->peak[v], b->peak[v]);
+        assert_int_equal(a->peak_op[v], b->peak_op[v]);
+        assert_int_equal(a->exact[v], b->exact[v]);
+        assert_int_equal(a->peak_lo[v], b->peak_lo[v]);
+        assert_int_equal(a->peak_hi[v], b->peak_hi[v]);
+        assert_int_equal(a->n_peak_live[v], b->n_peak_live[v]);
+        if (a->n_peak_live[v])
+            assert_memory_equal(a->peak_live[v], b->peak_live[v],
+                                a->n_peak_live[v] * sizeof(uint32_t));
+    }
+    assert_int_equal(a->floor, b->floor);
+    assert_int_equal(a->timed, b->timed);
+    assert_true(a->step_us == b->step_us && a->comm_us == b->comm_us &&
+                a->exposed_comm_us == b->exposed_comm_us);
+    assert_int_equal(a->n_timeline, b->n_timeline);
+    if (a->n_timeline)
+        assert_memory_equal(a->timeline, b->timeline, a->n_timeline * sizeof *a->timeline);
+}
+
+static void same_op(const plan_op *x, const plan_op *y) {
+    plan_op xo = *x, yo = *y;   /* the steps are of two loads: their marks, then the rest */
+    assert_int_equal(xo.step->mark.line, yo.step->mark.line);
+    assert_int_equal(xo.step->mark.col, yo.step->mark.col);
+    xo.step = yo.step = NULL;
+    assert_memory_equal(&xo, &yo, sizeof xo);
+}
+
+static void compact_plan_matches(const rank_plan *x, const rank_plan *y, const pred_rank *pr) {
+    assert_non_null(x->kept_at);
+    assert_int_equal(x->n_ops, y->n_ops);
+    for (size_t k = 0; k < x->n_kept; k++) {   /* increasing, each a peak's step */
+        assert_true(k == 0 || x->kept_at[k - 1] < x->kept_at[k]);
+        bool named = false;
+        for (int v = 0; v < VIEW_COUNT; v++)
+            named |= pr->peak_op[v] == x->kept_at[k];
+        assert_true(named);
+        same_op(&x->ops[k], &y->ops[x->kept_at[k]]);
+    }
+    for (int v = 0; v < VIEW_COUNT; v++)
+        if (pr->peak_op[v] < x->n_ops)
+            same_op(plan_op_at(x, pr->peak_op[v]), &y->ops[pr->peak_op[v]]);
+    ml_coll a[COLL_COUNT], b[COLL_COUNT];
+    uint32_t na = plan_first_colls(x, a), nb = plan_first_colls(y, b);
+    assert_int_equal(na, nb);
+    if (na)
+        assert_memory_equal(a, b, na * sizeof *a);
+    assert_int_equal(plan_timed_compute(x), plan_timed_compute(y));
+    assert_null(x->extra_views);
+    assert_null(x->index_vals);
+}
+
+static void run_case(const compact_case *c) {
+    print_message("case %s\n", c->name);
+    char path[] = "/tmp/memlife-compact-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, c->yaml, strlen(c->yaml)), (ssize_t)strlen(c->yaml));
+    close(fd);
+    pipeline_result full, compact;
+    int rc_full, rc_compact;
+    run_pipeline(path, true, &full, &rc_full);
+    run_pipeline(path, false, &compact, &rc_compact);
+    unlink(path);
+    assert_int_equal(rc_full, c->rc);
+    assert_int_equal(rc_compact, c->rc);
+
+    assert_int_equal(compact.diags.items.n, full.diags.items.n);
+    assert_int_equal(compact.diags.errors, full.diags.errors);
+    for (size_t k = 0; k < full.diags.items.n; k++) {
+        const ml_diag *x = &ML_VEC_AT(&compact.diags.items, ml_diag, k);
+        const ml_diag *y = &ML_VEC_AT(&full.diags.items, ml_diag, k);
+        assert_int_equal(x->level, y->level);
+        assert_string_equal(x->text, y->text);
+        assert_int_equal(x->rank, y->rank);
+        assert_int_equal(x->mark.line, y->mark.line);
+        assert_int_equal(x->mark.col, y->mark.col);
+    }
+    assert_int_equal(compact.items.n, 1);
+    const pipeline_item *it = &ML_VEC_AT(&compact.items, pipeline_item, 0);
+    const pipeline_item *ref = &ML_VEC_AT(&full.items, pipeline_item, 0);
+    assert_false(it->shared);
+    assert_int_equal(it->lint.n_rows, ref->lint.n_rows);
+    for (size_t k = 0; k < ref->lint.n_rows; k++) {
+        assert_string_equal(it->lint.rows[k].name, ref->lint.rows[k].name);
+        assert_int_equal(it->lint.rows[k].pass, ref->lint.rows[k].pass);
+        assert_string_equal(it->lint.rows[k].detail, ref->lint.rows[k].detail);
+    }
+    if (c->rc == 0) {   /* a failed run's predictions are not read */
+        for (int r = 0; r < it->world; r++)
+            same_prediction(&it->pred[r], &ref->pred[r]);
+        assert_int_equal(it->n_expects, ref->n_expects);
+        assert_int_equal(it->expect_failures, ref->expect_failures);
+        for (size_t k = 0; k < ref->n_expects; k++) {
+            assert_int_equal(it->expects[k].got, ref->expects[k].got);
+            assert_int_equal(it->expects[k].pass, ref->expects[k].pass);
+        }
+    }
+    for (int r = 0; r < (int)strlen(c->kept); r++) {
+        const rank_plan *x = &it->plans[r], *y = &ref->plans[r];
+        assert_int_equal(x->rank, r);
+        assert_memory_equal(x->slots, y->slots,
+                            (EXPR_SLOT_FIRST_LET + x->s->n_lets) * sizeof *x->slots);
+        if (c->kept[r] == 'c') {
+            compact_plan_matches(x, y, &it->pred[r]);
+        } else {
+            assert_null(x->kept_at);
+            assert_int_equal(x->n_ops, y->n_ops);
+            for (size_t i = 0; i < x->n_ops; i++)
+                same_op(&x->ops[i], &y->ops[i]);
+        }
+    }
+    pipeline_result_free(&full);
+    pipeline_result_free(&compact);
+}
+
+static void compact_path_changes_nothing(void **state) {
+    (void)state;
+    for (size_t k = 0; k < ML_ARRAY_LEN(cases); k++)
+        run_case(&cases[k]);
+}
+
+/* plan_compact: the big arrays go to the spare once, the kept ops are the ones named (repeats
+ * and indices past the end dropped), and plan_expand writes the next rank into the spare. */
+static void compact_and_recycle(void **state) {
+    (void)state;
+    pt_run r;
+    pt_load(&r, "world: 2\nsteps:\n  - alloc: {buf: x, count: 8 * (rank + 1)}\n"
+                "  - all_reduce: {buf: x}\n  - compute: {reads: [x], writes: [x]}\n  - free: x\n",
+            0);
+    assert_int_equal(r.plans[0].n_ops, 4);
+    const plan_op *big = r.plans[0].ops;
+    const plan_view *views = r.plans[0].extra_views;
+    assert_non_null(views);
+    plan_op third = r.plans[0].ops[2];
+    plan_recycle spare = {0};
+    size_t keep[] = {2, 99, 0, 2};
+    plan_compact(&r.plans[0], keep, ML_ARRAY_LEN(keep), &spare);
+    assert_ptr_equal(spare.ops, big);
+    assert_ptr_equal(spare.extra, views);
+    assert_int_equal(r.plans[0].n_kept, 2);
+    assert_int_equal(r.plans[0].kept_at[0], 0);
+    assert_int_equal(r.plans[0].kept_at[1], 2);
+    assert_int_equal(r.plans[0].n_ops, 4);
+    assert_memory_equal(plan_op_at(&r.plans[0], 2), &third, sizeof third);
+    assert_int_equal(plan_op_at(&r.plans[0], 0)->kind, OP_ALLOC);
+    assert_int_equal(r.plans[0].n_first_colls, 1);
+    assert_int_equal(r.plans[0].first_colls[0], COLL_ALL_REDUCE);
+
+    rank_plan next = {0};
+    plan_limits lim = {.recycle = &spare};
+    sched_params p = {0};
+    assert_int_equal(plan_expand(r.s, 0, &p, 2, 1, &lim, &next, &r.d), 0);
+    assert_ptr_equal(next.ops, big);     /* written into the recycled array */
+    assert_null(spare.ops);
+    assert_int_equal(next.n_ops, 4);
+    assert_int_equal(next.ops[0].u.alloc.count, 16);   /* rank 1's: 8 * (1 + 1) */
+    plan_free(&next);
+    pt_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(compact_path_changes_nothing),
+        cmocka_unit_test(compact_and_recycle),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
