@@ -148,7 +148,9 @@ static int plan_rank_by_rank(const sched *s, const sched_params *pw, const pipel
                     predict_time(pl, o, &it->pred[r], &pd) == 0;
         if (!p2p) {
             size_t keep[PIPELINE_KEPT_MAX];
-            plan_compact(pl, keep, reported_ops(&it->pred[r], keep), &spare);
+            /* the summary for rank 0's, the one the report reads (report_text.c,
+             * report_json.c: the time line, the communication model) */
+            plan_compact(pl, keep, reported_ops(&it->pred[r], keep), r == 0, &spare);
             compacted = r + 1;
         }
     }

@@ -652,8 +652,15 @@ static int cmp_size(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* A compact plan without its summary cannot answer: its ops are gone. */
+static void need_summary(const rank_plan *p) {
+    if (!p->summary)
+        ml_internal_error("rank %d's compact plan was compacted without its summary", p->rank);
+}
+
 uint32_t plan_first_colls(const rank_plan *p, ml_coll order[COLL_COUNT]) {
     if (p->kept_at) {
+        need_summary(p);
         memcpy(order, p->first_colls, p->n_first_colls * sizeof *order);
         return p->n_first_colls;
     }
@@ -674,8 +681,10 @@ uint32_t plan_first_colls(const rank_plan *p, ml_coll order[COLL_COUNT]) {
 }
 
 bool plan_timed_compute(const rank_plan *p) {
-    if (p->kept_at)
+    if (p->kept_at) {
+        need_summary(p);
         return p->timed_compute;
+    }
     for (size_t k = 0; k < p->n_ops; k++) {
         const plan_op *op = &p->ops[k];
         if (op->kind == OP_COMPUTE && (op->step->u.compute.time_us || op->step->u.compute.flops))
@@ -684,9 +693,13 @@ bool plan_timed_compute(const rank_plan *p) {
     return false;
 }
 
-void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, plan_recycle *spare) {
-    p->n_first_colls = plan_first_colls(p, p->first_colls);
-    p->timed_compute = plan_timed_compute(p);
+void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, bool summary,
+                  plan_recycle *spare) {
+    if (summary) {
+        p->n_first_colls = plan_first_colls(p, p->first_colls);
+        p->timed_compute = plan_timed_compute(p);
+    }
+    p->summary = summary;
     size_t *at = ml_xcalloc(n_keep ? n_keep : 1, sizeof *at);
     size_t n = 0;
     for (size_t k = 0; k < n_keep; k++)

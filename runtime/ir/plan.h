@@ -114,6 +114,7 @@ typedef struct {
     ml_coll first_colls[COLL_COUNT];
     uint32_t n_first_colls;
     bool timed_compute;
+    bool summary;             /* plan_compact took them */
 } rank_plan;
 
 /* An op array given back by plan_compact, for the next plan_expand to write into: at a million
@@ -149,8 +150,11 @@ void plan_share(const rank_plan *src, int rank, rank_plan *out);
  * ignored): for a rank whose lint and prediction are done and whose report names a few of its
  * ops (the peaks' steps). The big array goes to *spare when spare is non-NULL and empty, else it
  * is freed (the compute views' array with it); index values are dropped. p must own its ops (not plan_share's borrowed ones). Read
- * a compact plan's ops with plan_op_at, and nothing that runs or walks them. */
-void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, plan_recycle *spare);
+ * a compact plan's ops with plan_op_at, and nothing that runs or walks them. summary: take what
+ * plan_first_colls and plan_timed_compute answer first (a pass over every op; a compact plan
+ * without it must not be asked). */
+void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, bool summary,
+                  plan_recycle *spare);
 const plan_op *plan_op_at_kept(const rank_plan *p, size_t i);
 /* The collective kinds p issues, in the order of their first use (ops refused inside
  * expect_error left out: NCCL never sees them). Returns how many, into order. */
