@@ -687,6 +687,8 @@ static void torch_key(writer *w, const sched *s) {
     }
     if (s->torch.limit)
         pair(w, &first, "limit", ex(s->torch.limit));
+    if (s->torch.capacity)
+        pair(w, &first, "capacity", ex(s->torch.capacity));
     lit(w, "}\n");
 }
 

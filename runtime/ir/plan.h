@@ -88,6 +88,7 @@ typedef struct {
     bool conf_from_file;      /* conf came from the schedule (conf_mark is where its text starts) */
     ml_mark conf_mark;
     uint64_t limit;           /* 0: none (set_per_process_memory_fraction times total memory) */
+    uint64_t capacity;        /* 0: unlimited; what cudaMalloc can give (no garbage collection) */
 } plan_torch;
 
 typedef struct {

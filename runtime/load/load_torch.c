@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* load_torch.c — what the schedule language says about PyTorch's caching allocator: the
- * top-level `torch: {conf: "...", limit: BYTES}` key and the steps `record_stream: {buf, stream}`
+ * top-level `torch: {conf: "...", limit: BYTES, capacity: BYTES}` key and the steps `record_stream: {buf, stream}`
  * and `empty_cache: {}`. Kept apart from the rest of the loader: only the torch view reads them.
  *
  * The conf string is checked by the caller's checker (sched_load_limits.torch_conf_check), so
@@ -10,14 +10,16 @@
 
 #include <string.h>
 
-enum { TORCH_CONF, TORCH_LIMIT };
-static const char *const torch_keys[] = {"conf", "limit"};
+enum { TORCH_CONF, TORCH_LIMIT, TORCH_CAPACITY };
+static const char *const torch_keys[] = {"conf", "limit", "capacity"};
 static const ld_schema torch_schema = LD_SCHEMA("torch", torch_keys);
 
 static int torch_value(loader *l, int key, void *obj) {
     sched_torch *t = obj;
     if (key == TORCH_LIMIT)
         return ld_expr(l, CTX_PLAIN, "limit", &t->limit);
+    if (key == TORCH_CAPACITY)
+        return ld_expr(l, CTX_PLAIN, "capacity", &t->capacity);
     if (ld_want_scalar(l, "conf"))
         return -1;
     size_t len;
@@ -43,7 +45,7 @@ int ld_torch(loader *l, ml_mark key) {
         l->ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
         return 0;   /* `torch:` alone: the default allocator */
     if (!ld_is(l, YAML_MAPPING_START_EVENT))
-        return ld_fail(l, ld_mark(l), "'torch' must be a mapping {conf: STR, limit: BYTES}");
+        return ld_fail(l, ld_mark(l), "'torch' must be a mapping {conf: STR, limit: BYTES, capacity: BYTES}");
     ld_keys k;
     return ld_map(l, &torch_schema, torch_value, t, &k);
 }

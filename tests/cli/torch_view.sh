@@ -70,6 +70,31 @@ grep -q "worked_example.yaml:18:28: error: would run out of memory at alloc 'e' 
     && ok "--torch-limit 24MiB: out of memory at 18:28 alloc 'e', reserved 20 MiB after the retry" \
     || not_ok "--torch-limit" "exit $RC: $(cat "$TMP/err")"
 
+# --torch-capacity: the same retry path as a limit (cudaMalloc fails instead of the fraction's
+# check), so the same out-of-memory, named capacity.
+run predict --torch-capacity 24MiB $T/worked_example.yaml
+grep -q "worked_example.yaml:18:28: error: would run out of memory at alloc 'e' (25 MiB): allocated 13.0 MiB, reserved 20 MiB, capacity 24 MiB" "$TMP/err" && [ "$RC" = 2 ] \
+    && ok "--torch-capacity 24MiB: out of memory at 18:28 alloc 'e', reserved 20 MiB after the retry" \
+    || not_ok "--torch-capacity" "exit $RC: $(cat "$TMP/err")"
+# `torch: {capacity:}` in the file: 2 MiB + 20 MiB + 26 MiB = 48 MiB fit under 48 MiB exactly
+# (alloc_block fails only past it)
+sed 's/^torch:.*/torch: {capacity: 48MiB}/' $T/worked_example.yaml > "$TMP/cap.yaml"
+run predict -f json "$TMP/cap.yaml"
+[ "$RC" = 0 ] && [ "$(jq '.schedules[0].ranks[0].torch.reserved.steady' "$TMP/out")" = 50331648 ] \
+    && ok "torch: {capacity: 48MiB}: the example's 50331648 B fit" \
+    || not_ok "torch capacity key" "exit $RC: $(cat "$TMP/err")"
+# One byte less, e's 26 MiB segment fails first (22 + 26 MiB
+# > 48 MiB - 1), the retry returns a's whole-free 2 MiB segment and 20 + 26 = 46 MiB fit.
+sed 's/^torch:.*/torch: {capacity: 48MiB - 1}/' $T/worked_example.yaml > "$TMP/cap.yaml"
+run predict -f json "$TMP/cap.yaml"
+[ "$RC" = 0 ] && [ "$(jq '.schedules[0].ranks[0].torch.reserved.steady' "$TMP/out")" = 48234496 ] \
+    && ok "torch: {capacity: 48MiB - 1}: the retry releases the 2 MiB segment, 48234496 B" \
+    || not_ok "torch capacity key, one byte less" "exit $RC: $(cat "$TMP/err")"
+run predict --torch-capacity 0 $T/worked_example.yaml
+[ "$RC" = 2 ] && grep -q "option '--torch-capacity' needs a positive size" "$TMP/err" \
+    && ok "--torch-capacity 0: usage error, exit 2" \
+    || not_ok "--torch-capacity 0" "exit $RC: $(cat "$TMP/err")"
+
 # A bad key inside the conf string: the column of 'foo' (2:41), exit 2.
 run predict $T/bad_conf.yaml
 grep -qx "$T/bad_conf.yaml:2:41: error: unknown key 'foo' in PYTORCH_CUDA_ALLOC_CONF" "$TMP/err" && [ "$RC" = 2 ] \
