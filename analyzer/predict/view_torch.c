@@ -100,13 +100,16 @@ static void *torch_open_order(const rank_plan *p, bool alt, ml_diags *d) {
     if (!st->ta)
         ml_out_of_memory(sizeof(torchalloc_conf));   /* the model's own state */
     torchalloc_set_capacity(st->ta, p->torch.capacity);   /* 0: unlimited */
+    torchalloc_set_segment_addresses(st->ta, p->torch.addresses, p->torch.n_addresses);
     for (uint32_t k = 0; k <= st->n_bufs; k++)
         st->block[k] = -1;
     for (uint32_t k = 0; k <= st->n_events; k++)
         st->event_stream[k] = UINT32_MAX;
     st->is_alt = alt;
     torchalloc_set_segment_order(st->ta, alt);
-    torchalloc_watch_ties(st->ta, !alt);   /* until the first tie starts the other model */
+    /* until the first tie starts the other model; with the segments' addresses given, the
+     * order is not a guess and there is no other */
+    torchalloc_watch_ties(st->ta, !alt && !p->torch.addresses);
     st->order.oom_op = SIZE_MAX;
     return st;
 }

@@ -222,6 +222,7 @@ typedef struct {
     bool is_limit;          /* limit (garbage_collection_threshold set), else capacity */
     uint64_t constant;
     limit_interval iv;
+    ml_vec seg_addrs;       /* of uint64_t: the cudaMalloc segments' addresses, in creation order */
 } importer;
 
 static int fail(importer *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -934,6 +935,7 @@ static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *li
             f->large_cached_before = run.start >= 0 ? run.large_before > 0 : large > 0;
             f->large_cached_after = large > 0;
             run.start = -1;
+            *(uint64_t *)ml_vec_push(&im->seg_addrs) = e->addr;
             *(seg *)ml_vec_push(&segs) = (seg){e->addr, e->size, e->stream, false, false};
             break;
         }
@@ -1051,8 +1053,8 @@ static int infer_constant(importer *im, const tev *ev, size_t n, int dev, int64_
     int64_t got = 0, best_got = 0;
     uint64_t best_v = cand[0];
     for (int k = 0; k < 3; k++) {
-        bad = limit_verify(&im->conf, im->is_limit, cand[k], ls, im->steps.n,
-                           (uint32_t)im->bufs.n, im->n_events, &got);
+        bad = limit_verify(&im->conf, im->is_limit, cand[k], im->seg_addrs.items, im->seg_addrs.n,
+                           ls, im->steps.n, (uint32_t)im->bufs.n, im->n_events, &got);
         if (bad == SIZE_MAX) {
             im->constant = cand[k];
             break;
@@ -1227,7 +1229,7 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
     if (im->ooms) {   /* the failed mallocs allocated nothing; their releases are empty_caches */
         snprintf(buf, sizeof buf, "# %zu oom event%s: PyTorch raised OutOfMemoryError and the "
                  "program went on; %s.\n", im->ooms, im->ooms == 1 ? "" : "s", im->n_partial ?
-                 "the failed requests are no steps, and under the constant the torch view "
+                 "the failed requests are no steps,\n# and under the constant the torch view "
                  "predicts no out-of-memory at any step (checked)" :
                  "no limit here, so the torch view predicts none");
         ml_str_append(out, buf, strlen(buf));
@@ -1281,6 +1283,16 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
     if (im->n_partial) {
         scalar(&w, constant_name(im));
         integer(&w, (int64_t)im->constant);
+    }
+    if (im->seg_addrs.n) {
+        /* which of two equal free blocks in different segments best fit takes is decided by
+         * their addresses: the driver's, which the snapshot has, not the model's guess
+         * (torchalloc_set_segment_addresses) */
+        scalar(&w, "addresses");
+        seq_start(&w, true);
+        for (size_t k = 0; k < im->seg_addrs.n; k++)
+            integer(&w, (int64_t)ML_VEC_AT(&im->seg_addrs, uint64_t, k));
+        seq_end(&w);
     }
     map_end(&w);
     scalar(&w, "expect");
@@ -1338,6 +1350,7 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
     ml_vec_init(&im.bufs, sizeof(buffer));
     ml_vec_init(&im.streams, sizeof(int64_t));
     ml_vec_init(&im.facts, sizeof(limit_fact));
+    ml_vec_init(&im.seg_addrs, sizeof(uint64_t));
     *(int64_t *)ml_vec_push(&im.streams) = 0;
     ml_vec segs, live_blocks;
     ml_vec_init(&segs, sizeof(seg));
@@ -1426,6 +1439,10 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
     st->initial_blocks = init_blocks.n;
     prelude(&im, init_segs.items, init_segs.n, init_blocks.items, init_blocks.n, &live, st);
     st->prelude_steps = im.steps.n;
+    /* the prelude makes the initial segments highest address first, one cudaMalloc each */
+    for (size_t k = 0; k < init_segs.n; k++)
+        if (!ML_VEC_AT(&init_segs, seg, k).expandable)
+            *(uint64_t *)ml_vec_push(&im.seg_addrs) = ML_VEC_AT(&init_segs, seg, k).addr;
     rc = replay_trace(&im, ev, n, o->device, &live, &init_segs, reserved0);
     if (!rc && im.n_partial)
         rc = infer_constant(&im, ev, n, o->device, reserved0, st->prelude_steps);
@@ -1476,6 +1493,7 @@ out:
     ml_vec_free(&im.bufs);
     ml_vec_free(&im.streams);
     ml_vec_free(&im.facts);
+    ml_vec_free(&im.seg_addrs);
     free(im.names);
     ml_arena_free(im.arena);
     return rc;

@@ -87,12 +87,14 @@ static void count_reserved(void *user, torchalloc_action a, uint64_t addr, uint6
 }
 
 size_t limit_verify(const torchalloc_conf *conf, bool is_limit, uint64_t value,
-                    const limit_step *s, size_t n, uint32_t nbufs, uint32_t nevents, int64_t *got) {
+                    const uint64_t *addrs, size_t naddrs, const limit_step *s, size_t n,
+                    uint32_t nbufs, uint32_t nevents, int64_t *got) {
     torchalloc *ta = torchalloc_new(conf, is_limit ? value : 0);
     if (!ta)
         ml_out_of_memory(sizeof(torchalloc_conf));
     if (!is_limit)
         torchalloc_set_capacity(ta, value);
+    torchalloc_set_segment_addresses(ta, addrs, naddrs);
     int64_t reserved = 0;
     torchalloc_set_hook(ta, count_reserved, &reserved);
     int64_t *block = ml_xmalloc(((size_t)nbufs + 1) * sizeof *block);

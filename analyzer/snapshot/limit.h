@@ -57,10 +57,12 @@ typedef struct {
     size_t at;                /* the trace entry the step stands for (SIZE_MAX: the prelude) */
 } limit_step;
 
-/* Replays steps through a model of conf with the limit (is_limit) or the capacity value.
+/* Replays steps through a model of conf with the limit (is_limit) or the capacity value, its
+ * cudaMalloc segments at addrs (n of them: torchalloc_set_segment_addresses).
  * Returns SIZE_MAX when reserved equals want after every compared step, else the first step
  * that differs, with *got the model's reserved there (-1: it predicted an out-of-memory). */
 size_t limit_verify(const torchalloc_conf *conf, bool is_limit, uint64_t value,
-                    const limit_step *s, size_t n, uint32_t nbufs, uint32_t nevents, int64_t *got);
+                    const uint64_t *addrs, size_t naddrs, const limit_step *s, size_t n,
+                    uint32_t nbufs, uint32_t nevents, int64_t *got);
 
 #endif

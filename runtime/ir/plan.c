@@ -583,7 +583,9 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
                               .conf_from_file = !tp->torch_conf && s->torch.conf,
                               .conf_mark = s->torch.conf_mark,
                               .limit = tp->has_torch_limit ? tp->torch_limit : 0,
-                              .capacity = tp->has_torch_capacity ? tp->torch_capacity : 0};
+                              .capacity = tp->has_torch_capacity ? tp->torch_capacity : 0,
+                              .addresses = s->torch.addresses,
+                              .n_addresses = s->torch.n_addresses};
     /* the file's sizes, each unless its option replaced it */
     const struct {
         expr *e;

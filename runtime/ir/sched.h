@@ -258,6 +258,8 @@ typedef struct {
     ml_mark conf_mark;    /* where the string's text starts */
     expr *limit;          /* NULL: no limit */
     expr *capacity;       /* NULL: the device's memory is unlimited (what cudaMalloc can give) */
+    uint64_t *addresses;  /* where the cudaMalloc segments lie, in the order made; NULL: none */
+    size_t n_addresses;
     ml_mark mark;         /* the `torch` key */
 } sched_torch;
 

@@ -67,7 +67,7 @@ while read -r name kind value lo hi lo_at hi_at first truth; do
     [ "$RC" = 0 ] || { not_ok "export $name" "exit $RC: $(head -2 "$TMP/err")"; continue; }
     run import "$TMP/$name.pickle" -o "$TMP/$name.imp.yaml"
     y="$TMP/$name.imp.yaml"
-    if [ "$RC" = 0 ] && grep -q "^torch: {conf: '[^']*', $kind: $value}\$" "$y" &&
+    if [ "$RC" = 0 ] && grep -q "^torch: {conf: '[^']*', $kind: $value, addresses: \[[0-9, ]*\]}\$" "$y" &&
         want_header "$y" "# 1 time (first at device_traces[0][$first]) the allocator gave back only some cached" &&
         want_header "$y" "under $kind $value, one of $lo..$hi bytes," &&
         want_header "$y" "(entry $lo_at bounds them from below, entry $hi_at from"; then

@@ -95,6 +95,20 @@ run predict --torch-capacity 0 $T/worked_example.yaml
     && ok "--torch-capacity 0: usage error, exit 2" \
     || not_ok "--torch-capacity 0" "exit $RC: $(cat "$TMP/err")"
 
+# torch: {addresses:}: the segments' addresses in the order made (decimal or 0x hex); the order
+# of the worked example's 2, 20 and 26 MiB segments changes no number there (no tie), so the
+# predictions stay 40894976 / 50331648; a value that is no integer is an error at its column.
+sed 's/^torch:.*/torch: {addresses: [0x40000000, 1048576000, 3221225472]}/' $T/worked_example.yaml > "$TMP/addr.yaml"
+run predict -f json "$TMP/addr.yaml"
+[ "$RC" = 0 ] && [ "$(jq -c '.schedules[0].ranks[0].torch | [.allocated.steady, .reserved.steady]' "$TMP/out")" = "[40894976,50331648]" ] \
+    && ok "torch: {addresses:} accepted, the worked example's numbers unchanged" \
+    || not_ok "torch addresses" "exit $RC: $(cat "$TMP/err")"
+printf 'name: x\nworld: 1\ntorch: {addresses: [1048576, 0x40000000, 12Q]}\nsteps:\n  - alloc: {buf: a, bytes: 1}\n' > "$TMP/ba.yaml"
+run predict "$TMP/ba.yaml"
+grep -qx "$TMP/ba.yaml:3:42: error: 'addresses' holds '12Q', not an address (an integer below 2^63)" "$TMP/err" && [ "$RC" = 2 ] \
+    && ok "torch addresses: '12Q' refused at its column 3:42, exit 2" \
+    || not_ok "torch addresses: bad value" "exit $RC: $(cat "$TMP/err")"
+
 # A bad key inside the conf string: the column of 'foo' (2:41), exit 2.
 run predict $T/bad_conf.yaml
 grep -qx "$T/bad_conf.yaml:2:41: error: unknown key 'foo' in PYTORCH_CUDA_ALLOC_CONF" "$TMP/err" && [ "$RC" = 2 ] \
