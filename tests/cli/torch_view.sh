@@ -150,6 +150,12 @@ n=$(grep -c "address order decides" "$TMP/out")
 grep -qF "  torch: the segments' address order decides (rank 0): from line 25 (alloc 'c') best fit met equal free blocks in different segments; with new segments above the old, allocated after line 27 is 39845888 B, not 39321600 B, its peak 42467328 B, not 41943040 B" "$TMP/out" && [ "$n" = 1 ] \
     && ok "torch segment order decides: one note in the table" \
     || not_ok "torch segment order note" "$n notes: $(grep torch: "$TMP/out")"
+# Markdown carries the same note, a list item naming the schedule (golden torch_order_decides.md:
+# the table's row, then the note; order_decides.yaml works its numbers out)
+run predict -f md $T/order_decides.yaml
+[ "$RC" = 0 ] && golden torch_order_decides.md "$TMP/out" \
+    && ok "torch segment order decides: the note in Markdown (golden)" \
+    || not_ok "torch segment order in Markdown" "exit $RC"
 # A tie that does not decide (order_same.yaml): null, no note; nor in the worked example (no tie).
 run predict -f json $T/order_same.yaml
 a=$(jq -c '.schedules[0].ranks[0].torch | [.segment_order, .allocated.peak]' "$TMP/out" 2>/dev/null)
