@@ -474,6 +474,28 @@ static void release_available_oversize(void **state) {
     torchalloc_destroy(ta);
 }
 
+/* release_available_cached_blocks (CUDACachingAllocator.cpp, 2.11) when no single cached block
+ * covers the request: "free multiple oversize blocks, starting with the largest" while
+ * totalReleased < the request, only blocks >= max_split_size of the stream; then alloc_block
+ * again with isRetry false, so num_alloc_retries stays 0 (the H200's f_retry sidecar: 0 after
+ * 15 such releases). Cached: 24, 30, 44 MiB and a 2 MiB small segment (100 MiB, limit 120);
+ * 60 MiB fits no block and 100 + 60 > 120: 44 then 30 go (74 >= 60), 24 and the small segment
+ * stay, 26 + 60 = 86 MiB. release_cached_blocks would have left 60 MiB. */
+static void release_available_largest_first(void **state) {
+    (void)state;
+    torchalloc *ta = make("max_split_size_mb:20", 120 * MiB);
+    int64_t id[4] = {m(ta, 24 * MiB, 0), m(ta, 30 * MiB, 0), m(ta, 44 * MiB, 0), m(ta, 1000, 0)};
+    for (int k = 0; k < 4; k++)
+        torchalloc_free(ta, id[k]);
+    m(ta, 60 * MiB, 0);
+    expect(ta, 60 * MiB, 86 * MiB);
+    struct torchalloc_stats s;
+    torchalloc_stats(ta, &s);
+    assert_int_equal(s.num_alloc_retries, 0);
+    assert_int_equal(s.num_segment_frees, 2);
+    torchalloc_destroy(ta);
+}
+
 static void garbage_collection_by_age(void **state) {
     (void)state;
     /* threshold 0.5 of 80 MiB = 40 MiB */
@@ -886,6 +908,7 @@ int main(void) {
         cmocka_unit_test(empty_cache_frees_only_whole_segments),
         cmocka_unit_test(oom_retry_then_real_oom),
         cmocka_unit_test(release_available_oversize),
+        cmocka_unit_test(release_available_largest_first),
         cmocka_unit_test(garbage_collection_by_age),
         cmocka_unit_test(expandable_empty_cache_unmaps),
         cmocka_unit_test(config_errors),
