@@ -1032,21 +1032,19 @@ static limit_step *verify_steps(const importer *im, const tev *ev, size_t n, int
     return ls;
 }
 
-/* Partial releases (replay_trace): the interval of constants the trace admits, then one of them
- * replayed through the model; refused where none reproduces reserved after every event. */
-static int infer_constant(importer *im, const tev *ev, size_t n, int dev, int64_t reserved0,
-                          size_t prelude_steps) {
-    double gc = im->conf.garbage_collection_threshold;
-    im->is_limit = gc > 0;
+/* One kind of constant (im->is_limit): the interval the trace admits, then its middle and its
+ * ends replayed through the model; 0, or -1 naming the entry where none reproduces the trace. */
+static int try_constant(importer *im, const limit_step *ls, int dev) {
     bool max_split = im->conf.max_split_size != TORCHALLOC_UNLIMITED;
     size_t at;
-    if (limit_interval_find(im->facts.items, im->facts.n, gc, max_split, &im->iv, &at))
+    if (limit_interval_find(im->facts.items, im->facts.n,
+                            im->is_limit ? im->conf.garbage_collection_threshold : 0, max_split,
+                            &im->iv, &at))
         return fail(im, "device_traces[%d][%zu]: no %s reproduces the releases: this "
                     "segment_alloc needs one of at least %" PRIu64 " bytes, the release before "
                     "entry %zu one of at most %" PRIu64 " (the device's free memory changed under "
                     "the program?)", dev, at, constant_name(im), im->iv.lo, im->iv.hi_at,
                     im->iv.hi);
-    limit_step *ls = verify_steps(im, ev, n, reserved0, prelude_steps);
     /* the middle first (farthest from both bounds' rounding), then the bounds themselves */
     uint64_t cand[3] = {im->iv.lo + (im->iv.hi - im->iv.lo) / 2, im->iv.lo, im->iv.hi};
     size_t best = 0, bad = 0;
@@ -1057,17 +1055,13 @@ static int infer_constant(importer *im, const tev *ev, size_t n, int dev, int64_
                            ls, im->steps.n, (uint32_t)im->bufs.n, im->n_events, &got);
         if (bad == SIZE_MAX) {
             im->constant = cand[k];
-            break;
+            return 0;
         }
         if (bad > best || k == 0) {
             best = bad;
             best_got = got;
             best_v = cand[k];
         }
-    }
-    if (bad == SIZE_MAX) {
-        free(ls);
-        return 0;
     }
     char where[64], what[160];
     if (ls[best].at == SIZE_MAX)
@@ -1079,10 +1073,33 @@ static int infer_constant(importer *im, const tev *ev, size_t n, int dev, int64_
     else
         snprintf(what, sizeof what, "the torch model's reserved after it is %" PRId64 " bytes, "
                  "the snapshot's %" PRId64, best_got, ls[best].want);
-    free(ls);
     return fail(im, "%s: no %s reproduces the trace: the segment events admit %" PRIu64 "..%"
                 PRIu64 " bytes, and with %" PRIu64 " %s (the device's free memory changed under "
                 "the program?)", where, constant_name(im), im->iv.lo, im->iv.hi, best_v, what);
+}
+
+/* Partial releases (replay_trace): a limit when garbage_collection_threshold is set
+ * (constant_name says why), else a capacity. With both the threshold and max_split_size the
+ * releases may be the oversize release alone in a program that set no fraction (the threshold
+ * then does nothing): a capacity is tried when no limit reproduces the trace, and the limit's
+ * reason is the one given when neither does. */
+static int infer_constant(importer *im, const tev *ev, size_t n, int dev, int64_t reserved0,
+                          size_t prelude_steps) {
+    limit_step *ls = verify_steps(im, ev, n, reserved0, prelude_steps);
+    im->is_limit = im->conf.garbage_collection_threshold > 0;
+    int rc = try_constant(im, ls, dev);
+    if (rc && im->is_limit && im->conf.max_split_size != TORCHALLOC_UNLIMITED) {
+        char *first = ml_xstrdup(im->err);
+        im->is_limit = false;
+        rc = try_constant(im, ls, dev);
+        if (rc) {
+            im->is_limit = true;
+            snprintf(im->err, im->errlen, "%s", first);
+        }
+        free(first);
+    }
+    free(ls);
+    return rc;
 }
 
 /* ---- writing ----------------------------------------------------------------------------------- */

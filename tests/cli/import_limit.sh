@@ -58,10 +58,17 @@ steps:
   - free: b
   - alloc: {buf: c, bytes: 50MiB}
 EOF
+# (3) The same under garbage_collection_threshold:0.6 as well, still a full device and no
+# fraction (GC then does nothing): a limit is tried first and fails, since under any limit the
+# segment events admit (125829120..209715199: 0.6 L < 120 MiB below 200 MiB) GC would free both
+# cached segments before c (reserved 120 MiB over 0.6 L, a's and b's ages equal); the capacity of
+# (2) reproduces it.
+sed 's/max_split_size_mb:32/garbage_collection_threshold:0.6,max_split_size_mb:32/' "$TMP/retry.yaml" >"$TMP/retry_gc.yaml"
 # name, kind, constant, lo, hi, lo entry, hi entry, first partial run, the schedule's own
 # constant (120 MiB, 150 MiB), which the interval the import writes must contain
 CASES="gc limit 131071999 104857600 157286399 10 16 14 125829120
-retry capacity 152043519 125829120 178257919 2 9 8 157286400"
+retry capacity 152043519 125829120 178257919 2 9 8 157286400
+retry_gc capacity 152043519 125829120 178257919 2 9 8 157286400"
 while read -r name kind value lo hi lo_at hi_at first truth; do
     run export --memory-viz "$TMP/$name.yaml" -o "$TMP/$name.pickle"
     [ "$RC" = 0 ] || { not_ok "export $name" "exit $RC: $(head -2 "$TMP/err")"; continue; }
