@@ -486,7 +486,18 @@ static int t_rank_init(rt_rank *r, char *err, size_t len) {
     snprintf(creq, need, "conf %s\n", conf && *conf ? conf : "-");
     int rc = rpc(creq, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len);
     free(creq);
-    return rc != 0 ? -1 : 0;
+    if (rc != 0)
+        return -1;
+    /* `torch: {limit:}`: the run's allocator gets the same allowed maximum as the view (the
+     * driver sets the memory fraction whose product with the device's memory is this limit), so
+     * garbage collection and the releases before a retry happen where the view predicts them. */
+    if (r->plan->torch.limit) {
+        char lreq[48];
+        snprintf(lreq, sizeof lreq, "limit %" PRIu64 "\n", r->plan->torch.limit);
+        if (rpc(lreq, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 static uint32_t mem_id(const rt_mem *m) { return (uint32_t)(uintptr_t)m->impl; }

@@ -174,3 +174,17 @@ got=$(jq -c '.schedules[0].ranks[0].torch | [.segment_order.other_order_oom_step
 [ "$RC" = 0 ] && [ "$got" = "[28,39845888,39845888,41943040,41943040]" ] \
     && ok "torch segment order: the other order's out-of-memory at line 28 under a 50 MiB limit" \
     || not_ok "torch segment order out of memory" "exit $RC, got $got"
+# Releases under a limit (numbers worked out in each file's comment): the oversize blocks freed
+# before a retry (limit_oversize.yaml: reserved 170 MiB at the end, 200 at the peak) and garbage
+# collection (limit_gc.yaml: 120 MiB; without the threshold the cached 40 MiB segment stays: 160).
+for f in limit_oversize limit_gc; do
+    run check $T/$f.yaml
+    [ "$RC" = 0 ] && grep -q '(4 expectations)' "$TMP/out" \
+        && ok "torch check: $f's allocated/reserved hold" \
+        || not_ok "torch check: $f" "exit $RC: $(head -c 300 "$TMP/out" "$TMP/err")"
+done
+run predict -f json --torch-conf roundup_power2_divisions:1 $T/limit_gc.yaml
+got=$(jq -c '.schedules[0].ranks[0].torch.reserved.steady' "$TMP/out" 2>/dev/null)
+[ "$RC" = 0 ] && [ "$got" = 167772160 ] \
+    && ok "torch: limit_gc.yaml without the threshold keeps 160 MiB reserved" \
+    || not_ok "torch: limit_gc.yaml without the threshold" "exit $RC, got $got"

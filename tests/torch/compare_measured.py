@@ -5,7 +5,15 @@
 k-th sample of a track is the value after op k) against what `memlife run --backend torch --format json` measured on a GPU (each
 timeline sample's pool_used = memory_allocated and pool_reserved = memory_reserved after op k),
 for every rank of the run's one schedule. Prints `ok - NAME: allocated and reserved exact at N of
-N ops on R ranks`, or `not ok - NAME: ...` with the first difference."""
+N ops on R ranks`, or `not ok - NAME: ...` with the first difference.
+
+One difference is not a failure: the one the torch view itself announces. When best fit has two
+equal free blocks in different segments, the choice follows the segments' addresses, which
+cudaMalloc decides; `memlife predict --format json` then reports torch.segment_order with the first
+op where the other order changes memory_allocated and the value it gives there. A first difference
+at exactly that op, with the measured allocated equal to that other-order value, is reported as
+such (`ok - ...: exact at K of K ops before op D, where the segment order decides`); the rest of
+such a run is checked against its own segment addresses by segment_order.py."""
 import json
 import trace_counters
 import os
@@ -31,6 +39,16 @@ def predicted(memlife, yaml_path, args, n_ops):
     return rows
 
 
+def segment_order(memlife, yaml_path, args, rank):
+    r = subprocess.run([memlife, "predict", yaml_path, "--format", "json"] + args,
+                       capture_output=True, text=True)
+    if r.returncode:
+        return None
+    ranks = json.loads(r.stdout)["schedules"][0]["ranks"]
+    mine = [x for x in ranks if x["rank"] == rank]
+    return (mine[0].get("torch") or {}).get("segment_order") if mine else None
+
+
 def main():
     memlife, run_path, yaml_path, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     with open(run_path) as f:
@@ -49,6 +67,15 @@ def main():
             want = (pred[k]["allocated"], pred[k]["reserved"])
             got = (e["pool_used"], e["pool_reserved"])
             if want != got:
+                order = segment_order(memlife, yaml_path, args, rank["rank"])
+                if (order and order["first_difference_step"]["index"] == k and
+                        got[0] == order["allocated"]["other_order"] and got[1] == want[1]):
+                    print("ok - %s: rank %d: allocated and reserved exact at %d of %d ops before op %d "
+                          "(%s, line %d), where the segment order decides (torch.segment_order): "
+                          "measured allocated %d = the other order's, predicted %d"
+                          % (name, rank["rank"], checked, checked, k, e["op"], e["line"], got[0],
+                             order["allocated"]["predicted"]))
+                    return 0
                 print("not ok - %s: rank %d op %d (%s, line %d): measured allocated/reserved %d/%d, "
                       "predicted %d/%d" % (name, rank["rank"], k, e["op"], e["line"], got[0], got[1],
                                            want[0], want[1]))

@@ -10,6 +10,16 @@ the end, and allocated/reserved/requested after each training phase).
     b_fsdp2          the same under FSDP2 fully_shard at world 1 (nccl), recorded from the start
     c_expandable     a_train with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
     d_late           a_train recorded only after the model and optimizer exist
+  Under a memory fraction (set_per_process_memory_fraction), with varying sequence lengths (batch
+  32, six iterations), so that the allocator must give segments back while the program runs: the
+  limit is set between the peak allocated and the peak reserved of an unlimited calibration run of
+  the same program (the sidecar's allowed_memory_maximum is the allocator's exact value).
+    e_gc             garbage_collection_threshold:0.6 (partial releases by garbage collection)
+    f_retry          max_split_size_mb:32 (release_available_cached_blocks: oversize blocks freed
+                     before the retry of a cudaMalloc over the limit)
+    g_retry_full     default settings (release_cached_blocks: every unsplit free segment, then retry)
+    h_oom            f_retry, then a request of the whole limit that fails (caught: an `oom` entry),
+                     then one more iteration
 
 Usage (GPU machine with PyTorch):
     python3 tests/torch/record_snapshots.py --out DIR [--only REGEX] [-j 4]
@@ -29,7 +39,14 @@ CASES = {
     "b_fsdp2": {"conf": "", "fsdp": True, "late": False},
     "c_expandable": {"conf": "expandable_segments:True", "fsdp": False, "late": False},
     "d_late": {"conf": "", "fsdp": False, "late": True},
+    "e_gc": {"conf": "garbage_collection_threshold:0.6", "fsdp": False, "late": False, "limit": 0.5},
+    "f_retry": {"conf": "max_split_size_mb:32", "fsdp": False, "late": False, "limit": 0.5},
+    "g_retry_full": {"conf": "", "fsdp": False, "late": False, "limit": 0.5},
+    "h_oom": {"conf": "max_split_size_mb:32", "fsdp": False, "late": False, "limit": 0.5, "oom": True},
 }
+# The limited cases' program: a longer, variable-length run, so that freed activations of one
+# length are cached blocks of the wrong size for the next (what makes the allocator release).
+LIMITED_BATCH, LIMITED_SEQS = 32, (256, 384, 192, 448, 320, 128)
 MAX_ENTRIES = 100_000
 MAX_PICKLE = 4 * 1024 * 1024
 D_MODEL, NHEAD, FF, LAYERS, VOCAB, BATCH, SEQ = 256, 8, 1024, 3, 1000, 8, 128
@@ -41,22 +58,32 @@ STAT_KEYS = ("allocated_bytes.all.current", "allocated_bytes.all.peak",
              "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free")
 
 
-def child(name, out_dir):
+def child(name, out_dir, calibrate=False):
     import torch
     import torch.nn as nn
 
     case = CASES[name]
+    limited = "limit" in case
+    batch, seqs = (LIMITED_BATCH, LIMITED_SEQS) if limited else (BATCH, (SEQ, SEQ))
     side = {"name": name, "torch": torch.__version__, "conf": case["conf"],
             "env_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
             "model": {"d_model": D_MODEL, "nhead": NHEAD, "dim_feedforward": FF, "layers": LAYERS,
-                      "vocab": VOCAB, "batch": BATCH, "seq": SEQ, "optimizer": "AdamW",
-                      "iterations": 2, "fsdp2": case["fsdp"]},
+                      "vocab": VOCAB, "batch": batch, "seq": list(seqs), "optimizer": "AdamW",
+                      "iterations": len(seqs), "fsdp2": case["fsdp"]},
             "recorded_from": "after model and optimizer" if case["late"] else "process start",
             "phases": [], "error": None}
     dev = torch.device("cuda", 0)
     torch.cuda.set_device(dev)
     torch.manual_seed(0)
     side["device"] = torch.cuda.get_device_name(dev)
+    if limited and not calibrate:
+        # allowed_memory_maximum = (size_t)(fraction * total): the same double product here
+        total = torch.cuda.get_device_properties(dev).total_memory
+        limit = int(os.environ["MEMLIFE_RECORD_LIMIT"])
+        fraction = limit / total
+        torch.cuda.set_per_process_memory_fraction(fraction, dev)
+        side["limit"] = {"fraction": fraction, "total_memory": total,
+                         "allowed_memory_maximum": int(fraction * total), "asked": limit}
 
     def phase(label):
         torch.cuda.synchronize(dev)
@@ -73,7 +100,7 @@ def child(name, out_dir):
                                                  max_entries=MAX_ENTRIES)
 
     try:
-        if not case["late"]:
+        if not case["late"] and not calibrate:
             record()
         phase("start")
         if case["fsdp"]:
@@ -107,9 +134,21 @@ def child(name, out_dir):
         if case["late"]:
             record()
         gen = torch.Generator(device="cpu").manual_seed(1)
-        for it in range(2):
-            x = torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen).to(dev)
-            y = torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen).to(dev)
+        its = list(enumerate(seqs))
+        if case.get("oom") and not calibrate:
+            its.append(("oom", None))
+            its.append((len(seqs), seqs[0]))
+        for it, seq in its:
+            if seq is None:
+                try:  # the whole limit: fails after both releases, PyTorch raises
+                    torch.empty(side["limit"]["allowed_memory_maximum"], dtype=torch.uint8, device=dev)
+                    side["oom_raised"] = False
+                except torch.OutOfMemoryError:
+                    side["oom_raised"] = True
+                phase("oom")
+                continue
+            x = torch.randint(0, VOCAB, (batch, seq), generator=gen).to(dev)
+            y = torch.randint(0, VOCAB, (batch, seq), generator=gen).to(dev)
             phase(f"iter{it}.inputs")
             logits = model(x)
             loss = nn.functional.cross_entropy(logits.view(-1, VOCAB), y.view(-1))
@@ -124,6 +163,11 @@ def child(name, out_dir):
         torch.cuda.synchronize(dev)
         st = torch.cuda.memory_stats(dev)
         side["final_stats"] = {k: st.get(k) for k in STAT_KEYS}
+        if calibrate:
+            with open(os.path.join(out_dir, name + ".calib.json"), "w") as f:
+                json.dump({"max_allocated": torch.cuda.max_memory_allocated(dev),
+                           "max_reserved": torch.cuda.max_memory_reserved(dev)}, f)
+            return 0
         side["final"] = {"allocated": torch.cuda.memory_allocated(dev),
                          "reserved": torch.cuda.memory_reserved(dev),
                          "max_allocated": torch.cuda.max_memory_allocated(dev),
@@ -178,17 +222,31 @@ def run_case(name, out_dir, timeout, port):
     env["PYTHONUNBUFFERED"] = "1"
     env["MASTER_PORT"] = str(port)
     t0 = time.time()
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", name, out_dir]
     try:
-        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name, out_dir],
-                           env=env, capture_output=True, text=True, timeout=timeout)
+        if "limit" in CASES[name]:
+            # an unlimited, unrecorded run of the same program first: its peaks place the limit
+            p = subprocess.run(cmd + ["--calibrate"], env=env, capture_output=True, text=True,
+                               timeout=timeout)
+            with open(os.path.join(out_dir, name + ".calib.json")) as f:
+                cal = json.load(f)
+            k = CASES[name]["limit"]
+            env["MEMLIFE_RECORD_LIMIT"] = str(int(cal["max_allocated"] +
+                                                  k * (cal["max_reserved"] - cal["max_allocated"])))
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
         rc, err = p.returncode, p.stderr[-1500:]
     except subprocess.TimeoutExpired:
         rc, err = "timeout", ""
+    except (OSError, ValueError, KeyError) as e:
+        rc, err = "calibration failed", str(e)
     info = {"name": name, "rc": rc, "seconds": round(time.time() - t0, 1), "stderr_tail": err}
     try:
         with open(os.path.join(out_dir, name + ".json")) as f:
             side = json.load(f)
-        info.update({k: side.get(k) for k in ("error", "pickle_bytes", "trace_entries", "segments")})
+        info.update({k: side.get(k) for k in ("error", "pickle_bytes", "trace_entries", "segments",
+                                              "limit", "oom_raised")})
+        info["retries_ooms"] = [(side.get("final_stats") or {}).get(k) for k in ("num_alloc_retries", "num_ooms")]
+        info["actions"] = side.get("actions")
     except Exception as e:
         info["error"] = f"no sidecar ({e})"
     return info
@@ -201,9 +259,10 @@ def main():
     ap.add_argument("-j", "--jobs", type=int, default=4)
     ap.add_argument("--timeout", type=float, default=150)
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--calibrate", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        sys.exit(child(*a.child))
+        sys.exit(child(*a.child, calibrate=a.calibrate))
     if not a.out:
         ap.error("--out is required")
     os.makedirs(a.out, exist_ok=True)

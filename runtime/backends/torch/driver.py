@@ -20,6 +20,7 @@ completes before the next, as on memlife's host backend.
 Standard library and torch only. Exit codes: 0 after `quit`, 9 when torch cannot be imported
 (memlife then tries the next interpreter), 3 on a failure it could not report."""
 import datetime
+import math
 import os
 import sys
 import time
@@ -223,6 +224,26 @@ class Driver:
             torch.cuda.memory._set_allocator_settings(text)
         return ""
 
+    def limit(self, n):
+        # the schedule's torch `limit:` (the torch view's allowed maximum) as PyTorch's own:
+        # set_per_process_memory_fraction makes allowed_memory_maximum (size_t)(fraction * total),
+        # total from cudaMemGetInfo; the fraction is the double whose product is exactly the
+        # limit above what the allocator holds now (the view starts from an empty allocator)
+        if not self.cuda:
+            return ""
+        total = torch.cuda.mem_get_info(self.device)[1]
+        want = n + torch.cuda.memory_reserved(self.device)
+        if want > total:
+            raise ValueError("torch limit %d bytes is more than the device's %d" % (want, total))
+        f = want / total
+        for _ in range(64):
+            got = int(f * total)
+            if got == want:
+                torch.cuda.set_per_process_memory_fraction(f, self.device)
+                return "%d" % got
+            f = math.nextafter(f, 2.0 if got < want else 0.0)
+        raise ValueError("no memory fraction gives exactly %d of %d bytes" % (want, total))
+
     def open_streams(self, n):
         # streams 1 .. n-1 now, before the baseline (stream 0 is the default stream)
         for s in range(1, n):
@@ -338,7 +359,7 @@ def main():
     out.flush()
     ints = {"alloc": (0, 1, 2, 4), "free": (0,), "coll": (1, 2, 3, 4, 5, 8, 9, 10),
             "sync": (1, 2), "record": (0, 1), "wait": (0, 1), "write": (0, 1, 2),
-            "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1), "open_streams": (0,),
+            "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1), "open_streams": (0,), "limit": (0,),
             "time_begin": (0,)}
     while True:
         line = inp.readline()
