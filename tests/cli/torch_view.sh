@@ -95,6 +95,15 @@ run predict --torch-capacity 0 $T/worked_example.yaml
     && ok "--torch-capacity 0: usage error, exit 2" \
     || not_ok "--torch-capacity 0" "exit $RC: $(cat "$TMP/err")"
 
+# On the torch backend a capacity runs as a memory fraction at it (the same failing comparison
+# and retries); with garbage_collection_threshold the fraction would turn garbage collection on,
+# which a capacity never does: refused when the rank is set up, exit 3.
+sed 's/^torch:.*/torch: {conf: "garbage_collection_threshold:0.5", capacity: 100MiB}/' $T/worked_example.yaml > "$TMP/capgc.yaml"
+run run --backend torch "$TMP/capgc.yaml"
+[ "$RC" = 3 ] && grep -qF "torch capacity with garbage_collection_threshold: a device's memory can be bounded only by a memory fraction, which turns garbage collection on" "$TMP/err" \
+    && ok "run --backend torch: a capacity with garbage_collection_threshold refused, exit 3" \
+    || not_ok "run --backend torch: capacity with gc" "exit $RC: $(head -2 "$TMP/err")"
+
 # torch: {addresses:}: the segments' addresses in the order made (decimal or 0x hex); the order
 # of the worked example's 2, 20 and 26 MiB segments changes no number there (no tie), so the
 # predictions stay 40894976 / 50331648; a value that is no integer is an error at its column.
