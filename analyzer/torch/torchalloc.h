@@ -9,8 +9,9 @@
  * unmapped ranges ordered by (stream, address), segments as linked block chains) so that ties
  * are broken the same way; only the device is fake: addresses are deterministic and 2 MiB
  * aligned (each new cudaMalloc segment below the ones before it, as the H200's driver placed them
- * in the fixtures; expandable segments upwards), and "cudaMalloc fails" means a configured limit
- * is crossed.
+ * in the fixtures, unless the caller lists the real ones: torchalloc_set_segment_addresses;
+ * expandable segments upwards), and "cudaMalloc fails" means a configured limit or capacity is
+ * crossed.
  *
  * Depends only on libc.  Not thread safe (PyTorch holds one lock per device; so does the
  * caller).  One torchalloc models one device's DeviceCachingAllocator.
