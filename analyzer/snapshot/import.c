@@ -950,6 +950,11 @@ static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *li
                                     .large_before = large};
                 if (!run.partial) {
                     push(im, S_EMPTY_CACHE, 0, 0, 0);
+                } else if (frees > empty) {
+                    rc = fail(im, "device_traces[%d][%zu]: these segment_free events release %zu "
+                              "segment%s, but %zu hold%s no block: a segment with a block in it "
+                              "was freed (an incomplete trace?)", dev, i, frees,
+                              frees == 1 ? "" : "s", empty, empty == 1 ? "s" : "");
                 } else if (j == n || ev[j].a != A_SEG_ALLOC) {
                     rc = fail(im, "device_traces[%d][%zu]: these segment_free events release %zu "
                               "of the %zu segments that hold no block and no segment_alloc "

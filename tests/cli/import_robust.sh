@@ -91,6 +91,10 @@ dump("partial", one([ev("segment_alloc", S, 2 * MiB), ev("alloc", S, 512),
                      ev("free_requested", S - 2 * MiB, 2 * MiB), ev("free_completed", S - 2 * MiB, 2 * MiB),
                      ev("segment_free", S, 2 * MiB)],
                     [seg(S - 2 * MiB, 2 * MiB, [blk(S - 2 * MiB, 2 * MiB, "inactive")])]))
+# A 2 MiB segment freed while its 512 B block is still allocated: more released than is free.
+dump("freedlive", one([ev("segment_alloc", S, 2 * MiB), ev("alloc", S, 512), ev("segment_free", S, 2 * MiB),
+                       ev("segment_alloc", S, 2 * MiB)],
+                      [seg(S, 2 * MiB, [blk(S, 512, "active_allocated"), blk(S + 512, 2 * MiB - 512, "inactive")])]))
 # PyTorch before 2.1 wrote no allocator_settings: the defaults, said in the header; but then an
 # expandable segment has nothing to say it was configured so
 old = copy.deepcopy(good)
@@ -160,5 +164,6 @@ bad "a conf string PyTorch refuses" badconf "allocator_settings: PYTORCH_CUDA_AL
 bad "an expandable segment under a fixed conf" segexp "segments: the segment at 0x7f0000000000 is expandable, but PYTORCH_CUDA_ALLOC_CONF '' makes fixed ones (the settings changed while the program ran?)"
 bad "roundup_power2_divisions against the conf string" roundup "allocator_settings: roundup_power2_divisions['256'] is 4, but PYTORCH_CUDA_ALLOC_CONF '' gives 0 (the settings changed while the program ran?)"
 bad "a segment_free run that is not empty_cache and no malloc's" partial "device_traces[0][8]: these segment_free events release 1 of the 2 segments that hold no block and no segment_alloc follows: neither empty_cache nor a release PyTorch's malloc makes before a new segment (garbage collection, the oversize blocks before a retry)"
+bad "a segment_free of a segment that holds a block" freedlive "device_traces[0][2]: these segment_free events release 1 segment, but 0 hold no block: a segment with a block in it was freed (an incomplete trace?)"
 bad "a segment without device in a two-device snapshot" nodevice "segments[1]: 'device' is missing"
 bad "an expandable segment without allocator_settings" nosetexp "segments: the segment at 0x7f0000000000 is expandable, but the snapshot has no allocator_settings to say so"
