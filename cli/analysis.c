@@ -20,6 +20,8 @@ pipeline_input ml_args_pipeline(const ml_args *a, const pipeline_opts *what) {
         .torch_conf = a->torch_conf,
         .has_torch_limit = a->has_torch_limit,
         .torch_limit = a->torch_limit,
+        .has_torch_capacity = a->has_torch_capacity,
+        .torch_capacity = a->torch_capacity,
         .dtype = a->dtype,
         .what = *what,
     };

@@ -33,17 +33,18 @@ static void fill_formats(void) {
 
 static int no_names(void *ctx, const char *name, size_t len) { return -1; }
 
-/* --torch-limit: a constant size expression ("80GiB", "1024 * MiB"), checked for overflow. */
-static int parse_torch_limit(const char *cmd, const char *v, uint64_t *out) {
+/* --torch-limit, --torch-capacity: a constant size expression ("80GiB", "1024 * MiB"), checked
+ * for overflow. */
+static int parse_torch_size(const char *cmd, const char *opt, const char *v, uint64_t *out) {
     ml_arena *ar = ml_arena_new();
     expr_error err;
     expr *e = expr_parse(ar, v, strlen(v), no_names, NULL, &err);
     int64_t slots[EXPR_SLOT_FIRST_LET] = {0}, value = 0;
     int rc = 0;
     if (!e || expr_eval(e, slots, &value, &err) < 0)
-        rc = ml_usage_error(cmd, "option '--torch-limit': %s in '%s'", err.msg, v);
+        rc = ml_usage_error(cmd, "option '%s': %s in '%s'", opt, err.msg, v);
     else if (value <= 0)
-        rc = ml_usage_error(cmd, "option '--torch-limit' needs a positive size, not '%s'", v);
+        rc = ml_usage_error(cmd, "option '%s' needs a positive size, not '%s'", opt, v);
     else
         *out = (uint64_t)value;
     ml_arena_free(ar);
@@ -179,6 +180,8 @@ size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_e
          "('env': the environment's)"},
         {"--torch-limit", NULL, OPT_STRING, &a->torch_limit_text, 0, 0, NULL, "BYTES",
          "the torch view's memory limit (units allowed: 80GiB)"},
+        {"--torch-capacity", NULL, OPT_STRING, &a->torch_capacity_text, 0, 0, NULL, "BYTES",
+         "the device memory cudaMalloc can give the torch view's allocator (no garbage collection)"},
         {"--help", "-h", OPT_FLAG, &a->help, 0, 0, NULL, NULL, "this text"},
     };
     _Static_assert(ML_ARRAY_LEN(common) + ML_BACKEND_OPT_ROWS <= ML_ARGS_MAX_FIXED,
@@ -326,9 +329,14 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
     ml_term_set_target(a->output && strcmp(a->output, "-") ? ML_TARGET_FILE : STDOUT_FILENO);
     if (a->torch_conf && check_torch_conf(cmd, &a->torch_conf))
         return ML_EXIT_INPUT;
-    if (a->torch_limit_text && parse_torch_limit(cmd, a->torch_limit_text, &a->torch_limit))
+    if (a->torch_limit_text &&
+        parse_torch_size(cmd, "--torch-limit", a->torch_limit_text, &a->torch_limit))
         return ML_EXIT_INPUT;
     a->has_torch_limit = a->torch_limit_text != NULL;
+    if (a->torch_capacity_text &&
+        parse_torch_size(cmd, "--torch-capacity", a->torch_capacity_text, &a->torch_capacity))
+        return ML_EXIT_INPUT;
+    a->has_torch_capacity = a->torch_capacity_text != NULL;
     if (!allow_no_files && a->files.n == 0)
         return ml_usage_error(cmd, "no schedule file given");
     /* A rank of memlife's own mpirun writes the result where memlife renames it from, once the
@@ -375,6 +383,8 @@ sched_params ml_args_params(const ml_args *a) {
         .torch_conf = a->torch_conf,
         .has_torch_limit = a->has_torch_limit,
         .torch_limit = a->torch_limit,
+        .has_torch_capacity = a->has_torch_capacity,
+        .torch_capacity = a->torch_capacity,
     };
     return p;
 }

@@ -63,6 +63,9 @@ typedef struct {
     const char *torch_limit_text; /* --torch-limit as given, parsed into torch_limit */
     bool has_torch_limit;     /* --torch-limit BYTES given */
     uint64_t torch_limit;
+    const char *torch_capacity_text; /* --torch-capacity as given */
+    bool has_torch_capacity;
+    uint64_t torch_capacity;
     int format_choice;        /* --format's index into its choices, while parsing */
     bool wide;                /* --wide: text tables at full width (base/human.h) */
     bool bytes;               /* --bytes: sizes in text as exact bytes */

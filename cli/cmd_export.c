@@ -51,7 +51,9 @@ int cmd_export(int argc, char **argv) {
     pipeline_input in = {.files = &file, .n_files = 1, .world = a.world, .plan = a.plan,
                          .set = a.set.items, .n_set = a.set.n, .dtype = a.dtype,
                          .torch_conf = a.torch_conf, .has_torch_limit = a.has_torch_limit,
-                         .torch_limit = a.torch_limit};
+                         .torch_limit = a.torch_limit,
+                         .has_torch_capacity = a.has_torch_capacity,
+                         .torch_capacity = a.torch_capacity};
     pipeline_opts_default(&in.what);
     in.what.predict = false;
     in.what.expect = false;

@@ -8,6 +8,7 @@
 #include "optimize/emit_yaml.h"
 
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -687,6 +688,18 @@ static void torch_key(writer *w, const sched *s) {
     }
     if (s->torch.limit)
         pair(w, &first, "limit", ex(s->torch.limit));
+    if (s->torch.capacity)
+        pair(w, &first, "capacity", ex(s->torch.capacity));
+    if (s->torch.n_addresses) {
+        key(w, &first, "addresses");
+        lit(w, "[");
+        for (size_t k = 0; k < s->torch.n_addresses; k++) {
+            char b[32];
+            snprintf(b, sizeof b, "%s%" PRIu64, k ? ", " : "", s->torch.addresses[k]);
+            lit(w, b);
+        }
+        lit(w, "]");
+    }
     lit(w, "}\n");
 }
 

@@ -258,7 +258,9 @@ int pipeline_run(const pipeline_input *in, pipeline_result *out) {
     ml_diags *d = &out->diags;
     sched_params p = {.set = (const char **)in->set, .n_set = in->n_set, .world = in->world,
                       .torch_conf = in->torch_conf, .has_torch_limit = in->has_torch_limit,
-                      .torch_limit = in->torch_limit, .dtype = in->dtype};
+                      .torch_limit = in->torch_limit,
+                      .has_torch_capacity = in->has_torch_capacity,
+                      .torch_capacity = in->torch_capacity, .dtype = in->dtype};
     bool failed = false;
 
     for (size_t f = 0; f < in->n_files; f++) {

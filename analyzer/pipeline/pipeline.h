@@ -46,6 +46,8 @@ typedef struct {
     const char *torch_conf;    /* the torch view's conf over the files' (sched_params) */
     bool has_torch_limit;
     uint64_t torch_limit;
+    bool has_torch_capacity;
+    uint64_t torch_capacity;
     int dtype;                 /* --dtype: ml_dtype + 1 replaces each file's default; 0: none */
     pipeline_opts what;
 } pipeline_input;

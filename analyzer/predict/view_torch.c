@@ -99,13 +99,17 @@ static void *torch_open_order(const rank_plan *p, bool alt, ml_diags *d) {
     st->ta = torchalloc_new(&conf, p->torch.limit);
     if (!st->ta)
         ml_out_of_memory(sizeof(torchalloc_conf));   /* the model's own state */
+    torchalloc_set_capacity(st->ta, p->torch.capacity);   /* 0: unlimited */
+    torchalloc_set_segment_addresses(st->ta, p->torch.addresses, p->torch.n_addresses);
     for (uint32_t k = 0; k <= st->n_bufs; k++)
         st->block[k] = -1;
     for (uint32_t k = 0; k <= st->n_events; k++)
         st->event_stream[k] = UINT32_MAX;
     st->is_alt = alt;
     torchalloc_set_segment_order(st->ta, alt);
-    torchalloc_watch_ties(st->ta, !alt);   /* until the first tie starts the other model */
+    /* until the first tie starts the other model; with the segments' addresses given, the
+     * order is not a guess and there is no other */
+    torchalloc_watch_ties(st->ta, !alt && !p->torch.addresses);
     st->order.oom_op = SIZE_MAX;
     return st;
 }
@@ -120,9 +124,10 @@ static int out_of_memory(const rank_plan *p, const plan_op *op, const torchalloc
     human(oom->reserved, res, sizeof res);
     human(oom->limit, lim, sizeof lim);
     ml_error(d, p->s->file, sched_part_mark(p->s, op->step, SCHED_AT_SIZE),   /* its size */
-             "would run out of memory at alloc '%s' (%s): allocated %s, reserved %s, limit %s "
+             "would run out of memory at alloc '%s' (%s): allocated %s, reserved %s, %s %s "
              "(torch view, rank %d)",
-             sched_sym_name(p->s, SYM_BUFFER, op->u.alloc.buf), req, al, res, lim, p->rank);
+             sched_sym_name(p->s, SYM_BUFFER, op->u.alloc.buf), req, al, res,
+             p->torch.limit ? "limit" : "capacity", lim, p->rank);   /* oom->limit says which */
     return -1;
 }
 

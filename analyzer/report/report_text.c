@@ -234,8 +234,9 @@ static bool same_order(const pred_torch_order *a, const pred_torch_order *b) {
 }
 
 /* The torch view's prediction depends on the segments' address order (pred_torch_order): once
- * per view, ranks with the same finding on one line. */
-static void write_segment_order(const report_schedule *rs, ml_str *out) {
+ * per view, ranks with the same finding on one line, each line after prefix (the table indents
+ * its notes, Markdown makes each a list item naming the schedule). */
+static void write_segment_order(const report_schedule *rs, const char *prefix, ml_str *out) {
     if (!rs->pred)
         return;
     bool *done = ml_xcalloc((size_t)rs->world + 1, sizeof *done);
@@ -256,9 +257,10 @@ static void write_segment_order(const report_schedule *rs, ml_str *out) {
         char who[256];
         report_ranks_text(ranks, n, who, sizeof who);
         const plan_op *tie = plan_op_at(p, o->tie_op);   /* an alloc: only malloc counts ties */
-        ml_str_printf(out, "  torch: the segments' address order decides (rank%s %s): from line %u "
+        ml_str_printf(out, "%storch: the segments' address order decides (rank%s %s): from line %u "
                       "(alloc '%s') best fit met equal free blocks in different segments; with "
-                      "new segments above the old, ", n > 1 ? "s" : "", who, plan_op_mark(tie).line,
+                      "new segments above the old, ", prefix, n > 1 ? "s" : "", who,
+                      plan_op_mark(tie).line,
                       tie->kind == OP_ALLOC ? sched_sym_name(rs->s, SYM_BUFFER, tie->u.alloc.buf)
                                             : report_op_label(p, o->tie_op));
         if (o->oom_op == o->diff_op) {
@@ -345,7 +347,7 @@ void report_doc_table(const report *r, report_doc *d) {
         ml_str_append(&notes, "", 0);
         write_measured_notes(rs, &notes);
         write_time(rs, &notes);
-        write_segment_order(rs, &notes);
+        write_segment_order(rs, "  ", &notes);
         write_expectations(rs, &notes);
         write_checks(rs, &notes);
         if (notes.n)
@@ -428,6 +430,18 @@ void report_doc_md(const report *r, report_doc *d) {
             first_failure = false;
         }
     }
+    /* the table's notes that say where a number is uncertain: the torch view's segment order */
+    ml_str notes = {0};
+    for (size_t k = 0; k < r->n; k++) {
+        const report_schedule *rs = &r->items[k];
+        char name[256], prefix[512];
+        report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
+        snprintf(prefix, sizeof prefix, "- `%s` (%s): ", rs->s->file, name);
+        write_segment_order(rs, prefix, &notes);
+    }
+    if (notes.n)
+        report_doc_printf(d, DOC_MD, "%s%s", first_failure ? "\n" : "", notes.s);
+    ml_str_free(&notes);
     if (!any_checks)
         return;
     static const char *const ch[] = {"schedule", "contract", "rank rows", "result"};

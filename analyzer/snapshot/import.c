@@ -22,6 +22,7 @@
  * allocated in address order and the import says the prelude is approximate. */
 #include "snapshot/import.h"
 #include "base/util.h"
+#include "snapshot/limit.h"
 #include "torch/torchalloc.h"
 
 #include <inttypes.h>
@@ -179,6 +180,7 @@ typedef enum { S_ALLOC, S_FREE, S_RECORD_STREAM, S_COMPUTE, S_RECORD, S_SYNC_EVE
 typedef struct {
     step_kind kind;
     uint32_t buf, stream, event;
+    uint32_t at;   /* the trace entry it stands for; UINT32_MAX: the prelude */
 } step;
 
 typedef struct {
@@ -211,6 +213,16 @@ typedef struct {
     size_t ooms;        /* oom events of the trace */
     bool no_settings;   /* the snapshot has no allocator_settings */
     int n_devices;      /* of device_traces */
+    torchalloc_conf conf;   /* allocator_settings' PYTORCH_CUDA_ALLOC_CONF, parsed */
+    uint32_t cur_at;        /* the trace entry being turned into steps; UINT32_MAX: prelude */
+    ml_vec facts;           /* of limit_fact: every segment_alloc, for the constant's interval */
+    size_t n_partial;       /* segment_free runs that release fewer than all cached segments */
+    size_t first_partial;   /* the first one's trace entry */
+    /* the constant written into torch: when there are partial runs (limit.h) */
+    bool is_limit;          /* limit (garbage_collection_threshold set), else capacity */
+    uint64_t constant;
+    limit_interval iv;
+    ml_vec seg_addrs;       /* of uint64_t: the cudaMalloc segments' addresses, in creation order */
 } importer;
 
 static int fail(importer *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -341,6 +353,7 @@ static void push(importer *im, step_kind kind, uint32_t buf, uint32_t stream, ui
     s->buf = buf;
     s->stream = stream;
     s->event = event;
+    s->at = im->cur_at;
     if (kind == S_ALLOC) {
         const buffer *b = &ML_VEC_AT(&im->bufs, buffer, buf);
         if (__builtin_add_overflow(im->requested, b->bytes, &im->requested))
@@ -561,6 +574,7 @@ static int check_settings(importer *im, const json_t *snap, const ml_vec *segs) 
     if (torchalloc_conf_parse(text, &c, &at, msg, sizeof msg))
         return fail(im, "allocator_settings: PYTORCH_CUDA_ALLOC_CONF '%.80s', byte %zu: %s", text,
                     at, msg);
+    im->conf = c;
     const json_t *ex = json_object_get(set, "expandable_segments");
     if (ex && (!json_is_boolean(ex) || json_is_true(ex) != (c.expandable_segments != 0)))
         return fail(im, "allocator_settings: expandable_segments is %s, but "
@@ -803,25 +817,18 @@ static void map_keys(const amap *m, ml_vec *v) {
             *(uint64_t *)ml_vec_push(v) = m->key[k];
 }
 
-/* A run of segment_free events from ev[i] becomes one empty_cache, which releases every
- * cudaMalloc segment that holds no block (allocated or waiting for a stream). The allocator also
- * releases fewer: garbage_collection_threshold, or the oversize blocks it frees before retrying
- * a failed cudaMalloc (max_split_size). Such a run is refused rather than widened. Expandable
- * segments unmap pages, not segments: not checked. */
-static int check_release(importer *im, const tev *ev, size_t n, size_t i, int dev,
-                         const ml_vec *segs, const amap *live, const amap *pending) {
-    size_t run = 0;
-    for (size_t j = i; j < n && is_seg_release(ev[j].a); j++)
-        run += ev[j].a == A_SEG_FREE;
-    if (!run)
-        return 0;
+/* The cudaMalloc segments that hold no block (allocated or waiting for a stream): *empty of
+ * them, *large of those in the large pool (a small-pool segment is 2 MiB, a large one at least
+ * 10 MiB: get_allocation_size). Expandable segments unmap pages, not segments: not counted. */
+static void count_empty(const ml_vec *segs, const amap *live, const amap *pending, size_t *empty,
+                        size_t *large) {
     ml_vec addrs;
     ml_vec_init(&addrs, sizeof(uint64_t));
     map_keys(live, &addrs);
     map_keys(pending, &addrs);
     if (addrs.n)
         qsort(addrs.items, addrs.n, sizeof(uint64_t), cmp_u64);
-    size_t empty = 0;
+    *empty = *large = 0;
     for (size_t k = 0; k < segs->n; k++) {
         const seg *g = &ML_VEC_AT(segs, seg, k);
         size_t lo = 0, hi = addrs.n;   /* the first block at or above the segment's start */
@@ -832,28 +839,44 @@ static int check_release(importer *im, const tev *ev, size_t n, size_t i, int de
             else
                 hi = mid;
         }
-        empty += !g->expandable && (lo == addrs.n || ML_VEC_AT(&addrs, uint64_t, lo) >=
-                                                         g->addr + (uint64_t)g->size);
+        bool none = !g->expandable && (lo == addrs.n || ML_VEC_AT(&addrs, uint64_t, lo) >=
+                                                            g->addr + (uint64_t)g->size);
+        *empty += none;
+        *large += none && g->size != SMALL_SEGMENT;
     }
     ml_vec_free(&addrs);
-    if (run == empty)
-        return 0;
-    return fail(im, "device_traces[%d][%zu]: these segment_free events release %zu of the %zu "
-                "segments that hold no block: the allocator's garbage collection or its release "
-                "of oversize blocks before a retry, not empty_cache, which the schedule would make "
-                "of them", dev, i, run, empty);
 }
 
+/* A run of segment_free events that releases every cudaMalloc segment holding no block is one
+ * empty_cache (the user's, or release_cached_blocks before PyTorch's last retry: the same
+ * segments). One that releases fewer is garbage collection or release_available_cached_blocks
+ * (limit.h): it gets no step, the malloc after it makes it in the model under the constant the
+ * import then infers, so it must come right before a segment_alloc, as in PyTorch's malloc. */
+typedef struct {
+    int64_t start;     /* reserved before the run; -1: no run just before */
+    int64_t bytes;     /* released so far */
+    bool partial;
+    size_t large_before;   /* large cached segments before it */
+} release_run;
+
 static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *live,
-                        const ml_vec *init_segs) {
+                        const ml_vec *init_segs, int64_t reserved0) {
     amap pending = {0};   /* addr -> event of a deferred free */
-    ml_vec segs;          /* the segments now, for check_release */
+    ml_vec segs;          /* the segments now, for count_empty */
     ml_vec_init(&segs, sizeof(seg));
     for (size_t k = 0; k < init_segs->n; k++)
         *(seg *)ml_vec_push(&segs) = ML_VEC_AT(init_segs, seg, k);
     int rc = 0;
+    int64_t r = reserved0;   /* the snapshot's reserved before ev[i] */
+    release_run run = {.start = -1};
+    /* garbage collection acts under a fraction only; the facts about cached large segments are
+     * needed (and counted, a walk of the segments each) only when it is configured */
+    bool gc = im->conf.garbage_collection_threshold > 0;
     for (size_t i = 0; i < n && !rc; i++) {
         const tev *e = &ev[i];
+        im->cur_at = (uint32_t)i;
+        if (!is_seg_release(e->a) && e->a != A_SEG_ALLOC)
+            run.start = -1;   /* the run (a whole one: empty_cache) is over */
         switch (e->a) {
         case A_ALLOC: {
             if (amap_find(live, e->addr) >= 0) {
@@ -902,15 +925,47 @@ static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *li
             }
             break;
         }
-        case A_SEG_ALLOC:
+        case A_SEG_ALLOC: {
+            limit_fact *f = ml_vec_push(&im->facts);
+            *f = (limit_fact){.at = i, .reserved = r, .size = e->size, .run_start = run.start,
+                              .run_bytes = run.bytes, .run_partial = run.partial};
+            size_t empty = 0, large = 0;
+            if (gc)
+                count_empty(&segs, live, &pending, &empty, &large);
+            f->large_cached_before = run.start >= 0 ? run.large_before > 0 : large > 0;
+            f->large_cached_after = large > 0;
+            run.start = -1;
+            *(uint64_t *)ml_vec_push(&im->seg_addrs) = e->addr;
             *(seg *)ml_vec_push(&segs) = (seg){e->addr, e->size, e->stream, false, false};
             break;
+        }
         case A_SEG_FREE:
         case A_SEG_UNMAP:
             if (!(i > 0 && is_seg_release(ev[i - 1].a))) {
-                rc = check_release(im, ev, n, i, dev, &segs, live, &pending);
-                push(im, S_EMPTY_CACHE, 0, 0, 0);
+                size_t frees = 0, j = i, empty, large;
+                for (; j < n && is_seg_release(ev[j].a); j++)
+                    frees += ev[j].a == A_SEG_FREE;
+                count_empty(&segs, live, &pending, &empty, &large);
+                run = (release_run){.start = r, .partial = frees && frees != empty,
+                                    .large_before = large};
+                if (!run.partial) {
+                    push(im, S_EMPTY_CACHE, 0, 0, 0);
+                } else if (frees > empty) {
+                    rc = fail(im, "device_traces[%d][%zu]: these segment_free events release %zu "
+                              "segment%s, but %zu hold%s no block: a segment with a block in it "
+                              "was freed (an incomplete trace?)", dev, i, frees,
+                              frees == 1 ? "" : "s", empty, empty == 1 ? "s" : "");
+                } else if (j == n || ev[j].a != A_SEG_ALLOC) {
+                    rc = fail(im, "device_traces[%d][%zu]: these segment_free events release %zu "
+                              "of the %zu segments that hold no block and no segment_alloc "
+                              "follows: neither empty_cache nor a release PyTorch's malloc "
+                              "makes before a new segment (garbage collection, the oversize "
+                              "blocks before a retry)", dev, i, frees, empty);
+                } else if (im->n_partial++ == 0) {
+                    im->first_partial = i;
+                }
             }
+            run.bytes += e->a == A_SEG_FREE ? e->size : 0;
             for (size_t k = 0; e->a == A_SEG_FREE && k < segs.n; k++)
                 if (ML_VEC_AT(&segs, seg, k).addr == e->addr) {
                     ML_VEC_AT(&segs, seg, k) = ML_VEC_AT(&segs, seg, segs.n - 1);
@@ -921,9 +976,134 @@ static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *li
         default:
             break;
         }
+        if (e->a == A_SEG_ALLOC || e->a == A_SEG_MAP)
+            r += e->size;
+        else if (is_seg_release(e->a))
+            r -= e->size;
     }
     amap_free(&pending);
     ml_vec_free(&segs);
+    return rc;
+}
+
+/* ---- the constant behind partial releases ----------------------------------------------------- */
+
+/* Which constant: with garbage_collection_threshold set, a limit, since GC acts only under a
+ * memory fraction (set_fraction) and GC is what gives back segments without a failed cudaMalloc.
+ * Without it the releases come from release_available_cached_blocks after alloc_block failed,
+ * which a fraction's check and a full device fail alike (reserved + size past the constant,
+ * limit.h): then a capacity, which claims less (the snapshot does not say the program set a
+ * fraction) and enables nothing else. */
+static const char *constant_name(const importer *im) { return im->is_limit ? "limit" : "capacity"; }
+
+/* The imported steps as the torch view runs them, with the snapshot's reserved after each: after
+ * the entry a step stands for (an empty_cache: after its whole run), reserved0 after the prelude. */
+static limit_step *verify_steps(const importer *im, const tev *ev, size_t n, int64_t reserved0,
+                                size_t prelude_steps) {
+    int64_t *after = ml_xmalloc((n ? n : 1) * sizeof *after);
+    int64_t r = reserved0;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].a == A_SEG_ALLOC || ev[i].a == A_SEG_MAP)
+            r += ev[i].size;
+        else if (is_seg_release(ev[i].a))
+            r -= ev[i].size;
+        after[i] = r;
+    }
+    static const limit_op ops[] = {
+        [S_ALLOC] = LIMIT_ALLOC, [S_FREE] = LIMIT_FREE, [S_RECORD_STREAM] = LIMIT_RECORD_STREAM,
+        [S_COMPUTE] = LIMIT_SUBMIT, [S_RECORD] = LIMIT_RECORD, [S_SYNC_EVENT] = LIMIT_SYNC_EVENT,
+        [S_EMPTY_CACHE] = LIMIT_EMPTY_CACHE};
+    limit_step *ls = ml_xmalloc((im->steps.n ? im->steps.n : 1) * sizeof *ls);
+    for (size_t k = 0; k < im->steps.n; k++) {
+        const step *s = &ML_VEC_AT(&im->steps, step, k);
+        limit_step *l = &ls[k];
+        *l = (limit_step){.op = ops[s->kind], .buf = s->buf, .stream = s->stream,
+                          .event = s->event, .want = -1, .at = SIZE_MAX};
+        if (s->kind == S_ALLOC) {
+            const buffer *b = &ML_VEC_AT(&im->bufs, buffer, s->buf);
+            l->bytes = b->bytes;
+            l->stream = b->stream;
+        }
+        if (s->at != UINT32_MAX) {
+            size_t j = l->at = s->at;
+            while (s->kind == S_EMPTY_CACHE && j + 1 < n && is_seg_release(ev[j + 1].a))
+                j++;
+            l->want = after[j];
+        }
+    }
+    if (prelude_steps)
+        ls[prelude_steps - 1].want = reserved0;
+    free(after);
+    return ls;
+}
+
+/* One kind of constant (im->is_limit): the interval the trace admits, then its middle and its
+ * ends replayed through the model; 0, or -1 naming the entry where none reproduces the trace. */
+static int try_constant(importer *im, const limit_step *ls, int dev) {
+    bool max_split = im->conf.max_split_size != TORCHALLOC_UNLIMITED;
+    size_t at;
+    if (limit_interval_find(im->facts.items, im->facts.n,
+                            im->is_limit ? im->conf.garbage_collection_threshold : 0, max_split,
+                            &im->iv, &at))
+        return fail(im, "device_traces[%d][%zu]: no %s reproduces the releases: this "
+                    "segment_alloc needs one of at least %" PRIu64 " bytes, the release before "
+                    "entry %zu one of at most %" PRIu64 " (the device's free memory changed under "
+                    "the program?)", dev, at, constant_name(im), im->iv.lo, im->iv.hi_at,
+                    im->iv.hi);
+    /* the middle first (farthest from both bounds' rounding), then the bounds themselves */
+    uint64_t cand[3] = {im->iv.lo + (im->iv.hi - im->iv.lo) / 2, im->iv.lo, im->iv.hi};
+    size_t best = 0, bad = 0;
+    int64_t got = 0, best_got = 0;
+    uint64_t best_v = cand[0];
+    for (int k = 0; k < 3; k++) {
+        bad = limit_verify(&im->conf, im->is_limit, cand[k], im->seg_addrs.items, im->seg_addrs.n,
+                           ls, im->steps.n, (uint32_t)im->bufs.n, im->n_events, &got);
+        if (bad == SIZE_MAX) {
+            im->constant = cand[k];
+            return 0;
+        }
+        if (bad > best || k == 0) {
+            best = bad;
+            best_got = got;
+            best_v = cand[k];
+        }
+    }
+    char where[64], what[160];
+    if (ls[best].at == SIZE_MAX)
+        snprintf(where, sizeof where, "the state before recording");
+    else
+        snprintf(where, sizeof where, "device_traces[%d][%zu]", dev, ls[best].at);
+    if (best_got < 0)
+        snprintf(what, sizeof what, "the torch model runs out of memory here");
+    else
+        snprintf(what, sizeof what, "the torch model's reserved after it is %" PRId64 " bytes, "
+                 "the snapshot's %" PRId64, best_got, ls[best].want);
+    return fail(im, "%s: no %s reproduces the trace: the segment events admit %" PRIu64 "..%"
+                PRIu64 " bytes, and with %" PRIu64 " %s (the device's free memory changed under "
+                "the program?)", where, constant_name(im), im->iv.lo, im->iv.hi, best_v, what);
+}
+
+/* Partial releases (replay_trace): a limit when garbage_collection_threshold is set
+ * (constant_name says why), else a capacity. With both the threshold and max_split_size the
+ * releases may be the oversize release alone in a program that set no fraction (the threshold
+ * then does nothing): a capacity is tried when no limit reproduces the trace, and the limit's
+ * reason is the one given when neither does. */
+static int infer_constant(importer *im, const tev *ev, size_t n, int dev, int64_t reserved0,
+                          size_t prelude_steps) {
+    limit_step *ls = verify_steps(im, ev, n, reserved0, prelude_steps);
+    im->is_limit = im->conf.garbage_collection_threshold > 0;
+    int rc = try_constant(im, ls, dev);
+    if (rc && im->is_limit && im->conf.max_split_size != TORCHALLOC_UNLIMITED) {
+        char *first = ml_xstrdup(im->err);
+        im->is_limit = false;
+        rc = try_constant(im, ls, dev);
+        if (rc) {
+            im->is_limit = true;
+            snprintf(im->err, im->errlen, "%s", first);
+        }
+        free(first);
+    }
+    free(ls);
     return rc;
 }
 
@@ -1051,10 +1231,29 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
     if (im->no_settings)
         ml_str_printf(out, "# The snapshot has no allocator_settings (PyTorch before 2.1?): "
                       "PyTorch's defaults are assumed.\n");
+    if (im->n_partial) {
+        bool max_split = im->conf.max_split_size != TORCHALLOC_UNLIMITED;
+        ml_str_printf(out, "# %zu time%s (first at device_traces[%d][%zu]) the allocator gave back "
+                      "only some cached\n# segments: %s.\n# No step says so: the torch model does it "
+                      "under %s %" PRIu64 ", one of %" PRIu64 "..%" PRIu64 " bytes,\n# the "
+                      "constants the segment events admit (entry %zu bounds them from below, "
+                      "entry %zu from\n# above); checked: its reserved equals the snapshot's "
+                      "after every event.\n", im->n_partial, im->n_partial == 1 ? "" : "s",
+                      im->o->device, im->first_partial,
+                      !im->is_limit ? "the oversize blocks freed before a retry "
+                                      "(release_available_cached_blocks)"
+                      : max_split ? "garbage collection under a memory fraction, or the oversize "
+                                    "blocks freed before a retry"
+                                  : "garbage collection under a memory fraction",
+                      constant_name(im), im->constant, im->iv.lo, im->iv.hi, im->iv.lo_at,
+                      im->iv.hi_at);
+    }
     if (im->ooms) {   /* the failed mallocs allocated nothing; their releases are empty_caches */
         snprintf(buf, sizeof buf, "# %zu oom event%s: PyTorch raised OutOfMemoryError and the "
-                 "program went on; no limit here, so the torch view predicts none.\n", im->ooms,
-                 im->ooms == 1 ? "" : "s");
+                 "program went on; %s.\n", im->ooms, im->ooms == 1 ? "" : "s", im->n_partial ?
+                 "the failed requests are no steps,\n# and under the constant the torch view "
+                 "predicts no out-of-memory at any step (checked)" :
+                 "no limit here, so the torch view predicts none");
         ml_str_append(out, buf, strlen(buf));
     }
     if (!yaml_emitter_initialize(&w.em))
@@ -1103,6 +1302,20 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
         scalar(&w, "conf");
         scalar(&w, conf);
     }
+    if (im->n_partial) {
+        scalar(&w, constant_name(im));
+        integer(&w, (int64_t)im->constant);
+    }
+    if (im->seg_addrs.n) {
+        /* which of two equal free blocks in different segments best fit takes is decided by
+         * their addresses: the driver's, which the snapshot has, not the model's guess
+         * (torchalloc_set_segment_addresses) */
+        scalar(&w, "addresses");
+        seq_start(&w, true);
+        for (size_t k = 0; k < im->seg_addrs.n; k++)
+            integer(&w, (int64_t)ML_VEC_AT(&im->seg_addrs, uint64_t, k));
+        seq_end(&w);
+    }
     map_end(&w);
     scalar(&w, "expect");
     map_start(&w, false);
@@ -1132,7 +1345,8 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
 
 int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_t *len,
                     import_stats *st, char *err, size_t errlen) {
-    importer im = {.o = o, .err = err, .errlen = errlen, .recorded_stream = UINT32_MAX};
+    importer im = {.o = o, .err = err, .errlen = errlen, .recorded_stream = UINT32_MAX,
+                   .cur_at = UINT32_MAX};
     *st = (import_stats){.exact_prelude = 1};
     *yaml = NULL;
     *len = 0;
@@ -1157,6 +1371,8 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
     ml_vec_init(&im.steps, sizeof(step));
     ml_vec_init(&im.bufs, sizeof(buffer));
     ml_vec_init(&im.streams, sizeof(int64_t));
+    ml_vec_init(&im.facts, sizeof(limit_fact));
+    ml_vec_init(&im.seg_addrs, sizeof(uint64_t));
     *(int64_t *)ml_vec_push(&im.streams) = 0;
     ml_vec segs, live_blocks;
     ml_vec_init(&segs, sizeof(seg));
@@ -1245,7 +1461,13 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
     st->initial_blocks = init_blocks.n;
     prelude(&im, init_segs.items, init_segs.n, init_blocks.items, init_blocks.n, &live, st);
     st->prelude_steps = im.steps.n;
-    rc = replay_trace(&im, ev, n, o->device, &live, &init_segs);
+    /* the prelude makes the initial segments highest address first, one cudaMalloc each */
+    for (size_t k = 0; k < init_segs.n; k++)
+        if (!ML_VEC_AT(&init_segs, seg, k).expandable)
+            *(uint64_t *)ml_vec_push(&im.seg_addrs) = ML_VEC_AT(&init_segs, seg, k).addr;
+    rc = replay_trace(&im, ev, n, o->device, &live, &init_segs, reserved0);
+    if (!rc && im.n_partial)
+        rc = infer_constant(&im, ev, n, o->device, reserved0, st->prelude_steps);
     if (rc)
         goto out;
     if (im.overflow) {
@@ -1292,6 +1514,8 @@ out:
     ml_vec_free(&im.steps);
     ml_vec_free(&im.bufs);
     ml_vec_free(&im.streams);
+    ml_vec_free(&im.facts);
+    ml_vec_free(&im.seg_addrs);
     free(im.names);
     ml_arena_free(im.arena);
     return rc;

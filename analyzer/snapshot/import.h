@@ -10,7 +10,10 @@
  *   (record_stream): it becomes record_stream + compute on the stream `recorded`, the free, and a
  *   `record` of an event; the `sync` on that event stands where the trace completes the free;
  * - a run of `segment_free` / `segment_unmap` events (empty_cache, or the allocator's retry after
- *   a failed cudaMalloc, which releases the same cached segments) is one `empty_cache: {}`;
+ *   a failed cudaMalloc, which releases the same cached segments) is one `empty_cache: {}`; a
+ *   run that releases only some cached segments (garbage collection, the oversize blocks before
+ *   a retry) is no step: the import infers the `torch: {limit:}` or `{capacity:}` under which
+ *   the model makes it, and checks it by replaying the steps (snapshot/limit.h);
  * - the state that existed when recording began is found by walking the trace back from the final
  *   `segments` (as memory_viz does: an alloc in the trace did not exist before it, a freed block
  *   that the trace never allocated did) and rebuilt first, so every view is absolute from an empty
@@ -19,8 +22,8 @@
  *   settings and the segments;
  * - snapshot, user_defined and oom events change no block; anything that would change the
  *   numbers unseen is refused (an unknown action or block state, a private pool, a free waiting
- *   since before recording, settings changed while running, a segment_free run that is not an
- *   empty_cache: docs/snapshot.md);
+ *   since before recording, settings changed while running, a partial release that no constant
+ *   reproduces: docs/snapshot.md);
  * - `expect:` holds the snapshot's own numbers: torch reserved steady (its final segments) and
  *   peak (its segment events), torch allocated steady (its final blocks), requested steady and
  *   peak (the sizes of its alloc and free events, the rebuilt prelude included).

@@ -161,6 +161,62 @@ static int32_t try_allocate_expandable_block(torchalloc *ta, int large, uint32_t
     return c;
 }
 
+/* The new segment's one free block, the whole segment; counted and reported as cudaMalloc. */
+static int32_t segment_block(torchalloc *ta, int32_t sg, int large, uint32_t stream, uint64_t asz) {
+    int32_t i = ta_new_block(ta);
+    B(i).addr = ta->s[sg].addr;
+    B(i).size = asz;
+    B(i).stream = stream;
+    B(i).seg = sg;
+    B(i).large = (uint8_t)large;
+    ta->s[sg].head = i;
+    ta->cnt.reserved += asz;
+    ta_peak(ta->cnt.reserved, &ta->cnt.reserved_peak);
+    ta->cnt.num_segment_allocs++;
+    ta_emit(ta, TORCHALLOC_EV_SEGMENT_ALLOC, B(i).addr, asz, stream);
+    return i;
+}
+
+void torchalloc_set_segment_addresses(torchalloc *ta, const uint64_t *addr, size_t n) {
+    ta->seg_addr = n ? addr : NULL;
+    ta->n_seg_addr = n;
+}
+
+/* A new cudaMalloc segment at the caller's next address (torchalloc_set_segment_addresses),
+ * linked into the address-ordered segment list; -1 when the list is used up or the address
+ * would overlap a live segment (the caller's list is not the model's history). */
+static int32_t alloc_listed_segment(torchalloc *ta, int large, uint32_t stream, uint64_t asz) {
+    if (ta->seg_made >= ta->n_seg_addr)
+        return -1;
+    uint64_t a = ta->seg_addr[ta->seg_made];
+    if (a > ML_BYTES_MAX - asz)
+        return -1;
+    int32_t after = -1;   /* the live segment just below */
+    for (int32_t k = ta->seg_first; k >= 0; k = ta->s[k].lnext) {
+        const tseg *o = &ta->s[k];
+        if (a < o->addr + o->vsize && o->addr < a + asz)
+            return -1;
+        if (o->addr < a)
+            after = k;
+    }
+    ta->seg_made++;
+    int32_t sg = ta_new_seg(ta, after < 0);
+    tseg *s = &ta->s[sg];
+    s->vsize = s->mapped = asz;
+    s->stream = stream;
+    s->large = (uint8_t)large;
+    s->addr = a;
+    if (after >= 0 && s->lprev != after) {   /* ta_new_seg appended it: move it after `after` */
+        ta->seg_last = s->lprev;
+        ta->s[s->lprev].lnext = -1;
+        s->lprev = after;
+        s->lnext = ta->s[after].lnext;
+        ta->s[s->lnext].lprev = sg;
+        ta->s[after].lnext = sg;
+    }
+    return segment_block(ta, sg, large, stream, asz);
+}
+
 /* alloc_block: a new segment of alloc_size (cudaMalloc), or expandable pages. */
 static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t size, uint64_t asz, int retry) {
     if (retry)
@@ -175,6 +231,11 @@ static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t 
         return try_allocate_expandable_block(ta, large, stream, size);
     if (ta->capacity && ta_sat_add(ta->cnt.reserved, asz) > ta->capacity)
         return -1;
+    if (ta->seg_addr) {
+        int32_t i = alloc_listed_segment(ta, large, stream, asz);
+        if (i >= 0)
+            return i;
+    }
     int32_t sg = ta_new_seg(ta, !ta->segments_up);
     tseg *s = &ta->s[sg];
     s->vsize = s->mapped = asz;
@@ -195,18 +256,13 @@ static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t 
         ta->down_addr += span;
         s->addr = ((uint64_t)1 << 47) - ta->down_addr;
     }
-    int32_t i = ta_new_block(ta);
-    B(i).addr = ta->s[sg].addr;
-    B(i).size = asz;
-    B(i).stream = stream;
-    B(i).seg = sg;
-    B(i).large = (uint8_t)large;
-    ta->s[sg].head = i;
-    ta->cnt.reserved += asz;
-    ta_peak(ta->cnt.reserved, &ta->cnt.reserved_peak);
-    ta->cnt.num_segment_allocs++;
-    ta_emit(ta, TORCHALLOC_EV_SEGMENT_ALLOC, B(i).addr, asz, stream);
-    return i;
+    if (ta->seg_addr) {   /* below every live segment, listed ones included */
+        for (int32_t k = ta->seg_first; k >= 0; k = ta->s[k].lnext)
+            if (k != sg && ta->s[k].addr < s->addr + span)
+                s->addr = ta->s[k].addr > span ? ta->s[k].addr - span : 0;
+        ta->seg_made++;
+    }
+    return segment_block(ta, sg, large, stream, asz);
 }
 
 static uint64_t expandable_size(const torchalloc *ta, int32_t i) {

@@ -132,6 +132,9 @@ struct torchalloc {
     /* last, so the hot fields above keep their places (tests/bench: a few percent otherwise) */
     int segments_up;           /* torchalloc_set_segment_order: new cudaMalloc segments above */
     int watch_ties;            /* torchalloc_watch_ties: count order_ties */
+    const uint64_t *seg_addr;  /* torchalloc_set_segment_addresses: the caller's, not owned */
+    size_t n_seg_addr;
+    size_t seg_made;           /* cudaMalloc segments made so far: the next one's index there */
 };
 
 /* torchblock.c: shared helpers (PyTorch's names, ta_ prefixed); the few on every event are

@@ -491,9 +491,24 @@ static int t_rank_init(rt_rank *r, char *err, size_t len) {
     /* `torch: {limit:}`: the run's allocator gets the same allowed maximum as the view (the
      * driver sets the memory fraction whose product with the device's memory is this limit), so
      * garbage collection and the releases before a retry happen where the view predicts them. */
-    if (r->plan->torch.limit) {
+    uint64_t bound = r->plan->torch.limit;
+    /* `torch: {capacity:}`: the device's memory cannot be made smaller, but a fraction at the
+     * capacity fails alloc_block's same comparison (reserved + size past it) where cudaMalloc
+     * would, through the same retries. Only garbage collection tells the two apart (it acts
+     * under a fraction, never under a capacity): with the threshold, or a limit as well, the run
+     * would be another allocator than the view's, so it is refused. */
+    if (r->plan->torch.capacity) {
+        if (bound || (conf && strstr(conf, "garbage_collection_threshold"))) {
+            ml_put(err, len, "torch capacity with %s: a device's memory can be bounded only by a "
+                   "memory fraction, which %s", bound ? "a limit" : "garbage_collection_threshold",
+                   bound ? "is the limit already" : "turns garbage collection on");
+            return -1;
+        }
+        bound = r->plan->torch.capacity;
+    }
+    if (bound) {
         char lreq[48];
-        snprintf(lreq, sizeof lreq, "limit %" PRIu64 "\n", r->plan->torch.limit);
+        snprintf(lreq, sizeof lreq, "limit %" PRIu64 "\n", bound);
         if (rpc(lreq, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len) != 0)
             return -1;
     }

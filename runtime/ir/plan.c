@@ -592,18 +592,32 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
      * step of growth, which costs more than the walk itself at a million ops. */
     static const sched_params no_params = {0};
     const sched_params *tp = p ? p : &no_params;
-    out->torch = (plan_torch){.on = s->torch.present || tp->torch_conf || tp->has_torch_limit,
+    out->torch = (plan_torch){.on = s->torch.present || tp->torch_conf || tp->has_torch_limit ||
+                                    tp->has_torch_capacity,
                               .conf = tp->torch_conf ? tp->torch_conf : s->torch.conf,
                               .conf_from_file = !tp->torch_conf && s->torch.conf,
                               .conf_mark = s->torch.conf_mark,
-                              .limit = tp->has_torch_limit ? tp->torch_limit : 0};
-    if (!tp->has_torch_limit && s->torch.limit &&
-        eval_size(&x, s->torch.limit, 0, at_mark(s->torch.mark), "torch limit",
-                  &out->torch.limit) < 0) {
-        free(slots);
-        free(bufs);
-        return -1;
-    }
+                              .limit = tp->has_torch_limit ? tp->torch_limit : 0,
+                              .capacity = tp->has_torch_capacity ? tp->torch_capacity : 0,
+                              .addresses = s->torch.addresses,
+                              .n_addresses = s->torch.n_addresses};
+    /* the file's sizes, each unless its option replaced it */
+    const struct {
+        expr *e;
+        bool given;
+        const char *what;
+        uint64_t *out;
+    } sizes[] = {{s->torch.limit, tp->has_torch_limit, "torch limit", &out->torch.limit},
+                 {s->torch.capacity, tp->has_torch_capacity, "torch capacity",
+                  &out->torch.capacity}};
+    for (size_t k = 0; k < ML_ARRAY_LEN(sizes); k++)
+        if (!sizes[k].given && sizes[k].e &&
+            eval_size(&x, sizes[k].e, 0, at_mark(s->torch.mark), sizes[k].what,
+                      sizes[k].out) < 0) {
+            free(slots);
+            free(bufs);
+            return -1;
+        }
     uint64_t guess = s->n_steps_total + s->n_steps_total / 8 + 16;
     const sched_plan *pl = &s->plans[plan_index];
     int rc = grow_ops(&x, guess < x.max_ops ? (size_t)guess : x.max_ops, pl->mark);
@@ -977,6 +991,9 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
         return false;
     if (s->torch.limit && !(params && params->has_torch_limit) && uses_rank(&memo, s->torch.limit))
         return false;   /* each rank's allocator has its own limit */
+    if (s->torch.capacity && !(params && params->has_torch_capacity) &&
+        uses_rank(&memo, s->torch.capacity))
+        return false;
     /* (2) lets, overrides included; one that fails on some rank fails the shortcut, and the
      * per-rank expansion then reports it as before. */
     size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;

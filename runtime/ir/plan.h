@@ -88,6 +88,9 @@ typedef struct {
     bool conf_from_file;      /* conf came from the schedule (conf_mark is where its text starts) */
     ml_mark conf_mark;
     uint64_t limit;           /* 0: none (set_per_process_memory_fraction times total memory) */
+    uint64_t capacity;        /* 0: unlimited; what cudaMalloc can give (no garbage collection) */
+    const uint64_t *addresses; /* the schedule's torch addresses (n_addresses; NULL: none) */
+    size_t n_addresses;
 } plan_torch;
 
 typedef struct {

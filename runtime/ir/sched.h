@@ -257,6 +257,9 @@ typedef struct {
     const char *conf;     /* PYTORCH_CUDA_ALLOC_CONF syntax; NULL: not given */
     ml_mark conf_mark;    /* where the string's text starts */
     expr *limit;          /* NULL: no limit */
+    expr *capacity;       /* NULL: the device's memory is unlimited (what cudaMalloc can give) */
+    uint64_t *addresses;  /* where the cudaMalloc segments lie, in the order made; NULL: none */
+    size_t n_addresses;
     ml_mark mark;         /* the `torch` key */
 } sched_torch;
 
@@ -341,6 +344,8 @@ typedef struct {
     const char *torch_conf;   /* --torch-conf: replaces `torch: {conf:}`; NULL: the file's */
     bool has_torch_limit;     /* --torch-limit given: replaces `torch: {limit:}` */
     uint64_t torch_limit;
+    bool has_torch_capacity;  /* --torch-capacity given: replaces `torch: {capacity:}` */
+    uint64_t torch_capacity;
     int dtype;             /* --dtype: ml_dtype + 1 overrides the file's default dtype; 0: none */
 } sched_params;
 /* How a file is loaded for these params: the default limits, with --dtype. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* load_torch.c — what the schedule language says about PyTorch's caching allocator: the
- * top-level `torch: {conf: "...", limit: BYTES}` key and the steps `record_stream: {buf, stream}`
+ * top-level `torch: {conf: "...", limit: BYTES, capacity: BYTES}` key and the steps `record_stream: {buf, stream}`
  * and `empty_cache: {}`. Kept apart from the rest of the loader: only the torch view reads them.
  *
  * The conf string is checked by the caller's checker (sched_load_limits.torch_conf_check), so
@@ -8,16 +8,62 @@
  * loader cannot know the allocator's keys (it sits below the analyzer). */
 #include "load/load_int.h"
 
+#include "base/checked.h"
+
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
-enum { TORCH_CONF, TORCH_LIMIT };
-static const char *const torch_keys[] = {"conf", "limit"};
+enum { TORCH_CONF, TORCH_LIMIT, TORCH_CAPACITY, TORCH_ADDRESSES };
+static const char *const torch_keys[] = {"conf", "limit", "capacity", "addresses"};
 static const ld_schema torch_schema = LD_SCHEMA("torch", torch_keys);
+
+/* `addresses: [N, ...]`: integers (decimal or 0x hex), where the cudaMalloc segments lie, in
+ * the order they are made (an imported snapshot's: torchalloc_set_segment_addresses). */
+static int torch_addresses(loader *l, sched_torch *t) {
+    if (!ld_is(l, YAML_SEQUENCE_START_EVENT))
+        return ld_fail(l, ld_mark(l), "'addresses' must be a list of integers");
+    ml_vec v;
+    ml_vec_init(&v, sizeof(uint64_t));
+    int rc = 0;
+    while (rc == 0 && (rc = ld_next(l)) == 0 && !ld_is(l, YAML_SEQUENCE_END_EVENT)) {
+        if ((rc = ld_want_scalar(l, "addresses")))
+            break;
+        size_t len;
+        const char *text = ld_text(l, &len);
+        char buf[32], *end;
+        uint64_t a = 0;
+        bool okay = len > 0 && len < sizeof buf && text[0] >= '0' && text[0] <= '9';
+        if (okay) {
+            memcpy(buf, text, len);
+            buf[len] = 0;
+            errno = 0;
+            a = strtoull(buf, &end, 0);
+            okay = !*end && errno == 0 && a <= ML_BYTES_MAX;
+        }
+        if (!okay)
+            rc = ld_fail(l, ld_mark(l), "'addresses' holds '%.*s', not an address (an integer "
+                         "below 2^63)", (int)(len < 40 ? len : 40), text);
+        else
+            *(uint64_t *)ml_vec_push(&v) = a;
+    }
+    if (rc == 0 && v.n) {
+        t->addresses = ml_arena_alloc(l->a, v.n * sizeof(uint64_t));
+        memcpy(t->addresses, v.items, v.n * sizeof(uint64_t));
+        t->n_addresses = v.n;
+    }
+    ml_vec_free(&v);
+    return rc;
+}
 
 static int torch_value(loader *l, int key, void *obj) {
     sched_torch *t = obj;
+    if (key == TORCH_ADDRESSES)
+        return torch_addresses(l, t);
     if (key == TORCH_LIMIT)
         return ld_expr(l, CTX_PLAIN, "limit", &t->limit);
+    if (key == TORCH_CAPACITY)
+        return ld_expr(l, CTX_PLAIN, "capacity", &t->capacity);
     if (ld_want_scalar(l, "conf"))
         return -1;
     size_t len;
@@ -43,7 +89,7 @@ int ld_torch(loader *l, ml_mark key) {
         l->ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
         return 0;   /* `torch:` alone: the default allocator */
     if (!ld_is(l, YAML_MAPPING_START_EVENT))
-        return ld_fail(l, ld_mark(l), "'torch' must be a mapping {conf: STR, limit: BYTES}");
+        return ld_fail(l, ld_mark(l), "'torch' must be a mapping {conf: STR, limit: BYTES, capacity: BYTES, addresses: [N, ...]}");
     ld_keys k;
     return ld_map(l, &torch_schema, torch_value, t, &k);
 }

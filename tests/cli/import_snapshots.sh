@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# memlife import (analyzer/snapshot/import.h) on the four snapshots recorded on an H200
+# memlife import (analyzer/snapshot/import.h) on the eight snapshots recorded on an H200
 # (tests/torch/fixtures/snapshots/README.md): each imports, its expectations are the snapshot's
 # own numbers, and, where the torch view is built in, `memlife check` passes and the predicted
 # reserved bytes equal the snapshot's after every trace event (tests/torch/import_replay.py).
@@ -10,11 +10,16 @@
 
 SNAP=tests/torch/fixtures/snapshots
 # name, reserved peak, requested peak: the README's table ("peak allocated / reserved", "peak
-# requested", from memory_stats() at the end of each recording)
+# requested", from memory_stats() at the end of each recording; e_gc .. h_oom: the sidecar's
+# final max_reserved and max_requested)
 CASES="a_train 192937984 163312296
 b_fsdp2 218103808 165671496
 c_expandable 188743680 163312296
-d_late 192937984 163312296"
+d_late 192937984 163312296
+e_gc 1145044992 937325224
+f_retry 1663041536 937325224
+g_retry_full 1300234240 937325224
+h_oom 1663041536 937325224"
 
 # The torch view is in when predict knows --torch-conf (the views branch).
 TORCH_VIEW=0
@@ -42,6 +47,23 @@ while read -r name reserved requested; do
         not_ok "import $name: torch expectations" "$(grep -A2 '^expect:' "$TMP/$name.yaml" | tr '\n' ' ')"
     else
         ok "import $name: torch allocated steady 102745088 (the README's final allocated), reserved peak $reserved"
+    fi
+    # Under a memory fraction (e_gc, f_retry, h_oom): the interval of constants the import infers
+    # holds the allocator's true allowed_memory_maximum (the sidecar's); g_retry_full released
+    # whole runs only (release_cached_blocks before its retries), empty_cache steps: no constant.
+    truth=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('limit', {}).get('allowed_memory_maximum', ''))" "$SNAP/$name.json" 2>/dev/null)
+    iv=$(sed -n "s/.* one of \([0-9]*\)\.\.\([0-9]*\) bytes,\$/\1 \2/p" "$TMP/$name.yaml")
+    if [ -n "$truth" ] && [ -n "$iv" ]; then
+        read -r lo hi <<<"$iv"
+        [ "$lo" -le "$truth" ] && [ "$truth" -le "$hi" ] \
+            && ok "import $name: the inferred interval $lo..$hi holds the true allowed_memory_maximum $truth" \
+            || not_ok "import $name: interval" "$lo..$hi against $truth"
+    elif [ "$name" = g_retry_full ]; then
+        grep -q '^torch: {addresses: \[' "$TMP/$name.yaml" && [ -z "$iv" ] \
+            && ok "import g_retry_full: whole releases only, empty_cache steps, no constant" \
+            || not_ok "import g_retry_full" "$(grep -m1 '^torch' "$TMP/$name.yaml" | cut -c1-100)"
+    elif [ -n "$truth$iv" ]; then
+        not_ok "import $name: interval" "'$iv', sidecar limit '$truth'"
     fi
     if [ "$TORCH_VIEW" = 0 ]; then
         echo "skip - check $name: this memlife has no torch view"
@@ -96,7 +118,7 @@ JSON
 run import "$TMP/synthetic.json" -o "$TMP/synthetic.yaml"
 want="streams: [s1, recorded]
 events: [f0]
-torch: {conf: 'max_split_size_mb:64'}
+torch: {conf: 'max_split_size_mb:64', addresses: [139000000000000]}
 expect:
   requested: {steady: 0, peak: 1012}
   torch: {allocated: {steady: 0}, reserved: {steady: 0, peak: 2097152}}

@@ -70,6 +70,54 @@ grep -q "worked_example.yaml:18:28: error: would run out of memory at alloc 'e' 
     && ok "--torch-limit 24MiB: out of memory at 18:28 alloc 'e', reserved 20 MiB after the retry" \
     || not_ok "--torch-limit" "exit $RC: $(cat "$TMP/err")"
 
+# --torch-capacity: the same retry path as a limit (cudaMalloc fails instead of the fraction's
+# check), so the same out-of-memory, named capacity.
+run predict --torch-capacity 24MiB $T/worked_example.yaml
+grep -q "worked_example.yaml:18:28: error: would run out of memory at alloc 'e' (25 MiB): allocated 13.0 MiB, reserved 20 MiB, capacity 24 MiB" "$TMP/err" && [ "$RC" = 2 ] \
+    && ok "--torch-capacity 24MiB: out of memory at 18:28 alloc 'e', reserved 20 MiB after the retry" \
+    || not_ok "--torch-capacity" "exit $RC: $(cat "$TMP/err")"
+# `torch: {capacity:}` in the file: 2 MiB + 20 MiB + 26 MiB = 48 MiB fit under 48 MiB exactly
+# (alloc_block fails only past it)
+sed 's/^torch:.*/torch: {capacity: 48MiB}/' $T/worked_example.yaml > "$TMP/cap.yaml"
+run predict -f json "$TMP/cap.yaml"
+[ "$RC" = 0 ] && [ "$(jq '.schedules[0].ranks[0].torch.reserved.steady' "$TMP/out")" = 50331648 ] \
+    && ok "torch: {capacity: 48MiB}: the example's 50331648 B fit" \
+    || not_ok "torch capacity key" "exit $RC: $(cat "$TMP/err")"
+# One byte less, e's 26 MiB segment fails first (22 + 26 MiB
+# > 48 MiB - 1), the retry returns a's whole-free 2 MiB segment and 20 + 26 = 46 MiB fit.
+sed 's/^torch:.*/torch: {capacity: 48MiB - 1}/' $T/worked_example.yaml > "$TMP/cap.yaml"
+run predict -f json "$TMP/cap.yaml"
+[ "$RC" = 0 ] && [ "$(jq '.schedules[0].ranks[0].torch.reserved.steady' "$TMP/out")" = 48234496 ] \
+    && ok "torch: {capacity: 48MiB - 1}: the retry releases the 2 MiB segment, 48234496 B" \
+    || not_ok "torch capacity key, one byte less" "exit $RC: $(cat "$TMP/err")"
+run predict --torch-capacity 0 $T/worked_example.yaml
+[ "$RC" = 2 ] && grep -q "option '--torch-capacity' needs a positive size" "$TMP/err" \
+    && ok "--torch-capacity 0: usage error, exit 2" \
+    || not_ok "--torch-capacity 0" "exit $RC: $(cat "$TMP/err")"
+
+# On the torch backend a capacity runs as a memory fraction at it (the same failing comparison
+# and retries); with garbage_collection_threshold the fraction would turn garbage collection on,
+# which a capacity never does: refused when the rank is set up, exit 3.
+sed 's/^torch:.*/torch: {conf: "garbage_collection_threshold:0.5", capacity: 100MiB}/' $T/worked_example.yaml > "$TMP/capgc.yaml"
+run run --backend torch "$TMP/capgc.yaml"
+[ "$RC" = 3 ] && grep -qF "torch capacity with garbage_collection_threshold: a device's memory can be bounded only by a memory fraction, which turns garbage collection on" "$TMP/err" \
+    && ok "run --backend torch: a capacity with garbage_collection_threshold refused, exit 3" \
+    || not_ok "run --backend torch: capacity with gc" "exit $RC: $(head -2 "$TMP/err")"
+
+# torch: {addresses:}: the segments' addresses in the order made (decimal or 0x hex); the order
+# of the worked example's 2, 20 and 26 MiB segments changes no number there (no tie), so the
+# predictions stay 40894976 / 50331648; a value that is no integer is an error at its column.
+sed 's/^torch:.*/torch: {addresses: [0x40000000, 1048576000, 3221225472]}/' $T/worked_example.yaml > "$TMP/addr.yaml"
+run predict -f json "$TMP/addr.yaml"
+[ "$RC" = 0 ] && [ "$(jq -c '.schedules[0].ranks[0].torch | [.allocated.steady, .reserved.steady]' "$TMP/out")" = "[40894976,50331648]" ] \
+    && ok "torch: {addresses:} accepted, the worked example's numbers unchanged" \
+    || not_ok "torch addresses" "exit $RC: $(cat "$TMP/err")"
+printf 'name: x\nworld: 1\ntorch: {addresses: [1048576, 0x40000000, 12Q]}\nsteps:\n  - alloc: {buf: a, bytes: 1}\n' > "$TMP/ba.yaml"
+run predict "$TMP/ba.yaml"
+grep -qx "$TMP/ba.yaml:3:42: error: 'addresses' holds '12Q', not an address (an integer below 2^63)" "$TMP/err" && [ "$RC" = 2 ] \
+    && ok "torch addresses: '12Q' refused at its column 3:42, exit 2" \
+    || not_ok "torch addresses: bad value" "exit $RC: $(cat "$TMP/err")"
+
 # A bad key inside the conf string: the column of 'foo' (2:41), exit 2.
 run predict $T/bad_conf.yaml
 grep -qx "$T/bad_conf.yaml:2:41: error: unknown key 'foo' in PYTORCH_CUDA_ALLOC_CONF" "$TMP/err" && [ "$RC" = 2 ] \
@@ -111,6 +159,12 @@ n=$(grep -c "address order decides" "$TMP/out")
 grep -qF "  torch: the segments' address order decides (rank 0): from line 25 (alloc 'c') best fit met equal free blocks in different segments; with new segments above the old, allocated after line 27 is 39845888 B, not 39321600 B, its peak 42467328 B, not 41943040 B" "$TMP/out" && [ "$n" = 1 ] \
     && ok "torch segment order decides: one note in the table" \
     || not_ok "torch segment order note" "$n notes: $(grep torch: "$TMP/out")"
+# Markdown carries the same note, a list item naming the schedule (golden torch_order_decides.md:
+# the table's row, then the note; order_decides.yaml works its numbers out)
+run predict -f md $T/order_decides.yaml
+[ "$RC" = 0 ] && golden torch_order_decides.md "$TMP/out" \
+    && ok "torch segment order decides: the note in Markdown (golden)" \
+    || not_ok "torch segment order in Markdown" "exit $RC"
 # A tie that does not decide (order_same.yaml): null, no note; nor in the worked example (no tie).
 run predict -f json $T/order_same.yaml
 a=$(jq -c '.schedules[0].ranks[0].torch | [.segment_order, .allocated.peak]' "$TMP/out" 2>/dev/null)

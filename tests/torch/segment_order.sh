@@ -111,9 +111,21 @@ else
 fi
 # memlife's own report of it (docs/torch.md, segment order): the torch view's second model, new
 # segments above the old, differs first at op 638 with the GPU re-run's 112456704; the first tie
-# is op 111; the peak (166820352) is the same. a_train: no difference, null.
-"$MEMLIFE" import $SNAP/b_fsdp2.pickle -o "$TMP/b.yaml" -q
-"$MEMLIFE" import $SNAP/a_train.pickle -o "$TMP/a.yaml" -q
+# is op 111; the peak (166820352) is the same. a_train: no difference, null. The import writes
+# the recording's segment addresses (torch: {addresses:}), which make the order known and the
+# note null; without them the model guesses "each new segment below the last", as a schedule
+# written by hand does.
+"$MEMLIFE" import $SNAP/b_fsdp2.pickle -o "$TMP/b_addr.yaml" -q
+"$MEMLIFE" import $SNAP/a_train.pickle -o "$TMP/a_addr.yaml" -q
+sed 's/^torch: {addresses: \[[0-9, ]*\]}$/torch: {}/' "$TMP/b_addr.yaml" >"$TMP/b.yaml"
+sed 's/^torch: {addresses: \[[0-9, ]*\]}$/torch: {}/' "$TMP/a_addr.yaml" >"$TMP/a.yaml"
+"$MEMLIFE" predict -f json "$TMP/b_addr.yaml" >"$TMP/b_addr_pred.json"
+if grep -q '^torch: {}$' "$TMP/b.yaml" &&
+    [ "$(jq -c '.schedules[0].ranks[0].torch.segment_order' "$TMP/b_addr_pred.json")" = null ]; then
+    ok "segment order in memlife predict: b_fsdp2 with the recorded addresses, null (the order is known)"
+else
+    not_ok "segment order with the recorded addresses" "$(grep -m1 '^torch' "$TMP/b_addr.yaml" | cut -c1-80)"
+fi
 "$MEMLIFE" predict -f json "$TMP/b.yaml" >"$TMP/b_pred.json"
 "$MEMLIFE" predict -f json "$TMP/a.yaml" >"$TMP/a_pred.json"
 got=$(jq -c '.schedules[0].ranks[0].torch.segment_order | [.tie_step.index, .first_difference_step.index, .allocated.predicted, .allocated.other_order, .peak_allocated.predicted, .peak_allocated.other_order]' "$TMP/b_pred.json" 2>/dev/null)

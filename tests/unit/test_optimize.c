@@ -419,6 +419,35 @@ static void test_emit_round_trip(void **state) {
     }
 }
 
+/* The torch key keeps its sizes as written and its addresses as decimal integers (0x hex read
+ * back the same), and a second write gives the same text. */
+static void test_emit_torch_key(void **state) {
+    (void)state;
+    static const char text[] = "name: t\nworld: 1\n"
+                               "torch: {conf: \"max_split_size_mb:32\", limit: 2GiB, "
+                               "capacity: 150MiB, addresses: [0x40000000, 2147483648]}\n"
+                               "steps:\n  - alloc: {buf: a, bytes: 1}\n";
+    ml_diags d;
+    ml_diags_init(&d);
+    sched *s = sched_load_buffer("t.yaml", text, sizeof text - 1, NULL, &d);
+    assert_non_null(s);
+    ml_str a = {0}, b = {0};
+    emit(s, &a);
+    assert_non_null(strstr(a.s, "torch: {conf: 'max_split_size_mb:32', limit: 2GiB, "
+                                "capacity: 150MiB, addresses: [1073741824, 2147483648]}\n"));
+    sched *t = sched_load_buffer("again.yaml", a.s, a.n, NULL, &d);
+    assert_non_null(t);
+    assert_int_equal(t->torch.n_addresses, 2);
+    assert_true(t->torch.addresses[0] == 1073741824u);
+    emit(t, &b);
+    assert_string_equal(a.s, b.s);
+    sched_free(t);
+    sched_free(s);
+    ml_diags_free(&d);
+    ml_str_free(&a);
+    ml_str_free(&b);
+}
+
 /* libyaml decides the quoting: a view with brackets and ' : ' is quoted in a flow mapping,
  * a function call with a comma too, a plain expression is not. */
 static void test_emit_quoting(void **state) {
@@ -453,6 +482,7 @@ int main(void) {
         cmocka_unit_test(test_floor_seed),
         cmocka_unit_test(test_floor_rules),
         cmocka_unit_test(test_emit_round_trip),
+        cmocka_unit_test(test_emit_torch_key),
         cmocka_unit_test(test_emit_quoting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -256,9 +256,11 @@ static void no_cross_stream_reuse(void **state) {
 /* The segments' address order (torchalloc_set_segment_order, order_ties): order_decides.yaml's
  * steps (tests/cli/torch), its comment working out both orders. Two 20 MiB segments each with a
  * free 2 MiB tail; a 1.5 MiB request ties. */
-static uint64_t order_case(int upwards, uint64_t *ties_at_c, uint64_t *reserved) {
+static uint64_t order_case_at(int upwards, const uint64_t *addrs, size_t naddrs,
+                              uint64_t *ties_at_c, uint64_t *reserved) {
     torchalloc *ta = make("", 0);
     torchalloc_set_segment_order(ta, upwards);
+    torchalloc_set_segment_addresses(ta, addrs, naddrs);
     torchalloc_watch_ties(ta, 1);
     int64_t x = -1;
     for (int k = 0; k < 4; k++) {   /* a, x in S1; b, y in S2 */
@@ -278,6 +280,50 @@ static uint64_t order_case(int upwards, uint64_t *ties_at_c, uint64_t *reserved)
     *reserved = s.reserved;
     torchalloc_destroy(ta);
     return s.allocated;
+}
+
+static uint64_t order_case(int upwards, uint64_t *ties_at_c, uint64_t *reserved) {
+    return order_case_at(upwards, NULL, 0, ties_at_c, reserved);
+}
+
+/* torchalloc_set_segment_addresses: the caller's addresses decide the tie, as the driver's
+ * placement did for a snapshot. S1 made first at 1 GiB, S2 at 2 GiB: S1 lies lower, c takes its
+ * tail, as "above" does (38 MiB); S1 at 2 GiB, S2 at 1 GiB: as "below" (37.5 MiB), whichever
+ * order set_segment_order says. A listed address overlapping a live segment (S2 at 1 GiB + 10
+ * MiB, inside S1's 20 MiB) is not used: S2 goes below every live one, as "below". */
+typedef struct {
+    uint64_t a[4];
+    size_t n;
+} walk_addrs;
+
+static int collect_segment_addr(void *user, const torchalloc_segment_info *s) {
+    walk_addrs *w = user;
+    if (w->n < 4)
+        w->a[w->n++] = s->addr;
+    return 0;
+}
+
+static void segment_addresses(void **state) {
+    (void)state;
+    uint64_t ties, reserved;
+    const uint64_t up[] = {GiB, 2 * GiB}, down[] = {2 * GiB, GiB}, overlap[] = {GiB, GiB + 10 * MiB};
+    assert_int_equal(order_case_at(0, up, 2, &ties, &reserved), 38 * MiB);
+    assert_int_equal(order_case_at(1, down, 2, &ties, &reserved), 29 * MiB + 8 * MiB + MiB / 2);
+    assert_int_equal(order_case_at(0, overlap, 2, &ties, &reserved), 29 * MiB + 8 * MiB + MiB / 2);
+    assert_int_equal(reserved, 40 * MiB);
+    /* the walk lists them in address order, past the list too: a third segment goes below */
+    torchalloc *ta = make("", 0);
+    torchalloc_set_segment_addresses(ta, down, 2);
+    for (int k = 0; k < 3; k++)
+        m(ta, 20 * MiB, 0);
+    walk_addrs wa = {.n = 0};
+    torchalloc_walker w = {.segment = collect_segment_addr, .user = &wa};
+    const uint64_t *seen = wa.a;
+    assert_int_equal(torchalloc_walk(ta, &w), 3);
+    assert_true(seen[0] < GiB);
+    assert_int_equal(seen[1], GiB);
+    assert_int_equal(seen[2], 2 * GiB);
+    torchalloc_destroy(ta);
 }
 
 static void segment_order_ties(void **state) {
@@ -425,6 +471,28 @@ static void release_available_oversize(void **state) {
     assert_int_equal(l.n, 2);   /* address order: the newer 16 MiB segment lies lower */
     assert_int_equal(l.size[0], 16 * MiB);
     assert_int_equal(l.size[1], 50 * MiB);
+    torchalloc_destroy(ta);
+}
+
+/* release_available_cached_blocks (CUDACachingAllocator.cpp, 2.11) when no single cached block
+ * covers the request: "free multiple oversize blocks, starting with the largest" while
+ * totalReleased < the request, only blocks >= max_split_size of the stream; then alloc_block
+ * again with isRetry false, so num_alloc_retries stays 0 (the H200's f_retry sidecar: 0 after
+ * 15 such releases). Cached: 24, 30, 44 MiB and a 2 MiB small segment (100 MiB, limit 120);
+ * 60 MiB fits no block and 100 + 60 > 120: 44 then 30 go (74 >= 60), 24 and the small segment
+ * stay, 26 + 60 = 86 MiB. release_cached_blocks would have left 60 MiB. */
+static void release_available_largest_first(void **state) {
+    (void)state;
+    torchalloc *ta = make("max_split_size_mb:20", 120 * MiB);
+    int64_t id[4] = {m(ta, 24 * MiB, 0), m(ta, 30 * MiB, 0), m(ta, 44 * MiB, 0), m(ta, 1000, 0)};
+    for (int k = 0; k < 4; k++)
+        torchalloc_free(ta, id[k]);
+    m(ta, 60 * MiB, 0);
+    expect(ta, 60 * MiB, 86 * MiB);
+    struct torchalloc_stats s;
+    torchalloc_stats(ta, &s);
+    assert_int_equal(s.num_alloc_retries, 0);
+    assert_int_equal(s.num_segment_frees, 2);
     torchalloc_destroy(ta);
 }
 
@@ -835,10 +903,12 @@ int main(void) {
         cmocka_unit_test(split_remainder_edge),
         cmocka_unit_test(no_cross_stream_reuse),
         cmocka_unit_test(segment_order_ties),
+        cmocka_unit_test(segment_addresses),
         cmocka_unit_test(record_stream_delays_reuse),
         cmocka_unit_test(empty_cache_frees_only_whole_segments),
         cmocka_unit_test(oom_retry_then_real_oom),
         cmocka_unit_test(release_available_oversize),
+        cmocka_unit_test(release_available_largest_first),
         cmocka_unit_test(garbage_collection_by_age),
         cmocka_unit_test(expandable_empty_cache_unmaps),
         cmocka_unit_test(config_errors),
