@@ -9,7 +9,9 @@
 #     predicted = measured at every op (b_fsdp2: up to op 638, where the torch view reports that
 #     the segments' address order decides, and measured = its other-order value there; see
 #     compare_measured.py); for a_train and b_fsdp2 the re-run's own allocator history
-#     (MEMLIFE_TORCH_SNAPSHOT) replayed with its segment addresses = measured at every op;
+#     (MEMLIFE_TORCH_SNAPSHOT) replayed with its segment addresses = measured at every op, and
+#     every re-run predicted with its own segment addresses (torch: {addresses:} from its
+#     snapshot) = measured at every op, with no segment-order allowance;
 #   - tests/cli/torch/limit_{oversize,gc}.yaml under their limits: predicted = measured at every op;
 #   - bench --backend torch: CUDA-event spans, 4 ordered samples per plan and mode; --graph refused.
 # MEMLIFE names the binary (default build/memlife); OUT, when set, keeps the results.
@@ -57,11 +59,35 @@ torch_rerun() {
     MEMLIFE_TORCH_SNAPSHOT="$DIR/$n.rerun.pickle" "$MEMLIFE" run "$yaml" --backend torch \
         --ranks 1 --no-data --format json -o "$DIR/$n.run.json" 2>"$DIR/$n.err"
     rc=$?
-    if [ "$rc" -ne 0 ]; then
-        echo "not ok - torch backend re-run of $n: exit $rc: $(head -3 "$DIR/$n.err" | tr '\n' ' ')"
+    # exit 1: the run missed the schedule's expectations. An imported schedule expects the
+    # recording's numbers, which a re-run whose cudaMalloc placed segments in another order can
+    # miss legitimately; measured against predicted, op by op, is what is judged here.
+    if [ "$rc" -eq 1 ] && [ -s "$DIR/$n.run.json" ]; then
+        echo "# $n re-run: exit 1, the recording's expectations missed: $(grep -m 2 'expected' "$DIR/$n.err" | tr '\n' ' ' | head -c 300)"
+    elif [ "$rc" -ne 0 ]; then
+        echo "not ok - torch backend re-run of $n: exit $rc: $(grep -v Warning "$DIR/$n.err" | head -3 | tr '\n' ' ')"
         return
     fi
     python3 tests/torch/compare_measured.py "$MEMLIFE" "$DIR/$n.run.json" "$yaml"
+}
+# torch_pinned NAME YAML: the schedule predicted with the re-run's own segment addresses (its
+# MEMLIFE_TORCH_SNAPSHOT imported: torch: {addresses:}, in the order cudaMalloc made them)
+# against what the re-run measured: exact at every op, with no segment-order allowance (with
+# the addresses given, best fit's ties break as they did on the GPU).
+torch_pinned() {
+    local n=$1 yaml=$2 addr
+    if ! "$MEMLIFE" import "$DIR/$n.rerun.pickle" -o "$DIR/$n.own.yaml" -q 2>"$DIR/$n.own.err"; then
+        echo "not ok - $n with the re-run's addresses: its snapshot does not import: $(head -2 "$DIR/$n.own.err" | tr '\n' ' ')"
+        return
+    fi
+    addr=$(grep -o 'addresses: \[[0-9, ]*\]' "$DIR/$n.own.yaml")
+    sed "s/^torch: {\(.*\)}$/torch: {\1, $addr}/; s/^torch: {, /torch: {/" "$yaml" >"$DIR/$n.pinned.yaml"
+    local out
+    out=$(python3 tests/torch/compare_measured.py "$MEMLIFE" "$DIR/$n.run.json" "$DIR/$n.pinned.yaml")
+    case $out in
+        *"segment order decides"*) echo "not ok - $n with the re-run's addresses: $out" ;;
+        *) printf '%s\n' "$out" | sed "s/ - $n: / - $n with the re-run's own segment addresses: /" ;;
+    esac
 }
 # Under a limit (the driver sets the memory fraction that makes it PyTorch's allowed maximum):
 # the oversize release before a retry and garbage collection, numbers in each file's comment.
@@ -80,6 +106,7 @@ for n in a_train b_fsdp2 c_expandable d_late e_gc f_retry g_retry_full h_oom; do
     # placement, whose order note announces where that decides (compare_measured.py).
     sed -i 's/, addresses: \[[0-9, ]*\]}$/}/; s/^torch: {addresses: \[[0-9, ]*\]}$/torch: {}/' "$DIR/$n.yaml"
     torch_rerun "$n" "$DIR/$n.yaml"
+    [ -s "$DIR/$n.rerun.pickle" ] && torch_pinned "$n" "$DIR/$n.yaml"
 done
 # Issue 16's op 638 of b_fsdp2 (tests/torch/README.md, "b_fsdp2 at op 638"): the reference rules
 # replayed with the re-run's own segment addresses must give every block address of its trace

@@ -221,7 +221,9 @@ class Driver:
         # a schedule's `torch: {conf:}` ("-": none), before its first allocation: PyTorch reads
         # these keys again when they are set at run time
         if self.cuda and text != "-":
-            torch.cuda.memory._set_allocator_settings(text)
+            # 2.11 deprecates the torch.cuda name (a FutureWarning on every run) for this one
+            setter = getattr(torch._C, "_accelerator_setAllocatorSettings", None)
+            (setter or torch.cuda.memory._set_allocator_settings)(text)
         return ""
 
     def limit(self, n):
