@@ -86,7 +86,9 @@ typedef struct tleaf {
  * compares, where a binary search over the maxima was a chain of dependent loads (a fifth of
  * an insert's time, perf).  Past the last leaf, max[] (its capacity a multiple of TT_GROUP)
  * and sum[] hold sentinels.  Sets of more than TT_GROUP * TT_NSUM leaves search the maxima by
- * halves instead.  (The bench's sets have 30-50 leaves; groups of 8 beat 16 there.) */
+ * halves instead.  (The bench's sets have 30-50 leaves; groups of 8 beat 16 there.)  Those
+ * counts compare hi words only, exact for the searches by (stream, size), whose key has lo 0;
+ * an insert then steps past the maxima of its hi word with a smaller lo (torchtree.c). */
 #define TT_GROUP 8
 #define TT_NSUM 32
 typedef struct ttree {
