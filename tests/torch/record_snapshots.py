@@ -20,6 +20,12 @@ the end, and allocated/reserved/requested after each training phase).
     g_retry_full     default settings (release_cached_blocks: every unsplit free segment, then retry)
     h_oom            f_retry, then a request of the whole limit that fails (caught: an `oom` entry),
                      then one more iteration
+  Closer to real training loops:
+    i_ddp_amp        DistributedDataParallel at world 1 (nccl: gradient buckets), bf16 autocast,
+                     activation checkpointing per layer, fused AdamW; a wider model (512/8/2048,
+                     4 layers, batch 16, sequence 256), three iterations
+    j_wrapped        a_train recorded with max_entries=1500: the ring buffer wraps, so the trace
+                     starts in the middle of the program (what a long run's snapshot looks like)
 
 Usage (GPU machine with PyTorch):
     python3 tests/torch/record_snapshots.py --out DIR [--only REGEX] [-j 4]
@@ -43,6 +49,9 @@ CASES = {
     "f_retry": {"conf": "max_split_size_mb:32", "fsdp": False, "late": False, "limit": 0.5},
     "g_retry_full": {"conf": "", "fsdp": False, "late": False, "limit": 0.5},
     "h_oom": {"conf": "max_split_size_mb:32", "fsdp": False, "late": False, "limit": 0.5, "oom": True},
+    "i_ddp_amp": {"conf": "", "fsdp": False, "late": False, "ddp": True, "amp": True, "ckpt": True,
+                  "dims": (512, 8, 2048, 4, 16, (256, 256, 256))},
+    "j_wrapped": {"conf": "", "fsdp": False, "late": False, "max_entries": 1500},
 }
 # The limited cases' program: a longer, variable-length run, so that freed activations of one
 # length are cached blocks of the wrong size for the next (what makes the allocator release).
@@ -65,11 +74,17 @@ def child(name, out_dir, calibrate=False):
     case = CASES[name]
     limited = "limit" in case
     batch, seqs = (LIMITED_BATCH, LIMITED_SEQS) if limited else (BATCH, (SEQ, SEQ))
+    d_model, nhead, ff, layers = D_MODEL, NHEAD, FF, LAYERS
+    if "dims" in case:
+        d_model, nhead, ff, layers, batch, seqs = case["dims"]
+    dist_init = case["fsdp"] or case.get("ddp")
     side = {"name": name, "torch": torch.__version__, "conf": case["conf"],
             "env_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
-            "model": {"d_model": D_MODEL, "nhead": NHEAD, "dim_feedforward": FF, "layers": LAYERS,
+            "model": {"d_model": d_model, "nhead": nhead, "dim_feedforward": ff, "layers": layers,
                       "vocab": VOCAB, "batch": batch, "seq": list(seqs), "optimizer": "AdamW",
-                      "iterations": len(seqs), "fsdp2": case["fsdp"]},
+                      "iterations": len(seqs), "fsdp2": case["fsdp"],
+                      "ddp": bool(case.get("ddp")), "bf16_autocast": bool(case.get("amp")),
+                      "checkpoint": bool(case.get("ckpt"))},
             "recorded_from": "after model and optimizer" if case["late"] else "process start",
             "phases": [], "error": None}
     dev = torch.device("cuda", 0)
@@ -97,13 +112,13 @@ def child(name, out_dir, calibrate=False):
 
     def record():
         torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
-                                                 max_entries=MAX_ENTRIES)
+                                                 max_entries=case.get("max_entries", MAX_ENTRIES))
 
     try:
         if not case["late"] and not calibrate:
             record()
         phase("start")
-        if case["fsdp"]:
+        if dist_init:
             import torch.distributed as dist
             os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
             os.environ.setdefault("MASTER_PORT", "29517")
@@ -114,13 +129,19 @@ def child(name, out_dir, calibrate=False):
         class Net(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.emb = nn.Embedding(VOCAB, D_MODEL)
-                layer = nn.TransformerEncoderLayer(D_MODEL, NHEAD, FF, dropout=0.0, batch_first=True)
-                self.enc = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
-                self.head = nn.Linear(D_MODEL, VOCAB)
+                self.emb = nn.Embedding(VOCAB, d_model)
+                layer = nn.TransformerEncoderLayer(d_model, nhead, ff, dropout=0.0, batch_first=True)
+                self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+                self.head = nn.Linear(d_model, VOCAB)
 
             def forward(self, x):
-                return self.head(self.enc(self.emb(x)))
+                h = self.emb(x)
+                if case.get("ckpt"):
+                    from torch.utils.checkpoint import checkpoint
+                    for block in self.enc.layers:
+                        h = checkpoint(block, h, use_reentrant=False)
+                    return self.head(h)
+                return self.head(self.enc(h))
 
         model = Net().to(dev)
         if case["fsdp"]:
@@ -128,8 +149,11 @@ def child(name, out_dir, calibrate=False):
             for layer in model.enc.layers:
                 fully_shard(layer)
             fully_shard(model)
+        if case.get("ddp"):
+            from torch.nn.parallel import DistributedDataParallel
+            model = DistributedDataParallel(model, device_ids=[0])
         phase("model")
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=bool(case.get("ddp")))
         phase("optimizer")
         if case["late"]:
             record()
@@ -150,8 +174,9 @@ def child(name, out_dir, calibrate=False):
             x = torch.randint(0, VOCAB, (batch, seq), generator=gen).to(dev)
             y = torch.randint(0, VOCAB, (batch, seq), generator=gen).to(dev)
             phase(f"iter{it}.inputs")
-            logits = model(x)
-            loss = nn.functional.cross_entropy(logits.view(-1, VOCAB), y.view(-1))
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bool(case.get("amp"))):
+                logits = model(x)
+                loss = nn.functional.cross_entropy(logits.view(-1, VOCAB).float(), y.view(-1))
             phase(f"iter{it}.forward")
             loss.backward()
             phase(f"iter{it}.backward")
@@ -181,7 +206,7 @@ def child(name, out_dir, calibrate=False):
             snap = pickle.load(f)
         traces = snap.get("device_traces", [[]])
         side["trace_entries"] = len(traces[0]) if traces else 0
-        side["trace_wrapped"] = side["trace_entries"] >= MAX_ENTRIES
+        side["trace_wrapped"] = side["trace_entries"] >= case.get("max_entries", MAX_ENTRIES)
         side["segments"] = len(snap.get("segments", []))
         side["segments_total_size"] = sum(s["total_size"] for s in snap.get("segments", []))
         side["actions"] = {}
@@ -202,7 +227,7 @@ def child(name, out_dir, calibrate=False):
                 if os.path.getsize(path) <= MAX_PICKLE:
                     break
         side["pickle_bytes"] = os.path.getsize(path)
-        if case["fsdp"]:
+        if dist_init:
             import torch.distributed as dist
             dist.destroy_process_group()
     except Exception as e:
