@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# memlife import (analyzer/snapshot/import.h) on the eight snapshots recorded on an H200
+# memlife import (analyzer/snapshot/import.h) on the twelve snapshots recorded on an H200
 # (tests/torch/fixtures/snapshots/README.md): each imports, its expectations are the snapshot's
 # own numbers, and, where the torch view is built in, `memlife check` passes and the predicted
 # reserved bytes equal the snapshot's after every trace event (tests/torch/import_replay.py).
@@ -9,23 +9,30 @@
 . "$(dirname "$0")/lib.bash"
 
 SNAP=tests/torch/fixtures/snapshots
-# name, reserved peak, requested peak: the README's table ("peak allocated / reserved", "peak
-# requested", from memory_stats() at the end of each recording; e_gc .. h_oom: the sidecar's
-# final max_reserved and max_requested)
-CASES="a_train 192937984 163312296
-b_fsdp2 218103808 165671496
-c_expandable 188743680 163312296
-d_late 192937984 163312296
-e_gc 1145044992 937325224
-f_retry 1663041536 937325224
-g_retry_full 1300234240 937325224
-h_oom 1663041536 937325224"
+# name, reserved peak, requested peak, final allocated: the README's table ("peak allocated /
+# reserved", "peak requested", from memory_stats() at the end of each recording; e_gc .. k2: the
+# sidecar's final max_reserved, max_requested and allocated). j_wrapped's trace starts mid-program
+# (max_entries 1500): its requested peak is not the program's 163312296 but the import's own,
+# 169869312, the moment its rebuild holds the 24 segments alive when recording began whole
+# (docs/snapshot.md: the prelude's placeholders count).
+CASES="a_train 192937984 163312296 102745088
+b_fsdp2 218103808 165671496 102745088
+c_expandable 188743680 163312296 102745088
+d_late 192937984 163312296 102745088
+e_gc 1145044992 937325224 102745088
+f_retry 1663041536 937325224 102745088
+g_retry_full 1300234240 937325224 102745088
+h_oom 1663041536 937325224 102745088
+i_ddp_amp 796917760 687466260 286668288
+j_wrapped 192937984 169869312 102745088
+k_ckpt_amp 505413632 423739096 236163072
+k2_ckpt_amp 505413632 423739096 236163072"
 
 # The torch view is in when predict knows --torch-conf (the views branch).
 TORCH_VIEW=0
 "$MEMLIFE" predict --help 2>/dev/null | grep -q -- --torch-conf && TORCH_VIEW=1
 
-while read -r name reserved requested; do
+while read -r name reserved requested allocated; do
     run import "$SNAP/$name.pickle" -o "$TMP/$name.yaml"
     if [ "$RC" -ne 0 ]; then
         not_ok "import $name" "exit $RC: $(head -1 "$TMP/err")"
@@ -43,10 +50,10 @@ while read -r name reserved requested; do
         case $line in *"before recording: 6 segments, 39 blocks"*) ok "import d_late: 6 segments and 39 blocks before recording" ;;
         *) not_ok "import d_late: state before recording" "$line" ;; esac
     fi
-    if ! grep -q "^  torch: {allocated: {steady: 102745088}, reserved: {steady: [0-9]*, peak: $reserved}}" "$TMP/$name.yaml"; then
+    if ! grep -q "^  torch: {allocated: {steady: $allocated}, reserved: {steady: [0-9]*, peak: $reserved}}" "$TMP/$name.yaml"; then
         not_ok "import $name: torch expectations" "$(grep -A2 '^expect:' "$TMP/$name.yaml" | tr '\n' ' ')"
     else
-        ok "import $name: torch allocated steady 102745088 (the README's final allocated), reserved peak $reserved"
+        ok "import $name: torch allocated steady $allocated (the final allocated), reserved peak $reserved"
     fi
     # Under a memory fraction (e_gc, f_retry, h_oom): the interval of constants the import infers
     # holds the allocator's true allowed_memory_maximum (the sidecar's); g_retry_full released

@@ -22,8 +22,13 @@ the end, and allocated/reserved/requested after each training phase).
                      then one more iteration
   Closer to real training loops:
     i_ddp_amp        DistributedDataParallel at world 1 (nccl: gradient buckets), bf16 autocast,
-                     activation checkpointing per layer, fused AdamW; a wider model (512/8/2048,
-                     4 layers, batch 16, sequence 256), three iterations
+                     fused AdamW; a wider model (512/8/2048, 4 layers, batch 16, sequence 256),
+                     three iterations
+    k_ckpt_amp       the same model without DDP, with activation checkpointing per layer, recorded
+                     without stacks (context=None: with Python stacks, 2.11's backward through
+                     the checkpointed layers failed, "run_backward returned NULL without setting
+                     an exception"); buffers are named by address
+    k2_ckpt_amp      the same recorded with stacks at allocations only (context="alloc")
     j_wrapped        a_train recorded with max_entries=1500: the ring buffer wraps, so the trace
                      starts in the middle of the program (what a long run's snapshot looks like)
 
@@ -49,8 +54,12 @@ CASES = {
     "f_retry": {"conf": "max_split_size_mb:32", "fsdp": False, "late": False, "limit": 0.5},
     "g_retry_full": {"conf": "", "fsdp": False, "late": False, "limit": 0.5},
     "h_oom": {"conf": "max_split_size_mb:32", "fsdp": False, "late": False, "limit": 0.5, "oom": True},
-    "i_ddp_amp": {"conf": "", "fsdp": False, "late": False, "ddp": True, "amp": True, "ckpt": True,
+    "i_ddp_amp": {"conf": "", "fsdp": False, "late": False, "ddp": True, "amp": True,
                   "dims": (512, 8, 2048, 4, 16, (256, 256, 256))},
+    "k_ckpt_amp": {"conf": "", "fsdp": False, "late": False, "amp": True, "ckpt": True,
+                   "dims": (512, 8, 2048, 4, 16, (256, 256, 256)), "context": None},
+    "k2_ckpt_amp": {"conf": "", "fsdp": False, "late": False, "amp": True, "ckpt": True,
+                    "dims": (512, 8, 2048, 4, 16, (256, 256, 256)), "context": "alloc"},
     "j_wrapped": {"conf": "", "fsdp": False, "late": False, "max_entries": 1500},
 }
 # The limited cases' program: a longer, variable-length run, so that freed activations of one
@@ -111,7 +120,8 @@ def child(name, out_dir, calibrate=False):
                                "max_reserved": torch.cuda.max_memory_reserved(dev)})
 
     def record():
-        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
+        torch.cuda.memory._record_memory_history(enabled="all", context=case.get("context", "all"),
+                                                 stacks="python",
                                                  max_entries=case.get("max_entries", MAX_ENTRIES))
 
     try:
