@@ -53,6 +53,7 @@ typedef struct {
     ml_vec buf_allocated;             /* of uint8_t per buffer symbol: some alloc creates it */
     ml_vec *owned;                    /* of void*: step arrays (malloc'd, freed by sched_free) */
     ml_vec scratch;                   /* of ld_named, reused by list parsers that do not nest */
+    ml_vec views;                     /* of sched_view, reused by ld_views (views do not nest) */
     ml_mark end;                      /* where the input ends: marks past it are clamped to it */
     size_t cursor_index, cursor_byte; /* ld_index_byte's place: a yaml index and its byte */
     ml_vec indices;                   /* of ld_index: the repeat indices in scope, outermost first */
@@ -93,6 +94,14 @@ uint32_t ld_hash_find(const ld_hash *h, const char *key, size_t len, uintptr_t *
 void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val);
 void ld_hash_free(ld_hash *h);
 bool ld_key_is(const char *key, const char *text, size_t len);
+/* key (NUL-terminated) is exactly text[0..len): inline, for the lookups on every event (a key of
+ * a step's mapping, a step key); a NUL inside text never matches. */
+static inline bool ld_key_eq(const char *key, const char *text, size_t len) {
+    for (size_t k = 0; k < len; k++)
+        if (key[k] != text[k] || !key[k])
+            return false;
+    return key[len] == '\0';
+}
 
 /* Events and marks. */
 int ld_next(loader *l);

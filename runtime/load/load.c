@@ -404,6 +404,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     ml_vec_init(&l.let_v, sizeof(sched_let));
     ml_vec_init(&l.buf_allocated, 1);
     ml_vec_init(&l.scratch, sizeof(ld_named));
+    ml_vec_init(&l.views, sizeof(sched_view));
     ml_vec_init(&l.indices, sizeof(ld_index));
     ml_vec_init(&l.ats, sizeof(sched_at));
     uint32_t dflt;
@@ -442,6 +443,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     ml_vec_free(&l.let_v);
     ml_vec_free(&l.buf_allocated);
     ml_vec_free(&l.scratch);
+    ml_vec_free(&l.views);
     ml_vec_free(&l.indices);
     if (rc != 0) {
         sched_free(s);

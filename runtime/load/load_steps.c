@@ -608,8 +608,7 @@ static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_v
 static const step_form *form_lookup(const char *t, size_t len, int *coll) {
     *coll = -1;
     for (size_t k = 0; k < ML_ARRAY_LEN(step_forms); k++)
-        if (step_forms[k].name[0] == t[0] && strncmp(step_forms[k].name, t, len) == 0 &&
-            step_forms[k].name[len] == '\0')
+        if (ld_key_eq(step_forms[k].name, t, len))
             return &step_forms[k];
     *coll = ml_coll_lookup(t, len);
     return *coll >= 0 ? &coll_form : NULL;
@@ -632,7 +631,8 @@ static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
     st->kind = f->kind;
     if (f->parse)
         return f->parse(l, st);
-    step_ctx c = {.st = st};
+    step_ctx c;   /* not zeroed: ld_map clears c.k.seen, and nothing reads c.k before */
+    c.st = st;
     ld_schema sc = {f->name, f->keys, f->n_keys};
     if (f->kind == ST_ALLOC) {
         st->u.alloc.dtype = l->s->dtype;
