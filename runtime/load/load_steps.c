@@ -17,6 +17,7 @@ typedef struct {
 
 typedef struct {
     const char *name;
+    uint32_t len;                                    /* strlen(name): most rows differ there */
     sched_step_kind kind;
     const char *const *keys;
     uint32_t n_keys;
@@ -580,12 +581,14 @@ static int xerr_finish(loader *l, step_ctx *c) {
 
 /* ---- The table -------------------------------------------------------------------------------- */
 
-#define FORM(name, kind, keys, value, finish) {name, kind, keys, ML_ARRAY_LEN(keys), value, finish, NULL}
+#define FORM(name, kind, keys, value, finish) \
+    {name, sizeof name - 1, kind, keys, ML_ARRAY_LEN(keys), value, finish, NULL}
+#define PARSED(name, kind, parse) {name, sizeof name - 1, kind, NULL, 0, NULL, NULL, parse}
 static const step_form step_forms[] = {
     FORM("alloc", ST_ALLOC, alloc_keys, alloc_value, alloc_finish),
-    {"free", ST_FREE, NULL, 0, NULL, NULL, free_parse},
+    PARSED("free", ST_FREE, free_parse),
     FORM("release", ST_RELEASE, release_keys, release_value, release_finish),
-    {"sync", ST_SYNC, NULL, 0, NULL, NULL, sync_parse},
+    PARSED("sync", ST_SYNC, sync_parse),
     FORM("record", ST_RECORD, event_keys, event_value, event_finish),
     FORM("wait", ST_WAIT, event_keys, event_value, event_finish),
     FORM("repeat", ST_REPEAT, repeat_keys, repeat_value, repeat_finish),
@@ -598,9 +601,9 @@ static const step_form step_forms[] = {
     FORM("expect_error", ST_EXPECT_ERROR, xerr_keys, xerr_value, xerr_finish),
     FORM("send", ST_COLL, p2p_keys, p2p_value, p2p_finish),
     FORM("recv", ST_COLL, p2p_keys, p2p_value, p2p_finish),
-    {"group", ST_GROUP, NULL, 0, NULL, NULL, group_parse},
-    {"record_stream", ST_RECORD_STREAM, NULL, 0, NULL, NULL, ld_record_stream},   /* load_torch.c */
-    {"empty_cache", ST_EMPTY_CACHE, NULL, 0, NULL, NULL, ld_empty_cache},
+    PARSED("group", ST_GROUP, group_parse),
+    PARSED("record_stream", ST_RECORD_STREAM, ld_record_stream),   /* load_torch.c */
+    PARSED("empty_cache", ST_EMPTY_CACHE, ld_empty_cache),
 };
 /* Every collective of coll.h is a step key of its own, read by one row. */
 static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_value, coll_finish);
@@ -608,7 +611,7 @@ static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_v
 static const step_form *form_lookup(const char *t, size_t len, int *coll) {
     *coll = -1;
     for (size_t k = 0; k < ML_ARRAY_LEN(step_forms); k++)
-        if (ld_key_eq(step_forms[k].name, t, len))
+        if (step_forms[k].len == len && ld_key_eq(step_forms[k].name, t, len))
             return &step_forms[k];
     *coll = ml_coll_lookup(t, len);
     return *coll >= 0 ? &coll_form : NULL;
@@ -708,7 +711,7 @@ int ld_step(loader *l, sched_step *st) {
 }
 
 /* A list of steps, built in a growing array that the schedule then owns. A million steps are
- * 128 MB: the array's pages are populated a little ahead of the steps written (pages.h). */
+ * 120 MB: the array's pages are populated a little ahead of the steps written (pages.h). */
 #define STEPS_AHEAD (((size_t)2 << 20) / sizeof(sched_step))
 int ld_steps(loader *l, const char *what, sched_step **out, uint32_t *n) {
     if (ld_want(l, YAML_SEQUENCE_START_EVENT, what))
