@@ -51,9 +51,9 @@ typedef enum {
 
 typedef struct {
     sched_init_kind kind;
+    ml_redop op;          /* IDENTITY (next to kind: no padding, 56 bytes not 64) */
     expr *value;          /* CONST value, EXPR body, RANDOM seed */
     sched_view src;       /* COPY */
-    ml_redop op;          /* IDENTITY */
     ml_mark mark;
 } sched_init;
 
@@ -111,11 +111,13 @@ struct sched_step {
     ml_mark mark;         /* the step's key (e.g. the 'alloc' of `- alloc: {...}`) */
     expr *when;           /* NULL: every rank; else runs where the expression is non-zero */
     union {
+        /* Fields ordered so that no padding is between them: the biggest member sets every
+         * step's size (a million-step schedule is a million steps). */
         struct {
             uint32_t buf;
+            ml_dtype dtype;       /* the schedule's dtype unless given */
             expr *bytes;          /* exactly one of bytes / count is set */
             expr *count;          /* elements of dtype */
-            ml_dtype dtype;       /* the schedule's dtype unless given */
             expr *chunks;         /* NULL: one allocation; else N physical chunks (VMM) */
             sched_init init;
             uint32_t stream;      /* the current stream at the allocation: PyTorch's allocator
@@ -136,8 +138,8 @@ struct sched_step {
         } record_stream;
         struct {
             ml_coll coll;
-            sched_view send, recv;    /* `buf:` sets both to the same view (always for p2p) */
             ml_redop op;              /* has_op collectives; default sum */
+            sched_view send, recv;    /* `buf:` sets both to the same view (always for p2p) */
             expr *root;               /* has_root collectives; send/recv: the peer */
             uint32_t stream;
         } coll;
@@ -190,8 +192,8 @@ struct sched_step {
             expr *time_us;        /* NULL or its duration in microseconds (the time model) */
             expr *flops;          /* NULL or its floating-point operations (time = flops / rate) */
         } compute;
-        sched_check *check;       /* by pointer: inline it would make every step 328 bytes,
-                                     not 128 (a 1M-step schedule is 1M steps) */
+        sched_check *check;       /* by pointer: inline it would make every step 312
+                                     bytes, not 120 (a 1M-step schedule is 1M steps) */
         struct {
             sched_error_code error;
             sched_step *step;     /* exactly one step, which must fail with `error` */
@@ -204,7 +206,7 @@ struct sched_step {
 /* Where the parts of a step are written, for diagnostics at the offending character: the buffer
  * name of an alloc, release or record_stream, and the text of its expressions. Views and free
  * names keep their own marks (sched_view.mark, free.marks). A side table in source order, not a
- * field of every step: steps stay 136 bytes and the table, 20 bytes a part, is read only when a
+ * field of every step: steps stay 120 bytes and the table, 20 bytes a part, is read only when a
  * diagnostic is made (sched_part_mark). */
 typedef enum {
     SCHED_AT_BUF,         /* alloc / release / record_stream: the buffer's name */
