@@ -89,8 +89,6 @@ int ld_fail_choice(loader *l, ml_mark m, const char *what, const char *text, siz
 
 /* ---- Events ----------------------------------------------------------------------------------- */
 
-static ml_mark mark_of(yaml_mark_t m) { return (ml_mark){(uint32_t)m.line + 1, (uint32_t)m.column + 1}; }
-
 
 int ld_fail(loader *l, ml_mark m, const char *fmt, ...) {
     char text[512];
@@ -156,14 +154,6 @@ size_t ld_index_byte(loader *l, size_t index) {
     return l->cursor_byte;
 }
 
-/* At the end of a file without a final newline, libyaml's mark is on the line after the last:
- * point at the end of the last line instead, where the text is. */
-static ml_mark mark_in_input(const loader *l, yaml_mark_t m) {
-    ml_mark at = mark_of(m);
-    return at.line > l->end.line ? l->end : at;
-}
-
-ml_mark ld_mark(const loader *l) { return mark_in_input(l, l->ev.start_mark); }
 
 static int yaml_error(loader *l) {
     const yaml_parser_t *p = &l->yp;
@@ -174,7 +164,7 @@ static int yaml_error(loader *l) {
     if (p->error == YAML_READER_ERROR && p->problem_value != -1)
         snprintf(value, sizeof value, " #%02X", (unsigned)p->problem_value);
     ml_mark m = p->error == YAML_READER_ERROR ? ld_offset_mark(l, p->problem_offset)
-                                              : mark_in_input(l, p->problem_mark);
+                                              : ld_mark_in_input(l, p->problem_mark);
     if (p->context)
         return ld_fail(l, m, "%s%s (%s)", problem, value, p->context);
     return ld_fail(l, m, "%s%s", problem, value);
@@ -226,22 +216,11 @@ int ld_next(loader *l) {
     return 0;
 }
 
-bool ld_is(const loader *l, yaml_event_type_t t) { return l->ev.type == t; }
-
-const char *ld_text(const loader *l, size_t *len) {
-    *len = l->ev.data.scalar.length;
-    return (const char *)l->ev.data.scalar.value;
-}
-
-int ld_want_scalar(loader *l, const char *what) {
-    if (ld_is(l, YAML_SCALAR_EVENT))
-        return 0;
+int ld_not_scalar(loader *l, const char *what) {
     return ld_fail(l, ld_mark(l), "'%s' must be a scalar", what);
 }
 
-int ld_want(loader *l, yaml_event_type_t t, const char *what) {
-    if (ld_is(l, t))
-        return 0;
+int ld_not_a(loader *l, yaml_event_type_t t, const char *what) {
     return ld_fail(l, ld_mark(l), "'%s' must be a %s", what,
                    t == YAML_MAPPING_START_EVENT ? "mapping" : t == YAML_SEQUENCE_START_EVENT ? "list" : "scalar");
 }

@@ -105,7 +105,15 @@ static inline bool ld_key_eq(const char *key, const char *text, size_t len) {
 
 /* Events and marks. */
 int ld_next(loader *l);
-ml_mark ld_mark(const loader *l);
+/* A libyaml mark as line:col. At the end of a file without a final newline, libyaml's mark is on
+ * the line after the last: it points at the end of the last line instead, where the text is. */
+static inline ml_mark ld_mark_in_input(const loader *l, yaml_mark_t m) {
+    ml_mark at = {(uint32_t)m.line + 1, (uint32_t)m.column + 1};
+    return at.line > l->end.line ? l->end : at;
+}
+/* The current event's start. Inline, as are the event tests below: every event asks them, and
+ * a call each was a fifth of what the loader adds to libyaml's own work. */
+static inline ml_mark ld_mark(const loader *l) { return ld_mark_in_input(l, l->ev.start_mark); }
 size_t ld_break_len(const uint8_t *p, size_t k, size_t end);   /* a line break at p[k]: its bytes */
 size_t ld_index_byte(loader *l, size_t index);                 /* a yaml mark's index -> byte */
 ml_mark ld_offset_mark(const loader *l, size_t offset);         /* a byte offset -> line:col */
@@ -114,10 +122,19 @@ int ld_fail(loader *l, ml_mark m, const char *fmt, ...) __attribute__((format(pr
  * enumerated value's error lists the valid ones. */
 int ld_fail_choice(loader *l, ml_mark m, const char *what, const char *text, size_t len,
                    const char *const *names, size_t n, const char *where);
-bool ld_is(const loader *l, yaml_event_type_t t);
-const char *ld_text(const loader *l, size_t *len);
-int ld_want_scalar(loader *l, const char *what);
-int ld_want(loader *l, yaml_event_type_t t, const char *what);
+static inline bool ld_is(const loader *l, yaml_event_type_t t) { return l->ev.type == t; }
+static inline const char *ld_text(const loader *l, size_t *len) {
+    *len = l->ev.data.scalar.length;
+    return (const char *)l->ev.data.scalar.value;
+}
+int ld_not_scalar(loader *l, const char *what);                   /* "'WHAT' must be a scalar" */
+int ld_not_a(loader *l, yaml_event_type_t t, const char *what);   /* "... must be a mapping" */
+static inline int ld_want_scalar(loader *l, const char *what) {
+    return ld_is(l, YAML_SCALAR_EVENT) ? 0 : ld_not_scalar(l, what);
+}
+static inline int ld_want(loader *l, yaml_event_type_t t, const char *what) {
+    return ld_is(l, t) ? 0 : ld_not_a(l, t, what);
+}
 int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k);
 
 #endif
