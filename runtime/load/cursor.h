@@ -58,6 +58,7 @@ typedef struct {
     size_t cursor_index, cursor_byte; /* ld_index_byte's place: a yaml index and its byte */
     ml_vec indices;                   /* of ld_index: the repeat indices in scope, outermost first */
     ml_vec ats;                       /* of sched_at: the steps' parts, in source order */
+    size_t ats_populated;             /* ats' slots below this have their pages (pages.h) */
 } loader;
 
 typedef struct {

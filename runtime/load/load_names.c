@@ -2,6 +2,7 @@
 /* load_names.c — the loader's names: symbol interning (buffers, streams, events, regions), name
  * rules, lookups of ops and dtypes, and expressions with their name resolution and cache. */
 #include "load/load_int.h"
+#include "base/pages.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -313,7 +314,19 @@ void ld_at(loader *l, const sched_step *st, sched_at_part part) {
         return;   /* not a scalar: its reader reports that, at its own mark */
     bool is_source;
     ml_mark text = scalar_mark(l, 0, &is_source);
+    size_t cap = l->ats.cap;
     sched_at *a = ml_vec_push(&l->ats);
+    /* A part for most steps: a million-step load's table is some 20 MB, a fault per page one by
+     * one; its pages come a megabyte at a time instead (pages.h), as the steps' do. */
+    if (l->ats.cap != cap)
+        l->ats_populated = l->ats.n;
+    if (l->ats.n >= l->ats_populated) {
+        size_t ahead = ((size_t)1 << 20) / sizeof(sched_at), end = l->ats.n + ahead;
+        if (end > l->ats.cap)
+            end = l->ats.cap;
+        ml_prefault(a + 1, (sched_at *)l->ats.items + end);
+        l->ats_populated = end;
+    }
     *a = (sched_at){st->mark, text, (uint16_t)part, is_source};
 }
 
