@@ -229,10 +229,16 @@ static bool value_is_source(const loader *l, size_t offset, size_t *at) {
 static ml_mark scalar_mark(loader *l, size_t offset, bool *is_source) {
     const yaml_event_t *ev = &l->ev;
     yaml_scalar_style_t st = ev->data.scalar.style;
+    ml_mark m = ld_mark(l);
+    /* The start of a plain one-line scalar (most asks: a buffer's name, an expression) is its
+     * mark: value_is_source's answer without its call. */
+    if (offset == 0 && st == YAML_PLAIN_SCALAR_STYLE && ev->start_mark.line == ev->end_mark.line) {
+        *is_source = true;
+        return m;
+    }
     bool dq = st == YAML_DOUBLE_QUOTED_SCALAR_STYLE, sq = st == YAML_SINGLE_QUOTED_SCALAR_STYLE;
     const uint8_t *v = ev->data.scalar.value, *p = (const uint8_t *)l->data;
     size_t vlen = ev->data.scalar.length, n = l->len, i = 0;
-    ml_mark m = ld_mark(l);
     if (offset > vlen)
         offset = vlen;
     /* Most scalars need no walk (value_is_source): every view takes its mark here, and the
