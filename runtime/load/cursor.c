@@ -26,10 +26,23 @@ static inline bool same_bytes(const char *a, const char *b, size_t len) {
     return true;
 }
 
+static void remember(ld_hash *h, uint32_t slot) {
+    h->recent[h->turn] = slot + 1;
+    h->turn = (h->turn + 1) % LD_RECENT;
+}
+
 /* Returns the slot index of key, or UINT32_MAX; *val set when found. */
-uint32_t ld_hash_find(const ld_hash *h, const char *key, size_t len, uintptr_t *val) {
+uint32_t ld_hash_find(ld_hash *h, const char *key, size_t len, uintptr_t *val) {
     if (!h->cap)
         return UINT32_MAX;
+    for (uint32_t r = 0; r < LD_RECENT; r++) {
+        uint32_t k = h->recent[r];
+        if (k && h->e[k - 1].len == len && same_bytes(h->e[k - 1].key, key, len)) {
+            if (val)
+                *val = h->e[k - 1].val;
+            return k - 1;
+        }
+    }
     uint32_t hv = hash_bytes(key, len), mask = h->cap - 1;
     for (uint32_t k = hv & mask;; k = (k + 1) & mask) {
         const ld_entry *e = &h->e[k];
@@ -38,17 +51,19 @@ uint32_t ld_hash_find(const ld_hash *h, const char *key, size_t len, uintptr_t *
         if (e->hash == hv && e->len == len && same_bytes(e->key, key, len)) {
             if (val)
                 *val = e->val;
+            remember(h, k);
             return k;
         }
     }
 }
 
-static void hash_insert(ld_hash *h, const ld_entry *in) {
+static uint32_t hash_insert(ld_hash *h, const ld_entry *in) {
     uint32_t mask = h->cap - 1;
     uint32_t k = in->hash & mask;
     while (h->e[k].hash)
         k = (k + 1) & mask;
     h->e[k] = *in;
+    return k;
 }
 
 /* key must outlive the table (an arena copy). Keys are not replaced: callers find first. */
@@ -59,19 +74,18 @@ void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val) {
         for (uint32_t k = 0; k < h->cap; k++)
             if (h->e[k].hash)
                 hash_insert(&bigger, &h->e[k]);
-        bigger.n = h->n;
+        bigger.n = h->n;   /* and no recent slots: every slot moved */
         free(h->e);
         *h = bigger;
     }
     ld_entry e = {key, (uint32_t)len, hash_bytes(key, len), val};
-    hash_insert(h, &e);
+    remember(h, hash_insert(h, &e));
     h->n++;
 }
 
 void ld_hash_free(ld_hash *h) {
     free(h->e);
-    h->e = NULL;
-    h->cap = h->n = 0;
+    *h = (ld_hash){0};
 }
 
 /* ---- Enumerated values ---------------------------------------------------------------------- */

@@ -20,9 +20,15 @@ typedef struct {
     uint32_t len, hash;
     uintptr_t val;
 } ld_entry;
+/* The slots of the last names found or put, checked before hashing: a step names what the
+ * steps around it name (`record: {event: grads}` then `wait: {event: grads}`), and these slots
+ * are in cache where a big table's (a buffer per layer) mostly are not. */
+#define LD_RECENT 4
 typedef struct {
     ld_entry *e;
     uint32_t cap, n;
+    uint32_t recent[LD_RECENT];   /* slot + 1; 0: none */
+    uint32_t turn;                /* the next of recent to replace */
 } ld_hash;
 
 /* Which names an expression may use. */
@@ -91,7 +97,7 @@ typedef int (*ld_value_fn)(loader *l, int key, void *obj);
 #define LD_HAS(k, i) (((k)->seen >> (i)) & 1u)
 
 /* String tables. */
-uint32_t ld_hash_find(const ld_hash *h, const char *key, size_t len, uintptr_t *val);
+uint32_t ld_hash_find(ld_hash *h, const char *key, size_t len, uintptr_t *val);
 void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val);
 void ld_hash_free(ld_hash *h);
 bool ld_key_is(const char *key, const char *text, size_t len);

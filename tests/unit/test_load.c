@@ -548,6 +548,40 @@ static void test_many_steps(void **state) {
     ml_str_free(&y);
 }
 
+/* Names looked up again after their table grew (64 slots hold 32 names; 100 buffers regrow it
+ * twice) resolve to their own symbols, whether a lookup finds them among the slots it remembers
+ * (LD_RECENT: b%d and b%d+1 were just named) or in the table. Buffers b0..b99 are allocated in
+ * order, so b%d is symbol %d; the compute steps read them backwards, each with the buffer
+ * after it. */
+static void test_names_after_regrowth(void **state) {
+    ml_str y = {0};
+    ml_str_printf(&y, "steps:\n");
+    int n = 100;
+    for (int k = 0; k < n; k++)
+        ml_str_printf(&y, "  - alloc: {buf: b%d, bytes: 8}\n", k);
+    for (int k = n - 1; k >= 0; k--)
+        ml_str_printf(&y, "  - compute: {reads: [b%d, b%d]}\n", k, (k + 1) % n);
+    ml_diags d;
+    ml_diags_init(&d);
+    sched *s = tu_load(y.s, &d);
+    assert_non_null(s);
+    assert_int_equal(s->syms[SYM_BUFFER].n, n);
+    assert_int_equal(s->plans[0].n, 2 * n);
+    for (int k = 0; k < n; k++)
+        assert_int_equal(s->plans[0].steps[k].u.alloc.buf, k);
+    for (int j = 0; j < n; j++) {
+        const sched_step *st = &s->plans[0].steps[n + j];
+        int k = n - 1 - j;
+        assert_int_equal(st->u.compute.n_reads, 2);
+        assert_int_equal(st->u.compute.reads[0].buf, k);
+        assert_int_equal(st->u.compute.reads[1].buf, (k + 1) % n);
+    }
+    assert_string_equal(sched_sym_name(s, SYM_BUFFER, 99), "b99");
+    sched_free(s);
+    ml_diags_free(&d);
+    ml_str_free(&y);
+}
+
 /* The loaded file's own name defaults the schedule name; a file on disk loads like a buffer. */
 static void test_load_file(void **state) {
     char path[] = "/tmp/memlife-load-XXXXXX.yaml";
@@ -613,7 +647,7 @@ int main(void) {
         cmocka_unit_test(test_eval_lets_and_set), cmocka_unit_test(test_bad_schedules),
         cmocka_unit_test(test_deep_nesting),   cmocka_unit_test(test_limits),
         cmocka_unit_test(test_many_steps),     cmocka_unit_test(test_load_file),
-        cmocka_unit_test(test_part_marks),
+        cmocka_unit_test(test_part_marks),     cmocka_unit_test(test_names_after_regrowth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
