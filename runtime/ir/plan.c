@@ -881,7 +881,8 @@ size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
  * and NCCL's in-place rule of a collective whose send and recv share a buffer (RS is in place
  * iff recv == send + rank*recvcount, AG iff send == recv + rank*sendcount: a plain
  * `reduce_scatter: {buf: x}` is in place on rank 0 only, without any `rank` in the file).
- * So p's ops are every rank's ops when (1) no expression that plan_expand evaluates names rank,
+ * So p's ops are every rank's ops when (1) no expression that plan_expand evaluates names rank
+ * (nor those the time model evaluates with the rank's slots: compute times, `link:`),
  * (2) every let has the same value on every rank, and (3) each same-buffer collective's in-place
  * flag is the same on every rank. Everything else plan_expand reads (steps, world, let values,
  * buffer shapes from earlier ops) is then the same too, and so is every evaluation, error
@@ -944,6 +945,9 @@ static bool step_uses_rank(rank_memo *m, const sched_step *st) {
         return view_uses_rank(m, &st->u.scale.buf) || uses_rank(m, st->u.scale.factor) ||
                uses_rank(m, st->u.scale.den);
     case ST_COMPUTE:
+        /* its time is evaluated by the time model, with the rank's slots (timemodel.c) */
+        if (uses_rank(m, st->u.compute.time_us) || uses_rank(m, st->u.compute.flops))
+            return true;
         for (uint32_t k = 0; k < st->u.compute.n_reads; k++)
             if (view_uses_rank(m, &st->u.compute.reads[k]))
                 return true;
@@ -994,6 +998,8 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
     if (s->torch.capacity && !(params && params->has_torch_capacity) &&
         uses_rank(&memo, s->torch.capacity))
         return false;
+    if (uses_rank(&memo, s->link_alpha_us) || uses_rank(&memo, s->link_busbw_gbps))
+        return false;   /* the time model evaluates `link:` with each rank's slots */
     /* (2) lets, overrides included; one that fails on some rank fails the shortcut, and the
      * per-rank expansion then reports it as before. */
     size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;
