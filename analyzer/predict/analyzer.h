@@ -183,6 +183,10 @@ int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diag
 /* out: p's prediction, where `same` is predict_rank's for a plan with p's very ops (plan_share):
  * a copy, rank set; out->timeline is same's, borrowed (set it to NULL before pred_rank_free). */
 void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *out);
+/* The same where p's ops are same's but for views' offsets and in-place flags
+ * (plan_offsets_apply): the floor, the one part of a prediction that reads them, is p's own.
+ * Returns 0, or -1 where that floor passes 2^63-1 (predict_rank's error, in d). */
+int predict_rank_moved(const rank_plan *p, const pred_rank *same, pred_rank *out, ml_diags *d);
 void pred_rank_free(pred_rank *r);
 
 /* ---- Floor (analyzer/floor.c) -----------------------------------------------------------------

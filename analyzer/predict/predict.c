@@ -293,8 +293,8 @@ static pred_torch *torch_copy(const pred_torch *t) {
     return c;
 }
 
-void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *out) {
-    /* Everything predict_rank computes comes from the ops alone, except what names the rank. */
+/* same's prediction for p but its floor: a copy, rank set. */
+static void share_prediction(const rank_plan *p, const pred_rank *same, pred_rank *out) {
     *out = *same;
     out->rank = p->rank;
     for (int v = 0; v < VIEW_COUNT; v++) {
@@ -304,7 +304,28 @@ void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *o
             memcpy(out->peak_live[v], same->peak_live[v], n * sizeof(uint32_t));
     }
     out->torch = torch_copy(same->torch);
+}
+
+void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *out) {
+    /* Everything predict_rank computes comes from the ops alone, except what names the rank. */
+    share_prediction(p, same, out);
     out->floor = floor_rank(p, NULL);   /* NCCL's in-place slot is the rank's own */
+}
+
+int predict_rank_moved(const rank_plan *p, const pred_rank *same, pred_rank *out, ml_diags *d) {
+    /* Of an op's values, the views' offsets and the in-place flags are the floor's alone (the
+     * models replay allocs, frees, releases, streams and events; the time model reads counts,
+     * dtypes and streams): the floor is p's own, with predict_rank's bound. */
+    share_prediction(p, same, out);
+    size_t at = 0;
+    out->floor = floor_rank(p, &at);
+    if (out->floor > ML_BYTES_MAX) {
+        bytes_overflow(p, at < p->n_ops ? at : p->n_ops - 1, "floor", d);
+        out->timeline = NULL;   /* same's */
+        pred_rank_free(out);
+        return -1;
+    }
+    return 0;
 }
 
 void pred_rank_free(pred_rank *r) {
