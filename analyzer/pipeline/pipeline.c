@@ -229,7 +229,8 @@ static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipel
     it->pred = ml_xcalloc((size_t)world, sizeof *it->pred);
     lint_walk *w = lint_walk_new(s, world, &o->lint, &it->lint);
     lint_walk_rank(w, p0);
-    bool predicted = predict_rank_with(p0, o->timeline, &it->pred[0], &pd) == 0 &&
+    floor_forward *fw = NULL;   /* rank 0's floor facts: every rank's (predict_rank_moved) */
+    bool predicted = predict_rank_forward(p0, o->timeline, &it->pred[0], &fw, &pd) == 0 &&
                      predict_time(p0, o, &it->pred[0], &pd) == 0;
     int rc = 0;
     for (int r = 1; r < world && rc == 0; r++) {
@@ -240,10 +241,12 @@ static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipel
             break;
         }
         lint_walk_rank(w, pl);
-        predicted = predicted && predict_rank_moved(pl, &it->pred[0], &it->pred[r], &pd) == 0;
+        predicted =
+            predicted && predict_rank_moved(pl, &it->pred[0], fw, &it->pred[r], &pd) == 0;
         size_t keep[PIPELINE_KEPT_MAX];
         plan_compact(pl, keep, reported_ops(&it->pred[r], keep), false, NULL);
     }
+    floor_forward_free(fw);
     /* the array is rank 0's again, for lint_walk_end's messages (rank 0's values held once) */
     if (rc == 0 && plan_offsets_apply(po, p0, 0, d) != 0)
         ml_internal_error("rank 0's view offsets failed on their second evaluation");
