@@ -83,13 +83,22 @@ static int pipeline_expect(pipeline_item *it, const sched_params *p, ml_diags *d
 int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_opts *o,
                      ml_diags *d) {
     it->pred = ml_xcalloc((size_t)it->world, sizeof *it->pred);
-    for (int r = 0; r < it->world; r++) {
+    floor_forward *fw = NULL;   /* it->moved: rank 0's floor facts, every rank's */
+    int rc = 0;
+    for (int r = 0; r < it->world && rc == 0; r++) {
+        rank_plan *pl = &it->plans[r];
         if (it->shared && r > 0)
-            predict_rank_shared(&it->plans[r], &it->pred[0], &it->pred[r]);
-        else if (predict_rank_with(&it->plans[r], o->timeline, &it->pred[r], d) != 0 ||
-                 predict_time(&it->plans[r], o, &it->pred[r], d) != 0)
-            return -1;
+            predict_rank_shared(pl, &it->pred[0], &it->pred[r]);
+        else if (it->moved && r > 0)
+            rc = predict_rank_moved(pl, &it->pred[0], fw, &it->pred[r], d);
+        else if (predict_rank_forward(pl, o->timeline, &it->pred[r], it->moved ? &fw : NULL,
+                                      d) != 0 ||
+                 predict_time(pl, o, &it->pred[r], d) != 0)
+            rc = -1;
     }
+    floor_forward_free(fw);
+    if (rc != 0)
+        return -1;
     return o->expect ? pipeline_expect(it, p, d) : 0;
 }
 
@@ -269,24 +278,36 @@ int pipeline_plan(const sched *s, int plan_index, const sched_params *p, int wor
     sched_params pw = *p;
     pw.world = world;
     it->plans = ml_xcalloc((size_t)world, sizeof *it->plans);
-    for (int r = 0; r < world; r++) {
+    plan_offsets *po = NULL;   /* the middle path (plan_rank_offsets) */
+    int rc = 0;
+    for (int r = 0; r < world && rc == 0; r++) {
         if (r == 1) {
             it->shared = plan_rank_invariant(&it->plans[0], &pw);
+            if (!it->shared && o->share_offsets && !it->plans[0].has_p2p)
+                po = plan_offsets_new(&it->plans[0], &pw);
             if (!it->shared && !o->keep_plans && o->predict && !o->lint_diags) {
-                plan_offsets *po = o->share_offsets && !it->plans[0].has_p2p
-                                       ? plan_offsets_new(&it->plans[0], &pw)
-                                       : NULL;
-                int rc = po ? plan_rank_offsets(s, &pw, o, po, it, d)
-                            : plan_rank_by_rank(s, &pw, o, it, d);
+                rc = po ? plan_rank_offsets(s, &pw, o, po, it, d)
+                        : plan_rank_by_rank(s, &pw, o, it, d);
                 plan_offsets_free(po);
                 return rc;
             }
+            /* whole plans (pipeline_opts.keep_plans, lint_diags) for what reads or runs
+             * every rank's ops: each rank a copy of rank 0's with its own offsets, linted on
+             * its own (lint_plans), rank 0's prediction shared (pipeline_predict) */
+            it->moved = po != NULL;
         }
-        if (it->shared)
+        if (it->shared) {
             plan_share(&it->plans[0], r, &it->plans[r]);
-        else if (plan_expand(s, plan_index, &pw, world, r, NULL, &it->plans[r], d) != 0)
-            return -1;
+        } else if (po) {
+            plan_copy(&it->plans[0], r, &it->plans[r]);
+            rc = plan_offsets_apply(po, &it->plans[r], r, d);
+        } else {
+            rc = plan_expand(s, plan_index, &pw, world, r, NULL, &it->plans[r], d);
+        }
     }
+    plan_offsets_free(po);
+    if (rc != 0)
+        return -1;
     ml_diags *ld = o->lint_diags ? o->lint_diags : d;
     if (lint_plans(it->plans, world, &o->lint, &it->lint, ld) != 0 && !o->lint_diags)
         return -1;

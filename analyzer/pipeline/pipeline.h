@@ -35,9 +35,9 @@ typedef struct {
      * true; predict and check turn it off: then, where ranks expand differently, a rank other
      * than 0 keeps only the ops its report names (plan_compact; read them with plan_op_at). */
     bool keep_plans;
-    /* Default true: with keep_plans false, ranks whose ops differ from rank 0's only in views'
-     * offsets are rank 0's expansion with their offsets, and share its prediction (pipeline.c).
-     * False: each expands on its own (the tests' reference). */
+    /* Default true: ranks whose ops differ from rank 0's only in views' offsets are rank 0's
+     * expansion with their offsets (whole plans: a copy each), linted on their own, and share
+     * its prediction (pipeline.c). False: each expands on its own (the tests' reference). */
     bool share_offsets;
 } pipeline_opts;
 
@@ -69,7 +69,8 @@ typedef struct {
     int expect_failures;       /* -1: no expectations (or not evaluated) */
     lint_result lint;
     bool shared;               /* one expansion and prediction serve every rank */
-    bool moved;                /* rank 0's expansion with each rank's offsets, its prediction */
+    bool moved;                /* each rank rank 0's expansion with its own offsets; rank 0's
+                                  prediction but the floor serves every rank */
 } pipeline_item;
 
 typedef struct {

@@ -1172,6 +1172,26 @@ int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *
     return rc;
 }
 
+/* n items of `size` bytes from src, in an array of their own (NULL for none). */
+static void *copy_array(const void *src, size_t n, size_t size) {
+    if (!src || !n)
+        return NULL;
+    void *a = ml_xmalloc(n * size);
+    memcpy(a, src, n * size);
+    return a;
+}
+
+void plan_copy(const rank_plan *src, int rank, rank_plan *out) {
+    plan_share(src, rank, out);
+    out->borrowed = false;
+    out->ops = copy_array(src->ops, src->n_ops, sizeof *src->ops);
+    out->cap_ops = out->ops ? src->n_ops : 0;
+    out->extra_views = copy_array(src->extra_views, src->n_extra_views, sizeof *src->extra_views);
+    out->cap_extra_views = out->extra_views ? src->n_extra_views : 0;
+    out->index_vals = copy_array(src->index_vals, src->n_ops * src->s->n_index,
+                                 sizeof *src->index_vals);
+}
+
 void plan_offsets_free(plan_offsets *o) {
     if (!o)
         return;

@@ -162,6 +162,9 @@ plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params);
  * reports (in d), and -1; p's ops are then part rewritten. Returns 0 or -1. */
 int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *d);
 void plan_offsets_free(plan_offsets *o);
+/* out becomes a copy of src (whole, not compact) for `rank` with arrays of its own, for
+ * plan_offsets_apply to rewrite: what a rank keeps whose plan is read or run later. */
+void plan_copy(const rank_plan *src, int rank, rank_plan *out);
 
 /* Keeps only ops keep[0..n_keep) of p (indices in any order, repeats and ones >= n_ops
  * ignored): for a rank whose lint and prediction are done and whose report names a few of its

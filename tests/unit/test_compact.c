@@ -11,11 +11,12 @@
  * plan_first_colls and plan_timed_compute as the whole plan does; a whole one has the
  * reference's ops.
  *
- * The compact path has two ways (pipeline.c): ranks that differ from rank 0 only in views'
- * offsets take rank 0's expansion with their own offsets and share its prediction
- * (plan_rank_offsets); the others expand one by one (plan_rank_by_rank). Each case runs both:
- * as predict does (share_offsets on: the way the case names) and forced per rank
- * (share_offsets off), each against the reference. The cases move offsets alone (the middle
+ * Both paths have two ways (pipeline.c): ranks that differ from rank 0 only in views' offsets
+ * take rank 0's expansion with their own offsets and share its prediction (plan_rank_offsets;
+ * whole plans: plan_copy); the others expand one by one (plan_rank_by_rank; whole plans:
+ * plan_expand). The reference is whole plans forced per rank (share_offsets off); against it
+ * each case runs whole plans the way the case names, compact the way the case names (as predict
+ * runs it) and compact forced per rank. The cases move offsets alone (the middle
  * path, in-place flags and the floor with them), and sizes, `when:`, repeat counts and lets
  * with offsets alongside (the per-rank path). */
 #include "plantest.h"
@@ -198,9 +199,10 @@ static void compact_plan_matches(const rank_plan *x, const rank_plan *y, const p
     assert_null(x->index_vals);
 }
 
-/* compact (a compact run, the way `moved` says) against full (the reference). */
+/* compact (a run the way `moved` says, its plans as `kept` says) against full (the
+ * reference). */
 static void same_outcome(const compact_case *c, const pipeline_result *full,
-                         const pipeline_result *compact, bool moved) {
+                         const pipeline_result *compact, bool moved, const char *kept) {
     assert_int_equal(compact->diags.items.n, full->diags.items.n);
     assert_int_equal(compact->diags.errors, full->diags.errors);
     for (size_t k = 0; k < full->diags.items.n; k++) {
@@ -233,12 +235,12 @@ static void same_outcome(const compact_case *c, const pipeline_result *full,
             assert_int_equal(it->expects[k].pass, ref->expects[k].pass);
         }
     }
-    for (int r = 0; r < (int)strlen(c->kept); r++) {
+    for (int r = 0; r < (int)strlen(kept); r++) {
         const rank_plan *x = &it->plans[r], *y = &ref->plans[r];
         assert_int_equal(x->rank, r);
         assert_memory_equal(x->slots, y->slots,
                             (EXPR_SLOT_FIRST_LET + x->s->n_lets) * sizeof *x->slots);
-        if (c->kept[r] == 'c') {
+        if (kept[r] == 'c') {
             compact_plan_matches(x, y, &it->pred[r]);
         } else {
             assert_null(x->kept_at);
@@ -256,18 +258,25 @@ static void run_case(const compact_case *c) {
     assert_true(fd >= 0);
     assert_int_equal(write(fd, c->yaml, strlen(c->yaml)), (ssize_t)strlen(c->yaml));
     close(fd);
-    pipeline_result full, compact, per_rank;
-    int rc_full, rc_compact, rc_per_rank;
-    run_pipeline(path, true, true, &full, &rc_full);
+    /* the reference: whole plans, every rank expanded on its own */
+    pipeline_result full, full_moved, compact, per_rank;
+    int rc_full, rc_full_moved, rc_compact, rc_per_rank;
+    run_pipeline(path, true, false, &full, &rc_full);
+    run_pipeline(path, true, true, &full_moved, &rc_full_moved);
     run_pipeline(path, false, true, &compact, &rc_compact);
     run_pipeline(path, false, false, &per_rank, &rc_per_rank);
     unlink(path);
     assert_int_equal(rc_full, c->rc);
+    assert_int_equal(rc_full_moved, c->rc);
     assert_int_equal(rc_compact, c->rc);
     assert_int_equal(rc_per_rank, c->rc);
-    same_outcome(c, &full, &compact, c->moved);
-    same_outcome(c, &full, &per_rank, false);
+    char whole[16] = "";   /* whole plans keep every op, as many ranks as the case keeps */
+    memset(whole, 'w', strlen(c->kept));
+    same_outcome(c, &full, &full_moved, c->moved, whole);
+    same_outcome(c, &full, &compact, c->moved, c->kept);
+    same_outcome(c, &full, &per_rank, false, c->kept);
     pipeline_result_free(&full);
+    pipeline_result_free(&full_moved);
     pipeline_result_free(&compact);
     pipeline_result_free(&per_rank);
 }
