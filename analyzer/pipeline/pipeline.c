@@ -24,7 +24,7 @@ void pipeline_item_free(pipeline_item *it) {
         const pred_point *shared = it->pred[0].timeline;
         for (int r = 0; r < it->world; r++) {
             if (r > 0 && it->pred[r].timeline == shared)
-                it->pred[r].timeline = NULL;   /* rank 0's (predict_rank_shared, _moved) */
+                it->pred[r].timeline = NULL;   /* rank 0's (predict_rank_shared) */
             pred_rank_free(&it->pred[r]);
         }
     }
@@ -83,16 +83,14 @@ static int pipeline_expect(pipeline_item *it, const sched_params *p, ml_diags *d
 int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_opts *o,
                      ml_diags *d) {
     it->pred = ml_xcalloc((size_t)it->world, sizeof *it->pred);
-    floor_forward *fw = NULL;   /* it->moved: rank 0's floor facts, every rank's */
+    bool one = it->shared || it->moved;   /* rank 0's prediction serves every rank */
+    floor_forward *fw = NULL;              /* and its floor facts (predict_rank_shared) */
     int rc = 0;
     for (int r = 0; r < it->world && rc == 0; r++) {
         rank_plan *pl = &it->plans[r];
-        if (it->shared && r > 0)
-            predict_rank_shared(pl, &it->pred[0], &it->pred[r]);
-        else if (it->moved && r > 0)
-            rc = predict_rank_moved(pl, &it->pred[0], fw, &it->pred[r], d);
-        else if (predict_rank_forward(pl, o->timeline, &it->pred[r], it->moved ? &fw : NULL,
-                                      d) != 0 ||
+        if (one && r > 0)
+            rc = predict_rank_shared(pl, &it->pred[0], fw, &it->pred[r], d);
+        else if (predict_rank_forward(pl, o->timeline, &it->pred[r], one ? &fw : NULL, d) != 0 ||
                  predict_time(pl, o, &it->pred[r], d) != 0)
             rc = -1;
     }
@@ -223,7 +221,7 @@ static int plan_rank_by_rank(const sched *s, const sched_params *pw, const pipel
  * values can differ across ranks here (plan_offsets_new refuses rank in every expression but
  * an offset with a written count, and lets that differ). The one reader of offsets and
  * in-place flags is the floor (floor.c: view_lo, inplace_share with the rank), which
- * predict_rank_moved computes on each rank's own ops. Expectations are evaluated per rank as
+ * predict_rank_shared computes on each rank's own ops. Expectations are evaluated per rank as
  * ever. The outcome is plan_rank_by_rank's: the same walks over the same ops in the same rank
  * order, the same diagnostics in the same order (an offset that fails on rank r is that rank's
  * expansion error, alone), each rank's kept ops with its own values (test_compact.c compares
@@ -238,7 +236,7 @@ static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipel
     it->pred = ml_xcalloc((size_t)world, sizeof *it->pred);
     lint_walk *w = lint_walk_new(s, world, &o->lint, &it->lint);
     lint_walk_rank(w, p0);
-    floor_forward *fw = NULL;   /* rank 0's floor facts: every rank's (predict_rank_moved) */
+    floor_forward *fw = NULL;   /* rank 0's floor facts: every rank's (predict_rank_shared) */
     bool predicted = predict_rank_forward(p0, o->timeline, &it->pred[0], &fw, &pd) == 0 &&
                      predict_time(p0, o, &it->pred[0], &pd) == 0;
     int rc = 0;
@@ -251,7 +249,7 @@ static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipel
         }
         lint_walk_rank(w, pl);
         predicted =
-            predicted && predict_rank_moved(pl, &it->pred[0], fw, &it->pred[r], &pd) == 0;
+            predicted && predict_rank_shared(pl, &it->pred[0], fw, &it->pred[r], &pd) == 0;
         size_t keep[PIPELINE_KEPT_MAX];
         plan_compact(pl, keep, reported_ops(&it->pred[r], keep), false, NULL);
     }

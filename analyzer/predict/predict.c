@@ -310,8 +310,14 @@ static pred_torch *torch_copy(const pred_torch *t) {
     return c;
 }
 
-/* same's prediction for p but its floor: a copy, rank set. */
-static void share_prediction(const rank_plan *p, const pred_rank *same, pred_rank *out) {
+int predict_rank_shared(const rank_plan *p, const pred_rank *same, const floor_forward *fw,
+                        pred_rank *out, ml_diags *d) {
+    /* Everything predict_rank computes comes from the ops alone, except what names the rank;
+     * of an op's values the views' offsets and the in-place flags are the floor's alone (the
+     * models replay allocs, frees, releases, streams and events; the time model reads counts,
+     * dtypes and streams). So the floor's backward pass is p's own (NCCL's in-place slot is the
+     * rank's, and so are the offsets); its forward facts (refused ops, allocs' bytes and chunks,
+     * frees, releases) are those of same's plan, whose ops are p's but for those values. */
     *out = *same;
     out->rank = p->rank;
     for (int v = 0; v < VIEW_COUNT; v++) {
@@ -321,21 +327,6 @@ static void share_prediction(const rank_plan *p, const pred_rank *same, pred_ran
             memcpy(out->peak_live[v], same->peak_live[v], n * sizeof(uint32_t));
     }
     out->torch = torch_copy(same->torch);
-}
-
-void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *out) {
-    /* Everything predict_rank computes comes from the ops alone, except what names the rank. */
-    share_prediction(p, same, out);
-    out->floor = floor_rank(p, NULL);   /* NCCL's in-place slot is the rank's own */
-}
-
-int predict_rank_moved(const rank_plan *p, const pred_rank *same, const floor_forward *fw,
-                       pred_rank *out, ml_diags *d) {
-    /* Of an op's values, the views' offsets and the in-place flags are the floor's alone (the
-     * models replay allocs, frees, releases, streams and events; the time model reads counts,
-     * dtypes and streams): the floor's backward pass is p's own. Its forward facts (refused
-     * ops, allocs' bytes and chunks, frees, releases) are same's plan's, which has p's ops. */
-    share_prediction(p, same, out);
     pred_point *borrowed = out->timeline;
     out->timeline = NULL;   /* same's: not freed if floor_of fails */
     if (floor_of(p, fw, out, d) != 0)
