@@ -225,7 +225,8 @@ static int plan_rank_by_rank(const sched *s, const sched_params *pw, const pipel
  * ever. The outcome is plan_rank_by_rank's: the same walks over the same ops in the same rank
  * order, the same diagnostics in the same order (an offset that fails on rank r is that rank's
  * expansion error, alone), each rank's kept ops with its own values (test_compact.c compares
- * the two paths with the full one). A send or recv takes plan_rank_by_rank (pairing reads every rank's ops). */
+ * the two paths with the full one). A send or recv takes plan_rank_by_rank (pairing reads
+ * every rank's ops). */
 static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipeline_opts *o,
                              const plan_offsets *po, pipeline_item *it, ml_diags *d) {
     int world = it->world;
