@@ -119,7 +119,8 @@ static inline ml_mark ld_mark_in_input(const loader *l, yaml_mark_t m) {
     return at.line > l->end.line ? l->end : at;
 }
 /* The current event's start. Inline, as are the event tests below: every event asks them, and
- * a call each was a fifth of what the loader adds to libyaml's own work. */
+ * their calls were 22 M of the 172 M instructions the loader added to libyaml's own at 100 k
+ * training steps (callgrind). */
 static inline ml_mark ld_mark(const loader *l) { return ld_mark_in_input(l, l->ev.start_mark); }
 size_t ld_break_len(const uint8_t *p, size_t k, size_t end);   /* a line break at p[k]: its bytes */
 size_t ld_index_byte(loader *l, size_t index);                 /* a yaml mark's index -> byte */

@@ -322,8 +322,8 @@ void ld_at(loader *l, const sched_step *st, sched_at_part part) {
     ml_mark text = scalar_mark(l, 0, &is_source);
     size_t cap = l->ats.cap;
     sched_at *a = ml_vec_push(&l->ats);
-    /* A part for most steps: a million-step load's table is some 20 MB, a fault per page one by
-     * one; its pages come a megabyte at a time instead (pages.h), as the steps' do. */
+    /* A part for most steps: gen's million training steps have 850 k parts, 17 MB, a fault per
+     * page one by one; its pages come a megabyte at a time instead (pages.h), as the steps' do. */
     if (l->ats.cap != cap)
         l->ats_populated = l->ats.n;
     if (l->ats.n >= l->ats_populated) {
