@@ -53,6 +53,7 @@ typedef struct {
 typedef struct {
     const sched *s;
     const lint_options *o;
+    bool race_on, hazard_on;  /* lint_code_on of "race" and "hazard": asked once, not per op */
     int world, rank;
     lint_buf *bufs;
     uint32_t n_bufs, n_streams;
@@ -276,7 +277,7 @@ static void note_use(lint_ctx *x, const plan_op *op, const plan_view *v, uint32_
 
 /* A free (or release) at the host while an op on another stream may still use the buffer. */
 static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, const char *verb) {
-    if (!lint_code_on(x->o, "hazard"))
+    if (!x->hazard_on)
         return;
     for (uint32_t u = 0; u < x->n_streams; u++) {
         const lint_use *use = &x->uses[(size_t)buf * x->n_streams + u];
@@ -298,7 +299,7 @@ static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, cons
  * ordered after: one race reported per op, the first found. Not inside expect_error: a refused op
  * has no effect, and one that runs is there for its contract row, not for its ordering. */
 static void check_races(lint_ctx *x, const plan_op *op, uint32_t stream, uint64_t seq) {
-    if (!lint_code_on(x->o, "race") || x->capturing)
+    if (!x->race_on || x->capturing)
         return;
     plan_access fixed[PLAN_FIXED_ACCESSES];
     const plan_access *acc;
@@ -728,7 +729,9 @@ lint_walk *lint_walk_new(const sched *s, int world, const lint_options *o, lint_
     else
         lint_options_default(&w->o);
     lint_ctx *x = &w->x;
-    *x = (lint_ctx){.s = s, .o = &w->o, .world = world, .result = r};
+    *x = (lint_ctx){.s = s, .o = &w->o, .world = world, .result = r,
+                    .race_on = lint_code_on(&w->o, "race"),
+                    .hazard_on = lint_code_on(&w->o, "hazard")};
     x->n_bufs = s->syms[SYM_BUFFER].n;
     x->n_streams = s->syms[SYM_STREAM].n ? s->syms[SYM_STREAM].n : 1;
     x->bufs = ml_xcalloc(x->n_bufs + 1, sizeof *x->bufs);
