@@ -33,6 +33,7 @@
 #include <string.h>
 
 #define FLOOR_MAX_RANGES 32
+#define FLOOR_AHEAD 8   /* ops: how far down the backward pass asks for ops ahead of use */
 
 typedef struct {
     uint64_t lo, hi;   /* [lo, hi) in bytes */
@@ -332,6 +333,10 @@ uint64_t floor_rank_after(const rank_plan *p, const floor_forward *fw, size_t *a
     ml_vec_init(&dyn, sizeof(plan_access));
     for (size_t i = p->n_ops; i-- > 0;) {
         const plan_op *op = &p->ops[i];
+        /* backward over ~100 MB of ops at a million: the hardware's prefetch follows a rising
+         * stream better than this falling one, so the op some steps down is asked for (a hint) */
+        if (i >= FLOOR_AHEAD)
+            __builtin_prefetch(&p->ops[i - FLOOR_AHEAD]);
         if (refused && refused[i])
             continue;
         if (op->kind == OP_ALLOC || op->kind == OP_FREE) {
