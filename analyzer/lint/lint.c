@@ -225,13 +225,15 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
     if (v->buf == SCHED_NO_SYM)
         return true;   /* a closed-form check operand */
     const lint_buf *b = &x->bufs[v->buf];
-    const char *name = buf_name(x, v->buf);
+    /* the name only for a message: a view that passes, the usual, never looks it up */
     if (!b->ever) {
+        const char *name = buf_name(x, v->buf);
         report_at(x, op, where(x, op, which), NULL, ERR_COUNT_, "not_allocated",
                   "use of '%s' which is not allocated", name);
         return false;
     }
     if (!b->live) {
+        const char *name = buf_name(x, v->buf);
         lint_note n = note_at(where(x, b->free_op, 0), "'%s' was freed here", name);
         report_at(x, op, where(x, op, which), &n, ERR_COUNT_, "use_after_free",
                   "use of '%s' after free", name);
@@ -245,7 +247,8 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
         ml_mark at = sv ? sched_view_expr_mark(sv, v->offset <= b->count, SCHED_FIRST_TOKEN)
                         : where(x, op, which);
         report_at(x, op, at, NULL, ERR_OUT_OF_BOUNDS, "out_of_bounds",
-                  "view %s is outside '%s' (%llu elements)", vt, name, (ull)b->count);
+                  "view %s is outside '%s' (%llu elements)", vt, buf_name(x, v->buf),
+                  (ull)b->count);
         return false;
     }
     if (b->released && v->count) {
@@ -256,7 +259,7 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
         if (v->offset * esize < lo || (v->offset + v->count) * esize > hi) {
             lint_view_text(x->s, v, vt, sizeof vt);
             lint_note n = note_at(where(x, b->release_op, 0), "'%s' was released here, keeping "
-                                  "chunk %u", name, b->keep);
+                                  "chunk %u", buf_name(x, v->buf), b->keep);
             report_at(x, op, where(x, op, which), &n, ERR_COUNT_, "use_after_release",
                       "use of %s outside chunk %u, the only one kept by its release", vt, b->keep);
             return false;
@@ -346,7 +349,7 @@ static void lint_alloc(lint_ctx *x, const plan_op *op) {
 static void lint_free(lint_ctx *x, const plan_op *op) {
     uint32_t buf = op->u.free.buf;
     lint_buf *b = &x->bufs[buf];
-    const char *name = buf_name(x, buf);
+    const char *name = b->live ? NULL : buf_name(x, buf);   /* for a message only */
     if (!b->ever) {
         report_at(x, op, where(x, op, 0), NULL, ERR_COUNT_, "not_allocated",
                   "free of '%s' which is not allocated", name);
