@@ -308,15 +308,29 @@ int cmd_fit(int argc, char **argv) {
         ml_args_free(&a);
         return ML_EXIT_INPUT;
     }
-    FILE *f = a.output ? fopen(a.output, "w") : stdout;
-    if (!f) {
-        ml_report(ML_DIAG_ERROR, NULL, "cannot write %s", a.output);
+    if (!a.output) {
+        print_answer(&c, lo, &check_lo, lo + 1, &check_hi, stdout);
         ml_args_free(&a);
-        return ML_EXIT_RUNTIME;
+        return ML_EXIT_OK;
     }
-    print_answer(&c, lo, &check_lo, lo + 1, &check_hi, f);
-    if (f != stdout)
-        fclose(f);
+    /* -o: the answer is made in memory and written atomically, as every report is (no partial
+     * file where a write fails half way). */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f) {
+        print_answer(&c, lo, &check_lo, lo + 1, &check_hi, f);
+        if (fclose(f) != 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    rc = ML_EXIT_OK;
+    if (!text || ml_write_file_atomic(a.output, text, len) != 0) {
+        ml_report(ML_DIAG_ERROR, NULL, "cannot write %s", a.output);
+        rc = ML_EXIT_RUNTIME;
+    }
+    free(text);
     ml_args_free(&a);
-    return ML_EXIT_OK;
+    return rc;
 }

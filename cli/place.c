@@ -67,26 +67,32 @@ int ml_place_command(const char *cmd, const ml_args *a, bool *mpi, int *world, i
     return 0;
 }
 
-/* The temp file rank 0 writes the result to, beside `output` (so that the rename stays on one
- * file system): ".NAME.memlife-PID", hidden, unique to this memlife. Rank 0 creates it only
- * when it writes the result, so a job that is killed earlier leaves nothing behind. Returns 0,
- * 1 when no staging applies (stdout, or a device or FIFO that is written in place), -1 when the
- * name does not fit. */
-static int stage_result(const char *output, char *tmp, size_t len) {
-    struct stat st;
-    if (!output || !strcmp(output, "-") || (stat(output, &st) == 0 && !S_ISREG(st.st_mode)))
+/* The temp file rank 0 writes the result to, beside where it goes (ml_output_place: `output`,
+ * or the file a link named `output` points to; so that the rename stays on one file system):
+ * ".NAME.memlife-PID", hidden, unique to this memlife. Rank 0 creates it only when it writes
+ * the result, so a job that is killed earlier leaves nothing behind. *target: the name renamed
+ * onto. Returns 0, 1 when no staging applies (stdout, a descriptor by name, or a device or FIFO
+ * that is written in place), -1 when the name does not fit or a link dangles. */
+static int stage_result(const char *output, char *target, char *tmp, size_t len) {
+    int fd;
+    if (!output || !strcmp(output, "-"))
         return 1;
-    const char *slash = strrchr(output, '/');
-    int dir_len = slash ? (int)(slash - output + 1) : 0;
-    if ((size_t)snprintf(tmp, len, "%.*s.%s.memlife-%d", dir_len, output,
-                         slash ? slash + 1 : output, (int)getpid()) >= len)
+    int kind = ml_output_place(output, &fd, target, len);
+    if (kind < 0)
+        return -1;
+    if (kind != ML_OUT_REPLACE)
+        return 1;
+    const char *slash = strrchr(target, '/');
+    int dir_len = slash ? (int)(slash - target + 1) : 0;
+    if ((size_t)snprintf(tmp, len, "%.*s.%s.memlife-%d", dir_len, target,
+                         slash ? slash + 1 : target, (int)getpid()) >= len)
         return -1;
     unlink(tmp);   /* a stale one of a dead memlife that had this pid */
     return 0;
 }
 
 int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
-    char err[400], tmp[4096];
+    char err[400], tmp[4096], target[4096];
     int status, forwarded;
     const char *output = a->output;
     /* Each rank reads the files itself; mpirun hands standard input to rank 0 alone (and
@@ -97,9 +103,10 @@ int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
                       "schedule as a file");
             return ML_EXIT_INPUT;
         }
-    int staged = stage_result(output, tmp, sizeof tmp);
+    int staged = stage_result(output, target, tmp, sizeof tmp);
     if (staged < 0) {
-        ml_report(ML_DIAG_ERROR, output, "the path is too long for a temp file beside it");
+        ml_report(ML_DIAG_ERROR, output, "%s", errno == ELOOP ? strerror(errno)
+                                                : "the path is too long for a temp file beside it");
         return ML_EXIT_RUNTIME;
     }
     if (staged == 0)
@@ -124,7 +131,7 @@ int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
     launch_block_signals(true);
     bool keep = launched == 0 && !launch_forwarded_signal() && (rc == 0 || rc == 1) &&
                 stat(tmp, &st) == 0 && st.st_size > 0;
-    if (keep && rename(tmp, output) != 0) {
+    if (keep && rename(tmp, target) != 0) {
         ml_report(ML_DIAG_ERROR, output, "cannot rename the result into place: %s",
                   strerror(errno));
         rc = ML_EXIT_RUNTIME;

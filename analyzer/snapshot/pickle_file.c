@@ -6,6 +6,7 @@
 
 #include "pickle.h"
 #include "base/input.h"
+#include "base/util.h"
 
 json_t *snapshot_load_file(const char *path, char *err, size_t errlen) {
     /* The whole file in memory (pickle_read wants it all: the memo can point anywhere back),
@@ -35,18 +36,17 @@ json_t *snapshot_load_file(const char *path, char *err, size_t errlen) {
 }
 
 int snapshot_save_file(const json_t *v, const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        snprintf(err, errlen, "%s: error: cannot create: %s", path, strerror(errno));
+    size_t len;
+    char why[256];
+    unsigned char *bytes = pickle_write_buffer(v, &len, why, sizeof why);
+    if (!bytes) {
+        snprintf(err, errlen, "%s: %s", path, why);
         return -1;
     }
-    char why[256];
-    int rc = pickle_write_file(v, f, why, sizeof why);
-    if (fclose(f) && !rc) {
-        snprintf(why, sizeof why, "error: cannot write: %s", strerror(errno));
-        rc = -1;
-    }
+    /* atomically, as every output: no partial pickle where the write fails */
+    int rc = ml_write_file_atomic(path, (const char *)bytes, len);
     if (rc)
-        snprintf(err, errlen, "%s: %s", path, why);
+        snprintf(err, errlen, "%s: error: cannot write: %s", path, strerror(errno));
+    free(bytes);
     return rc;
 }

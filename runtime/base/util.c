@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,8 +329,62 @@ static int write_all(int fd, const char *data, size_t len) {
     return 0;
 }
 
-/* A path that exists and is not a regular file (/dev/null, a FIFO, a terminal) is written in
- * place: renaming over it would replace the device node with a plain file. */
+/* A descriptor named by path: /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N. */
+static int named_fd(const char *path) {
+    if (!strcmp(path, "/dev/stdout"))
+        return STDOUT_FILENO;
+    if (!strcmp(path, "/dev/stderr"))
+        return STDERR_FILENO;
+    const char *n = !strncmp(path, "/dev/fd/", 8)           ? path + 8
+                    : !strncmp(path, "/proc/self/fd/", 14) ? path + 14
+                                                            : NULL;
+    if (!n || !*n)
+        return -1;
+    int fd = 0;
+    for (; *n; n++) {
+        if (*n < '0' || *n > '9' || fd > 100000)
+            return -1;
+        fd = fd * 10 + (*n - '0');
+    }
+    return fd;
+}
+
+int ml_output_place(const char *path, int *fd, char *target, size_t len) {
+    size_t n = strlen(path);
+    if (n >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(target, path, n + 1);
+    /* Follow a chain of links by hand (as open(2) would, at most 40), checking each name for a
+     * descriptor: a link to a file that does not exist yet names the file to create, which
+     * realpath(3) cannot say. */
+    for (int hop = 0; hop < 40; hop++) {
+        *fd = named_fd(target);
+        if (*fd >= 0)
+            return ML_OUT_FD;
+        struct stat st;
+        if (stat(target, &st) == 0 && !S_ISREG(st.st_mode))
+            return ML_OUT_IN_PLACE;
+        char link[PATH_MAX];
+        ssize_t k = readlink(target, link, sizeof link - 1);
+        if (k < 0)
+            return ML_OUT_REPLACE;   /* not a link (or nothing there yet): this name */
+        link[k] = '\0';
+        const char *slash = strrchr(target, '/');
+        size_t dir = link[0] != '/' && slash ? (size_t)(slash - target + 1) : 0;
+        if (dir + (size_t)k >= len) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        memmove(target + dir, link, (size_t)k + 1);   /* relative: beside the link */
+    }
+    errno = ELOOP;
+    return -1;
+}
+
+/* Written in place (ML_OUT_IN_PLACE): renaming over a device would replace the node with a
+ * plain file. */
 static int write_special(const char *path, const char *data, size_t len) {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
@@ -342,20 +397,34 @@ static int write_special(const char *path, const char *data, size_t len) {
 }
 
 int ml_write_file_atomic(const char *path, const char *data, size_t len) {
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return write_special(path, data, len);
-
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp)
+    int out_fd;
+    char *target = malloc(PATH_MAX);
+    if (!target)
         return -1;
+    int kind = ml_output_place(path, &out_fd, target, PATH_MAX);
+    if (kind != ML_OUT_REPLACE) {
+        free(target);
+        if (kind == ML_OUT_FD && out_fd == STDOUT_FILENO)
+            fflush(stdout);   /* what stdio holds comes first, as it was printed first */
+        return kind == ML_OUT_FD       ? write_all(out_fd, data, len)
+               : kind == ML_OUT_IN_PLACE ? write_special(path, data, len)
+                                         : -1;
+    }
+    size_t plen = strlen(target);
+    char *tmp = malloc(plen + 16);
+    if (!tmp) {
+        free(target);
+        return -1;
+    }
     /* Same folder as the target, so rename(2) stays on one file system and is atomic. */
-    memcpy(tmp, path, plen);
+    memcpy(tmp, target, plen);
     memcpy(tmp + plen, ".tmp.XXXXXX", 12);
     int fd = mkstemp(tmp);
     if (fd < 0) {
+        int saved = errno;
         free(tmp);
+        free(target);
+        errno = saved;
         return -1;
     }
     /* mkstemp creates 0600; a report is an ordinary file: 0666 less the umask. */
@@ -371,13 +440,14 @@ int ml_write_file_atomic(const char *path, const char *data, size_t len) {
         rc = -1;
         saved = errno;
     }
-    if (rc == 0 && rename(tmp, path) != 0) {
+    if (rc == 0 && rename(tmp, target) != 0) {
         rc = -1;
         saved = errno;
     }
     if (rc != 0)
         unlink(tmp);
     free(tmp);
+    free(target);
     errno = saved;
     return rc;
 }

@@ -100,8 +100,22 @@ void ml_vreport(ml_diag_level level, const char *where, const char *fmt, va_list
     __attribute__((format(printf, 3, 0)));
 
 /* Writes a whole file atomically: data goes to a temp file in the same folder, then rename(2).
- * A failed or interrupted write leaves no partial file. Returns 0 or -1 with errno. */
+ * A failed or interrupted write leaves no partial file. Where it goes is ml_output_place's
+ * answer. Returns 0 or -1 with errno. */
 int ml_write_file_atomic(const char *path, const char *data, size_t len);
+
+/* How an output path is written (every -o of every command):
+ *   ML_OUT_FD        one of this process's descriptors by name (/dev/stdout, /dev/stderr,
+ *                    /dev/fd/N, /proc/self/fd/N): written to descriptor *fd as it stands, so
+ *                    `-o /dev/stdout >> log` appends as `-o -` does;
+ *   ML_OUT_IN_PLACE  something that exists and is not a regular file (/dev/null, a FIFO, a
+ *                    terminal): opened and written, never replaced by a plain file;
+ *   ML_OUT_REPLACE   a regular file or a new name: replaced atomically at target, which is the
+ *                    path itself, or the file a chain of symbolic links ends at (a link stays a link:
+ *                    renaming onto the link's own name would turn it into a plain file).
+ * Returns the kind, or -1 with errno (ELOOP: more than 40 links; ENAMETOOLONG). */
+typedef enum { ML_OUT_FD, ML_OUT_IN_PLACE, ML_OUT_REPLACE } ml_out_kind;
+int ml_output_place(const char *path, int *fd, char *target, size_t len);
 
 /* Formats bytes as "256 MiB", "1 MiB + 1 B"-free exact text: whole MiB as "256 MiB", whole KiB
  * as "64 KiB", else plain bytes "1048577 B". */

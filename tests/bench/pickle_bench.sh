@@ -20,7 +20,8 @@ DIR=${BENCH_DIR:-/tmp/memlife-pickle-bench}
 mkdir -p "$DIR"
 PKL=$DIR/snapshot_${EVENTS}_${FRAMES}.pickle
 
-${CC:-gcc} -O2 -g -std=c11 -D_GNU_SOURCE -Ianalyzer analyzer/snapshot/pickle*.c \
+${CC:-gcc} -O2 -g -std=c11 -D_GNU_SOURCE -Ianalyzer -Iruntime analyzer/snapshot/pickle*.c \
+    runtime/base/input.c runtime/base/util.c runtime/base/human.c \
     tests/bench/pickle_bench.c -ljansson -o "$DIR/pickle_bench"
 
 if [ ! -s "$PKL" ]; then

@@ -57,3 +57,17 @@ ask "fit fsdp_layers L in 80 GiB, device view: L = 2513, peak 80544 MiB" \
 run fit schedules/fsdp_layers.yaml --vary NOPE --budget 80GiB
 if [ "$RC" -eq 2 ] && grep -q "the file has no let 'NOPE'" "$TMP/err"; then ok "fit --vary of a name that is not a let: exit 2"
 else not_ok "fit --vary of a name that is not a let: exit 2" "exit $RC: $(head -1 "$TMP/err")"; fi
+
+# -o: the same answer as on stdout, written atomically (made in memory, then renamed into place);
+# a folder that does not exist: exit 3, nothing written.
+"$MEMLIFE" fit schedules/training/zero.yaml --plan zero3 "${SEVENB[@]}" >"$TMP/fit_stdout.json"
+"$MEMLIFE" fit schedules/training/zero.yaml --plan zero3 "${SEVENB[@]}" -o "$TMP/fit.json"
+if cmp -s "$TMP/fit_stdout.json" "$TMP/fit.json" && [ "$(jq -r .value "$TMP/fit.json")" = 4 ]; then
+    ok "fit -o FILE: the answer stdout has (MBS = 4)"; else
+    not_ok "fit -o FILE: the answer stdout has (MBS = 4)" "$(head -c 200 "$TMP/fit.json")"; fi
+"$MEMLIFE" fit schedules/training/zero.yaml --plan zero3 "${SEVENB[@]}" -o "$TMP/none/fit.json" \
+    2>"$TMP/fit.err"
+rc=$?
+if [ $rc -eq 3 ] && [ ! -e "$TMP/none" ] && grep -q "cannot write $TMP/none/fit.json" "$TMP/fit.err"; then
+    ok "fit -o into a missing folder: exit 3, nothing written"; else
+    not_ok "fit -o into a missing folder: exit 3, nothing written" "exit $rc: $(head -2 "$TMP/fit.err")"; fi

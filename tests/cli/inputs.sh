@@ -126,3 +126,31 @@ want='"steady":4611686018427387904 "peak":4611686018427387904 "steady":461168601
 
 if [ "$got" = "$want" ]; then ok "4 EiB, freed, then 4 EiB again: steady = peak = 2^62"; else
     not_ok "4 EiB, freed, then 4 EiB again: steady = peak = 2^62" "got '$got', want '$want'"; fi
+
+# -o through links and descriptors (base/util.h ml_output_place). A link stays a link and the
+# file it ends at gets the report (renaming onto the link's own name made it a plain file, and
+# as root `-o /dev/stdout` replaced the /dev/stdout link itself); /dev/fd/1 is written as it
+# stands, so an appending redirect keeps what was there.
+want_json=$("$MEMLIFE" predict --format json $SEED)
+mkdir "$TMP/links"
+echo old >"$TMP/links/real.json"
+ln -s real.json "$TMP/links/link.json"
+ln -s later.json "$TMP/links/dangling.json"
+"$MEMLIFE" predict --format json $SEED -o "$TMP/links/link.json"
+if [ -L "$TMP/links/link.json" ] && [ "$(cat "$TMP/links/real.json")" = "$want_json" ]; then
+    ok "-o a link: the link kept, the file it points to holds the report"; else
+    not_ok "-o a link: the link kept, the file it points to holds the report" \
+        "$(ls -l "$TMP/links" | tr '\n' ' ')"; fi
+"$MEMLIFE" predict --format json $SEED -o "$TMP/links/dangling.json"
+if [ -L "$TMP/links/dangling.json" ] && [ "$(cat "$TMP/links/later.json")" = "$want_json" ]; then
+    ok "-o a link to a file not made yet: that file is made"; else
+    not_ok "-o a link to a file not made yet: that file is made" "$(ls -l "$TMP/links" | tr '\n' ' ')"; fi
+# real.json, link.json, dangling.json, later.json: no temp file left
+n=$(find "$TMP/links" -mindepth 1 | wc -l)
+if [ "$n" -eq 4 ]; then ok "-o through links leaves no temp file"; else
+    not_ok "-o through links leaves no temp file" "$n entries"; fi
+echo first >"$TMP/app.txt"
+"$MEMLIFE" predict --format json $SEED -o /dev/fd/1 >>"$TMP/app.txt"
+if [ "$(cat "$TMP/app.txt")" = "$(printf 'first\n%s' "$want_json")" ]; then
+    ok "-o /dev/fd/1 >> file appends, as -o - does"; else
+    not_ok "-o /dev/fd/1 >> file appends, as -o - does" "$(head -c 200 "$TMP/app.txt")"; fi

@@ -10,7 +10,7 @@
 
 CC=${CC:-cc}
 if ! $CC -O2 -std=c11 -D_GNU_SOURCE -Ianalyzer -Iruntime -o "$TMP/pickle_tool" tests/cli/pickle_tool.c \
-    analyzer/snapshot/pickle*.c runtime/base/input.c -ljansson 2>"$TMP/cc.err"; then
+    analyzer/snapshot/pickle*.c runtime/base/input.c runtime/base/util.c runtime/base/human.c -ljansson 2>"$TMP/cc.err"; then
     echo "error: cannot build tests/cli/pickle_tool.c: $(head -1 "$TMP/cc.err")" >&2
     exit 2
 fi

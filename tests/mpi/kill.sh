@@ -141,3 +141,18 @@ if [ $bad -eq 0 ]; then
 else
     not_ok "SIGTERM near the end, 8 tries" "$bad bad ($won by the signal, $late complete)"
 fi
+
+# 5. -o a link: the result goes where the link points (its temp file beside that file, renamed
+#    there at the end), the link stays a link (base/util.h ml_output_place).
+m=link-$$
+mkdir "$TMP/$m.d"
+ln -s "$m.d/target.json" "$TMP/$m.json"
+"$MEMLIFE" run $F --backend host --ranks 2 --format json -o "$TMP/$m.json" 2>"$TMP/$m.err"
+rc=$?
+if [ $rc -eq 0 ] && [ -L "$TMP/$m.json" ] &&
+    jq -e '.schedules[0].ranks | length == 2' "$TMP/$m.d/target.json" >/dev/null &&
+    [ "$(find "$TMP/$m.d" -mindepth 1 -printf '%f ')" = "target.json " ]; then
+    ok "run -o a link: the result where the link points, the link kept, no temp file"
+else
+    not_ok "run -o a link" "exit $rc, $(ls -la "$TMP/$m.json" "$TMP/$m.d" 2>&1 | tr '\n' ' '): $(head -2 "$TMP/$m.err")"
+fi

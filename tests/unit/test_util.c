@@ -3,6 +3,9 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -99,6 +102,86 @@ static void test_atomic_write(void **state) {
     assert_true(S_ISCHR(st.st_mode));
     unlink(path);
     rmdir(dir);
+}
+
+static void read_all(const char *path, char *buf, size_t len) {
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* -o through links and descriptors (ml_output_place): a link stays a link and the file it ends
+ * at is replaced; a link to a file not made yet creates that file; a descriptor by name is
+ * written as it stands (appending where it was opened to append); a loop of links is ELOOP. */
+static void test_output_place(void **state) {
+    (void)state;
+    char dir[] = "/tmp/memlife-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char real[160], link[160], chain[160], dang[160], loop[160], buf[64], target[4096];
+    snprintf(real, sizeof real, "%s/real.json", dir);
+    snprintf(link, sizeof link, "%s/link.json", dir);
+    snprintf(chain, sizeof chain, "%s/chain.json", dir);
+    snprintf(dang, sizeof dang, "%s/dang.json", dir);
+    snprintf(loop, sizeof loop, "%s/loop.json", dir);
+    assert_int_equal(ml_write_file_atomic(real, "old", 3), 0);
+    assert_int_equal(symlink("real.json", link), 0);    /* relative: beside the link */
+    assert_int_equal(symlink(link, chain), 0);          /* absolute, to a link */
+    int fd;
+    assert_int_equal(ml_output_place(chain, &fd, target, sizeof target), ML_OUT_REPLACE);
+    assert_string_equal(target, real);
+    assert_int_equal(ml_write_file_atomic(chain, "new", 3), 0);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(lstat(chain, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    read_all(real, buf, sizeof buf);
+    assert_string_equal(buf, "new");
+    /* A link to a name not made yet: that name is created (new.json), the link kept. */
+    assert_int_equal(symlink("new.json", dang), 0);
+    assert_int_equal(ml_write_file_atomic(dang, "made", 4), 0);
+    char made[160];
+    snprintf(made, sizeof made, "%s/new.json", dir);
+    read_all(made, buf, sizeof buf);
+    assert_string_equal(buf, "made");
+    assert_int_equal(lstat(dang, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    /* real, link, chain, dang, new.json: no temp file left behind */
+    assert_int_equal(count_entries(dir), 5);
+    /* Descriptors by name: written as they stand; nothing is created. */
+    assert_int_equal(ml_output_place("/dev/stdout", &fd, target, sizeof target), ML_OUT_FD);
+    assert_int_equal(fd, 1);
+    assert_int_equal(ml_output_place("/dev/stderr", &fd, target, sizeof target), ML_OUT_FD);
+    assert_int_equal(fd, 2);
+    assert_int_equal(ml_output_place("/proc/self/fd/12", &fd, target, sizeof target), ML_OUT_FD);
+    assert_int_equal(fd, 12);
+    assert_int_equal(ml_output_place("/dev/fd/1x", &fd, target, sizeof target), ML_OUT_REPLACE);
+    char app[160];
+    snprintf(app, sizeof app, "%s/app.txt", dir);
+    int afd = open(app, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    assert_true(afd >= 0);
+    assert_int_equal(write(afd, "first\n", 6), 6);
+    char byname[32];
+    snprintf(byname, sizeof byname, "/dev/fd/%d", afd);
+    assert_int_equal(ml_write_file_atomic(byname, "second\n", 7), 0);
+    close(afd);
+    read_all(app, buf, sizeof buf);
+    assert_string_equal(buf, "first\nsecond\n");
+    /* A loop of links: an error, nothing written. */
+    assert_int_equal(symlink("loop.json", loop), 0);
+    assert_int_equal(ml_write_file_atomic(loop, "x", 1), -1);
+    assert_int_equal(errno, ELOOP);
+    assert_int_equal(count_entries(dir), 7);
+    const char *names[] = {"real.json", "link.json", "chain.json", "dang.json", "new.json",
+                           "app.txt", "loop.json"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        char p[200];
+        snprintf(p, sizeof p, "%s/%s", dir, names[k]);
+        assert_int_equal(unlink(p), 0);
+    }
+    assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_format_bytes(void **state) {
@@ -247,7 +330,7 @@ static void test_out_of_memory(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_diag_format),  cmocka_unit_test(test_diag_max_errors),
-        cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_format_bytes),
+        cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_output_place), cmocka_unit_test(test_format_bytes),
         cmocka_unit_test(test_arena_and_vec), cmocka_unit_test(test_tables),
         cmocka_unit_test(test_coll_flow),    cmocka_unit_test(test_out_of_memory),
     };
