@@ -12,6 +12,7 @@ void pipeline_opts_default(pipeline_opts *o) {
     o->expect = true;
     o->timeline = true;
     o->keep_plans = true;
+    o->share_offsets = true;
     lint_options_default(&o->lint);
 }
 
@@ -19,12 +20,14 @@ void pipeline_item_free(pipeline_item *it) {
     if (it->plans)
         for (int r = 0; r < it->world; r++)
             plan_free(&it->plans[r]);
-    if (it->pred)
+    if (it->pred) {
+        const pred_point *shared = it->pred[0].timeline;
         for (int r = 0; r < it->world; r++) {
-            if (it->shared && r > 0)
-                it->pred[r].timeline = NULL;   /* rank 0's */
+            if (r > 0 && it->pred[r].timeline == shared)
+                it->pred[r].timeline = NULL;   /* rank 0's (predict_rank_shared) */
             pred_rank_free(&it->pred[r]);
         }
+    }
     free(it->plans);
     free(it->pred);
     free(it->expects);
@@ -80,13 +83,20 @@ static int pipeline_expect(pipeline_item *it, const sched_params *p, ml_diags *d
 int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_opts *o,
                      ml_diags *d) {
     it->pred = ml_xcalloc((size_t)it->world, sizeof *it->pred);
-    for (int r = 0; r < it->world; r++) {
-        if (it->shared && r > 0)
-            predict_rank_shared(&it->plans[r], &it->pred[0], &it->pred[r]);
-        else if (predict_rank_with(&it->plans[r], o->timeline, &it->pred[r], d) != 0 ||
-                 predict_time(&it->plans[r], o, &it->pred[r], d) != 0)
-            return -1;
+    bool one = it->shared || it->moved;   /* rank 0's prediction serves every rank */
+    floor_forward *fw = NULL;              /* and its floor facts (predict_rank_shared) */
+    int rc = 0;
+    for (int r = 0; r < it->world && rc == 0; r++) {
+        rank_plan *pl = &it->plans[r];
+        if (one && r > 0)
+            rc = predict_rank_shared(pl, &it->pred[0], fw, &it->pred[r], d);
+        else if (predict_rank_forward(pl, o->timeline, &it->pred[r], one ? &fw : NULL, d) != 0 ||
+                 predict_time(pl, o, &it->pred[r], d) != 0)
+            rc = -1;
     }
+    floor_forward_free(fw);
+    if (rc != 0)
+        return -1;
     return o->expect ? pipeline_expect(it, p, d) : 0;
 }
 
@@ -111,6 +121,33 @@ static void diags_append(ml_diags *d, const ml_diags *src) {
         const ml_diag *g = &ML_VEC_AT(&src->items, ml_diag, k);
         ml_diag_add(d, g->level, g->file, g->mark, g->rank, g->code, "%s", g->text);
     }
+}
+
+/* The end of both compact paths, as the full path ends: an expansion's error alone (rc != 0),
+ * else lint's verdict over every rank (lint_walk_end), then the predictions' diagnostics (pd,
+ * freed here) and the expectations. compact_rank0: rank 0's plan is compacted once the walk's
+ * messages have read it. Returns the plan's outcome, 0 or -1. */
+static int compact_end(pipeline_item *it, lint_walk *w, int rc, bool predicted, ml_diags *pd,
+                       bool compact_rank0, const sched_params *pw, const pipeline_opts *o,
+                       ml_diags *d) {
+    if (rc != 0) {
+        lint_walk_free(w);
+        lint_result_free(&it->lint);
+    } else {
+        bool failed = lint_walk_end(w, it->plans, true, d) != 0;
+        if (compact_rank0) {
+            size_t keep[PIPELINE_KEPT_MAX];
+            plan_compact(&it->plans[0], keep, reported_ops(&it->pred[0], keep), true, NULL);
+        }
+        if (failed) {
+            rc = -1;
+        } else {
+            diags_append(d, pd);
+            rc = !predicted ? -1 : o->expect ? pipeline_expect(it, pw, d) : 0;
+        }
+    }
+    ml_diags_free(pd);
+    return rc;
 }
 
 /* The compact path (pipeline_opts.keep_plans false, ranks that expand differently): one rank at
@@ -165,17 +202,63 @@ static int plan_rank_by_rank(const sched *s, const sched_params *pw, const pipel
         plan_free(&it->plans[r]);
         rc = plan_expand(s, it->plan_index, pw, world, r, NULL, &it->plans[r], d);
     }
-    if (rc != 0) {   /* as the full path: the expansion's error alone */
-        lint_walk_free(w);
-        lint_result_free(&it->lint);
-    } else if (lint_walk_end(w, it->plans, true, d) != 0) {
-        rc = -1;
-    } else {
-        diags_append(d, &pd);
-        rc = !predicted ? -1 : o->expect ? pipeline_expect(it, pw, d) : 0;
+    return compact_end(it, w, rc, predicted, &pd, false, pw, o, d);
+}
+
+/* The middle path (compact, as plan_rank_by_rank): ranks whose ops are rank 0's but for views'
+ * offsets and in-place flags (plan_offsets_new: rank moves an FSDP or ZeRO shard's view and
+ * nothing else). Rank 0 is expanded, linted and predicted; then rank 0's op array is rewritten
+ * in place into each other rank's (plan_offsets_apply: only the offsets that name rank), that
+ * rank is linted on it (lint_walk_rank: bounds, races, in-place overlap and the cross-rank
+ * contract see its real offsets) and its kept ops are copied out (plan_compact); at the end the
+ * array is rank 0's again, for lint_walk_end's messages, and compacted.
+ *
+ * Sharing rank 0's prediction is exact: what the prediction reads of an op is, in the views'
+ * models (view_requested.c, view_device.c, view_torch.c), allocs' bytes and chunks, frees,
+ * releases, record_stream, streams, events and syncs; in the time model (timemodel.c) views' and
+ * collectives' counts and dtypes, streams, events and compute times; in the peaks' live sets
+ * allocs and frees; none of them reads a view's offset or an in-place flag, and none of those
+ * values can differ across ranks here (plan_offsets_new refuses rank in every expression but
+ * an offset with a written count, and lets that differ). The one reader of offsets and
+ * in-place flags is the floor (floor.c: view_lo, inplace_share with the rank), which
+ * predict_rank_shared computes on each rank's own ops. Expectations are evaluated per rank as
+ * ever. The outcome is plan_rank_by_rank's: the same walks over the same ops in the same rank
+ * order, the same diagnostics in the same order (an offset that fails on rank r is that rank's
+ * expansion error, alone), each rank's kept ops with its own values (test_compact.c compares
+ * the two paths with the full one). A send or recv takes plan_rank_by_rank (pairing reads
+ * every rank's ops). */
+static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipeline_opts *o,
+                             const plan_offsets *po, pipeline_item *it, ml_diags *d) {
+    int world = it->world;
+    rank_plan *p0 = &it->plans[0];
+    ml_diags pd;   /* the predictions' */
+    ml_diags_init(&pd);
+    it->moved = true;
+    it->pred = ml_xcalloc((size_t)world, sizeof *it->pred);
+    lint_walk *w = lint_walk_new(s, world, &o->lint, &it->lint);
+    lint_walk_rank(w, p0);
+    floor_forward *fw = NULL;   /* rank 0's floor facts: every rank's (predict_rank_shared) */
+    bool predicted = predict_rank_forward(p0, o->timeline, &it->pred[0], &fw, &pd) == 0 &&
+                     predict_time(p0, o, &it->pred[0], &pd) == 0;
+    int rc = 0;
+    for (int r = 1; r < world && rc == 0; r++) {
+        rank_plan *pl = &it->plans[r];
+        plan_share(p0, r, pl);
+        if (plan_offsets_apply(po, pl, r, d) != 0) {
+            rc = -1;
+            break;
+        }
+        lint_walk_rank(w, pl);
+        predicted =
+            predicted && predict_rank_shared(pl, &it->pred[0], fw, &it->pred[r], &pd) == 0;
+        size_t keep[PIPELINE_KEPT_MAX];
+        plan_compact(pl, keep, reported_ops(&it->pred[r], keep), false, NULL);
     }
-    ml_diags_free(&pd);
-    return rc;
+    floor_forward_free(fw);
+    /* the array is rank 0's again, for lint_walk_end's messages (rank 0's values held once) */
+    if (rc == 0 && plan_offsets_apply(po, p0, 0, d) != 0)
+        ml_internal_error("rank 0's view offsets failed on their second evaluation");
+    return compact_end(it, w, rc, predicted, &pd, true, pw, o, d);
 }
 
 /* The fast path: when no rank can expand differently from rank 0 (plan_rank_invariant: no
@@ -194,17 +277,36 @@ int pipeline_plan(const sched *s, int plan_index, const sched_params *p, int wor
     sched_params pw = *p;
     pw.world = world;
     it->plans = ml_xcalloc((size_t)world, sizeof *it->plans);
-    for (int r = 0; r < world; r++) {
+    plan_offsets *po = NULL;   /* the middle path (plan_rank_offsets) */
+    int rc = 0;
+    for (int r = 0; r < world && rc == 0; r++) {
         if (r == 1) {
             it->shared = plan_rank_invariant(&it->plans[0], &pw);
-            if (!it->shared && !o->keep_plans && o->predict && !o->lint_diags)
-                return plan_rank_by_rank(s, &pw, o, it, d);
+            if (!it->shared && o->share_offsets && !it->plans[0].has_p2p)
+                po = plan_offsets_new(&it->plans[0], &pw);
+            if (!it->shared && !o->keep_plans && o->predict && !o->lint_diags) {
+                rc = po ? plan_rank_offsets(s, &pw, o, po, it, d)
+                        : plan_rank_by_rank(s, &pw, o, it, d);
+                plan_offsets_free(po);
+                return rc;
+            }
+            /* whole plans (pipeline_opts.keep_plans, lint_diags) for what reads or runs
+             * every rank's ops: each rank a copy of rank 0's with its own offsets, linted on
+             * its own (lint_plans), rank 0's prediction shared (pipeline_predict) */
+            it->moved = po != NULL;
         }
-        if (it->shared)
+        if (it->shared) {
             plan_share(&it->plans[0], r, &it->plans[r]);
-        else if (plan_expand(s, plan_index, &pw, world, r, NULL, &it->plans[r], d) != 0)
-            return -1;
+        } else if (po) {
+            plan_copy(&it->plans[0], r, &it->plans[r]);
+            rc = plan_offsets_apply(po, &it->plans[r], r, d);
+        } else {
+            rc = plan_expand(s, plan_index, &pw, world, r, NULL, &it->plans[r], d);
+        }
     }
+    plan_offsets_free(po);
+    if (rc != 0)
+        return -1;
     ml_diags *ld = o->lint_diags ? o->lint_diags : d;
     if (lint_plans(it->plans, world, &o->lint, &it->lint, ld) != 0 && !o->lint_diags)
         return -1;

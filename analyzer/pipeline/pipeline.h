@@ -8,7 +8,9 @@
  * file never leaves a partial report behind.
  *
  * The fast path: when no rank can expand differently from rank 0 (plan_rank_invariant), rank 0's
- * expansion, lint walk and prediction serve every rank (pipeline.c says why that is exact). */
+ * expansion, lint walk and prediction serve every rank (pipeline.c says why that is exact).
+ * The middle path: when ranks differ only in views' offsets (plan_offsets_new), rank 0's
+ * expansion with each rank's offsets is linted per rank and rank 0's prediction serves all. */
 #ifndef MEMLIFE_PIPELINE_H
 #define MEMLIFE_PIPELINE_H
 
@@ -33,6 +35,10 @@ typedef struct {
      * true; predict and check turn it off: then, where ranks expand differently, a rank other
      * than 0 keeps only the ops its report names (plan_compact; read them with plan_op_at). */
     bool keep_plans;
+    /* Default true: ranks whose ops differ from rank 0's only in views' offsets are rank 0's
+     * expansion with their offsets (whole plans: a copy each), linted on their own, and share
+     * its prediction (pipeline.c). False: each expands on its own (the tests' reference). */
+    bool share_offsets;
 } pipeline_opts;
 
 /* The inputs of a whole run, as plain data (cli converts its options into this). */
@@ -63,6 +69,8 @@ typedef struct {
     int expect_failures;       /* -1: no expectations (or not evaluated) */
     lint_result lint;
     bool shared;               /* one expansion and prediction serve every rank */
+    bool moved;                /* each rank rank 0's expansion with its own offsets; rank 0's
+                                  prediction but the floor serves every rank */
 } pipeline_item;
 
 typedef struct {

@@ -180,9 +180,19 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d);
 /* timeline false: no timeline (n_timeline 0), for commands that print none (predict, check):
  * at a million ops it is 40 MB per rank, written once and never read. */
 int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diags *d);
-/* out: p's prediction, where `same` is predict_rank's for a plan with p's very ops (plan_share):
- * a copy, rank set; out->timeline is same's, borrowed (set it to NULL before pred_rank_free). */
-void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *out);
+/* out: p's prediction, where `same` is predict_rank_forward's for a plan with p's very ops
+ * (plan_share) or with p's ops but for views' offsets and in-place flags (plan_offsets_apply),
+ * and fw the floor's forward facts it kept: a copy, rank set, with the floor (the one part of a
+ * prediction that reads offsets, in-place flags and the rank) p's own. out->timeline is same's,
+ * borrowed (set it to NULL before pred_rank_free). Returns 0, or -1 where that floor passes
+ * 2^63-1 (predict_rank's error, in d). */
+typedef struct floor_forward floor_forward;
+int predict_rank_shared(const rank_plan *p, const pred_rank *same, const floor_forward *fw,
+                        pred_rank *out, ml_diags *d);
+/* predict_rank_with, keeping the floor's forward facts of p in *keep (NULL when it fails; free
+ * with floor_forward_free) for predict_rank_shared. keep NULL: predict_rank_with. */
+int predict_rank_forward(const rank_plan *p, bool timeline, pred_rank *out, floor_forward **keep,
+                         ml_diags *d);
 void pred_rank_free(pred_rank *r);
 
 /* ---- Floor (analyzer/floor.c) -----------------------------------------------------------------
@@ -194,7 +204,6 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op);
  * pass starts from (no pass of its own over a million ops): floor_forward_op for every op, in
  * order, that is refused (an expect_error's: refused true) or is an alloc, free or release (any
  * other op may be left out); then floor_rank_after. */
-typedef struct floor_forward floor_forward;
 floor_forward *floor_forward_new(const rank_plan *p);
 void floor_forward_op(floor_forward *f, const rank_plan *p, size_t i, bool refused);
 uint64_t floor_rank_after(const rank_plan *p, const floor_forward *f, size_t *at_op);

@@ -176,6 +176,26 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
 }
 
 int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diags *d) {
+    return predict_rank_forward(p, timeline, out, NULL, d);
+}
+
+/* The floor of p from its forward facts, with the bound every byte count has: 0, or -1 with
+ * the error in d and out freed. */
+static int floor_of(const rank_plan *p, const floor_forward *fw, pred_rank *out, ml_diags *d) {
+    size_t floor_op = 0;
+    out->floor = floor_rank_after(p, fw, &floor_op);
+    if (out->floor > ML_BYTES_MAX) {
+        bytes_overflow(p, floor_op < p->n_ops ? floor_op : p->n_ops - 1, "floor", d);
+        pred_rank_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+int predict_rank_forward(const rank_plan *p, bool timeline, pred_rank *out, floor_forward **keep,
+                         ml_diags *d) {
+    if (keep)
+        *keep = NULL;
     memset(out, 0, sizeof *out);
     out->rank = p->rank;
     for (int v = 0; v < MV_COUNT; v++)
@@ -268,15 +288,12 @@ int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diag
         pred_rank_free(out);
         return -1;
     }
-    size_t floor_op = 0;
-    out->floor = floor_rank_after(p, fw, &floor_op);
-    floor_forward_free(fw);
-    if (out->floor > ML_BYTES_MAX) {
-        bytes_overflow(p, floor_op < p->n_ops ? floor_op : p->n_ops - 1, "floor", d);
-        pred_rank_free(out);
-        return -1;
-    }
-    return 0;
+    rc = floor_of(p, fw, out, d);
+    if (rc == 0 && keep)
+        *keep = fw;
+    else
+        floor_forward_free(fw);
+    return rc;
 }
 
 static pred_torch *torch_copy(const pred_torch *t) {
@@ -293,8 +310,14 @@ static pred_torch *torch_copy(const pred_torch *t) {
     return c;
 }
 
-void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *out) {
-    /* Everything predict_rank computes comes from the ops alone, except what names the rank. */
+int predict_rank_shared(const rank_plan *p, const pred_rank *same, const floor_forward *fw,
+                        pred_rank *out, ml_diags *d) {
+    /* Everything predict_rank computes comes from the ops alone, except what names the rank;
+     * of an op's values the views' offsets and the in-place flags are the floor's alone (the
+     * models replay allocs, frees, releases, streams and events; the time model reads counts,
+     * dtypes and streams). So the floor's backward pass is p's own (NCCL's in-place slot is the
+     * rank's, and so are the offsets); its forward facts (refused ops, allocs' bytes and chunks,
+     * frees, releases) are those of same's plan, whose ops are p's but for those values. */
     *out = *same;
     out->rank = p->rank;
     for (int v = 0; v < VIEW_COUNT; v++) {
@@ -304,7 +327,12 @@ void predict_rank_shared(const rank_plan *p, const pred_rank *same, pred_rank *o
             memcpy(out->peak_live[v], same->peak_live[v], n * sizeof(uint32_t));
     }
     out->torch = torch_copy(same->torch);
-    out->floor = floor_rank(p, NULL);   /* NCCL's in-place slot is the rank's own */
+    pred_point *borrowed = out->timeline;
+    out->timeline = NULL;   /* same's: not freed if floor_of fails */
+    if (floor_of(p, fw, out, d) != 0)
+        return -1;
+    out->timeline = borrowed;
+    return 0;
 }
 
 void pred_rank_free(pred_rank *r) {

@@ -283,6 +283,14 @@ static int expand_alloc(expander *x, const sched_step *st) {
     return 0;
 }
 
+/* NCCL's in-place rule for a collective's resolved views on `rank` (coll.h). */
+static bool coll_in_place(const plan_op *op, int rank) {
+    const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
+    return s->buf == r->buf && (int64_t)r->offset - (int64_t)s->offset ==
+                                   ml_colls[op->u.coll.coll].inplace_recv_minus_send(
+                                       plan_coll_count(op), rank);
+}
+
 static int expand_coll(expander *x, const sched_step *st) {
     plan_op *op = emit(x, OP_COLL, st);
     if (!op)
@@ -303,10 +311,7 @@ static int expand_coll(expander *x, const sched_step *st) {
             root = -1;   /* outside any world: lint reports it with the collective's contract */
         op->u.coll.root = (int)root;
     }
-    const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
-    op->u.coll.in_place =
-        s->buf == r->buf && (int64_t)r->offset - (int64_t)s->offset ==
-                                ml_colls[c].inplace_recv_minus_send(plan_coll_count(op), x->rank);
+    op->u.coll.in_place = coll_in_place(op, x->rank);
     return 0;
 }
 
@@ -727,7 +732,9 @@ void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, bool summary,
     plan_op *ops = ml_xcalloc(m ? m : 1, sizeof *ops);
     for (size_t k = 0; k < m; k++)
         ops[k] = p->ops[at[k]];
-    if (spare && !spare->ops) {
+    if (p->borrowed) {
+        /* plan_share's: the arrays stay with their owner; the kept ops are p's own */
+    } else if (spare && !spare->ops) {
         *spare = (plan_recycle){.ops = p->ops, .cap_ops = p->cap_ops, .extra = p->extra_views,
                                 .cap_extra = p->cap_extra_views};
     } else {
@@ -736,8 +743,10 @@ void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, bool summary,
     }
     p->extra_views = NULL;   /* a compute's views: what walks the ops reads them */
     p->n_extra_views = p->cap_extra_views = 0;
-    free(p->index_vals);   /* per op: what runs the ops reads them; a compact plan runs nothing */
+    if (!p->borrowed)   /* per op: what runs the ops reads them; a compact plan runs nothing */
+        free(p->index_vals);
     p->index_vals = NULL;
+    p->borrowed = false;
     p->ops = ops;
     p->cap_ops = m;
     p->kept_at = at;
@@ -881,7 +890,8 @@ size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
  * and NCCL's in-place rule of a collective whose send and recv share a buffer (RS is in place
  * iff recv == send + rank*recvcount, AG iff send == recv + rank*sendcount: a plain
  * `reduce_scatter: {buf: x}` is in place on rank 0 only, without any `rank` in the file).
- * So p's ops are every rank's ops when (1) no expression that plan_expand evaluates names rank,
+ * So p's ops are every rank's ops when (1) no expression that plan_expand evaluates names rank
+ * (nor those the time model evaluates with the rank's slots: compute times, `link:`),
  * (2) every let has the same value on every rank, and (3) each same-buffer collective's in-place
  * flag is the same on every rank. Everything else plan_expand reads (steps, world, let values,
  * buffer shapes from earlier ops) is then the same too, and so is every evaluation, error
@@ -893,6 +903,9 @@ size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
 typedef struct {
     const expr *e[64];
     bool uses[64];
+    /* plan_offsets_new: a view's offset may name rank where its count is written (the loader
+     * writes both, but without one resolve_view counts what remains after the offset) */
+    bool offsets;
 } rank_memo;
 
 static bool uses_rank(rank_memo *m, const expr *e) {
@@ -907,6 +920,8 @@ static bool uses_rank(rank_memo *m, const expr *e) {
 }
 
 static bool view_uses_rank(rank_memo *m, const sched_view *v) {
+    if (m->offsets && v->count)
+        return uses_rank(m, v->count);
     return uses_rank(m, v->offset) || uses_rank(m, v->count);
 }
 
@@ -944,6 +959,9 @@ static bool step_uses_rank(rank_memo *m, const sched_step *st) {
         return view_uses_rank(m, &st->u.scale.buf) || uses_rank(m, st->u.scale.factor) ||
                uses_rank(m, st->u.scale.den);
     case ST_COMPUTE:
+        /* its time is evaluated by the time model, with the rank's slots (timemodel.c) */
+        if (uses_rank(m, st->u.compute.time_us) || uses_rank(m, st->u.compute.flops))
+            return true;
         for (uint32_t k = 0; k < st->u.compute.n_reads; k++)
             if (view_uses_rank(m, &st->u.compute.reads[k]))
                 return true;
@@ -981,19 +999,21 @@ static bool steps_use_rank(rank_memo *m, const sched_step *steps, uint32_t n) {
     return false;
 }
 
-bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
+/* (1) and (2) for p (memo->offsets: but for views' offsets). */
+static bool expands_alike(const rank_plan *p, const sched_params *params, rank_memo *memo) {
     const sched *s = p->s;
     if (p->world <= 1)
         return false;
-    rank_memo memo = {0};
     const sched_plan *pl = &s->plans[p->plan_index];
-    if (steps_use_rank(&memo, pl->steps, pl->n))
+    if (steps_use_rank(memo, pl->steps, pl->n))
         return false;
-    if (s->torch.limit && !(params && params->has_torch_limit) && uses_rank(&memo, s->torch.limit))
+    if (s->torch.limit && !(params && params->has_torch_limit) && uses_rank(memo, s->torch.limit))
         return false;   /* each rank's allocator has its own limit */
     if (s->torch.capacity && !(params && params->has_torch_capacity) &&
-        uses_rank(&memo, s->torch.capacity))
+        uses_rank(memo, s->torch.capacity))
         return false;
+    if (uses_rank(memo, s->link_alpha_us) || uses_rank(memo, s->link_busbw_gbps))
+        return false;   /* the time model evaluates `link:` with each rank's slots */
     /* (2) lets, overrides included; one that fails on some rank fails the shortcut, and the
      * per-rank expansion then reports it as before. */
     size_t n_slots = EXPR_SLOT_FIRST_LET + s->n_lets;
@@ -1010,6 +1030,12 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
     }
     ml_diags_free(&quiet);
     free(slots);
+    return same;
+}
+
+bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
+    rank_memo memo = {0};
+    bool same = expands_alike(p, params, &memo);
     /* (3) in-place flags. Each same-buffer collective is tried on every rank: no more work than
      * the per-rank expansions this replaces. */
     for (size_t i = 0; i < p->n_ops && same; i++) {
@@ -1033,6 +1059,144 @@ void plan_share(const rank_plan *src, int rank, rank_plan *out) {
     out->slots = ml_xmalloc(n_slots * sizeof *out->slots);
     memcpy(out->slots, src->slots, n_slots * sizeof *out->slots);
     out->slots[EXPR_SLOT_RANK] = rank;
+}
+
+/* ---- Ranks that differ only in views' offsets ----------------------------------------------
+ *
+ * With memo.offsets, (1) lets a view's offset name rank where the view's count is written: the
+ * offset is then the only value of the op that depends on the rank (a resolved view's count is
+ * its written count, its dtype and buffer come from the steps; nothing else plan_expand
+ * evaluates names rank, and the lets agree by (2)). So every rank's ops are p's with those
+ * offsets evaluated for the rank, with its own slots and the op's repeat-index values
+ * (index_vals), and every same-buffer collective's in-place flag taken again by NCCL's rule,
+ * which reads the offsets and the rank. Those are the entries: in op order, and within an op
+ * in the order plan_expand resolves its views (plan_sched_view's k), so that the first offset
+ * that fails on a rank is the one its own expansion stops at, with the same message. */
+enum { PLAN_AT_IN_PLACE = UINT32_MAX };   /* an entry's k: the op's in-place flag */
+
+typedef struct {
+    size_t op;
+    uint32_t k;                           /* the view (plan_sched_view), or PLAN_AT_IN_PLACE */
+} offset_entry;
+
+struct plan_offsets {
+    ml_vec at;                            /* offset_entry */
+};
+
+/* The k-th view of op as plan_expand resolved it (plan_sched_view's order), NULL where there is
+ * none (an alloc's own buffer, a closed-form check operand, an init that copies nothing). */
+static plan_view *resolved_view(rank_plan *p, plan_op *op, uint32_t k) {
+    const sched_step *st = op->step;
+    switch (op->kind) {
+    case OP_COLL:
+        return k ? &op->u.coll.recv : &op->u.coll.send;
+    case OP_COPY:
+        return k ? &op->u.copy.dst : &op->u.copy.src;
+    case OP_SCALE:
+        return &op->u.scale.buf;
+    case OP_INIT: {
+        sched_init_kind copy = st->kind == ST_INIT ? st->u.init.init.kind : st->u.alloc.init.kind;
+        if (k && copy != INIT_COPY)
+            return NULL;
+        return k ? &op->u.init.src : st->kind == ST_INIT ? &op->u.init.dst : NULL;
+    }
+    case OP_CHECK:
+        return plan_sched_view(op, k) ? (k ? &op->u.check.b : &op->u.check.a) : NULL;
+    case OP_COMPUTE:
+        return &p->extra_views[op->u.compute.first_view + k];
+    default:
+        return NULL;
+    }
+}
+
+/* How many views plan_sched_view and resolved_view may name for op. */
+static uint32_t op_view_slots(const plan_op *op) {
+    switch (op->kind) {
+    case OP_COLL:
+    case OP_COPY:
+    case OP_INIT:
+    case OP_CHECK:
+        return 2;
+    case OP_SCALE:
+        return 1;
+    case OP_COMPUTE:
+        return op->u.compute.n_reads + op->u.compute.n_writes;
+    default:
+        return 0;
+    }
+}
+
+plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params) {
+    rank_memo memo = {.offsets = true};
+    if (p->kept_at || !expands_alike(p, params, &memo))
+        return NULL;
+    plan_offsets *o = ml_xcalloc(1, sizeof *o);
+    ml_vec_init(&o->at, sizeof(offset_entry));
+    for (size_t i = 0; i < p->n_ops; i++) {
+        plan_op *op = &p->ops[i];
+        uint32_t n = op_view_slots(op);
+        for (uint32_t k = 0; k < n; k++) {
+            const sched_view *v = plan_sched_view(op, k);
+            if (v && uses_rank(&memo, v->offset) && resolved_view((rank_plan *)p, op, k))
+                *(offset_entry *)ml_vec_push(&o->at) = (offset_entry){i, k};
+        }
+        if (op->kind == OP_COLL && op->u.coll.send.buf == op->u.coll.recv.buf)
+            *(offset_entry *)ml_vec_push(&o->at) = (offset_entry){i, PLAN_AT_IN_PLACE};
+    }
+    return o;
+}
+
+int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *d) {
+    size_t n_slots = sched_n_slots(p->s);
+    int64_t *slots = ml_xmalloc(n_slots * sizeof *slots);
+    memcpy(slots, p->slots, n_slots * sizeof *slots);
+    slots[EXPR_SLOT_RANK] = rank;
+    expander x = {.s = p->s, .world = p->world, .rank = rank, .slots = slots, .d = d};
+    int rc = 0;
+    size_t last = SIZE_MAX;
+    for (size_t e = 0; e < o->at.n && rc == 0; e++) {
+        const offset_entry *at = &ML_VEC_AT(&o->at, offset_entry, e);
+        plan_op *op = &p->ops[at->op];
+        if (at->k == PLAN_AT_IN_PLACE) {
+            op->u.coll.in_place = coll_in_place(op, rank);
+            continue;
+        }
+        if (at->op != last)
+            plan_op_slots(p, op, slots);   /* the op's repeat indices, as emit saw them */
+        last = at->op;
+        const sched_view *v = plan_sched_view(op, at->k);
+        rc = eval_size(&x, v->offset, 0, at_view(v, false), "view offset",
+                       &resolved_view(p, op, at->k)->offset);
+    }
+    free(slots);
+    return rc;
+}
+
+/* n items of `size` bytes from src, in an array of their own (NULL for none). */
+static void *copy_array(const void *src, size_t n, size_t size) {
+    if (!src || !n)
+        return NULL;
+    void *a = ml_xmalloc(n * size);
+    memcpy(a, src, n * size);
+    return a;
+}
+
+void plan_copy(const rank_plan *src, int rank, rank_plan *out) {
+    plan_share(src, rank, out);
+    out->borrowed = false;
+    out->ops = copy_array(src->ops, src->n_ops, sizeof *src->ops);
+    out->cap_ops = out->ops ? src->n_ops : 0;
+    out->extra_views = copy_array(src->extra_views, src->n_extra_views, sizeof *src->extra_views);
+    out->cap_extra_views = out->extra_views ? src->n_extra_views : 0;
+    out->index_vals = copy_array(src->index_vals, src->n_ops * src->s->n_index,
+                                 sizeof *src->index_vals);
+}
+
+void plan_offsets_free(plan_offsets *o) {
+    if (!o)
+        return;
+    ml_vec_free(&o->at);
+    free(o);
 }
 
 void plan_op_slots(const rank_plan *p, const plan_op *op, int64_t *slots) {

@@ -149,10 +149,28 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params);
  * own (slots[EXPR_SLOT_RANK] = rank, for what runs later: data patterns, checks). */
 void plan_share(const rank_plan *src, int rank, rank_plan *out);
 
+/* Ranks whose ops are p's but for views' offsets and in-place flags (plan.c says when that
+ * holds): rank 0's expansion, the offsets evaluated again for each rank. */
+typedef struct plan_offsets plan_offsets;
+/* The views of p (a whole expansion with params, any rank; world > 1) whose offsets name rank,
+ * and its same-buffer collectives; NULL where some other value of an op may depend on the rank
+ * (then every rank expands on its own). */
+plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params);
+/* Rewrites p's ops, the expansion o was made from or a plan_share of it, into `rank`'s: those
+ * views' offsets evaluated with p's slots (a let has one value on every rank) and rank, and
+ * the collectives' in-place flags. An offset that fails is the error rank's own plan_expand
+ * reports (in d), and -1; p's ops are then part rewritten. Returns 0 or -1. */
+int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *d);
+void plan_offsets_free(plan_offsets *o);
+/* out becomes a copy of src (whole, not compact) for `rank` with arrays of its own, for
+ * plan_offsets_apply to rewrite: what a rank keeps whose plan is read or run later. */
+void plan_copy(const rank_plan *src, int rank, rank_plan *out);
+
 /* Keeps only ops keep[0..n_keep) of p (indices in any order, repeats and ones >= n_ops
  * ignored): for a rank whose lint and prediction are done and whose report names a few of its
  * ops (the peaks' steps). The big array goes to *spare when spare is non-NULL and empty, else it
- * is freed (the compute views' array with it); index values are dropped. p must own its ops (not plan_share's borrowed ones). Read
+ * is freed (the compute views' array with it); index values are dropped. A borrowed p (plan_share)
+ * leaves the arrays to their owner and owns its kept ops from then on. Read
  * a compact plan's ops with plan_op_at, and nothing that runs or walks them. summary: take what
  * plan_first_colls and plan_timed_compute answer first (a pass over every op; a compact plan
  * without it must not be asked). */

@@ -21,3 +21,13 @@ sed -e 's/^\(ok\|not ok\) - /\1 - architecture: /' -e '/^\(ok\|not ok\) - /!s/^/
 if [ "$rc" -eq 2 ] || ! grep -q '^ok - \|^not ok - ' "$TMP/arch"; then
     not_ok "architecture" "tools/archcheck.py could not run (exit $rc): $(head -3 "$TMP/arch.err" | tr '\n' ' ')"
 fi
+
+# No merge leftovers: a line that starts with a conflict marker in any tracked file (a merge
+# once committed both sides of docs/design.md's module table with the markers between them).
+if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
+    left=$(git -C "$ROOT" grep -n -I -E '^(<<<<<<< |>>>>>>> |=======$)' -- . ':!*.golden' 2>/dev/null | head -5)
+    if [ -z "$left" ]; then ok "architecture: no merge conflict markers in tracked files"; else
+        not_ok "architecture: no merge conflict markers in tracked files" "$(echo "$left" | tr '\n' ' ')"; fi
+else
+    echo "skip - architecture: conflict markers: not a git checkout"
+fi

@@ -9,7 +9,16 @@
  * plan is compact or whole as the case says: a compact one keeps exactly the ops its prediction
  * names (the peaks' steps), equal to the reference's, and rank 0's still answers
  * plan_first_colls and plan_timed_compute as the whole plan does; a whole one has the
- * reference's ops. */
+ * reference's ops.
+ *
+ * Both paths have two ways (pipeline.c): ranks that differ from rank 0 only in views' offsets
+ * take rank 0's expansion with their own offsets and share its prediction (plan_rank_offsets;
+ * whole plans: plan_copy); the others expand one by one (plan_rank_by_rank; whole plans:
+ * plan_expand). The reference is whole plans forced per rank (share_offsets off); against it
+ * each case runs whole plans the way the case names, compact the way the case names (as predict
+ * runs it) and compact forced per rank. The cases move offsets alone (the middle
+ * path, in-place flags and the floor with them), and sizes, `when:`, repeat counts and lets
+ * with offsets alongside (the per-rank path). */
 #include "plantest.h"
 #include "pipeline/pipeline.h"
 
@@ -21,55 +30,114 @@ typedef struct {
     int rc;                /* pipeline_run's */
     /* per rank: 'c' compact, 'w' whole; "" when the pipeline stops before (no plans kept) */
     const char *kept;
+    bool moved;            /* ranks differ only in offsets: the middle path (plan_rank_offsets) */
 } compact_case;
 
 static const compact_case cases[] = {
-    /* rank in a view: every rank expands differently; nothing else to read: all compact */
+    /* rank in a view and a size: every rank expands differently; nothing else to read: all
+     * compact */
     {"rank_in_view",
      "world: 4\nlet: {e: 16}\nexpect:\n  requested: {peak: 640}\nsteps:\n"
      "  - alloc: {buf: p, count: 64, dtype: bfloat16}\n  - alloc: {buf: a, bytes: 512}\n"
      "  - compute: {reads: [p], writes: [a], time: 40}\n  - free: a\n"
      "  - all_gather: {send: 'p[rank*e : e]', recv: p}\n  - sync: device\n"
      "  - alloc: {buf: q, bytes: 256 * (rank + 1)}\n  - free: [q, p]\n",
-     0, "cccc"},
+     0, "cccc", false},
+    /* FSDP's shape (tests/bench/gen.c training): rank moves the optimizer's slice and the
+     * all_gather's send side only; that all_gather is in place on every rank */
+    {"offsets_only_fsdp",
+     "world: 4\nlet: {P: 64, e: P / world}\nstreams: [comm]\nevents: [done]\n"
+     "expect:\n  requested: {peak: 4 * P + 4 * e}\nsteps:\n"
+     "  - alloc: {buf: p, count: P, init: rank_iota}\n  - alloc: {buf: g, count: P}\n"
+     "  - compute: {reads: [p], writes: [g], time: 80}\n  - alloc: {buf: sh, count: e}\n"
+     "  - reduce_scatter: {send: g, recv: sh, op: avg}\n  - free: g\n"
+     "  - compute: {reads: [sh], writes: ['p[rank*e : e]'], time: 10}\n"
+     "  - record: {event: done}\n  - wait: {event: done, stream: comm}\n"
+     "  - all_gather: {send: 'p[rank*e : e]', recv: p, stream: comm}\n"
+     "  - sync: device\n  - free: [sh, p]\n",
+     0, "cccc", true},
+    /* offsets that move in an indexed repeat (rank and the index), and an in-place flag that
+     * only rank 0 has: its recv x[0 : 16] is NCCL's in-place slot, the others' x[64 : 16] lies
+     * outside the send side */
+    {"offsets_index_and_in_place",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 128}\n  - alloc: {buf: y, count: 256}\n"
+     "  - repeat:\n      count: 3\n      index: j\n"
+     "      steps:\n        - copy: {src: 'x[rank*16 : 16]', dst: 'y[(rank + 4*j) * 16 : 16]'}\n"
+     "  - reduce_scatter: {send: 'x[0 : 64]', recv: 'x[(rank + 3) / 4 * 64 : 16]'}\n"
+     "  - check: {name: c, equal: ['y[rank*16 : 16]', 'x[rank*16 : 16]']}\n  - free: [x, y]\n",
+     0, "cccc", true},
+    /* a floor that the offsets move: the compute's read x[rank : 16] lies inside the scaled
+     * x[rank*32 : 32] on rank 0 (floor 32 floats, 128 B) and not on the others (48, 192 B) */
+    {"offsets_move_the_floor",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 128}\n"
+     "  - scale: {buf: 'x[rank*32 : 32]', by: 2}\n"
+     "  - compute: {reads: ['x[rank : 16]'], writes: ['x[rank * 16 : 8]']}\n  - free: x\n",
+     0, "cccc", true},
+    /* a view past its buffer on rank 3 alone (48 + 20 > 64): rank 3's lint error */
+    {"offset_out_of_bounds_on_rank_3",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - scale: {buf: 'x[rank*16 : 20]', by: 2}\n  - free: x\n",
+     -1, "cccc", true},
+    /* an offset negative on rank 3 alone: that rank's expansion error only */
+    {"offset_negative_on_rank_3",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - scale: {buf: 'x[(2 - rank) * 16 : 16]', by: 2}\n  - free: x\n",
+     -1, "", true},
+    /* offsets with rank in a `when:`, a repeat's count, a let: per rank */
+    {"offsets_and_when",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - when: rank < 2\n    all_reduce: {buf: x}\n"
+     "  - free: x\n",
+     -1, "wccc", false},
+    {"offsets_and_repeat_count",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - repeat: {count: rank + 1, steps: [{scale: {buf: 'x[rank*16 : 16]', by: 2}}]}\n"
+     "  - free: x\n",
+     0, "cccc", false},
+    {"offsets_through_let",
+     "world: 4\nlet: {o: rank * 16}\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - scale: {buf: 'x[o : 16]', by: 2}\n  - free: x\n",
+     0, "cccc", false},
     /* rank 0 alone issues a collective: the cross-rank messages name rank 0's, which is
      * expanded again (whole); the others stay compact */
     {"diverging_collectives",
      "world: 4\nsteps:\n  - alloc: {buf: x, bytes: 1KiB}\n"
      "  - when: rank == 0\n    all_reduce: {buf: x}\n  - free: x\n",
-     -1, "wccc"},
+     -1, "wccc", false},
     /* a send/recv pair on every rank: nothing is compacted */
     {"p2p_everywhere",
      "world: 2\nsteps:\n  - alloc: {buf: a, count: 8}\n  - alloc: {buf: b, count: 8}\n"
      "  - group:\n      - send: {buf: a, peer: 1 - rank}\n      - recv: {buf: b, peer: 1 - rank}\n"
      "  - free: [a, b]\n",
-     0, "ww"},
+     0, "ww", false},
     /* the first send on rank 2: ranks 0 and 1 were compacted and are expanded again */
     {"p2p_from_rank_2",
      "world: 4\nsteps:\n  - alloc: {buf: a, count: 8 * (rank + 1)}\n"
      "  - when: rank == 2\n    send: {buf: a, peer: 3}\n  - free: a\n",
-     -1, "wwww"},
+     -1, "wwww", false},
     /* an expansion error on rank 3 alone: that error only, as the full path stops there */
     {"expand_error_on_rank_3",
      "world: 4\nsteps:\n  - alloc: {buf: a, bytes: 200 - 100 * rank}\n  - free: a\n",
-     -1, ""},
+     -1, "", false},
     /* a lint error on every rank (use after free) with rank-dependent sizes */
     {"lint_error_every_rank",
      "world: 3\nsteps:\n  - alloc: {buf: a, bytes: 64 * (rank + 1)}\n  - free: a\n"
      "  - compute: {reads: [a]}\n",
-     -1, "ccc"},
+     -1, "ccc", false},
     /* failing expectations, evaluated after the compact ranks' predictions */
     {"expectation_fails",
      "world: 2\nexpect:\n  requested: {peak: 1}\nsteps:\n"
      "  - alloc: {buf: a, bytes: 64 * (rank + 1)}\n  - free: a\n",
-     0, "cc"},
+     0, "cc", false},
 };
 
-static void run_pipeline(const char *path, bool keep, pipeline_result *res, int *rc) {
+static void run_pipeline(const char *path, bool keep, bool share_offsets, pipeline_result *res,
+                         int *rc) {
     const char *files[1] = {path};
     pipeline_input in = {.files = files, .n_files = 1};
     pipeline_opts_default(&in.what);
     in.what.keep_plans = keep;
+    in.what.share_offsets = share_offsets;
     *rc = pipeline_run(&in, res);
 }
 
@@ -131,36 +199,26 @@ static void compact_plan_matches(const rank_plan *x, const rank_plan *y, const p
     assert_null(x->index_vals);
 }
 
-static void run_case(const compact_case *c) {
-    print_message("case %s\n", c->name);
-    char path[] = "/tmp/memlife-compact-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, c->yaml, strlen(c->yaml)), (ssize_t)strlen(c->yaml));
-    close(fd);
-    pipeline_result full, compact;
-    int rc_full, rc_compact;
-    run_pipeline(path, true, &full, &rc_full);
-    run_pipeline(path, false, &compact, &rc_compact);
-    unlink(path);
-    assert_int_equal(rc_full, c->rc);
-    assert_int_equal(rc_compact, c->rc);
-
-    assert_int_equal(compact.diags.items.n, full.diags.items.n);
-    assert_int_equal(compact.diags.errors, full.diags.errors);
-    for (size_t k = 0; k < full.diags.items.n; k++) {
-        const ml_diag *x = &ML_VEC_AT(&compact.diags.items, ml_diag, k);
-        const ml_diag *y = &ML_VEC_AT(&full.diags.items, ml_diag, k);
+/* compact (a run the way `moved` says, its plans as `kept` says) against full (the
+ * reference). */
+static void same_outcome(const compact_case *c, const pipeline_result *full,
+                         const pipeline_result *compact, bool moved, const char *kept) {
+    assert_int_equal(compact->diags.items.n, full->diags.items.n);
+    assert_int_equal(compact->diags.errors, full->diags.errors);
+    for (size_t k = 0; k < full->diags.items.n; k++) {
+        const ml_diag *x = &ML_VEC_AT(&compact->diags.items, ml_diag, k);
+        const ml_diag *y = &ML_VEC_AT(&full->diags.items, ml_diag, k);
         assert_int_equal(x->level, y->level);
         assert_string_equal(x->text, y->text);
         assert_int_equal(x->rank, y->rank);
         assert_int_equal(x->mark.line, y->mark.line);
         assert_int_equal(x->mark.col, y->mark.col);
     }
-    assert_int_equal(compact.items.n, 1);
-    const pipeline_item *it = &ML_VEC_AT(&compact.items, pipeline_item, 0);
-    const pipeline_item *ref = &ML_VEC_AT(&full.items, pipeline_item, 0);
+    assert_int_equal(compact->items.n, 1);
+    const pipeline_item *it = &ML_VEC_AT(&compact->items, pipeline_item, 0);
+    const pipeline_item *ref = &ML_VEC_AT(&full->items, pipeline_item, 0);
     assert_false(it->shared);
+    assert_int_equal(it->moved, moved);
     assert_int_equal(it->lint.n_rows, ref->lint.n_rows);
     for (size_t k = 0; k < ref->lint.n_rows; k++) {
         assert_string_equal(it->lint.rows[k].name, ref->lint.rows[k].name);
@@ -177,12 +235,12 @@ static void run_case(const compact_case *c) {
             assert_int_equal(it->expects[k].pass, ref->expects[k].pass);
         }
     }
-    for (int r = 0; r < (int)strlen(c->kept); r++) {
+    for (int r = 0; r < (int)strlen(kept); r++) {
         const rank_plan *x = &it->plans[r], *y = &ref->plans[r];
         assert_int_equal(x->rank, r);
         assert_memory_equal(x->slots, y->slots,
                             (EXPR_SLOT_FIRST_LET + x->s->n_lets) * sizeof *x->slots);
-        if (c->kept[r] == 'c') {
+        if (kept[r] == 'c') {
             compact_plan_matches(x, y, &it->pred[r]);
         } else {
             assert_null(x->kept_at);
@@ -191,8 +249,36 @@ static void run_case(const compact_case *c) {
                 same_op(&x->ops[i], &y->ops[i]);
         }
     }
+}
+
+static void run_case(const compact_case *c) {
+    print_message("case %s\n", c->name);
+    char path[] = "/tmp/memlife-compact-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, c->yaml, strlen(c->yaml)), (ssize_t)strlen(c->yaml));
+    close(fd);
+    /* the reference: whole plans, every rank expanded on its own */
+    pipeline_result full, full_moved, compact, per_rank;
+    int rc_full, rc_full_moved, rc_compact, rc_per_rank;
+    run_pipeline(path, true, false, &full, &rc_full);
+    run_pipeline(path, true, true, &full_moved, &rc_full_moved);
+    run_pipeline(path, false, true, &compact, &rc_compact);
+    run_pipeline(path, false, false, &per_rank, &rc_per_rank);
+    unlink(path);
+    assert_int_equal(rc_full, c->rc);
+    assert_int_equal(rc_full_moved, c->rc);
+    assert_int_equal(rc_compact, c->rc);
+    assert_int_equal(rc_per_rank, c->rc);
+    char whole[16] = "";   /* whole plans keep every op, as many ranks as the case keeps */
+    memset(whole, 'w', strlen(c->kept));
+    same_outcome(c, &full, &full_moved, c->moved, whole);
+    same_outcome(c, &full, &compact, c->moved, c->kept);
+    same_outcome(c, &full, &per_rank, false, c->kept);
     pipeline_result_free(&full);
+    pipeline_result_free(&full_moved);
     pipeline_result_free(&compact);
+    pipeline_result_free(&per_rank);
 }
 
 static void compact_path_changes_nothing(void **state) {

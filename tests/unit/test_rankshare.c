@@ -8,6 +8,7 @@
  * rows must be identical, and the item must have taken the path the case names. */
 #include "plantest.h"
 #include "cli/analysis.h"
+#include "predict/timemodel.h"
 
 #include <unistd.h>
 
@@ -79,6 +80,14 @@ static const share_case cases[] = {
      0, "n=16 * (rank + 1)", false},
     {"rank_as_root", "world: 4\nsteps:\n"
      "  - alloc: {buf: x, count: 64}\n  - broadcast: {buf: x, root: rank}\n",
+     0, NULL, false},
+    /* rank where the time model evaluates it with the rank's slots: a compute's time, the
+     * link's latency (rank 1's step is 10 us longer in both) */
+    {"rank_in_compute_time", "world: 2\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - compute: {reads: [x], time: 10 * (rank + 1)}\n  - all_reduce: {buf: x}\n",
+     0, NULL, false},
+    {"rank_in_link", "world: 2\nlink: {alpha_us: 5 + 10 * rank, busbw_gbps: 100}\nsteps:\n"
+     "  - alloc: {buf: x, count: 64}\n  - all_reduce: {buf: x}\n",
      0, NULL, false},
     {"world_one", "world: 1\nsteps:\n  - alloc: {buf: x, count: 64}\n", 0, NULL, false},
 };
@@ -205,8 +214,18 @@ static void run_case(const share_case *c) {
     }
     if (!ref.r.lint_errors) {
         assert_non_null(it->pred);
-        for (int k = 0; k < it->world; k++)
+        for (int k = 0; k < it->world; k++) {
             same_prediction(&it->pred[k], &ref.r.pred[k], ref.r.plans[k].n_ops);
+            /* the time model on the rank's own plan, as the pipeline runs it (no --link) */
+            tm_link l;
+            tm_link_default(&l);
+            tm_result t;
+            assert_int_equal(tm_link_from_sched(&ref.r.plans[k], &l, &ref.r.d), 0);
+            assert_int_equal(tm_predict(&ref.r.plans[k], &l, false, &t, &ref.r.d), 0);
+            assert_true(it->pred[k].timed);
+            assert_true(it->pred[k].step_us == t.step_us && it->pred[k].comm_us == t.comm_us &&
+                        it->pred[k].exposed_comm_us == t.exposed_comm_us);
+        }
         assert_int_equal(it->n_expects, ref.n_expects);
         for (size_t k = 0; k < ref.n_expects; k++) {
             const expect_row *x = &it->expects[k], *y = &ref.expects[k];
