@@ -53,6 +53,7 @@ typedef struct {
 typedef struct {
     const sched *s;
     const lint_options *o;
+    bool race_on, hazard_on;  /* lint_code_on of "race" and "hazard": asked once, not per op */
     int world, rank;
     lint_buf *bufs;
     uint32_t n_bufs, n_streams;
@@ -224,13 +225,15 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
     if (v->buf == SCHED_NO_SYM)
         return true;   /* a closed-form check operand */
     const lint_buf *b = &x->bufs[v->buf];
-    const char *name = buf_name(x, v->buf);
+    /* the name only for a message: a view that passes, the usual, never looks it up */
     if (!b->ever) {
+        const char *name = buf_name(x, v->buf);
         report_at(x, op, where(x, op, which), NULL, ERR_COUNT_, "not_allocated",
                   "use of '%s' which is not allocated", name);
         return false;
     }
     if (!b->live) {
+        const char *name = buf_name(x, v->buf);
         lint_note n = note_at(where(x, b->free_op, 0), "'%s' was freed here", name);
         report_at(x, op, where(x, op, which), &n, ERR_COUNT_, "use_after_free",
                   "use of '%s' after free", name);
@@ -244,7 +247,8 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
         ml_mark at = sv ? sched_view_expr_mark(sv, v->offset <= b->count, SCHED_FIRST_TOKEN)
                         : where(x, op, which);
         report_at(x, op, at, NULL, ERR_OUT_OF_BOUNDS, "out_of_bounds",
-                  "view %s is outside '%s' (%llu elements)", vt, name, (ull)b->count);
+                  "view %s is outside '%s' (%llu elements)", vt, buf_name(x, v->buf),
+                  (ull)b->count);
         return false;
     }
     if (b->released && v->count) {
@@ -255,7 +259,7 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
         if (v->offset * esize < lo || (v->offset + v->count) * esize > hi) {
             lint_view_text(x->s, v, vt, sizeof vt);
             lint_note n = note_at(where(x, b->release_op, 0), "'%s' was released here, keeping "
-                                  "chunk %u", name, b->keep);
+                                  "chunk %u", buf_name(x, v->buf), b->keep);
             report_at(x, op, where(x, op, which), &n, ERR_COUNT_, "use_after_release",
                       "use of %s outside chunk %u, the only one kept by its release", vt, b->keep);
             return false;
@@ -276,7 +280,7 @@ static void note_use(lint_ctx *x, const plan_op *op, const plan_view *v, uint32_
 
 /* A free (or release) at the host while an op on another stream may still use the buffer. */
 static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, const char *verb) {
-    if (!lint_code_on(x->o, "hazard"))
+    if (!x->hazard_on)
         return;
     for (uint32_t u = 0; u < x->n_streams; u++) {
         const lint_use *use = &x->uses[(size_t)buf * x->n_streams + u];
@@ -298,7 +302,7 @@ static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, cons
  * ordered after: one race reported per op, the first found. Not inside expect_error: a refused op
  * has no effect, and one that runs is there for its contract row, not for its ordering. */
 static void check_races(lint_ctx *x, const plan_op *op, uint32_t stream, uint64_t seq) {
-    if (!lint_code_on(x->o, "race") || x->capturing)
+    if (!x->race_on || x->capturing)
         return;
     plan_access fixed[PLAN_FIXED_ACCESSES];
     const plan_access *acc;
@@ -345,7 +349,7 @@ static void lint_alloc(lint_ctx *x, const plan_op *op) {
 static void lint_free(lint_ctx *x, const plan_op *op) {
     uint32_t buf = op->u.free.buf;
     lint_buf *b = &x->bufs[buf];
-    const char *name = buf_name(x, buf);
+    const char *name = b->live ? NULL : buf_name(x, buf);   /* for a message only */
     if (!b->ever) {
         report_at(x, op, where(x, op, 0), NULL, ERR_COUNT_, "not_allocated",
                   "free of '%s' which is not allocated", name);
@@ -696,6 +700,20 @@ static size_t lint_expect(lint_ctx *x, const rank_plan *p, size_t i) {
 
 /* ---- driver -------------------------------------------------------------------------------------- */
 
+/* How many ops ahead lint_rank asks for an init's step: a few ops' work covers a miss. */
+enum { LINT_AHEAD = 16 };
+
+/* lint_op reads an init's step (does it copy?): the steps live in the loader's arena, apart
+ * from the ops, so at a million ops each such read is a cache miss. Asked for early, the line
+ * arrives while the ops before it are linted (a hint: it changes no result). */
+static void prefetch_init_step(const plan_op *op) {
+    if (op->kind != OP_INIT)
+        return;
+    __builtin_prefetch(&op->step->kind);
+    __builtin_prefetch(&op->step->u.init.init.kind);
+    __builtin_prefetch(&op->step->u.alloc.init.kind);
+}
+
 static void lint_rank(lint_ctx *x, const rank_plan *p) {
     x->rank = p->rank;
     x->plan = p;
@@ -704,6 +722,8 @@ static void lint_rank(lint_ctx *x, const rank_plan *p) {
     memset(x->uses, 0, (size_t)x->n_bufs * x->n_streams * sizeof *x->uses);
     lint_clocks_reset(&x->clocks);
     for (size_t i = 0; i < p->n_ops; i++) {
+        if (i + LINT_AHEAD < p->n_ops)
+            prefetch_init_step(&p->ops[i + LINT_AHEAD]);
         if (p->ops[i].kind == OP_EXPECT_BEGIN)
             i += lint_expect(x, p, i);
         else
@@ -728,7 +748,9 @@ lint_walk *lint_walk_new(const sched *s, int world, const lint_options *o, lint_
     else
         lint_options_default(&w->o);
     lint_ctx *x = &w->x;
-    *x = (lint_ctx){.s = s, .o = &w->o, .world = world, .result = r};
+    *x = (lint_ctx){.s = s, .o = &w->o, .world = world, .result = r,
+                    .race_on = lint_code_on(&w->o, "race"),
+                    .hazard_on = lint_code_on(&w->o, "hazard")};
     x->n_bufs = s->syms[SYM_BUFFER].n;
     x->n_streams = s->syms[SYM_STREAM].n ? s->syms[SYM_STREAM].n : 1;
     x->bufs = ml_xcalloc(x->n_bufs + 1, sizeof *x->bufs);

@@ -98,22 +98,3 @@ bool lint_clocks_done_for_free(const lint_clocks *c, uint32_t u, uint64_t seq) {
         return true;   /* stream order: the free comes after it on the same stream */
     return c->host[u] >= seq || c->clock[(size_t)SCHED_DEFAULT_STREAM * c->n_streams + u] >= seq;
 }
-
-bool lint_clocks_before_all(const lint_clocks *c, uint32_t u, uint64_t seq) {
-    if (u >= c->n_streams)
-        return false;
-    if (c->host[u] >= seq)
-        return true;
-    for (uint32_t t = 0; t < c->n_streams; t++)
-        if (t != u && c->clock[(size_t)t * c->n_streams + u] < seq)
-            return false;
-    return true;
-}
-
-bool lint_clocks_ordered(const lint_clocks *c, uint32_t u, uint64_t seq, uint32_t s) {
-    if (u == s)
-        return true;   /* program order on one stream */
-    if (u >= c->n_streams || s >= c->n_streams)
-        return false;
-    return c->host[u] >= seq || c->clock[(size_t)s * c->n_streams + u] >= seq;
-}

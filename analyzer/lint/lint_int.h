@@ -32,12 +32,30 @@ void lint_clocks_sync(lint_clocks *c, sched_sync_kind kind, uint32_t stream, uin
 /* True when the op with sequence number seq on stream u is known complete for a host free that
  * is ordered on the default stream (cudaFreeAsync on it, or the host after a sync). */
 bool lint_clocks_done_for_free(const lint_clocks *c, uint32_t u, uint64_t seq);
+/* The two below are asked for every entry an access meets (lint_race.c), a few per access of a
+ * million-op plan: inline, a call costs as much as the question. */
 /* The op with sequence number seq on stream u is complete before the next op enqueued on stream
  * s: s waited for it through events, or the host waited for it before enqueueing. */
-bool lint_clocks_ordered(const lint_clocks *c, uint32_t u, uint64_t seq, uint32_t s);
+static inline bool lint_clocks_ordered(const lint_clocks *c, uint32_t u, uint64_t seq,
+                                       uint32_t s) {
+    if (u == s)
+        return true;   /* program order on one stream */
+    if (u >= c->n_streams || s >= c->n_streams)
+        return false;
+    return c->host[u] >= seq || c->clock[(size_t)s * c->n_streams + u] >= seq;
+}
 /* It is before everything enqueued from now on, on every stream: the host waited for it, or
  * every other stream waited on an event recorded after it (its own stream by program order). */
-bool lint_clocks_before_all(const lint_clocks *c, uint32_t u, uint64_t seq);
+static inline bool lint_clocks_before_all(const lint_clocks *c, uint32_t u, uint64_t seq) {
+    if (u >= c->n_streams)
+        return false;
+    if (c->host[u] >= seq)
+        return true;
+    for (uint32_t t = 0; t < c->n_streams; t++)
+        if (t != u && c->clock[(size_t)t * c->n_streams + u] < seq)
+            return false;
+    return true;
+}
 
 /* A second place of a diagnostic, printed as a note after it (lint.c). mark.line 0: none. */
 typedef struct {

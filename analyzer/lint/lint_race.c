@@ -71,13 +71,17 @@ static lint_race_access *reads_of(const lint_race *r, const lint_race_list *l, u
     return &l->reads[(size_t)k * r->n_streams];
 }
 
+/* Doubles the room for segments (4 at first). */
+static void grow(const lint_race *r, lint_race_list *l) {
+    l->cap = l->cap ? 2 * l->cap : 4;
+    l->segs = xrealloc(l->segs, l->cap, sizeof *l->segs);
+    l->reads = xrealloc(l->reads, (size_t)l->cap * r->n_streams, sizeof *l->reads);
+}
+
 /* Makes room for one more segment at position k (k..n-1 move up). */
 static void insert_at(const lint_race *r, lint_race_list *l, uint32_t k) {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 4;
-        l->segs = xrealloc(l->segs, l->cap, sizeof *l->segs);
-        l->reads = xrealloc(l->reads, (size_t)l->cap * r->n_streams, sizeof *l->reads);
-    }
+    if (l->n == l->cap)
+        grow(r, l);
     memmove(&l->segs[k + 1], &l->segs[k], (l->n - k) * sizeof *l->segs);
     memmove(reads_of(r, l, k + 1), reads_of(r, l, k),
             (size_t)(l->n - k) * r->n_streams * sizeof *l->reads);
@@ -186,21 +190,15 @@ static void race_text(lint_race *r, const rank_plan *p, const plan_op *op,
              e_writes ? "writes" : "reads", theirs);
 }
 
-bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan *p,
-                            const plan_op *op, uint32_t view, const plan_access *a,
-                            uint32_t stream, uint64_t seq, bool report, char *text, size_t len,
-                            lint_note *other) {
-    const plan_view *v = a->v;
-    if (v->buf == SCHED_NO_SYM || v->buf >= r->n_bufs || !v->count || stream >= r->n_streams)
-        return false;
+/* The conflicts of [lo, hi) with segments [from, to) (they overlap it), and the entries every
+ * stream (or the host) has waited for dropped on the way; with report, the first race into text
+ * and other. Returns whether one was found. */
+static bool conflicts(lint_race *r, const lint_clocks *c, const rank_plan *p, const plan_op *op,
+                      const plan_view *v, bool writes, uint32_t stream, uint32_t from,
+                      uint64_t hi, bool report, char *text, size_t len, lint_note *other) {
     lint_race_list *l = &r->bufs[v->buf];
-    uint64_t lo = v->offset, hi = v->offset + v->count;   /* lint checked the bounds */
-    bool writes = a->write;
     bool found = false;
-
-    /* 1. conflicts, and the host-ordered entries dropped on the way */
-    uint32_t first = first_after(l, lo);
-    for (uint32_t k = first; k < l->n && l->segs[k].lo < hi; k++) {
+    for (uint32_t k = from; k < l->n && l->segs[k].lo < hi; k++) {
         lint_race_access *w = &l->segs[k].write;
         if (w->op && lint_clocks_before_all(c, w->stream, w->seq))
             *w = (lint_race_access){0};
@@ -218,12 +216,16 @@ bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan 
             }
         }
     }
+    return found;
+}
 
-    /* 2. segments exactly covering [lo, hi): split at the ends, fill the gaps */
-    uint32_t k = first;
+/* Segments [first, last) exactly covering [lo, hi), split at the ends and the gaps filled with
+ * empty segments; returns first, last into *last. */
+static uint32_t cover(const lint_race *r, lint_race_list *l, uint32_t k, uint64_t lo, uint64_t hi,
+                      uint32_t *last) {
     if (k < l->n && l->segs[k].lo < lo)
         split(r, l, k++, lo);
-    first = k;   /* the part before lo stays as it was */
+    uint32_t first = k;   /* the part before lo stays as it was */
     uint64_t at = lo;
     while (at < hi) {
         if (k < l->n && l->segs[k].lo == at) {
@@ -238,7 +240,66 @@ bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan 
         at = l->segs[k].hi;
         k++;
     }
-    uint32_t last = k;   /* segments [first, last) are [lo, hi) */
+    *last = k;
+    return first;
+}
+
+/* Merges equal neighbours and drops empty segments, from one before first to one after last. */
+static void merge(const lint_race *r, lint_race_list *l, uint32_t first, uint32_t last) {
+    uint32_t from = first ? first - 1 : 0, to = last < l->n ? last + 1 : l->n;
+    uint32_t j = from;
+    while (j < to && j < l->n) {
+        if (empty_state(r, l, j)) {
+            remove_range(r, l, j, 1);
+            to--;
+            continue;
+        }
+        if (j + 1 < to && j + 1 < l->n && l->segs[j].hi == l->segs[j + 1].lo &&
+            same_state(r, l, j, j + 1)) {
+            l->segs[j].hi = l->segs[j + 1].hi;
+            remove_range(r, l, j + 1, 1);
+            to--;
+            continue;
+        }
+        j++;
+    }
+}
+
+bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan *p,
+                            const plan_op *op, uint32_t view, const plan_access *a,
+                            uint32_t stream, uint64_t seq, bool report, char *text, size_t len,
+                            lint_note *other) {
+    const plan_view *v = a->v;
+    if (v->buf == SCHED_NO_SYM || v->buf >= r->n_bufs || !v->count || stream >= r->n_streams)
+        return false;
+    lint_race_list *l = &r->bufs[v->buf];
+    uint64_t lo = v->offset, hi = v->offset + v->count;   /* lint checked the bounds */
+    bool writes = a->write;
+    uint32_t first, last;   /* after 1 and 2: segments [first, last) are [lo, hi) */
+    /* The common cases take a short way with the same outcome: a buffer nothing touched since
+     * its alloc (no segment: [lo, hi) becomes its one segment, where 2 would insert it as a
+     * gap), and an access covering the buffer's one segment exactly (whole views, the usual:
+     * nothing to split). In both, after 3 the one segment holds this access, so it is neither
+     * empty nor has a neighbour: 4 would change nothing. */
+    bool one = l->n == 0 || (l->n == 1 && l->segs[0].lo == lo && l->segs[0].hi == hi);
+
+    /* 1. conflicts, and the host-ordered entries dropped on the way */
+    uint32_t k = one ? 0 : first_after(l, lo);
+    bool found = conflicts(r, c, p, op, v, writes, stream, k, hi, report, text, len, other);
+
+    /* 2. segments exactly covering [lo, hi): split at the ends, fill the gaps */
+    if (!one) {
+        first = cover(r, l, k, lo, hi, &last);
+    } else {
+        if (l->n == 0) {
+            if (!l->cap)   /* insert_at's first growth, without its moves of nothing */
+                grow(r, l);
+            l->segs[0] = (lint_race_seg){.lo = lo, .hi = hi};
+            memset(reads_of(r, l, 0), 0, r->n_streams * sizeof *l->reads);
+            l->n = 1;
+        }
+        first = 0, last = 1;
+    }
 
     /* 3. the new state */
     lint_race_access me = {.op = op, .seq = seq, .stream = stream, .view = view};
@@ -257,22 +318,7 @@ bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan 
     }
 
     /* 4. merge equal neighbours and drop empty segments, from one before to one after */
-    uint32_t from = first ? first - 1 : 0, to = last < l->n ? last + 1 : l->n;
-    uint32_t j = from;
-    while (j < to && j < l->n) {
-        if (empty_state(r, l, j)) {
-            remove_range(r, l, j, 1);
-            to--;
-            continue;
-        }
-        if (j + 1 < to && j + 1 < l->n && l->segs[j].hi == l->segs[j + 1].lo &&
-            same_state(r, l, j, j + 1)) {
-            l->segs[j].hi = l->segs[j + 1].hi;
-            remove_range(r, l, j + 1, 1);
-            to--;
-            continue;
-        }
-        j++;
-    }
+    if (!one)
+        merge(r, l, first, last);
     return found;
 }

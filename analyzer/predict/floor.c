@@ -33,6 +33,7 @@
 #include <string.h>
 
 #define FLOOR_MAX_RANGES 32
+#define FLOOR_AHEAD 8   /* ops: how far down the backward pass asks for ops ahead of use */
 
 typedef struct {
     uint64_t lo, hi;   /* [lo, hi) in bytes */
@@ -148,36 +149,53 @@ static bool has_buf(const floor_state *f, const plan_view *v) {
     return v->buf != SCHED_NO_SYM && v->buf < f->n_bufs && v->count;
 }
 
+/* An access of a buffer (has_buf), its byte range computed once: the loops below look at each
+ * access of an op several times, at every op of a million. */
+typedef struct {
+    uint32_t buf;
+    bool read, overwrite;
+    uint64_t lo, hi;   /* [lo, hi) in bytes */
+} floor_access;
+
+/* The accesses of acc[0..n) that touch a buffer, in order, into fa (room for n); how many. */
+static size_t floor_accesses(const floor_state *f, const plan_access *acc, size_t n,
+                             floor_access *fa) {
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        if (has_buf(f, acc[k].v))
+            fa[m++] = (floor_access){acc[k].v->buf, acc[k].read, acc[k].overwrite,
+                                     view_lo(acc[k].v), view_hi(acc[k].v)};
+    return m;
+}
+
 /* |need(b) ∪ accessed(b)| - |need(b)| summed over the op's accesses (views of one buffer may
  * overlap each other: a scratch set per buffer keeps it exact). */
-static uint64_t access_extra(floor_state *f, const plan_access *acc, size_t n,
+static uint64_t access_extra(floor_state *f, const floor_access *fa, size_t n,
                              range_set *scratch) {
     uint64_t extra = 0;
     for (size_t k = 0; k < n; k++) {
-        if (!has_buf(f, acc[k].v))
-            continue;
         /* alone: every view of this buffer in the op is this one's bytes (the common case: a
          * single view, or an in-place collective's send and recv): no scratch set needed */
-        uint64_t lo = view_lo(acc[k].v), hi = view_hi(acc[k].v);
+        uint64_t lo = fa[k].lo, hi = fa[k].hi;
         bool first = true, alone = true;
         for (size_t j = 0; j < n; j++)
-            if (j != k && has_buf(f, acc[j].v) && acc[j].v->buf == acc[k].v->buf) {
+            if (j != k && fa[j].buf == fa[k].buf) {
                 if (j < k)
                     first = false;
-                else if (view_lo(acc[j].v) != lo || view_hi(acc[j].v) != hi)
+                else if (fa[j].lo != lo || fa[j].hi != hi)
                     alone = false;
             }
         if (!first)
             continue;
-        const range_set *need = &f->need[acc[k].v->buf];
+        const range_set *need = &f->need[fa[k].buf];
         if (alone) {
             ml_bytes_add(extra, (hi - lo) - set_overlap(need, lo, hi), &extra);
             continue;
         }
         set_clear(scratch);
         for (size_t j = k; j < n; j++)
-            if (has_buf(f, acc[j].v) && acc[j].v->buf == acc[k].v->buf)
-                set_add(scratch, view_lo(acc[j].v), view_hi(acc[j].v));
+            if (fa[j].buf == fa[k].buf)
+                set_add(scratch, fa[j].lo, fa[j].hi);
         for (uint32_t r = 0; r < scratch->n; r++)
             ml_bytes_add(extra, (scratch->r[r].hi - scratch->r[r].lo) -
                                     set_overlap(need, scratch->r[r].lo, scratch->r[r].hi),
@@ -204,19 +222,19 @@ static uint64_t inplace_share(const floor_state *f, const plan_op *op, int rank)
     return needed(f, s, view_lo(s), view_hi(s)) ? 0 : plan_view_bytes(s);
 }
 
-static void apply_accesses(floor_state *f, const plan_access *acc, size_t n) {
+static void apply_accesses(floor_state *f, const floor_access *fa, size_t n) {
     for (size_t k = 0; k < n; k++)
-        if (has_buf(f, acc[k].v) && acc[k].overwrite && !acc[k].read) {
-            range_set *s = &f->need[acc[k].v->buf];
+        if (fa[k].overwrite && !fa[k].read) {
+            range_set *s = &f->need[fa[k].buf];
             f->total = ml_bytes_sub(f->total, s->total);
-            set_sub(s, view_lo(acc[k].v), view_hi(acc[k].v));
+            set_sub(s, fa[k].lo, fa[k].hi);
             ml_bytes_add(f->total, s->total, &f->total);
         }
     for (size_t k = 0; k < n; k++)
-        if (has_buf(f, acc[k].v) && acc[k].read) {
-            range_set *s = &f->need[acc[k].v->buf];
+        if (fa[k].read) {
+            range_set *s = &f->need[fa[k].buf];
             f->total = ml_bytes_sub(f->total, s->total);
-            set_add(s, view_lo(acc[k].v), view_hi(acc[k].v));
+            set_add(s, fa[k].lo, fa[k].hi);
             ml_bytes_add(f->total, s->total, &f->total);
         }
 }
@@ -309,10 +327,16 @@ uint64_t floor_rank_after(const rank_plan *p, const floor_forward *fw, size_t *a
     uint64_t best = f.total;
     size_t best_op = SIZE_MAX;
     range_set scratch = {0};
+    floor_access *fa = NULL;   /* the op's accesses (floor_accesses), room for fa_cap */
+    size_t fa_cap = 0;
     ml_vec dyn;
     ml_vec_init(&dyn, sizeof(plan_access));
     for (size_t i = p->n_ops; i-- > 0;) {
         const plan_op *op = &p->ops[i];
+        /* backward over ~100 MB of ops at a million: the hardware's prefetch follows a rising
+         * stream better than this falling one, so the op some steps down is asked for (a hint) */
+        if (i >= FLOOR_AHEAD)
+            __builtin_prefetch(&p->ops[i - FLOOR_AHEAD]);
         if (refused && refused[i])
             continue;
         if (op->kind == OP_ALLOC || op->kind == OP_FREE) {
@@ -330,16 +354,22 @@ uint64_t floor_rank_after(const rank_plan *p, const floor_forward *fw, size_t *a
         size_t n = plan_op_accesses(p, op, fixed, &acc, &dyn);
         if (!n)
             continue;
+        if (n > fa_cap) {
+            fa_cap = n;
+            fa = ml_xrealloc(fa, fa_cap * sizeof *fa);
+        }
+        size_t m = floor_accesses(&f, acc, n, fa);
         uint64_t here;
-        ml_bytes_add(f.total, access_extra(&f, acc, n, &scratch), &here);
+        ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
         if (op->kind == OP_COLL)
             here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
         if (here >= best) {
             best = here;
             best_op = i;
         }
-        apply_accesses(&f, acc, n);
+        apply_accesses(&f, fa, m);
     }
+    free(fa);
     for (uint32_t k = 0; k < f.n_bufs; k++)
         free(f.need[k].r);
     free(f.need);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* test_lint_race.c — the race lint (analyzer/lint/lint_race.c): exact texts of a race in each
- * direction, the segment bookkeeping at slice boundaries (one element of overlap races, touching
- * slices do not), a read kept after a later write of other elements, `races` off, the copy
- * overlap at lint (bad_inplace, also as an expect_error contract), and init/check as host
- * accesses. The larger corpus is tests/races/ (tests/cli/races.sh). */
+ * direction, whole views (the short way of one exact segment), the segment bookkeeping at slice
+ * boundaries (one element of overlap races, touching slices do not), a read kept after a later
+ * write of other elements, `races` off, the copy overlap at lint (bad_inplace, also as an
+ * expect_error contract), and init/check as host accesses. The larger corpus is tests/races/
+ * (tests/cli/races.sh). */
 #include "plantest.h"
 
 static size_t lint_with(pt_run *r, const char *yaml, int world, bool races) {
@@ -58,6 +59,22 @@ static void write_after_read(void **state) {
          "t.yaml:8:25: error: compute on 'default' writes x[9:1] while compute on 's1' "
          "reads x[0:10]; add record/wait or sync: {stream: s1}",
          "t.yaml:7:24: note: compute on 's1' reads x[0:10] here");
+}
+
+/* Whole views, the short way (one segment, covered exactly): the copy's write is x's first
+ * access (its one segment made), the read on s2 meets it there unordered (line 8, x at column
+ * 23), and after record/wait the same read is ordered after it. */
+static void whole_buffer(void **state) {
+    says(HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
+              "  - compute: {reads: [x], stream: s2}\n",
+         "t.yaml:8:23: error: compute on 's2' reads x[0:1000] while copy on 's1' writes "
+         "x[0:1000]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:25: note: copy on 's1' writes x[0:1000] here");
+    clean(HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
+               "  - record: {event: e, stream: s1}\n"
+               "  - wait: {event: e, stream: s2}\n"
+               "  - compute: {reads: [x], stream: s2}\n"
+               "  - sync: device\n");
 }
 
 /* x[0:500] and x[500:500] touch but share no element; x[499:2] shares element 499 with the first */
@@ -169,6 +186,7 @@ static void many_slices(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(read_after_write),
+        cmocka_unit_test(whole_buffer),
         cmocka_unit_test(write_after_read),
         cmocka_unit_test(slice_boundaries),
         cmocka_unit_test(read_survives_unrelated_write),
