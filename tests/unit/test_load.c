@@ -582,6 +582,34 @@ static void test_names_after_regrowth(void **state) {
     ml_str_free(&y);
 }
 
+/* Two names with the same hash stay two symbols: a slot's hash is only a filter, the key decides.
+ * "b99755" and "b100399" have the same FNV-1a hash, 0x04d66a0f (found by hashing b0..b399999,
+ * cursor.c's hash_bytes). Four other buffers named in between push both out of the remembered
+ * entries (LD_RECENT), so the free looks each up through the slots: b100399's probe meets
+ * b99755's slot first, hash equal, and must go on to its own. */
+static void test_names_same_hash(void **state) {
+    const char *yaml = "steps:\n"
+                       "  - alloc: {buf: b99755, bytes: 8}\n"
+                       "  - alloc: {buf: b100399, bytes: 8}\n"
+                       "  - alloc: {buf: x0, bytes: 8}\n"
+                       "  - alloc: {buf: x1, bytes: 8}\n"
+                       "  - alloc: {buf: x2, bytes: 8}\n"
+                       "  - alloc: {buf: x3, bytes: 8}\n"
+                       "  - free: [b100399, b99755]\n";
+    ml_diags d;
+    ml_diags_init(&d);
+    sched *s = tu_load(yaml, &d);
+    assert_non_null(s);
+    assert_int_equal(s->syms[SYM_BUFFER].n, 6);
+    const sched_step *fr = &s->plans[0].steps[6];
+    assert_int_equal(fr->u.free.n, 2);
+    assert_int_equal(fr->u.free.bufs[0], 1);   /* b100399: the second buffer named */
+    assert_int_equal(fr->u.free.bufs[1], 0);   /* b99755: the first */
+    assert_string_equal(sched_sym_name(s, SYM_BUFFER, 1), "b100399");
+    sched_free(s);
+    ml_diags_free(&d);
+}
+
 /* The loaded file's own name defaults the schedule name; a file on disk loads like a buffer. */
 static void test_load_file(void **state) {
     char path[] = "/tmp/memlife-load-XXXXXX.yaml";
@@ -648,6 +676,7 @@ int main(void) {
         cmocka_unit_test(test_deep_nesting),   cmocka_unit_test(test_limits),
         cmocka_unit_test(test_many_steps),     cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_part_marks),     cmocka_unit_test(test_names_after_regrowth),
+        cmocka_unit_test(test_names_same_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
