@@ -14,7 +14,11 @@
 
 #include "ir/sched.h"
 
-/* Open-addressing string table: name -> value (a symbol, a let index, a cached expression). */
+/* Open-addressing string table: name -> value (a symbol, a let index, a cached expression).
+ * Hash, length, key and value in one 24-byte entry: a hit reads one entry and the key. Measured
+ * against 8-byte slots (hash, entry index) over entries in put order, on gen's million training
+ * steps (200 k buffers, 524 k slots): as many D1 misses in ld_hash_find (cachegrind: 535 k vs
+ * 531 k), 0.09% more instructions, the loader no faster; the split was not kept. */
 typedef struct {
     const char *key;      /* arena copy, not NUL-terminated as far as the table cares */
     uint32_t len, hash;
