@@ -154,6 +154,8 @@ static int check_set(const char *cmd, const char *v) {
     return 0;
 }
 
+const char ml_opt_not_applicable[] = "(does not apply to this command)";
+
 size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_extra,
                     ml_opt *rows) {
     const ml_opt common[] = {
@@ -366,8 +368,11 @@ bool ml_args_begin(ml_args *a, const char *cmd, const char *usage, int argc, cha
         return true;
     if (*rc == 0) {
         ml_opt *rows = ml_xcalloc(n_extra + ML_ARGS_MAX_FIXED, sizeof *rows);
-        size_t n = ml_args_rows(a, cmd, extra, n_extra, rows);
-        ml_help_render(stdout, cmd, usage, rows, n);
+        size_t n = ml_args_rows(a, cmd, extra, n_extra, rows), shown = 0;
+        for (size_t k = 0; k < n; k++)   /* what does not apply is not offered */
+            if (rows[k].help != ml_opt_not_applicable)
+                rows[shown++] = rows[k];
+        ml_help_render(stdout, cmd, usage, rows, shown);
         free(rows);
     }
     ml_args_free(a);

@@ -40,11 +40,17 @@ typedef struct {
     const char *const *choices; /* OPT_CHOICE: NULL-terminated, the only values; OPT_STRING:
                                    the known values, for completion and "did you mean" */
     const char *arg;          /* the value's name in usage ("N", "FILE"); NULL for a flag */
-    const char *help;         /* one sentence; the text renderer wraps it */
+    const char *help;         /* one sentence; the text renderer wraps it;
+                                 ml_opt_not_applicable: see ML_OPT_NA */
 } ml_opt;
 /* A documentation row of a command's extra table: what a common option means for that command
  * (the common table parses it; the row only says so in --help). */
 #define ML_OPT_DOC(name, help) {name, NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, help}
+/* A common option that does not apply to this command (plot's and trace's --format: they write
+ * SVG / trace-event JSON): still parsed, so that the command refuses it by name, but left out
+ * of --help, the man page and completion. Its help is this marker (compared by address). */
+extern const char ml_opt_not_applicable[];
+#define ML_OPT_NA(name) ML_OPT_DOC(name, ml_opt_not_applicable)
 
 typedef struct {
     report_format format;     /* --format table|json|csv|md (default table) */

@@ -61,6 +61,7 @@ int cmd_plot(int argc, char **argv) {
         ML_OPT_DOC("--output", "write the SVG to FILE (atomically); stdout when absent"),
         ML_OPT_DOC("--world", "world size (default: the file's or the result's)"),
         ML_OPT_DOC("--set", "override a 'let:' value; repeatable"),
+        ML_OPT_NA("--format"),   /* SVG only: refused below */
     };
     if (!ml_args_begin(&a, "plot", cmd_plot_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false, &rc))
         return rc;

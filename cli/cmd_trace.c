@@ -72,6 +72,7 @@ int cmd_trace(int argc, char **argv) {
         ML_OPT_DOC("--output", "write the trace to FILE (atomically); stdout when absent"),
         ML_OPT_DOC("--world", "world size (default: the file's or the result's)"),
         ML_OPT_DOC("--set", "override a 'let:' value; repeatable"),
+        ML_OPT_NA("--format"),   /* trace-event JSON only: refused below */
     };
     if (!ml_args_begin(&a, "trace", cmd_trace_usage, argc, argv, extra,
                        ML_ARRAY_LEN(extra), false, &rc))

@@ -45,3 +45,24 @@ case_is "help completes command names" "equiv" help eq
 case_is "file names after a command" "schedules/seed/03_rs_ag_naive.yaml" predict schedules/seed/03_rs_ag_n
 case_is "-o completes file names (a folder; readline adds the slash)" "schedules/seed" check -o schedules/se
 case_is "a value that is a number offers nothing" "" predict --world ""
+
+# An option that does not apply to a command (cli/args.h ML_OPT_NA: plot writes SVG, trace
+# trace-event JSON, neither takes --format) is not offered: not completed, not in --help, not in
+# the man page's section of the command; given anyway, the command refuses it by name (exit 2).
+case_is "trace: --format is not offered" "" trace --form
+case_is "plot: --format is not offered" "" plot --form
+case_is "predict: --format is offered" "--format" predict --form
+for c in trace plot; do
+    if "$MEMLIFE" $c --help | grep -q -- '--format'; then
+        not_ok "$c --help does not list --format" "$("$MEMLIFE" $c --help | grep -- '--format')"
+    else ok "$c --help does not list --format"; fi
+    n=$("$MEMLIFE" help --man | awk -v c="$c" '$0 == ".SS \"memlife " c "\"" {on = 1; next} /^\.SS / {on = 0} on' |
+        grep -c 'format')
+    if [ "$n" -eq 0 ]; then ok "the man page's $c section has no --format"; else
+        not_ok "the man page's $c section has no --format" "$n lines"; fi
+    "$MEMLIFE" $c --format json schedules/seed/01_allreduce_full.yaml >/dev/null 2>"$TMP/na.err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "'--format' does not apply" "$TMP/na.err"; then
+        ok "$c --format json: refused by name (exit 2)"; else
+        not_ok "$c --format json: refused by name (exit 2)" "exit $rc: $(head -1 "$TMP/na.err")"; fi
+done
