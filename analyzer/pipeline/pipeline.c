@@ -29,6 +29,7 @@ void pipeline_item_free(pipeline_item *it) {
         }
     }
     free(it->plans);
+    free(it->vary);
     free(it->pred);
     free(it->expects);
     lint_result_free(&it->lint);
@@ -85,12 +86,15 @@ int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_op
     it->pred = ml_xcalloc((size_t)it->world, sizeof *it->pred);
     bool one = it->shared || it->moved;   /* rank 0's prediction serves every rank */
     floor_forward *fw = NULL;              /* and its floor facts (predict_rank_shared) */
+    /* what the other ranks' ops have otherwise: nothing (shared), some offsets (moved) */
+    floor_vary vary = {it->vary, it->n_vary};
     int rc = 0;
     for (int r = 0; r < it->world && rc == 0; r++) {
         rank_plan *pl = &it->plans[r];
         if (one && r > 0)
             rc = predict_rank_shared(pl, &it->pred[0], fw, &it->pred[r], d);
-        else if (predict_rank_forward(pl, o->timeline, &it->pred[r], one ? &fw : NULL, d) != 0 ||
+        else if (predict_rank_forward(pl, o->timeline, &it->pred[r], one ? &fw : NULL,
+                                      it->shared || it->vary ? &vary : NULL, d) != 0 ||
                  predict_time(pl, o, &it->pred[r], d) != 0)
             rc = -1;
     }
@@ -238,7 +242,9 @@ static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipel
     lint_walk *w = lint_walk_new(s, world, &o->lint, &it->lint);
     lint_walk_rank(w, p0);
     floor_forward *fw = NULL;   /* rank 0's floor facts: every rank's (predict_rank_shared) */
-    bool predicted = predict_rank_forward(p0, o->timeline, &it->pred[0], &fw, &pd) == 0 &&
+    floor_vary vary;
+    vary.ops = plan_offsets_ops(po, &vary.n);
+    bool predicted = predict_rank_forward(p0, o->timeline, &it->pred[0], &fw, &vary, &pd) == 0 &&
                      predict_time(p0, o, &it->pred[0], &pd) == 0;
     int rc = 0;
     for (int r = 1; r < world && rc == 0; r++) {
@@ -294,6 +300,14 @@ int pipeline_plan(const sched *s, int plan_index, const sched_params *p, int wor
              * every rank's ops: each rank a copy of rank 0's with its own offsets, linted on
              * its own (lint_plans), rank 0's prediction shared (pipeline_predict) */
             it->moved = po != NULL;
+            if (po) {   /* for the floor of pipeline_predict, once po is gone */
+                size_t n;
+                const size_t *ops = plan_offsets_ops(po, &n);
+                it->vary = ml_xmalloc((n ? n : 1) * sizeof *it->vary);
+                if (n)
+                    memcpy(it->vary, ops, n * sizeof *it->vary);
+                it->n_vary = n;
+            }
         }
         if (it->shared) {
             plan_share(&it->plans[0], r, &it->plans[r]);

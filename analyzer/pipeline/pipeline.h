@@ -71,6 +71,9 @@ typedef struct {
     bool shared;               /* one expansion and prediction serve every rank */
     bool moved;                /* each rank rank 0's expansion with its own offsets; rank 0's
                                   prediction but the floor serves every rank */
+    size_t *vary;              /* moved: the ops whose offsets or in-place flags differ
+                                  (plan_offsets_ops), n_vary of them, for the floor */
+    size_t n_vary;
 } pipeline_item;
 
 typedef struct {

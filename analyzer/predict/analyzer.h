@@ -189,10 +189,18 @@ int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diag
 typedef struct floor_forward floor_forward;
 int predict_rank_shared(const rank_plan *p, const pred_rank *same, const floor_forward *fw,
                         pred_rank *out, ml_diags *d);
+/* The ops of p whose views' offsets or in-place flags may differ on the plans predict_rank_shared
+ * is then asked about (plan_offsets_ops; none for plan_share's): ops[0..n), increasing. */
+typedef struct {
+    const size_t *ops;
+    size_t n;
+} floor_vary;
 /* predict_rank_with, keeping the floor's forward facts of p in *keep (NULL when it fails; free
- * with floor_forward_free) for predict_rank_shared. keep NULL: predict_rank_with. */
+ * with floor_forward_free) for predict_rank_shared. keep NULL: predict_rank_with. vary
+ * (with keep; may be NULL): what the other ranks' plans may have otherwise, for their floors to
+ * redo only those ops (floor_rank_record). */
 int predict_rank_forward(const rank_plan *p, bool timeline, pred_rank *out, floor_forward **keep,
-                         ml_diags *d);
+                         const floor_vary *vary, ml_diags *d);
 void pred_rank_free(pred_rank *r);
 
 /* ---- Floor (analyzer/floor.c) -----------------------------------------------------------------
@@ -207,6 +215,15 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op);
 floor_forward *floor_forward_new(const rank_plan *p);
 void floor_forward_op(floor_forward *f, const rank_plan *p, size_t i, bool refused);
 uint64_t floor_rank_after(const rank_plan *p, const floor_forward *f, size_t *at_op);
+/* floor_rank_after, keeping in f what lets floor_rank_after of another plan q with f redo only
+ * some ops: q's ops are p's but for the views' offsets and in-place flags of ops vary[0..n_vary)
+ * (increasing), and q's rank (floor.c says why that is exact, and when it falls back). */
+uint64_t floor_rank_record(const rank_plan *p, floor_forward *f, const size_t *vary,
+                           size_t n_vary, size_t *at_op);
+/* That short way alone: true with *floor and *at_op (may be NULL) where f has a record and it
+ * applies to q, false where floor_rank_after takes the whole pass. */
+bool floor_rank_shared(const rank_plan *q, const floor_forward *f, uint64_t *floor,
+                       size_t *at_op);
 void floor_forward_free(floor_forward *f);
 
 /* ---- Expectations (analyzer/expect.c) ---------------------------------------------------------*/

@@ -158,7 +158,7 @@ typedef struct {
 } floor_access;
 
 /* The accesses of acc[0..n) that touch a buffer, in order, into fa (room for n); how many. */
-static size_t floor_accesses(const floor_state *f, const plan_access *acc, size_t n,
+static inline size_t floor_accesses(const floor_state *f, const plan_access *acc, size_t n,
                              floor_access *fa) {
     size_t m = 0;
     for (size_t k = 0; k < n; k++)
@@ -170,7 +170,7 @@ static size_t floor_accesses(const floor_state *f, const plan_access *acc, size_
 
 /* |need(b) ∪ accessed(b)| - |need(b)| summed over the op's accesses (views of one buffer may
  * overlap each other: a scratch set per buffer keeps it exact). */
-static uint64_t access_extra(floor_state *f, const floor_access *fa, size_t n,
+static inline uint64_t access_extra(floor_state *f, const floor_access *fa, size_t n,
                              range_set *scratch) {
     uint64_t extra = 0;
     for (size_t k = 0; k < n; k++) {
@@ -222,7 +222,7 @@ static uint64_t inplace_share(const floor_state *f, const plan_op *op, int rank)
     return needed(f, s, view_lo(s), view_hi(s)) ? 0 : plan_view_bytes(s);
 }
 
-static void apply_accesses(floor_state *f, const floor_access *fa, size_t n) {
+static inline void apply_accesses(floor_state *f, const floor_access *fa, size_t n) {
     for (size_t k = 0; k < n; k++)
         if (fa[k].overwrite && !fa[k].read) {
             range_set *s = &f->need[fa[k].buf];
@@ -248,10 +248,13 @@ typedef struct {
     bool released;
 } endbuf;
 
+typedef struct floor_share floor_share;
+
 struct floor_forward {
     endbuf *b;          /* by buffer symbol */
     uint32_t n_bufs;
     bool *refused;      /* [n_ops]; NULL while no op is refused (the common case: no array) */
+    floor_share *share; /* floor_rank_record's, for the other ranks (floor_rank_shared) */
 };
 
 floor_forward *floor_forward_new(const rank_plan *p) {
@@ -278,9 +281,12 @@ void floor_forward_op(floor_forward *f, const rank_plan *p, size_t i, bool refus
     }
 }
 
+static void share_free(floor_share *s);
+
 void floor_forward_free(floor_forward *f) {
     if (!f)
         return;
+    share_free(f->share);
     free(f->b);
     free(f->refused);
     free(f);
@@ -319,18 +325,224 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
     return floor;
 }
 
-uint64_t floor_rank_after(const rank_plan *p, const floor_forward *fw, size_t *at_op) {
+/* ---- one backward pass for every rank ------------------------------------------------------
+ *
+ * Ranks whose ops are rank 0's but for some ops' views' offsets and in-place flags (plan_share,
+ * plan_offsets_apply) mostly repeat rank 0's backward pass. Call those ops, and the
+ * shard-of-rank collectives (whose in-place share reads the rank: inplace_share), *varying*;
+ * every other op has the same accesses on every rank (buffer, bytes, read and overwrite flags)
+ * and the same in-place share. The end state is the same on every rank (the forward facts are
+ * rank 0's: predict_rank_shared), and so are the refused ops.
+ *
+ * Claim: if at every varying op v the need sets of the buffers v accesses, after v (in the
+ * backward sense: the needs before v in program order), are on rank r what they are on rank 0,
+ * then rank r's need sets and running total equal rank 0's before and after every op, and its
+ * B(i) equals rank 0's at every op that is not varying. By induction down the ops: at the end
+ * they are equal; an op that is not varying does the same thing to the same state; a varying
+ * op touches only its own buffers' sets, which are equal after it by the premise, and the
+ * total after it is the total before it less those sets' totals before plus their totals after
+ * (apply_accesses: the overwrites shrink, then the reads grow; no step saturates where rank 0's
+ * floor is within 2^63-1, which bounds every total rank 0 passes through), the same on both.
+ *
+ * So rank 0's pass (floor_rank_record) keeps, for each varying op, its running total and the
+ * need sets of its buffers before and after it, and the largest B(i) of the other ops (the
+ * first op reaching it, as the pass's >= keeps it); rank r (floor_rank_shared) redoes only the
+ * varying ops, on rank 0's sets before each, with its own views and rank, and checks the
+ * premise against rank 0's sets after each. Where it fails (an offset that changes what is
+ * needed afterwards: test_compact.c's offsets_move_the_floor) the rank takes the whole pass.
+ * On the training schedule of tests/bench/gen.c 3 ops in 22 vary and the premise holds: the
+ * optimizer's slice is written, not read, and the all_gather reads the whole buffer. */
+
+typedef struct {
+    uint32_t buf;
+    size_t at[2], n[2];       /* its ranges in floor_share.pool: before the op, after it */
+    uint64_t total[2];
+} share_set;
+
+typedef struct {
+    size_t op;
+    uint64_t total;           /* the running total before the op (the needs after it) */
+    uint64_t pre;             /* !vary: B(op) before the in-place share, every rank's */
+    size_t first, n;          /* its buffers' sets: floor_share.sets[first, first + n) */
+    size_t chg, n_chg;        /* vary: its accesses that change a set, floor_share.chg[chg...) */
+    size_t norm, n_norm;      /* vary: its accesses as share_norm leaves them, in chg[] too */
+    bool vary;                /* its views may differ (else only the rank: inplace_share) */
+} share_event;
+
+struct floor_share {
+    bool ok;                  /* recorded, rank 0's floor within 2^63-1 */
+    size_t n_ops;
+    uint64_t end;             /* the needed bytes at the end */
+    bool has_rest;            /* the largest B(i) over the ops that do not vary, and where */
+    uint64_t rest;
+    size_t rest_op;
+    /* arrays grown by hand (share_grow): one event in two data ops on the training schedule,
+     * and ml_vec_push's zeroing and call were a third of the recording's cost */
+    share_event *events;      /* in backward order */
+    size_t n_events, cap_events;
+    share_set *sets;
+    size_t n_sets, cap_sets;
+    range *pool;
+    size_t n_pool, cap_pool;
+    floor_access *chg;
+    size_t n_chg, cap_chg;
+    size_t max_sets;          /* the most sets of one event */
+};
+
+static void share_free(floor_share *s) {
+    if (!s)
+        return;
+    free(s->events);
+    free(s->sets);
+    free(s->pool);
+    free(s->chg);
+    free(s);
+}
+
+/* An access that changes its buffer's need set (apply_accesses): an overwrite that does not
+ * read, or a read. */
+static bool access_changes(const floor_access *a) { return a->read || a->overwrite; }
+
+/* Whether b does all a does: same buffer, a's bytes inside b's, a read only where b reads, an
+ * overwrite that does not read only where b is one. */
+static bool access_covers(const floor_access *b, const floor_access *a) {
+    bool a_ow = a->overwrite && !a->read, b_ow = b->overwrite && !b->read;
+    return b->buf == a->buf && b->lo <= a->lo && a->hi <= b->hi && (!a->read || b->read) &&
+           (!a_ow || b_ow);
+}
+
+/* fa[0..m) without the accesses another one covers (of two alike, the first stays), into out;
+ * how many. Where no set squeezes (share_unsqueezed), access_extra and apply_accesses depend
+ * only on each buffer's unions of accessed, read and overwritten bytes, which this keeps: the
+ * all_gather's send slice, inside its recv that it reads, drops out. */
+static size_t share_norm(const floor_access *fa, size_t m, floor_access *out) {
+    size_t n = 0;
+    for (size_t k = 0; k < m; k++) {
+        bool covered = false;
+        for (size_t j = 0; j < m && !covered; j++)
+            covered = j != k && access_covers(&fa[j], &fa[k]) &&
+                      !(j > k && access_covers(&fa[k], &fa[j]));
+        if (!covered)
+            out[n++] = fa[k];
+    }
+    return n;
+}
+
+static bool access_same(const floor_access *a, const floor_access *b) {
+    return a->buf == b->buf && a->read == b->read && a->overwrite == b->overwrite &&
+           a->lo == b->lo && a->hi == b->hi;
+}
+
+/* Room for `need` items of `size` bytes in *a (capacity *cap). */
+static void share_grow(void **a, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap)
+        return;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    *a = ml_xrealloc(*a, c * size);
+    *cap = c;
+}
+
+/* Copies set r into the pool; where it went into *at, *n, *total. */
+static void share_keep(floor_share *s, const range_set *r, size_t *at, size_t *n,
+                       uint64_t *total) {
+    share_grow((void **)&s->pool, &s->cap_pool, s->n_pool + r->n, sizeof *s->pool);
+    *at = s->n_pool;
+    *n = r->n;
+    *total = r->total;
+    if (r->n)
+        memcpy(s->pool + s->n_pool, r->r, r->n * sizeof *r->r);
+    s->n_pool += r->n;
+}
+
+/* A new event for op, its buffers (those of fa[0..m), each once, in order) with their need
+ * sets before the op. */
+static share_event *share_before(floor_share *s, const floor_state *f, const floor_access *fa,
+                                 size_t m, size_t op, bool vary) {
+    share_grow((void **)&s->events, &s->cap_events, s->n_events + 1, sizeof *s->events);
+    share_event *e = &s->events[s->n_events++];
+    *e = (share_event){.op = op, .total = f->total, .first = s->n_sets, .vary = vary};
+    for (size_t k = 0; k < m; k++) {
+        bool seen = false;
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = fa[j].buf == fa[k].buf;
+        if (seen)
+            continue;
+        share_grow((void **)&s->sets, &s->cap_sets, s->n_sets + 1, sizeof *s->sets);
+        share_set *ss = &s->sets[s->n_sets++];
+        ss->buf = fa[k].buf;
+        share_keep(s, &f->need[fa[k].buf], &ss->at[0], &ss->n[0], &ss->total[0]);
+        e->n++;
+    }
+    s->max_sets = e->n > s->max_sets ? e->n : s->max_sets;
+    if (vary) {
+        e->chg = s->n_chg;
+        for (size_t k = 0; k < m; k++)
+            if (access_changes(&fa[k])) {
+                share_grow((void **)&s->chg, &s->cap_chg, s->n_chg + 1, sizeof *s->chg);
+                s->chg[s->n_chg++] = fa[k];
+            }
+        e->n_chg = s->n_chg - e->chg;
+        share_grow((void **)&s->chg, &s->cap_chg, s->n_chg + m, sizeof *s->chg);
+        e->norm = s->n_chg;
+        e->n_norm = share_norm(fa, m, s->chg + s->n_chg);
+        s->n_chg += e->n_norm;
+    }
+    return e;
+}
+
+/* No set of e's buffers can squeeze while m accesses apply to it, on any rank: each access
+ * adds at most one range. */
+static bool share_unsqueezed(const floor_share *s, const share_event *e, size_t m) {
+    for (size_t j = 0; j < e->n; j++)
+        if (s->sets[e->first + j].n[0] + m > FLOOR_MAX_RANGES)
+            return false;
+    return m <= FLOOR_MAX_RANGES;
+}
+
+/* True when fa[0..m)'s accesses that change a set are e's (rank 0's), in order: then
+ * apply_accesses does on rank 0's sets what it did there. */
+static bool share_same_changes(const floor_share *s, const share_event *e,
+                               const floor_access *fa, size_t m) {
+    size_t j = 0;
+    for (size_t k = 0; k < m; k++) {
+        if (!access_changes(&fa[k]))
+            continue;
+        if (j == e->n_chg || !access_same(&s->chg[e->chg + j], &fa[k]))
+            return false;
+        j++;
+    }
+    return j == e->n_chg;
+}
+
+/* The sets of the last event after its op (a varying one's: what the other ranks check). */
+static void share_after(floor_share *s, const floor_state *f) {
+    const share_event *e = &s->events[s->n_events - 1];
+    for (size_t k = e->first; k < e->first + e->n; k++) {
+        share_set *ss = &s->sets[k];
+        share_keep(s, &f->need[ss->buf], &ss->at[1], &ss->n[1], &ss->total[1]);
+    }
+}
+
+/* The backward pass. rec non-NULL: rank 0's, recording into it (vary[0..n_vary): the ops that
+ * may differ on other ranks, increasing). */
+static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_share *rec,
+                           const size_t *vary, size_t n_vary, size_t *at_op) {
     floor_state f = {.n_bufs = p->s->syms[SYM_BUFFER].n};
     f.need = ml_xcalloc(f.n_bufs + 1, sizeof *f.need);
     const bool *refused = fw->refused;
     end_state(fw, &f);
     uint64_t best = f.total;
     size_t best_op = SIZE_MAX;
+    if (rec)
+        rec->end = f.total;
     range_set scratch = {0};
     floor_access *fa = NULL;   /* the op's accesses (floor_accesses), room for fa_cap */
     size_t fa_cap = 0;
     ml_vec dyn;
     ml_vec_init(&dyn, sizeof(plan_access));
+    size_t cur = n_vary;       /* vary[cur - 1] is the last varying op at or before i */
     for (size_t i = p->n_ops; i-- > 0;) {
         const plan_op *op = &p->ops[i];
         /* backward over ~100 MB of ops at a million: the hardware's prefetch follows a rising
@@ -359,15 +571,33 @@ uint64_t floor_rank_after(const rank_plan *p, const floor_forward *fw, size_t *a
             fa = ml_xrealloc(fa, fa_cap * sizeof *fa);
         }
         size_t m = floor_accesses(&f, acc, n, fa);
+        share_event *ev = NULL;   /* rec: the op's, where it may differ on other ranks */
+        if (rec) {
+            while (cur > 0 && vary[cur - 1] > i)
+                cur--;
+            bool views = cur > 0 && vary[cur - 1] == i;
+            if (views || (op->kind == OP_COLL && ml_colls[op->u.coll.coll].flow.shard_of_rank))
+                ev = share_before(rec, &f, fa, m, i, views);
+        }
+        bool varies = ev && ev->vary;
         uint64_t here;
         ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
+        if (ev)
+            ev->pre = here;
         if (op->kind == OP_COLL)
             here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
         if (here >= best) {
             best = here;
             best_op = i;
         }
+        if (rec && !ev && (!rec->has_rest || here >= rec->rest)) {
+            rec->has_rest = true;
+            rec->rest = here;
+            rec->rest_op = i;
+        }
         apply_accesses(&f, fa, m);
+        if (varies)
+            share_after(rec, &f);
     }
     free(fa);
     for (uint32_t k = 0; k < f.n_bufs; k++)
@@ -375,7 +605,154 @@ uint64_t floor_rank_after(const rank_plan *p, const floor_forward *fw, size_t *a
     free(f.need);
     free(scratch.r);
     ml_vec_free(&dyn);
+    if (rec) {
+        rec->n_ops = p->n_ops;
+        rec->ok = best <= ML_BYTES_MAX;
+    }
     if (at_op)
         *at_op = best_op;
     return best;
+}
+
+uint64_t floor_rank_record(const rank_plan *p, floor_forward *fw, const size_t *vary,
+                           size_t n_vary, size_t *at_op) {
+    share_free(fw->share);
+    floor_share *s = fw->share = ml_xcalloc(1, sizeof *fw->share);
+    /* sized for the usual event (an op of vary with two buffers of a range or two each):
+     * growing by copies cost a tenth of the recording pass at 100,000 steps */
+    share_grow((void **)&s->events, &s->cap_events, n_vary + 64, sizeof *s->events);
+    share_grow((void **)&s->sets, &s->cap_sets, 2 * n_vary + 64, sizeof *s->sets);
+    share_grow((void **)&s->pool, &s->cap_pool, 4 * n_vary + 64, sizeof *s->pool);
+    share_grow((void **)&s->chg, &s->cap_chg, 4 * n_vary + 64, sizeof *s->chg);
+    return floor_pass(p, fw, fw->share, vary, n_vary, at_op);
+}
+
+/* The pass's choice: the largest B, at the first op that has it (the end: SIZE_MAX, last). */
+static void share_consider(uint64_t here, size_t op, uint64_t *best, size_t *best_op) {
+    if (here > *best || (here == *best && op < *best_op)) {
+        *best = here;
+        *best_op = op;
+    }
+}
+
+/* Room of a set floor_rank_shared loads: a set holds at most FLOOR_MAX_RANGES ranges between
+ * ops and one more inside set_add, so set_reserve never reallocates it. */
+#define SHARE_SLOT (FLOOR_MAX_RANGES + 2)
+
+/* Set ss's ranges before its op into r, in room of its own (SHARE_SLOT ranges at slot). */
+static void share_load(const floor_share *s, const share_set *ss, range *slot, range_set *r) {
+    *r = (range_set){slot, (uint32_t)ss->n[0], SHARE_SLOT, ss->total[0]};
+    if (ss->n[0])
+        memcpy(slot, s->pool + ss->at[0], ss->n[0] * sizeof *slot);
+}
+
+bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *floor,
+                       size_t *at_op) {
+    const floor_share *s = fw->share;
+    if (!s || !s->ok || s->n_ops != p->n_ops)
+        return false;
+    /* only the sets of one event's buffers are ever loaded: need[b] points into slots for
+     * them, and is empty again after the event (no set of its own, nothing to free) */
+    floor_state f = {.n_bufs = p->s->syms[SYM_BUFFER].n};
+    f.need = ml_xcalloc(f.n_bufs + 1, sizeof *f.need);
+    range *slots = ml_xmalloc((s->max_sets ? s->max_sets : 1) * SHARE_SLOT * sizeof *slots);
+    uint64_t best = s->end;
+    size_t best_op = SIZE_MAX;
+    if (s->has_rest)
+        share_consider(s->rest, s->rest_op, &best, &best_op);
+    range_set scratch = {0};
+    floor_access *fa = NULL, *norm = NULL;
+    size_t fa_cap = 0, norm_cap = 0;
+    ml_vec dyn;
+    ml_vec_init(&dyn, sizeof(plan_access));
+    bool same = true;
+    for (size_t k = 0; k < s->n_events && same; k++) {
+        const share_event *e = &s->events[k];
+        const share_set *sets = &s->sets[e->first];
+        const plan_op *op = &p->ops[e->op];
+        for (size_t j = 0; j < e->n; j++)
+            share_load(s, &sets[j], slots + j * SHARE_SLOT, &f.need[sets[j].buf]);
+        f.total = e->total;
+        if (!e->vary) {
+            /* the op's accesses are rank 0's, and so are the sets after it: only NCCL's
+             * in-place slot is the rank's */
+            share_consider(ml_bytes_sub(e->pre, inplace_share(&f, op, p->rank)), e->op, &best,
+                           &best_op);
+        } else {
+            plan_access fixed[PLAN_FIXED_ACCESSES];
+            const plan_access *acc;
+            size_t n = plan_op_accesses(p, op, fixed, &acc, &dyn);
+            if (n > fa_cap) {
+                fa_cap = n;
+                fa = ml_xrealloc(fa, fa_cap * sizeof *fa);
+            }
+            size_t m = floor_accesses(&f, acc, n, fa);
+            /* every buffer the op touches here is one rank 0's touched (the same op but for
+             * its views' offsets and in-place flag): else the sets loaded are not all it
+             * reads */
+            for (size_t a = 0; a < m && same; a++) {
+                bool known = false;
+                for (size_t j = 0; j < e->n && !known; j++)
+                    known = sets[j].buf == fa[a].buf;
+                same = known;
+            }
+            /* the same unions as rank 0's (share_norm): rank 0's B before the in-place share,
+             * and its sets after */
+            bool alike = same && share_unsqueezed(s, e, m);
+            if (alike) {
+                if (m > norm_cap) {
+                    norm_cap = m;
+                    norm = ml_xrealloc(norm, norm_cap * sizeof *norm);
+                }
+                size_t nn = share_norm(fa, m, norm);
+                alike = nn == e->n_norm;
+                for (size_t a = 0; a < nn && alike; a++)
+                    alike = access_same(&norm[a], &s->chg[e->norm + a]);
+            }
+            if (alike) {
+                uint64_t here = e->pre;
+                if (op->kind == OP_COLL)
+                    here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
+                share_consider(here, e->op, &best, &best_op);
+            } else if (same) {
+                uint64_t here;
+                ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
+                if (op->kind == OP_COLL)
+                    here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
+                share_consider(here, e->op, &best, &best_op);
+                /* a view that moved but changes no set (a compute's write, as the optimizer's
+                 * slice) leaves rank 0's sets after the op: nothing to apply and compare */
+                if (!share_same_changes(s, e, fa, m)) {
+                    apply_accesses(&f, fa, m);
+                    for (size_t j = 0; j < e->n && same; j++) {
+                        const share_set *ss = &sets[j];
+                        const range_set *r = &f.need[ss->buf];
+                        same = r->n == ss->n[1] && r->total == ss->total[1] &&
+                               (!r->n || !memcmp(r->r, s->pool + ss->at[1], r->n * sizeof *r->r));
+                    }
+                }
+            }
+        }
+        for (size_t j = 0; j < e->n; j++)
+            f.need[sets[j].buf] = (range_set){0};
+    }
+    free(fa);
+    free(norm);
+    free(slots);
+    free(f.need);
+    free(scratch.r);
+    ml_vec_free(&dyn);
+    if (!same || best > ML_BYTES_MAX)   /* past the bound: the whole pass names the op */
+        return false;
+    *floor = best;
+    if (at_op)
+        *at_op = best_op;
+    return true;
+}
+
+uint64_t floor_rank_after(const rank_plan *p, const floor_forward *fw, size_t *at_op) {
+    uint64_t floor;
+    if (floor_rank_shared(p, fw, &floor, at_op))
+        return floor;
+    return floor_pass(p, fw, NULL, NULL, 0, at_op);
 }

@@ -176,14 +176,17 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
 }
 
 int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diags *d) {
-    return predict_rank_forward(p, timeline, out, NULL, d);
+    return predict_rank_forward(p, timeline, out, NULL, NULL, d);
 }
 
 /* The floor of p from its forward facts, with the bound every byte count has: 0, or -1 with
- * the error in d and out freed. */
-static int floor_of(const rank_plan *p, const floor_forward *fw, pred_rank *out, ml_diags *d) {
+ * the error in d and out freed. rec: fw, recording for the other ranks what vary says
+ * (floor_rank_record); NULL: not. */
+static int floor_of(const rank_plan *p, const floor_forward *fw, floor_forward *rec,
+                    const floor_vary *vary, pred_rank *out, ml_diags *d) {
     size_t floor_op = 0;
-    out->floor = floor_rank_after(p, fw, &floor_op);
+    out->floor = rec ? floor_rank_record(p, rec, vary->ops, vary->n, &floor_op)
+                     : floor_rank_after(p, fw, &floor_op);
     if (out->floor > ML_BYTES_MAX) {
         bytes_overflow(p, floor_op < p->n_ops ? floor_op : p->n_ops - 1, "floor", d);
         pred_rank_free(out);
@@ -193,7 +196,7 @@ static int floor_of(const rank_plan *p, const floor_forward *fw, pred_rank *out,
 }
 
 int predict_rank_forward(const rank_plan *p, bool timeline, pred_rank *out, floor_forward **keep,
-                         ml_diags *d) {
+                         const floor_vary *vary, ml_diags *d) {
     if (keep)
         *keep = NULL;
     memset(out, 0, sizeof *out);
@@ -288,7 +291,7 @@ int predict_rank_forward(const rank_plan *p, bool timeline, pred_rank *out, floo
         pred_rank_free(out);
         return -1;
     }
-    rc = floor_of(p, fw, out, d);
+    rc = floor_of(p, fw, keep && vary ? fw : NULL, vary, out, d);
     if (rc == 0 && keep)
         *keep = fw;
     else
@@ -316,7 +319,8 @@ int predict_rank_shared(const rank_plan *p, const pred_rank *same, const floor_f
      * of an op's values the views' offsets and the in-place flags are the floor's alone (the
      * models replay allocs, frees, releases, streams and events; the time model reads counts,
      * dtypes and streams). So the floor's backward pass is p's own (NCCL's in-place slot is the
-     * rank's, and so are the offsets); its forward facts (refused ops, allocs' bytes and chunks,
+     * rank's, and so are the offsets; where same's pass recorded it, only the ops that may differ
+     * are redone: floor_rank_record); its forward facts (refused ops, allocs' bytes and chunks,
      * frees, releases) are those of same's plan, whose ops are p's but for those values. */
     *out = *same;
     out->rank = p->rank;
@@ -329,7 +333,7 @@ int predict_rank_shared(const rank_plan *p, const pred_rank *same, const floor_f
     out->torch = torch_copy(same->torch);
     pred_point *borrowed = out->timeline;
     out->timeline = NULL;   /* same's: not freed if floor_of fails */
-    if (floor_of(p, fw, out, d) != 0)
+    if (floor_of(p, fw, NULL, NULL, out, d) != 0)
         return -1;
     out->timeline = borrowed;
     return 0;

@@ -1081,6 +1081,7 @@ typedef struct {
 
 struct plan_offsets {
     ml_vec at;                            /* offset_entry */
+    ml_vec ops;                           /* size_t: the entries' ops, each once (plan_offsets_ops) */
 };
 
 /* The k-th view of op as plan_expand resolved it (plan_sched_view's order), NULL where there is
@@ -1132,8 +1133,10 @@ plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params) {
         return NULL;
     plan_offsets *o = ml_xcalloc(1, sizeof *o);
     ml_vec_init(&o->at, sizeof(offset_entry));
+    ml_vec_init(&o->ops, sizeof(size_t));
     for (size_t i = 0; i < p->n_ops; i++) {
         plan_op *op = &p->ops[i];
+        size_t before = o->at.n;
         uint32_t n = op_view_slots(op);
         for (uint32_t k = 0; k < n; k++) {
             const sched_view *v = plan_sched_view(op, k);
@@ -1142,6 +1145,8 @@ plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params) {
         }
         if (op->kind == OP_COLL && op->u.coll.send.buf == op->u.coll.recv.buf)
             *(offset_entry *)ml_vec_push(&o->at) = (offset_entry){i, PLAN_AT_IN_PLACE};
+        if (o->at.n > before)
+            *(size_t *)ml_vec_push(&o->ops) = i;
     }
     return o;
 }
@@ -1192,10 +1197,16 @@ void plan_copy(const rank_plan *src, int rank, rank_plan *out) {
                                  sizeof *src->index_vals);
 }
 
+const size_t *plan_offsets_ops(const plan_offsets *o, size_t *n) {
+    *n = o->ops.n;
+    return o->ops.items;
+}
+
 void plan_offsets_free(plan_offsets *o) {
     if (!o)
         return;
     ml_vec_free(&o->at);
+    ml_vec_free(&o->ops);
     free(o);
 }
 

@@ -161,6 +161,9 @@ plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params);
  * the collectives' in-place flags. An offset that fails is the error rank's own plan_expand
  * reports (in d), and -1; p's ops are then part rewritten. Returns 0 or -1. */
 int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *d);
+/* The ops plan_offsets_apply rewrites (op indices, increasing, each once; *n of them): every op
+ * whose views' offsets or in-place flag may differ across the ranks. The array is o's. */
+const size_t *plan_offsets_ops(const plan_offsets *o, size_t *n);
 void plan_offsets_free(plan_offsets *o);
 /* out becomes a copy of src (whole, not compact) for `rank` with arrays of its own, for
  * plan_offsets_apply to rewrite: what a rank keeps whose plan is read or run later. */

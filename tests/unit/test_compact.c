@@ -73,6 +73,13 @@ static const compact_case cases[] = {
      "  - scale: {buf: 'x[rank*32 : 32]', by: 2}\n"
      "  - compute: {reads: ['x[rank : 16]'], writes: ['x[rank * 16 : 8]']}\n  - free: x\n",
      0, "cccc", true},
+    /* an out-of-place reduce_scatter whose send slot of rank 0 is read afterwards: NCCL's
+     * in-place share is the other ranks' alone, so the floors differ (floor_short_way) */
+    {"shard_slot_read_on_rank_0",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n  - alloc: {buf: y, count: 16}\n"
+     "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - reduce_scatter: {send: x, recv: y}\n"
+     "  - compute: {reads: ['x[0 : 16]', y]}\n  - free: [x, y]\n",
+     0, "cccc", true},
     /* a view past its buffer on rank 3 alone (48 + 20 > 64): rank 3's lint error */
     {"offset_out_of_bounds_on_rank_3",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
@@ -287,6 +294,81 @@ static void compact_path_changes_nothing(void **state) {
         run_case(&cases[k]);
 }
 
+/* The floor's short way (floor.c: floor_rank_record on rank 0, floor_rank_shared on the
+ * others) against each rank's whole backward pass (floor_rank), on plans expanded rank by rank.
+ * short: whether the short way answers (else floor_rank_after takes the whole pass); floor and
+ * at: each rank's floor and its op, worked out by hand (0: only compared with floor_rank). */
+typedef struct {
+    const char *yaml;
+    bool short_way;
+    uint64_t floor[4];
+    size_t at[4];
+} floor_case;
+
+static void floor_short_way(void **state) {
+    (void)state;
+    const floor_case fc[] = {
+        /* shard_slot_read_on_rank_0 (float32). Backward: the compute reads x[0, 64) and y:
+         * 128 at op 4. The reduce_scatter (op 3) adds x's other 192 bytes: 320, less NCCL's
+         * in-place share, y's 64 bytes, where the rank's send slot x[64r, 64r + 64) is not
+         * needed after it: on ranks 1-3 (256), not on rank 0 (320). The scale (op 2) reads a
+         * slice of x, all needed already: 256, the first op with the ranks' 256. The scale
+         * moves on each rank and is redone; the sets after it (x whole) are rank 0's. */
+        {cases[4].yaml, true, {320, 256, 256, 256}, {3, 2, 2, 2}},
+        /* offsets_only_fsdp: the all_gather's send slice lies in its recv, which it reads
+         * (share_norm); the optimizer's slice is written, not read (share_same_changes) */
+        {cases[1].yaml, true, {0}, {0}},
+        /* offsets_move_the_floor: the compute's read x[rank : 16] leaves other bytes needed on
+         * each rank: the whole pass, floors 128 on rank 0 and 192 on the others */
+        {cases[3].yaml, false, {128, 192, 192, 192}, {1, 1, 1, 1}},
+        /* offsets_index_and_in_place: rank 0's in-place flag differs */
+        {cases[2].yaml, false, {0}, {0}},
+    };
+    assert_string_equal(cases[4].name, "shard_slot_read_on_rank_0");
+    assert_string_equal(cases[1].name, "offsets_only_fsdp");
+    assert_string_equal(cases[3].name, "offsets_move_the_floor");
+    assert_string_equal(cases[2].name, "offsets_index_and_in_place");
+    for (size_t c = 0; c < ML_ARRAY_LEN(fc); c++) {
+        print_message("floor case %zu\n", c);
+        pt_run r;
+        pt_load(&r, fc[c].yaml, 0);
+        assert_int_equal(r.world, 4);
+        sched_params params = {0};
+        plan_offsets *po = plan_offsets_new(&r.plans[0], &params);
+        assert_non_null(po);
+        size_t n_vary;
+        const size_t *vary = plan_offsets_ops(po, &n_vary);
+        assert_true(n_vary > 0);
+        floor_forward *fw = floor_forward_new(&r.plans[0]);
+        for (size_t i = 0; i < r.plans[0].n_ops; i++)
+            floor_forward_op(fw, &r.plans[0], i, false);
+        size_t at0, at_full;
+        assert_int_equal(floor_rank_record(&r.plans[0], fw, vary, n_vary, &at0),
+                         floor_rank(&r.plans[0], &at_full));
+        assert_int_equal(at0, at_full);
+        for (int k = 0; k < 4; k++) {
+            uint64_t full = floor_rank(&r.plans[k], &at_full), got = 0;
+            size_t at = 0;
+            if (fc[c].floor[0]) {
+                assert_int_equal(full, fc[c].floor[k]);
+                assert_int_equal(at_full, fc[c].at[k]);
+            }
+            if (k > 0) {
+                assert_int_equal(floor_rank_shared(&r.plans[k], fw, &got, &at), fc[c].short_way);
+                if (fc[c].short_way) {
+                    assert_int_equal(got, full);
+                    assert_int_equal(at, at_full);
+                }
+            }
+            assert_int_equal(floor_rank_after(&r.plans[k], fw, &at), full);
+            assert_int_equal(at, at_full);
+        }
+        floor_forward_free(fw);
+        plan_offsets_free(po);
+        pt_free(&r);
+    }
+}
+
 /* plan_compact: the big arrays go to the spare once, the kept ops are the ones named (repeats
  * and indices past the end dropped), and plan_expand writes the next rank into the spare. */
 static void compact_and_recycle(void **state) {
@@ -330,6 +412,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(compact_path_changes_nothing),
         cmocka_unit_test(compact_and_recycle),
+        cmocka_unit_test(floor_short_way),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,14 @@ static const share_case cases[] = {
      "  - all_gather: {send: shard, recv: gathered}\n  - sync: device\n"
      "  - free: [full, shard]\n",
      8, NULL, true},
+    /* no rank, but floors that differ: rank 0's send slot of the reduce_scatter is read after
+     * it, so NCCL's in-place share (y's bytes) is the other ranks' only; the floor's short
+     * way redoes that op alone on each rank (floor_rank_shared) */
+    {"shard_slot_read_on_rank_0", "world: 4\nsteps:\n"
+     "  - alloc: {buf: x, count: 64}\n  - alloc: {buf: y, count: 16}\n"
+     "  - reduce_scatter: {send: x, recv: y}\n  - compute: {reads: ['x[0 : 16]', y]}\n"
+     "  - free: [x, y]\n",
+     0, NULL, true},
     /* rank only where the executor reads it (data patterns, closed forms): still one plan */
     {"rank_in_data_only", "world: 4\nsteps:\n"
      "  - alloc: {buf: x, count: 64, dtype: int32, init: {expr: 100 * rank + i}}\n"
