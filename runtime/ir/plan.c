@@ -45,6 +45,16 @@ typedef struct {
     uint16_t repeat_depth;
     bool has_p2p;             /* a send or recv op was emitted */
     size_t spare_cap;         /* ops is a recycled array of this many ops (plan_limits), 0: not */
+    /* Values of expressions evaluated since the slots last changed (eval): an expression is a
+     * function of the slots alone, and the loader shares one tree among the steps that write
+     * the same text, so a million steps evaluate a handful of trees. A repeat index's slot
+     * changing starts a new generation (memo_gen); an entry of an older one is stale. */
+    struct {
+        const expr *e;        /* NULL: empty */
+        uint32_t gen;
+        int64_t v;
+    } memo[64];
+    uint32_t memo_gen;
 } expander;
 
 /* Grows the op array to hold `need` ops. A schedule that fits under max_ops can still be more
@@ -161,11 +171,19 @@ static int eval(expander *x, const expr *e, int64_t dflt, src_at w, int64_t *out
         *out = dflt;
         return 0;
     }
+    size_t h = ((uintptr_t)e >> 4) & 63;
+    if (x->memo[h].e == e && x->memo[h].gen == x->memo_gen) {
+        *out = x->memo[h].v;
+        return 0;
+    }
     expr_error err;
-    if (expr_eval(e, x->slots, out, &err) < 0) {
+    if (expr_eval(e, x->slots, out, &err) < 0) {   /* not kept: each use reports it */
         ml_error(x->d, x->s->file, src_offset_mark(x, w, e, err.offset), "%s in '%s'", err.msg, expr_text(e));
         return -1;
     }
+    x->memo[h].e = e;
+    x->memo[h].gen = x->memo_gen;
+    x->memo[h].v = *out;
     return 0;
 }
 
@@ -223,6 +241,11 @@ static int resolve_view(expander *x, const sched_view *v, plan_view *out) {
     out->buf = v->buf;
     out->dtype = b->allocated ? b->dtype : x->s->dtype;
     out->whole = !v->offset && !v->count;
+    if (out->whole) {   /* what the evaluations below give without expressions */
+        out->offset = 0;
+        out->count = b->count;
+        return 0;
+    }
     if (eval_size(x, v->offset, 0, at_view(v, false), "view offset", &out->offset) < 0)
         return -1;
     uint64_t rest = b->count > out->offset ? b->count - out->offset : 0;
@@ -369,9 +392,11 @@ static int expand_indexed(expander *x, const sched_step *st, uint64_t count) {
         }
         x->iter = (uint32_t)k;
         *slot = (int64_t)k;
+        x->memo_gen++;
         rc = expand_steps(x, st->u.repeat.steps, st->u.repeat.n);
     }
     *slot = saved;
+    x->memo_gen++;
     return rc;
 }
 
@@ -1166,8 +1191,10 @@ int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *
             op->u.coll.in_place = coll_in_place(op, rank);
             continue;
         }
-        if (at->op != last)
+        if (at->op != last && p->s->n_index) {
             plan_op_slots(p, op, slots);   /* the op's repeat indices, as emit saw them */
+            x.memo_gen++;
+        }
         last = at->op;
         const sched_view *v = plan_sched_view(op, at->k);
         rc = eval_size(&x, v->offset, 0, at_view(v, false), "view offset",
