@@ -367,6 +367,12 @@ typedef struct {
     size_t chg, n_chg;        /* vary: its accesses that change a set, floor_share.chg[chg...) */
     size_t norm, n_norm;      /* vary: its accesses as share_norm leaves them, in chg[] too */
     bool vary;                /* its views may differ (else only the rank: inplace_share) */
+    /* !vary: what inplace_share reads of the op (a shard-of-rank collective), so that the
+     * other ranks need not read the op: whether it may share (not in place, both views in a
+     * buffer), send's first byte and buffer, recv's bytes */
+    bool may_share;
+    uint32_t send_buf;
+    uint64_t send_lo, recv_bytes;
 } share_event;
 
 struct floor_share {
@@ -582,8 +588,16 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
         bool varies = ev && ev->vary;
         uint64_t here;
         ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
-        if (ev)
+        if (ev) {
             ev->pre = here;
+            if (!ev->vary) {
+                const plan_view *sv = &op->u.coll.send, *rv = &op->u.coll.recv;
+                ev->may_share = !op->u.coll.in_place && has_buf(&f, sv) && has_buf(&f, rv);
+                ev->send_buf = sv->buf;
+                ev->send_lo = view_lo(sv);
+                ev->recv_bytes = plan_view_bytes(rv);
+            }
+        }
         if (op->kind == OP_COLL)
             here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
         if (here >= best) {
@@ -669,16 +683,22 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
     for (size_t k = 0; k < s->n_events && same; k++) {
         const share_event *e = &s->events[k];
         const share_set *sets = &s->sets[e->first];
-        const plan_op *op = &p->ops[e->op];
         for (size_t j = 0; j < e->n; j++)
             share_load(s, &sets[j], slots + j * SHARE_SLOT, &f.need[sets[j].buf]);
         f.total = e->total;
         if (!e->vary) {
             /* the op's accesses are rank 0's, and so are the sets after it: only NCCL's
-             * in-place slot is the rank's */
-            share_consider(ml_bytes_sub(e->pre, inplace_share(&f, op, p->rank)), e->op, &best,
-                           &best_op);
+             * in-place slot is the rank's (inplace_share's shard-of-rank case, from what
+             * rank 0's pass kept of the op: reading it here cost a cache miss per op) */
+            uint64_t share = 0;
+            if (e->may_share) {
+                uint64_t slot = e->send_lo + (uint64_t)p->rank * e->recv_bytes;
+                bool used = set_overlap(&f.need[e->send_buf], slot, slot + e->recv_bytes) > 0;
+                share = used ? 0 : e->recv_bytes;
+            }
+            share_consider(ml_bytes_sub(e->pre, share), e->op, &best, &best_op);
         } else {
+            const plan_op *op = &p->ops[e->op];
             plan_access fixed[PLAN_FIXED_ACCESSES];
             const plan_access *acc;
             size_t n = plan_op_accesses(p, op, fixed, &acc, &dyn);

@@ -897,11 +897,22 @@ size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
     case OP_COMPUTE: {
         uint32_t nr, nw;
         const plan_view *v = plan_compute_views(p, op, &nr, &nw);
-        dyn->n = 0;
+        /* written in place, not pushed one by one: lint and the floor ask this of every
+         * compute op, and ml_vec_push's call and zeroing were most of its cost */
+        size_t n = (size_t)nr + nw;
+        if (n > dyn->cap) {
+            size_t cap = dyn->cap ? dyn->cap : 8;
+            while (cap < n)
+                cap *= 2;
+            dyn->items = ml_xrealloc(dyn->items, cap * sizeof(plan_access));
+            dyn->cap = cap;
+        }
+        plan_access *a = dyn->items;
         for (uint32_t k = 0; k < nr + nw; k++)
-            *(plan_access *)ml_vec_push(dyn) = (plan_access){&v[k], k < nr, k >= nr, false};
-        *out = dyn->items;
-        return nr + nw;
+            a[k] = (plan_access){&v[k], k < nr, k >= nr, false};
+        dyn->n = n;
+        *out = a;
+        return n;
     }
     default:
         return 0;
@@ -1102,6 +1113,12 @@ enum { PLAN_AT_IN_PLACE = UINT32_MAX };   /* an entry's k: the op's in-place fla
 typedef struct {
     size_t op;
     uint32_t k;                           /* the view (plan_sched_view), or PLAN_AT_IN_PLACE */
+    /* What plan_offsets_apply reads, kept here so that it reads neither the step (to find the
+     * view) nor, for a compute's view, the op: at a million ops each was a cache miss */
+    const sched_view *view;               /* plan_sched_view(op, k): its marks, for errors */
+    const expr *offset;                   /* view->offset */
+    size_t extra;                         /* a compute's view: its index in extra_views; else
+                                             SIZE_MAX (resolved_view) */
 } offset_entry;
 
 struct plan_offsets {
@@ -1166,10 +1183,13 @@ plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params) {
         for (uint32_t k = 0; k < n; k++) {
             const sched_view *v = plan_sched_view(op, k);
             if (v && uses_rank(&memo, v->offset) && resolved_view((rank_plan *)p, op, k))
-                *(offset_entry *)ml_vec_push(&o->at) = (offset_entry){i, k};
+                *(offset_entry *)ml_vec_push(&o->at) = (offset_entry){
+                    i, k, v, v->offset,
+                    op->kind == OP_COMPUTE ? op->u.compute.first_view + k : SIZE_MAX};
         }
         if (op->kind == OP_COLL && op->u.coll.send.buf == op->u.coll.recv.buf)
-            *(offset_entry *)ml_vec_push(&o->at) = (offset_entry){i, PLAN_AT_IN_PLACE};
+            *(offset_entry *)ml_vec_push(&o->at) =
+                (offset_entry){i, PLAN_AT_IN_PLACE, NULL, NULL, SIZE_MAX};
         if (o->at.n > before)
             *(size_t *)ml_vec_push(&o->ops) = i;
     }
@@ -1186,7 +1206,7 @@ int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *
     size_t last = SIZE_MAX;
     for (size_t e = 0; e < o->at.n && rc == 0; e++) {
         const offset_entry *at = &ML_VEC_AT(&o->at, offset_entry, e);
-        plan_op *op = &p->ops[at->op];
+        plan_op *op = &p->ops[at->op];   /* not read for a compute's view */
         if (at->k == PLAN_AT_IN_PLACE) {
             op->u.coll.in_place = coll_in_place(op, rank);
             continue;
@@ -1196,9 +1216,9 @@ int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *
             x.memo_gen++;
         }
         last = at->op;
-        const sched_view *v = plan_sched_view(op, at->k);
-        rc = eval_size(&x, v->offset, 0, at_view(v, false), "view offset",
-                       &resolved_view(p, op, at->k)->offset);
+        plan_view *pv = at->extra != SIZE_MAX ? &p->extra_views[at->extra]
+                                              : resolved_view(p, op, at->k);
+        rc = eval_size(&x, at->offset, 0, at_view(at->view, false), "view offset", &pv->offset);
     }
     free(slots);
     return rc;
