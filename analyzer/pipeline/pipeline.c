@@ -254,9 +254,12 @@ static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipel
             rc = -1;
             break;
         }
-        lint_walk_rank(w, pl);
+        /* the floor redoes the ops the offsets moved (floor_rank_shared) while they are in
+         * cache, before the lint's walk over every op; the two read the ops and nothing else
+         * of each other (the predictions' diagnostics wait in pd) */
         predicted =
             predicted && predict_rank_shared(pl, &it->pred[0], fw, &it->pred[r], &pd) == 0;
+        lint_walk_rank(w, pl);
         size_t keep[PIPELINE_KEPT_MAX];
         plan_compact(pl, keep, reported_ops(&it->pred[r], keep), false, NULL);
     }

@@ -367,6 +367,10 @@ typedef struct {
     size_t chg, n_chg;        /* vary: its accesses that change a set, floor_share.chg[chg...) */
     size_t norm, n_norm;      /* vary: its accesses as share_norm leaves them, in chg[] too */
     bool vary;                /* its views may differ (else only the rank: inplace_share) */
+    /* vary, a compute: where its views are (plan_compute_views), so that the other ranks
+     * read them and not the op (a cache miss each, at a million ops) */
+    bool compute;
+    uint32_t first_view, n_reads, n_writes;
     /* !vary: what inplace_share reads of the op (a shard-of-rank collective), so that the
      * other ranks need not read the op: whether it may share (not in place, both views in a
      * buffer), send's first byte and buffer, recv's bytes */
@@ -590,6 +594,12 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
         ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
         if (ev) {
             ev->pre = here;
+            if (ev->vary && op->kind == OP_COMPUTE) {
+                ev->compute = true;
+                ev->first_view = op->u.compute.first_view;
+                ev->n_reads = op->u.compute.n_reads;
+                ev->n_writes = op->u.compute.n_writes;
+            }
             if (!ev->vary) {
                 const plan_view *sv = &op->u.coll.send, *rv = &op->u.coll.recv;
                 ev->may_share = !op->u.coll.in_place && has_buf(&f, sv) && has_buf(&f, rv);
@@ -698,10 +708,12 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
             }
             share_consider(ml_bytes_sub(e->pre, share), e->op, &best, &best_op);
         } else {
-            const plan_op *op = &p->ops[e->op];
+            const plan_op *op = &p->ops[e->op];   /* read only where not a compute */
             plan_access fixed[PLAN_FIXED_ACCESSES];
             const plan_access *acc;
-            size_t n = plan_op_accesses(p, op, fixed, &acc, &dyn);
+            size_t n = e->compute ? plan_compute_accesses(p->extra_views + e->first_view,
+                                                          e->n_reads, e->n_writes, &acc, &dyn)
+                                  : plan_op_accesses(p, op, fixed, &acc, &dyn);
             if (n > fa_cap) {
                 fa_cap = n;
                 fa = ml_xrealloc(fa, fa_cap * sizeof *fa);
@@ -731,13 +743,13 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
             }
             if (alike) {
                 uint64_t here = e->pre;
-                if (op->kind == OP_COLL)
+                if (!e->compute && op->kind == OP_COLL)
                     here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
                 share_consider(here, e->op, &best, &best_op);
             } else if (same) {
                 uint64_t here;
                 ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
-                if (op->kind == OP_COLL)
+                if (!e->compute && op->kind == OP_COLL)
                     here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
                 share_consider(here, e->op, &best, &best_op);
                 /* a view that moved but changes no set (a compute's write, as the optimizer's

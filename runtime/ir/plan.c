@@ -897,26 +897,31 @@ size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
     case OP_COMPUTE: {
         uint32_t nr, nw;
         const plan_view *v = plan_compute_views(p, op, &nr, &nw);
-        /* written in place, not pushed one by one: lint and the floor ask this of every
-         * compute op, and ml_vec_push's call and zeroing were most of its cost */
-        size_t n = (size_t)nr + nw;
-        if (n > dyn->cap) {
-            size_t cap = dyn->cap ? dyn->cap : 8;
-            while (cap < n)
-                cap *= 2;
-            dyn->items = ml_xrealloc(dyn->items, cap * sizeof(plan_access));
-            dyn->cap = cap;
-        }
-        plan_access *a = dyn->items;
-        for (uint32_t k = 0; k < nr + nw; k++)
-            a[k] = (plan_access){&v[k], k < nr, k >= nr, false};
-        dyn->n = n;
-        *out = a;
-        return n;
+        return plan_compute_accesses(v, nr, nw, out, dyn);
     }
     default:
         return 0;
     }
+}
+
+size_t plan_compute_accesses(const plan_view *v, uint32_t n_reads, uint32_t n_writes,
+                             const plan_access **out, ml_vec *dyn) {
+    /* written in place, not pushed one by one: lint and the floor ask this of every compute
+     * op, and ml_vec_push's call and zeroing were most of its cost */
+    size_t n = (size_t)n_reads + n_writes;
+    if (n > dyn->cap) {
+        size_t cap = dyn->cap ? dyn->cap : 8;
+        while (cap < n)
+            cap *= 2;
+        dyn->items = ml_xrealloc(dyn->items, cap * sizeof(plan_access));
+        dyn->cap = cap;
+    }
+    plan_access *a = dyn->items;
+    for (size_t k = 0; k < n; k++)
+        a[k] = (plan_access){&v[k], k < n_reads, k >= n_reads, false};
+    dyn->n = n;
+    *out = a;
+    return n;
 }
 
 /* ---- One expansion for every rank ----------------------------------------------------------
@@ -1152,6 +1157,27 @@ static plan_view *resolved_view(rank_plan *p, plan_op *op, uint32_t k) {
     }
 }
 
+/* True when the k-th view of op, where the op holds it, is whole (no offset or count written):
+ * read from the op alone (an init's views and a check's operands are the op's either way). */
+static bool op_view_whole(const rank_plan *p, const plan_op *op, uint32_t k) {
+    switch (op->kind) {
+    case OP_COLL:
+        return (k ? &op->u.coll.recv : &op->u.coll.send)->whole;
+    case OP_COPY:
+        return (k ? &op->u.copy.dst : &op->u.copy.src)->whole;
+    case OP_SCALE:
+        return op->u.scale.buf.whole;
+    case OP_INIT:
+        return (k ? &op->u.init.src : &op->u.init.dst)->whole;
+    case OP_CHECK:
+        return (k ? &op->u.check.b : &op->u.check.a)->whole;
+    case OP_COMPUTE:
+        return p->extra_views[op->u.compute.first_view + k].whole;
+    default:
+        return false;
+    }
+}
+
 /* How many views plan_sched_view and resolved_view may name for op. */
 static uint32_t op_view_slots(const plan_op *op) {
     switch (op->kind) {
@@ -1181,6 +1207,10 @@ plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params) {
         size_t before = o->at.n;
         uint32_t n = op_view_slots(op);
         for (uint32_t k = 0; k < n; k++) {
+            /* a whole view has no offset (resolve_view): its step need not be read, which at
+             * a million steps is a cache miss each */
+            if (op_view_whole(p, op, k))
+                continue;
             const sched_view *v = plan_sched_view(op, k);
             if (v && uses_rank(&memo, v->offset) && resolved_view((rank_plan *)p, op, k))
                 *(offset_entry *)ml_vec_push(&o->at) = (offset_entry){

@@ -216,6 +216,10 @@ enum { PLAN_FIXED_ACCESSES = 2 };
 size_t plan_op_accesses(const rank_plan *p, const plan_op *op,
                         plan_access fixed[PLAN_FIXED_ACCESSES], const plan_access **out,
                         ml_vec *dyn);
+/* The accesses of a compute op whose views are v[0..n_reads + n_writes) (plan_compute_views),
+ * as plan_op_accesses gives them, into dyn; *out points at them. Returns how many. */
+size_t plan_compute_accesses(const plan_view *v, uint32_t n_reads, uint32_t n_writes,
+                             const plan_access **out, ml_vec *dyn);
 
 /* Bytes of a view and of the buffer it points into. */
 static inline uint64_t plan_view_bytes(const plan_view *v) {
