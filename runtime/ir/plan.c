@@ -107,8 +107,8 @@ static plan_op *emit(expander *x, plan_op_kind kind, const sched_step *step) {
         ml_error(x->d, x->s->file, step->mark, "plan expands to more than %zu ops", x->max_ops);
         return NULL;
     }
-    if (grow_ops(x, x->n_ops + 1, step->mark) != 0)
-        return NULL;
+    if (x->n_ops >= x->cap_ops && grow_ops(x, x->n_ops + 1, step->mark) != 0)
+        return NULL;   /* (the call only when full: it is made for every op) */
     if (x->n_ops >= x->populated)
         populate_ahead(x, x->n_ops + 1);
     plan_op *op = &x->ops[x->n_ops];
