@@ -141,7 +141,8 @@ static int compact_end(pipeline_item *it, lint_walk *w, int rc, bool predicted, 
         bool failed = lint_walk_end(w, it->plans, true, d) != 0;
         if (compact_rank0) {
             size_t keep[PIPELINE_KEPT_MAX];
-            plan_compact(&it->plans[0], keep, reported_ops(&it->pred[0], keep), true, NULL);
+            plan_compact_with(&it->plans[0], keep, reported_ops(&it->pred[0], keep),
+                              &it->pred[0].colls, NULL);
         }
         if (failed) {
             rc = -1;
@@ -191,7 +192,11 @@ static int plan_rank_by_rank(const sched *s, const sched_params *pw, const pipel
             size_t keep[PIPELINE_KEPT_MAX];
             /* the summary for rank 0's, the one the report reads (report_text.c,
              * report_json.c: the time line, the communication model) */
-            plan_compact(pl, keep, reported_ops(&it->pred[r], keep), r == 0, &spare);
+            if (r == 0)
+                plan_compact_with(pl, keep, reported_ops(&it->pred[r], keep), &it->pred[r].colls,
+                                  &spare);
+            else
+                plan_compact(pl, keep, reported_ops(&it->pred[r], keep), false, &spare);
             compacted = r + 1;
         }
     }

@@ -173,6 +173,8 @@ typedef struct {
     uint64_t floor;                   /* requested bytes that must be live at some point by data
                                          dependence alone (analyzer/floor.c); 0 when not computed */
     bool timed;                       /* the time model ran (predict/timemodel.h) */
+    plan_colls_acc colls;             /* the plan's first collectives, gathered by the
+                                         prediction's pass (plan_compact_with) */
     double step_us, comm_us, exposed_comm_us;
 } pred_rank;
 

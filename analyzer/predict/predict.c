@@ -226,6 +226,7 @@ int predict_rank_forward(const rank_plan *p, bool timeline, pred_rank *out, floo
     floor_forward *fw = floor_forward_new(p);
     const uint32_t floor_kinds = PRED_KIND(OP_ALLOC) | PRED_KIND(OP_FREE) | PRED_KIND(OP_RELEASE);
     for (size_t i = 0; i < p->n_ops && rc == 0; i++) {
+        plan_first_colls_add(&out->colls, &p->ops[i]);   /* for plan_compact_with */
         bool skip = refused(&rf, &p->ops[i]);
         if (skip || floor_kinds & PRED_KIND(p->ops[i].kind))
             floor_forward_op(fw, p, i, skip);

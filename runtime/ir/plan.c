@@ -708,21 +708,13 @@ uint32_t plan_first_colls(const rank_plan *p, ml_coll order[COLL_COUNT]) {
         memcpy(order, p->first_colls, p->n_first_colls * sizeof *order);
         return p->n_first_colls;
     }
-    bool seen[COLL_COUNT] = {false};
-    uint32_t n = 0;
-    for (size_t k = 0; k < p->n_ops; k++) {
-        const plan_op *op = &p->ops[k];
-        if (op->kind == OP_EXPECT_BEGIN) {
-            k++;   /* refused before NCCL sees it */
-            continue;
-        }
-        if (op->kind == OP_COLL && !seen[op->u.coll.coll]) {
-            seen[op->u.coll.coll] = true;
-            order[n++] = op->u.coll.coll;
-        }
-    }
-    return n;
+    plan_colls_acc a = {0};
+    for (size_t k = 0; k < p->n_ops; k++)
+        plan_first_colls_add(&a, &p->ops[k]);
+    memcpy(order, a.order, a.n * sizeof *order);
+    return a.n;
 }
+
 
 bool plan_timed_compute(const rank_plan *p) {
     if (p->kept_at) {
@@ -737,6 +729,8 @@ bool plan_timed_compute(const rank_plan *p) {
     return false;
 }
 
+static void compact(rank_plan *p, const size_t *keep, size_t n_keep, plan_recycle *spare);
+
 void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, bool summary,
                   plan_recycle *spare) {
     if (summary) {
@@ -744,6 +738,23 @@ void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, bool summary,
         p->timed_compute = plan_timed_compute(p);
     }
     p->summary = summary;
+    compact(p, keep, n_keep, spare);
+}
+
+void plan_compact_with(rank_plan *p, const size_t *keep, size_t n_keep,
+                       const plan_colls_acc *colls, plan_recycle *spare) {
+    if (!colls || colls->ops != p->n_ops || p->kept_at) {
+        plan_compact(p, keep, n_keep, true, spare);
+        return;
+    }
+    memcpy(p->first_colls, colls->order, colls->n * sizeof *p->first_colls);
+    p->n_first_colls = colls->n;
+    p->timed_compute = plan_timed_compute(p);
+    p->summary = true;
+    compact(p, keep, n_keep, spare);
+}
+
+static void compact(rank_plan *p, const size_t *keep, size_t n_keep, plan_recycle *spare) {
     size_t *at = ml_xcalloc(n_keep ? n_keep : 1, sizeof *at);
     size_t n = 0;
     for (size_t k = 0; k < n_keep; k++)

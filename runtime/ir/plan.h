@@ -183,6 +183,32 @@ const plan_op *plan_op_at_kept(const rank_plan *p, size_t i);
 /* The collective kinds p issues, in the order of their first use (ops refused inside
  * expect_error left out: NCCL never sees them). Returns how many, into order. */
 uint32_t plan_first_colls(const rank_plan *p, ml_coll order[COLL_COUNT]);
+/* The same answer gathered by a pass that walks the ops anyway (the prediction's): zero it,
+ * then plan_first_colls_add every op in order; complete when ops == the plan's n_ops. */
+typedef struct {
+    ml_coll order[COLL_COUNT];
+    uint32_t n;
+    bool seen[COLL_COUNT];
+    bool skip;                /* the op after an expect_error's marker */
+    size_t ops;               /* ops added */
+} plan_colls_acc;
+static inline void plan_first_colls_add(plan_colls_acc *a, const plan_op *op) {
+    a->ops++;
+    if (a->skip) {   /* refused before NCCL sees it */
+        a->skip = false;
+        return;
+    }
+    if (op->kind == OP_EXPECT_BEGIN)
+        a->skip = true;
+    else if (op->kind == OP_COLL && !a->seen[op->u.coll.coll]) {
+        a->seen[op->u.coll.coll] = true;
+        a->order[a->n++] = op->u.coll.coll;
+    }
+}
+/* plan_compact with its summary, taking the first collectives from colls where it is complete
+ * for p (a pass over every op less), else from p's ops. */
+void plan_compact_with(rank_plan *p, const size_t *keep, size_t n_keep,
+                       const plan_colls_acc *colls, plan_recycle *spare);
 /* True when a compute op of p has a time (`time:` or `flops:`). */
 bool plan_timed_compute(const rank_plan *p);
 /* Op i (< n_ops) of p, compact (only a kept op) or not. */

@@ -80,6 +80,16 @@ static const compact_case cases[] = {
      "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - reduce_scatter: {send: x, recv: y}\n"
      "  - compute: {reads: ['x[0 : 16]', y]}\n  - free: [x, y]\n",
      0, "cccc", true},
+    /* the first collective is refused (expect_error): the report's first collectives are the
+     * all_reduce alone, from the prediction's pass (plan_compact_with) as from the ops */
+    {"refused_first_collective",
+     "world: 4\nsteps:\n  - alloc: {buf: a, count: 1003, dtype: int64}\n"
+     "  - alloc: {buf: b, count: 250, dtype: int64}\n"
+     "  - expect_error: {name: nondivisible, error: size_mismatch,\n"
+     "                   step: {reduce_scatter: {send: a, recv: b}}}\n"
+     "  - scale: {buf: 'a[rank*16 : 16]', by: 2}\n  - all_reduce: {buf: b}\n"
+     "  - free: [a, b]\n",
+     0, "cccc", true},
     /* a view past its buffer on rank 3 alone (48 + 20 > 64): rank 3's lint error */
     {"offset_out_of_bounds_on_rank_3",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
@@ -369,6 +379,36 @@ static void floor_short_way(void **state) {
     }
 }
 
+/* The first collectives leave out the op an expect_error refuses (NCCL never sees it): in the
+ * case refused_first_collective the reduce_scatter after the marker is refused, the all_reduce
+ * is the one collective issued; plan_compact_with takes that from a pass's plan_colls_acc, and
+ * from the ops again where the pass did not see them all. */
+static void first_colls_leave_out_the_refused(void **state) {
+    (void)state;
+    const compact_case *c = &cases[5];
+    assert_string_equal(c->name, "refused_first_collective");
+    pt_run r;
+    pt_load(&r, c->yaml, 0);
+    ml_coll order[COLL_COUNT];
+    assert_int_equal(plan_first_colls(&r.plans[0], order), 1);
+    assert_int_equal(order[0], COLL_ALL_REDUCE);
+    plan_colls_acc acc = {0};
+    for (size_t i = 0; i < r.plans[0].n_ops; i++)
+        plan_first_colls_add(&acc, &r.plans[0].ops[i]);
+    assert_int_equal(acc.n, 1);
+    assert_int_equal(acc.order[0], COLL_ALL_REDUCE);
+    size_t keep[] = {0};
+    plan_compact_with(&r.plans[0], keep, 1, &acc, NULL);
+    assert_int_equal(plan_first_colls(&r.plans[0], order), 1);
+    assert_int_equal(order[0], COLL_ALL_REDUCE);
+    plan_colls_acc partial = {0};   /* not every op: the ops answer */
+    plan_first_colls_add(&partial, &r.plans[1].ops[0]);
+    plan_compact_with(&r.plans[1], keep, 1, &partial, NULL);
+    assert_int_equal(plan_first_colls(&r.plans[1], order), 1);
+    assert_int_equal(order[0], COLL_ALL_REDUCE);
+    pt_free(&r);
+}
+
 /* plan_compact: the big arrays go to the spare once, the kept ops are the ones named (repeats
  * and indices past the end dropped), and plan_expand writes the next rank into the spare. */
 static void compact_and_recycle(void **state) {
@@ -413,6 +453,7 @@ int main(void) {
         cmocka_unit_test(compact_path_changes_nothing),
         cmocka_unit_test(compact_and_recycle),
         cmocka_unit_test(floor_short_way),
+        cmocka_unit_test(first_colls_leave_out_the_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
