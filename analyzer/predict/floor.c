@@ -353,30 +353,32 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
  * On the training schedule of tests/bench/gen.c 3 ops in 22 vary and the premise holds: the
  * optimizer's slice is written, not read, and the all_gather reads the whole buffer. */
 
+/* Indices into the record's arrays are 32 bits (a record is one or two events per data op at
+ * a million ops: its size is RSS); one past 2^32-1 turns the record off (floor_share.ok). */
 typedef struct {
     uint32_t buf;
-    size_t at[2], n[2];       /* its ranges in floor_share.pool: before the op, after it */
+    uint32_t at[2], n[2];     /* its ranges in floor_share.pool: before the op, after it */
     uint64_t total[2];
 } share_set;
 
 typedef struct {
     size_t op;
     uint64_t total;           /* the running total before the op (the needs after it) */
-    uint64_t pre;             /* !vary: B(op) before the in-place share, every rank's */
-    size_t first, n;          /* its buffers' sets: floor_share.sets[first, first + n) */
-    size_t chg, n_chg;        /* vary: its accesses that change a set, floor_share.chg[chg...) */
-    size_t norm, n_norm;      /* vary: its accesses as share_norm leaves them, in chg[] too */
-    bool vary;                /* its views may differ (else only the rank: inplace_share) */
+    uint64_t pre;             /* B(op) before the in-place share: rank 0's */
+    uint32_t first, n;        /* its buffers' sets: floor_share.sets[first, first + n) */
+    uint32_t chg, n_chg;      /* vary: its accesses that change a set, floor_share.chg[chg...) */
+    uint32_t norm, n_norm;    /* vary: its accesses as share_norm leaves them, in chg[] too */
     /* vary, a compute: where its views are (plan_compute_views), so that the other ranks
      * read them and not the op (a cache miss each, at a million ops) */
-    bool compute;
     uint32_t first_view, n_reads, n_writes;
     /* !vary: what inplace_share reads of the op (a shard-of-rank collective), so that the
      * other ranks need not read the op: whether it may share (not in place, both views in a
-     * buffer), send's first byte and buffer, recv's bytes */
-    bool may_share;
+     * buffer), send's first byte and buffer (its set the event's one), recv's bytes */
     uint32_t send_buf;
     uint64_t send_lo, recv_bytes;
+    bool vary;                /* its views may differ (else only the rank: inplace_share) */
+    bool compute;
+    bool may_share;
 } share_event;
 
 struct floor_share {
@@ -455,10 +457,10 @@ static void share_grow(void **a, size_t *cap, size_t need, size_t size) {
 }
 
 /* Copies set r into the pool; where it went into *at, *n, *total. */
-static void share_keep(floor_share *s, const range_set *r, size_t *at, size_t *n,
+static void share_keep(floor_share *s, const range_set *r, uint32_t *at, uint32_t *n,
                        uint64_t *total) {
     share_grow((void **)&s->pool, &s->cap_pool, s->n_pool + r->n, sizeof *s->pool);
-    *at = s->n_pool;
+    *at = (uint32_t)s->n_pool;
     *n = r->n;
     *total = r->total;
     if (r->n)
@@ -466,14 +468,16 @@ static void share_keep(floor_share *s, const range_set *r, size_t *at, size_t *n
     s->n_pool += r->n;
 }
 
-/* A new event for op, its buffers (those of fa[0..m), each once, in order) with their need
- * sets before the op. */
+/* A new event for op, its buffers (those of fa[0..m), each once, in order; only `only` where
+ * it is not SCHED_NO_SYM) with their need sets before the op. */
 static share_event *share_before(floor_share *s, const floor_state *f, const floor_access *fa,
-                                 size_t m, size_t op, bool vary) {
+                                 size_t m, size_t op, bool vary, uint32_t only) {
     share_grow((void **)&s->events, &s->cap_events, s->n_events + 1, sizeof *s->events);
     share_event *e = &s->events[s->n_events++];
-    *e = (share_event){.op = op, .total = f->total, .first = s->n_sets, .vary = vary};
+    *e = (share_event){.op = op, .total = f->total, .first = (uint32_t)s->n_sets, .vary = vary};
     for (size_t k = 0; k < m; k++) {
+        if (only != SCHED_NO_SYM && fa[k].buf != only)
+            continue;
         bool seen = false;
         for (size_t j = 0; j < k && !seen; j++)
             seen = fa[j].buf == fa[k].buf;
@@ -487,16 +491,16 @@ static share_event *share_before(floor_share *s, const floor_state *f, const flo
     }
     s->max_sets = e->n > s->max_sets ? e->n : s->max_sets;
     if (vary) {
-        e->chg = s->n_chg;
+        e->chg = (uint32_t)s->n_chg;
         for (size_t k = 0; k < m; k++)
             if (access_changes(&fa[k])) {
                 share_grow((void **)&s->chg, &s->cap_chg, s->n_chg + 1, sizeof *s->chg);
                 s->chg[s->n_chg++] = fa[k];
             }
-        e->n_chg = s->n_chg - e->chg;
+        e->n_chg = (uint32_t)(s->n_chg - e->chg);
         share_grow((void **)&s->chg, &s->cap_chg, s->n_chg + m, sizeof *s->chg);
-        e->norm = s->n_chg;
-        e->n_norm = share_norm(fa, m, s->chg + s->n_chg);
+        e->norm = (uint32_t)s->n_chg;
+        e->n_norm = (uint32_t)share_norm(fa, m, s->chg + s->n_chg);
         s->n_chg += e->n_norm;
     }
     return e;
@@ -587,7 +591,8 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
                 cur--;
             bool views = cur > 0 && vary[cur - 1] == i;
             if (views || (op->kind == OP_COLL && ml_colls[op->u.coll.coll].flow.shard_of_rank))
-                ev = share_before(rec, &f, fa, m, i, views);
+                ev = share_before(rec, &f, fa, m, i, views,
+                                  views ? SCHED_NO_SYM : op->u.coll.send.buf);
         }
         bool varies = ev && ev->vary;
         uint64_t here;
@@ -631,7 +636,8 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
     ml_vec_free(&dyn);
     if (rec) {
         rec->n_ops = p->n_ops;
-        rec->ok = best <= ML_BYTES_MAX;
+        rec->ok = best <= ML_BYTES_MAX && rec->n_sets <= UINT32_MAX &&
+                  rec->n_pool <= UINT32_MAX && rec->n_chg <= UINT32_MAX;
     }
     if (at_op)
         *at_op = best_op;
