@@ -218,12 +218,11 @@ static ml_mark where(const lint_ctx *x, const plan_op *op, uint32_t k) {
     return plan_view_mark(x->s, op, k);
 }
 
-/* Checks that view v, op's which-th (plan_op_accesses' order), can be used by op. False when its
- * buffer is not there at all (nothing more about it is worth checking). */
-static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
-                       uint32_t which) {
-    if (v->buf == SCHED_NO_SYM)
-        return true;   /* a closed-form check operand */
+/* check_view's findings, for a view that is not plainly fine: the buffer not allocated, freed,
+ * the view out of bounds or outside a released buffer's kept chunk. Apart from check_view, whose
+ * every call is inlined, so that a view that passes (the usual) costs a few compares. */
+static __attribute__((noinline)) bool check_view_findings(lint_ctx *x, const plan_op *op,
+                                                          const plan_view *v, uint32_t which) {
     const lint_buf *b = &x->bufs[v->buf];
     /* the name only for a message: a view that passes, the usual, never looks it up */
     if (!b->ever) {
@@ -268,6 +267,18 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
     return true;
 }
 
+/* Checks that view v, op's which-th (plan_op_accesses' order), can be used by op. False when its
+ * buffer is not there at all (nothing more about it is worth checking). */
+static inline bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
+                              uint32_t which) {
+    if (v->buf == SCHED_NO_SYM)
+        return true;   /* a closed-form check operand */
+    const lint_buf *b = &x->bufs[v->buf];
+    if (b->live && !b->released && v->offset <= b->count && v->count <= b->count - v->offset)
+        return true;   /* what check_view_findings would pass without a word */
+    return check_view_findings(x, op, v, which);
+}
+
 static void note_use(lint_ctx *x, const plan_op *op, const plan_view *v, uint32_t k,
                      uint32_t stream, uint64_t seq) {
     if (v->buf == SCHED_NO_SYM || !x->bufs[v->buf].live || stream >= x->n_streams)
@@ -298,6 +309,17 @@ static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, cons
     }
 }
 
+/* The race lint_race_access_check found: its text and note, then the error. Only here, off the
+ * path of an access without a race, is any text written. */
+static __attribute__((noinline, cold)) void report_race(lint_ctx *x, const lint_race_access *me,
+                                                        const plan_view *v, bool writes,
+                                                        const lint_race_hit *hit) {
+    char text[320];
+    lint_note other;
+    lint_race_text(&x->race, x->plan, me, v, writes, hit, text, sizeof text, &other);
+    report_at(x, me->op, where(x, me->op, me->view), &other, ERR_COUNT_, "race", "%s", text);
+}
+
 /* Every view op touches (plan_op_accesses), against the accesses of other streams it is not
  * ordered after: one race reported per op, the first found. Not inside expect_error: a refused op
  * has no effect, and one that runs is there for its contract row, not for its ordering. */
@@ -308,8 +330,8 @@ static void check_races(lint_ctx *x, const plan_op *op, uint32_t stream, uint64_
     const plan_access *acc;
     size_t n = plan_op_accesses(x->plan, op, fixed, &acc, &x->dyn);
     bool found = false;
+    lint_race_access me = {.op = op, .seq = seq, .stream = stream};
     for (size_t k = 0; k < n; k++) {
-        char text[320];
         plan_access a = acc[k];
         /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
          * touched, an in-place one only read (it is the send side) */
@@ -318,10 +340,10 @@ static void check_races(lint_ctx *x, const plan_op *op, uint32_t stream, uint64_
             a.write = a.overwrite = false;
         if (!a.read && !a.write)
             continue;
-        lint_note other;
-        if (lint_race_access_check(&x->race, &x->clocks, x->plan, op, (uint32_t)k, &a,
-                                   stream, seq, !found, text, sizeof text, &other)) {
-            report_at(x, op, where(x, op, (uint32_t)k), &other, ERR_COUNT_, "race", "%s", text);
+        me.view = (uint32_t)k;
+        lint_race_hit hit;
+        if (lint_race_access_check(&x->race, &x->clocks, &me, a.v, a.write, !found, &hit)) {
+            report_race(x, &me, a.v, a.write, &hit);
             found = true;
         }
     }
@@ -342,7 +364,13 @@ static void lint_alloc(lint_ctx *x, const plan_op *op) {
     *b = (lint_buf){.ever = true, .live = true, .count = op->u.alloc.count,
                     .bytes = op->u.alloc.bytes, .dtype = op->u.alloc.dtype,
                     .chunks = op->u.alloc.chunks, .alloc_op = op};
-    memset(&x->uses[(size_t)op->u.alloc.buf * x->n_streams], 0, x->n_streams * sizeof *x->uses);
+    /* no use since the alloc: seq 0 (op and view are read only under a seq), not recorded; two
+     * stores per stream instead of a call to memset per alloc */
+    lint_use *u = &x->uses[(size_t)op->u.alloc.buf * x->n_streams];
+    for (uint32_t k = 0; k < x->n_streams; k++) {
+        u[k].seq = 0;
+        u[k].recorded = false;
+    }
     lint_race_clear(&x->race, op->u.alloc.buf);
 }
 
@@ -442,6 +470,8 @@ static void lint_coll(lint_ctx *x, const plan_op *op) {
  * the error is at the destination, op's dst-th view, which must take the source as it is. */
 static void check_same_shape(lint_ctx *x, const plan_op *op, const plan_view *src,
                              const plan_view *dst, uint32_t dst_k) {
+    if (src->count == dst->count && src->dtype == dst->dtype)
+        return;   /* the usual: no texts to write */
     char st[200], dt[200];
     lint_view_text(x->s, src, st, sizeof st);
     lint_view_text(x->s, dst, dt, sizeof dt);

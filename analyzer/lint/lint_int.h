@@ -67,10 +67,10 @@ typedef struct {
  * Per buffer, disjoint element segments, each with the last write and the last read per stream
  * since it (an access is one view of one op: op, its sequence number, its stream, which of the
  * op's plan_op_accesses). lint_race_access_check checks one access against them and records it;
- * with report set, the first race found is written into text, the other access into *other (a
- * note at its view) and true is returned. */
+ * with report set, the first race found is copied into *hit and true is returned; only then does
+ * lint_race_text write the message and the note (the common case builds no text). */
 typedef struct {
-    const plan_op *op;        /* NULL: none */
+    const plan_op *op;        /* NULL: none (its other fields then mean nothing) */
     uint64_t seq;
     uint32_t stream, view;
 } lint_race_access;
@@ -92,14 +92,28 @@ typedef struct {
     ml_vec dyn;               /* scratch for plan_op_accesses of a compute, for messages */
 } lint_race;
 
+/* The other access of a race, as it was when met, and whether it writes. */
+typedef struct {
+    lint_race_access other;
+    bool writes;
+} lint_race_hit;
+
 void lint_race_init(lint_race *r, uint32_t n_bufs, uint32_t n_streams);
 void lint_race_reset(lint_race *r);
-void lint_race_clear(lint_race *r, uint32_t buf);   /* alloc, free: new memory, nothing before */
 void lint_race_free(lint_race *r);
-bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan *p,
-                            const plan_op *op, uint32_t view, const plan_access *a,
-                            uint32_t stream, uint64_t seq, bool report, char *text, size_t len,
-                            lint_note *other);
+/* alloc, free: new memory, nothing before. Inline: one store, asked twice per buffer. */
+static inline void lint_race_clear(lint_race *r, uint32_t buf) {
+    if (buf < r->n_bufs)
+        r->bufs[buf].n = 0;
+}
+/* me: the access (its op, seq, stream and view index); v its view; writes: it stores. */
+bool lint_race_access_check(lint_race *r, const lint_clocks *c, const lint_race_access *me,
+                            const plan_view *v, bool writes, bool report, lint_race_hit *hit);
+/* The race lint_race_access_check found (hit) as the error's text, and the other access as its
+ * note, at that access's view. */
+void lint_race_text(lint_race *r, const rank_plan *p, const lint_race_access *me,
+                    const plan_view *v, bool writes, const lint_race_hit *hit, char *text,
+                    size_t len, lint_note *other);
 
 /* ---- Text ------------------------------------------------------------------------------------- */
 /* "'full'" for a whole view, "'full[768:512]'" otherwise (quotes included). */
