@@ -42,6 +42,7 @@ void lint_race_init(lint_race *r, uint32_t n_bufs, uint32_t n_streams) {
     r->n_bufs = n_bufs;
     r->n_streams = n_streams ? n_streams : 1;
     r->bufs = ml_xcalloc(n_bufs ? n_bufs : 1, sizeof *r->bufs);
+    ml_vec_init(&r->acc, sizeof(plan_access));
     ml_vec_init(&r->dyn, sizeof(plan_access));
 }
 
@@ -56,6 +57,7 @@ void lint_race_free(lint_race *r) {
         free(r->bufs[b].reads);
     }
     free(r->bufs);
+    ml_vec_free(&r->acc);
     ml_vec_free(&r->dyn);
     memset(r, 0, sizeof *r);
 }
@@ -171,31 +173,30 @@ static void range_text(const sched *s, const plan_view *v, char *buf, size_t len
              (ull)v->count);
 }
 
-void lint_race_text(lint_race *r, const rank_plan *p, const lint_race_access *me,
-                    const plan_view *v, bool writes, const lint_race_hit *hit, char *out,
+void lint_race_text(lint_race *r, const rank_plan *p, const lint_race_found *f, char *out,
                     size_t len, lint_note *other) {
-    const lint_race_access *e = &hit->other;
+    const lint_race_access *e = &f->other;
     const char *other_name;
     const plan_view *ov;
     describe(r, p, e, &other_name, &ov);
     char mine[200], theirs[200];
-    range_text(p->s, v, mine, sizeof mine);
+    range_text(p->s, f->v, mine, sizeof mine);
     range_text(p->s, ov, theirs, sizeof theirs);
-    const char *sn = sched_sym_name(p->s, SYM_STREAM, me->stream);
+    const char *sn = sched_sym_name(p->s, SYM_STREAM, f->me.stream);
     const char *on = sched_sym_name(p->s, SYM_STREAM, e->stream);
     snprintf(out, len,
              "%s on '%s' %s %s while %s on '%s' %s %s; add record/wait or sync: {stream: %s}",
-             plan_op_name(me->op), sn, writes ? "writes" : "reads", mine, other_name, on,
-             hit->writes ? "writes" : "reads", theirs, on);
+             plan_op_name(f->me.op), sn, f->writes ? "writes" : "reads", mine, other_name, on,
+             f->other_writes ? "writes" : "reads", theirs, on);
     other->mark = plan_view_mark(p->s, e->op, e->view);
     snprintf(other->text, sizeof other->text, "%s on '%.40s' %s %.120s here", other_name, on,
-             hit->writes ? "writes" : "reads", theirs);
+             f->other_writes ? "writes" : "reads", theirs);
 }
 
-/* The first race, kept for lint_race_text. */
-static bool hit_at(lint_race_hit *hit, const lint_race_access *e, bool e_writes) {
+/* The first race, kept for lint_race_text (lint_race_op adds the access that met it). */
+static bool hit_at(lint_race_found *hit, const lint_race_access *e, bool e_writes) {
     hit->other = *e;
-    hit->writes = e_writes;
+    hit->other_writes = e_writes;
     return true;
 }
 
@@ -204,7 +205,7 @@ static bool hit_at(lint_race_hit *hit, const lint_race_access *e, bool e_writes)
  * Returns whether one was found. */
 static bool conflicts(lint_race *r, const lint_clocks *c, lint_race_list *l, bool writes,
                       uint32_t stream, uint32_t from, uint64_t hi, bool report,
-                      lint_race_hit *hit) {
+                      lint_race_found *hit) {
     bool found = false;
     for (uint32_t k = from; k < l->n && l->segs[k].lo < hi; k++) {
         lint_race_access *w = &l->segs[k].write;
@@ -305,7 +306,7 @@ static void merge(const lint_race *r, lint_race_list *l, uint32_t first, uint32_
  * streams implies before its stream), so dropping it first changes no verdict; a write replaces
  * every entry anyway, and a read drops every read before it, those included. */
 static bool exact_one(lint_race *r, const lint_clocks *c, lint_race_list *l,
-                      const lint_race_access *me, bool writes, bool report, lint_race_hit *hit) {
+                      const lint_race_access *me, bool writes, bool report, lint_race_found *hit) {
     uint32_t s = me->stream;
     lint_race_access *w = &l->segs[0].write, *rd = l->reads;
     bool found = false;
@@ -340,7 +341,7 @@ static bool exact_one(lint_race *r, const lint_clocks *c, lint_race_list *l,
 static __attribute__((noinline)) bool other_access(lint_race *r, const lint_clocks *c,
                                                    lint_race_list *l, const lint_race_access *me,
                                                    uint64_t lo, uint64_t hi, bool writes,
-                                                   bool report, lint_race_hit *hit) {
+                                                   bool report, lint_race_found *hit) {
     uint32_t stream = me->stream;
     /* 1. conflicts, and the host-ordered entries dropped on the way */
     uint32_t k = first_after(l, lo);
@@ -371,11 +372,12 @@ static __attribute__((noinline)) bool other_access(lint_race *r, const lint_cloc
     return found;
 }
 
-bool lint_race_access_check(lint_race *r, const lint_clocks *c, const lint_race_access *me,
-                            const plan_view *v, bool writes, bool report, lint_race_hit *hit) {
-    uint32_t stream = me->stream;
-    if (v->buf == SCHED_NO_SYM || v->buf >= r->n_bufs || !v->count || stream >= r->n_streams)
-        return false;
+/* One access (me, at view v, of a buffer, with elements, on a stream) checked and recorded;
+ * with report, the first race into *hit. */
+static inline bool access_check(lint_race *r, const lint_clocks *c, const lint_race_access *me,
+                                const plan_view *v, bool writes, bool report,
+                                lint_race_found *hit) {
+    uint32_t stream = me->stream;   /* lint_race_op checked it, the buffer and the count */
     lint_race_list *l = &r->bufs[v->buf];
     uint64_t lo = v->offset, hi = v->offset + v->count;   /* lint checked the bounds */
     /* The common cases take a short way with the same outcome. A buffer nothing touched since
@@ -397,4 +399,35 @@ bool lint_race_access_check(lint_race *r, const lint_clocks *c, const lint_race_
     if (l->n == 1 && l->segs[0].lo == lo && l->segs[0].hi == hi)
         return exact_one(r, c, l, me, writes, report, hit);
     return other_access(r, c, l, me, lo, hi, writes, report, hit);
+}
+
+bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank,
+                  const plan_op *op, uint32_t stream, uint64_t seq, lint_race_found *f) {
+    if (stream >= r->n_streams)
+        return false;   /* none of its accesses is recorded, none can race */
+    plan_access fixed[PLAN_FIXED_ACCESSES];
+    const plan_access *acc;
+    size_t n = plan_op_accesses(p, op, fixed, &acc, &r->acc);
+    /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
+     * touched, an in-place one only read (it is the send side) */
+    const plan_view *unwritten =
+        op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE && op->u.coll.root != rank
+            ? &op->u.coll.recv : NULL;
+    bool found = false;
+    lint_race_access me = {.op = op, .seq = seq, .stream = stream};
+    for (size_t k = 0; k < n; k++) {
+        const plan_view *v = acc[k].v;
+        bool writes = acc[k].write && v != unwritten;
+        /* no buffer (SCHED_NO_SYM is past every one), or no element: nothing to order */
+        if ((!acc[k].read && !writes) || v->buf >= r->n_bufs || !v->count)
+            continue;
+        me.view = (uint32_t)k;
+        if (access_check(r, c, &me, v, writes, !found, f)) {
+            f->me = me;
+            f->v = v;
+            f->writes = writes;
+            found = true;
+        }
+    }
+    return found;
 }
