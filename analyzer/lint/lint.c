@@ -580,20 +580,27 @@ static __attribute__((noinline, cold)) void unrecorded_event(lint_ctx *x, const 
               op->kind == OP_WAIT ? "wait" : "sync", name);
 }
 
-/* record, wait and sync; a third of a training plan's ops are records and waits */
-static LINT_HANDLER void lint_event_op(lint_ctx *x, const plan_op *op) {
-    uint32_t ev = op->kind == OP_SYNC ? op->u.sync.event : op->u.event.event;
-    bool uses_event = op->kind == OP_WAIT || (op->kind == OP_SYNC && op->u.sync.kind == SYNC_EVENT);
-    if (uses_event && ev < x->clocks.n_events && !x->clocks.recorded[ev])
-        unrecorded_event(x, op, ev);
-    if (refused(x))
-        return;
-    if (op->kind == OP_RECORD)
+/* record, wait and sync: a third of a training plan's ops are records and waits, each with a
+ * handler of its own (no second test of the kind) */
+static LINT_HANDLER void lint_record(lint_ctx *x, const plan_op *op) {
+    if (!refused(x))
         lint_clocks_record(&x->clocks, op->u.event.event, op->u.event.stream);
-    else if (op->kind == OP_WAIT)
-        lint_clocks_wait(&x->clocks, op->u.event.event, op->u.event.stream);
-    else
-        lint_clocks_sync(&x->clocks, op->u.sync.kind, op->u.sync.stream, op->u.sync.event);
+}
+
+static LINT_HANDLER void lint_wait(lint_ctx *x, const plan_op *op) {
+    uint32_t ev = op->u.event.event;
+    if (ev < x->clocks.n_events && !x->clocks.recorded[ev])
+        unrecorded_event(x, op, ev);
+    if (!refused(x))
+        lint_clocks_wait(&x->clocks, ev, op->u.event.stream);
+}
+
+static LINT_HANDLER void lint_sync(lint_ctx *x, const plan_op *op) {
+    uint32_t ev = op->u.sync.event;
+    if (op->u.sync.kind == SYNC_EVENT && ev < x->clocks.n_events && !x->clocks.recorded[ev])
+        unrecorded_event(x, op, ev);
+    if (!refused(x))
+        lint_clocks_sync(&x->clocks, op->u.sync.kind, op->u.sync.stream, ev);
 }
 
 /* record_stream names a live buffer (the tensor must exist to record a use of it). */
@@ -646,9 +653,13 @@ static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
         lint_coll(x, op);
         break;
     case OP_SYNC:
+        lint_sync(x, op);
+        break;
     case OP_RECORD:
+        lint_record(x, op);
+        break;
     case OP_WAIT:
-        lint_event_op(x, op);
+        lint_wait(x, op);
         break;
     case OP_INIT:
     case OP_COPY:
