@@ -202,20 +202,24 @@ static bool hit_at(lint_race_found *hit, const lint_race_access *e, bool e_write
 
 /* The conflicts of [lo, hi) with segments [from, to) (they overlap it), and the entries every
  * stream (or the host) has waited for dropped on the way; with report, the first race into hit.
- * Returns whether one was found. */
+ * Returns whether one was found. An entry that lint_clocks_before_all drops is before this
+ * access too, so the drops change no verdict, only what stays: in a segment inside [lo, hi) a
+ * write then replaces every entry, and a read every read before it (steps 2 and 3 of
+ * other_access), so there only a read's drop of the write is kept. */
 static bool conflicts(lint_race *r, const lint_clocks *c, lint_race_list *l, bool writes,
-                      uint32_t stream, uint32_t from, uint64_t hi, bool report,
+                      uint32_t stream, uint32_t from, uint64_t lo, uint64_t hi, bool report,
                       lint_race_found *hit) {
     bool found = false;
     for (uint32_t k = from; k < l->n && l->segs[k].lo < hi; k++) {
+        bool inside = l->segs[k].lo >= lo && l->segs[k].hi <= hi;
         lint_race_access *w = &l->segs[k].write;
-        if (w->op && lint_clocks_before_all(c, w->stream, w->seq))
+        if (w->op && !(inside && writes) && lint_clocks_before_all(c, w->stream, w->seq))
             w->op = NULL;
         if (w->op && !found && report && !before(c, w, stream))
             found = hit_at(hit, w, true);
         lint_race_access *rd = reads_of(r, l, k);
         for (uint32_t u = 0; u < r->n_streams; u++) {
-            if (rd[u].op && lint_clocks_before_all(c, rd[u].stream, rd[u].seq))
+            if (rd[u].op && !inside && lint_clocks_before_all(c, rd[u].stream, rd[u].seq))
                 rd[u].op = NULL;
             if (rd[u].op && writes && !found && report && !before(c, &rd[u], stream))
                 found = hit_at(hit, &rd[u], false);
@@ -345,7 +349,7 @@ static __attribute__((noinline)) bool other_access(lint_race *r, const lint_cloc
     uint32_t stream = me->stream;
     /* 1. conflicts, and the host-ordered entries dropped on the way */
     uint32_t k = first_after(l, lo);
-    bool found = conflicts(r, c, l, writes, stream, k, hi, report, hit);
+    bool found = conflicts(r, c, l, writes, stream, k, lo, hi, report, hit);
 
     if (writes) {   /* 2 and 3 at once, then 4 */
         uint32_t at = write_over(r, l, k, lo, hi, me);
