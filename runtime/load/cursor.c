@@ -184,88 +184,69 @@ static int yaml_error(loader *l) {
     return ld_fail(l, m, "%s%s", problem, value);
 }
 
-static const char *anchor_of(const yaml_event_t *ev) {
-    switch (ev->type) {
-    case YAML_SCALAR_EVENT: return (const char *)ev->data.scalar.anchor;
-    case YAML_SEQUENCE_START_EVENT: return (const char *)ev->data.sequence_start.anchor;
-    case YAML_MAPPING_START_EVENT: return (const char *)ev->data.mapping_start.anchor;
-    default: return NULL;
-    }
-}
-
 /* Frees what the current event owns, as yaml_event_delete does (libyaml allocates with malloc
  * and frees with free), without the rest of that call: it then zeroes the whole event, 104 bytes
  * by `rep stos`, slow to start on these CPUs, although yaml_parser_parse zeroes the event again
  * before it writes the next. Under perf that call was 493 of the 8199 samples of loading gen's
  * million training steps, near as many as the loop's own (530). Events that own a list (the
- * document start's directives) or are refused (alias) go through yaml_event_delete as before. */
+ * document start's directives) or are refused (alias) go through yaml_event_delete as before.
+ * Tests in the order of how common the types are, not a switch: its indirect jump mispredicts
+ * on the mix of types (perf put a quarter of ld_next's samples on the two switches' jumps). */
+static inline void free_if(void *p) {
+    if (p)   /* most are NULL: no call for them */
+        free(p);
+}
+
 static inline void release_event(yaml_event_t *ev) {
-    switch (ev->type) {
-    case YAML_SCALAR_EVENT:
+    yaml_event_type_t t = ev->type;
+    if (t == YAML_SCALAR_EVENT) {
         free(ev->data.scalar.value);
-        if (ev->data.scalar.tag)
-            free(ev->data.scalar.tag);
-        if (ev->data.scalar.anchor)
-            free(ev->data.scalar.anchor);
-        return;
-    case YAML_SEQUENCE_START_EVENT:
-        if (ev->data.sequence_start.tag)
-            free(ev->data.sequence_start.tag);
-        if (ev->data.sequence_start.anchor)
-            free(ev->data.sequence_start.anchor);
-        return;
-    case YAML_MAPPING_START_EVENT:
-        if (ev->data.mapping_start.tag)
-            free(ev->data.mapping_start.tag);
-        if (ev->data.mapping_start.anchor)
-            free(ev->data.mapping_start.anchor);
-        return;
-    case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
-    case YAML_STREAM_END_EVENT:
-    case YAML_DOCUMENT_END_EVENT:
-    case YAML_NO_EVENT:
-        return;   /* they own nothing */
-    default:
+        free_if(ev->data.scalar.tag);
+        free_if(ev->data.scalar.anchor);
+    } else if (t == YAML_MAPPING_START_EVENT) {
+        free_if(ev->data.mapping_start.tag);
+        free_if(ev->data.mapping_start.anchor);
+    } else if (t == YAML_SEQUENCE_START_EVENT) {
+        free_if(ev->data.sequence_start.tag);
+        free_if(ev->data.sequence_start.anchor);
+    } else if (t == YAML_DOCUMENT_START_EVENT || t == YAML_ALIAS_EVENT) {
         yaml_event_delete(ev);
-        return;
-    }
+    }   /* the others own nothing */
+}
+
+static int anchor_refused(loader *l) { return ld_fail(l, ld_mark(l), "yaml anchors are not supported"); }
+
+/* A collection starts: nesting is bounded before anything recurses on it. */
+static inline int enter_collection(loader *l, const void *anchor) {
+    if (++l->yaml_depth > l->yaml_max_depth)
+        return ld_fail(l, ld_mark(l), "nesting deeper than %zu levels", l->lim.max_depth);
+    return anchor ? anchor_refused(l) : 0;
 }
 
 /* Advances to the next event. Aliases and anchors are refused here, once for the whole file, and
  * collection nesting is bounded before anything recurses on it. */
 int ld_next(loader *l) {
+    yaml_event_t *ev = &l->ev;
     if (l->have_ev) {
-        release_event(&l->ev);
+        release_event(ev);
         l->have_ev = false;
     }
-    if (!yaml_parser_parse(&l->yp, &l->ev))
+    if (!yaml_parser_parse(&l->yp, ev))
         return yaml_error(l);
     l->have_ev = true;
-    /* Scalars are most events: one test, not the switch's indirect jump, where perf put a
-     * quarter of ld_next's samples (the mix of event types keeps it mispredicting). */
-    if (l->ev.type == YAML_SCALAR_EVENT) {
-        if (l->ev.data.scalar.anchor)
-            return ld_fail(l, ld_mark(l), "yaml anchors are not supported");
+    yaml_event_type_t t = ev->type;
+    if (t == YAML_SCALAR_EVENT)   /* most events */
+        return ev->data.scalar.anchor ? anchor_refused(l) : 0;
+    if (t == YAML_MAPPING_END_EVENT || t == YAML_SEQUENCE_END_EVENT) {
+        l->yaml_depth--;
         return 0;
     }
-    switch (l->ev.type) {
-    case YAML_ALIAS_EVENT:
+    if (t == YAML_MAPPING_START_EVENT)
+        return enter_collection(l, ev->data.mapping_start.anchor);
+    if (t == YAML_SEQUENCE_START_EVENT)
+        return enter_collection(l, ev->data.sequence_start.anchor);
+    if (t == YAML_ALIAS_EVENT)
         return ld_fail(l, ld_mark(l), "yaml aliases are not supported");
-    case YAML_SEQUENCE_START_EVENT:
-    case YAML_MAPPING_START_EVENT:
-        if (++l->yaml_depth > l->yaml_max_depth)
-            return ld_fail(l, ld_mark(l), "nesting deeper than %zu levels", l->lim.max_depth);
-        break;
-    case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
-        l->yaml_depth--;
-        break;
-    default:
-        break;
-    }
-    if (anchor_of(&l->ev))
-        return ld_fail(l, ld_mark(l), "yaml anchors are not supported");
     return 0;
 }
 
