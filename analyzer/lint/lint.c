@@ -60,7 +60,6 @@ typedef struct {
     lint_use *uses;           /* [n_bufs * n_streams] */
     lint_clocks clocks;
     lint_race race;           /* what later accesses must be ordered after (lint_race.c) */
-    ml_vec dyn;               /* plan_op_accesses scratch */
     const rank_plan *plan;    /* the rank being walked */
     lint_coll_seq *colls;     /* [world] */
     lint_result *result;
@@ -218,12 +217,11 @@ static ml_mark where(const lint_ctx *x, const plan_op *op, uint32_t k) {
     return plan_view_mark(x->s, op, k);
 }
 
-/* Checks that view v, op's which-th (plan_op_accesses' order), can be used by op. False when its
- * buffer is not there at all (nothing more about it is worth checking). */
-static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
-                       uint32_t which) {
-    if (v->buf == SCHED_NO_SYM)
-        return true;   /* a closed-form check operand */
+/* check_view's findings, for a view that is not plainly fine: the buffer not allocated, freed,
+ * the view out of bounds or outside a released buffer's kept chunk. Apart from check_view, whose
+ * every call is inlined, so that a view that passes (the usual) costs a few compares. */
+static __attribute__((noinline)) bool check_view_findings(lint_ctx *x, const plan_op *op,
+                                                          const plan_view *v, uint32_t which) {
     const lint_buf *b = &x->bufs[v->buf];
     /* the name only for a message: a view that passes, the usual, never looks it up */
     if (!b->ever) {
@@ -268,14 +266,32 @@ static bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
     return true;
 }
 
+/* Checks that view v, op's which-th (plan_op_accesses' order), can be used by op. False when its
+ * buffer is not there at all (nothing more about it is worth checking). */
+static inline bool check_view(lint_ctx *x, const plan_op *op, const plan_view *v,
+                              uint32_t which) {
+    if (v->buf == SCHED_NO_SYM)
+        return true;   /* a closed-form check operand */
+    const lint_buf *b = &x->bufs[v->buf];
+    if (b->live && !b->released && v->offset <= b->count && v->count <= b->count - v->offset)
+        return true;   /* what check_view_findings would pass without a word */
+    return check_view_findings(x, op, v, which);
+}
+
+/* op's view k (of buffer buf, live; stream < n_streams) is its last use on stream. */
+static void put_use(lint_ctx *x, const plan_op *op, uint32_t buf, uint32_t k, uint32_t stream,
+                    uint64_t seq) {
+    lint_use *u = &x->uses[(size_t)buf * x->n_streams + stream];
+    u->seq = seq;
+    u->op = op;
+    u->view = k;
+}
+
 static void note_use(lint_ctx *x, const plan_op *op, const plan_view *v, uint32_t k,
                      uint32_t stream, uint64_t seq) {
     if (v->buf == SCHED_NO_SYM || !x->bufs[v->buf].live || stream >= x->n_streams)
         return;
-    lint_use *u = &x->uses[(size_t)v->buf * x->n_streams + stream];
-    u->seq = seq;
-    u->op = op;
-    u->view = k;
+    put_use(x, op, v->buf, k, stream, seq);
 }
 
 /* A free (or release) at the host while an op on another stream may still use the buffer. */
@@ -298,38 +314,35 @@ static void check_free_hazard(lint_ctx *x, const plan_op *op, uint32_t buf, cons
     }
 }
 
-/* Every view op touches (plan_op_accesses), against the accesses of other streams it is not
- * ordered after: one race reported per op, the first found. Not inside expect_error: a refused op
- * has no effect, and one that runs is there for its contract row, not for its ordering. */
+/* The race lint_race_op found: its text and note, then the error. Only here, off the path of
+ * an op without a race, is any text written. */
+static __attribute__((noinline, cold)) void report_race(lint_ctx *x, const lint_race_found *f) {
+    char text[320];
+    lint_note other;
+    lint_race_text(&x->race, x->plan, f, text, sizeof text, &other);
+    report_at(x, f->me.op, where(x, f->me.op, f->me.view), &other, ERR_COUNT_, "race", "%s",
+              text);
+}
+
+/* Every view op touches, against the accesses of other streams it is not ordered after: one
+ * race reported per op, the first found. Not inside expect_error: a refused op has no effect,
+ * and one that runs is there for its contract row, not for its ordering. */
 static void check_races(lint_ctx *x, const plan_op *op, uint32_t stream, uint64_t seq) {
     if (!x->race_on || x->capturing)
         return;
-    plan_access fixed[PLAN_FIXED_ACCESSES];
-    const plan_access *acc;
-    size_t n = plan_op_accesses(x->plan, op, fixed, &acc, &x->dyn);
-    bool found = false;
-    for (size_t k = 0; k < n; k++) {
-        char text[320];
-        plan_access a = acc[k];
-        /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
-         * touched, an in-place one only read (it is the send side) */
-        if (op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE && a.v == &op->u.coll.recv &&
-            op->u.coll.root != x->rank)
-            a.write = a.overwrite = false;
-        if (!a.read && !a.write)
-            continue;
-        lint_note other;
-        if (lint_race_access_check(&x->race, &x->clocks, x->plan, op, (uint32_t)k, &a,
-                                   stream, seq, !found, text, sizeof text, &other)) {
-            report_at(x, op, where(x, op, (uint32_t)k), &other, ERR_COUNT_, "race", "%s", text);
-            found = true;
-        }
-    }
+    lint_race_found f;
+    if (lint_race_op(&x->race, &x->clocks, x->plan, x->rank, op, stream, seq, &f))
+        report_race(x, &f);
 }
+
+/* The handlers of lint_op, one per kind of op, stay functions of their own: lint_op is then a
+ * jump to one, and each saves only the registers its own work needs (inlined into lint_op, all of
+ * them, with their error paths, made every op of a million pay for the largest). */
+#define LINT_HANDLER __attribute__((noinline))
 
 /* ---- ops ----------------------------------------------------------------------------------------- */
 
-static void lint_alloc(lint_ctx *x, const plan_op *op) {
+static LINT_HANDLER void lint_alloc(lint_ctx *x, const plan_op *op) {
     lint_buf *b = &x->bufs[op->u.alloc.buf];
     if (b->live) {
         const char *name = buf_name(x, op->u.alloc.buf);
@@ -342,11 +355,17 @@ static void lint_alloc(lint_ctx *x, const plan_op *op) {
     *b = (lint_buf){.ever = true, .live = true, .count = op->u.alloc.count,
                     .bytes = op->u.alloc.bytes, .dtype = op->u.alloc.dtype,
                     .chunks = op->u.alloc.chunks, .alloc_op = op};
-    memset(&x->uses[(size_t)op->u.alloc.buf * x->n_streams], 0, x->n_streams * sizeof *x->uses);
+    /* no use since the alloc: seq 0 (op and view are read only under a seq), not recorded; two
+     * stores per stream instead of a call to memset per alloc */
+    lint_use *u = &x->uses[(size_t)op->u.alloc.buf * x->n_streams];
+    for (uint32_t k = 0; k < x->n_streams; k++) {
+        u[k].seq = 0;
+        u[k].recorded = false;
+    }
     lint_race_clear(&x->race, op->u.alloc.buf);
 }
 
-static void lint_free(lint_ctx *x, const plan_op *op) {
+static LINT_HANDLER void lint_free(lint_ctx *x, const plan_op *op) {
     uint32_t buf = op->u.free.buf;
     lint_buf *b = &x->bufs[buf];
     const char *name = b->live ? NULL : buf_name(x, buf);   /* for a message only */
@@ -381,7 +400,7 @@ static bool named_live(lint_ctx *x, const plan_op *op, uint32_t buf, const char 
     return b->live;
 }
 
-static void lint_release(lint_ctx *x, const plan_op *op) {
+static LINT_HANDLER void lint_release(lint_ctx *x, const plan_op *op) {
     uint32_t buf = op->u.release.buf;
     lint_buf *b = &x->bufs[buf];
     const char *name = buf_name(x, buf);
@@ -411,7 +430,7 @@ static void lint_release(lint_ctx *x, const plan_op *op) {
     b->release_op = op;
 }
 
-static void lint_coll(lint_ctx *x, const plan_op *op) {
+static LINT_HANDLER void lint_coll(lint_ctx *x, const plan_op *op) {
     bool send_ok = check_view(x, op, &op->u.coll.send, 0);
     bool recv_ok = check_view(x, op, &op->u.coll.recv, 1);
     if (send_ok && recv_ok) {
@@ -442,6 +461,8 @@ static void lint_coll(lint_ctx *x, const plan_op *op) {
  * the error is at the destination, op's dst-th view, which must take the source as it is. */
 static void check_same_shape(lint_ctx *x, const plan_op *op, const plan_view *src,
                              const plan_view *dst, uint32_t dst_k) {
+    if (src->count == dst->count && src->dtype == dst->dtype)
+        return;   /* the usual: no texts to write */
     char st[200], dt[200];
     lint_view_text(x->s, src, st, sizeof st);
     lint_view_text(x->s, dst, dt, sizeof dt);
@@ -497,15 +518,20 @@ static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *view
     if (host)
         host_access(x);
     uint64_t seq = lint_clocks_enqueue(&x->clocks, stream);
-    for (uint32_t k = 0; k < n; k++)
-        note_use(x, op, &views[k], k, stream, seq);
-    if (ok)
+    if (ok && stream < x->n_streams) {   /* every view's buffer is live: note_use's tests pass */
+        for (uint32_t k = 0; k < n; k++)
+            if (views[k].buf != SCHED_NO_SYM)
+                put_use(x, op, views[k].buf, k, stream, seq);
         check_races(x, op, stream, seq);
+    } else {
+        for (uint32_t k = 0; k < n; k++)
+            note_use(x, op, &views[k], k, stream, seq);
+    }
     if (host)
         host_access(x);
 }
 
-static void lint_check(lint_ctx *x, const plan_op *op) {
+static LINT_HANDLER void lint_check(lint_ctx *x, const plan_op *op) {
     const sched_check *c = op->step->u.check;
     const plan_view *a = &op->u.check.a, *b = &op->u.check.b;
     bool a_ok = check_view(x, op, a, 0), b_ok = check_view(x, op, b, 1);   /* both errors */
@@ -536,40 +562,80 @@ static void lint_check(lint_ctx *x, const plan_op *op) {
     host_access(x);
 }
 
-static void lint_event_op(lint_ctx *x, const plan_op *op) {
-    uint32_t ev = op->kind == OP_SYNC ? op->u.sync.event : op->u.event.event;
-    bool uses_event = op->kind == OP_WAIT || (op->kind == OP_SYNC && op->u.sync.kind == SYNC_EVENT);
-    if (uses_event && ev < x->clocks.n_events && !x->clocks.recorded[ev]) {
-        /* the second place: where this rank records it after all, if it does */
-        const char *name = sched_sym_name(x->s, SYM_EVENT, ev);
-        lint_note n = {0};
-        for (const plan_op *r = op + 1; r < x->plan->ops + x->plan->n_ops; r++)
-            if (r->kind == OP_RECORD && r->u.event.event == ev) {
-                n = note_at(sched_part_mark(x->s, r->step, SCHED_AT_EVENT),
-                            "'%s' is recorded here, after the %s", name,
-                            op->kind == OP_WAIT ? "wait" : "sync");
-                break;
-            }
-        report_at(x, op, sched_part_mark(x->s, op->step, SCHED_AT_EVENT), &n, ERR_COUNT_,
-                  "unrecorded_event", "%s on event '%s' before any record of it",
-                  op->kind == OP_WAIT ? "wait" : "sync", name);
-    }
-    if (refused(x))
-        return;
-    if (op->kind == OP_RECORD)
+/* A wait or sync on event ev, which this rank has not recorded yet: an error at the event, with
+ * the second place (where this rank records it after all, if it does) as its note. */
+static __attribute__((noinline, cold)) void unrecorded_event(lint_ctx *x, const plan_op *op,
+                                                             uint32_t ev) {
+    const char *name = sched_sym_name(x->s, SYM_EVENT, ev);
+    lint_note n = {0};
+    for (const plan_op *r = op + 1; r < x->plan->ops + x->plan->n_ops; r++)
+        if (r->kind == OP_RECORD && r->u.event.event == ev) {
+            n = note_at(sched_part_mark(x->s, r->step, SCHED_AT_EVENT),
+                        "'%s' is recorded here, after the %s", name,
+                        op->kind == OP_WAIT ? "wait" : "sync");
+            break;
+        }
+    report_at(x, op, sched_part_mark(x->s, op->step, SCHED_AT_EVENT), &n, ERR_COUNT_,
+              "unrecorded_event", "%s on event '%s' before any record of it",
+              op->kind == OP_WAIT ? "wait" : "sync", name);
+}
+
+/* record, wait and sync: a third of a training plan's ops are records and waits, each with a
+ * handler of its own (no second test of the kind) */
+static LINT_HANDLER void lint_record(lint_ctx *x, const plan_op *op) {
+    if (!refused(x))
         lint_clocks_record(&x->clocks, op->u.event.event, op->u.event.stream);
-    else if (op->kind == OP_WAIT)
-        lint_clocks_wait(&x->clocks, op->u.event.event, op->u.event.stream);
-    else
-        lint_clocks_sync(&x->clocks, op->u.sync.kind, op->u.sync.stream, op->u.sync.event);
+}
+
+static LINT_HANDLER void lint_wait(lint_ctx *x, const plan_op *op) {
+    uint32_t ev = op->u.event.event;
+    if (ev < x->clocks.n_events && !x->clocks.recorded[ev])
+        unrecorded_event(x, op, ev);
+    if (!refused(x))
+        lint_clocks_wait(&x->clocks, ev, op->u.event.stream);
+}
+
+static LINT_HANDLER void lint_sync(lint_ctx *x, const plan_op *op) {
+    uint32_t ev = op->u.sync.event;
+    if (op->u.sync.kind == SYNC_EVENT && ev < x->clocks.n_events && !x->clocks.recorded[ev])
+        unrecorded_event(x, op, ev);
+    if (!refused(x))
+        lint_clocks_sync(&x->clocks, op->u.sync.kind, op->u.sync.stream, ev);
 }
 
 /* record_stream names a live buffer (the tensor must exist to record a use of it). */
-static void lint_record_stream(lint_ctx *x, const plan_op *op) {
+static LINT_HANDLER void lint_record_stream(lint_ctx *x, const plan_op *op) {
     uint32_t buf = op->u.record_stream.buf;
     /* the free waits for that stream now */
     if (named_live(x, op, buf, "record_stream") && op->u.record_stream.stream < x->n_streams)
         x->uses[(size_t)buf * x->n_streams + op->u.record_stream.stream].recorded = true;
+}
+
+/* The ops that use views on a stream. */
+static LINT_HANDLER void lint_data_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
+    switch (op->kind) {
+    case OP_INIT: {
+        plan_view v[2] = {op->u.init.dst, op->u.init.src};
+        bool copy = op->step->kind == ST_INIT ? op->step->u.init.init.kind == INIT_COPY
+                                              : op->step->u.alloc.init.kind == INIT_COPY;
+        lint_stream_op(x, op, v, copy ? 2 : 1, SCHED_DEFAULT_STREAM);
+        break;
+    }
+    case OP_COPY: {
+        plan_view v[2] = {op->u.copy.src, op->u.copy.dst};
+        lint_stream_op(x, op, v, 2, op->u.copy.stream);
+        break;
+    }
+    case OP_SCALE:
+        lint_stream_op(x, op, &op->u.scale.buf, 1, op->u.scale.stream);
+        break;
+    default: {   /* OP_COMPUTE */
+        uint32_t nr, nw;
+        const plan_view *v = plan_compute_views(p, op, &nr, &nw);
+        lint_stream_op(x, op, v, nr + nw, op->u.compute.stream);
+        break;
+    }
+    }
 }
 
 static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
@@ -587,31 +653,20 @@ static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
         lint_coll(x, op);
         break;
     case OP_SYNC:
+        lint_sync(x, op);
+        break;
     case OP_RECORD:
+        lint_record(x, op);
+        break;
     case OP_WAIT:
-        lint_event_op(x, op);
+        lint_wait(x, op);
         break;
-    case OP_INIT: {
-        plan_view v[2] = {op->u.init.dst, op->u.init.src};
-        bool copy = op->step->kind == ST_INIT ? op->step->u.init.init.kind == INIT_COPY
-                                              : op->step->u.alloc.init.kind == INIT_COPY;
-        lint_stream_op(x, op, v, copy ? 2 : 1, SCHED_DEFAULT_STREAM);
-        break;
-    }
-    case OP_COPY: {
-        plan_view v[2] = {op->u.copy.src, op->u.copy.dst};
-        lint_stream_op(x, op, v, 2, op->u.copy.stream);
-        break;
-    }
+    case OP_INIT:
+    case OP_COPY:
     case OP_SCALE:
-        lint_stream_op(x, op, &op->u.scale.buf, 1, op->u.scale.stream);
+    case OP_COMPUTE:
+        lint_data_op(x, p, op);
         break;
-    case OP_COMPUTE: {
-        uint32_t nr, nw;
-        const plan_view *v = plan_compute_views(p, op, &nr, &nw);
-        lint_stream_op(x, op, v, nr + nw, op->u.compute.stream);
-        break;
-    }
     case OP_CHECK:
         lint_check(x, op);
         break;
@@ -700,18 +755,32 @@ static size_t lint_expect(lint_ctx *x, const rank_plan *p, size_t i) {
 
 /* ---- driver -------------------------------------------------------------------------------------- */
 
-/* How many ops ahead lint_rank asks for an init's step: a few ops' work covers a miss. */
+/* How many ops ahead lint_rank asks for what an op will read: a few ops' work covers a miss. */
 enum { LINT_AHEAD = 16 };
 
-/* lint_op reads an init's step (does it copy?): the steps live in the loader's arena, apart
- * from the ops, so at a million ops each such read is a cache miss. Asked for early, the line
- * arrives while the ops before it are linted (a hint: it changes no result). */
-static void prefetch_init_step(const plan_op *op) {
-    if (op->kind != OP_INIT)
-        return;
-    __builtin_prefetch(&op->step->kind);
-    __builtin_prefetch(&op->step->u.init.init.kind);
-    __builtin_prefetch(&op->step->u.alloc.init.kind);
+/* Hints (they change no result) for the lines an op LINT_AHEAD ops ahead (near) and twice as
+ * far (far) will read, fetched while the ops before it are linted. At a million ops each is a
+ * cache miss otherwise: an init's step (does it copy?) lives in the loader's arena, apart from
+ * the ops; a buffer's state (x->bufs, uses, the race lint's list and its segments) was last
+ * touched a whole name cycle earlier, an op stream of megabytes ago, and an alloc is followed
+ * by its buffer's first uses within a few ops. The race list's segments are found through the
+ * list: it is asked for when far, its segments when near, by then from the cache. */
+static void prefetch_ahead(const lint_ctx *x, const plan_op *near, const plan_op *far) {
+    if (far->kind == OP_ALLOC && far->u.alloc.buf < x->n_bufs) {
+        uint32_t b = far->u.alloc.buf;
+        __builtin_prefetch(&x->bufs[b], 1);
+        __builtin_prefetch(&x->uses[(size_t)b * x->n_streams], 1);
+        __builtin_prefetch(&x->race.bufs[b], 1);
+    }
+    if (near->kind == OP_ALLOC && near->u.alloc.buf < x->n_bufs) {
+        const lint_race_list *l = &x->race.bufs[near->u.alloc.buf];
+        __builtin_prefetch(l->segs, 1);
+        __builtin_prefetch(l->reads, 1);
+    } else if (near->kind == OP_INIT) {
+        __builtin_prefetch(&near->step->kind);
+        __builtin_prefetch(&near->step->u.init.init.kind);
+        __builtin_prefetch(&near->step->u.alloc.init.kind);
+    }
 }
 
 static void lint_rank(lint_ctx *x, const rank_plan *p) {
@@ -721,9 +790,16 @@ static void lint_rank(lint_ctx *x, const rank_plan *p) {
     memset(x->bufs, 0, x->n_bufs * sizeof *x->bufs);
     memset(x->uses, 0, (size_t)x->n_bufs * x->n_streams * sizeof *x->uses);
     lint_clocks_reset(&x->clocks);
-    for (size_t i = 0; i < p->n_ops; i++) {
-        if (i + LINT_AHEAD < p->n_ops)
-            prefetch_init_step(&p->ops[i + LINT_AHEAD]);
+    /* the ops with some 2 * LINT_AHEAD ahead, then the last ones (no test per op for the end) */
+    size_t ahead = p->n_ops > 2 * LINT_AHEAD ? p->n_ops - 2 * LINT_AHEAD : 0, i = 0;
+    for (; i < ahead; i++) {
+        prefetch_ahead(x, &p->ops[i + LINT_AHEAD], &p->ops[i + 2 * LINT_AHEAD]);
+        if (p->ops[i].kind == OP_EXPECT_BEGIN)
+            i += lint_expect(x, p, i);
+        else
+            lint_op(x, p, &p->ops[i]);
+    }
+    for (; i < p->n_ops; i++) {
         if (p->ops[i].kind == OP_EXPECT_BEGIN)
             i += lint_expect(x, p, i);
         else
@@ -758,7 +834,6 @@ lint_walk *lint_walk_new(const sched *s, int world, const lint_options *o, lint_
     x->colls = ml_xcalloc((size_t)world, sizeof *x->colls);
     lint_clocks_init(&x->clocks, x->n_streams, s->syms[SYM_EVENT].n);
     lint_race_init(&x->race, x->n_bufs, x->n_streams);
-    ml_vec_init(&x->dyn, sizeof(plan_access));
     return w;
 }
 
@@ -790,7 +865,6 @@ void lint_walk_free(lint_walk *w) {
     free(x->colls);
     lint_clocks_free(&x->clocks);
     lint_race_free(&x->race);
-    ml_vec_free(&x->dyn);
     free(x->found);
     free(x->index);
     free(x->uses);

@@ -46,20 +46,7 @@ void lint_clocks_free(lint_clocks *c) {
     memset(c, 0, sizeof *c);
 }
 
-uint64_t lint_clocks_enqueue(lint_clocks *c, uint32_t stream) {
-    if (stream >= c->n_streams)
-        stream = SCHED_DEFAULT_STREAM;
-    return ++c->seq[stream];
-}
 
-void lint_clocks_record(lint_clocks *c, uint32_t event, uint32_t stream) {
-    if (event >= c->n_events || stream >= c->n_streams)
-        return;
-    uint64_t *ev = &c->event[(size_t)event * c->n_streams];
-    memcpy(ev, &c->clock[(size_t)stream * c->n_streams], c->n_streams * sizeof *ev);
-    ev[stream] = c->seq[stream];
-    c->recorded[event] = true;
-}
 
 static void max_into(uint64_t *dst, const uint64_t *src, uint32_t n) {
     for (uint32_t u = 0; u < n; u++)
@@ -67,12 +54,6 @@ static void max_into(uint64_t *dst, const uint64_t *src, uint32_t n) {
             dst[u] = src[u];
 }
 
-void lint_clocks_wait(lint_clocks *c, uint32_t event, uint32_t stream) {
-    if (event >= c->n_events || stream >= c->n_streams)
-        return;
-    max_into(&c->clock[(size_t)stream * c->n_streams], &c->event[(size_t)event * c->n_streams],
-             c->n_streams);
-}
 
 void lint_clocks_sync(lint_clocks *c, sched_sync_kind kind, uint32_t stream, uint32_t event) {
     switch (kind) {
@@ -93,8 +74,3 @@ void lint_clocks_sync(lint_clocks *c, sched_sync_kind kind, uint32_t stream, uin
     }
 }
 
-bool lint_clocks_done_for_free(const lint_clocks *c, uint32_t u, uint64_t seq) {
-    if (u == SCHED_DEFAULT_STREAM || u >= c->n_streams)
-        return true;   /* stream order: the free comes after it on the same stream */
-    return c->host[u] >= seq || c->clock[(size_t)SCHED_DEFAULT_STREAM * c->n_streams + u] >= seq;
-}

@@ -25,15 +25,41 @@ typedef struct {
 void lint_clocks_init(lint_clocks *c, uint32_t n_streams, uint32_t n_events);
 void lint_clocks_reset(lint_clocks *c);
 void lint_clocks_free(lint_clocks *c);
-uint64_t lint_clocks_enqueue(lint_clocks *c, uint32_t stream);     /* the op's sequence number */
-void lint_clocks_record(lint_clocks *c, uint32_t event, uint32_t stream);
-void lint_clocks_wait(lint_clocks *c, uint32_t event, uint32_t stream);
 void lint_clocks_sync(lint_clocks *c, sched_sync_kind kind, uint32_t stream, uint32_t event);
+/* The ones below are asked for every op that uses a stream, every record, wait and free, every
+ * entry an access meets (lint_race.c): inline, a call costs as much as the question. */
+/* The op's sequence number. */
+static inline uint64_t lint_clocks_enqueue(lint_clocks *c, uint32_t stream) {
+    if (stream >= c->n_streams)
+        stream = SCHED_DEFAULT_STREAM;
+    return ++c->seq[stream];
+}
+static inline void lint_clocks_record(lint_clocks *c, uint32_t event, uint32_t stream) {
+    if (event >= c->n_events || stream >= c->n_streams)
+        return;
+    uint64_t *ev = &c->event[(size_t)event * c->n_streams];
+    const uint64_t *clock = &c->clock[(size_t)stream * c->n_streams];
+    for (uint32_t u = 0; u < c->n_streams; u++)
+        ev[u] = clock[u];
+    ev[stream] = c->seq[stream];
+    c->recorded[event] = true;
+}
+static inline void lint_clocks_wait(lint_clocks *c, uint32_t event, uint32_t stream) {
+    if (event >= c->n_events || stream >= c->n_streams)
+        return;
+    uint64_t *clock = &c->clock[(size_t)stream * c->n_streams];
+    const uint64_t *ev = &c->event[(size_t)event * c->n_streams];
+    for (uint32_t u = 0; u < c->n_streams; u++)
+        if (ev[u] > clock[u])
+            clock[u] = ev[u];
+}
 /* True when the op with sequence number seq on stream u is known complete for a host free that
  * is ordered on the default stream (cudaFreeAsync on it, or the host after a sync). */
-bool lint_clocks_done_for_free(const lint_clocks *c, uint32_t u, uint64_t seq);
-/* The two below are asked for every entry an access meets (lint_race.c), a few per access of a
- * million-op plan: inline, a call costs as much as the question. */
+static inline bool lint_clocks_done_for_free(const lint_clocks *c, uint32_t u, uint64_t seq) {
+    if (u == SCHED_DEFAULT_STREAM || u >= c->n_streams)
+        return true;   /* stream order: the free comes after it on the same stream */
+    return c->host[u] >= seq || c->clock[(size_t)SCHED_DEFAULT_STREAM * c->n_streams + u] >= seq;
+}
 /* The op with sequence number seq on stream u is complete before the next op enqueued on stream
  * s: s waited for it through events, or the host waited for it before enqueueing. */
 static inline bool lint_clocks_ordered(const lint_clocks *c, uint32_t u, uint64_t seq,
@@ -66,11 +92,11 @@ typedef struct {
 /* ---- Races between streams (lint_race.c) -----------------------------------------------------
  * Per buffer, disjoint element segments, each with the last write and the last read per stream
  * since it (an access is one view of one op: op, its sequence number, its stream, which of the
- * op's plan_op_accesses). lint_race_access_check checks one access against them and records it;
- * with report set, the first race found is written into text, the other access into *other (a
- * note at its view) and true is returned. */
+ * op's plan_op_accesses). lint_race_op checks every access of one op against them and records
+ * it; the first race found is copied into a lint_race_found, and only then does lint_race_text
+ * write the message and the note (an op without a race builds no text). */
 typedef struct {
-    const plan_op *op;        /* NULL: none */
+    const plan_op *op;        /* NULL: none (its other fields then mean nothing) */
     uint64_t seq;
     uint32_t stream, view;
 } lint_race_access;
@@ -89,17 +115,36 @@ typedef struct {
 typedef struct {
     lint_race_list *bufs;     /* [n_bufs] */
     uint32_t n_bufs, n_streams;
-    ml_vec dyn;               /* scratch for plan_op_accesses of a compute, for messages */
+    ml_vec acc;               /* scratch for plan_op_accesses of a compute being checked */
+    ml_vec dyn;               /* and of the other access of a race, for its message */
 } lint_race;
+
+/* The first race among an op's accesses: the access (me, its view v, whether it writes) and the
+ * other one, as it was when met, and whether that one writes. */
+typedef struct {
+    lint_race_access me, other;
+    const plan_view *v;
+    bool writes, other_writes;
+} lint_race_found;
 
 void lint_race_init(lint_race *r, uint32_t n_bufs, uint32_t n_streams);
 void lint_race_reset(lint_race *r);
-void lint_race_clear(lint_race *r, uint32_t buf);   /* alloc, free: new memory, nothing before */
 void lint_race_free(lint_race *r);
-bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan *p,
-                            const plan_op *op, uint32_t view, const plan_access *a,
-                            uint32_t stream, uint64_t seq, bool report, char *text, size_t len,
-                            lint_note *other);
+/* alloc, free: new memory, nothing before. Inline: one store, asked twice per buffer. */
+static inline void lint_race_clear(lint_race *r, uint32_t buf) {
+    if (buf < r->n_bufs)
+        r->bufs[buf].n = 0;
+}
+/* Every view op touches (plan_op_accesses of p; NCCL's reduce writes recv on the root only,
+ * rank says whether this is it), run on stream with sequence number seq: checked against the
+ * accesses before it and recorded. Returns whether one races; the first that does into *f (one
+ * race is reported per op). */
+bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank,
+                  const plan_op *op, uint32_t stream, uint64_t seq, lint_race_found *f);
+/* The race lint_race_op found as the error's text, and the other access as its note, at that
+ * access's view. */
+void lint_race_text(lint_race *r, const rank_plan *p, const lint_race_found *f, char *text,
+                    size_t len, lint_note *other);
 
 /* ---- Text ------------------------------------------------------------------------------------- */
 /* "'full'" for a whole view, "'full[768:512]'" otherwise (quotes included). */

@@ -42,12 +42,8 @@ void lint_race_init(lint_race *r, uint32_t n_bufs, uint32_t n_streams) {
     r->n_bufs = n_bufs;
     r->n_streams = n_streams ? n_streams : 1;
     r->bufs = ml_xcalloc(n_bufs ? n_bufs : 1, sizeof *r->bufs);
+    ml_vec_init(&r->acc, sizeof(plan_access));
     ml_vec_init(&r->dyn, sizeof(plan_access));
-}
-
-void lint_race_clear(lint_race *r, uint32_t buf) {
-    if (buf < r->n_bufs)
-        r->bufs[buf].n = 0;
 }
 
 void lint_race_reset(lint_race *r) {
@@ -61,6 +57,7 @@ void lint_race_free(lint_race *r) {
         free(r->bufs[b].reads);
     }
     free(r->bufs);
+    ml_vec_free(&r->acc);
     ml_vec_free(&r->dyn);
     memset(r, 0, sizeof *r);
 }
@@ -117,8 +114,16 @@ static void split(const lint_race *r, lint_race_list *l, uint32_t k, uint64_t at
     l->segs[k + 1].lo = at;
 }
 
+/* An entry is emptied by its op alone (the rest is left as it was: no memset per access), so
+ * two empty entries are the same whatever else they hold. */
 static bool same_access(const lint_race_access *a, const lint_race_access *b) {
-    return a->op == b->op && a->seq == b->seq && a->view == b->view;
+    return a->op == b->op && (!a->op || (a->seq == b->seq && a->view == b->view));
+}
+
+/* Segment k's reads emptied: one store per stream. */
+static void clear_reads(lint_race_access *rd, uint32_t n_streams) {
+    for (uint32_t u = 0; u < n_streams; u++)
+        rd[u].op = NULL;
 }
 
 static bool same_state(const lint_race *r, const lint_race_list *l, uint32_t a, uint32_t b) {
@@ -168,52 +173,56 @@ static void range_text(const sched *s, const plan_view *v, char *buf, size_t len
              (ull)v->count);
 }
 
-/* The race as the error's text, and the other access as its note, at that access's view. */
-static void race_text(lint_race *r, const rank_plan *p, const plan_op *op,
-                      const plan_view *v, bool writes, uint32_t stream,
-                      const lint_race_access *e, bool e_writes, char *out, size_t len,
-                      lint_note *other) {
+void lint_race_text(lint_race *r, const rank_plan *p, const lint_race_found *f, char *out,
+                    size_t len, lint_note *other) {
+    const lint_race_access *e = &f->other;
     const char *other_name;
     const plan_view *ov;
     describe(r, p, e, &other_name, &ov);
     char mine[200], theirs[200];
-    range_text(p->s, v, mine, sizeof mine);
+    range_text(p->s, f->v, mine, sizeof mine);
     range_text(p->s, ov, theirs, sizeof theirs);
-    const char *sn = sched_sym_name(p->s, SYM_STREAM, stream);
+    const char *sn = sched_sym_name(p->s, SYM_STREAM, f->me.stream);
     const char *on = sched_sym_name(p->s, SYM_STREAM, e->stream);
     snprintf(out, len,
              "%s on '%s' %s %s while %s on '%s' %s %s; add record/wait or sync: {stream: %s}",
-             plan_op_name(op), sn, writes ? "writes" : "reads", mine, other_name, on,
-             e_writes ? "writes" : "reads", theirs, on);
+             plan_op_name(f->me.op), sn, f->writes ? "writes" : "reads", mine, other_name, on,
+             f->other_writes ? "writes" : "reads", theirs, on);
     other->mark = plan_view_mark(p->s, e->op, e->view);
     snprintf(other->text, sizeof other->text, "%s on '%.40s' %s %.120s here", other_name, on,
-             e_writes ? "writes" : "reads", theirs);
+             f->other_writes ? "writes" : "reads", theirs);
+}
+
+/* The first race, kept for lint_race_text (lint_race_op adds the access that met it). */
+static bool hit_at(lint_race_found *hit, const lint_race_access *e, bool e_writes) {
+    hit->other = *e;
+    hit->other_writes = e_writes;
+    return true;
 }
 
 /* The conflicts of [lo, hi) with segments [from, to) (they overlap it), and the entries every
- * stream (or the host) has waited for dropped on the way; with report, the first race into text
- * and other. Returns whether one was found. */
-static bool conflicts(lint_race *r, const lint_clocks *c, const rank_plan *p, const plan_op *op,
-                      const plan_view *v, bool writes, uint32_t stream, uint32_t from,
-                      uint64_t hi, bool report, char *text, size_t len, lint_note *other) {
-    lint_race_list *l = &r->bufs[v->buf];
+ * stream (or the host) has waited for dropped on the way; with report, the first race into hit.
+ * Returns whether one was found. An entry that lint_clocks_before_all drops is before this
+ * access too, so the drops change no verdict, only what stays: in a segment inside [lo, hi) a
+ * write then replaces every entry, and a read every read before it (steps 2 and 3 of
+ * other_access), so there only a read's drop of the write is kept. */
+static bool conflicts(lint_race *r, const lint_clocks *c, lint_race_list *l, bool writes,
+                      uint32_t stream, uint32_t from, uint64_t lo, uint64_t hi, bool report,
+                      lint_race_found *hit) {
     bool found = false;
     for (uint32_t k = from; k < l->n && l->segs[k].lo < hi; k++) {
+        bool inside = l->segs[k].lo >= lo && l->segs[k].hi <= hi;
         lint_race_access *w = &l->segs[k].write;
-        if (w->op && lint_clocks_before_all(c, w->stream, w->seq))
-            *w = (lint_race_access){0};
-        if (w->op && !found && report && !before(c, w, stream)) {
-            race_text(r, p, op, v, writes, stream, w, true, text, len, other);
-            found = true;
-        }
+        if (w->op && !(inside && writes) && lint_clocks_before_all(c, w->stream, w->seq))
+            w->op = NULL;
+        if (w->op && !found && report && !before(c, w, stream))
+            found = hit_at(hit, w, true);
         lint_race_access *rd = reads_of(r, l, k);
         for (uint32_t u = 0; u < r->n_streams; u++) {
-            if (rd[u].op && lint_clocks_before_all(c, rd[u].stream, rd[u].seq))
-                rd[u] = (lint_race_access){0};
-            if (rd[u].op && writes && !found && report && !before(c, &rd[u], stream)) {
-                race_text(r, p, op, v, writes, stream, &rd[u], false, text, len, other);
-                found = true;
-            }
+            if (rd[u].op && !inside && lint_clocks_before_all(c, rd[u].stream, rd[u].seq))
+                rd[u].op = NULL;
+            if (rd[u].op && writes && !found && report && !before(c, &rd[u], stream))
+                found = hit_at(hit, &rd[u], false);
         }
     }
     return found;
@@ -235,13 +244,43 @@ static uint32_t cover(const lint_race *r, lint_race_list *l, uint32_t k, uint64_
             uint64_t end = k < l->n && l->segs[k].lo < hi ? l->segs[k].lo : hi;
             insert_at(r, l, k);
             l->segs[k] = (lint_race_seg){.lo = at, .hi = end};
-            memset(reads_of(r, l, k), 0, r->n_streams * sizeof *l->reads);
+            clear_reads(reads_of(r, l, k), r->n_streams);
         }
         at = l->segs[k].hi;
         k++;
     }
     *last = k;
     return first;
+}
+
+/* A write's steps 2 and 3 at once (the segments from k on that overlap [lo, hi) are those of
+ * conflicts): they become the part of segment k before lo, one segment [lo, hi) holding the write
+ * alone, and the part of the last one after hi, each part with its state as it was. cover then 3
+ * would leave the same: its pieces of [lo, hi) all hold this write and no read, touch, and merge
+ * into one; here one move of the segments after them does it. Returns the new segment's index. */
+static uint32_t write_over(const lint_race *r, lint_race_list *l, uint32_t k, uint64_t lo,
+                           uint64_t hi, const lint_race_access *me) {
+    uint32_t e = k;   /* [k, e): the segments that overlap [lo, hi) */
+    while (e < l->n && l->segs[e].lo < hi)
+        e++;
+    bool left = k < e && l->segs[k].lo < lo, right = k < e && l->segs[e - 1].hi > hi;
+    /* segment k stays where it is as the left part; the last one moves, as the right part, with
+     * the segments after it, to just after the new one (k == e - 1 with both parts: it is both) */
+    uint32_t at = k + left, src = right ? e - 1 : e, dst = at + 1;
+    uint32_t n = l->n + dst - src;   /* dst > src by at most 2 */
+    while (n > l->cap)
+        grow(r, l);
+    memmove(&l->segs[dst], &l->segs[src], (l->n - src) * sizeof *l->segs);
+    memmove(reads_of(r, l, dst), reads_of(r, l, src),
+            (size_t)(l->n - src) * r->n_streams * sizeof *l->reads);
+    l->n = n;
+    if (left)
+        l->segs[k].hi = lo;
+    if (right)
+        l->segs[dst].lo = hi;
+    l->segs[at] = (lint_race_seg){.lo = lo, .hi = hi, .write = *me};
+    clear_reads(reads_of(r, l, at), r->n_streams);
+    return at;
 }
 
 /* Merges equal neighbours and drops empty segments, from one before first to one after last. */
@@ -265,60 +304,134 @@ static void merge(const lint_race *r, lint_race_list *l, uint32_t first, uint32_
     }
 }
 
-bool lint_race_access_check(lint_race *r, const lint_clocks *c, const rank_plan *p,
-                            const plan_op *op, uint32_t view, const plan_access *a,
-                            uint32_t stream, uint64_t seq, bool report, char *text, size_t len,
-                            lint_note *other) {
-    const plan_view *v = a->v;
-    if (v->buf == SCHED_NO_SYM || v->buf >= r->n_bufs || !v->count || stream >= r->n_streams)
-        return false;
-    lint_race_list *l = &r->bufs[v->buf];
-    uint64_t lo = v->offset, hi = v->offset + v->count;   /* lint checked the bounds */
-    bool writes = a->write;
-    uint32_t first, last;   /* after 1 and 2: segments [first, last) are [lo, hi) */
-    /* The common cases take a short way with the same outcome: a buffer nothing touched since
-     * its alloc (no segment: [lo, hi) becomes its one segment, where 2 would insert it as a
-     * gap), and an access covering the buffer's one segment exactly (whole views, the usual:
-     * nothing to split). In both, after 3 the one segment holds this access, so it is neither
-     * empty nor has a neighbour: 4 would change nothing. */
-    bool one = l->n == 0 || (l->n == 1 && l->segs[0].lo == lo && l->segs[0].hi == hi);
-
-    /* 1. conflicts, and the host-ordered entries dropped on the way */
-    uint32_t k = one ? 0 : first_after(l, lo);
-    bool found = conflicts(r, c, p, op, v, writes, stream, k, hi, report, text, len, other);
-
-    /* 2. segments exactly covering [lo, hi): split at the ends, fill the gaps */
-    if (!one) {
-        first = cover(r, l, k, lo, hi, &last);
-    } else {
-        if (l->n == 0) {
-            if (!l->cap)   /* insert_at's first growth, without its moves of nothing */
-                grow(r, l);
-            l->segs[0] = (lint_race_seg){.lo = lo, .hi = hi};
-            memset(reads_of(r, l, 0), 0, r->n_streams * sizeof *l->reads);
-            l->n = 1;
+/* The access exactly covers the buffer's one segment (whole views, the usual: nothing to split,
+ * no neighbour to merge), in one pass. The same outcome as conflicts and step 3 of the general
+ * way below: an entry that lint_clocks_before_all drops is also before this access (before all
+ * streams implies before its stream), so dropping it first changes no verdict; a write replaces
+ * every entry anyway, and a read drops every read before it, those included. */
+static bool exact_one(lint_race *r, const lint_clocks *c, lint_race_list *l,
+                      const lint_race_access *me, bool writes, bool report, lint_race_found *hit) {
+    uint32_t s = me->stream;
+    lint_race_access *w = &l->segs[0].write, *rd = l->reads;
+    bool found = false;
+    if (writes) {
+        if (report) {
+            if (w->op && !before(c, w, s))
+                found = hit_at(hit, w, true);
+            for (uint32_t u = 0; u < r->n_streams && !found; u++)
+                if (rd[u].op && !before(c, &rd[u], s))
+                    found = hit_at(hit, &rd[u], false);
         }
-        first = 0, last = 1;
+        *w = *me;
+        clear_reads(rd, r->n_streams);
+        return found;
+    }
+    if (w->op) {
+        if (lint_clocks_before_all(c, w->stream, w->seq))
+            w->op = NULL;
+        else if (report && !before(c, w, s))
+            found = hit_at(hit, w, true);
+    }
+    /* reads ordered before this one say nothing a later write would not learn from it */
+    for (uint32_t u = 0; u < r->n_streams; u++)
+        if (rd[u].op && before(c, &rd[u], s))
+            rd[u].op = NULL;
+    rd[s] = *me;
+    return found;
+}
+
+/* The general way, apart from lint_race_access_check's short ones (the call of those then saves
+ * no registers for this one). */
+static __attribute__((noinline)) bool other_access(lint_race *r, const lint_clocks *c,
+                                                   lint_race_list *l, const lint_race_access *me,
+                                                   uint64_t lo, uint64_t hi, bool writes,
+                                                   bool report, lint_race_found *hit) {
+    uint32_t stream = me->stream;
+    /* 1. conflicts, and the host-ordered entries dropped on the way */
+    uint32_t k = first_after(l, lo);
+    bool found = conflicts(r, c, l, writes, stream, k, lo, hi, report, hit);
+
+    if (writes) {   /* 2 and 3 at once, then 4 */
+        uint32_t at = write_over(r, l, k, lo, hi, me);
+        merge(r, l, at, at + 1);
+        return found;
     }
 
-    /* 3. the new state */
-    lint_race_access me = {.op = op, .seq = seq, .stream = stream, .view = view};
+    /* 2. segments [first, last) exactly covering [lo, hi): split at the ends, fill the gaps */
+    uint32_t last;
+    uint32_t first = cover(r, l, k, lo, hi, &last);
+
+    /* 3. the new state: reads ordered before this one say nothing a later write would not learn
+     * from it */
     for (uint32_t j = first; j < last; j++) {
         lint_race_access *rd = reads_of(r, l, j);
-        if (writes) {
-            l->segs[j].write = me;
-            memset(rd, 0, r->n_streams * sizeof *rd);
-        } else {
-            /* reads ordered before this one say nothing a later write would not learn from it */
-            for (uint32_t u = 0; u < r->n_streams; u++)
-                if (rd[u].op && before(c, &rd[u], stream))
-                    rd[u] = (lint_race_access){0};
-            rd[stream] = me;
-        }
+        for (uint32_t u = 0; u < r->n_streams; u++)
+            if (rd[u].op && before(c, &rd[u], stream))
+                rd[u].op = NULL;
+        rd[stream] = *me;
     }
 
     /* 4. merge equal neighbours and drop empty segments, from one before to one after */
-    if (!one)
-        merge(r, l, first, last);
+    merge(r, l, first, last);
+    return found;
+}
+
+/* One access (me, at view v, of a buffer, with elements, on a stream) checked and recorded;
+ * with report, the first race into *hit. */
+static inline bool access_check(lint_race *r, const lint_clocks *c, const lint_race_access *me,
+                                const plan_view *v, bool writes, bool report,
+                                lint_race_found *hit) {
+    uint32_t stream = me->stream;   /* lint_race_op checked it, the buffer and the count */
+    lint_race_list *l = &r->bufs[v->buf];
+    uint64_t lo = v->offset, hi = v->offset + v->count;   /* lint checked the bounds */
+    /* The common cases take a short way with the same outcome. A buffer nothing touched since
+     * its alloc (no segment): nothing to conflict with, and [lo, hi) becomes its one segment,
+     * where other_access's step 2 would insert it as a gap; after 3 it holds this access, so 4
+     * would change nothing. An access covering the buffer's one segment exactly: exact_one. */
+    if (l->n == 0) {
+        if (!l->cap)   /* insert_at's first growth, without its moves of nothing */
+            grow(r, l);
+        l->segs[0] = (lint_race_seg){.lo = lo, .hi = hi};
+        clear_reads(l->reads, r->n_streams);
+        if (writes)
+            l->segs[0].write = *me;
+        else
+            l->reads[stream] = *me;
+        l->n = 1;
+        return false;
+    }
+    if (l->n == 1 && l->segs[0].lo == lo && l->segs[0].hi == hi)
+        return exact_one(r, c, l, me, writes, report, hit);
+    return other_access(r, c, l, me, lo, hi, writes, report, hit);
+}
+
+bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank,
+                  const plan_op *op, uint32_t stream, uint64_t seq, lint_race_found *f) {
+    if (stream >= r->n_streams)
+        return false;   /* none of its accesses is recorded, none can race */
+    plan_access fixed[PLAN_FIXED_ACCESSES];
+    const plan_access *acc;
+    size_t n = plan_op_accesses(p, op, fixed, &acc, &r->acc);
+    /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
+     * touched, an in-place one only read (it is the send side) */
+    const plan_view *unwritten =
+        op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE && op->u.coll.root != rank
+            ? &op->u.coll.recv : NULL;
+    bool found = false;
+    lint_race_access me = {.op = op, .seq = seq, .stream = stream};
+    for (size_t k = 0; k < n; k++) {
+        const plan_view *v = acc[k].v;
+        bool writes = acc[k].write && v != unwritten;
+        /* no buffer (SCHED_NO_SYM is past every one), or no element: nothing to order */
+        if ((!acc[k].read && !writes) || v->buf >= r->n_bufs || !v->count)
+            continue;
+        me.view = (uint32_t)k;
+        if (access_check(r, c, &me, v, writes, !found, f)) {
+            f->me = me;
+            f->v = v;
+            f->writes = writes;
+            found = true;
+        }
+    }
     return found;
 }

@@ -2,8 +2,9 @@
 /* test_lint_race.c — the race lint (analyzer/lint/lint_race.c): exact texts of a race in each
  * direction, whole views (the short way of one exact segment), the segment bookkeeping at slice
  * boundaries (one element of overlap races, touching slices do not), a read kept after a later
- * write of other elements, `races` off, the copy overlap at lint (bad_inplace, also as an
- * expect_error contract), and init/check as host accesses. The larger corpus is tests/races/
+ * write of other elements, the parts of segments outside a write kept as they were, `races`
+ * off, the copy overlap at lint (bad_inplace, also as an expect_error contract), and init/check
+ * as host accesses. The larger corpus is tests/races/
  * (tests/cli/races.sh). */
 #include "plantest.h"
 
@@ -106,6 +107,34 @@ static void read_survives_unrelated_write(void **state) {
                "  - compute: {reads: [x], stream: s1}\n");
 }
 
+/* A write over part of a segment, or over several with partial ends, replaces what it covers
+ * and leaves the parts outside it as they were (lint_race.c: write_over). s1 reads all of x,
+ * default waits for it and writes x[400:200]: the part after it still holds s1's read alone, so
+ * a write there on s2 races with that read (the note at line 7) when s2 has not waited, and with
+ * nothing when it has. Then default writes x[300:400], across the write of line 11 and into both
+ * parts: x[250:10] still has only s1's read (s2 waited for it), x[650:10] has line 13's write,
+ * which s2 never waited for. */
+static void write_keeps_outside_parts(void **state) {
+#define READ_THEN_WAIT HEAD "  - compute: {reads: [x], stream: s1}\n" \
+                            "  - record: {event: e, stream: s1}\n" \
+                            "  - wait: {event: e}\n"
+    says(READ_THEN_WAIT "  - compute: {writes: [\"x[400:200]\"]}\n"
+                        "  - compute: {writes: [\"x[900:10]\"], stream: s2}\n",
+         "t.yaml:11:25: error: compute on 's2' writes x[900:10] while compute on 's1' reads "
+         "x[0:1000]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:23: note: compute on 's1' reads x[0:1000] here");
+    says(READ_THEN_WAIT "  - wait: {event: e, stream: s2}\n"
+                        "  - compute: {writes: [\"x[400:200]\"]}\n"
+                        "  - compute: {writes: [\"x[900:10]\", \"x[0:10]\"], stream: s2}\n"
+                        "  - compute: {writes: [\"x[300:400]\"]}\n"
+                        "  - compute: {writes: [\"x[250:10]\"], stream: s2}\n"
+                        "  - compute: {writes: [\"x[650:10]\"], stream: s2}\n",
+         "t.yaml:15:25: error: compute on 's2' writes x[650:10] while compute on 'default' "
+         "writes x[300:400]; add record/wait or sync: {stream: default}",
+         "t.yaml:13:25: note: compute on 'default' writes x[300:400] here");
+#undef READ_THEN_WAIT
+}
+
 /* concurrent reads on three streams never race; a write after them races with one of them */
 static void concurrent_reads(void **state) {
     clean(HEAD "  - compute: {reads: [x], stream: s1}\n"
@@ -190,6 +219,7 @@ int main(void) {
         cmocka_unit_test(write_after_read),
         cmocka_unit_test(slice_boundaries),
         cmocka_unit_test(read_survives_unrelated_write),
+        cmocka_unit_test(write_keeps_outside_parts),
         cmocka_unit_test(concurrent_reads),
         cmocka_unit_test(races_off),
         cmocka_unit_test(copy_overlap),
