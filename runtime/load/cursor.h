@@ -26,7 +26,12 @@ typedef struct {
 } ld_entry;
 /* The slots of the last names found or put, checked before hashing: a step names what the
  * steps around it name (`record: {event: grads}` then `wait: {event: grads}`), and these slots
- * are in cache where a big table's (a buffer per layer) mostly are not. */
+ * are in cache where a big table's (a buffer per layer) mostly are not.
+ * Counted on `gen 1000000 training` (this round): 1.60 M lookups hit a recent slot, 0.60 M the
+ * table, 4016 miss; its 4000 buffers fill 8192 slots (192 KiB), so the table stays in cache and
+ * ld_hash_find's cost is its branches. Measured no faster, and not kept: a fingerprint of each
+ * recent name (length, first and last two bytes) compared for all four without a branch each,
+ * a control byte per slot probed before the entry, and hashing first without the recent slots. */
 #define LD_RECENT 4
 typedef struct {
     ld_entry *e;

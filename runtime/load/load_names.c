@@ -224,31 +224,18 @@ static bool value_is_source(const loader *l, size_t offset, size_t *at) {
  * walk the source from the scalar's start alongside the value: a fold matches the blanks and
  * newlines the value has there; an offset inside a fold lands on the text after it. Only the
  * scalar's own text is walked (ld_index_byte finds its start).
- * *is_source: value_is_source's answer, which ld_at keeps too (one count of the scalar's
- * characters rather than two, for a part of every step). */
-static ml_mark scalar_mark(loader *l, size_t offset, bool *is_source) {
+ * A function of its own, apart from scalar_mark's ways out that need no walk: in one function the
+ * compiler kept the mark on the stack for all of them, and those ways out stored half of it and
+ * reloaded it whole, a store-forwarding stall where perf put half of scalar_mark's samples. */
+static __attribute__((noinline)) ml_mark scalar_walk(loader *l, size_t offset) {
     const yaml_event_t *ev = &l->ev;
     yaml_scalar_style_t st = ev->data.scalar.style;
-    ml_mark m = ld_mark(l);
-    /* The start of a plain one-line scalar (most asks: a buffer's name, an expression) is its
-     * mark: value_is_source's answer without its call. */
-    if (offset == 0 && st == YAML_PLAIN_SCALAR_STYLE && ev->start_mark.line == ev->end_mark.line) {
-        *is_source = true;
-        return m;
-    }
     bool dq = st == YAML_DOUBLE_QUOTED_SCALAR_STYLE, sq = st == YAML_SINGLE_QUOTED_SCALAR_STYLE;
     const uint8_t *v = ev->data.scalar.value, *p = (const uint8_t *)l->data;
     size_t vlen = ev->data.scalar.length, n = l->len, i = 0;
     if (offset > vlen)
         offset = vlen;
-    /* Most scalars need no walk (value_is_source): every view takes its mark here, and the
-     * walk's cursor over the input cost 8% of a million-step load. */
-    size_t before;
-    *is_source = value_is_source(l, offset, &before);
-    if (*is_source) {
-        m.col += (uint32_t)(before + (dq || sq));
-        return m;
-    }
+    ml_mark m = ld_mark(l);
     size_t k = ld_index_byte(l, ev->start_mark.index);
     if (dq || sq) {
         k++;
@@ -299,6 +286,29 @@ static ml_mark scalar_mark(loader *l, size_t offset, bool *is_source) {
         i += val;
     }
     return m;
+}
+
+/* Where byte `offset` of the current scalar's value is in the source (scalar_walk where the
+ * value is not its source). *is_source: value_is_source's answer, which ld_at keeps too (one
+ * count of the scalar's characters rather than two, for a part of every step). */
+static ml_mark scalar_mark(loader *l, size_t offset, bool *is_source) {
+    const yaml_event_t *ev = &l->ev;
+    yaml_scalar_style_t st = ev->data.scalar.style;
+    /* The start of a plain one-line scalar (most asks: a buffer's name, an expression) is its
+     * mark: value_is_source's answer without its call. */
+    if (offset == 0 && st == YAML_PLAIN_SCALAR_STYLE && ev->start_mark.line == ev->end_mark.line) {
+        *is_source = true;
+        return ld_mark(l);
+    }
+    /* Most scalars need no walk (value_is_source): every view takes its mark here, and the
+     * walk's cursor over the input cost 8% of a million-step load. */
+    size_t before;
+    *is_source = value_is_source(l, offset, &before);
+    if (!*is_source)
+        return scalar_walk(l, offset);
+    bool quoted = st == YAML_DOUBLE_QUOTED_SCALAR_STYLE || st == YAML_SINGLE_QUOTED_SCALAR_STYLE;
+    ml_mark m = ld_mark(l);
+    return (ml_mark){m.line, m.col + (uint32_t)(before + quoted)};
 }
 
 ml_mark ld_scalar_mark(loader *l, size_t offset) {
