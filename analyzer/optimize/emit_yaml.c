@@ -294,7 +294,7 @@ static void init_keys(writer *w, bool *first, const sched_init *in) {
     case INIT_RANK_IOTA: pair(w, first, "pattern", "rank_iota"); break;
     case INIT_CONST: pair(w, first, "const", ex(in->value)); break;
     case INIT_EXPR: pair(w, first, "expr", ex(in->value)); break;
-    case INIT_COPY: view_pair(w, first, "copy", &in->src); break;
+    case INIT_COPY: view_pair(w, first, "copy", in->src); break;
     case INIT_RANDOM: pair(w, first, "random", ex(in->value)); break;
     case INIT_IDENTITY: pair(w, first, "identity", ml_redops[in->op].name); break;
     }

@@ -12,7 +12,7 @@
 static bool blocks(const opt_node *alloc, uint32_t freed) {
     const sched_step *st = &alloc->st;
     return st->u.alloc.buf == freed ||
-           (st->u.alloc.init.kind == INIT_COPY && st->u.alloc.init.src.buf == freed);
+           (st->u.alloc.init.kind == INIT_COPY && st->u.alloc.init.src->buf == freed);
 }
 
 static bool memory_step(const opt_node *n) {

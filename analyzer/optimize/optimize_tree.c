@@ -86,7 +86,7 @@ void opt_each_view(sched_step *st, opt_view_fn fn, void *ctx) {
     switch (st->kind) {
     case ST_ALLOC:
         if (st->u.alloc.init.kind == INIT_COPY)
-            fn(ctx, &st->u.alloc.init.src);
+            fn(ctx, st->u.alloc.init.src);
         break;
     case ST_COLL:
         fn(ctx, &st->u.coll.send);
@@ -95,7 +95,7 @@ void opt_each_view(sched_step *st, opt_view_fn fn, void *ctx) {
     case ST_INIT:
         fn(ctx, &st->u.init.dst);
         if (st->u.init.init.kind == INIT_COPY)
-            fn(ctx, &st->u.init.init.src);
+            fn(ctx, st->u.init.init.src);
         break;
     case ST_COPY:
         fn(ctx, &st->u.copy.src);
@@ -135,6 +135,14 @@ void opt_unshare(opt_ctx *c, opt_node *n) {
             memcpy(w, st->u.compute.writes, nw * sizeof *w);
         st->u.compute.reads = r;
         st->u.compute.writes = w;
+    } else if ((st->kind == ST_ALLOC || st->kind == ST_INIT) &&
+               (st->kind == ST_ALLOC ? st->u.alloc.init.kind : st->u.init.init.kind) == INIT_COPY) {
+        /* a copy's source view is by pointer (sched_init.src): a rewrite must not reach the
+         * steps this one was copied from */
+        sched_view **src = st->kind == ST_ALLOC ? &st->u.alloc.init.src : &st->u.init.init.src;
+        sched_view *v = ml_arena_alloc(c->arena, sizeof *v);
+        *v = **src;
+        *src = v;
     }
 }
 

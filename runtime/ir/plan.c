@@ -302,7 +302,7 @@ static int expand_alloc(expander *x, const sched_step *st) {
     op->u.init.dst = (plan_view){.buf = st->u.alloc.buf, .offset = 0, .count = count,
                                  .dtype = st->u.alloc.dtype, .whole = true};
     if (st->u.alloc.init.kind == INIT_COPY)
-        return resolve_view(x, &st->u.alloc.init.src, &op->u.init.src);
+        return resolve_view(x, st->u.alloc.init.src, &op->u.init.src);
     return 0;
 }
 
@@ -541,7 +541,7 @@ static int expand_step(expander *x, const sched_step *st) {
         if (!(op = emit(x, OP_INIT, st)) || resolve_view(x, &st->u.init.dst, &op->u.init.dst) < 0)
             return -1;
         if (st->u.init.init.kind == INIT_COPY)
-            return resolve_view(x, &st->u.init.init.src, &op->u.init.src);
+            return resolve_view(x, st->u.init.init.src, &op->u.init.src);
         return 0;
     case ST_COPY:
         if (!(op = emit(x, OP_COPY, st)))
@@ -827,8 +827,8 @@ const sched_view *plan_sched_view(const plan_op *op, uint32_t k) {
         return &st->u.scale.buf;
     case OP_INIT:
         if (st->kind == ST_INIT)
-            return k ? &st->u.init.init.src : &st->u.init.dst;
-        return k ? &st->u.alloc.init.src : NULL;
+            return k ? st->u.init.init.src : &st->u.init.dst;
+        return k ? st->u.alloc.init.src : NULL;
     case OP_CHECK: {
         const sched_operand *o = k ? &st->u.check->b : &st->u.check->a;
         return o->kind == OPD_VIEW ? &o->view : NULL;
@@ -854,7 +854,8 @@ ml_mark plan_view_mark(const sched *s, const plan_op *op, uint32_t k) {
     case OP_INIT:
         if (st->kind != ST_INIT && !k)
             return sched_part_mark(s, st, SCHED_AT_BUF);
-        return plan_sched_view(op, k)->mark;
+        /* an init that copies nothing has no source view: the zero mark its inline view had */
+        return plan_sched_view(op, k) ? plan_sched_view(op, k)->mark : (ml_mark){0};
     case OP_CHECK:
         return operand_mark(k ? &st->u.check->b : &st->u.check->a);
     case OP_COMPUTE: {
@@ -989,7 +990,7 @@ static bool step_uses_rank(rank_memo *m, const sched_step *st) {
     case ST_ALLOC:
         return uses_rank(m, st->u.alloc.bytes) || uses_rank(m, st->u.alloc.count) ||
                uses_rank(m, st->u.alloc.chunks) ||
-               (st->u.alloc.init.kind == INIT_COPY && view_uses_rank(m, &st->u.alloc.init.src));
+               (st->u.alloc.init.kind == INIT_COPY && view_uses_rank(m, st->u.alloc.init.src));
     case ST_RELEASE:
         return uses_rank(m, st->u.release.keep);
     case ST_COLL:
@@ -1004,7 +1005,7 @@ static bool step_uses_rank(rank_memo *m, const sched_step *st) {
         return steps_use_rank(m, st->u.group.steps, st->u.group.n);
     case ST_INIT:
         return view_uses_rank(m, &st->u.init.dst) ||
-               (st->u.init.init.kind == INIT_COPY && view_uses_rank(m, &st->u.init.init.src));
+               (st->u.init.init.kind == INIT_COPY && view_uses_rank(m, st->u.init.init.src));
     case ST_COPY:
         return view_uses_rank(m, &st->u.copy.src) || view_uses_rank(m, &st->u.copy.dst);
     case ST_SCALE:

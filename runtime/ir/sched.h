@@ -51,9 +51,13 @@ typedef enum {
 
 typedef struct {
     sched_init_kind kind;
-    ml_redop op;          /* IDENTITY (next to kind: no padding, 56 bytes not 64) */
+    ml_redop op;          /* IDENTITY (next to kind: no padding) */
     expr *value;          /* CONST value, EXPR body, RANDOM seed */
-    sched_view src;       /* COPY */
+    /* COPY: the source view, an arena object of its own; NULL for every other kind. By pointer:
+     * inline, its 32 bytes made alloc the biggest member of a step (every step 120 bytes, not
+     * 112), for the copies that few inits are. Unlike init by pointer (tried before: an arena
+     * object per alloc with any init), only a copy pays an allocation. */
+    sched_view *src;
     ml_mark mark;
 } sched_init;
 
@@ -105,6 +109,9 @@ extern const char *const sched_step_names[ST_KIND_COUNT];  /* schedule keys: "al
 
 typedef enum { SYNC_DEVICE, SYNC_STREAM, SYNC_EVENT } sched_sync_kind;
 
+_Static_assert(COLL_COUNT <= UINT16_MAX && RED_COUNT <= UINT16_MAX,
+               "a step's collective and reduction op are two bytes each (sched_step.u.coll)");
+
 typedef struct sched_step sched_step;
 struct sched_step {
     sched_step_kind kind;
@@ -119,10 +126,9 @@ struct sched_step {
             expr *bytes;          /* exactly one of bytes / count is set */
             expr *count;          /* elements of dtype */
             expr *chunks;         /* NULL: one allocation; else N physical chunks (VMM) */
-            /* Inline, though it makes alloc the biggest member (steps 120 bytes, 112 without):
-             * by pointer, with the kind kept beside it, a million training steps took 4.9 MB less
-             * RSS but loaded 0.7-0.9% slower (one arena object per alloc with init, its pages
-             * faulted one by one) and predicted no faster. */
+            /* Inline (32 bytes: a copy's source view is by pointer). By pointer, with the kind
+             * kept beside it, a million training steps took 4.9 MB less RSS but loaded 0.7-0.9%
+             * slower (one arena object per alloc with init, its pages faulted one by one). */
             sched_init init;
             uint32_t stream;      /* the current stream at the allocation: PyTorch's allocator
                                      keeps a pool per stream (the torch view); default 0 */
@@ -141,11 +147,14 @@ struct sched_step {
             uint32_t stream;
         } record_stream;
         struct {
-            ml_coll coll;
-            ml_redop op;              /* has_op collectives; default sum */
+            /* An ml_coll and an ml_redop in two bytes each, so that stream fits beside them: 80
+             * bytes, not 88, and with the copy source by pointer (sched_init.src) no member is
+             * bigger, so every step is 104 bytes, not 112. */
+            uint16_t coll;            /* ml_coll */
+            uint16_t op;              /* ml_redop: has_op collectives; default sum */
+            uint32_t stream;
             sched_view send, recv;    /* `buf:` sets both to the same view (always for p2p) */
             expr *root;               /* has_root collectives; send/recv: the peer */
-            uint32_t stream;
         } coll;
         struct {
             sched_sync_kind kind;
@@ -196,8 +205,8 @@ struct sched_step {
             expr *time_us;        /* NULL or its duration in microseconds (the time model) */
             expr *flops;          /* NULL or its floating-point operations (time = flops / rate) */
         } compute;
-        sched_check *check;       /* by pointer: inline it would make every step 312
-                                     bytes, not 120 (a 1M-step schedule is 1M steps) */
+        sched_check *check;       /* by pointer: inline it would make every step about 300
+                                     bytes, not 104 (a 1M-step schedule is 1M steps) */
         struct {
             sched_error_code error;
             sched_step *step;     /* exactly one step, which must fail with `error` */
@@ -210,7 +219,7 @@ struct sched_step {
 /* Where the parts of a step are written, for diagnostics at the offending character: the buffer
  * name of an alloc, release or record_stream, and the text of its expressions. Views and free
  * names keep their own marks (sched_view.mark, free.marks). A side table in source order, not a
- * field of every step: steps stay 120 bytes and the table, 20 bytes a part, is read only when a
+ * field of every step: steps stay 104 bytes and the table, 20 bytes a part, is read only when a
  * diagnostic is made (sched_part_mark). */
 typedef enum {
     SCHED_AT_BUF,         /* alloc / release / record_stream: the buffer's name */

@@ -117,7 +117,8 @@ int ld_init_key(loader *l, int which, sched_init *init, ml_mark key_mark) {
         return ld_expr(l, CTX_INDEX, "expr", &init->value);
     case INIT_KEY_COPY:
         init->kind = INIT_COPY;
-        return ld_view(l, "copy", &init->src);
+        init->src = ml_arena_alloc(l->a, sizeof *init->src);
+        return ld_view(l, "copy", init->src);
     case INIT_KEY_RANDOM:
         init->kind = INIT_RANDOM;
         return ld_expr(l, CTX_PLAIN, "random", &init->value);

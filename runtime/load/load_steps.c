@@ -162,7 +162,14 @@ static int coll_value(loader *l, int key, void *obj) {
     case CKEY_BUF: return ld_view(l, "buf", &co->send);
     case CKEY_SEND: return ld_view(l, "send", &co->send);
     case CKEY_RECV: return ld_view(l, "recv", &co->recv);
-    case CKEY_OP: ld_at(l, c->st, SCHED_AT_OP); return ld_redop(l, &co->op);
+    case CKEY_OP: {
+        ld_at(l, c->st, SCHED_AT_OP);
+        ml_redop op;
+        if (ld_redop(l, &op))
+            return -1;
+        co->op = (uint16_t)op;
+        return 0;
+    }
     case CKEY_ROOT: ld_at(l, c->st, SCHED_AT_ROOT); return ld_expr(l, CTX_PLAIN, "root", &co->root);
     default: return stream_of(l, &co->stream);
     }
@@ -711,7 +718,7 @@ int ld_step(loader *l, sched_step *st) {
 }
 
 /* A list of steps, built in a growing array that the schedule then owns. A million steps are
- * 120 MB: the array's pages are populated a little ahead of the steps written (pages.h). */
+ * 104 MB: the array's pages are populated a little ahead of the steps written (pages.h). */
 #define STEPS_AHEAD (((size_t)2 << 20) / sizeof(sched_step))
 int ld_steps(loader *l, const char *what, sched_step **out, uint32_t *n) {
     if (ld_want(l, YAML_SEQUENCE_START_EVENT, what))

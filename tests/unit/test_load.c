@@ -669,13 +669,50 @@ static void test_part_marks(void **state) {
     ml_diags_free(&d);
 }
 
+/* A step is 104 bytes (sched.h): an init's copy source is an arena view of its own, NULL for the
+ * inits that copy nothing, and a collective's op and kind are two bytes each. The copy's view
+ * keeps its text's marks: src[1 : 2] starts at column 47 of line 4 (after the quote), its
+ * offset's text at 51 (the byte after '['), its count's at 54 (after ':'): 4 and 7 after it. */
+static void test_compact_steps(void **state) {
+    (void)state;
+    static const char yaml[] =
+        "steps:\n"                                                          /* 1 */
+        "  - alloc: {buf: src, count: 4, init: {const: 7}}\n"               /* 2 */
+        "  - alloc: {buf: dst, count: 2, init: {copy: \"src[1 : 2]\"}}\n"   /* 3 */
+        "  - reduce_scatter: {send: src, recv: dst, op: max, stream: s}\n"; /* 4 */
+    ml_diags d;
+    ml_diags_init(&d);
+    static const char with_stream[] = "streams: [s]\n";
+    char text[sizeof with_stream + sizeof yaml];
+    snprintf(text, sizeof text, "%s%s", with_stream, yaml);
+    sched *s = sched_load_buffer("t.yaml", text, strlen(text), NULL, &d);
+    assert_non_null(s);
+    assert_true(sizeof(sched_step) <= 104);
+    const sched_step *st = s->plans[0].steps;
+    assert_int_equal(st[0].u.alloc.init.kind, INIT_CONST);
+    assert_null(st[0].u.alloc.init.src);
+    const sched_view *v = st[1].u.alloc.init.src;
+    assert_int_equal(st[1].u.alloc.init.kind, INIT_COPY);
+    assert_non_null(v);
+    assert_int_equal(v->buf, st[0].u.alloc.buf);
+    assert_mark(v->mark, 4, 47);   /* line 4: the streams line comes first */
+    assert_int_equal(v->offset_col, 4);
+    assert_int_equal(v->count_col, 7);
+    assert_int_equal(st[2].u.coll.coll, COLL_REDUCE_SCATTER);
+    assert_int_equal(st[2].u.coll.op, RED_MAX);
+    assert_int_equal(st[2].u.coll.stream, 1);   /* stream 0 is "default" */
+    assert_int_equal(st[2].u.coll.recv.buf, st[1].u.alloc.buf);
+    sched_free(s);
+    ml_diags_free(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seed_schedule),  cmocka_unit_test(test_plans_and_sweep),
         cmocka_unit_test(test_eval_lets_and_set), cmocka_unit_test(test_bad_schedules),
         cmocka_unit_test(test_deep_nesting),   cmocka_unit_test(test_limits),
         cmocka_unit_test(test_many_steps),     cmocka_unit_test(test_load_file),
-        cmocka_unit_test(test_part_marks),     cmocka_unit_test(test_names_after_regrowth),
+        cmocka_unit_test(test_part_marks),     cmocka_unit_test(test_compact_steps),     cmocka_unit_test(test_names_after_regrowth),
         cmocka_unit_test(test_names_same_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
