@@ -124,8 +124,12 @@ static int free_parse(loader *l, sched_step *st) {
     }
     uint32_t n = (uint32_t)l->scratch.n;
     st->u.free.n = n;
-    st->u.free.bufs = ml_arena_alloc(l->a, n * sizeof(uint32_t));
-    st->u.free.marks = ml_arena_alloc(l->a, n * sizeof(ml_mark));
+    /* The marks and the names in one arena object, marks first (both 4-byte aligned): the arena
+     * rounds every object to 16 bytes, so `free: x` takes 16, not 32 (3 of every 20 of gen
+     * training's steps are frees). */
+    _Static_assert(_Alignof(ml_mark) >= _Alignof(uint32_t), "free.bufs follows free.marks");
+    st->u.free.marks = ml_arena_alloc(l->a, n * (sizeof(ml_mark) + sizeof(uint32_t)));
+    st->u.free.bufs = (uint32_t *)(st->u.free.marks + n);
     for (uint32_t k = 0; k < n; k++) {
         st->u.free.bufs[k] = ML_VEC_AT(&l->scratch, ld_named, k).sym;
         st->u.free.marks[k] = ML_VEC_AT(&l->scratch, ld_named, k).mark;
