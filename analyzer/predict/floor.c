@@ -359,22 +359,32 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
 /* The record lives while every other rank runs and is RSS: on gen 1000000 training (100,000
  * varying ops, 50,000 shard-of-rank reduce_scatters) 88-byte events, 40-byte sets and rank 0's
  * accesses made it 31 MB, 310 B/step against 280 without it. So it keeps only what the other
- * ranks cannot work out: an event per varying op (24 bytes), each set as its buffer and two
- * range counts (its place in the pool and its total follow from the counts: the events, sets
- * and pool are read in the order they were written), the ranges. */
+ * ranks cannot work out: a 16-byte event per varying op, each set as its buffer and two range
+ * counts (its place in the pool and its total follow from the counts: the events, sets and pool
+ * are read in the order they were written), and the ranges of a set only where they are not
+ * those last kept for its buffer (SHARE_AGAIN: the optimizer's write leaves its parameters'
+ * set as the all_gather after it left it, before and after the write). 4.4 MB there. */
 typedef struct {
     uint32_t buf;
-    uint8_t n[2];             /* its ranges (at most FLOOR_MAX_RANGES): before the op, after */
-} share_set;
+    uint8_t n[2];             /* its ranges (at most FLOOR_MAX_RANGES) or SHARE_AGAIN: before */
+} share_set;                  /* the op, after it */
+
+#define SHARE_AGAIN UINT8_MAX
+
+/* Where the ranges last kept for a buffer are: floor_share.pool[at, at + n). */
+typedef struct {
+    size_t at;
+    uint32_t n;
+} share_last;
 
 typedef struct {
     uint64_t total;           /* the running total before the op (the needs after it) */
     uint32_t op;              /* within 2^32 (floor_share.ok) */
-    /* a compute: where its views are (plan_compute_views), so that the other ranks read them
-     * and not the op (a cache miss each, at a million ops); n_reads + n_writes 0: not one */
-    uint32_t first_view;
-    uint16_t n;               /* its buffers' sets, after the last event's in floor_share.sets */
-    uint16_t n_reads, n_writes;
+    uint8_t n;                /* its buffers' sets, after the last event's in floor_share.sets */
+    /* a compute (n_reads + n_writes > 0: a compute's event has an access): its views'
+     * counts; where they are is the next of floor_share.views (plan_compute_views), so that
+     * the other ranks read them and not the op (a cache miss each, at a million ops) */
+    uint8_t n_reads, n_writes;
 } share_event;
 
 struct floor_share {
@@ -391,6 +401,9 @@ struct floor_share {
      * and ml_vec_push's zeroing and call were a third of the recording's cost */
     share_event *events;      /* in backward order */
     size_t n_events, cap_events;
+    uint32_t *views;          /* the compute events' first views, in their order */
+    size_t n_views, cap_views;
+    share_last *last;         /* while recording: by buffer */
     share_set *sets;
     size_t n_sets, cap_sets;
     range *pool;
@@ -402,6 +415,8 @@ static void share_free(floor_share *s) {
     if (!s)
         return;
     free(s->events);
+    free(s->views);
+    free(s->last);
     free(s->sets);
     free(s->pool);
     free(s->shard);
@@ -420,13 +435,34 @@ static void share_grow(void **a, size_t *cap, size_t need, size_t size) {
     *cap = c;
 }
 
-/* Copies set r's ranges into the pool; how many. */
-static uint8_t share_keep(floor_share *s, const range_set *r) {
+/* Keeps set r of buffer buf: SHARE_AGAIN where its ranges are those last kept for buf, else
+ * copies them into the pool and says how many. */
+static uint8_t share_keep(floor_share *s, uint32_t buf, const range_set *r) {
+    share_last *l = &s->last[buf];
+    if (r->n && l->n == r->n && !memcmp(s->pool + l->at, r->r, r->n * sizeof *r->r))
+        return SHARE_AGAIN;
     share_grow((void **)&s->pool, &s->cap_pool, s->n_pool + r->n, sizeof *s->pool);
-    if (r->n)
+    if (r->n) {
         memcpy(s->pool + s->n_pool, r->r, r->n * sizeof *r->r);
+        *l = (share_last){s->n_pool, r->n};
+    }
     s->n_pool += r->n;
     return (uint8_t)r->n;   /* at most FLOOR_MAX_RANGES between ops (set_add squeezes) */
+}
+
+/* The ranges a kept set of buf names (n: share_set.n[k]), the pool read in order from *at;
+ * last by buffer as share_keep left it when it kept this set. */
+static const range *share_ranges(const floor_share *s, share_last *last, uint32_t buf, uint8_t n,
+                                 size_t *at, uint32_t *count) {
+    if (n == SHARE_AGAIN) {
+        *count = last[buf].n;
+        return s->pool + last[buf].at;
+    }
+    if (n)
+        last[buf] = (share_last){*at, n};
+    *count = n;
+    *at += n;
+    return s->pool + *at - n;
 }
 
 /* A new event for varying op, its buffers (those of fa[0..m), each once, in order) with their
@@ -436,7 +472,7 @@ static share_event *share_before(floor_share *s, const floor_state *f, const flo
     share_grow((void **)&s->events, &s->cap_events, s->n_events + 1, sizeof *s->events);
     share_event *e = &s->events[s->n_events++];
     *e = (share_event){.total = f->total, .op = (uint32_t)op};
-    s->ok = s->ok && op <= UINT32_MAX && m <= UINT16_MAX;
+    s->ok = s->ok && op <= UINT32_MAX && m < UINT8_MAX;
     for (size_t k = 0; k < m; k++) {
         bool seen = false;
         for (size_t j = 0; j < k && !seen; j++)
@@ -446,7 +482,7 @@ static share_event *share_before(floor_share *s, const floor_state *f, const flo
         share_grow((void **)&s->sets, &s->cap_sets, s->n_sets + 1, sizeof *s->sets);
         share_set *ss = &s->sets[s->n_sets++];
         ss->buf = fa[k].buf;
-        ss->n[0] = share_keep(s, &f->need[fa[k].buf]);
+        ss->n[0] = share_keep(s, ss->buf, &f->need[ss->buf]);
         e->n++;
     }
     s->max_sets = e->n > s->max_sets ? e->n : s->max_sets;
@@ -457,7 +493,7 @@ static share_event *share_before(floor_share *s, const floor_state *f, const flo
 static void share_after(floor_share *s, const floor_state *f) {
     const share_event *e = &s->events[s->n_events - 1];
     for (size_t k = s->n_sets - e->n; k < s->n_sets; k++)
-        s->sets[k].n[1] = share_keep(s, &f->need[s->sets[k].buf]);
+        s->sets[k].n[1] = share_keep(s, s->sets[k].buf, &f->need[s->sets[k].buf]);
 }
 
 /* The pass's choice: the largest B, at the first op that has it (the end: SIZE_MAX, last). */
@@ -527,11 +563,13 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
         uint64_t here;
         ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
         if (ev && op->kind == OP_COMPUTE) {
-            rec->ok = rec->ok && op->u.compute.n_reads <= UINT16_MAX &&
-                      op->u.compute.n_writes <= UINT16_MAX;
-            ev->first_view = op->u.compute.first_view;
-            ev->n_reads = (uint16_t)op->u.compute.n_reads;
-            ev->n_writes = (uint16_t)op->u.compute.n_writes;
+            rec->ok = rec->ok && op->u.compute.n_reads <= UINT8_MAX &&
+                      op->u.compute.n_writes <= UINT8_MAX;
+            ev->n_reads = (uint8_t)op->u.compute.n_reads;
+            ev->n_writes = (uint8_t)op->u.compute.n_writes;
+            share_grow((void **)&rec->views, &rec->cap_views, rec->n_views + 1,
+                       sizeof *rec->views);
+            rec->views[rec->n_views++] = op->u.compute.first_view;
         }
         if (shard)   /* every rank's B here (the premise makes the sets rank 0's) */
             for (int r = 0; r < rec->world; r++)
@@ -559,6 +597,8 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
     free(scratch.r);
     ml_vec_free(&dyn);
     if (rec) {
+        free(rec->last);   /* floor_rank_shared keeps its own */
+        rec->last = NULL;
         rec->n_ops = p->n_ops;
         rec->ok = rec->ok && best <= ML_BYTES_MAX;
     }
@@ -580,6 +620,7 @@ uint64_t floor_rank_record(const rank_plan *p, floor_forward *fw, const size_t *
     /* sized for the usual event (an op of vary with two buffers of a range or two each):
      * growing by copies cost a tenth of the recording pass at 100,000 steps */
     share_grow((void **)&s->events, &s->cap_events, n_vary + 64, sizeof *s->events);
+    s->last = ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *s->last);
     share_grow((void **)&s->sets, &s->cap_sets, 2 * n_vary + 64, sizeof *s->sets);
     share_grow((void **)&s->pool, &s->cap_pool, 4 * n_vary + 64, sizeof *s->pool);
     return floor_pass(p, fw, fw->share, vary, n_vary, at_op);
@@ -622,20 +663,23 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
     ml_vec dyn;
     ml_vec_init(&dyn, sizeof(plan_access));
     bool same = true;
-    const share_set *sets = s->sets;   /* the next event's, and its ranges in the pool */
-    const range *pool = s->pool;
+    const share_set *sets = s->sets;   /* the next event's, its ranges from pool[at] */
+    const uint32_t *views = s->views;  /* the next compute event's */
+    size_t at = 0;
+    share_last *last = ml_xcalloc(f.n_bufs + 1, sizeof *last);
     for (size_t k = 0; k < s->n_events && same; k++) {
         const share_event *e = &s->events[k];
         for (size_t j = 0; j < e->n; j++) {
-            share_load(pool, sets[j].n[0], slots + j * SHARE_SLOT, &f.need[sets[j].buf]);
-            pool += sets[j].n[0];
+            uint32_t nr;
+            const range *r = share_ranges(s, last, sets[j].buf, sets[j].n[0], &at, &nr);
+            share_load(r, nr, slots + j * SHARE_SLOT, &f.need[sets[j].buf]);
         }
         f.total = e->total;
         bool compute = e->n_reads + e->n_writes > 0;
         const plan_op *op = &p->ops[e->op];   /* read only where not a compute */
         plan_access fixed[PLAN_FIXED_ACCESSES];
         const plan_access *acc;
-        size_t n = compute ? plan_compute_accesses(p->extra_views + e->first_view, e->n_reads,
+        size_t n = compute ? plan_compute_accesses(p->extra_views + *views++, e->n_reads,
                                                    e->n_writes, &acc, &dyn)
                            : plan_op_accesses(p, op, fixed, &acc, &dyn);
         if (n > fa_cap) {
@@ -662,9 +706,9 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
             apply_accesses(&f, fa, m);
             for (size_t j = 0; j < e->n && same; j++) {
                 const range_set *r = &f.need[sets[j].buf];
-                same = r->n == sets[j].n[1] &&
-                       (!r->n || !memcmp(r->r, pool, r->n * sizeof *r->r));
-                pool += sets[j].n[1];
+                uint32_t nr;
+                const range *want = share_ranges(s, last, sets[j].buf, sets[j].n[1], &at, &nr);
+                same = r->n == nr && (!nr || !memcmp(r->r, want, nr * sizeof *want));
             }
         }
         for (size_t j = 0; j < e->n; j++)
@@ -672,6 +716,7 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
         sets += e->n;
     }
     free(fa);
+    free(last);
     free(slots);
     free(f.need);
     free(scratch.r);
