@@ -343,8 +343,8 @@ static void floor_short_way(void **state) {
          * slice of x, all needed already: 256, the first op with the ranks' 256. The scale
          * moves on each rank and is redone; the sets after it (x whole) are rank 0's. */
         {cases[4].yaml, true, {320, 256, 256, 256}, {3, 2, 2, 2}},
-        /* offsets_only_fsdp: the all_gather's send slice lies in its recv, which it reads
-         * (share_norm); the optimizer's slice is written, not read (share_same_changes) */
+        /* offsets_only_fsdp: the all_gather's send slice lies in its recv, which it reads, and
+         * the optimizer's slice is written, not read: each rank's sets after them are rank 0's */
         {cases[1].yaml, true, {0}, {0}},
         /* offsets_move_the_floor: the compute's read x[rank : 16] leaves other bytes needed on
          * each rank: the whole pass, floors 128 on rank 0 and 192 on the others */
