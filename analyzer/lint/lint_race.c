@@ -205,10 +205,11 @@ static bool hit_at(lint_race_found *hit, const lint_race_access *e, bool e_write
  * Returns whether one was found. An entry that lint_clocks_before_all drops is before this
  * access too, so the drops change no verdict, only what stays: in a segment inside [lo, hi) a
  * write then replaces every entry, and a read every read before it (steps 2 and 3 of
- * other_access), so there only a read's drop of the write is kept. */
-static bool conflicts(lint_race *r, const lint_clocks *c, lint_race_list *l, bool writes,
-                      uint32_t stream, uint32_t from, uint64_t lo, uint64_t hi, bool report,
-                      lint_race_found *hit) {
+ * other_access), so there only a read's drop of the write is kept. Inlined into other_access's
+ * two calls (gcc put it out of line once there were two: a call per access). */
+static inline __attribute__((always_inline)) bool
+conflicts(lint_race *r, const lint_clocks *c, lint_race_list *l, bool writes, uint32_t stream,
+          uint32_t from, uint64_t lo, uint64_t hi, bool report, lint_race_found *hit) {
     bool found = false;
     for (uint32_t k = from; k < l->n && l->segs[k].lo < hi; k++) {
         bool inside = l->segs[k].lo >= lo && l->segs[k].hi <= hi;
@@ -444,37 +445,39 @@ bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int ra
         return false;   /* none of its accesses is recorded, none can race */
     bool found = false;
     lint_race_access me = {.op = op, .seq = seq, .stream = stream};
-    if (op->kind == OP_COMPUTE) {
-        /* its views as they are (reads, then writes: plan_op_accesses' order, each read or
-         * written), without an array of accesses written per compute to be read back */
-        uint32_t nr, nw;
-        const plan_view *v = plan_compute_views(p, op, &nr, &nw);
-        for (uint32_t k = 0; k < nr + nw; k++) {
-            if (v[k].buf >= r->n_bufs || !v[k].count)
-                continue;
-            me.view = k;
-            if (access_check(r, c, &me, &v[k], k >= nr, !found, f)) {
-                f->me = me;
-                f->v = &v[k];
-                f->writes = k >= nr;
-                found = true;
-            }
-        }
-        return found;
-    }
+    /* A compute's views as they are (reads, then writes: plan_op_accesses' order, each read or
+     * written), without an array of accesses written per compute to be read back; the other
+     * ops' few from plan_op_accesses. One loop, so access_check is inlined once (twice, gcc
+     * put exact_one and conflicts out of line, a call per access: more than it saved). */
     plan_access fixed[PLAN_FIXED_ACCESSES];
-    const plan_access *acc;
-    size_t n = plan_op_accesses(p, op, fixed, &acc, &r->acc);
-    /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
-     * touched, an in-place one only read (it is the send side) */
-    const plan_view *unwritten =
-        op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE && op->u.coll.root != rank
-            ? &op->u.coll.recv : NULL;
+    const plan_access *acc = NULL;
+    const plan_view *cv = NULL, *unwritten = NULL;
+    uint32_t nr = 0, nw = 0;
+    size_t n;
+    if (op->kind == OP_COMPUTE) {
+        cv = plan_compute_views(p, op, &nr, &nw);
+        n = (size_t)nr + nw;
+    } else {
+        n = plan_op_accesses(p, op, fixed, &acc, &r->acc);
+        /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
+         * touched, an in-place one only read (it is the send side) */
+        if (op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE && op->u.coll.root != rank)
+            unwritten = &op->u.coll.recv;
+    }
     for (size_t k = 0; k < n; k++) {
-        const plan_view *v = acc[k].v;
-        bool writes = acc[k].write && v != unwritten;
+        const plan_view *v;
+        bool writes;
+        if (cv) {
+            v = &cv[k];
+            writes = k >= nr;
+        } else {
+            v = acc[k].v;
+            writes = acc[k].write && v != unwritten;
+            if (!acc[k].read && !writes)
+                continue;
+        }
         /* no buffer (SCHED_NO_SYM is past every one), or no element: nothing to order */
-        if ((!acc[k].read && !writes) || v->buf >= r->n_bufs || !v->count)
+        if (v->buf >= r->n_bufs || !v->count)
             continue;
         me.view = (uint32_t)k;
         if (access_check(r, c, &me, v, writes, !found, f)) {
