@@ -350,56 +350,67 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
  * varying ops, on rank 0's sets before each, with its own views and rank, and checks the
  * premise against rank 0's sets after each. Where it fails (an offset that changes what is
  * needed afterwards: test_compact.c's offsets_move_the_floor) the rank takes the whole pass.
+ * A shard-of-rank collective whose views do not vary reads the rank alone, in its in-place
+ * share, from sets that are rank 0's wherever the premise holds: rank 0's pass works out its
+ * B for every rank of the world at once and keeps each rank's largest (no event, no set).
  * On the training schedule of tests/bench/gen.c 3 ops in 22 vary and the premise holds: the
  * optimizer's slice is written, not read, and the all_gather reads the whole buffer. */
 
-/* Indices into the record's arrays are 32 bits (the record holds an event per varying op, and
- * at a million ops its size is RSS: 35 MB on gen 1000000 training, where the floor's functions
- * took 247 perf samples at 4000 Hz for its 4 ranks, 340 by 4 whole passes); one past 2^32-1
- * turns the record off (floor_share.ok). */
+/* The record lives while every other rank runs and is RSS: on gen 1000000 training (100,000
+ * varying ops, 50,000 shard-of-rank reduce_scatters) 88-byte events, 40-byte sets and rank 0's
+ * accesses made it 31 MB, 310 B/step against 280 without it. So it keeps only what the other
+ * ranks cannot work out: a 16-byte event per varying op, each set as its buffer and two range
+ * counts (its place in the pool and its total follow from the counts: the events, sets and pool
+ * are read in the order they were written), and the ranges of a set only where they are not
+ * those last kept for its buffer (SHARE_AGAIN: the optimizer's write leaves its parameters'
+ * set as the all_gather after it left it, before and after the write, and gen.c's thousand
+ * group names bring the same sets back: 2,000 ranges kept of 200,000). 3 MB there, 282 B/step;
+ * floor_rank_shared redoes each varying op where it compared rank 0's accesses, 5 M more
+ * instructions of predict's 1,654 M at 100,000 steps (callgrind). */
 typedef struct {
     uint32_t buf;
-    uint32_t at[2], n[2];     /* its ranges in floor_share.pool: before the op, after it */
-    uint64_t total[2];
-} share_set;
+    uint8_t n[2];             /* its ranges (at most FLOOR_MAX_RANGES) or SHARE_AGAIN: before */
+} share_set;                  /* the op, after it */
+
+#define SHARE_AGAIN UINT8_MAX
+
+/* Where the ranges last kept for a buffer are: floor_share.pool[at, at + n). */
+typedef struct {
+    size_t at;
+    uint32_t n;
+} share_last;
 
 typedef struct {
-    size_t op;
     uint64_t total;           /* the running total before the op (the needs after it) */
-    uint64_t pre;             /* B(op) before the in-place share: rank 0's */
-    uint32_t first, n;        /* its buffers' sets: floor_share.sets[first, first + n) */
-    uint32_t chg, n_chg;      /* vary: its accesses that change a set, floor_share.chg[chg...) */
-    uint32_t norm, n_norm;    /* vary: its accesses as share_norm leaves them, in chg[] too */
-    /* vary, a compute: where its views are (plan_compute_views), so that the other ranks
-     * read them and not the op (a cache miss each, at a million ops) */
-    uint32_t first_view, n_reads, n_writes;
-    /* !vary: what inplace_share reads of the op (a shard-of-rank collective), so that the
-     * other ranks need not read the op: whether it may share (not in place, both views in a
-     * buffer), send's first byte and buffer (its set the event's one), recv's bytes */
-    uint32_t send_buf;
-    uint64_t send_lo, recv_bytes;
-    bool vary;                /* its views may differ (else only the rank: inplace_share) */
-    bool compute;
-    bool may_share;
+    uint32_t op;              /* within 2^32 (floor_share.ok) */
+    uint8_t n;                /* its buffers' sets, after the last event's in floor_share.sets */
+    /* a compute (n_reads + n_writes > 0: a compute's event has an access): its views'
+     * counts; where they are is the next of floor_share.views (plan_compute_views), so that
+     * the other ranks read them and not the op (a cache miss each, at a million ops) */
+    uint8_t n_reads, n_writes;
 } share_event;
 
 struct floor_share {
-    bool ok;                  /* recorded, rank 0's floor within 2^63-1 */
+    bool ok;                  /* recorded, rank 0's floor within 2^63-1, every count fits */
     size_t n_ops;
     uint64_t end;             /* the needed bytes at the end */
-    bool has_rest;            /* the largest B(i) over the ops that do not vary, and where */
+    bool has_rest;            /* the largest B(i) over the ops that are no event, and where */
     uint64_t rest;
     size_t rest_op;
-    /* arrays grown by hand (share_grow): one event in two data ops on the training schedule,
+    int world;                /* by rank: the largest B of the shard-of-rank collectives that */
+    uint64_t *shard;          /* do not vary, and its op (SIZE_MAX: none) */
+    size_t *shard_op;
+    /* arrays grown by hand (share_grow): one event in eleven ops on the training schedule,
      * and ml_vec_push's zeroing and call were a third of the recording's cost */
     share_event *events;      /* in backward order */
     size_t n_events, cap_events;
+    uint32_t *views;          /* the compute events' first views, in their order */
+    size_t n_views, cap_views;
+    share_last *last;         /* while recording: by buffer */
     share_set *sets;
     size_t n_sets, cap_sets;
     range *pool;
     size_t n_pool, cap_pool;
-    floor_access *chg;
-    size_t n_chg, cap_chg;
     size_t max_sets;          /* the most sets of one event */
 };
 
@@ -407,44 +418,13 @@ static void share_free(floor_share *s) {
     if (!s)
         return;
     free(s->events);
+    free(s->views);
+    free(s->last);
     free(s->sets);
     free(s->pool);
-    free(s->chg);
+    free(s->shard);
+    free(s->shard_op);
     free(s);
-}
-
-/* An access that changes its buffer's need set (apply_accesses): an overwrite that does not
- * read, or a read. */
-static bool access_changes(const floor_access *a) { return a->read || a->overwrite; }
-
-/* Whether b does all a does: same buffer, a's bytes inside b's, a read only where b reads, an
- * overwrite that does not read only where b is one. */
-static bool access_covers(const floor_access *b, const floor_access *a) {
-    bool a_ow = a->overwrite && !a->read, b_ow = b->overwrite && !b->read;
-    return b->buf == a->buf && b->lo <= a->lo && a->hi <= b->hi && (!a->read || b->read) &&
-           (!a_ow || b_ow);
-}
-
-/* fa[0..m) without the accesses another one covers (of two alike, the first stays), into out;
- * how many. Where no set squeezes (share_unsqueezed), access_extra and apply_accesses depend
- * only on each buffer's unions of accessed, read and overwritten bytes, which this keeps: the
- * all_gather's send slice, inside its recv that it reads, drops out. */
-static size_t share_norm(const floor_access *fa, size_t m, floor_access *out) {
-    size_t n = 0;
-    for (size_t k = 0; k < m; k++) {
-        bool covered = false;
-        for (size_t j = 0; j < m && !covered; j++)
-            covered = j != k && access_covers(&fa[j], &fa[k]) &&
-                      !(j > k && access_covers(&fa[k], &fa[j]));
-        if (!covered)
-            out[n++] = fa[k];
-    }
-    return n;
-}
-
-static bool access_same(const floor_access *a, const floor_access *b) {
-    return a->buf == b->buf && a->read == b->read && a->overwrite == b->overwrite &&
-           a->lo == b->lo && a->hi == b->hi;
 }
 
 /* Room for `need` items of `size` bytes in *a (capacity *cap). */
@@ -458,28 +438,45 @@ static void share_grow(void **a, size_t *cap, size_t need, size_t size) {
     *cap = c;
 }
 
-/* Copies set r into the pool; where it went into *at, *n, *total. */
-static void share_keep(floor_share *s, const range_set *r, uint32_t *at, uint32_t *n,
-                       uint64_t *total) {
+/* Keeps set r of buffer buf: SHARE_AGAIN where its ranges are those last kept for buf, else
+ * copies them into the pool and says how many. */
+static uint8_t share_keep(floor_share *s, uint32_t buf, const range_set *r) {
+    share_last *l = &s->last[buf];
+    if (r->n && l->n == r->n && !memcmp(s->pool + l->at, r->r, r->n * sizeof *r->r))
+        return SHARE_AGAIN;
     share_grow((void **)&s->pool, &s->cap_pool, s->n_pool + r->n, sizeof *s->pool);
-    *at = (uint32_t)s->n_pool;
-    *n = r->n;
-    *total = r->total;
-    if (r->n)
+    if (r->n) {
         memcpy(s->pool + s->n_pool, r->r, r->n * sizeof *r->r);
+        *l = (share_last){s->n_pool, r->n};
+    }
     s->n_pool += r->n;
+    return (uint8_t)r->n;   /* at most FLOOR_MAX_RANGES between ops (set_add squeezes) */
 }
 
-/* A new event for op, its buffers (those of fa[0..m), each once, in order; only `only` where
- * it is not SCHED_NO_SYM) with their need sets before the op. */
+/* The ranges a kept set of buf names (n: share_set.n[k]), the pool read in order from *at;
+ * last by buffer as share_keep left it when it kept this set. */
+static const range *share_ranges(const floor_share *s, share_last *last, uint32_t buf, uint8_t n,
+                                 size_t *at, uint32_t *count) {
+    if (n == SHARE_AGAIN) {
+        *count = last[buf].n;
+        return s->pool + last[buf].at;
+    }
+    if (n)
+        last[buf] = (share_last){*at, n};
+    *count = n;
+    *at += n;
+    return s->pool + *at - n;
+}
+
+/* A new event for varying op, its buffers (those of fa[0..m), each once, in order) with their
+ * need sets before the op. */
 static share_event *share_before(floor_share *s, const floor_state *f, const floor_access *fa,
-                                 size_t m, size_t op, bool vary, uint32_t only) {
+                                 size_t m, size_t op) {
     share_grow((void **)&s->events, &s->cap_events, s->n_events + 1, sizeof *s->events);
     share_event *e = &s->events[s->n_events++];
-    *e = (share_event){.op = op, .total = f->total, .first = (uint32_t)s->n_sets, .vary = vary};
+    *e = (share_event){.total = f->total, .op = (uint32_t)op};
+    s->ok = s->ok && op <= UINT32_MAX && m < UINT8_MAX;
     for (size_t k = 0; k < m; k++) {
-        if (only != SCHED_NO_SYM && fa[k].buf != only)
-            continue;
         bool seen = false;
         for (size_t j = 0; j < k && !seen; j++)
             seen = fa[j].buf == fa[k].buf;
@@ -488,56 +485,25 @@ static share_event *share_before(floor_share *s, const floor_state *f, const flo
         share_grow((void **)&s->sets, &s->cap_sets, s->n_sets + 1, sizeof *s->sets);
         share_set *ss = &s->sets[s->n_sets++];
         ss->buf = fa[k].buf;
-        share_keep(s, &f->need[fa[k].buf], &ss->at[0], &ss->n[0], &ss->total[0]);
+        ss->n[0] = share_keep(s, ss->buf, &f->need[ss->buf]);
         e->n++;
     }
     s->max_sets = e->n > s->max_sets ? e->n : s->max_sets;
-    if (vary) {
-        e->chg = (uint32_t)s->n_chg;
-        for (size_t k = 0; k < m; k++)
-            if (access_changes(&fa[k])) {
-                share_grow((void **)&s->chg, &s->cap_chg, s->n_chg + 1, sizeof *s->chg);
-                s->chg[s->n_chg++] = fa[k];
-            }
-        e->n_chg = (uint32_t)(s->n_chg - e->chg);
-        share_grow((void **)&s->chg, &s->cap_chg, s->n_chg + m, sizeof *s->chg);
-        e->norm = (uint32_t)s->n_chg;
-        e->n_norm = (uint32_t)share_norm(fa, m, s->chg + s->n_chg);
-        s->n_chg += e->n_norm;
-    }
     return e;
 }
 
-/* No set of e's buffers can squeeze while m accesses apply to it, on any rank: each access
- * adds at most one range. */
-static bool share_unsqueezed(const floor_share *s, const share_event *e, size_t m) {
-    for (size_t j = 0; j < e->n; j++)
-        if (s->sets[e->first + j].n[0] + m > FLOOR_MAX_RANGES)
-            return false;
-    return m <= FLOOR_MAX_RANGES;
-}
-
-/* True when fa[0..m)'s accesses that change a set are e's (rank 0's), in order: then
- * apply_accesses does on rank 0's sets what it did there. */
-static bool share_same_changes(const floor_share *s, const share_event *e,
-                               const floor_access *fa, size_t m) {
-    size_t j = 0;
-    for (size_t k = 0; k < m; k++) {
-        if (!access_changes(&fa[k]))
-            continue;
-        if (j == e->n_chg || !access_same(&s->chg[e->chg + j], &fa[k]))
-            return false;
-        j++;
-    }
-    return j == e->n_chg;
-}
-
-/* The sets of the last event after its op (a varying one's: what the other ranks check). */
+/* The sets of the last event after its op (what the other ranks check). */
 static void share_after(floor_share *s, const floor_state *f) {
     const share_event *e = &s->events[s->n_events - 1];
-    for (size_t k = e->first; k < e->first + e->n; k++) {
-        share_set *ss = &s->sets[k];
-        share_keep(s, &f->need[ss->buf], &ss->at[1], &ss->n[1], &ss->total[1]);
+    for (size_t k = s->n_sets - e->n; k < s->n_sets; k++)
+        s->sets[k].n[1] = share_keep(s, s->sets[k].buf, &f->need[s->sets[k].buf]);
+}
+
+/* The pass's choice: the largest B, at the first op that has it (the end: SIZE_MAX, last). */
+static void share_consider(uint64_t here, size_t op, uint64_t *best, size_t *best_op) {
+    if (here > *best || (here == *best && op < *best_op)) {
+        *best = here;
+        *best_op = op;
     }
 }
 
@@ -587,47 +553,44 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
             fa = ml_xrealloc(fa, fa_cap * sizeof *fa);
         }
         size_t m = floor_accesses(&f, acc, n, fa);
-        share_event *ev = NULL;   /* rec: the op's, where it may differ on other ranks */
+        share_event *ev = NULL;   /* rec: the op's, where its views may differ on other ranks */
+        bool shard = false;       /* rec: a shard-of-rank collective that does not vary */
         if (rec) {
             while (cur > 0 && vary[cur - 1] > i)
                 cur--;
-            bool views = cur > 0 && vary[cur - 1] == i;
-            if (views || (op->kind == OP_COLL && ml_colls[op->u.coll.coll].flow.shard_of_rank))
-                ev = share_before(rec, &f, fa, m, i, views,
-                                  views ? SCHED_NO_SYM : op->u.coll.send.buf);
+            if (cur > 0 && vary[cur - 1] == i)
+                ev = share_before(rec, &f, fa, m, i);
+            else
+                shard = op->kind == OP_COLL && ml_colls[op->u.coll.coll].flow.shard_of_rank;
         }
-        bool varies = ev && ev->vary;
         uint64_t here;
         ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
-        if (ev) {
-            ev->pre = here;
-            if (ev->vary && op->kind == OP_COMPUTE) {
-                ev->compute = true;
-                ev->first_view = op->u.compute.first_view;
-                ev->n_reads = op->u.compute.n_reads;
-                ev->n_writes = op->u.compute.n_writes;
-            }
-            if (!ev->vary) {
-                const plan_view *sv = &op->u.coll.send, *rv = &op->u.coll.recv;
-                ev->may_share = !op->u.coll.in_place && has_buf(&f, sv) && has_buf(&f, rv);
-                ev->send_buf = sv->buf;
-                ev->send_lo = view_lo(sv);
-                ev->recv_bytes = plan_view_bytes(rv);
-            }
+        if (ev && op->kind == OP_COMPUTE) {
+            rec->ok = rec->ok && op->u.compute.n_reads <= UINT8_MAX &&
+                      op->u.compute.n_writes <= UINT8_MAX;
+            ev->n_reads = (uint8_t)op->u.compute.n_reads;
+            ev->n_writes = (uint8_t)op->u.compute.n_writes;
+            share_grow((void **)&rec->views, &rec->cap_views, rec->n_views + 1,
+                       sizeof *rec->views);
+            rec->views[rec->n_views++] = op->u.compute.first_view;
         }
+        if (shard)   /* every rank's B here (the premise makes the sets rank 0's) */
+            for (int r = 0; r < rec->world; r++)
+                share_consider(ml_bytes_sub(here, inplace_share(&f, op, r)), i, &rec->shard[r],
+                               &rec->shard_op[r]);
         if (op->kind == OP_COLL)
             here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
         if (here >= best) {
             best = here;
             best_op = i;
         }
-        if (rec && !ev && (!rec->has_rest || here >= rec->rest)) {
+        if (rec && !ev && !shard && (!rec->has_rest || here >= rec->rest)) {
             rec->has_rest = true;
             rec->rest = here;
             rec->rest_op = i;
         }
         apply_accesses(&f, fa, m);
-        if (varies)
+        if (ev)
             share_after(rec, &f);
     }
     free(fa);
@@ -637,9 +600,10 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
     free(scratch.r);
     ml_vec_free(&dyn);
     if (rec) {
+        free(rec->last);   /* floor_rank_shared keeps its own */
+        rec->last = NULL;
         rec->n_ops = p->n_ops;
-        rec->ok = best <= ML_BYTES_MAX && rec->n_sets <= UINT32_MAX &&
-                  rec->n_pool <= UINT32_MAX && rec->n_chg <= UINT32_MAX;
+        rec->ok = rec->ok && best <= ML_BYTES_MAX;
     }
     if (at_op)
         *at_op = best_op;
@@ -650,38 +614,40 @@ uint64_t floor_rank_record(const rank_plan *p, floor_forward *fw, const size_t *
                            size_t n_vary, size_t *at_op) {
     share_free(fw->share);
     floor_share *s = fw->share = ml_xcalloc(1, sizeof *fw->share);
+    s->ok = true;
+    s->world = p->world > 0 ? p->world : 1;
+    s->shard = ml_xcalloc((size_t)s->world, sizeof *s->shard);
+    s->shard_op = ml_xmalloc((size_t)s->world * sizeof *s->shard_op);
+    for (int r = 0; r < s->world; r++)
+        s->shard_op[r] = SIZE_MAX;
     /* sized for the usual event (an op of vary with two buffers of a range or two each):
      * growing by copies cost a tenth of the recording pass at 100,000 steps */
     share_grow((void **)&s->events, &s->cap_events, n_vary + 64, sizeof *s->events);
+    s->last = ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *s->last);
     share_grow((void **)&s->sets, &s->cap_sets, 2 * n_vary + 64, sizeof *s->sets);
     share_grow((void **)&s->pool, &s->cap_pool, 4 * n_vary + 64, sizeof *s->pool);
-    share_grow((void **)&s->chg, &s->cap_chg, 4 * n_vary + 64, sizeof *s->chg);
     return floor_pass(p, fw, fw->share, vary, n_vary, at_op);
-}
-
-/* The pass's choice: the largest B, at the first op that has it (the end: SIZE_MAX, last). */
-static void share_consider(uint64_t here, size_t op, uint64_t *best, size_t *best_op) {
-    if (here > *best || (here == *best && op < *best_op)) {
-        *best = here;
-        *best_op = op;
-    }
 }
 
 /* Room of a set floor_rank_shared loads: a set holds at most FLOOR_MAX_RANGES ranges between
  * ops and one more inside set_add, so set_reserve never reallocates it. */
 #define SHARE_SLOT (FLOOR_MAX_RANGES + 2)
 
-/* Set ss's ranges before its op into r, in room of its own (SHARE_SLOT ranges at slot). */
-static void share_load(const floor_share *s, const share_set *ss, range *slot, range_set *r) {
-    *r = (range_set){slot, (uint32_t)ss->n[0], SHARE_SLOT, ss->total[0]};
-    if (ss->n[0])
-        memcpy(slot, s->pool + ss->at[0], ss->n[0] * sizeof *slot);
+/* The n ranges at pool into r, in room of its own (SHARE_SLOT ranges at slot); its total
+ * summed (set_add, set_sub and set_squeeze keep a set's total its ranges' sum). */
+static void share_load(const range *pool, uint32_t n, range *slot, range_set *r) {
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        slot[k] = pool[k];
+        total += pool[k].hi - pool[k].lo;   /* at most a buffer's bytes, within 2^64 */
+    }
+    *r = (range_set){slot, n, SHARE_SLOT, total};
 }
 
 bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *floor,
                        size_t *at_op) {
     const floor_share *s = fw->share;
-    if (!s || !s->ok || s->n_ops != p->n_ops)
+    if (!s || !s->ok || s->n_ops != p->n_ops || p->rank < 0 || p->rank >= s->world)
         return false;
     /* only the sets of one event's buffers are ever loaded: need[b] points into slots for
      * them, and is empty again after the event (no set of its own, nothing to free) */
@@ -692,92 +658,68 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
     size_t best_op = SIZE_MAX;
     if (s->has_rest)
         share_consider(s->rest, s->rest_op, &best, &best_op);
+    if (s->shard_op[p->rank] != SIZE_MAX)
+        share_consider(s->shard[p->rank], s->shard_op[p->rank], &best, &best_op);
     range_set scratch = {0};
-    floor_access *fa = NULL, *norm = NULL;
-    size_t fa_cap = 0, norm_cap = 0;
+    floor_access *fa = NULL;
+    size_t fa_cap = 0;
     ml_vec dyn;
     ml_vec_init(&dyn, sizeof(plan_access));
     bool same = true;
+    const share_set *sets = s->sets;   /* the next event's, its ranges from pool[at] */
+    const uint32_t *views = s->views;  /* the next compute event's */
+    size_t at = 0;
+    share_last *last = ml_xcalloc(f.n_bufs + 1, sizeof *last);
     for (size_t k = 0; k < s->n_events && same; k++) {
         const share_event *e = &s->events[k];
-        const share_set *sets = &s->sets[e->first];
-        for (size_t j = 0; j < e->n; j++)
-            share_load(s, &sets[j], slots + j * SHARE_SLOT, &f.need[sets[j].buf]);
+        for (size_t j = 0; j < e->n; j++) {
+            uint32_t nr;
+            const range *r = share_ranges(s, last, sets[j].buf, sets[j].n[0], &at, &nr);
+            share_load(r, nr, slots + j * SHARE_SLOT, &f.need[sets[j].buf]);
+        }
         f.total = e->total;
-        if (!e->vary) {
-            /* the op's accesses are rank 0's, and so are the sets after it: only NCCL's
-             * in-place slot is the rank's (inplace_share's shard-of-rank case, from what
-             * rank 0's pass kept of the op: reading it here cost a cache miss per op) */
-            uint64_t share = 0;
-            if (e->may_share) {
-                uint64_t slot = e->send_lo + (uint64_t)p->rank * e->recv_bytes;
-                bool used = set_overlap(&f.need[e->send_buf], slot, slot + e->recv_bytes) > 0;
-                share = used ? 0 : e->recv_bytes;
-            }
-            share_consider(ml_bytes_sub(e->pre, share), e->op, &best, &best_op);
-        } else {
-            const plan_op *op = &p->ops[e->op];   /* read only where not a compute */
-            plan_access fixed[PLAN_FIXED_ACCESSES];
-            const plan_access *acc;
-            size_t n = e->compute ? plan_compute_accesses(p->extra_views + e->first_view,
-                                                          e->n_reads, e->n_writes, &acc, &dyn)
-                                  : plan_op_accesses(p, op, fixed, &acc, &dyn);
-            if (n > fa_cap) {
-                fa_cap = n;
-                fa = ml_xrealloc(fa, fa_cap * sizeof *fa);
-            }
-            size_t m = floor_accesses(&f, acc, n, fa);
-            /* every buffer the op touches here is one rank 0's touched (the same op but for
-             * its views' offsets and in-place flag): else the sets loaded are not all it
-             * reads */
-            for (size_t a = 0; a < m && same; a++) {
-                bool known = false;
-                for (size_t j = 0; j < e->n && !known; j++)
-                    known = sets[j].buf == fa[a].buf;
-                same = known;
-            }
-            /* the same unions as rank 0's (share_norm): rank 0's B before the in-place share,
-             * and its sets after */
-            bool alike = same && share_unsqueezed(s, e, m);
-            if (alike) {
-                if (m > norm_cap) {
-                    norm_cap = m;
-                    norm = ml_xrealloc(norm, norm_cap * sizeof *norm);
-                }
-                size_t nn = share_norm(fa, m, norm);
-                alike = nn == e->n_norm;
-                for (size_t a = 0; a < nn && alike; a++)
-                    alike = access_same(&norm[a], &s->chg[e->norm + a]);
-            }
-            if (alike) {
-                uint64_t here = e->pre;
-                if (!e->compute && op->kind == OP_COLL)
-                    here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
-                share_consider(here, e->op, &best, &best_op);
-            } else if (same) {
-                uint64_t here;
-                ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
-                if (!e->compute && op->kind == OP_COLL)
-                    here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
-                share_consider(here, e->op, &best, &best_op);
-                /* a view that moved but changes no set (a compute's write, as the optimizer's
-                 * slice) leaves rank 0's sets after the op: nothing to apply and compare */
-                if (!share_same_changes(s, e, fa, m)) {
-                    apply_accesses(&f, fa, m);
-                    for (size_t j = 0; j < e->n && same; j++) {
-                        const share_set *ss = &sets[j];
-                        const range_set *r = &f.need[ss->buf];
-                        same = r->n == ss->n[1] && r->total == ss->total[1] &&
-                               (!r->n || !memcmp(r->r, s->pool + ss->at[1], r->n * sizeof *r->r));
-                    }
-                }
+        bool compute = e->n_reads + e->n_writes > 0;
+        const plan_op *op = &p->ops[e->op];   /* read only where not a compute */
+        plan_access fixed[PLAN_FIXED_ACCESSES];
+        const plan_access *acc;
+        size_t n = compute ? plan_compute_accesses(p->extra_views + *views++, e->n_reads,
+                                                   e->n_writes, &acc, &dyn)
+                           : plan_op_accesses(p, op, fixed, &acc, &dyn);
+        if (n > fa_cap) {
+            fa_cap = n;
+            fa = ml_xrealloc(fa, fa_cap * sizeof *fa);
+        }
+        size_t m = floor_accesses(&f, acc, n, fa);
+        /* every buffer the op touches here is one rank 0's touched (the same op but for its
+         * views' offsets and in-place flag): else the sets loaded are not all it reads */
+        for (size_t a = 0; a < m && same; a++) {
+            bool known = false;
+            for (size_t j = 0; j < e->n && !known; j++)
+                known = sets[j].buf == fa[a].buf;
+            same = known;
+        }
+        if (same) {
+            uint64_t here;
+            ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
+            if (!compute && op->kind == OP_COLL)
+                here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
+            share_consider(here, e->op, &best, &best_op);
+            /* the premise: the sets after the op are rank 0's (a view that moved but changes
+             * no set, as the optimizer's slice written, leaves them as loaded) */
+            apply_accesses(&f, fa, m);
+            for (size_t j = 0; j < e->n && same; j++) {
+                const range_set *r = &f.need[sets[j].buf];
+                uint32_t nr;
+                const range *want = share_ranges(s, last, sets[j].buf, sets[j].n[1], &at, &nr);
+                same = r->n == nr && (!nr || !memcmp(r->r, want, nr * sizeof *want));
             }
         }
         for (size_t j = 0; j < e->n; j++)
             f.need[sets[j].buf] = (range_set){0};
+        sets += e->n;
     }
     free(fa);
-    free(norm);
+    free(last);
     free(slots);
     free(f.need);
     free(scratch.r);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* phases.c — where the time of `memlife predict` goes: the same pipeline as analyzer/pipeline/pipeline.c for
- * one file (load, expand every rank, lint, predict every rank with the time model and the
- * expectations, JSON report to memory, free),
+/* phases.c — where the time of `memlife predict` goes: the pipeline's own path for one file, as
+ * cmd_predict.c asks for it (pipeline_plan with no timeline and no whole plans: the shared,
+ * offsets or rank-by-rank path, expansion, lint and prediction of each rank interleaved, so one
+ * phase), then the JSON report to memory (without the contract rows, cli's) and the frees,
  * with the CPU time (user + sys, getrusage) of each phase and the peak RSS. For profiling the
  * benchmark's schedules; tests/bench.sh times the real command and prints this line for the
  * largest size. Usage: phases FILE */
@@ -47,54 +48,35 @@ int main(int argc, char **argv) {
         ml_diags_print(&d, stderr);
         return 2;
     }
-    rank_plan *plans = calloc((size_t)world, sizeof *plans);
-    pred_rank *pred = calloc((size_t)world, sizeof *pred);   /* replaced by the item's */
-    if (!plans || !pred)
-        return 3;
-    for (int r = 0; r < world; r++)
-        if (plan_expand(s, 0, &p, world, r, NULL, &plans[r], &d) != 0) {
-            ml_diags_print(&d, stderr);
-            return 2;
-        }
-    phase("expand");
-    lint_result lr;
-    size_t errors = lint_plans(plans, world, NULL, &lr, &d);
-    phase("lint");
-    /* as `memlife predict` does it: no timeline, the time model, expectations */
+    /* as `memlife predict` does it (cmd_predict.c): no timeline, no whole plans, the time
+     * model, expectations */
     pipeline_opts o;
     pipeline_opts_default(&o);
     o.timeline = false;
-    pipeline_item it = {.s = s, .world = world, .plans = plans, .expect_failures = -1};
-    sched_params pw = p;
-    pw.world = world;
-    if (pipeline_predict(&it, &pw, &o, &d) != 0) {
+    o.keep_plans = false;
+    pipeline_item it = {0};
+    if (pipeline_plan(s, 0, &p, world, &o, &it, &d) != 0) {
         ml_diags_print(&d, stderr);
+        pipeline_item_free(&it);
         return 2;
     }
-    free(pred);
-    pred = it.pred;
-    phase("predict");
-    report_schedule rs = {.s = s, .world = world, .plans = plans, .pred = pred,
-                          .expect_failures = -1};
+    phase("plan");
+    report_schedule rs = {.s = s, .world = world, .plans = it.plans, .pred = it.pred,
+                          .expects = it.expects, .n_expects = it.n_expects,
+                          .expect_failures = it.expect_failures};
     report rep = {.items = &rs, .n = 1, .command = "predict"};
     ml_str out = {0};
     report_render(&rep, FMT_JSON, &out);
     ml_str_free(&out);
     phase("report");
-    size_t n_ops = plans[0].n_ops;
-    for (int r = 0; r < world; r++) {
-        pred_rank_free(&pred[r]);
-        plan_free(&plans[r]);
-    }
-    lint_result_free(&lr);
-    free(it.expects);
+    size_t n_ops = it.plans[0].n_ops;
+    const char *path = it.shared ? "shared" : it.moved ? "offsets" : "rank by rank";
+    pipeline_item_free(&it);
     sched_free(s);
-    free(plans);
-    free(pred);
     phase("free");
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("(CPU s; %zu ops per rank, %zu lint errors, peak RSS %ld MB)\n", n_ops, errors,
+    printf("(CPU s; %zu ops on rank 0, the %s path, peak RSS %ld MB)\n", n_ops, path,
            ru.ru_maxrss / 1024);
     ml_diags_print(&d, stderr);
     ml_diags_free(&d);

@@ -33,6 +33,16 @@ typedef struct {
     bool moved;            /* ranks differ only in offsets: the middle path (plan_rank_offsets) */
 } compact_case;
 
+/* offsets_only_fsdp's group of P floats, slices of E (fsdp_groups_reuse_names) */
+#define FSDP_GROUP(P, E)                                                                           \
+    "  - alloc: {buf: p, count: " #P ", init: rank_iota}\n  - alloc: {buf: g, count: " #P "}\n"   \
+    "  - compute: {reads: [p], writes: [g], time: 80}\n  - alloc: {buf: sh, count: " #E "}\n"    \
+    "  - reduce_scatter: {send: g, recv: sh, op: avg}\n  - free: g\n"                           \
+    "  - compute: {reads: [sh], writes: ['p[rank*" #E " : " #E "]'], time: 10}\n"               \
+    "  - record: {event: done}\n  - wait: {event: done, stream: comm}\n"                         \
+    "  - all_gather: {send: 'p[rank*" #E " : " #E "]', recv: p, stream: comm}\n"                \
+    "  - sync: device\n  - free: [sh, p]\n"
+
 static const compact_case cases[] = {
     /* rank in a view and a size: every rank expands differently; nothing else to read: all
      * compact */
@@ -146,6 +156,14 @@ static const compact_case cases[] = {
      "world: 2\nexpect:\n  requested: {peak: 1}\nsteps:\n"
      "  - alloc: {buf: a, bytes: 64 * (rank + 1)}\n  - free: a\n",
      0, "cc", false},
+    /* offsets_only_fsdp's group four times, the names reused as gen.c's training reuses them,
+     * the third group twice the size: the record keeps a set's ranges once where they are those
+     * last kept for its buffer (floor.c: SHARE_AGAIN), and the fourth group's must not be
+     * taken for the second's past the third's */
+    {"fsdp_groups_reuse_names",
+     "world: 4\nstreams: [comm]\nevents: [done]\nsteps:\n" FSDP_GROUP(64, 16)
+         FSDP_GROUP(64, 16) FSDP_GROUP(128, 32) FSDP_GROUP(64, 16),
+     0, "cccc", true},
 };
 
 static void run_pipeline(const char *path, bool keep, bool share_offsets, pipeline_result *res,
@@ -325,19 +343,22 @@ static void floor_short_way(void **state) {
          * slice of x, all needed already: 256, the first op with the ranks' 256. The scale
          * moves on each rank and is redone; the sets after it (x whole) are rank 0's. */
         {cases[4].yaml, true, {320, 256, 256, 256}, {3, 2, 2, 2}},
-        /* offsets_only_fsdp: the all_gather's send slice lies in its recv, which it reads
-         * (share_norm); the optimizer's slice is written, not read (share_same_changes) */
+        /* offsets_only_fsdp: the all_gather's send slice lies in its recv, which it reads, and
+         * the optimizer's slice is written, not read: each rank's sets after them are rank 0's */
         {cases[1].yaml, true, {0}, {0}},
         /* offsets_move_the_floor: the compute's read x[rank : 16] leaves other bytes needed on
          * each rank: the whole pass, floors 128 on rank 0 and 192 on the others */
         {cases[3].yaml, false, {128, 192, 192, 192}, {1, 1, 1, 1}},
         /* offsets_index_and_in_place: rank 0's in-place flag differs */
         {cases[2].yaml, false, {0}, {0}},
+        /* fsdp_groups_reuse_names: as offsets_only_fsdp, through sets kept once */
+        {cases[ML_ARRAY_LEN(cases) - 1].yaml, true, {0}, {0}},
     };
     assert_string_equal(cases[4].name, "shard_slot_read_on_rank_0");
     assert_string_equal(cases[1].name, "offsets_only_fsdp");
     assert_string_equal(cases[3].name, "offsets_move_the_floor");
     assert_string_equal(cases[2].name, "offsets_index_and_in_place");
+    assert_string_equal(cases[ML_ARRAY_LEN(cases) - 1].name, "fsdp_groups_reuse_names");
     for (size_t c = 0; c < ML_ARRAY_LEN(fc); c++) {
         print_message("floor case %zu\n", c);
         pt_run r;
