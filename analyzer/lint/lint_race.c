@@ -205,10 +205,11 @@ static bool hit_at(lint_race_found *hit, const lint_race_access *e, bool e_write
  * Returns whether one was found. An entry that lint_clocks_before_all drops is before this
  * access too, so the drops change no verdict, only what stays: in a segment inside [lo, hi) a
  * write then replaces every entry, and a read every read before it (steps 2 and 3 of
- * other_access), so there only a read's drop of the write is kept. */
-static bool conflicts(lint_race *r, const lint_clocks *c, lint_race_list *l, bool writes,
-                      uint32_t stream, uint32_t from, uint64_t lo, uint64_t hi, bool report,
-                      lint_race_found *hit) {
+ * other_access), so there only a read's drop of the write is kept. Inlined into other_access's
+ * two calls (gcc put it out of line once there were two: a call per access). */
+static inline __attribute__((always_inline)) bool
+conflicts(lint_race *r, const lint_clocks *c, lint_race_list *l, bool writes, uint32_t stream,
+          uint32_t from, uint64_t lo, uint64_t hi, bool report, lint_race_found *hit) {
     bool found = false;
     for (uint32_t k = from; k < l->n && l->segs[k].lo < hi; k++) {
         bool inside = l->segs[k].lo >= lo && l->segs[k].hi <= hi;
@@ -347,13 +348,46 @@ static __attribute__((noinline)) bool other_access(lint_race *r, const lint_cloc
                                                    uint64_t lo, uint64_t hi, bool writes,
                                                    bool report, lint_race_found *hit) {
     uint32_t stream = me->stream;
+    /* A write over every segment (an all_gather into the whole buffer after slice accesses):
+     * write_over would leave the one segment [lo, hi) holding it, with no part on either side,
+     * and merge would find nothing to do; here without first_after, moves or merge. */
+    if (writes && l->segs[0].lo >= lo && l->segs[l->n - 1].hi <= hi) {
+        bool found = conflicts(r, c, l, writes, stream, 0, lo, hi, report, hit);
+        l->segs[0] = (lint_race_seg){.lo = lo, .hi = hi, .write = *me};
+        clear_reads(l->reads, r->n_streams);
+        l->n = 1;
+        return found;
+    }
     /* 1. conflicts, and the host-ordered entries dropped on the way */
     uint32_t k = first_after(l, lo);
     bool found = conflicts(r, c, l, writes, stream, k, lo, hi, report, hit);
+    /* An access of exactly one segment (an all_gather's send slice, the compute that wrote
+     * it): nothing to split or fill, and merge would change nothing. No segment is ever left
+     * empty (every path merges all it touched, the one before and the one after), so its
+     * neighbours stay; neither can equal it, for none holds this access, which it now does. */
+    if (k < l->n && l->segs[k].lo == lo && l->segs[k].hi == hi) {
+        lint_race_access *rd = reads_of(r, l, k);
+        if (writes) {   /* step 2 and 3 of a write: it alone */
+            l->segs[k].write = *me;
+            clear_reads(rd, r->n_streams);
+            return found;
+        }
+        for (uint32_t u = 0; u < r->n_streams; u++)   /* step 3 of a read */
+            if (rd[u].op && before(c, &rd[u], stream))
+                rd[u].op = NULL;
+        rd[stream] = *me;
+        return found;
+    }
 
     if (writes) {   /* 2 and 3 at once, then 4 */
         uint32_t at = write_over(r, l, k, lo, hi, me);
-        merge(r, l, at, at + 1);
+        /* merge's outcome here: the new segment holds this access, which no other does, so
+         * it equals neither neighbour; only the one after or before it, if conflicts emptied
+         * it, goes (the one after first: the other's removal moves it) */
+        if (at + 1 < l->n && empty_state(r, l, at + 1))
+            remove_range(r, l, at + 1, 1);
+        if (at > 0 && empty_state(r, l, at - 1))
+            remove_range(r, l, at - 1, 1);
         return found;
     }
 
@@ -409,21 +443,41 @@ bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int ra
                   const plan_op *op, uint32_t stream, uint64_t seq, lint_race_found *f) {
     if (stream >= r->n_streams)
         return false;   /* none of its accesses is recorded, none can race */
-    plan_access fixed[PLAN_FIXED_ACCESSES];
-    const plan_access *acc;
-    size_t n = plan_op_accesses(p, op, fixed, &acc, &r->acc);
-    /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
-     * touched, an in-place one only read (it is the send side) */
-    const plan_view *unwritten =
-        op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE && op->u.coll.root != rank
-            ? &op->u.coll.recv : NULL;
     bool found = false;
     lint_race_access me = {.op = op, .seq = seq, .stream = stream};
+    /* A compute's views as they are (reads, then writes: plan_op_accesses' order, each read or
+     * written), without an array of accesses written per compute to be read back; the other
+     * ops' few from plan_op_accesses. One loop, so access_check is inlined once (twice, gcc
+     * put exact_one and conflicts out of line, a call per access: more than it saved). */
+    plan_access fixed[PLAN_FIXED_ACCESSES];
+    const plan_access *acc = NULL;
+    const plan_view *cv = NULL, *unwritten = NULL;
+    uint32_t nr = 0, nw = 0;
+    size_t n;
+    if (op->kind == OP_COMPUTE) {
+        cv = plan_compute_views(p, op, &nr, &nw);
+        n = (size_t)nr + nw;
+    } else {
+        n = plan_op_accesses(p, op, fixed, &acc, &r->acc);
+        /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
+         * touched, an in-place one only read (it is the send side) */
+        if (op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE && op->u.coll.root != rank)
+            unwritten = &op->u.coll.recv;
+    }
     for (size_t k = 0; k < n; k++) {
-        const plan_view *v = acc[k].v;
-        bool writes = acc[k].write && v != unwritten;
+        const plan_view *v;
+        bool writes;
+        if (cv) {
+            v = &cv[k];
+            writes = k >= nr;
+        } else {
+            v = acc[k].v;
+            writes = acc[k].write && v != unwritten;
+            if (!acc[k].read && !writes)
+                continue;
+        }
         /* no buffer (SCHED_NO_SYM is past every one), or no element: nothing to order */
-        if ((!acc[k].read && !writes) || v->buf >= r->n_bufs || !v->count)
+        if (v->buf >= r->n_bufs || !v->count)
             continue;
         me.view = (uint32_t)k;
         if (access_check(r, c, &me, v, writes, !found, f)) {

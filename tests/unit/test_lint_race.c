@@ -2,8 +2,9 @@
 /* test_lint_race.c — the race lint (analyzer/lint/lint_race.c): exact texts of a race in each
  * direction, whole views (the short way of one exact segment), the segment bookkeeping at slice
  * boundaries (one element of overlap races, touching slices do not), a read kept after a later
- * write of other elements, the parts of segments outside a write kept as they were, `races`
- * off, the copy overlap at lint (bad_inplace, also as an expect_error contract), and init/check
+ * write of other elements, the parts of segments outside a write kept as they were, one of
+ * several segments accessed exactly and a write over all of them (other_access's short ways),
+ * `races` off, the copy overlap at lint (bad_inplace, also as an expect_error contract), and init/check
  * as host accesses. The larger corpus is tests/races/
  * (tests/cli/races.sh). */
 #include "plantest.h"
@@ -135,6 +136,37 @@ static void write_keeps_outside_parts(void **state) {
 #undef READ_THEN_WAIT
 }
 
+/* The short ways of other_access (lint_race.c): an access of exactly one of several segments,
+ * and a write over all of them. s1 writes x[100:100] and x[300:100] (two segments, a gap
+ * between). A read of x[300:100] on s2 meets that segment's write; after record/wait it is
+ * ordered, and is kept there for a later write of x[350:10] on default (which waited for s1,
+ * so the read on s2 is what it races with). A write of all of x on s2 replaces both segments:
+ * a read of x[0:10] on default then meets that write alone, not s1's. */
+#define TWO_SLICES HEAD "  - compute: {writes: [\"x[100:100]\"], stream: s1}\n" \
+                        "  - compute: {writes: [\"x[300:100]\"], stream: s1}\n"
+static void exact_segment_and_whole_write(void **state) {
+    says(TWO_SLICES "  - compute: {reads: [\"x[300:100]\"], stream: s2}\n",
+         "t.yaml:9:24: error: compute on 's2' reads x[300:100] while compute on 's1' writes "
+         "x[300:100]; add record/wait or sync: {stream: s1}",
+         "t.yaml:8:25: note: compute on 's1' writes x[300:100] here");
+    says(TWO_SLICES "  - record: {event: e, stream: s1}\n"
+                    "  - wait: {event: e, stream: s2}\n"
+                    "  - wait: {event: e}\n"
+                    "  - compute: {reads: [\"x[300:100]\"], stream: s2}\n"
+                    "  - compute: {writes: [\"x[350:10]\"]}\n",
+         "t.yaml:13:25: error: compute on 'default' writes x[350:10] while compute on 's2' "
+         "reads x[300:100]; add record/wait or sync: {stream: s2}",
+         "t.yaml:12:24: note: compute on 's2' reads x[300:100] here");
+    says(TWO_SLICES "  - record: {event: e, stream: s1}\n"
+                    "  - wait: {event: e, stream: s2}\n"
+                    "  - compute: {writes: [x], stream: s2}\n"
+                    "  - compute: {reads: [\"x[0:10]\", \"x[150:10]\"]}\n",
+         "t.yaml:12:24: error: compute on 'default' reads x[0:10] while compute on 's2' writes "
+         "x[0:1000]; add record/wait or sync: {stream: s2}",
+         "t.yaml:11:24: note: compute on 's2' writes x[0:1000] here");
+}
+#undef TWO_SLICES
+
 /* concurrent reads on three streams never race; a write after them races with one of them */
 static void concurrent_reads(void **state) {
     clean(HEAD "  - compute: {reads: [x], stream: s1}\n"
@@ -220,6 +252,7 @@ int main(void) {
         cmocka_unit_test(slice_boundaries),
         cmocka_unit_test(read_survives_unrelated_write),
         cmocka_unit_test(write_keeps_outside_parts),
+        cmocka_unit_test(exact_segment_and_whole_write),
         cmocka_unit_test(concurrent_reads),
         cmocka_unit_test(races_off),
         cmocka_unit_test(copy_overlap),
