@@ -141,6 +141,24 @@ static inline void lint_race_clear(lint_race *r, uint32_t buf) {
  * race is reported per op). */
 bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank,
                   const plan_op *op, uint32_t stream, uint64_t seq, lint_race_found *f);
+/* lint_race_op for the accesses of the buffers b with only[b] set alone: the others are neither
+ * checked nor recorded (lint_walk_rank_moved, whose other buffers' lists go unread). The view
+ * indices, the first race and its text are lint_race_op's where only the skipped accesses race
+ * with nothing. */
+bool lint_race_op_only(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank,
+                       const plan_op *op, uint32_t stream, uint64_t seq, lint_race_found *f,
+                       const uint8_t *only);
+/* A coarser race lint over r's own lists, for lint_walk_rank_moved: each access of a buffer b
+ * with only[b] set taken as the whole buffer (one element, [0, 1)) and a reduce's recv as
+ * written on every rank; dirty[b] set where one races. Its accesses include every rank's (a
+ * view's elements, a rank's in-place or reduce reads and writes: a write conflicts with all a
+ * read does), and an access overlaps every other, so a race on any rank, with any offsets, is
+ * one here too: a buffer this never marks dirty has no race on any rank with these clocks. That
+ * rests on lint_race_op being exact (a race is reported when there is one: see the top of
+ * lint_race.c), which holds for one element as for many. */
+void lint_race_op_coarse(lint_race *r, const lint_clocks *c, const rank_plan *p,
+                         const plan_op *op, uint32_t stream, uint64_t seq, const uint8_t *only,
+                         uint8_t *dirty);
 /* The race lint_race_op found as the error's text, and the other access as its note, at that
  * access's view. */
 void lint_race_text(lint_race *r, const rank_plan *p, const lint_race_found *f, char *text,

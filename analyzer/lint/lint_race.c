@@ -439,8 +439,13 @@ static inline bool access_check(lint_race *r, const lint_clocks *c, const lint_r
     return other_access(r, c, l, me, lo, hi, writes, report, hit);
 }
 
-bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank,
-                  const plan_op *op, uint32_t stream, uint64_t seq, lint_race_found *f) {
+/* lint_race_op, lint_race_op_only and lint_race_op_coarse: one body, only and coarse constants
+ * in each (so that the whole walk's accesses pay no test for them). coarse: every access one
+ * element, [0, 1), a reduce's recv written on every rank, each race marked in dirty. */
+static inline __attribute__((always_inline)) bool
+race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank, const plan_op *op,
+        uint32_t stream, uint64_t seq, lint_race_found *f, const uint8_t *only, bool coarse,
+        uint8_t *dirty) {
     if (stream >= r->n_streams)
         return false;   /* none of its accesses is recorded, none can race */
     bool found = false;
@@ -461,7 +466,8 @@ bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int ra
         n = plan_op_accesses(p, op, fixed, &acc, &r->acc);
         /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
          * touched, an in-place one only read (it is the send side) */
-        if (op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE && op->u.coll.root != rank)
+        if (!coarse && op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE &&
+            op->u.coll.root != rank)
             unwritten = &op->u.coll.recv;
     }
     for (size_t k = 0; k < n; k++) {
@@ -477,9 +483,16 @@ bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int ra
                 continue;
         }
         /* no buffer (SCHED_NO_SYM is past every one), or no element: nothing to order */
-        if (v->buf >= r->n_bufs || !v->count)
+        if (v->buf >= r->n_bufs || !v->count || (only && !only[v->buf]))
             continue;
         me.view = (uint32_t)k;
+        if (coarse) {
+            const plan_view one = {.offset = 0, .count = 1, .buf = v->buf};
+            lint_race_found hit;
+            if (access_check(r, c, &me, &one, writes, true, &hit))
+                dirty[v->buf] = 1;
+            continue;
+        }
         if (access_check(r, c, &me, v, writes, !found, f)) {
             f->me = me;
             f->v = v;
@@ -488,4 +501,21 @@ bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int ra
         }
     }
     return found;
+}
+
+bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank,
+                  const plan_op *op, uint32_t stream, uint64_t seq, lint_race_found *f) {
+    return race_op(r, c, p, rank, op, stream, seq, f, NULL, false, NULL);
+}
+
+bool lint_race_op_only(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank,
+                       const plan_op *op, uint32_t stream, uint64_t seq, lint_race_found *f,
+                       const uint8_t *only) {
+    return race_op(r, c, p, rank, op, stream, seq, f, only, false, NULL);
+}
+
+void lint_race_op_coarse(lint_race *r, const lint_clocks *c, const rank_plan *p,
+                         const plan_op *op, uint32_t stream, uint64_t seq, const uint8_t *only,
+                         uint8_t *dirty) {
+    race_op(r, c, p, 0, op, stream, seq, NULL, only, true, dirty);
 }
