@@ -8,6 +8,10 @@
  * rank with its `rank` set. Inside a repeat a finding is reported once per step, not per
  * iteration.
  *
+ * A rank whose ops are rank 0's but for some views' offsets (the pipeline's middle path) can
+ * take lint_walk_rank_moved instead: the checks of the buffers those views name alone, when rank
+ * 0 was clean (the end of this file says why that is exact).
+ *
  * expect_error: the op after OP_EXPECT_BEGIN is checked in capture mode: its first error is kept,
  * not reported, and a refused op has no effect (no use, no collective issued). A matching error
  * is a passing contract row; no error, or another one, is a diagnostic. */
@@ -73,6 +77,23 @@ typedef struct {
     sched_error_code captured_code;
     ml_mark captured_mark;    /* its offending character: an unexpected error is reported there */
     char captured_text[320];
+
+    /* lint_walk_rank_moved (the end of this file) */
+    size_t reports;           /* vreport's calls, silenced and captured ones too */
+    const plan_op *base_ops;  /* rank 0's walk: its op array, its length, its compute views */
+    size_t base_n;
+    const plan_view *base_extra;
+    bool base_quiet;          /* and it reported nothing, had no expect_error, no send or recv */
+    uint8_t *moved;           /* [n_bufs + 1]: 1 for the buffers B whose checks are redone */
+    ml_vec moved_bufs;        /* uint32_t: those buffers, to clear moved for the next rank */
+    bool moved_abort;         /* an op whose outcome may differ for buffers not in B */
+    uint8_t *race_only;       /* [n_bufs + 1]: 1 for those of B the race lint is asked about */
+    lint_race coarse;         /* lint_race_op_coarse's lists, of B */
+    uint8_t *dirty;           /* [n_bufs + 1]: where it found a race */
+    ml_vec coarse_bufs;       /* uint32_t: the B it was run for, over a whole walk */
+    bool coarse_now, coarse_done;   /* this walk runs it; one did, for coarse_bufs */
+    bool race_any;            /* some race_only is set (else no op asks the race lint) */
+    int moved_ranks;          /* walked the short way to the end (lint_walk_moved_ranks) */
 } lint_ctx;
 
 /* ---- findings ---------------------------------------------------------------------------------- */
@@ -143,6 +164,7 @@ static void add_finding_at(lint_ctx *x, const plan_op *op, ml_mark mark, const l
 
 static void vreport(lint_ctx *x, const plan_op *op, ml_mark mark, const lint_note *note,
                     sched_error_code err, const char *code, const char *fmt, va_list ap) {
+    x->reports++;
     char text[320];
     vsnprintf(text, sizeof text, fmt, ap);
     if (x->capturing) {
@@ -327,12 +349,55 @@ static __attribute__((noinline, cold)) void report_race(lint_ctx *x, const lint_
 /* Every view op touches, against the accesses of other streams it is not ordered after: one
  * race reported per op, the first found. Not inside expect_error: a refused op has no effect,
  * and one that runs is there for its contract row, not for its ordering. */
-static void check_races(lint_ctx *x, const plan_op *op, uint32_t stream, uint64_t seq) {
-    if (!x->race_on || x->capturing)
+/* moved (a constant at every call): lint_walk_rank_moved's walk, the buffers of B alone. */
+static inline __attribute__((always_inline)) void
+check_races(lint_ctx *x, const plan_op *op, uint32_t stream, uint64_t seq, bool moved) {
+    if (!x->race_on || x->capturing || (moved && !x->race_any))
         return;
     lint_race_found f;
-    if (lint_race_op(&x->race, &x->clocks, x->plan, x->rank, op, stream, seq, &f))
+    if (moved ? lint_race_op_only(&x->race, &x->clocks, x->plan, x->rank, op, stream, seq, &f,
+                                  x->race_only)
+              : lint_race_op(&x->race, &x->clocks, x->plan, x->rank, op, stream, seq, &f))
         report_race(x, &f);
+}
+
+/* Whether lint_walk_rank_moved redoes the checks of buffer buf (SCHED_NO_SYM: none, past every
+ * buffer). */
+static inline bool in_moved(const lint_ctx *x, uint32_t buf) {
+    return buf < x->n_bufs && x->moved[buf];
+}
+
+/* In lint_walk_rank_moved's walk, view v is left out: another buffer's, whose checks are rank
+ * 0's (*other says one was). Constant false in the whole walk. */
+static inline __attribute__((always_inline)) bool
+skipped(const lint_ctx *x, const plan_view *v, bool moved, bool *other) {
+    if (!moved || in_moved(x, v->buf))
+        return false;
+    *other |= v->buf != SCHED_NO_SYM;
+    return true;
+}
+
+/* lint_walk_rank_moved's coarse race lint, for an op with a view of B run on stream with
+ * sequence number seq: every such op's accesses, whether its views pass or not (another rank's
+ * may), but not where the race lint is off. */
+static inline __attribute__((always_inline)) void coarse_races(lint_ctx *x, const plan_op *op,
+                                                               uint32_t stream, uint64_t seq,
+                                                               bool moved) {
+    if (moved && x->coarse_now)
+        lint_race_op_coarse(&x->coarse, &x->clocks, x->plan, op, stream, seq, x->moved,
+                            x->dirty);
+}
+
+/* An op of lint_walk_rank_moved's walk with a view of B that failed its check and a view of
+ * another buffer: the whole walk would skip that view's race check too (the op's views are
+ * checked for races only when all pass), so the other buffer's accesses would no longer be
+ * rank 0's. The walk stops, for lint_rank's. */
+static inline __attribute__((always_inline)) bool
+moved_unsure(lint_ctx *x, bool moved, bool ok, bool other) {
+    if (!moved || ok || !other)
+        return false;
+    x->moved_abort = true;
+    return true;
 }
 
 /* The handlers of lint_op, one per kind of op, stay functions of their own: lint_op is then a
@@ -430,10 +495,19 @@ static LINT_HANDLER void lint_release(lint_ctx *x, const plan_op *op) {
     b->release_op = op;
 }
 
-static LINT_HANDLER void lint_coll(lint_ctx *x, const plan_op *op) {
-    bool send_ok = check_view(x, op, &op->u.coll.send, 0);
-    bool recv_ok = check_view(x, op, &op->u.coll.recv, 1);
-    if (send_ok && recv_ok) {
+static inline __attribute__((always_inline)) void coll_op(lint_ctx *x, const plan_op *op,
+                                                          bool moved) {
+    bool other = false;
+    bool skip_send = skipped(x, &op->u.coll.send, moved, &other);
+    bool skip_recv = skipped(x, &op->u.coll.recv, moved, &other);
+    bool send_ok = skip_send || check_view(x, op, &op->u.coll.send, 0);
+    bool recv_ok = skip_recv || check_view(x, op, &op->u.coll.recv, 1);
+    if (moved_unsure(x, moved, send_ok && recv_ok, other))
+        return;
+    /* the contract reads the rank only in a send/recv's peer and in the in-place rule of one
+     * buffer (lint_coll_contract): a collective without a view of B has rank 0's outcome */
+    bool mine = !skip_send || !skip_recv;
+    if (send_ok && recv_ok && mine) {
         char detail[240];
         lint_contract_at part;
         sched_error_code err =
@@ -448,14 +522,21 @@ static LINT_HANDLER void lint_coll(lint_ctx *x, const plan_op *op) {
     if (refused(x))
         return;
     uint64_t seq = lint_clocks_enqueue(&x->clocks, op->u.coll.stream);
-    note_use(x, op, &op->u.coll.send, 0, op->u.coll.stream, seq);
-    note_use(x, op, &op->u.coll.recv, 1, op->u.coll.stream, seq);
-    if (send_ok && recv_ok)
-        check_races(x, op, op->u.coll.stream, seq);
+    if (mine)
+        coarse_races(x, op, op->u.coll.stream, seq, moved);
+    if (!skip_send)
+        note_use(x, op, &op->u.coll.send, 0, op->u.coll.stream, seq);
+    if (!skip_recv)
+        note_use(x, op, &op->u.coll.recv, 1, op->u.coll.stream, seq);
+    if (send_ok && recv_ok && mine)
+        check_races(x, op, op->u.coll.stream, seq, moved);
     if (!ml_colls[op->u.coll.coll].p2p)   /* a send/recv pairs with one peer (lint_p2p.c) */
         lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op,
                            (size_t)(op - x->plan->ops));
 }
+
+static LINT_HANDLER void lint_coll(lint_ctx *x, const plan_op *op) { coll_op(x, op, false); }
+static LINT_HANDLER void moved_coll(lint_ctx *x, const plan_op *op) { coll_op(x, op, true); }
 
 /* Element counts and dtypes of two views one op moves data between (copy, init from a copy);
  * the error is at the destination, op's dst-th view, which must take the source as it is. */
@@ -500,17 +581,26 @@ static void check_copy_overlap(lint_ctx *x, const plan_op *op, const plan_view *
               buf_name(x, src->buf));
 }
 
-/* Ops that use views on a stream: checks, then (unless refused) one enqueue and the uses. */
-static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *views, uint32_t n,
-                           uint32_t stream) {
-    bool ok = true;
-    for (uint32_t k = 0; k < n; k++)
+/* Ops that use views on a stream: checks, then (unless refused) one enqueue and the uses. With
+ * moved, the views of B alone (the shape checks read counts and dtypes, rank 0's everywhere; a
+ * copy's overlap one buffer's offsets: they are redone where the op has a view of B). */
+static inline __attribute__((always_inline)) void
+stream_op(lint_ctx *x, const plan_op *op, const plan_view *views, uint32_t n, uint32_t stream,
+          bool moved) {
+    bool ok = true, mine = !moved, other = false;
+    for (uint32_t k = 0; k < n; k++) {
+        if (skipped(x, &views[k], moved, &other))
+            continue;
+        mine = true;
         ok &= check_view(x, op, &views[k], k);
-    if (ok && op->kind == OP_COPY) {
+    }
+    if (moved_unsure(x, moved, ok, other))
+        return;
+    if (ok && mine && op->kind == OP_COPY) {
         check_same_shape(x, op, &views[0], &views[1], 1);
         check_copy_overlap(x, op, &views[0], &views[1]);
     }
-    if (ok && op->kind == OP_INIT && n == 2)
+    if (ok && mine && op->kind == OP_INIT && n == 2)
         check_same_shape(x, op, &views[1], &views[0], 0);
     if (refused(x))
         return;
@@ -518,30 +608,51 @@ static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *view
     if (host)
         host_access(x);
     uint64_t seq = lint_clocks_enqueue(&x->clocks, stream);
-    if (ok && stream < x->n_streams) {   /* every view's buffer is live: note_use's tests pass */
+    if (mine)
+        coarse_races(x, op, stream, seq, moved);
+    if (!mine) {
+    } else if (ok && stream < x->n_streams) {   /* every view's buffer is live: note_use's tests pass */
         for (uint32_t k = 0; k < n; k++)
-            if (views[k].buf != SCHED_NO_SYM)
+            if (views[k].buf != SCHED_NO_SYM && (!moved || in_moved(x, views[k].buf)))
                 put_use(x, op, views[k].buf, k, stream, seq);
-        check_races(x, op, stream, seq);
+        check_races(x, op, stream, seq, moved);
     } else {
         for (uint32_t k = 0; k < n; k++)
-            note_use(x, op, &views[k], k, stream, seq);
+            if (!moved || in_moved(x, views[k].buf))
+                note_use(x, op, &views[k], k, stream, seq);
     }
     if (host)
         host_access(x);
 }
 
-static LINT_HANDLER void lint_check(lint_ctx *x, const plan_op *op) {
+static void lint_stream_op(lint_ctx *x, const plan_op *op, const plan_view *views, uint32_t n,
+                           uint32_t stream) {
+    stream_op(x, op, views, n, stream, false);
+}
+
+static void moved_stream_op(lint_ctx *x, const plan_op *op, const plan_view *views, uint32_t n,
+                            uint32_t stream) {
+    stream_op(x, op, views, n, stream, true);
+}
+
+static inline __attribute__((always_inline)) void check_op(lint_ctx *x, const plan_op *op,
+                                                           bool moved) {
     const sched_check *c = op->step->u.check;
     const plan_view *a = &op->u.check.a, *b = &op->u.check.b;
-    bool a_ok = check_view(x, op, a, 0), b_ok = check_view(x, op, b, 1);   /* both errors */
+    bool other = false;
+    bool skip_a = skipped(x, a, moved, &other), skip_b = skipped(x, b, moved, &other);
+    bool a_ok = skip_a || check_view(x, op, a, 0);   /* both errors */
+    bool b_ok = skip_b || check_view(x, op, b, 1);
     bool ok = a_ok && b_ok;
-    if (ok && a->buf != SCHED_NO_SYM && b->buf != SCHED_NO_SYM && a->count != b->count)
+    if (moved_unsure(x, moved, ok, other))
+        return;
+    bool mine = !skip_a || !skip_b;   /* the rest reads counts alone: rank 0's outcome */
+    if (ok && mine && a->buf != SCHED_NO_SYM && b->buf != SCHED_NO_SYM && a->count != b->count)
         report_at(x, op, where(x, op, 1), NULL, ERR_SIZE_MISMATCH, "size_mismatch",
                   "check '%s' compares %llu elements with %llu", c->name ? c->name : "",
                   (ull)a->count, (ull)b->count);
     const plan_view *rolled[2] = {op->u.check.roll_a ? a : NULL, op->u.check.roll_b ? b : NULL};
-    for (int k = 0; k < 2 && ok; k++) {
+    for (int k = 0; k < 2 && ok && mine; k++) {
         if (rolled[k] && rolled[k]->count % (uint64_t)x->world) {
             char vt[200];
             lint_view_text(x->s, rolled[k], vt, sizeof vt);
@@ -555,12 +666,19 @@ static LINT_HANDLER void lint_check(lint_ctx *x, const plan_op *op) {
         return;
     host_access(x);
     uint64_t seq = lint_clocks_enqueue(&x->clocks, SCHED_DEFAULT_STREAM);
-    note_use(x, op, a, 0, SCHED_DEFAULT_STREAM, seq);
-    note_use(x, op, b, 1, SCHED_DEFAULT_STREAM, seq);
-    if (ok)
-        check_races(x, op, SCHED_DEFAULT_STREAM, seq);
+    if (mine)
+        coarse_races(x, op, SCHED_DEFAULT_STREAM, seq, moved);
+    if (!skip_a)
+        note_use(x, op, a, 0, SCHED_DEFAULT_STREAM, seq);
+    if (!skip_b)
+        note_use(x, op, b, 1, SCHED_DEFAULT_STREAM, seq);
+    if (ok && mine)
+        check_races(x, op, SCHED_DEFAULT_STREAM, seq, moved);
     host_access(x);
 }
+
+static LINT_HANDLER void lint_check(lint_ctx *x, const plan_op *op) { check_op(x, op, false); }
+static LINT_HANDLER void moved_check(lint_ctx *x, const plan_op *op) { check_op(x, op, true); }
 
 /* A wait or sync on event ev, which this rank has not recorded yet: an error at the event, with
  * the second place (where this rank records it after all, if it does) as its note. */
@@ -612,30 +730,40 @@ static LINT_HANDLER void lint_record_stream(lint_ctx *x, const plan_op *op) {
 }
 
 /* The ops that use views on a stream. */
-static LINT_HANDLER void lint_data_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
+static inline __attribute__((always_inline)) void data_op(lint_ctx *x, const rank_plan *p,
+                                                          const plan_op *op, bool moved) {
+    void (*const stream)(lint_ctx *, const plan_op *, const plan_view *, uint32_t, uint32_t) =
+        moved ? moved_stream_op : lint_stream_op;
     switch (op->kind) {
     case OP_INIT: {
         plan_view v[2] = {op->u.init.dst, op->u.init.src};
         bool copy = op->step->kind == ST_INIT ? op->step->u.init.init.kind == INIT_COPY
                                               : op->step->u.alloc.init.kind == INIT_COPY;
-        lint_stream_op(x, op, v, copy ? 2 : 1, SCHED_DEFAULT_STREAM);
+        stream(x, op, v, copy ? 2 : 1, SCHED_DEFAULT_STREAM);
         break;
     }
     case OP_COPY: {
         plan_view v[2] = {op->u.copy.src, op->u.copy.dst};
-        lint_stream_op(x, op, v, 2, op->u.copy.stream);
+        stream(x, op, v, 2, op->u.copy.stream);
         break;
     }
     case OP_SCALE:
-        lint_stream_op(x, op, &op->u.scale.buf, 1, op->u.scale.stream);
+        stream(x, op, &op->u.scale.buf, 1, op->u.scale.stream);
         break;
     default: {   /* OP_COMPUTE */
         uint32_t nr, nw;
         const plan_view *v = plan_compute_views(p, op, &nr, &nw);
-        lint_stream_op(x, op, v, nr + nw, op->u.compute.stream);
+        stream(x, op, v, nr + nw, op->u.compute.stream);
         break;
     }
     }
+}
+
+static LINT_HANDLER void lint_data_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
+    data_op(x, p, op, false);
+}
+static LINT_HANDLER void moved_data_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
+    data_op(x, p, op, true);
 }
 
 static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
@@ -807,6 +935,205 @@ static void lint_rank(lint_ctx *x, const rank_plan *p) {
     }
 }
 
+/* ---- a rank that is rank 0's ops with some views moved (lint_walk_rank_moved) ---------------
+ *
+ * The whole walk (lint_rank) over rank r's ops, where they are the ops rank 0's walk saw but for
+ * the offsets and in-place flags of some ops (plan_offsets_apply), and rank 0's walk reported
+ * nothing. Why checking only B, the buffers of the views that can have moved, gives the whole
+ * walk's findings, rows, collective sequence and texts:
+ *  - Every check is about one buffer: its lifetime (alloc, free, release: ops without views,
+ *    the same on every rank), a view's bounds and chunk (that view and the buffer's alloc and
+ *    release), the free hazard (the buffer's last use per stream and the clocks), the race lint
+ *    (the buffer's own list of accesses and the clocks), an in-place or copy overlap (two views
+ *    of one buffer), the contract (the op alone). The clocks (streams, events, syncs, the host
+ *    syncs of inits and checks) follow the op sequence alone: rank 0's, and kept here as the
+ *    whole walk keeps them. So a buffer whose views are all rank 0's, whose accesses are rank
+ *    0's, meets the checks rank 0's walk made of it, with rank 0's outcome: nothing. Its ops
+ *    are skipped (their clocks kept, their collectives pushed for the cross-rank check).
+ *  - The rank itself enters lint in three places: a send/recv's peer (p2p: not taken here), a
+ *    collective's in-place rule (of one buffer: that buffer is in B) and NCCL's reduce, which
+ *    writes recv on the root alone (lint_race_op: every reduce's recv buffer is in B). And in
+ *    expect_error's texts and rows: rank 0 had none, so neither has rank r (the same ops).
+ *  - Which views can have moved: those of the moved ops but whole ones with offset 0 (a whole
+ *    view has no offset written, resolve_view: it is the whole buffer on every rank; checked,
+ *    not assumed), and a same-buffer collective's buffer (its in-place flag). A buffer put in B
+ *    that did not move only costs its checks.
+ *  - Two couplings between buffers in the whole walk: an op whose views do not all pass checks
+ *    none of its views for races (check_view's false), and an op reports its first race alone.
+ *    The second changes nothing: the views of other buffers race with nothing (rank 0's). The
+ *    first would change the accesses recorded for another buffer of the op: there this walk
+ *    stops (moved_unsure) and lint_rank walks the rank from its start. What this walk reported
+ *    until then is what lint_rank reports for the same ops (the checks of B are exact up to
+ *    there, the others' nothing), in the same order; a finding the rank already holds is not
+ *    added again (add_finding_at: "this rank said it already"), so the findings are lint_rank's.
+ *  - The race lint of B, the most of what is left (B's slices make segments): the first such
+ *    rank runs it, and beside it lint_race_op_coarse, which takes every access of B as the
+ *    whole buffer and a reduce's recv as written. Its accesses include every rank's and each
+ *    overlaps every other, so a buffer it finds no race in has no race on any rank (lint_int.h
+ *    says why); the ranks after run the race lint only for the buffers it found one in. The
+ *    clocks it reads are every rank's; B must be the same (coarse_holds).
+ * Anything else that could make rank r's walk differ from rank 0's but for B (a rank 0 walk that
+ * reported something, silenced or not, or had expect_error rows; send or recv; another op
+ * array; a moved op without views, as an alloc would be) takes lint_rank. */
+
+/* Adds buffer buf to B. */
+static void moved_add(lint_ctx *x, uint32_t buf) {
+    if (buf >= x->n_bufs || x->moved[buf])
+        return;
+    x->moved[buf] = 1;
+    x->race_only[buf] = 1;
+    *(uint32_t *)ml_vec_push(&x->moved_bufs) = buf;
+}
+
+/* A view of a moved op that may not be rank 0's puts its buffer in B. */
+static void moved_view(lint_ctx *x, const plan_view *v) {
+    if (!(v->whole && v->offset == 0))
+        moved_add(x, v->buf);
+}
+
+/* B for p and the moved ops (moved_ops[0..n)): false where lint_rank must walk it. */
+static bool moved_set(lint_ctx *x, const rank_plan *p, const size_t *moved_ops, size_t n) {
+    for (size_t k = 0; k < x->moved_bufs.n; k++) {   /* the rank before's */
+        uint32_t b = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
+        x->moved[b] = x->race_only[b] = 0;
+    }
+    x->moved_bufs.n = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (moved_ops[k] >= p->n_ops)
+            return false;
+        const plan_op *op = &p->ops[moved_ops[k]];
+        plan_access fixed[PLAN_FIXED_ACCESSES];
+        const plan_access *acc;
+        size_t na = plan_op_accesses(p, op, fixed, &acc, &x->race.acc);   /* its views */
+        if (na == 0)
+            return false;   /* no views to move: not what plan_offsets_apply rewrites */
+        for (size_t j = 0; j < na; j++)
+            moved_view(x, acc[j].v);
+        if (op->kind == OP_INIT)   /* a copy's source of no element, which accesses omit */
+            moved_view(x, &op->u.init.src);
+        if (op->kind == OP_COLL && op->u.coll.send.buf == op->u.coll.recv.buf)
+            moved_add(x, op->u.coll.send.buf);   /* its in-place flag */
+    }
+    /* every reduce's recv: written on its root alone (rank 0's collectives, in their op order) */
+    const lint_coll_seq *q = &x->colls[0];
+    for (size_t k = 0; k < q->n; k++)
+        if (q->keys[k].coll == COLL_REDUCE)
+            moved_add(x, p->ops[q->ops[k]].u.coll.recv.buf);
+    return true;
+}
+
+/* lint_op for this walk: the lifetime ops of B, the clocks of all, the views of B. */
+static void moved_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
+    switch (op->kind) {
+    /* rank 0's walk allocs only what is not live and frees only what is: so does this one,
+     * and the coarse lists start again with the buffer, as the race lint's */
+    case OP_ALLOC:
+        if (in_moved(x, op->u.alloc.buf)) {
+            lint_alloc(x, op);
+            lint_race_clear(&x->coarse, op->u.alloc.buf);
+        }
+        break;
+    case OP_FREE:
+        if (in_moved(x, op->u.free.buf)) {
+            lint_free(x, op);
+            lint_race_clear(&x->coarse, op->u.free.buf);
+        }
+        break;
+    case OP_RELEASE:
+        if (in_moved(x, op->u.release.buf))
+            lint_release(x, op);
+        break;
+    case OP_RECORD_STREAM:
+        if (in_moved(x, op->u.record_stream.buf))
+            lint_record_stream(x, op);
+        break;
+    case OP_COLL:
+        moved_coll(x, op);
+        break;
+    case OP_CHECK:
+        moved_check(x, op);
+        break;
+    case OP_INIT:
+    case OP_COPY:
+    case OP_SCALE:
+    case OP_COMPUTE:
+        moved_data_op(x, p, op);
+        break;
+    case OP_RECORD:   /* the clocks', as lint_op */
+        lint_record(x, op);
+        break;
+    case OP_WAIT:
+        lint_wait(x, op);
+        break;
+    case OP_SYNC:
+        lint_sync(x, op);
+        break;
+    default:   /* those lint_op does nothing for */
+        break;
+    }
+}
+
+/* Whether the coarse verdicts (dirty) hold for B: a whole walk ran them for this very B. */
+static bool coarse_holds(const lint_ctx *x) {
+    if (!x->coarse_done || x->coarse_bufs.n != x->moved_bufs.n)
+        return false;
+    return memcmp(x->coarse_bufs.items, x->moved_bufs.items,
+                  x->moved_bufs.n * sizeof(uint32_t)) == 0;
+}
+
+static void lint_rank_moved(lint_ctx *x, const rank_plan *p, const size_t *moved_ops,
+                            size_t n) {
+    bool sure = x->base_quiet && p->rank > 0 && p->ops == x->base_ops && p->n_ops == x->base_n &&
+                p->extra_views == x->base_extra && !p->has_p2p && !p->kept_at && !x->capturing;
+    if (!sure || !moved_set(x, p, moved_ops, n)) {
+        lint_rank(x, p);
+        return;
+    }
+    x->rank = p->rank;
+    x->plan = p;
+    /* B's state as lint_rank starts it; the other buffers' goes unread */
+    for (size_t k = 0; k < x->moved_bufs.n; k++) {
+        uint32_t b = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
+        x->bufs[b] = (lint_buf){0};
+        memset(&x->uses[(size_t)b * x->n_streams], 0, x->n_streams * sizeof *x->uses);
+        lint_race_clear(&x->race, b);
+    }
+    lint_clocks_reset(&x->clocks);
+    /* The race lint for B's buffers: all of them, and the coarse one beside it, on the first
+     * such rank; then only those the coarse one found a race in (a buffer it did not has no
+     * race on any rank: lint_race_op_coarse; nor do the texts of others' races change) */
+    bool holds = coarse_holds(x);
+    x->coarse_now = !holds && x->race_on;
+    x->race_any = false;
+    for (size_t k = 0; k < x->moved_bufs.n; k++) {
+        uint32_t b = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
+        if (holds)
+            x->race_only[b] = x->dirty[b];
+        x->race_any |= x->race_only[b];
+        if (x->coarse_now) {
+            x->dirty[b] = 0;
+            lint_race_clear(&x->coarse, b);
+        }
+    }
+    x->moved_abort = false;
+    for (size_t i = 0; i < p->n_ops; i++) {
+        moved_op(x, p, &p->ops[i]);
+        if (x->moved_abort) {
+            x->moved_abort = x->coarse_now = false;
+            lint_rank(x, p);
+            return;
+        }
+    }
+    x->moved_ranks++;
+    if (x->coarse_now) {
+        x->coarse_done = true;
+        x->coarse_now = false;
+        x->coarse_bufs.n = 0;
+        for (size_t k = 0; k < x->moved_bufs.n; k++)
+            *(uint32_t *)ml_vec_push(&x->coarse_bufs) = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
+    }
+}
+
 void lint_options_default(lint_options *o) { o->off = 0; }
 
 /* The walk's state between ranks (analyzer.h's lint_walk): the context of lint_rank, whose
@@ -834,10 +1161,32 @@ lint_walk *lint_walk_new(const sched *s, int world, const lint_options *o, lint_
     x->colls = ml_xcalloc((size_t)world, sizeof *x->colls);
     lint_clocks_init(&x->clocks, x->n_streams, s->syms[SYM_EVENT].n);
     lint_race_init(&x->race, x->n_bufs, x->n_streams);
+    x->moved = ml_xcalloc(x->n_bufs + 1, sizeof *x->moved);
+    x->race_only = ml_xcalloc(x->n_bufs + 1, sizeof *x->race_only);
+    x->dirty = ml_xcalloc(x->n_bufs + 1, sizeof *x->dirty);
+    ml_vec_init(&x->moved_bufs, sizeof(uint32_t));
+    ml_vec_init(&x->coarse_bufs, sizeof(uint32_t));
+    lint_race_init(&x->coarse, x->n_bufs, x->n_streams);
     return w;
 }
 
-void lint_walk_rank(lint_walk *w, const rank_plan *p) { lint_rank(&w->x, p); }
+void lint_walk_rank(lint_walk *w, const rank_plan *p) {
+    lint_ctx *x = &w->x;
+    size_t reports = x->reports;
+    lint_rank(x, p);
+    if (p->rank == 0) {   /* what lint_walk_rank_moved compares later ranks with */
+        x->base_ops = p->ops;
+        x->base_n = p->n_ops;
+        x->base_extra = p->extra_views;
+        x->base_quiet = x->reports == reports && x->result->n_rows == 0 && !p->has_p2p;
+    }
+}
+
+void lint_walk_rank_moved(lint_walk *w, const rank_plan *p, const size_t *moved_ops, size_t n) {
+    lint_rank_moved(&w->x, p, moved_ops, n);
+}
+
+int lint_walk_moved_ranks(const lint_walk *w) { return w->x.moved_ranks; }
 
 bool lint_walk_needs_rank0(const lint_walk *w) {
     return lint_code_on(w->x.o, "cross_rank") && lint_coll_seq_diverged(w->x.colls, w->x.world);
@@ -867,6 +1216,12 @@ void lint_walk_free(lint_walk *w) {
     lint_race_free(&x->race);
     free(x->found);
     free(x->index);
+    free(x->moved);
+    free(x->race_only);
+    free(x->dirty);
+    ml_vec_free(&x->moved_bufs);
+    ml_vec_free(&x->coarse_bufs);
+    lint_race_free(&x->coarse);
     free(x->uses);
     free(x->bufs);
     free(w);

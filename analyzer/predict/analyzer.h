@@ -95,6 +95,14 @@ void lint_result_free(lint_result *r);
 typedef struct lint_walk lint_walk;
 lint_walk *lint_walk_new(const sched *s, int world, const lint_options *o, lint_result *r);
 void lint_walk_rank(lint_walk *w, const rank_plan *p);
+/* lint_walk_rank of a rank r > 0 whose ops are, in the very array rank 0's lint_walk_rank
+ * walked, rank 0's but for the views' offsets and in-place flags of ops moved_ops[0..n)
+ * (plan_offsets_apply; plan_offsets_ops): the same findings, rows and collective sequence, where
+ * rank 0's walk reported nothing by checking only the buffers those views name (lint.c says why
+ * that is exact); otherwise, or where unsure, lint_walk_rank itself. */
+void lint_walk_rank_moved(lint_walk *w, const rank_plan *p, const size_t *moved_ops, size_t n);
+/* How many of w's lint_walk_rank_moved calls took the short way to the end (for tests). */
+int lint_walk_moved_ranks(const lint_walk *w);
 size_t lint_walk_end(lint_walk *w, const rank_plan *plans, bool cross, ml_diags *d);
 void lint_walk_free(lint_walk *w);   /* without reporting (lint_walk_end frees it too) */
 /* True when lint_walk_end's cross-rank messages will read rank 0's ops (a rank diverges). */
