@@ -264,7 +264,7 @@ static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipel
          * of each other (the predictions' diagnostics wait in pd) */
         predicted =
             predicted && predict_rank_shared(pl, &it->pred[0], fw, &it->pred[r], &pd) == 0;
-        lint_walk_rank(w, pl);
+        lint_walk_rank_moved(w, pl, vary.ops, vary.n);   /* vary: plan_offsets_ops(po) */
         size_t keep[PIPELINE_KEPT_MAX];
         plan_compact(pl, keep, reported_ops(&it->pred[r], keep), false, NULL);
     }
