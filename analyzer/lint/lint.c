@@ -94,6 +94,13 @@ typedef struct {
     bool coarse_now, coarse_done;   /* this walk runs it; one did, for coarse_bufs */
     bool race_any;            /* some race_only is set (else no op asks the race lint) */
     int moved_ranks;          /* walked the short way to the end (lint_walk_moved_ranks) */
+    /* moved_snap_pass: B's lint_buf at each moved op's views, recorded by a whole moved_pass */
+    const size_t *rec_ops;    /* the moved ops being recorded (NULL: none), the next one */
+    size_t rec_n, rec_next;
+    ml_vec snaps;             /* lint_buf: per moved op, per view (moved_op_views' order) */
+    const size_t *snap_ops;   /* the moved ops they are for, and how many (NULL: none) */
+    size_t snap_n;
+    bool checks_only;         /* the handlers stop after their checks (moved_snap_pass) */
 } lint_ctx;
 
 /* ---- findings ---------------------------------------------------------------------------------- */
@@ -519,7 +526,7 @@ static inline __attribute__((always_inline)) void coll_op(lint_ctx *x, const pla
             report_at(x, op, at, NULL, err, sched_error_names[err], "%s", detail);
         }
     }
-    if (refused(x))
+    if (refused(x) || (moved && x->checks_only))   /* checks_only: moved_snap_pass */
         return;
     uint64_t seq = lint_clocks_enqueue(&x->clocks, op->u.coll.stream);
     if (mine)
@@ -602,7 +609,7 @@ stream_op(lint_ctx *x, const plan_op *op, const plan_view *views, uint32_t n, ui
     }
     if (ok && mine && op->kind == OP_INIT && n == 2)
         check_same_shape(x, op, &views[1], &views[0], 0);
-    if (refused(x))
+    if (refused(x) || (moved && x->checks_only))
         return;
     bool host = op->kind == OP_INIT && n == 1;   /* a pattern, written by the host */
     if (host)
@@ -662,7 +669,7 @@ static inline __attribute__((always_inline)) void check_op(lint_ctx *x, const pl
                       x->world);
         }
     }
-    if (refused(x))
+    if (refused(x) || (moved && x->checks_only))
         return;
     host_access(x);
     uint64_t seq = lint_clocks_enqueue(&x->clocks, SCHED_DEFAULT_STREAM);
@@ -962,15 +969,14 @@ static void lint_rank(lint_ctx *x, const rank_plan *p) {
  *    none of its views for races (check_view's false), and an op reports its first race alone.
  *    The second changes nothing: the views of other buffers race with nothing (rank 0's). The
  *    first would change the accesses recorded for another buffer of the op: there this walk
- *    stops (moved_unsure) and lint_rank walks the rank from its start. What this walk reported
- *    until then is what lint_rank reports for the same ops (the checks of B are exact up to
- *    there, the others' nothing), in the same order; a finding the rank already holds is not
- *    added again (add_finding_at: "this rank said it already"), so the findings are lint_rank's.
+ *    stops (moved_unsure), what it added is taken back (rank_undo) and lint_rank walks the
+ *    rank from its start.
  *  - The race lint of B, the most of what is left (B's slices make segments): the first such
- *    rank runs it, and beside it lint_race_op_coarse, which takes every access of B as the
- *    whole buffer and a reduce's recv as written. Its accesses include every rank's and each
- *    overlaps every other, so a buffer it finds no race in has no race on any rank (lint_int.h
- *    says why); the ranks after run the race lint only for the buffers it found one in. The
+ *    rank runs lint_race_op_coarse instead, which takes every access of B as the whole buffer
+ *    and a reduce's recv as written. Its accesses include every rank's and each overlaps every
+ *    other, so a buffer it finds no race in has no race on any rank (lint_int.h says why): the
+ *    race lint runs only for the buffers it found one in, on that rank in a second walk (the
+ *    first's findings taken back, for their order), on the ranks after in their one walk. The
  *    clocks it reads are every rank's; B must be the same (coarse_holds).
  * Anything else that could make rank r's walk differ from rank 0's but for B (a rank 0 walk that
  * reported something, silenced or not, or had expect_error rows; send or recv; another op
@@ -991,6 +997,40 @@ static void moved_view(lint_ctx *x, const plan_view *v) {
         moved_add(x, v->buf);
 }
 
+/* The views of a moved op in the order its handler checks them (tmp holds two), *n of them. */
+static const plan_view *moved_op_views(const rank_plan *p, const plan_op *op, plan_view tmp[2],
+                                       uint32_t *n) {
+    switch (op->kind) {
+    case OP_COLL:
+        tmp[0] = op->u.coll.send, tmp[1] = op->u.coll.recv, *n = 2;
+        return tmp;
+    case OP_INIT: {   /* data_op's */
+        bool copy = op->step->kind == ST_INIT ? op->step->u.init.init.kind == INIT_COPY
+                                              : op->step->u.alloc.init.kind == INIT_COPY;
+        tmp[0] = op->u.init.dst, tmp[1] = op->u.init.src, *n = copy ? 2 : 1;
+        return tmp;
+    }
+    case OP_COPY:
+        tmp[0] = op->u.copy.src, tmp[1] = op->u.copy.dst, *n = 2;
+        return tmp;
+    case OP_SCALE:
+        *n = 1;
+        return &op->u.scale.buf;
+    case OP_CHECK:
+        tmp[0] = op->u.check.a, tmp[1] = op->u.check.b, *n = 2;
+        return tmp;
+    case OP_COMPUTE: {
+        uint32_t nr, nw;
+        const plan_view *v = plan_compute_views(p, op, &nr, &nw);
+        *n = nr + nw;
+        return v;
+    }
+    default:
+        *n = 0;
+        return NULL;
+    }
+}
+
 /* B for p and the moved ops (moved_ops[0..n)): false where lint_rank must walk it. */
 static bool moved_set(lint_ctx *x, const rank_plan *p, const size_t *moved_ops, size_t n) {
     for (size_t k = 0; k < x->moved_bufs.n; k++) {   /* the rank before's */
@@ -1002,15 +1042,13 @@ static bool moved_set(lint_ctx *x, const rank_plan *p, const size_t *moved_ops, 
         if (moved_ops[k] >= p->n_ops)
             return false;
         const plan_op *op = &p->ops[moved_ops[k]];
-        plan_access fixed[PLAN_FIXED_ACCESSES];
-        const plan_access *acc;
-        size_t na = plan_op_accesses(p, op, fixed, &acc, &x->race.acc);   /* its views */
-        if (na == 0)
+        plan_view tmp[2];
+        uint32_t nv;
+        const plan_view *v = moved_op_views(p, op, tmp, &nv);
+        if (!v)
             return false;   /* no views to move: not what plan_offsets_apply rewrites */
-        for (size_t j = 0; j < na; j++)
-            moved_view(x, acc[j].v);
-        if (op->kind == OP_INIT)   /* a copy's source of no element, which accesses omit */
-            moved_view(x, &op->u.init.src);
+        for (uint32_t j = 0; j < nv; j++)
+            moved_view(x, &v[j]);
         if (op->kind == OP_COLL && op->u.coll.send.buf == op->u.coll.recv.buf)
             moved_add(x, op->u.coll.send.buf);   /* its in-place flag */
     }
@@ -1020,6 +1058,17 @@ static bool moved_set(lint_ctx *x, const rank_plan *p, const size_t *moved_ops, 
         if (q->keys[k].coll == COLL_REDUCE)
             moved_add(x, p->ops[q->ops[k]].u.coll.recv.buf);
     return true;
+}
+
+/* Before moved op op is walked: what its views' buffers of B are then (lint_buf), for
+ * moved_snap_pass. */
+static void moved_record(lint_ctx *x, const rank_plan *p, const plan_op *op) {
+    plan_view tmp[2];
+    uint32_t n;
+    const plan_view *v = moved_op_views(p, op, tmp, &n);
+    for (uint32_t k = 0; k < n; k++)
+        *(lint_buf *)ml_vec_push(&x->snaps) =
+            in_moved(x, v[k].buf) ? x->bufs[v[k].buf] : (lint_buf){0};
 }
 
 /* lint_op for this walk: the lifetime ops of B, the clocks of all, the views of B. */
@@ -1081,6 +1130,103 @@ static bool coarse_holds(const lint_ctx *x) {
                   x->moved_bufs.n * sizeof(uint32_t)) == 0;
 }
 
+/* One walk over p's ops the short way, race_only and coarse_now as set; false where it stopped
+ * for lint_rank (moved_unsure). */
+static bool moved_pass(lint_ctx *x, const rank_plan *p) {
+    /* B's state as lint_rank starts it; the other buffers' goes unread */
+    for (size_t k = 0; k < x->moved_bufs.n; k++) {
+        uint32_t b = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
+        x->bufs[b] = (lint_buf){0};
+        memset(&x->uses[(size_t)b * x->n_streams], 0, x->n_streams * sizeof *x->uses);
+        lint_race_clear(&x->race, b);
+        if (x->coarse_now) {
+            x->dirty[b] = 0;
+            lint_race_clear(&x->coarse, b);
+        }
+    }
+    lint_clocks_reset(&x->clocks);
+    x->moved_abort = false;
+    x->snaps.n = 0;
+    x->rec_next = 0;
+    for (size_t i = 0; i < p->n_ops; i++) {
+        if (x->rec_ops && x->rec_next < x->rec_n && x->rec_ops[x->rec_next] == i) {
+            moved_record(x, p, &p->ops[i]);
+            x->rec_next++;
+        }
+        moved_op(x, p, &p->ops[i]);
+        if (x->moved_abort) {
+            x->moved_abort = false;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A rank after one whose moved_pass recorded B's state at the moved ops (snaps), where the
+ * coarse race lint found no race in B. Then the checks whose outcome can differ from rank 0's
+ * are those that read a moved view's offset or a moved in-place flag: the view checks (bounds,
+ * the kept chunk) of the moved ops' views, a moved collective's contract, a moved copy's
+ * overlap, each at its op. They read the op and its buffers' lint_buf there, which is every
+ * rank's (the same allocs, frees and releases, none refused, none reported on rank 0); they
+ * are redone with that lint_buf, in op order, and nothing else is. The rest is rank 0's: the
+ * other checks of B's views (the same offsets and lint_buf), its hazards (its uses, put by the
+ * same ops on the same streams with the same sequence numbers, and the clocks), its races
+ * (none: the coarse lint), and what moved_pass would skip. The collective sequence is the one
+ * the recording rank pushed, matching rank 0's (the same ops: a collective's key has no
+ * offset). An op that moved_unsure stops stops this walk too. */
+static bool moved_snap_pass(lint_ctx *x, const rank_plan *p, const size_t *moved_ops,
+                            size_t n) {
+    size_t at = 0;
+    x->checks_only = true;
+    for (size_t k = 0; k < n; k++) {
+        const plan_op *op = &p->ops[moved_ops[k]];
+        plan_view tmp[2];
+        uint32_t nv;
+        const plan_view *v = moved_op_views(p, op, tmp, &nv);
+        for (uint32_t j = 0; j < nv; j++, at++)
+            if (in_moved(x, v[j].buf))
+                x->bufs[v[j].buf] = ML_VEC_AT(&x->snaps, lint_buf, at);
+        moved_op(x, p, op);
+        if (x->moved_abort) {
+            x->moved_abort = x->checks_only = false;
+            return false;
+        }
+    }
+    x->checks_only = false;
+    x->colls[x->rank].n = x->colls[0].n;   /* no diff: the recording rank's */
+    return true;
+}
+
+/* Takes back what the walk of rank x->rank added since the findings numbered n_found: its new
+ * findings, its rank in the others (a rank is added once, last: add_finding_at), its
+ * collective sequence. What is left is as before that walk (it had no contract rows). */
+static void rank_undo(lint_ctx *x, size_t n_found) {
+    for (size_t k = n_found; k < x->n_found; k++) {
+        free(x->found[k].text);
+        free(x->found[k].ranks);
+    }
+    x->n_found = n_found;
+    for (size_t k = 0; k < n_found; k++) {
+        lint_finding *f = &x->found[k];
+        if (f->n_ranks && f->ranks[f->n_ranks - 1] == x->rank)
+            f->n_ranks--;
+    }
+    if (x->index_cap)
+        index_rebuild(x, x->index_cap);
+    lint_coll_seq_free(&x->colls[x->rank]);
+    x->colls[x->rank] = (lint_coll_seq){0};
+}
+
+/* Sets race_only (and race_any) for B: the buffers the coarse lint marked, or none. */
+static void race_only_set(lint_ctx *x, bool marked) {
+    x->race_any = false;
+    for (size_t k = 0; k < x->moved_bufs.n; k++) {
+        uint32_t b = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
+        x->race_only[b] = marked && x->dirty[b];
+        x->race_any |= x->race_only[b];
+    }
+}
+
 static void lint_rank_moved(lint_ctx *x, const rank_plan *p, const size_t *moved_ops,
                             size_t n) {
     bool sure = x->base_quiet && p->rank > 0 && p->ops == x->base_ops && p->n_ops == x->base_n &&
@@ -1091,47 +1237,54 @@ static void lint_rank_moved(lint_ctx *x, const rank_plan *p, const size_t *moved
     }
     x->rank = p->rank;
     x->plan = p;
-    /* B's state as lint_rank starts it; the other buffers' goes unread */
-    for (size_t k = 0; k < x->moved_bufs.n; k++) {
-        uint32_t b = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
-        x->bufs[b] = (lint_buf){0};
-        memset(&x->uses[(size_t)b * x->n_streams], 0, x->n_streams * sizeof *x->uses);
-        lint_race_clear(&x->race, b);
-    }
-    lint_clocks_reset(&x->clocks);
-    /* The race lint for B's buffers: all of them, and the coarse one beside it, on the first
-     * such rank; then only those the coarse one found a race in (a buffer it did not has no
-     * race on any rank: lint_race_op_coarse; nor do the texts of others' races change) */
+    /* The race lint for B: where the coarse one ran for this B, for the buffers it found a race
+     * in (a buffer it did not has no race on any rank: lint_race_op_coarse), else not at all
+     * while the coarse one runs; a buffer it then marks means a second walk with the race lint
+     * for those, the first one's findings taken back (rank_undo): the findings in their order */
     bool holds = coarse_holds(x);
     x->coarse_now = !holds && x->race_on;
-    x->race_any = false;
-    for (size_t k = 0; k < x->moved_bufs.n; k++) {
-        uint32_t b = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
-        if (holds)
-            x->race_only[b] = x->dirty[b];
-        x->race_any |= x->race_only[b];
-        if (x->coarse_now) {
-            x->dirty[b] = 0;
-            lint_race_clear(&x->coarse, b);
-        }
-    }
-    x->moved_abort = false;
-    for (size_t i = 0; i < p->n_ops; i++) {
-        moved_op(x, p, &p->ops[i]);
-        if (x->moved_abort) {
-            x->moved_abort = x->coarse_now = false;
-            lint_rank(x, p);
+    race_only_set(x, holds);
+    size_t n_found = x->n_found;
+    if (holds && !x->race_any && x->snap_ops == moved_ops && x->snap_n == n) {
+        if (moved_snap_pass(x, p, moved_ops, n)) {
+            x->moved_ranks++;
             return;
         }
+        rank_undo(x, n_found);
+        lint_rank(x, p);
+        return;
     }
-    x->moved_ranks++;
-    if (x->coarse_now) {
+    /* a first rank records B's state at the moved ops, for the ranks after it */
+    x->rec_ops = moved_ops;
+    x->rec_n = n;
+    x->snap_ops = NULL;
+    bool done = moved_pass(x, p);
+    x->rec_ops = NULL;
+    /* kept where the walk went to its end, the collectives as rank 0's, and no race in B */
+    bool snapped = done && !x->colls[x->rank].diff && x->colls[x->rank].n == x->colls[0].n;
+    if (done && x->coarse_now) {
         x->coarse_done = true;
         x->coarse_now = false;
         x->coarse_bufs.n = 0;
         for (size_t k = 0; k < x->moved_bufs.n; k++)
             *(uint32_t *)ml_vec_push(&x->coarse_bufs) = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
+        race_only_set(x, true);
+        if (x->race_any) {
+            rank_undo(x, n_found);
+            done = moved_pass(x, p);
+        }
     }
+    x->coarse_now = false;
+    if (snapped && !x->race_any && x->snaps.n) {
+        x->snap_ops = moved_ops;
+        x->snap_n = n;
+    }
+    if (!done) {   /* lint_rank from the start, on what was there before this rank */
+        rank_undo(x, n_found);
+        lint_rank(x, p);
+        return;
+    }
+    x->moved_ranks++;
 }
 
 void lint_options_default(lint_options *o) { o->off = 0; }
@@ -1166,6 +1319,7 @@ lint_walk *lint_walk_new(const sched *s, int world, const lint_options *o, lint_
     x->dirty = ml_xcalloc(x->n_bufs + 1, sizeof *x->dirty);
     ml_vec_init(&x->moved_bufs, sizeof(uint32_t));
     ml_vec_init(&x->coarse_bufs, sizeof(uint32_t));
+    ml_vec_init(&x->snaps, sizeof(lint_buf));
     lint_race_init(&x->coarse, x->n_bufs, x->n_streams);
     return w;
 }
@@ -1221,6 +1375,7 @@ void lint_walk_free(lint_walk *w) {
     free(x->dirty);
     ml_vec_free(&x->moved_bufs);
     ml_vec_free(&x->coarse_bufs);
+    ml_vec_free(&x->snaps);
     lint_race_free(&x->coarse);
     free(x->uses);
     free(x->bufs);

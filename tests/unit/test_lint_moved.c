@@ -69,6 +69,35 @@ static const moved_case cases[] = {
      "t.yaml:7:25: error: compute on 'default' writes x[48:16] while compute on 'comm' writes "
      "x[50:10]; add record/wait or sync: {stream: comm} [rank 3]",
      0, 2},
+    /* no race anywhere: ranks 2 and 3 check the copy alone (moved_snap_pass), and rank 3's
+     * check of it stops that walk too, for lint_rank */
+    {"out_of_bounds_beside_another_buffer_alone",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n  - alloc: {buf: y, count: 20}\n"
+     "  - copy: {src: 'x[rank*20 : 20]', dst: y}\n  - sync: device\n  - free: [x, y]\n",
+     1, "t.yaml:5:30: error: view 'x[60:20]' is outside 'x' (64 elements) [rank 3]", 0, 2},
+    /* 4 chunks of 16: rank r's x[r*16 : 16] lies in chunk 0, the one kept, on rank 0 alone;
+     * ranks 2 and 3 see x released at the scale through what rank 1 recorded there */
+    {"outside_the_kept_chunk",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64, chunks: 4}\n"
+     "  - release: {buf: x, keep: 0}\n  - scale: {buf: 'x[rank*16 : 16]', by: 3}\n"
+     "  - free: x\n",
+     3,
+     "t.yaml:5:19: error: use of 'x[16:16]' outside chunk 0, the only one kept by its release "
+     "[rank 1]",
+     0, 3},
+    /* rank 1, the first the short way walks (the coarse race lint, the race lint off), races
+     * on x and then copies past its end beside y: its walk is taken back for lint_rank, which
+     * finds the race before the copy; rank 3 stops at the copy too, rank 2 goes to the end */
+    {"out_of_bounds_on_the_first_rank",
+     "world: 4\nstreams: [comm]\nsteps:\n"
+     "  - alloc: {buf: x, count: 64}\n  - alloc: {buf: y, count: 20}\n"
+     "  - compute: {writes: ['x[20 : 8]'], stream: comm}\n"
+     "  - compute: {writes: ['x[rank*16 : 16]']}\n  - sync: device\n"
+     "  - copy: {src: 'x[rank % 2 * 60 : 20]', dst: y}\n  - sync: device\n  - free: [x, y]\n",
+     3,
+     "t.yaml:7:25: error: compute on 'default' writes x[16:16] while compute on 'comm' writes "
+     "x[20:8]; add record/wait or sync: {stream: comm} [rank 1]",
+     0, 1},
     /* recv at 0, 16, 40, 48: NCCL's in-place slot (rank * 16) on every rank but 2, where it
      * overlaps the send side elsewhere */
     {"in_place_on_rank_2",
