@@ -34,6 +34,13 @@ typedef struct {
     const plan_op *alloc_op, *free_op, *release_op;
 } lint_buf;
 
+/* A live buffer's lint_buf as its last alloc and release made it (lint_alloc, lint_release),
+ * 16 bytes instead of lint_buf's 64: moved_snap_pass's record of a view (at a million steps,
+ * some 150,000). */
+typedef struct {
+    const plan_op *alloc_op, *release_op;   /* release_op NULL: not released */
+} lint_snap;
+
 typedef struct {
     uint64_t seq;             /* 0: no use since the alloc */
     const plan_op *op;
@@ -97,7 +104,8 @@ typedef struct {
     /* moved_snap_pass: B's lint_buf at each moved op's views, recorded by a whole moved_pass */
     const size_t *rec_ops;    /* the moved ops being recorded (NULL: none), the next one */
     size_t rec_n, rec_next;
-    ml_vec snaps;             /* lint_buf: per moved op, per view (moved_op_views' order) */
+    ml_vec snaps;             /* lint_snap: per moved op, per view of B (moved_op_views' order) */
+    bool snaps_ok;            /* every one was of a live buffer (lint_snap can say it) */
     const size_t *snap_ops;   /* the moved ops they are for, and how many (NULL: none) */
     size_t snap_n;
     bool checks_only;         /* the handlers stop after their checks (moved_snap_pass) */
@@ -1066,9 +1074,28 @@ static void moved_record(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     plan_view tmp[2];
     uint32_t n;
     const plan_view *v = moved_op_views(p, op, tmp, &n);
-    for (uint32_t k = 0; k < n; k++)
-        *(lint_buf *)ml_vec_push(&x->snaps) =
-            in_moved(x, v[k].buf) ? x->bufs[v[k].buf] : (lint_buf){0};
+    for (uint32_t k = 0; k < n; k++) {
+        if (!in_moved(x, v[k].buf))
+            continue;
+        const lint_buf *b = &x->bufs[v[k].buf];
+        x->snaps_ok &= b->live;   /* else lint_snap cannot say it (rank 0 reported it, too) */
+        *(lint_snap *)ml_vec_push(&x->snaps) =
+            (lint_snap){b->alloc_op, b->released ? b->release_op : NULL};
+    }
+}
+
+/* The lint_buf s records (lint_alloc's, then lint_release's). */
+static lint_buf snap_buf(const lint_snap *s) {
+    const plan_op *a = s->alloc_op, *r = s->release_op;
+    lint_buf b = {.ever = true, .live = true, .count = a->u.alloc.count,
+                  .bytes = a->u.alloc.bytes, .dtype = a->u.alloc.dtype,
+                  .chunks = a->u.alloc.chunks, .alloc_op = a};
+    if (r) {
+        b.released = true;
+        b.keep = r->u.release.keep;
+        b.release_op = r;
+    }
+    return b;
 }
 
 /* lint_op for this walk: the lifetime ops of B, the clocks of all, the views of B. */
@@ -1147,6 +1174,7 @@ static bool moved_pass(lint_ctx *x, const rank_plan *p) {
     lint_clocks_reset(&x->clocks);
     x->moved_abort = false;
     x->snaps.n = 0;
+    x->snaps_ok = true;
     x->rec_next = 0;
     for (size_t i = 0; i < p->n_ops; i++) {
         if (x->rec_ops && x->rec_next < x->rec_n && x->rec_ops[x->rec_next] == i) {
@@ -1183,9 +1211,9 @@ static bool moved_snap_pass(lint_ctx *x, const rank_plan *p, const size_t *moved
         plan_view tmp[2];
         uint32_t nv;
         const plan_view *v = moved_op_views(p, op, tmp, &nv);
-        for (uint32_t j = 0; j < nv; j++, at++)
+        for (uint32_t j = 0; j < nv; j++)
             if (in_moved(x, v[j].buf))
-                x->bufs[v[j].buf] = ML_VEC_AT(&x->snaps, lint_buf, at);
+                x->bufs[v[j].buf] = snap_buf(&ML_VEC_AT(&x->snaps, lint_snap, at++));
         moved_op(x, p, op);
         if (x->moved_abort) {
             x->moved_abort = x->checks_only = false;
@@ -1275,7 +1303,7 @@ static void lint_rank_moved(lint_ctx *x, const rank_plan *p, const size_t *moved
         }
     }
     x->coarse_now = false;
-    if (snapped && !x->race_any && x->snaps.n) {
+    if (snapped && !x->race_any && x->snaps_ok) {
         x->snap_ops = moved_ops;
         x->snap_n = n;
     }
@@ -1319,7 +1347,7 @@ lint_walk *lint_walk_new(const sched *s, int world, const lint_options *o, lint_
     x->dirty = ml_xcalloc(x->n_bufs + 1, sizeof *x->dirty);
     ml_vec_init(&x->moved_bufs, sizeof(uint32_t));
     ml_vec_init(&x->coarse_bufs, sizeof(uint32_t));
-    ml_vec_init(&x->snaps, sizeof(lint_buf));
+    ml_vec_init(&x->snaps, sizeof(lint_snap));
     lint_race_init(&x->coarse, x->n_bufs, x->n_streams);
     return w;
 }
