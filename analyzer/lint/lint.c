@@ -1041,6 +1041,7 @@ static const plan_view *moved_op_views(const rank_plan *p, const plan_op *op, pl
 
 /* B for p and the moved ops (moved_ops[0..n)): false where lint_rank must walk it. */
 static bool moved_set(lint_ctx *x, const rank_plan *p, const size_t *moved_ops, size_t n) {
+    x->snap_ops = NULL;   /* the records are for the B this replaces */
     for (size_t k = 0; k < x->moved_bufs.n; k++) {   /* the rank before's */
         uint32_t b = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
         x->moved[b] = x->race_only[b] = 0;
@@ -1206,19 +1207,29 @@ static bool moved_snap_pass(lint_ctx *x, const rank_plan *p, const size_t *moved
                             size_t n) {
     size_t at = 0;
     x->checks_only = true;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < n && !x->moved_abort; k++) {
         const plan_op *op = &p->ops[moved_ops[k]];
         plan_view tmp[2];
         uint32_t nv;
         const plan_view *v = moved_op_views(p, op, tmp, &nv);
-        for (uint32_t j = 0; j < nv; j++)
-            if (in_moved(x, v[j].buf))
+        /* B is the recording rank's (moved_set is not asked again: a pass over the moved ops'
+         * views, each a cache miss at a million ops); what it checked of this rank's views,
+         * that one not in B is whole at offset 0, is checked here as the views are read */
+        x->moved_abort = !v || (op->kind == OP_COLL && op->u.coll.send.buf == op->u.coll.recv.buf &&
+                                !in_moved(x, op->u.coll.send.buf));
+        for (uint32_t j = 0; j < nv && !x->moved_abort; j++) {
+            if (in_moved(x, v[j].buf) && at < x->snaps.n)
                 x->bufs[v[j].buf] = snap_buf(&ML_VEC_AT(&x->snaps, lint_snap, at++));
-        moved_op(x, p, op);
-        if (x->moved_abort) {
-            x->moved_abort = x->checks_only = false;
-            return false;
+            else if (in_moved(x, v[j].buf) || (v[j].buf < x->n_bufs &&
+                                               !(v[j].whole && v[j].offset == 0)))
+                x->moved_abort = true;
         }
+        if (!x->moved_abort)
+            moved_op(x, p, op);
+    }
+    if (x->moved_abort) {
+        x->moved_abort = x->checks_only = false;
+        return false;
     }
     x->checks_only = false;
     x->colls[x->rank].n = x->colls[0].n;   /* no diff: the recording rank's */
@@ -1259,21 +1270,16 @@ static void lint_rank_moved(lint_ctx *x, const rank_plan *p, const size_t *moved
                             size_t n) {
     bool sure = x->base_quiet && p->rank > 0 && p->ops == x->base_ops && p->n_ops == x->base_n &&
                 p->extra_views == x->base_extra && !p->has_p2p && !p->kept_at && !x->capturing;
-    if (!sure || !moved_set(x, p, moved_ops, n)) {
+    if (!sure) {
         lint_rank(x, p);
         return;
     }
     x->rank = p->rank;
     x->plan = p;
-    /* The race lint for B: where the coarse one ran for this B, for the buffers it found a race
-     * in (a buffer it did not has no race on any rank: lint_race_op_coarse), else not at all
-     * while the coarse one runs; a buffer it then marks means a second walk with the race lint
-     * for those, the first one's findings taken back (rank_undo): the findings in their order */
-    bool holds = coarse_holds(x);
-    x->coarse_now = !holds && x->race_on;
-    race_only_set(x, holds);
     size_t n_found = x->n_found;
-    if (holds && !x->race_any && x->snap_ops == moved_ops && x->snap_n == n) {
+    /* records of these moved ops for the current B, made where the coarse race lint found no
+     * race in it: the moved ops' checks alone */
+    if (x->snap_ops == moved_ops && x->snap_n == n) {
         if (moved_snap_pass(x, p, moved_ops, n)) {
             x->moved_ranks++;
             return;
@@ -1282,6 +1288,17 @@ static void lint_rank_moved(lint_ctx *x, const rank_plan *p, const size_t *moved
         lint_rank(x, p);
         return;
     }
+    if (!moved_set(x, p, moved_ops, n)) {
+        lint_rank(x, p);
+        return;
+    }
+    /* The race lint for B: where the coarse one ran for this B, for the buffers it found a race
+     * in (a buffer it did not has no race on any rank: lint_race_op_coarse), else not at all
+     * while the coarse one runs; a buffer it then marks means a second walk with the race lint
+     * for those, the first one's findings taken back (rank_undo): the findings in their order */
+    bool holds = coarse_holds(x);
+    x->coarse_now = !holds && x->race_on;
+    race_only_set(x, holds);
     /* a first rank records B's state at the moved ops, for the ranks after it */
     x->rec_ops = moved_ops;
     x->rec_n = n;
