@@ -503,8 +503,11 @@ race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank, const 
     return found;
 }
 
-bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank,
-                  const plan_op *op, uint32_t stream, uint64_t seq, lint_race_found *f) {
+/* flatten: exact_one inlined here as it was when this was the only caller (a call per access
+ * otherwise: mix's lint 141 M -> 145 M instructions at 100 k steps) */
+__attribute__((flatten)) bool lint_race_op(lint_race *r, const lint_clocks *c, const rank_plan *p,
+                                           int rank, const plan_op *op, uint32_t stream,
+                                           uint64_t seq, lint_race_found *f) {
     return race_op(r, c, p, rank, op, stream, seq, f, NULL, false, NULL);
 }
 
