@@ -87,9 +87,12 @@ typedef struct {
 
     /* lint_walk_rank_moved (the end of this file) */
     size_t reports;           /* vreport's calls, silenced and captured ones too */
-    const plan_op *base_ops;  /* rank 0's walk: its op array, its length, its compute views */
+    ml_vec reduces;           /* uint32_t: the recv buffers of the rank's reduces (lint_coll) */
+    /* the base, the rank lint_walk_rank walked last: its ops, their count, compute views */
+    const plan_op *base_ops;
     size_t base_n;
     const plan_view *base_extra;
+    int base_rank;
     bool base_quiet;          /* and it reported nothing, had no expect_error, no send or recv */
     uint8_t *moved;           /* [n_bufs + 1]: 1 for the buffers B whose checks are redone */
     ml_vec moved_bufs;        /* uint32_t: those buffers, to clear moved for the next rank */
@@ -550,7 +553,11 @@ static inline __attribute__((always_inline)) void coll_op(lint_ctx *x, const pla
                            (size_t)(op - x->plan->ops));
 }
 
-static LINT_HANDLER void lint_coll(lint_ctx *x, const plan_op *op) { coll_op(x, op, false); }
+static LINT_HANDLER void lint_coll(lint_ctx *x, const plan_op *op) {
+    if (op->u.coll.coll == COLL_REDUCE)   /* lint_walk_rank_moved's B: moved_set */
+        *(uint32_t *)ml_vec_push(&x->reduces) = op->u.coll.recv.buf;
+    coll_op(x, op, false);
+}
 static LINT_HANDLER void moved_coll(lint_ctx *x, const plan_op *op) { coll_op(x, op, true); }
 
 /* Element counts and dtypes of two views one op moves data between (copy, init from a copy);
@@ -930,6 +937,7 @@ static void lint_rank(lint_ctx *x, const rank_plan *p) {
     x->rank = p->rank;
     x->plan = p;
     lint_race_reset(&x->race);
+    x->reduces.n = 0;
     memset(x->bufs, 0, x->n_bufs * sizeof *x->bufs);
     memset(x->uses, 0, (size_t)x->n_bufs * x->n_streams * sizeof *x->uses);
     lint_clocks_reset(&x->clocks);
@@ -950,32 +958,33 @@ static void lint_rank(lint_ctx *x, const rank_plan *p) {
     }
 }
 
-/* ---- a rank that is rank 0's ops with some views moved (lint_walk_rank_moved) ---------------
+/* ---- a rank that is its base's ops with some views moved (lint_walk_rank_moved) -------------
  *
- * The whole walk (lint_rank) over rank r's ops, where they are the ops rank 0's walk saw but for
- * the offsets and in-place flags of some ops (plan_offsets_apply), and rank 0's walk reported
- * nothing. Why checking only B, the buffers of the views that can have moved, gives the whole
- * walk's findings, rows, collective sequence and texts:
+ * The whole walk (lint_rank) over rank r's ops, where they are the ops the base's walk saw (the
+ * base: the rank lint_walk_rank walked last, rank 0 or a group's first rank) but for the offsets
+ * and in-place flags of some ops (plan_offsets_apply), and the base's walk reported nothing. Why
+ * checking only B, the buffers of the views that can have moved, gives the whole walk's
+ * findings, rows, collective sequence and texts:
  *  - Every check is about one buffer: its lifetime (alloc, free, release: ops without views,
- *    the same on every rank), a view's bounds and chunk (that view and the buffer's alloc and
+ *    the same on both ranks), a view's bounds and chunk (that view and the buffer's alloc and
  *    release), the free hazard (the buffer's last use per stream and the clocks), the race lint
  *    (the buffer's own list of accesses and the clocks), an in-place or copy overlap (two views
  *    of one buffer), the contract (the op alone). The clocks (streams, events, syncs, the host
- *    syncs of inits and checks) follow the op sequence alone: rank 0's, and kept here as the
- *    whole walk keeps them. So a buffer whose views are all rank 0's, whose accesses are rank
- *    0's, meets the checks rank 0's walk made of it, with rank 0's outcome: nothing. Its ops
+ *    syncs of inits and checks) follow the op sequence alone: the base's, and kept here as the
+ *    whole walk keeps them. So a buffer whose views are all the base's, whose accesses are the
+ *    base's, meets the checks the base's walk made of it, with its outcome: nothing. Its ops
  *    are skipped (their clocks kept, their collectives pushed for the cross-rank check).
  *  - The rank itself enters lint in three places: a send/recv's peer (p2p: not taken here), a
  *    collective's in-place rule (of one buffer: that buffer is in B) and NCCL's reduce, which
  *    writes recv on the root alone (lint_race_op: every reduce's recv buffer is in B). And in
- *    expect_error's texts and rows: rank 0 had none, so neither has rank r (the same ops).
+ *    expect_error's texts and rows: the base had none, so neither has rank r (the same ops).
  *  - Which views can have moved: those of the moved ops but whole ones with offset 0 (a whole
  *    view has no offset written, resolve_view: it is the whole buffer on every rank; checked,
  *    not assumed), and a same-buffer collective's buffer (its in-place flag). A buffer put in B
  *    that did not move only costs its checks.
  *  - Two couplings between buffers in the whole walk: an op whose views do not all pass checks
  *    none of its views for races (check_view's false), and an op reports its first race alone.
- *    The second changes nothing: the views of other buffers race with nothing (rank 0's). The
+ *    The second changes nothing: the views of other buffers race with nothing (the base's). The
  *    first would change the accesses recorded for another buffer of the op: there this walk
  *    stops (moved_unsure), what it added is taken back (rank_undo) and lint_rank walks the
  *    rank from its start.
@@ -985,8 +994,9 @@ static void lint_rank(lint_ctx *x, const rank_plan *p) {
  *    other, so a buffer it finds no race in has no race on any rank (lint_int.h says why): the
  *    race lint runs only for the buffers it found one in, on that rank in a second walk (the
  *    first's findings taken back, for their order), on the ranks after in their one walk. The
- *    clocks it reads are every rank's; B must be the same (coarse_holds).
- * Anything else that could make rank r's walk differ from rank 0's but for B (a rank 0 walk that
+ *    clocks it reads are every rank's; B must be the same (coarse_holds), and the base too (a
+ *    new base forgets the verdicts: lint_walk_rank).
+ * Anything else that could make rank r's walk differ from the base's but for B (a base walk that
  * reported something, silenced or not, or had expect_error rows; send or recv; another op
  * array; a moved op without views, as an alloc would be) takes lint_rank. */
 
@@ -999,7 +1009,7 @@ static void moved_add(lint_ctx *x, uint32_t buf) {
     *(uint32_t *)ml_vec_push(&x->moved_bufs) = buf;
 }
 
-/* A view of a moved op that may not be rank 0's puts its buffer in B. */
+/* A view of a moved op that may not be the base's puts its buffer in B. */
 static void moved_view(lint_ctx *x, const plan_view *v) {
     if (!(v->whole && v->offset == 0))
         moved_add(x, v->buf);
@@ -1061,11 +1071,9 @@ static bool moved_set(lint_ctx *x, const rank_plan *p, const size_t *moved_ops, 
         if (op->kind == OP_COLL && op->u.coll.send.buf == op->u.coll.recv.buf)
             moved_add(x, op->u.coll.send.buf);   /* its in-place flag */
     }
-    /* every reduce's recv: written on its root alone (rank 0's collectives, in their op order) */
-    const lint_coll_seq *q = &x->colls[0];
-    for (size_t k = 0; k < q->n; k++)
-        if (q->keys[k].coll == COLL_REDUCE)
-            moved_add(x, p->ops[q->ops[k]].u.coll.recv.buf);
+    /* every reduce's recv: written on its root alone (the base's reduces, its walk's) */
+    for (size_t k = 0; k < x->reduces.n; k++)
+        moved_add(x, ML_VEC_AT(&x->reduces, uint32_t, k));
     return true;
 }
 
@@ -1079,7 +1087,7 @@ static void moved_record(lint_ctx *x, const rank_plan *p, const plan_op *op) {
         if (!in_moved(x, v[k].buf))
             continue;
         const lint_buf *b = &x->bufs[v[k].buf];
-        x->snaps_ok &= b->live;   /* else lint_snap cannot say it (rank 0 reported it, too) */
+        x->snaps_ok &= b->live;   /* else lint_snap cannot say it (the base reported it, too) */
         *(lint_snap *)ml_vec_push(&x->snaps) =
             (lint_snap){b->alloc_op, b->released ? b->release_op : NULL};
     }
@@ -1102,7 +1110,7 @@ static lint_buf snap_buf(const lint_snap *s) {
 /* lint_op for this walk: the lifetime ops of B, the clocks of all, the views of B. */
 static void moved_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     switch (op->kind) {
-    /* rank 0's walk allocs only what is not live and frees only what is: so does this one,
+    /* the base's walk allocs only what is not live and frees only what is: so does this one,
      * and the coarse lists start again with the buffer, as the race lint's */
     case OP_ALLOC:
         if (in_moved(x, op->u.alloc.buf)) {
@@ -1192,17 +1200,17 @@ static bool moved_pass(lint_ctx *x, const rank_plan *p) {
 }
 
 /* A rank after one whose moved_pass recorded B's state at the moved ops (snaps), where the
- * coarse race lint found no race in B. Then the checks whose outcome can differ from rank 0's
+ * coarse race lint found no race in B. Then the checks whose outcome can differ from the base's
  * are those that read a moved view's offset or a moved in-place flag: the view checks (bounds,
  * the kept chunk) of the moved ops' views, a moved collective's contract, a moved copy's
  * overlap, each at its op. They read the op and its buffers' lint_buf there, which is every
- * rank's (the same allocs, frees and releases, none refused, none reported on rank 0); they
- * are redone with that lint_buf, in op order, and nothing else is. The rest is rank 0's: the
- * other checks of B's views (the same offsets and lint_buf), its hazards (its uses, put by the
- * same ops on the same streams with the same sequence numbers, and the clocks), its races
+ * such rank's (the same allocs, frees and releases, none refused, none reported by the base);
+ * they are redone with that lint_buf, in op order, and nothing else is. The rest is the base's:
+ * the other checks of B's views (the same offsets and lint_buf), its hazards (its uses, put by
+ * the same ops on the same streams with the same sequence numbers, and the clocks), its races
  * (none: the coarse lint), and what moved_pass would skip. The collective sequence is the one
- * the recording rank pushed, matching rank 0's (the same ops: a collective's key has no
- * offset). An op that moved_unsure stops stops this walk too. */
+ * the recording rank pushed, the base's and no unlike rank 0's (the same ops: a collective's
+ * key has no offset). An op that moved_unsure stops stops this walk too. */
 static bool moved_snap_pass(lint_ctx *x, const rank_plan *p, const size_t *moved_ops,
                             size_t n) {
     size_t at = 0;
@@ -1232,7 +1240,7 @@ static bool moved_snap_pass(lint_ctx *x, const rank_plan *p, const size_t *moved
         return false;
     }
     x->checks_only = false;
-    x->colls[x->rank].n = x->colls[0].n;   /* no diff: the recording rank's */
+    x->colls[x->rank].n = x->colls[x->base_rank].n;   /* no diff: the recording rank's */
     return true;
 }
 
@@ -1268,7 +1276,8 @@ static void race_only_set(lint_ctx *x, bool marked) {
 
 static void lint_rank_moved(lint_ctx *x, const rank_plan *p, const size_t *moved_ops,
                             size_t n) {
-    bool sure = x->base_quiet && p->rank > 0 && p->ops == x->base_ops && p->n_ops == x->base_n &&
+    bool sure = x->base_quiet && p->rank > x->base_rank && p->ops == x->base_ops &&
+                p->n_ops == x->base_n &&
                 p->extra_views == x->base_extra && !p->has_p2p && !p->kept_at && !x->capturing;
     if (!sure) {
         lint_rank(x, p);
@@ -1305,8 +1314,10 @@ static void lint_rank_moved(lint_ctx *x, const rank_plan *p, const size_t *moved
     x->snap_ops = NULL;
     bool done = moved_pass(x, p);
     x->rec_ops = NULL;
-    /* kept where the walk went to its end, the collectives as rank 0's, and no race in B */
-    bool snapped = done && !x->colls[x->rank].diff && x->colls[x->rank].n == x->colls[0].n;
+    /* kept where the walk went to its end, the collectives as the base's, neither unlike rank
+     * 0's, and no race in B */
+    const lint_coll_seq *mine = &x->colls[x->rank], *base = &x->colls[x->base_rank];
+    bool snapped = done && !mine->diff && !base->diff && mine->n == base->n;
     if (done && x->coarse_now) {
         x->coarse_done = true;
         x->coarse_now = false;
@@ -1365,20 +1376,24 @@ lint_walk *lint_walk_new(const sched *s, int world, const lint_options *o, lint_
     ml_vec_init(&x->moved_bufs, sizeof(uint32_t));
     ml_vec_init(&x->coarse_bufs, sizeof(uint32_t));
     ml_vec_init(&x->snaps, sizeof(lint_snap));
+    ml_vec_init(&x->reduces, sizeof(uint32_t));
     lint_race_init(&x->coarse, x->n_bufs, x->n_streams);
     return w;
 }
 
 void lint_walk_rank(lint_walk *w, const rank_plan *p) {
     lint_ctx *x = &w->x;
-    size_t reports = x->reports;
+    size_t reports = x->reports, rows = x->result->n_rows;
     lint_rank(x, p);
-    if (p->rank == 0) {   /* what lint_walk_rank_moved compares later ranks with */
-        x->base_ops = p->ops;
-        x->base_n = p->n_ops;
-        x->base_extra = p->extra_views;
-        x->base_quiet = x->reports == reports && x->result->n_rows == 0 && !p->has_p2p;
-    }
+    /* the base lint_walk_rank_moved compares the next ranks with; what was learnt of the one
+     * before (the coarse verdicts, the records) was of other ops */
+    x->base_ops = p->ops;
+    x->base_n = p->n_ops;
+    x->base_extra = p->extra_views;
+    x->base_rank = p->rank;
+    x->base_quiet = x->reports == reports && x->result->n_rows == rows && !p->has_p2p;
+    x->coarse_done = false;
+    x->snap_ops = NULL;
 }
 
 void lint_walk_rank_moved(lint_walk *w, const rank_plan *p, const size_t *moved_ops, size_t n) {
@@ -1421,6 +1436,7 @@ void lint_walk_free(lint_walk *w) {
     ml_vec_free(&x->moved_bufs);
     ml_vec_free(&x->coarse_bufs);
     ml_vec_free(&x->snaps);
+    ml_vec_free(&x->reduces);
     lint_race_free(&x->coarse);
     free(x->uses);
     free(x->bufs);

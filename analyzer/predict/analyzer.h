@@ -95,11 +95,12 @@ void lint_result_free(lint_result *r);
 typedef struct lint_walk lint_walk;
 lint_walk *lint_walk_new(const sched *s, int world, const lint_options *o, lint_result *r);
 void lint_walk_rank(lint_walk *w, const rank_plan *p);
-/* lint_walk_rank of a rank r > 0 whose ops are, in the very array rank 0's lint_walk_rank
- * walked, rank 0's but for the views' offsets and in-place flags of ops moved_ops[0..n)
- * (plan_offsets_apply; plan_offsets_ops): the same findings, rows and collective sequence, where
- * rank 0's walk reported nothing by checking only the buffers those views name (lint.c says why
- * that is exact); otherwise, or where unsure, lint_walk_rank itself. */
+/* lint_walk_rank of a rank r whose ops are, in the very array the last lint_walk_rank walked
+ * (rank b < r's: rank 0, or a group's first rank), b's but for the views' offsets and in-place
+ * flags of ops moved_ops[0..n) (plan_offsets_apply; plan_offsets_ops): the same findings, rows
+ * and collective sequence, where b's walk reported nothing, by checking only the buffers those
+ * views name (lint.c says why that is exact); otherwise, or where unsure, the whole walk (the
+ * base stays b). */
 void lint_walk_rank_moved(lint_walk *w, const rank_plan *p, const size_t *moved_ops, size_t n);
 /* How many of w's lint_walk_rank_moved calls took the short way to the end (for tests). */
 int lint_walk_moved_ranks(const lint_walk *w);

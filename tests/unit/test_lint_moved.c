@@ -8,7 +8,8 @@
  * pins the reference's count and first diagnostic (so that it tests what its name says) and how
  * many ranks took the short way to its end (lint_walk_moved_ranks: 3 where rank 0 is clean and
  * nothing makes the walk unsure, fewer where it stops for lint_rank, 0 where rank 0 is not
- * clean). */
+ * clean). Schedules with a `when:` of rank take the groups of plan_shapes_new: each group's
+ * first rank is linted whole, as the base of the ranks after it. */
 #include "plantest.h"
 
 typedef struct {
@@ -141,6 +142,55 @@ static const moved_case cases[] = {
      "t.yaml:7:23: error: compute on 'default' reads y[0:64] while compute on 'comm' writes "
      "y[0:64]; add record/wait or sync: {stream: comm}",
      0, 0},
+    /* groups (plan_shapes_new): rank 0 its own shape for its `when:`, ranks 2 and 3 rank 1's
+     * ops with their own offsets, after rank 1's walk as their base */
+    {"group_clean",
+     "world: 4\nstreams: [comm]\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - when: rank == 0\n    compute: {writes: [x]}\n  - sync: device\n"
+     "  - compute: {writes: ['x[rank*16 : 16]'], stream: comm}\n  - sync: device\n"
+     "  - free: x\n",
+     0, NULL, 0, 2},
+    /* x[rank*16 : 16] meets comm's x[56 : 8] on rank 3 alone: its base, rank 1, is clean */
+    {"group_race_on_rank_3",
+     "world: 4\nstreams: [comm]\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - when: rank == 0\n    compute: {writes: [x]}\n  - sync: device\n"
+     "  - compute: {writes: ['x[56 : 8]'], stream: comm}\n"
+     "  - compute: {writes: ['x[rank*16 : 16]']}\n  - sync: device\n  - free: x\n",
+     1,
+     "t.yaml:9:25: error: compute on 'default' writes x[48:16] while compute on 'comm' writes "
+     "x[56:8]; add record/wait or sync: {stream: comm} [rank 3]",
+     0, 2},
+    /* two groups, {0, 1} and {2, 3} (`when: rank < 2`): each member after its own base, whose
+     * coarse verdicts and records are not the other group's; x[56 : 8] races on rank 3 */
+    {"two_groups",
+     "world: 4\nstreams: [comm]\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - when: rank < 2\n    compute: {writes: [x]}\n  - sync: device\n"
+     "  - compute: {writes: ['x[rank*16 : 16]'], stream: comm}\n"
+     "  - compute: {writes: ['x[56 : 8]']}\n  - sync: device\n  - free: x\n",
+     1,
+     "t.yaml:9:25: error: compute on 'default' writes x[56:8] while compute on 'comm' writes "
+     "x[48:16]; add record/wait or sync: {stream: comm} [rank 3]",
+     0, 2},
+    /* the same B, x, in two groups: rank 1 finds it race-free on its group's ops, which the
+     * group of ranks 2 and 3 does not share (its comm write): rank 3 races */
+    {"two_groups_one_buffer",
+     "world: 4\nstreams: [comm]\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - when: rank >= 2\n    compute: {writes: ['x[56 : 8]'], stream: comm}\n"
+     "  - compute: {writes: ['x[rank*16 : 16]']}\n  - sync: device\n  - free: x\n",
+     1,
+     "t.yaml:7:25: error: compute on 'default' writes x[48:16] while compute on 'comm' writes "
+     "x[56:8]; add record/wait or sync: {stream: comm} [rank 3]",
+     0, 2},
+    /* the base, rank 1, races (x[16 : 16] and x[16 : 8]): ranks 2 and 3 take the whole walk */
+    {"group_base_not_clean",
+     "world: 4\nstreams: [comm]\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - when: rank == 0\n    compute: {writes: [x]}\n  - sync: device\n"
+     "  - compute: {writes: ['x[16 : 8]'], stream: comm}\n"
+     "  - compute: {writes: ['x[rank*16 : 16]']}\n  - sync: device\n  - free: x\n",
+     1,
+     "t.yaml:9:25: error: compute on 'default' writes x[16:16] while compute on 'comm' writes "
+     "x[16:8]; add record/wait or sync: {stream: comm} [rank 1]",
+     0, 0},
     /* expect_error: rank 0 has contract rows, so lint_rank walks every rank for its own */
     {"expect_error_rows",
      "world: 4\ndtype: int64\nlet: {L: 1003}\nsteps:\n"
@@ -159,28 +209,43 @@ typedef struct {
     int short_ranks;
 } walked;
 
-/* Lints every rank the middle path's way, rank r > 0 with lint_walk_rank_moved or not. */
-static void walk(sched *s, const sched_params *p, rank_plan *plans, const plan_offsets *po,
-                 bool moved, walked *out) {
-    int world = p->world;
+/* The middle path's ranks: base[r] is the first rank of r's shape (0 for every rank with
+ * plan_offsets_new's one shape), plans[b] each base's whole expansion and po[b] the entries that
+ * rewrite it into the later ranks of its shape (NULL: none). */
+typedef struct {
+    int world;
+    int base[4];
+    rank_plan plans[4];
+    plan_offsets *po[4];
+} middle;
+
+/* Lints every rank the middle path's way, a later rank of a shape with lint_walk_rank_moved or
+ * not. */
+static void walk(sched *s, middle *m, bool moved, walked *out) {
     ml_diags_init(&out->d);
-    lint_walk *w = lint_walk_new(s, world, NULL, &out->lr);
-    lint_walk_rank(w, &plans[0]);
-    size_t n;
-    const size_t *ops = plan_offsets_ops(po, &n);
-    for (int r = 1; r < world; r++) {
+    lint_walk *w = lint_walk_new(s, m->world, NULL, &out->lr);
+    for (int r = 0; r < m->world; r++) {
+        int b = m->base[r];
+        if (b == r) {
+            lint_walk_rank(w, &m->plans[r]);
+            continue;
+        }
         rank_plan pl;
-        plan_share(&plans[0], r, &pl);
-        assert_int_equal(plan_offsets_apply(po, &pl, r, &out->d), 0);
+        plan_share(&m->plans[b], r, &pl);
+        assert_int_equal(plan_offsets_apply(m->po[b], &pl, r, &out->d), 0);
+        size_t n;
+        const size_t *ops = plan_offsets_ops(m->po[b], &n);
         if (moved)
             lint_walk_rank_moved(w, &pl, ops, n);
         else
             lint_walk_rank(w, &pl);
         plan_free(&pl);
     }
-    assert_int_equal(plan_offsets_apply(po, &plans[0], 0, &out->d), 0);   /* rank 0's again */
+    for (int b = 0; b < m->world; b++)   /* each base's own again */
+        if (m->po[b])
+            assert_int_equal(plan_offsets_apply(m->po[b], &m->plans[b], b, &out->d), 0);
     out->short_ranks = lint_walk_moved_ranks(w);
-    out->errors = lint_walk_end(w, plans, true, &out->d);
+    out->errors = lint_walk_end(w, m->plans, true, &out->d);
 }
 
 static void run_case(const moved_case *c) {
@@ -194,14 +259,26 @@ static void run_case(const moved_case *c) {
     sched_params p = {0};
     p.world = sched_world(s, &p, &d);
     assert_int_equal(p.world, 4);
-    rank_plan *plans = calloc(4, sizeof *plans);   /* lint_walk_end reads rank 0's */
-    assert_int_equal(plan_expand(s, 0, &p, p.world, 0, NULL, &plans[0], &d), 0);
-    assert_false(plan_rank_invariant(&plans[0], &p));
-    plan_offsets *po = plan_offsets_new(&plans[0], &p);
-    assert_non_null(po);   /* the middle path */
+    middle m = {.world = 4};
+    assert_int_equal(plan_expand(s, 0, &p, p.world, 0, NULL, &m.plans[0], &d), 0);
+    assert_false(plan_rank_invariant(&m.plans[0], &p));
+    /* the middle path: one shape, or groups of ranks (pipeline.c, plan_rank_offsets) */
+    plan_offsets *po = plan_offsets_new(&m.plans[0], &p);
+    plan_shapes *sh = po ? NULL : plan_shapes_new(&m.plans[0], &p);
+    assert_true(po || sh);
+    for (int r = 0; r < 4; r++) {
+        m.base[r] = sh ? plan_shape(sh, r) : 0;
+        if (r > 0 && m.base[r] == r)
+            assert_int_equal(plan_expand(s, 0, &p, p.world, r, NULL, &m.plans[r], &d), 0);
+    }
+    for (int b = 0; b < 4; b++)
+        if (m.base[b] == b && b + 1 < 4 && m.base[b + 1] == b)
+            m.po[b] = po && b == 0 ? po : plan_shapes_offsets(sh, &m.plans[b]);
+    if (po && !m.po[0])
+        plan_offsets_free(po);
     walked ref, got;
-    walk(s, &p, plans, po, false, &ref);
-    walk(s, &p, plans, po, true, &got);
+    walk(s, &m, false, &ref);
+    walk(s, &m, true, &got);
     if (ref.errors != c->errors)
         pt_dump(&ref.d);
     assert_int_equal(ref.errors, c->errors);
@@ -238,9 +315,11 @@ static void run_case(const moved_case *c) {
     lint_result_free(&got.lr);
     ml_diags_free(&ref.d);
     ml_diags_free(&got.d);
-    plan_offsets_free(po);
-    plan_free(&plans[0]);
-    free(plans);
+    for (int r = 0; r < 4; r++) {
+        plan_offsets_free(m.po[r]);
+        plan_free(&m.plans[r]);
+    }
+    plan_shapes_free(sh);
     sched_free(s);
     ml_diags_free(&d);
 }
