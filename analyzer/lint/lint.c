@@ -101,12 +101,10 @@ typedef struct {
     lint_race coarse;         /* lint_race_op_coarse's lists, of B */
     uint8_t *dirty;           /* [n_bufs + 1]: where it found a race */
     ml_vec coarse_bufs;       /* uint32_t: the B it was run for, over a whole walk */
-    bool coarse_now, coarse_done;   /* this walk runs it; one did, for coarse_bufs */
+    bool coarse_done;         /* a moved_first_pass ran it to the end, for coarse_bufs */
     bool race_any;            /* some race_only is set (else no op asks the race lint) */
     int moved_ranks;          /* walked the short way to the end (lint_walk_moved_ranks) */
-    /* moved_snap_pass: B's lint_buf at each moved op's views, recorded by a whole moved_pass */
-    const size_t *rec_ops;    /* the moved ops being recorded (NULL: none), the next one */
-    size_t rec_n, rec_next;
+    /* moved_snap_pass: B's lint_buf at each moved op's views, recorded by moved_first_pass */
     ml_vec snaps;             /* lint_snap: per moved op, per view of B (moved_op_views' order) */
     bool snaps_ok;            /* every one was of a live buffer (lint_snap can say it) */
     const size_t *snap_ops;   /* the moved ops they are for, and how many (NULL: none) */
@@ -395,17 +393,6 @@ skipped(const lint_ctx *x, const plan_view *v, bool moved, bool *other) {
     return true;
 }
 
-/* lint_walk_rank_moved's coarse race lint, for an op with a view of B run on stream with
- * sequence number seq: every such op's accesses, whether its views pass or not (another rank's
- * may), but not where the race lint is off. */
-static inline __attribute__((always_inline)) void coarse_races(lint_ctx *x, const plan_op *op,
-                                                               uint32_t stream, uint64_t seq,
-                                                               bool moved) {
-    if (moved && x->coarse_now)
-        lint_race_op_coarse(&x->coarse, &x->clocks, x->plan, op, stream, seq, x->moved,
-                            x->dirty);
-}
-
 /* An op of lint_walk_rank_moved's walk with a view of B that failed its check and a view of
  * another buffer: the whole walk would skip that view's race check too (the op's views are
  * checked for races only when all pass), so the other buffer's accesses would no longer be
@@ -540,8 +527,6 @@ static inline __attribute__((always_inline)) void coll_op(lint_ctx *x, const pla
     if (refused(x) || (moved && x->checks_only))   /* checks_only: moved_snap_pass */
         return;
     uint64_t seq = lint_clocks_enqueue(&x->clocks, op->u.coll.stream);
-    if (mine)
-        coarse_races(x, op, op->u.coll.stream, seq, moved);
     if (!skip_send)
         note_use(x, op, &op->u.coll.send, 0, op->u.coll.stream, seq);
     if (!skip_recv)
@@ -630,8 +615,6 @@ stream_op(lint_ctx *x, const plan_op *op, const plan_view *views, uint32_t n, ui
     if (host)
         host_access(x);
     uint64_t seq = lint_clocks_enqueue(&x->clocks, stream);
-    if (mine)
-        coarse_races(x, op, stream, seq, moved);
     if (!mine) {
     } else if (ok && stream < x->n_streams) {   /* every view's buffer is live: note_use's tests pass */
         for (uint32_t k = 0; k < n; k++)
@@ -688,8 +671,6 @@ static inline __attribute__((always_inline)) void check_op(lint_ctx *x, const pl
         return;
     host_access(x);
     uint64_t seq = lint_clocks_enqueue(&x->clocks, SCHED_DEFAULT_STREAM);
-    if (mine)
-        coarse_races(x, op, SCHED_DEFAULT_STREAM, seq, moved);
     if (!skip_a)
         note_use(x, op, a, 0, SCHED_DEFAULT_STREAM, seq);
     if (!skip_b)
@@ -1110,19 +1091,13 @@ static lint_buf snap_buf(const lint_snap *s) {
 /* lint_op for this walk: the lifetime ops of B, the clocks of all, the views of B. */
 static void moved_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     switch (op->kind) {
-    /* the base's walk allocs only what is not live and frees only what is: so does this one,
-     * and the coarse lists start again with the buffer, as the race lint's */
     case OP_ALLOC:
-        if (in_moved(x, op->u.alloc.buf)) {
+        if (in_moved(x, op->u.alloc.buf))
             lint_alloc(x, op);
-            lint_race_clear(&x->coarse, op->u.alloc.buf);
-        }
         break;
     case OP_FREE:
-        if (in_moved(x, op->u.free.buf)) {
+        if (in_moved(x, op->u.free.buf))
             lint_free(x, op);
-            lint_race_clear(&x->coarse, op->u.free.buf);
-        }
         break;
     case OP_RELEASE:
         if (in_moved(x, op->u.release.buf))
@@ -1166,8 +1141,8 @@ static bool coarse_holds(const lint_ctx *x) {
                   x->moved_bufs.n * sizeof(uint32_t)) == 0;
 }
 
-/* One walk over p's ops the short way, race_only and coarse_now as set; false where it stopped
- * for lint_rank (moved_unsure). */
+/* One walk over p's ops the short way, B's checks and its race lint for race_only; false
+ * where it stopped for lint_rank (moved_unsure). */
 static bool moved_pass(lint_ctx *x, const rank_plan *p) {
     /* B's state as lint_rank starts it; the other buffers' goes unread */
     for (size_t k = 0; k < x->moved_bufs.n; k++) {
@@ -1175,21 +1150,10 @@ static bool moved_pass(lint_ctx *x, const rank_plan *p) {
         x->bufs[b] = (lint_buf){0};
         memset(&x->uses[(size_t)b * x->n_streams], 0, x->n_streams * sizeof *x->uses);
         lint_race_clear(&x->race, b);
-        if (x->coarse_now) {
-            x->dirty[b] = 0;
-            lint_race_clear(&x->coarse, b);
-        }
     }
     lint_clocks_reset(&x->clocks);
     x->moved_abort = false;
-    x->snaps.n = 0;
-    x->snaps_ok = true;
-    x->rec_next = 0;
     for (size_t i = 0; i < p->n_ops; i++) {
-        if (x->rec_ops && x->rec_next < x->rec_n && x->rec_ops[x->rec_next] == i) {
-            moved_record(x, p, &p->ops[i]);
-            x->rec_next++;
-        }
         moved_op(x, p, &p->ops[i]);
         if (x->moved_abort) {
             x->moved_abort = false;
@@ -1197,6 +1161,130 @@ static bool moved_pass(lint_ctx *x, const rank_plan *p) {
         }
     }
     return true;
+}
+
+/* What a data, collective or check op does to the clocks, as its handler does it (the host
+ * syncs of a host init or a check, the enqueue on its stream), with the coarse race lint of its
+ * views of B and a collective's push for the cross-rank check: moved_first_pass's. */
+static void moved_clocks(lint_ctx *x, const rank_plan *p, const plan_op *op) {
+    uint32_t stream = SCHED_DEFAULT_STREAM;
+    bool host = false;
+    switch (op->kind) {
+    case OP_INIT:   /* a pattern, written by the host (stream_op's n == 1) */
+        host = op->step->kind == ST_INIT ? op->step->u.init.init.kind != INIT_COPY
+                                         : op->step->u.alloc.init.kind != INIT_COPY;
+        break;
+    case OP_COPY:
+        stream = op->u.copy.stream;
+        break;
+    case OP_SCALE:
+        stream = op->u.scale.stream;
+        break;
+    case OP_COMPUTE:
+        stream = op->u.compute.stream;
+        break;
+    case OP_COLL:
+        stream = op->u.coll.stream;
+        break;
+    case OP_CHECK:
+        host = true;
+        break;
+    default:
+        return;
+    }
+    if (host)
+        host_access(x);
+    uint64_t seq = lint_clocks_enqueue(&x->clocks, stream);
+    if (x->race_on)
+        lint_race_op_coarse(&x->coarse, &x->clocks, p, op, stream, seq, x->moved, x->dirty);
+    if (host)
+        host_access(x);
+    if (op->kind == OP_COLL && !ml_colls[op->u.coll.coll].p2p)
+        lint_coll_seq_push(&x->colls[x->rank], &x->colls[0], op, (size_t)(op - p->ops));
+}
+
+/* The first rank of a B (coarse_done false): no check but the moved ops' own (the others'
+ * outcomes are the base's: moved_snap_pass says why, that argument but for the races), with
+ * B's lint_buf kept by its allocs, frees and releases as their handlers keep it (the base's
+ * walk reported none of them, nor will this one), those of the moved ops' views recorded
+ * (snaps), the clocks and the collectives as the whole walk keeps them, and the coarse race
+ * lint of B (dirty). False where it stopped for lint_rank (moved_unsure, or moved ops not in
+ * increasing order). */
+static bool moved_first_pass(lint_ctx *x, const rank_plan *p, const size_t *moved_ops,
+                             size_t n) {
+    for (size_t k = 0; k < x->moved_bufs.n; k++) {
+        uint32_t b = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
+        x->bufs[b] = (lint_buf){0};
+        x->dirty[b] = 0;
+        lint_race_clear(&x->coarse, b);
+    }
+    lint_clocks_reset(&x->clocks);
+    x->snaps.n = 0;
+    x->snaps_ok = true;
+    size_t m = 0;
+    for (size_t i = 0; i < p->n_ops; i++) {
+        const plan_op *op = &p->ops[i];
+        lint_buf *b;
+        switch (op->kind) {
+        case OP_ALLOC:
+            if (in_moved(x, op->u.alloc.buf)) {
+                lint_alloc(x, op);
+                lint_race_clear(&x->coarse, op->u.alloc.buf);
+            }
+            break;
+        case OP_FREE:   /* lint_free's state, without its hazard check (the base's outcome) */
+            if (in_moved(x, op->u.free.buf)) {
+                b = &x->bufs[op->u.free.buf];
+                if (b->live) {
+                    b->live = false;
+                    b->free_op = op;
+                }
+                lint_race_clear(&x->coarse, op->u.free.buf);
+            }
+            break;
+        case OP_RELEASE:   /* lint_release's, likewise */
+            if (!in_moved(x, op->u.release.buf))
+                break;
+            b = &x->bufs[op->u.release.buf];
+            if (b->live && b->chunks && op->u.release.keep < b->chunks && !b->released) {
+                b->released = true;
+                b->keep = op->u.release.keep;
+                b->release_op = op;
+            }
+            break;
+        case OP_RECORD:
+            lint_record(x, op);
+            break;
+        case OP_WAIT:
+            lint_wait(x, op);
+            break;
+        case OP_SYNC:
+            lint_sync(x, op);
+            break;
+        case OP_INIT:
+        case OP_COPY:
+        case OP_SCALE:
+        case OP_COMPUTE:
+        case OP_COLL:
+        case OP_CHECK:
+            if (m < n && moved_ops[m] == i) {
+                m++;
+                moved_record(x, p, op);
+                x->checks_only = true;
+                moved_op(x, p, op);
+                x->checks_only = false;
+                if (x->moved_abort) {
+                    x->moved_abort = false;
+                    return false;
+                }
+            }
+            moved_clocks(x, p, op);
+            break;
+        default:   /* record_stream names a live buffer (the base's outcome); the rest, nothing */
+            break;
+        }
+    }
+    return m == n;
 }
 
 /* A rank after one whose moved_pass recorded B's state at the moved ops (snaps), where the
@@ -1301,39 +1389,37 @@ static void lint_rank_moved(lint_ctx *x, const rank_plan *p, const size_t *moved
         lint_rank(x, p);
         return;
     }
-    /* The race lint for B: where the coarse one ran for this B, for the buffers it found a race
-     * in (a buffer it did not has no race on any rank: lint_race_op_coarse), else not at all
-     * while the coarse one runs; a buffer it then marks means a second walk with the race lint
-     * for those, the first one's findings taken back (rank_undo): the findings in their order */
-    bool holds = coarse_holds(x);
-    x->coarse_now = !holds && x->race_on;
-    race_only_set(x, holds);
-    /* a first rank records B's state at the moved ops, for the ranks after it */
-    x->rec_ops = moved_ops;
-    x->rec_n = n;
-    x->snap_ops = NULL;
-    bool done = moved_pass(x, p);
-    x->rec_ops = NULL;
-    /* kept where the walk went to its end, the collectives as the base's, neither unlike rank
-     * 0's, and no race in B */
-    const lint_coll_seq *mine = &x->colls[x->rank], *base = &x->colls[x->base_rank];
-    bool snapped = done && !mine->diff && !base->diff && mine->n == base->n;
-    if (done && x->coarse_now) {
-        x->coarse_done = true;
-        x->coarse_now = false;
-        x->coarse_bufs.n = 0;
-        for (size_t k = 0; k < x->moved_bufs.n; k++)
-            *(uint32_t *)ml_vec_push(&x->coarse_bufs) = ML_VEC_AT(&x->moved_bufs, uint32_t, k);
-        race_only_set(x, true);
-        if (x->race_any) {
-            rank_undo(x, n_found);
-            done = moved_pass(x, p);
+    /* The first rank of this B: moved_first_pass, the moved ops' checks and the coarse race
+     * lint; where that lint marks a buffer (a race on some rank), the rank is walked again with
+     * the race lint for those (moved_pass), its findings taken back first (rank_undo): the
+     * findings in their order. A rank after it: moved_snap_pass where there was no race in B,
+     * else moved_pass with the race lint for the marked buffers (a buffer the coarse lint did
+     * not mark has no race on any rank: lint_race_op_coarse). */
+    bool done;
+    if (!coarse_holds(x)) {
+        done = moved_first_pass(x, p, moved_ops, n);
+        if (done) {
+            x->coarse_done = true;
+            x->coarse_bufs.n = 0;
+            for (size_t k = 0; k < x->moved_bufs.n; k++)
+                *(uint32_t *)ml_vec_push(&x->coarse_bufs) =
+                    ML_VEC_AT(&x->moved_bufs, uint32_t, k);
+            race_only_set(x, true);
+            /* the records serve the ranks after it: the collectives as the base's, neither
+             * unlike rank 0's, and no race in B */
+            const lint_coll_seq *mine = &x->colls[x->rank], *base = &x->colls[x->base_rank];
+            if (!x->race_any && x->snaps_ok && !mine->diff && !base->diff && mine->n == base->n) {
+                x->snap_ops = moved_ops;
+                x->snap_n = n;
+            }
+            if (x->race_any) {
+                rank_undo(x, n_found);
+                done = moved_pass(x, p);
+            }
         }
-    }
-    x->coarse_now = false;
-    if (snapped && !x->race_any && x->snaps_ok) {
-        x->snap_ops = moved_ops;
-        x->snap_n = n;
+    } else {
+        race_only_set(x, true);
+        done = moved_pass(x, p);
     }
     if (!done) {   /* lint_rank from the start, on what was there before this rank */
         rank_undo(x, n_found);
