@@ -732,6 +732,12 @@ static LINT_HANDLER void lint_record_stream(lint_ctx *x, const plan_op *op) {
         x->uses[(size_t)buf * x->n_streams + op->u.record_stream.stream].recorded = true;
 }
 
+/* An init (its own step's or an alloc's) that copies a view: else it writes a pattern. */
+static inline bool init_copies(const plan_op *op) {
+    return op->step->kind == ST_INIT ? op->step->u.init.init.kind == INIT_COPY
+                                     : op->step->u.alloc.init.kind == INIT_COPY;
+}
+
 /* The ops that use views on a stream. */
 static inline __attribute__((always_inline)) void data_op(lint_ctx *x, const rank_plan *p,
                                                           const plan_op *op, bool moved) {
@@ -740,9 +746,7 @@ static inline __attribute__((always_inline)) void data_op(lint_ctx *x, const ran
     switch (op->kind) {
     case OP_INIT: {
         plan_view v[2] = {op->u.init.dst, op->u.init.src};
-        bool copy = op->step->kind == ST_INIT ? op->step->u.init.init.kind == INIT_COPY
-                                              : op->step->u.alloc.init.kind == INIT_COPY;
-        stream(x, op, v, copy ? 2 : 1, SCHED_DEFAULT_STREAM);
+        stream(x, op, v, init_copies(op) ? 2 : 1, SCHED_DEFAULT_STREAM);
         break;
     }
     case OP_COPY: {
@@ -1004,9 +1008,7 @@ static const plan_view *moved_op_views(const rank_plan *p, const plan_op *op, pl
         tmp[0] = op->u.coll.send, tmp[1] = op->u.coll.recv, *n = 2;
         return tmp;
     case OP_INIT: {   /* data_op's */
-        bool copy = op->step->kind == ST_INIT ? op->step->u.init.init.kind == INIT_COPY
-                                              : op->step->u.alloc.init.kind == INIT_COPY;
-        tmp[0] = op->u.init.dst, tmp[1] = op->u.init.src, *n = copy ? 2 : 1;
+        tmp[0] = op->u.init.dst, tmp[1] = op->u.init.src, *n = init_copies(op) ? 2 : 1;
         return tmp;
     }
     case OP_COPY:
@@ -1171,8 +1173,7 @@ static void moved_clocks(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     bool host = false;
     switch (op->kind) {
     case OP_INIT:   /* a pattern, written by the host (stream_op's n == 1) */
-        host = op->step->kind == ST_INIT ? op->step->u.init.init.kind != INIT_COPY
-                                         : op->step->u.alloc.init.kind != INIT_COPY;
+        host = !init_copies(op);
         break;
     case OP_COPY:
         stream = op->u.copy.stream;
