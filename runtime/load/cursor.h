@@ -24,20 +24,30 @@ typedef struct {
     uint32_t len, hash;
     uintptr_t val;
 } ld_entry;
-/* The slots of the last names found or put, checked before hashing: a step names what the
- * steps around it name (`record: {event: grads}` then `wait: {event: grads}`), and these slots
- * are in cache where a big table's (a buffer per layer) mostly are not.
- * Counted on `gen 1000000 training` (this round): 1.60 M lookups hit a recent slot, 0.60 M the
- * table, 4016 miss; its 4000 buffers fill 8192 slots (192 KiB), so the table stays in cache and
- * ld_hash_find's cost is its branches. Measured no faster, and not kept: a fingerprint of each
- * recent name (length, first and last two bytes) compared for all four without a branch each,
- * a control byte per slot probed before the entry, and hashing first without the recent slots. */
-#define LD_RECENT 4
+/* A direct-mapped memo in front of the table: the slot of the last name found or put under each
+ * (length, first byte, last byte) index, checked before hashing. A step names what the steps
+ * around it name (`record: {event: grads}` then `wait: {event: grads}`), and a schedule's
+ * expressions are a few texts ("P", "A / world", "40"): one probe and one compare find them, no
+ * hash over the name. It replaced four recent slots compared in turn, which cost 110
+ * instructions a lookup on gen's training steps (callgrind, 100 k steps: 24.2 M in
+ * ld_hash_find for 220 k lookups). Earlier rounds measured no faster and did not keep: a
+ * fingerprint of each recent name compared for all four without a branch each, a control byte
+ * per slot probed before the entry, hashing first without the recent slots, 8-byte slots. */
+#define LD_MEMO 64
+/* The memo index of a name: its length and its first and last bytes, which tell apart the names
+ * that steps near each other use (p0, act0, gr0, sh0; p0 and p1; alloc, free, compute). The
+ * weights were picked so that the step keys, gen's names (buffers, events, expressions) and
+ * short names like x, y, s1, e1 mostly differ: 2 pairs of the 25 step keys share an index
+ * (broadcast and reduce, all_to_all and expect_error), with 13 * len + first + 7 * last five. */
+static inline uint32_t ld_memo_index(const char *key, size_t len) {
+    if (!len)
+        return 0;
+    return ((uint32_t)len * 3u + (uint8_t)key[0] + (uint8_t)key[len - 1] * 9u) & (LD_MEMO - 1);
+}
 typedef struct {
     ld_entry *e;
     uint32_t cap, n;
-    uint32_t recent[LD_RECENT];   /* slot + 1; 0: none */
-    uint32_t turn;                /* the next of recent to replace */
+    uint32_t memo[LD_MEMO];   /* slot + 1; 0: none */
 } ld_hash;
 
 /* Which names an expression may use. */
@@ -51,8 +61,7 @@ typedef enum {
 
 typedef struct {
     yaml_parser_t yp;
-    yaml_event_t ev;
-    bool have_ev;
+    yaml_event_t ev;      /* the current event; YAML_NO_EVENT: none */
     const char *data;     /* the input, for the position of reader errors */
     size_t len;
     const char *file;
@@ -74,6 +83,7 @@ typedef struct {
     ml_vec indices;                   /* of ld_index: the repeat indices in scope, outermost first */
     ml_vec ats;                       /* of sched_at: the steps' parts, in source order */
     size_t ats_populated;             /* ats' slots below this have their pages (pages.h) */
+    uint16_t step_memo[LD_MEMO];      /* load_steps.c: a step key's row + 1, by ld_memo_index */
 } loader;
 
 typedef struct {
@@ -121,6 +131,7 @@ static inline bool ld_key_eq(const char *key, const char *text, size_t len) {
 
 /* Events and marks. */
 int ld_next(loader *l);
+void ld_release_event(loader *l);   /* frees what the current event owns */
 /* A libyaml mark as line:col. At the end of a file without a final newline, libyaml's mark is on
  * the line after the last: it points at the end of the last line instead, where the text is. */
 static inline ml_mark ld_mark_in_input(const loader *l, yaml_mark_t m) {

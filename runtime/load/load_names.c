@@ -199,11 +199,17 @@ static size_t escape_bytes(const uint8_t *p, size_t n, size_t *src) {
  * after the opening quote, character for character. libyaml's indexes count characters: a
  * one-line quoted scalar whose source is exactly two characters (its quotes) longer than its
  * value has no escape and no '' (each shortens). *at: the characters before byte offset. */
+/* The scalar is plain or quoted (*quoted) on one line: the styles whose value may be its source. */
+static inline bool one_line(const yaml_event_t *ev, bool *quoted) {
+    yaml_scalar_style_t st = ev->data.scalar.style;
+    *quoted = st == YAML_DOUBLE_QUOTED_SCALAR_STYLE || st == YAML_SINGLE_QUOTED_SCALAR_STYLE;
+    return ev->start_mark.line == ev->end_mark.line && (st == YAML_PLAIN_SCALAR_STYLE || *quoted);
+}
+
 static bool value_is_source(const loader *l, size_t offset, size_t *at) {
     const yaml_event_t *ev = &l->ev;
-    yaml_scalar_style_t st = ev->data.scalar.style;
-    bool quoted = st == YAML_DOUBLE_QUOTED_SCALAR_STYLE || st == YAML_SINGLE_QUOTED_SCALAR_STYLE;
-    if (ev->start_mark.line != ev->end_mark.line || !(st == YAML_PLAIN_SCALAR_STYLE || quoted))
+    bool quoted;
+    if (!one_line(ev, &quoted))
         return false;
     const uint8_t *v = ev->data.scalar.value;
     size_t len = ev->data.scalar.length, upto = offset < len ? offset : len;
@@ -316,6 +322,25 @@ ml_mark ld_scalar_mark(loader *l, size_t offset) {
     return scalar_mark(l, offset, &is_source);
 }
 
+bool ld_text_ascii(const loader *l, ml_mark *start) {
+    const yaml_event_t *ev = &l->ev;
+    bool quoted;
+    if (!one_line(ev, &quoted))
+        return false;
+    const uint8_t *v = ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    uint8_t any = 0;
+    for (size_t j = 0; j < len; j++)
+        any |= v[j];
+    /* ASCII: a character a byte, so the source spans the value and its quotes exactly when
+     * nothing was an escape or '' (value_is_source). */
+    if (any & 0x80 || (quoted && ev->end_mark.index - ev->start_mark.index != len + 2))
+        return false;
+    ml_mark m = ld_mark(l);
+    *start = (ml_mark){m.line, m.col + quoted};
+    return true;
+}
+
 bool ld_text_linear(const loader *l) {
     size_t at;
     return value_is_source(l, 0, &at);
@@ -331,7 +356,8 @@ void ld_at(loader *l, const sched_step *st, sched_at_part part) {
     bool is_source;
     ml_mark text = scalar_mark(l, 0, &is_source);
     size_t cap = l->ats.cap;
-    sched_at *a = ml_vec_push(&l->ats);
+    /* ml_vec_push (a call and a memset) only to grow: *a is written whole below. */
+    sched_at *a = l->ats.n < cap ? (sched_at *)l->ats.items + l->ats.n++ : ml_vec_push(&l->ats);
     /* A part for most steps: gen's million training steps have 850 k parts, 17 MB, a fault per
      * page one by one; its pages come a megabyte at a time instead (pages.h), as the steps' do. */
     if (l->ats.cap != cap)
