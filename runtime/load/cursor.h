@@ -10,6 +10,7 @@
 #ifndef MEMLIFE_LOAD_CURSOR_H
 #define MEMLIFE_LOAD_CURSOR_H
 
+#include <string.h>
 #include <yaml.h>
 
 #include "ir/sched.h"
@@ -59,6 +60,15 @@ typedef enum {
     CTX_COUNT_
 } ld_ctx;
 
+/* The lengths of a schema's keys (ld_map), found once per keys array: with them a key compares
+ * as its length and a few words (same_bytes), not a walk to its NUL. */
+#define LD_MAX_KEYS 16
+#define LD_KEY_LENS 32
+typedef struct {
+    const char *const *keys;
+    uint16_t len[LD_MAX_KEYS];
+} ld_key_lens;
+
 typedef struct {
     yaml_parser_t yp;
     yaml_event_t ev;      /* the current event; YAML_NO_EVENT: none */
@@ -83,7 +93,8 @@ typedef struct {
     ml_vec indices;                   /* of ld_index: the repeat indices in scope, outermost first */
     ml_vec ats;                       /* of sched_at: the steps' parts, in source order */
     size_t ats_populated;             /* ats' slots below this have their pages (pages.h) */
-    uint16_t step_memo[LD_MEMO];      /* load_steps.c: a step key's row + 1, by ld_memo_index */
+    uint32_t step_memo[LD_MEMO];      /* load_steps.c: a step key's length << 16 | its row + 1 */
+    ld_key_lens key_lens[LD_KEY_LENS];   /* by the keys array's address */
 } loader;
 
 typedef struct {
@@ -105,7 +116,6 @@ typedef struct {
     uint32_t n;
 } ld_schema;
 #define LD_SCHEMA(what, keys) {what, keys, (uint32_t)ML_ARRAY_LEN(keys)}
-#define LD_MAX_KEYS 16
 typedef struct {
     uint32_t seen;                    /* bit k: keys[k] was given */
     ml_mark key[LD_MAX_KEYS];         /* where each given key is */
@@ -115,13 +125,46 @@ typedef int (*ld_value_fn)(loader *l, int key, void *obj);
 
 #define LD_HAS(k, i) (((k)->seen >> (i)) & 1u)
 
+static inline uint32_t ld_load32(const char *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);   /* one unaligned load */
+    return w;
+}
+
+/* a[0..len) == b[0..len). Names and keys are a few bytes: inline compares beat memcmp's call and
+ * dispatch. From 4 to 8 bytes, two 4-byte words that overlap cover them, read inside them;
+ * shorter and longer ones go byte by byte. The byte loop was half of ld_hash_find's
+ * instructions (callgrind, 100 k training steps). */
+static inline bool ld_same_bytes(const char *a, const char *b, size_t len) {
+    if (len - 4 <= 4)   /* 4 <= len <= 8 */
+        return ((ld_load32(a) ^ ld_load32(b)) | (ld_load32(a + len - 4) ^ ld_load32(b + len - 4))) == 0;
+    for (size_t k = 0; k < len; k++)
+        if (a[k] != b[k])
+            return false;
+    return true;
+}
+
 /* String tables. */
-uint32_t ld_hash_find(ld_hash *h, const char *key, size_t len, uintptr_t *val);
+/* The slot index of key, or UINT32_MAX; *val (when val is not NULL) set when found. The memo's
+ * probe is inline: a call per lookup was a fifth of ld_hash_find's instructions. */
+uint32_t ld_hash_probe(ld_hash *h, const char *key, size_t len, uintptr_t *val);   /* the table */
+static inline uint32_t ld_hash_find(ld_hash *h, const char *key, size_t len, uintptr_t *val) {
+    uint32_t m = h->memo[ld_memo_index(key, len)];
+    if (m) {   /* a slot + 1: the table has one */
+        const ld_entry *e = &h->e[m - 1];
+        if (e->len == len && ld_same_bytes(e->key, key, len)) {
+            if (val)
+                *val = e->val;
+            return m - 1;
+        }
+    }
+    return ld_hash_probe(h, key, len, val);
+}
 void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val);
 void ld_hash_free(ld_hash *h);
 bool ld_key_is(const char *key, const char *text, size_t len);
-/* key (NUL-terminated) is exactly text[0..len): inline, for the lookups on every event (a key of
- * a step's mapping, a step key); a NUL inside text never matches. */
+/* key (NUL-terminated) is exactly text[0..len), where text may be part of a scalar (a name in an
+ * expression); a NUL inside text never matches. */
 static inline bool ld_key_eq(const char *key, const char *text, size_t len) {
     for (size_t k = 0; k < len; k++)
         if (key[k] != text[k] || !key[k])

@@ -9,35 +9,16 @@
 
 static bool view_space(char c) { return c == ' ' || c == '\t'; }
 
-/* Parses `name` or `name[offset : count]` (spaces allowed anywhere between the parts): t is the
- * current scalar's value, so its byte k is at ld_scalar_mark(l, k). */
-static int parse_view_text(loader *l, const char *t, size_t len, sched_view *v) {
+/* The bytes that end a view's name: a blank or '['. A table, one test a byte: the name's scan
+ * was a tenth of the loader's own instructions per view (callgrind, 100 k training steps). */
+static const bool name_end[256] = {[' '] = true, ['\t'] = true, ['['] = true};
+
+/* `[offset : count]` of a view, from t[k] (its '[') to t[end) (its ']', where a view ends
+ * right): t is the current scalar's value; ascii: its bytes are its columns from t0
+ * (ld_text_ascii). Out of parse_view_text, which most views (a bare name) end before. */
+static __attribute__((noinline)) int view_range(loader *l, const char *t, size_t k, size_t end, size_t name0,
+                                                bool ascii, sched_view *v) {
     static const char form[] = "expected 'name' or 'name[offset : count]'";
-    size_t k = 0;
-    while (k < len && view_space(t[k]))
-        k++;
-    size_t name0 = k;
-    while (k < len && !view_space(t[k]) && t[k] != '[')
-        k++;
-    size_t name1 = k;
-    while (k < len && view_space(t[k]))
-        k++;
-    size_t end = len;
-    while (end > k && view_space(t[end - 1]))
-        end--;
-    if (k < end && t[k] != '[')
-        return ld_fail(l, ld_scalar_mark(l, k), "%s", form);
-    /* A view with a range (`"p0[rank*e : e]"`, quoted) asks three marks of its text: where it is
-     * ASCII and its own source, each is its start's column plus the offset (ld_text_ascii),
-     * not a count of the characters before it (value_is_source): that was 7 of the loader's
-     * 90 M instructions above libyaml's at 100 k training steps (callgrind). */
-    ml_mark t0;
-    bool ascii = k < end && ld_text_ascii(l, &t0);
-    v->mark = ascii ? (ml_mark){t0.line, t0.col + (uint32_t)name0} : ld_scalar_mark(l, name0);
-    if (ld_intern(l, SYM_BUFFER, t + name0, name1 - name0, v->mark, &v->buf))
-        return -1;
-    if (k == end)
-        return 0;
     if (t[end - 1] != ']')
         return ld_fail(l, ld_scalar_mark(l, end), "expected ']' to close the view");
     const char *colon = memchr(t + k + 1, ':', end - 1 - (k + 1));
@@ -59,6 +40,36 @@ static int parse_view_text(loader *l, const char *t, size_t len, sched_view *v) 
     if (ld_expr_at(l, CTX_PLAIN, t + off0, off1 - off0, off0, &v->offset))
         return -1;
     return ld_expr_at(l, CTX_PLAIN, t + cnt0, cnt1 - cnt0, cnt0, &v->count);
+}
+
+/* Parses `name` or `name[offset : count]` (spaces allowed anywhere between the parts): t is the
+ * current scalar's value, so its byte k is at ld_scalar_mark(l, k). */
+static int parse_view_text(loader *l, const char *t, size_t len, sched_view *v) {
+    static const char form[] = "expected 'name' or 'name[offset : count]'";
+    size_t k = 0;
+    while (k < len && view_space(t[k]))
+        k++;
+    size_t name0 = k;
+    while (k < len && !name_end[(uint8_t)t[k]])
+        k++;
+    size_t name1 = k;
+    while (k < len && view_space(t[k]))
+        k++;
+    size_t end = len;
+    while (end > k && view_space(t[end - 1]))
+        end--;
+    if (k < end && t[k] != '[')
+        return ld_fail(l, ld_scalar_mark(l, k), "%s", form);
+    /* A view with a range (`"p0[rank*e : e]"`, quoted) asks three marks of its text: where it is
+     * ASCII and its own source, each is its start's column plus the offset (ld_text_ascii),
+     * not a count of the characters before it (value_is_source): that was 7 of the loader's
+     * 90 M instructions above libyaml's at 100 k training steps (callgrind). */
+    ml_mark t0;
+    bool ascii = k < end && ld_text_ascii(l, &t0);
+    v->mark = ascii ? (ml_mark){t0.line, t0.col + (uint32_t)name0} : ld_scalar_mark(l, name0);
+    if (ld_intern(l, SYM_BUFFER, t + name0, name1 - name0, v->mark, &v->buf))
+        return -1;
+    return k == end ? 0 : view_range(l, t, k, end, name0, ascii, v);
 }
 
 int ld_view(loader *l, const char *what, sched_view *v) {

@@ -626,16 +626,16 @@ static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_v
  * compare: the scan below tried a dozen rows before `compute` and all nineteen, then the
  * collective table, before `all_gather` (callgrind, 100 k training steps: 4.4 M in the scan). */
 #define N_FORMS ML_ARRAY_LEN(step_forms)
-_Static_assert(N_FORMS + COLL_COUNT < UINT16_MAX, "a row + 1 fits a step_memo slot");
+_Static_assert(N_FORMS + COLL_COUNT < UINT16_MAX, "a row + 1 fits a step_memo slot's low half");
 static const char *row_name(size_t row) {
     return row < N_FORMS ? step_forms[row].name : ml_colls[row - N_FORMS].name;
 }
 
 static const step_form *form_lookup(loader *l, const char *t, size_t len, int *coll) {
-    uint16_t *memo = &l->step_memo[ld_memo_index(t, len)];
+    uint32_t *memo = &l->step_memo[ld_memo_index(t, len)];
     size_t row = SIZE_MAX;
-    if (*memo && ld_key_eq(row_name(*memo - 1u), t, len)) {
-        row = *memo - 1u;
+    if (*memo && *memo >> 16 == len && ld_same_bytes(row_name((*memo & 0xFFFFu) - 1u), t, len)) {
+        row = (*memo & 0xFFFFu) - 1u;
     } else {
         for (size_t k = 0; k < N_FORMS && row == SIZE_MAX; k++)
             if (step_forms[k].len == len && ld_key_eq(step_forms[k].name, t, len))
@@ -645,7 +645,7 @@ static const step_form *form_lookup(loader *l, const char *t, size_t len, int *c
             row = N_FORMS + (size_t)c;
         if (row == SIZE_MAX)
             return NULL;
-        *memo = (uint16_t)(row + 1);
+        *memo = (uint32_t)len << 16 | (uint32_t)(row + 1);   /* len: a row name's, short */
     }
     *coll = row < N_FORMS ? -1 : (int)(row - N_FORMS);
     return row < N_FORMS ? &step_forms[row] : &coll_form;
