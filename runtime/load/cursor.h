@@ -144,11 +144,17 @@ static inline bool ld_same_bytes(const char *a, const char *b, size_t len) {
     return true;
 }
 
+/* ml_vec_push without its call and memset where v has room (the slot is then not zeroed): for
+ * the vectors that grow by one a step or a view, where that call was 40 instructions and a
+ * store of the item's known size a few. */
+#define LD_PUSH(v, type) ((v)->n < (v)->cap ? (type *)(v)->items + (v)->n++ : (type *)ml_vec_push(v))
+
 /* String tables. */
 /* The slot index of key, or UINT32_MAX; *val (when val is not NULL) set when found. The memo's
  * probe is inline: a call per lookup was a fifth of ld_hash_find's instructions. */
 uint32_t ld_hash_probe(ld_hash *h, const char *key, size_t len, uintptr_t *val);   /* the table */
-static inline uint32_t ld_hash_find(ld_hash *h, const char *key, size_t len, uintptr_t *val) {
+/* The memo alone: key's slot when the memo holds it, else UINT32_MAX (key may still be there). */
+static inline uint32_t ld_hash_memo(const ld_hash *h, const char *key, size_t len, uintptr_t *val) {
     uint32_t m = h->memo[ld_memo_index(key, len)];
     if (m) {   /* a slot + 1: the table has one */
         const ld_entry *e = &h->e[m - 1];
@@ -158,7 +164,11 @@ static inline uint32_t ld_hash_find(ld_hash *h, const char *key, size_t len, uin
             return m - 1;
         }
     }
-    return ld_hash_probe(h, key, len, val);
+    return UINT32_MAX;
+}
+static inline uint32_t ld_hash_find(ld_hash *h, const char *key, size_t len, uintptr_t *val) {
+    uint32_t k = ld_hash_memo(h, key, len, val);
+    return k != UINT32_MAX ? k : ld_hash_probe(h, key, len, val);
 }
 void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val);
 void ld_hash_free(ld_hash *h);

@@ -94,8 +94,11 @@ int ld_views(loader *l, const char *what, sched_view **out, uint32_t *n) {
     ml_vec *views = &l->views;
     views->n = 0;
     int rc = 0;
-    while (rc == 0 && (rc = ld_next(l)) == 0 && !ld_is(l, YAML_SEQUENCE_END_EVENT))
-        rc = ld_view(l, what, ml_vec_push(views));
+    while (rc == 0 && (rc = ld_next(l)) == 0 && !ld_is(l, YAML_SEQUENCE_END_EVENT)) {
+        sched_view *v = LD_PUSH(views, sched_view);
+        *v = (sched_view){0};
+        rc = ld_view(l, what, v);
+    }
     if (rc == 0) {
         *n = (uint32_t)views->n;
         *out = ml_arena_alloc(l->a, views->n * sizeof(sched_view));

@@ -43,9 +43,12 @@ static void symtab_push(sched_symtab *t, const char *name, ml_mark m) {
     t->n++;
 }
 
-int ld_intern(loader *l, sched_sym_kind kind, const char *text, size_t len, ml_mark m, uint32_t *out) {
+/* ld_intern past the memo: the table, and a new symbol. Out of line, so that a name the memo
+ * holds (most) costs no frame: ld_intern's six saved registers were a third of its cost. */
+static __attribute__((noinline)) int intern_slow(loader *l, sched_sym_kind kind, const char *text, size_t len,
+                                                 ml_mark m, uint32_t *out) {
     uintptr_t v;
-    if (ld_hash_find(&l->syms[kind], text, len, &v) != UINT32_MAX) {
+    if (ld_hash_probe(&l->syms[kind], text, len, &v) != UINT32_MAX) {
         *out = (uint32_t)v;
         return 0;
     }
@@ -61,6 +64,14 @@ int ld_intern(loader *l, sched_sym_kind kind, const char *text, size_t len, ml_m
     return 0;
 }
 
+int ld_intern(loader *l, sched_sym_kind kind, const char *text, size_t len, ml_mark m, uint32_t *out) {
+    uintptr_t v;
+    if (ld_hash_memo(&l->syms[kind], text, len, &v) == UINT32_MAX)
+        return intern_slow(l, kind, text, len, m, out);
+    *out = (uint32_t)v;
+    return 0;
+}
+
 /* Buffers and regions come into being where they are first named. */
 int ld_sym(loader *l, sched_sym_kind kind, const char *what, uint32_t *out) {
     if (ld_want_scalar(l, what))
@@ -71,15 +82,27 @@ int ld_sym(loader *l, sched_sym_kind kind, const char *what, uint32_t *out) {
 }
 
 /* Streams and events must be declared in the top-level `streams:` / `events:` lists. */
-int ld_sym_declared(loader *l, sched_sym_kind kind, const char *what, uint32_t *out) {
+static __attribute__((noinline)) int declared_slow(loader *l, sched_sym_kind kind, const char *what,
+                                                   uint32_t *out) {
     if (ld_want_scalar(l, what))
         return -1;
     size_t len;
     const char *text = ld_text(l, &len);
     uintptr_t v;
-    if (ld_hash_find(&l->syms[kind], text, len, &v) == UINT32_MAX)
+    if (ld_hash_probe(&l->syms[kind], text, len, &v) == UINT32_MAX)
         return ld_fail(l, ld_mark(l), "unknown %s '%.*s'", ld_sym_kind_names[kind], len > 64 ? 64 : (int)len,
                        text);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* A name the memo holds without a frame, as ld_intern. */
+int ld_sym_declared(loader *l, sched_sym_kind kind, const char *what, uint32_t *out) {
+    uintptr_t v;
+    if (!ld_is(l, YAML_SCALAR_EVENT) ||
+        ld_hash_memo(&l->syms[kind], (const char *)l->ev.data.scalar.value, l->ev.data.scalar.length, &v) ==
+            UINT32_MAX)
+        return declared_slow(l, kind, what, out);
     *out = (uint32_t)v;
     return 0;
 }
@@ -162,12 +185,11 @@ static int resolve(void *vctx, const char *name, size_t len) {
  * schedule: parse each once per context and share the (immutable) tree. */
 #define EXPR_CACHE_MAX_LEN 64
 
-int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at, expr **out) {
-    /* Inside a repeat with an index the same text can name another slot (or, outside it, none):
-     * no caching there. */
+static __attribute__((noinline)) int expr_slow(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at,
+                                               expr **out) {
     bool cache = ctx != CTX_LET && len <= EXPR_CACHE_MAX_LEN && l->indices.n == 0;
     uintptr_t v;
-    if (cache && ld_hash_find(&l->cache[ctx], text, len, &v) != UINT32_MAX) {
+    if (cache && ld_hash_probe(&l->cache[ctx], text, len, &v) != UINT32_MAX) {
         *out = (expr *)v;
         return 0;
     }
@@ -179,6 +201,18 @@ int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at, e
     if (cache)
         ld_hash_put(&l->cache[ctx], expr_text(e), len, (uintptr_t)e);
     *out = e;
+    return 0;
+}
+
+/* An expression the cache's memo holds without a frame, as ld_intern; the rest in expr_slow.
+ * Inside a repeat with an index the same text can name another slot (or, outside it, none): no
+ * caching there. */
+int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at, expr **out) {
+    bool cache = ctx != CTX_LET && len <= EXPR_CACHE_MAX_LEN && l->indices.n == 0;
+    uintptr_t v;
+    if (!cache || ld_hash_memo(&l->cache[ctx], text, len, &v) == UINT32_MAX)
+        return expr_slow(l, ctx, text, len, at, out);
+    *out = (expr *)v;
     return 0;
 }
 
@@ -364,8 +398,7 @@ void ld_at(loader *l, const sched_step *st, sched_at_part part) {
     bool is_source;
     ml_mark text = scalar_mark(l, 0, &is_source);
     size_t cap = l->ats.cap;
-    /* ml_vec_push (a call and a memset) only to grow: *a is written whole below. */
-    sched_at *a = l->ats.n < cap ? (sched_at *)l->ats.items + l->ats.n++ : ml_vec_push(&l->ats);
+    sched_at *a = LD_PUSH(&l->ats, sched_at);   /* written whole below */
     /* A part for most steps: gen's million training steps have 850 k parts, 17 MB, a fault per
      * page one by one; its pages come a megabyte at a time instead (pages.h), as the steps' do. */
     if (l->ats.cap != cap)

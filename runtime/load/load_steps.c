@@ -763,9 +763,7 @@ int ld_steps(loader *l, const char *what, sched_step **out, uint32_t *n) {
                 ld_own(l, v.items);
             return 0;
         }
-        /* ml_vec_push only to grow: its memset call was 40 instructions a step, a zeroing
-         * store of the known size a dozen. */
-        sched_step *st = v.n < v.cap ? (sched_step *)v.items + v.n++ : ml_vec_push(&v);
+        sched_step *st = LD_PUSH(&v, sched_step);
         *st = (sched_step){0};
         if (v.n >= populated) {
             size_t end = v.n + STEPS_AHEAD < v.cap ? v.n + STEPS_AHEAD : v.cap;
