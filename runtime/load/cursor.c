@@ -256,28 +256,13 @@ int ld_not_a(loader *l, yaml_event_type_t t, const char *what) {
 
 bool ld_key_is(const char *key, const char *text, size_t len) { return ld_key_eq(key, text, len); }
 
-/* The lengths of sc's keys, from the loader's cache (a slot by the keys array's address). */
-static const uint16_t *key_lens(loader *l, const ld_schema *sc) {
-    uintptr_t at = (uintptr_t)sc->keys;
-    ld_key_lens *c = &l->key_lens[(uint32_t)((at >> 3) * 0x9E3779B1u) >> 27];
-    _Static_assert(LD_KEY_LENS == 32, "the slot is the product's top 5 bits");
-    if (c->keys != sc->keys) {
-        c->keys = sc->keys;
-        for (uint32_t k = 0; k < sc->n; k++) {
-            size_t n = strlen(sc->keys[k]);   /* the schemas' keys: literals of a few bytes */
-            c->len[k] = (uint16_t)(n < UINT16_MAX ? n : UINT16_MAX);
-        }
-    }
-    return c->len;
-}
-
 int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k) {
     /* Only `seen` is cleared: a key's mark is read only where its bit says it was given, and
      * every step's mapping zeroed all 16 marks (140 bytes) for the two or three it has. */
     k->seen = 0;
     if (ld_want(l, YAML_MAPPING_START_EVENT, sc->what))
         return -1;
-    const uint16_t *lens = key_lens(l, sc);
+    const uint16_t *lens = sc->lens;
     k->map = ld_mark(l);
     uint32_t next = 0;   /* where the key search starts */
     for (;;) {
@@ -293,7 +278,8 @@ int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k
          * alloc): the search starts after the key before, so it mostly hits at once. Keys are
          * distinct, so where it starts does not change what it finds. */
         uint32_t key = next, tried = 0;
-        while (tried < sc->n && !(lens[key] == len && ld_same_bytes(sc->keys[key], text, len))) {
+        while (tried < sc->n && !(lens ? lens[key] == len && ld_same_bytes(sc->keys[key], text, len)
+                                       : ld_key_eq(sc->keys[key], text, len))) {
             key = key + 1 < sc->n ? key + 1 : 0;
             tried++;
         }

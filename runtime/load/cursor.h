@@ -60,14 +60,8 @@ typedef enum {
     CTX_COUNT_
 } ld_ctx;
 
-/* The lengths of a schema's keys (ld_map), found once per keys array: with them a key compares
- * as its length and a few words (same_bytes), not a walk to its NUL. */
 #define LD_MAX_KEYS 16
-#define LD_KEY_LENS 32
-typedef struct {
-    const char *const *keys;
-    uint16_t len[LD_MAX_KEYS];
-} ld_key_lens;
+#define LD_STEP_FORMS 32   /* load_steps.c: its rows, for step_key_lens */
 
 typedef struct {
     yaml_parser_t yp;
@@ -94,7 +88,10 @@ typedef struct {
     ml_vec ats;                       /* of sched_at: the steps' parts, in source order */
     size_t ats_populated;             /* ats' slots below this have their pages (pages.h) */
     uint32_t step_memo[LD_MEMO];      /* load_steps.c: a step key's length << 16 | its row + 1 */
-    ld_key_lens key_lens[LD_KEY_LENS];   /* by the keys array's address */
+    /* load_steps.c: the lengths of each step form's keys (ld_schema.lens), found at the form's
+     * first step; bit r of step_key_lens_set: row r's are. */
+    uint16_t step_key_lens[LD_STEP_FORMS][LD_MAX_KEYS];
+    uint32_t step_key_lens_set;
 } loader;
 
 typedef struct {
@@ -114,8 +111,11 @@ typedef struct {
     const char *what;                 /* "alloc", for messages */
     const char *const *keys;
     uint32_t n;
+    /* NULL, or strlen of each key: with them a key compares as its length and a few words
+     * (ld_same_bytes), not a walk to its NUL (the steps' mappings, 2 of every 10 events). */
+    const uint16_t *lens;
 } ld_schema;
-#define LD_SCHEMA(what, keys) {what, keys, (uint32_t)ML_ARRAY_LEN(keys)}
+#define LD_SCHEMA(what, keys) {what, keys, (uint32_t)ML_ARRAY_LEN(keys), NULL}
 typedef struct {
     uint32_t seen;                    /* bit k: keys[k] was given */
     ml_mark key[LD_MAX_KEYS];         /* where each given key is */

@@ -261,7 +261,7 @@ static int series_bounds(loader *l, expect_item *it, ml_mem_view v, ml_mark mark
     sched_expect *e = &it->series[v];
     e->view = v;
     e->mark = mark;
-    ld_schema sc = {ml_series[v].key ? ml_series[v].key : ml_series[v].name, bound_keys, 2};
+    ld_schema sc = {ml_series[v].key ? ml_series[v].key : ml_series[v].name, bound_keys, 2, NULL};
     ld_keys bk;
     if (ld_map(l, &sc, bound_value, e, &bk))
         return -1;
@@ -286,7 +286,7 @@ static int expect_value(loader *l, int key, void *obj) {
     const char *keys[ML_VIEW_MAX_SERIES];
     for (int s = 0; s < vi->n_series; s++)
         keys[s] = ml_series[vi->series[s]].key;
-    ld_schema sc = {vi->name, keys, vi->n_series};
+    ld_schema sc = {vi->name, keys, vi->n_series, NULL};
     it->view = key - EXP_FIRST_VIEW;
     ld_keys sk;
     it->sk = &sk;
@@ -300,7 +300,7 @@ static int expect_value(loader *l, int key, void *obj) {
 static int expect_one(loader *l, ml_vec *out) {
     ld_keys k;
     expect_item it = {.k = &k};
-    ld_schema sc = {"expect", expect_keys(), 1 + MV_COUNT};
+    ld_schema sc = {"expect", expect_keys(), 1 + MV_COUNT, NULL};
     if (ld_map(l, &sc, expect_value, &it, &k))
         return -1;
     if (!(k.seen & ~1u))

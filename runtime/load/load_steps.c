@@ -627,6 +627,7 @@ static const step_form coll_form = FORM("collective", ST_COLL, coll_keys, coll_v
  * collective table, before `all_gather` (callgrind, 100 k training steps: 4.4 M in the scan). */
 #define N_FORMS ML_ARRAY_LEN(step_forms)
 _Static_assert(N_FORMS + COLL_COUNT < UINT16_MAX, "a row + 1 fits a step_memo slot's low half");
+_Static_assert(N_FORMS + 1 <= LD_STEP_FORMS && LD_STEP_FORMS <= 32, "a row of step_key_lens each, a bit each");
 static const char *row_name(size_t row) {
     return row < N_FORMS ? step_forms[row].name : ml_colls[row - N_FORMS].name;
 }
@@ -670,7 +671,14 @@ static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
         return f->parse(l, st);
     step_ctx c;   /* not zeroed: ld_map clears c.k.seen, and nothing reads c.k before */
     c.st = st;
-    ld_schema sc = {f->name, f->keys, f->n_keys};
+    size_t row = f == &coll_form ? N_FORMS : (size_t)(f - step_forms);
+    uint16_t *lens = l->step_key_lens[row];
+    if (!(l->step_key_lens_set >> row & 1u)) {   /* the form's first step */
+        for (uint32_t k = 0; k < f->n_keys; k++)
+            lens[k] = (uint16_t)strlen(f->keys[k]);   /* a few bytes */
+        l->step_key_lens_set |= 1u << row;
+    }
+    ld_schema sc = {f->name, f->keys, f->n_keys, lens};
     if (f->kind == ST_ALLOC) {
         st->u.alloc.dtype = l->s->dtype;
         st->u.alloc.stream = SCHED_DEFAULT_STREAM;
