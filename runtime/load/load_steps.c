@@ -632,7 +632,7 @@ static const char *row_name(size_t row) {
     return row < N_FORMS ? step_forms[row].name : ml_colls[row - N_FORMS].name;
 }
 
-static const step_form *form_lookup(loader *l, const char *t, size_t len, int *coll) {
+static const step_form *form_lookup(loader *l, const char *t, size_t len, int *coll, size_t *rowp) {
     uint32_t *memo = &l->step_memo[ld_memo_index(t, len)];
     size_t row = SIZE_MAX;
     if (*memo && *memo >> 16 == len && ld_same_bytes(row_name((*memo & 0xFFFFu) - 1u), t, len)) {
@@ -649,6 +649,7 @@ static const step_form *form_lookup(loader *l, const char *t, size_t len, int *c
         *memo = (uint32_t)len << 16 | (uint32_t)(row + 1);   /* len: a row name's, short */
     }
     *coll = row < N_FORMS ? -1 : (int)(row - N_FORMS);
+    *rowp = row < N_FORMS ? row : N_FORMS;   /* coll_form's: the last */
     return row < N_FORMS ? &step_forms[row] : &coll_form;
 }
 
@@ -665,13 +666,13 @@ static int unknown_step(loader *l, ml_mark m, const char *t, size_t len) {
     return ld_fail_choice(l, m, "step", t, len, names, n, NULL);
 }
 
-static int step_body(loader *l, const step_form *f, int coll, sched_step *st) {
+/* row: f's, as form_lookup gives it (step_key_lens). */
+static int step_body(loader *l, const step_form *f, int coll, size_t row, sched_step *st) {
     st->kind = f->kind;
     if (f->parse)
         return f->parse(l, st);
     step_ctx c;   /* not zeroed: ld_map clears c.k.seen, and nothing reads c.k before */
     c.st = st;
-    size_t row = f == &coll_form ? N_FORMS : (size_t)(f - step_forms);
     uint16_t *lens = l->step_key_lens[row];
     if (!(l->step_key_lens_set >> row & 1u)) {   /* the form's first step */
         for (uint32_t k = 0; k < f->n_keys; k++)
@@ -734,7 +735,8 @@ int ld_step(loader *l, sched_step *st) {
             continue;
         }
         int coll;
-        const step_form *f = form_lookup(l, t, len, &coll);
+        size_t row;
+        const step_form *f = form_lookup(l, t, len, &coll, &row);
         if (!f)
             return unknown_step(l, m, t, len);
         const char *name = coll >= 0 ? ml_colls[coll].name : f->name;
@@ -742,7 +744,7 @@ int ld_step(loader *l, sched_step *st) {
             return ld_fail(l, m, "a step has one step key: '%s' after '%s'", name, step_key);
         step_key = name;
         st->mark = m;
-        if (ld_next(l) || step_body(l, f, coll, st))
+        if (ld_next(l) || step_body(l, f, coll, row, st))
             return -1;
     }
     if (!step_key)
