@@ -64,8 +64,11 @@ typedef enum {
 #define LD_STEP_FORMS 32   /* load_steps.c: its rows, for step_key_lens */
 
 typedef struct {
+    /* The current event; YAML_NO_EVENT: none. First: its address is the loader's, so ld_next keeps
+     * one register across its calls, not two (the second's save and restore, and the stack
+     * alignment that came with it, were 6 instructions an event). */
+    yaml_event_t ev;
     yaml_parser_t yp;
-    yaml_event_t ev;      /* the current event; YAML_NO_EVENT: none */
     const char *data;     /* the input, for the position of reader errors */
     size_t len;
     const char *file;
