@@ -21,12 +21,15 @@ void pipeline_item_free(pipeline_item *it) {
         for (int r = 0; r < it->world; r++)
             plan_free(&it->plans[r]);
     if (it->pred) {
-        const pred_point *shared = it->pred[0].timeline;
-        for (int r = 0; r < it->world; r++) {
-            if (r > 0 && it->pred[r].timeline == shared)
-                it->pred[r].timeline = NULL;   /* rank 0's (predict_rank_shared) */
+        /* a rank's timeline may be an earlier rank's, its base's (predict_rank_shared): freed
+         * with that rank's, so left out here (last rank first: the earlier ones still hold
+         * theirs) */
+        for (int r = it->world - 1; r > 0; r--)
+            for (int b = 0; b < r && it->pred[r].timeline; b++)
+                if (it->pred[b].timeline == it->pred[r].timeline)
+                    it->pred[r].timeline = NULL;
+        for (int r = 0; r < it->world; r++)
             pred_rank_free(&it->pred[r]);
-        }
     }
     free(it->plans);
     free(it->vary);
@@ -214,65 +217,160 @@ static int plan_rank_by_rank(const sched *s, const sched_params *pw, const pipel
     return compact_end(it, w, rc, predicted, &pd, false, pw, o, d);
 }
 
-/* The middle path (compact, as plan_rank_by_rank): ranks whose ops are rank 0's but for views'
- * offsets and in-place flags (plan_offsets_new: rank moves an FSDP or ZeRO shard's view and
- * nothing else). Rank 0 is expanded, linted and predicted; then rank 0's op array is rewritten
- * in place into each other rank's (plan_offsets_apply: only the offsets that name rank), that
- * rank is linted on it (lint_walk_rank: bounds, races, in-place overlap and the cross-rank
- * contract see its real offsets) and its kept ops are copied out (plan_compact); at the end the
- * array is rank 0's again, for lint_walk_end's messages, and compacted.
+/* One group's base (plan_rank_offsets): the rank whose expansion is in the op array, the
+ * entries that rewrite it into each later rank of its shape, and its floor's forward facts. */
+typedef struct {
+    rank_plan *plan;
+    int rank;
+    plan_offsets *po;         /* NULL: the next rank has another shape (next_of_shape) */
+    bool own_po;              /* po is the group's (plan_shapes_offsets), else the caller's */
+    floor_forward *fw;        /* its floor facts: its members' (predict_rank_shared) */
+} group_base;
+
+/* True when rank b + 1 has b's shape: the ranks of a base's group are the ones after it up to
+ * the next rank of another shape (rank order), so a base followed by another shape has none. */
+static bool next_of_shape(const plan_shapes *sh, int b, int world) {
+    return b + 1 < world && plan_shape(sh, b + 1) == plan_shape(sh, b);
+}
+
+/* Base g's lint and full prediction, with the floor record its members redo only the moved
+ * ops of (the vary set: its entries' ops); a base without members needs none. */
+static bool group_base_predict(group_base *g, lint_walk *w, const pipeline_opts *o,
+                               pipeline_item *it, bool predicted, ml_diags *pd) {
+    lint_walk_rank(w, g->plan);
+    floor_vary vary = {NULL, 0};
+    if (g->po)
+        vary.ops = plan_offsets_ops(g->po, &vary.n);
+    return predicted &&
+           predict_rank_forward(g->plan, o->timeline, &it->pred[g->rank], g->po ? &g->fw : NULL,
+                                g->po ? &vary : NULL, pd) == 0 &&
+           predict_time(g->plan, o, &it->pred[g->rank], pd) == 0;
+}
+
+/* Rank r of g's shape: g's op array rewritten in place into r's (plan_offsets_apply: only the
+ * offsets that name rank, and the in-place flags), r predicted from g's prediction
+ * (predict_rank_shared), linted on its own ops and its kept ops copied out (plan_compact).
+ * An offset that fails is r's expansion error (in d), and -1. */
+static int group_member(const group_base *g, lint_walk *w, int r, pipeline_item *it,
+                        bool *predicted, ml_diags *pd, ml_diags *d) {
+    rank_plan *pl = &it->plans[r];
+    plan_share(g->plan, r, pl);
+    if (plan_offsets_apply(g->po, pl, r, d) != 0)
+        return -1;
+    /* the floor redoes the ops the offsets moved (floor_rank_shared) while they are in cache,
+     * before the lint's walk over every op; the two read the ops and nothing else of each
+     * other (the predictions' diagnostics wait in pd) */
+    *predicted = *predicted &&
+                 predict_rank_shared(pl, &it->pred[g->rank], g->fw, &it->pred[r], pd) == 0;
+    lint_walk_rank(w, pl);
+    size_t keep[PIPELINE_KEPT_MAX];
+    plan_compact(pl, keep, reported_ops(&it->pred[r], keep), false, NULL);
+    return 0;
+}
+
+/* The array is g's own again (its values held once: a second evaluation cannot fail). */
+static void group_base_restore(const group_base *g, ml_diags *d) {
+    if (g->po && plan_offsets_apply(g->po, g->plan, g->rank, d) != 0)
+        ml_internal_error("rank %d's view offsets failed on their second evaluation", g->rank);
+}
+
+static void group_base_free(group_base *g) {
+    floor_forward_free(g->fw);
+    g->fw = NULL;
+    if (g->own_po)
+        plan_offsets_free(g->po);
+    g->po = NULL;
+}
+
+/* The middle path (compact, as plan_rank_by_rank): ranks whose ops are their shape's first
+ * rank's (its base) but for views' offsets and in-place flags (plan_offsets_new: rank moves an
+ * FSDP or ZeRO shard's view and nothing else, one shape; plan_shapes_new: also `when:`s that
+ * name rank, `when: rank == 0`, one shape per list of their truth values). The ranks are taken
+ * in order 0..world-1, as plan_rank_by_rank takes them. A base is expanded into the one op
+ * array, linted and predicted; each later rank of its shape (group_member) has the array
+ * rewritten in place into its ops (plan_offsets_apply: only the offsets that name rank), is
+ * linted on it (lint_walk_rank: bounds, races, in-place overlap and the cross-rank contract see
+ * its real offsets) and its kept ops are copied out (plan_compact). A rank of another shape is a
+ * new base: the array is made the old base's again and compacted (rank 0's with its summary,
+ * as plan_rank_by_rank does) and the new base is expanded into it (plan_recycle). One shape
+ * (sh NULL, or every rank's the same): rank 0 is the only base, and at the end the array is
+ * rank 0's again, for lint_walk_end's messages, and compacted. Several: the last base is
+ * compacted too, and rank 0 is expanded again, whole, where lint_walk_end's messages read it
+ * (lint_walk_needs_rank0), as plan_rank_by_rank does.
  *
- * Sharing rank 0's prediction is exact: what the prediction reads of an op is, in the views'
- * models (view_requested.c, view_device.c, view_torch.c), allocs' bytes and chunks, frees,
- * releases, record_stream, streams, events and syncs; in the time model (timemodel.c) views' and
- * collectives' counts and dtypes, streams, events and compute times; in the peaks' live sets
- * allocs and frees; none of them reads a view's offset or an in-place flag, and none of those
- * values can differ across ranks here (plan_offsets_new refuses rank in every expression but
- * an offset with a written count, and lets that differ). The one reader of offsets and
- * in-place flags is the floor (floor.c: view_lo, inplace_share with the rank), which
- * predict_rank_shared computes on each rank's own ops. Expectations are evaluated per rank as
- * ever. The outcome is plan_rank_by_rank's: the same walks over the same ops in the same rank
- * order, the same diagnostics in the same order (an offset that fails on rank r is that rank's
- * expansion error, alone), each rank's kept ops with its own values (test_compact.c compares
- * the two paths with the full one). A send or recv takes plan_rank_by_rank (pairing reads
- * every rank's ops). */
+ * Sharing a base's prediction within its shape is exact: what the prediction reads of an op
+ * is, in the views' models (view_requested.c, view_device.c, view_torch.c), allocs' bytes and
+ * chunks, frees, releases, record_stream, streams, events and syncs; in the time model
+ * (timemodel.c) views' and collectives' counts and dtypes, streams, events and compute times;
+ * in the peaks' live sets allocs and frees; none of them reads a view's offset or an in-place
+ * flag, and none of those values can differ across the ranks of a shape: plan_offsets_new and
+ * plan_shapes_new refuse rank in every expression but an offset with a written count and a
+ * `when:` of rank, world and lets, and lets that differ; the `when:`s' truth values are the
+ * shape, the same on its ranks, so they keep the same steps, whose other values are one for
+ * every rank (plan.c). The one reader of offsets and in-place flags is the floor (floor.c:
+ * view_lo, inplace_share with the rank), which predict_rank_shared computes on each rank's own
+ * ops, from its base's floor record (whose vary set is the base's own entries). Expectations
+ * are evaluated per rank as ever. The outcome is plan_rank_by_rank's: the same walks over the
+ * same ops in the same rank order, the same diagnostics in the same order (an offset that fails
+ * on rank r is that rank's expansion error, alone; a base's expansion error is its own), each
+ * rank's kept ops with its own values (test_compact.c compares the two paths with the full
+ * one). A send or recv takes plan_rank_by_rank (pairing reads every rank's ops). */
 static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipeline_opts *o,
-                             const plan_offsets *po, pipeline_item *it, ml_diags *d) {
+                             plan_offsets *po, plan_shapes *sh, pipeline_item *it,
+                             ml_diags *d) {
     int world = it->world;
-    rank_plan *p0 = &it->plans[0];
     ml_diags pd;   /* the predictions' */
     ml_diags_init(&pd);
     it->moved = true;
     it->pred = ml_xcalloc((size_t)world, sizeof *it->pred);
     lint_walk *w = lint_walk_new(s, world, &o->lint, &it->lint);
-    lint_walk_rank(w, p0);
-    floor_forward *fw = NULL;   /* rank 0's floor facts: every rank's (predict_rank_shared) */
-    floor_vary vary;
-    vary.ops = plan_offsets_ops(po, &vary.n);
-    bool predicted = predict_rank_forward(p0, o->timeline, &it->pred[0], &fw, &vary, &pd) == 0 &&
-                     predict_time(p0, o, &it->pred[0], &pd) == 0;
+    group_base g = {.plan = &it->plans[0], .rank = 0, .po = po};
+    if (!po && next_of_shape(sh, 0, world)) {
+        g.po = plan_shapes_offsets(sh, g.plan);
+        g.own_po = true;
+    }
+    bool predicted = group_base_predict(&g, w, o, it, true, &pd);
+    plan_recycle spare = {0};
     int rc = 0;
     for (int r = 1; r < world && rc == 0; r++) {
-        rank_plan *pl = &it->plans[r];
-        plan_share(p0, r, pl);
-        if (plan_offsets_apply(po, pl, r, d) != 0) {
+        if (!sh || plan_shape(sh, r) == plan_shape(sh, g.rank)) {
+            rc = group_member(&g, w, r, it, &predicted, &pd, d);
+            continue;
+        }
+        /* r is a new base: the array goes to it, the old base keeps its kept ops */
+        group_base_restore(&g, d);
+        size_t keep[PIPELINE_KEPT_MAX];
+        size_t n_keep = reported_ops(&it->pred[g.rank], keep);
+        if (g.rank == 0)   /* the summary for rank 0's, the one the report reads */
+            plan_compact_with(g.plan, keep, n_keep, &it->pred[0].colls, &spare);
+        else
+            plan_compact(g.plan, keep, n_keep, false, &spare);
+        group_base_free(&g);
+        plan_limits lim = {.recycle = &spare};
+        if (plan_expand(s, it->plan_index, pw, world, r, &lim, &it->plans[r], d) != 0) {
             rc = -1;
             break;
         }
-        /* the floor redoes the ops the offsets moved (floor_rank_shared) while they are in
-         * cache, before the lint's walk over every op; the two read the ops and nothing else
-         * of each other (the predictions' diagnostics wait in pd) */
-        predicted =
-            predicted && predict_rank_shared(pl, &it->pred[0], fw, &it->pred[r], &pd) == 0;
-        lint_walk_rank(w, pl);
-        size_t keep[PIPELINE_KEPT_MAX];
-        plan_compact(pl, keep, reported_ops(&it->pred[r], keep), false, NULL);
+        g = (group_base){.plan = &it->plans[r], .rank = r, .own_po = true};
+        if (next_of_shape(sh, r, world))
+            g.po = plan_shapes_offsets(sh, g.plan);
+        predicted = group_base_predict(&g, w, o, it, predicted, &pd);
     }
-    floor_forward_free(fw);
-    /* the array is rank 0's again, for lint_walk_end's messages (rank 0's values held once) */
-    if (rc == 0 && plan_offsets_apply(po, p0, 0, d) != 0)
-        ml_internal_error("rank 0's view offsets failed on their second evaluation");
-    return compact_end(it, w, rc, predicted, &pd, true, pw, o, d);
+    if (rc == 0)
+        group_base_restore(&g, d);
+    bool several = it->plans[0].kept_at != NULL;   /* rank 0 was compacted for a new base */
+    if (several && rc == 0) {
+        size_t keep[PIPELINE_KEPT_MAX];
+        plan_compact(g.plan, keep, reported_ops(&it->pred[g.rank], keep), false, &spare);
+    }
+    group_base_free(&g);
+    free(spare.ops);
+    free(spare.extra);
+    if (several && rc == 0 && lint_walk_needs_rank0(w)) {
+        plan_free(&it->plans[0]);
+        rc = plan_expand(s, it->plan_index, pw, world, 0, NULL, &it->plans[0], d);
+    }
+    return compact_end(it, w, rc, predicted, &pd, !several, pw, o, d);
 }
 
 /* The fast path: when no rank can expand differently from rank 0 (plan_rank_invariant: no
@@ -299,8 +397,12 @@ int pipeline_plan(const sched *s, int plan_index, const sched_params *p, int wor
             if (!it->shared && o->share_offsets && !it->plans[0].has_p2p)
                 po = plan_offsets_new(&it->plans[0], &pw);
             if (!it->shared && !o->keep_plans && o->predict && !o->lint_diags) {
-                rc = po ? plan_rank_offsets(s, &pw, o, po, it, d)
-                        : plan_rank_by_rank(s, &pw, o, it, d);
+                /* ranks that differ by `when:`s of rank too: groups (plan_rank_offsets) */
+                plan_shapes *sh = !po && o->share_offsets && !it->plans[0].has_p2p
+                                      ? plan_shapes_new(&it->plans[0], &pw) : NULL;
+                rc = po || sh ? plan_rank_offsets(s, &pw, o, po, sh, it, d)
+                              : plan_rank_by_rank(s, &pw, o, it, d);
+                plan_shapes_free(sh);
                 plan_offsets_free(po);
                 return rc;
             }

@@ -10,7 +10,10 @@
  * The fast path: when no rank can expand differently from rank 0 (plan_rank_invariant), rank 0's
  * expansion, lint walk and prediction serve every rank (pipeline.c says why that is exact).
  * The middle path: when ranks differ only in views' offsets (plan_offsets_new), rank 0's
- * expansion with each rank's offsets is linted per rank and rank 0's prediction serves all. */
+ * expansion with each rank's offsets is linted per rank and rank 0's prediction serves all;
+ * predict and check (compact plans) also take it where `when:`s of rank split the ranks into
+ * shapes (plan_shapes_new): each run of ranks of one shape, in rank order, is its first rank's
+ * expansion and prediction with its own offsets. */
 #ifndef MEMLIFE_PIPELINE_H
 #define MEMLIFE_PIPELINE_H
 
@@ -37,7 +40,8 @@ typedef struct {
     bool keep_plans;
     /* Default true: ranks whose ops differ from rank 0's only in views' offsets are rank 0's
      * expansion with their offsets (whole plans: a copy each), linted on their own, and share
-     * its prediction (pipeline.c). False: each expands on its own (the tests' reference). */
+     * its prediction (pipeline.c); with compact plans, also the ranks of one shape after its
+     * first (plan_shapes_new). False: each expands on its own (the tests' reference). */
     bool share_offsets;
 } pipeline_opts;
 
@@ -70,7 +74,8 @@ typedef struct {
     lint_result lint;
     bool shared;               /* one expansion and prediction serve every rank */
     bool moved;                /* each rank rank 0's expansion with its own offsets; rank 0's
-                                  prediction but the floor serves every rank */
+                                  prediction but the floor serves every rank (compact plans:
+                                  each rank its group's first rank's, pipeline.c) */
     size_t *vary;              /* moved: the ops whose offsets or in-place flags differ
                                   (plan_offsets_ops), n_vary of them, for the floor */
     size_t n_vary;

@@ -956,9 +956,15 @@ size_t plan_compute_accesses(const plan_view *v, uint32_t n_reads, uint32_t n_wr
 typedef struct {
     const expr *e[64];
     bool uses[64];
+    bool seen[64];            /* whens: a `when:` tree already in `whens` */
     /* plan_offsets_new: a view's offset may name rank where its count is written (the loader
      * writes both, but without one resolve_view counts what remains after the offset) */
     bool offsets;
+    /* plan_shapes_new: a `when:` may name rank where it names nothing that varies inside an
+     * expansion (when_is_shape); such trees are gathered here (repeats possible, see seen).
+     * NULL: a `when:` naming rank is refused like any expression. */
+    ml_vec *whens;            /* const expr * */
+    const sched *s;           /* whens: for the slot layout */
 } rank_memo;
 
 static bool uses_rank(rank_memo *m, const expr *e) {
@@ -968,8 +974,29 @@ static bool uses_rank(rank_memo *m, const expr *e) {
     if (m->e[h] != e) {
         m->e[h] = e;
         m->uses[h] = expr_uses_slot(e, EXPR_SLOT_RANK);
+        m->seen[h] = false;
     }
     return m->uses[h];
+}
+
+/* A `when:` tree e that names rank, in memo's whens mode: true (e gathered) when its value is
+ * one per rank, the same at every step it is evaluated: it names rank, world and lets only,
+ * whose values are fixed for an expansion (lets agree on every rank, expands_alike's (2)). A
+ * repeat's index (the slots after the lets, sched_n_slots) changes inside the expansion, and
+ * `i` is a data pattern's element: either refuses. */
+static bool when_is_shape(rank_memo *m, const expr *e) {
+    size_t h = ((uintptr_t)e >> 4) & 63;   /* uses_rank has just filled the entry */
+    if (m->seen[h])
+        return true;
+    int first_index = EXPR_SLOT_FIRST_LET + (int)m->s->n_lets;
+    bool varies = expr_uses_slot(e, EXPR_SLOT_INDEX);
+    for (uint32_t k = 0; k < m->s->n_index && !varies; k++)
+        varies = expr_uses_slot(e, first_index + (int)k);
+    if (varies)
+        return false;
+    *(const expr **)ml_vec_push(m->whens) = e;
+    m->seen[h] = true;
+    return true;
 }
 
 static bool view_uses_rank(rank_memo *m, const sched_view *v) {
@@ -984,7 +1011,7 @@ static bool steps_use_rank(rank_memo *m, const sched_step *steps, uint32_t n);
  * a step whose `when:` is false is dropped on every rank alike, so counting it is only
  * cautious). */
 static bool step_uses_rank(rank_memo *m, const sched_step *st) {
-    if (uses_rank(m, st->when))
+    if (uses_rank(m, st->when) && !(m->whens && when_is_shape(m, st->when)))
         return true;
     switch (st->kind) {
     case ST_ALLOC:
@@ -994,6 +1021,10 @@ static bool step_uses_rank(rank_memo *m, const sched_step *st) {
     case ST_RELEASE:
         return uses_rank(m, st->u.release.keep);
     case ST_COLL:
+        /* whens: a send or recv that some ranks drop: pairing reads every rank's ops
+         * (pipeline.c takes them rank by rank) */
+        if (m->whens && ml_colls[st->u.coll.coll].p2p)
+            return true;
         return view_uses_rank(m, &st->u.coll.send) || view_uses_rank(m, &st->u.coll.recv) ||
                uses_rank(m, st->u.coll.root);
     case ST_REPEAT:
@@ -1207,10 +1238,8 @@ static uint32_t op_view_slots(const plan_op *op) {
     }
 }
 
-plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params) {
-    rank_memo memo = {.offsets = true};
-    if (p->kept_at || !expands_alike(p, params, &memo))
-        return NULL;
+/* The entries of p, whose (1) and (2) hold by memo (its offsets mode). */
+static plan_offsets *offsets_of(const rank_plan *p, rank_memo *memo) {
     plan_offsets *o = ml_xcalloc(1, sizeof *o);
     ml_vec_init(&o->at, sizeof(offset_entry));
     ml_vec_init(&o->ops, sizeof(size_t));
@@ -1224,7 +1253,7 @@ plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params) {
             if (op_view_whole(p, op, k))
                 continue;
             const sched_view *v = plan_sched_view(op, k);
-            if (v && uses_rank(&memo, v->offset) && resolved_view((rank_plan *)p, op, k))
+            if (v && uses_rank(memo, v->offset) && resolved_view((rank_plan *)p, op, k))
                 *(offset_entry *)ml_vec_push(&o->at) = (offset_entry){
                     i, k, v, v->offset,
                     op->kind == OP_COMPUTE ? op->u.compute.first_view + k : SIZE_MAX};
@@ -1236,6 +1265,136 @@ plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params) {
             *(size_t *)ml_vec_push(&o->ops) = i;
     }
     return o;
+}
+
+plan_offsets *plan_offsets_new(const rank_plan *p, const sched_params *params) {
+    rank_memo memo = {.offsets = true};
+    if (p->kept_at || !expands_alike(p, params, &memo))
+        return NULL;
+    return offsets_of(p, &memo);
+}
+
+/* ---- Ranks of one shape ----------------------------------------------------------------------
+ *
+ * With memo.whens as well, (1) also lets a step's `when:` name rank where the tree names
+ * nothing else that varies inside an expansion (when_is_shape: rank, world and lets only), and
+ * refuses send and recv. Such a tree has one value per rank; what plan_expand does with it is
+ * keep or drop the step, by whether it is 0. A rank's shape is the list of those truth values,
+ * one per distinct tree (the loader shares a tree among the steps that write the same text:
+ * a million steps give a handful). Two ranks of one shape then expand to the same ops but for
+ * the views' offsets and in-place flags: every `when:` keeps or drops the same steps on both
+ * (those that name rank by the shape, the others by (1)), so the same steps are walked in the
+ * same order; every other value is one for all ranks by (1) and (2), but for the offsets that
+ * name rank, which offsets_of finds in the ops as for plan_offsets_new. A rank's expansion is
+ * then its shape's first rank's (the base) with plan_offsets_apply, whose first failing offset
+ * is the one that rank's own expansion stops at (every other evaluation succeeded on the base
+ * and gives the same value; the `when:`s gave their values here). Ranks of different shapes
+ * each have a base of their own, expanded for itself, with its own entries (op indices of its
+ * ops). */
+enum { PLAN_MAX_SHAPE_WHENS = 64 };   /* a shape is a 64-bit mask */
+
+struct plan_shapes {
+    rank_memo memo;           /* offsets mode, for offsets_of of each base */
+    int world;
+    int *first;               /* [world]: the least rank of each rank's shape */
+};
+
+typedef struct {
+    uint64_t mask;
+    int rank;
+} rank_shape;
+
+static int cmp_rank_shape(const void *a, const void *b) {
+    const rank_shape *x = a, *y = b;
+    if (x->mask != y->mask)
+        return x->mask < y->mask ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(const void *const *)a, y = (uintptr_t)*(const void *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* Each rank's shape as a mask over the trees whens[0..n) (n <= 64), evaluated with p's slots
+ * and the rank; false where one fails on some rank (the per-rank expansions then report it, if
+ * that step is reached at all). */
+static bool shape_masks(const rank_plan *p, const expr *const *whens, size_t n, rank_shape *out) {
+    size_t n_slots = sched_n_slots(p->s);
+    int64_t *slots = ml_xmalloc(n_slots * sizeof *slots);
+    memcpy(slots, p->slots, n_slots * sizeof *slots);
+    bool ok = true;
+    for (int r = 0; r < p->world && ok; r++) {
+        slots[EXPR_SLOT_RANK] = r;
+        out[r] = (rank_shape){0, r};
+        for (size_t k = 0; k < n && ok; k++) {
+            int64_t v;
+            expr_error err;
+            ok = expr_eval(whens[k], slots, &v, &err) == 0;
+            if (ok && v)
+                out[r].mask |= (uint64_t)1 << k;
+        }
+    }
+    free(slots);
+    return ok;
+}
+
+plan_shapes *plan_shapes_new(const rank_plan *p, const sched_params *params) {
+    if (p->kept_at)
+        return NULL;
+    ml_vec whens;
+    ml_vec_init(&whens, sizeof(const expr *));
+    plan_shapes *sh = ml_xcalloc(1, sizeof *sh);
+    sh->memo = (rank_memo){.offsets = true, .whens = &whens, .s = p->s};
+    bool ok = expands_alike(p, params, &sh->memo);
+    sh->memo.whens = NULL;   /* from here on it answers offsets_of */
+    size_t n = 0;
+    if (ok && whens.n) {   /* each tree once (the memo's collisions may repeat one) */
+        qsort(whens.items, whens.n, sizeof(const expr *), cmp_ptr);
+        const expr **w = whens.items;
+        for (size_t k = 0; k < whens.n; k++)
+            if (n == 0 || w[n - 1] != w[k])
+                w[n++] = w[k];
+    }
+    rank_shape *rs = ok && n <= PLAN_MAX_SHAPE_WHENS
+                         ? ml_xcalloc((size_t)p->world, sizeof *rs) : NULL;
+    ok = rs && shape_masks(p, whens.items, n, rs);
+    ml_vec_free(&whens);
+    if (!ok) {
+        free(rs);
+        free(sh);
+        return NULL;
+    }
+    /* in (mask, rank) order, each run's first rank is its shape's least */
+    qsort(rs, (size_t)p->world, sizeof *rs, cmp_rank_shape);
+    sh->world = p->world;
+    sh->first = ml_xmalloc((size_t)p->world * sizeof *sh->first);
+    for (int k = 0, first = 0; k < p->world; k++) {
+        if (k == 0 || rs[k].mask != rs[k - 1].mask)
+            first = rs[k].rank;
+        sh->first[rs[k].rank] = first;
+    }
+    free(rs);
+    return sh;
+}
+
+int plan_shape(const plan_shapes *sh, int rank) {
+    if (rank < 0 || rank >= sh->world)
+        ml_internal_error("rank %d of a world of %d has no shape", rank, sh->world);
+    return sh->first[rank];
+}
+
+plan_offsets *plan_shapes_offsets(plan_shapes *sh, const rank_plan *base) {
+    if (base->kept_at || base->world != sh->world)
+        ml_internal_error("rank %d's plan is not a whole expansion of its shape", base->rank);
+    return offsets_of(base, &sh->memo);
+}
+
+void plan_shapes_free(plan_shapes *sh) {
+    if (!sh)
+        return;
+    free(sh->first);
+    free(sh);
 }
 
 int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *d) {

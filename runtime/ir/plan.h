@@ -165,6 +165,20 @@ int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *
  * whose views' offsets or in-place flag may differ across the ranks. The array is o's. */
 const size_t *plan_offsets_ops(const plan_offsets *o, size_t *n);
 void plan_offsets_free(plan_offsets *o);
+/* Ranks that differ by `when:`s that name rank (and world and lets, no repeat index), besides
+ * views' offsets and in-place flags: ranks of one shape (the truth values of those `when:`s)
+ * expand to the same ops but for those values (plan.c says why). NULL where some other value of
+ * an op may depend on the rank, a send or recv is among the steps, more than 64 distinct such
+ * `when:`s are, or one fails to evaluate on some rank (then every rank expands on its own). p:
+ * a whole expansion with params, any rank; world > 1. */
+typedef struct plan_shapes plan_shapes;
+plan_shapes *plan_shapes_new(const rank_plan *p, const sched_params *params);
+/* The least rank of rank's shape: ranks r and q have one shape iff plan_shape(r) == plan_shape(q). */
+int plan_shape(const plan_shapes *sh, int rank);
+/* plan_offsets_new for base, a whole expansion of some rank with sh's params: the entries that
+ * rewrite it into every rank of its shape. */
+plan_offsets *plan_shapes_offsets(plan_shapes *sh, const rank_plan *base);
+void plan_shapes_free(plan_shapes *sh);
 /* out becomes a copy of src (whole, not compact) for `rank` with arrays of its own, for
  * plan_offsets_apply to rewrite: what a rank keeps whose plan is read or run later. */
 void plan_copy(const rank_plan *src, int rank, rank_plan *out);

@@ -18,7 +18,10 @@
  * each case runs whole plans the way the case names, compact the way the case names (as predict
  * runs it) and compact forced per rank. The cases move offsets alone (the middle
  * path, in-place flags and the floor with them), and sizes, `when:`, repeat counts and lets
- * with offsets alongside (the per-rank path). */
+ * with offsets alongside (the per-rank path). `when:`s that name rank, world and lets split
+ * the ranks into shapes (plan_shapes_new): the compact path then takes groups of ranks, each
+ * run of one shape its first rank's expansion with its own offsets (plan_rank_offsets), and
+ * the cases that do (`grouped`) are compared with both references as the others are. */
 #include "plantest.h"
 #include "pipeline/pipeline.h"
 
@@ -31,6 +34,9 @@ typedef struct {
     /* per rank: 'c' compact, 'w' whole; "" when the pipeline stops before (no plans kept) */
     const char *kept;
     bool moved;            /* ranks differ only in offsets: the middle path (plan_rank_offsets) */
+    /* ranks differ by `when:`s of rank too (plan_shapes_new): the compact path takes groups of
+     * ranks (plan_rank_offsets, moved there); whole plans expand per rank */
+    bool grouped;
 } compact_case;
 
 /* offsets_only_fsdp's group of P floats, slices of E (fsdp_groups_reuse_names) */
@@ -43,6 +49,17 @@ typedef struct {
     "  - all_gather: {send: 'p[rank*" #E " : " #E "]', recv: p, stream: comm}\n"                \
     "  - sync: device\n  - free: [sh, p]\n"
 
+/* tests/bench/gen.c's mix, one group: buffers w and g */
+#define MIX_GROUP                                                                                  \
+    "  - alloc: {buf: w, bytes: M, init: rank_iota}\n  - alloc: {buf: g, bytes: q}\n"            \
+    "  - reduce_scatter: {send: w, recv: g, op: sum}\n  - record: {event: scattered}\n"         \
+    "  - wait: {event: scattered, stream: comm}\n"                                               \
+    "  - all_gather: {send: g, recv: w, stream: comm}\n"                                         \
+    "  - record: {event: ready, stream: comm}\n  - wait: {event: ready}\n"                       \
+    "  - all_reduce: {buf: 'w[rank*s : s]', op: max}\n"                                          \
+    "  - when: rank == 0\n    compute: {reads: [g], writes: w}\n"                                \
+    "  - broadcast: {buf: g, root: world - 1}\n  - sync: device\n  - free: [w, g]\n"
+
 static const compact_case cases[] = {
     /* rank in a view and a size: every rank expands differently; nothing else to read: all
      * compact */
@@ -52,7 +69,7 @@ static const compact_case cases[] = {
      "  - compute: {reads: [p], writes: [a], time: 40}\n  - free: a\n"
      "  - all_gather: {send: 'p[rank*e : e]', recv: p}\n  - sync: device\n"
      "  - alloc: {buf: q, bytes: 256 * (rank + 1)}\n  - free: [q, p]\n",
-     0, "cccc", false},
+     0, "cccc", false, false},
     /* FSDP's shape (tests/bench/gen.c training): rank moves the optimizer's slice and the
      * all_gather's send side only; that all_gather is in place on every rank */
     {"offsets_only_fsdp",
@@ -65,7 +82,7 @@ static const compact_case cases[] = {
      "  - record: {event: done}\n  - wait: {event: done, stream: comm}\n"
      "  - all_gather: {send: 'p[rank*e : e]', recv: p, stream: comm}\n"
      "  - sync: device\n  - free: [sh, p]\n",
-     0, "cccc", true},
+     0, "cccc", true, false},
     /* offsets that move in an indexed repeat (rank and the index), and an in-place flag that
      * only rank 0 has: its recv x[0 : 16] is NCCL's in-place slot, the others' x[64 : 16] lies
      * outside the send side */
@@ -75,21 +92,21 @@ static const compact_case cases[] = {
      "      steps:\n        - copy: {src: 'x[rank*16 : 16]', dst: 'y[(rank + 4*j) * 16 : 16]'}\n"
      "  - reduce_scatter: {send: 'x[0 : 64]', recv: 'x[(rank + 3) / 4 * 64 : 16]'}\n"
      "  - check: {name: c, equal: ['y[rank*16 : 16]', 'x[rank*16 : 16]']}\n  - free: [x, y]\n",
-     0, "cccc", true},
+     0, "cccc", true, false},
     /* a floor that the offsets move: the compute's read x[rank : 16] lies inside the scaled
      * x[rank*32 : 32] on rank 0 (floor 32 floats, 128 B) and not on the others (48, 192 B) */
     {"offsets_move_the_floor",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 128}\n"
      "  - scale: {buf: 'x[rank*32 : 32]', by: 2}\n"
      "  - compute: {reads: ['x[rank : 16]'], writes: ['x[rank * 16 : 8]']}\n  - free: x\n",
-     0, "cccc", true},
+     0, "cccc", true, false},
     /* an out-of-place reduce_scatter whose send slot of rank 0 is read afterwards: NCCL's
      * in-place share is the other ranks' alone, so the floors differ (floor_short_way) */
     {"shard_slot_read_on_rank_0",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n  - alloc: {buf: y, count: 16}\n"
      "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - reduce_scatter: {send: x, recv: y}\n"
      "  - compute: {reads: ['x[0 : 16]', y]}\n  - free: [x, y]\n",
-     0, "cccc", true},
+     0, "cccc", true, false},
     /* the first collective is refused (expect_error): the report's first collectives are the
      * all_reduce alone, from the prediction's pass (plan_compact_with) as from the ops */
     {"refused_first_collective",
@@ -99,63 +116,159 @@ static const compact_case cases[] = {
      "                   step: {reduce_scatter: {send: a, recv: b}}}\n"
      "  - scale: {buf: 'a[rank*16 : 16]', by: 2}\n  - all_reduce: {buf: b}\n"
      "  - free: [a, b]\n",
-     0, "cccc", true},
+     0, "cccc", true, false},
     /* a view past its buffer on rank 3 alone (48 + 20 > 64): rank 3's lint error */
     {"offset_out_of_bounds_on_rank_3",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - scale: {buf: 'x[rank*16 : 20]', by: 2}\n  - free: x\n",
-     -1, "cccc", true},
+     -1, "cccc", true, false},
     /* an offset negative on rank 3 alone: that rank's expansion error only */
     {"offset_negative_on_rank_3",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - scale: {buf: 'x[(2 - rank) * 16 : 16]', by: 2}\n  - free: x\n",
-     -1, "", true},
-    /* offsets with rank in a `when:`, a repeat's count, a let: per rank */
+     -1, "", true, false},
+    /* offsets with rank in a `when:` (groups: ranks 0-1, 2-3; the collectives diverge, rank 0
+     * is expanded again for the messages), a repeat's count, a let: per rank */
     {"offsets_and_when",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - when: rank < 2\n    all_reduce: {buf: x}\n"
      "  - free: x\n",
-     -1, "wccc", false},
+     -1, "wccc", false, true},
     {"offsets_and_repeat_count",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - repeat: {count: rank + 1, steps: [{scale: {buf: 'x[rank*16 : 16]', by: 2}}]}\n"
      "  - free: x\n",
-     0, "cccc", false},
+     0, "cccc", false, false},
     {"offsets_through_let",
      "world: 4\nlet: {o: rank * 16}\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - scale: {buf: 'x[o : 16]', by: 2}\n  - free: x\n",
-     0, "cccc", false},
+     0, "cccc", false, false},
     /* rank 0 alone issues a collective: the cross-rank messages name rank 0's, which is
      * expanded again (whole); the others stay compact */
     {"diverging_collectives",
      "world: 4\nsteps:\n  - alloc: {buf: x, bytes: 1KiB}\n"
      "  - when: rank == 0\n    all_reduce: {buf: x}\n  - free: x\n",
-     -1, "wccc", false},
+     -1, "wccc", false, true},
     /* a send/recv pair on every rank: nothing is compacted */
     {"p2p_everywhere",
      "world: 2\nsteps:\n  - alloc: {buf: a, count: 8}\n  - alloc: {buf: b, count: 8}\n"
      "  - group:\n      - send: {buf: a, peer: 1 - rank}\n      - recv: {buf: b, peer: 1 - rank}\n"
      "  - free: [a, b]\n",
-     0, "ww", false},
+     0, "ww", false, false},
     /* the first send on rank 2: ranks 0 and 1 were compacted and are expanded again */
     {"p2p_from_rank_2",
      "world: 4\nsteps:\n  - alloc: {buf: a, count: 8 * (rank + 1)}\n"
      "  - when: rank == 2\n    send: {buf: a, peer: 3}\n  - free: a\n",
-     -1, "wwww", false},
+     -1, "wwww", false, false},
     /* an expansion error on rank 3 alone: that error only, as the full path stops there */
     {"expand_error_on_rank_3",
      "world: 4\nsteps:\n  - alloc: {buf: a, bytes: 200 - 100 * rank}\n  - free: a\n",
-     -1, "", false},
+     -1, "", false, false},
     /* a lint error on every rank (use after free) with rank-dependent sizes */
     {"lint_error_every_rank",
      "world: 3\nsteps:\n  - alloc: {buf: a, bytes: 64 * (rank + 1)}\n  - free: a\n"
      "  - compute: {reads: [a]}\n",
-     -1, "ccc", false},
+     -1, "ccc", false, false},
     /* failing expectations, evaluated after the compact ranks' predictions */
     {"expectation_fails",
      "world: 2\nexpect:\n  requested: {peak: 1}\nsteps:\n"
      "  - alloc: {buf: a, bytes: 64 * (rank + 1)}\n  - free: a\n",
-     0, "cc", false},
+     0, "cc", false, false},
+    /* ---- groups of ranks: `when:`s that name rank (plan_shapes_new, plan_rank_offsets) ---- */
+    /* gen.c's mix, twice: rank 0 alone computes, ranks 1-3 differ by the all_reduce's slice
+     * (groups {0}, {1, 2, 3}); the collectives agree, so rank 0 stays compact */
+    {"when_rank_0_mix",
+     "world: 4\nlet: {M: 256, q: M / world, s: q / 4}\nstreams: [comm]\n"
+     "events: [ready, scattered]\nsteps:\n" MIX_GROUP MIX_GROUP,
+     0, "cccc", false, true},
+    /* interleaved groups {0, 2}, {1, 3}: every rank is a base, expanded into the array the rank
+     * before gave back; ranks 0 and 2 are expanded apart */
+    {"when_rank_odd_interleaved",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n  - alloc: {buf: y, count: 64}\n"
+     "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n"
+     "  - when: rank % 2 == 1\n    compute: {reads: [x], writes: [y], time: 5}\n"
+     "  - all_reduce: {buf: y}\n  - free: [x, y]\n",
+     0, "cccc", false, true},
+    /* the same groups, but the odd ranks issue one more collective: rank 0 is expanded again,
+     * whole, for the cross-rank messages (lint_walk_needs_rank0) */
+    {"when_rank_odd_diverging",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n"
+     "  - when: rank % 2 == 1\n    all_reduce: {buf: x}\n  - free: x\n",
+     -1, "wccc", false, true},
+    /* groups {0, 1, 2} (rank 0 the base of two members, whose floors are rank 0's record's)
+     * and {3}, which frees its second buffer early */
+    {"when_rank_below_last",
+     "world: 4\nlet: {e: 16}\nexpect:\n  requested: {peak: 512}\nsteps:\n"
+     "  - alloc: {buf: x, count: 64}\n  - alloc: {buf: y, count: 64}\n"
+     "  - compute: {reads: ['x[rank*e : e]'], writes: ['y[rank*e : e]'], time: 5}\n"
+     "  - when: rank >= world - 1\n    free: y\n"
+     "  - alloc: {buf: z, count: 32}\n  - all_reduce: {buf: 'x[rank*e : e]'}\n"
+     "  - free: z\n  - when: rank < world - 1\n    free: y\n  - free: x\n",
+     0, "cccc", false, true},
+    /* a `when:` of rank in a repeat without index and in one with an index (the offsets name
+     * the index, the `when:` does not): groups {0}, {1}, {2, 3} */
+    {"when_rank_in_repeats",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 128}\n"
+     "  - repeat:\n      count: 3\n      steps:\n"
+     "        - when: rank == 1\n          scale: {buf: 'x[rank*16 : 16]', by: 2}\n"
+     "  - repeat:\n      count: 2\n      index: j\n      steps:\n"
+     "        - when: rank > 1\n          scale: {buf: 'x[(rank + 4*j) * 8 : 8]', by: 3}\n"
+     "        - all_reduce: {buf: 'x[j * 16 : 16]'}\n"
+     "  - free: x\n",
+     0, "cccc", false, true},
+    /* a `when:` of rank and a repeat's index varies inside the expansion: per rank */
+    {"when_index_and_rank",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - repeat:\n      count: 4\n      index: j\n      steps:\n"
+     "        - when: j == rank\n          scale: {buf: 'x[j*16 : 16]', by: 2}\n"
+     "  - free: x\n",
+     0, "cccc", false, false},
+    /* every rank's `when:` true: one shape, rank 0 the one base (as offsets alone) */
+    {"when_rank_true_everywhere",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - when: rank < world\n    scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - free: x\n",
+     0, "cccc", false, true},
+    /* a `when:` that divides by zero on rank 2: no shapes; per rank, rank 2's expansion error */
+    {"when_fails_on_rank_2",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - when: 4 / (rank - 2) > 0\n    scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - free: x\n",
+     -1, "", false, false},
+    /* the same `when:` where no rank reaches it (a repeat of none): no shapes, per rank, and
+     * no error */
+    {"when_fails_unreached",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - repeat:\n      count: 0\n      steps:\n"
+     "        - when: 4 / (rank - 2) > 0\n          scale: {buf: x, by: 2}\n"
+     "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - free: x\n",
+     0, "cccc", false, false},
+    /* expect_error around a step of ranks 0-1 (groups {0, 1}, {2, 3}): ranks 2 and 3, base
+     * and member, are told the wrapped step does not run there */
+    {"when_rank_in_expect_error",
+     "world: 4\nsteps:\n  - alloc: {buf: a, count: 1003, dtype: int64}\n"
+     "  - alloc: {buf: b, count: 250, dtype: int64}\n  - scale: {buf: 'a[rank*16 : 16]', by: 2}\n"
+     "  - expect_error:\n      name: nondivisible\n      error: size_mismatch\n"
+     "      step: {when: rank < 2, reduce_scatter: {send: a, recv: b}}\n"
+     "  - free: [a, b]\n",
+     -1, "cccc", false, true},
+    /* a view past its buffer on rank 3 alone (48 + 20 > 64), a member of rank 1's group */
+    {"when_rank_0_lint_error_in_member",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - when: rank == 0\n    compute: {reads: [x], time: 5}\n"
+     "  - scale: {buf: 'x[rank*16 : 20]', by: 2}\n  - free: x\n",
+     -1, "cccc", false, true},
+    /* an offset negative on rank 3 alone, a member of rank 1's group: its expansion error */
+    {"when_rank_0_offset_fails_in_member",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - when: rank == 0\n    compute: {reads: [x], time: 5}\n"
+     "  - scale: {buf: 'x[(2 - rank) * 16 : 16]', by: 2}\n  - free: x\n",
+     -1, "", false, true},
+    /* the same offset negative on rank 2, the base of group {2, 3}: its expansion error */
+    {"when_rank_offset_fails_in_base",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - when: rank < 2\n    compute: {reads: [x], time: 5}\n"
+     "  - scale: {buf: 'x[(1 - rank) * 16 : 16]', by: 2}\n  - free: x\n",
+     -1, "", false, true},
     /* offsets_only_fsdp's group four times, the names reused as gen.c's training reuses them,
      * the third group twice the size: the record keeps a set's ranges once where they are those
      * last kept for its buffer (floor.c: SHARE_AGAIN), and the fourth group's must not be
@@ -163,7 +276,7 @@ static const compact_case cases[] = {
     {"fsdp_groups_reuse_names",
      "world: 4\nstreams: [comm]\nevents: [done]\nsteps:\n" FSDP_GROUP(64, 16)
          FSDP_GROUP(64, 16) FSDP_GROUP(128, 32) FSDP_GROUP(64, 16),
-     0, "cccc", true},
+     0, "cccc", true, false},
 };
 
 static void run_pipeline(const char *path, bool keep, bool share_offsets, pipeline_result *res,
@@ -308,7 +421,7 @@ static void run_case(const compact_case *c) {
     char whole[16] = "";   /* whole plans keep every op, as many ranks as the case keeps */
     memset(whole, 'w', strlen(c->kept));
     same_outcome(c, &full, &full_moved, c->moved, whole);
-    same_outcome(c, &full, &compact, c->moved, c->kept);
+    same_outcome(c, &full, &compact, c->moved || c->grouped, c->kept);
     same_outcome(c, &full, &per_rank, false, c->kept);
     pipeline_result_free(&full);
     pipeline_result_free(&full_moved);
@@ -469,12 +582,99 @@ static void compact_and_recycle(void **state) {
     pt_free(&r);
 }
 
+/* The case of cases[] named `name`. */
+static const compact_case *case_named(const char *name) {
+    for (size_t k = 0; k < ML_ARRAY_LEN(cases); k++)
+        if (!strcmp(cases[k].name, name))
+            return &cases[k];
+    fail_msg("no case %s", name);
+    return NULL;
+}
+
+/* plan_shapes_new on rank 0's expansion: each rank's shape as its least rank of the same
+ * `when:` truth values (worked out by hand from the case's `when:`s), or NULL where the
+ * pipeline must go rank by rank. */
+static void shapes_of_ranks(void **state) {
+    (void)state;
+    const struct {
+        const char *name, *yaml;   /* a case of cases[], or yaml */
+        int first[4];              /* {-1}: NULL */
+    } sc[] = {
+        {"when_rank_0_mix", NULL, {0, 1, 1, 1}},
+        {"when_rank_odd_interleaved", NULL, {0, 1, 0, 1}},
+        {"when_rank_below_last", NULL, {0, 0, 0, 3}},   /* two trees, one truth list each */
+        {"when_rank_in_repeats", NULL, {0, 1, 2, 2}},  /* rank == 1, rank > 1 */
+        {"when_rank_true_everywhere", NULL, {0, 0, 0, 0}},
+        {"when_rank_in_expect_error", NULL, {0, 0, 2, 2}},
+        {"when_index_and_rank", NULL, {-1}},           /* j == rank */
+        {"when_fails_unreached", NULL, {-1}},          /* 4 / (rank - 2) on rank 2 */
+        {"offsets_through_let", NULL, {-1}},           /* a let of rank */
+        /* a send that a `when:` leaves to rank 2 */
+        {"send", "world: 4\nsteps:\n  - alloc: {buf: a, count: 8}\n"
+                 "  - when: rank == 2\n    send: {buf: a, peer: 3}\n  - free: a\n",
+         {-1}},
+        /* the truth value decides, not the value: `rank` and `rank + 1 > 1` agree */
+        {"truth", "world: 4\nsteps:\n  - alloc: {buf: a, count: 8}\n"
+                  "  - when: rank\n    scale: {buf: a, by: 2}\n"
+                  "  - when: rank + 1 > 1\n    scale: {buf: a, by: 3}\n  - free: a\n",
+         {0, 1, 1, 1}},
+    };
+    for (size_t c = 0; c < ML_ARRAY_LEN(sc); c++) {
+        print_message("shapes case %s\n", sc[c].name);
+        pt_run r;
+        pt_load(&r, sc[c].yaml ? sc[c].yaml : case_named(sc[c].name)->yaml, 0);
+        assert_int_equal(r.world, 4);
+        sched_params params = {0};
+        plan_shapes *sh = plan_shapes_new(&r.plans[0], &params);
+        if (sc[c].first[0] < 0) {
+            assert_null(sh);
+        } else {
+            assert_non_null(sh);
+            for (int k = 0; k < 4; k++)
+                assert_int_equal(plan_shape(sh, k), sc[c].first[k]);
+        }
+        plan_shapes_free(sh);
+        pt_free(&r);
+    }
+}
+
+/* A shape is a 64-bit mask: 64 distinct `when:` trees of rank are shapes, 65 are refused (per
+ * rank). `when: rank != k` for k < n: rank r < n is false at k = r alone, so ranks 0-3 have
+ * shapes of their own. */
+static void shapes_up_to_64_whens(void **state) {
+    (void)state;
+    for (int n = 64; n <= 65; n++) {
+        char yaml[8192];
+        int len = snprintf(yaml, sizeof yaml, "world: 4\nsteps:\n  - alloc: {buf: a, count: 8}\n");
+        for (int k = 0; k < n; k++)
+            len += snprintf(yaml + len, sizeof yaml - (size_t)len,
+                            "  - when: rank != %d\n    scale: {buf: a, by: 2}\n", k);
+        snprintf(yaml + len, sizeof yaml - (size_t)len, "  - free: a\n");
+        assert_true((size_t)len < sizeof yaml - 16);
+        pt_run r;
+        pt_load(&r, yaml, 0);
+        sched_params params = {0};
+        plan_shapes *sh = plan_shapes_new(&r.plans[0], &params);
+        if (n == 64) {
+            assert_non_null(sh);
+            for (int k = 0; k < 4; k++)
+                assert_int_equal(plan_shape(sh, k), k);
+        } else {
+            assert_null(sh);
+        }
+        plan_shapes_free(sh);
+        pt_free(&r);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(compact_path_changes_nothing),
         cmocka_unit_test(compact_and_recycle),
         cmocka_unit_test(floor_short_way),
         cmocka_unit_test(first_colls_leave_out_the_refused),
+        cmocka_unit_test(shapes_of_ranks),
+        cmocka_unit_test(shapes_up_to_64_whens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
