@@ -39,7 +39,8 @@ typedef struct {
  * that steps near each other use (p0, act0, gr0, sh0; p0 and p1; alloc, free, compute). The
  * weights were picked so that the step keys, gen's names (buffers, events, expressions) and
  * short names like x, y, s1, e1 mostly differ: 2 pairs of the 25 step keys share an index
- * (broadcast and reduce, all_to_all and expect_error), with 13 * len + first + 7 * last five. */
+ * (broadcast and reduce, all_to_all and expect_error), where 13 * len + first + 7 * last gave
+ * five groups. A shared index costs the slower lookup, never a wrong answer. */
 static inline uint32_t ld_memo_index(const char *key, size_t len) {
     if (!len)
         return 0;
