@@ -19,40 +19,20 @@ static uint32_t hash_bytes(const char *s, size_t len) {
     return h | 1u;              /* 0 marks an empty slot */
 }
 
-/* Names are a few bytes: a loop the compiler keeps inline beats memcmp's call and dispatch. */
-static inline bool same_bytes(const char *a, const char *b, size_t len) {
-    for (size_t k = 0; k < len; k++)
-        if (a[k] != b[k])
-            return false;
-    return true;
-}
-
-static void remember(ld_hash *h, uint32_t slot) {
-    h->recent[h->turn] = slot + 1;
-    h->turn = (h->turn + 1) % LD_RECENT;
-}
-
-/* Returns the slot index of key, or UINT32_MAX; *val set when found. */
-uint32_t ld_hash_find(ld_hash *h, const char *key, size_t len, uintptr_t *val) {
+/* The table's lookup, after the memo (ld_hash_find) missed. */
+uint32_t ld_hash_probe(ld_hash *h, const char *key, size_t len, uintptr_t *val) {
     if (!h->cap)
         return UINT32_MAX;
-    for (uint32_t r = 0; r < LD_RECENT; r++) {
-        uint32_t k = h->recent[r];
-        if (k && h->e[k - 1].len == len && same_bytes(h->e[k - 1].key, key, len)) {
-            if (val)
-                *val = h->e[k - 1].val;
-            return k - 1;
-        }
-    }
+    uint32_t *memo = &h->memo[ld_memo_index(key, len)];
     uint32_t hv = hash_bytes(key, len), mask = h->cap - 1;
     for (uint32_t k = hv & mask;; k = (k + 1) & mask) {
         const ld_entry *e = &h->e[k];
         if (!e->hash)
             return UINT32_MAX;
-        if (e->hash == hv && e->len == len && same_bytes(e->key, key, len)) {
+        if (e->hash == hv && e->len == len && ld_same_bytes(e->key, key, len)) {
             if (val)
                 *val = e->val;
-            remember(h, k);
+            *memo = k + 1;
             return k;
         }
     }
@@ -75,12 +55,12 @@ void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val) {
         for (uint32_t k = 0; k < h->cap; k++)
             if (h->e[k].hash)
                 hash_insert(&bigger, &h->e[k]);
-        bigger.n = h->n;   /* and no recent slots: every slot moved */
+        bigger.n = h->n;   /* and an empty memo: every slot moved */
         free(h->e);
         *h = bigger;
     }
     ld_entry e = {key, (uint32_t)len, hash_bytes(key, len), val};
-    remember(h, hash_insert(h, &e));
+    h->memo[ld_memo_index(key, len)] = hash_insert(h, &e) + 1;
     h->n++;
 }
 
@@ -205,39 +185,33 @@ _Static_assert(offsetof(yaml_event_t, data.mapping_start.anchor) ==
                offsetof(yaml_event_t, data.mapping_start.tag) == offsetof(yaml_event_t, data.sequence_start.tag),
                "a collection start's anchor and tag are read through mapping_start");
 
-static inline void free_if(void *p) {
-    if (p)   /* most are NULL: no call for them */
-        free(p);
-}
-
+/* A scalar's tag and anchor are mostly NULL: one test for both, no call. */
 static inline void release_event(yaml_event_t *ev) {
     if (ev->type == YAML_SCALAR_EVENT) {
         free(ev->data.scalar.value);
-        free_if(ev->data.scalar.tag);
-        free_if(ev->data.scalar.anchor);
+        if ((uintptr_t)ev->data.scalar.tag | (uintptr_t)ev->data.scalar.anchor) {
+            free(ev->data.scalar.tag);
+            free(ev->data.scalar.anchor);
+        }
     } else if (EV_BIT(ev->type) & EV_STARTS) {
-        free_if(ev->data.mapping_start.tag);
-        free_if(ev->data.mapping_start.anchor);
+        if ((uintptr_t)ev->data.mapping_start.tag | (uintptr_t)ev->data.mapping_start.anchor) {
+            free(ev->data.mapping_start.tag);
+            free(ev->data.mapping_start.anchor);
+        }
     } else if (EV_BIT(ev->type) & EV_DELETE) {
         yaml_event_delete(ev);
-    }   /* the others own nothing */
+    }   /* the others own nothing, YAML_NO_EVENT included (before the first, after a failed parse) */
 }
 
 static int anchor_refused(loader *l) { return ld_fail(l, ld_mark(l), "yaml anchors are not supported"); }
 
-/* Advances to the next event. Aliases and anchors are refused here, once for the whole file, and
- * collection nesting is bounded before anything recurses on it. */
-int ld_next(loader *l) {
-    yaml_event_t *ev = &l->ev;
-    if (l->have_ev) {
-        release_event(ev);
-        l->have_ev = false;
-    }
-    if (!yaml_parser_parse(&l->yp, ev))
-        return yaml_error(l);
-    l->have_ev = true;
-    if (ev->type == YAML_SCALAR_EVENT)   /* most events */
-        return ev->data.scalar.anchor ? anchor_refused(l) : 0;
+/* Everything but a plain scalar's arrival, out of line: with its error paths in ld_next the
+ * compiler saved three registers and a stack frame on every event (callgrind: ld_next was 42
+ * instructions an event at 100 k training steps). A tail call from ld_next. */
+static __attribute__((noinline)) int next_checked(loader *l) {
+    const yaml_event_t *ev = &l->ev;
+    if (ev->type == YAML_SCALAR_EVENT)   /* with an anchor */
+        return anchor_refused(l);
     uint32_t bit = EV_BIT(ev->type);
     if (bit & EV_ENDS) {
         l->yaml_depth--;
@@ -252,6 +226,24 @@ int ld_next(loader *l) {
         return ld_fail(l, ld_mark(l), "yaml aliases are not supported");
     return 0;
 }
+
+static __attribute__((noinline)) int parse_failed(loader *l) { return yaml_error(l); }
+
+/* Advances to the next event. Aliases and anchors are refused here, once for the whole file, and
+ * collection nesting is bounded before anything recurses on it. The current event is released
+ * first: yaml_parser_parse zeroes the event before anything else, so after a failed parse (and
+ * before the first) its type is YAML_NO_EVENT, which owns nothing. */
+int ld_next(loader *l) {
+    yaml_event_t *ev = &l->ev;
+    release_event(ev);
+    if (!yaml_parser_parse(&l->yp, ev))
+        return parse_failed(l);
+    if (ev->type == YAML_SCALAR_EVENT && !ev->data.scalar.anchor)   /* most events */
+        return 0;
+    return next_checked(l);
+}
+
+void ld_release_event(loader *l) { release_event(&l->ev); }
 
 int ld_not_scalar(loader *l, const char *what) {
     return ld_fail(l, ld_mark(l), "'%s' must be a scalar", what);
@@ -270,6 +262,7 @@ int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k
     k->seen = 0;
     if (ld_want(l, YAML_MAPPING_START_EVENT, sc->what))
         return -1;
+    const uint16_t *lens = sc->lens;
     k->map = ld_mark(l);
     uint32_t next = 0;   /* where the key search starts */
     for (;;) {
@@ -285,7 +278,8 @@ int ld_map(loader *l, const ld_schema *sc, ld_value_fn fn, void *obj, ld_keys *k
          * alloc): the search starts after the key before, so it mostly hits at once. Keys are
          * distinct, so where it starts does not change what it finds. */
         uint32_t key = next, tried = 0;
-        while (tried < sc->n && !ld_key_eq(sc->keys[key], text, len)) {
+        while (tried < sc->n && !(lens ? lens[key] == len && ld_same_bytes(sc->keys[key], text, len)
+                                       : ld_key_eq(sc->keys[key], text, len))) {
             key = key + 1 < sc->n ? key + 1 : 0;
             tried++;
         }

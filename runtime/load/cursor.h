@@ -10,6 +10,7 @@
 #ifndef MEMLIFE_LOAD_CURSOR_H
 #define MEMLIFE_LOAD_CURSOR_H
 
+#include <string.h>
 #include <yaml.h>
 
 #include "ir/sched.h"
@@ -24,20 +25,31 @@ typedef struct {
     uint32_t len, hash;
     uintptr_t val;
 } ld_entry;
-/* The slots of the last names found or put, checked before hashing: a step names what the
- * steps around it name (`record: {event: grads}` then `wait: {event: grads}`), and these slots
- * are in cache where a big table's (a buffer per layer) mostly are not.
- * Counted on `gen 1000000 training` (this round): 1.60 M lookups hit a recent slot, 0.60 M the
- * table, 4016 miss; its 4000 buffers fill 8192 slots (192 KiB), so the table stays in cache and
- * ld_hash_find's cost is its branches. Measured no faster, and not kept: a fingerprint of each
- * recent name (length, first and last two bytes) compared for all four without a branch each,
- * a control byte per slot probed before the entry, and hashing first without the recent slots. */
-#define LD_RECENT 4
+/* A direct-mapped memo in front of the table: the slot of the last name found or put under each
+ * (length, first byte, last byte) index, checked before hashing. A step names what the steps
+ * around it name (`record: {event: grads}` then `wait: {event: grads}`), and a schedule's
+ * expressions are a few texts ("P", "A / world", "40"): one probe and one compare find them, no
+ * hash over the name. It replaced four recent slots compared in turn, which cost 110
+ * instructions a lookup on gen's training steps (callgrind, 100 k steps: 24.2 M in
+ * ld_hash_find for 220 k lookups). Earlier rounds measured no faster and did not keep: a
+ * fingerprint of each recent name compared for all four without a branch each, a control byte
+ * per slot probed before the entry, hashing first without the recent slots, 8-byte slots. */
+#define LD_MEMO 64
+/* The memo index of a name: its length and its first and last bytes, which tell apart the names
+ * that steps near each other use (p0, act0, gr0, sh0; p0 and p1; alloc, free, compute). The
+ * weights were picked so that the step keys, gen's names (buffers, events, expressions) and
+ * short names like x, y, s1, e1 mostly differ: 2 pairs of the 25 step keys share an index
+ * (broadcast and reduce, all_to_all and expect_error), where 13 * len + first + 7 * last gave
+ * five groups. A shared index costs the slower lookup, never a wrong answer. */
+static inline uint32_t ld_memo_index(const char *key, size_t len) {
+    if (!len)
+        return 0;
+    return ((uint32_t)len * 3u + (uint8_t)key[0] + (uint8_t)key[len - 1] * 9u) & (LD_MEMO - 1);
+}
 typedef struct {
     ld_entry *e;
     uint32_t cap, n;
-    uint32_t recent[LD_RECENT];   /* slot + 1; 0: none */
-    uint32_t turn;                /* the next of recent to replace */
+    uint32_t memo[LD_MEMO];   /* slot + 1; 0: none */
 } ld_hash;
 
 /* Which names an expression may use. */
@@ -49,10 +61,15 @@ typedef enum {
     CTX_COUNT_
 } ld_ctx;
 
+#define LD_MAX_KEYS 16
+#define LD_STEP_FORMS 32   /* load_steps.c: its rows, for step_key_lens */
+
 typedef struct {
-    yaml_parser_t yp;
+    /* The current event; YAML_NO_EVENT: none. First: its address is the loader's, so ld_next keeps
+     * one register across its calls, not two (the second's save and restore, and the stack
+     * alignment that came with it, were 6 instructions an event). */
     yaml_event_t ev;
-    bool have_ev;
+    yaml_parser_t yp;
     const char *data;     /* the input, for the position of reader errors */
     size_t len;
     const char *file;
@@ -74,6 +91,11 @@ typedef struct {
     ml_vec indices;                   /* of ld_index: the repeat indices in scope, outermost first */
     ml_vec ats;                       /* of sched_at: the steps' parts, in source order */
     size_t ats_populated;             /* ats' slots below this have their pages (pages.h) */
+    uint32_t step_memo[LD_MEMO];      /* load_steps.c: a step key's length << 16 | its row + 1 */
+    /* load_steps.c: the lengths of each step form's keys (ld_schema.lens), found at the form's
+     * first step; bit r of step_key_lens_set: row r's are. */
+    uint16_t step_key_lens[LD_STEP_FORMS][LD_MAX_KEYS];
+    uint32_t step_key_lens_set;
 } loader;
 
 typedef struct {
@@ -93,9 +115,11 @@ typedef struct {
     const char *what;                 /* "alloc", for messages */
     const char *const *keys;
     uint32_t n;
+    /* NULL, or strlen of each key: with them a key compares as its length and a few words
+     * (ld_same_bytes), not a walk to its NUL (the steps' mappings, 2 of every 10 events). */
+    const uint16_t *lens;
 } ld_schema;
-#define LD_SCHEMA(what, keys) {what, keys, (uint32_t)ML_ARRAY_LEN(keys)}
-#define LD_MAX_KEYS 16
+#define LD_SCHEMA(what, keys) {what, keys, (uint32_t)ML_ARRAY_LEN(keys), NULL}
 typedef struct {
     uint32_t seen;                    /* bit k: keys[k] was given */
     ml_mark key[LD_MAX_KEYS];         /* where each given key is */
@@ -105,13 +129,56 @@ typedef int (*ld_value_fn)(loader *l, int key, void *obj);
 
 #define LD_HAS(k, i) (((k)->seen >> (i)) & 1u)
 
+static inline uint32_t ld_load32(const char *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);   /* one unaligned load */
+    return w;
+}
+
+/* a[0..len) == b[0..len). Names and keys are a few bytes: inline compares beat memcmp's call and
+ * dispatch. From 4 to 8 bytes, two 4-byte words that overlap cover them, read inside them;
+ * shorter and longer ones go byte by byte. The byte loop was half of ld_hash_find's
+ * instructions (callgrind, 100 k training steps). */
+static inline bool ld_same_bytes(const char *a, const char *b, size_t len) {
+    if (len - 4 <= 4)   /* 4 <= len <= 8 */
+        return ((ld_load32(a) ^ ld_load32(b)) | (ld_load32(a + len - 4) ^ ld_load32(b + len - 4))) == 0;
+    for (size_t k = 0; k < len; k++)
+        if (a[k] != b[k])
+            return false;
+    return true;
+}
+
+/* ml_vec_push without its call and memset where v has room (the slot is then not zeroed): for
+ * the vectors that grow by one a step or a view, where that call was 40 instructions and a
+ * store of the item's known size a few. */
+#define LD_PUSH(v, type) ((v)->n < (v)->cap ? (type *)(v)->items + (v)->n++ : (type *)ml_vec_push(v))
+
 /* String tables. */
-uint32_t ld_hash_find(ld_hash *h, const char *key, size_t len, uintptr_t *val);
+/* The slot index of key, or UINT32_MAX; *val (when val is not NULL) set when found. The memo's
+ * probe is inline: a call per lookup was a fifth of ld_hash_find's instructions. */
+uint32_t ld_hash_probe(ld_hash *h, const char *key, size_t len, uintptr_t *val);   /* the table */
+/* The memo alone: key's slot when the memo holds it, else UINT32_MAX (key may still be there). */
+static inline uint32_t ld_hash_memo(const ld_hash *h, const char *key, size_t len, uintptr_t *val) {
+    uint32_t m = h->memo[ld_memo_index(key, len)];
+    if (m) {   /* a slot + 1: the table has one */
+        const ld_entry *e = &h->e[m - 1];
+        if (e->len == len && ld_same_bytes(e->key, key, len)) {
+            if (val)
+                *val = e->val;
+            return m - 1;
+        }
+    }
+    return UINT32_MAX;
+}
+static inline uint32_t ld_hash_find(ld_hash *h, const char *key, size_t len, uintptr_t *val) {
+    uint32_t k = ld_hash_memo(h, key, len, val);
+    return k != UINT32_MAX ? k : ld_hash_probe(h, key, len, val);
+}
 void ld_hash_put(ld_hash *h, const char *key, size_t len, uintptr_t val);
 void ld_hash_free(ld_hash *h);
 bool ld_key_is(const char *key, const char *text, size_t len);
-/* key (NUL-terminated) is exactly text[0..len): inline, for the lookups on every event (a key of
- * a step's mapping, a step key); a NUL inside text never matches. */
+/* key (NUL-terminated) is exactly text[0..len), where text may be part of a scalar (a name in an
+ * expression); a NUL inside text never matches. */
 static inline bool ld_key_eq(const char *key, const char *text, size_t len) {
     for (size_t k = 0; k < len; k++)
         if (key[k] != text[k] || !key[k])
@@ -121,6 +188,7 @@ static inline bool ld_key_eq(const char *key, const char *text, size_t len) {
 
 /* Events and marks. */
 int ld_next(loader *l);
+void ld_release_event(loader *l);   /* frees what the current event owns */
 /* A libyaml mark as line:col. At the end of a file without a final newline, libyaml's mark is on
  * the line after the last: it points at the end of the last line instead, where the text is. */
 static inline ml_mark ld_mark_in_input(const loader *l, yaml_mark_t m) {

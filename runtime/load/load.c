@@ -432,8 +432,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
         ml_vec_free(&l.ats);
     }
 
-    if (l.have_ev)
-        yaml_event_delete(&l.ev);
+    ld_release_event(&l);
     yaml_parser_delete(&l.yp);
     for (int k = 0; k < SYM_KIND_COUNT; k++)
         ld_hash_free(&l.syms[k]);

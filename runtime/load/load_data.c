@@ -9,36 +9,28 @@
 
 static bool view_space(char c) { return c == ' ' || c == '\t'; }
 
-/* Parses `name` or `name[offset : count]` (spaces allowed anywhere between the parts): t is the
- * current scalar's value, so its byte k is at ld_scalar_mark(l, k). */
-static int parse_view_text(loader *l, const char *t, size_t len, sched_view *v) {
+/* The bytes that end a view's name: a blank or '['. A table, one test a byte: the name's scan
+ * was a tenth of the loader's own instructions per view (callgrind, 100 k training steps). */
+static const bool name_end[256] = {[' '] = true, ['\t'] = true, ['['] = true};
+
+/* `[offset : count]` of a view, from t[k] (its '[') to t[end) (its ']', where a view ends
+ * right): t is the current scalar's value; ascii: its bytes are its columns from t0
+ * (ld_text_ascii). Out of parse_view_text, which most views (a bare name) end before. */
+static __attribute__((noinline)) int view_range(loader *l, const char *t, size_t k, size_t end, size_t name0,
+                                                bool ascii, sched_view *v) {
     static const char form[] = "expected 'name' or 'name[offset : count]'";
-    size_t k = 0;
-    while (k < len && view_space(t[k]))
-        k++;
-    size_t name0 = k;
-    while (k < len && !view_space(t[k]) && t[k] != '[')
-        k++;
-    size_t name1 = k;
-    while (k < len && view_space(t[k]))
-        k++;
-    size_t end = len;
-    while (end > k && view_space(t[end - 1]))
-        end--;
-    if (k < end && t[k] != '[')
-        return ld_fail(l, ld_scalar_mark(l, k), "%s", form);
-    v->mark = ld_scalar_mark(l, name0);
-    if (ld_intern(l, SYM_BUFFER, t + name0, name1 - name0, v->mark, &v->buf))
-        return -1;
-    if (k == end)
-        return 0;
     if (t[end - 1] != ']')
         return ld_fail(l, ld_scalar_mark(l, end), "expected ']' to close the view");
     const char *colon = memchr(t + k + 1, ':', end - 1 - (k + 1));
     if (!colon)
         return ld_fail(l, ld_scalar_mark(l, k), "%s", form);
     size_t off0 = k + 1, off1 = (size_t)(colon - t), cnt0 = off1 + 1, cnt1 = end - 1;
-    if (ld_text_linear(l)) {   /* the expressions' columns, for errors at their tokens */
+    if (ascii) {   /* the expressions' columns, for errors at their tokens */
+        if (cnt0 - name0 <= UINT16_MAX) {
+            v->offset_col = (uint16_t)(off0 - name0);
+            v->count_col = (uint16_t)(cnt0 - name0);
+        }
+    } else if (ld_text_linear(l)) {
         ml_mark mo = ld_scalar_mark(l, off0), mc = ld_scalar_mark(l, cnt0);
         if (mc.line == v->mark.line && mc.col - v->mark.col <= UINT16_MAX) {
             v->offset_col = (uint16_t)(mo.col - v->mark.col);
@@ -48,6 +40,36 @@ static int parse_view_text(loader *l, const char *t, size_t len, sched_view *v) 
     if (ld_expr_at(l, CTX_PLAIN, t + off0, off1 - off0, off0, &v->offset))
         return -1;
     return ld_expr_at(l, CTX_PLAIN, t + cnt0, cnt1 - cnt0, cnt0, &v->count);
+}
+
+/* Parses `name` or `name[offset : count]` (spaces allowed anywhere between the parts): t is the
+ * current scalar's value, so its byte k is at ld_scalar_mark(l, k). */
+static int parse_view_text(loader *l, const char *t, size_t len, sched_view *v) {
+    static const char form[] = "expected 'name' or 'name[offset : count]'";
+    size_t k = 0;
+    while (k < len && view_space(t[k]))
+        k++;
+    size_t name0 = k;
+    while (k < len && !name_end[(uint8_t)t[k]])
+        k++;
+    size_t name1 = k;
+    while (k < len && view_space(t[k]))
+        k++;
+    size_t end = len;
+    while (end > k && view_space(t[end - 1]))
+        end--;
+    if (k < end && t[k] != '[')
+        return ld_fail(l, ld_scalar_mark(l, k), "%s", form);
+    /* A view with a range (`"p0[rank*e : e]"`, quoted) asks three marks of its text: where it is
+     * ASCII and its own source, each is its start's column plus the offset (ld_text_ascii),
+     * not a count of the characters before it (value_is_source): that was 7 of the loader's
+     * 90 M instructions above libyaml's at 100 k training steps (callgrind). */
+    ml_mark t0;
+    bool ascii = k < end && ld_text_ascii(l, &t0);
+    v->mark = ascii ? (ml_mark){t0.line, t0.col + (uint32_t)name0} : ld_scalar_mark(l, name0);
+    if (ld_intern(l, SYM_BUFFER, t + name0, name1 - name0, v->mark, &v->buf))
+        return -1;
+    return k == end ? 0 : view_range(l, t, k, end, name0, ascii, v);
 }
 
 int ld_view(loader *l, const char *what, sched_view *v) {
@@ -72,8 +94,11 @@ int ld_views(loader *l, const char *what, sched_view **out, uint32_t *n) {
     ml_vec *views = &l->views;
     views->n = 0;
     int rc = 0;
-    while (rc == 0 && (rc = ld_next(l)) == 0 && !ld_is(l, YAML_SEQUENCE_END_EVENT))
-        rc = ld_view(l, what, ml_vec_push(views));
+    while (rc == 0 && (rc = ld_next(l)) == 0 && !ld_is(l, YAML_SEQUENCE_END_EVENT)) {
+        sched_view *v = LD_PUSH(views, sched_view);
+        *v = (sched_view){0};
+        rc = ld_view(l, what, v);
+    }
     if (rc == 0) {
         *n = (uint32_t)views->n;
         *out = ml_arena_alloc(l->a, views->n * sizeof(sched_view));
@@ -236,7 +261,7 @@ static int series_bounds(loader *l, expect_item *it, ml_mem_view v, ml_mark mark
     sched_expect *e = &it->series[v];
     e->view = v;
     e->mark = mark;
-    ld_schema sc = {ml_series[v].key ? ml_series[v].key : ml_series[v].name, bound_keys, 2};
+    ld_schema sc = {ml_series[v].key ? ml_series[v].key : ml_series[v].name, bound_keys, 2, NULL};
     ld_keys bk;
     if (ld_map(l, &sc, bound_value, e, &bk))
         return -1;
@@ -261,7 +286,7 @@ static int expect_value(loader *l, int key, void *obj) {
     const char *keys[ML_VIEW_MAX_SERIES];
     for (int s = 0; s < vi->n_series; s++)
         keys[s] = ml_series[vi->series[s]].key;
-    ld_schema sc = {vi->name, keys, vi->n_series};
+    ld_schema sc = {vi->name, keys, vi->n_series, NULL};
     it->view = key - EXP_FIRST_VIEW;
     ld_keys sk;
     it->sk = &sk;
@@ -275,7 +300,7 @@ static int expect_value(loader *l, int key, void *obj) {
 static int expect_one(loader *l, ml_vec *out) {
     ld_keys k;
     expect_item it = {.k = &k};
-    ld_schema sc = {"expect", expect_keys(), 1 + MV_COUNT};
+    ld_schema sc = {"expect", expect_keys(), 1 + MV_COUNT, NULL};
     if (ld_map(l, &sc, expect_value, &it, &k))
         return -1;
     if (!(k.seen & ~1u))

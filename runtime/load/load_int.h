@@ -17,6 +17,9 @@ void ld_at(loader *l, const sched_step *st, sched_at_part part);
  * and escapes taken into account). */
 ml_mark ld_scalar_mark(loader *l, size_t offset);
 bool ld_text_linear(const loader *l);   /* the current scalar's value is its source, on one line */
+/* ld_text_linear and ASCII: byte k of the value is then at column start->col + k of the line
+ * (start: ld_text_mark), with no count of characters per mark asked. */
+bool ld_text_ascii(const loader *l, ml_mark *start);
 int ld_expr(loader *l, ld_ctx ctx, const char *what, expr **out);
 /* text is bytes at..at+len of the current scalar's value (errors are marked from there). */
 int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at, expr **out);

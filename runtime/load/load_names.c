@@ -43,9 +43,12 @@ static void symtab_push(sched_symtab *t, const char *name, ml_mark m) {
     t->n++;
 }
 
-int ld_intern(loader *l, sched_sym_kind kind, const char *text, size_t len, ml_mark m, uint32_t *out) {
+/* ld_intern past the memo: the table, and a new symbol. Out of line, so that a name the memo
+ * holds (most) costs no frame: ld_intern's six saved registers were a third of its cost. */
+static __attribute__((noinline)) int intern_slow(loader *l, sched_sym_kind kind, const char *text, size_t len,
+                                                 ml_mark m, uint32_t *out) {
     uintptr_t v;
-    if (ld_hash_find(&l->syms[kind], text, len, &v) != UINT32_MAX) {
+    if (ld_hash_probe(&l->syms[kind], text, len, &v) != UINT32_MAX) {
         *out = (uint32_t)v;
         return 0;
     }
@@ -61,6 +64,14 @@ int ld_intern(loader *l, sched_sym_kind kind, const char *text, size_t len, ml_m
     return 0;
 }
 
+int ld_intern(loader *l, sched_sym_kind kind, const char *text, size_t len, ml_mark m, uint32_t *out) {
+    uintptr_t v;
+    if (ld_hash_memo(&l->syms[kind], text, len, &v) == UINT32_MAX)
+        return intern_slow(l, kind, text, len, m, out);
+    *out = (uint32_t)v;
+    return 0;
+}
+
 /* Buffers and regions come into being where they are first named. */
 int ld_sym(loader *l, sched_sym_kind kind, const char *what, uint32_t *out) {
     if (ld_want_scalar(l, what))
@@ -71,15 +82,27 @@ int ld_sym(loader *l, sched_sym_kind kind, const char *what, uint32_t *out) {
 }
 
 /* Streams and events must be declared in the top-level `streams:` / `events:` lists. */
-int ld_sym_declared(loader *l, sched_sym_kind kind, const char *what, uint32_t *out) {
+static __attribute__((noinline)) int declared_slow(loader *l, sched_sym_kind kind, const char *what,
+                                                   uint32_t *out) {
     if (ld_want_scalar(l, what))
         return -1;
     size_t len;
     const char *text = ld_text(l, &len);
     uintptr_t v;
-    if (ld_hash_find(&l->syms[kind], text, len, &v) == UINT32_MAX)
+    if (ld_hash_probe(&l->syms[kind], text, len, &v) == UINT32_MAX)
         return ld_fail(l, ld_mark(l), "unknown %s '%.*s'", ld_sym_kind_names[kind], len > 64 ? 64 : (int)len,
                        text);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* A name the memo holds without a frame, as ld_intern. */
+int ld_sym_declared(loader *l, sched_sym_kind kind, const char *what, uint32_t *out) {
+    uintptr_t v;
+    if (!ld_is(l, YAML_SCALAR_EVENT) ||
+        ld_hash_memo(&l->syms[kind], (const char *)l->ev.data.scalar.value, l->ev.data.scalar.length, &v) ==
+            UINT32_MAX)
+        return declared_slow(l, kind, what, out);
     *out = (uint32_t)v;
     return 0;
 }
@@ -162,12 +185,11 @@ static int resolve(void *vctx, const char *name, size_t len) {
  * schedule: parse each once per context and share the (immutable) tree. */
 #define EXPR_CACHE_MAX_LEN 64
 
-int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at, expr **out) {
-    /* Inside a repeat with an index the same text can name another slot (or, outside it, none):
-     * no caching there. */
+static __attribute__((noinline)) int expr_slow(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at,
+                                               expr **out) {
     bool cache = ctx != CTX_LET && len <= EXPR_CACHE_MAX_LEN && l->indices.n == 0;
     uintptr_t v;
-    if (cache && ld_hash_find(&l->cache[ctx], text, len, &v) != UINT32_MAX) {
+    if (cache && ld_hash_probe(&l->cache[ctx], text, len, &v) != UINT32_MAX) {
         *out = (expr *)v;
         return 0;
     }
@@ -179,6 +201,18 @@ int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at, e
     if (cache)
         ld_hash_put(&l->cache[ctx], expr_text(e), len, (uintptr_t)e);
     *out = e;
+    return 0;
+}
+
+/* An expression the cache's memo holds without a frame, as ld_intern; the rest in expr_slow.
+ * Inside a repeat with an index the same text can name another slot (or, outside it, none): no
+ * caching there. */
+int ld_expr_at(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at, expr **out) {
+    bool cache = ctx != CTX_LET && len <= EXPR_CACHE_MAX_LEN && l->indices.n == 0;
+    uintptr_t v;
+    if (!cache || ld_hash_memo(&l->cache[ctx], text, len, &v) == UINT32_MAX)
+        return expr_slow(l, ctx, text, len, at, out);
+    *out = (expr *)v;
     return 0;
 }
 
@@ -199,11 +233,17 @@ static size_t escape_bytes(const uint8_t *p, size_t n, size_t *src) {
  * after the opening quote, character for character. libyaml's indexes count characters: a
  * one-line quoted scalar whose source is exactly two characters (its quotes) longer than its
  * value has no escape and no '' (each shortens). *at: the characters before byte offset. */
+/* The scalar is plain or quoted (*quoted) on one line: the styles whose value may be its source. */
+static inline bool one_line(const yaml_event_t *ev, bool *quoted) {
+    yaml_scalar_style_t st = ev->data.scalar.style;
+    *quoted = st == YAML_DOUBLE_QUOTED_SCALAR_STYLE || st == YAML_SINGLE_QUOTED_SCALAR_STYLE;
+    return ev->start_mark.line == ev->end_mark.line && (st == YAML_PLAIN_SCALAR_STYLE || *quoted);
+}
+
 static bool value_is_source(const loader *l, size_t offset, size_t *at) {
     const yaml_event_t *ev = &l->ev;
-    yaml_scalar_style_t st = ev->data.scalar.style;
-    bool quoted = st == YAML_DOUBLE_QUOTED_SCALAR_STYLE || st == YAML_SINGLE_QUOTED_SCALAR_STYLE;
-    if (ev->start_mark.line != ev->end_mark.line || !(st == YAML_PLAIN_SCALAR_STYLE || quoted))
+    bool quoted;
+    if (!one_line(ev, &quoted))
         return false;
     const uint8_t *v = ev->data.scalar.value;
     size_t len = ev->data.scalar.length, upto = offset < len ? offset : len;
@@ -291,15 +331,23 @@ static __attribute__((noinline)) ml_mark scalar_walk(loader *l, size_t offset) {
 /* Where byte `offset` of the current scalar's value is in the source (scalar_walk where the
  * value is not its source). *is_source: value_is_source's answer, which ld_at keeps too (one
  * count of the scalar's characters rather than two, for a part of every step). */
-static ml_mark scalar_mark(loader *l, size_t offset, bool *is_source) {
+static __attribute__((noinline)) ml_mark scalar_mark_slow(loader *l, size_t offset, bool *is_source);
+static inline ml_mark scalar_mark(loader *l, size_t offset, bool *is_source) {
     const yaml_event_t *ev = &l->ev;
-    yaml_scalar_style_t st = ev->data.scalar.style;
     /* The start of a plain one-line scalar (most asks: a buffer's name, an expression) is its
-     * mark: value_is_source's answer without its call. */
-    if (offset == 0 && st == YAML_PLAIN_SCALAR_STYLE && ev->start_mark.line == ev->end_mark.line) {
+     * mark: value_is_source's answer without its call; inline, the rest is not (a call per
+     * step's part was 3 M instructions of 100 k training steps). */
+    if (offset == 0 && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+        ev->start_mark.line == ev->end_mark.line) {
         *is_source = true;
         return ld_mark(l);
     }
+    return scalar_mark_slow(l, offset, is_source);
+}
+
+static ml_mark scalar_mark_slow(loader *l, size_t offset, bool *is_source) {
+    const yaml_event_t *ev = &l->ev;
+    yaml_scalar_style_t st = ev->data.scalar.style;
     /* Most scalars need no walk (value_is_source): every view takes its mark here, and the
      * walk's cursor over the input cost 8% of a million-step load. */
     size_t before;
@@ -316,6 +364,25 @@ ml_mark ld_scalar_mark(loader *l, size_t offset) {
     return scalar_mark(l, offset, &is_source);
 }
 
+bool ld_text_ascii(const loader *l, ml_mark *start) {
+    const yaml_event_t *ev = &l->ev;
+    bool quoted;
+    if (!one_line(ev, &quoted))
+        return false;
+    const uint8_t *v = ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    uint8_t any = 0;
+    for (size_t j = 0; j < len; j++)
+        any |= v[j];
+    /* ASCII: a character a byte, so the source spans the value and its quotes exactly when
+     * nothing was an escape or '' (value_is_source). */
+    if (any & 0x80 || (quoted && ev->end_mark.index - ev->start_mark.index != len + 2))
+        return false;
+    ml_mark m = ld_mark(l);
+    *start = (ml_mark){m.line, m.col + quoted};
+    return true;
+}
+
 bool ld_text_linear(const loader *l) {
     size_t at;
     return value_is_source(l, 0, &at);
@@ -325,13 +392,11 @@ bool ld_text_linear(const loader *l) {
  * on a block scalar's first content line (not at its indicator, the mark). */
 ml_mark ld_text_mark(loader *l) { return ld_scalar_mark(l, 0); }
 
-void ld_at(loader *l, const sched_step *st, sched_at_part part) {
-    if (!ld_is(l, YAML_SCALAR_EVENT))
-        return;   /* not a scalar: its reader reports that, at its own mark */
+static __attribute__((noinline)) void at_slow(loader *l, const sched_step *st, sched_at_part part) {
     bool is_source;
     ml_mark text = scalar_mark(l, 0, &is_source);
     size_t cap = l->ats.cap;
-    sched_at *a = ml_vec_push(&l->ats);
+    sched_at *a = LD_PUSH(&l->ats, sched_at);   /* written whole below */
     /* A part for most steps: gen's million training steps have 850 k parts, 17 MB, a fault per
      * page one by one; its pages come a megabyte at a time instead (pages.h), as the steps' do. */
     if (l->ats.cap != cap)
@@ -344,6 +409,21 @@ void ld_at(loader *l, const sched_step *st, sched_at_part part) {
         l->ats_populated = end;
     }
     *a = (sched_at){st->mark, text, (uint16_t)part, is_source};
+}
+
+/* Most parts are plain one-line scalars (`bytes: P`, `event: grads`) into a populated slot: those
+ * are written here without a frame (ld_at's, for its slow ways, was a third of its cost). */
+void ld_at(loader *l, const sched_step *st, sched_at_part part) {
+    const yaml_event_t *ev = &l->ev;
+    if (ev->type != YAML_SCALAR_EVENT)
+        return;   /* not a scalar: its reader reports that, at its own mark */
+    if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && ev->start_mark.line == ev->end_mark.line &&
+        l->ats.n + 1 < l->ats_populated) {   /* ats_populated <= ats.cap: there is room */
+        sched_at *a = (sched_at *)l->ats.items + l->ats.n++;
+        *a = (sched_at){st->mark, ld_mark(l), (uint16_t)part, true};   /* as scalar_mark's */
+        return;
+    }
+    at_slow(l, st, part);
 }
 
 int ld_expr(loader *l, ld_ctx ctx, const char *what, expr **out) {

@@ -122,7 +122,7 @@ int ld_record_stream(loader *l, sched_step *st) {
 }
 
 /* `empty_cache: {}` (or `empty_cache:` with nothing): the step has no parameters. */
-static const ld_schema ec_schema = {"empty_cache", NULL, 0};
+static const ld_schema ec_schema = {"empty_cache", NULL, 0, NULL};
 
 static int ec_value(loader *l, int key, void *obj) { return 0; }
 

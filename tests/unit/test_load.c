@@ -377,6 +377,13 @@ static const bad_case bad_cases[] = {
     {A "  - all_reduce: {buf: x[0 : 4]}\n", "t.yaml:3:24: error: did not find expected ',' or '}' (while parsing a flow mapping)"},
     {A "  - all_reduce: {buf: 'x[0 : 4'}\n", "t.yaml:3:31: error: expected ']' to close the view"},
     {A "  - all_reduce: {buf: 'x[0 : q]'}\n", "t.yaml:3:30: error: undefined name 'q'"},
+    /* an escape before the range: the value is not its source, so its marks are walked (not
+     * ld_text_ascii's column + offset): \x30 is four characters for one byte, q at 29 + 4 */
+    {A "  - all_reduce: {buf: \"x[\\x30 : q]\"}\n", "t.yaml:3:33: error: undefined name 'q'"},
+    /* non-ASCII in or after the range: a character is not a byte, the marks are counted (é is
+     * two bytes, one column: the view's end after it is at 33, not 34) */
+    {A "  - all_reduce: {buf: \"x[0 : q]\xC3\xA9\"}\n", "t.yaml:3:33: error: expected ']' to close the view"},
+    {A "  - all_reduce: {buf: \"x[0\xC3\xA9 : q]\"}\n", "t.yaml:3:27: error: unexpected '\xC3\xA9'"},
     {A "  - all_reduce: {buf: x y}\n", "t.yaml:3:25: error: expected 'name' or 'name[offset : count]'"},
     /* collectives */
     {A "  - all_reduce: {buf: x, op: avgg}\n", "t.yaml:3:30: error: unknown op 'avgg': expected one of sum, prod, max, min, avg"},
@@ -549,8 +556,8 @@ static void test_many_steps(void **state) {
 }
 
 /* Names looked up again after their table grew (64 slots hold 32 names; 100 buffers regrow it
- * twice) resolve to their own symbols, whether a lookup finds them among the slots it remembers
- * (LD_RECENT: b%d and b%d+1 were just named) or in the table. Buffers b0..b99 are allocated in
+ * twice, and each regrowth empties the memo) resolve to their own symbols, whether a lookup finds
+ * them through the memo (LD_MEMO: b%d and b%d+1 were just named) or in the table. Buffers b0..b99 are allocated in
  * order, so b%d is symbol %d; the compute steps read them backwards, each with the buffer
  * after it. */
 static void test_names_after_regrowth(void **state) {
@@ -584,15 +591,16 @@ static void test_names_after_regrowth(void **state) {
 
 /* Two names with the same hash stay two symbols: a slot's hash is only a filter, the key decides.
  * "b99755" and "b100399" have the same FNV-1a hash, 0x04d66a0f (found by hashing b0..b399999,
- * cursor.c's hash_bytes). Four other buffers named in between push both out of the remembered
- * entries (LD_RECENT), so the free looks each up through the slots: b100399's probe meets
- * b99755's slot first, hash equal, and must go on to its own. */
+ * cursor.c's hash_bytes). Two other buffers named in between take both memo slots (ld_memo_index,
+ * 3 * length + first byte + 9 * last byte, mod 64: "ch" 17 as b99755, "ee" 56 as b100399), so the
+ * free looks each up through the table: b100399's probe meets b99755's slot first, hash equal,
+ * and must go on to its own. */
 static void test_names_same_hash(void **state) {
     const char *yaml = "steps:\n"
                        "  - alloc: {buf: b99755, bytes: 8}\n"
                        "  - alloc: {buf: b100399, bytes: 8}\n"
-                       "  - alloc: {buf: x0, bytes: 8}\n"
-                       "  - alloc: {buf: x1, bytes: 8}\n"
+                       "  - alloc: {buf: ch, bytes: 8}\n"
+                       "  - alloc: {buf: ee, bytes: 8}\n"
                        "  - alloc: {buf: x2, bytes: 8}\n"
                        "  - alloc: {buf: x3, bytes: 8}\n"
                        "  - free: [b100399, b99755]\n";
@@ -608,6 +616,50 @@ static void test_names_same_hash(void **state) {
     assert_string_equal(sched_sym_name(s, SYM_BUFFER, 1), "b100399");
     sched_free(s);
     ml_diags_free(&d);
+}
+
+/* Names that share a memo slot (ld_memo_index: 3 * length + first byte + 9 * last byte, mod 64)
+ * take it in turn and each still finds its own symbol, as do step keys that share one:
+ * p0 and act1 are both 550 (38 mod 64), broadcast and reduce 1169 and 1041 (both 17). Every
+ * lookup below meets the other name in the slot and goes on to the table. */
+static void test_memo_slot_shared(void **state) {
+    const char *yaml = "steps:\n"
+                       "  - alloc: {buf: p0, bytes: 8}\n"
+                       "  - alloc: {buf: act1, bytes: 8}\n"
+                       "  - compute: {reads: [p0, act1, p0, act1], writes: [act1, p0]}\n"
+                       "  - broadcast: {buf: p0, root: 0}\n"
+                       "  - reduce: {buf: act1, root: 0}\n"
+                       "  - broadcast: {buf: act1, root: 0}\n"
+                       "  - reduce: {buf: p0, root: 0}\n";
+    ml_diags d;
+    ml_diags_init(&d);
+    sched *s = tu_load(yaml, &d);
+    if (!s)
+        fail_msg("%s", tu_first_error(&d));
+    assert_int_equal(s->syms[SYM_BUFFER].n, 2);
+    const sched_step *st = s->plans[0].steps;
+    const sched_view *r = st[2].u.compute.reads, *w = st[2].u.compute.writes;
+    assert_int_equal(st[2].u.compute.n_reads, 4);
+    assert_int_equal(r[0].buf, 0);   /* p0: the first buffer named */
+    assert_int_equal(r[1].buf, 1);   /* act1 */
+    assert_int_equal(r[2].buf, 0);
+    assert_int_equal(r[3].buf, 1);
+    assert_int_equal(w[0].buf, 1);
+    assert_int_equal(w[1].buf, 0);
+    static const ml_coll colls[] = {COLL_BROADCAST, COLL_REDUCE, COLL_BROADCAST, COLL_REDUCE};
+    static const uint32_t bufs[] = {0, 1, 1, 0};
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(st[3 + k].kind, ST_COLL);
+        assert_int_equal(st[3 + k].u.coll.coll, colls[k]);
+        assert_int_equal(st[3 + k].u.coll.send.buf, bufs[k]);
+    }
+    sched_free(s);
+    ml_diags_free(&d);
+    /* A key of reduce's length, first and last byte has its slot: the bytes decide. */
+    expect_load_error(A "  - reduce: {buf: x, root: 0}\n  - rexxce: {buf: x}\n",
+                      "t.yaml:4:5: error: unknown step 'rexxce': expected one of when, alloc, free, release, sync, "
+                      "record, wait, repeat, region, init, copy, scale, compute, check, expect_error, send, recv, "
+                      "group, record_stream, empty_cache, all_reduce, reduce_scatter, all_gather, broadcast, reduce");
 }
 
 /* The loaded file's own name defaults the schedule name; a file on disk loads like a buffer. */
@@ -713,7 +765,7 @@ int main(void) {
         cmocka_unit_test(test_deep_nesting),   cmocka_unit_test(test_limits),
         cmocka_unit_test(test_many_steps),     cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_part_marks),     cmocka_unit_test(test_compact_steps),     cmocka_unit_test(test_names_after_regrowth),
-        cmocka_unit_test(test_names_same_hash),
+        cmocka_unit_test(test_names_same_hash), cmocka_unit_test(test_memo_slot_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
