@@ -249,8 +249,10 @@ static bool group_base_predict(group_base *g, lint_walk *w, const pipeline_opts 
 
 /* Rank r of g's shape: g's op array rewritten in place into r's (plan_offsets_apply: only the
  * offsets that name rank, and the in-place flags), r predicted from g's prediction
- * (predict_rank_shared), linted on its own ops and its kept ops copied out (plan_compact).
- * An offset that fails is r's expansion error (in d), and -1. */
+ * (predict_rank_shared), linted on its own ops (lint_walk_rank_moved: the checks of the
+ * buffers the moved views touch, the base's verdict for the rest, the whole walk where that is
+ * unsure) and its kept ops copied out (plan_compact). An offset that fails is r's expansion
+ * error (in d), and -1. */
 static int group_member(const group_base *g, lint_walk *w, int r, pipeline_item *it,
                         bool *predicted, ml_diags *pd, ml_diags *d) {
     rank_plan *pl = &it->plans[r];
@@ -258,8 +260,8 @@ static int group_member(const group_base *g, lint_walk *w, int r, pipeline_item 
     if (plan_offsets_apply(g->po, pl, r, d) != 0)
         return -1;
     /* the floor redoes the ops the offsets moved (floor_rank_shared) while they are in cache,
-     * before the lint's walk over every op; the two read the ops and nothing else of each
-     * other (the predictions' diagnostics wait in pd) */
+     * before the lint's walk; the two read the ops and nothing else of each other (the
+     * predictions' diagnostics wait in pd) */
     *predicted = *predicted &&
                  predict_rank_shared(pl, &it->pred[g->rank], g->fw, &it->pred[r], pd) == 0;
     size_t n_moved;
@@ -291,8 +293,8 @@ static void group_base_free(group_base *g) {
  * in order 0..world-1, as plan_rank_by_rank takes them. A base is expanded into the one op
  * array, linted and predicted; each later rank of its shape (group_member) has the array
  * rewritten in place into its ops (plan_offsets_apply: only the offsets that name rank), is
- * linted on it (lint_walk_rank: bounds, races, in-place overlap and the cross-rank contract see
- * its real offsets) and its kept ops are copied out (plan_compact). A rank of another shape is a
+ * linted on it (lint_walk_rank_moved: bounds, races, in-place overlap and the cross-rank
+ * contract see its real offsets) and its kept ops are copied out (plan_compact). A rank of another shape is a
  * new base: the array is made the old base's again and compacted (rank 0's with its summary,
  * as plan_rank_by_rank does) and the new base is expanded into it (plan_recycle). One shape
  * (sh NULL, or every rank's the same): rank 0 is the only base, and at the end the array is
