@@ -129,8 +129,20 @@ int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
      * signal either comes first (no result) or after (the run is complete). */
     struct stat st;
     launch_block_signals(true);
-    bool keep = launched == 0 && !launch_forwarded_signal() && (rc == 0 || rc == 1) &&
-                stat(tmp, &st) == 0 && st.st_size > 0;
+    /* A signal that came after mpirun ended but before the block above was not forwarded (no
+     * job to forward it to) and did not end memlife (the handler only notes it): the run is
+     * interrupted all the same, so it exits as one, 128 + the signal, with no result. Exiting
+     * with mpirun's 0 there left exit 0 without a result file (tests/mpi/kill.sh, under the
+     * sanitizers' slower run). */
+    int late = launch_forwarded_signal();
+    if (launched == 0 && late && (rc == 0 || rc == 1))
+        rc = 128 + late;
+    bool done = launched == 0 && !late && (rc == 0 || rc == 1);
+    bool keep = done && stat(tmp, &st) == 0 && st.st_size > 0;
+    if (done && !keep) {   /* every rank ended well and rank 0 wrote nothing: never exit 0 */
+        ml_report(ML_DIAG_ERROR, output, "the job ended with exit %d but wrote no result", rc);
+        rc = ML_EXIT_RUNTIME;
+    }
     if (keep && rename(tmp, target) != 0) {
         ml_report(ML_DIAG_ERROR, output, "cannot rename the result into place: %s",
                   strerror(errno));
