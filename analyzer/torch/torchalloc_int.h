@@ -15,6 +15,9 @@
 enum { B_DEAD = 0, B_FREE, B_ALLOC, B_PENDING };
 enum { T_BLOCKS = 0, T_UNMAPPED = 1 }; /* ordered by (stream,size,addr) / (stream,addr) */
 
+/* One cache line a block: 64 bytes, the array 64-byte aligned (ta_new_block), so that a free's
+ * visits to a block and its two neighbours cost a line each (72 bytes straddled two lines
+ * mostly); the gc age base, read only by garbage collection, lives in ta->gc_base beside it. */
 typedef struct tblk {
     /* hot: the tree key and links, in the first 32 bytes */
     uint64_t size, addr;
@@ -22,12 +25,13 @@ typedef struct tblk {
     int32_t prev, next;       /* neighbours within the segment, -1 */
     int32_t seg;
     int32_t uses;             /* stream_uses: list in ta->u, -1 */
-    uint64_t requested;
-    int64_t gc_base;          /* pool's get_free_blocks_call_count when inserted */
     int32_t event_count;
-    uint8_t state, mapped, large, in_tree; /* in_tree: 0 none, 1 blocks, 2 unmapped */
+    uint64_t requested;
     struct tleaf *leaf;       /* the leaf holding it while in a tree: erase needs no search */
+    uint8_t state, mapped, large, in_tree; /* in_tree: 0 none, 1 blocks, 2 unmapped */
 } tblk;
+_Static_assert(sizeof(tblk) == 64, "a block is one cache line");
+#define TA_LINE 64
 
 typedef struct tseg {
     uint64_t addr;   /* base address */
@@ -79,6 +83,7 @@ typedef struct tleaf {
     int32_t v[TT_SLOTS];  /* block indices */
     int32_t n;
     int32_t idx;          /* position in ttree.leaf */
+    struct tleaf *next_spare; /* in ttree.spare */
 } tleaf;
 /* The leaf maxima (max[i]: leaf i's largest key) are grouped by TT_GROUP, and sum[g] is the
  * largest of group g: a search counts the groups below the key (over the groups in use, a
@@ -88,15 +93,20 @@ typedef struct tleaf {
  * and sum[] hold sentinels.  Sets of more than TT_GROUP * TT_NSUM leaves search the maxima by
  * halves instead.  (The bench's sets have 30-50 leaves; groups of 8 beat 16 there.)  Those
  * counts compare hi words only, exact for the searches by (stream, size), whose key has lo 0;
- * an insert then steps past the maxima of its hi word with a smaller lo (torchtree.c). */
+ * an insert counts in its group with 128-bit compares (torchtree.c: leaf_lb). */
 #define TT_GROUP 8
 #define TT_NSUM 32
+/* up to this many groups, a search counts over that many sums, sentinels included, a fixed
+ * count (torchtree.c: group_lb_hi); the bench's sets have 4 to 7 groups */
+#define TT_SUM_FIXED 8
+_Static_assert(TT_SUM_FIXED <= TT_NSUM, "sum[] holds TT_SUM_FIXED groups");
 typedef struct ttree {
     int kind;
     tleaf **leaf;
     tkey *max;
     size_t nleaf, cap;
     tkey sum[TT_NSUM];
+    tleaf *spare;         /* emptied leaves, for reuse (torchtree.c: new_leaf) */
 } ttree;
 
 typedef struct tpool {
@@ -107,7 +117,8 @@ typedef struct tpool {
 struct torchalloc {
     torchalloc_conf c;
     uint64_t limit, capacity;
-    tblk *b;
+    tblk *b;                   /* TA_LINE aligned */
+    int64_t *gc_base;          /* per block: pool's get_free_blocks_call_count when inserted */
     size_t nb, capb;
     int32_t free_b;
     tseg *s;
@@ -216,7 +227,7 @@ static inline int ta_seg_exp(const torchalloc *ta, int32_t i) { return ta->s[ta-
 /* BlockPool::insert_into_blocks: also stamps the gc age base. */
 static inline void ta_insert_blocks(torchalloc *ta, int32_t i) {
     tpool *p = &ta->pool[ta->b[i].large];
-    ta->b[i].gc_base = p->gfb_count;
+    ta->gc_base[i] = p->gfb_count;
     tt_insert(ta, &p->blocks, i);
 }
 static inline void ta_insert_unmapped(torchalloc *ta, int32_t i) { tt_insert(ta, &ta->pool[ta->b[i].large].unmapped, i); }

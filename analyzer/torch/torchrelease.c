@@ -127,7 +127,7 @@ void ta_garbage_collect(torchalloc *ta) {
     for (size_t k = 0; k < n; k++) {
         int32_t i = ta->scratch[k];
         if (!ta_is_split(ta, i)) {
-            total_age += (uint64_t)(p->gfb_count - B(i).gc_base);
+            total_age += (uint64_t)(p->gfb_count - ta->gc_base[i]);
             count++;
         }
     }
@@ -138,7 +138,7 @@ void ta_garbage_collect(torchalloc *ta) {
         n = tt_collect(ta, &p->blocks, 0);
         for (size_t k = 0; k < n; k++) {
             int32_t i = ta->scratch[k];
-            uint64_t age = (uint64_t)(p->gfb_count - B(i).gc_base);
+            uint64_t age = (uint64_t)(p->gfb_count - ta->gc_base[i]);
             if (!ta_is_split(ta, i) && !ta_seg_exp(ta, i) && (double)age >= age_thr) {
                 freed = 1;
                 reclaimed += B(i).size;

@@ -120,6 +120,15 @@ static size_t run(size_t n, size_t ops, size_t every, uint64_t seed) {
     return max_leaves;
 }
 
+/* at most TT_SUM_FIXED groups of leaves throughout: the search's fixed count over the sums,
+ * the sentinel sums past the groups in use among them; the leaves emptied and split again
+ * come from the set's spares */
+static void few_groups(void **state) {
+    (void)state;
+    size_t leaves = run(240, 20000, 1, 0xd1b54a32d192ed03ull);
+    assert_true(leaves > TT_GROUP && leaves <= TT_GROUP * TT_SUM_FIXED);
+}
+
 /* about 150 leaves at most: the grouped search, a few groups */
 static void grouped_leaves(void **state) {
     (void)state;
@@ -135,6 +144,7 @@ static void many_leaves(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(few_groups),
         cmocka_unit_test(grouped_leaves),
         cmocka_unit_test(many_leaves),
     };
