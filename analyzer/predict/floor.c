@@ -154,6 +154,7 @@ static bool has_buf(const floor_state *f, const plan_view *v) {
 typedef struct {
     uint32_t buf;
     bool read, overwrite;
+    bool whole;        /* the view is the whole buffer (no offset or count written) */
     uint64_t lo, hi;   /* [lo, hi) in bytes */
 } floor_access;
 
@@ -164,7 +165,7 @@ static inline size_t floor_accesses(const floor_state *f, const plan_access *acc
     for (size_t k = 0; k < n; k++)
         if (has_buf(f, acc[k].v))
             fa[m++] = (floor_access){acc[k].v->buf, acc[k].read, acc[k].overwrite,
-                                     view_lo(acc[k].v), view_hi(acc[k].v)};
+                                     acc[k].v->whole, view_lo(acc[k].v), view_hi(acc[k].v)};
     return m;
 }
 
@@ -328,33 +329,62 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
 /* ---- one backward pass for every rank ------------------------------------------------------
  *
  * Ranks whose ops are rank 0's but for some ops' views' offsets and in-place flags (plan_share,
- * plan_offsets_apply) mostly repeat rank 0's backward pass. Call those ops, and the
- * shard-of-rank collectives (whose in-place share reads the rank: inplace_share), *varying*;
- * every other op has the same accesses on every rank (buffer, bytes, read and overwrite flags)
- * and the same in-place share. The end state is the same on every rank (the forward facts are
- * rank 0's: predict_rank_shared), and so are the refused ops.
+ * plan_offsets_apply) mostly repeat rank 0's backward pass ("rank 0": the base whose pass
+ * records; rank r: any other rank that shares its ops). Call those ops (vary, less the
+ * collectives that are the same op on every rank all the same: coll_alike) *varying*; every
+ * other op has the same accesses on every rank (buffer, bytes, read and overwrite flags) and,
+ * but for the shard-of-rank collectives (whose in-place share reads the rank: inplace_share),
+ * the same in-place share. The end state is the same on every rank (the forward facts are rank
+ * 0's: predict_rank_shared), and so are the refused ops, which neither pass looks at.
  *
- * Claim: if at every varying op v the need sets of the buffers v accesses, after v (in the
- * backward sense: the needs before v in program order), are on rank r what they are on rank 0,
- * then rank r's need sets and running total equal rank 0's before and after every op, and its
- * B(i) equals rank 0's at every op that is not varying. By induction down the ops: at the end
- * they are equal; an op that is not varying does the same thing to the same state; a varying
- * op touches only its own buffers' sets, which are equal after it by the premise, and the
- * total after it is the total before it less those sets' totals before plus their totals after
- * (apply_accesses: the overwrites shrink, then the reads grow; no step saturates where rank 0's
- * floor is within 2^63-1, which bounds every total rank 0 passes through), the same on both.
+ * Windows. Rank 0's pass marks buffers *open*, going down the ops: a varying op opens each
+ * buffer it reads or overwrites (its set after the op may be another on rank r), an op that
+ * reads or overwrites a whole view of an open buffer closes it (the set after it is then the
+ * whole buffer, or what the op itself reads of it: the same on every rank where the bytes
+ * needed lie inside the buffer, and rank r checks that they are), and an alloc or free of an
+ * open buffer closes it (both sets empty). An *event* is a varying op, an op that touches an
+ * open buffer, a shard-of-rank collective while some buffer is open, or an alloc or free that
+ * closes one; the other ops while some buffer is open lie in *gaps*, one between two events.
  *
- * So rank 0's pass (floor_rank_record) keeps, for each varying op, its running total and the
- * need sets of its buffers before and after it, and the largest B(i) of the other ops (the
- * first op reaching it, as the pass's >= keeps it); rank r (floor_rank_shared) redoes only the
- * varying ops, on rank 0's sets before each, with its own views and rank, and checks the
- * premise against rank 0's sets after each. Where it fails (an offset that changes what is
- * needed afterwards: test_compact.c's offsets_move_the_floor) the rank takes the whole pass.
- * A shard-of-rank collective whose views do not vary reads the rank alone, in its in-place
- * share, from sets that are rank 0's wherever the premise holds: rank 0's pass works out its
- * B for every rank of the world at once and keeps each rank's largest (no event, no set).
- * On the training schedule of tests/bench/gen.c 3 ops in 22 vary and the premise holds: the
- * optimizer's slice is written, not read, and the all_gather reads the whole buffer. */
+ * Claim: let D be rank r's running total less rank 0's. If, after every event (in the
+ * backward sense: the needs before it in program order), each buffer whose set on rank r is
+ * not rank 0's is open on rank 0, then before and after every op rank r's sets of the buffers
+ * that are not open are rank 0's; D is 0 where no buffer is open and
+ * constant over each gap; and at every op that is no event B_r(i) = B_0(i) + D, where D is
+ * that of the op's gap (0 outside the windows).
+ *
+ * Induction down the ops. At the end nothing is open and the sets are equal (D = 0). An op
+ * that is no event touches only buffers that are not open, whose sets are equal: it does the
+ * same thing to them on both ranks (same accesses), so the sets stay equal and both totals
+ * change by the same amount (D stays); its B is the total plus what its accesses add over
+ * those sets less the in-place share of its own send buffer, which is not open and, the op not
+ * being shard-of-rank inside a window, reads no rank: B_r = B_0 + D. An event changes the
+ * sets of its own buffers only; where a set after it is rank 0's the premise holds for it,
+ * where it is not, the premise says the buffer is open after it. No saturating step is taken
+ * where rank 0's floor is within 2^63-1, which bounds every total rank 0 passes through, and
+ * rank r stops where its own passes the bound.
+ *
+ * So rank 0's pass (floor_rank_record) keeps, for each event, its running total before it and
+ * the need sets of its buffers before and after it with whether each is open after it; for
+ * each gap its largest B (the first op reaching it, as the pass's >= keeps it); and the
+ * largest B of the ops that are no event outside the windows (`rest`). Rank r
+ * (floor_rank_shared) goes down the events with its own sets of the open buffers whose sets
+ * differ from rank 0's (rank 0's sets for the others, loaded), its total rank 0's plus D,
+ * works out each event's B itself with its own views and rank, and each gap's as rank 0's
+ * largest plus D: adding a constant keeps the gap's first op with its largest B first, and
+ * share_consider keeps the pass's choice among the events, gaps and rest (the largest, at the
+ * least op), so the op named is floor_pass's. After each event it checks the premise: each
+ * set equal to rank 0's after the op, or else open on rank 0 after it; where it fails (a
+ * window that closes on bytes that differ, test_compact.c's floor cases) the rank takes the
+ * whole pass. After an event, D is its total less rank 0's (rank 0's total before the event
+ * with its sets before replaced by those after). A shard-of-rank collective outside any window
+ * reads the rank alone, in its in-place share, from sets that are rank 0's: rank 0's pass works
+ * out its B for every rank of the world at once and keeps each rank's largest (no event, no
+ * set).
+ * On the training schedule of tests/bench/gen.c 3 ops in 22 vary and no window opens: the
+ * optimizer's slice is written, not read, and the all_gather reads the whole buffer. On the mix
+ * (gen.c's default) the all_reduce of `w[rank*s : s]` opens w and the all_gather, whose recv
+ * overwrites all of w, closes it: two events in a group of ten steps, no gap. */
 
 /* The record lives while every other rank runs and is RSS: on gen 1000000 training (100,000
  * varying ops, 50,000 shard-of-rank reduce_scatters) 88-byte events, 40-byte sets and rank 0's
@@ -370,7 +400,9 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
 typedef struct {
     uint32_t buf;
     uint8_t n[2];             /* its ranges (at most FLOOR_MAX_RANGES) or SHARE_AGAIN: before */
-} share_set;                  /* the op, after it */
+                              /* the op, after it */
+    bool open;                /* the buffer's window is open after the op (share_window) */
+} share_set;
 
 #define SHARE_AGAIN UINT8_MAX
 
@@ -388,7 +420,20 @@ typedef struct {
      * counts; where they are is the next of floor_share.views (plan_compute_views), so that
      * the other ranks read them and not the op (a cache miss each, at a million ops) */
     uint8_t n_reads, n_writes;
+    uint8_t flags;            /* SHARE_GAP, SHARE_CLEAR */
 } share_event;
+
+enum {
+    SHARE_GAP = 1,            /* the next of floor_share.gaps follows the event */
+    SHARE_CLEAR = 2,          /* an alloc or free of an open buffer: its set emptied, no B */
+};
+
+/* The ops between two events while a window is open, none touching an open buffer: their
+ * largest B on rank 0 and the first op with it (the pass's >=). */
+typedef struct {
+    uint64_t max;
+    uint32_t op;
+} share_gap;
 
 struct floor_share {
     bool ok;                  /* recorded, rank 0's floor within 2^63-1, every count fits */
@@ -412,6 +457,11 @@ struct floor_share {
     range *pool;
     size_t n_pool, cap_pool;
     size_t max_sets;          /* the most sets of one event */
+    share_gap *gaps;          /* in backward order, one for each event with SHARE_GAP */
+    size_t n_gaps, cap_gaps;
+    bool *open;               /* while recording: by buffer, its window is open */
+    size_t n_open;            /* while recording: how many are */
+    bool in_gap;              /* while recording: gaps[n_gaps - 1] follows the last event */
 };
 
 static void share_free(floor_share *s) {
@@ -424,6 +474,8 @@ static void share_free(floor_share *s) {
     free(s->pool);
     free(s->shard);
     free(s->shard_op);
+    free(s->gaps);
+    free(s->open);
     free(s);
 }
 
@@ -475,6 +527,7 @@ static share_event *share_before(floor_share *s, const floor_state *f, const flo
     share_grow((void **)&s->events, &s->cap_events, s->n_events + 1, sizeof *s->events);
     share_event *e = &s->events[s->n_events++];
     *e = (share_event){.total = f->total, .op = (uint32_t)op};
+    s->in_gap = false;
     s->ok = s->ok && op <= UINT32_MAX && m < UINT8_MAX;
     for (size_t k = 0; k < m; k++) {
         bool seen = false;
@@ -492,11 +545,46 @@ static share_event *share_before(floor_share *s, const floor_state *f, const flo
     return e;
 }
 
-/* The sets of the last event after its op (what the other ranks check). */
-static void share_after(floor_share *s, const floor_state *f) {
+/* Whether buffer b's window is open after an op with accesses fa[0..m) (the rule of the
+ * comment above floor_share): it opens where a varying op reads or overwrites b, and closes
+ * where a whole view of b is read or overwritten. open: it was open before the op. */
+static bool share_window(const floor_access *fa, size_t m, uint32_t b, bool open, bool varying) {
+    bool changes = false, whole = false;
+    for (size_t k = 0; k < m; k++)
+        if (fa[k].buf == b && (fa[k].read || fa[k].overwrite)) {
+            changes = true;
+            whole = whole || fa[k].whole;
+        }
+    return (open || (varying && changes)) && !whole;
+}
+
+/* The sets of the last event after its op (what the other ranks check), and its buffers'
+ * windows after it (fa[0..m): the op's accesses; varying: the op is one of vary). */
+static void share_after(floor_share *s, const floor_state *f, const floor_access *fa, size_t m,
+                        bool varying) {
     const share_event *e = &s->events[s->n_events - 1];
-    for (size_t k = s->n_sets - e->n; k < s->n_sets; k++)
-        s->sets[k].n[1] = share_keep(s, s->sets[k].buf, &f->need[s->sets[k].buf]);
+    for (size_t k = s->n_sets - e->n; k < s->n_sets; k++) {
+        share_set *ss = &s->sets[k];
+        ss->n[1] = share_keep(s, ss->buf, &f->need[ss->buf]);
+        bool was = s->open[ss->buf];
+        ss->open = !(e->flags & SHARE_CLEAR) && share_window(fa, m, ss->buf, was, varying);
+        s->open[ss->buf] = ss->open;
+        s->n_open = s->n_open - was + ss->open;
+    }
+}
+
+/* An op that is no event, its B here, while a window is open: into the gap after the last
+ * event (the first op reaching its largest B, as the pass's >= keeps it). */
+static void share_gap_op(floor_share *s, uint64_t here, size_t op) {
+    if (!s->in_gap) {
+        share_grow((void **)&s->gaps, &s->cap_gaps, s->n_gaps + 1, sizeof *s->gaps);
+        s->ok = s->ok && op <= UINT32_MAX;
+        s->gaps[s->n_gaps++] = (share_gap){here, (uint32_t)op};
+        s->events[s->n_events - 1].flags |= SHARE_GAP;
+        s->in_gap = true;
+    } else if (here >= s->gaps[s->n_gaps - 1].max) {
+        s->gaps[s->n_gaps - 1] = (share_gap){here, (uint32_t)op};
+    }
 }
 
 /* The pass's choice: the largest B, at the first op that has it (the end: SIZE_MAX, last). */
@@ -505,6 +593,26 @@ static void share_consider(uint64_t here, size_t op, uint64_t *best, size_t *bes
         *best = here;
         *best_op = op;
     }
+}
+
+/* A collective of vary that is the same op on every rank all the same: both views whole (no
+ * offset written, none that plan_offsets_apply could move) and an in-place flag that NCCL's rule
+ * gives every rank alike (a broadcast or all_reduce of one buffer: plan_offsets lists every
+ * same-buffer collective, as a reduce_scatter's flag may differ). Only collectives: an op of
+ * vary that some rank lacks is a compute (the group's members). */
+static bool coll_alike(const plan_op *op, int world) {
+    const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
+    if (op->kind != OP_COLL || !s->whole || !r->whole)
+        return false;
+    if (s->buf != r->buf)
+        return true;   /* never in place */
+    int64_t (*minus)(uint64_t, int) = ml_colls[op->u.coll.coll].inplace_recv_minus_send;
+    uint64_t count = plan_coll_count(op);
+    bool first = !minus(count, 0);   /* the views' offsets are equal (0): in place iff 0 */
+    for (int k = 1; k < world; k++)
+        if (!minus(count, k) != first)
+            return false;
+    return true;
 }
 
 /* The backward pass. rec non-NULL: rank 0's, recording into it (vary[0..n_vary): the ops that
@@ -538,8 +646,17 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
              * needed: either way nothing of this name is needed across the op. */
             uint32_t b = op->kind == OP_ALLOC ? op->u.alloc.buf : op->u.free.buf;
             if (b < f.n_bufs) {
+                /* rec: an open window closes here, both sets empty: an event, so that the
+                 * other ranks drop their own set of b from their running total */
+                bool close = rec && rec->open[b];
+                if (close) {
+                    const floor_access one = {.buf = b};
+                    share_before(rec, &f, &one, 1, i)->flags |= SHARE_CLEAR;
+                }
                 f.total = ml_bytes_sub(f.total, f.need[b].total);
                 set_clear(&f.need[b]);
+                if (close)
+                    share_after(rec, &f, NULL, 0, false);
             }
             continue;
         }
@@ -553,15 +670,23 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
             fa = ml_xrealloc(fa, fa_cap * sizeof *fa);
         }
         size_t m = floor_accesses(&f, acc, n, fa);
-        share_event *ev = NULL;   /* rec: the op's, where its views may differ on other ranks */
-        bool shard = false;       /* rec: a shard-of-rank collective that does not vary */
+        share_event *ev = NULL;   /* rec: the op's, where it varies or is in a window */
+        bool varying = false;     /* rec: one of vary */
+        bool shard = false;       /* rec: a shard-of-rank collective that does not vary, while
+                                     no window is open */
         if (rec) {
             while (cur > 0 && vary[cur - 1] > i)
                 cur--;
-            if (cur > 0 && vary[cur - 1] == i)
+            varying = cur > 0 && vary[cur - 1] == i && !coll_alike(op, rec->world);
+            bool of_rank = !varying && op->kind == OP_COLL &&
+                           ml_colls[op->u.coll.coll].flow.shard_of_rank;
+            bool in_window = of_rank && rec->n_open;
+            for (size_t k = 0; k < m && rec->n_open && !in_window; k++)
+                in_window = rec->open[fa[k].buf];
+            if (varying || in_window)
                 ev = share_before(rec, &f, fa, m, i);
             else
-                shard = op->kind == OP_COLL && ml_colls[op->u.coll.coll].flow.shard_of_rank;
+                shard = of_rank;
         }
         uint64_t here;
         ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
@@ -584,14 +709,16 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
             best = here;
             best_op = i;
         }
-        if (rec && !ev && !shard && (!rec->has_rest || here >= rec->rest)) {
+        if (rec && !ev && !shard && rec->n_open) {
+            share_gap_op(rec, here, i);
+        } else if (rec && !ev && !shard && (!rec->has_rest || here >= rec->rest)) {
             rec->has_rest = true;
             rec->rest = here;
             rec->rest_op = i;
         }
         apply_accesses(&f, fa, m);
         if (ev)
-            share_after(rec, &f);
+            share_after(rec, &f, fa, m, varying);
     }
     free(fa);
     for (uint32_t k = 0; k < f.n_bufs; k++)
@@ -602,6 +729,8 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
     if (rec) {
         free(rec->last);   /* floor_rank_shared keeps its own */
         rec->last = NULL;
+        free(rec->open);
+        rec->open = NULL;
         rec->n_ops = p->n_ops;
         rec->ok = rec->ok && best <= ML_BYTES_MAX;
     }
@@ -624,6 +753,7 @@ uint64_t floor_rank_record(const rank_plan *p, floor_forward *fw, const size_t *
      * growing by copies cost a tenth of the recording pass at 100,000 steps */
     share_grow((void **)&s->events, &s->cap_events, n_vary + 64, sizeof *s->events);
     s->last = ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *s->last);
+    s->open = ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *s->open);
     share_grow((void **)&s->sets, &s->cap_sets, 2 * n_vary + 64, sizeof *s->sets);
     share_grow((void **)&s->pool, &s->cap_pool, 4 * n_vary + 64, sizeof *s->pool);
     return floor_pass(p, fw, fw->share, vary, n_vary, at_op);
@@ -644,16 +774,38 @@ static void share_load(const range *pool, uint32_t n, range *slot, range_set *r)
     *r = (range_set){slot, n, SHARE_SLOT, total};
 }
 
+/* Sum of n ranges' lengths (within a buffer's bytes: no wrap). */
+static uint64_t ranges_total(const range *r, uint32_t n) {
+    uint64_t t = 0;
+    for (uint32_t k = 0; k < n; k++)
+        t += r[k].hi - r[k].lo;
+    return t;
+}
+
+/* a + d, d signed: the bound's saturation of ml_bytes_add, 0 below (never reached where the
+ * totals are exact: a B is at least the needs it counts). */
+static uint64_t add_signed(uint64_t a, int64_t d) {
+    uint64_t out;
+    if (d >= 0) {
+        ml_bytes_add(a, (uint64_t)d, &out);
+        return out;
+    }
+    return ml_bytes_sub(a, (uint64_t)-(d + 1) + 1);
+}
+
 bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *floor,
                        size_t *at_op) {
     const floor_share *s = fw->share;
     if (!s || !s->ok || s->n_ops != p->n_ops || p->rank < 0 || p->rank >= s->world)
         return false;
-    /* only the sets of one event's buffers are ever loaded: need[b] points into slots for
-     * them, and is empty again after the event (no set of its own, nothing to free) */
+    /* need[b] points into slots for the event's buffers whose sets are rank 0's (loaded, empty
+     * again after the event: no set of its own), and into own[b] for those whose sets differ
+     * from rank 0's inside an open window (kept across events: diverged[b]) */
     floor_state f = {.n_bufs = p->s->syms[SYM_BUFFER].n};
     f.need = ml_xcalloc(f.n_bufs + 1, sizeof *f.need);
     range *slots = ml_xmalloc((s->max_sets ? s->max_sets : 1) * SHARE_SLOT * sizeof *slots);
+    bool *diverged = NULL;    /* by buffer; allocated at the first buffer that diverges */
+    range **own = NULL;       /* by buffer: SHARE_SLOT ranges, allocated once, reused */
     uint64_t best = s->end;
     size_t best_op = SIZE_MAX;
     if (s->has_rest)
@@ -668,59 +820,104 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
     bool same = true;
     const share_set *sets = s->sets;   /* the next event's, its ranges from pool[at] */
     const uint32_t *views = s->views;  /* the next compute event's */
+    const share_gap *gaps = s->gaps;   /* the next SHARE_GAP event's */
     size_t at = 0;
+    int64_t diff = 0;         /* this rank's running total less rank 0's, between events */
     share_last *last = ml_xcalloc(f.n_bufs + 1, sizeof *last);
     for (size_t k = 0; k < s->n_events && same; k++) {
         const share_event *e = &s->events[k];
+        uint64_t base_before = 0, base_after = 0;   /* rank 0's sets' totals, the event's */
         for (size_t j = 0; j < e->n; j++) {
             uint32_t nr;
             const range *r = share_ranges(s, last, sets[j].buf, sets[j].n[0], &at, &nr);
+            if (diverged && diverged[sets[j].buf]) {
+                base_before += ranges_total(r, nr);
+                continue;
+            }
             share_load(r, nr, slots + j * SHARE_SLOT, &f.need[sets[j].buf]);
+            base_before += f.need[sets[j].buf].total;
         }
-        f.total = e->total;
-        bool compute = e->n_reads + e->n_writes > 0;
-        const plan_op *op = &p->ops[e->op];   /* read only where not a compute */
-        plan_access fixed[PLAN_FIXED_ACCESSES];
-        const plan_access *acc;
-        size_t n = compute ? plan_compute_accesses(p->extra_views + *views++, e->n_reads,
-                                                   e->n_writes, &acc, &dyn)
-                           : plan_op_accesses(p, op, fixed, &acc, &dyn);
-        if (n > fa_cap) {
-            fa_cap = n;
-            fa = ml_xrealloc(fa, fa_cap * sizeof *fa);
+        f.total = add_signed(e->total, diff);
+        if (e->flags & SHARE_CLEAR) {   /* one set: both sides empty it */
+            f.total = ml_bytes_sub(f.total, f.need[sets[0].buf].total);
+            set_clear(&f.need[sets[0].buf]);
+        } else {
+            bool compute = e->n_reads + e->n_writes > 0;
+            const plan_op *op = &p->ops[e->op];   /* read only where not a compute */
+            plan_access fixed[PLAN_FIXED_ACCESSES];
+            const plan_access *acc;
+            size_t n = compute ? plan_compute_accesses(p->extra_views + *views++, e->n_reads,
+                                                       e->n_writes, &acc, &dyn)
+                               : plan_op_accesses(p, op, fixed, &acc, &dyn);
+            if (n > fa_cap) {
+                fa_cap = n;
+                fa = ml_xrealloc(fa, fa_cap * sizeof *fa);
+            }
+            size_t m = floor_accesses(&f, acc, n, fa);
+            /* every buffer the op touches here is one rank 0's touched (the same op but for
+             * its views' offsets and in-place flag): else the sets loaded are not all it reads */
+            for (size_t a = 0; a < m && same; a++) {
+                bool known = false;
+                for (size_t j = 0; j < e->n && !known; j++)
+                    known = sets[j].buf == fa[a].buf;
+                same = known;
+            }
+            if (same) {
+                uint64_t here;
+                ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
+                if (!compute && op->kind == OP_COLL)
+                    here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
+                share_consider(here, e->op, &best, &best_op);
+                apply_accesses(&f, fa, m);
+            }
         }
-        size_t m = floor_accesses(&f, acc, n, fa);
-        /* every buffer the op touches here is one rank 0's touched (the same op but for its
-         * views' offsets and in-place flag): else the sets loaded are not all it reads */
-        for (size_t a = 0; a < m && same; a++) {
-            bool known = false;
-            for (size_t j = 0; j < e->n && !known; j++)
-                known = sets[j].buf == fa[a].buf;
-            same = known;
-        }
-        if (same) {
-            uint64_t here;
-            ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
-            if (!compute && op->kind == OP_COLL)
-                here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
-            share_consider(here, e->op, &best, &best_op);
-            /* the premise: the sets after the op are rank 0's (a view that moved but changes
-             * no set, as the optimizer's slice written, leaves them as loaded) */
-            apply_accesses(&f, fa, m);
-            for (size_t j = 0; j < e->n && same; j++) {
-                const range_set *r = &f.need[sets[j].buf];
-                uint32_t nr;
-                const range *want = share_ranges(s, last, sets[j].buf, sets[j].n[1], &at, &nr);
-                same = r->n == nr && (!nr || !memcmp(r->r, want, nr * sizeof *want));
+        /* each set after the op: rank 0's (a view that moved but changes no set, as the
+         * optimizer's slice written, leaves it as loaded), or else its window still open,
+         * where this rank keeps its own set to the next event on the buffer */
+        for (size_t j = 0; j < e->n && same; j++) {
+            uint32_t b = sets[j].buf, nr;
+            range_set *r = &f.need[b];
+            const range *want = share_ranges(s, last, b, sets[j].n[1], &at, &nr);
+            base_after += ranges_total(want, nr);
+            bool equal = r->n == nr && (!nr || !memcmp(r->r, want, nr * sizeof *want));
+            bool was = diverged && diverged[b];
+            if (equal && was) {
+                diverged[b] = false;
+            } else if (!equal && !sets[j].open) {
+                same = false;   /* not converged where rank 0's window closed */
+            } else if (!equal && !was) {
+                if (!diverged) {
+                    diverged = ml_xcalloc(f.n_bufs + 1, sizeof *diverged);
+                    own = ml_xcalloc(f.n_bufs + 1, sizeof *own);
+                }
+                if (!own[b])
+                    own[b] = ml_xmalloc(SHARE_SLOT * sizeof *own[b]);
+                memcpy(own[b], r->r, r->n * sizeof *r->r);
+                *r = (range_set){own[b], r->n, SHARE_SLOT, r->total};
+                diverged[b] = true;
             }
         }
         for (size_t j = 0; j < e->n; j++)
-            f.need[sets[j].buf] = (range_set){0};
+            if (!diverged || !diverged[sets[j].buf])
+                f.need[sets[j].buf] = (range_set){0};
+        /* rank 0's total after the op: its total before, its sets' before replaced by after
+         * (every total is within 2^63-1 where s->ok, and so is this rank's, or it stops) */
+        uint64_t base_total = e->total - base_before + base_after;
+        same = same && f.total <= ML_BYTES_MAX && base_total <= ML_BYTES_MAX;
+        diff = (int64_t)f.total - (int64_t)base_total;
+        if (same && (e->flags & SHARE_GAP)) {   /* the gap's ops: rank 0's B plus diff */
+            share_consider(add_signed(gaps->max, diff), gaps->op, &best, &best_op);
+            gaps++;
+        }
         sets += e->n;
     }
     free(fa);
     free(last);
     free(slots);
+    for (uint32_t b = 0; own && b <= f.n_bufs; b++)
+        free(own[b]);
+    free(own);
+    free(diverged);
     free(f.need);
     free(scratch.r);
     ml_vec_free(&dyn);

@@ -441,10 +441,63 @@ static void compact_path_changes_nothing(void **state) {
  * at: each rank's floor and its op, worked out by hand (0: only compared with floor_rank). */
 typedef struct {
     const char *yaml;
-    bool short_way;
+    const char *short_way;   /* ranks 1-3: 's' the short way answers, 'f' the whole pass */
     uint64_t floor[4];
     size_t at[4];
 } floor_case;
+
+/* Windows of the short way (floor.c: a varying op opens a buffer it reads or overwrites; a whole
+ * view read or overwritten, an alloc or a free closes it), float32, world 4. */
+static const char *const window_yaml[] = {
+    /* mix: gen.c's group (tests/bench/gen.c, MIX_GROUP) as ranks 1-3 have it (no compute),
+     * w 16 floats (64 B), g 4 (16 B), s = 4. Backward: the broadcast reads g: 16 (op 5, the
+     * same op on every rank: coll_alike); the all_reduce reads w[4r, 4r + 4): 32 (op 4), and
+     * opens w; the all_gather overwrites all of w (48 more) and reads g, needed already: 80
+     * (op 3), and closes w (empty after it on every rank); the reduce_scatter reads w: 80, less
+     * the rank's send slot, not needed: 64 (op 2). */
+    "world: 4\nsteps:\n  - alloc: {buf: w, count: 16}\n  - alloc: {buf: g, count: 4}\n"
+    "  - reduce_scatter: {send: w, recv: g, op: sum}\n  - all_gather: {send: g, recv: w}\n"
+    "  - all_reduce: {buf: 'w[rank*4 : 4]', op: max}\n  - broadcast: {buf: g, root: 3}\n"
+    "  - free: [w, g]\n",
+    /* gap: the compute reads x[0, 16 B): 16 (op 4); the scale of x[16r, 16r + 16) adds
+     * nothing on rank 0 (16) and 16 bytes elsewhere (32, op 3): D = 16 from there; the scale
+     * of y (128 B) is a gap op: 144 on rank 0, 160 = 144 + D on the others (op 2); x's window
+     * closes at its alloc (op 0). */
+    "world: 4\nsteps:\n  - alloc: {buf: x, count: 16}\n  - alloc: {buf: y, count: 32}\n"
+    "  - scale: {buf: y, by: 2}\n  - scale: {buf: 'x[rank*4 : 4]', by: 2}\n"
+    "  - compute: {reads: ['x[0 : 4]']}\n  - free: [x, y]\n",
+    /* never converges: the scale reads x[64r, 64r + 80) (past x's 256 bytes on rank 3 only);
+     * the all_reduce reads all of x and closes the window: x whole after it on ranks 0-2, on
+     * rank 3 x[0, 272): rank 3 takes the whole pass, floor 272 at the all_reduce (op 1); the
+     * others 256 there. */
+    "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n  - all_reduce: {buf: x}\n"
+    "  - scale: {buf: 'x[rank*16 : 20]', by: 2}\n  - free: x\n",
+    /* tie: z's scale (48 B, op 8) is rest, before any window; the compute reads x[0, 16): 16
+     * (op 4); the scale of x's slice opens x, D = 16 off rank 0 (op 3); the scale of y (16 B)
+     * is a gap op: 32 on rank 0, 48 on the others (op 2), equal to z's: the first op, op 2,
+     * is named there, op 8 on rank 0. */
+    "world: 4\nsteps:\n  - alloc: {buf: x, count: 16}\n  - alloc: {buf: y, count: 4}\n"
+    "  - scale: {buf: y, by: 2}\n  - scale: {buf: 'x[rank*4 : 4]', by: 2}\n"
+    "  - compute: {reads: ['x[0 : 4]']}\n  - free: [x, y]\n  - alloc: {buf: z, count: 12}\n"
+    "  - scale: {buf: z, by: 2}\n  - free: z\n",
+    /* shard of rank in a window: the compute reads x[0, 16), z[0, 16) and y: 48 (op 5); the
+     * scale of x's slice: 48 on rank 0, 64 elsewhere (D = 16, op 4); the reduce_scatter (op 3)
+     * inside x's window reads z (48 more): 96 on rank 0, whose send slot z[0, 16) is needed
+     * (no share), 112 elsewhere less the slot's 16: 96 on every rank, an event (rank 0's
+     * share plus D would give 112, the share on rank 0's sets without D 80). */
+    "world: 4\nsteps:\n  - alloc: {buf: x, count: 16}\n  - alloc: {buf: y, count: 4}\n"
+    "  - alloc: {buf: z, count: 16}\n  - reduce_scatter: {send: z, recv: y}\n"
+    "  - scale: {buf: 'x[rank*4 : 4]', by: 2}\n"
+    "  - compute: {reads: ['x[0 : 4]', 'z[0 : 4]', y]}\n  - free: [x, y, z]\n",
+    /* refused in a window: the reduce_scatter (16 floats into 5) is refused and touches x,
+     * open from the scale: neither pass looks at it. Backward: the compute reads x[0, 16):
+     * 16 (op 5); the scale (op 4): 16 on rank 0 (the first op with it), 32 elsewhere. */
+    "world: 4\nsteps:\n  - alloc: {buf: x, count: 16}\n  - alloc: {buf: b, count: 5}\n"
+    "  - expect_error: {name: e, error: size_mismatch,\n"
+    "                   step: {reduce_scatter: {send: x, recv: b}}}\n"
+    "  - scale: {buf: 'x[rank*4 : 4]', by: 2}\n"
+    "  - compute: {reads: ['x[0 : 4]']}\n  - free: [x, b]\n",
+};
 
 static void floor_short_way(void **state) {
     (void)state;
@@ -455,17 +508,26 @@ static void floor_short_way(void **state) {
          * needed after it: on ranks 1-3 (256), not on rank 0 (320). The scale (op 2) reads a
          * slice of x, all needed already: 256, the first op with the ranks' 256. The scale
          * moves on each rank and is redone; the sets after it (x whole) are rank 0's. */
-        {cases[4].yaml, true, {320, 256, 256, 256}, {3, 2, 2, 2}},
+        {cases[4].yaml, "sss", {320, 256, 256, 256}, {3, 2, 2, 2}},
         /* offsets_only_fsdp: the all_gather's send slice lies in its recv, which it reads, and
          * the optimizer's slice is written, not read: each rank's sets after them are rank 0's */
-        {cases[1].yaml, true, {0}, {0}},
+        {cases[1].yaml, "sss", {0}, {0}},
         /* offsets_move_the_floor: the compute's read x[rank : 16] leaves other bytes needed on
-         * each rank: the whole pass, floors 128 on rank 0 and 192 on the others */
-        {cases[3].yaml, false, {128, 192, 192, 192}, {1, 1, 1, 1}},
-        /* offsets_index_and_in_place: rank 0's in-place flag differs */
-        {cases[2].yaml, false, {0}, {0}},
+         * each rank: x's window opens at the compute and stays open through the scale (a
+         * slice) to the alloc, where both sets are empty: floors 128 on rank 0 and 192 on the
+         * others, each rank's own sets through the window */
+        {cases[3].yaml, "sss", {128, 192, 192, 192}, {1, 1, 1, 1}},
+        /* offsets_index_and_in_place: rank 0's in-place flag differs; every op but the
+         * allocs and frees varies, x's and y's windows stay open to their allocs */
+        {cases[2].yaml, "sss", {0}, {0}},
         /* fsdp_groups_reuse_names: as offsets_only_fsdp, through sets kept once */
-        {cases[ML_ARRAY_LEN(cases) - 1].yaml, true, {0}, {0}},
+        {cases[ML_ARRAY_LEN(cases) - 1].yaml, "sss", {0}, {0}},
+        {window_yaml[0], "sss", {80, 80, 80, 80}, {3, 3, 3, 3}},
+        {window_yaml[1], "sss", {144, 160, 160, 160}, {2, 2, 2, 2}},
+        {window_yaml[2], "ssf", {256, 256, 256, 272}, {1, 1, 1, 1}},
+        {window_yaml[3], "sss", {48, 48, 48, 48}, {8, 2, 2, 2}},
+        {window_yaml[4], "sss", {96, 96, 96, 96}, {3, 3, 3, 3}},
+        {window_yaml[5], "sss", {16, 32, 32, 32}, {4, 4, 4, 4}},
     };
     assert_string_equal(cases[4].name, "shard_slot_read_on_rank_0");
     assert_string_equal(cases[1].name, "offsets_only_fsdp");
@@ -484,8 +546,14 @@ static void floor_short_way(void **state) {
         const size_t *vary = plan_offsets_ops(po, &n_vary);
         assert_true(n_vary > 0);
         floor_forward *fw = floor_forward_new(&r.plans[0]);
-        for (size_t i = 0; i < r.plans[0].n_ops; i++)
-            floor_forward_op(fw, &r.plans[0], i, false);
+        const sched_step *wrapped = NULL;   /* the op an expect_error wraps, as floor_rank */
+        for (size_t i = 0; i < r.plans[0].n_ops; i++) {
+            const plan_op *op = &r.plans[0].ops[i];
+            bool refused = wrapped && op->step == wrapped;
+            if (!refused)
+                wrapped = op->kind == OP_EXPECT_BEGIN ? op->step->u.expect_error.step : NULL;
+            floor_forward_op(fw, &r.plans[0], i, refused);
+        }
         size_t at0, at_full;
         assert_int_equal(floor_rank_record(&r.plans[0], fw, vary, n_vary, &at0),
                          floor_rank(&r.plans[0], &at_full));
@@ -498,8 +566,9 @@ static void floor_short_way(void **state) {
                 assert_int_equal(at_full, fc[c].at[k]);
             }
             if (k > 0) {
-                assert_int_equal(floor_rank_shared(&r.plans[k], fw, &got, &at), fc[c].short_way);
-                if (fc[c].short_way) {
+                bool short_way = fc[c].short_way[k - 1] == 's';
+                assert_int_equal(floor_rank_shared(&r.plans[k], fw, &got, &at), short_way);
+                if (short_way) {
                     assert_int_equal(got, full);
                     assert_int_equal(at, at_full);
                 }
