@@ -426,6 +426,7 @@ typedef struct {
 enum {
     SHARE_GAP = 1,            /* the next of floor_share.gaps follows the event */
     SHARE_CLEAR = 2,          /* an alloc or free of an open buffer: its set emptied, no B */
+    SHARE_SWEEP = 4,          /* share_sweeps: its sets no ranges, its B in the gap after it */
 };
 
 /* The ops between two events while a window is open, none touching an open buffer: their
@@ -460,6 +461,7 @@ struct floor_share {
     share_gap *gaps;          /* in backward order, one for each event with SHARE_GAP */
     size_t n_gaps, cap_gaps;
     bool *open;               /* while recording: by buffer, its window is open */
+    uint32_t n_bufs;          /* while recording: open's */
     size_t n_open;            /* while recording: how many are */
     bool in_gap;              /* while recording: gaps[n_gaps - 1] follows the last event */
 };
@@ -545,6 +547,12 @@ static share_event *share_before(floor_share *s, const floor_state *f, const flo
     return e;
 }
 
+/* Whether op's send buffer is open (its in-place share reads that buffer's set). */
+static bool has_send_open(const floor_share *s, const plan_op *op) {
+    const plan_view *v = &op->u.coll.send;
+    return v->buf != SCHED_NO_SYM && v->buf < s->n_bufs && v->count && s->open[v->buf];
+}
+
 /* Whether buffer b's window is open after an op with accesses fa[0..m) (the rule of the
  * comment above floor_share): it opens where a varying op reads or overwrites b, and closes
  * where a whole view of b is read or overwritten. open: it was open before the op. */
@@ -567,10 +575,63 @@ static void share_after(floor_share *s, const floor_state *f, const floor_access
         share_set *ss = &s->sets[k];
         ss->n[1] = share_keep(s, ss->buf, &f->need[ss->buf]);
         bool was = s->open[ss->buf];
-        ss->open = !(e->flags & SHARE_CLEAR) && share_window(fa, m, ss->buf, was, varying);
+        ss->open = (was || varying) && share_window(fa, m, ss->buf, was, varying);
         s->open[ss->buf] = ss->open;
         s->n_open = s->n_open - was + ss->open;
     }
+}
+
+/* Whether op, no varying op and not shard-of-rank, with accesses fa[0..m) touching some open
+ * buffer, closes every open buffer it touches through a whole view read or overwritten, the
+ * in-place share reading none of them: then on a rank whose sets of those buffers lie inside
+ * the whole views (floor_rank_shared checks it), each such set S has |S ∪ accessed| the
+ * accessed bytes and S after the op what the op reads of it, as on rank 0: its B is rank 0's
+ * plus the other open buffers' difference, the difference after it (a sweep: no sets kept). */
+static bool share_sweeps(const floor_share *s, const plan_op *op, const floor_access *fa,
+                         size_t m) {
+    if (op->kind == OP_COLL && has_send_open(s, op))
+        return false;
+    for (size_t k = 0; k < m; k++)
+        if (s->open[fa[k].buf] && share_window(fa, m, fa[k].buf, true, false))
+            return false;   /* stays open: no whole view read or overwritten */
+    return true;
+}
+
+/* A sweep event for op: a set (no ranges) for each open buffer of fa[0..m), each once, all
+ * closed. */
+static share_event *share_sweep(floor_share *s, const floor_access *fa, size_t m, size_t op) {
+    share_grow((void **)&s->events, &s->cap_events, s->n_events + 1, sizeof *s->events);
+    share_event *e = &s->events[s->n_events++];
+    *e = (share_event){.op = (uint32_t)op, .flags = SHARE_SWEEP};
+    s->in_gap = false;
+    s->ok = s->ok && op <= UINT32_MAX && m < UINT8_MAX;
+    for (size_t k = 0; k < m; k++) {
+        if (!s->open[fa[k].buf])
+            continue;   /* not open, or a view of a buffer already closed here */
+        share_grow((void **)&s->sets, &s->cap_sets, s->n_sets + 1, sizeof *s->sets);
+        s->sets[s->n_sets++] = (share_set){.buf = fa[k].buf};
+        s->open[fa[k].buf] = false;
+        s->n_open--;
+        e->n++;
+    }
+    return e;
+}
+
+/* The event of an alloc or free (op) of open buffer b: its set before, empty after, closed.
+ * Its own function: share_before and share_after stay inlined at their one call each. */
+static void share_clear(floor_share *s, const floor_state *f, uint32_t b, size_t op) {
+    share_grow((void **)&s->events, &s->cap_events, s->n_events + 1, sizeof *s->events);
+    s->events[s->n_events++] =
+        (share_event){.total = f->total, .op = (uint32_t)op, .n = 1, .flags = SHARE_CLEAR};
+    s->in_gap = false;
+    s->ok = s->ok && op <= UINT32_MAX;
+    share_grow((void **)&s->sets, &s->cap_sets, s->n_sets + 1, sizeof *s->sets);
+    share_set *ss = &s->sets[s->n_sets++];
+    *ss = (share_set){.buf = b};
+    ss->n[0] = share_keep(s, b, &f->need[b]);   /* n[1] 0: no ranges after */
+    s->open[b] = false;
+    s->n_open--;
+    s->max_sets = s->max_sets ? s->max_sets : 1;
 }
 
 /* An op that is no event, its B here, while a window is open: into the gap after the last
@@ -648,15 +709,10 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
             if (b < f.n_bufs) {
                 /* rec: an open window closes here, both sets empty: an event, so that the
                  * other ranks drop their own set of b from their running total */
-                bool close = rec && rec->open[b];
-                if (close) {
-                    const floor_access one = {.buf = b};
-                    share_before(rec, &f, &one, 1, i)->flags |= SHARE_CLEAR;
-                }
+                if (rec && rec->n_open && rec->open[b])
+                    share_clear(rec, &f, b, i);
                 f.total = ml_bytes_sub(f.total, f.need[b].total);
                 set_clear(&f.need[b]);
-                if (close)
-                    share_after(rec, &f, NULL, 0, false);
             }
             continue;
         }
@@ -671,6 +727,8 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
         }
         size_t m = floor_accesses(&f, acc, n, fa);
         share_event *ev = NULL;   /* rec: the op's, where it varies or is in a window */
+        share_event *sweep = NULL;   /* rec: the op's where it closes its windows (share_sweeps):
+                                        its B is rank 0's plus the difference after it */
         bool varying = false;     /* rec: one of vary */
         bool shard = false;       /* rec: a shard-of-rank collective that does not vary, while
                                      no window is open */
@@ -680,21 +738,27 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
             varying = cur > 0 && vary[cur - 1] == i && !coll_alike(op, rec->world);
             bool of_rank = !varying && op->kind == OP_COLL &&
                            ml_colls[op->u.coll.coll].flow.shard_of_rank;
-            bool in_window = of_rank && rec->n_open;
-            for (size_t k = 0; k < m && rec->n_open && !in_window; k++)
-                in_window = rec->open[fa[k].buf];
-            if (varying || in_window)
+            bool in_window = false;
+            if (rec->n_open) {
+                in_window = of_rank;
+                for (size_t k = 0; k < m && !in_window; k++)
+                    in_window = rec->open[fa[k].buf];
+            }
+            if (in_window && !varying && !of_rank && share_sweeps(rec, op, fa, m))
+                sweep = share_sweep(rec, fa, m, i);
+            else if (varying || in_window)
                 ev = share_before(rec, &f, fa, m, i);
             else
                 shard = of_rank;
         }
         uint64_t here;
         ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
-        if (ev && op->kind == OP_COMPUTE) {
+        if ((ev || sweep) && op->kind == OP_COMPUTE) {
+            share_event *e = ev ? ev : sweep;
             rec->ok = rec->ok && op->u.compute.n_reads <= UINT8_MAX &&
                       op->u.compute.n_writes <= UINT8_MAX;
-            ev->n_reads = (uint8_t)op->u.compute.n_reads;
-            ev->n_writes = (uint8_t)op->u.compute.n_writes;
+            e->n_reads = (uint8_t)op->u.compute.n_reads;
+            e->n_writes = (uint8_t)op->u.compute.n_writes;
             share_grow((void **)&rec->views, &rec->cap_views, rec->n_views + 1,
                        sizeof *rec->views);
             rec->views[rec->n_views++] = op->u.compute.first_view;
@@ -709,7 +773,7 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
             best = here;
             best_op = i;
         }
-        if (rec && !ev && !shard && rec->n_open) {
+        if (rec && !ev && !shard && rec->n_open) {   /* a sweep's: after its closes */
             share_gap_op(rec, here, i);
         } else if (rec && !ev && !shard && (!rec->has_rest || here >= rec->rest)) {
             rec->has_rest = true;
@@ -754,6 +818,7 @@ uint64_t floor_rank_record(const rank_plan *p, floor_forward *fw, const size_t *
     share_grow((void **)&s->events, &s->cap_events, n_vary + 64, sizeof *s->events);
     s->last = ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *s->last);
     s->open = ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *s->open);
+    s->n_bufs = p->s->syms[SYM_BUFFER].n;
     share_grow((void **)&s->sets, &s->cap_sets, 2 * n_vary + 64, sizeof *s->sets);
     share_grow((void **)&s->pool, &s->cap_pool, 4 * n_vary + 64, sizeof *s->pool);
     return floor_pass(p, fw, fw->share, vary, n_vary, at_op);
@@ -793,6 +858,49 @@ static uint64_t add_signed(uint64_t a, int64_t d) {
     return ml_bytes_sub(a, (uint64_t)-(d + 1) + 1);
 }
 
+/* A sweep event e (share_sweeps) on rank p, its closed buffers' sets at sets: each set this
+ * rank keeps of its own (diverged) must lie inside the op's whole view of the buffer; it is
+ * then rank 0's after the op, and leaves the difference *diff. False where one does not. */
+static bool share_swept(const rank_plan *p, const share_event *e, const share_set *sets,
+                        const uint32_t **views, floor_state *f, bool *diverged,
+                        const uint64_t *base_tot, floor_access **fa, size_t *fa_cap, ml_vec *dyn,
+                        int64_t *diff) {
+    bool compute = e->n_reads + e->n_writes > 0;
+    const uint32_t *first = compute ? (*views)++ : NULL;   /* taken whatever the sets say */
+    bool any = false;
+    for (size_t j = 0; j < e->n && !any; j++)
+        any = diverged && diverged[sets[j].buf];
+    if (!any)   /* this rank's sets of them are rank 0's: nothing changes */
+        return true;
+    plan_access fixed[PLAN_FIXED_ACCESSES];
+    const plan_access *acc;
+    size_t n = compute ? plan_compute_accesses(p->extra_views + *first, e->n_reads, e->n_writes,
+                                               &acc, dyn)
+                       : plan_op_accesses(p, &p->ops[e->op], fixed, &acc, dyn);
+    if (n > *fa_cap) {
+        *fa_cap = n;
+        *fa = ml_xrealloc(*fa, *fa_cap * sizeof **fa);
+    }
+    size_t m = floor_accesses(f, acc, n, *fa);
+    for (size_t j = 0; j < e->n; j++) {
+        uint32_t b = sets[j].buf;
+        if (!diverged[b])
+            continue;
+        range_set *r = &f->need[b];
+        bool inside = false;   /* inside one whole view of b that the op reads or overwrites */
+        for (size_t a = 0; a < m && !inside; a++)
+            inside = (*fa)[a].buf == b && (*fa)[a].whole &&
+                     ((*fa)[a].read || (*fa)[a].overwrite) &&
+                     (!r->n || (r->r[0].lo >= (*fa)[a].lo && r->r[r->n - 1].hi <= (*fa)[a].hi));
+        if (!inside)
+            return false;
+        *diff -= (int64_t)r->total - (int64_t)base_tot[b];   /* both within 2^63-1 */
+        diverged[b] = false;
+        *r = (range_set){0};
+    }
+    return true;
+}
+
 bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *floor,
                        size_t *at_op) {
     const floor_share *s = fw->share;
@@ -806,6 +914,7 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
     range *slots = ml_xmalloc((s->max_sets ? s->max_sets : 1) * SHARE_SLOT * sizeof *slots);
     bool *diverged = NULL;    /* by buffer; allocated at the first buffer that diverges */
     range **own = NULL;       /* by buffer: SHARE_SLOT ranges, allocated once, reused */
+    uint64_t *base_tot = NULL;   /* by diverged buffer: rank 0's set's total */
     uint64_t best = s->end;
     size_t best_op = SIZE_MAX;
     if (s->has_rest)
@@ -826,18 +935,25 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
     share_last *last = ml_xcalloc(f.n_bufs + 1, sizeof *last);
     for (size_t k = 0; k < s->n_events && same; k++) {
         const share_event *e = &s->events[k];
-        uint64_t base_before = 0, base_after = 0;   /* rank 0's sets' totals, the event's */
-        for (size_t j = 0; j < e->n; j++) {
-            uint32_t nr;
-            const range *r = share_ranges(s, last, sets[j].buf, sets[j].n[0], &at, &nr);
-            if (diverged && diverged[sets[j].buf]) {
-                base_before += ranges_total(r, nr);
-                continue;
+        if (e->flags & SHARE_SWEEP) {
+            same = share_swept(p, e, sets, &views, &f, diverged, base_tot, &fa, &fa_cap, &dyn,
+                               &diff);
+            if (same && (e->flags & SHARE_GAP)) {
+                share_consider(add_signed(gaps->max, diff), gaps->op, &best, &best_op);
+                gaps++;
             }
-            share_load(r, nr, slots + j * SHARE_SLOT, &f.need[sets[j].buf]);
-            base_before += f.need[sets[j].buf].total;
+            sets += e->n;
+            continue;
         }
         f.total = add_signed(e->total, diff);
+        for (size_t j = 0; j < e->n; j++) {
+            uint32_t nr, b = sets[j].buf;
+            const range *r = share_ranges(s, last, b, sets[j].n[0], &at, &nr);
+            if (diverged && diverged[b])   /* its part of diff is worked out again after */
+                diff -= (int64_t)f.need[b].total - (int64_t)base_tot[b];
+            else
+                share_load(r, nr, slots + j * SHARE_SLOT, &f.need[b]);
+        }
         if (e->flags & SHARE_CLEAR) {   /* one set: both sides empty it */
             f.total = ml_bytes_sub(f.total, f.need[sets[0].buf].total);
             set_clear(&f.need[sets[0].buf]);
@@ -878,33 +994,38 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
             uint32_t b = sets[j].buf, nr;
             range_set *r = &f.need[b];
             const range *want = share_ranges(s, last, b, sets[j].n[1], &at, &nr);
-            base_after += ranges_total(want, nr);
             bool equal = r->n == nr && (!nr || !memcmp(r->r, want, nr * sizeof *want));
             bool was = diverged && diverged[b];
-            if (equal && was) {
-                diverged[b] = false;
-            } else if (!equal && !sets[j].open) {
+            if (equal) {
+                if (was)
+                    diverged[b] = false;
+            } else if (!sets[j].open) {
                 same = false;   /* not converged where rank 0's window closed */
-            } else if (!equal && !was) {
+            } else if (was) {
+                base_tot[b] = ranges_total(want, nr);
+                diff += (int64_t)r->total - (int64_t)base_tot[b];
+            } else {
                 if (!diverged) {
                     diverged = ml_xcalloc(f.n_bufs + 1, sizeof *diverged);
                     own = ml_xcalloc(f.n_bufs + 1, sizeof *own);
+                    base_tot = ml_xcalloc(f.n_bufs + 1, sizeof *base_tot);
                 }
+                base_tot[b] = ranges_total(want, nr);
                 if (!own[b])
                     own[b] = ml_xmalloc(SHARE_SLOT * sizeof *own[b]);
                 memcpy(own[b], r->r, r->n * sizeof *r->r);
                 *r = (range_set){own[b], r->n, SHARE_SLOT, r->total};
                 diverged[b] = true;
+                diff += (int64_t)r->total - (int64_t)base_tot[b];
             }
         }
         for (size_t j = 0; j < e->n; j++)
             if (!diverged || !diverged[sets[j].buf])
                 f.need[sets[j].buf] = (range_set){0};
-        /* rank 0's total after the op: its total before, its sets' before replaced by after
-         * (every total is within 2^63-1 where s->ok, and so is this rank's, or it stops) */
-        uint64_t base_total = e->total - base_before + base_after;
-        same = same && f.total <= ML_BYTES_MAX && base_total <= ML_BYTES_MAX;
-        diff = (int64_t)f.total - (int64_t)base_total;
+        /* diff: the sum over the buffers whose sets differ of this rank's set's total less
+         * rank 0's (the others' are equal), each within 2^63-1 where s->ok and this rank's
+         * total is, else it stops */
+        same = same && f.total <= ML_BYTES_MAX;
         if (same && (e->flags & SHARE_GAP)) {   /* the gap's ops: rank 0's B plus diff */
             share_consider(add_signed(gaps->max, diff), gaps->op, &best, &best_op);
             gaps++;
@@ -918,6 +1039,7 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
         free(own[b]);
     free(own);
     free(diverged);
+    free(base_tot);
     free(f.need);
     free(scratch.r);
     ml_vec_free(&dyn);

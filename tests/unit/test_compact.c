@@ -497,6 +497,22 @@ static const char *const window_yaml[] = {
     "                   step: {reduce_scatter: {send: x, recv: b}}}\n"
     "  - scale: {buf: 'x[rank*4 : 4]', by: 2}\n"
     "  - compute: {reads: ['x[0 : 4]']}\n  - free: [x, b]\n",
+    /* sweep with another window open: the compute reads y[0, 16), x[0, 16) and g: 48 (op 6);
+     * x's slice scaled: 48 on rank 0, 64 elsewhere (op 5), x open; y's slice: 48 on rank 0,
+     * 80 elsewhere (op 4, D = 32); the all_gather overwrites all of x (48 more on rank 0, 32
+     * elsewhere; g needed already): 96 on rank 0, 112 elsewhere (op 3), a sweep: x closed
+     * without its sets, its B rank 0's plus y's difference (16) after it. */
+    "world: 4\nsteps:\n  - alloc: {buf: x, count: 16}\n  - alloc: {buf: y, count: 16}\n"
+    "  - alloc: {buf: g, count: 4}\n  - all_gather: {send: g, recv: x}\n"
+    "  - scale: {buf: 'y[rank*4 : 4]', by: 2}\n  - scale: {buf: 'x[rank*4 : 4]', by: 2}\n"
+    "  - compute: {reads: ['y[0 : 4]', 'x[0 : 4]', g]}\n  - free: [x, y, g]\n",
+    /* a sweep that fails: the scale reads x[64r, 64r + 80): 80 (op 3), x open; the all_gather
+     * overwrites all of x (256 B) and reads g (64 B, not needed: NCCL's share): 80 + 64 + 176
+     * - 64 = 256 on ranks 0-2 (op 2); on rank 3 x's bytes needed run past the view, to 272:
+     * the whole pass, 80 + 64 + 192 - 64 = 272. */
+    "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n  - alloc: {buf: g, count: 16}\n"
+    "  - all_gather: {send: g, recv: x}\n  - scale: {buf: 'x[rank*16 : 20]', by: 2}\n"
+    "  - free: [x, g]\n",
 };
 
 static void floor_short_way(void **state) {
@@ -528,6 +544,8 @@ static void floor_short_way(void **state) {
         {window_yaml[3], "sss", {48, 48, 48, 48}, {8, 2, 2, 2}},
         {window_yaml[4], "sss", {96, 96, 96, 96}, {3, 3, 3, 3}},
         {window_yaml[5], "sss", {16, 32, 32, 32}, {4, 4, 4, 4}},
+        {window_yaml[6], "sss", {96, 112, 112, 112}, {3, 3, 3, 3}},
+        {window_yaml[7], "ssf", {256, 256, 256, 272}, {2, 2, 2, 2}},
     };
     assert_string_equal(cases[4].name, "shard_slot_read_on_rank_0");
     assert_string_equal(cases[1].name, "offsets_only_fsdp");
