@@ -345,13 +345,17 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
  * open buffer closes it (both sets empty). An *event* is a varying op, an op that touches an
  * open buffer, a shard-of-rank collective while some buffer is open, or an alloc or free that
  * closes one; the other ops while some buffer is open lie in *gaps*, one between two events.
+ * A *sweep* is an event that varies not, is not shard-of-rank, closes every open buffer it
+ * touches through a whole view that rank 0's set of it lies inside, and whose in-place share
+ * reads no open buffer (share_sweeps: the mix's all_gather).
  *
  * Claim: let D be rank r's running total less rank 0's. If, after every event (in the
  * backward sense: the needs before it in program order), each buffer whose set on rank r is
  * not rank 0's is open on rank 0, then before and after every op rank r's sets of the buffers
  * that are not open are rank 0's; D is 0 where no buffer is open and
  * constant over each gap; and at every op that is no event B_r(i) = B_0(i) + D, where D is
- * that of the op's gap (0 outside the windows).
+ * that of the op's gap (0 outside the windows); at a sweep whose buffers' sets on rank r lie
+ * inside its whole views, B_r = B_0 + D with D that after it.
  *
  * Induction down the ops. At the end nothing is open and the sets are equal (D = 0). An op
  * that is no event touches only buffers that are not open, whose sets are equal: it does the
@@ -360,31 +364,40 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
  * those sets less the in-place share of its own send buffer, which is not open and, the op not
  * being shard-of-rank inside a window, reads no rank: B_r = B_0 + D. An event changes the
  * sets of its own buffers only; where a set after it is rank 0's the premise holds for it,
- * where it is not, the premise says the buffer is open after it. No saturating step is taken
+ * where it is not, the premise says the buffer is open after it. A sweep: of each open buffer
+ * b it touches, S_r ⊆ whole ⊆ accessed gives |S_r ∪ accessed| = |accessed|, as S_0 ⊆ whole
+ * does on rank 0, so
+ * b's part of B less b's part of D is the same on both, and the set after it is what the op
+ * reads of b (the overwrite covers S, or the read does), the same on both: b's part of D is
+ * then 0, and B_r - B_0 is the other open buffers' part, D after it. No saturating step is taken
  * where rank 0's floor is within 2^63-1, which bounds every total rank 0 passes through, and
  * rank r stops where its own passes the bound.
  *
  * So rank 0's pass (floor_rank_record) keeps, for each event, its running total before it and
- * the need sets of its buffers before and after it with whether each is open after it; for
- * each gap its largest B (the first op reaching it, as the pass's >= keeps it); and the
+ * the need sets of its buffers before and after it with whether each is open after it (a
+ * sweep: its closed buffers alone, no sets; its B goes with the gap after it, or with `rest`
+ * where it closes the last window); for each gap its largest B (the first op reaching it, as
+ * the pass's >= keeps it); and the
  * largest B of the ops that are no event outside the windows (`rest`). Rank r
  * (floor_rank_shared) goes down the events with its own sets of the open buffers whose sets
  * differ from rank 0's (rank 0's sets for the others, loaded), its total rank 0's plus D,
- * works out each event's B itself with its own views and rank, and each gap's as rank 0's
- * largest plus D: adding a constant keeps the gap's first op with its largest B first, and
+ * works out each event's B itself with its own views and rank (at a sweep it checks that its
+ * own sets lie inside the whole views, and drops them), and each gap's as rank 0's largest
+ * plus D: adding a constant keeps the gap's first op with its largest B first, and
  * share_consider keeps the pass's choice among the events, gaps and rest (the largest, at the
  * least op), so the op named is floor_pass's. After each event it checks the premise: each
  * set equal to rank 0's after the op, or else open on rank 0 after it; where it fails (a
  * window that closes on bytes that differ, test_compact.c's floor cases) the rank takes the
- * whole pass. After an event, D is its total less rank 0's (rank 0's total before the event
- * with its sets before replaced by those after). A shard-of-rank collective outside any window
+ * whole pass. D is kept as the sum over the buffers whose sets differ of the rank's total of
+ * the set less rank 0's (rank 0's set after the last event on the buffer). A shard-of-rank
+ * collective outside any window
  * reads the rank alone, in its in-place share, from sets that are rank 0's: rank 0's pass works
  * out its B for every rank of the world at once and keeps each rank's largest (no event, no
  * set).
  * On the training schedule of tests/bench/gen.c 3 ops in 22 vary and no window opens: the
  * optimizer's slice is written, not read, and the all_gather reads the whole buffer. On the mix
  * (gen.c's default) the all_reduce of `w[rank*s : s]` opens w and the all_gather, whose recv
- * overwrites all of w, closes it: two events in a group of ten steps, no gap. */
+ * overwrites all of w, closes it (a sweep): two events in a group of ten steps, no gap. */
 
 /* The record lives while every other rank runs and is RSS: on gen 1000000 training (100,000
  * varying ops, 50,000 shard-of-rank reduce_scatters) 88-byte events, 40-byte sets and rank 0's
@@ -581,19 +594,30 @@ static void share_after(floor_share *s, const floor_state *f, const floor_access
     }
 }
 
+/* Whether the ranges of r, buffer b's set, lie inside one whole view of b among fa[0..m)
+ * that the op reads or overwrites. */
+static bool set_inside_whole(const range_set *r, uint32_t b, const floor_access *fa, size_t m) {
+    for (size_t a = 0; a < m; a++)
+        if (fa[a].buf == b && fa[a].whole && (fa[a].read || fa[a].overwrite) &&
+            (!r->n || (r->r[0].lo >= fa[a].lo && r->r[r->n - 1].hi <= fa[a].hi)))
+            return true;
+    return false;
+}
+
 /* Whether op, no varying op and not shard-of-rank, with accesses fa[0..m) touching some open
- * buffer, closes every open buffer it touches through a whole view read or overwritten, the
- * in-place share reading none of them: then on a rank whose sets of those buffers lie inside
- * the whole views (floor_rank_shared checks it), each such set S has |S ∪ accessed| the
- * accessed bytes and S after the op what the op reads of it, as on rank 0: its B is rank 0's
- * plus the other open buffers' difference, the difference after it (a sweep: no sets kept). */
-static bool share_sweeps(const floor_share *s, const plan_op *op, const floor_access *fa,
-                         size_t m) {
+ * buffer, closes every open buffer it touches through a whole view read or overwritten that
+ * rank 0's set of it (in f) lies inside, the in-place share reading none of them: then on a
+ * rank whose sets of those buffers lie inside the whole views too (floor_rank_shared checks
+ * it), each such set S has |S ∪ accessed| the accessed bytes and S after the op what the op
+ * reads of it, as on rank 0: its B is rank 0's plus the other open buffers' difference, the
+ * difference after it (a sweep: no sets kept). */
+static bool share_sweeps(const floor_share *s, const floor_state *f, const plan_op *op,
+                         const floor_access *fa, size_t m) {
     if (op->kind == OP_COLL && has_send_open(s, op))
         return false;
     for (size_t k = 0; k < m; k++)
-        if (s->open[fa[k].buf] && share_window(fa, m, fa[k].buf, true, false))
-            return false;   /* stays open: no whole view read or overwritten */
+        if (s->open[fa[k].buf] && !set_inside_whole(&f->need[fa[k].buf], fa[k].buf, fa, m))
+            return false;   /* stays open, or rank 0's own set is not inside */
     return true;
 }
 
@@ -744,7 +768,7 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
                 for (size_t k = 0; k < m && !in_window; k++)
                     in_window = rec->open[fa[k].buf];
             }
-            if (in_window && !varying && !of_rank && share_sweeps(rec, op, fa, m))
+            if (in_window && !varying && !of_rank && share_sweeps(rec, &f, op, fa, m))
                 sweep = share_sweep(rec, fa, m, i);
             else if (varying || in_window)
                 ev = share_before(rec, &f, fa, m, i);
@@ -887,12 +911,7 @@ static bool share_swept(const rank_plan *p, const share_event *e, const share_se
         if (!diverged[b])
             continue;
         range_set *r = &f->need[b];
-        bool inside = false;   /* inside one whole view of b that the op reads or overwrites */
-        for (size_t a = 0; a < m && !inside; a++)
-            inside = (*fa)[a].buf == b && (*fa)[a].whole &&
-                     ((*fa)[a].read || (*fa)[a].overwrite) &&
-                     (!r->n || (r->r[0].lo >= (*fa)[a].lo && r->r[r->n - 1].hi <= (*fa)[a].hi));
-        if (!inside)
+        if (!set_inside_whole(r, b, *fa, m))
             return false;
         *diff -= (int64_t)r->total - (int64_t)base_tot[b];   /* both within 2^63-1 */
         diverged[b] = false;
@@ -935,6 +954,13 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
     share_last *last = ml_xcalloc(f.n_bufs + 1, sizeof *last);
     for (size_t k = 0; k < s->n_events && same; k++) {
         const share_event *e = &s->events[k];
+        /* the events' ops lie down ~100 MB of ops at a million, two in a group of the mix: a
+         * miss each where not asked for ahead (a hint, as floor_pass's) */
+        if (k + FLOOR_AHEAD < s->n_events) {
+            const char *ahead = (const char *)&p->ops[s->events[k + FLOOR_AHEAD].op];
+            __builtin_prefetch(ahead);
+            __builtin_prefetch(ahead + 64);
+        }
         if (e->flags & SHARE_SWEEP) {
             same = share_swept(p, e, sets, &views, &f, diverged, base_tot, &fa, &fa_cap, &dyn,
                                &diff);
