@@ -438,7 +438,7 @@ typedef struct {
      * counts; where they are is the next of floor_share.views (plan_compute_views), so that
      * the other ranks read them and not the op (a cache miss each, at a million ops) */
     uint8_t n_reads, n_writes;
-    uint8_t flags;            /* SHARE_GAP, SHARE_CLEAR */
+    uint8_t flags;            /* SHARE_GAP, SHARE_CLEAR, SHARE_SWEEP */
 } share_event;
 
 enum {
