@@ -814,6 +814,7 @@ static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
     case OP_EXPECT_BEGIN:
     case OP_GROUP_BEGIN:
     case OP_GROUP_END:
+    case OP_ABSENT:           /* a subset member's (pipeline.c): as if not there */
     case OP_KIND_COUNT:
         break;
     }
