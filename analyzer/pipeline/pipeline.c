@@ -219,7 +219,17 @@ static int plan_rank_by_rank(const sched *s, const sched_params *pw, const pipel
 
 /* A subset member's absent ops (plan_shapes_absent) and, once its first rank has run it, the
  * time model's totals, which every rank with those absent ops shares: the time model reads
- * counts, dtypes, streams, events and compute times, no offset (predict_rank_shared). */
+ * counts, dtypes, streams, events and compute times, no offset (predict_rank_shared).
+ *
+ * Where no absent compute has a time (plan_absent_timed false) the totals are the base's. Such
+ * a compute lasts 0 (tm_op_duration) and pushes no interval (iv_push drops an empty one); all
+ * it does is ready[s] = max(ready[s], host), host then h. Say ready[s] is A with it and B
+ * without: A = max(B, h) holds after it, and every later op keeps it, because host never falls
+ * below h: a stream op starts at max(ready[s], host) (the same on both, so ready[s] is equal
+ * after it), a record and a sync take max(ready[s], host) too, a wait sets ready[s] =
+ * max(ready[s], event) (max(B, e, h) = max(max(B, e), h)) and its span is over max(ready[s],
+ * host) (equal where A > that start, as A = B there), and the step is max(ready..., host).
+ * Every total is one of those values. */
 typedef struct {
     plan_absent *a;
     bool timed;
@@ -308,7 +318,9 @@ static int group_member(group_base *g, group_subset *sub, lint_walk *w, int r,
      * predictions' diagnostics wait in pd) */
     pred_rank *pr = &it->pred[r];
     *predicted = *predicted && predict_rank_shared(pl, &it->pred[g->rank], g->fw, pr, pd) == 0;
-    if (sub && *predicted && sub->timed) {
+    if (sub && *predicted && !plan_absent_timed(sub->a)) {
+        /* the base's totals, copied with its prediction (group_subset says why) */
+    } else if (sub && *predicted && sub->timed) {
         pr->step_us = sub->step_us;
         pr->comm_us = sub->comm_us;
         pr->exposed_comm_us = sub->exposed_comm_us;

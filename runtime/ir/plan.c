@@ -1484,6 +1484,7 @@ struct plan_absent {
     uint64_t drop;            /* mask(b) less mask(r): the trees whose occurrences are absent */
     plan_range *r;            /* merged, increasing */
     size_t n, ops;
+    bool timed;               /* some absent compute has a `time:` or `flops:` */
 };
 
 static int cmp_range(const void *a, const void *b) {
@@ -1543,8 +1544,11 @@ plan_absent *plan_shapes_absent(const plan_shapes *sh, const rank_plan *base,
     for (size_t k = 0; ok && k < n; k++) {
         r[k].before = before;
         before += r[k].hi - r[k].lo;
-        for (size_t i = r[k].lo; i < r[k].hi && ok; i++)
-            ok = base->ops[i].kind == OP_COMPUTE;
+        for (size_t i = r[k].lo; i < r[k].hi && ok; i++) {
+            const plan_op *op = &base->ops[i];
+            ok = op->kind == OP_COMPUTE;
+            a->timed = a->timed || (ok && (op->step->u.compute.time_us || op->step->u.compute.flops));
+        }
     }
     if (ok && po) {   /* no absent op among po's (both increasing) */
         size_t nm;
@@ -1565,6 +1569,8 @@ plan_absent *plan_shapes_absent(const plan_shapes *sh, const rank_plan *base,
     a->ops = before;
     return a;
 }
+
+bool plan_absent_timed(const plan_absent *a) { return a->timed; }
 
 bool plan_absent_same(const plan_absent *a, const plan_absent *b) {
     if (!a || !b)

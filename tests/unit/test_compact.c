@@ -318,6 +318,16 @@ static const compact_case cases[] = {
      "  - when: rank == 0\n    compute: {reads: [a, b], time: 3}\n"
      "  - free: a\n  - all_reduce: {buf: b}\n  - free: b\n",
      0, "cccc", false, true, 3},
+    /* rank 0's compute without a time, on comm after the host waited 50 us: the others' time
+     * model totals are rank 0's (pipeline.c's group_subset), compared with their own */
+    {"subset_untimed_compute",
+     "world: 4\nstreams: [comm]\nevents: [e]\nsteps:\n  - alloc: {buf: x, count: 1024}\n"
+     "  - alloc: {buf: y, count: 64}\n  - compute: {reads: [x], time: 50}\n  - sync: device\n"
+     "  - when: rank == 0\n    compute: {reads: [y], stream: comm}\n"
+     "  - record: {event: e}\n  - wait: {event: e, stream: comm}\n"
+     "  - scale: {buf: 'x[rank*16 : 16]', by: 2, stream: comm}\n"
+     "  - all_reduce: {buf: y, stream: comm}\n  - sync: device\n  - free: [x, y]\n",
+     0, "cccc", false, true, 3},
     /* an expect_error just before the `when:` (its wrapped step runs on every rank): subset
      * members, every rank's row passing */
     {"subset_after_expect_error",
