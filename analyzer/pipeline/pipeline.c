@@ -246,7 +246,6 @@ typedef struct {
     floor_forward *fw;        /* its floor facts: its members' (predict_rank_shared) */
     ml_vec subsets;           /* group_subset: the absent ops its subset members had so far */
     const plan_absent *applied;     /* those OP_ABSENT in the array now, or NULL */
-    const plan_absent *lint_absent; /* those lint_walk_rank last walked without, or NULL */
 } group_base;
 
 /* True when rank b + 1 joins b's group: it has b's shape, or (subsets: the fast case is on) a
@@ -300,9 +299,8 @@ static void group_absent_set(group_base *g, const plan_absent *a) {
  * the in-place flags; a's ops OP_ABSENT), r predicted from g's prediction
  * (predict_rank_shared; a subset member's time model its own, or the rank's before with the
  * same absent ops), linted on its own ops (lint_walk_rank_moved: the checks of the buffers the
- * moved views touch, the base's verdict for the rest, the whole walk where that is unsure; a
- * rank whose absent ops are not those of the rank lint last walked whole: lint_walk_rank, the
- * next ones' base) and its kept ops copied out (plan_compact, in its own indices). An offset
+ * moved views and the absent ops touch, the base's verdict for the rest, the whole walk where
+ * that is unsure) and its kept ops copied out (plan_compact, in its own indices). An offset
  * that fails is r's expansion error (in d), and -1. */
 static int group_member(group_base *g, group_subset *sub, lint_walk *w, int r,
                         const pipeline_opts *o, pipeline_item *it, bool *predicted,
@@ -328,14 +326,9 @@ static int group_member(group_base *g, group_subset *sub, lint_walk *w, int r,
         *predicted = predict_time(pl, o, pr, pd) == 0;
         *sub = (group_subset){sub->a, *predicted, pr->step_us, pr->comm_us, pr->exposed_comm_us};
     }
-    if (plan_absent_same(a, g->lint_absent)) {
-        size_t n_moved;
-        const size_t *moved = plan_offsets_ops(g->po, &n_moved);
-        lint_walk_rank_moved(w, pl, moved, n_moved);
-    } else {
-        lint_walk_rank(w, pl);
-        g->lint_absent = a;
-    }
+    size_t n_moved;
+    const size_t *moved = plan_offsets_ops(g->po, &n_moved);
+    lint_walk_rank_moved(w, pl, moved, n_moved);   /* the absent ops' buffers too (lint.c) */
     size_t keep[PIPELINE_KEPT_MAX];
     size_t n_keep = reported_ops(pr, keep);   /* the array's indices, the plan's own next */
     for (int v = 0; v < VIEW_COUNT; v++)

@@ -1572,12 +1572,6 @@ plan_absent *plan_shapes_absent(const plan_shapes *sh, const rank_plan *base,
 
 bool plan_absent_timed(const plan_absent *a) { return a->timed; }
 
-bool plan_absent_same(const plan_absent *a, const plan_absent *b) {
-    if (!a || !b)
-        return a == b;
-    return a->base == b->base && a->drop == b->drop;
-}
-
 bool plan_shape_within(const plan_shapes *sh, int rank, int base) {
     if (rank < 0 || rank >= sh->world || base < 0 || base >= sh->world)
         return false;

@@ -214,8 +214,6 @@ plan_absent *plan_shapes_absent(const plan_shapes *sh, const rank_plan *base,
                                 const plan_offsets *po, int rank);
 /* True when some op of a is a compute with a `time:` or `flops:` (else each takes no time). */
 bool plan_absent_timed(const plan_absent *a);
-/* True when a's ops and b's are the same (both NULL: none). */
-bool plan_absent_same(const plan_absent *a, const plan_absent *b);
 /* True when rank's shape is a strict subset of base's (plan_shapes_absent may then apply). */
 bool plan_shape_within(const plan_shapes *sh, int rank, int base);
 /* True when a is plan_shapes_absent's answer for rank too (the same base, the same trees absent). */

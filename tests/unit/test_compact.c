@@ -328,6 +328,29 @@ static const compact_case cases[] = {
      "  - scale: {buf: 'x[rank*16 : 16]', by: 2, stream: comm}\n"
      "  - all_reduce: {buf: y, stream: comm}\n  - sync: device\n  - free: [x, y]\n",
      0, "cccc", false, true, 3},
+    /* rank 0's compute is comm's first op: on the others the copy after it is, the record
+     * takes the copy's number and every later number of comm is one less (lint.c's moved
+     * walk of the absent ops' buffers); ordered, free of races and hazards on every rank */
+    {"subset_clocks_shift",
+     "world: 4\nstreams: [comm]\nevents: [e, f]\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - alloc: {buf: y, count: 64}\n"
+     "  - when: rank == 0\n    compute: {reads: [x], writes: [y], stream: comm}\n"
+     "  - copy: {src: x, dst: y, stream: comm}\n  - record: {event: e, stream: comm}\n"
+     "  - wait: {event: e}\n  - scale: {buf: 'y[rank*16 : 16]', by: 2}\n"
+     "  - record: {event: f}\n  - wait: {event: f, stream: comm}\n"
+     "  - compute: {reads: [y], stream: comm}\n  - sync: device\n  - free: [x, y]\n",
+     0, "cccc", false, true, 3},
+    /* the same without the wait on e: the scale races the copy on every rank (each on its
+     * slice), so the base's walk reported and the others take the whole walk */
+    {"subset_clocks_shift_race",
+     "world: 4\nstreams: [comm]\nevents: [e, f]\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - alloc: {buf: y, count: 64}\n"
+     "  - when: rank == 0\n    compute: {reads: [x], writes: [y], stream: comm}\n"
+     "  - copy: {src: x, dst: y, stream: comm}\n  - record: {event: e, stream: comm}\n"
+     "  - scale: {buf: 'y[rank*16 : 16]', by: 2}\n"
+     "  - record: {event: f}\n  - wait: {event: f, stream: comm}\n"
+     "  - compute: {reads: [y], stream: comm}\n  - sync: device\n  - free: [x, y]\n",
+     -1, "cccc", false, true, 3},
     /* an expect_error just before the `when:` (its wrapped step runs on every rank): subset
      * members, every rank's row passing */
     {"subset_after_expect_error",
