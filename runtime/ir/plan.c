@@ -496,21 +496,21 @@ static bool when_names_rank(expander *x, const expr *e) {
 }
 
 static int expand_step(expander *x, const sched_step *st) {
-    if (!st->when)
-        return expand_step_body(x, st);
-    int64_t on;
-    if (eval(x, st->when, 1, at(st, SCHED_AT_WHEN), &on) < 0)
-        return -1;
-    if (!on)
-        return 0;
-    if (!when_names_rank(x, st->when))
-        return expand_step_body(x, st);
-    /* an occurrence another rank may lack (plan_shapes_absent): its ops' range */
+    bool occurrence = false;   /* of a `when:` another rank may lack (plan_shapes_absent) */
     size_t lo = x->n_ops;
-    if (expand_step_body(x, st) < 0)
-        return -1;
-    *(plan_when_at *)ml_vec_push(&x->when_at) = (plan_when_at){st->when, lo, x->n_ops, x->guard};
-    return 0;
+    if (st->when) {
+        int64_t on;
+        if (eval(x, st->when, 1, at(st, SCHED_AT_WHEN), &on) < 0)
+            return -1;
+        if (!on)
+            return 0;
+        occurrence = when_names_rank(x, st->when);
+    }
+    int rc = expand_step_body(x, st);   /* its one call: inlined */
+    if (occurrence && rc == 0)
+        *(plan_when_at *)ml_vec_push(&x->when_at) =
+            (plan_when_at){st->when, lo, x->n_ops, x->guard};
+    return rc;
 }
 
 static int expand_step_body(expander *x, const sched_step *st) {
