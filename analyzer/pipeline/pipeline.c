@@ -258,7 +258,7 @@ static bool next_joins(const plan_shapes *sh, int b, int world, bool subsets) {
 
 /* Base g's lint and full prediction, with the floor record its members redo only the moved
  * ops of (the vary set: its entries' ops, and where a later rank's shape is within g's, the
- * ops of g's `when:`s that name rank, which such a rank lacks: plan_shapes_when_ops); a base
+ * ops of g's `when:`s that name rank, which such a rank lacks: plan_when_ops); a base
  * without members needs none. */
 static bool group_base_predict(group_base *g, const plan_shapes *sh, bool subsets, lint_walk *w,
                                const pipeline_opts *o, pipeline_item *it, bool predicted,
@@ -272,7 +272,7 @@ static bool group_base_predict(group_base *g, const plan_shapes *sh, bool subset
     for (int r = g->rank + 1; sh && subsets && g->po && r < it->world && !later; r++)
         later = plan_shape_within(sh, r, g->rank);
     if (later) {
-        merged = plan_shapes_when_ops(sh, g->plan, vary.ops, vary.n, &vary.n);
+        merged = plan_when_ops(g->plan, vary.ops, vary.n, &vary.n);
         vary.ops = merged;
     }
     bool ok = predicted &&

@@ -1547,7 +1547,8 @@ plan_absent *plan_shapes_absent(const plan_shapes *sh, const rank_plan *base,
         for (size_t i = r[k].lo; i < r[k].hi && ok; i++) {
             const plan_op *op = &base->ops[i];
             ok = op->kind == OP_COMPUTE;
-            a->timed = a->timed || (ok && (op->step->u.compute.time_us || op->step->u.compute.flops));
+            a->timed = a->timed ||
+                       (ok && (op->step->u.compute.time_us || op->step->u.compute.flops));
         }
     }
     if (ok && po) {   /* no absent op among po's (both increasing) */
@@ -1583,9 +1584,7 @@ bool plan_absent_fits(const plan_absent *a, const plan_shapes *sh, int rank) {
            (sh->mask[a->base] & ~sh->mask[rank]) == a->drop;
 }
 
-size_t *plan_shapes_when_ops(const plan_shapes *sh, const rank_plan *base, const size_t *ops,
-                             size_t n, size_t *out_n) {
-    (void)sh;   /* every occurrence base recorded is of one of sh's trees (plan_shapes_new) */
+size_t *plan_when_ops(const rank_plan *base, const size_t *ops, size_t n, size_t *out_n) {
     /* the occurrences' ranges in order of lo (they are, but for a `when:` under another,
      * recorded after its inner ones), merged; then merged with ops, both increasing: no sort
      * of every op (a sort of 12,500 was 7 M instructions at 100,000 steps) */

@@ -139,7 +139,8 @@ typedef struct {
     plan_when_at *when_at;
     size_t n_when_at;
     /* A rank processed on another rank's ops with some absent (plan_absent_apply): their
-     * ranges, increasing (the array is the plan_absent's), and how many ops they hold. NULL: none. */
+     * ranges, increasing (the array is the plan_absent's), and how many ops they hold; NULL:
+     * none. */
     const plan_range *absent;
     size_t n_absent, absent_ops;
 } rank_plan;
@@ -216,12 +217,13 @@ plan_absent *plan_shapes_absent(const plan_shapes *sh, const rank_plan *base,
 bool plan_absent_timed(const plan_absent *a);
 /* True when rank's shape is a strict subset of base's (plan_shapes_absent may then apply). */
 bool plan_shape_within(const plan_shapes *sh, int rank, int base);
-/* True when a is plan_shapes_absent's answer for rank too (the same base, the same trees absent). */
+/* True when a is plan_shapes_absent's answer for rank too (the same base, the same trees
+ * absent). */
 bool plan_absent_fits(const plan_absent *a, const plan_shapes *sh, int rank);
-/* The ops of base's occurrences of the `when:`s of sh (those some rank may lack), merged with
- * ops[0..n) (increasing) into a new array (*out_n of them, increasing; free it). */
-size_t *plan_shapes_when_ops(const plan_shapes *sh, const rank_plan *base, const size_t *ops,
-                             size_t n, size_t *out_n);
+/* The ops of base's occurrences of `when:`s that name rank (plan_when_at: those some rank
+ * may lack), merged with ops[0..n) (increasing) into a new array (*out_n of them, increasing;
+ * free it). */
+size_t *plan_when_ops(const rank_plan *base, const size_t *ops, size_t n, size_t *out_n);
 /* Makes a's ops OP_ABSENT in p (b's ops or a plan_share of them) and gives p the ranges; _restore
  * makes them computes again (every absent op was one) and p's ranges NULL. */
 void plan_absent_apply(const plan_absent *a, rank_plan *p);
@@ -236,13 +238,14 @@ void plan_copy(const rank_plan *src, int rank, rank_plan *out);
 
 /* Keeps only ops keep[0..n_keep) of p (indices in any order, repeats and ones >= n_ops
  * ignored; with absent ops (plan_absent_apply) the array's indices, the kept ones then given
- * their own, plan_own_index, and n_ops the rank's own count): for a rank whose lint and prediction are done and whose report names a few of its
- * ops (the peaks' steps). The big array goes to *spare when spare is non-NULL and empty, else it
- * is freed (the compute views' array with it); index values are dropped. A borrowed p (plan_share)
- * leaves the arrays to their owner and owns its kept ops from then on. Read
- * a compact plan's ops with plan_op_at, and nothing that runs or walks them. summary: take what
- * plan_first_colls and plan_timed_compute answer first (a pass over every op; a compact plan
- * without it must not be asked). */
+ * their own, plan_own_index, and n_ops the rank's own count): for a rank whose lint and
+ * prediction are done and whose report names a few of its ops (the peaks' steps). The big
+ * array goes to *spare when spare is non-NULL and empty, else it is freed (the compute views'
+ * array with it); index values are dropped. A borrowed p (plan_share) leaves the arrays to
+ * their owner and owns its kept ops from then on. Read a compact plan's ops with plan_op_at,
+ * and nothing that runs or walks them. summary: take what plan_first_colls and
+ * plan_timed_compute answer first (a pass over every op; a compact plan without it must not be
+ * asked). */
 void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, bool summary,
                   plan_recycle *spare);
 const plan_op *plan_op_at_kept(const rank_plan *p, size_t i);

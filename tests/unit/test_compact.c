@@ -559,9 +559,8 @@ static void run_case(const compact_case *c) {
 static const compact_case *case_named(const char *name);
 
 /* The numbers of two subset cases, worked out by hand (the cases' comments): the floor where
- * rank 0's compute is its op, every rank's peak op after the absent op in its own indices, and
- * the time model's step (5 + 7 us of computes on rank 0, 7 on rank 1; no collective time
- * without a link). */
+ * rank 0's compute is its op, and every rank's peak op after the absent op in its own indices
+ * (the requested series' peak at z's alloc). */
 static void subset_numbers(void **state) {
     (void)state;
     const struct {
