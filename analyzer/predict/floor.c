@@ -397,7 +397,8 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
  * On the training schedule of tests/bench/gen.c 3 ops in 22 vary and no window opens: the
  * optimizer's slice is written, not read, and the all_gather reads the whole buffer. On the mix
  * (gen.c's default) the all_reduce of `w[rank*s : s]` opens w and the all_gather, whose recv
- * overwrites all of w, closes it (a sweep): two events in a group of ten steps, no gap. */
+ * overwrites all of w, closes it (a sweep): with the compute that rank 0's members lack (it
+ * reads g whole and only writes w: no window), three events in a group of ten steps, no gap. */
 
 /* The record lives while every other rank runs and is RSS: on gen 1000000 training (100,000
  * varying ops, 50,000 shard-of-rank reduce_scatters) 88-byte events, 40-byte sets and rank 0's
@@ -411,10 +412,10 @@ uint64_t floor_rank(const rank_plan *p, size_t *at_op) {
  * floor_rank_shared redoes each varying op where it compared rank 0's accesses, 5 M more
  * instructions of predict's 1,654 M at 100,000 steps (callgrind). The windows add an event per
  * op on an open buffer (a sweep: its closed buffers' sets, no ranges) and a 16-byte gap where
- * ops lie between two events inside a window: on gen 1000000 (the mix) 153,846 events, as
- * many as the broadcast and all_reduce gave before (the broadcast, alike on every rank, is no
- * event now); peak RSS 277.4 MB (284 B/step) before and after, training's 264.7 MB too
- * (cputime). */
+ * ops lie between two events inside a window: on gen 1000000 (the mix) three events a group
+ * (the compute rank 0's members lack, the all_reduce, the all_gather's sweep), where the
+ * broadcast, alike on every rank, was one before; peak RSS 285.4 MB (285 B/step) before and
+ * after, training's 264.7 MB and 264.9 MB (cputime). */
 typedef struct {
     uint32_t buf;
     uint8_t n[2];             /* its ranges (at most FLOOR_MAX_RANGES) or SHARE_AGAIN: before */
