@@ -341,6 +341,63 @@ static bool exact_one(lint_race *r, const lint_clocks *c, lint_race_list *l,
     return found;
 }
 
+/* A read of part of the buffer's one segment [L, H) (L <= lo, hi <= H, not both ends equal: an
+ * all_reduce of a slice after a whole write), other_access's four steps at once.
+ * 1, conflicts from segment 0: it is not inside [lo, hi), so every entry lint_clocks_before_all
+ * drops goes, and only the write can race with a read. 2, cover: [L, lo) and [hi, H), where not
+ * empty ranges, keep that state S; [lo, hi) gets it too. 3: [lo, hi)'s reads before this one
+ * go, and it holds this read. 4, merge: there is no other segment; [lo, hi) holds this access,
+ * which S does not (a new sequence number, or this op's other view), so it equals neither part;
+ * the parts are not neighbours; they go when S is empty. So: [lo, hi) alone when S is empty,
+ * else the parts that are not empty ranges around it, each holding S. */
+static __attribute__((noinline)) bool read_in_one(lint_race *r, const lint_clocks *c,
+                                                  lint_race_list *l, const lint_race_access *me,
+                                                  uint64_t lo, uint64_t hi, bool report,
+                                                  lint_race_found *hit) {
+    uint32_t s = me->stream, ns = r->n_streams;
+    lint_race_access *w = &l->segs[0].write, *rd = l->reads;
+    bool found = false, empty = true;
+    if (w->op && lint_clocks_before_all(c, w->stream, w->seq))
+        w->op = NULL;
+    if (w->op) {
+        empty = false;
+        if (report && !before(c, w, s))
+            found = hit_at(hit, w, true);
+    }
+    for (uint32_t u = 0; u < ns; u++) {
+        if (rd[u].op && lint_clocks_before_all(c, rd[u].stream, rd[u].seq))
+            rd[u].op = NULL;
+        empty &= !rd[u].op;
+    }
+    uint64_t L = l->segs[0].lo, H = l->segs[0].hi;
+    if (empty) {   /* S empty: the parts go, and [lo, hi) holds this read alone */
+        l->segs[0].lo = lo;
+        l->segs[0].hi = hi;
+        rd[s] = *me;
+        return found;
+    }
+    bool left = L < lo, right = hi < H;
+    l->n = 1 + left + right;
+    while (l->n > l->cap)
+        grow(r, l);
+    lint_race_access wr = l->segs[0].write;
+    if (right) {   /* from segment 0, before [lo, hi) may overwrite it */
+        l->segs[1 + left] = (lint_race_seg){.lo = hi, .hi = H, .write = wr};
+        memcpy(reads_of(r, l, 1 + left), l->reads, ns * sizeof *l->reads);
+    }
+    if (left) {
+        l->segs[0].hi = lo;
+        memcpy(reads_of(r, l, 1), l->reads, ns * sizeof *l->reads);
+    }
+    l->segs[left] = (lint_race_seg){.lo = lo, .hi = hi, .write = wr};
+    rd = reads_of(r, l, left);
+    for (uint32_t u = 0; u < ns; u++)
+        if (rd[u].op && before(c, &rd[u], s))
+            rd[u].op = NULL;
+    rd[s] = *me;
+    return found;
+}
+
 /* The general way, apart from lint_race_access_check's short ones (the call of those then saves
  * no registers for this one). */
 static __attribute__((noinline)) bool other_access(lint_race *r, const lint_clocks *c,
@@ -412,9 +469,9 @@ static __attribute__((noinline)) bool other_access(lint_race *r, const lint_cloc
 
 /* One access (me, at view v, of a buffer, with elements, on a stream) checked and recorded;
  * with report, the first race into *hit. */
-static inline bool access_check(lint_race *r, const lint_clocks *c, const lint_race_access *me,
-                                const plan_view *v, bool writes, bool report,
-                                lint_race_found *hit) {
+static inline __attribute__((always_inline)) bool
+access_check(lint_race *r, const lint_clocks *c, const lint_race_access *me, const plan_view *v,
+             bool writes, bool report, lint_race_found *hit) {
     uint32_t stream = me->stream;   /* lint_race_op checked it, the buffer and the count */
     lint_race_list *l = &r->bufs[v->buf];
     uint64_t lo = v->offset, hi = v->offset + v->count;   /* lint checked the bounds */
@@ -436,6 +493,8 @@ static inline bool access_check(lint_race *r, const lint_clocks *c, const lint_r
     }
     if (l->n == 1 && l->segs[0].lo == lo && l->segs[0].hi == hi)
         return exact_one(r, c, l, me, writes, report, hit);
+    if (l->n == 1 && !writes && l->segs[0].lo <= lo && hi <= l->segs[0].hi)
+        return read_in_one(r, c, l, me, lo, hi, report, hit);
     return other_access(r, c, l, me, lo, hi, writes, report, hit);
 }
 
@@ -452,23 +511,35 @@ race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank, const 
     lint_race_access me = {.op = op, .seq = seq, .stream = stream};
     /* A compute's views as they are (reads, then writes: plan_op_accesses' order, each read or
      * written), without an array of accesses written per compute to be read back; the other
-     * ops' few from plan_op_accesses. One loop, so access_check is inlined once (twice, gcc
-     * put exact_one and conflicts out of line, a call per access: more than it saved). */
-    plan_access fixed[PLAN_FIXED_ACCESSES];
-    const plan_access *acc = NULL;
-    const plan_view *cv = NULL, *unwritten = NULL;
-    uint32_t nr = 0, nw = 0;
+     * ops' one or two as views two[k], written where bit k of wr is set. One loop, so
+     * access_check is inlined once (twice, gcc put exact_one and conflicts out of line, a call
+     * per access: more than it saved). */
+    const plan_view *cv = NULL, *two[PLAN_FIXED_ACCESSES];
+    uint32_t nr = 0, nw = 0, wr = 0;
     size_t n;
     if (op->kind == OP_COMPUTE) {
         cv = plan_compute_views(p, op, &nr, &nw);
         n = (size_t)nr + nw;
+    } else if (op->kind == OP_COLL && !ml_colls[op->u.coll.coll].p2p) {
+        /* plan_op_accesses' two of a collective, without its call: send read, recv written
+         * (read too in place: a write all the same here). Most of the benchmark's ops: the
+         * call and its switch were a tenth of this function. NCCL's reduce writes recv on the
+         * root only: elsewhere an out-of-place recv is not touched (the last access, so n is
+         * 1), an in-place one only read (it is the send side). */
+        bool written = coarse || op->u.coll.coll != COLL_REDUCE || op->u.coll.root == rank;
+        two[0] = &op->u.coll.send;
+        two[1] = &op->u.coll.recv;
+        n = written || op->u.coll.in_place ? 2 : 1;
+        wr = written ? 2 : 0;
     } else {
+        /* at most PLAN_FIXED_ACCESSES (a compute's many are above), each read or written */
+        plan_access fixed[PLAN_FIXED_ACCESSES];
+        const plan_access *acc;
         n = plan_op_accesses(p, op, fixed, &acc, &r->acc);
-        /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
-         * touched, an in-place one only read (it is the send side) */
-        if (!coarse && op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE &&
-            op->u.coll.root != rank)
-            unwritten = &op->u.coll.recv;
+        for (size_t k = 0; k < n; k++) {
+            two[k] = acc[k].v;
+            wr |= (uint32_t)acc[k].write << k;
+        }
     }
     for (size_t k = 0; k < n; k++) {
         const plan_view *v;
@@ -477,10 +548,8 @@ race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank, const 
             v = &cv[k];
             writes = k >= nr;
         } else {
-            v = acc[k].v;
-            writes = acc[k].write && v != unwritten;
-            if (!acc[k].read && !writes)
-                continue;
+            v = two[k];
+            writes = wr >> k & 1;
         }
         /* no buffer (SCHED_NO_SYM is past every one), or no element: nothing to order */
         if (v->buf >= r->n_bufs || !v->count || (only && !only[v->buf]))
