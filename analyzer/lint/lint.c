@@ -512,7 +512,8 @@ static inline __attribute__((always_inline)) void coll_op(lint_ctx *x, const pla
     /* the contract reads the rank only in a send/recv's peer and in the in-place rule of one
      * buffer (lint_coll_contract): a collective without a view of B has rank 0's outcome */
     bool mine = !skip_send || !skip_recv;
-    if (send_ok && recv_ok && mine) {
+    /* lint_coll_broken first: the text only for a collective that breaks a rule */
+    if (send_ok && recv_ok && mine && lint_coll_broken(op, x->world, x->rank) != LINT_RULE_NONE) {
         char detail[240];
         lint_contract_at part;
         sched_error_code err =
