@@ -15,13 +15,20 @@ void lint_coll_seq_differs(lint_coll_seq *q, const plan_op *op) {
     q->diff_at = q->n;
 }
 
+void lint_coll_seq_reserve(lint_coll_seq *q, size_t n) {
+    if (n <= q->cap)
+        return;
+    if (n > SIZE_MAX / sizeof(lint_coll_key))
+        ml_internal_error("lint: %zu collectives overflow size_t", n);
+    q->ops = ml_xrealloc(q->ops, n * sizeof *q->ops);
+    q->keys = ml_xrealloc(q->keys, n * sizeof *q->keys);
+    q->cap = n;
+}
+
 void lint_coll_seq_grow(lint_coll_seq *q) {
-    size_t cap = q->cap ? 2 * q->cap : 64;
-    size_t *ops = ml_xrealloc(q->ops, cap * sizeof *ops);
-    lint_coll_key *keys = ml_xrealloc(q->keys, cap * sizeof *keys);
-    q->ops = ops;
-    q->keys = keys;
-    q->cap = cap;
+    if (q->cap > SIZE_MAX / 2)
+        ml_internal_error("lint: %zu collectives overflow size_t", q->cap);
+    lint_coll_seq_reserve(q, q->cap ? 2 * q->cap : 64);
 }
 
 void lint_coll_seq_free(lint_coll_seq *q) {

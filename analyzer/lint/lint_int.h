@@ -246,6 +246,8 @@ static inline bool lint_coll_same_key(const lint_coll_key *a, const lint_coll_ke
 /* lint_coll_seq_push's rare parts (lint_cross.c): rank 0's arrays doubled, another rank's first
  * difference kept. */
 void lint_coll_seq_grow(lint_coll_seq *q);
+/* Room for n collectives in rank 0's arrays (none taken away). */
+void lint_coll_seq_reserve(lint_coll_seq *q, size_t n);
 void lint_coll_seq_differs(lint_coll_seq *q, const plan_op *op);
 /* ref: rank 0's sequence when q is another rank's, NULL when q is rank 0's. at: op's index in
  * its plan. Inline: asked of every collective of every rank walked, a call cost as much. */

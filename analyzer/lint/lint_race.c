@@ -149,7 +149,8 @@ static bool empty_state(const lint_race *r, const lint_race_list *l, uint32_t k)
 /* ---- ordering -------------------------------------------------------------------------------- */
 
 /* Entry e (on its stream) happens before the op being checked on stream s. */
-static bool before(const lint_clocks *c, const lint_race_access *e, uint32_t s) {
+static inline __attribute__((always_inline)) bool before(const lint_clocks *c,
+                                                      const lint_race_access *e, uint32_t s) {
     return e->stream == s || lint_clocks_ordered(c, e->stream, e->seq, s);
 }
 
@@ -315,16 +316,16 @@ static bool exact_one(lint_race *r, const lint_clocks *c, lint_race_list *l,
     uint32_t s = me->stream;
     lint_race_access *w = &l->segs[0].write, *rd = l->reads;
     bool found = false;
-    if (writes) {
-        if (report) {
-            if (w->op && !before(c, w, s))
-                found = hit_at(hit, w, true);
-            for (uint32_t u = 0; u < r->n_streams && !found; u++)
-                if (rd[u].op && !before(c, &rd[u], s))
+    if (writes) {   /* the write, then the reads in stream order; each read emptied as met */
+        if (report && w->op && !before(c, w, s))
+            found = hit_at(hit, w, true);
+        for (uint32_t u = 0; u < r->n_streams; u++)
+            if (rd[u].op) {
+                if (report && !found && !before(c, &rd[u], s))
                     found = hit_at(hit, &rd[u], false);
-        }
+                rd[u].op = NULL;
+            }
         *w = *me;
-        clear_reads(rd, r->n_streams);
         return found;
     }
     if (w->op) {
