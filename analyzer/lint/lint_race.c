@@ -587,8 +587,10 @@ bool lint_race_op_only(lint_race *r, const lint_clocks *c, const rank_plan *p, i
     return race_op(r, c, p, rank, op, stream, seq, f, only, false, NULL);
 }
 
-void lint_race_op_coarse(lint_race *r, const lint_clocks *c, const rank_plan *p,
-                         const plan_op *op, uint32_t stream, uint64_t seq, const uint8_t *only,
-                         uint8_t *dirty) {
+/* flatten: exact_one, which nearly every coarse access takes (one element), inlined */
+__attribute__((flatten)) void lint_race_op_coarse(lint_race *r, const lint_clocks *c,
+                                                  const rank_plan *p, const plan_op *op,
+                                                  uint32_t stream, uint64_t seq,
+                                                  const uint8_t *only, uint8_t *dirty) {
     race_op(r, c, p, 0, op, stream, seq, NULL, only, true, dirty);
 }
