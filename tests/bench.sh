@@ -161,7 +161,7 @@ echo
 ./tests/bench/scale.sh || echo "scale benchmark: a run failed" >&2
 ./tests/bench/import_bench.sh || echo "import benchmark: a run failed" >&2
 
-# The host backend against a minimal MPI program (issue 21; wall time, best of 5, 2 ranks).
+# The host backend against a minimal MPI program (issue 21; wall time, best of 9, 2 ranks).
 ./tests/bench/host_mpi.sh || echo "host backend benchmark: a run failed" >&2
 
 # The torch allocator model (issue 21): 10 M random malloc/free events, up to 2048 live blocks
