@@ -782,7 +782,9 @@ static LINT_HANDLER void moved_data_op(lint_ctx *x, const rank_plan *p, const pl
     data_op(x, p, op, true);
 }
 
-static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
+/* Inlined into lint_rank's loops (a call per op otherwise; the handlers stay calls). */
+static inline __attribute__((always_inline)) void lint_op(lint_ctx *x, const rank_plan *p,
+                                                          const plan_op *op) {
     switch (op->kind) {
     case OP_ALLOC:
         lint_alloc(x, op);

@@ -532,6 +532,13 @@ race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank, const 
         two[1] = &op->u.coll.recv;
         n = written || op->u.coll.in_place ? 2 : 1;
         wr = written ? 2 : 0;
+    } else if (op->kind == OP_INIT) {
+        /* plan_op_accesses' of an init (every alloc's with `init:`), likewise: dst written,
+         * then the source read where it copies one */
+        two[0] = &op->u.init.dst;
+        two[1] = &op->u.init.src;
+        n = op->u.init.src.count ? 2 : 1;
+        wr = 1;
     } else {
         /* at most PLAN_FIXED_ACCESSES (a compute's many are above), each read or written */
         plan_access fixed[PLAN_FIXED_ACCESSES];
