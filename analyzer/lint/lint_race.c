@@ -399,6 +399,38 @@ static __attribute__((noinline)) bool read_in_one(lint_race *r, const lint_clock
     return found;
 }
 
+/* An op's read of a buffer's one segment, exactly, then its write of it (a collective in place
+ * on one view: send view 0, recv view 1), as exact_one's read then its write would do them:
+ * the read meets the write (a race there is view 0's, a read meeting a write), drops it where
+ * it is before every stream, drops the reads before it and holds this op's read; the write,
+ * asked only where the read found no race, meets the write left (before this op's stream, or
+ * the race already found: nothing new), then the reads in stream order (those left are the ones
+ * not before this stream, and this op's own read, before it: program order), and replaces them
+ * all. Returns the view whose access races first (hit: the other access), or -1; me is left
+ * holding the write (view 1), as the segment does. Every access reports (report is true for the
+ * first of an op's accesses, and for all of the coarse lint's). */
+static int read_then_write(lint_race *r, const lint_clocks *c, lint_race_list *l,
+                           lint_race_access *me, lint_race_found *hit) {
+    uint32_t s = me->stream;
+    lint_race_access *w = &l->segs[0].write, *rd = l->reads;
+    int at = -1;
+    if (w->op && !lint_clocks_before_all(c, w->stream, w->seq) && !before(c, w, s)) {
+        hit_at(hit, w, true);
+        at = 0;
+    }
+    for (uint32_t u = 0; u < r->n_streams; u++)
+        if (rd[u].op) {
+            if (at < 0 && !before(c, &rd[u], s)) {
+                hit_at(hit, &rd[u], false);
+                at = 1;
+            }
+            rd[u].op = NULL;
+        }
+    me->view = 1;
+    *w = *me;
+    return at;
+}
+
 /* The general way, apart from lint_race_access_check's short ones (the call of those then saves
  * no registers for this one). */
 static __attribute__((noinline)) bool other_access(lint_race *r, const lint_clocks *c,
@@ -547,6 +579,28 @@ race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank, const 
         for (size_t k = 0; k < n; k++) {
             two[k] = acc[k].v;
             wr |= (uint32_t)acc[k].write << k;
+        }
+    }
+    /* A collective in place on one view (all_reduce or broadcast with `buf:`; in the coarse
+     * lint, where each access is the buffer's one element, any in one buffer) whose buffer is
+     * that view's one segment: its read and its write in one pass (read_then_write). */
+    if (!cv && n == 2 && wr == 2 && two[0]->buf == two[1]->buf && two[0]->buf < r->n_bufs &&
+        two[0]->count && two[1]->count && (!only || only[two[0]->buf]) &&
+        (coarse || (two[0]->offset == two[1]->offset && two[0]->count == two[1]->count))) {
+        lint_race_list *l = &r->bufs[two[0]->buf];
+        uint64_t lo = coarse ? 0 : two[0]->offset, hi = coarse ? 1 : lo + two[0]->count;
+        if (l->n == 1 && l->segs[0].lo == lo && l->segs[0].hi == hi) {
+            lint_race_found hit;
+            int at = read_then_write(r, c, l, &me, coarse ? &hit : f);
+            if (at >= 0 && coarse)
+                dirty[two[0]->buf] = 1;
+            else if (at >= 0) {
+                f->me = me;
+                f->me.view = (uint32_t)at;
+                f->v = two[at];
+                f->writes = at == 1;
+            }
+            return at >= 0;
         }
     }
     for (size_t k = 0; k < n; k++) {

@@ -4,7 +4,7 @@
  * boundaries (one element of overlap races, touching slices do not), a read kept after a later
  * write of other elements, the parts of segments outside a write kept as they were, one of
  * several segments accessed exactly and a write over all of them (other_access's short ways), a
- * read of part of the one segment,
+ * read of part of the one segment, a collective in place on one view (its read and write at once),
  * `races` off, the copy overlap at lint (bad_inplace, also as an expect_error contract), and init/check
  * as host accesses. The larger corpus is tests/races/
  * (tests/cli/races.sh). */
@@ -203,6 +203,45 @@ static void read_inside_one_segment(void **state) {
 }
 #undef READ_SLICE
 
+/* A collective in place on one view whose buffer is that view's one segment: its read (send,
+ * view 0) and its write (recv, view 1) in one pass (lint_race.c: read_then_write). The read meets
+ * an unordered write (the race is the read's), the write an unordered read (the write's); after
+ * record/wait it races with nothing and holds the write, which a later unordered access meets;
+ * a slice that is the one segment takes it too. */
+static void in_place_one_view(void **state) {
+    says(HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
+              "  - all_reduce: {buf: x, op: sum}\n",
+         "t.yaml:8:23: error: all_reduce on 'default' reads x[0:1000] while copy on 's1' writes "
+         "x[0:1000]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:25: note: copy on 's1' writes x[0:1000] here");
+    says(HEAD "  - compute: {reads: [x], stream: s1}\n"
+              "  - all_reduce: {buf: x, op: sum}\n",
+         "t.yaml:8:23: error: all_reduce on 'default' writes x[0:1000] while compute on 's1' "
+         "reads x[0:1000]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:23: note: compute on 's1' reads x[0:1000] here");
+    says(HEAD "  - compute: {reads: [x], stream: s1}\n"
+              "  - record: {event: e, stream: s1}\n"
+              "  - wait: {event: e}\n"
+              "  - all_reduce: {buf: x, op: sum}\n"
+              "  - compute: {reads: [x], stream: s2}\n",
+         "t.yaml:11:23: error: compute on 's2' reads x[0:1000] while all_reduce on 'default' "
+         "writes x[0:1000]; add record/wait or sync: {stream: default}",
+         "t.yaml:10:23: note: all_reduce on 'default' writes x[0:1000] here");
+    says(HEAD "  - compute: {writes: [\"x[0:500]\"], stream: s1}\n"
+              "  - all_reduce: {buf: \"x[0:500]\", op: sum}\n",
+         "t.yaml:8:24: error: all_reduce on 'default' reads x[0:500] while compute on 's1' "
+         "writes x[0:500]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:25: note: compute on 's1' writes x[0:500] here");
+    says(HEAD "  - compute: {writes: [\"x[0:500]\"], stream: s1}\n"
+              "  - record: {event: e, stream: s1}\n"
+              "  - wait: {event: e}\n"
+              "  - broadcast: {buf: \"x[0:500]\", root: 1}\n"
+              "  - compute: {writes: [\"x[100:1]\"], stream: s1}\n",
+         "t.yaml:11:25: error: compute on 's1' writes x[100:1] while broadcast on 'default' "
+         "writes x[0:500]; add record/wait or sync: {stream: default}",
+         "t.yaml:10:23: note: broadcast on 'default' writes x[0:500] here");
+}
+
 /* concurrent reads on three streams never race; a write after them races with one of them */
 static void concurrent_reads(void **state) {
     clean(HEAD "  - compute: {reads: [x], stream: s1}\n"
@@ -290,6 +329,7 @@ int main(void) {
         cmocka_unit_test(write_keeps_outside_parts),
         cmocka_unit_test(exact_segment_and_whole_write),
         cmocka_unit_test(read_inside_one_segment),
+        cmocka_unit_test(in_place_one_view),
         cmocka_unit_test(concurrent_reads),
         cmocka_unit_test(races_off),
         cmocka_unit_test(copy_overlap),
