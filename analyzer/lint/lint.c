@@ -110,6 +110,8 @@ typedef struct {
     const size_t *snap_ops;   /* the moved ops they are for, and how many (NULL: none) */
     size_t snap_n;
     bool checks_only;         /* the handlers stop after their checks (moved_snap_pass) */
+    const plan_range *moved_absent;   /* the absent ops (rank_plan.absent) of the rank B, the
+                                         records and the coarse verdicts were made for */
 } lint_ctx;
 
 /* ---- findings ---------------------------------------------------------------------------------- */
@@ -825,6 +827,7 @@ static inline __attribute__((always_inline)) void lint_op(lint_ctx *x, const ran
     case OP_EXPECT_BEGIN:
     case OP_GROUP_BEGIN:
     case OP_GROUP_END:
+    case OP_ABSENT:           /* a subset member's (pipeline.c): as if not there */
     case OP_KIND_COUNT:
         break;
     }
@@ -982,6 +985,16 @@ static void lint_rank(lint_ctx *x, const rank_plan *p) {
  *    view has no offset written, resolve_view: it is the whole buffer on every rank; checked,
  *    not assumed), and a same-buffer collective's buffer (its in-place flag). A buffer put in B
  *    that did not move only costs its checks.
+ *  - A rank that lacks some computes of the base (OP_ABSENT, pipeline.c's subset members): the
+ *    walks skip them, and their views' buffers join B, whose races are redone. Taking out a
+ *    compute takes out one enqueue of its stream: the later sequence numbers of that stream
+ *    drop by one, and so does every clock entry from it on, which keeps every comparison of
+ *    the others' numbers with the clocks (an entry that was the compute's own is the op before
+ *    it: ordered after the same ops); so the other buffers' accesses, the same, meet the same
+ *    checks. What is not redone of B: an op's own checks are its own, and a free's hazard
+ *    reads each stream's last use, the same op or an earlier one of that stream here (done
+ *    wherever the later one was done). The records and the coarse verdicts are of one set of
+ *    absent ops (moved_absent).
  *  - Two couplings between buffers in the whole walk: an op whose views do not all pass checks
  *    none of its views for races (check_view's false), and an op reports its first race alone.
  *    The second changes nothing: the views of other buffers race with nothing (the base's). The
@@ -1072,6 +1085,14 @@ static bool moved_set(lint_ctx *x, const rank_plan *p, const size_t *moved_ops, 
     /* every reduce's recv: written on its root alone (the base's reduces, its walk's) */
     for (size_t k = 0; k < x->reduces.n; k++)
         moved_add(x, ML_VEC_AT(&x->reduces, uint32_t, k));
+    /* the buffers of the computes p lacks (their views are still the op's) */
+    for (size_t k = 0; k < p->n_absent; k++)
+        for (size_t i = p->absent[k].lo; i < p->absent[k].hi; i++) {
+            const plan_op *op = &p->ops[i];
+            const plan_view *v = p->extra_views + op->u.compute.first_view;
+            for (uint32_t j = 0; j < op->u.compute.n_reads + op->u.compute.n_writes; j++)
+                moved_add(x, v[j].buf);
+        }
     return true;
 }
 
@@ -1392,6 +1413,11 @@ static void lint_rank_moved(lint_ctx *x, const rank_plan *p, const size_t *moved
     x->rank = p->rank;
     x->plan = p;
     size_t n_found = x->n_found;
+    if (p->absent != x->moved_absent) {   /* other ops absent: another B, other clocks */
+        x->snap_ops = NULL;
+        x->coarse_done = false;
+        x->moved_absent = p->absent;
+    }
     /* records of these moved ops for the current B, made where the coarse race lint found no
      * race in it: the moved ops' checks alone */
     if (x->snap_ops == moved_ops && x->snap_n == n) {
@@ -1498,6 +1524,7 @@ void lint_walk_rank(lint_walk *w, const rank_plan *p) {
     x->base_quiet = x->reports == reports && x->result->n_rows == rows && !p->has_p2p;
     x->coarse_done = false;
     x->snap_ops = NULL;
+    x->moved_absent = NULL;
 }
 
 void lint_walk_rank_moved(lint_walk *w, const rank_plan *p, const size_t *moved_ops, size_t n) {

@@ -217,63 +217,147 @@ static int plan_rank_by_rank(const sched *s, const sched_params *pw, const pipel
     return compact_end(it, w, rc, predicted, &pd, false, pw, o, d);
 }
 
+/* A subset member's absent ops (plan_shapes_absent) and, once its first rank has run it, the
+ * time model's totals, which every rank with those absent ops shares: the time model reads
+ * counts, dtypes, streams, events and compute times, no offset (predict_rank_shared).
+ *
+ * Where no absent compute has a time (plan_absent_timed false) the totals are the base's. Such
+ * a compute lasts 0 (tm_op_duration) and pushes no interval (iv_push drops an empty one); all
+ * it does is ready[s] = max(ready[s], host), host then h. Say ready[s] is A with it and B
+ * without: A = max(B, h) holds after it, and every later op keeps it, because host never falls
+ * below h: a stream op starts at max(ready[s], host) (the same on both, so ready[s] is equal
+ * after it), a record and a sync take max(ready[s], host) too, a wait sets ready[s] =
+ * max(ready[s], event) (max(B, e, h) = max(max(B, e), h)) and its span is over max(ready[s],
+ * host) (equal where A > that start, as A = B there), and the step is max(ready..., host).
+ * Every total is one of those values. */
+typedef struct {
+    plan_absent *a;
+    bool timed;
+    double step_us, comm_us, exposed_comm_us;
+} group_subset;
+
 /* One group's base (plan_rank_offsets): the rank whose expansion is in the op array, the
  * entries that rewrite it into each later rank of its shape, and its floor's forward facts. */
 typedef struct {
     rank_plan *plan;
     int rank;
-    plan_offsets *po;         /* NULL: the next rank has another shape (next_of_shape) */
+    plan_offsets *po;         /* NULL: the next rank has another shape (next_joins) */
     bool own_po;              /* po is the group's (plan_shapes_offsets), else the caller's */
     floor_forward *fw;        /* its floor facts: its members' (predict_rank_shared) */
+    ml_vec subsets;           /* group_subset: the absent ops its subset members had so far */
+    const plan_absent *applied;     /* those OP_ABSENT in the array now, or NULL */
 } group_base;
 
-/* True when rank b + 1 has b's shape: the ranks of a base's group are the ones after it up to
- * the next rank of another shape (rank order), so a base followed by another shape has none. */
-static bool next_of_shape(const plan_shapes *sh, int b, int world) {
-    return b + 1 < world && plan_shape(sh, b + 1) == plan_shape(sh, b);
+/* True when rank b + 1 joins b's group: it has b's shape, or (subsets: the fast case is on) a
+ * shape within b's (a subset member: group_member); a base followed by another shape has no
+ * members. */
+static bool next_joins(const plan_shapes *sh, int b, int world, bool subsets) {
+    return b + 1 < world && (plan_shape(sh, b + 1) == plan_shape(sh, b) ||
+                             (subsets && plan_shape_within(sh, b + 1, b)));
 }
 
 /* Base g's lint and full prediction, with the floor record its members redo only the moved
- * ops of (the vary set: its entries' ops); a base without members needs none. */
-static bool group_base_predict(group_base *g, lint_walk *w, const pipeline_opts *o,
-                               pipeline_item *it, bool predicted, ml_diags *pd) {
+ * ops of (the vary set: its entries' ops, and where a later rank's shape is within g's, the
+ * ops of g's `when:`s that name rank, which such a rank lacks: plan_when_ops); a base
+ * without members needs none. */
+static bool group_base_predict(group_base *g, const plan_shapes *sh, bool subsets, lint_walk *w,
+                               const pipeline_opts *o, pipeline_item *it, bool predicted,
+                               ml_diags *pd) {
     lint_walk_rank(w, g->plan);
     floor_vary vary = {NULL, 0};
+    size_t *merged = NULL;
     if (g->po)
         vary.ops = plan_offsets_ops(g->po, &vary.n);
-    return predicted &&
-           predict_rank_forward(g->plan, o->timeline, &it->pred[g->rank], g->po ? &g->fw : NULL,
-                                g->po ? &vary : NULL, pd) == 0 &&
-           predict_time(g->plan, o, &it->pred[g->rank], pd) == 0;
+    bool later = false;
+    for (int r = g->rank + 1; sh && subsets && g->po && r < it->world && !later; r++)
+        later = plan_shape_within(sh, r, g->rank);
+    if (later) {
+        merged = plan_when_ops(g->plan, vary.ops, vary.n, &vary.n);
+        vary.ops = merged;
+    }
+    bool ok = predicted &&
+              predict_rank_forward(g->plan, o->timeline, &it->pred[g->rank], g->po ? &g->fw : NULL,
+                                   g->po ? &vary : NULL, pd) == 0 &&
+              predict_time(g->plan, o, &it->pred[g->rank], pd) == 0;
+    free(merged);
+    return ok;
 }
 
-/* Rank r of g's shape: g's op array rewritten in place into r's (plan_offsets_apply: only the
- * offsets that name rank, and the in-place flags), r predicted from g's prediction
- * (predict_rank_shared), linted on its own ops (lint_walk_rank_moved: the checks of the
- * buffers the moved views touch, the base's verdict for the rest, the whole walk where that is
- * unsure) and its kept ops copied out (plan_compact). An offset that fails is r's expansion
- * error (in d), and -1. */
-static int group_member(const group_base *g, lint_walk *w, int r, pipeline_item *it,
-                        bool *predicted, ml_diags *pd, ml_diags *d) {
+/* The array holds a's ops as OP_ABSENT and no others (a NULL: none). */
+static void group_absent_set(group_base *g, const plan_absent *a) {
+    if (g->applied == a)
+        return;
+    if (g->applied)
+        plan_absent_restore(g->applied, g->plan);
+    if (a)
+        plan_absent_apply(a, g->plan);
+    g->applied = a;
+}
+
+/* Rank r of g's shape (a NULL), or of a shape within it whose absent ops a are (sub): g's op
+ * array rewritten in place into r's (plan_offsets_apply: only the offsets that name rank, and
+ * the in-place flags; a's ops OP_ABSENT), r predicted from g's prediction
+ * (predict_rank_shared; a subset member's time model its own, or the rank's before with the
+ * same absent ops), linted on its own ops (lint_walk_rank_moved: the checks of the buffers the
+ * moved views and the absent ops touch, the base's verdict for the rest, the whole walk where
+ * that is unsure) and its kept ops copied out (plan_compact, in its own indices). An offset
+ * that fails is r's expansion error (in d), and -1. */
+static int group_member(group_base *g, group_subset *sub, lint_walk *w, int r,
+                        const pipeline_opts *o, pipeline_item *it, bool *predicted,
+                        ml_diags *pd, ml_diags *d) {
+    const plan_absent *a = sub ? sub->a : NULL;
+    group_absent_set(g, a);
     rank_plan *pl = &it->plans[r];
-    plan_share(g->plan, r, pl);
+    plan_share(g->plan, r, pl);   /* with the absent ranges, where a's are set */
     if (plan_offsets_apply(g->po, pl, r, d) != 0)
         return -1;
     /* the floor redoes the ops the offsets moved (floor_rank_shared) while they are in cache,
      * before the lint's walk; the two read the ops and nothing else of each other (the
      * predictions' diagnostics wait in pd) */
-    *predicted = *predicted &&
-                 predict_rank_shared(pl, &it->pred[g->rank], g->fw, &it->pred[r], pd) == 0;
+    pred_rank *pr = &it->pred[r];
+    *predicted = *predicted && predict_rank_shared(pl, &it->pred[g->rank], g->fw, pr, pd) == 0;
+    if (sub && *predicted && !plan_absent_timed(sub->a)) {
+        /* the base's totals, copied with its prediction (group_subset says why) */
+    } else if (sub && *predicted && sub->timed) {
+        pr->step_us = sub->step_us;
+        pr->comm_us = sub->comm_us;
+        pr->exposed_comm_us = sub->exposed_comm_us;
+    } else if (sub && *predicted) {
+        *predicted = predict_time(pl, o, pr, pd) == 0;
+        *sub = (group_subset){sub->a, *predicted, pr->step_us, pr->comm_us, pr->exposed_comm_us};
+    }
     size_t n_moved;
     const size_t *moved = plan_offsets_ops(g->po, &n_moved);
-    lint_walk_rank_moved(w, pl, moved, n_moved);
+    lint_walk_rank_moved(w, pl, moved, n_moved);   /* the absent ops' buffers too (lint.c) */
     size_t keep[PIPELINE_KEPT_MAX];
-    plan_compact(pl, keep, reported_ops(&it->pred[r], keep), false, NULL);
+    size_t n_keep = reported_ops(pr, keep);   /* the array's indices, the plan's own next */
+    for (int v = 0; v < VIEW_COUNT; v++)
+        pr->peak_op[v] = plan_own_index(pl, pr->peak_op[v]);
+    plan_compact(pl, keep, n_keep, false, NULL);
+    it->subset_members += sub != NULL;
     return 0;
 }
 
+/* group_member's subset entry for rank r (plan_shapes_absent; the one an earlier member had
+ * where r's absent ops are its), or NULL where r is not a subset member of g. */
+static group_subset *group_subset_of(group_base *g, const plan_shapes *sh, int r) {
+    for (size_t k = 0; k < g->subsets.n; k++) {
+        group_subset *gs = &ML_VEC_AT(&g->subsets, group_subset, k);
+        if (plan_absent_fits(gs->a, sh, r))
+            return gs;
+    }
+    group_absent_set(g, NULL);   /* it reads the ops' kinds */
+    plan_absent *a = plan_shapes_absent(sh, g->plan, g->po, r);
+    if (!a)
+        return NULL;
+    group_subset *gs = ml_vec_push(&g->subsets);
+    *gs = (group_subset){.a = a};
+    return gs;
+}
+
 /* The array is g's own again (its values held once: a second evaluation cannot fail). */
-static void group_base_restore(const group_base *g, ml_diags *d) {
+static void group_base_restore(group_base *g, ml_diags *d) {
+    group_absent_set(g, NULL);
     if (g->po && plan_offsets_apply(g->po, g->plan, g->rank, d) != 0)
         ml_internal_error("rank %d's view offsets failed on their second evaluation", g->rank);
 }
@@ -284,6 +368,16 @@ static void group_base_free(group_base *g) {
     if (g->own_po)
         plan_offsets_free(g->po);
     g->po = NULL;
+    for (size_t k = 0; k < g->subsets.n; k++)
+        plan_absent_free(ML_VEC_AT(&g->subsets, group_subset, k).a);
+    ml_vec_free(&g->subsets);
+}
+
+/* A group's base: rank r, expanded into plan. */
+static group_base group_base_new(rank_plan *plan, int r) {
+    group_base g = {.plan = plan, .rank = r};
+    ml_vec_init(&g.subsets, sizeof(group_subset));
+    return g;
 }
 
 /* The middle path (compact, as plan_rank_by_rank): ranks whose ops are their shape's first
@@ -328,17 +422,28 @@ static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipel
     it->moved = true;
     it->pred = ml_xcalloc((size_t)world, sizeof *it->pred);
     lint_walk *w = lint_walk_new(s, world, &o->lint, &it->lint);
-    group_base g = {.plan = &it->plans[0], .rank = 0, .po = po};
-    if (!po && next_of_shape(sh, 0, world)) {
+    /* subset members (group_member): their prediction is the base's but for what reads their
+     * absent computes, the floor and the time model, redone; the timeline (one point per op,
+     * the base's) and the torch view (a compute enqueues work its stream's pending frees wait
+     * for: view_torch.c) read them too, so with either on every such rank is a base */
+    bool subsets = sh && !o->timeline && !it->plans[0].torch.on;
+    group_base g = group_base_new(&it->plans[0], 0);
+    g.po = po;
+    if (!po && next_joins(sh, 0, world, subsets)) {
         g.po = plan_shapes_offsets(sh, g.plan);
         g.own_po = true;
     }
-    bool predicted = group_base_predict(&g, w, o, it, true, &pd);
+    bool predicted = group_base_predict(&g, sh, subsets, w, o, it, true, &pd);
     plan_recycle spare = {0};
     int rc = 0;
     for (int r = 1; r < world && rc == 0; r++) {
         if (!sh || plan_shape(sh, r) == plan_shape(sh, g.rank)) {
-            rc = group_member(&g, w, r, it, &predicted, &pd, d);
+            rc = group_member(&g, NULL, w, r, o, it, &predicted, &pd, d);
+            continue;
+        }
+        group_subset *sub = subsets && g.po ? group_subset_of(&g, sh, r) : NULL;
+        if (sub) {
+            rc = group_member(&g, sub, w, r, o, it, &predicted, &pd, d);
             continue;
         }
         /* r is a new base: the array goes to it, the old base keeps its kept ops */
@@ -355,10 +460,11 @@ static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipel
             rc = -1;
             break;
         }
-        g = (group_base){.plan = &it->plans[r], .rank = r, .own_po = true};
-        if (next_of_shape(sh, r, world))
+        g = group_base_new(&it->plans[r], r);
+        g.own_po = true;
+        if (next_joins(sh, r, world, subsets))
             g.po = plan_shapes_offsets(sh, g.plan);
-        predicted = group_base_predict(&g, w, o, it, predicted, &pd);
+        predicted = group_base_predict(&g, sh, subsets, w, o, it, predicted, &pd);
     }
     if (rc == 0)
         group_base_restore(&g, d);

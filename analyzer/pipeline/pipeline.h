@@ -79,6 +79,8 @@ typedef struct {
     size_t *vary;              /* moved: the ops whose offsets or in-place flags differ
                                   (plan_offsets_ops), n_vary of them, for the floor */
     size_t n_vary;
+    int subset_members;        /* ranks the compact path took as a base's ops with some absent
+                                  (pipeline.c's group_member; for tests) */
 } pipeline_item;
 
 typedef struct {

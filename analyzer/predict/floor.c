@@ -680,11 +680,17 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
         f.total = e->total;
         bool compute = e->n_reads + e->n_writes > 0;
         const plan_op *op = &p->ops[e->op];   /* read only where not a compute */
+        /* an op p lacks (OP_ABSENT, a subset member's: pipeline.c's vary list holds the ops
+         * its `when:`s may drop) accesses nothing and is no data op: no B here, and the
+         * premise holds where rank 0's op left its sets as they were */
+        bool absent = p->absent && op->kind == OP_ABSENT;
+        views += compute && absent;
         plan_access fixed[PLAN_FIXED_ACCESSES];
-        const plan_access *acc;
-        size_t n = compute ? plan_compute_accesses(p->extra_views + *views++, e->n_reads,
-                                                   e->n_writes, &acc, &dyn)
-                           : plan_op_accesses(p, op, fixed, &acc, &dyn);
+        const plan_access *acc = NULL;
+        size_t n = absent    ? 0
+                   : compute ? plan_compute_accesses(p->extra_views + *views++, e->n_reads,
+                                                     e->n_writes, &acc, &dyn)
+                             : plan_op_accesses(p, op, fixed, &acc, &dyn);
         if (n > fa_cap) {
             fa_cap = n;
             fa = ml_xrealloc(fa, fa_cap * sizeof *fa);
@@ -698,12 +704,14 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
                 known = sets[j].buf == fa[a].buf;
             same = known;
         }
-        if (same) {
+        if (same && !absent) {
             uint64_t here;
             ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
             if (!compute && op->kind == OP_COLL)
                 here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
             share_consider(here, e->op, &best, &best_op);
+        }
+        if (same) {
             /* the premise: the sets after the op are rank 0's (a view that moved but changes
              * no set, as the optimizer's slice written, leaves them as loaded) */
             apply_accesses(&f, fa, m);

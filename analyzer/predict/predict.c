@@ -160,7 +160,7 @@ static void bytes_overflow(const rank_plan *p, size_t i, const char *what, ml_di
     if (op->kind == OP_ALLOC)
         snprintf(at, sizeof at, "alloc '%s'", p->s->syms[SYM_BUFFER].names[op->u.alloc.buf]);
     else
-        snprintf(at, sizeof at, "op %zu (%s)", i,
+        snprintf(at, sizeof at, "op %zu (%s)", plan_own_index(p, i),   /* the rank's own */
                  op->kind == OP_COLL ? ml_colls[op->u.coll.coll].name : plan_op_names[op->kind]);
     /* at the alloc's size, whose bytes crossed it; another op at its step */
     ml_mark m = op->kind == OP_ALLOC ? sched_part_mark(p->s, op->step, SCHED_AT_SIZE)

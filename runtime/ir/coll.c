@@ -167,6 +167,7 @@ const char *const plan_op_names[OP_KIND_COUNT] = {
     [OP_EMPTY_CACHE] = "empty_cache",
     [OP_GROUP_BEGIN] = "group_begin",
     [OP_GROUP_END] = "group_end",
+    [OP_ABSENT] = "absent",
 };
 
 const char *plan_op_name(const plan_op *op) {

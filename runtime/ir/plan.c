@@ -55,6 +55,15 @@ typedef struct {
         int64_t v;
     } memo[64];
     uint32_t memo_gen;
+    /* plan_when_at: the occurrences of `when:`s that name rank, a memo of which trees do (a
+     * handful of distinct trees: the loader shares them), and the depth of expect_errors and
+     * groups around the step being expanded */
+    ml_vec when_at;
+    struct {
+        const expr *e;
+        bool uses;
+    } when_memo[16];
+    uint32_t guard;
 } expander;
 
 /* Grows the op array to hold `need` ops. A schedule that fits under max_ops can still be more
@@ -474,14 +483,37 @@ static int expand_region(expander *x, const sched_step *st) {
     return rc;
 }
 
+static int expand_step_body(expander *x, const sched_step *st);
+
+/* True when `when:` tree e names rank (a memo by tree: this is asked at every such step). */
+static bool when_names_rank(expander *x, const expr *e) {
+    size_t h = ((uintptr_t)e >> 4) & 15;
+    if (x->when_memo[h].e != e) {
+        x->when_memo[h].e = e;
+        x->when_memo[h].uses = expr_uses_slot(e, EXPR_SLOT_RANK);
+    }
+    return x->when_memo[h].uses;
+}
+
 static int expand_step(expander *x, const sched_step *st) {
+    bool occurrence = false;   /* of a `when:` another rank may lack (plan_shapes_absent) */
+    size_t lo = x->n_ops;
     if (st->when) {
         int64_t on;
         if (eval(x, st->when, 1, at(st, SCHED_AT_WHEN), &on) < 0)
             return -1;
         if (!on)
             return 0;
+        occurrence = when_names_rank(x, st->when);
     }
+    int rc = expand_step_body(x, st);   /* its one call: inlined */
+    if (occurrence && rc == 0)
+        *(plan_when_at *)ml_vec_push(&x->when_at) =
+            (plan_when_at){st->when, lo, x->n_ops, x->guard};
+    return rc;
+}
+
+static int expand_step_body(expander *x, const sched_step *st) {
     plan_op *op;
     switch (st->kind) {
     case ST_ALLOC:
@@ -534,8 +566,10 @@ static int expand_step(expander *x, const sched_step *st) {
     case ST_REGION:
         return expand_region(x, st);
     case ST_GROUP:
+        x->guard++;
         if (!emit(x, OP_GROUP_BEGIN, st) || expand_steps(x, st->u.group.steps, st->u.group.n) < 0)
             return -1;
+        x->guard--;
         return emit(x, OP_GROUP_END, st) ? 0 : -1;
     case ST_INIT:
         if (!(op = emit(x, OP_INIT, st)) || resolve_view(x, &st->u.init.dst, &op->u.init.dst) < 0)
@@ -571,7 +605,11 @@ static int expand_step(expander *x, const sched_step *st) {
         if (!(op = emit(x, OP_EXPECT_BEGIN, st)))
             return -1;
         op->u.expect.error = st->u.expect_error.error;
-        return expand_steps(x, st->u.expect_error.step, 1);
+        x->guard++;
+        if (expand_steps(x, st->u.expect_error.step, 1) < 0)
+            return -1;
+        x->guard--;
+        return 0;
     case ST_KIND_COUNT:
         break;
     }
@@ -611,6 +649,7 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
         .max_ops = limits && limits->max_ops ? limits->max_ops : 50000000,
         .region = SCHED_NO_SYM,
     };
+    ml_vec_init(&x.when_at, sizeof(plan_when_at));
     if (limits && limits->recycle && limits->recycle->ops) {   /* grow_ops takes it */
         x.ops = limits->recycle->ops;
         x.spare_cap = limits->recycle->cap_ops;
@@ -656,6 +695,7 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
     free(bufs);
     free(x.depth);
     if (rc < 0) {
+        ml_vec_free(&x.when_at);
         free(x.ops);
         free(x.extra);
         free(x.ivals);
@@ -675,6 +715,8 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
     out->cap_ops = x.cap_ops;
     out->cap_extra_views = x.cap_extra;
     out->has_p2p = x.has_p2p;
+    out->when_at = x.when_at.items;
+    out->n_when_at = x.when_at.n;
     return 0;
 }
 
@@ -687,6 +729,7 @@ void plan_free(rank_plan *p) {
         free(p->extra_views);
         free(p->index_vals);
         free(p->kept_at);
+        free(p->when_at);
     }
     memset(p, 0, sizeof *p);
 }
@@ -768,6 +811,16 @@ static void compact(rank_plan *p, const size_t *keep, size_t n_keep, plan_recycl
     plan_op *ops = ml_xcalloc(m ? m : 1, sizeof *ops);
     for (size_t k = 0; k < m; k++)
         ops[k] = p->ops[at[k]];
+    if (p->absent) {   /* the rank's own indices and count, as its own expansion has them */
+        for (size_t k = 0; k < m; k++) {
+            if (ops[k].kind == OP_ABSENT)
+                ml_internal_error("rank %d keeps op %zu, which it lacks", p->rank, at[k]);
+            at[k] = plan_own_index(p, at[k]);
+        }
+        p->n_ops -= p->absent_ops;
+        p->absent = NULL;
+        p->n_absent = p->absent_ops = 0;
+    }
     if (p->borrowed) {
         /* plan_share's: the arrays stay with their owner; the kept ops are p's own */
     } else if (spare && !spare->ops) {
@@ -777,6 +830,10 @@ static void compact(rank_plan *p, const size_t *keep, size_t n_keep, plan_recycl
         free(p->ops);
         free(p->extra_views);
     }
+    if (!p->borrowed)
+        free(p->when_at);
+    p->when_at = NULL;   /* op ranges of the whole expansion */
+    p->n_when_at = 0;
     p->extra_views = NULL;   /* a compute's views: what walks the ops reads them */
     p->n_extra_views = p->cap_extra_views = 0;
     if (!p->borrowed)   /* per op: what runs the ops reads them; a compact plan runs nothing */
@@ -1297,6 +1354,9 @@ struct plan_shapes {
     rank_memo memo;           /* offsets mode, for offsets_of of each base */
     int world;
     int *first;               /* [world]: the least rank of each rank's shape */
+    const expr **whens;       /* the trees, by address (a mask's bit k is whens[k]) */
+    size_t n_whens;
+    uint64_t *mask;           /* [world]: each rank's shape */
 };
 
 typedef struct {
@@ -1359,12 +1419,17 @@ plan_shapes *plan_shapes_new(const rank_plan *p, const sched_params *params) {
     rank_shape *rs = ok && n <= PLAN_MAX_SHAPE_WHENS
                          ? ml_xcalloc((size_t)p->world, sizeof *rs) : NULL;
     ok = rs && shape_masks(p, whens.items, n, rs);
-    ml_vec_free(&whens);
     if (!ok) {
+        ml_vec_free(&whens);
         free(rs);
         free(sh);
         return NULL;
     }
+    sh->whens = whens.items;   /* sorted by address, each once */
+    sh->n_whens = n;
+    sh->mask = ml_xmalloc((size_t)p->world * sizeof *sh->mask);
+    for (int r = 0; r < p->world; r++)
+        sh->mask[rs[r].rank] = rs[r].mask;
     /* in (mask, rank) order, each run's first rank is its shape's least */
     qsort(rs, (size_t)p->world, sizeof *rs, cmp_rank_shape);
     sh->world = p->world;
@@ -1394,7 +1459,212 @@ void plan_shapes_free(plan_shapes *sh) {
     if (!sh)
         return;
     free(sh->first);
+    free(sh->whens);
+    free(sh->mask);
     free(sh);
+}
+
+/* ---- Ranks of a subset shape -----------------------------------------------------------------
+ *
+ * Rank r's `when:`s that are true all true on base b (mask(r) within mask(b)): r's own expansion
+ * walks the steps b's walked, in the same order, less those under an occurrence of a `when:`
+ * true on b and false on r (the shape's trees have one value per rank, the others one for all
+ * ranks: plan_shapes_new), and every value it evaluates is b's but for the offsets that name
+ * rank, as for a rank of b's shape, with one exception: what resolve_view reads of earlier ops
+ * (the buffers' latest allocs). The fast case takes only absent ops that are computes, which
+ * allocate nothing, so every later view resolves as on b; and no op's value depends on how many
+ * ops came before it. So r's ops are b's with the absent ranges taken out, the rest in order,
+ * each op's index less the absent ops before it (plan_own_index), and offsets as po gives them
+ * (an absent op among po's ops is refused: its offset, evaluated on r, could fail where r's own
+ * expansion never evaluates it). Refused too: an occurrence inside an expect_error (the wrapped
+ * step's ops are what its marker refuses and what lint's contract reads) or a group (send and
+ * recv pair across ranks: plan_shapes_new refuses them anyway). */
+struct plan_absent {
+    int base;
+    uint64_t drop;            /* mask(b) less mask(r): the trees whose occurrences are absent */
+    plan_range *r;            /* merged, increasing */
+    size_t n, ops;
+    bool timed;               /* some absent compute has a `time:` or `flops:` */
+};
+
+static int cmp_range(const void *a, const void *b) {
+    const plan_range *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Bit of tree e in sh's masks, or -1. */
+static int when_bit(const plan_shapes *sh, const expr *e) {
+    size_t lo = 0, hi = sh->n_whens;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)sh->whens[mid] < (uintptr_t)e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < sh->n_whens && sh->whens[lo] == e ? (int)lo : -1;
+}
+
+plan_absent *plan_shapes_absent(const plan_shapes *sh, const rank_plan *base,
+                                const plan_offsets *po, int rank) {
+    if (base->kept_at || base->world != sh->world || rank < 0 || rank >= sh->world)
+        return NULL;
+    uint64_t mb = sh->mask[base->rank], mr = sh->mask[rank];
+    if (mr == mb || (mr & ~mb))
+        return NULL;
+    plan_absent *a = ml_xcalloc(1, sizeof *a);
+    a->base = base->rank;
+    a->drop = mb & ~mr;
+    bool ok = true;
+    ml_vec rs;
+    ml_vec_init(&rs, sizeof(plan_range));
+    for (size_t k = 0; k < base->n_when_at && ok; k++) {
+        const plan_when_at *w = &base->when_at[k];
+        int bit = when_bit(sh, w->when);
+        ok = bit >= 0;
+        if (ok && (a->drop >> bit & 1) && w->hi > w->lo) {
+            ok = !w->guarded;
+            *(plan_range *)ml_vec_push(&rs) = (plan_range){w->lo, w->hi, 0};
+        }
+    }
+    /* nested occurrences (a `when:` under another) came inner first: in order, merged */
+    plan_range *r = rs.items;
+    size_t n = 0;
+    if (ok && rs.n)
+        qsort(r, rs.n, sizeof *r, cmp_range);
+    for (size_t k = 0; ok && k < rs.n; k++) {
+        if (n && r[k].lo <= r[n - 1].hi) {
+            if (r[k].hi > r[n - 1].hi)
+                r[n - 1].hi = r[k].hi;
+        } else {
+            r[n++] = r[k];
+        }
+    }
+    size_t before = 0;
+    for (size_t k = 0; ok && k < n; k++) {
+        r[k].before = before;
+        before += r[k].hi - r[k].lo;
+        for (size_t i = r[k].lo; i < r[k].hi && ok; i++) {
+            const plan_op *op = &base->ops[i];
+            ok = op->kind == OP_COMPUTE;
+            a->timed = a->timed ||
+                       (ok && (op->step->u.compute.time_us || op->step->u.compute.flops));
+        }
+    }
+    if (ok && po) {   /* no absent op among po's (both increasing) */
+        size_t nm;
+        const size_t *moved = plan_offsets_ops(po, &nm);
+        for (size_t k = 0, j = 0; k < nm && ok; k++) {
+            while (j < n && r[j].hi <= moved[k])
+                j++;
+            ok = j == n || moved[k] < r[j].lo;
+        }
+    }
+    if (!ok || n == 0) {
+        ml_vec_free(&rs);
+        free(a);
+        return NULL;
+    }
+    a->r = r;
+    a->n = n;
+    a->ops = before;
+    return a;
+}
+
+bool plan_absent_timed(const plan_absent *a) { return a->timed; }
+
+bool plan_shape_within(const plan_shapes *sh, int rank, int base) {
+    if (rank < 0 || rank >= sh->world || base < 0 || base >= sh->world)
+        return false;
+    return sh->mask[rank] != sh->mask[base] && !(sh->mask[rank] & ~sh->mask[base]);
+}
+
+bool plan_absent_fits(const plan_absent *a, const plan_shapes *sh, int rank) {
+    return plan_shape_within(sh, rank, a->base) &&
+           (sh->mask[a->base] & ~sh->mask[rank]) == a->drop;
+}
+
+size_t *plan_when_ops(const rank_plan *base, const size_t *ops, size_t n, size_t *out_n) {
+    /* the occurrences' ranges in order of lo (they are, but for a `when:` under another,
+     * recorded after its inner ones), merged; then merged with ops, both increasing: no sort
+     * of every op (a sort of 12,500 was 7 M instructions at 100,000 steps) */
+    size_t nr = base->n_when_at;
+    plan_range *r = ml_xmalloc((nr ? nr : 1) * sizeof *r);
+    bool sorted = true;
+    for (size_t k = 0; k < nr; k++) {
+        r[k] = (plan_range){base->when_at[k].lo, base->when_at[k].hi, 0};
+        sorted = sorted && (k == 0 || r[k - 1].lo <= r[k].lo);
+    }
+    if (!sorted)
+        qsort(r, nr, sizeof *r, cmp_range);
+    size_t m = 0, total = n;
+    for (size_t k = 0; k < nr; k++) {
+        if (m && r[k].lo <= r[m - 1].hi) {
+            if (r[k].hi > r[m - 1].hi)
+                r[m - 1].hi = r[k].hi;
+        } else {
+            r[m++] = r[k];
+        }
+    }
+    for (size_t k = 0; k < m; k++)
+        total += r[k].hi - r[k].lo;
+    size_t *all = ml_xmalloc((total ? total : 1) * sizeof *all);
+    size_t u = 0, j = 0;
+    for (size_t k = 0; k < m; k++)
+        for (size_t i = r[k].lo; i < r[k].hi; i++) {
+            for (; j < n && ops[j] < i; j++)
+                all[u++] = ops[j];
+            j += j < n && ops[j] == i;
+            all[u++] = i;
+        }
+    for (; j < n; j++)
+        all[u++] = ops[j];
+    free(r);
+    *out_n = u;
+    return all;
+}
+
+void plan_absent_apply(const plan_absent *a, rank_plan *p) {
+    for (size_t k = 0; k < a->n; k++)
+        for (size_t i = a->r[k].lo; i < a->r[k].hi; i++)
+            p->ops[i].kind = OP_ABSENT;
+    p->absent = a->r;
+    p->n_absent = a->n;
+    p->absent_ops = a->ops;
+}
+
+void plan_absent_restore(const plan_absent *a, rank_plan *p) {
+    for (size_t k = 0; k < a->n; k++)
+        for (size_t i = a->r[k].lo; i < a->r[k].hi; i++)
+            p->ops[i].kind = OP_COMPUTE;   /* every absent op was one (plan_shapes_absent) */
+    p->absent = NULL;
+    p->n_absent = p->absent_ops = 0;
+}
+
+void plan_absent_free(plan_absent *a) {
+    if (!a)
+        return;
+    free(a->r);
+    free(a);
+}
+
+size_t plan_own_index(const rank_plan *p, size_t i) {
+    if (i == SIZE_MAX || !p->absent)
+        return i;
+    size_t lo = 0, hi = p->n_absent;   /* the first range that ends after i */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->absent[mid].hi <= i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < p->n_absent && p->absent[lo].lo <= i)
+        ml_internal_error("op %zu of rank %d is one it lacks", i, p->rank);
+    if (lo == 0)
+        return i;
+    const plan_range *r = &p->absent[lo - 1];
+    return i - (r->before + (r->hi - r->lo));
 }
 
 int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *d) {
@@ -1443,6 +1713,7 @@ void plan_copy(const rank_plan *src, int rank, rank_plan *out) {
     out->cap_extra_views = out->extra_views ? src->n_extra_views : 0;
     out->index_vals = copy_array(src->index_vals, src->n_ops * src->s->n_index,
                                  sizeof *src->index_vals);
+    out->when_at = copy_array(src->when_at, src->n_when_at, sizeof *src->when_at);
 }
 
 const size_t *plan_offsets_ops(const plan_offsets *o, size_t *n) {

@@ -23,6 +23,9 @@ typedef enum {
     OP_RECORD_STREAM,  /* PyTorch's allocator: the buffer is used on a stream (u.record_stream) */
     OP_EMPTY_CACHE,    /* PyTorch's allocator: torch.cuda.empty_cache() */
     OP_GROUP_BEGIN, OP_GROUP_END,   /* around a group's send/recv ops (ncclGroupStart/End) */
+    /* An op of a base that the rank being processed lacks (plan_absent_apply), in place so that
+     * op indices stay the base's; it does nothing. Only pipeline.c's subset members have one. */
+    OP_ABSENT,
     OP_KIND_COUNT
 } plan_op_kind;
 extern const char *const plan_op_names[OP_KIND_COUNT];
@@ -93,6 +96,19 @@ typedef struct {
     size_t n_addresses;
 } plan_torch;
 
+/* Ops [lo, hi) of a plan, with how many absent ops come before lo (plan_absent_apply). */
+typedef struct {
+    size_t lo, hi, before;
+} plan_range;
+
+/* An occurrence of a step whose `when:` names rank and was true (plan_expand): the tree and
+ * the ops [lo, hi) it expanded to; guarded: inside an expect_error or a group. */
+typedef struct {
+    const expr *when;
+    size_t lo, hi;
+    bool guarded;
+} plan_when_at;
+
 typedef struct {
     const sched *s;
     int plan_index;
@@ -118,6 +134,15 @@ typedef struct {
     uint32_t n_first_colls;
     bool timed_compute;
     bool summary;             /* plan_compact took them */
+    /* The occurrences of `when:`s that name rank (plan_when_at, in op order; NULL: none), for
+     * plan_shapes_absent; an array of the ops' owner. */
+    plan_when_at *when_at;
+    size_t n_when_at;
+    /* A rank processed on another rank's ops with some absent (plan_absent_apply): their
+     * ranges, increasing (the array is the plan_absent's), and how many ops they hold; NULL:
+     * none. */
+    const plan_range *absent;
+    size_t n_absent, absent_ops;
 } rank_plan;
 
 /* An op array given back by plan_compact, for the next plan_expand to write into: at a million
@@ -179,18 +204,48 @@ int plan_shape(const plan_shapes *sh, int rank);
  * rewrite it into every rank of its shape. */
 plan_offsets *plan_shapes_offsets(plan_shapes *sh, const rank_plan *base);
 void plan_shapes_free(plan_shapes *sh);
+/* Ranks of a subset shape. A rank r whose `when:`s that are true are all true on a base b
+ * (mask(r) within mask(b)) expands to b's ops without those of the occurrences true on b and
+ * false on r (plan_when_at), but for the offsets and in-place flags po rewrites; plan.c says
+ * when that is exact and why. The absent ops (increasing ranges), for r, of b's expansion; NULL
+ * where r is not of a subset shape (or of b's own), or the case is not the exact one: an
+ * absent op that is not a compute, inside an expect_error or group, or among po's ops. */
+typedef struct plan_absent plan_absent;
+plan_absent *plan_shapes_absent(const plan_shapes *sh, const rank_plan *base,
+                                const plan_offsets *po, int rank);
+/* True when some op of a is a compute with a `time:` or `flops:` (else each takes no time). */
+bool plan_absent_timed(const plan_absent *a);
+/* True when rank's shape is a strict subset of base's (plan_shapes_absent may then apply). */
+bool plan_shape_within(const plan_shapes *sh, int rank, int base);
+/* True when a is plan_shapes_absent's answer for rank too (the same base, the same trees
+ * absent). */
+bool plan_absent_fits(const plan_absent *a, const plan_shapes *sh, int rank);
+/* The ops of base's occurrences of `when:`s that name rank (plan_when_at: those some rank
+ * may lack), merged with ops[0..n) (increasing) into a new array (*out_n of them, increasing;
+ * free it). */
+size_t *plan_when_ops(const rank_plan *base, const size_t *ops, size_t n, size_t *out_n);
+/* Makes a's ops OP_ABSENT in p (b's ops or a plan_share of them) and gives p the ranges; _restore
+ * makes them computes again (every absent op was one) and p's ranges NULL. */
+void plan_absent_apply(const plan_absent *a, rank_plan *p);
+void plan_absent_restore(const plan_absent *a, rank_plan *p);
+void plan_absent_free(plan_absent *a);
+/* The index op i of p (p->ops[i], not absent) has in the rank's own expansion: i less the
+ * absent ops before it. SIZE_MAX stays SIZE_MAX. */
+size_t plan_own_index(const rank_plan *p, size_t i);
 /* out becomes a copy of src (whole, not compact) for `rank` with arrays of its own, for
  * plan_offsets_apply to rewrite: what a rank keeps whose plan is read or run later. */
 void plan_copy(const rank_plan *src, int rank, rank_plan *out);
 
 /* Keeps only ops keep[0..n_keep) of p (indices in any order, repeats and ones >= n_ops
- * ignored): for a rank whose lint and prediction are done and whose report names a few of its
- * ops (the peaks' steps). The big array goes to *spare when spare is non-NULL and empty, else it
- * is freed (the compute views' array with it); index values are dropped. A borrowed p (plan_share)
- * leaves the arrays to their owner and owns its kept ops from then on. Read
- * a compact plan's ops with plan_op_at, and nothing that runs or walks them. summary: take what
- * plan_first_colls and plan_timed_compute answer first (a pass over every op; a compact plan
- * without it must not be asked). */
+ * ignored; with absent ops (plan_absent_apply) the array's indices, the kept ones then given
+ * their own, plan_own_index, and n_ops the rank's own count): for a rank whose lint and
+ * prediction are done and whose report names a few of its ops (the peaks' steps). The big
+ * array goes to *spare when spare is non-NULL and empty, else it is freed (the compute views'
+ * array with it); index values are dropped. A borrowed p (plan_share) leaves the arrays to
+ * their owner and owns its kept ops from then on. Read a compact plan's ops with plan_op_at,
+ * and nothing that runs or walks them. summary: take what plan_first_colls and
+ * plan_timed_compute answer first (a pass over every op; a compact plan without it must not be
+ * asked). */
 void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, bool summary,
                   plan_recycle *spare);
 const plan_op *plan_op_at_kept(const rank_plan *p, size_t i);

@@ -25,6 +25,7 @@
 #include "plantest.h"
 #include "pipeline/pipeline.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 typedef struct {
@@ -37,6 +38,10 @@ typedef struct {
     /* ranks differ by `when:`s of rank too (plan_shapes_new): the compact path takes groups of
      * ranks (plan_rank_offsets, moved there); whole plans expand per rank */
     bool grouped;
+    /* with the timeline off, as predict and check run (the fast case needs it off): how many
+     * ranks are subset members (pipeline.c's group_member: a base's ops with the ops of its
+     * `when:`s that are false on the rank absent), worked out from the case's `when:`s */
+    int subsets;
 } compact_case;
 
 /* offsets_only_fsdp's group of P floats, slices of E (fsdp_groups_reuse_names) */
@@ -69,7 +74,7 @@ static const compact_case cases[] = {
      "  - compute: {reads: [p], writes: [a], time: 40}\n  - free: a\n"
      "  - all_gather: {send: 'p[rank*e : e]', recv: p}\n  - sync: device\n"
      "  - alloc: {buf: q, bytes: 256 * (rank + 1)}\n  - free: [q, p]\n",
-     0, "cccc", false, false},
+     0, "cccc", false, false, 0},
     /* FSDP's shape (tests/bench/gen.c training): rank moves the optimizer's slice and the
      * all_gather's send side only; that all_gather is in place on every rank */
     {"offsets_only_fsdp",
@@ -82,7 +87,7 @@ static const compact_case cases[] = {
      "  - record: {event: done}\n  - wait: {event: done, stream: comm}\n"
      "  - all_gather: {send: 'p[rank*e : e]', recv: p, stream: comm}\n"
      "  - sync: device\n  - free: [sh, p]\n",
-     0, "cccc", true, false},
+     0, "cccc", true, false, 0},
     /* offsets that move in an indexed repeat (rank and the index), and an in-place flag that
      * only rank 0 has: its recv x[0 : 16] is NCCL's in-place slot, the others' x[64 : 16] lies
      * outside the send side */
@@ -92,21 +97,21 @@ static const compact_case cases[] = {
      "      steps:\n        - copy: {src: 'x[rank*16 : 16]', dst: 'y[(rank + 4*j) * 16 : 16]'}\n"
      "  - reduce_scatter: {send: 'x[0 : 64]', recv: 'x[(rank + 3) / 4 * 64 : 16]'}\n"
      "  - check: {name: c, equal: ['y[rank*16 : 16]', 'x[rank*16 : 16]']}\n  - free: [x, y]\n",
-     0, "cccc", true, false},
+     0, "cccc", true, false, 0},
     /* a floor that the offsets move: the compute's read x[rank : 16] lies inside the scaled
      * x[rank*32 : 32] on rank 0 (floor 32 floats, 128 B) and not on the others (48, 192 B) */
     {"offsets_move_the_floor",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 128}\n"
      "  - scale: {buf: 'x[rank*32 : 32]', by: 2}\n"
      "  - compute: {reads: ['x[rank : 16]'], writes: ['x[rank * 16 : 8]']}\n  - free: x\n",
-     0, "cccc", true, false},
+     0, "cccc", true, false, 0},
     /* an out-of-place reduce_scatter whose send slot of rank 0 is read afterwards: NCCL's
      * in-place share is the other ranks' alone, so the floors differ (floor_short_way) */
     {"shard_slot_read_on_rank_0",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n  - alloc: {buf: y, count: 16}\n"
      "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - reduce_scatter: {send: x, recv: y}\n"
      "  - compute: {reads: ['x[0 : 16]', y]}\n  - free: [x, y]\n",
-     0, "cccc", true, false},
+     0, "cccc", true, false, 0},
     /* the first collective is refused (expect_error): the report's first collectives are the
      * all_reduce alone, from the prediction's pass (plan_compact_with) as from the ops */
     {"refused_first_collective",
@@ -116,71 +121,71 @@ static const compact_case cases[] = {
      "                   step: {reduce_scatter: {send: a, recv: b}}}\n"
      "  - scale: {buf: 'a[rank*16 : 16]', by: 2}\n  - all_reduce: {buf: b}\n"
      "  - free: [a, b]\n",
-     0, "cccc", true, false},
+     0, "cccc", true, false, 0},
     /* a view past its buffer on rank 3 alone (48 + 20 > 64): rank 3's lint error */
     {"offset_out_of_bounds_on_rank_3",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - scale: {buf: 'x[rank*16 : 20]', by: 2}\n  - free: x\n",
-     -1, "cccc", true, false},
+     -1, "cccc", true, false, 0},
     /* an offset negative on rank 3 alone: that rank's expansion error only */
     {"offset_negative_on_rank_3",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - scale: {buf: 'x[(2 - rank) * 16 : 16]', by: 2}\n  - free: x\n",
-     -1, "", true, false},
+     -1, "", true, false, 0},
     /* offsets with rank in a `when:` (groups: ranks 0-1, 2-3; the collectives diverge, rank 0
      * is expanded again for the messages), a repeat's count, a let: per rank */
     {"offsets_and_when",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - when: rank < 2\n    all_reduce: {buf: x}\n"
      "  - free: x\n",
-     -1, "wccc", false, true},
+     -1, "wccc", false, true, 0},
     {"offsets_and_repeat_count",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - repeat: {count: rank + 1, steps: [{scale: {buf: 'x[rank*16 : 16]', by: 2}}]}\n"
      "  - free: x\n",
-     0, "cccc", false, false},
+     0, "cccc", false, false, 0},
     {"offsets_through_let",
      "world: 4\nlet: {o: rank * 16}\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - scale: {buf: 'x[o : 16]', by: 2}\n  - free: x\n",
-     0, "cccc", false, false},
+     0, "cccc", false, false, 0},
     /* rank 0 alone issues a collective: the cross-rank messages name rank 0's, which is
      * expanded again (whole); the others stay compact */
     {"diverging_collectives",
      "world: 4\nsteps:\n  - alloc: {buf: x, bytes: 1KiB}\n"
      "  - when: rank == 0\n    all_reduce: {buf: x}\n  - free: x\n",
-     -1, "wccc", false, true},
+     -1, "wccc", false, true, 0},
     /* a send/recv pair on every rank: nothing is compacted */
     {"p2p_everywhere",
      "world: 2\nsteps:\n  - alloc: {buf: a, count: 8}\n  - alloc: {buf: b, count: 8}\n"
      "  - group:\n      - send: {buf: a, peer: 1 - rank}\n      - recv: {buf: b, peer: 1 - rank}\n"
      "  - free: [a, b]\n",
-     0, "ww", false, false},
+     0, "ww", false, false, 0},
     /* the first send on rank 2: ranks 0 and 1 were compacted and are expanded again */
     {"p2p_from_rank_2",
      "world: 4\nsteps:\n  - alloc: {buf: a, count: 8 * (rank + 1)}\n"
      "  - when: rank == 2\n    send: {buf: a, peer: 3}\n  - free: a\n",
-     -1, "wwww", false, false},
+     -1, "wwww", false, false, 0},
     /* an expansion error on rank 3 alone: that error only, as the full path stops there */
     {"expand_error_on_rank_3",
      "world: 4\nsteps:\n  - alloc: {buf: a, bytes: 200 - 100 * rank}\n  - free: a\n",
-     -1, "", false, false},
+     -1, "", false, false, 0},
     /* a lint error on every rank (use after free) with rank-dependent sizes */
     {"lint_error_every_rank",
      "world: 3\nsteps:\n  - alloc: {buf: a, bytes: 64 * (rank + 1)}\n  - free: a\n"
      "  - compute: {reads: [a]}\n",
-     -1, "ccc", false, false},
+     -1, "ccc", false, false, 0},
     /* failing expectations, evaluated after the compact ranks' predictions */
     {"expectation_fails",
      "world: 2\nexpect:\n  requested: {peak: 1}\nsteps:\n"
      "  - alloc: {buf: a, bytes: 64 * (rank + 1)}\n  - free: a\n",
-     0, "cc", false, false},
+     0, "cc", false, false, 0},
     /* ---- groups of ranks: `when:`s that name rank (plan_shapes_new, plan_rank_offsets) ---- */
     /* gen.c's mix, twice: rank 0 alone computes, ranks 1-3 differ by the all_reduce's slice
      * (groups {0}, {1, 2, 3}); the collectives agree, so rank 0 stays compact */
     {"when_rank_0_mix",
      "world: 4\nlet: {M: 256, q: M / world, s: q / 4}\nstreams: [comm]\n"
      "events: [ready, scattered]\nsteps:\n" MIX_GROUP MIX_GROUP,
-     0, "cccc", false, true},
+     0, "cccc", false, true, 3},
     /* interleaved groups {0, 2}, {1, 3}: every rank is a base, expanded into the array the rank
      * before gave back; ranks 0 and 2 are expanded apart */
     {"when_rank_odd_interleaved",
@@ -188,14 +193,14 @@ static const compact_case cases[] = {
      "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n"
      "  - when: rank % 2 == 1\n    compute: {reads: [x], writes: [y], time: 5}\n"
      "  - all_reduce: {buf: y}\n  - free: [x, y]\n",
-     0, "cccc", false, true},
+     0, "cccc", false, true, 1},
     /* the same groups, but the odd ranks issue one more collective: rank 0 is expanded again,
      * whole, for the cross-rank messages (lint_walk_needs_rank0) */
     {"when_rank_odd_diverging",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n"
      "  - when: rank % 2 == 1\n    all_reduce: {buf: x}\n  - free: x\n",
-     -1, "wccc", false, true},
+     -1, "wccc", false, true, 0},
     /* groups {0, 1, 2} (rank 0 the base of two members, whose floors are rank 0's record's)
      * and {3}, which frees its second buffer early */
     {"when_rank_below_last",
@@ -205,7 +210,7 @@ static const compact_case cases[] = {
      "  - when: rank >= world - 1\n    free: y\n"
      "  - alloc: {buf: z, count: 32}\n  - all_reduce: {buf: 'x[rank*e : e]'}\n"
      "  - free: z\n  - when: rank < world - 1\n    free: y\n  - free: x\n",
-     0, "cccc", false, true},
+     0, "cccc", false, true, 0},
     /* a `when:` of rank in a repeat without index and in one with an index (the offsets name
      * the index, the `when:` does not): groups {0}, {1}, {2, 3} */
     {"when_rank_in_repeats",
@@ -216,24 +221,24 @@ static const compact_case cases[] = {
      "        - when: rank > 1\n          scale: {buf: 'x[(rank + 4*j) * 8 : 8]', by: 3}\n"
      "        - all_reduce: {buf: 'x[j * 16 : 16]'}\n"
      "  - free: x\n",
-     0, "cccc", false, true},
+     0, "cccc", false, true, 0},
     /* a `when:` of rank and a repeat's index varies inside the expansion: per rank */
     {"when_index_and_rank",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - repeat:\n      count: 4\n      index: j\n      steps:\n"
      "        - when: j == rank\n          scale: {buf: 'x[j*16 : 16]', by: 2}\n"
      "  - free: x\n",
-     0, "cccc", false, false},
+     0, "cccc", false, false, 0},
     /* every rank's `when:` true: one shape, rank 0 the one base (as offsets alone) */
     {"when_rank_true_everywhere",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - when: rank < world\n    scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - free: x\n",
-     0, "cccc", false, true},
+     0, "cccc", false, true, 0},
     /* a `when:` that divides by zero on rank 2: no shapes; per rank, rank 2's expansion error */
     {"when_fails_on_rank_2",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - when: 4 / (rank - 2) > 0\n    scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - free: x\n",
-     -1, "", false, false},
+     -1, "", false, false, 0},
     /* the same `when:` where no rank reaches it (a repeat of none): no shapes, per rank, and
      * no error */
     {"when_fails_unreached",
@@ -241,7 +246,7 @@ static const compact_case cases[] = {
      "  - repeat:\n      count: 0\n      steps:\n"
      "        - when: 4 / (rank - 2) > 0\n          scale: {buf: x, by: 2}\n"
      "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - free: x\n",
-     0, "cccc", false, false},
+     0, "cccc", false, false, 0},
     /* expect_error around a step of ranks 0-1 (groups {0, 1}, {2, 3}): ranks 2 and 3, base
      * and member, are told the wrapped step does not run there */
     {"when_rank_in_expect_error",
@@ -250,25 +255,124 @@ static const compact_case cases[] = {
      "  - expect_error:\n      name: nondivisible\n      error: size_mismatch\n"
      "      step: {when: rank < 2, reduce_scatter: {send: a, recv: b}}\n"
      "  - free: [a, b]\n",
-     -1, "cccc", false, true},
+     -1, "cccc", false, true, 0},
     /* a view past its buffer on rank 3 alone (48 + 20 > 64), a member of rank 1's group */
     {"when_rank_0_lint_error_in_member",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - when: rank == 0\n    compute: {reads: [x], time: 5}\n"
      "  - scale: {buf: 'x[rank*16 : 20]', by: 2}\n  - free: x\n",
-     -1, "cccc", false, true},
+     -1, "cccc", false, true, 3},
     /* an offset negative on rank 3 alone, a member of rank 1's group: its expansion error */
     {"when_rank_0_offset_fails_in_member",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - when: rank == 0\n    compute: {reads: [x], time: 5}\n"
      "  - scale: {buf: 'x[(2 - rank) * 16 : 16]', by: 2}\n  - free: x\n",
-     -1, "", false, true},
+     -1, "", false, true, 2},
     /* the same offset negative on rank 2, the base of group {2, 3}: its expansion error */
     {"when_rank_offset_fails_in_base",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
      "  - when: rank < 2\n    compute: {reads: [x], time: 5}\n"
      "  - scale: {buf: 'x[(1 - rank) * 16 : 16]', by: 2}\n  - free: x\n",
-     -1, "", false, true},
+     -1, "", false, true, 0},
+    /* ---- subset members: a rank whose true `when:`s are all true on its base (pipeline.c's
+     * group_member with absent ops) ---- */
+    /* rank 1 lacks the compute (a subset member of rank 0), ranks 2-3 are rank 0's shape, whose
+     * lint walks rank 2 whole (its ops are not those lint last walked, rank 1's); z's alloc,
+     * every rank's peak, comes after the absent op: op 4 on rank 0, op 3 on rank 1 */
+    {"subset_rank_not_1",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n  - alloc: {buf: y, count: 64}\n"
+     "  - when: rank != 1\n    compute: {reads: [x], writes: [y], time: 5}\n"
+     "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - alloc: {buf: z, count: 128}\n"
+     "  - compute: {reads: [z], time: 7}\n"
+     "  - all_reduce: {buf: y}\n  - free: [x, y, z]\n",
+     0, "cccc", false, true, 1},
+    /* interleaved: ranks 1 and 3 lack the compute (subset members of rank 0), rank 2 is rank
+     * 0's shape; rank 3's absent ops are rank 1's, its lint walk not (rank 2's came between) */
+    {"subset_rank_even",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n  - alloc: {buf: y, count: 64}\n"
+     "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n"
+     "  - when: rank % 2 == 0\n    compute: {reads: [x], writes: [y], time: 5}\n"
+     "  - all_reduce: {buf: y}\n  - free: [x, y]\n",
+     0, "cccc", false, true, 2},
+    /* an alloc under the `when:`: the views after it resolve against it (plan.c), so every
+     * rank that lacks it is a base, as before */
+    {"subset_alloc_is_a_base",
+     "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - when: rank == 0\n    alloc: {buf: t, count: 32}\n"
+     "  - scale: {buf: 'x[rank*16 : 16]', by: 2}\n  - when: rank == 0\n    free: t\n"
+     "  - free: x\n",
+     0, "cccc", false, true, 0},
+    /* rank 0's compute on comm writes y, which the default stream then scales unordered: a
+     * race on rank 0 alone; ranks 1-3 lack the compute and have none */
+    {"subset_race_on_rank_0",
+     "world: 4\nstreams: [comm]\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - alloc: {buf: y, count: 64}\n"
+     "  - when: rank == 0\n    compute: {reads: [x], writes: [y], stream: comm, time: 5}\n"
+     "  - scale: {buf: 'y[rank*16 : 16]', by: 2}\n  - sync: device\n  - free: [x, y]\n",
+     -1, "cccc", false, true, 3},
+    /* rank 0's floor is at its compute, which reads all of a (1024 B) while b (64 B) is needed
+     * after: 1088; the others never touch a: b alone, 64 (subset_numbers) */
+    {"subset_floor_on_rank_0",
+     "world: 4\nsteps:\n  - alloc: {buf: a, count: 256}\n  - alloc: {buf: b, count: 16}\n"
+     "  - scale: {buf: 'b[rank*4 : 4]', by: 2}\n"
+     "  - when: rank == 0\n    compute: {reads: [a, b], time: 3}\n"
+     "  - free: a\n  - all_reduce: {buf: b}\n  - free: b\n",
+     0, "cccc", false, true, 3},
+    /* rank 0's compute without a time, on comm after the host waited 50 us: the others' time
+     * model totals are rank 0's (pipeline.c's group_subset), compared with their own */
+    {"subset_untimed_compute",
+     "world: 4\nstreams: [comm]\nevents: [e]\nsteps:\n  - alloc: {buf: x, count: 1024}\n"
+     "  - alloc: {buf: y, count: 64}\n  - compute: {reads: [x], time: 50}\n  - sync: device\n"
+     "  - when: rank == 0\n    compute: {reads: [y], stream: comm}\n"
+     "  - record: {event: e}\n  - wait: {event: e, stream: comm}\n"
+     "  - scale: {buf: 'x[rank*16 : 16]', by: 2, stream: comm}\n"
+     "  - all_reduce: {buf: y, stream: comm}\n  - sync: device\n  - free: [x, y]\n",
+     0, "cccc", false, true, 3},
+    /* rank 0's compute is comm's first op: on the others the copy after it is, the record
+     * takes the copy's number and every later number of comm is one less (lint.c's moved
+     * walk of the absent ops' buffers); ordered, free of races and hazards on every rank */
+    {"subset_clocks_shift",
+     "world: 4\nstreams: [comm]\nevents: [e, f]\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - alloc: {buf: y, count: 64}\n"
+     "  - when: rank == 0\n    compute: {reads: [x], writes: [y], stream: comm}\n"
+     "  - copy: {src: x, dst: y, stream: comm}\n  - record: {event: e, stream: comm}\n"
+     "  - wait: {event: e}\n  - scale: {buf: 'y[rank*16 : 16]', by: 2}\n"
+     "  - record: {event: f}\n  - wait: {event: f, stream: comm}\n"
+     "  - compute: {reads: [y], stream: comm}\n  - sync: device\n  - free: [x, y]\n",
+     0, "cccc", false, true, 3},
+    /* the same without the wait on e: the scale races the copy on every rank (each on its
+     * slice), so the base's walk reported and the others take the whole walk */
+    {"subset_clocks_shift_race",
+     "world: 4\nstreams: [comm]\nevents: [e, f]\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+     "  - alloc: {buf: y, count: 64}\n"
+     "  - when: rank == 0\n    compute: {reads: [x], writes: [y], stream: comm}\n"
+     "  - copy: {src: x, dst: y, stream: comm}\n  - record: {event: e, stream: comm}\n"
+     "  - scale: {buf: 'y[rank*16 : 16]', by: 2}\n"
+     "  - record: {event: f}\n  - wait: {event: f, stream: comm}\n"
+     "  - compute: {reads: [y], stream: comm}\n  - sync: device\n  - free: [x, y]\n",
+     -1, "cccc", false, true, 3},
+    /* an expect_error just before the `when:` (its wrapped step runs on every rank): subset
+     * members, every rank's row passing */
+    {"subset_after_expect_error",
+     "world: 4\nsteps:\n  - alloc: {buf: a, count: 1003, dtype: int64}\n"
+     "  - alloc: {buf: b, count: 250, dtype: int64}\n"
+     "  - expect_error:\n      name: nondivisible\n      error: size_mismatch\n"
+     "      step: {reduce_scatter: {send: a, recv: b}}\n"
+     "  - when: rank == 0\n    compute: {reads: [a], writes: [b], time: 4}\n"
+     "  - scale: {buf: 'a[rank*16 : 16]', by: 2}\n  - free: [a, b]\n",
+     0, "cccc", false, true, 3},
+    /* the `when:` inside the expect_error: the wrapped step's ops are what the marker refuses
+     * and lint's row reads, so every rank without it is a base (plan_shapes_absent) */
+    {"subset_inside_expect_error",
+     "world: 4\nsteps:\n  - alloc: {buf: a, count: 1003, dtype: int64}\n"
+     "  - alloc: {buf: b, count: 250, dtype: int64}\n"
+     "  - scale: {buf: 'a[rank*16 : 16]', by: 2}\n"
+     "  - expect_error:\n      name: nondivisible\n      error: size_mismatch\n"
+     "      step: {when: rank == 0, reduce_scatter: {send: a, recv: b}}\n"
+     "  - expect_error:\n      name: computed\n      error: size_mismatch\n"
+     "      step: {when: rank == 0, compute: {reads: [a], time: 2}}\n"
+     "  - free: [a, b]\n",
+     -1, "cccc", false, true, 0},
     /* offsets_only_fsdp's group four times, the names reused as gen.c's training reuses them,
      * the third group twice the size: the record keeps a set's ranges once where they are those
      * last kept for its buffer (floor.c: SHARE_AGAIN), and the fourth group's must not be
@@ -276,17 +380,23 @@ static const compact_case cases[] = {
     {"fsdp_groups_reuse_names",
      "world: 4\nstreams: [comm]\nevents: [done]\nsteps:\n" FSDP_GROUP(64, 16)
          FSDP_GROUP(64, 16) FSDP_GROUP(128, 32) FSDP_GROUP(64, 16),
-     0, "cccc", true, false},
+     0, "cccc", true, false, 0},
 };
 
-static void run_pipeline(const char *path, bool keep, bool share_offsets, pipeline_result *res,
-                         int *rc) {
+static void run_pipeline_with(const char *path, bool keep, bool share_offsets, bool timeline,
+                              pipeline_result *res, int *rc) {
     const char *files[1] = {path};
     pipeline_input in = {.files = files, .n_files = 1};
     pipeline_opts_default(&in.what);
     in.what.keep_plans = keep;
     in.what.share_offsets = share_offsets;
+    in.what.timeline = timeline;
     *rc = pipeline_run(&in, res);
+}
+
+static void run_pipeline(const char *path, bool keep, bool share_offsets, pipeline_result *res,
+                         int *rc) {
+    run_pipeline_with(path, keep, share_offsets, true, res, rc);
 }
 
 static void same_prediction(const pred_rank *a, const pred_rank *b) {
@@ -423,10 +533,65 @@ static void run_case(const compact_case *c) {
     same_outcome(c, &full, &full_moved, c->moved, whole);
     same_outcome(c, &full, &compact, c->moved || c->grouped, c->kept);
     same_outcome(c, &full, &per_rank, false, c->kept);
+    assert_int_equal(ML_VEC_AT(&compact.items, pipeline_item, 0).subset_members, 0);
     pipeline_result_free(&full);
     pipeline_result_free(&full_moved);
     pipeline_result_free(&compact);
     pipeline_result_free(&per_rank);
+    /* without the timeline, as predict and check run: subset members where the case has them,
+     * against whole plans per rank without it */
+    assert_int_equal(write(fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600), c->yaml,
+                           strlen(c->yaml)),
+                     (ssize_t)strlen(c->yaml));
+    close(fd);
+    run_pipeline_with(path, true, false, false, &full, &rc_full);
+    run_pipeline_with(path, false, true, false, &compact, &rc_compact);
+    unlink(path);
+    assert_int_equal(rc_full, c->rc);
+    assert_int_equal(rc_compact, c->rc);
+    same_outcome(c, &full, &compact, c->moved || c->grouped, c->kept);
+    if (compact.items.n)
+        assert_int_equal(ML_VEC_AT(&compact.items, pipeline_item, 0).subset_members, c->subsets);
+    pipeline_result_free(&full);
+    pipeline_result_free(&compact);
+}
+
+static const compact_case *case_named(const char *name);
+
+/* The numbers of two subset cases, worked out by hand (the cases' comments): the floor where
+ * rank 0's compute is its op, and every rank's peak op after the absent op in its own indices
+ * (the requested series' peak at z's alloc). */
+static void subset_numbers(void **state) {
+    (void)state;
+    const struct {
+        const char *name;
+        uint64_t floor[4];
+        size_t peak_op[4];        /* the requested series' */
+    } nc[] = {
+        {"subset_floor_on_rank_0", {1088, 64, 64, 64}, {1, 1, 1, 1}},
+        {"subset_rank_not_1", {0, 0, 0, 0}, {4, 3, 4, 4}},
+    };
+    for (size_t k = 0; k < ML_ARRAY_LEN(nc); k++) {
+        const compact_case *c = case_named(nc[k].name);
+        char path[] = "/tmp/memlife-compact-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, c->yaml, strlen(c->yaml)), (ssize_t)strlen(c->yaml));
+        close(fd);
+        pipeline_result res;
+        int rc;
+        run_pipeline_with(path, false, true, false, &res, &rc);
+        unlink(path);
+        assert_int_equal(rc, 0);
+        const pipeline_item *it = &ML_VEC_AT(&res.items, pipeline_item, 0);
+        assert_int_equal(it->subset_members, c->subsets);
+        for (int r = 0; r < 4; r++) {
+            if (nc[k].floor[r])
+                assert_int_equal(it->pred[r].floor, nc[k].floor[r]);
+            assert_int_equal(it->pred[r].peak_op[VIEW_REQUESTED], nc[k].peak_op[r]);
+        }
+        pipeline_result_free(&res);
+    }
 }
 
 static void compact_path_changes_nothing(void **state) {
@@ -675,6 +840,7 @@ int main(void) {
         cmocka_unit_test(first_colls_leave_out_the_refused),
         cmocka_unit_test(shapes_of_ranks),
         cmocka_unit_test(shapes_up_to_64_whens),
+        cmocka_unit_test(subset_numbers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
