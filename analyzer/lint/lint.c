@@ -514,7 +514,8 @@ static inline __attribute__((always_inline)) void coll_op(lint_ctx *x, const pla
     /* the contract reads the rank only in a send/recv's peer and in the in-place rule of one
      * buffer (lint_coll_contract): a collective without a view of B has rank 0's outcome */
     bool mine = !skip_send || !skip_recv;
-    if (send_ok && recv_ok && mine) {
+    /* lint_coll_broken first: the text only for a collective that breaks a rule */
+    if (send_ok && recv_ok && mine && lint_coll_broken(op, x->world, x->rank) != LINT_RULE_NONE) {
         char detail[240];
         lint_contract_at part;
         sched_error_code err =
@@ -528,11 +529,19 @@ static inline __attribute__((always_inline)) void coll_op(lint_ctx *x, const pla
     }
     if (refused(x) || (moved && x->checks_only))   /* checks_only: moved_snap_pass */
         return;
-    uint64_t seq = lint_clocks_enqueue(&x->clocks, op->u.coll.stream);
-    if (!skip_send)
-        note_use(x, op, &op->u.coll.send, 0, op->u.coll.stream, seq);
-    if (!skip_recv)
-        note_use(x, op, &op->u.coll.recv, 1, op->u.coll.stream, seq);
+    uint32_t stream = op->u.coll.stream;
+    uint64_t seq = lint_clocks_enqueue(&x->clocks, stream);
+    if (send_ok && recv_ok && stream < x->n_streams) {   /* live buffers: note_use's tests pass */
+        if (!skip_send && op->u.coll.send.buf != SCHED_NO_SYM)
+            put_use(x, op, op->u.coll.send.buf, 0, stream, seq);
+        if (!skip_recv && op->u.coll.recv.buf != SCHED_NO_SYM)
+            put_use(x, op, op->u.coll.recv.buf, 1, stream, seq);
+    } else {
+        if (!skip_send)
+            note_use(x, op, &op->u.coll.send, 0, stream, seq);
+        if (!skip_recv)
+            note_use(x, op, &op->u.coll.recv, 1, stream, seq);
+    }
     if (send_ok && recv_ok && mine)
         check_races(x, op, op->u.coll.stream, seq, moved);
     if (!ml_colls[op->u.coll.coll].p2p)   /* a send/recv pairs with one peer (lint_p2p.c) */
@@ -775,7 +784,9 @@ static LINT_HANDLER void moved_data_op(lint_ctx *x, const rank_plan *p, const pl
     data_op(x, p, op, true);
 }
 
-static void lint_op(lint_ctx *x, const rank_plan *p, const plan_op *op) {
+/* Inlined into lint_rank's loops (a call per op otherwise; the handlers stay calls). */
+static inline __attribute__((always_inline)) void lint_op(lint_ctx *x, const rank_plan *p,
+                                                          const plan_op *op) {
     switch (op->kind) {
     case OP_ALLOC:
         lint_alloc(x, op);
@@ -924,6 +935,10 @@ static void prefetch_ahead(const lint_ctx *x, const plan_op *near, const plan_op
 static void lint_rank(lint_ctx *x, const rank_plan *p) {
     x->rank = p->rank;
     x->plan = p;
+    /* rank 0's collectives, the reference, are kept: room for one per op at once, instead of
+     * the doublings' copies (pages never written are never touched) */
+    if (x->rank == 0)
+        lint_coll_seq_reserve(&x->colls[0], p->n_ops);
     lint_race_reset(&x->race);
     x->reduces.n = 0;
     memset(x->bufs, 0, x->n_bufs * sizeof *x->bufs);
@@ -1092,8 +1107,10 @@ static void moved_record(lint_ctx *x, const rank_plan *p, const plan_op *op) {
             continue;
         const lint_buf *b = &x->bufs[v[k].buf];
         x->snaps_ok &= b->live;   /* else lint_snap cannot say it (the base reported it, too) */
-        *(lint_snap *)ml_vec_push(&x->snaps) =
-            (lint_snap){b->alloc_op, b->released ? b->release_op : NULL};
+        /* ml_vec_push where it must grow; else the slot without its zeroing (written whole) */
+        lint_snap *s = x->snaps.n < x->snaps.cap ? &ML_VEC_AT(&x->snaps, lint_snap, x->snaps.n++)
+                                                 : ml_vec_push(&x->snaps);
+        *s = (lint_snap){b->alloc_op, b->released ? b->release_op : NULL};
     }
 }
 

@@ -2,7 +2,8 @@
 /* lint_contract.c — the contract of one collective call, as NCCL and PyTorch's ProcessGroupNCCL
  * enforce it: counts from coll.h's table, one dtype on both sides, a reduction only where the
  * collective reduces, a root inside the world, and overlap of send and recv only at NCCL's
- * in-place offset. The first broken rule is the error the call raises. */
+ * in-place offset. The first broken rule (lint_int.h: lint_coll_broken, their order) is the
+ * error the call raises. */
 #include "lint/lint_int.h"
 
 #include <stdio.h>
@@ -17,10 +18,6 @@ void lint_view_text(const sched *s, const plan_view *v, char *buf, size_t len) {
         snprintf(buf, len, "'%s[%llu:%llu]'", name, (ull)v->offset, (ull)v->count);
 }
 
-static bool overlap(const plan_view *a, const plan_view *b) {
-    return a->buf == b->buf && a->offset < b->offset + b->count && b->offset < a->offset + a->count;
-}
-
 sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char *detail,
                                     size_t len, lint_contract_at *at) {
     lint_contract_at ignored;
@@ -30,58 +27,58 @@ sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char
     const ml_coll_info *ci = &ml_colls[c];
     const plan_view *send = &op->u.coll.send, *recv = &op->u.coll.recv;
     uint64_t count = plan_coll_count(op);
-    uint64_t send_need = ml_coll_send_count(c, count, world);
-    uint64_t recv_need = ml_coll_recv_count(c, count, world);
-    *at = LINT_AT_SEND;
-    if (send->count != send_need) {
+    /* the side that breaks the rule, the sides before it being right: recv unless the send
+     * count is wrong, or the rule is about the root or the op */
+    switch (lint_coll_broken(op, world, rank)) {
+    case LINT_RULE_SEND_COUNT:
+        *at = LINT_AT_SEND;
         /* only a collective whose send side is world × count gets here (else count is send's) */
         snprintf(detail, len, "%s send count %llu is not world (%d) × recv count %llu (%llu)",
-                 ci->name, (ull)send->count, world, (ull)count, (ull)send_need);
+                 ci->name, (ull)send->count, world, (ull)count,
+                 (ull)ml_coll_send_count(c, count, world));
         return ERR_SIZE_MISMATCH;
-    }
-    *at = LINT_AT_RECV;   /* the side that breaks the rule, the send side being right */
-    if (recv->count != recv_need) {
+    case LINT_RULE_RECV_COUNT:
+        *at = LINT_AT_RECV;
         if (ci->recv_mult_world)
             snprintf(detail, len, "%s recv count %llu is not world (%d) × send count %llu (%llu)",
-                     ci->name, (ull)recv->count, world, (ull)count, (ull)recv_need);
+                     ci->name, (ull)recv->count, world, (ull)count,
+                     (ull)ml_coll_recv_count(c, count, world));
         else
             snprintf(detail, len, "%s recv count %llu is not send count %llu", ci->name,
                      (ull)recv->count, (ull)count);
         return ERR_SIZE_MISMATCH;
-    }
-    if (send->dtype != recv->dtype) {
+    case LINT_RULE_DTYPE:
+        *at = LINT_AT_RECV;
         snprintf(detail, len, "%s send dtype %s differs from recv dtype %s", ci->name,
                  ml_dtypes[send->dtype].name, ml_dtypes[recv->dtype].name);
         return ERR_DTYPE_MISMATCH;
-    }
-    /* NCCL 2.28 reduces every dtype with sum, prod, max and min; what can be wrong is a reduction
-     * on a collective that does not reduce (the loader stores sum where no op is written). */
-    if (!ci->has_op && op->u.coll.op != RED_SUM) {
+    case LINT_RULE_OP:
         *at = LINT_AT_STEP;
         snprintf(detail, len, "%s is not valid for %s: it does not reduce",
                  ml_redops[op->u.coll.op].name, ci->name);
         return ERR_BAD_OP;
-    }
-    *at = LINT_AT_ROOT;
-    if (ci->p2p && (op->u.coll.root < 0 || op->u.coll.root >= world || op->u.coll.root == rank)) {
+    case LINT_RULE_PEER:
+        *at = LINT_AT_ROOT;
         snprintf(detail, len, "%s peer %d %s", ci->name, op->u.coll.root,
                  op->u.coll.root == rank ? "is the rank itself" : "is outside the world");
         return ERR_OUT_OF_BOUNDS;
-    }
-    if (ci->has_root && (op->u.coll.root < 0 || op->u.coll.root >= world)) {
+    case LINT_RULE_ROOT:
+        *at = LINT_AT_ROOT;
         snprintf(detail, len, "%s root %d is outside the world (%d ranks)", ci->name,
                  op->u.coll.root, world);
         return ERR_OUT_OF_BOUNDS;
-    }
-    *at = LINT_AT_RECV;   /* recv is where in-place would have to be */
-    if (overlap(send, recv) && !op->u.coll.in_place) {
+    case LINT_RULE_INPLACE:
+        *at = LINT_AT_RECV;   /* recv is where in-place would have to be */
         snprintf(detail, len,
                  "%s send [%llu:%llu] and recv [%llu:%llu] overlap in one buffer, but nccl runs "
                  "in place only at recv - send = %lld elements on rank %d",
                  ci->name, (ull)send->offset, (ull)send->count, (ull)recv->offset,
                  (ull)recv->count, (long long)ci->inplace_recv_minus_send(count, rank), rank);
         return ERR_BAD_INPLACE;
+    case LINT_RULE_NONE:
+        break;
     }
+    *at = LINT_AT_RECV;
     if (len)
         detail[0] = '\0';
     return ERR_NONE;

@@ -9,42 +9,26 @@
 
 typedef unsigned long long ull;
 
-static lint_coll_key key_of(const plan_op *op) {
-    ml_coll c = op->u.coll.coll;
-    return (lint_coll_key){.count = plan_coll_count(op),
-                           .root = ml_colls[c].has_root ? op->u.coll.root : 0,
-                           .coll = (uint8_t)c,
-                           .dtype = (uint8_t)op->u.coll.send.dtype,
-                           .op = ml_colls[c].has_op ? (uint8_t)op->u.coll.op : 0};
+void lint_coll_seq_differs(lint_coll_seq *q, const plan_op *op) {
+    q->diff_op = *op;   /* a copy: the pipeline's compact path frees the rank's ops */
+    q->diff = &q->diff_op;
+    q->diff_at = q->n;
 }
 
-static bool same_key(const lint_coll_key *a, const lint_coll_key *b) {
-    return a->count == b->count && a->root == b->root && a->coll == b->coll &&
-           a->dtype == b->dtype && a->op == b->op;
-}
-
-void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref, const plan_op *op,
-                        size_t at) {
-    lint_coll_key key = key_of(op);
-    if (ref) {
-        if (!q->diff && (q->n >= ref->n || !same_key(&key, &ref->keys[q->n]))) {
-            q->diff_op = *op;   /* a copy: the pipeline's compact path frees the rank's ops */
-            q->diff = &q->diff_op;
-            q->diff_at = q->n;
-        }
-        q->n++;
+void lint_coll_seq_reserve(lint_coll_seq *q, size_t n) {
+    if (n <= q->cap)
         return;
-    }
-    if (q->n == q->cap) {
-        size_t cap = q->cap ? 2 * q->cap : 64;
-        size_t *ops = ml_xrealloc(q->ops, cap * sizeof *ops);
-        lint_coll_key *keys = ml_xrealloc(q->keys, cap * sizeof *keys);
-        q->ops = ops;
-        q->keys = keys;
-        q->cap = cap;
-    }
-    q->ops[q->n] = at;
-    q->keys[q->n++] = key;
+    if (n > SIZE_MAX / sizeof(lint_coll_key))
+        ml_internal_error("lint: %zu collectives overflow size_t", n);
+    q->ops = ml_xrealloc(q->ops, n * sizeof *q->ops);
+    q->keys = ml_xrealloc(q->keys, n * sizeof *q->keys);
+    q->cap = n;
+}
+
+void lint_coll_seq_grow(lint_coll_seq *q) {
+    if (q->cap > SIZE_MAX / 2)
+        ml_internal_error("lint: %zu collectives overflow size_t", q->cap);
+    lint_coll_seq_reserve(q, q->cap ? 2 * q->cap : 64);
 }
 
 void lint_coll_seq_free(lint_coll_seq *q) {

@@ -164,6 +164,48 @@ void lint_race_op_coarse(lint_race *r, const lint_clocks *c, const rank_plan *p,
 void lint_race_text(lint_race *r, const rank_plan *p, const lint_race_found *f, char *text,
                     size_t len, lint_note *other);
 
+/* ---- The contract of one collective (lint_contract.c) ----------------------------------------
+ * The rules lint_coll_contract checks, in its order; lint_coll_broken gives the first one op
+ * breaks, or LINT_RULE_NONE. Inline: every collective is asked and most break none, so only
+ * one that breaks one calls lint_coll_contract for its error and text. */
+typedef enum {
+    LINT_RULE_NONE,
+    LINT_RULE_SEND_COUNT,   /* send is not world × count where it must be */
+    LINT_RULE_RECV_COUNT,
+    LINT_RULE_DTYPE,        /* send's and recv's differ */
+    LINT_RULE_OP,           /* a reduction on a collective that does not reduce */
+    LINT_RULE_PEER,         /* a send/recv's peer outside the world, or the rank itself */
+    LINT_RULE_ROOT,         /* outside the world */
+    LINT_RULE_INPLACE       /* send and recv overlap, not at NCCL's in-place offset */
+} lint_coll_rule;
+
+static inline lint_coll_rule lint_coll_broken(const plan_op *op, int world, int rank) {
+    ml_coll c = op->u.coll.coll;
+    const ml_coll_info *ci = &ml_colls[c];
+    const plan_view *send = &op->u.coll.send, *recv = &op->u.coll.recv;
+    uint64_t count = plan_coll_count(op);
+    int root = op->u.coll.root;
+    if (send->count != ml_coll_send_count(c, count, world))
+        return LINT_RULE_SEND_COUNT;
+    if (recv->count != ml_coll_recv_count(c, count, world))
+        return LINT_RULE_RECV_COUNT;
+    if (send->dtype != recv->dtype)
+        return LINT_RULE_DTYPE;
+    /* NCCL 2.28 reduces every dtype with sum, prod, max and min; what can be wrong is a
+     * reduction on a collective that does not reduce (the loader stores sum where no op is
+     * written). */
+    if (!ci->has_op && op->u.coll.op != RED_SUM)
+        return LINT_RULE_OP;
+    if (ci->p2p && (root < 0 || root >= world || root == rank))
+        return LINT_RULE_PEER;
+    if (ci->has_root && (root < 0 || root >= world))
+        return LINT_RULE_ROOT;
+    if (send->buf == recv->buf && send->offset < recv->offset + recv->count &&
+        recv->offset < send->offset + send->count && !op->u.coll.in_place)
+        return LINT_RULE_INPLACE;
+    return LINT_RULE_NONE;
+}
+
 /* ---- Text ------------------------------------------------------------------------------------- */
 /* "'full'" for a whole view, "'full[768:512]'" otherwise (quotes included). */
 void lint_view_text(const sched *s, const plan_view *v, char *buf, size_t len);
@@ -188,10 +230,41 @@ typedef struct {
     size_t diff_at;
     plan_op diff_op;              /* what diff points at */
 } lint_coll_seq;
-/* ref: rank 0's sequence when q is another rank's, NULL when q is rank 0's. */
-/* at: op's index in its plan. */
-void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref, const plan_op *op,
-                        size_t at);
+/* What op must match on every rank. */
+static inline lint_coll_key lint_coll_key_of(const plan_op *op) {
+    ml_coll c = op->u.coll.coll;
+    return (lint_coll_key){.count = plan_coll_count(op),
+                           .root = ml_colls[c].has_root ? op->u.coll.root : 0,
+                           .coll = (uint8_t)c,
+                           .dtype = (uint8_t)op->u.coll.send.dtype,
+                           .op = ml_colls[c].has_op ? (uint8_t)op->u.coll.op : 0};
+}
+static inline bool lint_coll_same_key(const lint_coll_key *a, const lint_coll_key *b) {
+    return a->count == b->count && a->root == b->root && a->coll == b->coll &&
+           a->dtype == b->dtype && a->op == b->op;
+}
+/* lint_coll_seq_push's rare parts (lint_cross.c): rank 0's arrays doubled, another rank's first
+ * difference kept. */
+void lint_coll_seq_grow(lint_coll_seq *q);
+/* Room for n collectives in rank 0's arrays (none taken away). */
+void lint_coll_seq_reserve(lint_coll_seq *q, size_t n);
+void lint_coll_seq_differs(lint_coll_seq *q, const plan_op *op);
+/* ref: rank 0's sequence when q is another rank's, NULL when q is rank 0's. at: op's index in
+ * its plan. Inline: asked of every collective of every rank walked, a call cost as much. */
+static inline void lint_coll_seq_push(lint_coll_seq *q, const lint_coll_seq *ref,
+                                      const plan_op *op, size_t at) {
+    lint_coll_key key = lint_coll_key_of(op);
+    if (ref) {
+        if (!q->diff && (q->n >= ref->n || !lint_coll_same_key(&key, &ref->keys[q->n])))
+            lint_coll_seq_differs(q, op);
+        q->n++;
+        return;
+    }
+    if (q->n == q->cap)
+        lint_coll_seq_grow(q);
+    q->ops[q->n] = at;
+    q->keys[q->n++] = key;
+}
 /* True when some rank's sequence differs from rank 0's: lint_cross_rank will name rank 0's ops. */
 bool lint_coll_seq_diverged(const lint_coll_seq *colls, int world);
 void lint_coll_seq_free(lint_coll_seq *q);

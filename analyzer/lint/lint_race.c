@@ -149,7 +149,8 @@ static bool empty_state(const lint_race *r, const lint_race_list *l, uint32_t k)
 /* ---- ordering -------------------------------------------------------------------------------- */
 
 /* Entry e (on its stream) happens before the op being checked on stream s. */
-static bool before(const lint_clocks *c, const lint_race_access *e, uint32_t s) {
+static inline __attribute__((always_inline)) bool before(const lint_clocks *c,
+                                                      const lint_race_access *e, uint32_t s) {
     return e->stream == s || lint_clocks_ordered(c, e->stream, e->seq, s);
 }
 
@@ -315,16 +316,16 @@ static bool exact_one(lint_race *r, const lint_clocks *c, lint_race_list *l,
     uint32_t s = me->stream;
     lint_race_access *w = &l->segs[0].write, *rd = l->reads;
     bool found = false;
-    if (writes) {
-        if (report) {
-            if (w->op && !before(c, w, s))
-                found = hit_at(hit, w, true);
-            for (uint32_t u = 0; u < r->n_streams && !found; u++)
-                if (rd[u].op && !before(c, &rd[u], s))
+    if (writes) {   /* the write, then the reads in stream order; each read emptied as met */
+        if (report && w->op && !before(c, w, s))
+            found = hit_at(hit, w, true);
+        for (uint32_t u = 0; u < r->n_streams; u++)
+            if (rd[u].op) {
+                if (report && !found && !before(c, &rd[u], s))
                     found = hit_at(hit, &rd[u], false);
-        }
+                rd[u].op = NULL;
+            }
         *w = *me;
-        clear_reads(rd, r->n_streams);
         return found;
     }
     if (w->op) {
@@ -339,6 +340,95 @@ static bool exact_one(lint_race *r, const lint_clocks *c, lint_race_list *l,
             rd[u].op = NULL;
     rd[s] = *me;
     return found;
+}
+
+/* A read of part of the buffer's one segment [L, H) (L <= lo, hi <= H, not both ends equal: an
+ * all_reduce of a slice after a whole write), other_access's four steps at once.
+ * 1, conflicts from segment 0: it is not inside [lo, hi), so every entry lint_clocks_before_all
+ * drops goes, and only the write can race with a read. 2, cover: [L, lo) and [hi, H), where not
+ * empty ranges, keep that state S; [lo, hi) gets it too. 3: [lo, hi)'s reads before this one
+ * go, and it holds this read. 4, merge: there is no other segment; [lo, hi) holds this access,
+ * which S does not (a new sequence number, or this op's other view), so it equals neither part;
+ * the parts are not neighbours; they go when S is empty. So: [lo, hi) alone when S is empty,
+ * else the parts that are not empty ranges around it, each holding S. */
+static __attribute__((noinline)) bool read_in_one(lint_race *r, const lint_clocks *c,
+                                                  lint_race_list *l, const lint_race_access *me,
+                                                  uint64_t lo, uint64_t hi, bool report,
+                                                  lint_race_found *hit) {
+    uint32_t s = me->stream, ns = r->n_streams;
+    lint_race_access *w = &l->segs[0].write, *rd = l->reads;
+    bool found = false, empty = true;
+    if (w->op && lint_clocks_before_all(c, w->stream, w->seq))
+        w->op = NULL;
+    if (w->op) {
+        empty = false;
+        if (report && !before(c, w, s))
+            found = hit_at(hit, w, true);
+    }
+    for (uint32_t u = 0; u < ns; u++) {
+        if (rd[u].op && lint_clocks_before_all(c, rd[u].stream, rd[u].seq))
+            rd[u].op = NULL;
+        empty &= !rd[u].op;
+    }
+    uint64_t L = l->segs[0].lo, H = l->segs[0].hi;
+    if (empty) {   /* S empty: the parts go, and [lo, hi) holds this read alone */
+        l->segs[0].lo = lo;
+        l->segs[0].hi = hi;
+        rd[s] = *me;
+        return found;
+    }
+    bool left = L < lo, right = hi < H;
+    l->n = 1 + left + right;
+    while (l->n > l->cap)
+        grow(r, l);
+    lint_race_access wr = l->segs[0].write;
+    if (right) {   /* from segment 0, before [lo, hi) may overwrite it */
+        l->segs[1 + left] = (lint_race_seg){.lo = hi, .hi = H, .write = wr};
+        memcpy(reads_of(r, l, 1 + left), l->reads, ns * sizeof *l->reads);
+    }
+    if (left) {
+        l->segs[0].hi = lo;
+        memcpy(reads_of(r, l, 1), l->reads, ns * sizeof *l->reads);
+    }
+    l->segs[left] = (lint_race_seg){.lo = lo, .hi = hi, .write = wr};
+    rd = reads_of(r, l, left);
+    for (uint32_t u = 0; u < ns; u++)
+        if (rd[u].op && before(c, &rd[u], s))
+            rd[u].op = NULL;
+    rd[s] = *me;
+    return found;
+}
+
+/* An op's read of a buffer's one segment, exactly, then its write of it (a collective in place
+ * on one view: send view 0, recv view 1), as exact_one's read then its write would do them:
+ * the read meets the write (a race there is view 0's, a read meeting a write), drops it where
+ * it is before every stream, drops the reads before it and holds this op's read; the write,
+ * asked only where the read found no race, meets the write left (before this op's stream, or
+ * the race already found: nothing new), then the reads in stream order (those left are the ones
+ * not before this stream, and this op's own read, before it: program order), and replaces them
+ * all. Returns the view whose access races first (hit: the other access), or -1; me is left
+ * holding the write (view 1), as the segment does. Every access reports (report is true for the
+ * first of an op's accesses, and for all of the coarse lint's). */
+static int read_then_write(lint_race *r, const lint_clocks *c, lint_race_list *l,
+                           lint_race_access *me, lint_race_found *hit) {
+    uint32_t s = me->stream;
+    lint_race_access *w = &l->segs[0].write, *rd = l->reads;
+    int at = -1;
+    if (w->op && !lint_clocks_before_all(c, w->stream, w->seq) && !before(c, w, s)) {
+        hit_at(hit, w, true);
+        at = 0;
+    }
+    for (uint32_t u = 0; u < r->n_streams; u++)
+        if (rd[u].op) {
+            if (at < 0 && !before(c, &rd[u], s)) {
+                hit_at(hit, &rd[u], false);
+                at = 1;
+            }
+            rd[u].op = NULL;
+        }
+    me->view = 1;
+    *w = *me;
+    return at;
 }
 
 /* The general way, apart from lint_race_access_check's short ones (the call of those then saves
@@ -412,9 +502,9 @@ static __attribute__((noinline)) bool other_access(lint_race *r, const lint_cloc
 
 /* One access (me, at view v, of a buffer, with elements, on a stream) checked and recorded;
  * with report, the first race into *hit. */
-static inline bool access_check(lint_race *r, const lint_clocks *c, const lint_race_access *me,
-                                const plan_view *v, bool writes, bool report,
-                                lint_race_found *hit) {
+static inline __attribute__((always_inline)) bool
+access_check(lint_race *r, const lint_clocks *c, const lint_race_access *me, const plan_view *v,
+             bool writes, bool report, lint_race_found *hit) {
     uint32_t stream = me->stream;   /* lint_race_op checked it, the buffer and the count */
     lint_race_list *l = &r->bufs[v->buf];
     uint64_t lo = v->offset, hi = v->offset + v->count;   /* lint checked the bounds */
@@ -436,6 +526,8 @@ static inline bool access_check(lint_race *r, const lint_clocks *c, const lint_r
     }
     if (l->n == 1 && l->segs[0].lo == lo && l->segs[0].hi == hi)
         return exact_one(r, c, l, me, writes, report, hit);
+    if (l->n == 1 && !writes && l->segs[0].lo <= lo && hi <= l->segs[0].hi)
+        return read_in_one(r, c, l, me, lo, hi, report, hit);
     return other_access(r, c, l, me, lo, hi, writes, report, hit);
 }
 
@@ -452,23 +544,64 @@ race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank, const 
     lint_race_access me = {.op = op, .seq = seq, .stream = stream};
     /* A compute's views as they are (reads, then writes: plan_op_accesses' order, each read or
      * written), without an array of accesses written per compute to be read back; the other
-     * ops' few from plan_op_accesses. One loop, so access_check is inlined once (twice, gcc
-     * put exact_one and conflicts out of line, a call per access: more than it saved). */
-    plan_access fixed[PLAN_FIXED_ACCESSES];
-    const plan_access *acc = NULL;
-    const plan_view *cv = NULL, *unwritten = NULL;
-    uint32_t nr = 0, nw = 0;
+     * ops' one or two as views two[k], written where bit k of wr is set. One loop, so
+     * access_check is inlined once (twice, gcc put exact_one and conflicts out of line, a call
+     * per access: more than it saved). */
+    const plan_view *cv = NULL, *two[PLAN_FIXED_ACCESSES];
+    uint32_t nr = 0, nw = 0, wr = 0;
     size_t n;
     if (op->kind == OP_COMPUTE) {
         cv = plan_compute_views(p, op, &nr, &nw);
         n = (size_t)nr + nw;
+    } else if (op->kind == OP_COLL && !ml_colls[op->u.coll.coll].p2p) {
+        /* plan_op_accesses' two of a collective, without its call: send read, recv written
+         * (read too in place: a write all the same here). Most of the benchmark's ops: the
+         * call and its switch were a tenth of this function. NCCL's reduce writes recv on the
+         * root only: elsewhere an out-of-place recv is not touched (the last access, so n is
+         * 1), an in-place one only read (it is the send side). */
+        bool written = coarse || op->u.coll.coll != COLL_REDUCE || op->u.coll.root == rank;
+        two[0] = &op->u.coll.send;
+        two[1] = &op->u.coll.recv;
+        n = written || op->u.coll.in_place ? 2 : 1;
+        wr = written ? 2 : 0;
+    } else if (op->kind == OP_INIT) {
+        /* plan_op_accesses' of an init (every alloc's with `init:`), likewise: dst written,
+         * then the source read where it copies one */
+        two[0] = &op->u.init.dst;
+        two[1] = &op->u.init.src;
+        n = op->u.init.src.count ? 2 : 1;
+        wr = 1;
     } else {
+        /* at most PLAN_FIXED_ACCESSES (a compute's many are above), each read or written */
+        plan_access fixed[PLAN_FIXED_ACCESSES];
+        const plan_access *acc;
         n = plan_op_accesses(p, op, fixed, &acc, &r->acc);
-        /* NCCL's reduce writes recv on the root only: elsewhere an out-of-place recv is not
-         * touched, an in-place one only read (it is the send side) */
-        if (!coarse && op->kind == OP_COLL && op->u.coll.coll == COLL_REDUCE &&
-            op->u.coll.root != rank)
-            unwritten = &op->u.coll.recv;
+        for (size_t k = 0; k < n; k++) {
+            two[k] = acc[k].v;
+            wr |= (uint32_t)acc[k].write << k;
+        }
+    }
+    /* A collective in place on one view (all_reduce or broadcast with `buf:`; in the coarse
+     * lint, where each access is the buffer's one element, any in one buffer) whose buffer is
+     * that view's one segment: its read and its write in one pass (read_then_write). */
+    if (!cv && n == 2 && wr == 2 && two[0]->buf == two[1]->buf && two[0]->buf < r->n_bufs &&
+        two[0]->count && two[1]->count && (!only || only[two[0]->buf]) &&
+        (coarse || (two[0]->offset == two[1]->offset && two[0]->count == two[1]->count))) {
+        lint_race_list *l = &r->bufs[two[0]->buf];
+        uint64_t lo = coarse ? 0 : two[0]->offset, hi = coarse ? 1 : lo + two[0]->count;
+        if (l->n == 1 && l->segs[0].lo == lo && l->segs[0].hi == hi) {
+            lint_race_found hit;
+            int at = read_then_write(r, c, l, &me, coarse ? &hit : f);
+            if (at >= 0 && coarse)
+                dirty[two[0]->buf] = 1;
+            else if (at >= 0) {
+                f->me = me;
+                f->me.view = (uint32_t)at;
+                f->v = two[at];
+                f->writes = at == 1;
+            }
+            return at >= 0;
+        }
     }
     for (size_t k = 0; k < n; k++) {
         const plan_view *v;
@@ -477,10 +610,8 @@ race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank, const 
             v = &cv[k];
             writes = k >= nr;
         } else {
-            v = acc[k].v;
-            writes = acc[k].write && v != unwritten;
-            if (!acc[k].read && !writes)
-                continue;
+            v = two[k];
+            writes = wr >> k & 1;
         }
         /* no buffer (SCHED_NO_SYM is past every one), or no element: nothing to order */
         if (v->buf >= r->n_bufs || !v->count || (only && !only[v->buf]))
@@ -517,8 +648,10 @@ bool lint_race_op_only(lint_race *r, const lint_clocks *c, const rank_plan *p, i
     return race_op(r, c, p, rank, op, stream, seq, f, only, false, NULL);
 }
 
-void lint_race_op_coarse(lint_race *r, const lint_clocks *c, const rank_plan *p,
-                         const plan_op *op, uint32_t stream, uint64_t seq, const uint8_t *only,
-                         uint8_t *dirty) {
+/* flatten: exact_one, which nearly every coarse access takes (one element), inlined */
+__attribute__((flatten)) void lint_race_op_coarse(lint_race *r, const lint_clocks *c,
+                                                  const rank_plan *p, const plan_op *op,
+                                                  uint32_t stream, uint64_t seq,
+                                                  const uint8_t *only, uint8_t *dirty) {
     race_op(r, c, p, 0, op, stream, seq, NULL, only, true, dirty);
 }

@@ -52,6 +52,31 @@ static const moved_case cases[] = {
      "t.yaml:7:37: error: compute on 'default' writes x[32:16] while compute on 'comm' writes "
      "x[32:16]; add record/wait or sync: {stream: comm} [rank 2]",
      0, 3},
+    /* the generated mix's cycle (tests/bench/gen.c), clean: B is w (the all_reduce in place on
+     * w[rank*16 : 16]); the coarse lint takes that all_reduce's read and write, and the
+     * broadcast's, in one pass each (lint_race.c: read_then_write) and finds w clean */
+    {"clean_mix_cycle",
+     "world: 4\nstreams: [comm]\nevents: [ready, scattered]\nsteps:\n"
+     "  - alloc: {buf: w, count: 64, init: rank_iota}\n  - alloc: {buf: g, count: 16}\n"
+     "  - reduce_scatter: {send: w, recv: g, op: sum}\n"
+     "  - record: {event: scattered}\n  - wait: {event: scattered, stream: comm}\n"
+     "  - all_gather: {send: g, recv: w, stream: comm}\n"
+     "  - record: {event: ready, stream: comm}\n  - wait: {event: ready}\n"
+     "  - all_reduce: {buf: 'w[rank*16 : 16]', op: max}\n"
+     "  - broadcast: {buf: g, root: 3}\n  - sync: device\n  - free: [w, g]\n",
+     0, NULL, 0, 3},
+    /* an all_reduce in place on x[rank*16 : 16] meets comm's write of x[32 : 16] on rank 2
+     * alone: its read, in one pass with its write (the coarse lint's and rank 2's own) */
+    {"in_place_race_on_rank_2",
+     "world: 4\nstreams: [comm]\nsteps:\n"
+     "  - alloc: {buf: x, count: 64}\n  - alloc: {buf: y, count: 64}\n"
+     "  - compute: {reads: [y], writes: ['x[32 : 16]'], stream: comm}\n"
+     "  - all_reduce: {buf: 'x[rank*16 : 16]', op: sum}\n"
+     "  - sync: device\n  - free: [x, y]\n",
+     1,
+     "t.yaml:7:24: error: all_reduce on 'default' reads x[32:16] while compute on 'comm' writes "
+     "x[32:16]; add record/wait or sync: {stream: comm} [rank 2]",
+     0, 3},
     /* 3 * 20 + 20 > 64 on rank 3; the scale has no other view: the short way to the end */
     {"out_of_bounds_on_rank_3",
      "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"

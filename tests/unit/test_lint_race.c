@@ -3,7 +3,8 @@
  * direction, whole views (the short way of one exact segment), the segment bookkeeping at slice
  * boundaries (one element of overlap races, touching slices do not), a read kept after a later
  * write of other elements, the parts of segments outside a write kept as they were, one of
- * several segments accessed exactly and a write over all of them (other_access's short ways),
+ * several segments accessed exactly and a write over all of them (other_access's short ways), a
+ * read of part of the one segment, a collective in place on one view (its read and write at once),
  * `races` off, the copy overlap at lint (bad_inplace, also as an expect_error contract), and init/check
  * as host accesses. The larger corpus is tests/races/
  * (tests/cli/races.sh). */
@@ -167,6 +168,80 @@ static void exact_segment_and_whole_write(void **state) {
 }
 #undef TWO_SLICES
 
+/* A read of part of a buffer's one segment (lint_race.c: read_in_one). s1 reads all of x, then
+ * default reads x[100:10]: s1's read is ordered before nothing, so it stays on both sides,
+ * [0:100) and [110:1000), and x[100:10] holds both reads. A write on s2 inside the slice meets
+ * default's read first (stream order), one outside it s1's, at either end. When what the
+ * segment held is before every stream (s1's copy, waited for by default and s2), the slice
+ * alone stays: a write on s2 outside it races with nothing, one inside with the read. */
+#define READ_SLICE(w) HEAD "  - compute: {reads: [x], stream: s1}\n" \
+                           "  - compute: {reads: [\"x[100:10]\"]}\n" \
+                           "  - compute: {writes: [\"" w "\"], stream: s2}\n"
+static void read_inside_one_segment(void **state) {
+    says(READ_SLICE("x[105:1]"),
+         "t.yaml:9:25: error: compute on 's2' writes x[105:1] while compute on 'default' reads "
+         "x[100:10]; add record/wait or sync: {stream: default}",
+         "t.yaml:8:24: note: compute on 'default' reads x[100:10] here");
+    says(READ_SLICE("x[900:10]"),
+         "t.yaml:9:25: error: compute on 's2' writes x[900:10] while compute on 's1' reads "
+         "x[0:1000]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:23: note: compute on 's1' reads x[0:1000] here");
+    says(READ_SLICE("x[50:1]"),
+         "t.yaml:9:25: error: compute on 's2' writes x[50:1] while compute on 's1' reads "
+         "x[0:1000]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:23: note: compute on 's1' reads x[0:1000] here");
+    says(HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
+              "  - record: {event: e, stream: s1}\n"
+              "  - wait: {event: e}\n"
+              "  - wait: {event: e, stream: s2}\n"
+              "  - compute: {reads: [\"x[100:10]\"]}\n"
+              "  - compute: {writes: [\"x[500:1]\"], stream: s2}\n"
+              "  - compute: {writes: [\"x[105:1]\"], stream: s2}\n",
+         "t.yaml:13:25: error: compute on 's2' writes x[105:1] while compute on 'default' reads "
+         "x[100:10]; add record/wait or sync: {stream: default}",
+         "t.yaml:11:24: note: compute on 'default' reads x[100:10] here");
+}
+#undef READ_SLICE
+
+/* A collective in place on one view whose buffer is that view's one segment: its read (send,
+ * view 0) and its write (recv, view 1) in one pass (lint_race.c: read_then_write). The read meets
+ * an unordered write (the race is the read's), the write an unordered read (the write's); after
+ * record/wait it races with nothing and holds the write, which a later unordered access meets;
+ * a slice that is the one segment takes it too. */
+static void in_place_one_view(void **state) {
+    says(HEAD "  - copy: {src: y, dst: x, stream: s1}\n"
+              "  - all_reduce: {buf: x, op: sum}\n",
+         "t.yaml:8:23: error: all_reduce on 'default' reads x[0:1000] while copy on 's1' writes "
+         "x[0:1000]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:25: note: copy on 's1' writes x[0:1000] here");
+    says(HEAD "  - compute: {reads: [x], stream: s1}\n"
+              "  - all_reduce: {buf: x, op: sum}\n",
+         "t.yaml:8:23: error: all_reduce on 'default' writes x[0:1000] while compute on 's1' "
+         "reads x[0:1000]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:23: note: compute on 's1' reads x[0:1000] here");
+    says(HEAD "  - compute: {reads: [x], stream: s1}\n"
+              "  - record: {event: e, stream: s1}\n"
+              "  - wait: {event: e}\n"
+              "  - all_reduce: {buf: x, op: sum}\n"
+              "  - compute: {reads: [x], stream: s2}\n",
+         "t.yaml:11:23: error: compute on 's2' reads x[0:1000] while all_reduce on 'default' "
+         "writes x[0:1000]; add record/wait or sync: {stream: default}",
+         "t.yaml:10:23: note: all_reduce on 'default' writes x[0:1000] here");
+    says(HEAD "  - compute: {writes: [\"x[0:500]\"], stream: s1}\n"
+              "  - all_reduce: {buf: \"x[0:500]\", op: sum}\n",
+         "t.yaml:8:24: error: all_reduce on 'default' reads x[0:500] while compute on 's1' "
+         "writes x[0:500]; add record/wait or sync: {stream: s1}",
+         "t.yaml:7:25: note: compute on 's1' writes x[0:500] here");
+    says(HEAD "  - compute: {writes: [\"x[0:500]\"], stream: s1}\n"
+              "  - record: {event: e, stream: s1}\n"
+              "  - wait: {event: e}\n"
+              "  - broadcast: {buf: \"x[0:500]\", root: 1}\n"
+              "  - compute: {writes: [\"x[100:1]\"], stream: s1}\n",
+         "t.yaml:11:25: error: compute on 's1' writes x[100:1] while broadcast on 'default' "
+         "writes x[0:500]; add record/wait or sync: {stream: default}",
+         "t.yaml:10:23: note: broadcast on 'default' writes x[0:500] here");
+}
+
 /* concurrent reads on three streams never race; a write after them races with one of them */
 static void concurrent_reads(void **state) {
     clean(HEAD "  - compute: {reads: [x], stream: s1}\n"
@@ -253,6 +328,8 @@ int main(void) {
         cmocka_unit_test(read_survives_unrelated_write),
         cmocka_unit_test(write_keeps_outside_parts),
         cmocka_unit_test(exact_segment_and_whole_write),
+        cmocka_unit_test(read_inside_one_segment),
+        cmocka_unit_test(in_place_one_view),
         cmocka_unit_test(concurrent_reads),
         cmocka_unit_test(races_off),
         cmocka_unit_test(copy_overlap),
