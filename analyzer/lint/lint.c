@@ -1338,11 +1338,18 @@ static bool moved_first_pass(lint_ctx *x, const rank_plan *p, const size_t *move
  * (none: the coarse lint), and what moved_pass would skip. The collective sequence is the one
  * the recording rank pushed, the base's and no unlike rank 0's (the same ops: a collective's
  * key has no offset). An op that moved_unsure stops stops this walk too. */
+#define MOVED_AHEAD 8   /* moved ops: how far ahead moved_snap_pass asks for ops */
 static bool moved_snap_pass(lint_ctx *x, const rank_plan *p, const size_t *moved_ops,
                             size_t n) {
     size_t at = 0;
     x->checks_only = true;
     for (size_t k = 0; k < n && !x->moved_abort; k++) {
+        /* sparse ops of ~100 MB at a million, and the allocs the records name (snap_buf
+         * reads them): a cache miss each unless asked for ahead (hints) */
+        if (k + MOVED_AHEAD < n)
+            __builtin_prefetch(&p->ops[moved_ops[k + MOVED_AHEAD]]);
+        if (at + MOVED_AHEAD < x->snaps.n)
+            __builtin_prefetch(ML_VEC_AT(&x->snaps, lint_snap, at + MOVED_AHEAD).alloc_op);
         const plan_op *op = &p->ops[moved_ops[k]];
         plan_view tmp[2];
         uint32_t nv;

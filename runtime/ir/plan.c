@@ -44,6 +44,7 @@ typedef struct {
     uint32_t iter, region;
     uint16_t repeat_depth;
     bool has_p2p;             /* a send or recv op was emitted */
+    bool timed_compute;       /* a compute with a time or flops was emitted */
     size_t spare_cap;         /* ops is a recycled array of this many ops (plan_limits), 0: not */
     /* Values of expressions evaluated since the slots last changed (eval): an expression is a
      * function of the slots alone, and the loader shares one tree among the steps that write
@@ -352,6 +353,7 @@ static int expand_compute(expander *x, const sched_step *st) {
     if (!op)
         return -1;
     uint32_t nr = st->u.compute.n_reads, nw = st->u.compute.n_writes;
+    x->timed_compute |= st->u.compute.time_us || st->u.compute.flops;
     op->u.compute.stream = st->u.compute.stream;
     op->u.compute.first_view = (uint32_t)x->n_extra;
     op->u.compute.n_reads = nr;
@@ -715,6 +717,8 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
     out->cap_ops = x.cap_ops;
     out->cap_extra_views = x.cap_extra;
     out->has_p2p = x.has_p2p;
+    out->timed_compute = x.timed_compute;
+    out->timed_known = true;
     out->when_at = x.when_at.items;
     out->n_when_at = x.when_at.n;
     return 0;
@@ -764,6 +768,10 @@ bool plan_timed_compute(const rank_plan *p) {
         need_summary(p);
         return p->timed_compute;
     }
+    /* the expansion's answer while every op it emitted is there: no pass over a million ops,
+     * each compute's step a cache miss (a rank with absent computes lacks some: it counts) */
+    if (p->timed_known && !p->absent)
+        return p->timed_compute;
     for (size_t k = 0; k < p->n_ops; k++) {
         const plan_op *op = &p->ops[k];
         if (op->kind == OP_COMPUTE && (op->step->u.compute.time_us || op->step->u.compute.flops))
@@ -1667,6 +1675,8 @@ size_t plan_own_index(const rank_plan *p, size_t i) {
     return i - (r->before + (r->hi - r->lo));
 }
 
+#define OFFSETS_AHEAD 8   /* entries: how far ahead plan_offsets_apply asks for ops */
+
 int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *d) {
     size_t n_slots = sched_n_slots(p->s);
     int64_t *slots = ml_xmalloc(n_slots * sizeof *slots);
@@ -1677,6 +1687,10 @@ int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *
     size_t last = SIZE_MAX;
     for (size_t e = 0; e < o->at.n && rc == 0; e++) {
         const offset_entry *at = &ML_VEC_AT(&o->at, offset_entry, e);
+        /* one op in a dozen, over ~100 MB at a million ops: each a cache miss unless asked
+         * for ahead (a hint; the entries are in op order) */
+        if (e + OFFSETS_AHEAD < o->at.n)
+            __builtin_prefetch(&p->ops[ML_VEC_AT(&o->at, offset_entry, e + OFFSETS_AHEAD).op]);
         plan_op *op = &p->ops[at->op];   /* not read for a compute's view */
         if (at->k == PLAN_AT_IN_PLACE) {
             op->u.coll.in_place = coll_in_place(op, rank);

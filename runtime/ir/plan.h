@@ -134,6 +134,7 @@ typedef struct {
     uint32_t n_first_colls;
     bool timed_compute;
     bool summary;             /* plan_compact took them */
+    bool timed_known;         /* timed_compute is the expansion's (plan_expand set it) */
     /* The occurrences of `when:`s that name rank (plan_when_at, in op order; NULL: none), for
      * plan_shapes_absent; an array of the ops' owner. */
     plan_when_at *when_at;

@@ -291,6 +291,35 @@ static void streams_events_compute(void **state) {
     pt_free(&r);
 }
 
+/* plan_timed_compute answers from the expansion (no pass over the ops) while every op it
+ * emitted is there: a compute with `time:` or `flops:` on rank 0 only (`when: rank == 0`) makes
+ * rank 0's true and rank 1's false; one without either is no timed compute. Each answer is the
+ * one the pass over the ops gives (timed_known off). */
+static void timed_compute_from_expansion(void **state) {
+    (void)state;
+    static const char *const yaml[] = {
+        "world: 2\nsteps:\n  - alloc: {buf: a, bytes: 64}\n"
+        "  - when: rank == 0\n    compute: {reads: [a], writes: [a], time: 5}\n",
+        "world: 2\nsteps:\n  - alloc: {buf: a, bytes: 64}\n"
+        "  - when: rank == 0\n    compute: {reads: [a], writes: [a], flops: 1000}\n",
+        "world: 2\nsteps:\n  - alloc: {buf: a, bytes: 64}\n"
+        "  - compute: {reads: [a], writes: [a]}\n",
+    };
+    static const bool want[][2] = {{true, false}, {true, false}, {false, false}};
+    for (size_t k = 0; k < sizeof yaml / sizeof *yaml; k++) {
+        pt_run r;
+        pt_load(&r, yaml[k], 0);
+        for (int rank = 0; rank < 2; rank++) {
+            rank_plan *p = &r.plans[rank];
+            assert_true(p->timed_known);
+            assert_int_equal(plan_timed_compute(p), want[k][rank]);
+            p->timed_known = false;   /* the pass over the ops */
+            assert_int_equal(plan_timed_compute(p), want[k][rank]);
+        }
+        pt_free(&r);
+    }
+}
+
 /* Errors: the expression's text and the step's line:col. */
 static void expect_expand_error(const char *yaml, int world, const plan_limits *limits,
                                 const char *want) {
@@ -392,6 +421,7 @@ int main(void) {
         cmocka_unit_test(alloc_bytes_count_dtype_chunks),
         cmocka_unit_test(free_list_init_region_expect),
         cmocka_unit_test(streams_events_compute),
+        cmocka_unit_test(timed_compute_from_expansion),
         cmocka_unit_test(division_by_zero_names_expression),
         cmocka_unit_test(negative_sizes_refused),
         cmocka_unit_test(repeat_over_max_ops),
