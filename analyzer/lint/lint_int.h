@@ -3,7 +3,8 @@
  *
  * lint.c walks each rank's plan (lifetimes, views, contracts, expect_error) and merges what it
  * finds across ranks; lint_hazard.c keeps the stream/event clocks; lint_cross.c compares the
- * ranks' collective sequences; lint_contract.c holds the per-collective contract. */
+ * ranks' collective sequences; lint_contract.c holds the per-collective contract; lint_moved.c
+ * is lint_walk_rank_moved, the walk of a rank whose ops are its base's but for some views. */
 #ifndef MEMLIFE_LINT_INT_H
 #define MEMLIFE_LINT_INT_H
 
@@ -279,5 +280,135 @@ size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int w
  * its ops is posted, a collective when every rank is at it; ranks that can never move are a
  * deadlock, reported with the cycle of ranks waiting on each other. Returns the errors added. */
 size_t lint_p2p(const rank_plan *plans, int world, ml_diags *d);
+
+/* ---- The walk of one rank (lint.c, lint_moved.c) --------------------------------------------- */
+typedef struct {
+    bool ever, live, released;
+    uint64_t count, bytes;
+    ml_dtype dtype;
+    uint32_t chunks, keep;
+    /* Where it was allocated, freed, released: the op, not its mark, which lives in the step
+     * and costs a cache miss per op to fetch; only a message needs it. */
+    const plan_op *alloc_op, *free_op, *release_op;
+} lint_buf;
+
+/* A live buffer's lint_buf as its last alloc and release made it (lint_alloc, lint_release),
+ * 16 bytes instead of lint_buf's 64: moved_snap_pass's record of a view (at a million steps,
+ * some 150,000). */
+typedef struct {
+    const plan_op *alloc_op, *release_op;   /* release_op NULL: not released */
+} lint_snap;
+
+typedef struct {
+    uint64_t seq;             /* 0: no use since the alloc */
+    const plan_op *op;
+    uint32_t view;            /* which of op's views (plan_op_accesses' order), for its mark */
+    bool recorded;            /* record_stream named this stream: the free waits for its work */
+} lint_use;
+
+/* A finding is one error at the offending character (mark) and, where a second place explains
+ * it (the earlier free of a double free, the other access of a race), one note there: printed
+ * after the error as "FILE:L:C: note: TEXT", gcc's style (docs/schedule.md, Diagnostics). */
+typedef struct {
+    const sched_step *step;
+    ml_mark mark;
+    const char *code;
+    char *text;
+    lint_note note;           /* note.mark.line 0: none */
+    int *ranks;
+    size_t n_ranks, cap_ranks;
+} lint_finding;
+
+typedef struct {
+    const sched *s;
+    const lint_options *o;
+    bool race_on, hazard_on;  /* lint_code_on of "race" and "hazard": asked once, not per op */
+    int world, rank;
+    lint_buf *bufs;
+    uint32_t n_bufs, n_streams;
+    lint_use *uses;           /* [n_bufs * n_streams] */
+    lint_clocks clocks;
+    lint_race race;           /* what later accesses must be ordered after (lint_race.c) */
+    const rank_plan *plan;    /* the rank being walked */
+    lint_coll_seq *colls;     /* [world] */
+    lint_result *result;
+
+    lint_finding *found;
+    size_t n_found, cap_found;
+    uint32_t *index;          /* open addressing over found: 0 empty, else position + 1 */
+    size_t index_cap;
+
+    bool capturing, captured; /* expect_error: keep the first error instead of reporting it */
+    sched_error_code captured_code;
+    ml_mark captured_mark;    /* its offending character: an unexpected error is reported there */
+    char captured_text[320];
+
+    /* lint_walk_rank_moved (lint_moved.c) */
+    size_t reports;           /* vreport's calls, silenced and captured ones too */
+    ml_vec reduces;           /* uint32_t: the recv buffers of the rank's reduces (lint_coll) */
+    /* the base, the rank lint_walk_rank walked last: its ops, their count, compute views */
+    const plan_op *base_ops;
+    size_t base_n;
+    const plan_view *base_extra;
+    int base_rank;
+    bool base_quiet;          /* and it reported nothing, had no expect_error, no send or recv */
+    uint8_t *moved;           /* [n_bufs + 1]: 1 for the buffers B whose checks are redone */
+    ml_vec moved_bufs;        /* uint32_t: those buffers, to clear moved for the next rank */
+    bool moved_abort;         /* an op whose outcome may differ for buffers not in B */
+    uint8_t *race_only;       /* [n_bufs + 1]: 1 for those of B the race lint is asked about */
+    lint_race coarse;         /* lint_race_op_coarse's lists, of B */
+    uint8_t *dirty;           /* [n_bufs + 1]: where it found a race */
+    ml_vec coarse_bufs;       /* uint32_t: the B it was run for, over a whole walk */
+    bool coarse_done;         /* a moved_first_pass ran it to the end, for coarse_bufs */
+    bool race_any;            /* some race_only is set (else no op asks the race lint) */
+    int moved_ranks;          /* walked the short way to the end (lint_walk_moved_ranks) */
+    /* moved_snap_pass: B's lint_buf at each moved op's views, recorded by moved_first_pass */
+    ml_vec snaps;             /* lint_snap: per moved op, per view of B (moved_op_views' order) */
+    bool snaps_ok;            /* every one was of a live buffer (lint_snap can say it) */
+    const size_t *snap_ops;   /* the moved ops they are for, and how many (NULL: none) */
+    size_t snap_n;
+    bool checks_only;         /* the handlers stop after their checks (moved_snap_pass) */
+    const plan_range *moved_absent;   /* the absent ops (rank_plan.absent) of the rank B, the
+                                         records and the coarse verdicts were made for */
+} lint_ctx;
+
+/* The walk's state between ranks (analyzer.h's lint_walk): the context of lint_rank, whose
+ * findings merge across ranks, and the options it points at. */
+struct lint_walk {
+    lint_ctx x;
+    lint_options o;
+};
+
+/* Whether lint_walk_rank_moved redoes the checks of buffer buf (SCHED_NO_SYM: none, past every
+ * buffer). */
+static inline bool in_moved(const lint_ctx *x, uint32_t buf) {
+    return buf < x->n_bufs && x->moved[buf];
+}
+
+/* An init (its own step's or an alloc's) that copies a view: else it writes a pattern. */
+static inline bool init_copies(const plan_op *op) {
+    return op->step->kind == ST_INIT ? op->step->u.init.init.kind == INIT_COPY
+                                     : op->step->u.alloc.init.kind == INIT_COPY;
+}
+
+/* Inits and checks move data between the host and the buffer synchronously, after waiting for
+ * everything the rank issued (docs/runtime.md; the cuda backend's cuda_write / cuda_read): a
+ * device sync before the access, and the access complete when the host goes on. Without that the
+ * race lint would flag the init of a buffer that a side stream then reads, which cannot race.
+ * Called before the access (it waits) and after it (it is complete). `init: {copy: V}` is a
+ * copy on the default stream instead (backend->copy), like a copy step.
+ * The free hazard sees the same syncs, which the runtime does make. */
+static inline void host_access(lint_ctx *x) { lint_clocks_sync(&x->clocks, SYNC_DEVICE, 0, 0); }
+
+/* lint.c's, which lint_moved.c calls: the whole walk of a rank, a rebuild of the findings'
+ * index, the handlers of lint_op the moved walk calls, and moved_op, lint_op for that walk (the
+ * lifetime ops of B, the clocks of all, the views of B). */
+void lint_rank(lint_ctx *x, const rank_plan *p);
+void index_rebuild(lint_ctx *x, size_t cap);
+void lint_alloc(lint_ctx *x, const plan_op *op);
+void lint_record(lint_ctx *x, const plan_op *op);
+void lint_wait(lint_ctx *x, const plan_op *op);
+void lint_sync(lint_ctx *x, const plan_op *op);
+void moved_op(lint_ctx *x, const rank_plan *p, const plan_op *op);
 
 #endif
