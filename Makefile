@@ -65,11 +65,21 @@ endif
 
 # --- CUDA + NCCL (cuda backend). Plain C against the runtime API; the driver API (VMM) is reached
 # through cudaGetDriverEntryPointByVersion, so the binary needs no libcuda to start on a CPU machine.
-CUDA ?= $(shell test -f $(CUDA_HOME)/include/cuda_runtime.h && \
-          { test -f $(CUDA_HOME)/include/nccl.h || test -f /usr/include/nccl.h; } && echo 1 || echo 0)
+# NCCL: beside the toolkit, in /usr, or PyPI's nvidia-nccl-cu13 in .venv (make deps puts it there
+# when neither has nccl.h); NCCL_HOME names another (its include/ and lib/).
+NCCL_HOME ?= $(firstword $(foreach d,$(CUDA_HOME) /usr $(wildcard $(CURDIR)/.venv/lib/python3*/site-packages/nvidia/nccl),\
+               $(if $(wildcard $(d)/include/nccl.h),$(d))))
+CUDA ?= $(shell test -f $(CUDA_HOME)/include/cuda_runtime.h && test -n "$(NCCL_HOME)" && echo 1 || echo 0)
 ifeq ($(CUDA),1)
   CFLAGS  += -DMEMLIFE_HAVE_CUDA -isystem $(CUDA_HOME)/include
-  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart
+  ifneq ($(filter-out $(CUDA_HOME) /usr,$(NCCL_HOME)),)
+    # The wheel ships libnccl.so.2 only (no unversioned link to -lnccl against).
+    CFLAGS += -isystem $(NCCL_HOME)/include
+    LDLIBS += -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib -l:libnccl.so.2
+  else
+    LDLIBS += -lnccl
+  endif
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
   CUPTI ?= $(shell test -f $(CUDA_HOME)/include/cupti.h && echo 1 || echo 0)
   ifeq ($(CUPTI),1)
     CFLAGS += -DMEMLIFE_HAVE_CUPTI
@@ -83,7 +93,7 @@ SRCS := $(sort $(shell find runtime analyzer cli -name '*.c'))
 OBJS := $(SRCS:%.c=$(BUILD)/%.o)
 LIB_OBJS := $(filter-out $(BUILD)/cli/main.o,$(OBJS))
 
-.PHONY: all lib test test-unit test-cli test-mpi test-gpu bench demo fuzz clean install \
+.PHONY: all lib deps test test-unit test-cli test-mpi test-gpu bench demo fuzz clean install \
         uninstall dist
 all: memlife
 lib: $(BUILD)/libmemlife.a $(BUILD)/libmemlife.so $(BUILD)/memlife.pc
@@ -186,7 +196,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmemlife.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libmemlife.a -lcmocka $(LDLIBS)
 
-test: memlife $(UNIT_BINS) $(BUILD)/examples/api_predict
+# What the build and the tests use, installed where missing (tools/deps.sh; quick when all is there).
+deps:
+	@./tools/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory memlife $(UNIT_BINS) $(BUILD)/examples/api_predict
 	@BUILD=$(BUILD) ./tests/run.sh
 
 test-gpu: memlife

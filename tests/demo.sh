@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tests/demo.sh (`make demo`) — memlife's main job on a CPU machine, start to finish:
-#   1. say which packages it needs and install only those missing (Debian/Ubuntu; nothing, and
-#      no apt or sudo, when all are there; elsewhere it names what to install),
+#   1. install what is missing (tools/deps.sh: Debian/Ubuntu packages, PyTorch and jsonschema in
+#      .venv; nothing, and no apt or sudo, when all are there; elsewhere it names what to install),
 #   2. build,
 #   3. predict the chapter's seed schedules (the lifetime table: 256/256, 64/320, 256/576, 256/320
 #      MiB at 4 ranks),
@@ -15,44 +15,9 @@ cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
 
 # --- 1. dependencies ------------------------------------------------------------------------
-# package: what shows it is there
-declare -A NEED=(
-    [build-essential]="command -v cc && command -v make"
-    [libyaml-dev]="test -f /usr/include/yaml.h"
-    [libjansson-dev]="test -f /usr/include/jansson.h"
-    [libcmocka-dev]="test -f /usr/include/cmocka.h"
-    [openmpi-bin]="command -v mpirun"
-    [libopenmpi-dev]="command -v mpicc"
-    [python3]="command -v python3"
-    [jq]="command -v jq"
-)
-missing=()
-for pkg in "${!NEED[@]}"; do
-    eval "${NEED[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
-done
-step "dependencies: $(printf '%s\n' "${!NEED[@]}" | sort | tr '\n' ' ')"
-if [ ${#missing[@]} -eq 0 ]; then
-    echo "all present; nothing to install"
-else
-    # Says what it installs before it does, and never asks for apt or sudo when nothing is
-    # missing. Without apt-get (not Debian/Ubuntu), or without root and sudo, it names what to
-    # install by hand instead.
-    echo "missing: ${missing[*]}"
-    SUDO=
-    if [ "$(id -u)" -ne 0 ]; then
-        if command -v sudo >/dev/null; then SUDO=sudo; else
-            echo "error: not root and no sudo: install ${missing[*]} (or their equivalents), then make demo" >&2
-            exit 2
-        fi
-    fi
-    if ! command -v apt-get >/dev/null; then
-        echo "error: no apt-get here: install ${missing[*]} (or your distribution's equivalents), then make demo" >&2
-        exit 2
-    fi
-    step "installing ${missing[*]} with apt-get"
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+step "dependencies (tools/deps.sh: installs only what is missing)"
+./tools/deps.sh
+echo "all present"
 
 # --- 2. build ---------------------------------------------------------------------------------
 step "make"

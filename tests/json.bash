@@ -20,10 +20,11 @@ json_ignore() {
     printf '%s\n' "$@" >>"$dir/.json-ignore"
 }
 
-# json_collect DIR: validates what DIR holds (python3 with jsonschema; none: nothing printed).
+# json_collect DIR: validates what DIR holds (the python3 on PATH, with jsonschema: tests/run.sh puts
+# .venv's first; none: nothing printed).
 json_collect() {
     [ -d "$1" ] || return 0
-    local py=/usr/bin/python3
-    [ -x "$py" ] || py=$(command -v python3) || return 0
+    local py
+    py=$(command -v python3) || return 0
     "$py" "$(dirname "${BASH_SOURCE[0]}")/json_collect.py" "$(basename "$0" .sh)" "$1"
 }

@@ -36,7 +36,7 @@ def main():
     try:
         import jsonschema
     except ImportError:
-        print("skip - %s: json outputs: python3-jsonschema is not installed" % name)
+        print("skip - %s: json outputs: no python3 with jsonschema (make deps)" % name)
         return
     validators = {}
     counts, failures, too_big = {}, [], 0

@@ -16,6 +16,13 @@ export BUILD
 # Every script's text is what a pipe gets, at full width (base/human.h); a terminal's COLUMNS
 # would narrow the tables the goldens hold.
 unset COLUMNS
+# The Python environment tools/deps.sh makes (PyTorch, jsonschema, pytest) comes first on PATH,
+# so every script's python3 is the one with them; MEMLIFE_PYTHON (the torch backend's
+# interpreter) points at it unless the caller chose another.
+if [ -x .venv/bin/python ]; then
+    export PATH="$PWD/.venv/bin:$PATH"
+    export MEMLIFE_PYTHON=${MEMLIFE_PYTHON:-$PWD/.venv/bin/python}
+fi
 TIMEOUT=${TEST_TIMEOUT:-600}
 GPU=0
 for arg in "$@"; do

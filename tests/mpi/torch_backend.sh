@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The torch backend (runtime/backends/torch.c + runtime/backends/torch/driver.py) on CPUs over
-# gloo, with the python3 that has torch (CI: Debian's python3-torch at /usr/bin/python3):
+# gloo, with the python3 that has torch (make deps puts PyTorch in .venv, which tests/run.sh puts first on PATH):
 #   - the seed schedules at 2 and 4 ranks: every data check PASS, requested bytes measured =
 #     predicted on every rank and op; at 4 ranks the chapter's 256/256, 64/320, 256/576,
 #     256/320 MiB; the result says which collectives gloo emulated;
@@ -16,7 +16,7 @@ TORCH_PY=$(torch_python)
 
 MiB=1048576
 if [ -z "$TORCH_PY" ]; then
-    skip "torch backend: seed schedules" "no python3 with torch (apt-get install python3-torch)"
+    skip "torch backend: seed schedules" "no python3 with torch (make deps)"
 else
     for n in 2 4; do
         name="torch backend, $n ranks: seed schedules, checks PASS, requested measured = predicted"

@@ -89,7 +89,7 @@ n=$(grep -c 'data-kind="measured"' "$TMP/fix.svg" 2>/dev/null)
 if [ "$RC" -eq 0 ] && [ "$n" = 1 ]; then ok "$name"; else not_ok "$name" "exit $RC, $n measured curves"; fi
 
 why=$(host_backend_missing)
-[ -z "$why" ] && [ -z "$(torch_python)" ] && why="no python3 with torch (apt-get install python3-torch)"
+[ -z "$why" ] && [ -z "$(torch_python)" ] && why="no python3 with torch (make deps)"
 if [ -n "$why" ]; then
     skip "torch trace counters" "$why"
     exit 0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # `memlife bench --backend torch` and `memlife equiv --backend torch` on CPUs over gloo, 2 ranks,
-# with the python3 that has torch (CI: Debian's python3-torch at /usr/bin/python3). Timings here
+# with the python3 that has torch (make deps puts PyTorch in .venv, which tests/run.sh puts first on PATH). Timings here
 # (2 cores, oversubscribed ranks, one pipe round trip per op) are noise: what is tested is what
 # bench does with them (sample counts, the statistics' order, the ratio rule) and the exact bytes
 # equiv reads back from torch's tensors.
@@ -19,7 +19,7 @@ if [ -z "$why" ] && [ -z "$TORCH_PY" ]; then
     for p in $(type -ap python3) /usr/bin/python3; do
         if "$p" -c 'import torch' 2>/dev/null; then TORCH_PY=$p; break; fi
     done
-    [ -n "$TORCH_PY" ] || why="no python3 with torch (apt-get install python3-torch)"
+    [ -n "$TORCH_PY" ] || why="no python3 with torch (make deps)"
 fi
 if [ -n "$why" ]; then
     echo "$CASES" | tr ',' '\n' | while read -r n; do skip "torch $n" "$why"; done
