@@ -69,12 +69,20 @@ def load_program(spec):
     return path, fn
 
 
-def _init_group(world, rank):
+def _init_group(world, rank, backend="fake"):
+    """torch's fake process group at world N, rank R; at world 1 a real one may stand in
+    (backend nccl or gloo: DistributedDataParallel's communication hook needs one)."""
     import torch.distributed as dist
-    from torch.testing._internal.distributed.fake_pg import FakeStore
     if dist.is_initialized():
         dist.destroy_process_group()
-    dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world)
+    if backend == "fake":
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+        dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world)
+        return
+    if world != 1:
+        raise UsageError(f"error: a real process group ({backend}) only at world 1")
+    store = dist.HashStore()
+    dist.init_process_group(backend, store=store, rank=0, world_size=1)
 
 
 def _fake_optimizer_values():
@@ -92,7 +100,8 @@ def _fake_optimizer_values():
     return lambda: setattr(optim, "_get_value", orig)
 
 
-def capture(program, world=1, rank=0, on="fake", lets=None, steps=1, gpu="h100-80gb"):
+def capture(program, world=1, rank=0, on="fake", lets=None, steps=1, gpu="h100-80gb",
+            group="fake"):
     """Runs the program and returns the snapshot-shaped dict (see the module's doc)."""
     import torch
     from . import _record, _snapshot, _virtual_cuda
@@ -108,7 +117,7 @@ def capture(program, world=1, rank=0, on="fake", lets=None, steps=1, gpu="h100-8
     if on == "cuda" and not torch.cuda.is_available():
         raise UsageError("error: --on cuda needs a GPU (torch.cuda.is_available() is False); "
                          "--on fake captures without one")
-    _init_group(world, rank)
+    _init_group(world, rank, group)
     undo = []
     if on == "fake":
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -157,6 +166,9 @@ def capture(program, world=1, rank=0, on="fake", lets=None, steps=1, gpu="h100-8
             rec.name_owners()
             for k in range(steps + 1):
                 name = "warmup" if k == 0 else ("step" if steps == 1 else f"step{k}")
+                if on == "cuda" and k == 1:
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
                 rec.events.append(("step", {"region": name, "begin": True}))
                 step()
                 if on == "cuda":
@@ -165,7 +177,18 @@ def capture(program, world=1, rank=0, on="fake", lets=None, steps=1, gpu="h100-8
             rec.name_owners()
             rec.program = None
             del step
-        snap = torch.cuda.memory._snapshot() if on == "cuda" else None
+        snap = None
+        if on == "cuda":
+            snap = torch.cuda.memory._snapshot()
+            st = torch.cuda.memory_stats()
+            free, total = torch.cuda.mem_get_info()
+            about["measured"] = {
+                "steps_peak_allocated": torch.cuda.max_memory_allocated(),
+                "steps_peak_reserved": torch.cuda.max_memory_reserved(),
+                "allocated": torch.cuda.memory_allocated(),
+                "reserved": torch.cuda.memory_reserved(),
+                "alloc_retries": st.get("num_alloc_retries", 0),
+                "device_used": total - free, "device_total": total}
     except (UsageError, ProgramError):
         raise
     except Exception as e:
@@ -194,6 +217,7 @@ def main(argv=None):
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--gpu", default="h100-80gb")
+    ap.add_argument("--group", default="fake", choices=("fake", "nccl", "gloo"))
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args(argv)
     lets = {}
@@ -211,7 +235,7 @@ def main(argv=None):
                 lets[k] = v
     try:
         snap = capture(a.program, world=a.world, rank=a.rank, on=a.on, lets=lets,
-                       steps=a.steps, gpu=a.gpu)
+                       steps=a.steps, gpu=a.gpu, group=a.group)
     except UsageError as e:
         print(str(e), file=sys.stderr)
         return 2

@@ -135,6 +135,8 @@ class Recorder(TorchDispatchMode):
         # then the old one freed; resize_(0) only frees, resize_ from 0 only allocates.
         new = Storage(self.next_sid, size, self.stream_of(), self._role(), self._where())
         self.next_sid += 1
+        if self.ptr_of is not None:
+            new.where = (new.where, self.ptr_of(st))
         if size > 0:
             self.events.append(("alloc", new))
         self._died(rec)
@@ -333,6 +335,10 @@ def patch_cuda(rec):
          lambda a, k: ((a[1] if len(a) > 1 and a[1] is not None else k.get("stream") or cur()), a[0]))
     wrap(cuda.Event, "synchronize", "sync_event", lambda a, k: (a[0],))
     wrap(cuda, "synchronize", "sync_device", lambda a, k: ())
+    # torch.accelerator's streams are torch.Stream, whose methods cannot be wrapped: the current
+    # one is handed out as torch.cuda's, the same stream.
+    saved.append((torch.accelerator, "current_stream", torch.accelerator.current_stream))
+    torch.accelerator.current_stream = lambda device=None: cuda.current_stream()
 
     def undo():
         for obj, name, orig in reversed(saved):
