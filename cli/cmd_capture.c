@@ -198,16 +198,19 @@ int cmd_capture(int argc, char **argv) {
     }
     av[nargs] = NULL;
     int child = 9;
+    char tried[1024] = "";
     const char *p = list;
     for (size_t k = 0; k < n_py && child == 9; k++, p += strlen(p) + 1) {
         av[0] = (char *)p;
         child = run_child(av, pypath, timeout_s);
+        size_t at = strlen(tried);
+        snprintf(tried + at, sizeof tried - at, "%s%s", at ? ", " : "", p);
     }
     rc = ML_EXIT_OK;
     json_t *snap = NULL;
     if (child == 9 || child == 127 || child < 0) {
         ml_report(ML_DIAG_ERROR, NULL, "no python3 with torch (%s); set MEMLIFE_PYTHON, or "
-                  "make deps", n_py ? list : "none on PATH");
+                  "make deps", n_py ? tried : "none on PATH");
         rc = ML_EXIT_RUNTIME;
     } else if (child == 124) {
         ml_report(ML_DIAG_ERROR, spec, "the program ran past --timeout %g s and was ended",

@@ -4,7 +4,7 @@
 #
 #   unit:    every $BUILD/tests/test_* (cmocka); counts its "[  PASSED  ] N test(s)." and
 #            "[  FAILED  ] N test(s)" lines; a binary that crashes or prints no summary fails.
-#   scripts: every tests/cli/*.sh, tests/mpi/*.sh and tests/torch/*.sh, and tests/gpu/*.sh with --gpu; each prints
+#   scripts: every tests/cli/*.sh, tests/mpi/*.sh, tests/torch/*.sh and tests/capture/*.sh, and tests/gpu/*.sh with --gpu; each prints
 #            `ok - NAME`, `not ok - NAME: why` or `skip - NAME: reason` lines, counted here; a
 #            script that exits non-zero could not run at all and counts as one failure.
 # Without --gpu, each GPU script is reported as skipped (one line, with its number of tests).
@@ -107,7 +107,7 @@ for bin in "${units[@]}"; do
     [ -x "$bin" ] && [ -f "$bin" ] || continue
     run_unit "$bin"
 done
-for script in tests/cli/*.sh tests/mpi/*.sh tests/torch/*.sh; do
+for script in tests/cli/*.sh tests/mpi/*.sh tests/torch/*.sh tests/capture/*.sh; do
     run_script "$script"
 done
 for script in tests/gpu/*.sh; do

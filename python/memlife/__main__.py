@@ -5,8 +5,7 @@ import importlib.util
 import sys
 
 if importlib.util.find_spec("torch") is None:
-    print("memlife: this python has no torch", file=sys.stderr)
-    sys.exit(9)
+    sys.exit(9)   # memlife says which it tried
 
 from ._capture import main  # noqa: E402
 

@@ -163,6 +163,7 @@ def capture(program, world=1, rank=0, on="fake", lets=None, steps=1, gpu="h100-8
                                  f"{type(step).__name__}, not a training step to call")
             rec.phase = "step"
             rec.program = step
+            _snapshot.seed_module_names(rec, step)
             rec.name_owners()
             for k in range(steps + 1):
                 name = "warmup" if k == 0 else ("step" if steps == 1 else f"step{k}")
@@ -176,6 +177,7 @@ def capture(program, world=1, rank=0, on="fake", lets=None, steps=1, gpu="h100-8
                 rec.events.append(("step", {"region": name, "begin": False}))
             rec.name_owners()
             rec.program = None
+            rec.closed = True
             del step
         snap = None
         if on == "cuda":

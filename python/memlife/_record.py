@@ -17,6 +17,7 @@ import torch
 from torch.distributed._tools.common_utils import get_untyped_storages
 from torch.distributed._tools.fake_collectives import CollectiveOp, collective_ops, sync_ops
 from torch.distributed._tools.mod_tracker import ModTracker
+from torch._guards import active_fake_mode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.weak import WeakIdKeyDictionary
@@ -77,6 +78,7 @@ class Recorder(TorchDispatchMode):
         self.groups = {}              # process group name -> (size, ranks)
         self.owners = {}              # Storage.sid -> name from the program's objects
         self.program = None           # the training step, whose objects name storages
+        self.closed = False           # past the recorded steps: deaths are the teardown's
         self._orig_resize = None
         self._opt_hooks = []
 
@@ -105,7 +107,7 @@ class Recorder(TorchDispatchMode):
         return rec
 
     def _died(self, rec):
-        if rec.nbytes > 0 and not rec.dead:
+        if rec.nbytes > 0 and not rec.dead and not self.closed:
             self.events.append(("free", rec))
         rec.dead = True
 
@@ -236,6 +238,10 @@ class Recorder(TorchDispatchMode):
                t.__name__ == "DTensor" for t in types):
             return NotImplemented
         kwargs = kwargs or {}
+        # DTensor's sharding propagation runs ops under a FakeTensorMode of its own to learn the
+        # outputs' shapes; they allocate nothing on the device (MemTracker skips them alike).
+        if active_fake_mode() is not self._fake_on_entry:
+            return func(*args, **kwargs)
         res = _virtual_cuda.random_stand_in(func, args, kwargs) if self.virtual else \
             _virtual_cuda.NOT_RANDOM
         if res is _virtual_cuda.NOT_RANDOM:
@@ -292,6 +298,7 @@ class Recorder(TorchDispatchMode):
         self._opt_hooks = [register_optimizer_step_pre_hook(self._opt_pre),
                            register_optimizer_step_post_hook(self._opt_post)]
         self.mods.__enter__()
+        self._fake_on_entry = active_fake_mode()
         return super().__enter__()
 
     def __exit__(self, *exc):

@@ -34,20 +34,29 @@ def _clean(text):
 
 
 def _module_of(where):
-    """ModTracker's 'Root.layers.0.attn' (forward) or 'Root.layers.0.attn (backward)' -> 'layers.0.attn'."""
+    """ModTracker's 'model.layers.0.attn' or 'model.layers.0.attn (backward)' -> the path."""
     if isinstance(where, tuple):
         where = where[0]
-    where = where.split(" ")[0]
-    parts = where.split(".")
-    return ".".join(parts[1:]) if len(parts) > 1 else where
+    return where.split(" ")[0]
 
 
 def name_storages(rec, owners):
     """Buffer names: what the program's objects say a storage is (owners: storage sid -> name),
     else its role and the innermost module it was made in."""
     names = {}
+    # a buffer no object owns that a collective reads or writes is named after it:
+    # all_gather/model.layers.3 (its output), reduce_scatter.send/... (its input)
     for kind, obj in rec.events:
-        if kind != "alloc":
+        if kind == "step" and "collective" in obj:
+            for side in ("recv", "send"):
+                st = obj[side][0]
+                if st is not None and st.sid not in owners and st.sid not in names:
+                    suffix = "" if side == "recv" else ".send"
+                    mod = _module_of(st.where)
+                    names[st.sid] = _clean(f"{obj['collective']}{suffix}/{mod}" if mod
+                                           else obj["collective"] + suffix)
+    for kind, obj in rec.events:
+        if kind != "alloc" or obj.sid in names:
             continue
         if obj.sid in owners:
             names[obj.sid] = _clean(owners[obj.sid])
@@ -58,19 +67,29 @@ def name_storages(rec, owners):
     return names
 
 
+def program_objects(step):
+    """The training step's objects by the names the program gave them: its closure's variables
+    (`model`, `opt`, `x`) and the attributes model / optimizer, as (name, object) pairs."""
+    out = []
+    code = getattr(step, "__code__", None)
+    cells = getattr(step, "__closure__", None) or ()
+    for var, cell in zip(code.co_freevars if code else (), cells):
+        if _safe_cell(cell):
+            out.append((var, cell.cell_contents))
+    for attr in ("model", "optimizer"):
+        obj = getattr(step, attr, None)
+        if obj is not None and all(o is not obj for _, o in out):
+            out.append((attr, obj))
+    return out
+
+
 def owners_of(rec, step):
-    """Names from the program's own objects, read after the step: parameters (local shards under
-    FSDP2), their gradients, the optimizer's state, FSDP2's unsharded parameters."""
+    """Names from the program's own objects, read while they are alive: parameters (local
+    shards under FSDP2) and buffers by module path, their gradients (`.../grad`), the
+    optimizer's state (`adam.exp_avg/...`), FSDP2's unsharded parameters (`.../unsharded`),
+    and tensors the step holds by its variable name."""
     import torch.nn as nn
     owners = {}
-    mods, opts = [], []
-    for obj in [getattr(step, "model", None), getattr(step, "optimizer", None)] + [
-            c.cell_contents for c in (getattr(step, "__closure__", None) or ())
-            if _safe_cell(c)]:
-        if isinstance(obj, nn.Module) and obj not in mods:
-            mods.append(obj)
-        elif isinstance(obj, torch.optim.Optimizer) and obj not in opts:
-            opts.append(obj)
     pname = {}
 
     def own(t, name):
@@ -81,14 +100,17 @@ def owners_of(rec, step):
         if s is not None and s.sid not in owners:
             owners[s.sid] = name
 
-    for m in mods:
+    objs = program_objects(step)
+    for var, m in objs:
+        if not isinstance(m, nn.Module):
+            continue
         for n, p in m.named_parameters():
-            pname[id(p)] = n
-            own(p, n)
+            pname[id(p)] = f"{var}.{n}"
+            own(p, f"{var}.{n}")
             if p.grad is not None:
-                own(p.grad, n + "/grad")
+                own(p.grad, f"{var}.{n}/grad")
         for n, b in m.named_buffers():
-            own(b, n)
+            own(b, f"{var}.{n}")
         for n, sub in m.named_modules():
             state = getattr(sub, "_get_fsdp_state", None)
             try:
@@ -96,16 +118,29 @@ def owners_of(rec, step):
             except Exception:
                 group = None
             for fp in getattr(group, "fsdp_params", None) or []:
-                base = (n + "." if n else "") + getattr(fp, "_param_fqn", "") if False else None
+                base = pname.get(id(getattr(fp, "sharded_param", None)), "param")
                 un = getattr(fp, "_unsharded_param", None)
                 if un is not None:
-                    own(un, pname.get(id(getattr(fp, "sharded_param", None)), "param") + "/unsharded")
-    for o in opts:
-        oname = type(o).__name__.lower()
-        for p, st in o.state.items():
-            for k, v in st.items():
-                own(v, f"{oname}.{k}/{pname.get(id(p), 'param')}")
+                    own(un, base + "/unsharded")
+    for var, o in objs:
+        if isinstance(o, torch.optim.Optimizer):
+            oname = type(o).__name__.lower()
+            for p, st in o.state.items():
+                for k, v in st.items():
+                    own(v, f"{oname}.{k}/{pname.get(id(p), 'param')}")
+        elif isinstance(o, torch.Tensor):
+            own(o, var)
     return owners
+
+
+def seed_module_names(rec, step):
+    """Modules are named by the program's variable and their path (`model.layers.3.attn`), not
+    by their class, in ModTracker's names (what act/ and temp/ buffers are named after)."""
+    import torch.nn as nn
+    for var, m in program_objects(step):
+        if isinstance(m, nn.Module):
+            for n, sub in m.named_modules():
+                rec.mods._known_modules[sub] = f"{var}.{n}" if n else var
 
 
 def _safe_cell(c):
