@@ -112,6 +112,7 @@ int equiv_pick_results(const series *a, const series *b, const char *name_a, con
 static void facts_of(const rank_plan *p, equiv_facts *f) {
     memset(f, 0, sizeof *f);
     uint64_t *alloc_bytes = ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *alloc_bytes);
+    bool in_group = false, group_has[COLL_COUNT] = {false};   /* kernel families of the group */
     for (size_t k = 0; k < p->n_ops; k++) {
         const plan_op *op = &p->ops[k];
         switch (op->kind) {
@@ -126,12 +127,23 @@ static void facts_of(const rank_plan *p, equiv_facts *f) {
             double bytes = ci->link_bytes(full, p->world);
             f->calls[c]++;
             f->n_calls++;
+            ml_coll fam = ml_coll_kernel_family(c);
+            if (!ci->p2p || !in_group || !group_has[fam]) {
+                f->kernels[fam]++;
+                f->n_kernels++;
+            }
+            group_has[fam] |= in_group && ci->p2p;
             f->ring_steps += steps;
             f->steps_by[c] += steps;
             f->link_bytes += bytes;
             f->bytes_by[c] += bytes;
             break;
         }
+        case OP_GROUP_BEGIN:
+            in_group = true;
+            memset(group_has, 0, sizeof group_has);
+            break;
+        case OP_GROUP_END: in_group = false; break;
         case OP_SYNC: f->syncs++; break;
         case OP_WAIT: f->waits++; break;
         case OP_ALLOC: alloc_bytes[op->u.alloc.buf] = op->u.alloc.bytes; break;

@@ -496,7 +496,7 @@ static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *
         /* Integer avg: NCCL sums, then divides the result by world, truncating. */
         if (launch(r, a, send, recv, dt, recv_bytes, err, len) != 0)
             return -1;
-        if (a->coll != COLL_REDUCE || r->rank == a->root)
+        if (!ml_colls[a->coll].flow.root_only || r->rank == a->root)
             data_avg_postdiv(a->dtype, recv, ml_coll_recv_count(a->coll, a->count, r->world), r->world);
         return 0;
     }

@@ -466,8 +466,12 @@ static int warm_one(cu_rank **crs, rt_mem *scratch, int n, ml_coll c, uint64_t c
         memset(a, 0, sizeof *a);
         a->coll = c;
         a->send = a->recv = &scratch[i];
-        /* NCCL's in-place offsets (coll.h): recv - send = inplace_recv_minus_send elements. */
-        int64_t delta = ml_colls[c].inplace_recv_minus_send(count, crs[i]->rank);
+        /* NCCL's in-place offsets (coll.h): recv - send = delta elements; a collective that is
+         * never in place gets recv right after send (warm_bytes counts both). */
+        int64_t delta;
+        bool in_place = ml_coll_inplace_at(c, count, crs[i]->rank, &delta);
+        if (!in_place)
+            delta = (int64_t)ml_coll_send_count(c, count, cu_g.world);
         a->send_off_bytes = delta < 0 ? (uint64_t)(-delta) * esize : 0;
         a->recv_off_bytes = delta > 0 ? (uint64_t)delta * esize : 0;
         a->count = count;
@@ -475,7 +479,7 @@ static int warm_one(cu_rank **crs, rt_mem *scratch, int n, ml_coll c, uint64_t c
         a->op = (ml_redop)op;
         a->root = 0;
         a->stream = stream;
-        a->in_place = true;
+        a->in_place = in_place;
     }
     /* The first collective of a kind sets NCCL's connections up inside this call, waiting for
      * the peers' side without a timeout of its own: the same watchdog as the init. */
@@ -517,18 +521,28 @@ static int comm_stage(rt_rank **ranks, cu_rank **crs, int n, const char *name,
     return 0;
 }
 
-/* Bytes of the largest in-place buffer a warm-up collective of `count` needs. */
+/* Bytes of the scratch a warm-up collective of `count` needs: the larger side in place, both
+ * sides where the collective never runs in place. */
 static uint64_t warm_bytes(ml_coll c, uint64_t count, int dtype) {
     uint64_t send = ml_coll_send_count(c, count, cu_g.world);
     uint64_t recv = ml_coll_recv_count(c, count, cu_g.world);
-    return (send > recv ? send : recv) * ml_dtypes[dtype].size;
+    uint64_t n = ml_colls[c].inplace == INPLACE_NEVER ? send + recv : send > recv ? send : recv;
+    return n * ml_dtypes[dtype].size;
+}
+
+/* A count the collective takes: a multiple of the world where it sends count/world to each. */
+static uint64_t warm_fit(ml_coll c, uint64_t count) {
+    uint64_t w = (uint64_t)cu_g.world;
+    if (!ml_colls[c].count_per_rank || w == 0)
+        return count;
+    return count < w ? w : count - count % w;
 }
 
 /* Halving keeps the result the same on every rank (it depends on count, dtype and world only). */
 static uint64_t warm_capped_count(ml_coll c, uint64_t count, int dtype) {
     while (count > 1 && warm_bytes(c, count, dtype) > WARM_CAP)
         count /= 2;
-    return count;
+    return warm_fit(c, count);
 }
 
 static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w, char *err,
@@ -537,7 +551,7 @@ static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w
      * freed before the baseline whichever allocator the run uses). */
     uint64_t need = 4096;
     for (int c = 0; c < COLL_COUNT; c++) {
-        uint64_t tiny = warm_bytes((ml_coll)c, 1, DT_FLOAT64);
+        uint64_t tiny = warm_bytes((ml_coll)c, warm_fit((ml_coll)c, 1), DT_FLOAT64);
         need = tiny > need ? tiny : need;
         for (int k = 0; k < WARM_SIZES && w->count[c][k]; k++) {
             uint64_t b = warm_bytes((ml_coll)c, warm_capped_count((ml_coll)c, w->count[c][k],
@@ -580,7 +594,8 @@ static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w
         for (uint32_t s = 0; s < 64 && rc == 0; s++) {
             if (!(bits >> s & 1))
                 continue;
-            rc = warm_one(crs, scratch, n, (ml_coll)c, 1, dtype0, op0, s, err, len);
+            rc = warm_one(crs, scratch, n, (ml_coll)c, warm_fit((ml_coll)c, 1), dtype0, op0, s,
+                          err, len);
             for (int k = 0; k < WARM_SIZES && w->count[c][k] && rc == 0; k++)
                 rc = warm_one(crs, scratch, n, (ml_coll)c,
                               warm_capped_count((ml_coll)c, w->count[c][k], w->dtype[c][k]),
