@@ -224,7 +224,7 @@ static void structure_text(const equiv_facts *f, char *buf, size_t len) {
     char sz[72];
     report_size_cell(f->intermediate_bytes, sz, sizeof sz);
     ml_str_printf(&o, "%s), %u kernel%s, %u sync%s, %u wait%s, %u intermediate%s",
-                  parts ? "" : "none", f->n_calls, f->n_calls == 1 ? "" : "s", f->syncs,
+                  parts ? "" : "none", f->n_kernels, f->n_kernels == 1 ? "" : "s", f->syncs,
                   f->syncs == 1 ? "" : "s", f->waits, f->waits == 1 ? "" : "s", f->n_intermediate,
                   f->n_intermediate == 1 ? "" : "s");
     if (f->n_intermediate)
@@ -287,9 +287,9 @@ static void row_structure(equiv_result *r) {
         rank = k;
         if (!calls)
             ml_str_printf(&o, "public API calls %u vs %u per rank, kernels %u vs %u per rank "
-                              "(%u vs %u over %d ranks)%s", x->n_calls, y->n_calls, x->n_calls,
-                          y->n_calls, x->n_calls * (uint32_t)r->world,
-                          y->n_calls * (uint32_t)r->world, r->world,
+                              "(%u vs %u over %d ranks)%s", x->n_calls, y->n_calls, x->n_kernels,
+                          y->n_kernels, x->n_kernels * (uint32_t)r->world,
+                          y->n_kernels * (uint32_t)r->world, r->world,
                           x->n_calls == y->n_calls ? " in another order or of other collectives" : "");
         if (x->syncs != y->syncs)
             ml_str_printf(&o, "%ssyncs %u vs %u", o.n ? "; " : "", x->syncs, y->syncs);
@@ -305,7 +305,7 @@ static void row_structure(equiv_result *r) {
     if (rank < 0)
         ml_str_printf(&o, "same collectives in the same order, %u kernel%s per rank, same "
                           "synchronization boundaries and intermediate buffers",
-                      a[0].n_calls, a[0].n_calls == 1 ? "" : "s");
+                      a[0].n_kernels, a[0].n_kernels == 1 ? "" : "s");
     snprintf(r->rows[EQ_STRUCTURE].detail, sizeof r->rows[EQ_STRUCTURE].detail, "%s", o.s);
     ml_str_free(&o);
 }
