@@ -588,6 +588,7 @@ static const char *const torch_call[COLL_COUNT] = {
     [COLL_ALL_GATHER] = "all_gather",
     [COLL_BROADCAST] = "broadcast",
     [COLL_REDUCE] = "reduce",
+    [COLL_ALL_TO_ALL] = "all_to_all",
 };
 
 static bool t_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && torch_call[c]; }

@@ -135,6 +135,16 @@ const ml_coll_info ml_colls[COLL_COUNT] = {
                    .ring_steps = ring_steps_p2p, .busbw_factor = busbw_root,
                    .link_bytes = link_none, .busbw_ref = BUSBW_ALL_REDUCE,
                    .flow = {FLOW_PEER_SEND, false, false}, .p2p = P2P_RECV},
+    /* count/world elements to each of the world peers (its own block a local copy): (N-1)/N of
+     * the message crosses the links in N-1 transfers, nccl-tests' alltoall factor (N-1)/N. Not
+     * measured: AllGather's bus bandwidth, the other collective whose every rank sends and
+     * receives (N-1)/N of the message once. */
+    [COLL_ALL_TO_ALL] = {.name = "all_to_all", .nccl_api = "ncclSend/ncclRecv",
+                         .kernel_match = "ncclDevKernel_SendRecv", .send_n = CNT_COUNT,
+                         .recv_n = CNT_COUNT, .count_per_rank = true, .inplace = INPLACE_NEVER,
+                         .ring_steps = ring_steps_one_pass, .busbw_factor = busbw_one_pass,
+                         .link_bytes = link_one_pass, .busbw_ref = BUSBW_ALL_GATHER,
+                         .flow = {FLOW_TRANSPOSE, false, false}},
 };
 
 int ml_coll_lookup(const char *name, size_t len) {

@@ -45,10 +45,13 @@ const char *ml_dtype_list(void);
 /* COLL_SEND / COLL_RECV are point-to-point (ncclSend / ncclRecv): rows of this table too (their
  * step keys are `send:` and `recv:` with `buf:` and `peer:`, the peer in the root field), but
  * only the two ranks of a pair take part, so what compares every rank's collectives (lint's
- * cross-rank check, the executor's sequence check, warm-up) skips rows with p2p set. */
+ * cross-rank check, the executor's sequence check, warm-up) skips rows with p2p set.
+ * COLL_ALL_TO_ALL splits every rank's send into world blocks, block j going to rank j (PyTorch's
+ * all_to_all_single); the cuda backend issues it as grouped ncclSend/ncclRecv, one SendRecv
+ * kernel. */
 typedef enum {
     COLL_ALL_REDUCE, COLL_REDUCE_SCATTER, COLL_ALL_GATHER, COLL_BROADCAST, COLL_REDUCE,
-    COLL_SEND, COLL_RECV,
+    COLL_SEND, COLL_RECV, COLL_ALL_TO_ALL,
     COLL_COUNT
 } ml_coll;
 typedef enum { P2P_NONE, P2P_SEND, P2P_RECV } ml_p2p;
@@ -64,6 +67,8 @@ typedef enum {
     FLOW_ROOT_SEND,            /* the root's send */
     FLOW_PEER_SEND,            /* send/recv: a recv holds its peer's matching send (the k-th send
                                   from that peer to this rank); a send changes nothing */
+    FLOW_TRANSPOSE,            /* world blocks of count/world elements: rank r's recv block j =
+                                  rank j's send block r (all_to_all) */
 } ml_flow_source;
 
 typedef struct {
@@ -98,7 +103,8 @@ typedef enum {
 } ml_busbw_ref;
 
 /* "count" is NCCL's count argument: AllReduce/Broadcast/Reduce the element count of both
- * buffers, ReduceScatter the recvcount, AllGather the sendcount. Every field is required: the table's unit test
+ * buffers, ReduceScatter the recvcount, AllGather the sendcount, AllToAll the element count of
+ * both buffers (count/world to each rank). Every field is required: the table's unit test
  * (tests/unit/test_util.c) fails on a row that leaves one at its zero value, except the bools. */
 typedef struct {
     const char *name;            /* schedule key: "reduce_scatter" */

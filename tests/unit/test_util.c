@@ -276,6 +276,18 @@ static void test_tables(void **state) {
     assert_int_equal(delta, 0);
     assert_int_equal(ml_coll_count_of(COLL_REDUCE_SCATTER, 64, 16), 16);
     assert_int_equal(ml_coll_count_of(COLL_ALL_GATHER, 16, 64), 16);
+    /* all_to_all: count/world to each rank, both sides count, never in place; (N-1)/N of the
+     * message over N-1 steps (nccl-tests' alltoall factor); one SendRecv kernel */
+    assert_int_equal(ml_coll_lookup("all_to_all", 10), COLL_ALL_TO_ALL);
+    assert_int_equal(ml_coll_send_count(COLL_ALL_TO_ALL, 16, 4), 16);
+    assert_int_equal(ml_coll_recv_count(COLL_ALL_TO_ALL, 16, 4), 16);
+    assert_true(ml_colls[COLL_ALL_TO_ALL].count_per_rank);
+    assert_false(ml_coll_inplace_at(COLL_ALL_TO_ALL, 16, 0, &delta));
+    assert_int_equal(ml_colls[COLL_ALL_TO_ALL].ring_steps(4), 3);
+    assert_true(ml_colls[COLL_ALL_TO_ALL].busbw_factor(4) == 0.75);
+    assert_true(ml_colls[COLL_ALL_TO_ALL].link_bytes(256.0, 4) == 192.0);
+    assert_int_equal(ml_colls[COLL_ALL_TO_ALL].flow.source, FLOW_TRANSPOSE);
+    assert_int_equal(ml_coll_kernel_family(COLL_ALL_TO_ALL), COLL_SEND);
     assert_int_equal(ml_coll_send_count(COLL_REDUCE_SCATTER, 16, 4), 64);
     assert_int_equal(ml_coll_recv_count(COLL_ALL_GATHER, 16, 4), 64);
     assert_int_equal(ml_coll_recv_count(COLL_REDUCE_SCATTER, 16, 4), 16);

@@ -72,6 +72,32 @@ static ncclResult_t launch_recv(const void *send, void *recv, size_t count, nccl
     return ncclRecv(recv, count, dt, peer, comm, s);
 }
 
+/* All-to-all as PyTorch's all_to_all_single issues it on NCCL: one group of a send and a recv
+ * of count/world elements per rank (itself included), one SendRecv kernel. The group is closed
+ * even when a call inside it fails. */
+static ncclResult_t launch_all_to_all(const void *send, void *recv, size_t count, ncclDataType_t dt,
+                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t s) {
+    (void)op;
+    (void)root;
+    int world = 0;
+    ncclResult_t res = ncclCommCount(comm, &world);
+    if (res != ncclSuccess || world <= 0)
+        return res != ncclSuccess ? res : ncclInternalError;
+    size_t esize = 0;
+    for (int k = 0; k < DT_COUNT; k++)
+        if (ml_dtypes[k].nccl == (int)dt)
+            esize = ml_dtypes[k].size;
+    size_t block = count / (size_t)world;
+    res = ncclGroupStart();
+    for (int p = 0; p < world && res == ncclSuccess; p++) {
+        res = ncclSend((const char *)send + (size_t)p * block * esize, block, dt, p, comm, s);
+        if (res == ncclSuccess)
+            res = ncclRecv((char *)recv + (size_t)p * block * esize, block, dt, p, comm, s);
+    }
+    ncclResult_t end = ncclGroupEnd();
+    return res != ncclSuccess ? res : end;
+}
+
 static const cu_launch_fn cu_launch[COLL_COUNT] = {
     [COLL_ALL_REDUCE] = launch_all_reduce,
     [COLL_REDUCE_SCATTER] = launch_reduce_scatter,
@@ -80,6 +106,7 @@ static const cu_launch_fn cu_launch[COLL_COUNT] = {
     [COLL_REDUCE] = launch_reduce,
     [COLL_SEND] = launch_send,
     [COLL_RECV] = launch_recv,
+    [COLL_ALL_TO_ALL] = launch_all_to_all,
 };
 
 bool cu_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && cu_launch[c]; }

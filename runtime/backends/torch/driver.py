@@ -173,6 +173,8 @@ class Driver:
                 dist.reduce(tmp, dst=root, op=rop)
                 if self.rank == root and tmp is not recv:
                     recv.copy_(tmp)
+            elif name == "all_to_all":   # never in place: send and recv are apart
+                dist.all_to_all_single(recv, send)
             else:
                 raise ValueError("no collective '%s' in the torch backend" % name)
         if not self.cuda:
@@ -326,6 +328,8 @@ class Driver:
                 dist.broadcast(x, src=0)
             elif name == "reduce":
                 dist.reduce(x, dst=0)
+            elif name == "all_to_all":
+                dist.all_to_all_single(torch.empty_like(x), x)
         del x
         if self.cuda:
             torch.cuda.synchronize(self.device)
