@@ -8,7 +8,7 @@
 #ifndef MEMLIFE_LINT_INT_H
 #define MEMLIFE_LINT_INT_H
 
-#include "predict/analyzer.h"
+#include "lint/lint.h"
 
 /* ---- Stream ordering (lint_hazard.c) ----------------------------------------------------------
  * Every op enqueued on stream s gets the next sequence number of s. clock[s][u] is the highest
