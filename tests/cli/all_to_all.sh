@@ -8,7 +8,9 @@
 #     hold (check exit 0); at world 2 the time is 10 + 0.5 * 148 / 0.5 = 158 us;
 #   - lint: a count that does not divide by the world (10 at world 4) and an all_to_all in place
 #     are size_mismatch / bad_inplace errors at the offending view, exit 2;
-#   - schedules/contracts/all_to_all.yaml checks at worlds 2, 3 and 4.
+#   - schedules/contracts/all_to_all.yaml checks at worlds 2, 3 and 4;
+#   - equiv's data flow: two all_to_alls equal a copy, one does not; kernel families: a group of
+#     send and recv is one SendRecv kernel, an all_to_all one.
 . "$(dirname "$0")/lib.bash"
 
 MiB=1048576
@@ -62,3 +64,11 @@ jq_case "equiv: all_to_all twice = a copy on every rank, by the data flow" \
 run equiv --no-data --format json tests/coll/a2a_equiv.yaml:once tests/coll/a2a_equiv.yaml:copy
 jq_case "equiv: one all_to_all differs from a copy (the data flow finds values differ)" \
     '.rows[0].verdict == "does not hold" and (.rows[0].detail | contains("values differ"))'
+
+# Kernel families (coll.h: rows with one kernel_match): the contract's by_hand plan makes 3
+# groups of one send and one recv at world 4, 6 API calls that NCCL runs as 3 SendRecv kernels
+# (an all_to_all is one kernel a call: tests/coll/a2a_equiv.yaml above).
+run equiv --no-data --format json schedules/contracts/all_to_all.yaml:collective \
+    schedules/contracts/all_to_all.yaml:by_hand
+jq_case "equiv: a group of send and recv is one kernel (6 calls, 3 kernels)" \
+    '[.ranks[] | .b.api_calls == 6 and .b.kernels_expected == 3] | length == 4 and all'
