@@ -37,11 +37,12 @@
 #define SMALL_SEGMENT (2 * MIB)   /* kSmallBuffer: every small-pool segment */
 #define SMALL_REQUEST MIB         /* kSmallSize: requests up to this go to the small pool */
 #define NAME_MAX_BASE 100         /* schedule names are at most 128 bytes */
+#define CAPTURE_MAX_DEPTH 32      /* a capture's regions nest at most this deep */
 
 /* ---- trace events ------------------------------------------------------------------------------ */
 
 typedef enum { A_ALLOC, A_FREE_REQ, A_FREE_DONE, A_SEG_ALLOC, A_SEG_FREE, A_SEG_MAP, A_SEG_UNMAP,
-               A_OOM, A_OTHER } act;
+               A_OOM, A_OTHER, A_MEMLIFE } act;
 
 /* Every action PyTorch 2.x writes (torch/csrc/cuda/Module.cpp, action_to_str). "snapshot" and
  * "user_defined" mark a moment and change no block; "oom" reports a failed malloc, whose
@@ -55,7 +56,7 @@ static const struct {
     {"alloc", A_ALLOC},           {"free_requested", A_FREE_REQ}, {"free_completed", A_FREE_DONE},
     {"segment_alloc", A_SEG_ALLOC}, {"segment_free", A_SEG_FREE}, {"segment_map", A_SEG_MAP},
     {"segment_unmap", A_SEG_UNMAP}, {"oom", A_OOM},                {"snapshot", A_OTHER},
-    {"user_defined", A_OTHER},
+    {"user_defined", A_OTHER},      {"memlife_step", A_MEMLIFE},
 };
 
 typedef struct {
@@ -63,7 +64,8 @@ typedef struct {
     uint64_t addr;
     int64_t size;
     uint32_t stream;
-    const json_t *frames;
+    const json_t *frames;   /* A_MEMLIFE: the entry's "step" */
+    const char *name;       /* an alloc's memlife_name (a capture's), or NULL */
 } tev;
 
 typedef struct {
@@ -175,13 +177,22 @@ static void amap_free(amap *m) {
 /* ---- steps ------------------------------------------------------------------------------------- */
 
 typedef enum { S_ALLOC, S_FREE, S_RECORD_STREAM, S_COMPUTE, S_RECORD, S_SYNC_EVENT,
-               S_EMPTY_CACHE } step_kind;
+               S_EMPTY_CACHE, S_COLLECTIVE, S_REGION_BEGIN, S_REGION_END, S_WAIT, S_SYNC_STREAM,
+               S_SYNC_DEVICE } step_kind;
 
 typedef struct {
     step_kind kind;
-    uint32_t buf, stream, event;
+    uint32_t buf, stream, event;   /* S_COLLECTIVE: event indexes colls; S_REGION_*: names */
     uint32_t at;   /* the trace entry it stands for; UINT32_MAX: the prelude */
 } step;
+
+/* A captured collective (capture.h): its operands are views of live buffers, in bytes. */
+typedef struct {
+    const char *kind;   /* a collective of runtime/ir/coll.h, by its schedule name */
+    const char *op;     /* reduction, or NULL */
+    uint32_t buf[2];    /* send, recv */
+    int64_t offset[2], bytes[2];
+} capture_coll;
 
 typedef struct {
     const char *name;
@@ -207,7 +218,8 @@ typedef struct {
     /* raw cudaStream_t values, [0] = 0 (the default stream) */
     ml_vec streams;   /* of int64_t */
     uint32_t recorded_stream;   /* UINT32_MAX until a deferred free needs it */
-    uint32_t n_events;
+    uint32_t n_events;      /* events of the schedule: deferred frees' and a capture's */
+    uint32_t n_deferred;    /* frees that waited for another stream */
     int64_t requested, requested_peak;
     bool overflow;
     size_t ooms;        /* oom events of the trace */
@@ -223,6 +235,14 @@ typedef struct {
     uint64_t constant;
     limit_interval iv;
     ml_vec seg_addrs;       /* of uint64_t: the cudaMalloc segments' addresses, in creation order */
+    /* a capture's (memlife_capture at the top: capture.h) */
+    const json_t *capture;  /* NULL: a plain snapshot */
+    int64_t world, rank;
+    bool on_fake;           /* recorded on the virtual device: no segments, no truth of the torch view */
+    ml_vec colls;           /* of capture_coll */
+    ml_vec regions;         /* of const char *: region names */
+    int region_depth;       /* regions begun and not ended */
+    amap capture_events;    /* the program's event ids -> schedule events (f<k>) */
 } importer;
 
 static int fail(importer *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -303,12 +323,30 @@ static bool user_frame(const char *fn) {
     return true;
 }
 
-/* "train.py-42" from the first user frame (schedule names allow letters, digits, _ - .), or
- * "a<hex address>". */
-static const char *buffer_name(importer *im, const json_t *frames, uint64_t addr) {
-    char base[NAME_MAX_BASE + 32];
+/* A capture's name for the block (module path and role, capture.h), kept to the characters
+ * of schedule names; "" when it has none. */
+static void given_name(const char *given, char *base, size_t cap) {
+    size_t n = 0;
     base[0] = 0;
-    if (im->o->names == IMPORT_NAMES_FRAMES && json_is_array(frames)) {
+    if (!given)
+        return;
+    if (!((given[0] >= 'a' && given[0] <= 'z') || (given[0] >= 'A' && given[0] <= 'Z')))
+        base[n++] = 't';
+    for (; *given && n < NAME_MAX_BASE && n + 1 < cap; given++) {
+        char c = *given;
+        bool okc = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '_' || c == '.' || c == '-' || c == '/';
+        base[n++] = okc ? c : '_';
+    }
+    base[n] = 0;
+}
+
+/* The capture's name, else "train.py-42" from the first user frame (schedule names allow
+ * letters, digits, _ - . /), else "a<hex address>". */
+static const char *buffer_name(importer *im, const json_t *frames, uint64_t addr, const char *given) {
+    char base[NAME_MAX_BASE + 32];
+    given_name(given, base, sizeof base);
+    if (!base[0] && im->o->names == IMPORT_NAMES_FRAMES && json_is_array(frames)) {
         size_t k;
         const json_t *f;
         json_array_foreach(frames, k, f) {
@@ -431,6 +469,15 @@ static int read_trace(importer *im, const json_t *trace, int dev, tev **out, siz
                         "is unknown", where, a);
         }
         ev[i].a = ACTIONS[k].a;
+        if (ev[i].a == A_MEMLIFE) {
+            ev[i].frames = json_object_get(e, "step");
+            if (!im->capture || !json_is_object(ev[i].frames)) {
+                free(ev);
+                return fail(im, "%s: a memlife_step %s", where, im->capture
+                            ? "without its 'step' dict" : "outside a capture (no memlife_capture)");
+            }
+            continue;
+        }
         if (ev[i].a == A_OTHER || ev[i].a == A_OOM) {
             im->ooms += ev[i].a == A_OOM;
             continue;
@@ -443,6 +490,7 @@ static int read_trace(importer *im, const json_t *trace, int dev, tev **out, siz
         }
         ev[i].addr = (uint64_t)addr;
         ev[i].frames = json_object_get(e, "frames");
+        ev[i].name = json_string_value(json_object_get(e, "memlife_name"));
     }
     *out = ev;
     *n_out = n;
@@ -739,7 +787,7 @@ static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, 
         size_t nbk = last[k] - first[k];
         if (segs[k].expandable) {
             for (size_t j = 0; j < nbk; j++) {
-                uint32_t id = alloc_step(im, buffer_name(im, b[j].frames, b[j].addr),
+                uint32_t id = alloc_step(im, buffer_name(im, b[j].frames, b[j].addr, NULL),
                                          b[j].requested, b[j].stream);
                 amap_put(live, b[j].addr, id);
             }
@@ -763,7 +811,7 @@ static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, 
             }
             const blk *x = &b[pc[j].blk];
             if (round512(x->requested) == pc[j].size) {
-                uint32_t id = alloc_step(im, buffer_name(im, x->frames, x->addr), x->requested,
+                uint32_t id = alloc_step(im, buffer_name(im, x->frames, x->addr, NULL), x->requested,
                                          x->stream);
                 amap_put(live, x->addr, id);
             } else {
@@ -780,7 +828,7 @@ static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, 
         const swap *w = &ML_VEC_AT(&swaps, swap, k);
         const blk *x = &blocks[w->blk];
         push(im, S_FREE, w->fill, 0, 0);
-        uint32_t id = alloc_step(im, buffer_name(im, x->frames, x->addr), x->requested, x->stream);
+        uint32_t id = alloc_step(im, buffer_name(im, x->frames, x->addr, NULL), x->requested, x->stream);
         amap_put(live, x->addr, id);
     }
     for (size_t k = 0; k < gaps.n; k++)
@@ -789,7 +837,7 @@ static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, 
     for (size_t k = 0; k < nb; k++)
         if (!placed[k]) {
             st->exact_prelude = 0;
-            uint32_t id = alloc_step(im, buffer_name(im, blocks[k].frames, blocks[k].addr),
+            uint32_t id = alloc_step(im, buffer_name(im, blocks[k].frames, blocks[k].addr, NULL),
                                      blocks[k].requested, blocks[k].stream);
             amap_put(live, blocks[k].addr, id);
         }
@@ -859,6 +907,123 @@ typedef struct {
     size_t large_before;   /* large cached segments before it */
 } release_run;
 
+/* The collectives a capture writes (capture.h), by their schedule names; each names a reduction
+ * when it reduces. */
+static const struct {
+    const char *name;
+    bool reduces;
+} CAPTURE_COLLS[] = {
+    {"all_gather", false}, {"reduce_scatter", true}, {"all_reduce", true}, {"broadcast", false},
+};
+
+/* One operand of a captured collective: {"addr": A, "offset": O, "bytes": B}, a view of the
+ * live buffer allocated at A. */
+static int capture_operand(importer *im, const json_t *o, const char *side, const char *where,
+                           const amap *live, capture_coll *c, int k) {
+    int64_t addr, off, bytes;
+    if (!json_is_object(o))
+        return fail(im, "%s: the collective's '%s' is not a dict", where, side);
+    if (get_u(im, o, "addr", where, -1, &addr) || get_u(im, o, "offset", where, -1, &off) ||
+        get_u(im, o, "bytes", where, -1, &bytes))
+        return -1;
+    long id = amap_find(live, (uint64_t)addr);
+    if (id < 0)
+        return fail(im, "%s: the collective's %s buffer (0x%" PRIx64 ") is not allocated here",
+                    where, side, (uint64_t)addr);
+    uint32_t b = live->val[id];
+    int64_t have = ML_VEC_AT(&im->bufs, buffer, b).bytes, end;
+    if (__builtin_add_overflow(off, bytes, &end) || end > have)
+        return fail(im, "%s: the collective's %s view [%" PRId64 ", +%" PRId64 ") is outside its "
+                    "buffer of %" PRId64 " bytes", where, side, off, bytes, have);
+    c->buf[k] = b;
+    c->offset[k] = off;
+    c->bytes[k] = bytes;
+    return 0;
+}
+
+/* A capture's step (capture.h): a collective on live buffers, or a region's start or end. */
+static int capture_step(importer *im, const json_t *st, size_t i, int dev, const amap *live) {
+    char where[96];
+    snprintf(where, sizeof where, "device_traces[%d][%zu]", dev, i);
+    const char *region = json_string_value(json_object_get(st, "region"));
+    if (region) {
+        char name[NAME_MAX_BASE + 32];
+        given_name(region, name, sizeof name);
+        bool begin = json_is_true(json_object_get(st, "begin"));
+        if (begin && im->region_depth == CAPTURE_MAX_DEPTH)
+            return fail(im, "%s: region '%s' nests deeper than %d", where, name, CAPTURE_MAX_DEPTH);
+        if (!begin && im->region_depth == 0)
+            return fail(im, "%s: region '%s' ends, but none is open", where, name);
+        im->region_depth += begin ? 1 : -1;
+        *(const char **)ml_vec_push(&im->regions) = ml_arena_strndup(im->arena, name, strlen(name));
+        push(im, begin ? S_REGION_BEGIN : S_REGION_END, 0, 0, (uint32_t)(im->regions.n - 1));
+        return 0;
+    }
+    const json_t *rec = json_object_get(st, "record"), *wait = json_object_get(st, "wait");
+    const json_t *sync = json_object_get(st, "sync");
+    if (rec || wait) {   /* an event recorded on a stream, or a stream waiting for one */
+        int64_t id;
+        uint32_t stream;
+        if (get_u(im, st, rec ? "record" : "wait", where, -1, &id) || get_stream(im, st, where, &stream))
+            return -1;
+        long at = amap_find(&im->capture_events, (uint64_t)id);
+        if (at < 0 && wait)
+            return fail(im, "%s: a wait for an event never recorded", where);
+        if (at < 0) {
+            amap_put(&im->capture_events, (uint64_t)id, im->n_events++);
+            at = amap_find(&im->capture_events, (uint64_t)id);
+        }
+        push(im, rec ? S_RECORD : S_WAIT, 0, stream, im->capture_events.val[at]);
+        return 0;
+    }
+    if (sync) {   /* the host waits: for the device, a stream or an event */
+        const char *what = json_string_value(sync);
+        if (what && !strcmp(what, "device")) {
+            push(im, S_SYNC_DEVICE, 0, 0, 0);
+            return 0;
+        }
+        int64_t id;
+        uint32_t stream;
+        if (what && !strcmp(what, "stream")) {
+            if (get_stream(im, st, where, &stream))
+                return -1;
+            push(im, S_SYNC_STREAM, 0, stream, 0);
+            return 0;
+        }
+        if (!what || strcmp(what, "event") || get_u(im, st, "event", where, -1, &id))
+            return fail(im, "%s: a sync that is not of the device, a stream or an event", where);
+        long at = amap_find(&im->capture_events, (uint64_t)id);
+        if (at >= 0)   /* an event never recorded is complete: nothing to wait for */
+            push(im, S_SYNC_EVENT, 0, 0, im->capture_events.val[at]);
+        return 0;
+    }
+    const char *kind = json_string_value(json_object_get(st, "collective"));
+    size_t k = 0;
+    while (kind && k < ML_ARRAY_LEN(CAPTURE_COLLS) && strcmp(kind, CAPTURE_COLLS[k].name))
+        k++;
+    if (!kind || k == ML_ARRAY_LEN(CAPTURE_COLLS))
+        return fail(im, "%s: a memlife_step that is neither a region nor a collective memlife "
+                    "captures (all_gather, reduce_scatter, all_reduce, broadcast)", where);
+    const char *group = json_string_value(json_object_get(st, "group"));
+    if (group && strcmp(group, "world"))
+        return fail(im, "%s: a %s on process group '%.40s', not the whole world: collectives on "
+                    "sub-groups need communicators, which schedules do not have yet", where, kind,
+                    group);
+    capture_coll c = {.kind = CAPTURE_COLLS[k].name};
+    if (capture_operand(im, json_object_get(st, "send"), "send", where, live, &c, 0) ||
+        capture_operand(im, json_object_get(st, "recv"), "recv", where, live, &c, 1))
+        return -1;
+    const char *op = json_string_value(json_object_get(st, "op"));
+    if (CAPTURE_COLLS[k].reduces)
+        c.op = ml_arena_strndup(im->arena, op ? op : "sum", strlen(op ? op : "sum"));
+    uint32_t stream;
+    if (get_stream(im, st, where, &stream))
+        return -1;
+    *(capture_coll *)ml_vec_push(&im->colls) = c;
+    push(im, S_COLLECTIVE, 0, stream, (uint32_t)(im->colls.n - 1));
+    return 0;
+}
+
 static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *live,
                         const ml_vec *init_segs, int64_t reserved0) {
     amap pending = {0};   /* addr -> event of a deferred free */
@@ -878,13 +1043,17 @@ static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *li
         if (!is_seg_release(e->a) && e->a != A_SEG_ALLOC)
             run.start = -1;   /* the run (a whole one: empty_cache) is over */
         switch (e->a) {
+        case A_MEMLIFE:
+            rc = capture_step(im, e->frames, i, dev, live);
+            break;
         case A_ALLOC: {
             if (amap_find(live, e->addr) >= 0) {
                 rc = fail(im, "device_traces[%d][%zu]: alloc at 0x%" PRIx64 ", which is allocated "
                           "already (an incomplete trace?)", dev, i, e->addr);
                 break;
             }
-            uint32_t id = alloc_step(im, buffer_name(im, e->frames, e->addr), e->size, e->stream);
+            uint32_t id = alloc_step(im, buffer_name(im, e->frames, e->addr, e->name), e->size,
+                                     e->stream);
             amap_put(live, e->addr, id);
             break;
         }
@@ -909,6 +1078,7 @@ static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *li
             push(im, S_FREE, id, 0, 0);
             push(im, S_RECORD, 0, im->recorded_stream, im->n_events);
             amap_put(&pending, e->addr, im->n_events++);
+            im->n_deferred++;
             break;
         }
         case A_FREE_DONE: {
@@ -981,6 +1151,9 @@ static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *li
         else if (is_seg_release(e->a))
             r -= e->size;
     }
+    if (!rc && im->region_depth)
+        rc = fail(im, "device_traces[%d]: %d region%s begun and never ended", dev,
+                  im->region_depth, im->region_depth == 1 ? "" : "s");
     amap_free(&pending);
     ml_vec_free(&segs);
     return rc;
@@ -1012,7 +1185,9 @@ static limit_step *verify_steps(const importer *im, const tev *ev, size_t n, int
     static const limit_op ops[] = {
         [S_ALLOC] = LIMIT_ALLOC, [S_FREE] = LIMIT_FREE, [S_RECORD_STREAM] = LIMIT_RECORD_STREAM,
         [S_COMPUTE] = LIMIT_SUBMIT, [S_RECORD] = LIMIT_RECORD, [S_SYNC_EVENT] = LIMIT_SYNC_EVENT,
-        [S_EMPTY_CACHE] = LIMIT_EMPTY_CACHE};
+        [S_EMPTY_CACHE] = LIMIT_EMPTY_CACHE, [S_COLLECTIVE] = LIMIT_SUBMIT,
+        [S_REGION_BEGIN] = LIMIT_SUBMIT, [S_REGION_END] = LIMIT_SUBMIT, [S_WAIT] = LIMIT_SUBMIT,
+        [S_SYNC_STREAM] = LIMIT_SUBMIT, [S_SYNC_DEVICE] = LIMIT_SUBMIT};
     limit_step *ls = ml_xmalloc((im->steps.n ? im->steps.n : 1) * sizeof *ls);
     for (size_t k = 0; k < im->steps.n; k++) {
         const step *s = &ML_VEC_AT(&im->steps, step, k);
@@ -1180,11 +1355,53 @@ static void series(writer *w, const char *key, int64_t steady, int64_t peak) {
     map_end(w);
 }
 
-/* One step, as one line. Its scalars are names made here from letters, digits, '_', '-', '.'
- * (starting with a letter) and decimal integers: plain YAML in any context, as emit_yaml.h's
- * fast path also writes them, so the million lines need no emitter round trip each. */
-static void write_step(const importer *im, const step *s, ml_str *out) {
+/* A captured collective's operand: the whole buffer, `name[rank*B : B]` where the view stands
+ * at this rank's slot (an in-place collective, the same for every rank), else the view as
+ * recorded (bytes: the schedule's dtype is uint8). */
+static void write_operand(const importer *im, const capture_coll *c, int k, ml_str *out) {
+    const buffer *b = &ML_VEC_AT(&im->bufs, buffer, c->buf[k]);
+    if (c->offset[k] == 0 && c->bytes[k] == b->bytes)
+        ml_str_printf(out, "%s", b->name);
+    else if (c->bytes[k] > 0 && c->offset[k] == im->rank * c->bytes[k])
+        ml_str_printf(out, "\"%s[rank*%" PRId64 " : %" PRId64 "]\"", b->name, c->bytes[k], c->bytes[k]);
+    else
+        ml_str_printf(out, "\"%s[%" PRId64 " : %" PRId64 "]\"", b->name, c->offset[k], c->bytes[k]);
+}
+
+static void write_collective(const importer *im, const step *s, const char *pad, ml_str *out) {
     char sb[32];
+    const capture_coll *c = &ML_VEC_AT(&im->colls, capture_coll, s->event);
+    bool same = c->buf[0] == c->buf[1] && c->offset[0] == c->offset[1] && c->bytes[0] == c->bytes[1];
+    ml_str_printf(out, "%s- %s: {", pad, c->kind);
+    if (same && (!strcmp(c->kind, "all_reduce") || !strcmp(c->kind, "broadcast"))) {
+        ml_str_printf(out, "buf: ");
+        write_operand(im, c, 0, out);
+    } else {
+        ml_str_printf(out, "send: ");
+        write_operand(im, c, 0, out);
+        ml_str_printf(out, ", recv: ");
+        write_operand(im, c, 1, out);
+    }
+    if (c->op)
+        ml_str_printf(out, ", op: %s", c->op);
+    if (!strcmp(c->kind, "broadcast"))
+        ml_str_printf(out, ", root: 0");
+    if (s->stream)
+        ml_str_printf(out, ", stream: %s", stream_name(im, s->stream, sb, sizeof sb));
+    ml_str_printf(out, "}\n");
+}
+
+/* One step, as one line (a region: its head, with the steps inside indented by the caller).
+ * Its scalars are names made here from letters, digits, '_', '-', '.', '/' (starting with a
+ * letter) and decimal integers: plain YAML in any context, as emit_yaml.h's fast path also
+ * writes them, so the million lines need no emitter round trip each. */
+static void write_step(const importer *im, const step *s, const char *pad, ml_str *out) {
+    char sb[32];
+    if (s->kind == S_COLLECTIVE) {
+        write_collective(im, s, pad, out);
+        return;
+    }
+    ml_str_printf(out, "%s", pad);
     const buffer *b = s->kind == S_ALLOC || s->kind == S_FREE || s->kind == S_RECORD_STREAM
                           ? &ML_VEC_AT(&im->bufs, buffer, s->buf) : NULL;
     switch (s->kind) {
@@ -1206,8 +1423,9 @@ static void write_step(const importer *im, const step *s, ml_str *out) {
         ml_str_printf(out, "- compute: {stream: %s}\n", stream_name(im, s->stream, sb, sizeof sb));
         break;
     case S_RECORD:
-        ml_str_printf(out, "- record: {event: f%u, stream: %s}\n", s->event,
-                      stream_name(im, s->stream, sb, sizeof sb));
+    case S_WAIT:
+        ml_str_printf(out, "- %s: {event: f%u, stream: %s}\n", s->kind == S_RECORD ? "record" : "wait",
+                      s->event, stream_name(im, s->stream, sb, sizeof sb));
         break;
     case S_SYNC_EVENT:
         ml_str_printf(out, "- sync: {event: f%u}\n", s->event);
@@ -1215,7 +1433,70 @@ static void write_step(const importer *im, const step *s, ml_str *out) {
     case S_EMPTY_CACHE:
         ml_str_printf(out, "- empty_cache: {}\n");
         break;
+    case S_SYNC_STREAM:
+        ml_str_printf(out, "- sync: {stream: %s}\n", stream_name(im, s->stream, sb, sizeof sb));
+        break;
+    case S_SYNC_DEVICE:
+        ml_str_printf(out, "- sync: device\n");
+        break;
+    case S_REGION_BEGIN:
+        ml_str_printf(out, "- region:\n%s    name: %s\n%s    steps:\n", pad,
+                      ML_VEC_AT(&im->regions, const char *, s->event), pad);
+        break;
+    case S_COLLECTIVE:
+    case S_REGION_END:   /* write_collective; write_steps */
+        break;
     }
+}
+
+/* The steps, regions nested: a region's steps are indented under its head; an empty one
+ * says `steps: []`. */
+static void write_steps(const importer *im, ml_str *out) {
+    char pad[4 * CAPTURE_MAX_DEPTH + 1] = "";
+    size_t depth = 0;
+    for (size_t k = 0; k < im->steps.n; k++) {
+        const step *s = &ML_VEC_AT(&im->steps, step, k);
+        if (s->kind == S_REGION_END) {
+            const step *prev = &ML_VEC_AT(&im->steps, step, k - 1);
+            if (prev->kind == S_REGION_BEGIN) {   /* "steps:\n" becomes "steps: []\n" */
+                out->n--;
+                ml_str_printf(out, " []\n");
+            }
+            depth--;
+            pad[4 * depth] = 0;
+            continue;
+        }
+        write_step(im, s, pad, out);
+        if (s->kind == S_REGION_BEGIN) {
+            depth++;
+            memset(pad, ' ', 4 * depth);
+            pad[4 * depth] = 0;
+        }
+    }
+}
+
+/* "memlife capture of gpt.py (MBS=4, S=2048): rank 0 of world 64, fake (h100-80gb), torch
+ * 2.13.0, 2026-12-07" from the capture's header. */
+static void capture_about(const importer *im, char *buf, size_t len) {
+    const json_t *c = im->capture;
+    ml_str lets = {0};
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)json_object_get(c, "lets"), k, v) {
+        char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        ml_str_printf(&lets, "%s%s=%s", lets.n ? ", " : "", k, text ? text : "?");
+        free(text);
+    }
+    const char *prog = json_string_value(json_object_get(c, "program"));
+    const char *gpu = json_string_value(json_object_get(c, "gpu"));
+    const char *torch = json_string_value(json_object_get(c, "torch"));
+    const char *date = json_string_value(json_object_get(c, "date"));
+    snprintf(buf, len, "memlife capture of %s%s%s%s: rank %" PRId64 " of world %" PRId64 ", %s "
+             "(%s), torch %s, %s", prog ? prog : "a program", lets.n ? " (" : "",
+             lets.n ? lets.s : "", lets.n ? ")" : "", im->rank, im->world,
+             im->on_fake ? "on the virtual device" : "on", gpu ? gpu : "?", torch ? torch : "?",
+             date ? date : "?");
+    ml_str_free(&lets);
 }
 
 static int write_doc(importer *im, const json_t *snap, const import_stats *st, ml_str *out) {
@@ -1270,11 +1551,14 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
         scalar(&w, im->o->name);
     }
     scalar(&w, "about");
-    snprintf(buf, sizeof buf, "PyTorch memory snapshot %s, device %d",
-             im->o->source ? im->o->source : "", im->o->device);
+    if (im->capture)
+        capture_about(im, buf, sizeof buf);
+    else
+        snprintf(buf, sizeof buf, "PyTorch memory snapshot %s, device %d",
+                 im->o->source ? im->o->source : "", im->o->device);
     scalar(&w, buf);
     scalar(&w, "world");
-    integer(&w, 1);
+    integer(&w, im->capture ? im->world : 1);
     scalar(&w, "dtype");
     scalar(&w, "uint8");
     if (im->streams.n > 1) {
@@ -1320,11 +1604,13 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
     scalar(&w, "expect");
     map_start(&w, false);
     series(&w, "requested", st->requested_final, st->requested_peak);
-    scalar(&w, "torch");
-    map_start(&w, true);
-    series(&w, "allocated", st->allocated_final, -1);
-    series(&w, "reserved", st->reserved_final, st->reserved_peak);
-    map_end(&w);
+    if (!im->on_fake) {   /* on the virtual device nothing measured the allocator */
+        scalar(&w, "torch");
+        map_start(&w, true);
+        series(&w, "allocated", st->allocated_final, -1);
+        series(&w, "reserved", st->reserved_final, st->reserved_peak);
+        map_end(&w);
+    }
     map_end(&w);
     /* the top-level mapping ends here for the emitter; `steps:` continues it in the text */
     map_end(&w);
@@ -1336,8 +1622,7 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
     if (!ok)
         return fail(im, "the YAML emitter failed: %s", problem);
     ml_str_printf(out, "steps:\n");
-    for (size_t k = 0; k < im->steps.n; k++)
-        write_step(im, &ML_VEC_AT(&im->steps, step, k), out);
+    write_steps(im, out);
     return 0;
 }
 
@@ -1367,7 +1652,24 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
     if (!json_is_array(trace))
         return snprintf(err, errlen, "device_traces[%d] is not a list", o->device), -1;
 
+    im.capture = json_object_get(snap, "memlife_capture");
+    if (im.capture) {
+        const json_t *cw = json_object_get(im.capture, "world"), *cr = json_object_get(im.capture, "rank");
+        const char *on = json_string_value(json_object_get(im.capture, "on"));
+        if (!json_is_object(im.capture) || !json_is_integer(cw) || !json_is_integer(cr) || !on ||
+            (strcmp(on, "fake") && strcmp(on, "cuda")))
+            return snprintf(err, errlen, "'memlife_capture' is not a dict with an integer world "
+                            "and rank and 'on' fake or cuda"), -1;
+        im.world = json_integer_value(cw);
+        im.rank = json_integer_value(cr);
+        if (im.world < 1 || im.world > (1 << 20) || im.rank < 0 || im.rank >= im.world)
+            return snprintf(err, errlen, "memlife_capture: rank %" PRId64 " of world %" PRId64
+                            " is not a rank of a world of 1 to 1048576", im.rank, im.world), -1;
+        im.on_fake = !strcmp(on, "fake");
+    }
     im.arena = ml_arena_new();
+    ml_vec_init(&im.colls, sizeof(capture_coll));
+    ml_vec_init(&im.regions, sizeof(const char *));
     ml_vec_init(&im.steps, sizeof(step));
     ml_vec_init(&im.bufs, sizeof(buffer));
     ml_vec_init(&im.streams, sizeof(int64_t));
@@ -1466,6 +1768,10 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
         if (!ML_VEC_AT(&init_segs, seg, k).expandable)
             *(uint64_t *)ml_vec_push(&im.seg_addrs) = ML_VEC_AT(&init_segs, seg, k).addr;
     rc = replay_trace(&im, ev, n, o->device, &live, &init_segs, reserved0);
+    if (!rc && im.n_partial && im.capture)
+        rc = fail(&im, "device_traces[%d][%zu]: the allocator gave back only some cached "
+                  "segments during the capture (memory pressure): capture with more free memory",
+                  o->device, im.first_partial);
     if (!rc && im.n_partial)
         rc = infer_constant(&im, ev, n, o->device, reserved0, st->prelude_steps);
     if (rc)
@@ -1492,7 +1798,7 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
     st->allocated_final = allocated_final;
     st->requested_peak = im.requested_peak;
     st->requested_final = im.requested;
-    st->deferred_frees = im.n_events;
+    st->deferred_frees = im.n_deferred;
 
     ml_str doc = {0};
     rc = write_doc(&im, snap, st, &doc);
@@ -1507,6 +1813,7 @@ out:
     amap_free(&seg_at);
     amap_free(&blk_at);
     amap_free(&live);
+    amap_free(&im.capture_events);
     ml_vec_free(&segs);
     ml_vec_free(&live_blocks);
     ml_vec_free(&init_segs);
@@ -1516,6 +1823,8 @@ out:
     ml_vec_free(&im.streams);
     ml_vec_free(&im.facts);
     ml_vec_free(&im.seg_addrs);
+    ml_vec_free(&im.colls);
+    ml_vec_free(&im.regions);
     free(im.names);
     ml_arena_free(im.arena);
     return rc;

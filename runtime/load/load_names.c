@@ -9,21 +9,24 @@
 
 /* ---- Names and symbols ------------------------------------------------------------------------ */
 
-static bool name_char(char c, bool ident) {
+static bool name_char(char c, bool ident, bool path) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           (!ident && (c == '-' || c == '.'));
+           (!ident && (c == '-' || c == '.' || (path && c == '/')));
 }
 
-/* Names of buffers, streams, events, regions and plans: letters, digits, '_', '-', '.';
- * let names are identifiers (they appear in expressions). */
+/* Names of buffers, streams, events, regions and plans: letters, digits, '_', '-', '.', and but
+ * in plan names '/' (a captured program's buffers read as module paths and roles,
+ * `layers.3.mlp.fc1.weight/grad`; results name a plan `schedule/plan`); let names are
+ * identifiers (they appear in expressions). */
 int ld_check_name(loader *l, const char *text, size_t len, ml_mark m, const char *kind, bool ident) {
+    bool path = strncmp(kind, "plan", 4) != 0;
     if (len == 0)
         return ld_fail(l, m, "empty %s name", kind);
     if (len > l->lim.max_name_len)
         return ld_fail(l, m, "%s name longer than %zu bytes", kind, l->lim.max_name_len);
     bool ok = !(ident && text[0] >= '0' && text[0] <= '9');
     for (size_t k = 0; ok && k < len; k++)
-        ok = name_char(text[k], ident);
+        ok = name_char(text[k], ident, path);
     if (!ok)
         return ld_fail(l, m, "invalid %s name '%.*s'", kind, (int)len, text);
     return 0;

@@ -1,0 +1,346 @@
+# SPDX-License-Identifier: MIT
+"""The recorder: every tensor storage's birth and death, in program order, with its size, the
+stream it was allocated on and what it is (a parameter, a gradient, an optimizer state, an
+activation of a module, a temporary), and every collective with the storages it reads and
+writes. It sees ops through a TorchDispatchMode (the outputs' storages are new allocations),
+deaths through weak references to the storages (a storage dies when its last tensor does, as its
+memory does), and storage resizes through UntypedStorage.resize_ (FSDP2 frees and re-allocates
+unsharded parameters that way; no op is dispatched for it). Modules come from torch's
+ModTracker, the optimizer step from the optimizer's global step hooks.
+
+It holds no strong reference to any tensor: what the program frees, the recorder sees freed at
+the same point.
+"""
+import weakref
+
+import torch
+from torch.distributed._tools.common_utils import get_untyped_storages
+from torch.distributed._tools.fake_collectives import CollectiveOp, collective_ops, sync_ops
+from torch.distributed._tools.mod_tracker import ModTracker
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.weak import WeakIdKeyDictionary
+
+from . import _virtual_cuda
+
+c10d = torch.ops.c10d
+fc = torch.ops._c10d_functional
+
+# Collective ops by what memlife calls them and where their tensors are:
+# op -> (memlife step, how to find (send, recv) in args / result).
+def _args0(a, r):
+    return a[0]
+
+
+COLLECTIVES = {
+    c10d._allgather_base_.default: ("all_gather", lambda a, r: (a[1], a[0])),
+    c10d._reduce_scatter_base_.default: ("reduce_scatter", lambda a, r: (a[1], a[0])),
+    c10d.allreduce_.default: ("all_reduce", lambda a, r: (a[0][0], a[0][0])),
+    c10d.broadcast_.default: ("broadcast", lambda a, r: (a[0][0], a[0][0])),
+    c10d.alltoall_base_.default: ("all_to_all", lambda a, r: (a[1], a[0])),
+    fc.all_gather_into_tensor.default: ("all_gather", lambda a, r: (a[0], r)),
+    fc.reduce_scatter_tensor.default: ("reduce_scatter", lambda a, r: (a[0], r)),
+    fc.all_reduce.default: ("all_reduce", lambda a, r: (a[0], r)),
+    fc.all_reduce_.default: ("all_reduce", lambda a, r: (a[0], a[0])),
+    fc.broadcast.default: ("broadcast", lambda a, r: (a[0], r)),
+    fc.all_to_all_single.default: ("all_to_all", lambda a, r: (a[0], r)),
+}
+
+REDUCE_OPS = {"SUM": "sum", "AVG": "avg", "PRODUCT": "prod", "MIN": "min", "MAX": "max",
+              "PREMUL_SUM": "sum"}
+
+
+class Storage:
+    """One storage's life. `sid` numbers storages in birth order; `nbytes` is the size the
+    caching allocator is asked for (0: no allocation)."""
+    __slots__ = ("sid", "nbytes", "stream", "role", "where", "ref", "dead", "__weakref__")
+
+    def __init__(self, sid, nbytes, stream, role, where):
+        self.sid, self.nbytes, self.stream, self.role, self.where = sid, nbytes, stream, role, where
+        self.ref, self.dead = None, False
+
+
+class Recorder(TorchDispatchMode):
+    def __init__(self, stream_of=None, ptr_of=None, virtual=False, stream_id=None):
+        super().__init__()
+        self.stream_id = stream_id or (lambda s: s.stream_id)   # a stream object's trace id
+        self.next_event = 1
+        self.virtual = virtual        # on the virtual device: random ops stand in (_virtual_cuda)
+        self.events = []              # ("alloc", Storage) ("free", Storage) ("step", dict)
+        self.live = WeakIdKeyDictionary()   # storage object -> Storage
+        self.next_sid = 0
+        self.stream_of = stream_of or _virtual_cuda.current_stream_id
+        self.ptr_of = ptr_of          # on a GPU: the storage's address, to match the allocator
+        self.mods = ModTracker()
+        self.phase = "build"          # build | forward | backward | optimizer
+        self.depth = 0
+        self.groups = {}              # process group name -> (size, ranks)
+        self.owners = {}              # Storage.sid -> name from the program's objects
+        self.program = None           # the training step, whose objects name storages
+        self._orig_resize = None
+        self._opt_hooks = []
+
+    # --- births and deaths ------------------------------------------------------------------
+    def _where(self):
+        parents = [p for p in self.mods.parents if p != "Global"]
+        return max(parents, key=len) if parents else ""
+
+    def _role(self):
+        if self.phase == "optimizer":
+            return "opt"
+        if self.phase == "build":
+            return "init"
+        return "act" if not self.mods.is_bw else "temp"
+
+    def _born(self, st, nbytes=None):
+        nbytes = st.nbytes() if nbytes is None else nbytes
+        rec = Storage(self.next_sid, nbytes, self.stream_of(), self._role(), self._where())
+        self.next_sid += 1
+        if self.ptr_of is not None:
+            rec.where = (rec.where, self.ptr_of(st))
+        self.live[st] = rec
+        rec.ref = weakref.ref(st, lambda _r, rec=rec: self._died(rec))
+        if nbytes > 0:
+            self.events.append(("alloc", rec))
+        return rec
+
+    def _died(self, rec):
+        if rec.nbytes > 0 and not rec.dead:
+            self.events.append(("free", rec))
+        rec.dead = True
+
+    def track(self, t):
+        if not isinstance(t, torch.Tensor) or t.device.type != "cuda":
+            return
+        for st in get_untyped_storages(t):
+            if st not in self.live:
+                self._born(st)
+
+    def storage_of(self, t):
+        sts = list(get_untyped_storages(t))
+        if len(sts) != 1:
+            return None
+        st = sts[0]
+        if st not in self.live:
+            self._born(st)
+        return self.live[st]
+
+    def _resize(self, st, size):
+        rec = self.live.get(st)
+        old = st.nbytes()
+        self._orig_resize(st, size)
+        if rec is None or old == size:
+            return
+        # The storage's memory is replaced: a new block first (the data is copied into it),
+        # then the old one freed; resize_(0) only frees, resize_ from 0 only allocates.
+        new = Storage(self.next_sid, size, self.stream_of(), self._role(), self._where())
+        self.next_sid += 1
+        if self.ptr_of is not None:
+            new.where = (new.where, self.ptr_of(st))
+        if size > 0:
+            self.events.append(("alloc", new))
+        self._died(rec)
+        rec.ref = None
+        new.ref = weakref.ref(st, lambda _r, rec=new: self._died(rec))
+        self.live[st] = new
+        if rec.sid in self.owners:
+            self.owners.setdefault(new.sid, self.owners[rec.sid])
+
+    def record_stream(self, t, stream):
+        rec = self.storage_of(t)
+        if rec is not None and rec.nbytes > 0:
+            self.events.append(("step", {"record_stream": rec, "stream": stream.stream_id}))
+
+    # --- events and synchronization ------------------------------------------------------
+    def _eid(self, event, new=False):
+        eid = getattr(event, "_memlife_event", None)
+        if eid is None or new:
+            eid = self.next_event
+            self.next_event += 1
+            try:
+                event._memlife_event = eid
+            except AttributeError:
+                pass
+        return eid
+
+    def on_sync(self, what, *objs):
+        """A stream or event call of the program (_virtual_cuda's, or torch.cuda's on a GPU):
+        the allocator's pools do not depend on them, but lint's races and the time model do."""
+        sid = self.stream_id
+        ev = self.events
+        if what == "record":
+            stream, event = objs
+            ev.append(("step", {"record": self._eid(event), "stream": sid(stream)}))
+        elif what == "wait_event":
+            stream, event = objs
+            if getattr(event, "_memlife_event", None) is not None:
+                ev.append(("step", {"wait": event._memlife_event, "stream": sid(stream)}))
+        elif what == "wait_stream":
+            stream, other = objs
+            eid = self.next_event
+            self.next_event += 1
+            ev.append(("step", {"record": eid, "stream": sid(other)}))
+            ev.append(("step", {"wait": eid, "stream": sid(stream)}))
+        elif what == "sync_device":
+            ev.append(("step", {"sync": "device"}))
+        elif what == "sync_stream":
+            ev.append(("step", {"sync": "stream", "stream": sid(objs[0])}))
+        elif what == "sync_event":
+            if getattr(objs[0], "_memlife_event", None) is not None:
+                ev.append(("step", {"sync": "event", "event": objs[0]._memlife_event}))
+
+    # --- collectives ------------------------------------------------------------------------
+    def _group(self, func, args):
+        try:
+            pg = CollectiveOp.get_process_group(func, args)
+        except Exception:
+            return "world", None
+        name = getattr(pg, "group_name", None) or "world"
+        try:
+            size = pg.size()
+        except Exception:
+            size = None
+        ranks = None
+        try:
+            ranks = torch.distributed.get_process_group_ranks(pg)
+        except Exception:
+            pass
+        # A group of every rank is the world's communicator (FSDP2's default mesh makes its own
+        # group of all ranks).
+        if size is not None and size == torch.distributed.get_world_size():
+            name = "world"
+        self.groups.setdefault(name, (size, ranks))
+        return name, size
+
+    def _collective(self, func, args, kwargs, res):
+        kind, where = COLLECTIVES[func]
+        send_t, recv_t = where(args, res)
+        send, recv = self.storage_of(send_t), self.storage_of(recv_t)
+        group, size = self._group(func, args)
+        op = None
+        for a in args:
+            if isinstance(a, torch.distributed.ReduceOp) or type(a).__name__ == "ReduceOp":
+                op = REDUCE_OPS.get(str(a).split(".")[-1].upper(), "sum")
+            elif isinstance(a, str) and a.upper() in REDUCE_OPS and kind != "broadcast":
+                op = REDUCE_OPS[a.upper()]
+        step = {"collective": kind, "send": (send, _view(send_t)), "recv": (recv, _view(recv_t)),
+                "group": group, "group_size": size, "stream": self.stream_of(), "op": op,
+                "dtype": str(send_t.dtype).replace("torch.", "")}
+        self.events.append(("step", step))
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        # A tensor subclass (DTensor) first desugars into ops on its local tensors, which are
+        # what holds memory.
+        if any(t is not torch.Tensor and issubclass(t, torch.Tensor) and
+               getattr(t, "__torch_dispatch__", None) is not None and
+               t.__name__ == "DTensor" for t in types):
+            return NotImplemented
+        kwargs = kwargs or {}
+        res = _virtual_cuda.random_stand_in(func, args, kwargs) if self.virtual else \
+            _virtual_cuda.NOT_RANDOM
+        if res is _virtual_cuda.NOT_RANDOM:
+            if self.virtual and _virtual_cuda.runs_on_host(args, kwargs):
+                from torch._subclasses.fake_tensor import unset_fake_temporarily
+                with unset_fake_temporarily():
+                    res = func(*args, **kwargs)
+            else:
+                res = func(*args, **kwargs)
+        flat, _ = tree_flatten(res)
+        for t in flat:
+            self.track(t)
+        if func in COLLECTIVES:
+            self._collective(func, args, kwargs, res)
+        elif func in collective_ops and func not in sync_ops:
+            raise NotImplementedError(f"collective {func} is not one memlife captures yet")
+        return res
+
+    # --- phases -----------------------------------------------------------------------------
+    def name_owners(self):
+        """Names from the program's objects that are alive now (gradients are, right before
+        the optimizer step; optimizer state after the first)."""
+        if self.program is not None:
+            from ._snapshot import owners_of
+            for sid, name in owners_of(self, self.program).items():
+                self.owners.setdefault(sid, name)
+
+    def _opt_pre(self, opt, args, kwargs):
+        self.name_owners()
+        self.phase = "optimizer"
+        self.events.append(("step", {"region": "optimizer", "begin": True}))
+
+    def _opt_post(self, opt, args, kwargs):
+        self.events.append(("step", {"region": "optimizer", "begin": False}))
+        self.phase = "step"
+
+    def _mod_event(self, kind):
+        def hook(mod, *a):
+            name = self.mods._get_mod_name(mod)
+            self.events.append(("step", {"module": name, "kind": kind}))
+        return hook
+
+    def __enter__(self):
+        self._orig_resize = torch.UntypedStorage.resize_
+        orig = self._orig_resize
+        recorder = self
+
+        def resize_(st, size):
+            return recorder._resize(st, size) if recorder._orig_resize else orig(st, size)
+
+        torch.UntypedStorage.resize_ = resize_
+        from torch.optim.optimizer import (register_optimizer_step_post_hook,
+                                           register_optimizer_step_pre_hook)
+        self._opt_hooks = [register_optimizer_step_pre_hook(self._opt_pre),
+                           register_optimizer_step_post_hook(self._opt_post)]
+        self.mods.__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        r = super().__exit__(*exc)
+        self.mods.__exit__(*exc)
+        for h in self._opt_hooks:
+            h.remove()
+        torch.UntypedStorage.resize_ = self._orig_resize
+        self._orig_resize = None
+        return r
+
+
+def _view(t):
+    """(element offset, element count, element size) of a tensor within its storage."""
+    return (t.storage_offset(), t.numel(), t.element_size())
+
+
+def patch_cuda(rec):
+    """On a GPU: torch.cuda's stream and event calls also tell the recorder. Returns the undo."""
+    cuda = torch.cuda
+    saved = []
+
+    def wrap(obj, name, what, order):
+        orig = getattr(obj, name)
+
+        def call(*args, **kwargs):
+            objs = order(args, kwargs)
+            if objs is not None:
+                rec.on_sync(what, *objs)
+            return orig(*args, **kwargs)
+        saved.append((obj, name, orig))
+        setattr(obj, name, call)
+
+    cur = cuda.current_stream
+    wrap(cuda.Stream, "wait_event", "wait_event", lambda a, k: (a[0], a[1]))
+    wrap(cuda.Stream, "wait_stream", "wait_stream", lambda a, k: (a[0], a[1]))
+    wrap(cuda.Stream, "synchronize", "sync_stream", lambda a, k: (a[0],))
+    wrap(cuda.Event, "record", "record",
+         lambda a, k: ((a[1] if len(a) > 1 and a[1] is not None else k.get("stream") or cur()), a[0]))
+    wrap(cuda.Event, "wait", "wait_event",
+         lambda a, k: ((a[1] if len(a) > 1 and a[1] is not None else k.get("stream") or cur()), a[0]))
+    wrap(cuda.Event, "synchronize", "sync_event", lambda a, k: (a[0],))
+    wrap(cuda, "synchronize", "sync_device", lambda a, k: ())
+    # torch.accelerator's streams are torch.Stream, whose methods cannot be wrapped: the current
+    # one is handed out as torch.cuda's, the same stream.
+    saved.append((torch.accelerator, "current_stream", torch.accelerator.current_stream))
+    torch.accelerator.current_stream = lambda device=None: cuda.current_stream()
+
+    def undo():
+        for obj, name, orig in reversed(saved):
+            setattr(obj, name, orig)
+    return undo

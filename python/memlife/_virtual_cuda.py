@@ -1,0 +1,268 @@
+# SPDX-License-Identifier: MIT
+"""One CUDA device that exists only as far as a program's Python code can tell, for capturing on
+a host without a GPU: under FakeTensorMode, tensors on "cuda" carry shapes, dtypes and a device
+but no data, and what is left to stand in for is the Python API around them (torch.cuda's
+device queries, streams, events, the caching allocator's counters, torch.accelerator).
+
+Streams and events keep their real semantics where memory depends on them: an allocation belongs
+to the stream current at the time (the caching allocator keeps one pool per stream), and
+record_stream is reported to the recorder. Nothing waits, since nothing runs.
+
+The device's properties are those of the GPU named by `gpu` (an H100 80 GB by default): programs
+that pick kernels or sizes from them (compute capability, SM count, memory) see the target's.
+"""
+import contextlib
+import itertools
+import types
+
+import torch
+
+GPUS = {
+    # name: (device name, total memory in bytes, (major, minor), multiprocessors)
+    "h100-80gb": ("NVIDIA H100 80GB HBM3", 85029158912, (9, 0), 132),
+    "h200": ("NVIDIA H200", 150110011392, (9, 0), 132),
+    "a100-80gb": ("NVIDIA A100-SXM4-80GB", 85198045184, (8, 0), 108),
+    "a100-40gb": ("NVIDIA A100-SXM4-40GB", 42298834944, (8, 0), 108),
+}
+
+
+class VirtualStream:
+    """A stand-in for torch.cuda.Stream. `stream_id` is what the recorder writes as the stream of
+    the allocations made while this stream is current: 0 for the default stream, then 1, 2, ...
+    in creation order (a real snapshot has the cudaStream_t's address; memlife renames both to
+    s1, s2, ... in order of first use)."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, device=None, priority=0, stream_id=None, **kwargs):
+        self.stream_id = next(VirtualStream._ids) if stream_id is None else stream_id
+        self.priority = priority
+        self.device = torch.device("cuda", 0)
+        self.device_index = 0
+        self.device_type = 1  # c10::DeviceType::CUDA
+
+    def wait_stream(self, stream):
+        _notify("wait_stream", self, stream)
+
+    def wait_event(self, event):
+        _notify("wait_event", self, event)
+
+    def record_event(self, event=None):
+        event = event or VirtualEvent()
+        event.record(self)
+        return event
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        _notify("sync_stream", self)
+
+    def is_capturing(self):
+        return False
+
+    def __eq__(self, other):
+        return isinstance(other, VirtualStream) and other.stream_id == self.stream_id
+
+    def __hash__(self):
+        return hash(("virtual-stream", self.stream_id))
+
+    def __repr__(self):
+        return f"<virtual cuda stream {self.stream_id}>"
+
+
+class VirtualEvent:
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False, **kwargs):
+        self.stream = None
+
+    def record(self, stream=None):
+        self.stream = stream or _state.current
+        _notify("record", self.stream, self)
+        return self
+
+    def wait(self, stream=None):
+        _notify("wait_event", stream or _state.current, self)
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        _notify("sync_event", self)
+
+    def elapsed_time(self, other):
+        return 0.0
+
+
+class _State:
+    def __init__(self):
+        self.default = VirtualStream(stream_id=0)
+        self.current = self.default
+        self.on_record_stream = None  # recorder's callback(tensor, stream)
+        self.listener = None          # recorder's callback(what, *objects): events and syncs
+
+
+_state = _State()
+
+
+def _notify(what, *objs):
+    if _state.listener is not None:
+        _state.listener(what, *objs)
+
+
+def current_stream_id():
+    return _state.current.stream_id
+
+
+class _StreamContext:
+    def __init__(self, stream):
+        self.stream, self.saved = stream, None
+
+    def __enter__(self):
+        self.saved = _state.current
+        if self.stream is not None:
+            _state.current = self.stream
+        return self.stream
+
+    def __exit__(self, *exc):
+        _state.current = self.saved
+        return False
+
+
+def _set_stream(stream):
+    if stream is not None:
+        _state.current = stream
+
+
+@contextlib.contextmanager
+def virtual_cuda(gpu="h100-80gb", on_record_stream=None):
+    """Within this context torch.cuda says one device of kind `gpu` is there. Restores every
+    attribute it replaced on exit."""
+    if gpu not in GPUS:
+        raise ValueError(f"unknown GPU '{gpu}' (known: {', '.join(sorted(GPUS))})")
+    name, total, capability, sms = GPUS[gpu]
+    props = types.SimpleNamespace(name=name, total_memory=total, major=capability[0],
+                                  minor=capability[1], multi_processor_count=sms,
+                                  is_integrated=False, is_multi_gpu_board=False,
+                                  L2_cache_size=50 << 20, gcnArchName="", uuid="virtual",
+                                  warp_size=32, max_threads_per_multi_processor=2048)
+    from . import _hooks
+    why = _hooks.install()
+    if why:
+        raise RuntimeError(why)
+    _state.__init__()
+    _state.on_record_stream = on_record_stream
+    cuda = torch.cuda
+
+    def record_stream(tensor, stream):
+        if _state.on_record_stream is not None:
+            _state.on_record_stream(tensor, stream)
+
+    patches = [
+        (cuda, "is_available", lambda: True),
+        (cuda, "is_initialized", lambda: True),
+        (cuda, "_lazy_init", lambda: None),
+        (cuda, "init", lambda: None),
+        (cuda, "device_count", lambda: 1),
+        (cuda, "current_device", lambda: 0),
+        (cuda, "set_device", lambda device: None),
+        (cuda, "synchronize", lambda device=None: _notify("sync_device")),
+        (cuda, "get_device_properties", lambda device=None: props),
+        (cuda, "get_device_name", lambda device=None: name),
+        (cuda, "get_device_capability", lambda device=None: capability),
+        (cuda, "is_bf16_supported", lambda including_emulation=True: True),
+        (cuda, "manual_seed", lambda seed: None),
+        (cuda, "manual_seed_all", lambda seed: None),
+        (cuda, "seed", lambda: None),
+        (cuda, "seed_all", lambda: None),
+        (cuda, "Stream", VirtualStream),
+        (cuda, "Event", VirtualEvent),
+        (cuda, "current_stream", lambda device=None: _state.current),
+        (cuda, "default_stream", lambda device=None: _state.default),
+        (cuda, "stream", lambda stream: _StreamContext(stream)),
+        (cuda, "set_stream", _set_stream),
+        (cuda, "empty_cache", lambda: None),
+        (cuda, "is_current_stream_capturing", lambda: False),
+        (torch._C, "_get_accelerator", lambda check=False: torch.device("cuda")),
+        (torch.accelerator, "current_accelerator",
+         lambda check_available=False: torch.device("cuda")),
+        (torch.accelerator, "is_available", lambda: True),
+        (torch.accelerator, "device_count", lambda: 1),
+        (torch.accelerator, "current_device_index", lambda: 0),
+        (torch.accelerator, "set_device_index", lambda device: None),
+        (torch.accelerator, "current_stream", lambda device=None: _state.current),
+        (torch.accelerator, "set_stream", _set_stream),
+        (torch.accelerator, "synchronize", lambda device=None: _notify("sync_device")),
+        (torch.Tensor, "record_stream", record_stream),
+    ]
+    saved = []
+    for obj, attr, value in patches:
+        if hasattr(obj, attr):
+            saved.append((obj, attr, getattr(obj, attr)))
+        setattr(obj, attr, value)
+    try:
+        yield props
+    finally:
+        for obj, attr, value in reversed(saved):
+            setattr(obj, attr, value)
+        _state.on_record_stream = None
+
+
+# Random ops need a CUDA generator, which a build without CUDA does not have. Their values do not
+# matter here, their outputs' memory does: an in-place one returns its input; any other runs on
+# the meta device for its outputs' shapes and strides, which are then allocated on the virtual
+# device (the same storages as the real op's outputs).
+_aten = torch.ops.aten
+RANDOM_IN_PLACE = {_aten.uniform_, _aten.normal_, _aten.random_, _aten.bernoulli_,
+                   _aten.exponential_, _aten.geometric_, _aten.log_normal_, _aten.cauchy_}
+RANDOM_OUT = {_aten.rand, _aten.randn, _aten.randint, _aten.randperm, _aten.normal,
+              _aten.bernoulli, _aten.native_dropout, _aten.rand_like, _aten.randn_like,
+              _aten.randint_like, _aten.multinomial, _aten.poisson}
+NOT_RANDOM = object()
+
+
+def _to_meta(x):
+    if isinstance(x, torch.Tensor):
+        return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+    if isinstance(x, torch.device) and x.type == "cuda":
+        return torch.device("meta")
+    return x
+
+
+def random_stand_in(func, args, kwargs):
+    """The op's result on the virtual device if it is a random op, else NOT_RANDOM."""
+    packet = func.overloadpacket
+    if packet in RANDOM_IN_PLACE:
+        return args[0]
+    if packet not in RANDOM_OUT:
+        return NOT_RANDOM
+    from torch.utils._pytree import tree_map
+    margs, mkwargs = tree_map(_to_meta, (args, kwargs))
+    mkwargs.pop("generator", None)
+    if "device" in kwargs:
+        mkwargs["device"] = torch.device("meta")
+    out = func(*margs, **mkwargs)
+
+    def back(o):
+        if isinstance(o, torch.Tensor):
+            return torch.empty_strided(o.shape, o.stride(), dtype=o.dtype, device="cuda")
+        return o
+    return tree_map(back, out)
+
+
+def runs_on_host(args, kwargs):
+    """True for an op on host tensors only (no fake tensor among its inputs, no device but the
+    CPU): such ops run for real, outside FakeTensorMode, so that host values the program reads
+    (a DeviceMesh's ranks, an optimizer's step count) are there as on a GPU host."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.utils._pytree import tree_flatten
+    flat, _ = tree_flatten((args, kwargs))
+    for x in flat:
+        if isinstance(x, FakeTensor):
+            return False
+        if isinstance(x, torch.Tensor) and x.device.type != "cpu":
+            return False
+        if isinstance(x, torch.device) and x.type != "cpu":
+            return False
+        if isinstance(x, str) and x.startswith(("cuda", "meta")):
+            return False
+    return True
