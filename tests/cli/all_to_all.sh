@@ -10,7 +10,8 @@
 #     are size_mismatch / bad_inplace errors at the offending view, exit 2;
 #   - schedules/contracts/all_to_all.yaml checks at worlds 2, 3 and 4;
 #   - equiv's data flow: two all_to_alls equal a copy, one does not; kernel families: a group of
-#     send and recv is one SendRecv kernel, an all_to_all one.
+#     send and recv is one SendRecv kernel, an all_to_all one;
+#   - import of a capture whose step calls dist.all_to_all_single: an all_to_all step.
 . "$(dirname "$0")/lib.bash"
 
 MiB=1048576
@@ -72,3 +73,17 @@ run equiv --no-data --format json schedules/contracts/all_to_all.yaml:collective
     schedules/contracts/all_to_all.yaml:by_hand
 jq_case "equiv: a group of send and recv is one kernel (6 calls, 3 kernels)" \
     '[.ranks[] | .b.api_calls == 6 and .b.kernels_expected == 3] | length == 4 and all'
+
+# A capture names the collective by its row (tests/coll/a2a_capture.json: `memlife capture` of a
+# step that calls dist.all_to_all_single(routed, tokens) on 256 float32 per rank at world 4, on
+# the virtual device): import writes the all_to_all step, send and recv 1024 B apart, and the
+# schedule checks (requested peak 1024 + 1024 + 4 B: tokens, routed and the sum).
+run import tests/coll/a2a_capture.json -o "$TMP/cap.yaml"
+if [ "$RC" -eq 0 ] && grep -qxF "    - all_to_all: {send: init, recv: act}" "$TMP/cap.yaml" &&
+    grep -qxF "  requested: {steady: 0, peak: 2052}" "$TMP/cap.yaml"; then
+    run check "$TMP/cap.yaml"
+    [ "$RC" -eq 0 ] && ok "import: a captured all_to_all_single is an all_to_all step; check passes" ||
+        not_ok "import: the captured all_to_all checks" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
+else
+    not_ok "import: a captured all_to_all" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
+fi
