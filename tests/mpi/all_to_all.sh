@@ -8,6 +8,8 @@
 #     bytes measured = predicted on every rank (collective 3*8*n at peak, n = 3N: 144, 216,
 #     288 B; by_hand 2*8*n);
 #   - a wrong closed form (one more than the truth) fails: exit 1, the closed-form row fails;
+#   - an all_to_all in place, let through lint (--no-lint inplace-offsets), is refused by the
+#     runtime on every rank at the step: exit 3, bad_inplace, no result file;
 #   - torch (dist.all_to_all_single over gloo) at 2 ranks, plan `collective` (the torch backend
 #     runs no send/recv): 3 x 2 rows pass, measured = predicted.
 . "$(dirname "$0")/lib.bash"
@@ -33,6 +35,16 @@ if [ "$RC" -eq 1 ]; then
          length == 3 and all' "$TMP/w.json"
 else
     not_ok "host all_to_all: a wrong closed form fails" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
+fi
+
+run run tests/coll/a2a_inplace.yaml --backend host --ranks 4 --no-lint inplace-offsets \
+    -o "$TMP/ip.json"
+want="tests/coll/a2a_inplace.yaml:8:5: error: all_to_all refused: bad_inplace: all_to_all: send and recv overlap in 'a', but it never runs in place"
+if [ "$RC" -eq 3 ] && [ ! -e "$TMP/ip.json" ] && grep -qxF "$want" "$TMP/err" &&
+    [ "$(grep -c 'note: rank [0-3] failed at op 1 (all_to_all)' "$TMP/err")" -eq 4 ]; then
+    ok "host all_to_all in place: the runtime refuses it on every rank (exit 3, bad_inplace)"
+else
+    not_ok "host all_to_all in place" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"
 fi
 
 TORCH_PY=$(torch_python)
