@@ -1,8 +1,14 @@
 # SPDX-License-Identifier: MIT
-"""python -m memlife capture ...: what `memlife capture` runs (memlife._capture.main)."""
+"""python -m memlife capture ...: what `memlife capture` runs (memlife._capture.main).
+Exits 9 when this interpreter has no torch, so that memlife tries the next python3."""
+import importlib.util
 import sys
 
-from ._capture import main
+if importlib.util.find_spec("torch") is None:
+    print("memlife: this python has no torch", file=sys.stderr)
+    sys.exit(9)
+
+from ._capture import main  # noqa: E402
 
 if __name__ == "__main__":
     args = sys.argv[1:]

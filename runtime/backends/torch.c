@@ -25,6 +25,7 @@
  * device view. */
 #include "exec/rt.h"
 #include "exec/mpi_util.h"
+#include "base/locate.h"
 
 #include <string.h>
 
@@ -249,70 +250,14 @@ static double wait_s(void) { return tb.timeout_s + GRACE_S; }
 
 /* ---- finding and starting the driver ----------------------------------------------------------- */
 
-static bool is_file(const char *p) { return access(p, R_OK) == 0; }
-
 static int find_driver(char *err, size_t len) {
-    const char *env = getenv("MEMLIFE_TORCH_DRIVER");
-    if (env && *env) {
-        if (!is_file(env)) {
-            ml_put(err, len, "MEMLIFE_TORCH_DRIVER=%s cannot be read", env);
-            return -1;
-        }
-        snprintf(tb.driver, sizeof tb.driver, "%s", env);
-        return 0;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        ml_put(err, len, "cannot find the memlife binary's folder (set MEMLIFE_TORCH_DRIVER)");
-        return -1;
-    }
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = 0;
     /* build/memlife in the repository; an install's bin/memlife with share/memlife; a copy of the
      * binary with the driver beside it */
     static const char *const rel[] = {"/../runtime/backends/torch/driver.py",
                                       "/runtime/backends/torch/driver.py",
                                       "/../share/memlife/torch_driver.py", "/torch_driver.py"};
-    for (size_t k = 0; k < ML_ARRAY_LEN(rel); k++) {
-        snprintf(tb.driver, sizeof tb.driver, "%s%s", exe, rel[k]);
-        if (is_file(tb.driver))
-            return 0;
-    }
-    ml_put(err, len,
-           "the torch driver is not next to %s (looked for runtime/backends/torch/driver.py "
-           "and share/memlife/torch_driver.py); set MEMLIFE_TORCH_DRIVER", exe);
-    return -1;
-}
-
-/* Interpreters to try, in order, into list (NUL-separated). */
-static size_t pythons(char *list, size_t cap) {
-    size_t at = 0, count = 0;
-    const char *env = getenv("MEMLIFE_PYTHON");
-    if (env && *env) {
-        snprintf(list, cap, "%s", env);
-        return 1;
-    }
-    const char *path = getenv("PATH");
-    char dirs[4096];
-    snprintf(dirs, sizeof dirs, "%s:/usr/bin", path ? path : "");
-    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        char cand[PATH_MAX];
-        snprintf(cand, sizeof cand, "%s/python3", *d ? d : ".");
-        if (access(cand, X_OK) != 0)
-            continue;
-        bool seen = false;   /* /usr/bin twice (PATH and the fallback) is tried once */
-        for (size_t k = 0, p = 0; k < count; k++, p += strlen(list + p) + 1)
-            seen = seen || !strcmp(list + p, cand);
-        if (seen || at + strlen(cand) + 1 > cap)
-            continue;
-        memcpy(list + at, cand, strlen(cand) + 1);
-        at += strlen(cand) + 1;
-        count++;
-    }
-    return count;
+    return ml_find_beside_binary("MEMLIFE_TORCH_DRIVER", rel, ML_ARRAY_LEN(rel), tb.driver,
+                                 sizeof tb.driver, err, len);
 }
 
 /* Starts python on the driver; 0 with the hello line read, 1 when this python lacks torch (exit
@@ -425,7 +370,7 @@ static int t_init(const rt_options *o, int world, int first_rank, int local_rank
     }
     free(all);
     char list[8192], tried[1024] = "";
-    size_t n = pythons(list, sizeof list);
+    size_t n = ml_python_candidates(list, sizeof list);
     const char *p = list;
     for (size_t k = 0; k < n; k++, p += strlen(p) + 1) {
         int rc = start(p, addr, port, err, len);

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_capture.c — `memlife capture FILE.py[:FUNC]`: a real PyTorch training step as a schedule.
+ * The recording is Python's (python/memlife: torch's fake process group at the asked world, the
+ * step on one GPU or on a virtual CUDA device under FakeTensorMode); it writes an annotated
+ * snapshot, which the importer (analyzer/snapshot/import.h) turns into the schedule. The program
+ * runs in a child process under a deadline; it dies with memlife. */
+#include "cmd.h"
+#include "args.h"
+#include "base/locate.h"
+#include "snapshot/import.h"
+#include "snapshot/pickle.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char cmd_capture_usage[] =
+    "usage: memlife capture FILE.py[:FUNC] --world N [--rank R] [--on fake|cuda]\n"
+    "                       [--set NAME=VALUE]... [--steps K] [-o OUT.yaml]\n"
+    "\n"
+    "Runs one training step of a PyTorch program as rank R of world N and writes it as a\n"
+    "schedule. FUNC (default build) is called once, after torch's fake process group is up at\n"
+    "world N, with the --set values as keyword arguments (build(MBS=4, S=2048)); it builds the\n"
+    "model, applies its parallelism (FSDP2, activation checkpointing, mixed precision) and\n"
+    "returns a function that runs one step (forward, backward, optimizer step). The step runs\n"
+    "once to warm up and K more times recorded, all in one process: any world size fits on one\n"
+    "machine. --on fake (the default) needs no GPU: the step runs under FakeTensorMode on a\n"
+    "virtual CUDA device (--gpu names its kind). --on cuda records PyTorch's caching allocator\n"
+    "on the GPU itself: the schedule then replays memory_allocated and memory_reserved at every\n"
+    "event, and 'memlife check OUT.yaml' proves it. Buffers are named by module path and role\n"
+    "(layers.3.fc1.weight/grad, adam.exp_avg/..., act/layers.3, temp/...); collectives, stream\n"
+    "events and the warmup/step/optimizer regions are steps of their own.\n"
+    "\n"
+    "@options\n"
+    "environment: MEMLIFE_PYTHON (the interpreter; else the first python3 on PATH with torch),\n"
+    "MEMLIFE_PYTHONPATH (the memlife Python package's folder), MEMLIFE_CACHE.\n"
+    "exit codes: 0 written, 2 bad input (no FILE or FUNC, a --set the program does not take),\n"
+    "3 the program failed, ran past --timeout, or no python3 with torch\n";
+
+static const char *const ON_KINDS[] = {"fake", "cuda", NULL};
+static const char *const GROUPS[] = {"fake", "nccl", "gloo", NULL};
+static const char *const GPUS[] = {"h100-80gb", "h200", "a100-80gb", "a100-40gb", NULL};
+
+/* Runs argv with stdout sent to stderr (the schedule may go to stdout); waits at most
+ * timeout_s. Returns the exit code, 124 past the deadline, -1 when it could not start. */
+static int run_child(char *const argv[], const char *pythonpath, double timeout_s) {
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(3);
+        setenv("PYTHONPATH", pythonpath, 1);
+        dup2(2, 1);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    struct timespec t0, now, nap = {0, 20 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int st, signalled = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            return -1;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double el = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+        if (el > timeout_s && signalled == 0) {
+            kill(pid, SIGTERM);
+            signalled = 1;
+        } else if (el > timeout_s + 5 && signalled == 1) {
+            kill(pid, SIGKILL);
+            signalled = 2;
+        }
+        nanosleep(&nap, NULL);
+    }
+    if (signalled)
+        return 124;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* "gpt" from "dir/gpt.py:build": the schedule's name. */
+static char *program_stem(const char *spec) {
+    const char *b = strrchr(spec, '/');
+    b = b ? b + 1 : spec;
+    size_t n = strcspn(b, ".:");
+    char *s = ml_xmalloc(n + 1);
+    for (size_t k = 0; k < n; k++) {
+        char c = b[k];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '-';
+        s[k] = ok ? c : '_';
+    }
+    s[n] = 0;
+    return s;
+}
+
+int cmd_capture(int argc, char **argv) {
+    ml_args a;
+    int rc, rank = 0, on = 0, steps = 1, group = 0, gpu = 0;
+    double timeout_s = 3600;
+    const char *raw = NULL;
+    const ml_opt extra[] = {
+        {"--rank", NULL, OPT_INT, &rank, 0, (1 << 20) - 1, NULL, "R",
+         "the rank to record (default 0); the others are assumed to run the same steps"},
+        {"--on", NULL, OPT_CHOICE, &on, 0, 0, ON_KINDS, "WHERE",
+         "fake (no GPU: FakeTensorMode on a virtual CUDA device; the default) or cuda (one GPU: "
+         "the caching allocator's own record, exact)"},
+        {"--steps", NULL, OPT_INT, &steps, 1, 1000, NULL, "K",
+         "recorded steps after the warm-up one (default 1)"},
+        {"--gpu", NULL, OPT_CHOICE, &gpu, 0, 0, GPUS, "KIND",
+         "the virtual device's kind with --on fake (default h100-80gb)"},
+        {"--group", NULL, OPT_CHOICE, &group, 0, 0, GROUPS, "PG",
+         "the process group: fake (default: torch's, no communication, any world) or, at world "
+         "1, a real nccl or gloo one (DistributedDataParallel's hook needs one)"},
+        {"--timeout", NULL, OPT_DOUBLE, &timeout_s, 1, 0, NULL, "SECONDS",
+         "the program's deadline (default 3600): past it, it is ended and capture exits 3"},
+        {"--raw", NULL, OPT_STRING, &raw, 0, 0, NULL, "FILE",
+         "also keep the recording itself (the annotated snapshot, JSON) in FILE"},
+        {"--output", "-o", OPT_STRING, NULL, 0, 0, NULL, "FILE",
+         "write the schedule to FILE (atomically) and a summary to stdout; without -o the "
+         "schedule goes to stdout"},
+    };
+    if (!ml_args_begin(&a, "capture", cmd_capture_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
+                       false, &rc))
+        return rc;
+    if (a.files.n != 1) {
+        rc = ml_usage_error("capture", "'capture' takes one program, FILE.py[:FUNC], not %zu",
+                            a.files.n);
+        ml_args_free(&a);
+        return rc;
+    }
+    const char *spec = ML_VEC_AT(&a.files, const char *, 0);
+    int world = a.world ? a.world : 1;
+    if (rank >= world) {
+        rc = ml_usage_error("capture", "--rank %d is not a rank of world %d", rank, world);
+        ml_args_free(&a);
+        return rc;
+    }
+    char err[1024], pkg[PATH_MAX], pypath[PATH_MAX + 16];
+    static const char *const rel[] = {"/../python/memlife/__init__.py",
+                                      "/python/memlife/__init__.py",
+                                      "/../share/memlife/python/memlife/__init__.py"};
+    const char *env_pkg = getenv("MEMLIFE_PYTHONPATH");
+    if (env_pkg && *env_pkg) {
+        snprintf(pypath, sizeof pypath, "%s", env_pkg);
+    } else if (ml_find_beside_binary("MEMLIFE_PYTHONPATH", rel, ML_ARRAY_LEN(rel), pkg, sizeof pkg,
+                                     err, sizeof err) != 0) {
+        ml_report(ML_DIAG_ERROR, NULL, "%s", err);
+        ml_args_free(&a);
+        return ML_EXIT_RUNTIME;
+    } else {
+        *strrchr(pkg, '/') = 0;   /* .../python/memlife */
+        *strrchr(pkg, '/') = 0;   /* .../python */
+        snprintf(pypath, sizeof pypath, "%s", pkg);
+    }
+    const char *old = getenv("PYTHONPATH");
+    if (old && *old && strlen(pypath) + strlen(old) + 2 < sizeof pypath) {
+        size_t at = strlen(pypath);
+        snprintf(pypath + at, sizeof pypath - at, ":%s", old);
+    }
+    const char *tmpdir = getenv("TMPDIR");
+    char jpath[PATH_MAX];
+    snprintf(jpath, sizeof jpath, "%s/memlife-capture-XXXXXX.json", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    int fd = mkstemps(jpath, 5);
+    if (fd < 0) {
+        ml_report(ML_DIAG_ERROR, NULL, "cannot make a temporary file in %s", tmpdir ? tmpdir : "/tmp");
+        ml_args_free(&a);
+        return ML_EXIT_RUNTIME;
+    }
+    close(fd);
+    char s_world[16], s_rank[16], s_steps[16];
+    snprintf(s_world, sizeof s_world, "%d", world);
+    snprintf(s_rank, sizeof s_rank, "%d", rank);
+    snprintf(s_steps, sizeof s_steps, "%d", steps);
+    size_t nargs = 0, cap = 24 + 2 * a.set.n;
+    char **av = ml_xcalloc(cap, sizeof *av);
+    char list[8192];
+    size_t n_py = ml_python_candidates(list, sizeof list);
+    av[nargs++] = NULL;   /* the interpreter, below */
+    const char *fixed[] = {"-m", "memlife", "capture", spec, "--world", s_world, "--rank", s_rank,
+                           "--on", ON_KINDS[on], "--steps", s_steps, "--gpu", GPUS[gpu],
+                           "--group", GROUPS[group], "-o", jpath};
+    for (size_t k = 0; k < ML_ARRAY_LEN(fixed); k++)
+        av[nargs++] = (char *)fixed[k];
+    for (size_t k = 0; k < a.set.n; k++) {
+        av[nargs++] = "--set";
+        av[nargs++] = (char *)ML_VEC_AT(&a.set, const char *, k);
+    }
+    av[nargs] = NULL;
+    int child = 9;
+    const char *p = list;
+    for (size_t k = 0; k < n_py && child == 9; k++, p += strlen(p) + 1) {
+        av[0] = (char *)p;
+        child = run_child(av, pypath, timeout_s);
+    }
+    rc = ML_EXIT_OK;
+    json_t *snap = NULL;
+    if (child == 9 || child == 127 || child < 0) {
+        ml_report(ML_DIAG_ERROR, NULL, "no python3 with torch (%s); set MEMLIFE_PYTHON, or "
+                  "make deps", n_py ? list : "none on PATH");
+        rc = ML_EXIT_RUNTIME;
+    } else if (child == 124) {
+        ml_report(ML_DIAG_ERROR, spec, "the program ran past --timeout %g s and was ended",
+                  timeout_s);
+        rc = ML_EXIT_RUNTIME;
+    } else if (child == 2) {
+        rc = ML_EXIT_INPUT;   /* the recorder said why, at the place in the program */
+    } else if (child != 0) {
+        if (child > 3)
+            ml_report(ML_DIAG_ERROR, spec, "the capture's python ended with exit %d", child);
+        rc = ML_EXIT_RUNTIME;
+    } else if (!(snap = snapshot_load_file(jpath, err, sizeof err))) {
+        ml_report(ML_DIAG_ERROR, NULL, "%s", err);
+        rc = ML_EXIT_RUNTIME;
+    }
+    if (rc == ML_EXIT_OK) {
+        char *name = program_stem(spec);
+        import_opts o = {.device = 0, .names = IMPORT_NAMES_FRAMES, .name = name, .source = spec};
+        import_stats st;
+        char *yaml = NULL;
+        size_t len;
+        if (snapshot_import(snap, &o, &yaml, &len, &st, err, sizeof err) != 0) {
+            ml_report(ML_DIAG_ERROR, spec, "the recording does not import: %s", err);
+            rc = ML_EXIT_RUNTIME;
+        } else if (!a.output) {
+            fwrite(yaml, 1, len, stdout);
+        } else if (ml_write_file_atomic(a.output, yaml, len) != 0) {
+            ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s'", a.output);
+            rc = ML_EXIT_RUNTIME;
+        } else if (!a.quiet) {
+            printf("%s: rank %d of world %d %s: %zu events -> %zu steps in %s; requested peak "
+                   "%lld bytes\n", spec, rank, world, on ? "on the GPU" : "on the virtual device",
+                   st.events, st.steps, a.output, (long long)st.requested_peak);
+        }
+        free(yaml);
+        free(name);
+    }
+    if (raw && rc == ML_EXIT_OK && rename(jpath, raw) != 0) {
+        ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s'", raw);
+        rc = ML_EXIT_RUNTIME;
+    }
+    unlink(jpath);
+    json_decref(snap);
+    free(av);
+    ml_args_free(&a);
+    return rc;
+}
