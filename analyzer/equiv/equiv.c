@@ -112,6 +112,7 @@ int equiv_pick_results(const series *a, const series *b, const char *name_a, con
 static void facts_of(const rank_plan *p, equiv_facts *f) {
     memset(f, 0, sizeof *f);
     uint64_t *alloc_bytes = ml_xcalloc(p->s->syms[SYM_BUFFER].n + 1, sizeof *alloc_bytes);
+    bool in_group = false, group_has[COLL_COUNT] = {false};   /* kernel families of the group */
     for (size_t k = 0; k < p->n_ops; k++) {
         const plan_op *op = &p->ops[k];
         switch (op->kind) {
@@ -126,12 +127,23 @@ static void facts_of(const rank_plan *p, equiv_facts *f) {
             double bytes = ci->link_bytes(full, p->world);
             f->calls[c]++;
             f->n_calls++;
+            ml_coll fam = ml_coll_kernel_family(c);
+            if (!ci->p2p || !in_group || !group_has[fam]) {
+                f->kernels[fam]++;
+                f->n_kernels++;
+            }
+            group_has[fam] |= in_group && ci->p2p;
             f->ring_steps += steps;
             f->steps_by[c] += steps;
             f->link_bytes += bytes;
             f->bytes_by[c] += bytes;
             break;
         }
+        case OP_GROUP_BEGIN:
+            in_group = true;
+            memset(group_has, 0, sizeof group_has);
+            break;
+        case OP_GROUP_END: in_group = false; break;
         case OP_SYNC: f->syncs++; break;
         case OP_WAIT: f->waits++; break;
         case OP_ALLOC: alloc_bytes[op->u.alloc.buf] = op->u.alloc.bytes; break;
@@ -212,7 +224,7 @@ static void structure_text(const equiv_facts *f, char *buf, size_t len) {
     char sz[72];
     report_size_cell(f->intermediate_bytes, sz, sizeof sz);
     ml_str_printf(&o, "%s), %u kernel%s, %u sync%s, %u wait%s, %u intermediate%s",
-                  parts ? "" : "none", f->n_calls, f->n_calls == 1 ? "" : "s", f->syncs,
+                  parts ? "" : "none", f->n_kernels, f->n_kernels == 1 ? "" : "s", f->syncs,
                   f->syncs == 1 ? "" : "s", f->waits, f->waits == 1 ? "" : "s", f->n_intermediate,
                   f->n_intermediate == 1 ? "" : "s");
     if (f->n_intermediate)
@@ -275,9 +287,9 @@ static void row_structure(equiv_result *r) {
         rank = k;
         if (!calls)
             ml_str_printf(&o, "public API calls %u vs %u per rank, kernels %u vs %u per rank "
-                              "(%u vs %u over %d ranks)%s", x->n_calls, y->n_calls, x->n_calls,
-                          y->n_calls, x->n_calls * (uint32_t)r->world,
-                          y->n_calls * (uint32_t)r->world, r->world,
+                              "(%u vs %u over %d ranks)%s", x->n_calls, y->n_calls, x->n_kernels,
+                          y->n_kernels, x->n_kernels * (uint32_t)r->world,
+                          y->n_kernels * (uint32_t)r->world, r->world,
                           x->n_calls == y->n_calls ? " in another order or of other collectives" : "");
         if (x->syncs != y->syncs)
             ml_str_printf(&o, "%ssyncs %u vs %u", o.n ? "; " : "", x->syncs, y->syncs);
@@ -293,7 +305,7 @@ static void row_structure(equiv_result *r) {
     if (rank < 0)
         ml_str_printf(&o, "same collectives in the same order, %u kernel%s per rank, same "
                           "synchronization boundaries and intermediate buffers",
-                      a[0].n_calls, a[0].n_calls == 1 ? "" : "s");
+                      a[0].n_kernels, a[0].n_kernels == 1 ? "" : "s");
     snprintf(r->rows[EQ_STRUCTURE].detail, sizeof r->rows[EQ_STRUCTURE].detail, "%s", o.s);
     ml_str_free(&o);
 }

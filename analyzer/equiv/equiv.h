@@ -64,7 +64,12 @@ typedef struct {
 /* Per-rank facts of one plan for rows 2 and 3. */
 typedef struct {
     uint32_t calls[COLL_COUNT];     /* public API calls by collective */
-    uint32_t n_calls;               /* public API calls; kernels: equiv_kernels_expected */
+    uint32_t n_calls;               /* public API calls */
+    /* NCCL kernels expected (equiv_kernels_expected), by kernel family (ml_coll_kernel_family:
+     * rows with one kernel_match): a call each, but the send/recv ops of one group share a
+     * SendRecv kernel */
+    uint32_t kernels[COLL_COUNT];
+    uint32_t n_kernels;
     int64_t ring_steps;             /* sum of ml_colls[].ring_steps */
     double link_bytes;              /* sum of ml_colls[].link_bytes of each call's full payload */
     int64_t steps_by[COLL_COUNT];   /* the same two sums by collective */
@@ -93,7 +98,7 @@ typedef struct {
 #define EQUIV_KERNEL_NAMES 6
 typedef struct {
     uint64_t total;                 /* every kernel in the window, collective or not */
-    uint64_t by_coll[COLL_COUNT];   /* by coll.h's kernel_match (kn_coll_of) */
+    uint64_t by_coll[COLL_COUNT];   /* by kernel family (kn_coll_of: coll.h's kernel_match) */
     uint32_t n_names;               /* names kept below, first seen first; more are counted only */
     struct {
         char name[160];             /* demangled */

@@ -493,6 +493,17 @@ static void collective(side_state *st, int world, const plan_op *const *ops) {
             for (int s = 0; s < world; s++)
                 overwrite(l, rv->offset + (uint64_t)s * count, count, pieces[s], n_pieces[s]);
             break;
+        case FLOW_TRANSPOSE: {   /* recv block s = rank s's send block r */
+            uint64_t blk = count / (uint64_t)world;
+            for (int s = 0; s < world; s++) {
+                size_t n;
+                seg *block = slice(&(seglist){.s = pieces[s], .n = n_pieces[s]},
+                                   (uint64_t)r * blk, blk, &n);
+                overwrite(l, rv->offset + (uint64_t)s * blk, blk, block, n);
+                free(block);
+            }
+            break;
+        }
         case FLOW_ROOT_SEND:
             if (root >= 0 && root < world)
                 overwrite(l, rv->offset, count, pieces[root], n_pieces[root]);

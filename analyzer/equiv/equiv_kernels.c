@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* equiv_kernels.c — row 3 of `memlife equiv` against the kernels CUPTI measured (equiv.h): each
- * public API call of a plan is one NCCL kernel on each rank's GPU (none at world 1), so the
- * kernels of each collective measured in the plan's window must equal that, rank by rank. */
+ * public API call of a plan is one NCCL kernel on each rank's GPU (none at world 1), except the
+ * send/recv ops of one group, which share one SendRecv kernel, so the kernels of each kernel
+ * family (coll.h: rows with one kernel_match) measured in the plan's window must equal that,
+ * rank by rank. */
 #include "equiv/equiv.h"
 
 #include <inttypes.h>
@@ -18,7 +20,7 @@ uint64_t equiv_kernels_collective(const equiv_kernels_rank *k) {
 uint32_t equiv_kernels_expected(const equiv_facts *f, int world, int c) {
     if (world == 1)
         return 0;
-    return c == COLL_COUNT ? f->n_calls : f->calls[c];
+    return c == COLL_COUNT ? f->n_kernels : f->kernels[c];
 }
 
 /* The first collective whose measured kernels differ from the expected, or -1. */

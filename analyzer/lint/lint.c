@@ -455,7 +455,7 @@ static inline __attribute__((always_inline)) void coll_op(lint_ctx *x, const pla
 }
 
 static LINT_HANDLER void lint_coll(lint_ctx *x, const plan_op *op) {
-    if (op->u.coll.coll == COLL_REDUCE)   /* lint_walk_rank_moved's B: moved_set */
+    if (ml_colls[op->u.coll.coll].flow.root_only)   /* lint_walk_rank_moved's B: moved_set */
         *(uint32_t *)ml_vec_push(&x->reduces) = op->u.coll.recv.buf;
     coll_op(x, op, false);
 }

@@ -3,7 +3,7 @@
  * diagnostic codes; letting it through leaves the schedule to the runtime, which must then
  * refuse it itself (tests/mpi/nolint.sh runs each class on the host backend). A new class is one
  * row here. */
-#include "predict/analyzer.h"
+#include "lint/lint.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -39,13 +39,18 @@ sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char
         return ERR_SIZE_MISMATCH;
     case LINT_RULE_RECV_COUNT:
         *at = LINT_AT_RECV;
-        if (ci->recv_mult_world)
+        if (ci->recv_n == CNT_WORLD_X_COUNT)
             snprintf(detail, len, "%s recv count %llu is not world (%d) × send count %llu (%llu)",
                      ci->name, (ull)recv->count, world, (ull)count,
                      (ull)ml_coll_recv_count(c, count, world));
         else
             snprintf(detail, len, "%s recv count %llu is not send count %llu", ci->name,
                      (ull)recv->count, (ull)count);
+        return ERR_SIZE_MISMATCH;
+    case LINT_RULE_PER_RANK:
+        *at = LINT_AT_SEND;
+        snprintf(detail, len, "%s count %llu does not divide by the world (%d): each rank gets "
+                 "count/world elements", ci->name, (ull)count, world);
         return ERR_SIZE_MISMATCH;
     case LINT_RULE_DTYPE:
         *at = LINT_AT_RECV;
@@ -67,14 +72,21 @@ sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char
         snprintf(detail, len, "%s root %d is outside the world (%d ranks)", ci->name,
                  op->u.coll.root, world);
         return ERR_OUT_OF_BOUNDS;
-    case LINT_RULE_INPLACE:
+    case LINT_RULE_INPLACE: {
         *at = LINT_AT_RECV;   /* recv is where in-place would have to be */
-        snprintf(detail, len,
-                 "%s send [%llu:%llu] and recv [%llu:%llu] overlap in one buffer, but nccl runs "
-                 "in place only at recv - send = %lld elements on rank %d",
-                 ci->name, (ull)send->offset, (ull)send->count, (ull)recv->offset,
-                 (ull)recv->count, (long long)ci->inplace_recv_minus_send(count, rank), rank);
+        int64_t delta;
+        if (!ml_coll_inplace_at(c, count, rank, &delta))
+            snprintf(detail, len, "%s send [%llu:%llu] and recv [%llu:%llu] overlap in one buffer, "
+                     "but it never runs in place", ci->name, (ull)send->offset,
+                     (ull)send->count, (ull)recv->offset, (ull)recv->count);
+        else
+            snprintf(detail, len,
+                     "%s send [%llu:%llu] and recv [%llu:%llu] overlap in one buffer, but nccl "
+                     "runs in place only at recv - send = %lld elements on rank %d",
+                     ci->name, (ull)send->offset, (ull)send->count, (ull)recv->offset,
+                     (ull)recv->count, (long long)delta, rank);
         return ERR_BAD_INPLACE;
+    }
     case LINT_RULE_NONE:
         break;
     }

@@ -8,7 +8,7 @@
 #ifndef MEMLIFE_LINT_INT_H
 #define MEMLIFE_LINT_INT_H
 
-#include "predict/analyzer.h"
+#include "lint/lint.h"
 
 /* ---- Stream ordering (lint_hazard.c) ----------------------------------------------------------
  * Every op enqueued on stream s gets the next sequence number of s. clock[s][u] is the highest
@@ -173,6 +173,7 @@ typedef enum {
     LINT_RULE_NONE,
     LINT_RULE_SEND_COUNT,   /* send is not world × count where it must be */
     LINT_RULE_RECV_COUNT,
+    LINT_RULE_PER_RANK,     /* count does not divide by world where each rank gets count/world */
     LINT_RULE_DTYPE,        /* send's and recv's differ */
     LINT_RULE_OP,           /* a reduction on a collective that does not reduce */
     LINT_RULE_PEER,         /* a send/recv's peer outside the world, or the rank itself */
@@ -190,6 +191,8 @@ static inline lint_coll_rule lint_coll_broken(const plan_op *op, int world, int 
         return LINT_RULE_SEND_COUNT;
     if (recv->count != ml_coll_recv_count(c, count, world))
         return LINT_RULE_RECV_COUNT;
+    if (ci->count_per_rank && count % (uint64_t)world)
+        return LINT_RULE_PER_RANK;
     if (send->dtype != recv->dtype)
         return LINT_RULE_DTYPE;
     /* NCCL 2.28 reduces every dtype with sum, prod, max and min; what can be wrong is a

@@ -559,7 +559,8 @@ race_op(lint_race *r, const lint_clocks *c, const rank_plan *p, int rank, const 
          * call and its switch were a tenth of this function. NCCL's reduce writes recv on the
          * root only: elsewhere an out-of-place recv is not touched (the last access, so n is
          * 1), an in-place one only read (it is the send side). */
-        bool written = coarse || op->u.coll.coll != COLL_REDUCE || op->u.coll.root == rank;
+        bool written = coarse || !ml_colls[op->u.coll.coll].flow.root_only ||
+                       op->u.coll.root == rank;
         two[0] = &op->u.coll.send;
         two[1] = &op->u.coll.recv;
         n = written || op->u.coll.in_place ? 2 : 1;

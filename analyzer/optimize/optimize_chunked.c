@@ -100,7 +100,8 @@ static void chunked_block(opt_ctx *c, opt_block *b) {
             chunked_block(c, &b->v[k].body);
     for (size_t i = 0; i < b->n; i++) {
         const sched_step *st = &b->v[i].st;
-        if (st->kind != ST_COLL || st->u.coll.coll != COLL_REDUCE_SCATTER)
+        /* a collective whose in-place recv is the rank's slot of send (coll.h): ReduceScatter */
+        if (st->kind != ST_COLL || ml_colls[st->u.coll.coll].inplace != INPLACE_RECV_IN_SEND)
             continue;
         size_t a = whole_inplace(c, b, i);
         if (a == SIZE_MAX)

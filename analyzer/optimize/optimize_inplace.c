@@ -264,9 +264,10 @@ static void inplace_block(opt_ctx *c, opt_block *b) {
         const sched_step *st = &b->v[i].st;
         if (gone[i] || st->kind != ST_COLL || st->when)
             continue;
-        if (st->u.coll.coll == COLL_REDUCE_SCATTER)
+        /* by the row's in-place rule (coll.h): recv a slot of send, or send a slot of recv */
+        if (ml_colls[st->u.coll.coll].inplace == INPLACE_RECV_IN_SEND)
             reduce_scatter(c, b, gone, i);
-        else if (st->u.coll.coll == COLL_ALL_GATHER)
+        else if (ml_colls[st->u.coll.coll].inplace == INPLACE_SEND_IN_RECV)
             all_gather(c, b, gone, i);
     }
     opt_block out = {0};

@@ -210,7 +210,7 @@ static uint32_t overwritten(const opt_node *n) {
     const sched_view *dst = NULL;
     if (st->when || n->body.n)
         return SCHED_NO_SYM;
-    if (st->kind == ST_COLL && st->u.coll.coll != COLL_REDUCE)
+    if (st->kind == ST_COLL && !ml_colls[st->u.coll.coll].flow.root_only)
         dst = &st->u.coll.recv;
     else if (st->kind == ST_INIT)
         dst = &st->u.init.dst;

@@ -17,6 +17,7 @@
 #ifndef MEMLIFE_PIPELINE_H
 #define MEMLIFE_PIPELINE_H
 
+#include "lint/lint.h"
 #include "predict/analyzer.h"
 
 /* What to compute for a plan. */

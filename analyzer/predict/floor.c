@@ -13,7 +13,9 @@
  *     rank*recvcount, where NCCL would write in place) is not needed after the op;
  *   - AllGather: the send bytes, when they are not needed after the op (they can live in the
  *     recv view's rank slice, where in-place AllGather reads them);
- *   - AllReduce, Broadcast, Reduce: the send bytes, when they are not needed after the op.
+ *   - AllReduce, Broadcast, Reduce: the send bytes, when they are not needed after the op;
+ *   - a collective that never runs in place: nothing.
+ * (coll.h's in-place rule of the row says which.)
  * The floor is the maximum of B(i) over the data ops and of the needed bytes at the end.
  *
  * Overwrites: a collective's recv view, an init's and a copy's destination are overwritten
@@ -214,13 +216,21 @@ static uint64_t inplace_share(const floor_state *f, const plan_op *op, int rank)
     const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
     if (op->u.coll.in_place || !has_buf(f, s) || !has_buf(f, r))
         return 0;
-    /* A shard-of-rank collective (coll.h's data flow) runs in place with recv at the rank's slot
-     * of send: only that slot can be shared. Every other one shares the whole send. */
-    if (ml_colls[op->u.coll.coll].flow.shard_of_rank) {
+    switch (ml_colls[op->u.coll.coll].inplace) {
+    case INPLACE_RECV_IN_SEND: {   /* in place, recv is the rank's slot of send: that slot only */
         uint64_t slot = view_lo(s) + (uint64_t)rank * plan_view_bytes(r);
         return needed(f, s, slot, slot + plan_view_bytes(r)) ? 0 : plan_view_bytes(r);
     }
-    return needed(f, s, view_lo(s), view_hi(s)) ? 0 : plan_view_bytes(s);
+    case INPLACE_SAME:
+    case INPLACE_SEND_IN_RECV:     /* send lies inside recv in place: all of it */
+        return needed(f, s, view_lo(s), view_hi(s)) ? 0 : plan_view_bytes(s);
+    case INPLACE_NEVER:
+        return 0;
+    case INPLACE_UNDECLARED:
+    default:
+        ml_internal_error("collective '%s' declares no in-place rule (runtime/ir/coll.c)",
+                          ml_colls[op->u.coll.coll].name);
+    }
 }
 
 static inline void apply_accesses(floor_state *f, const floor_access *fa, size_t n) {
@@ -697,11 +707,13 @@ static bool coll_alike(const plan_op *op, int world) {
         return false;
     if (s->buf != r->buf)
         return true;   /* never in place */
-    int64_t (*minus)(uint64_t, int) = ml_colls[op->u.coll.coll].inplace_recv_minus_send;
+    ml_coll c = op->u.coll.coll;
     uint64_t count = plan_coll_count(op);
-    bool first = !minus(count, 0);   /* the views' offsets are equal (0): in place iff 0 */
+    int64_t delta;
+    /* the views' offsets are equal (0): in place iff NCCL's offset is 0 there */
+    bool first = ml_coll_inplace_at(c, count, 0, &delta) && !delta;
     for (int k = 1; k < world; k++)
-        if (!minus(count, k) != first)
+        if ((ml_coll_inplace_at(c, count, k, &delta) && !delta) != first)
             return false;
     return true;
 }

@@ -12,16 +12,22 @@
 #define TM_ALPHA_US 10.0
 #define TM_H200_64MIB 67108864.0
 
+/* The measured bus bandwidths coll.h's busbw_ref names: 2 x H200, 64 MiB, at N = 2 the
+ * AllReduce factor 1 (250 us), the ReduceScatter / AllGather factor 1/2 (161 / 158 us). */
+static double measured_busbw_gbps(ml_busbw_ref ref) {
+    static const double factor_2[BUSBW_COUNT] = {
+        [BUSBW_ALL_REDUCE] = 1.0, [BUSBW_REDUCE_SCATTER] = 0.5, [BUSBW_ALL_GATHER] = 0.5};
+    static const double us[BUSBW_COUNT] = {
+        [BUSBW_ALL_REDUCE] = 250.0, [BUSBW_REDUCE_SCATTER] = 161.0, [BUSBW_ALL_GATHER] = 158.0};
+    if (ref <= BUSBW_UNDECLARED || ref >= BUSBW_COUNT)
+        ml_internal_error("bus-bandwidth reference %d has no measurement (timemodel.c)", (int)ref);
+    return factor_2[ref] * TM_H200_64MIB / (us[ref] - TM_ALPHA_US) / 1e3;
+}
+
 void tm_link_default(tm_link *l) {
     l->alpha_us = TM_ALPHA_US;
-    /* AllReduce factor 1 at N = 2, 250 us; ReduceScatter / AllGather factor 1/2, 161 / 158 us */
-    l->busbw_gbps[COLL_ALL_REDUCE] = TM_H200_64MIB / (250.0 - TM_ALPHA_US) / 1e3;
-    l->busbw_gbps[COLL_REDUCE_SCATTER] = 0.5 * TM_H200_64MIB / (161.0 - TM_ALPHA_US) / 1e3;
-    l->busbw_gbps[COLL_ALL_GATHER] = 0.5 * TM_H200_64MIB / (158.0 - TM_ALPHA_US) / 1e3;
-    /* not measured: the rest (broadcast, reduce, send/recv) take AllReduce's */
     for (int c = 0; c < COLL_COUNT; c++)
-        if (c != COLL_REDUCE_SCATTER && c != COLL_ALL_GATHER)
-            l->busbw_gbps[c] = l->busbw_gbps[COLL_ALL_REDUCE];
+        l->busbw_gbps[c] = measured_busbw_gbps(ml_colls[c].busbw_ref);
     l->tflops = 790.0;
     l->copy_gbps = 4300.0;
 }

@@ -22,6 +22,7 @@
  * allocated in address order and the import says the prelude is approximate. */
 #include "snapshot/import.h"
 #include "base/util.h"
+#include "ir/coll.h"
 #include "snapshot/limit.h"
 #include "torch/torchalloc.h"
 
@@ -188,7 +189,7 @@ typedef struct {
 
 /* A captured collective (capture.h): its operands are views of live buffers, in bytes. */
 typedef struct {
-    const char *kind;   /* a collective of runtime/ir/coll.h, by its schedule name */
+    ml_coll coll;       /* a row of runtime/ir/coll.h's table */
     const char *op;     /* reduction, or NULL */
     uint32_t buf[2];    /* send, recv */
     int64_t offset[2], bytes[2];
@@ -907,14 +908,21 @@ typedef struct {
     size_t large_before;   /* large cached segments before it */
 } release_run;
 
-/* The collectives a capture writes (capture.h), by their schedule names; each names a reduction
- * when it reduces. */
-static const struct {
-    const char *name;
-    bool reduces;
-} CAPTURE_COLLS[] = {
-    {"all_gather", false}, {"reduce_scatter", true}, {"all_reduce", true}, {"broadcast", false},
-};
+/* The collective a capture names (capture.h), by its schedule name: a row of coll.h's table
+ * with a send and a recv view (send/recv's one view and peer are not captured); -1 else. */
+static int capture_coll_lookup(const char *kind) {
+    int c = kind ? ml_coll_lookup(kind, strlen(kind)) : -1;
+    return c >= 0 && !ml_colls[c].p2p ? c : -1;
+}
+
+/* "all_reduce, reduce_scatter, ...": the collectives a capture may name, for the message. */
+static void capture_coll_list(char *buf, size_t len) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < COLL_COUNT && at < len; c++)
+        if (!ml_colls[c].p2p)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", ml_colls[c].name);
+}
 
 /* One operand of a captured collective: {"addr": A, "offset": O, "bytes": B}, a view of the
  * live buffer allocated at A. */
@@ -998,23 +1006,24 @@ static int capture_step(importer *im, const json_t *st, size_t i, int dev, const
         return 0;
     }
     const char *kind = json_string_value(json_object_get(st, "collective"));
-    size_t k = 0;
-    while (kind && k < ML_ARRAY_LEN(CAPTURE_COLLS) && strcmp(kind, CAPTURE_COLLS[k].name))
-        k++;
-    if (!kind || k == ML_ARRAY_LEN(CAPTURE_COLLS))
+    int k = capture_coll_lookup(kind);
+    if (k < 0) {
+        char names[256];
+        capture_coll_list(names, sizeof names);
         return fail(im, "%s: a memlife_step that is neither a region nor a collective memlife "
-                    "captures (all_gather, reduce_scatter, all_reduce, broadcast)", where);
+                    "captures (%s)", where, names);
+    }
     const char *group = json_string_value(json_object_get(st, "group"));
     if (group && strcmp(group, "world"))
         return fail(im, "%s: a %s on process group '%.40s', not the whole world: collectives on "
                     "sub-groups need communicators, which schedules do not have yet", where, kind,
                     group);
-    capture_coll c = {.kind = CAPTURE_COLLS[k].name};
+    capture_coll c = {.coll = (ml_coll)k};
     if (capture_operand(im, json_object_get(st, "send"), "send", where, live, &c, 0) ||
         capture_operand(im, json_object_get(st, "recv"), "recv", where, live, &c, 1))
         return -1;
     const char *op = json_string_value(json_object_get(st, "op"));
-    if (CAPTURE_COLLS[k].reduces)
+    if (ml_colls[k].has_op)
         c.op = ml_arena_strndup(im->arena, op ? op : "sum", strlen(op ? op : "sum"));
     uint32_t stream;
     if (get_stream(im, st, where, &stream))
@@ -1372,8 +1381,9 @@ static void write_collective(const importer *im, const step *s, const char *pad,
     char sb[32];
     const capture_coll *c = &ML_VEC_AT(&im->colls, capture_coll, s->event);
     bool same = c->buf[0] == c->buf[1] && c->offset[0] == c->offset[1] && c->bytes[0] == c->bytes[1];
-    ml_str_printf(out, "%s- %s: {", pad, c->kind);
-    if (same && (!strcmp(c->kind, "all_reduce") || !strcmp(c->kind, "broadcast"))) {
+    const ml_coll_info *ci = &ml_colls[c->coll];
+    ml_str_printf(out, "%s- %s: {", pad, ci->name);
+    if (same && ci->inplace == INPLACE_SAME) {   /* in place on one view: `buf:` */
         ml_str_printf(out, "buf: ");
         write_operand(im, c, 0, out);
     } else {
@@ -1384,7 +1394,7 @@ static void write_collective(const importer *im, const step *s, const char *pad,
     }
     if (c->op)
         ml_str_printf(out, ", op: %s", c->op);
-    if (!strcmp(c->kind, "broadcast"))
+    if (ci->has_root)   /* the capture records no root: PyTorch's default, rank 0 */
         ml_str_printf(out, ", root: 0");
     if (s->stream)
         ml_str_printf(out, ", stream: %s", stream_name(im, s->stream, sb, sizeof sb));

@@ -21,7 +21,6 @@
 #define MEMLIFE_SNAPSHOT_PICKLE_H
 
 #include <stddef.h>
-#include <stdio.h>
 
 #include <jansson.h>
 
@@ -53,9 +52,6 @@ typedef int (*pickle_sink)(void *ctx, const void *bytes, size_t n);
  * BININT1/BININT2/BININT/LONG1, reals as BINFLOAT. Returns 0, or -1 with err set (nesting deeper
  * than PICKLE_MAX_DEPTH, a sink failure, out of memory). */
 int pickle_write(const json_t *v, pickle_sink sink, void *ctx, char *err, size_t errlen);
-
-/* pickle_write into stdio. */
-int pickle_write_file(const json_t *v, FILE *f, char *err, size_t errlen);
 
 /* pickle_write into a malloc'd buffer (free it); *len gets its size. NULL with err on failure. */
 unsigned char *pickle_write_buffer(const json_t *v, size_t *len, char *err, size_t errlen);

@@ -28,7 +28,4 @@ enum pickle_opcode {
     OP_BYTEARRAY8 = 0x96, OP_NEXT_BUFFER = 0x97, OP_READONLY_BUFFER = 0x98,
 };
 
-/* The opcode's pickletools name ("GLOBAL"), or NULL for a byte that is no opcode. */
-const char *pickle_opcode_name(unsigned char op);
-
 #endif

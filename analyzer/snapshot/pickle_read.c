@@ -89,10 +89,6 @@ static const char *const opcode_names[256] = {
     [OP_NEXT_BUFFER] = "NEXT_BUFFER", [OP_READONLY_BUFFER] = "READONLY_BUFFER",
 };
 
-const char *pickle_opcode_name(unsigned char op) {
-    return opcode_names[op];
-}
-
 /* --- diagnostics ------------------------------------------------------------------------------ */
 
 __attribute__((format(printf, 3, 4)))

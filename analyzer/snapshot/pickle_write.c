@@ -353,14 +353,6 @@ int pickle_write(const json_t *v, pickle_sink sink, void *ctx, char *err, size_t
     return rc;
 }
 
-static int file_sink(void *ctx, const void *bytes, size_t n) {
-    return fwrite(bytes, 1, n, ctx) == n ? 0 : -1;
-}
-
-int pickle_write_file(const json_t *v, FILE *f, char *err, size_t errlen) {
-    return pickle_write(v, file_sink, f, err, errlen);
-}
-
 typedef struct {
     unsigned char *data;
     size_t len, cap;

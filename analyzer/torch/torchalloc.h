@@ -201,8 +201,6 @@ struct torchalloc_stats {
 };
 /* reserved - allocated == free_in_used_segments + whole_free_segments + pending_free. */
 void torchalloc_stats(const torchalloc *ta, struct torchalloc_stats *out);
-/* Start new peaks from the current values (torch.cuda.reset_peak_memory_stats()). */
-void torchalloc_reset_peaks(torchalloc *ta);
 
 /* Segment/block walk, in address order, shaped like torch.cuda.memory._snapshot(): an
  * expandable segment is listed as one segment per contiguous mapped range, as PyTorch does. */

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MiB ((uint64_t)1 << 20)
-
 #define B(i) (ta->b[(i)])
 
 /* ---- arrays ---- */

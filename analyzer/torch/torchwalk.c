@@ -91,9 +91,3 @@ void torchalloc_stats(const torchalloc *ta, struct torchalloc_stats *out) {
     out->segments = torchalloc_walk(ta, &w);
 }
 
-void torchalloc_reset_peaks(torchalloc *ta) {
-    ta->cnt.allocated_peak = ta->cnt.allocated;
-    ta->cnt.reserved_peak = ta->cnt.reserved;
-    ta->cnt.requested_peak = ta->cnt.requested;
-    ta->cnt.active_peak = ta->cnt.active;
-}

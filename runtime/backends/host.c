@@ -390,6 +390,16 @@ static int launch_reduce(rt_rank *r, const rt_coll_args *a, char *send, char *re
     return 0;
 }
 
+static int launch_all_to_all(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
+                             MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
+    /* never in place (coll.h): send and recv are apart, count/world elements to each rank */
+    int block = (int)(a->count / (uint64_t)r->world);
+    rt_mpi_call_begin(r, IN_COLL);
+    int rc = MPI_Alltoall(send, block, dt, recv, block, dt, MPI_COMM_WORLD);
+    rt_mpi_call_end(r, rc, IN_COLL);
+    return 0;
+}
+
 /* Point-to-point messages have a tag of their own (the result exchanges use another), so a
  * send/recv pair never matches memlife's own traffic; MPI keeps one sender's messages with one
  * tag in order, which is NCCL's pairing too (the k-th send from r to p, the k-th recv there). */
@@ -461,6 +471,7 @@ static const host_launch_fn host_launch[COLL_COUNT] = {
     [COLL_REDUCE] = launch_reduce,
     [COLL_SEND] = launch_p2p,
     [COLL_RECV] = launch_p2p,
+    [COLL_ALL_TO_ALL] = launch_all_to_all,
 };
 
 static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len) {
@@ -496,7 +507,7 @@ static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *
         /* Integer avg: NCCL sums, then divides the result by world, truncating. */
         if (launch(r, a, send, recv, dt, recv_bytes, err, len) != 0)
             return -1;
-        if (a->coll != COLL_REDUCE || r->rank == a->root)
+        if (!ml_colls[a->coll].flow.root_only || r->rank == a->root)
             data_avg_postdiv(a->dtype, recv, ml_coll_recv_count(a->coll, a->count, r->world), r->world);
         return 0;
     }

@@ -525,24 +525,29 @@ static int t_release(rt_rank *r, rt_mem *m, uint32_t keep, char *err, size_t len
 }
 
 /* The driver's request per collective (driver.py's Driver.coll has one branch for each); an
- * empty slot is a collective the driver cannot run, refused by name before anything runs. */
+ * empty slot is a collective the driver cannot run, refused by name before anything runs. The
+ * request carries both sides' element counts (coll.h), so the driver derives none by name. */
 static const char *const torch_call[COLL_COUNT] = {
     [COLL_ALL_REDUCE] = "all_reduce",
     [COLL_REDUCE_SCATTER] = "reduce_scatter",
     [COLL_ALL_GATHER] = "all_gather",
     [COLL_BROADCAST] = "broadcast",
     [COLL_REDUCE] = "reduce",
+    [COLL_ALL_TO_ALL] = "all_to_all",
 };
 
 static bool t_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && torch_call[c]; }
 
 static int t_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len) {
     const rt_coll_args *a = &args[0];
+    int world = ranks[0]->world;
     char req[512];
-    snprintf(req, sizeof req, "coll %s %u %" PRIu64 " %u %" PRIu64 " %" PRIu64 " %s %s %d %u %d\n",
+    snprintf(req, sizeof req,
+             "coll %s %u %" PRIu64 " %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %s %s %d %u %d\n",
              torch_call[a->coll], mem_id(a->send), a->send_off_bytes, mem_id(a->recv),
-             a->recv_off_bytes, a->count, ml_dtypes[a->dtype].name, ml_redops[a->op].name,
-             a->root, a->stream, a->in_place ? 1 : 0);
+             a->recv_off_bytes, ml_coll_send_count(a->coll, a->count, world),
+             ml_coll_recv_count(a->coll, a->count, world), ml_dtypes[a->dtype].name,
+             ml_redops[a->op].name, a->root, a->stream, a->in_place ? 1 : 0);
     return rpc(req, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len);
 }
 

@@ -262,17 +262,21 @@ static sched_error_code validate_coll(const rt_rank *r, const plan_op *op, rt_co
     if (send->dtype != recv->dtype)
         return refuse(v, ERR_DTYPE_MISMATCH, "%s: send is %s, recv is %s", ci->name,
                       ml_dtypes[send->dtype].name, ml_dtypes[recv->dtype].name);
-    uint64_t count = ci->send_mult_world ? recv->count : send->count;
+    uint64_t count = ml_coll_count_of(op->u.coll.coll, send->count, recv->count);
     uint64_t want_send = ml_coll_send_count(op->u.coll.coll, count, world);
     uint64_t want_recv = ml_coll_recv_count(op->u.coll.coll, count, world);
     if (send->count != want_send)
         return refuse(v, ERR_SIZE_MISMATCH,
                       "%s needs send = %s%" PRIu64 " elements, got %" PRIu64, ci->name,
-                      ci->send_mult_world ? "world x recv = " : "recv = ", want_send, send->count);
+                      ci->send_n == CNT_WORLD_X_COUNT ? "world x recv = " : "recv = ", want_send, send->count);
     if (recv->count != want_recv)
         return refuse(v, ERR_SIZE_MISMATCH,
                       "%s needs recv = %s%" PRIu64 " elements, got %" PRIu64, ci->name,
-                      ci->recv_mult_world ? "world x send = " : "send = ", want_recv, recv->count);
+                      ci->recv_n == CNT_WORLD_X_COUNT ? "world x send = " : "send = ", want_recv, recv->count);
+    if (ci->count_per_rank && count % (uint64_t)world)
+        return refuse(v, ERR_SIZE_MISMATCH,
+                      "%s needs a count that divides by the world (%d), got %" PRIu64, ci->name,
+                      world, count);
     if (ci->has_op && !data_redop_valid(send->dtype, op->u.coll.op))
         return refuse(v, ERR_BAD_OP, "%s with op %s is not defined for %s", ci->name,
                       ml_redops[op->u.coll.op].name, ml_dtypes[send->dtype].name);
@@ -284,8 +288,12 @@ static sched_error_code validate_coll(const rt_rank *r, const plan_op *op, rt_co
                       op->u.coll.root == r->rank ? "the rank itself" : "outside the world");
     bool in_place = false;
     if (views_overlap(send, recv)) {
-        int64_t want = ci->inplace_recv_minus_send(count, r->rank);
+        int64_t want;
         int64_t got = (int64_t)recv->offset - (int64_t)send->offset;
+        if (!ml_coll_inplace_at(op->u.coll.coll, count, r->rank, &want))
+            return refuse(v, ERR_BAD_INPLACE,
+                          "%s: send and recv overlap in '%s', but it never runs in place",
+                          ci->name, buf_name(r, send->buf));
         if (got != want)
             return refuse(v, ERR_BAD_INPLACE,
                           "%s: send and recv overlap in '%s' but recv is at element offset %" PRId64
@@ -970,7 +978,7 @@ static void seq_describe(const rt_rank *r, int status, seq_desc *d) {
         return;
     const ml_coll_info *ci = &ml_colls[op->u.coll.coll];
     const plan_view *send = &op->u.coll.send, *recv = &op->u.coll.recv;
-    d->count = ci->send_mult_world ? recv->count : send->count;
+    d->count = ml_coll_count_of(op->u.coll.coll, send->count, recv->count);
     d->dtype = (int32_t)send->dtype;
     d->op = ci->has_op ? (int32_t)op->u.coll.op : -1;
     d->root = ci->has_root ? op->u.coll.root : -1;

@@ -41,7 +41,7 @@ int kn_coll_of(const char *name) {
             best_len = n;
         }
     }
-    return best;
+    return best < 0 ? best : (int)ml_coll_kernel_family((ml_coll)best);
 }
 
 void kn_tally_add(kn_tally *t, const char *name, uint64_t count) {

@@ -36,8 +36,9 @@ void kn_kernels_free(kn_kernel *k, size_t n);
 /* The demangled form of a C++ name into buf; the name itself when it is not mangled or no
  * demangler is loaded. */
 void kn_demangle(const char *name, char *buf, size_t len);
-/* The collective a kernel name belongs to: the longest kernel_match of coll.h's table found in
- * it ("ncclDevKernel_ReduceScatter" wins over "ncclDevKernel_Reduce"), or -1. */
+/* The kernel family a kernel name belongs to (ml_coll_kernel_family: the first row with that
+ * kernel_match, COLL_SEND for SendRecv): the longest kernel_match of coll.h's table found in it
+ * ("ncclDevKernel_ReduceScatter" wins over "ncclDevKernel_Reduce"), or -1. */
 int kn_coll_of(const char *name);
 
 /* Kernels of one window, by name (in first-seen order) and by collective. */

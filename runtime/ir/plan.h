@@ -76,8 +76,7 @@ typedef struct {
 /* NCCL's count of a collective or send/recv op (coll.h): the side that is not multiplied by
  * world, recv's for reduce_scatter, send's for the others. */
 static inline uint64_t plan_coll_count(const plan_op *op) {
-    return ml_colls[op->u.coll.coll].send_mult_world ? op->u.coll.recv.count
-                                                     : op->u.coll.send.count;
+    return ml_coll_count_of(op->u.coll.coll, op->u.coll.send.count, op->u.coll.recv.count);
 }
 /* The name of what an op does, for messages and labels: the collective's name for OP_COLL
  * ("reduce_scatter"), else the op kind's ("copy", "compute"). */

@@ -130,9 +130,10 @@ static inline int eval_size(expander *x, const expr *e, int64_t dflt, src_at w, 
 /* NCCL's in-place rule for a collective's resolved views on `rank` (coll.h). */
 static inline bool coll_in_place(const plan_op *op, int rank) {
     const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
-    return s->buf == r->buf && (int64_t)r->offset - (int64_t)s->offset ==
-                                   ml_colls[op->u.coll.coll].inplace_recv_minus_send(
-                                       plan_coll_count(op), rank);
+    int64_t delta;
+    return s->buf == r->buf &&
+           ml_coll_inplace_at(op->u.coll.coll, plan_coll_count(op), rank, &delta) &&
+           (int64_t)r->offset - (int64_t)s->offset == delta;
 }
 
 #endif

@@ -200,8 +200,9 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
             continue;
         int64_t diff = (int64_t)op->u.coll.recv.offset - (int64_t)op->u.coll.send.offset;
         uint64_t count = plan_coll_count(op);
+        int64_t delta;
         for (int r = 0; r < p->world && same; r++)
-            same = (diff == ml_colls[op->u.coll.coll].inplace_recv_minus_send(count, r)) ==
+            same = (ml_coll_inplace_at(op->u.coll.coll, count, r, &delta) && diff == delta) ==
                    op->u.coll.in_place;
     }
     return same;

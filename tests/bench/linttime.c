@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "lint/lint.h"
 #include "predict/analyzer.h"
 
 static double cpu_now(void) {

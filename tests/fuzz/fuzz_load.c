@@ -12,6 +12,7 @@
  * Every input is loaded twice: from memory and through the file entry point (a memfd, read by
  * base/input.c as a regular file), and both must give the same verdict and first diagnostic. A
  * broken contract aborts, which libFuzzer reports as a crash with the input that caused it. */
+#include "lint/lint.h"
 #include "predict/analyzer.h"
 
 #include <stdio.h>

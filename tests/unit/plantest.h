@@ -5,6 +5,7 @@
 #define MEMLIFE_PLANTEST_H
 
 #include "testutil.h"
+#include "lint/lint.h"
 #include "predict/analyzer.h"
 
 #include <stdio.h>

@@ -305,7 +305,7 @@ static const bad_case bad_cases[] = {
     {"steps:\n  - alloc: {buf: x, bytes: 4, init: {cnst: 1}}\n", "t.yaml:2:38: error: unknown key 'cnst' in init: expected one of const, expr, copy, random, identity, pattern"},
     {A "  - sync: {steam: s}\n", "t.yaml:3:12: error: unknown key 'steam' in sync: expected one of stream, event"},
     /* steps */
-    {"steps:\n  - alreduce: {buf: x}\n", "t.yaml:2:5: error: unknown step 'alreduce': expected one of when, alloc, free, release, sync, record, wait, repeat, region, init, copy, scale, compute, check, expect_error, send, recv, group, record_stream, empty_cache, all_reduce, reduce_scatter, all_gather, broadcast, reduce"},
+    {"steps:\n  - alreduce: {buf: x}\n", "t.yaml:2:5: error: unknown step 'alreduce': expected one of when, alloc, free, release, sync, record, wait, repeat, region, init, copy, scale, compute, check, expect_error, send, recv, group, record_stream, empty_cache, all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all"},
     {"steps: [alloc]\n", "t.yaml:1:9: error: a step must be a mapping"},
     {"steps: {alloc: 1}\n", "t.yaml:1:8: error: 'steps' must be a list"},
     {A "    free: x\n", "t.yaml:3:5: error: a step has one step key: 'free' after 'alloc'"},
@@ -403,7 +403,7 @@ static const bad_case bad_cases[] = {
     {A "  - check: {name: c, equal: [x, {reduce: {copy: x}}]}\n", "t.yaml:3:43: error: a reduced pattern must be rank_iota, const, expr or random"},
     {A "  - expect_error: {name: e, error: nope, step: {free: x}}\n", "t.yaml:3:36: error: unknown error code 'nope': expected one of size_mismatch, dtype_mismatch, bad_op, out_of_bounds, bad_inplace"},
     {A "  - expect_error: {name: e, error: bad_op}\n", "t.yaml:3:5: error: expect_error needs 'step'"},
-    {A "  - expect_error: {name: e, error: bad_op, step: {all_reduc: {buf: x}}}\n", "t.yaml:3:51: error: unknown step 'all_reduc': expected one of when, alloc, free, release, sync, record, wait, repeat, region, init, copy, scale, compute, check, expect_error, send, recv, group, record_stream, empty_cache, all_reduce, reduce_scatter, all_gather, broadcast, reduce"},
+    {A "  - expect_error: {name: e, error: bad_op, step: {all_reduc: {buf: x}}}\n", "t.yaml:3:51: error: unknown step 'all_reduc': expected one of when, alloc, free, release, sync, record, wait, repeat, region, init, copy, scale, compute, check, expect_error, send, recv, group, record_stream, empty_cache, all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all"},
     /* top level */
     {"steps: []\nplans: {a: {steps: []}}\n", "t.yaml:2:1: error: 'steps' and 'plans' cannot both be given"},
     {"plans: {a: {steps: []}, a: {steps: []}}\n", "t.yaml:1:25: error: duplicate plan 'a'"},
@@ -659,7 +659,7 @@ static void test_memo_slot_shared(void **state) {
     expect_load_error(A "  - reduce: {buf: x, root: 0}\n  - rexxce: {buf: x}\n",
                       "t.yaml:4:5: error: unknown step 'rexxce': expected one of when, alloc, free, release, sync, "
                       "record, wait, repeat, region, init, copy, scale, compute, check, expect_error, send, recv, "
-                      "group, record_stream, empty_cache, all_reduce, reduce_scatter, all_gather, broadcast, reduce");
+                      "group, record_stream, empty_cache, all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all");
 }
 
 /* The loaded file's own name defaults the schedule name; a file on disk loads like a buffer. */

@@ -267,8 +267,27 @@ static void test_tables(void **state) {
     assert_true(ml_colls[COLL_BROADCAST].busbw_factor(4) == 1.0);
     assert_true(ml_colls[COLL_ALL_REDUCE].link_bytes(256.0, 4) == 384.0);
     /* In place: RS recv == send + rank*recvcount; AG send == recv + rank*sendcount */
-    assert_int_equal(ml_colls[COLL_REDUCE_SCATTER].inplace_recv_minus_send(16, 3), 48);
-    assert_int_equal(ml_colls[COLL_ALL_GATHER].inplace_recv_minus_send(16, 3), -48);
+    int64_t delta = 1;
+    assert_true(ml_coll_inplace_at(COLL_REDUCE_SCATTER, 16, 3, &delta));
+    assert_int_equal(delta, 48);
+    assert_true(ml_coll_inplace_at(COLL_ALL_GATHER, 16, 3, &delta));
+    assert_int_equal(delta, -48);
+    assert_true(ml_coll_inplace_at(COLL_BROADCAST, 16, 3, &delta));
+    assert_int_equal(delta, 0);
+    assert_int_equal(ml_coll_count_of(COLL_REDUCE_SCATTER, 64, 16), 16);
+    assert_int_equal(ml_coll_count_of(COLL_ALL_GATHER, 16, 64), 16);
+    /* all_to_all: count/world to each rank, both sides count, never in place; (N-1)/N of the
+     * message over N-1 steps (nccl-tests' alltoall factor); one SendRecv kernel */
+    assert_int_equal(ml_coll_lookup("all_to_all", 10), COLL_ALL_TO_ALL);
+    assert_int_equal(ml_coll_send_count(COLL_ALL_TO_ALL, 16, 4), 16);
+    assert_int_equal(ml_coll_recv_count(COLL_ALL_TO_ALL, 16, 4), 16);
+    assert_true(ml_colls[COLL_ALL_TO_ALL].count_per_rank);
+    assert_false(ml_coll_inplace_at(COLL_ALL_TO_ALL, 16, 0, &delta));
+    assert_int_equal(ml_colls[COLL_ALL_TO_ALL].ring_steps(4), 3);
+    assert_true(ml_colls[COLL_ALL_TO_ALL].busbw_factor(4) == 0.75);
+    assert_true(ml_colls[COLL_ALL_TO_ALL].link_bytes(256.0, 4) == 192.0);
+    assert_int_equal(ml_colls[COLL_ALL_TO_ALL].flow.source, FLOW_TRANSPOSE);
+    assert_int_equal(ml_coll_kernel_family(COLL_ALL_TO_ALL), COLL_SEND);
     assert_int_equal(ml_coll_send_count(COLL_REDUCE_SCATTER, 16, 4), 64);
     assert_int_equal(ml_coll_recv_count(COLL_ALL_GATHER, 16, 4), 64);
     assert_int_equal(ml_coll_recv_count(COLL_REDUCE_SCATTER, 16, 4), 16);
@@ -282,13 +301,48 @@ static void test_coll_flow(void **state) {
         const ml_coll_info *ci = &ml_colls[c];
         assert_int_not_equal(ci->flow.source, FLOW_UNDECLARED);
         assert_int_equal(ci->flow.source == FLOW_REDUCTION, ci->has_op);
-        assert_int_equal(ci->flow.shard_of_rank, ci->send_mult_world && !ci->recv_mult_world);
+        assert_int_equal(ci->flow.shard_of_rank,
+                         ci->send_n == CNT_WORLD_X_COUNT && ci->recv_n == CNT_COUNT);
         if (ci->flow.source == FLOW_ROOT_SEND || ci->flow.root_only)
             assert_true(ci->has_root);
     }
     assert_int_equal(ml_colls[COLL_ALL_GATHER].flow.source, FLOW_GATHER);
     assert_true(ml_colls[COLL_REDUCE].flow.root_only);
     assert_int_equal(ml_colls[COLL_BROADCAST].flow.source, FLOW_ROOT_SEND);
+}
+
+/* Every row of the collective table declares every field whose zero value would be a silent
+ * default (coll.h): counts, the in-place rule, the bus-bandwidth reference, the data flow, the
+ * three formulas and the names; names are unique and found by lookup. A row added without one
+ * fails here. */
+static void test_coll_rows_complete(void **state) {
+    for (int c = 0; c < COLL_COUNT; c++) {
+        const ml_coll_info *ci = &ml_colls[c];
+        assert_non_null(ci->name);
+        assert_int_equal(ml_coll_lookup(ci->name, strlen(ci->name)), c);
+        assert_true(ci->nccl_api && ci->nccl_api[0]);
+        assert_true(ci->kernel_match && ci->kernel_match[0]);
+        assert_int_not_equal(ci->send_n, CNT_UNDECLARED);
+        assert_int_not_equal(ci->recv_n, CNT_UNDECLARED);
+        assert_int_not_equal(ci->inplace, INPLACE_UNDECLARED);
+        assert_true(ci->busbw_ref > BUSBW_UNDECLARED && ci->busbw_ref < BUSBW_COUNT);
+        assert_int_not_equal(ci->flow.source, FLOW_UNDECLARED);
+        assert_non_null(ci->ring_steps);
+        assert_non_null(ci->busbw_factor);
+        assert_non_null(ci->link_bytes);
+        /* count/world to each rank: both sides hold count */
+        if (ci->count_per_rank)
+            assert_true(ci->send_n == CNT_COUNT && ci->recv_n == CNT_COUNT);
+        /* send/recv name one view (`buf:`): in place by construction */
+        if (ci->p2p)
+            assert_int_equal(ci->inplace, INPLACE_SAME);
+        for (int k = 0; k < c; k++)
+            assert_string_not_equal(ml_colls[k].name, ci->name);
+        assert_true(ml_coll_kernel_family((ml_coll)c) <= (ml_coll)c);
+    }
+    /* send and recv launch one SendRecv kernel: one family */
+    assert_int_equal(ml_coll_kernel_family(COLL_RECV), COLL_SEND);
+    assert_int_equal(ml_coll_kernel_family(COLL_REDUCE), COLL_REDUCE);
 }
 
 /* The one allocation-failure path: a request that cannot be met prints the bytes asked for and
@@ -332,7 +386,7 @@ int main(void) {
         cmocka_unit_test(test_diag_format),  cmocka_unit_test(test_diag_max_errors),
         cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_output_place), cmocka_unit_test(test_format_bytes),
         cmocka_unit_test(test_arena_and_vec), cmocka_unit_test(test_tables),
-        cmocka_unit_test(test_coll_flow),    cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_coll_flow),    cmocka_unit_test(test_coll_rows_complete),    cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

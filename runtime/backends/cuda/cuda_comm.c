@@ -72,6 +72,32 @@ static ncclResult_t launch_recv(const void *send, void *recv, size_t count, nccl
     return ncclRecv(recv, count, dt, peer, comm, s);
 }
 
+/* All-to-all as PyTorch's all_to_all_single issues it on NCCL: one group of a send and a recv
+ * of count/world elements per rank (itself included), one SendRecv kernel. The group is closed
+ * even when a call inside it fails. */
+static ncclResult_t launch_all_to_all(const void *send, void *recv, size_t count, ncclDataType_t dt,
+                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t s) {
+    (void)op;
+    (void)root;
+    int world = 0;
+    ncclResult_t res = ncclCommCount(comm, &world);
+    if (res != ncclSuccess || world <= 0)
+        return res != ncclSuccess ? res : ncclInternalError;
+    size_t esize = 0;
+    for (int k = 0; k < DT_COUNT; k++)
+        if (ml_dtypes[k].nccl == (int)dt)
+            esize = ml_dtypes[k].size;
+    size_t block = count / (size_t)world;
+    res = ncclGroupStart();
+    for (int p = 0; p < world && res == ncclSuccess; p++) {
+        res = ncclSend((const char *)send + (size_t)p * block * esize, block, dt, p, comm, s);
+        if (res == ncclSuccess)
+            res = ncclRecv((char *)recv + (size_t)p * block * esize, block, dt, p, comm, s);
+    }
+    ncclResult_t end = ncclGroupEnd();
+    return res != ncclSuccess ? res : end;
+}
+
 static const cu_launch_fn cu_launch[COLL_COUNT] = {
     [COLL_ALL_REDUCE] = launch_all_reduce,
     [COLL_REDUCE_SCATTER] = launch_reduce_scatter,
@@ -80,6 +106,7 @@ static const cu_launch_fn cu_launch[COLL_COUNT] = {
     [COLL_REDUCE] = launch_reduce,
     [COLL_SEND] = launch_send,
     [COLL_RECV] = launch_recv,
+    [COLL_ALL_TO_ALL] = launch_all_to_all,
 };
 
 bool cu_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && cu_launch[c]; }
@@ -466,8 +493,12 @@ static int warm_one(cu_rank **crs, rt_mem *scratch, int n, ml_coll c, uint64_t c
         memset(a, 0, sizeof *a);
         a->coll = c;
         a->send = a->recv = &scratch[i];
-        /* NCCL's in-place offsets (coll.h): recv - send = inplace_recv_minus_send elements. */
-        int64_t delta = ml_colls[c].inplace_recv_minus_send(count, crs[i]->rank);
+        /* NCCL's in-place offsets (coll.h): recv - send = delta elements; a collective that is
+         * never in place gets recv right after send (warm_bytes counts both). */
+        int64_t delta;
+        bool in_place = ml_coll_inplace_at(c, count, crs[i]->rank, &delta);
+        if (!in_place)
+            delta = (int64_t)ml_coll_send_count(c, count, cu_g.world);
         a->send_off_bytes = delta < 0 ? (uint64_t)(-delta) * esize : 0;
         a->recv_off_bytes = delta > 0 ? (uint64_t)delta * esize : 0;
         a->count = count;
@@ -475,7 +506,7 @@ static int warm_one(cu_rank **crs, rt_mem *scratch, int n, ml_coll c, uint64_t c
         a->op = (ml_redop)op;
         a->root = 0;
         a->stream = stream;
-        a->in_place = true;
+        a->in_place = in_place;
     }
     /* The first collective of a kind sets NCCL's connections up inside this call, waiting for
      * the peers' side without a timeout of its own: the same watchdog as the init. */
@@ -517,18 +548,28 @@ static int comm_stage(rt_rank **ranks, cu_rank **crs, int n, const char *name,
     return 0;
 }
 
-/* Bytes of the largest in-place buffer a warm-up collective of `count` needs. */
+/* Bytes of the scratch a warm-up collective of `count` needs: the larger side in place, both
+ * sides where the collective never runs in place. */
 static uint64_t warm_bytes(ml_coll c, uint64_t count, int dtype) {
     uint64_t send = ml_coll_send_count(c, count, cu_g.world);
     uint64_t recv = ml_coll_recv_count(c, count, cu_g.world);
-    return (send > recv ? send : recv) * ml_dtypes[dtype].size;
+    uint64_t n = ml_colls[c].inplace == INPLACE_NEVER ? send + recv : send > recv ? send : recv;
+    return n * ml_dtypes[dtype].size;
+}
+
+/* A count the collective takes: a multiple of the world where it sends count/world to each. */
+static uint64_t warm_fit(ml_coll c, uint64_t count) {
+    uint64_t w = (uint64_t)cu_g.world;
+    if (!ml_colls[c].count_per_rank || w == 0)
+        return count;
+    return count < w ? w : count - count % w;
 }
 
 /* Halving keeps the result the same on every rank (it depends on count, dtype and world only). */
 static uint64_t warm_capped_count(ml_coll c, uint64_t count, int dtype) {
     while (count > 1 && warm_bytes(c, count, dtype) > WARM_CAP)
         count /= 2;
-    return count;
+    return warm_fit(c, count);
 }
 
 static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w, char *err,
@@ -537,7 +578,7 @@ static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w
      * freed before the baseline whichever allocator the run uses). */
     uint64_t need = 4096;
     for (int c = 0; c < COLL_COUNT; c++) {
-        uint64_t tiny = warm_bytes((ml_coll)c, 1, DT_FLOAT64);
+        uint64_t tiny = warm_bytes((ml_coll)c, warm_fit((ml_coll)c, 1), DT_FLOAT64);
         need = tiny > need ? tiny : need;
         for (int k = 0; k < WARM_SIZES && w->count[c][k]; k++) {
             uint64_t b = warm_bytes((ml_coll)c, warm_capped_count((ml_coll)c, w->count[c][k],
@@ -580,7 +621,8 @@ static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w
         for (uint32_t s = 0; s < 64 && rc == 0; s++) {
             if (!(bits >> s & 1))
                 continue;
-            rc = warm_one(crs, scratch, n, (ml_coll)c, 1, dtype0, op0, s, err, len);
+            rc = warm_one(crs, scratch, n, (ml_coll)c, warm_fit((ml_coll)c, 1), dtype0, op0, s,
+                          err, len);
             for (int k = 0; k < WARM_SIZES && w->count[c][k] && rc == 0; k++)
                 rc = warm_one(crs, scratch, n, (ml_coll)c,
                               warm_capped_count((ml_coll)c, w->count[c][k], w->dtype[c][k]),

@@ -131,10 +131,10 @@ class Driver:
         del self.bufs[buf]
         return ""
 
-    def coll(self, name, sbuf, soff, rbuf, roff, count, dtype, op, root, stream, in_place):
+    def coll(self, name, sbuf, soff, rbuf, roff, send_count, recv_count, dtype, op, root, stream,
+             in_place):
+        # the element counts of both sides come from memlife's table (runtime/ir/coll.c)
         w = self.world
-        send_count = count * w if name == "reduce_scatter" else count
-        recv_count = count * w if name == "all_gather" else count
         send = self.view(sbuf, soff, send_count, dtype)
         recv = self.view(rbuf, roff, recv_count, dtype)
         if dtype in ("uint32", "uint64") and op in ("max", "min"):
@@ -152,7 +152,7 @@ class Driver:
                 if self.backend == "gloo":   # emulated: all_reduce of a copy, then this rank's shard
                     tmp = send.clone()
                     dist.all_reduce(tmp, op=rop)
-                    recv.copy_(tmp[self.rank * count:(self.rank + 1) * count])
+                    recv.copy_(tmp[self.rank * recv_count:(self.rank + 1) * recv_count])
                 else:
                     dist.reduce_scatter_tensor(recv, send, op=rop)
             elif name == "all_gather":
@@ -173,6 +173,8 @@ class Driver:
                 dist.reduce(tmp, dst=root, op=rop)
                 if self.rank == root and tmp is not recv:
                     recv.copy_(tmp)
+            elif name == "all_to_all":   # never in place: send and recv are apart
+                dist.all_to_all_single(recv, send)
             else:
                 raise ValueError("no collective '%s' in the torch backend" % name)
         if not self.cuda:
@@ -326,6 +328,8 @@ class Driver:
                 dist.broadcast(x, src=0)
             elif name == "reduce":
                 dist.reduce(x, dst=0)
+            elif name == "all_to_all":
+                dist.all_to_all_single(torch.empty_like(x), x)
         del x
         if self.cuda:
             torch.cuda.synchronize(self.device)
@@ -359,7 +363,7 @@ def main():
     out.write(("hello %s %s %s %s\n" % (torch.__version__, d.backend, d.device,
                                         ",".join(d.emulated) or "-")).encode())
     out.flush()
-    ints = {"alloc": (0, 1, 2, 4), "free": (0,), "coll": (1, 2, 3, 4, 5, 8, 9, 10),
+    ints = {"alloc": (0, 1, 2, 4), "free": (0,), "coll": (1, 2, 3, 4, 5, 6, 9, 10, 11),
             "sync": (1, 2), "record": (0, 1), "wait": (0, 1), "write": (0, 1, 2),
             "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1), "open_streams": (0,), "limit": (0,),
             "time_begin": (0,)}
