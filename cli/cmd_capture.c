@@ -203,8 +203,9 @@ int cmd_capture(int argc, char **argv) {
     for (size_t k = 0; k < n_py && child == 9; k++, p += strlen(p) + 1) {
         av[0] = (char *)p;
         child = run_child(av, pypath, timeout_s);
-        size_t at = strlen(tried);
-        snprintf(tried + at, sizeof tried - at, "%s%s", at ? ", " : "", p);
+        size_t at = strlen(tried), room = sizeof tried - at;
+        if (room > strlen(p) + 3)
+            snprintf(tried + at, room, "%s%.*s", at ? ", " : "", (int)(room - 3), p);
     }
     rc = ML_EXIT_OK;
     json_t *snap = NULL;
