@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/* plot_bands.c — the buffer bands under a row's curve (plot_int.h).
+ *
+ * A band is one allocation of a buffer, from its alloc to its free (a release's kept chunk goes
+ * on in the same place, narrower). Bands stack in a fixed order — allocations that are never
+ * freed first, then by allocation time — so that a band moves only when one under it is freed,
+ * never because a newer or larger one arrived. That is what makes memory_viz's active-memory
+ * timeline readable, and the difference from stacking by size, where every new large buffer
+ * pushes the long-lived ones up. */
+#include "plot_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Pale first, so that the first buffers of a picture never hide the rank curves over them; the
+ * grey of the "small buffers" band is not among them. */
+static const char *const band_palette[] = {
+    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d",
+    "#9edae5", "#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69",
+    "#fccde5", "#bc80bd"};
+const char PLOT_SMALL_COLOR[] = "#d4d4d4";
+
+const char *plot_color_of(plot_colors *c, const char *name) {
+    if (!c->names.item_size)
+        ml_vec_init(&c->names, sizeof(const char *));
+    size_t k = 0;
+    while (k < c->names.n && strcmp(ML_VEC_AT(&c->names, const char *, k), name))
+        k++;
+    if (k == c->names.n)
+        *(char **)ml_vec_push(&c->names) = ml_xstrdup(name);
+    return band_palette[k % ML_ARRAY_LEN(band_palette)];
+}
+
+void plot_colors_free(plot_colors *c) {
+    for (size_t k = 0; k < c->names.n; k++)
+        free(ML_VEC_AT(&c->names, char *, k));
+    if (c->names.item_size)
+        ml_vec_free(&c->names);
+}
+
+/* One allocation's stretch at one size: live after ops k0 .. k1-1. */
+typedef struct {
+    uint32_t buf;
+    size_t k0, k1;
+    size_t order;             /* the op of its alloc (a release's rest keeps its allocation's) */
+    uint64_t bytes;
+    bool to_end;              /* its allocation is never freed */
+    size_t c0, c1;            /* the columns it is drawn in: [c0, c1) */
+    double *bottom;           /* [c1 - c0] bytes under it */
+} span;
+
+typedef struct {
+    span *v;
+    size_t n, cap;
+} spans;
+
+static span *spans_push(spans *s) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->v = ml_xrealloc(s->v, s->cap * sizeof *s->v);
+    }
+    memset(&s->v[s->n], 0, sizeof s->v[0]);
+    return &s->v[s->n++];
+}
+
+/* Walks the plan once: the spans of every buffer, and the total live bytes after every op. */
+static void collect(const rank_plan *rp, spans *out, uint64_t *total) {
+    uint32_t n_bufs = rp->s->syms[SYM_BUFFER].n;
+    size_t *open = ml_xcalloc(n_bufs + 1, sizeof *open);   /* index + 1 of its open span */
+    uint32_t *chunks = ml_xcalloc(n_bufs + 1, sizeof *chunks);
+    uint64_t sum = 0;
+    for (size_t k = 0; k < rp->n_ops; k++) {
+        const plan_op *op = &rp->ops[k];
+        uint32_t b = series_op_buffer(op);
+        if (b < n_bufs && (op->kind == OP_ALLOC || op->kind == OP_FREE || op->kind == OP_RELEASE)) {
+            span *was = open[b] ? &out->v[open[b] - 1] : NULL;
+            size_t order = was ? was->order : k;
+            uint64_t now = 0;
+            if (op->kind == OP_ALLOC) {
+                now = op->u.alloc.bytes;
+                chunks[b] = op->u.alloc.chunks;
+                order = k;
+            } else if (op->kind == OP_RELEASE && was) {
+                /* the kept chunk: ceil(bytes / chunks), the last one shorter (as lint has it) */
+                uint64_t live = was->bytes;
+                now = live;
+                if (chunks[b] > 1) {
+                    uint64_t ch = (live + chunks[b] - 1) / chunks[b], lo = (uint64_t)op->u.release.keep * ch;
+                    now = lo >= live ? 0 : (live - lo < ch ? live - lo : ch);
+                }
+            }
+            if (was) {
+                was->k1 = k;
+                sum -= was->bytes;
+                open[b] = 0;
+            }
+            if (now) {
+                span *sp = spans_push(out);
+                *sp = (span){.buf = b, .k0 = k, .k1 = rp->n_ops, .order = order, .bytes = now};
+                open[b] = out->n;
+                sum += now;
+            }
+        }
+        total[k] = sum;
+    }
+    /* an allocation is long-lived when its last stretch is still open at the end */
+    bool *lives = ml_xcalloc(rp->n_ops + 1, sizeof *lives);
+    for (uint32_t b = 0; b < n_bufs; b++)
+        if (open[b])
+            lives[out->v[open[b] - 1].order] = true;
+    for (size_t i = 0; i < out->n; i++)
+        out->v[i].to_end = lives[out->v[i].order];
+    free(lives);
+    free(open);
+    free(chunks);
+}
+
+/* Stacking order: long-lived allocations first, then by allocation time. */
+static int stack_cmp(const span *a, const span *b) {
+    if (a->to_end != b->to_end)
+        return a->to_end ? -1 : 1;
+    return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* The band a buffer is drawn in. An imported snapshot names each allocation by the first user
+ * frame that made it, made unique ("train.py-42", "train.py-42_2", ...): the allocations of one
+ * source line share a band's colour and name (each still stacked in its own place), since the line
+ * is what a reader can act on. Any other name is a band of its own. Returns the key's length. */
+static size_t group_len(const char *name) {
+    size_t n = strlen(name), e = n;
+    while (e > 0 && name[e - 1] >= '0' && name[e - 1] <= '9')
+        e--;
+    if (e > 1 && e < n && name[e - 1] == '_') {   /* the uniquifier */
+        n = e - 1;
+        e = n;
+        while (e > 0 && name[e - 1] >= '0' && name[e - 1] <= '9')
+            e--;
+    }
+    if (e == n || e < 3 || name[e - 1] != '-')
+        return strlen(name);
+    size_t dot = e - 1;   /* "FILE.EXT-LINE": a dot before the dash, letters between */
+    while (dot > 0 && name[dot - 1] != '.' && name[dot - 1] != '/' && name[dot - 1] != '-')
+        dot--;
+    return dot > 1 && name[dot - 1] == '.' && dot < e - 1 ? n : strlen(name);
+}
+
+typedef struct {
+    const char *name;
+    size_t len;          /* of the key: a prefix of name */
+    double area;         /* bytes times ops live, of all its allocations */
+    uint32_t members;
+    bool named;
+} group;
+
+static int key_cmp(const group *a, const group *b) {
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = strncmp(a->name, b->name, n);
+    return c ? c : a->len < b->len ? -1 : a->len > b->len;
+}
+
+static int group_sort_cmp(const void *a, const void *b) {
+    const group *const *x = a, *const *y = b;
+    return key_cmp(*x, *y);
+}
+
+/* Groups the buffers (gid[b]) and picks the groups that get a band: the MAX_BANDS with the most
+ * bytes times ops, none under BAND_MIN_SHARE of the row's. Returns the groups, [*n]. */
+static group *choose(const rank_plan *rp, const spans *sp, uint32_t *gid, size_t *n) {
+    uint32_t n_bufs = rp->s->syms[SYM_BUFFER].n;
+    group *g = ml_xcalloc(n_bufs + 1, sizeof *g), **by = ml_xcalloc(n_bufs + 1, sizeof *by);
+    for (uint32_t b = 0; b < n_bufs; b++) {
+        g[b].name = sched_sym_name(rp->s, SYM_BUFFER, b);
+        g[b].len = group_len(g[b].name);
+        by[b] = &g[b];
+    }
+    qsort(by, n_bufs, sizeof *by, group_sort_cmp);
+    group *out = ml_xcalloc(n_bufs + 1, sizeof *out);
+    *n = 0;
+    for (uint32_t k = 0; k < n_bufs; k++) {
+        if (!*n || key_cmp(&out[*n - 1], by[k]))
+            out[(*n)++] = (group){.name = by[k]->name, .len = by[k]->len};
+        gid[by[k] - g] = (uint32_t)(*n - 1);
+    }
+    double total = 0;
+    bool *seen = ml_xcalloc(n_bufs + 1, sizeof *seen);
+    for (size_t i = 0; i < sp->n; i++) {
+        double a = (double)sp->v[i].bytes * (double)(sp->v[i].k1 - sp->v[i].k0);
+        out[gid[sp->v[i].buf]].area += a;
+        total += a;
+        if (!seen[sp->v[i].buf])
+            out[gid[sp->v[i].buf]].members++;
+        seen[sp->v[i].buf] = true;
+    }
+    for (int j = 0; j < MAX_BANDS; j++) {
+        group *best = NULL;
+        for (size_t k = 0; k < *n; k++)
+            if (!out[k].named && out[k].area > 0 && (!best || out[k].area > best->area))
+                best = &out[k];
+        if (!best || best->area < BAND_MIN_SHARE * total)
+            break;
+        best->named = true;
+    }
+    free(seen);
+    free(by);
+    free(g);
+    return out;
+}
+
+typedef struct {
+    const panel *p;
+    const row *r;
+    const curve *c;
+    size_t stride, n_cols;
+} cols;
+
+static double col_x0(const cols *g, size_t c) { return plot_px(g->p, g->c->edges[c * g->stride]); }
+static double col_x1(const cols *g, size_t c) {
+    size_t k = (c + 1) * g->stride;
+    return plot_px(g->p, g->c->edges[k < g->c->n ? k : g->c->n]);
+}
+
+/* One closed step path between lo(c) and hi(c) over columns [c0, c1). */
+static void band_path(ml_str *o, const cols *g, size_t c0, size_t c1, const double *lo,
+                      const double *hi) {
+    const panel *p = g->p;
+    double y = plot_py(p, g->r, lo[0]);
+    ml_str_printf(o, " d=\"M%.1f %.1f", col_x0(g, c0), y);
+    for (size_t c = c0; c < c1; c++) {
+        double top = plot_py(p, g->r, hi[c - c0]);
+        if (top != y) {
+            if (c > c0)
+                ml_str_printf(o, "H%.1f", col_x0(g, c));
+            ml_str_printf(o, "V%.1f", top);
+            y = top;
+        }
+    }
+    ml_str_printf(o, "H%.1f", col_x1(g, c1 - 1));
+    for (size_t c = c1; c-- > c0;) {
+        double bot = plot_py(p, g->r, lo[c - c0]);
+        if (bot != y) {
+            ml_str_printf(o, "H%.1fV%.1f", col_x1(g, c), bot);
+            y = bot;
+        }
+    }
+    ml_str_printf(o, "H%.1fZ\"", col_x0(g, c0));
+}
+
+/* The name inside its band, at the first stretch where the band is flat and wide and tall
+ * enough for it; nowhere if none is (the legend and the tooltip still name it). */
+static bool band_label(ml_str *o, const cols *g, const span *s, const char *name) {
+    const panel *p = g->p;
+    double h = (double)s->bytes / p->ymax * p->plot_h, need = 5.8 * (double)strlen(name) + 6;
+    if (h < 11)
+        return false;
+    for (size_t a = s->c0; a < s->c1;) {
+        size_t b = a;
+        while (b + 1 < s->c1 && s->bottom[b + 1 - s->c0] == s->bottom[a - s->c0])
+            b++;
+        if (col_x1(g, b) - col_x0(g, a) >= need) {
+            double y = plot_py(p, g->r, s->bottom[a - s->c0] + (double)s->bytes / 2) + 3.5;
+            plot_text(o, col_x0(g, a) + 3, y, "class=\"band-label\" font-size=\"10\" fill=\"#222\"", name);
+            return true;
+        }
+        a = b + 1;
+    }
+    return false;
+}
+
+static void band_title(ml_str *o, const char *name, uint64_t bytes, size_t k0, size_t k1) {
+    char size[32], line[320];
+    ml_format_bytes(bytes, size, sizeof size);
+    snprintf(line, sizeof line, "%.200s: %s, live after ops %zu to %zu", name, size, k0, k1 - 1);
+    ml_str_printf(o, "><title>");
+    plot_xml_escape(o, line);
+    ml_str_printf(o, "</title></path>\n");
+}
+
+void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *colors,
+                     band_legend *lg) {
+    const rank_plan *rp = &p->s->plans[r->rank];
+    const curve *c = &p->curves[r->rank];
+    uint32_t n_bufs = rp->s->syms[SYM_BUFFER].n;
+    memset(lg, 0, sizeof *lg);
+    if (!c->n)
+        return;
+    spans sp = {0};
+    uint64_t *total = ml_xcalloc(c->n + 1, sizeof *total);
+    collect(rp, &sp, total);
+    uint32_t *gid = ml_xcalloc(n_bufs + 1, sizeof *gid);
+    size_t n_groups;
+    group *groups = choose(rp, &sp, gid, &n_groups);
+    bool *small = ml_xcalloc(n_bufs + 1, sizeof *small);
+
+    cols g = {.p = p, .r = r, .c = c};
+    g.stride = c->n > BAND_COLUMNS ? (c->n + BAND_COLUMNS - 1) / BAND_COLUMNS : 1;
+    g.n_cols = (c->n + g.stride - 1) / g.stride;
+    /* the named spans in stacking order, with the columns they cover */
+    span **v = ml_xcalloc(sp.n + 1, sizeof *v);
+    size_t nv = 0;
+    for (size_t i = 0; i < sp.n; i++) {
+        span *s = &sp.v[i];
+        if (!groups[gid[s->buf]].named) {
+            small[s->buf] = true;
+            continue;
+        }
+        s->c0 = (s->k0 + g.stride - 1) / g.stride;
+        s->c1 = (s->k1 + g.stride - 1) / g.stride;
+        if (s->c1 > s->c0) {
+            s->bottom = ml_xcalloc(s->c1 - s->c0, sizeof *s->bottom);
+            v[nv++] = s;
+        }
+    }
+    for (size_t i = 1; i < nv; i++)   /* insertion sort: stable, and the spans come nearly sorted */
+        for (size_t j = i; j > 0 && stack_cmp(v[j], v[j - 1]) < 0; j--) {
+            span *t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    /* column by column: the bytes under each live span, and the named sum under the small band */
+    double *small_lo = ml_xcalloc(g.n_cols + 1, sizeof *small_lo);
+    double *small_hi = ml_xcalloc(g.n_cols + 1, sizeof *small_hi);
+    for (size_t col = 0; col < g.n_cols; col++) {
+        double under = 0;
+        for (size_t i = 0; i < nv; i++)
+            if (v[i]->c0 <= col && col < v[i]->c1) {
+                v[i]->bottom[col - v[i]->c0] = under;
+                under += (double)v[i]->bytes;
+            }
+        small_lo[col] = under;
+        small_hi[col] = fmax(under, (double)total[col * g.stride]);
+    }
+    /* the legend's entries: the named groups in stacking order */
+    uint32_t *slot = ml_xcalloc(n_groups + 1, sizeof *slot);
+    for (size_t i = 0; i < nv; i++) {
+        const group *gr = &groups[gid[v[i]->buf]];
+        size_t k = (size_t)(gr - groups);
+        if (!slot[k] && lg->n_names < MAX_BANDS) {
+            snprintf(lg->names[lg->n_names], sizeof lg->names[0], "%.*s", (int)gr->len, gr->name);
+            lg->members[lg->n_names] = gr->members;
+            slot[k] = ++lg->n_names;
+        }
+    }
+    for (size_t i = 0; i < nv; i++) {
+        const span *s = v[i];
+        uint32_t at = slot[gid[s->buf]];
+        if (!at)
+            continue;
+        const char *name = lg->names[at - 1];
+        double *top = ml_xcalloc(s->c1 - s->c0, sizeof *top);
+        for (size_t col = s->c0; col < s->c1; col++)
+            top[col - s->c0] = s->bottom[col - s->c0] + (double)s->bytes;
+        ml_str_printf(o, "<path class=\"band\" data-rank=\"%d\" data-name=\"", r->rank);
+        plot_xml_escape(o, name);
+        ml_str_printf(o, "\" data-buffer=\"");
+        plot_xml_escape(o, sched_sym_name(rp->s, SYM_BUFFER, s->buf));
+        ml_str_printf(o, "\" data-bytes=\"%llu\" fill=\"%s\" fill-opacity=\"%.2f\" stroke=\"#fff\" "
+                         "stroke-width=\"0.3\"", (unsigned long long)s->bytes,
+                      plot_color_of(colors, name), BAND_OPACITY);
+        band_path(o, &g, s->c0, s->c1, s->bottom, top);
+        band_title(o, sched_sym_name(rp->s, SYM_BUFFER, s->buf), s->bytes, s->k0, s->k1);
+        free(top);
+    }
+    /* labels after every band, so that no band is drawn over one */
+    bool labelled[MAX_BANDS] = {false};
+    for (size_t i = 0; i < nv; i++) {
+        uint32_t at = slot[gid[v[i]->buf]];
+        if (at && !labelled[at - 1])
+            labelled[at - 1] = band_label(o, &g, v[i], lg->names[at - 1]);
+    }
+    for (uint32_t b = 0; b < n_bufs; b++)
+        lg->n_small += small[b];
+    if (lg->n_small) {
+        char label[64];
+        snprintf(label, sizeof label, "%u small buffer%s", lg->n_small, lg->n_small > 1 ? "s" : "");
+        ml_str_printf(o, "<path class=\"band\" data-small=\"%u\" data-rank=\"%d\" data-name=\"%s\" "
+                         "fill=\"%s\" fill-opacity=\"%.2f\" stroke=\"none\"",
+                      lg->n_small, r->rank, label, PLOT_SMALL_COLOR, BAND_OPACITY);
+        band_path(o, &g, 0, g.n_cols, small_lo, small_hi);
+        ml_str_printf(o, "><title>");
+        plot_xml_escape(o, label);
+        ml_str_printf(o, ", summed: each holds less of the row's bytes over time than the named "
+                         "bands</title></path>\n");
+    }
+    for (size_t i = 0; i < sp.n; i++)
+        free(sp.v[i].bottom);
+    free(sp.v);
+    free(v);
+    free(slot);
+    free(total);
+    free(gid);
+    free(groups);
+    free(small);
+    free(small_lo);
+    free(small_hi);
+}
