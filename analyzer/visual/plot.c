@@ -23,7 +23,7 @@
 enum {
     MIN_PANEL_W = 640, MAX_PANEL_W = 1600, MAX_GRID_PANEL_W = 1000, PX_PER_OP = 6, GRID_COLS = 3,
     TITLE_H = 56, NOTE_LINES = 4, NOTE_H = 14 * NOTE_LINES + 10, ROW_PLOT_H = 300, ROWS_PLOT_H = 190,
-    ROW_LABEL_H = 18, AXIS_H = 44, LEGEND_ROW = 18, MAX_ROWS = 8, TICK_GAP = 90
+    ROW_LABEL_H = 18, REGION_H = 13, AXIS_H = 44, LEGEND_ROW = 18, MAX_ROWS = 8, TICK_GAP = 90
 };
 /* Panels whose highest values lie within this factor share one y scale (a naive and an optimized
  * plan compare by eye); past it each panel gets its own, or the small one would be a flat line. */
@@ -35,28 +35,6 @@ static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"
 /* Spans in the stream lanes, by what the op is. */
 static const char *lane_color(plan_op_kind k) {
     return k == OP_COLL ? "#5b8fd1" : k == OP_COMPUTE ? "#6bb36b" : "#e0a050";
-}
-
-void plot_xml_escape(ml_str *out, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': ml_str_append(out, "&amp;", 5); break;
-        case '<': ml_str_append(out, "&lt;", 4); break;
-        case '>': ml_str_append(out, "&gt;", 4); break;
-        case '"': ml_str_append(out, "&quot;", 6); break;
-        case '\'': ml_str_append(out, "&apos;", 6); break;
-        default:
-            /* Control characters are not allowed in XML 1.0 at all. */
-            if ((unsigned char)*s >= 0x20 || *s == '\t' || *s == '\n')
-                ml_str_append(out, s, 1);
-        }
-    }
-}
-
-void plot_text(ml_str *o, double x, double y, const char *attrs, const char *s) {
-    ml_str_printf(o, "<text x=\"%.1f\" y=\"%.1f\" %s>", x, y, attrs);
-    plot_xml_escape(o, s);
-    ml_str_printf(o, "</text>\n");
 }
 
 static bool torch_view(ml_mem_view v) { return v == VIEW_TORCH_ALLOCATED || v == VIEW_TORCH_RESERVED; }
@@ -156,9 +134,9 @@ static void draw_y_axis(ml_str *o, const panel *p, const row *r, const plot_opti
         ml_str_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n",
                       left, y, right, y);
         /* data-y: where the value lies (the text sits 4 px lower to centre on its line). */
-        ml_str_printf(o, "<text class=\"ytick\" data-row=\"%d\" data-bytes=\"%.0f\" data-y=\"%.1f\" "
+        ml_str_printf(o, "<text class=\"ytick\" data-bytes=\"%.0f\" data-y=\"%.1f\" data-row=\"%d\" "
                          "x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\" fill=\"#333\">",
-                      r->rank, v, y, left - 6, y + 4);
+                      v, y, r->rank, left - 6, y + 4);
         plot_xml_escape(o, label);
         ml_str_printf(o, "</text>\n");
     }
@@ -216,7 +194,8 @@ static void draw_x_axis(ml_str *o, const panel *p, const plot_options *opt) {
               opt->time_axis ? "time since baseline (measured)" : "op (index in the rank's plan)");
 }
 
-/* Collectives as shaded spans, syncs as dashed ticks, regions as bars along the bottom of a row.
+/* Collectives as shaded spans, syncs as dashed ticks, regions as bars in the strip under a row
+ * (under the plot, so that they hide no band).
  * Spans closer than a pixel are merged so that a million-op plan stays a small file. Their labels
  * are in the stream lanes (draw_lanes), where nothing crosses them. */
 static void draw_spans(ml_str *o, const panel *p, const row *rw) {
@@ -254,7 +233,7 @@ static void draw_spans(ml_str *o, const panel *p, const row *rw) {
             if (depth >= ML_ARRAY_LEN(region_start))
                 continue;
             double r0 = plot_px(p, c->edges[region_start[depth]]), r1 = x1;
-            double y = rw->top + p->plot_h - 13.0 * (double)(depth + 1);
+            double y = rw->regions_top + REGION_H * (double)depth;
             ml_str_printf(o, "<rect class=\"region\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"11\" "
                              "fill=\"#e8c872\" fill-opacity=\"0.6\"/>\n", r0, y, fmax(r1 - r0, 1));
             const char *name = sched_sym_name(rp->s, SYM_REGION, op->u.region.region);
@@ -657,6 +636,18 @@ static double draw_panel(ml_str *o, panel *p, plot_colors *colors, const plot_op
     return draw_legend(o, p, lg, colors, opt);
 }
 
+/* How deep regions nest in a plan: the strips its region bars need. */
+static int region_depth(const rank_plan *rp) {
+    int depth = 0, max = 0;
+    for (size_t k = 0; k < rp->n_ops; k++) {
+        if (rp->ops[k].kind == OP_REGION_BEGIN)
+            max = ++depth > max ? depth : max;
+        else if (rp->ops[k].kind == OP_REGION_END && depth > 0)
+            depth--;
+    }
+    return max < 64 ? max : 64;
+}
+
 /* Sets up panel p for series s: curves, rank groups, rows, the vertical layout. */
 static void panel_build(panel *p, const series *s, double w, const plot_options *o) {
     p->s = s;
@@ -694,7 +685,9 @@ static void panel_build(panel *p, const series *s, double w, const plot_options 
         uint32_t streams = s->s->syms[SYM_STREAM].n;
         rw->n_lanes = streams ? streams : 1;
         rw->top = y + ROW_LABEL_H;
-        rw->lanes_top = rw->top + p->plot_h + 6;
+        rw->regions_top = rw->top + p->plot_h + 4;
+        rw->n_regions = region_depth(&s->plans[rw->rank]);
+        rw->lanes_top = rw->regions_top + REGION_H * (double)rw->n_regions + 2;
         y = rw->lanes_top + LANE_H * (double)rw->n_lanes + 4;
     }
     p->axis_top = y + (p->n_groups > p->n_rows ? 16 : 0);

@@ -247,30 +247,40 @@ static void band_path(ml_str *o, const cols *g, size_t c0, size_t c1, const doub
 }
 
 /* The name inside its band, at the first stretch where the band is flat and wide and tall
- * enough for it; nowhere if none is (the legend and the tooltip still name it). */
-static bool band_label(ml_str *o, const cols *g, const span *s, const char *name) {
+ * enough for it; nowhere if none is (the legend and the tooltip still name it). A band of many
+ * allocations (a snapshot's source line) is measured as the block its allocations make where
+ * they lie one on another: lo[c]..hi[c], lo[c] < 0 where it has none. */
+static void band_label(ml_str *o, const cols *g, const double *lo, const double *hi, const char *name) {
     const panel *p = g->p;
-    double h = (double)s->bytes / p->ymax * p->plot_h, need = 5.8 * (double)strlen(name) + 6;
-    if (h < 11)
-        return false;
-    for (size_t a = s->c0; a < s->c1;) {
+    double need = 5.8 * (double)strlen(name) + 6, min_h = 11 * p->ymax / p->plot_h;
+    for (size_t a = 0; a < g->n_cols;) {
+        if (lo[a] < 0 || hi[a] - lo[a] < min_h) {
+            a++;
+            continue;
+        }
         size_t b = a;
-        while (b + 1 < s->c1 && s->bottom[b + 1 - s->c0] == s->bottom[a - s->c0])
+        double top = hi[a];
+        while (b + 1 < g->n_cols && lo[b + 1] == lo[a] && hi[b + 1] - lo[a] >= min_h) {
             b++;
+            top = fmin(top, hi[b]);
+        }
         if (col_x1(g, b) - col_x0(g, a) >= need) {
-            double y = plot_py(p, g->r, s->bottom[a - s->c0] + (double)s->bytes / 2) + 3.5;
+            double y = plot_py(p, g->r, (lo[a] + top) / 2) + 3.5;
             plot_text(o, col_x0(g, a) + 3, y, "class=\"band-label\" font-size=\"10\" fill=\"#222\"", name);
-            return true;
+            return;
         }
         a = b + 1;
     }
-    return false;
 }
 
-static void band_title(ml_str *o, const char *name, uint64_t bytes, size_t k0, size_t k1) {
+/* The tooltip: the buffer, its size, where the schedule allocates it (for an imported snapshot
+ * the name is already its frame) and the ops it lives through. */
+static void band_title(ml_str *o, const rank_plan *rp, const span *s) {
     char size[32], line[320];
-    ml_format_bytes(bytes, size, sizeof size);
-    snprintf(line, sizeof line, "%.200s: %s, live after ops %zu to %zu", name, size, k0, k1 - 1);
+    ml_format_bytes(s->bytes, size, sizeof size);
+    ml_mark m = plan_op_mark(&rp->ops[s->order]);
+    snprintf(line, sizeof line, "%.200s: %s, allocated at line %u, live after ops %zu to %zu",
+             sched_sym_name(rp->s, SYM_BUFFER, s->buf), size, m.line, s->k0, s->k1 - 1);
     ml_str_printf(o, "><title>");
     plot_xml_escape(o, line);
     ml_str_printf(o, "</title></path>\n");
@@ -298,19 +308,38 @@ void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *color
     /* the named spans in stacking order, with the columns they cover */
     span **v = ml_xcalloc(sp.n + 1, sizeof *v);
     size_t nv = 0;
+    /* Past BAND_COLUMNS ops a column stands for stride ops and a span is drawn in every column
+     * it touches; one buffer's spans that then meet are drawn as one, at the largest size (as the
+     * curve's bars keep each column's highest value), so that a buffer allocated and freed 10,000
+     * times is one band, not 10,000 slivers. */
+    size_t *last = ml_xcalloc(n_bufs + 1, sizeof *last);   /* index + 1 in v */
     for (size_t i = 0; i < sp.n; i++) {
         span *s = &sp.v[i];
         if (!groups[gid[s->buf]].named) {
             small[s->buf] = true;
             continue;
         }
-        s->c0 = (s->k0 + g.stride - 1) / g.stride;
-        s->c1 = (s->k1 + g.stride - 1) / g.stride;
-        if (s->c1 > s->c0) {
-            s->bottom = ml_xcalloc(s->c1 - s->c0, sizeof *s->bottom);
-            v[nv++] = s;
+        if (g.stride == 1) {
+            s->c0 = s->k0;
+            s->c1 = s->k1;
+        } else {
+            s->c0 = s->k0 / g.stride;
+            s->c1 = (s->k1 - 1) / g.stride + 1;
+            span *was = last[s->buf] ? v[last[s->buf] - 1] : NULL;
+            if (was && s->c0 <= was->c1) {
+                was->c1 = s->c1 > was->c1 ? s->c1 : was->c1;
+                was->k1 = s->k1;
+                was->bytes = s->bytes > was->bytes ? s->bytes : was->bytes;
+                was->to_end = s->to_end;
+                continue;
+            }
         }
+        v[nv++] = s;
+        last[s->buf] = nv;
     }
+    free(last);
+    for (size_t i = 0; i < nv; i++)
+        v[i]->bottom = ml_xcalloc(v[i]->c1 - v[i]->c0, sizeof *v[i]->bottom);
     for (size_t i = 1; i < nv; i++)   /* insertion sort: stable, and the spans come nearly sorted */
         for (size_t j = i; j > 0 && stack_cmp(v[j], v[j - 1]) < 0; j--) {
             span *t = v[j];
@@ -358,16 +387,32 @@ void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *color
                          "stroke-width=\"0.3\"", (unsigned long long)s->bytes,
                       plot_color_of(colors, name), BAND_OPACITY);
         band_path(o, &g, s->c0, s->c1, s->bottom, top);
-        band_title(o, sched_sym_name(rp->s, SYM_BUFFER, s->buf), s->bytes, s->k0, s->k1);
+        band_title(o, rp, s);
         free(top);
     }
-    /* labels after every band, so that no band is drawn over one */
-    bool labelled[MAX_BANDS] = {false};
-    for (size_t i = 0; i < nv; i++) {
-        uint32_t at = slot[gid[v[i]->buf]];
-        if (at && !labelled[at - 1])
-            labelled[at - 1] = band_label(o, &g, v[i], lg->names[at - 1]);
+    /* labels after every band, so that no band is drawn over one: per band and column, the
+     * lowest block of its allocations lying one on another */
+    double *lo = ml_xcalloc(g.n_cols + 1, sizeof *lo), *hi = ml_xcalloc(g.n_cols + 1, sizeof *hi);
+    for (uint32_t j = 0; j < lg->n_names; j++) {
+        for (size_t col = 0; col < g.n_cols; col++) {
+            lo[col] = hi[col] = -1;
+            for (size_t i = 0; i < nv; i++) {
+                const span *sv = v[i];
+                if (col < sv->c0 || col >= sv->c1)
+                    continue;
+                bool mine = slot[gid[sv->buf]] == j + 1;
+                if (mine && lo[col] < 0)
+                    lo[col] = sv->bottom[col - sv->c0];
+                else if (!mine && lo[col] >= 0)
+                    break;   /* another band on top ends the block */
+                if (mine)
+                    hi[col] = sv->bottom[col - sv->c0] + (double)sv->bytes;
+            }
+        }
+        band_label(o, &g, lo, hi, lg->names[j]);
     }
+    free(lo);
+    free(hi);
     for (uint32_t b = 0; b < n_bufs; b++)
         lg->n_small += small[b];
     if (lg->n_small) {

@@ -30,6 +30,8 @@ typedef struct {
 typedef struct {
     int rank;
     double top;                /* of its plot area */
+    double regions_top;        /* a strip per nesting depth of regions, under the plot */
+    int n_regions;             /* that depth */
     double lanes_top;
     uint32_t n_lanes;
 } row;
