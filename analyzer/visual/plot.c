@@ -32,6 +32,9 @@ enum {
 static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                       "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
 #define RESERVED_FILL "#fdae6b"
+/* The width of an 11 px glyph to reserve: sans-serif fonts run to 6.7 px on average (DejaVu
+ * Sans, Chromium's on Linux); less lets a long note run out of its box. */
+#define NOTE_GLYPH 6.8
 /* Spans in the stream lanes, by what the op is. */
 static const char *lane_color(plan_op_kind k) {
     return k == OP_COLL ? "#5b8fd1" : k == OP_COMPUTE ? "#6bb36b" : "#e0a050";
@@ -408,7 +411,7 @@ static void draw_peak(ml_str *o, const panel *p, const plot_options *opt) {
     double mx = plot_px(p, (c->edges[op] + c->edges[op + 1]) / 2);
     double my = plot_py(p, rw, (double)pr->peak[opt->view]);
 
-    const size_t max_line = (size_t)fmin(fmax((p->pw - 20) / 6.2, 40), 140);
+    const size_t max_line = (size_t)fmin(fmax((p->pw - 20) / NOTE_GLYPH, 40), 140);
     char lines[NOTE_LINES][400];
     int n = 0;
     char mib[32], what[96];
@@ -437,20 +440,20 @@ static void draw_peak(ml_str *o, const panel *p, const plot_options *opt) {
         snprintf(item, sizeof item, " %.120s %s%s", sched_sym_name(s->s, SYM_BUFFER, live[k].buf), size,
                  k + 1 < n_live ? "," : "");
         if (strlen(lines[n]) + strlen(item) > max_line && n == NOTE_LINES - 1) {
-            /* the note is full: what is left, counted and summed */
-            uint64_t sum = 0;
-            for (size_t j = k; j < n_live; j++)
-                sum += live[j].bytes;
-            note_size(sum, size, sizeof size);
-            snprintf(rest, sizeof rest, " and %zu more (%s)", n_live - k, size);
-            if (strlen(lines[n]) + strlen(rest) > max_line && k > 0) {
-                /* give back the last item so that the count fits */
-                char *cut = strrchr(lines[n], ',');
-                cut = cut ? cut : lines[n] + strlen(lines[n]);
-                *cut = 0;
-                sum += live[k - 1].bytes;
+            /* the note is full: what is left, counted and summed, giving back listed items
+             * until the count fits */
+            size_t left = k;
+            for (;;) {
+                uint64_t sum = 0;
+                for (size_t j = left; j < n_live; j++)
+                    sum += live[j].bytes;
                 note_size(sum, size, sizeof size);
-                snprintf(rest, sizeof rest, " and %zu more (%s)", n_live - k + 1, size);
+                snprintf(rest, sizeof rest, " and %zu more (%s)", n_live - left, size);
+                char *cut = strrchr(lines[n], ',');
+                if (strlen(lines[n]) + strlen(rest) <= max_line || !cut)
+                    break;
+                *cut = 0;
+                left--;
             }
             snprintf(lines[n] + strlen(lines[n]), sizeof lines[0] - strlen(lines[n]), "%s", rest);
             break;
@@ -468,7 +471,7 @@ static void draw_peak(ml_str *o, const panel *p, const plot_options *opt) {
     size_t widest = 0;
     for (int k = 0; k < n; k++)
         widest = strlen(lines[k]) > widest ? strlen(lines[k]) : widest;
-    double w = 6.2 * (double)widest + 10, h = 14.0 * n + 6;
+    double w = NOTE_GLYPH * (double)widest + 10, h = 14.0 * n + 6;
     /* In the note band above the rows, never over a curve: centred on the marker as far as the
      * panel allows, with a leader line down to it. */
     double bx = fmax(fmin(mx - w / 2, p->x0 + p->w - 6 - w), p->x0 + PLOT_LEFT + 2);
@@ -544,7 +547,8 @@ static double draw_legend(ml_str *o, const panel *p, const band_legend *bands, p
             shown[n_shown++] = name;
             char label[128];
             if (bands[k].members[j] > 1)
-                snprintf(label, sizeof label, "%.80s (%u allocations)", name, bands[k].members[j]);
+                snprintf(label, sizeof label, "%.80s (%u %s)", name, bands[k].members[j],
+                         bands[k].family[j] ? "buffers" : "allocations");
             else
                 snprintf(label, sizeof label, "%.80s", name);
             legend_add(items, &n, SWATCH_BOX, plot_color_of(colors, name), label);

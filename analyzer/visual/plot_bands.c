@@ -123,26 +123,42 @@ static int stack_cmp(const span *a, const span *b) {
     return a->order < b->order ? -1 : a->order > b->order;
 }
 
-/* The band a buffer is drawn in. An imported snapshot names each allocation by the first user
- * frame that made it, made unique ("train.py-42", "train.py-42_2", ...): the allocations of one
- * source line share a band's colour and name (each still stacked in its own place), since the line
- * is what a reader can act on. Any other name is a band of its own. Returns the key's length. */
-static size_t group_len(const char *name) {
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* The band a buffer is drawn in, as a key that prefixes its name. An imported snapshot names each
+ * allocation by the first user frame that made it, made unique ("train.py-42", "train.py-42_2"):
+ * the allocations of one source line share a band's colour and name (each still stacked in its own
+ * place), since the line is what a reader can act on. Numbered buffers of a schedule ("params0",
+ * "grads_13") are one family the same way (*family set), so that 770 layers read as one band, not
+ * as 770 slivers summed into grey; a stem with digits of its own ("a7f3d600000", an address) is
+ * no family. Any other name is a band of its own. */
+static size_t group_len(const char *name, bool *family) {
     size_t n = strlen(name), e = n;
-    while (e > 0 && name[e - 1] >= '0' && name[e - 1] <= '9')
+    *family = false;
+    while (e > 0 && is_digit(name[e - 1]))
         e--;
+    size_t stem = e;   /* where the trailing number starts */
     if (e > 1 && e < n && name[e - 1] == '_') {   /* the uniquifier */
         n = e - 1;
         e = n;
-        while (e > 0 && name[e - 1] >= '0' && name[e - 1] <= '9')
+        while (e > 0 && is_digit(name[e - 1]))
             e--;
     }
-    if (e == n || e < 3 || name[e - 1] != '-')
+    if (e < n && e >= 3 && name[e - 1] == '-') {
+        size_t dot = e - 1;   /* "FILE.EXT-LINE": a dot before the dash, letters between */
+        while (dot > 0 && name[dot - 1] != '.' && name[dot - 1] != '/' && name[dot - 1] != '-')
+            dot--;
+        if (dot > 1 && name[dot - 1] == '.' && dot < e - 1)
+            return n;
+    }
+    size_t k = stem < strlen(name) && stem > 0 && strchr("_-.", name[stem - 1]) ? stem - 1 : stem;
+    bool digits = false;
+    for (size_t j = 0; j < k; j++)
+        digits = digits || is_digit(name[j]);
+    if (stem == strlen(name) || k < 2 || digits)
         return strlen(name);
-    size_t dot = e - 1;   /* "FILE.EXT-LINE": a dot before the dash, letters between */
-    while (dot > 0 && name[dot - 1] != '.' && name[dot - 1] != '/' && name[dot - 1] != '-')
-        dot--;
-    return dot > 1 && name[dot - 1] == '.' && dot < e - 1 ? n : strlen(name);
+    *family = true;
+    return k;
 }
 
 typedef struct {
@@ -151,6 +167,7 @@ typedef struct {
     double area;         /* bytes times ops live, of all its allocations */
     uint32_t members;
     bool named;
+    bool family;         /* numbered buffers: the key is a stem */
 } group;
 
 static int key_cmp(const group *a, const group *b) {
@@ -171,7 +188,7 @@ static group *choose(const rank_plan *rp, const spans *sp, uint32_t *gid, size_t
     group *g = ml_xcalloc(n_bufs + 1, sizeof *g), **by = ml_xcalloc(n_bufs + 1, sizeof *by);
     for (uint32_t b = 0; b < n_bufs; b++) {
         g[b].name = sched_sym_name(rp->s, SYM_BUFFER, b);
-        g[b].len = group_len(g[b].name);
+        g[b].len = group_len(g[b].name, &g[b].family);
         by[b] = &g[b];
     }
     qsort(by, n_bufs, sizeof *by, group_sort_cmp);
@@ -179,7 +196,7 @@ static group *choose(const rank_plan *rp, const spans *sp, uint32_t *gid, size_t
     *n = 0;
     for (uint32_t k = 0; k < n_bufs; k++) {
         if (!*n || key_cmp(&out[*n - 1], by[k]))
-            out[(*n)++] = (group){.name = by[k]->name, .len = by[k]->len};
+            out[(*n)++] = (group){.name = by[k]->name, .len = by[k]->len, .family = by[k]->family};
         gid[by[k] - g] = (uint32_t)(*n - 1);
     }
     double total = 0;
@@ -286,6 +303,90 @@ static void band_title(ml_str *o, const rank_plan *rp, const span *s) {
     ml_str_printf(o, "</title></path>\n");
 }
 
+/* Every allocation of the named bands in its own place, then the bands' names. */
+static void draw_each(ml_str *o, const cols *g, const rank_plan *rp, span *const *v, size_t nv,
+                      const uint32_t *slot, const uint32_t *gid, const band_legend *lg,
+                      plot_colors *colors) {
+    for (size_t i = 0; i < nv; i++) {
+        const span *s = v[i];
+        uint32_t at = slot[gid[s->buf]];
+        if (!at)
+            continue;
+        const char *name = lg->names[at - 1];
+        double *top = ml_xcalloc(s->c1 - s->c0, sizeof *top);
+        for (size_t col = s->c0; col < s->c1; col++)
+            top[col - s->c0] = s->bottom[col - s->c0] + (double)s->bytes;
+        ml_str_printf(o, "<path class=\"band\" data-rank=\"%d\" data-name=\"", g->r->rank);
+        plot_xml_escape(o, name);
+        ml_str_printf(o, "\" data-buffer=\"");
+        plot_xml_escape(o, sched_sym_name(rp->s, SYM_BUFFER, s->buf));
+        ml_str_printf(o, "\" data-bytes=\"%llu\" fill=\"%s\" fill-opacity=\"%.2f\" stroke=\"#fff\" "
+                         "stroke-width=\"0.3\"", (unsigned long long)s->bytes,
+                      plot_color_of(colors, name), BAND_OPACITY);
+        band_path(o, g, s->c0, s->c1, s->bottom, top);
+        band_title(o, rp, s);
+        free(top);
+    }
+    /* labels after every band, so that no band is drawn over one: per band and column, the
+     * lowest block of its allocations lying one on another */
+    double *lo = ml_xcalloc(g->n_cols + 1, sizeof *lo), *hi = ml_xcalloc(g->n_cols + 1, sizeof *hi);
+    for (uint32_t j = 0; j < lg->n_names; j++) {
+        for (size_t col = 0; col < g->n_cols; col++) {
+            lo[col] = hi[col] = -1;
+            for (size_t i = 0; i < nv; i++) {
+                const span *sv = v[i];
+                if (col < sv->c0 || col >= sv->c1)
+                    continue;
+                bool mine = slot[gid[sv->buf]] == j + 1;
+                if (mine && lo[col] < 0)
+                    lo[col] = sv->bottom[col - sv->c0];
+                else if (!mine && lo[col] >= 0)
+                    break;   /* another band on top ends the block */
+                if (mine)
+                    hi[col] = sv->bottom[col - sv->c0] + (double)sv->bytes;
+            }
+        }
+        band_label(o, g, lo, hi, lg->names[j]);
+    }
+    free(lo);
+    free(hi);
+}
+
+/* Past MAX_SPANS allocations (a 770-layer plan) each named band is drawn as the sum of its live
+ * allocations, stacked in the legend's order: a path per band rather than per allocation keeps
+ * the file small, and at that count the allocations would be hairlines anyway. */
+static void draw_summed(ml_str *o, const cols *g, span *const *v, size_t nv, const uint32_t *slot,
+                        const uint32_t *gid, const band_legend *lg, plot_colors *colors) {
+    size_t nc = g->n_cols;
+    double *sum = ml_xcalloc((size_t)lg->n_names * nc + 1, sizeof *sum);
+    for (size_t i = 0; i < nv; i++) {
+        uint32_t at = slot[gid[v[i]->buf]];
+        for (size_t col = v[i]->c0; at && col < v[i]->c1; col++)
+            sum[(at - 1) * nc + col] += (double)v[i]->bytes;
+    }
+    double *lo = ml_xcalloc(nc + 1, sizeof *lo), *hi = ml_xcalloc(nc + 1, sizeof *hi);
+    for (uint32_t j = 0; j < lg->n_names; j++) {
+        for (size_t col = 0; col < nc; col++) {
+            lo[col] = j ? hi[col] : 0;
+            hi[col] = lo[col] + sum[j * nc + col];
+        }
+        ml_str_printf(o, "<path class=\"band\" data-rank=\"%d\" data-name=\"", g->r->rank);
+        plot_xml_escape(o, lg->names[j]);
+        ml_str_printf(o, "\" data-summed=\"%u\" fill=\"%s\" fill-opacity=\"%.2f\" stroke=\"none\"",
+                      lg->members[j], plot_color_of(colors, lg->names[j]), BAND_OPACITY);
+        band_path(o, g, 0, nc, lo, hi);
+        char title[160];
+        snprintf(title, sizeof title, "%.100s: %u buffers, summed", lg->names[j], lg->members[j]);
+        ml_str_printf(o, "><title>");
+        plot_xml_escape(o, title);
+        ml_str_printf(o, "</title></path>\n");
+        band_label(o, g, lo, hi, lg->names[j]);
+    }
+    free(lo);
+    free(hi);
+    free(sum);
+}
+
 void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *colors,
                      band_legend *lg) {
     const rank_plan *rp = &p->s->plans[r->rank];
@@ -365,54 +466,17 @@ void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *color
         const group *gr = &groups[gid[v[i]->buf]];
         size_t k = (size_t)(gr - groups);
         if (!slot[k] && lg->n_names < MAX_BANDS) {
-            snprintf(lg->names[lg->n_names], sizeof lg->names[0], "%.*s", (int)gr->len, gr->name);
+            snprintf(lg->names[lg->n_names], sizeof lg->names[0], "%.*s%s", (int)gr->len, gr->name,
+                     gr->family ? "*" : "");
             lg->members[lg->n_names] = gr->members;
+            lg->family[lg->n_names] = gr->family;
             slot[k] = ++lg->n_names;
         }
     }
-    for (size_t i = 0; i < nv; i++) {
-        const span *s = v[i];
-        uint32_t at = slot[gid[s->buf]];
-        if (!at)
-            continue;
-        const char *name = lg->names[at - 1];
-        double *top = ml_xcalloc(s->c1 - s->c0, sizeof *top);
-        for (size_t col = s->c0; col < s->c1; col++)
-            top[col - s->c0] = s->bottom[col - s->c0] + (double)s->bytes;
-        ml_str_printf(o, "<path class=\"band\" data-rank=\"%d\" data-name=\"", r->rank);
-        plot_xml_escape(o, name);
-        ml_str_printf(o, "\" data-buffer=\"");
-        plot_xml_escape(o, sched_sym_name(rp->s, SYM_BUFFER, s->buf));
-        ml_str_printf(o, "\" data-bytes=\"%llu\" fill=\"%s\" fill-opacity=\"%.2f\" stroke=\"#fff\" "
-                         "stroke-width=\"0.3\"", (unsigned long long)s->bytes,
-                      plot_color_of(colors, name), BAND_OPACITY);
-        band_path(o, &g, s->c0, s->c1, s->bottom, top);
-        band_title(o, rp, s);
-        free(top);
-    }
-    /* labels after every band, so that no band is drawn over one: per band and column, the
-     * lowest block of its allocations lying one on another */
-    double *lo = ml_xcalloc(g.n_cols + 1, sizeof *lo), *hi = ml_xcalloc(g.n_cols + 1, sizeof *hi);
-    for (uint32_t j = 0; j < lg->n_names; j++) {
-        for (size_t col = 0; col < g.n_cols; col++) {
-            lo[col] = hi[col] = -1;
-            for (size_t i = 0; i < nv; i++) {
-                const span *sv = v[i];
-                if (col < sv->c0 || col >= sv->c1)
-                    continue;
-                bool mine = slot[gid[sv->buf]] == j + 1;
-                if (mine && lo[col] < 0)
-                    lo[col] = sv->bottom[col - sv->c0];
-                else if (!mine && lo[col] >= 0)
-                    break;   /* another band on top ends the block */
-                if (mine)
-                    hi[col] = sv->bottom[col - sv->c0] + (double)sv->bytes;
-            }
-        }
-        band_label(o, &g, lo, hi, lg->names[j]);
-    }
-    free(lo);
-    free(hi);
+    if (nv <= MAX_SPANS)
+        draw_each(o, &g, rp, v, nv, slot, gid, lg, colors);
+    else
+        draw_summed(o, &g, v, nv, slot, gid, lg, colors);
     for (uint32_t b = 0; b < n_bufs; b++)
         lg->n_small += small[b];
     if (lg->n_small) {

@@ -9,7 +9,8 @@
 enum {
     PLOT_LEFT = 84, PLOT_RIGHT = 28, LANE_H = 16,
     MAX_BANDS = 10,      /* buffers with a band of their own per row; the rest share one band */
-    BAND_COLUMNS = 1200  /* past this many ops the bands sample every stride-th op */
+    BAND_COLUMNS = 1200, /* past this many ops the bands sample every stride-th op */
+    MAX_SPANS = 600      /* past this many allocations in named bands, each band is drawn summed */
 };
 #define MIB 1048576.0
 #define BAND_OPACITY 0.8   /* bands and their legend swatches alike */
@@ -74,7 +75,8 @@ extern const char PLOT_SMALL_COLOR[];   /* the "N small buffers" band */
  * "small" band holds. */
 typedef struct {
     char names[MAX_BANDS][100];
-    uint32_t members[MAX_BANDS];   /* allocations of each (a snapshot's source line has many) */
+    uint32_t members[MAX_BANDS];   /* buffers of each (a snapshot's source line has many) */
+    bool family[MAX_BANDS];        /* numbered buffers ("params*"), else one name or one line */
     uint32_t n_names;
     uint32_t n_small;          /* buffers without a band of their own (0: no such band) */
 } band_legend;
