@@ -359,8 +359,10 @@ static void draw_summed(ml_str *o, const cols *g, span *const *v, size_t nv, con
                         const uint32_t *gid, const band_legend *lg, plot_colors *colors) {
     size_t nc = g->n_cols;
     double *sum = ml_xcalloc((size_t)lg->n_names * nc + 1, sizeof *sum);
+    size_t allocs[MAX_BANDS] = {0};
     for (size_t i = 0; i < nv; i++) {
         uint32_t at = slot[gid[v[i]->buf]];
+        allocs[at ? at - 1 : 0] += at != 0;
         for (size_t col = v[i]->c0; at && col < v[i]->c1; col++)
             sum[(at - 1) * nc + col] += (double)v[i]->bytes;
     }
@@ -372,11 +374,11 @@ static void draw_summed(ml_str *o, const cols *g, span *const *v, size_t nv, con
         }
         ml_str_printf(o, "<path class=\"band\" data-rank=\"%d\" data-name=\"", g->r->rank);
         plot_xml_escape(o, lg->names[j]);
-        ml_str_printf(o, "\" data-summed=\"%u\" fill=\"%s\" fill-opacity=\"%.2f\" stroke=\"none\"",
-                      lg->members[j], plot_color_of(colors, lg->names[j]), BAND_OPACITY);
+        ml_str_printf(o, "\" data-summed=\"%zu\" fill=\"%s\" fill-opacity=\"%.2f\" stroke=\"none\"",
+                      allocs[j], plot_color_of(colors, lg->names[j]), BAND_OPACITY);
         band_path(o, g, 0, nc, lo, hi);
         char title[160];
-        snprintf(title, sizeof title, "%.100s: %u buffers, summed", lg->names[j], lg->members[j]);
+        snprintf(title, sizeof title, "%.100s: %zu allocations, summed", lg->names[j], allocs[j]);
         ml_str_printf(o, "><title>");
         plot_xml_escape(o, title);
         ml_str_printf(o, "</title></path>\n");

@@ -262,6 +262,37 @@ static void a_row_per_rank_that_differs(void **state) {
     series_free(&s);
 }
 
+/* Numbered buffers are one band family; a name whose stem has digits of its own (an address) is
+ * not; past 600 allocations in named bands each band is drawn summed. */
+static void families_and_summed_bands(void **state) {
+    series s;
+    tu_series(&s, "name: fam\nworld: 1\nsteps:\n  - alloc: {buf: params0, bytes: 4MiB}\n"
+                  "  - alloc: {buf: params1, bytes: 4MiB}\n  - alloc: {buf: params_12, bytes: 4MiB}\n"
+                  "  - alloc: {buf: a7f3d600000, bytes: 4MiB}\n  - alloc: {buf: a7f3d600001, bytes: 4MiB}\n",
+              0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    assert_int_equal(count(svg, "data-name=\"params*\""), 3);
+    assert_non_null(strstr(svg, ">params* (3 buffers)<"));
+    assert_int_equal(count(svg, "data-name=\"a7f3d600000\""), 1);
+    assert_int_equal(count(svg, "data-name=\"a7f3d600001\""), 1);
+    free(svg);
+    series_free(&s);
+    /* keep, then a, b and c allocated and freed in turn 250 times: 751 allocations over 1501 ops,
+     * two ops a column (1200 at most), each buffer's allocations columns apart, so not merged */
+    tu_series(&s, "name: summed\nworld: 1\nsteps:\n  - alloc: {buf: keep, bytes: 8MiB}\n"
+                  "  - repeat:\n      count: 250\n      steps:\n"
+                  "        - alloc: {buf: a, bytes: 4MiB}\n        - free: a\n"
+                  "        - alloc: {buf: b, bytes: 4MiB}\n        - free: b\n"
+                  "        - alloc: {buf: c, bytes: 4MiB}\n        - free: c\n", 0, NULL);
+    svg = render(&s, 1, VIEW_REQUESTED, false);
+    assert_int_equal(count(svg, "class=\"band\""), 4);
+    assert_non_null(strstr(svg, "data-name=\"keep\" data-summed=\"1\""));
+    assert_non_null(strstr(svg, "data-name=\"a\" data-summed=\"250\""));
+    assert_non_null(strstr(svg, "data-name=\"c\" data-summed=\"250\""));
+    free(svg);
+    series_free(&s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(naive_peak_label_and_position),
@@ -273,6 +304,7 @@ int main(void) {
         cmocka_unit_test(many_ops_stay_small),
         cmocka_unit_test(bands_stack_long_lived_first),
         cmocka_unit_test(a_row_per_rank_that_differs),
+        cmocka_unit_test(families_and_summed_bands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
