@@ -23,7 +23,7 @@
 enum {
     MIN_PANEL_W = 640, MAX_PANEL_W = 1600, MAX_GRID_PANEL_W = 1000, PX_PER_OP = 6, GRID_COLS = 3,
     TITLE_H = 56, NOTE_LINES = 4, NOTE_H = 14 * NOTE_LINES + 10, ROW_PLOT_H = 300, ROWS_PLOT_H = 190,
-    ROW_LABEL_H = 18, REGION_H = 13, AXIS_H = 44, LEGEND_ROW = 18, MAX_ROWS = 8, TICK_GAP = 90
+    ROW_LABEL_H = 18, REGION_H = 13, AXIS_H = 44, LEGEND_ROW = 18, MAX_ROWS = 16, TICK_GAP = 90
 };
 /* Panels whose highest values lie within this factor share one y scale (a naive and an optimized
  * plan compare by eye); past it each panel gets its own, or the small one would be a flat line. */
@@ -678,6 +678,18 @@ static void panel_build(panel *p, const series *s, double w, const plot_options 
                 p->rows[p->n_rows++].rank = r;
             p->n_groups++;
         }
+    }
+    if (p->n_groups > p->n_rows) {
+        /* past MAX_ROWS groups the last row goes to the group with the highest peak (the rows
+         * left out come after it, so the rows stay in rank order), whose note is drawn */
+        int best = 0;
+        for (int r = 1; r < s->world; r++)
+            best = s->pred[r].peak[o->view] > s->pred[best].peak[o->view] ? r : best;
+        bool drawn = false;
+        for (int k = 0; k < p->n_rows; k++)
+            drawn = drawn || p->rows[k].rank == p->group[best];
+        if (!drawn)
+            p->rows[p->n_rows - 1].rank = p->group[best];
     }
     if (p->xmax <= 0)
         p->xmax = o->time_axis ? 1e-6 : 1;

@@ -262,6 +262,24 @@ static void a_row_per_rank_that_differs(void **state) {
     series_free(&s);
 }
 
+/* Past 16 rank groups the rows stop, and the last goes to the group with the highest peak. */
+static void rows_stop_at_sixteen(void **state) {
+    series s;
+    tu_series(&s, "name: wide\nworld: 20\nsteps:\n  - alloc: {buf: x, bytes: (rank + 1) * 1MiB}\n",
+              0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    assert_int_equal(count(svg, "class=\"row-label\""), 16);
+    assert_non_null(strstr(svg, "class=\"row-label\" data-rank=\"19\""));
+    assert_null(strstr(svg, "class=\"row-label\" data-rank=\"15\""));
+    assert_non_null(strstr(svg, ">4 more rank groups with curves of their own are not drawn (at most 16 rows)<"));
+    const char *peak = strstr(svg, "class=\"peak\"");
+    assert_non_null(peak);
+    assert_int_equal((int)attr(peak, "data-rank"), 19);
+    assert_int_equal((uint64_t)attr(peak, "data-bytes"), 20 * MiB);
+    free(svg);
+    series_free(&s);
+}
+
 /* Numbered buffers are one band family; a name whose stem has digits of its own (an address) is
  * not; past 600 allocations in named bands each band is drawn summed. */
 static void families_and_summed_bands(void **state) {
@@ -305,6 +323,7 @@ int main(void) {
         cmocka_unit_test(bands_stack_long_lived_first),
         cmocka_unit_test(a_row_per_rank_that_differs),
         cmocka_unit_test(families_and_summed_bands),
+        cmocka_unit_test(rows_stop_at_sixteen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
