@@ -533,7 +533,7 @@ static double draw_legend(ml_str *o, const panel *p, const band_legend *bands, p
     }
     if (measured)
         legend_add(items, &n, SWATCH_DASH, "#555", "measured");
-    uint32_t n_small = 0;
+    uint32_t n_small = 0, n_other = 0;
     const char *shown[MAX_BANDS * MAX_ROWS];
     int n_shown = 0;
     for (int k = 0; k < p->n_rows; k++) {
@@ -554,6 +554,13 @@ static double draw_legend(ml_str *o, const panel *p, const band_legend *bands, p
             legend_add(items, &n, SWATCH_BOX, plot_color_of(colors, name), label);
         }
         n_small = bands[k].n_small > n_small ? bands[k].n_small : n_small;
+        n_other = bands[k].n_other > n_other ? bands[k].n_other : n_other;
+    }
+    if (n_other) {
+        char label[80];
+        snprintf(label, sizeof label, "%s%u other buffer%s, one by one", p->n_rows > 1 ? "up to " : "",
+                 n_other, n_other > 1 ? "s" : "");
+        legend_add(items, &n, SWATCH_BOX, PLOT_OTHER_COLOR, label);
     }
     if (n_small) {
         char label[64];

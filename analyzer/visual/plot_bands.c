@@ -20,6 +20,7 @@ static const char *const band_palette[] = {
     "#9edae5", "#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69",
     "#fccde5", "#bc80bd"};
 const char PLOT_SMALL_COLOR[] = "#d4d4d4";
+const char PLOT_OTHER_COLOR[] = "#bfc9d1";
 
 const char *plot_color_of(plot_colors *c, const char *name) {
     if (!c->names.item_size)
@@ -128,7 +129,9 @@ static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 /* The band a buffer is drawn in, as a key that prefixes its name. An imported snapshot names each
  * allocation by the first user frame that made it, made unique ("train.py-42", "train.py-42_2"):
  * the allocations of one source line share a band's colour and name (each still stacked in its own
- * place), since the line is what a reader can act on. Numbered buffers of a schedule ("params0",
+ * place), since the line is what a reader can act on. Without frames it names them by address
+ * ("a7f2a4ba00000_10"): the allocations of one address share a band, as the caching allocator
+ * hands a block back to the same tensor of the next step. Numbered buffers of a schedule ("params0",
  * "grads_13") are one family the same way (*family set), so that 770 layers read as one band, not
  * as 770 slivers summed into grey; a stem with digits of its own ("a7f3d600000", an address) is
  * no family. Any other name is a band of its own. */
@@ -144,6 +147,11 @@ static size_t group_len(const char *name, bool *family) {
         while (e > 0 && is_digit(name[e - 1]))
             e--;
     }
+    bool addr = n > 6 && name[0] == 'a';   /* "a7f2a4ba00000": a block's address */
+    for (size_t j = 1; j < n && addr; j++)
+        addr = is_digit(name[j]) || (name[j] >= 'a' && name[j] <= 'f');
+    if (addr)
+        return n;
     if (e < n && e >= 3 && name[e - 1] == '-') {
         size_t dot = e - 1;   /* "FILE.EXT-LINE": a dot before the dash, letters between */
         while (dot > 0 && name[dot - 1] != '.' && name[dot - 1] != '/' && name[dot - 1] != '-')
@@ -310,19 +318,23 @@ static void draw_each(ml_str *o, const cols *g, const rank_plan *rp, span *const
     for (size_t i = 0; i < nv; i++) {
         const span *s = v[i];
         uint32_t at = slot[gid[s->buf]];
-        if (!at)
-            continue;
-        const char *name = lg->names[at - 1];
         double *top = ml_xcalloc(s->c1 - s->c0, sizeof *top);
         for (size_t col = s->c0; col < s->c1; col++)
             top[col - s->c0] = s->bottom[col - s->c0] + (double)s->bytes;
-        ml_str_printf(o, "<path class=\"band\" data-rank=\"%d\" data-name=\"", g->r->rank);
-        plot_xml_escape(o, name);
-        ml_str_printf(o, "\" data-buffer=\"");
+        ml_str_printf(o, "<path class=\"band\" data-rank=\"%d\" ", g->r->rank);
+        if (at) {
+            ml_str_printf(o, "data-name=\"");
+            plot_xml_escape(o, lg->names[at - 1]);
+            ml_str_printf(o, "\" ");
+        } else {
+            ml_str_printf(o, "data-other=\"1\" ");
+        }
+        ml_str_printf(o, "data-buffer=\"");
         plot_xml_escape(o, sched_sym_name(rp->s, SYM_BUFFER, s->buf));
         ml_str_printf(o, "\" data-bytes=\"%llu\" fill=\"%s\" fill-opacity=\"%.2f\" stroke=\"#fff\" "
-                         "stroke-width=\"0.3\"", (unsigned long long)s->bytes,
-                      plot_color_of(colors, name), BAND_OPACITY);
+                         "stroke-width=\"%s\"", (unsigned long long)s->bytes,
+                      at ? plot_color_of(colors, lg->names[at - 1]) : PLOT_OTHER_COLOR, BAND_OPACITY,
+                      at ? "0.3" : "0.6");
         band_path(o, g, s->c0, s->c1, s->bottom, top);
         band_title(o, rp, s);
         free(top);
@@ -352,9 +364,10 @@ static void draw_each(ml_str *o, const cols *g, const rank_plan *rp, span *const
     free(hi);
 }
 
-/* Past MAX_SPANS allocations (a 770-layer plan) each named band is drawn as the sum of its live
- * allocations, stacked in the legend's order: a path per band rather than per allocation keeps
- * the file small, and at that count the allocations would be hairlines anyway. */
+/* Where drawing the named allocations one by one would pass MAX_SPANS or BAND_BYTES (a 770-layer
+ * plan), each named band is drawn as the sum of its live allocations, stacked in the legend's
+ * order: a path per band rather than per allocation keeps the file small, and at that count the
+ * allocations would be hairlines anyway. */
 static void draw_summed(ml_str *o, const cols *g, span *const *v, size_t nv, const uint32_t *slot,
                         const uint32_t *gid, const band_legend *lg, plot_colors *colors) {
     size_t nc = g->n_cols;
@@ -389,45 +402,54 @@ static void draw_summed(ml_str *o, const cols *g, span *const *v, size_t nv, con
     free(sum);
 }
 
-void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *colors,
-                     band_legend *lg) {
-    const rank_plan *rp = &p->s->plans[r->rank];
-    const curve *c = &p->curves[r->rank];
-    uint32_t n_bufs = rp->s->syms[SYM_BUFFER].n;
-    memset(lg, 0, sizeof *lg);
-    if (!c->n)
-        return;
-    spans sp = {0};
-    uint64_t *total = ml_xcalloc(c->n + 1, sizeof *total);
-    collect(rp, &sp, total);
-    uint32_t *gid = ml_xcalloc(n_bufs + 1, sizeof *gid);
-    size_t n_groups;
-    group *groups = choose(rp, &sp, gid, &n_groups);
-    bool *small = ml_xcalloc(n_bufs + 1, sizeof *small);
+/* How the bands of a row are drawn: every allocation that is not tiny one by one; only the
+ * named ones one by one (the others summed into the small band); the named ones summed per band. */
+typedef enum { DRAW_ALL, DRAW_NAMED, DRAW_SUMMED } band_mode;
 
-    cols g = {.p = p, .r = r, .c = c};
-    g.stride = c->n > BAND_COLUMNS ? (c->n + BAND_COLUMNS - 1) / BAND_COLUMNS : 1;
-    g.n_cols = (c->n + g.stride - 1) / g.stride;
-    /* the named spans in stacking order, with the columns they cover */
-    span **v = ml_xcalloc(sp.n + 1, sizeof *v);
+/* What every way of drawing a row's bands starts from. */
+typedef struct {
+    const rank_plan *rp;
+    cols g;
+    spans sp;
+    uint64_t *total, peak;
+    group *groups;
+    size_t n_groups;
+    uint32_t *gid;
+    uint32_t n_bufs;
+} band_input;
+
+/* Draws the bands in one mode; returns false, having drawn nothing, where the mode would draw
+ * more than MAX_SPANS allocations one by one. */
+static bool draw_mode(ml_str *o, const band_input *in, band_mode mode, plot_colors *colors,
+                      band_legend *lg) {
+    const cols *g = &in->g;
+    memset(lg, 0, sizeof *lg);
+    /* one buffer's later spans merge into its earlier ones: a copy for each try */
+    span *work = ml_xcalloc(in->sp.n + 1, sizeof *work);
+    memcpy(work, in->sp.v, in->sp.n * sizeof *work);
+    bool *small = ml_xcalloc(in->n_bufs + 1, sizeof *small), *other = ml_xcalloc(in->n_bufs + 1, sizeof *other);
+    span **v = ml_xcalloc(in->sp.n + 1, sizeof *v);
     size_t nv = 0;
     /* Past BAND_COLUMNS ops a column stands for stride ops and a span is drawn in every column
      * it touches; one buffer's spans that then meet are drawn as one, at the largest size (as the
      * curve's bars keep each column's highest value), so that a buffer allocated and freed 10,000
      * times is one band, not 10,000 slivers. */
-    size_t *last = ml_xcalloc(n_bufs + 1, sizeof *last);   /* index + 1 in v */
-    for (size_t i = 0; i < sp.n; i++) {
-        span *s = &sp.v[i];
-        if (!groups[gid[s->buf]].named) {
-            small[s->buf] = true;
-            continue;
+    size_t *last = ml_xcalloc(in->n_bufs + 1, sizeof *last);   /* index + 1 in v */
+    for (size_t i = 0; i < in->sp.n; i++) {
+        span *s = &work[i];
+        if (!in->groups[in->gid[s->buf]].named) {
+            if (mode != DRAW_ALL || (double)s->bytes < BAND_TINY_SHARE * (double)in->peak) {
+                small[s->buf] = true;
+                continue;
+            }
+            other[s->buf] = true;
         }
-        if (g.stride == 1) {
+        if (g->stride == 1) {
             s->c0 = s->k0;
             s->c1 = s->k1;
         } else {
-            s->c0 = s->k0 / g.stride;
-            s->c1 = (s->k1 - 1) / g.stride + 1;
+            s->c0 = s->k0 / g->stride;
+            s->c1 = (s->k1 - 1) / g->stride + 1;
             span *was = last[s->buf] ? v[last[s->buf] - 1] : NULL;
             if (was && s->c0 <= was->c1) {
                 was->c1 = s->c1 > was->c1 ? s->c1 : was->c1;
@@ -441,18 +463,19 @@ void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *color
         last[s->buf] = nv;
     }
     free(last);
-    for (size_t i = 0; i < nv; i++)
+    bool ok = mode == DRAW_SUMMED || nv <= MAX_SPANS;
+    for (size_t i = 0; ok && i < nv; i++)
         v[i]->bottom = ml_xcalloc(v[i]->c1 - v[i]->c0, sizeof *v[i]->bottom);
-    for (size_t i = 1; i < nv; i++)   /* insertion sort: stable, and the spans come nearly sorted */
+    for (size_t i = 1; ok && i < nv; i++)   /* insertion sort: stable, the spans come nearly sorted */
         for (size_t j = i; j > 0 && stack_cmp(v[j], v[j - 1]) < 0; j--) {
             span *t = v[j];
             v[j] = v[j - 1];
             v[j - 1] = t;
         }
-    /* column by column: the bytes under each live span, and the named sum under the small band */
-    double *small_lo = ml_xcalloc(g.n_cols + 1, sizeof *small_lo);
-    double *small_hi = ml_xcalloc(g.n_cols + 1, sizeof *small_hi);
-    for (size_t col = 0; col < g.n_cols; col++) {
+    /* column by column: the bytes under each live span, and the drawn sum under the small band */
+    double *small_lo = ml_xcalloc(g->n_cols + 1, sizeof *small_lo);
+    double *small_hi = ml_xcalloc(g->n_cols + 1, sizeof *small_hi);
+    for (size_t col = 0; ok && col < g->n_cols; col++) {
         double under = 0;
         for (size_t i = 0; i < nv; i++)
             if (v[i]->c0 <= col && col < v[i]->c1) {
@@ -460,14 +483,14 @@ void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *color
                 under += (double)v[i]->bytes;
             }
         small_lo[col] = under;
-        small_hi[col] = fmax(under, (double)total[col * g.stride]);
+        small_hi[col] = fmax(under, (double)in->total[col * g->stride]);
     }
     /* the legend's entries: the named groups in stacking order */
-    uint32_t *slot = ml_xcalloc(n_groups + 1, sizeof *slot);
-    for (size_t i = 0; i < nv; i++) {
-        const group *gr = &groups[gid[v[i]->buf]];
-        size_t k = (size_t)(gr - groups);
-        if (!slot[k] && lg->n_names < MAX_BANDS) {
+    uint32_t *slot = ml_xcalloc(in->n_groups + 1, sizeof *slot);
+    for (size_t i = 0; ok && i < nv; i++) {
+        const group *gr = &in->groups[in->gid[v[i]->buf]];
+        size_t k = (size_t)(gr - in->groups);
+        if (gr->named && !slot[k] && lg->n_names < MAX_BANDS) {
             snprintf(lg->names[lg->n_names], sizeof lg->names[0], "%.*s%s", (int)gr->len, gr->name,
                      gr->family ? "*" : "");
             lg->members[lg->n_names] = gr->members;
@@ -475,33 +498,67 @@ void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *color
             slot[k] = ++lg->n_names;
         }
     }
-    if (nv <= MAX_SPANS)
-        draw_each(o, &g, rp, v, nv, slot, gid, lg, colors);
-    else
-        draw_summed(o, &g, v, nv, slot, gid, lg, colors);
-    for (uint32_t b = 0; b < n_bufs; b++)
+    if (ok && mode == DRAW_SUMMED)
+        draw_summed(o, g, v, nv, slot, in->gid, lg, colors);
+    else if (ok)
+        draw_each(o, g, in->rp, v, nv, slot, in->gid, lg, colors);
+    for (uint32_t b = 0; ok && b < in->n_bufs; b++) {
         lg->n_small += small[b];
-    if (lg->n_small) {
+        lg->n_other += other[b];
+    }
+    if (ok && lg->n_small) {
         char label[64];
         snprintf(label, sizeof label, "%u small buffer%s", lg->n_small, lg->n_small > 1 ? "s" : "");
         ml_str_printf(o, "<path class=\"band\" data-small=\"%u\" data-rank=\"%d\" data-name=\"%s\" "
                          "fill=\"%s\" fill-opacity=\"%.2f\" stroke=\"none\"",
-                      lg->n_small, r->rank, label, PLOT_SMALL_COLOR, BAND_OPACITY);
-        band_path(o, &g, 0, g.n_cols, small_lo, small_hi);
+                      lg->n_small, g->r->rank, label, PLOT_SMALL_COLOR, BAND_OPACITY);
+        band_path(o, g, 0, g->n_cols, small_lo, small_hi);
         ml_str_printf(o, "><title>");
         plot_xml_escape(o, label);
         ml_str_printf(o, ", summed: each holds less of the row's bytes over time than the named "
                          "bands</title></path>\n");
     }
-    for (size_t i = 0; i < sp.n; i++)
-        free(sp.v[i].bottom);
-    free(sp.v);
+    for (size_t i = 0; i < nv; i++)
+        free(v[i]->bottom);
+    free(work);
     free(v);
     free(slot);
-    free(total);
-    free(gid);
-    free(groups);
     free(small);
+    free(other);
     free(small_lo);
     free(small_hi);
+    return ok;
+}
+
+void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *colors,
+                     band_legend *lg) {
+    band_input in = {.rp = &p->s->plans[r->rank]};
+    const curve *c = &p->curves[r->rank];
+    in.n_bufs = in.rp->s->syms[SYM_BUFFER].n;
+    memset(lg, 0, sizeof *lg);
+    if (!c->n)
+        return;
+    in.total = ml_xcalloc(c->n + 1, sizeof *in.total);
+    collect(in.rp, &in.sp, in.total);
+    for (size_t k = 0; k < c->n; k++)
+        in.peak = in.total[k] > in.peak ? in.total[k] : in.peak;
+    in.gid = ml_xcalloc(in.n_bufs + 1, sizeof *in.gid);
+    in.groups = choose(in.rp, &in.sp, in.gid, &in.n_groups);
+    in.g = (cols){.p = p, .r = r, .c = c};
+    in.g.stride = c->n > BAND_COLUMNS ? (c->n + BAND_COLUMNS - 1) / BAND_COLUMNS : 1;
+    in.g.n_cols = (c->n + in.g.stride - 1) / in.g.stride;
+    /* the most detailed picture that keeps within MAX_SPANS allocations and BAND_BYTES a row */
+    for (band_mode mode = DRAW_ALL; mode <= DRAW_SUMMED; mode++) {
+        ml_str try = {0};
+        bool ok = draw_mode(&try, &in, mode, colors, lg) && (mode == DRAW_SUMMED || try.n <= BAND_BYTES);
+        if (ok && try.n)
+            ml_str_append(o, try.s, try.n);
+        ml_str_free(&try);
+        if (ok)
+            break;
+    }
+    free(in.sp.v);
+    free(in.total);
+    free(in.gid);
+    free(in.groups);
 }

@@ -10,13 +10,17 @@ enum {
     PLOT_LEFT = 84, PLOT_RIGHT = 28, LANE_H = 16,
     MAX_BANDS = 10,      /* buffers with a band of their own per row; the rest share one band */
     BAND_COLUMNS = 1200, /* past this many ops the bands sample every stride-th op */
-    MAX_SPANS = 600      /* past this many allocations in named bands, each band is drawn summed */
+    MAX_SPANS = 3000,    /* past this many allocations to draw one by one, fewer are (or summed) */
+    BAND_BYTES = 512 << 10   /* nor past this much SVG a row */
 };
 #define MIB 1048576.0
 #define BAND_OPACITY 0.8   /* bands and their legend swatches alike */
 /* A buffer (or source line) under this share of the row's bytes times ops never gets a band of its
  * own: a thousand short 4 KiB buffers are one "N small buffers" band, not a thousand slivers. */
 #define BAND_MIN_SHARE 0.01
+/* An unnamed allocation under this share of the row's peak bytes is summed into the small band;
+ * larger ones are drawn one by one, in grey. */
+#define BAND_TINY_SHARE 0.005
 
 /* One rank's curve(s) on a panel's x units. */
 typedef struct {
@@ -70,6 +74,7 @@ typedef struct {
 const char *plot_color_of(plot_colors *c, const char *name);
 void plot_colors_free(plot_colors *c);
 extern const char PLOT_SMALL_COLOR[];   /* the "N small buffers" band */
+extern const char PLOT_OTHER_COLOR[];   /* the unnamed allocations drawn one by one */
 
 /* The bands of one row: the named bands drawn (in stacking order) and how many buffers the
  * "small" band holds. */
@@ -78,15 +83,18 @@ typedef struct {
     uint32_t members[MAX_BANDS];   /* buffers of each (a snapshot's source line has many) */
     bool family[MAX_BANDS];        /* numbered buffers ("params*"), else one name or one line */
     uint32_t n_names;
-    uint32_t n_small;          /* buffers without a band of their own (0: no such band) */
+    uint32_t n_small;          /* buffers summed in the small band (0: no such band) */
+    uint32_t n_other;          /* buffers drawn one by one without a name of their own */
 } band_legend;
 
 /* Draws the bands of row r under its curve, as memory_viz's active-memory timeline stacks them:
- * each allocation of the largest buffers a band of its own, stacked in allocation order with
- * the buffers that live to the end at the bottom, so that a band only moves when one under it
- * goes; the rest summed in one "N small buffers" band on top. The bands are the MAX_BANDS
- * buffers with the most bytes times ops live (a long-lived 1 GiB buffer over a 4 GiB spike that
- * lasts one op), an imported snapshot's allocations grouped by their source line. Fills lg with what the legend must show. */
+ * each allocation a band of its own, stacked in allocation order with the buffers that live to
+ * the end at the bottom, so that a band only moves when one under it goes. The MAX_BANDS buffers
+ * with the most bytes times ops live (a long-lived 1 GiB buffer over a 4 GiB spike that lasts one
+ * op) are named and coloured (an imported snapshot's allocations grouped by source line or
+ * address, a schedule's numbered buffers by their stem); the others are drawn one by one in grey,
+ * the tiny ones summed in one "N small buffers" band on top. Past MAX_SPANS allocations or
+ * BAND_BYTES of SVG, fewer are drawn one by one. Fills lg with what the legend must show. */
 void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *colors,
                      band_legend *lg);
 

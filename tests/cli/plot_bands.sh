@@ -3,9 +3,10 @@
 # plot_bands.sh — the buffer bands, rows, ticks and grid of `memlife plot`, checked from the SVG
 # text (python3 xml.etree) against numbers computed here from the inputs themselves:
 #   - a real PyTorch snapshot (tests/torch/fixtures/snapshots/a_train.pickle, imported): at most 10
-#     named bands plus one "N small buffers" band whose N is the count of buffers it sums; the
-#     named bands hold most of the bytes times steps (the snapshot's two 32 MiB buffers alone hold
-#     over half); the largest allocation has a band; the peak's note lists the buffers live at
+#     named bands plus one "N small buffers" band whose N is the count of buffers neither named nor
+#     drawn one by one in grey (those are each 0.5% of the peak or more); the named bands hold
+#     most of the bytes times steps (the snapshot's two 32 MiB buffers alone hold over half); the
+#     largest allocation has a band; the peak's note lists the buffers live at
 #     the peak largest first, the first being the largest live there by the imported steps; the x
 #     ticks are horizontal and no two labels meet;
 #   - schedules/training/pipeline_1f1b.yaml at world 4: the four stages hold different stashes, so
@@ -62,17 +63,24 @@ for b in live:
 
 a = load('a.svg')
 bands = cls(a, 'path', 'band')
-named = [b for b in bands if not b.get('data-small')]
+named = [b for b in bands if b.get('data-buffer') and not b.get('data-other')]
+others = [b for b in bands if b.get('data-other')]
 small = [b for b in bands if b.get('data-small')]
 names = set(b.get('data-name') for b in named)
 drawn = set(b.get('data-buffer') for b in named)
-n_small = len(set(size) - drawn)
+n_small = len(set(size) - drawn - set(b.get('data-buffer') for b in others))
 report('plot-bands-count', 1 <= len(names) <= 10 and len(small) == 1 and
        small[0].get('data-small') == str(n_small) and small[0].get('data-name') == '%d small buffers' % n_small,
        (sorted(names), [(s.get('data-small'), s.get('data-name')) for s in small], n_small))
 legend = [text(t) for t in cls(a, 'text', 'legend')]
+n_other = len(set(b.get('data-buffer') for b in others))
 report('plot-bands-named-in-legend', all(any(l.startswith(n) for l in legend) for n in names) and
-       '%d small buffers' % n_small in legend, (sorted(names), legend))
+       '%d small buffers' % n_small in legend and '%d other buffers, one by one' % n_other in legend,
+       (sorted(names), legend))
+# the unnamed allocations drawn one by one are no tiny ones: each at least 0.5% of the peak
+peak_bytes = max(sum(l.values()) for l in after)
+tiny = [b.get('data-buffer') for b in others if int(b.get('data-bytes')) < 0.005 * peak_bytes]
+report('plot-bands-others-not-tiny', others and not tiny, (len(others), tiny[:3]))
 share = sum(area[b] for b in drawn) / sum(area.values())
 report('plot-bands-hold-most', share > 0.5, 'named bands hold %.2f of bytes x steps' % share)
 largest = max(size, key=lambda b: (size[b], -start[b]))
@@ -127,6 +135,8 @@ report('plot-bands-own-scales', not scale_bad, scale_bad)
 fills, panels_of = {}, {}
 for i, g in enumerate(panels):
     for b in cls(g, 'path', 'band'):
+        if b.get('data-other'):
+            continue
         fills.setdefault(b.get('data-name'), set()).add(b.get('fill'))
         panels_of.setdefault(b.get('data-name'), set()).add(i)
 many = [n for n in fills if len(fills[n]) != 1]

@@ -128,7 +128,7 @@ for name, curves in (('a', ['#1f77b4']), ('pp', ['#1f77b4', '#d62728', '#2ca02c'
     # a band's colour as drawn: its fill at its opacity over the white page
     want = {}
     for e in root.iter(S + 'path'):
-        if e.get('class') == 'band' and not e.get('data-small'):
+        if e.get('class') == 'band' and e.get('data-name') and not e.get('data-small'):
             op = float(e.get('fill-opacity'))
             want[e.get('data-name')] = tuple(round(255 - op * (255 - v)) for v in rgb(e.get('fill')))
     seen = [n for n, c in want.items() if present(counts, c)]

@@ -281,7 +281,7 @@ static void rows_stop_at_sixteen(void **state) {
 }
 
 /* Numbered buffers are one band family; a name whose stem has digits of its own (an address) is
- * not; past 600 allocations in named bands each band is drawn summed. */
+ * not; past 3000 allocations to draw one by one each band is drawn summed. */
 static void families_and_summed_bands(void **state) {
     series s;
     tu_series(&s, "name: fam\nworld: 1\nsteps:\n  - alloc: {buf: params0, bytes: 4MiB}\n"
@@ -295,18 +295,22 @@ static void families_and_summed_bands(void **state) {
     assert_int_equal(count(svg, "data-name=\"a7f3d600001\""), 1);
     free(svg);
     series_free(&s);
-    /* keep, then a, b and c allocated and freed in turn 250 times: 751 allocations over 1501 ops,
-     * two ops a column (1200 at most), each buffer's allocations columns apart, so not merged */
+    /* keep, then a to f allocated and freed in turn 550 times: 3301 allocations over 6601 ops,
+     * six ops a column (1200 columns at most), each buffer's allocations two columns apart, so
+     * not merged: past MAX_SPANS (3000), each band is drawn summed */
     tu_series(&s, "name: summed\nworld: 1\nsteps:\n  - alloc: {buf: keep, bytes: 8MiB}\n"
-                  "  - repeat:\n      count: 250\n      steps:\n"
+                  "  - repeat:\n      count: 550\n      steps:\n"
                   "        - alloc: {buf: a, bytes: 4MiB}\n        - free: a\n"
                   "        - alloc: {buf: b, bytes: 4MiB}\n        - free: b\n"
-                  "        - alloc: {buf: c, bytes: 4MiB}\n        - free: c\n", 0, NULL);
+                  "        - alloc: {buf: c, bytes: 4MiB}\n        - free: c\n"
+                  "        - alloc: {buf: d, bytes: 4MiB}\n        - free: d\n"
+                  "        - alloc: {buf: e, bytes: 4MiB}\n        - free: e\n"
+                  "        - alloc: {buf: f, bytes: 4MiB}\n        - free: f\n", 0, NULL);
     svg = render(&s, 1, VIEW_REQUESTED, false);
-    assert_int_equal(count(svg, "class=\"band\""), 4);
+    assert_int_equal(count(svg, "class=\"band\""), 7);
     assert_non_null(strstr(svg, "data-name=\"keep\" data-summed=\"1\""));
-    assert_non_null(strstr(svg, "data-name=\"a\" data-summed=\"250\""));
-    assert_non_null(strstr(svg, "data-name=\"c\" data-summed=\"250\""));
+    assert_non_null(strstr(svg, "data-name=\"a\" data-summed=\"550\""));
+    assert_non_null(strstr(svg, "data-name=\"f\" data-summed=\"550\""));
     free(svg);
     series_free(&s);
 }
