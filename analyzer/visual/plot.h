@@ -6,8 +6,8 @@
  * picture), else each has its own. In each panel, a row per group of ranks with identical curves:
  * live bytes after every op as a step line, the measured curve of a run dashed over it; under it
  * the largest buffers as stacked bands, as PyTorch memory_viz's active-memory timeline draws them
- * (plot_int.h), the others in grey, the tiny ones summed in one "N small buffers" band; in the torch view the reserved
- * envelope over the allocated curve. Collectives are shaded spans, syncs dashed ticks, regions bars
+ * (plot_int.h), the others in grey, the tiny ones summed in one "N small buffers" band; in the
+ * torch view the reserved envelope over the allocated curve. Collectives are shaded spans, syncs dashed ticks, regions bars
  * under the plot, a lane per stream with a span per op; the predicted peak is marked and labelled
  * with the buffers live at it, largest first (in a band above the rows, never over a curve); a y
  * axis in MiB with round ticks, an x axis of round op indices (or seconds) that never overlap,
@@ -20,8 +20,8 @@
  * data-row), `xtick`, `row-label` (data-rank), `curve` (paths with data-rank and data-kind
  * predicted|measured|allocated|reserved), `reserved-envelope`, `band` (data-rank, data-name,
  * data-buffer, data-bytes; data-other on a grey one, data-small=N on the summed band,
- * data-summed=N on a named band drawn as the sum of its N allocations), `coll` and `sync` (data-op),
- * `lane-span` (data-op, data-stream), `peak-note`, `legend`. */
+ * data-summed=N on a named band drawn as the sum of its N allocations), `coll` and `sync`
+ * (data-op), `lane-span` (data-op, data-stream), `peak-note`, `legend`. */
 #ifndef MEMLIFE_PLOT_H
 #define MEMLIFE_PLOT_H
 
