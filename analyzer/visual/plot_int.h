@@ -17,7 +17,7 @@ enum {
 #define BAND_OPACITY 0.8   /* bands and their legend swatches alike */
 /* A buffer (or source line) under this share of the row's bytes times ops never gets a band of its
  * own: a thousand short 4 KiB buffers are one "N small buffers" band, not a thousand slivers. */
-#define BAND_MIN_SHARE 0.01
+#define BAND_MIN_SHARE 0.004
 /* An unnamed allocation under this share of the row's peak bytes is summed into the small band;
  * larger ones are drawn one by one, in grey. */
 #define BAND_TINY_SHARE 0.005
