@@ -334,6 +334,36 @@ static void draw_curve(ml_str *o, const panel *p, const row *rw, const uint64_t 
     ml_str_printf(o, "/>\n");
 }
 
+/* One edge of the envelope, left to right over v (up) or right to left (!up), a vertex only where
+ * the drawn value changes; with more ops than pixels, per pixel column the highest value going
+ * up and the lowest coming back, so that the envelope never shrinks and the file stays small. */
+static void envelope_edge(ml_str *o, const panel *p, const row *rw, const curve *c, const uint64_t *v,
+                          bool up) {
+    bool dense = c->n > 4 * p->pw;
+    double cur = NAN;
+    for (size_t j = 0; j < c->n;) {
+        size_t k = up ? j : c->n - 1 - j;
+        double col = floor(plot_px(p, c->edges[k])), val = (double)v[k];
+        size_t m = 1;
+        while (dense && j + m < c->n) {
+            size_t q = up ? j + m : c->n - 1 - j - m;
+            if (floor(plot_px(p, c->edges[q])) != col)
+                break;
+            val = up ? fmax(val, (double)v[q]) : fmin(val, (double)v[q]);
+            m++;
+        }
+        double y = round(plot_py(p, rw, val) * 10) / 10;
+        if (y != cur) {
+            /* the run's near edge: its left going up, its right coming back */
+            size_t first = up ? k : c->n - 1 - j;
+            ml_str_printf(o, "H%.1fV%.1f", plot_px(p, c->edges[up ? first : first + 1]), y);
+            cur = y;
+        }
+        j += m;
+    }
+    ml_str_printf(o, "H%.1f", plot_px(p, c->edges[up ? c->n : 0]));
+}
+
 /* The torch view: what the caching allocator holds over what it hands out, as a pale envelope
  * between the allocated and the reserved curves. */
 static void draw_envelope(ml_str *o, const panel *p, const row *rw) {
@@ -341,10 +371,8 @@ static void draw_envelope(ml_str *o, const panel *p, const row *rw) {
     ml_str_printf(o, "<path class=\"reserved-envelope\" data-rank=\"%d\" fill=\"%s\" "
                      "fill-opacity=\"0.35\" stroke=\"none\" d=\"M%.1f %.1f", rw->rank, RESERVED_FILL,
                   plot_px(p, c->edges[0]), plot_py(p, rw, 0));
-    for (size_t k = 0; k < c->n; k++)
-        ml_str_printf(o, "V%.1fH%.1f", plot_py(p, rw, (double)c->resv[k]), plot_px(p, c->edges[k + 1]));
-    for (size_t k = c->n; k-- > 0;)
-        ml_str_printf(o, "V%.1fH%.1f", plot_py(p, rw, (double)c->alloc[k]), plot_px(p, c->edges[k]));
+    envelope_edge(o, p, rw, c, c->resv, true);
+    envelope_edge(o, p, rw, c, c->alloc, false);
     ml_str_printf(o, "Z\"/>\n");
 }
 
