@@ -120,10 +120,12 @@ static double nice_step(double max, double want) {
     return 10 * mag;
 }
 
-/* A y scale for values up to max: round MiB ticks with headroom for the peak marker. */
+/* A y scale for values up to max: round ticks with headroom for the peak marker, in MiB from a
+ * MiB up, else in KiB or bytes (whole ones), so that a small plan's ticks do not all read 0 MiB. */
 static void y_scale(uint64_t max, double *top, double *step) {
-    double want = max ? max * 1.15 : MIB;
-    *step = nice_step(want / MIB, 5) * MIB;
+    double want = max ? max * 1.15 : MIB, unit = want >= MIB ? MIB : want >= 1024 ? 1024 : 1;
+    *step = nice_step(want / unit, 5) * unit;
+    *step = fmax(*step, 1);
     *top = ceil(want / *step) * *step;
 }
 
@@ -133,7 +135,12 @@ static void draw_y_axis(ml_str *o, const panel *p, const row *r, const plot_opti
         double y = plot_py(p, r, v);
         char mib[32], label[48];
         ml_format_mib((int64_t)llround(v), mib, sizeof mib);
-        snprintf(label, sizeof label, "%s MiB", mib);
+        if (p->ymax >= MIB)
+            snprintf(label, sizeof label, "%s MiB", mib);
+        else if (p->ymax >= 1024)
+            snprintf(label, sizeof label, "%g KiB", v / 1024);
+        else
+            snprintf(label, sizeof label, "%g B", v);
         ml_str_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n",
                       left, y, right, y);
         /* data-y: where the value lies (the text sits 4 px lower to centre on its line). */
@@ -442,9 +449,9 @@ static void draw_peak(ml_str *o, const panel *p, const plot_options *opt) {
     const size_t max_line = (size_t)fmin(fmax((p->pw - 20) / NOTE_GLYPH, 40), 140);
     char lines[NOTE_LINES][400];
     int n = 0;
-    char mib[32], what[96];
-    ml_format_mib((int64_t)pr->peak[opt->view], mib, sizeof mib);
-    snprintf(lines[n++], sizeof lines[0], "peak %s MiB", mib);
+    char peak[32], what[96];
+    note_size(pr->peak[opt->view], peak, sizeof peak);
+    snprintf(lines[n++], sizeof lines[0], "peak %s", peak);
     series_op_label(rp, &rp->ops[op], what, sizeof what);
     ml_mark m = plan_op_mark(&rp->ops[op]);
     char on_rank[32] = "";

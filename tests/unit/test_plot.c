@@ -262,6 +262,21 @@ static void a_row_per_rank_that_differs(void **state) {
     series_free(&s);
 }
 
+/* Under a MiB the ticks are in KiB (or bytes), round ones, not a column of "0 MiB". */
+static void small_plans_tick_in_kib(void **state) {
+    series s;
+    tu_series(&s, "name: small\nworld: 1\nsteps:\n  - alloc: {buf: x, bytes: 300KiB}\n", 0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    /* 300 KiB and 15% headroom: 345 KiB over about 5 ticks, a round step of 100 KiB */
+    assert_non_null(strstr(svg, ">peak 300 KiB<"));
+    assert_non_null(strstr(svg, ">100 KiB<"));
+    assert_non_null(strstr(svg, ">400 KiB<"));
+    assert_null(strstr(svg, ">500 KiB<"));
+    assert_null(strstr(svg, " MiB<"));
+    free(svg);
+    series_free(&s);
+}
+
 /* Past 16 rank groups the rows stop, and the last goes to the group with the highest peak. */
 static void rows_stop_at_sixteen(void **state) {
     series s;
@@ -328,6 +343,7 @@ int main(void) {
         cmocka_unit_test(a_row_per_rank_that_differs),
         cmocka_unit_test(families_and_summed_bands),
         cmocka_unit_test(rows_stop_at_sixteen),
+        cmocka_unit_test(small_plans_tick_in_kib),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
