@@ -191,7 +191,38 @@ static int group_sort_cmp(const void *a, const void *b) {
 
 /* Groups the buffers (gid[b]) and picks the groups that get a band: the MAX_BANDS with the most
  * bytes times ops, none under BAND_MIN_SHARE of the row's. Returns the groups, [*n]. */
-static group *choose(const rank_plan *rp, const spans *sp, uint32_t *gid, size_t *n) {
+/* A span's start or end, for the sweep that finds each band's highest live bytes. */
+typedef struct {
+    size_t k;
+    int64_t delta;      /* negative: an end, sorted before a start at the same op */
+    uint32_t group;
+} band_event;
+
+static int event_cmp(const void *a, const void *b) {
+    const band_event *x = a, *y = b;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return (x->delta > 0) - (y->delta > 0);
+}
+
+/* The highest bytes each group has live at once (high[gid]), by a sweep over its spans. */
+static void group_highs(const spans *sp, const uint32_t *gid, size_t n_groups, double *high) {
+    band_event *ev = ml_xcalloc(2 * sp->n + 1, sizeof *ev);
+    for (size_t i = 0; i < sp->n; i++) {
+        ev[2 * i] = (band_event){sp->v[i].k0, (int64_t)sp->v[i].bytes, gid[sp->v[i].buf]};
+        ev[2 * i + 1] = (band_event){sp->v[i].k1, -(int64_t)sp->v[i].bytes, gid[sp->v[i].buf]};
+    }
+    qsort(ev, 2 * sp->n, sizeof *ev, event_cmp);
+    double *live = ml_xcalloc(n_groups + 1, sizeof *live);
+    for (size_t i = 0; i < 2 * sp->n; i++) {
+        live[ev[i].group] += (double)ev[i].delta;
+        high[ev[i].group] = fmax(high[ev[i].group], live[ev[i].group]);
+    }
+    free(live);
+    free(ev);
+}
+
+static group *choose(const rank_plan *rp, const spans *sp, uint64_t peak, uint32_t *gid, size_t *n) {
     uint32_t n_bufs = rp->s->syms[SYM_BUFFER].n;
     group *g = ml_xcalloc(n_bufs + 1, sizeof *g), **by = ml_xcalloc(n_bufs + 1, sizeof *by);
     for (uint32_t b = 0; b < n_bufs; b++) {
@@ -217,15 +248,20 @@ static group *choose(const rank_plan *rp, const spans *sp, uint32_t *gid, size_t
             out[gid[sp->v[i].buf]].members++;
         seen[sp->v[i].buf] = true;
     }
+    /* a band too thin to see is no band to name: it must reach BAND_SEEN_SHARE of the peak */
+    double *high = ml_xcalloc(*n + 1, sizeof *high);
+    group_highs(sp, gid, *n, high);
     for (int j = 0; j < MAX_BANDS; j++) {
         group *best = NULL;
         for (size_t k = 0; k < *n; k++)
-            if (!out[k].named && out[k].area > 0 && (!best || out[k].area > best->area))
+            if (!out[k].named && out[k].area > 0 && high[k] >= BAND_SEEN_SHARE * (double)peak &&
+                (!best || out[k].area > best->area))
                 best = &out[k];
         if (!best || best->area < BAND_MIN_SHARE * total)
             break;
         best->named = true;
     }
+    free(high);
     free(seen);
     free(by);
     free(g);
@@ -543,7 +579,7 @@ void plot_bands_draw(ml_str *o, const panel *p, const row *r, plot_colors *color
     for (size_t k = 0; k < c->n; k++)
         in.peak = in.total[k] > in.peak ? in.total[k] : in.peak;
     in.gid = ml_xcalloc(in.n_bufs + 1, sizeof *in.gid);
-    in.groups = choose(in.rp, &in.sp, in.gid, &in.n_groups);
+    in.groups = choose(in.rp, &in.sp, in.peak, in.gid, &in.n_groups);
     in.g = (cols){.p = p, .r = r, .c = c};
     in.g.stride = c->n > BAND_COLUMNS ? (c->n + BAND_COLUMNS - 1) / BAND_COLUMNS : 1;
     in.g.n_cols = (c->n + in.g.stride - 1) / in.g.stride;

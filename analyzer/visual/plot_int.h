@@ -18,6 +18,9 @@ enum {
 /* A buffer (or source line) under this share of the row's bytes times ops never gets a band of its
  * own: a thousand short 4 KiB buffers are one "N small buffers" band, not a thousand slivers. */
 #define BAND_MIN_SHARE 0.004
+/* Nor does one whose allocations never reach this share of the row's peak bytes at once: a band
+ * of a pixel or two is no band to name in the legend. */
+#define BAND_SEEN_SHARE 0.02
 /* An unnamed allocation under this share of the row's peak bytes is summed into the small band;
  * larger ones are drawn one by one, in grey. */
 #define BAND_TINY_SHARE 0.005
