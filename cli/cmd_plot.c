@@ -9,9 +9,15 @@ const char cmd_plot_usage[] =
     "\n"
     "Draws live bytes per rank after every op: the prediction as a step line, and for a\n"
     "'memlife run' result (RESULT.json) the measured curve dashed over it, on the same op axis\n"
-    "or, with --time, over the measured time. Collectives are shaded spans, syncs dashed ticks,\n"
-    "regions bars; the peak is marked and labelled with the buffers live at it. Several inputs\n"
-    "(or a file with 'plans:') become panels side by side with one y scale, e.g.\n"
+    "or, with --time, over the measured time. Under the line the largest buffers are stacked\n"
+    "bands as PyTorch's memory_viz draws them: each allocation in its place, those never freed\n"
+    "at the bottom, the rest in allocation order, the small ones summed in one band (an imported\n"
+    "snapshot's allocations grouped by source line). Ranks whose curves differ get a row each\n"
+    "(16 at most, the highest peak's among them).\n"
+    "Collectives are shaded spans, syncs dashed ticks, regions bars; the peak is marked and\n"
+    "labelled with the buffers live at it, largest first. --view torch adds the reserved\n"
+    "envelope over the allocated curve. Several inputs (or a file with 'plans:') become a grid\n"
+    "of panels, one y scale where their peaks are within 4x of each other, e.g.\n"
     "  memlife plot naive.yaml optimized.yaml -o lifetimes.svg\n"
     "The SVG needs no fonts, scripts or links and opens in any browser.\n"
     "\n"
@@ -52,7 +58,7 @@ int cmd_plot(int argc, char **argv) {
     int width = 0;
     const ml_opt extra[] = {
         {"--width", NULL, OPT_INT, &width, 200, 100000, NULL,
-         "PX", "width of each panel (default: 6 px an op, 640 to 4000 px)"},
+         "PX", "width of each panel (default: 6 px an op, 640 to 1600 px; 1000 in a grid)"},
         {"--view", NULL, OPT_CHOICE, &view, 0, 0, view_names,
          "VIEW", "requested (default: sum of live buffer sizes) or device (pages)"},
         {"--time", NULL, OPT_FLAG, &time_axis, 0, 0, NULL,

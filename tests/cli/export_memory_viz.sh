@@ -7,8 +7,11 @@
 #     segment_alloc + alloc pairs, two free_requested + free_completed pairs), each framed by the
 #     schedule's line, and 3 segments in address order: 256 MiB active_allocated (gathered, the
 #     newest segment, lowest address), then 128 MiB and 256 MiB inactive;
-#   - where a python3 has torch, its torch.cuda._memory_viz reads it: stats (1.13's reads the
-#     segments list: 640 MiB in 3 segments) or trace_plot / segment_plot (2.x) write HTML;
+#   - where a python3 has torch (the .venv's 2.13 first), its torch.cuda._memory_viz reads it
+#     as a user would (pickle.load): 2.x's trace_plot and segment_plot write the viewer pages with
+#     this very snapshot inside, its segsum reads 3 segments, 640 MiB reserved and 256 MiB
+#     allocated, and its trace reads 10 entries: cudaMalloc 256, 128 and 256 MiB, each with its
+#     block, then two frees; 1.13's stats reads the segments list (640 MiB in 3 segments);
 #   - imported back (memlife import), its expectations are the model's numbers: reserved and
 #     requested peak 671088640 (640 MiB), reserved steady 640 MiB, requested steady 256 MiB;
 #   - bad usage: exit 2, no file.
@@ -57,26 +60,34 @@ PY
     fi
 fi
 
-# memory_viz itself, where a python3 has torch (CI: /usr/bin/python3, torch 1.13)
+# memory_viz itself, where a python3 has torch: the one tests are told to use, the checkout's
+# .venv (make deps: torch 2.13), else any on PATH (an older CI: /usr/bin/python3, torch 1.13)
 TORCH_PY=
-for p in $(type -ap python3) /usr/bin/python3; do
+for p in ${MEMLIFE_PYTHON:-} .venv/bin/python3 $(type -ap python3) /usr/bin/python3; do
     if "$p" -c 'import torch.cuda._memory_viz' 2>/dev/null; then TORCH_PY=$p; break; fi
 done
 if [ -z "$TORCH_PY" ]; then
     echo "skip - export through torch.cuda._memory_viz: no python3 with torch"
 else
     out=$("$TORCH_PY" - "$TMP/e.pickle" "$TMP/e.html" <<'PY' 2>&1
-import pickle, sys
+import base64, pickle, re, sys
 import torch.cuda._memory_viz as mv
-class NoGlobals(pickle.Unpickler):
-    def find_class(self, module, name):
-        raise pickle.UnpicklingError("global %s.%s" % (module, name))
-d = NoGlobals(open(sys.argv[1], "rb")).load()
+d = pickle.load(open(sys.argv[1], "rb"))
 if hasattr(mv, "trace_plot"):      # torch 2.x: the HTML pages memory_viz writes
     html = mv.trace_plot(d) + mv.segment_plot(d)
     open(sys.argv[2], "w").write(html)
-    assert len(html) > 1000
-    print("ok trace_plot/segment_plot")
+    # the pages load the snapshot from inside themselves: this one, twice
+    inside = [pickle.loads(base64.b64decode(b)) for b in re.findall(r'"base64": "([^"]+)"', html)]
+    assert inside == [d, d], len(inside)
+    summary = mv.segsum(d)
+    for want in ("segments: 3", "total_reserved: 640.0MiB", "total_allocated: 256.0MiB"):
+        assert want in summary, (want, summary)
+    trace = mv.trace(d)
+    assert "10 entries" in trace, trace
+    mallocs = re.findall(r"cudaMalloc\(\d+, ([0-9.]+MiB)\)", trace)
+    assert mallocs == ["256.0MiB", "128.0MiB", "256.0MiB"], trace
+    assert len(re.findall(r"^del ", trace, re.M)) == 2, trace
+    print("ok trace_plot/segment_plot/segsum/trace, torch %s" % __import__("torch").__version__)
 else:                               # torch 1.13: the segments list
     st = mv.stats(d["segments"])
     assert st["segments"] == 3 and str(st["total_size"]) == "640.0MiB", st

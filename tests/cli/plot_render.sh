@@ -1,8 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# plot_render.sh — the SVG of `memlife plot` rendered by headless Chromium: the screenshot is not
-# blank, and the red peak markers are drawn where the SVG says (naive 576 MiB, optimized 320 MiB,
-# chapter 07 at world 4). The PNG is decoded with python3's zlib alone (no imaging package).
+# plot_render.sh — the SVG of `memlife plot` rendered by headless Chromium, each at its own size:
+#   - seeds 03/04 (naive 576 MiB, optimized 320 MiB, chapter 07 at world 4): the screenshot is not
+#     blank, and the red peak markers are drawn where the SVG says;
+#   - an imported PyTorch snapshot (a_train.pickle) and schedules/training/pipeline_1f1b.yaml: the
+#     screenshot has the SVG's size, and the colours of its bands (each band's fill at its opacity
+#     over white) are there in pixels, 4 or more of them; for the pipeline the four ranks' curve
+#     colours too (every rank drawn).
+# The PNG is decoded with python3's zlib alone (no imaging package).
 cd "$(dirname "$0")/../.." || exit 1
 ML=${MEMLIFE:-./memlife}
 [ -x "$ML" ] || { echo "memlife binary not found at $ML" >&2; exit 1; }
@@ -18,15 +23,26 @@ if ! "$ML" plot schedules/seed/03_rs_ag_naive.yaml schedules/seed/04_rs_ag_optim
 fi
 # A fresh profile folder keeps the run independent of any user state; HOME too (root's may be
 # read-only under CI).
-HOME=$tmp timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --hide-scrollbars \
-    --user-data-dir="$tmp/profile" --screenshot="$tmp/p.png" --window-size=1280,800 \
-    "file://$tmp/p.svg" >"$tmp/chromium.log" 2>&1
-if [ ! -s "$tmp/p.png" ]; then
-    echo "not ok - plot-render: chromium wrote no screenshot: $(tail -c 300 "$tmp/chromium.log")"
+shoot() {   # name, width, height
+    HOME=$tmp timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+        --user-data-dir="$tmp/profile" --screenshot="$tmp/$1.png" --window-size="$2,$3" \
+        "file://$tmp/$1.svg" >"$tmp/chromium.log" 2>&1
+    [ -s "$tmp/$1.png" ] && return 0
+    echo "not ok - plot-render: chromium wrote no screenshot of $1: $(tail -c 300 "$tmp/chromium.log")"
+    return 1
+}
+svg_size() { sed -n 's/.*<svg [^>]*width="\([0-9]*\)" height="\([0-9]*\)".*/\1 \2/p' "$tmp/$1.svg"; }
+shoot p 1280 800 || exit 0
+"$ML" import tests/torch/fixtures/snapshots/a_train.pickle -o "$tmp/a.yaml" >/dev/null 2>&1
+if ! "$ML" plot "$tmp/a.yaml" -o "$tmp/a.svg" 2>"$tmp/err" ||
+   ! "$ML" plot schedules/training/pipeline_1f1b.yaml -o "$tmp/pp.svg" 2>>"$tmp/err"; then
+    echo "not ok - plot-render: memlife plot failed: $(head -c 300 "$tmp/err")"
     exit 0
 fi
+# shellcheck disable=SC2046
+shoot a $(svg_size a) && shoot pp $(svg_size pp) || exit 0
 
-python3 - "$tmp/p.png" "$tmp/p.svg" <<'PY'
+python3 - "$tmp" <<'PY'
 import sys, zlib, struct, xml.etree.ElementTree as ET
 
 def decode_png(path):
@@ -63,8 +79,9 @@ def decode_png(path):
 def report(name, ok, why=''):
     print(('ok - ' + name) if ok else ('not ok - %s: %s' % (name, why)))
 
+tmp = sys.argv[1]
 try:
-    w, h, bpp, rows = decode_png(sys.argv[1])
+    w, h, bpp, rows = decode_png(tmp + '/p.png')
 except Exception as e:
     report('plot-render', False, 'cannot decode the screenshot: %s' % e); sys.exit(0)
 px = lambda x, y: tuple(rows[y][x * bpp:x * bpp + 3])
@@ -77,12 +94,46 @@ report('plot-render-not-blank', len(colors) >= 16 and dark > 1000,
        '%d distinct colours, %d non-white samples' % (len(colors), dark))
 
 S = '{http://www.w3.org/2000/svg}'
-peaks = [c for c in ET.parse(sys.argv[2]).getroot().iter(S + 'circle') if c.get('class') == 'peak']
+# each panel is drawn at its own origin and placed by translate(X Y)
+peaks = []
+for g in ET.parse(tmp + '/p.svg').getroot().iter(S + 'g'):
+    if g.get('class') == 'panel':
+        dx, dy = map(float, g.get('transform')[len('translate('):-1].split())
+        peaks += [(c, dx, dy) for c in g.iter(S + 'circle') if c.get('class') == 'peak']
 missing = []
-for c in peaks:
-    cx, cy = int(round(float(c.get('cx')))), int(round(float(c.get('cy'))))
+for c, dx, dy in peaks:
+    cx, cy = int(round(float(c.get('cx')) + dx)), int(round(float(c.get('cy')) + dy))
     near = [px(x, y) for y in range(max(cy - 3, 0), min(cy + 4, h)) for x in range(max(cx - 3, 0), min(cx + 4, w))]
     if not any(r > 150 and g < 90 and b < 90 for r, g, b in near):
         missing.append((c.get('data-bytes'), cx, cy))
 report('plot-render-peak-markers', len(peaks) == 2 and not missing, 'no red marker at %s' % missing)
+
+def rgb(hexa):
+    return tuple(int(hexa[i:i + 2], 16) for i in (1, 3, 5))
+def present(counts, want, tol=6):
+    return any(all(abs(a - b) <= tol for a, b in zip(c, want)) and n >= 20 for c, n in counts.items())
+for name, curves in (('a', ['#1f77b4']), ('pp', ['#1f77b4', '#d62728', '#2ca02c', '#9467bd'])):
+    root = ET.parse('%s/%s.svg' % (tmp, name)).getroot()
+    try:
+        w, h, bpp, rows = decode_png('%s/%s.png' % (tmp, name))
+    except Exception as e:
+        report('plot-render-' + name, False, 'cannot decode the screenshot: %s' % e); continue
+    report('plot-render-%s-size' % name, (w, h) == (int(root.get('width')), int(root.get('height'))),
+           '%dx%d for an SVG of %sx%s' % (w, h, root.get('width'), root.get('height')))
+    counts = {}
+    for y in range(h):
+        for x in range(w):
+            c = tuple(rows[y][x * bpp:x * bpp + 3])
+            counts[c] = counts.get(c, 0) + 1
+    # a band's colour as drawn: its fill at its opacity over the white page
+    want = {}
+    for e in root.iter(S + 'path'):
+        if e.get('class') == 'band' and e.get('data-name') and not e.get('data-small'):
+            op = float(e.get('fill-opacity'))
+            want[e.get('data-name')] = tuple(round(255 - op * (255 - v)) for v in rgb(e.get('fill')))
+    seen = [n for n, c in want.items() if present(counts, c)]
+    report('plot-render-%s-band-colours' % name, len(seen) >= 4 and len(set(want.values())) >= 4,
+           'band colours seen for %s of %s' % (seen, sorted(want)))
+    lines = [c for c in curves if not present(counts, rgb(c), tol=30)]
+    report('plot-render-%s-ranks' % name, not lines, 'no pixels of the curves %s' % lines)
 PY

@@ -31,7 +31,8 @@ texts = [''.join(t.itertext()) for t in root.iter(S + 'text')]
 # span labels sit in the stream lanes, only where they fit: all_gather does (98 px of
 # 66 px a slot... two slots wide in the optimized panel), reduce_scatter (14 glyphs, 82 px) does
 # not fit its 66 px span and is dropped rather than drawn over its neighbour
-want = ['peak 576 MiB', 'peak 320 MiB', 'live: full 256 MiB, shard 64 MiB, gathered 256 MiB',
+# the peak's buffers largest first (full and gathered 256 MiB, in allocation order, then shard)
+want = ['peak 576 MiB', 'peak 320 MiB', 'live: full 256 MiB, gathered 256 MiB, shard 64 MiB',
         'live: full 256 MiB, shard 64 MiB', 'all_gather', 'default', 'sync', 'ranks 0-3',
         'rs-ag-naive-lifetime', 'rs-ag-optimized-lifetime', 'full', 'shard', 'gathered']
 missing = [w for w in want if w not in texts]

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_plot.c — the SVG of `memlife plot`: labels, the peak's coordinates against the drawn axis,
- * a shared y scale across panels, spans for collectives and syncs, escaping, measured overlays.
+ * a shared y scale across panels, spans for collectives and syncs, escaping, measured overlays,
+ * the bands' stacking order, one row per rank that differs.
  * (tests/cli/plot_svg.sh parses the same output with a real XML parser; plot_render.sh renders
  * it in Chromium.) */
 #include <math.h>
@@ -58,20 +59,22 @@ static void naive_peak_label_and_position(void **state) {
     char *svg = render(&s, 1, VIEW_REQUESTED, false);
     /* seed: naive RS+AG peak at world 4 is 256 + 64 + 256 = 576 MiB, first at the gathered alloc */
     assert_non_null(strstr(svg, ">peak 576 MiB<"));
-    assert_non_null(strstr(svg, ">at 7:5 alloc gathered<"));
-    assert_non_null(strstr(svg, "live: full 256 MiB, shard 64 MiB, gathered 256 MiB"));
+    assert_non_null(strstr(svg, ">at op 2, 7:5 alloc gathered<"));
+    /* largest first: full and gathered 256 MiB (in symbol order), then shard */
+    assert_non_null(strstr(svg, "live: full 256 MiB, gathered 256 MiB, shard 64 MiB"));
     const char *peak = strstr(svg, "class=\"peak\"");
     assert_non_null(peak);
     assert_int_equal((uint64_t)attr(peak, "data-bytes"), 576 * MiB);
     assert_int_equal((int)attr(peak, "data-op"), 2);
     assert_true(fabs(attr(peak, "cy") - y_of(svg, 576.0 * MiB)) < 0.2);
-    /* x: the middle of op 2's slot, where its step label is anchored (3 px right of it) */
-    const char *tick = strstr(svg, "class=\"xtick\" data-op=\"2\"");
-    assert_non_null(tick);
-    assert_true(fabs(attr(peak, "cx") - (attr(tick, "x") - 3)) < 0.2);
-    /* the steps: one label per op, 8 ops (the free of two names is two ops), no thinning */
-    assert_int_equal(count(svg, "class=\"xtick\""), 8);
-    assert_non_null(strstr(svg, ">9 all_gather<"));
+    /* x: the middle of op 2's slot, a quarter of the way from tick 2 to tick 4 (8 ops over the
+     * 528 px of a 640 px panel want a tick every 90 px or more: every 2 ops, 0 to 8) */
+    const char *t2 = strstr(svg, "class=\"xtick\" data-x=\"2\""), *t4 = strstr(svg, "class=\"xtick\" data-x=\"4\"");
+    assert_non_null(t2);
+    assert_non_null(t4);
+    assert_true(fabs(attr(peak, "cx") - (attr(t2, "x") + (attr(t4, "x") - attr(t2, "x")) / 4)) < 0.2);
+    assert_int_equal(count(svg, "class=\"xtick\""), 5);
+    assert_null(strstr(svg, "rotate(-45"));
     /* all ranks have one curve: one line, labelled as such */
     assert_int_equal(count(svg, "class=\"curve\""), 1);
     assert_non_null(strstr(svg, ">ranks 0-3<"));
@@ -191,11 +194,12 @@ static void many_ops_stay_small(void **state) {
                   "  - repeat:\n      count: 10000\n      steps:\n"
                   "        - alloc: {buf: tmp, bytes: 4MiB}\n        - free: tmp\n", 0, NULL);
     char *svg = render(&s, 1, VIEW_REQUESTED, false);
-    /* the panel is 4000 px (6 px an op, at most 4000): one curve bar per pixel column (about 24
-     * bytes a column), bands of at most 600 samples (11) and a step label every 15 px (10) keep
-     * it under 64 bytes a pixel column (measured: 204 KB), not per op */
-    assert_non_null(strstr(svg, "width=\"4000\""));
-    assert_true(strlen(svg) < 64 * 4000);
+    /* the panel is 1600 px (6 px an op, at most 1600): one curve bar per pixel column (about 24
+     * bytes a column) and bands of at most 1200 columns, tmp's 10,000 allocations drawn as one
+     * band where they meet, keep it under 64 bytes a pixel column, not per op */
+    assert_non_null(strstr(svg, "width=\"1600\""));
+    assert_true(strlen(svg) < 64 * 1600);
+    assert_int_equal(count(svg, "data-name=\"tmp\""), 1);
     assert_non_null(strstr(svg, ">peak 12 MiB<"));   /* keep + tmp */
     const char *curve = strstr(svg, "class=\"curve\"");
     assert_non_null(curve);
@@ -203,6 +207,125 @@ static void many_ops_stay_small(void **state) {
     char at[32];
     snprintf(at, sizeof at, "V%.1f", y_of(svg, 12.0 * MiB));
     assert_non_null(strstr(curve, at));
+    free(svg);
+    series_free(&s);
+}
+
+/* memory_viz's order: what is never freed at the bottom, then by allocation time, so that a band
+ * moves only when one under it goes. Naive RS+AG: full (op 0), shard (op 1), gathered (op 2),
+ * then full and shard freed; gathered lives to the end, so it is drawn first, at the bottom. */
+static void bands_stack_long_lived_first(void **state) {
+    series s;
+    tu_series(&s, tu_naive_yaml, 0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    const char *g = strstr(svg, "class=\"band\" data-rank=\"0\" data-name=\"gathered\"");
+    const char *f = strstr(svg, "class=\"band\" data-rank=\"0\" data-name=\"full\"");
+    const char *sh = strstr(svg, "class=\"band\" data-rank=\"0\" data-name=\"shard\"");
+    assert_non_null(g);
+    assert_non_null(f);
+    assert_non_null(sh);
+    assert_true(g < f && f < sh);
+    /* gathered starts at the baseline: its path begins at y of 0 bytes */
+    const char *d = strstr(g, " d=\"M");
+    double x0, y0;
+    assert_non_null(d);
+    assert_int_equal(sscanf(d, " d=\"M%lf %lf", &x0, &y0), 2);
+    assert_true(fabs(y0 - y_of(svg, 0)) < 0.2);
+    /* no small buffers here: every buffer has a band */
+    assert_null(strstr(svg, "data-small"));
+    free(svg);
+    series_free(&s);
+}
+
+/* Ranks whose curves differ get a row each, with bands of their own. */
+static void a_row_per_rank_that_differs(void **state) {
+    series s;
+    tu_series(&s, "name: ranks\nworld: 3\nsteps:\n  - alloc: {buf: x, bytes: (rank + 1) * 1MiB}\n"
+                  "  - alloc: {buf: y, bytes: 1MiB}\n  - free: y\n", 0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    assert_int_equal(count(svg, "class=\"row-label\""), 3);
+    for (int r = 0; r < 3; r++) {
+        char want[64];
+        snprintf(want, sizeof want, "class=\"band\" data-rank=\"%d\" data-name=\"x\"", r);
+        const char *b = strstr(svg, want);
+        assert_non_null(b);
+        assert_int_equal((uint64_t)attr(b, "data-bytes"), (uint64_t)(r + 1) * MiB);
+        snprintf(want, sizeof want, "class=\"curve\" data-rank=\"%d\"", r);
+        assert_non_null(strstr(svg, want));
+    }
+    /* one colour for x in every row */
+    const char *b0 = strstr(svg, "data-name=\"x\""), *b2 = strstr(svg, "data-rank=\"2\" data-name=\"x\"");
+    assert_non_null(b0);
+    assert_non_null(b2);
+    assert_memory_equal(strstr(b0, "fill=\""), strstr(b2, "fill=\""), 14);
+    free(svg);
+    series_free(&s);
+}
+
+/* Under a MiB the ticks are in KiB (or bytes), round ones, not a column of "0 MiB". */
+static void small_plans_tick_in_kib(void **state) {
+    series s;
+    tu_series(&s, "name: small\nworld: 1\nsteps:\n  - alloc: {buf: x, bytes: 300KiB}\n", 0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    /* 300 KiB and 15% headroom: 345 KiB over about 5 ticks, a round step of 100 KiB */
+    assert_non_null(strstr(svg, ">peak 300 KiB<"));
+    assert_non_null(strstr(svg, ">100 KiB<"));
+    assert_non_null(strstr(svg, ">400 KiB<"));
+    assert_null(strstr(svg, ">500 KiB<"));
+    assert_null(strstr(svg, " MiB<"));
+    free(svg);
+    series_free(&s);
+}
+
+/* Past 16 rank groups the rows stop, and the last goes to the group with the highest peak. */
+static void rows_stop_at_sixteen(void **state) {
+    series s;
+    tu_series(&s, "name: wide\nworld: 20\nsteps:\n  - alloc: {buf: x, bytes: (rank + 1) * 1MiB}\n",
+              0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    assert_int_equal(count(svg, "class=\"row-label\""), 16);
+    assert_non_null(strstr(svg, "class=\"row-label\" data-rank=\"19\""));
+    assert_null(strstr(svg, "class=\"row-label\" data-rank=\"15\""));
+    assert_non_null(strstr(svg, ">4 more rank groups with curves of their own are not drawn (at most 16 rows)<"));
+    const char *peak = strstr(svg, "class=\"peak\"");
+    assert_non_null(peak);
+    assert_int_equal((int)attr(peak, "data-rank"), 19);
+    assert_int_equal((uint64_t)attr(peak, "data-bytes"), 20 * MiB);
+    free(svg);
+    series_free(&s);
+}
+
+/* Numbered buffers are one band family; a name whose stem has digits of its own (an address) is
+ * not; past 3000 allocations to draw one by one each band is drawn summed. */
+static void families_and_summed_bands(void **state) {
+    series s;
+    tu_series(&s, "name: fam\nworld: 1\nsteps:\n  - alloc: {buf: params0, bytes: 4MiB}\n"
+                  "  - alloc: {buf: params1, bytes: 4MiB}\n  - alloc: {buf: params_12, bytes: 4MiB}\n"
+                  "  - alloc: {buf: a7f3d600000, bytes: 4MiB}\n  - alloc: {buf: a7f3d600001, bytes: 4MiB}\n",
+              0, NULL);
+    char *svg = render(&s, 1, VIEW_REQUESTED, false);
+    assert_int_equal(count(svg, "data-name=\"params*\""), 3);
+    assert_non_null(strstr(svg, ">params* (3 buffers)<"));
+    assert_int_equal(count(svg, "data-name=\"a7f3d600000\""), 1);
+    assert_int_equal(count(svg, "data-name=\"a7f3d600001\""), 1);
+    free(svg);
+    series_free(&s);
+    /* keep, then a to f allocated and freed in turn 550 times: 3301 allocations over 6601 ops,
+     * six ops a column (1200 columns at most), each buffer's allocations two columns apart, so
+     * not merged: past MAX_SPANS (3000), each band is drawn summed */
+    tu_series(&s, "name: summed\nworld: 1\nsteps:\n  - alloc: {buf: keep, bytes: 8MiB}\n"
+                  "  - repeat:\n      count: 550\n      steps:\n"
+                  "        - alloc: {buf: a, bytes: 4MiB}\n        - free: a\n"
+                  "        - alloc: {buf: b, bytes: 4MiB}\n        - free: b\n"
+                  "        - alloc: {buf: c, bytes: 4MiB}\n        - free: c\n"
+                  "        - alloc: {buf: d, bytes: 4MiB}\n        - free: d\n"
+                  "        - alloc: {buf: e, bytes: 4MiB}\n        - free: e\n"
+                  "        - alloc: {buf: f, bytes: 4MiB}\n        - free: f\n", 0, NULL);
+    svg = render(&s, 1, VIEW_REQUESTED, false);
+    assert_int_equal(count(svg, "class=\"band\""), 7);
+    assert_non_null(strstr(svg, "data-name=\"keep\" data-summed=\"1\""));
+    assert_non_null(strstr(svg, "data-name=\"a\" data-summed=\"550\""));
+    assert_non_null(strstr(svg, "data-name=\"f\" data-summed=\"550\""));
     free(svg);
     series_free(&s);
 }
@@ -216,6 +339,11 @@ int main(void) {
         cmocka_unit_test(device_view_uses_pages),
         cmocka_unit_test(measured_overlay_and_time_axis),
         cmocka_unit_test(many_ops_stay_small),
+        cmocka_unit_test(bands_stack_long_lived_first),
+        cmocka_unit_test(a_row_per_rank_that_differs),
+        cmocka_unit_test(families_and_summed_bands),
+        cmocka_unit_test(rows_stop_at_sixteen),
+        cmocka_unit_test(small_plans_tick_in_kib),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
