@@ -54,11 +54,11 @@ REDUCE_OPS = {"SUM": "sum", "AVG": "avg", "PRODUCT": "prod", "MIN": "min", "MAX"
 class Storage:
     """One storage's life. `sid` numbers storages in birth order; `nbytes` is the size the
     caching allocator is asked for (0: no allocation)."""
-    __slots__ = ("sid", "nbytes", "stream", "role", "where", "ref", "dead", "__weakref__")
+    __slots__ = ("sid", "nbytes", "stream", "role", "where", "ref", "dead", "op", "__weakref__")
 
     def __init__(self, sid, nbytes, stream, role, where):
         self.sid, self.nbytes, self.stream, self.role, self.where = sid, nbytes, stream, role, where
-        self.ref, self.dead = None, False
+        self.ref, self.dead, self.op = None, False, None
 
 
 class Recorder(TorchDispatchMode):
@@ -79,6 +79,7 @@ class Recorder(TorchDispatchMode):
         self.owners = {}              # Storage.sid -> name from the program's objects
         self.program = None           # the training step, whose objects name storages
         self.closed = False           # past the recorded steps: deaths are the teardown's
+        self.op = None                # the op whose outputs are being tracked
         self._orig_resize = None
         self._opt_hooks = []
 
@@ -97,6 +98,7 @@ class Recorder(TorchDispatchMode):
     def _born(self, st, nbytes=None):
         nbytes = st.nbytes() if nbytes is None else nbytes
         rec = Storage(self.next_sid, nbytes, self.stream_of(), self._role(), self._where())
+        rec.op = self.op
         self.next_sid += 1
         if self.ptr_of is not None:
             rec.where = (rec.where, self.ptr_of(st))
@@ -252,8 +254,10 @@ class Recorder(TorchDispatchMode):
             else:
                 res = func(*args, **kwargs)
         flat, _ = tree_flatten(res)
+        self.op = func.name()
         for t in flat:
             self.track(t)
+        self.op = None
         if func in COLLECTIVES:
             self._collective(func, args, kwargs, res)
         elif func in collective_ops and func not in sync_ops:

@@ -186,7 +186,8 @@ def build(rec, snap, about):
             if kind == "alloc":
                 addr[obj.sid] = (obj.sid + 1) << 12
                 trace.append({"action": "alloc", "addr": addr[obj.sid], "size": obj.nbytes,
-                              "stream": obj.stream, "memlife_name": names[obj.sid]})
+                              "stream": obj.stream, "memlife_name": names[obj.sid],
+                              "memlife_op": obj.op})
             elif kind == "free":
                 e = {"addr": addr[obj.sid], "size": obj.nbytes, "stream": obj.stream}
                 trace.append(dict(e, action="free_requested"))
@@ -223,6 +224,7 @@ def _merge_cuda(rec, snap, names):
                 pos[i] = j
                 sid_addr[obj.sid] = e["addr"]
                 e["memlife_name"] = names[obj.sid]
+                e["memlife_op"] = obj.op
     # frees: the recorder's free of a matched storage stands at that address's next
     # free_requested after its alloc
     for i, (kind, obj) in enumerate(rec.events):
