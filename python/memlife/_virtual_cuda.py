@@ -193,6 +193,8 @@ def virtual_cuda(gpu="h100-80gb", on_record_stream=None):
         (torch.accelerator, "set_stream", _set_stream),
         (torch.accelerator, "synchronize", lambda device=None: _notify("sync_device")),
         (torch.Tensor, "record_stream", record_stream),
+        (torch.nn.functional, "scaled_dot_product_attention",
+         _sdpa(torch.nn.functional.scaled_dot_product_attention, capability)),
     ]
     saved = []
     for obj, attr, value in patches:
@@ -266,3 +268,42 @@ def runs_on_host(args, kwargs):
         if isinstance(x, str) and x.startswith(("cuda", "meta")):
             return False
     return True
+
+
+def _sdpa(orig, capability):
+    """scaled_dot_product_attention as a CUDA build picks its kernel: on a build without CUDA the
+    choice (_fused_sdp_choice) falls to the math path, which materializes the S x S attention
+    matrix in fp32 where the flash kernel keeps only a log-sum-exp per row. The order and the
+    conditions are sdp_utils.cpp's for the common cases: flash attention (sm80 and newer, fp16 or
+    bf16, no mask, head size a multiple of 8 up to 256), else memory-efficient attention (any
+    float dtype, a mask allowed, head size a multiple of 8, or 4 in fp32), else math; each only
+    while torch.backends.cuda enables it (sdpa_kernel)."""
+    aten = torch.ops.aten
+    backends = torch.backends.cuda
+
+    def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+             enable_gqa=False):
+        if not (_on_virtual(query) and query.dim() == 4 and key.dim() == 4 and value.dim() == 4):
+            return orig(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                        is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+        head = query.size(-1)
+        same = head == key.size(-1) == value.size(-1) and query.size(1) == key.size(1)
+        half = query.dtype in (torch.float16, torch.bfloat16)
+        if (backends.flash_sdp_enabled() and capability >= (8, 0) and half and attn_mask is None
+                and same and head % 8 == 0 and head <= 256 and not enable_gqa):
+            return aten._scaled_dot_product_flash_attention(
+                query, key, value, dropout_p, is_causal, False, scale=scale)[0]
+        align = 8 if half else 4
+        if (backends.mem_efficient_sdp_enabled() and same and head % align == 0
+                and query.dtype in (torch.float16, torch.bfloat16, torch.float32)
+                and not enable_gqa):
+            return aten._scaled_dot_product_efficient_attention(
+                query, key, value, attn_mask, query.requires_grad or key.requires_grad or
+                value.requires_grad, dropout_p, is_causal, scale=scale)[0]
+        return orig(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                    is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    return sdpa
+
+
+def _on_virtual(t):
+    return isinstance(t, torch.Tensor) and t.device.type == "cuda"
