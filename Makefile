@@ -134,6 +134,8 @@ install: memlife lib $(BUILD)/memlife.1 $(BUILD)/memlife.bash
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)
 	install -m 755 $(BUILD)/memlife $(DESTDIR)$(BINDIR)/memlife
 	install -m 644 runtime/backends/torch/driver.py $(DESTDIR)$(DATADIR)/torch_driver.py
+	install -d $(DESTDIR)$(DATADIR)/python/memlife
+	install -m 644 python/memlife/*.py python/memlife/*.cpp $(DESTDIR)$(DATADIR)/python/memlife/
 	install -m 644 $(BUILD)/libmemlife.a $(DESTDIR)$(LIBDIR)/libmemlife.a
 	install -m 755 $(BUILD)/libmemlife.so $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmemlife.so
