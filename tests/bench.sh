@@ -160,6 +160,7 @@ awk -v a="$first_per" -v b="$last_per" -v sizes="$SIZES" 'BEGIN {
 echo
 ./tests/bench/scale.sh || echo "scale benchmark: a run failed" >&2
 ./tests/bench/import_bench.sh || echo "import benchmark: a run failed" >&2
+./tests/bench/capture_bench.sh || echo "capture benchmark: a run failed" >&2
 
 # The host backend against a minimal MPI program (issue 21; wall time, best of 9, 2 ranks).
 ./tests/bench/host_mpi.sh || echo "host backend benchmark: a run failed" >&2
