@@ -22,7 +22,7 @@ const char cmd_trace_usage[] =
     "@options\n"
     "exit codes: 0 ok, 2 bad input, 3 cannot write\n";
 
-/* Above this a trace is announced on stderr before it is built (issue 17: 20k iterations at
+/* Above this a trace is announced on stderr before it is built (20k iterations at
  * world 64 wrote 1.0 GB without a word). */
 #define TRACE_WARN_BYTES (100ull * 1000 * 1000)
 

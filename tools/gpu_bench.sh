@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tools/gpu_bench.sh — issue 5's acceptance (`memlife bench`) on the 2 x H200 machine in one
+# tools/gpu_bench.sh — `memlife bench`'s GPU checks on the 2 x H200 machine in one
 # command. Run from the repository root with the binary built on the CPU machine carried along
 # (build/memlife; libyaml is static, CUPTI is loaded at run time):
 #

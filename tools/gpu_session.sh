@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tools/gpu_session.sh — every GPU acceptance step of the cuda backend (issue 4) in one command,
+# tools/gpu_session.sh — every GPU acceptance step of the cuda backend in one command,
 # for the GPU machine lent (GPU_WORLD GPUs, default 2). Run from the repository root with the
 # binary built on the CPU machine carried along (build/memlife; libyaml is linked statically):
 #

@@ -7,7 +7,7 @@
  * of one plan, lets a transformation rewrite it, makes it a schedule, then expands, lints and
  * predicts every rank, and keeps it when lint finds nothing new, the expect_error contract rows
  * are the same, and memory is lower (optimize.h). Each stage used to write its text and load it
- * back (two thirds of optimize's CPU time at 100k steps, issue 21); the steps a stage builds are
+ * back (two thirds of optimize's CPU time at 100k steps); the steps a stage builds are
  * the loader's kind (the expressions parsed by opt_expr, the names the schedule's), and the
  * rewritten file is checked by loading it (tests/cli/optimize_patch.sh: it loads, and predicts
  * what optimize predicted, on every rank). */

@@ -121,7 +121,7 @@ static void chunked_block(opt_ctx *c, opt_block *b) {
         uint64_t need;
         /* A release unmaps (cuMemUnmap), which no stream orders: the collective must be complete
          * at the host. Where the program has no such point before the end of A's life, one
-         * would have to be added, a host sync that stops every stream (issue 17): only with
+         * would have to be added, a host sync that stops every stream: only with
          * --allow-host-syncs; else A stays one allocation, and the stage says why. */
         size_t p = opt_completion_point(b, a, i, limit, A, NULL, 0, &need);
         if (p == limit) {

@@ -82,7 +82,7 @@ static const char *eol_comment(const lines *ls, size_t i, size_t *n) {
 /* Found from the loader's marks and a scan of the top-level lines: the loader read this very
  * text, so its marks say where each step's key is, and a block mapping's top-level keys start
  * at column 1. (Parsing the text again with libyaml took 12% of optimize's CPU time at 100k
- * steps, issue 21.) */
+ * steps.) */
 typedef struct {
     size_t key_line;          /* 0-based line of the `steps` key */
     size_t *item_line;        /* [n]: 0-based line of each item's '-' */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* patch_text.h — the rewritten schedule as an edit of the user's own text (issue 17).
+/* patch_text.h — the rewritten schedule as an edit of the user's own text.
  *
  * Instead of writing the whole tree again (emit_yaml.h), the original file's bytes are copied
  * and only what a rewrite changed is spliced in: every line outside the edits is byte-identical

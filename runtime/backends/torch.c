@@ -74,7 +74,7 @@ static void copy_str(char *dst, size_t cap, const char *src) {
     dst[n] = 0;
 }
 
-/* Reaps the driver, which is ending: no wait without a deadline (issue 19). One that has not
+/* Reaps the driver, which is ending: no wait without a deadline. One that has not
  * ended DRIVER_END_S after it closed its pipe, or was told to quit, is killed with its process
  * group; a SIGKILLed one is reaped for as long as the kernel takes. */
 #define DRIVER_END_S 5

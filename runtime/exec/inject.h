@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* inject.h — runtime fault injection (issue 7): make a run fail on purpose, the three ways a real
+/* inject.h — runtime fault injection: make a run fail on purpose, the three ways a real
  * run fails, to prove that every rank still ends within the deadline, with exit 3, a message that
  * says where each rank stood, and no result file.
  *

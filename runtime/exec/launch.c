@@ -87,7 +87,7 @@ static void forward(int sig, siginfo_t *info, void *ctx) {
 static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
 /* A rank about to call MPI_Abort sends LAUNCH_ABORT_SIGNAL to memlife (launch_notify_abort):
- * mpirun is to end the job now. Issue 19: under load mpirun took unbounded time to, and memlife
+ * mpirun is to end the job now. Under load mpirun took unbounded time to, and memlife
  * waited on it without a deadline; from the notice on it has LAUNCH_ABORT_GRACE_S. */
 static volatile sig_atomic_t abort_notified;
 static void on_abort_notice(int sig) { abort_notified = 1; }

@@ -38,7 +38,7 @@ int launch_find_mpirun(char *buf, size_t len);
  *   (SIGTERM, SIGKILL after 2 s) and reaps each one before returning;
  * - a rank's MPI_Abort (launch_notify_abort): mpirun that has not ended the job
  *   LAUNCH_ABORT_GRACE_S after it is SIGKILLed with its group, and the ranks as above; -1 with
- *   err saying so (issue 19: under load mpirun took unbounded time after an abort);
+ *   err saying so (under load mpirun took unbounded time after an abort);
  * - a rank that ends before MPI_Finalize without MPI_Abort (SIGSEGV, SIGKILL, an exit on an
  *   error path): the same deadline from when memlife sees it gone (launch_rank_started), the
  *   same end of the job, and err naming the rank.

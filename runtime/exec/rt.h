@@ -100,7 +100,7 @@ typedef struct {
     int gpus;                  /* cuda single-process mode: GPUs driven by this process; 0 = MPI */
     bool verify_sequence;      /* exchange collective descriptors before each collective */
     bool data;                 /* run inits and checks (default true) */
-    /* Fault injection (issue 7, runtime/inject.h); -1 when off. */
+    /* Fault injection (exec/inject.h); -1 when off. */
     long fail_alloc_k;         /* alloc k (0-based, counted per rank) fails */
     int kill_rank, kill_step;  /* rank r dies (SIGKILL) before op k */
     int delay_rank, delay_step;  /* rank r sleeps delay_s before op k */
