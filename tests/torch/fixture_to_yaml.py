@@ -30,6 +30,10 @@ def stream_name(k):
     return "default" if k == 0 else "s%d" % k
 
 
+# replay_check.py --no-addresses clears it: the model's own guess of the driver's placement
+ADDRESSES = True
+
+
 def segment_addresses(steps):
     """The cudaMalloc segments' addresses in the order they were made (the trace's
     segment_alloc entries): in one process the driver hands the addresses of released segments
@@ -50,7 +54,7 @@ def header(fx, steps):
     torch = ['conf: %s' % json.dumps(fx["conf"] or "")]
     if fx.get("limit"):
         torch.append("limit: %d" % fx["limit"])
-    addrs = segment_addresses(steps)
+    addrs = segment_addresses(steps) if ADDRESSES else []
     if addrs:
         torch.append("addresses: [%s]" % ", ".join("0x%x" % a for a in addrs))
     out.append("torch: {%s}" % ", ".join(torch))
