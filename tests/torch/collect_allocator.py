@@ -34,6 +34,9 @@ GiB = 1024 * MiB
 # follow a "busy" (each step is a few ms); every generated "busy" is followed by a "sync" of the
 # same stream within a few steps, and the sync step records whether the stream was still busy.
 BUSY_CYCLES = 300_000_000
+# Batch mode's spin: about 25 ms, still many steps long (a step is about 1 ms); every sync after
+# a busy records was_idle, which must be false for the fixture to hold.
+BATCH_BUSY_CYCLES = 50_000_000
 
 # ---------------------------------------------------------------------------------------------
 # Sequence builders. A builder returns (description, steps); ids are assigned by the Seq helper.
@@ -74,6 +77,12 @@ class Seq:
 
     def empty_cache(self):
         self.steps.append({"op": "empty_cache"})
+
+    def record_event(self, event, stream):
+        self.steps.append({"op": "record_event", "event": event, "stream": stream})
+
+    def sync_event(self, event):
+        self.steps.append({"op": "sync_event", "event": event})
 
 
 def seq_worked_example():
@@ -417,6 +426,190 @@ def seq_stream_churn(seed):
 
 
 # ---------------------------------------------------------------------------------------------
+# The batch corpus (--batch): seeded generators of 400-step sequences, many per family; one
+# process per configuration (and shard) replays them one after the other.
+
+CORPUS_STEPS = 400
+# The GPU machine hands back files of at most 16 MiB.
+TAR_MAX = 16 * MiB - 64 * KiB
+# Live bytes a generated sequence keeps at most (a free comes first above it): many processes
+# share the GPU.
+CORPUS_LIVE_CAP = 1536 * MiB
+
+# Every pool, segment-size and rounding boundary: 512 B (the minimum block), 1 MiB (small pool /
+# large pool; kSmallSize), 2 MiB (small segment; large rounding), 10 MiB (kMinLargeAlloc), 20 MiB
+# (large segment), 64 MiB (max_split_size_mb:64), 84 MiB (64 + max_non_split_rounding), the
+# roundup_power2_divisions:4 steps between powers of two, and a few powers of two.
+EDGE_BASES = (512, 1024, 4096, 256 * KiB, 512 * KiB, MiB, MiB + 256 * KiB, MiB + 512 * KiB,
+              2 * MiB, 2 * MiB + 512 * KiB, 3 * MiB, 4 * MiB, 5 * MiB, 6 * MiB, 8 * MiB,
+              10 * MiB, 12 * MiB, 16 * MiB, 20 * MiB, 22 * MiB, 24 * MiB, 32 * MiB, 40 * MiB,
+              48 * MiB, 64 * MiB, 84 * MiB, 128 * MiB)
+EDGE_OFFSETS = (-512, -1, 0, 1, 512)
+
+
+def log_uniform(rng, lo, hi):
+    return max(lo, min(hi, int(math.exp(rng.uniform(math.log(lo), math.log(hi))))))
+
+
+def gen_random(seed, size, p_free=0.45, p_burst=0.03, p_empty_cache=0.0, cap=CORPUS_LIVE_CAP,
+               nsteps=CORPUS_STEPS):
+    """Allocs of size(rng) bytes and frees of random live blocks (in random order, sometimes a
+    burst of several), an empty_cache with probability p_empty_cache a step; the live bytes stay
+    under cap."""
+    rng = random.Random(seed)
+    s = Seq()
+    nbytes = {}
+    while len(s.steps) < nsteps:
+        r = rng.random()
+        if r < p_empty_cache:
+            s.empty_cache()
+        elif s.live and (r < p_empty_cache + p_burst):
+            for i in rng.sample(s.live, min(len(s.live), rng.randint(2, 8))):
+                if len(s.steps) < nsteps:
+                    s.free(i)
+        elif s.live and (r < p_empty_cache + p_burst + p_free or sum(nbytes[i] for i in s.live) > cap):
+            s.free(rng.choice(s.live))
+        else:
+            n = size(rng)
+            nbytes[s.alloc(n)] = n
+    return s.steps
+
+
+def size_edge(rng):
+    if rng.random() < 0.15:
+        return log_uniform(rng, 1, 2 * MiB)
+    return max(1, rng.choice(EDGE_BASES) + rng.choice(EDGE_OFFSETS))
+
+
+def size_small(rng):
+    r = rng.random()
+    if r < 0.1:
+        return rng.choice((MiB, MiB - 1, MiB - 512, 512 * KiB, 512, 513, 511))
+    return log_uniform(rng, 1, MiB)
+
+
+def size_mixed(rng):
+    r = rng.random()
+    if r < 0.15:
+        return rng.choice((MiB, MiB, MiB - 512, MiB + 1, MiB + 512, 512 * KiB, 2 * MiB))
+    if r < 0.6:
+        return log_uniform(rng, 1, MiB)
+    return log_uniform(rng, MiB + 1, 64 * MiB)
+
+
+def size_max_split(rng):
+    if rng.random() < 0.3:
+        return max(1, rng.choice((32 * MiB, 44 * MiB, 63 * MiB, 64 * MiB, 65 * MiB, 84 * MiB,
+                                  85 * MiB, 100 * MiB)) + rng.choice(EDGE_OFFSETS))
+    return log_uniform(rng, 8 * MiB, 160 * MiB)
+
+
+def size_roundup(rng):
+    return log_uniform(rng, 1, 256 * MiB)
+
+
+def size_limit(rng):
+    if rng.random() < 0.2:
+        return log_uniform(rng, 1, 4 * MiB)
+    return log_uniform(rng, 4 * MiB, 300 * MiB)
+
+
+def gen_streams_events(seed, nsteps=CORPUS_STEPS):
+    """Three streams: allocs on each, record_stream of a live block for a stream that is busy
+    (torch.cuda._sleep) or idle, then its free; a busy stream is waited for within a few steps
+    by a sync of the stream, of an event recorded on it after the spin, or of the device. At
+    most one stream is busy at a time, so that waiting for one cannot finish another."""
+    rng = random.Random(seed)
+    s = Seq()
+    pending = None  # [stream, steps_left, event or None]
+    next_event = 0
+    while len(s.steps) < nsteps:
+        if pending:
+            pending[1] -= 1
+            if pending[1] <= 0:
+                stream, _, ev = pending
+                if ev is not None:
+                    s.sync_event(ev)
+                elif rng.random() < 0.2:
+                    s.sync_device()
+                else:
+                    s.sync(stream)
+                pending = None
+                continue
+        r = rng.random()
+        if s.live and r < 0.18:
+            i = rng.choice(s.live)
+            use = rng.choice([0, 1, 2])
+            if rng.random() < 0.5 and not pending:
+                s.busy(use)
+                ev = None
+                if rng.random() < 0.5:
+                    ev = next_event % 4
+                    next_event += 1
+                s.record_stream(i, use)
+                if ev is not None:
+                    s.record_event(ev, use)
+                pending = [use, rng.randint(1, 5), ev]
+            else:
+                s.record_stream(i, use)
+            s.free(i)
+        elif not pending and r < 0.2:
+            s.empty_cache()
+        elif s.live and r < 0.55:
+            s.free(rng.choice(s.live))
+        else:
+            n = log_uniform(rng, 1, 32 * MiB) if rng.random() < 0.8 else rng.choice(EDGE_BASES)
+            s.alloc(n, stream=rng.choice([0, 0, 1, 2]))
+    steps = s.steps[:nsteps]
+    if pending:
+        steps.append({"op": "sync_device"})
+    return steps
+
+
+# family: (generator of seed -> steps, description, configurations, seeds)
+CORPUS = [
+    ("edges", lambda k: gen_random(1000 + k, size_edge),
+     "sizes at every pool, segment and rounding edge (512 B .. 128 MiB) -512, -1, 0, +1, +512 B",
+     ["default", "expandable", "rup4", "maxsplit64"], 110),
+    ("small", lambda k: gen_random(2000 + k, size_small, p_burst=0.06),
+     "small-block churn 1 B .. 1 MiB, frees in random order and in bursts",
+     ["default", "expandable", "rup4"], 80),
+    ("mixed", lambda k: gen_random(3000 + k, size_mixed),
+     "mixed small and large: 1 B .. 1 MiB (often exactly 1 MiB), 1 MiB + 1 .. 64 MiB",
+     ["default", "expandable", "rup4"], 110),
+    ("streams", lambda k: gen_streams_events(4000 + k),
+     "three streams, record_stream on busy and idle streams, events, sync, empty_cache",
+     ["default", "expandable"], 60),
+    ("empty_cache", lambda k: gen_random(5000 + k, size_mixed, p_empty_cache=0.05),
+     "mixed churn with empty_cache about every 20 steps",
+     ["default", "expandable", "maxsplit64"], 40),
+    ("max_split", lambda k: gen_random(6000 + k, size_max_split),
+     "sizes 8 .. 160 MiB around max_split_size_mb:64 and 64 + 20 MiB",
+     ["maxsplit64", "default", "expandable"], 30),
+    ("roundup", lambda k: gen_random(7000 + k, size_roundup),
+     "sizes 1 B .. 256 MiB under roundup_power2_divisions",
+     ["rup4", "rup8", "rupmix", "default"], 30),
+    ("limit", lambda k: gen_random(8000 + k, size_limit, p_free=0.5),
+     "sizes 4 .. 300 MiB (some small) under a 1 GiB memory fraction: gc threshold, out of memory",
+     ["limit1g", "gc06_limit1g", "expandable_limit1g", "expandable_gc06_limit1g",
+      "gc08_maxsplit64_limit1g"], 40),
+]
+
+
+def corpus_jobs():
+    out = []
+    for family, gen, desc, confs, n in CORPUS:
+        for k in range(n):
+            steps = gen(k)
+            name = f"{family}_{k:03d}"
+            for c in confs:
+                out.append({"name": f"{name}__{c}", "sequence": name, "config": c,
+                            "description": f"{desc}; seed {k}", "conf": CONFIGS[c]["conf"],
+                            "limit": CONFIGS[c]["limit"], "steps": steps})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Configurations. limit: bytes for set_per_process_memory_fraction (fraction = limit / total).
 
 CONFIGS = {
@@ -428,6 +621,10 @@ CONFIGS = {
     "expandable_limit1g": {"conf": "expandable_segments:True", "limit": GiB},
     "gc06_limit1g": {"conf": "garbage_collection_threshold:0.6", "limit": GiB},
     "expandable_gc06_limit1g": {"conf": "expandable_segments:True,garbage_collection_threshold:0.6",
+                                "limit": GiB},
+    "rup8": {"conf": "roundup_power2_divisions:8", "limit": None},
+    "rupmix": {"conf": "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", "limit": None},
+    "gc08_maxsplit64_limit1g": {"conf": "garbage_collection_threshold:0.8,max_split_size_mb:64",
                                 "limit": GiB},
 }
 
@@ -507,12 +704,16 @@ def dump_fixture(result, f):
     f.write("\n ]\n}\n")
 
 
-def child(job_path, out_path):
-    import torch
+FINAL_STATS = ("allocated_bytes.all.peak", "reserved_bytes.all.peak", "requested_bytes.all.peak",
+               "allocated_bytes.all.current", "reserved_bytes.all.current",
+               "requested_bytes.all.current", "num_alloc_retries", "num_ooms",
+               "num_device_alloc", "num_device_free", "num_sync_all_streams",
+               "segment.all.peak", "segment.all.current", "inactive_split_bytes.all.current",
+               "oversize_allocations.peak", "oversize_segments.peak")
 
-    with open(job_path) as f:
-        job = json.load(f)
-    result = {
+
+def new_result(job, torch):
+    return {
         "name": job["name"], "sequence": job["sequence"], "config": job["config"],
         "description": job["description"],
         "torch": torch.__version__, "device": None, "conf": job["conf"],
@@ -521,51 +722,74 @@ def child(job_path, out_path):
         "allocator_settings": None, "steps": [], "final_stats": None, "error": None,
     }
 
-    def write():
-        tmp = out_path + ".tmp"
-        with open(tmp, "w") as f:
-            dump_fixture(result, f)
-        os.replace(tmp, out_path)
 
-    try:
+class Device:
+    """The GPU of this process: its allocator configuration (from the environment), memory
+    fraction, streams and the allocator trace. One per process; Batch mode replays many
+    sequences through it."""
+
+    def __init__(self, torch, limit, nstreams, busy_cycles):
+        self.torch = torch
         torch.cuda.init()
-        dev = torch.device("cuda", 0)
-        props = torch.cuda.get_device_properties(dev)
-        result["device"] = props.name
-        total = torch.cuda.mem_get_info(dev)[1]
-        result["total_memory"] = total
-        if job["limit"]:
-            frac = job["limit"] / total
-            torch.cuda.set_per_process_memory_fraction(frac, dev)
-            result["fraction"] = frac
-            result["limit"] = int(frac * total)  # what the allocator computes (size_t of a double)
-        try:
-            torch.cuda.memory._record_memory_history(enabled="all", context=None,
-                                                     stacks="python", max_entries=200_000)
-        except TypeError:
-            torch.cuda.memory._record_memory_history(enabled="all", max_entries=200_000)
-
-        nstreams = 1 + max([st.get("stream", 0) for st in job["steps"]] or [0])
-        streams = [torch.cuda.default_stream(dev)]
+        self.dev = torch.device("cuda", 0)
+        self.name = torch.cuda.get_device_properties(self.dev).name
+        self.total = torch.cuda.mem_get_info(self.dev)[1]
+        self.fraction = self.limit = None
+        if limit:
+            self.fraction = limit / self.total
+            torch.cuda.set_per_process_memory_fraction(self.fraction, self.dev)
+            self.limit = int(self.fraction * self.total)  # what the allocator computes (size_t of a double)
+        self.busy_cycles = busy_cycles
+        self.streams = [torch.cuda.default_stream(self.dev)]
         for _ in range(1, nstreams):
-            streams.append(torch.cuda.Stream(dev))
-        handle_to_index = {s.cuda_stream: i for i, s in enumerate(streams)}
-        tensors = {}
-        seen = 0
+            self.streams.append(torch.cuda.Stream(self.dev))
+        self.handle_to_index = {s.cuda_stream: i for i, s in enumerate(self.streams)}
+        self.seen = 0
+        self.settings = None
+        self.start_history()
 
-        def new_trace_entries():
-            nonlocal seen
-            snap = torch.cuda.memory._snapshot()
-            traces = snap["device_traces"][0] if snap["device_traces"] else []
-            if result["allocator_settings"] is None and "allocator_settings" in snap:
-                result["allocator_settings"] = snap["allocator_settings"]
-            new = traces[seen:]
-            seen = len(traces)
-            return new
+    def start_history(self):
+        """(Re)start the allocator trace; a cleared trace keeps each step's snapshot small."""
+        rec = self.torch.cuda.memory._record_memory_history
+        try:
+            rec(enabled=None)
+            rec(enabled="all", context=None, stacks="python", max_entries=200_000, clear_history=True)
+        except TypeError:
+            try:
+                rec(enabled="all", context=None, stacks="python", max_entries=200_000)
+            except TypeError:
+                rec(enabled="all", max_entries=200_000)
+        self.seen = 0
+        self.new_trace_entries()
 
-        new_trace_entries()
-        if torch.cuda.memory_allocated(dev) or torch.cuda.memory_reserved(dev):
+    def new_trace_entries(self):
+        snap = self.torch.cuda.memory._snapshot()
+        traces = snap["device_traces"][0] if snap["device_traces"] else []
+        if self.settings is None and "allocator_settings" in snap:
+            self.settings = snap["allocator_settings"]
+        new = traces[self.seen:]
+        self.seen = len(traces)
+        return new
+
+    def fill(self, result):
+        result["device"] = self.name
+        result["total_memory"] = self.total
+        result["fraction"] = self.fraction
+        result["limit"] = self.limit
+        result["busy_cycles"] = self.busy_cycles
+        result["allocator_settings"] = self.settings
+
+    def replay(self, job, result, write, compact=False):
+        """Replays job's steps, appending one record a step to result["steps"]. compact: leave
+        out what the step itself says (the alloc and free_requested trace entries, whose
+        address and size are the step's addr and bytes, and the segment list that
+        segment_detail repeats)."""
+        torch, dev, streams = self.torch, self.dev, self.streams
+        tensors, events = {}, {}
+        stats = torch.cuda.memory_stats(dev)
+        if stats.get("allocated_bytes.all.current", 0) or stats.get("reserved_bytes.all.current", 0):
             result["error"] = "allocator not empty at start"
+            return
         for idx, st in enumerate(job["steps"]):
             rec = dict(st)
             op = st["op"]
@@ -584,7 +808,7 @@ def child(job_path, out_path):
                     tensors[st["id"]].record_stream(streams[st["stream"]])
                 elif op == "busy":
                     with torch.cuda.stream(streams[st["stream"]]):
-                        torch.cuda._sleep(BUSY_CYCLES)
+                        torch.cuda._sleep(self.busy_cycles)
                 elif op == "sync":
                     rec["was_idle"] = bool(streams[st["stream"]].query())
                     streams[st["stream"]].synchronize()
@@ -592,6 +816,12 @@ def child(job_path, out_path):
                     torch.cuda.synchronize(dev)
                 elif op == "empty_cache":
                     torch.cuda.empty_cache()
+                elif op == "record_event":
+                    ev = events.setdefault(st["event"], torch.cuda.Event())
+                    ev.record(streams[st["stream"]])
+                elif op == "sync_event":
+                    rec["was_idle"] = bool(events[st["event"]].query())
+                    events[st["event"]].synchronize()
                 else:
                     raise ValueError(f"unknown op {op!r}")
             except torch.cuda.OutOfMemoryError as e:
@@ -599,39 +829,65 @@ def child(job_path, out_path):
                 rec["oom"] = True
                 rec["message"] = msg.split("\n")[0]
                 rec["oom_parsed"] = parse_oom(msg)
-            rec["allocated"] = torch.cuda.memory_allocated(dev)
-            rec["reserved"] = torch.cuda.memory_reserved(dev)
-            stats = torch.cuda.memory_stats(dev)
+            stats = torch.cuda.memory_stats(dev)  # memory_allocated() and memory_reserved() read these
+            rec["allocated"] = stats.get("allocated_bytes.all.current", 0)
+            rec["reserved"] = stats.get("reserved_bytes.all.current", 0)
             rec["requested"] = stats.get("requested_bytes.all.current", 0)
             segs, blocks = [], []
-            for e in new_trace_entries():
+            for e in self.new_trace_entries():
                 a = e.get("action")
+                row = [a, e.get("size"), e.get("addr"),
+                       self.handle_to_index.get(e.get("stream"), e.get("stream"))]
                 if a in ("segment_alloc", "segment_free", "segment_map", "segment_unmap"):
-                    segs.append([a, e.get("size"), e.get("addr"),
-                                 handle_to_index.get(e.get("stream"), e.get("stream"))])
-                elif a in ("alloc", "free_requested", "free_completed"):
-                    blocks.append([a, e.get("size"), e.get("addr"),
-                                   handle_to_index.get(e.get("stream"), e.get("stream"))])
-                elif a == "snapshot":
+                    segs.append(row)
+                elif a == "snapshot" or (compact and a in ("alloc", "free_requested")):
                     continue
                 else:
-                    blocks.append([a, e.get("size"), e.get("addr"),
-                                   handle_to_index.get(e.get("stream"), e.get("stream"))])
-            rec["segments"] = [[a, sz] for a, sz, _, _ in segs]
+                    blocks.append(row)
+            if not compact:
+                rec["segments"] = [[a, sz] for a, sz, _, _ in segs]
             rec["segment_detail"] = segs
             rec["blocks"] = blocks
             result["steps"].append(rec)
-            if idx % 50 == 49:
+            if write and idx % 50 == 49:
                 write()
         torch.cuda.synchronize(dev)
         stats = torch.cuda.memory_stats(dev)
-        keep = ("allocated_bytes.all.peak", "reserved_bytes.all.peak", "requested_bytes.all.peak",
-                "allocated_bytes.all.current", "reserved_bytes.all.current",
-                "requested_bytes.all.current", "num_alloc_retries", "num_ooms",
-                "num_device_alloc", "num_device_free", "num_sync_all_streams",
-                "segment.all.peak", "segment.all.current", "inactive_split_bytes.all.current",
-                "oversize_allocations.peak", "oversize_segments.peak")
-        result["final_stats"] = {k: stats.get(k) for k in keep}
+        result["final_stats"] = {k: stats.get(k) for k in FINAL_STATS}
+
+    def reset(self):
+        """Back to an empty allocator between two sequences: the caller dropped every tensor;
+        wait for the streams (pending record_stream events), release every segment, clear the
+        peaks and counters and the trace."""
+        torch = self.torch
+        torch.cuda.synchronize(self.dev)
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(self.dev)
+        torch.cuda.reset_accumulated_memory_stats(self.dev)
+        self.start_history()
+
+
+def nstreams_of(jobs):
+    return 1 + max([st.get("stream", 0) for j in jobs for st in j["steps"]] or [0])
+
+
+def child(job_path, out_path):
+    import torch
+
+    with open(job_path) as f:
+        job = json.load(f)
+    result = new_result(job, torch)
+
+    def write():
+        tmp = out_path + ".tmp"
+        with open(tmp, "w") as f:
+            dump_fixture(result, f)
+        os.replace(tmp, out_path)
+
+    try:
+        d = Device(torch, job["limit"], nstreams_of([job]), BUSY_CYCLES)
+        d.fill(result)
+        d.replay(job, result, write)
     except Exception as e:  # record and keep what was collected
         import traceback
         result["error"] = f"{type(e).__name__}: {e}"
@@ -640,26 +896,68 @@ def child(job_path, out_path):
     return 0 if result["error"] is None else 1
 
 
+def child_batch(jobs_path, outdir):
+    """Replays every job of jobs_path (one configuration: the environment's conf, one limit) in
+    this one process, one after the other from an empty allocator; one fixture file each. The
+    driver hands the same addresses out again after empty_cache, so each fixture's
+    segment_detail (and "segment_addresses") records where its segments really were."""
+    import torch
+
+    with open(jobs_path) as f:
+        jobs = json.load(f)
+    d = Device(torch, jobs[0]["limit"], nstreams_of(jobs), BATCH_BUSY_CYCLES)
+    failed = 0
+    for job in jobs:
+        result = new_result(job, torch)
+        d.fill(result)
+        result["batch"] = True
+        try:
+            d.replay(job, result, None, compact=True)
+        except Exception as e:
+            import traceback
+            result["error"] = f"{type(e).__name__}: {e}"
+            result["traceback"] = traceback.format_exc()[-4000:]
+        result["segment_addresses"] = [r[2] for st in result["steps"]
+                                       for r in st["segment_detail"] if r[0] == "segment_alloc"]
+        try:
+            d.reset()  # the replay's tensors are gone with it
+            if torch.cuda.memory_reserved(d.dev) and result["error"] is None:
+                result["error"] = "reserved not 0 after the sequence and empty_cache"
+        except Exception as e:
+            result["error"] = result["error"] or f"reset: {type(e).__name__}: {e}"
+        failed += result["error"] is not None
+        with open(os.path.join(outdir, job["name"] + ".json"), "w") as f:
+            dump_fixture(result, f)
+        print(f"{job['name']} {len(result['steps'])} {result['error']}", flush=True)
+    return 0 if not failed else 1
+
+
 # ---------------------------------------------------------------------------------------------
 # The parent.
+
+def run_child(flag, conf, args, timeout):
+    """This script as a child process (--child / --child-batch) with PYTORCH_CUDA_ALLOC_CONF
+    set to conf alone: (rc or "timeout", stderr tail)."""
+    env = dict(os.environ)
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    if conf:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = conf
+    env["PYTHONUNBUFFERED"] = "1"
+    try:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), flag, *args],
+                           env=env, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stderr[-2000:]
+    except subprocess.TimeoutExpired as e:
+        return "timeout", (e.stderr or b"")[-2000:] if isinstance(e.stderr, bytes) else str(e.stderr)[-2000:]
+
 
 def run_job(job, outdir, tmpdir, timeout):
     job_path = os.path.join(tmpdir, job["name"] + ".job.json")
     out_path = os.path.join(outdir, job["name"] + ".json")
     with open(job_path, "w") as f:
         json.dump(job, f)
-    env = dict(os.environ)
-    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
-    if job["conf"]:
-        env["PYTORCH_CUDA_ALLOC_CONF"] = job["conf"]
-    env["PYTHONUNBUFFERED"] = "1"
     t0 = time.time()
-    try:
-        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", job_path, out_path],
-                           env=env, capture_output=True, text=True, timeout=timeout)
-        rc, err = p.returncode, p.stderr[-2000:]
-    except subprocess.TimeoutExpired as e:
-        rc, err = "timeout", (e.stderr or b"")[-2000:] if isinstance(e.stderr, bytes) else str(e.stderr)[-2000:]
+    rc, err = run_child("--child", job["conf"], [job_path, out_path], timeout)
     info = {"name": job["name"], "rc": rc, "seconds": round(time.time() - t0, 2), "steps": 0,
             "planned_steps": len(job["steps"]), "error": None}
     try:
@@ -675,6 +973,82 @@ def run_job(job, outdir, tmpdir, timeout):
     return info
 
 
+def run_shard(shard, jobs, outdir, tmpdir, timeout):
+    """One process replays the jobs of one configuration; (shard, rc, seconds, stderr tail)."""
+    jobs_path = os.path.join(tmpdir, f"shard{shard:03d}.jobs.json")
+    with open(jobs_path, "w") as f:
+        json.dump(jobs, f)
+    t0 = time.time()
+    rc, err = run_child("--child-batch", jobs[0]["conf"], [jobs_path, outdir], timeout)
+    return shard, rc, round(time.time() - t0, 1), err
+
+
+def fixture_info(job, outdir):
+    info = {"name": job["name"], "steps": 0, "planned_steps": len(job["steps"]), "error": None}
+    try:
+        with open(os.path.join(outdir, job["name"] + ".json")) as f:
+            res = json.load(f)
+        info["steps"] = len(res["steps"])
+        info["error"] = res.get("error")
+        info["ooms"] = sum(1 for s in res["steps"] if s.get("oom"))
+        info["idle_syncs"] = sum(1 for s in res["steps"]
+                                 if s["op"] in ("sync", "sync_event") and s.get("was_idle"))
+    except Exception as e:
+        info["error"] = f"no result file ({e})"
+    return info
+
+
+def main_batch(a, todo):
+    """--batch: the jobs grouped by configuration, each group cut into shards of at most
+    --per-process jobs, -j processes at a time; then summary.json and, with --tar, one
+    .tar.gz of the fixtures and the summary."""
+    os.makedirs(a.out, exist_ok=True)
+    tmpdir = os.path.join(a.out, ".jobs")
+    os.makedirs(tmpdir, exist_ok=True)
+    shards = []
+    for conf in dict.fromkeys(j["config"] for j in todo):
+        group = [j for j in todo if j["config"] == conf]
+        for i in range(0, len(group), a.per_process):
+            shards.append(group[i:i + a.per_process])
+    shards.sort(key=lambda g: -sum(len(j["steps"]) for j in g))
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as ex:
+        futs = [ex.submit(run_shard, k, g, a.out, tmpdir, a.timeout) for k, g in enumerate(shards)]
+        for fut in concurrent.futures.as_completed(futs):
+            k, rc, secs, err = fut.result()
+            print(f"shard {k:3d} {shards[k][0]['config']:28s} {len(shards[k]):3d} sequences "
+                  f"{secs:6.1f}s rc {rc}{'' if rc == 0 else ' ' + err[-300:]}", flush=True)
+    for f in os.listdir(tmpdir):
+        os.remove(os.path.join(tmpdir, f))
+    os.rmdir(tmpdir)
+    infos = sorted((fixture_info(j, a.out) for j in todo), key=lambda i: i["name"])
+    ok = [i for i in infos if not i["error"]]
+    summary = {"fixtures": len(infos), "ok": len(ok), "failed": len(infos) - len(ok),
+               "steps": sum(i["steps"] for i in infos),
+               "idle_syncs": sum(i.get("idle_syncs", 0) for i in infos),
+               "seconds": round(time.time() - t0, 1), "jobs": infos}
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print(f"{summary['fixtures']} fixtures ({summary['ok']} ok, {summary['failed']} failed), "
+          f"{summary['steps']} steps, {summary['idle_syncs']} syncs found the stream idle, "
+          f"{summary['seconds']} s")
+    if a.tar:
+        import tarfile
+        names = sorted(n for n in os.listdir(a.out) if n.endswith(".json"))
+        with tarfile.open(a.tar, "w:gz", compresslevel=9) as tf:
+            for name in names:
+                tf.add(os.path.join(a.out, name), arcname=name)
+        if os.path.getsize(a.tar) > TAR_MAX:
+            # xz finds what one sequence's configurations share (gzip's window is 32 KiB);
+            # `tar xf` and tarfile's "r:*" tell the compression from the content
+            with tarfile.open(a.tar, "w:xz", preset=9) as tf:
+                for name in names:
+                    tf.add(os.path.join(a.out, name), arcname=name)
+            print(f"{a.tar}: over {TAR_MAX} bytes with gzip: written with xz")
+        print(f"{a.tar}: {os.path.getsize(a.tar)} bytes")
+    sys.exit(0 if not summary["failed"] else 1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", help="output folder for the fixtures")
@@ -682,11 +1056,18 @@ def main():
     ap.add_argument("--only", help="regex on fixture names")
     ap.add_argument("--list", action="store_true", help="list the fixtures and their step counts")
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--batch", action="store_true",
+                    help="the generated corpus (CORPUS), many sequences per process")
+    ap.add_argument("--per-process", type=int, default=40, help="--batch: sequences per process")
+    ap.add_argument("--tar", help="--batch: also pack the fixtures and summary into this .tar.gz")
     ap.add_argument("--child", nargs=2, metavar=("JOB", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--child-batch", nargs=2, metavar=("JOBS", "OUTDIR"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         sys.exit(child(*a.child))
-    todo = jobs()
+    if a.child_batch:
+        sys.exit(child_batch(*a.child_batch))
+    todo = corpus_jobs() if a.batch else jobs()
     if a.only:
         todo = [j for j in todo if re.search(a.only, j["name"])]
     if a.list:
@@ -696,6 +1077,8 @@ def main():
         return
     if not a.out:
         ap.error("--out is required")
+    if a.batch:
+        main_batch(a, todo)
     os.makedirs(a.out, exist_ok=True)
     tmpdir = os.path.join(a.out, ".jobs")
     os.makedirs(tmpdir, exist_ok=True)

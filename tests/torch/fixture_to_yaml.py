@@ -9,7 +9,9 @@ ran, one plan op per fixture step.
 Steps: alloc -> `alloc: {buf: tID, bytes: N, dtype: uint8, stream: S}`; free -> `free: tID`;
 record_stream -> `record_stream: {buf: tID, stream: S}`; busy -> `compute: {stream: S}` (work
 pending on S until a sync); sync -> `sync: {stream: S}`; sync_device -> `sync: device`;
-empty_cache -> `empty_cache: {}`. Stream 0 is `default`, stream k > 0 is `sK`.
+empty_cache -> `empty_cache: {}`; record_event -> `record: {event: eK, stream: S}`; sync_event
+-> `sync: {event: eK}`. Stream 0 is `default`, stream k > 0 is `sK`. The segments' recorded
+addresses (segment_detail's segment_alloc entries) become `torch: {addresses: [...]}`.
 
 memlife stops at a predicted out-of-memory (an error, exit 2), while PyTorch raises, the program
 catches it and goes on. So convert() gives two things: the schedule up to each failing alloc
@@ -28,14 +30,33 @@ def stream_name(k):
     return "default" if k == 0 else "s%d" % k
 
 
+# replay_check.py --no-addresses clears it: the model's own guess of the driver's placement
+ADDRESSES = True
+
+
+def segment_addresses(steps):
+    """The cudaMalloc segments' addresses in the order they were made (the trace's
+    segment_alloc entries): in one process the driver hands the addresses of released segments
+    out again, so a sequence replayed after others (collect_allocator.py --batch) has its
+    segments wherever they were, not each below the last."""
+    return [d[2] for s in steps for d in s.get("segment_detail", [])
+            if d[0] == "segment_alloc" and d[2] is not None]
+
+
 def header(fx, steps):
     streams = sorted({s["stream"] for s in steps if "stream" in s and s["stream"] != 0})
+    events = sorted({s["event"] for s in steps if "event" in s})
     out = ["name: %s" % fx["name"], "world: 1", "dtype: uint8"]
     if streams:
         out.append("streams: [%s]" % ", ".join(stream_name(k) for k in streams))
+    if events:
+        out.append("events: [%s]" % ", ".join("e%d" % k for k in events))
     torch = ['conf: %s' % json.dumps(fx["conf"] or "")]
     if fx.get("limit"):
         torch.append("limit: %d" % fx["limit"])
+    addrs = segment_addresses(steps) if ADDRESSES else []
+    if addrs:
+        torch.append("addresses: [%s]" % ", ".join("0x%x" % a for a in addrs))
     out.append("torch: {%s}" % ", ".join(torch))
     out.append("steps:")
     return out
@@ -62,6 +83,10 @@ def step_line(fx, s, failed):
         return "  - sync: device"
     if op == "empty_cache":
         return "  - empty_cache: {}"
+    if op == "record_event":
+        return "  - record: {event: e%d, stream: %s}" % (s["event"], stream_name(s["stream"]))
+    if op == "sync_event":
+        return "  - sync: {event: e%d}" % s["event"]
     raise SystemExit("%s: unknown op %r" % (fx["name"], op))
 
 
@@ -70,7 +95,7 @@ def convert(fx):
     steps) — prefix(fx, k) is the schedule that must run out of memory at step k."""
     steps = fx["steps"]
     ooms = [i for i, s in enumerate(steps) if s.get("oom")]
-    if ooms and any(s["op"] in ("busy", "record_stream") for s in steps):
+    if ooms and any(s["op"] in ("busy", "record_stream", "record_event") for s in steps):
         raise SystemExit("%s: an out-of-memory with stream work: empty_cache is no stand-in" % fx["name"])
     failed = {steps[i]["id"] for i in ooms}
     head = header(fx, steps)

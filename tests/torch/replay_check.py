@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""replay_check.py MEMLIFE FIXTURE... — replays each allocator fixture through memlife's torch
-view (the schedule from fixture_to_yaml.py, predicted by `memlife trace`, whose counters
-`torch allocated bytes` / `torch reserved bytes` give the value after every op) and requires
-allocated and reserved equal to PyTorch's at every step. At a step where PyTorch ran out of
-memory, `memlife predict` of the schedule up to it must also report the out-of-memory at that
-step's line (exit 2); the replay goes on past it with fixture_to_yaml.py's stand-in. Prints one TAP-like line per fixture and a summary line with the exact-step counts."""
+"""replay_check.py [--no-addresses] [-j N] MEMLIFE FIXTURE... — replays each allocator fixture
+through memlife's torch view (the schedule from fixture_to_yaml.py, predicted by `memlife
+trace`, whose counters `torch allocated bytes` / `torch reserved bytes` give the value after
+every op) and requires allocated and reserved equal to PyTorch's at every step. At a step where
+PyTorch ran out of memory, `memlife predict` of the schedule up to it must also report the
+out-of-memory at that step's line (exit 2); the replay goes on past it with fixture_to_yaml.py's
+stand-in. Prints one TAP-like line per fixture and a summary line with the exact-step counts.
+The schedule gives the model the segments' recorded addresses; --no-addresses leaves them out
+(the model's own guess of the driver's placement). -j N: N fixtures at a time."""
+import concurrent.futures
 import json
 import trace_counters
 import os
@@ -68,15 +72,29 @@ def replay(memlife, path, tmp):
 
 
 def main():
-    memlife, fixtures = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    jobs = 1
+    while args and args[0].startswith("-"):
+        opt = args.pop(0)
+        if opt == "--no-addresses":
+            fixture_to_yaml.ADDRESSES = False
+        elif opt == "-j":
+            jobs = int(args.pop(0))
+        else:
+            raise SystemExit("usage: replay_check.py [--no-addresses] [-j N] MEMLIFE FIXTURE...")
+    memlife, fixtures = args[0], args[1:]
     total_ok = total = ooms = 0
     failed = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for path in fixtures:
-            name = os.path.basename(path)[:-5]
+
+    def one(path):
+        with tempfile.TemporaryDirectory() as tmp:
             with open(path) as f:
                 n_oom = sum(1 for s in json.load(f)["steps"] if s.get("oom"))
-            ok_steps, checked, bad = replay(memlife, path, tmp)
+            return (path, n_oom) + replay(memlife, path, tmp)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
+        for path, n_oom, ok_steps, checked, bad in ex.map(one, fixtures):
+            name = os.path.basename(path)[:-5]
             total_ok += ok_steps
             total += checked
             ooms += n_oom
