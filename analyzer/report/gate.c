@@ -41,19 +41,78 @@ static uint64_t allowance(const gate_tolerance *t, uint64_t old) {
     return t->percent ? (uint64_t)floor((double)old * t->pct / 100.0) : t->bytes;
 }
 
-/* The baseline's item called name ("name" or "name/plan"), or NULL. */
+/* The baseline's item called name ("name" or "name/plan"), or NULL. The result's "name" already
+ * holds "name/plan" (report_schedule_name); a plan is appended only to a name that lacks it. */
 static json_t *find_item(json_t *schedules, const char *name) {
     size_t k;
     json_t *it;
     json_array_foreach(schedules, k, it) {
         const char *n = json_string_value(json_object_get(it, "name"));
         const char *plan = json_string_value(json_object_get(it, "plan"));
-        char full[512];
-        snprintf(full, sizeof full, plan && plan[0] ? "%s/%s" : "%s", n ? n : "", plan);
-        if (!strcmp(full, name))
+        if (!n)
+            continue;
+        if (!strcmp(n, name))
+            return it;
+        size_t ln = strlen(n);
+        if (plan && plan[0] && !strncmp(name, n, ln) && name[ln] == '/' &&
+            !strcmp(name + ln + 1, plan))
             return it;
     }
     return NULL;
+}
+
+/* Whether s still has a plan called plan. */
+static bool has_plan(const sched *s, const char *plan) {
+    for (uint32_t p = 0; p < s->n_plans; p++)
+        if (s->plans[p].name && !strcmp(s->plans[p].name, plan))
+            return true;
+    return false;
+}
+
+/* The baseline's plans of s's schedule that s no longer has, as "plan 'X' is gone" or
+ * "plans 'X', 'Z' are gone"; empty when none. A plan the result merely leaves out (--plan) is
+ * still in s, so it is not gone. */
+static void gone_plans(json_t *schedules, const sched *s, ml_str *out) {
+    size_t k, n = 0;
+    json_t *it;
+    ml_str names = {0};
+    json_array_foreach(schedules, k, it) {
+        const char *name = json_string_value(json_object_get(it, "name"));
+        const char *plan = json_string_value(json_object_get(it, "plan"));
+        size_t ls = strlen(s->name);
+        if (!name || !plan || !plan[0] || strncmp(name, s->name, ls) ||
+            (name[ls] != '\0' && name[ls] != '/') || has_plan(s, plan))
+            continue;
+        ml_str_printf(&names, "%s'%s'", n ? ", " : "", plan);
+        n++;
+    }
+    if (n)
+        ml_str_printf(out, "plan%s %s %s gone", n > 1 ? "s" : "", names.s, n > 1 ? "are" : "is");
+    free(names.s);
+}
+
+/* A result item the baseline lacks: a note (a new schedule has nothing to regress from), or an
+ * error under --strict, where every item must be held to the baseline. A plan whose neighbours
+ * in the baseline have vanished from the file is most likely one of them renamed: say so, so
+ * that a rename is not mistaken for a new plan. */
+static void unmatched(const report_schedule *rs, const char *name, json_t *schedules,
+                      const char *path, bool strict, ml_diags *errors, ml_diags *notes) {
+    const char *plan = rs->s->plans[rs->plan_index].name;
+    ml_str why = {0};
+    if (plan && plan[0])
+        gone_plans(schedules, rs->s, &why);
+    ml_str msg = {0};
+    if (why.n)
+        ml_str_printf(&msg, "%s; '%s' is new: not in the baseline %s", why.s, plan, path);
+    else
+        ml_str_printf(&msg, "'%s' is not in the baseline %s", name, path);
+    ml_str_printf(&msg, strict ? " (--strict: every schedule must be in the baseline)"
+                               : ": nothing to compare");
+    ml_diag_add(strict ? errors : notes, strict ? ML_DIAG_ERROR : ML_DIAG_NOTE, rs->s->file,
+                rs->s->plans[rs->plan_index].mark, -1, strict ? "baseline_missing" : NULL, "%s",
+                msg.s);
+    free(msg.s);
+    free(why.s);
 }
 
 static json_t *find_rank(json_t *item, int rank) {
@@ -116,8 +175,8 @@ static void regression(const report_schedule *rs, int r, ml_mem_view v, bool pea
     free(msg.s);
 }
 
-int gate_compare(const report *r, const char *path, const gate_tolerance *t, ml_diags *errors,
-                 ml_diags *notes, size_t *per_item) {
+int gate_compare(const report *r, const char *path, const gate_tolerance *t, bool strict,
+                 ml_diags *errors, ml_diags *notes, size_t *per_item, bool *missing) {
     json_error_t je;
     ml_input in;   /* bounded, regular files or standard input only (base/input.h) */
     char why[512];
@@ -147,8 +206,11 @@ int gate_compare(const report *r, const char *path, const gate_tolerance *t, ml_
         report_schedule_name(rs->s, rs->plan_index, name, sizeof name);
         json_t *item = find_item(schedules, name);
         if (!item) {
-            ml_diag_add(notes, ML_DIAG_NOTE, rs->s->file, rs->s->plans[rs->plan_index].mark, -1,
-                        NULL, "'%s' is not in the baseline %s: nothing to compare", name, path);
+            unmatched(rs, name, schedules, path, strict, errors, notes);
+            if (strict)
+                regressions++;
+            if (missing)
+                missing[k] = true;
             continue;
         }
         for (int rank = 0; rank < rs->world; rank++) {
