@@ -159,7 +159,7 @@ const char ml_opt_not_applicable[] = "(does not apply to this command)";
 size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_extra,
                     ml_opt *rows) {
     const ml_opt common[] = {
-        {"--world", "-w", OPT_INT, &a->world, 1, 65536, NULL, "N",
+        {"--world", "-w", OPT_INT, &a->world, 1, SCHED_WORLD_MAX, NULL, "N",
          "world size (default: the file's 'world:')"},
         {"--set", NULL, OPT_LIST, &a->set, 0, 0, NULL, "NAME=VALUE",
          "override a 'let:' value (an expression); repeatable"},
@@ -296,6 +296,10 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
                     o = &rows[k];
         if (!o) {
             rc = option_error(cmd, c, rows, n, args[optind > 0 ? optind - 1 : 0]);
+            break;
+        }
+        if (o->help == ml_opt_not_applicable) {   /* parsed only to be refused by name */
+            rc = ml_usage_error(cmd, "option '%s' does not apply to '%s'", o->name, cmd);
             break;
         }
         if (o->dest == &a->format_choice)

@@ -57,6 +57,10 @@ int cmd_import(int argc, char **argv) {
         {"--output", "-o", OPT_STRING, NULL, 0, 0, NULL, "FILE",
          "write the schedule to FILE (atomically) and a summary to stdout; without -o the "
          "schedule goes to stdout"},
+        /* a snapshot is one device's record: no schedule to size, no report to format */
+        ML_OPT_NA("--world"), ML_OPT_NA("--set"), ML_OPT_NA("--plan"), ML_OPT_NA("--dtype"),
+        ML_OPT_NA("--format"), ML_OPT_NA("--wide"), ML_OPT_NA("--torch-conf"),
+        ML_OPT_NA("--torch-limit"), ML_OPT_NA("--torch-capacity"),
     };
     if (!ml_args_begin(&a, "import", cmd_import_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
                        false, &rc))

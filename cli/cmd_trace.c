@@ -72,15 +72,11 @@ int cmd_trace(int argc, char **argv) {
         ML_OPT_DOC("--output", "write the trace to FILE (atomically); stdout when absent"),
         ML_OPT_DOC("--world", "world size (default: the file's or the result's)"),
         ML_OPT_DOC("--set", "override a 'let:' value; repeatable"),
-        ML_OPT_NA("--format"),   /* trace-event JSON only: refused below */
+        ML_OPT_NA("--format"),   /* trace-event JSON only: refused by name (args.c) */
     };
     if (!ml_args_begin(&a, "trace", cmd_trace_usage, argc, argv, extra,
                        ML_ARRAY_LEN(extra), false, &rc))
         return rc;
-    if (a.format_set) {
-        ml_args_free(&a);
-        return ml_usage_error("trace", "'trace' writes trace-event JSON; '--format' does not apply");
-    }
     ml_vec ranks;
     ml_vec_init(&ranks, sizeof(int));
     rc = ranks_text ? parse_ranks(ranks_text, &ranks) : 0;

@@ -278,6 +278,10 @@ typedef struct {
     ml_mark mark;         /* the `torch` key */
 } sched_torch;
 
+/* The largest world a schedule may have, from `world:` or --world alike (1M ranks predict in
+ * about a second where the ranks share one shape). */
+#define SCHED_WORLD_MAX (1 << 20)
+
 typedef struct {
     const char *file;
     const char *name;

@@ -219,8 +219,8 @@ static int parse_world(loader *l) {
         return -1;
     int64_t v = 0;
     expr_const_value(e, &v);
-    if (v < 1 || v > (1 << 20))
-        return ld_fail(l, l->s->world_mark, "'world' must be between 1 and %d", 1 << 20);
+    if (v < 1 || v > SCHED_WORLD_MAX)
+        return ld_fail(l, l->s->world_mark, "'world' must be between 1 and %d", SCHED_WORLD_MAX);
     l->s->world = (int)v;
     return 0;
 }

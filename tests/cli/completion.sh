@@ -66,3 +66,21 @@ for c in trace plot; do
         ok "$c --format json: refused by name (exit 2)"; else
         not_ok "$c --format json: refused by name (exit 2)" "exit $rc: $(head -1 "$TMP/na.err")"; fi
 done
+
+# import reads one device's snapshot: the options that size or format a schedule's report do not
+# apply, and export writes the one format there is; each is refused by name, not ignored.
+for args in "import --world 2" "import --set P=1" "import --format json" "import --torch-limit 80GiB" \
+    "import --plan x" "export --memory-viz --format json"; do
+    set -- $args
+    cmd=$1 opt=$2
+    [ "$opt" = --memory-viz ] && opt=$3
+    "$MEMLIFE" "$@" tests/torch/fixtures/snapshots/a_train.pickle -o "$TMP/na.out" >/dev/null 2>"$TMP/na.err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "^error: option '$opt' does not apply to '$cmd'" "$TMP/na.err" && [ ! -e "$TMP/na.out" ]; then
+        ok "$args: refused by name (exit 2), nothing written"; else
+        not_ok "$args: refused by name (exit 2)" "exit $rc: $(head -1 "$TMP/na.err")"; fi
+done
+case_is "import: --world is not offered" "" import --wor
+case_is "plot --view values: every view of the table" "device requested torch torch.allocated torch.reserved" plot --view ""
+if "$MEMLIFE" plot --help | tr -s ' \n' ' ' | grep -q "torch, torch.allocated, torch.reserved"; then
+    ok "plot --help lists the torch views"; else not_ok "plot --help lists the torch views" "$("$MEMLIFE" plot --help | grep -A2 -- --view)"; fi
