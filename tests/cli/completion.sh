@@ -84,3 +84,17 @@ case_is "import: --world is not offered" "" import --wor
 case_is "plot --view values: every view of the table" "device requested torch torch.allocated torch.reserved" plot --view ""
 if "$MEMLIFE" plot --help | tr -s ' \n' ' ' | grep -q "torch, torch.allocated, torch.reserved"; then
     ok "plot --help lists the torch views"; else not_ok "plot --help lists the torch views" "$("$MEMLIFE" plot --help | grep -A2 -- --view)"; fi
+
+# The man page's ENVIRONMENT is the table every variable is checked by (runtime/exec/env.c): each
+# variable the sources read with getenv is there, except those memlife or the MPI launcher sets
+# for the ranks (MEMLIFE_LAUNCHED and the like, OMPI_*) and PATH.
+"$MEMLIFE" help --man | sed -n '/^\.SH ENVIRONMENT/,/^\.SH FILES/p' | sed -n 's/^\.B //p' >"$TMP/env_man"
+missing=""
+for v in $( (grep -rhoE 'getenv\("[A-Z_0-9]+"\)' runtime analyzer cli | sed 's/getenv("\(.*\)")/\1/'
+    grep -hoE '#define ML_INPUT_MAX_ENV "[A-Z_]+"' runtime/base/input.h | sed 's/.*"\(.*\)"/\1/') | sort -u); do
+    case $v in MEMLIFE_LAUNCHED | MEMLIFE_PARENT_PID | MEMLIFE_RESULT_TMP | MEMLIFE_TERM | OMPI_* | PATH) continue ;; esac
+    grep -qx "$v" "$TMP/env_man" || missing="$missing $v"
+done
+n=$(wc -l <"$TMP/env_man")
+if [ -z "$missing" ] && [ "$n" -ge 18 ]; then ok "the man page's ENVIRONMENT lists every variable a user sets ($n)"; else
+    not_ok "the man page's ENVIRONMENT lists every variable a user sets" "missing:$missing ($n listed)"; fi
