@@ -32,30 +32,20 @@ const char cmd_check_usage[] =
     "            baseline lacks),\n"
     "            2 bad input (syntax, lint error or hazard)\n";
 
-/* Orders failed expectations by where they are written, then by rank, as a compiler would. */
-static int by_position(const void *a, const void *b) {
-    const expect_row *x = *(const expect_row *const *)a, *y = *(const expect_row *const *)b;
-    if (x->mark.line != y->mark.line)
-        return x->mark.line < y->mark.line ? -1 : 1;
-    if (x->mark.col != y->mark.col)
-        return x->mark.col < y->mark.col ? -1 : 1;
-    return (x->rank > y->rank) - (x->rank < y->rank);
+/* Failed expectations and contract rows as compiler-style errors, in file order. */
+typedef struct {
+    ml_diags *d;
+    const char *file;
+} failure_ctx;
+
+static void failure_error(void *ctx, ml_mark at, const char *text) {
+    const failure_ctx *c = ctx;
+    ml_error(c->d, c->file, at, "%s", text);
 }
 
-/* Failed expectations and contract rows as compiler-style errors, in file order. */
 static size_t report_failures(const report_schedule *rs, ml_diags *d) {
-    size_t failures = 0;
-    const expect_row **failed = ml_xcalloc(rs->n_expects ? rs->n_expects : 1, sizeof *failed);
-    for (size_t k = 0; k < rs->n_expects; k++)
-        if (!rs->expects[k].pass)
-            failed[failures++] = &rs->expects[k];
-    qsort(failed, failures, sizeof *failed, by_position);
-    for (size_t k = 0; k < failures; k++) {
-        char text[256];
-        report_expect_text(failed[k], text, sizeof text);
-        ml_error(d, rs->s->file, failed[k]->mark, "%s", text);
-    }
-    free(failed);
+    failure_ctx fc = {d, rs->s->file};
+    size_t failures = report_expect_failures(rs, failure_error, &fc);
     for (size_t k = 0; k < rs->n_checks; k++) {
         const report_check *c = &rs->checks[k];
         if (c->pass)

@@ -36,3 +36,13 @@ fb=$?
 run predict schedules/seed/01_allreduce_full.yaml --world 1048576 -q
 if [ "$a$fa$b$fb$RC" = 20200 ]; then ok "world: and --world share one limit, 1048576 ranks (both refuse 1048577)"
 else not_ok "world: and --world share one limit" "exits $a $b $RC, messages $fa $fb"; fi
+
+# --ranks and --world that disagree: one error, before any rank starts (not one per rank, not
+# the launcher's fault).
+run run schedules/seed/01_allreduce_full.yaml --backend host --ranks 4 --world 2
+if [ "$RC" -eq 2 ] && [ "$(grep -c 'error:' "$TMP/err")" -eq 1 ] &&
+    grep -qx "error: --ranks 4 and --world 2 disagree (one process per rank)" "$TMP/err"; then
+    ok "run --ranks 4 --world 2: one usage error before launching"
+else
+    not_ok "run --ranks 4 --world 2: one usage error before launching" "exit $RC: $(tr '\n' '|' <"$TMP/err")"
+fi
