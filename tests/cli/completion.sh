@@ -98,3 +98,11 @@ done
 n=$(wc -l <"$TMP/env_man")
 if [ -z "$missing" ] && [ "$n" -ge 18 ]; then ok "the man page's ENVIRONMENT lists every variable a user sets ($n)"; else
     not_ok "the man page's ENVIRONMENT lists every variable a user sets" "missing:$missing ($n listed)"; fi
+
+# Values from the tables they are checked against: --no-lint's lint classes
+# (analyzer/lint/lint_classes.c), --stream-order's orders (backends/host_streams.c hs_parse),
+# --dtype's dtypes (runtime/ir/coll.c).
+case_is "--no-lint values: the lint classes" "cross-rank" run --no-lint cr
+case_is "--no-lint values: every class" "cross-rank double-alloc double-free double-release hazards inplace-offsets races use-after-free" run --no-lint ""
+case_is "--stream-order values" "program reverse shuffle" run --stream-order ""
+case_is "--dtype values" "bfloat16" predict --dtype bf
