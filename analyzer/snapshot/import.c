@@ -63,6 +63,7 @@ typedef struct {
     uint64_t addr;
     int64_t size;
     uint32_t stream;
+    int64_t time_us;      /* when PyTorch recorded it (its clock); -1: the entry has none */
     const json_t *frames;
 } tev;
 
@@ -215,6 +216,7 @@ typedef struct {
     int n_devices;      /* of device_traces */
     torchalloc_conf conf;   /* allocator_settings' PYTORCH_CUDA_ALLOC_CONF, parsed */
     uint32_t cur_at;        /* the trace entry being turned into steps; UINT32_MAX: prelude */
+    const tev *ev;          /* the trace's entries, for their times (write_step) */
     ml_vec facts;           /* of limit_fact: every segment_alloc, for the constant's interval */
     size_t n_partial;       /* segment_free runs that release fewer than all cached segments */
     size_t first_partial;   /* the first one's trace entry */
@@ -431,6 +433,13 @@ static int read_trace(importer *im, const json_t *trace, int dev, tev **out, siz
                         "is unknown", where, a);
         }
         ev[i].a = ACTIONS[k].a;
+        /* time_us: every entry PyTorch 2.x writes has it; the schedule keeps it for the trace */
+        if (get_u(im, e, "time_us", where, INT64_MAX, &ev[i].time_us)) {
+            free(ev);
+            return -1;
+        }
+        if (ev[i].time_us == INT64_MAX)
+            ev[i].time_us = -1;
         if (ev[i].a == A_OTHER || ev[i].a == A_OOM) {
             im->ooms += ev[i].a == A_OOM;
             continue;
@@ -1216,6 +1225,9 @@ static void write_step(const importer *im, const step *s, ml_str *out) {
         ml_str_printf(out, "- empty_cache: {}\n");
         break;
     }
+    /* the trace entry's time, beside the step's key: `memlife trace` draws the step at it */
+    if (s->at != UINT32_MAX && im->ev && im->ev[s->at].time_us >= 0)
+        ml_str_printf(out, "  time_us: %" PRId64 "\n", im->ev[s->at].time_us);
 }
 
 static int write_doc(importer *im, const json_t *snap, const import_stats *st, ml_str *out) {
@@ -1386,6 +1398,7 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
     int64_t reserved_final, allocated_final;
     im.n_devices = (int)json_array_size(traces);
     int rc = read_trace(&im, trace, o->device, &ev, &n);
+    im.ev = rc ? NULL : ev;
     if (!rc)
         rc = read_segments(&im, segments, o->device, &segs, &live_blocks, &reserved_final,
                            &allocated_final);

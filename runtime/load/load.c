@@ -407,6 +407,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     ml_vec_init(&l.views, sizeof(sched_view));
     ml_vec_init(&l.indices, sizeof(ld_index));
     ml_vec_init(&l.ats, sizeof(sched_at));
+    ml_vec_init(&l.times, sizeof(sched_time));
     uint32_t dflt;
     ld_intern(&l, SYM_STREAM, "default", 7, (ml_mark){0, 0}, &dflt);
 
@@ -428,8 +429,15 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
             ld_own(&l, l.ats.items);
         else
             ml_vec_free(&l.ats);
+        s->times = l.times.items;
+        s->n_times = l.times.n;
+        if (l.times.items)
+            ld_own(&l, l.times.items);
+        else
+            ml_vec_free(&l.times);
     } else {
         ml_vec_free(&l.ats);
+        ml_vec_free(&l.times);
     }
 
     ld_release_event(&l);
