@@ -28,10 +28,11 @@ typedef struct {
  * one of those. */
 int gate_parse_tolerance(const char *s, gate_tolerance *t);
 
-/* Compares r with the baseline at path. Regressions go to errors (one per view, rank and
- * steady/peak) and are counted into per_item[k] for r's item k (per_item may be NULL); items
- * the baseline lacks set missing[k] (missing may be NULL) and go to notes, or to errors when
- * strict. Returns the number of errors it added, or -1 when the
+/* Compares r with the baseline at path. Regressions go to errors (one per view and
+ * steady/peak, naming the ranks that grew alike: "on ranks 0-7") and are counted, one per rank,
+ * into per_item[k] for r's item k (per_item may be NULL); items the baseline lacks set
+ * missing[k] (missing may be NULL) and go to notes, or to errors when strict. Returns the number
+ * of regressions (per rank) and, with strict, of items missing, or -1 when the
  * baseline cannot be read or is not a memlife result (the reason in errors, as
  * "path:line:col: error: ..."). */
 int gate_compare(const report *r, const char *path, const gate_tolerance *t, bool strict,
