@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""docs_commands.py MEMLIFE WORKDIR DOC.md... — every memlife command the docs show, run, its
+"""docs_commands.py WORKDIR DOC.md... — every memlife command the docs show, run, its
 shown output and exit code compared (tests/cli/docs_commands.sh runs it in `make test`).
 
 What counts as a command:
@@ -31,7 +31,8 @@ import sys
 
 FENCE = re.compile(r"^```(\w*)\s*$")
 MARK = re.compile(r"^<!-- docs-test: (skip|exit) ?(.*?) ?-->$")
-SH_CMD = re.compile(r"^(cd \S+ && *)?(\./)?memlife\b")
+# "memlife CMD ..." (not an output line such as "memlife diff: A = ...")
+SH_CMD = re.compile(r"^(cd \S+ && *)?(\./)?memlife(\s+[a-z][a-z-]*(\s|$)|\s*$)")
 
 # What varies from run to run, masked on both sides before comparing.
 MASKS = [
