@@ -149,8 +149,9 @@ static json_t *op_span(const rank_plan *p, const plan_op *op, int pid, double ts
 }
 
 /* The clock a rank's trace is drawn on, the first that applies: a run's measured times, the
- * recording's own (`time_us:` on the steps of an imported snapshot), the time model's where it
- * gives durations, else op k at k microseconds. otherData.clock names it. */
+ * recording's own (`time_us:` on the steps of an imported snapshot, where they do not go back in
+ * op order), the time model's where it gives durations, else op k at k microseconds.
+ * otherData.clock names it. */
 typedef enum { CLOCK_MEASURED, CLOCK_SNAPSHOT, CLOCK_MODEL, CLOCK_OP_ORDER, CLOCK_COUNT } trace_clock;
 static const char *const clock_names[CLOCK_COUNT] = {"measured", "snapshot", "model", "op-order"};
 
@@ -173,15 +174,21 @@ static trace_clock rank_clock(const series *s, int r, bool measured, const doubl
         return CLOCK_MEASURED;
     }
     if (s->s->n_times) {
-        int64_t us, t0 = -1;
-        for (size_t k = 0; k < n; k++) {
+        /* the recording's times, unless they go back in op order: steps reordered since (an
+         * optimized import) no longer happen when the recording saw them */
+        int64_t us, t0 = -1, last = -1;
+        bool ordered = true;
+        for (size_t k = 0; k < n && ordered; k++) {
             bool has = sched_step_time(s->s, p->ops[k].step, &us);
             if (has && t0 < 0)
                 t0 = us;
+            ordered = !has || us >= last;
+            last = has ? us : last;
             base[k] = has ? (double)(us - t0) : NAN;
         }
         base[n] = NAN;
-        return CLOCK_SNAPSHOT;
+        if (ordered)
+            return CLOCK_SNAPSHOT;
     }
     tm_link l;
     tm_link_default(&l);

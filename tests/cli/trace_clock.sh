@@ -10,13 +10,17 @@
 #    "model", host ops a nanosecond apart, never back to 0 after a collective;
 #  - a schedule of allocs and frees only (the time model gives no durations): "op-order", op k
 #    at k microseconds (examples/naive_vs_optimized/README.md).
+#  - that import optimized (memlife optimize moves frees up, each with its time_us): its times go
+#    back in op order, so not "snapshot" but "op-order" (an import's steps take no model time).
 . "$(dirname "$0")/lib.bash"
 command -v python3 >/dev/null || { echo "skip - trace clock: python3 not installed"; exit 0; }
 
 run import tests/torch/fixtures/snapshots/a_train.pickle -o "$TMP/a_train.yaml"
 [ "$RC" -eq 0 ] || not_ok "import a_train" "exit $RC: $(head -1 "$TMP/err")"
+run optimize "$TMP/a_train.yaml" -o "$TMP/a_train_opt.yaml"
+[ "$RC" -eq 0 ] || not_ok "optimize a_train" "exit $RC: $(head -1 "$TMP/err")"
 printf 'name: only-memory\nworld: 2\nsteps:\n  - alloc: {buf: a, bytes: 1MiB}\n  - alloc: {buf: b, bytes: 2MiB}\n  - free: a\n  - free: b\n' >"$TMP/mem.yaml"
-for f in "$TMP/a_train.yaml" schedules/training/pipeline_1f1b.yaml "$TMP/mem.yaml" schedules/seed/03_rs_ag_naive.yaml; do
+for f in "$TMP/a_train.yaml" "$TMP/a_train_opt.yaml" schedules/training/pipeline_1f1b.yaml "$TMP/mem.yaml" schedules/seed/03_rs_ag_naive.yaml; do
     b=$(basename "$f" .yaml)
     run trace "$f" -o "$TMP/$b.trace.json"
     [ "$RC" -eq 0 ] || not_ok "trace $b" "exit $RC: $(head -1 "$TMP/err")"
@@ -59,6 +63,8 @@ s = samples(ev)
 want = [float(t - times[0]) for t in times[:3]]
 report("trace a_train: the snapshot's time_us, from its first (0, 562, 704 us)",
        len(s) == len(times) + 1 and s[:3] == want and want[1] == 562.0, (s[:3], want))
+
+check("a_train_opt", "op-order")
 
 ev = check("pipeline_1f1b", "model")
 s = samples(ev)
