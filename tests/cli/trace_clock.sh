@@ -6,12 +6,12 @@
 #  - an imported snapshot (tests/torch/fixtures/snapshots/a_train.pickle): "snapshot", each step
 #    at its time_us less the first's (import writes them; a_train's first two allocs are 562 us
 #    apart);
+#  - that import optimized (memlife optimize moves frees up, each with its time_us): its times go
+#    back in op order, so not "snapshot" but "op-order" (an import's steps take no model time);
 #  - pipeline_1f1b.yaml (no syncs: the model has the host's ops all at 0 while streams run on):
 #    "model", host ops a nanosecond apart, never back to 0 after a collective;
 #  - a schedule of allocs and frees only (the time model gives no durations): "op-order", op k
 #    at k microseconds (examples/naive_vs_optimized/README.md).
-#  - that import optimized (memlife optimize moves frees up, each with its time_us): its times go
-#    back in op order, so not "snapshot" but "op-order" (an import's steps take no model time).
 . "$(dirname "$0")/lib.bash"
 command -v python3 >/dev/null || { echo "skip - trace clock: python3 not installed"; exit 0; }
 
