@@ -21,8 +21,13 @@
 /* --format's values and help from the format table (report/format.h), in its order. */
 static const char *format_names[FMT_COUNT + 1];
 static char format_help[128];
+static const char *dtype_names[DT_COUNT + 1];   /* --dtype's values, for completion */
 
-static void fill_formats(void) {
+/* The common options' values from their tables (formats, dtypes). */
+static void fill_choices(void) {
+    for (int k = 0; k < DT_COUNT; k++)
+        dtype_names[k] = ml_dtypes[k].name;
+    dtype_names[DT_COUNT] = NULL;
     for (int k = 0; k < FMT_COUNT; k++)
         format_names[k] = report_formats[k].name;
     format_names[FMT_COUNT] = NULL;
@@ -159,13 +164,13 @@ const char ml_opt_not_applicable[] = "(does not apply to this command)";
 size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_extra,
                     ml_opt *rows) {
     const ml_opt common[] = {
-        {"--world", "-w", OPT_INT, &a->world, 1, 65536, NULL, "N",
+        {"--world", "-w", OPT_INT, &a->world, 1, SCHED_WORLD_MAX, NULL, "N",
          "world size (default: the file's 'world:')"},
         {"--set", NULL, OPT_LIST, &a->set, 0, 0, NULL, "NAME=VALUE",
          "override a 'let:' value (an expression); repeatable"},
         {"--plan", NULL, OPT_STRING, &a->plan, 0, 0, NULL, "NAME",
          "only this plan of files with 'plans:'"},
-        {"--dtype", NULL, OPT_STRING, &a->dtype_name, 0, 0, NULL, "T",
+        {"--dtype", NULL, OPT_STRING, &a->dtype_name, 0, 0, dtype_names, "T",
          "default dtype of buffers without their own (replaces 'dtype:')"},
         {"--format", "-f", OPT_CHOICE, &a->format_choice, 0, 0, format_names, "FMT", format_help},
         {"--output", "-o", OPT_STRING, &a->output, 0, 0, NULL, "FILE",
@@ -245,7 +250,7 @@ static int check_dtype(const char *cmd, const char *v, int *out) {
 int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_opt *extra,
                   size_t n_extra, bool allow_no_files) {
     memset(a, 0, sizeof *a);
-    fill_formats();
+    fill_choices();
     sched_load_set_torch_conf_check(pred_torch_conf_check);
     a->format = FMT_TABLE;
     a->format_choice = FMT_TABLE;
@@ -296,6 +301,10 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
                     o = &rows[k];
         if (!o) {
             rc = option_error(cmd, c, rows, n, args[optind > 0 ? optind - 1 : 0]);
+            break;
+        }
+        if (o->help == ml_opt_not_applicable) {   /* parsed only to be refused by name */
+            rc = ml_usage_error(cmd, "option '%s' does not apply to '%s'", o->name, cmd);
             break;
         }
         if (o->dest == &a->format_choice)

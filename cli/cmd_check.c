@@ -22,38 +22,30 @@ const char cmd_check_usage[] =
     "With --baseline OLD.json (what 'memlife check --format json -o OLD.json' wrote before a\n"
     "change) every predicted steady and peak of every view and rank must also stay within\n"
     "--tolerance of the baseline's: a growth beyond it is an error at the op that now reaches\n"
-    "the peak, naming the old and new bytes and the buffers newly live there. Schedules the\n"
-    "baseline lacks are noted, not failed.\n"
+    "the peak, naming the old and new bytes and the buffers newly live there. Schedules and\n"
+    "plans the baseline lacks are noted (with --strict: failed); a plan whose old name is gone\n"
+    "from the file is named as such (\"plan 'X' is gone; 'Y' is new\").\n"
     "\n"
     "@options\n"
     "exit codes: 0 every expectation holds, 1 an expectation or contract failed (or the baseline\n"
-    "            grew, or --strict found a schedule without expectations),\n"
+    "            grew, or --strict found a schedule without expectations or one the\n"
+    "            baseline lacks),\n"
     "            2 bad input (syntax, lint error or hazard)\n";
 
-/* Orders failed expectations by where they are written, then by rank, as a compiler would. */
-static int by_position(const void *a, const void *b) {
-    const expect_row *x = *(const expect_row *const *)a, *y = *(const expect_row *const *)b;
-    if (x->mark.line != y->mark.line)
-        return x->mark.line < y->mark.line ? -1 : 1;
-    if (x->mark.col != y->mark.col)
-        return x->mark.col < y->mark.col ? -1 : 1;
-    return (x->rank > y->rank) - (x->rank < y->rank);
+/* Failed expectations and contract rows as compiler-style errors, in file order. */
+typedef struct {
+    ml_diags *d;
+    const char *file;
+} failure_ctx;
+
+static void failure_error(void *ctx, ml_mark at, const char *text) {
+    const failure_ctx *c = ctx;
+    ml_error(c->d, c->file, at, "%s", text);
 }
 
-/* Failed expectations and contract rows as compiler-style errors, in file order. */
 static size_t report_failures(const report_schedule *rs, ml_diags *d) {
-    size_t failures = 0;
-    const expect_row **failed = ml_xcalloc(rs->n_expects ? rs->n_expects : 1, sizeof *failed);
-    for (size_t k = 0; k < rs->n_expects; k++)
-        if (!rs->expects[k].pass)
-            failed[failures++] = &rs->expects[k];
-    qsort(failed, failures, sizeof *failed, by_position);
-    for (size_t k = 0; k < failures; k++) {
-        char text[256];
-        report_expect_text(failed[k], text, sizeof text);
-        ml_error(d, rs->s->file, failed[k]->mark, "%s", text);
-    }
-    free(failed);
+    failure_ctx fc = {d, rs->s->file};
+    size_t failures = report_expect_failures(rs, failure_error, &fc);
     for (size_t k = 0; k < rs->n_checks; k++) {
         const report_check *c = &rs->checks[k];
         if (c->pass)
@@ -71,7 +63,7 @@ static size_t report_failures(const report_schedule *rs, ml_diags *d) {
 enum { SUM_RESULT, SUM_NAME, SUM_WORLD, SUM_NOTE, SUM_FIRST_SERIES,
        SUM_COLS = SUM_FIRST_SERIES + 2 * VIEW_COUNT };
 
-static void summary_cells(const report_schedule *rs, size_t failures, size_t grown,
+static void summary_cells(const report_schedule *rs, size_t failures, size_t grown, bool unbased,
                           char cells[SUM_COLS][256]) {
     uint64_t steady[VIEW_COUNT] = {0}, peak[VIEW_COUNT] = {0};
     for (int r = 0; r < rs->world; r++)
@@ -81,7 +73,7 @@ static void summary_cells(const report_schedule *rs, size_t failures, size_t gro
             if (rs->pred[r].peak[v] > peak[v])
                 peak[v] = rs->pred[r].peak[v];
         }
-    snprintf(cells[SUM_RESULT], 256, "%s", failures || grown ? "FAIL" : "pass");
+    snprintf(cells[SUM_RESULT], 256, "%s", failures || grown || unbased ? "FAIL" : "pass");
     report_schedule_name(rs->s, rs->plan_index, cells[SUM_NAME], 256);
     snprintf(cells[SUM_WORLD], 256, "world %d", rs->world);
     for (int v = 0; v < VIEW_COUNT; v++) {
@@ -96,7 +88,9 @@ static void summary_cells(const report_schedule *rs, size_t failures, size_t gro
     char above[64] = "";
     if (grown)
         snprintf(above, sizeof above, "%s%zu above the baseline", failures ? ", " : "", grown);
-    if (grown && !failures)
+    if (unbased)
+        snprintf(cells[SUM_NOTE], 256, "not in the baseline (--strict)");
+    else if (grown && !failures)
         snprintf(cells[SUM_NOTE], 256, "%s", above);
     else if (total == 0)
         snprintf(cells[SUM_NOTE], 256, "no expectations%s", failures ? " (--strict)" : "");
@@ -137,11 +131,12 @@ static size_t summary_width(const int *width, const bool *shown) {
     return w;
 }
 
-static void print_summaries(const report *r, const size_t *failures, const size_t *grown) {
+static void print_summaries(const report *r, const size_t *failures, const size_t *grown,
+                            const bool *unbased) {
     char (*cells)[SUM_COLS][256] = ml_xcalloc(r->n ? r->n : 1, sizeof *cells);
     int width[SUM_COLS] = {0};
     for (size_t k = 0; k < r->n; k++) {
-        summary_cells(&r->items[k], failures[k], grown[k], cells[k]);
+        summary_cells(&r->items[k], failures[k], grown[k], unbased[k], cells[k]);
         for (int c = 0; c < SUM_COLS; c++)
             if ((int)strlen(cells[k][c]) > width[c])
                 width[c] = (int)strlen(cells[k][c]);
@@ -224,7 +219,7 @@ static void annotate_github(const ml_diags *d) {
  * with --format, else the one-line summaries (unless --quiet). */
 static int verdict_and_report(const ml_args *a, ml_analysis *an, ml_diags *fails,
                               ml_diags *notes, const size_t *per, const size_t *grown,
-                              bool annotate) {
+                              const bool *unbased, bool annotate) {
     int rc = ML_EXIT_OK;
     ml_diags_print(fails, stderr);
     ml_diags_print(notes, stderr);
@@ -238,7 +233,7 @@ static int verdict_and_report(const ml_args *a, ml_analysis *an, ml_diags *fails
         if (!a->quiet && report_emit(&an->rep, a->format, NULL) != 0)
             rc = ML_EXIT_RUNTIME;
     } else if (!a->quiet) {
-        print_summaries(&an->rep, per, grown);
+        print_summaries(&an->rep, per, grown, unbased);
     }
     return rc;
 }
@@ -257,7 +252,8 @@ int cmd_check(int argc, char **argv) {
          "with --baseline: growth that still passes, PCT% of the baseline's bytes or BYTES "
          "(4096, 64KiB, 1MiB; default 0)"},
         {"--strict", NULL, OPT_FLAG, &strict, 0, 0, NULL, NULL,
-         "fail a schedule that has no expectations (no 'expect:' and no contract rows)"},
+         "fail a schedule that has no expectations (no 'expect:' and no contract rows), and "
+         "with --baseline one the baseline lacks"},
         {"--annotate", NULL, OPT_CHOICE, &annotate, 0, 0, annotate_names, "KIND",
          "also print every error as a CI annotation on stdout: github "
          "('::error file=F,line=L,col=C::message')"},
@@ -292,6 +288,8 @@ int cmd_check(int argc, char **argv) {
         ml_diags_init(&notes);
         size_t *per = ml_xcalloc(an.rep.n ? an.rep.n : 1, sizeof *per);
         size_t *grown = ml_xcalloc(an.rep.n ? an.rep.n : 1, sizeof *grown);
+        /* --strict: the items the baseline lacks, which fail */
+        bool *unbased = ml_xcalloc(an.rep.n ? an.rep.n : 1, sizeof *unbased);
         for (size_t k = 0; k < an.rep.n; k++) {
             per[k] = report_failures(&an.rep.items[k], &fails);
             const report_schedule *rs = &an.rep.items[k];
@@ -301,15 +299,17 @@ int cmd_check(int argc, char **argv) {
                 per[k]++;
             }
         }
-        if (baseline && gate_compare(&an.rep, baseline, &tol, &fails, &notes, grown) < 0) {
+        if (baseline && gate_compare(&an.rep, baseline, &tol, strict, &fails, &notes, grown,
+                                     strict ? unbased : NULL) < 0) {
             /* a baseline that cannot be compared: its errors and the failures so far, no report */
             ml_diags_print(&fails, stderr);
             if (annotate >= 0)
                 annotate_github(&fails);
             rc = ML_EXIT_INPUT;
         } else {
-            rc = verdict_and_report(&a, &an, &fails, &notes, per, grown, annotate >= 0);
+            rc = verdict_and_report(&a, &an, &fails, &notes, per, grown, unbased, annotate >= 0);
         }
+        free(unbased);
         free(grown);
         free(per);
         ml_diags_free(&fails);

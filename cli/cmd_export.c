@@ -35,6 +35,8 @@ int cmd_export(int argc, char **argv) {
         {"--rank", NULL, OPT_INT, &rank, 0, 1 << 20, NULL, "R", "whose plan (default 0)"},
         {"--output", "-o", OPT_STRING, NULL, 0, 0, NULL, "FILE",
          "the pickle to write (atomically; required)"},
+        ML_OPT_NA("--format"),   /* a pickle, the one format there is: --memory-viz */
+        ML_OPT_NA("--wide"),
     };
     if (!ml_args_begin(&a, "export", cmd_export_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
                        false, &rc))

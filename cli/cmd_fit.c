@@ -12,6 +12,8 @@
  * a CUDA 13 context about 500 MiB); other machines differ, hence --reserve and --context. */
 #include "cmd.h"
 #include "analysis.h"
+#include "report/fit_report.h"
+#include "base/human.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -28,14 +30,15 @@
 const char cmd_fit_usage[] =
     "usage: memlife fit FILE --vary NAME --budget BYTES [--view device|requested]\n"
     "                   [--reserve BYTES] [--context BYTES] [--world N] [--set NAME=VALUE]...\n"
-    "                   [--plan NAME] [--format table|json]\n"
+    "                   [--plan NAME] [--format table|json|csv|md] [--bytes]\n"
     "\n"
     "The largest integer value of the let NAME for which the predicted peak of every rank, plus\n"
     "the communicator reserve and the context reserve, fits in BYTES (e.g. 80GiB): 'the largest\n"
     "micro-batch that fits in 80 GiB at 8 GPUs'. Found by doubling from the file's value, then\n"
     "bisection; the peak is assumed to grow with NAME, and checked at the answer (it fits, the\n"
     "next value does not). Prints the value, its peak and the rank that binds, and the next\n"
-    "value's peak.\n"
+    "value's peak. A file with plans must fit with every plan: the plan that binds is named\n"
+    "(--plan NAME fits one).\n"
     "\n"
     "@options\n"
     "exit codes: 0 a value fits, 1 not even NAME=1 fits, 2 bad input\n";
@@ -45,6 +48,8 @@ typedef struct {
     bool fits;
     uint64_t peak;        /* the largest peak over ranks (and plans), in the view */
     int rank, world;      /* the rank that has it */
+    int n_plans;          /* the plans predicted */
+    char plan[128];       /* the plan that has it ("" without plans) */
     char why[300];        /* !ok: the first error */
 } probe;
 
@@ -54,6 +59,7 @@ typedef struct {
     ml_mem_view view;
     uint64_t budget, reserve, context;
     bool reserve_set;
+    bool let_is_size;     /* the file writes the let with a unit: its value prints as a size */
 } fit_ctx;
 
 /* BYTES: a constant expression with units. */
@@ -91,12 +97,14 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
         return;
     }
     out->ok = true;
+    out->n_plans = (int)an.res.items.n;
     for (size_t k = 0; k < an.res.items.n; k++) {
         const pipeline_item *it = &ML_VEC_AT(&an.res.items, pipeline_item, k);
         for (int r = 0; r < it->world; r++)
             if (it->pred[r].peak[c->view] > out->peak || (k == 0 && r == 0)) {
                 out->peak = it->pred[r].peak[c->view];
                 out->rank = r;
+                snprintf(out->plan, sizeof out->plan, "%s", it->s->plans[it->plan_index].name);
             }
         out->world = it->world;
     }
@@ -126,6 +134,7 @@ static int start_value(fit_ctx *c, int64_t *out) {
             ml_error(&d, path, ((ml_mark){0, 0}), "--vary %s: the file has no let '%s'", c->name, c->name);
         else if (world > 0 && sched_eval_lets(s, &p, world, 0, slots, &d) == 0) {
             *out = slots[EXPR_SLOT_FIRST_LET + let] < 1 ? 1 : slots[EXPR_SLOT_FIRST_LET + let];
+            c->let_is_size = expr_has_unit(s->lets[let].value);
             rc = 0;
         }
         free(slots);
@@ -136,60 +145,24 @@ static int start_value(fit_ctx *c, int64_t *out) {
     return rc;
 }
 
-static void bytes_text(uint64_t b, char *buf, size_t len) { ml_format_bytes(b, buf, len); }
+static void bytes_text(uint64_t b, char *buf, size_t len) { ml_human_size(b, buf, len); }
 
-static json_t *probe_json(const probe *p, int64_t v) {
-    json_t *o = json_pack("{s:I, s:b, s:b}", "value", (json_int_t)v, "fits", p->fits, "predicted", p->ok);
-    if (p->ok) {
-        json_object_set_new(o, "peak", json_integer((json_int_t)p->peak));
-        json_object_set_new(o, "rank", json_integer(p->rank));
-    } else {
-        json_object_set_new(o, "error", json_string(p->why));
-    }
-    return o;
+static fit_point point_of(const probe *p, int64_t v) {
+    return (fit_point){.value = v, .predicted = p->ok, .fits = p->fits, .peak = p->peak,
+                       .rank = p->rank, .plan = p->plan[0] ? p->plan : NULL,
+                       .error = p->ok ? NULL : p->why};
 }
 
-static int print_answer(const fit_ctx *c, int64_t v, const probe *at, int64_t next_v, const probe *next,
-                        FILE *f) {
-    if (c->a->format == FMT_JSON) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:{s:I, s:I}, s:I}", "file",
-                              ML_VEC_AT(&c->a->files, const char *, 0), "let", c->name, "view",
-                              ml_mem_view_names[c->view], "budget", (json_int_t)c->budget, "reserve",
-                              "communicator", (json_int_t)c->reserve, "context", (json_int_t)c->context,
-                              "world", (json_int_t)at->world);
-        json_object_set_new(o, "value", json_integer((json_int_t)v));
-        json_object_set_new(o, "peak", json_integer((json_int_t)at->peak));
-        json_object_set_new(o, "rank", json_integer(at->rank));
-        json_object_set_new(o, "total", json_integer((json_int_t)(at->peak + c->reserve + c->context)));
-        json_object_set_new(o, "next", probe_json(next, next_v));
-        /* schema_version and command first, as every memlife JSON (docs/json.md, schemas/
-         * fit.schema.json) */
-        json_t *doc = json_pack("{s:i, s:s}", "schema_version", ML_JSON_SCHEMA_VERSION, "command", "fit");
-        json_object_update(doc, o);
-        json_decref(o);
-        char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        fprintf(f, "%s\n", text);
-        free(text);
-        json_decref(doc);
-        return 0;
-    }
-    char b[32], pk[32], rs[32], cx[32], tot[32], np[32];
-    bytes_text(c->budget, b, sizeof b);
-    bytes_text(at->peak, pk, sizeof pk);
-    bytes_text(c->reserve, rs, sizeof rs);
-    bytes_text(c->context, cx, sizeof cx);
-    bytes_text(at->peak + c->reserve + c->context, tot, sizeof tot);
-    fprintf(f, "%s = %" PRId64 " fits in %s on every rank of %d (%s view)\n", c->name, v, b, at->world,
-            ml_mem_view_names[c->view]);
-    fprintf(f, "  peak %s on rank %d + communicator %s + context %s = %s\n", pk, at->rank, rs, cx, tot);
-    if (next->ok) {
-        bytes_text(next->peak, np, sizeof np);
-        fprintf(f, "  %s = %" PRId64 ": peak %s on rank %d, over the budget\n", c->name, next_v, np,
-                next->rank);
-    } else {
-        fprintf(f, "  %s = %" PRId64 ": does not predict: %s\n", c->name, next_v, next->why);
-    }
-    return 0;
+/* The answer in the format asked, onto stdout or atomically into -o FILE (no partial file where
+ * a write fails half way). */
+static int print_answer(const fit_ctx *c, int64_t v, const probe *at, int64_t next_v,
+                        const probe *next) {
+    fit_answer ans = {.file = ML_VEC_AT(&c->a->files, const char *, 0), .let = c->name,
+                      .view = ml_mem_view_names[c->view], .let_is_size = c->let_is_size,
+                      .budget = c->budget, .reserve = c->reserve, .context = c->context,
+                      .world = at->world, .n_plans = at->n_plans, .at = point_of(at, v),
+                      .next = point_of(next, next_v)};
+    return fit_report_emit(&ans, c->a->format, c->a->output) != 0 ? ML_EXIT_RUNTIME : ML_EXIT_OK;
 }
 
 int cmd_fit(int argc, char **argv) {
@@ -222,8 +195,6 @@ int cmd_fit(int argc, char **argv) {
         rc = ml_usage_error("fit", "--vary NAME is required");
     else if (!budget)
         rc = ml_usage_error("fit", "--budget BYTES is required");
-    else if (a.format != FMT_TABLE && a.format != FMT_JSON)
-        rc = ml_usage_error("fit", "--format takes table or json");
     if (rc == ML_EXIT_OK && parse_bytes("--budget", budget, &c.budget) != 0)
         rc = ML_EXIT_INPUT;
     if (rc == ML_EXIT_OK && reserve && parse_bytes("--reserve", reserve, &c.reserve) != 0)
@@ -271,11 +242,12 @@ int cmd_fit(int argc, char **argv) {
             hi_p = lo_p;
         }
         if (lo == 0) {
-            char pk[32], b[32];
+            char pk[64], b[64];
             bytes_text(hi_p.peak, pk, sizeof pk);
             bytes_text(c.budget, b, sizeof b);
-            ml_report(ML_DIAG_ERROR, NULL, "%s = 1 does not fit in %s: peak %s on rank %d, plus "
-                      "reserves", c.name, b, pk, hi_p.rank);
+            ml_report(ML_DIAG_ERROR, NULL, "%s = 1 does not fit in %s: peak %s on rank %d%s%s, "
+                      "plus reserves", c.name, b, pk, hi_p.rank,
+                      hi_p.n_plans > 1 ? " of plan " : "", hi_p.n_plans > 1 ? hi_p.plan : "");
             ml_args_free(&a);
             return ML_EXIT_EXPECT;
         }
@@ -308,29 +280,7 @@ int cmd_fit(int argc, char **argv) {
         ml_args_free(&a);
         return ML_EXIT_INPUT;
     }
-    if (!a.output) {
-        print_answer(&c, lo, &check_lo, lo + 1, &check_hi, stdout);
-        ml_args_free(&a);
-        return ML_EXIT_OK;
-    }
-    /* -o: the answer is made in memory and written atomically, as every report is (no partial
-     * file where a write fails half way). */
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (f) {
-        print_answer(&c, lo, &check_lo, lo + 1, &check_hi, f);
-        if (fclose(f) != 0) {
-            free(text);
-            text = NULL;
-        }
-    }
-    rc = ML_EXIT_OK;
-    if (!text || ml_write_file_atomic(a.output, text, len) != 0) {
-        ml_report(ML_DIAG_ERROR, NULL, "cannot write %s", a.output);
-        rc = ML_EXIT_RUNTIME;
-    }
-    free(text);
+    rc = print_answer(&c, lo, &check_lo, lo + 1, &check_hi);
     ml_args_free(&a);
     return rc;
 }

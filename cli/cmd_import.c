@@ -3,6 +3,7 @@
  * (analyzer/snapshot/import.h). The snapshot is read by memlife's own pickle reader, which runs
  * no code (pickle.h), so an untrusted file is safe to import; JSON of the same dict works too. */
 #include "cmd.h"
+#include "base/human.h"
 #include "args.h"
 #include "snapshot/import.h"
 #include "snapshot/pickle.h"
@@ -56,6 +57,10 @@ int cmd_import(int argc, char **argv) {
         {"--output", "-o", OPT_STRING, NULL, 0, 0, NULL, "FILE",
          "write the schedule to FILE (atomically) and a summary to stdout; without -o the "
          "schedule goes to stdout"},
+        /* a snapshot is one device's record: no schedule to size, no report to format */
+        ML_OPT_NA("--world"), ML_OPT_NA("--set"), ML_OPT_NA("--plan"), ML_OPT_NA("--dtype"),
+        ML_OPT_NA("--format"), ML_OPT_NA("--wide"), ML_OPT_NA("--torch-conf"),
+        ML_OPT_NA("--torch-limit"), ML_OPT_NA("--torch-capacity"),
     };
     if (!ml_args_begin(&a, "import", cmd_import_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
                        false, &rc))
@@ -88,11 +93,14 @@ int cmd_import(int argc, char **argv) {
         ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s'", a.output);
         rc = ML_EXIT_RUNTIME;
     } else if (!a.quiet) {
+        /* the peaks for people (--bytes: exact); the schedule's expect: has them exact */
+        char req[64], res[64];
+        ml_human_size(st.requested_peak > 0 ? (uint64_t)st.requested_peak : 0, req, sizeof req);
+        ml_human_size(st.reserved_peak > 0 ? (uint64_t)st.reserved_peak : 0, res, sizeof res);
         printf("%s: device %d: %zu events -> %zu steps in %s (%zu before recording: %zu segments, "
-               "%zu blocks%s); expect requested peak %lld, torch reserved peak %lld\n",
+               "%zu blocks%s); expect requested peak %s, torch reserved peak %s\n",
                path, device, st.events, st.steps, a.output, st.prelude_steps, st.initial_segments,
-               st.initial_blocks, st.exact_prelude ? "" : ", approximate",
-               (long long)st.requested_peak, (long long)st.reserved_peak);
+               st.initial_blocks, st.exact_prelude ? "" : ", approximate", req, res);
     }
     if (rc == ML_EXIT_OK && !st.exact_prelude && !a.quiet)
         fprintf(stderr, "%s: note: the state before recording is rebuilt approximately "

@@ -29,6 +29,7 @@ const char cmd_plot_usage[] =
 static const char *view_names[2 * VIEW_COUNT + 1];
 static ml_mem_view view_series[2 * VIEW_COUNT];
 static char view_keys[VIEW_COUNT][64];
+static char view_help[512];   /* --view's help, listing view_names */
 
 static void fill_view_names(void) {
     size_t n = 0;
@@ -44,6 +45,17 @@ static void fill_view_names(void) {
         }
     }
     view_names[n] = NULL;
+    /* the values are the view table's, so the help names each one (a new view is listed) */
+    size_t at = (size_t)snprintf(view_help, sizeof view_help, "what to draw:");
+    for (size_t k = 0; k < n && at < sizeof view_help; k++)
+        at += (size_t)snprintf(view_help + at, sizeof view_help - at, " %s%s%s", view_names[k],
+                               k == 0 ? " (the default: the sum of live buffer sizes)" : "",
+                               k + 1 < n ? "," : "");
+    if (at < sizeof view_help)
+        snprintf(view_help + at, sizeof view_help - at,
+                 "; a view of several series draws its last (torch: reserved), VIEW.KEY one "
+                 "series; an optional view is predicted for the plot (torch: PyTorch's "
+                 "defaults unless --torch-conf)");
 }
 
 static int render(const series *items, size_t n, const void *ctx, ml_str *out, ml_diags *d) {
@@ -59,22 +71,17 @@ int cmd_plot(int argc, char **argv) {
     const ml_opt extra[] = {
         {"--width", NULL, OPT_INT, &width, 200, 100000, NULL,
          "PX", "width of each panel (default: 6 px an op, 640 to 1600 px; 1000 in a grid)"},
-        {"--view", NULL, OPT_CHOICE, &view, 0, 0, view_names,
-         "VIEW", "requested (default: sum of live buffer sizes) or device (pages)"},
+        {"--view", NULL, OPT_CHOICE, &view, 0, 0, view_names, "VIEW", view_help},
         {"--time", NULL, OPT_FLAG, &time_axis, 0, 0, NULL,
          NULL, "x axis in measured seconds (run results only)"},
         /* documentation rows: what the common option means here */
         ML_OPT_DOC("--output", "write the SVG to FILE (atomically); stdout when absent"),
         ML_OPT_DOC("--world", "world size (default: the file's or the result's)"),
         ML_OPT_DOC("--set", "override a 'let:' value; repeatable"),
-        ML_OPT_NA("--format"),   /* SVG only: refused below */
+        ML_OPT_NA("--format"),   /* SVG only: refused by name (args.c) */
     };
     if (!ml_args_begin(&a, "plot", cmd_plot_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false, &rc))
         return rc;
-    if (a.format_set) {
-        ml_args_free(&a);
-        return ml_usage_error("plot", "'plot' writes SVG; '--format' does not apply");
-    }
     plot_options o = {.view = view_series[view], .time_axis = time_axis, .width = width};
     if (ml_views[ml_series[o.view].view].optional && !a.torch_conf)
         a.torch_conf = "";   /* plotting the torch view turns it on, with PyTorch's defaults */

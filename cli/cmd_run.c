@@ -407,12 +407,19 @@ static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
     return rc;
 }
 
+/* --stream-order's words (shuffle also takes :SEED) and --no-lint's classes (the lint table),
+ * for completion. */
+static const char *const stream_orders[] = {"program", "reverse", "shuffle", NULL};
+static const char *lint_names[33];
+
 int cmd_run(int argc, char **argv) {
+    for (size_t k = 0; k < lint_class_count && k + 1 < ML_ARRAY_LEN(lint_names); k++)
+        lint_names[k] = lint_classes[k].name;
     run_opts ro = {0};
     ml_vec_init(&ro.no_lint, sizeof(const char *));
     ml_vec_init(&ro.inject, sizeof(const char *));
     const ml_opt extra[] = {
-        {"--no-lint", NULL, OPT_LIST, &ro.no_lint, 0, 0, NULL,
+        {"--no-lint", NULL, OPT_LIST, &ro.no_lint, 0, 0, lint_names,
          "CLASS",
              "let a class of lint errors through to test the runtime's own checks; "
              "repeatable: cross-rank, hazards, use-after-free, double-free, double-alloc, "
@@ -425,7 +432,7 @@ int cmd_run(int argc, char **argv) {
              "ends at the deadline)"},
         {"--inject", NULL, OPT_LIST, &ro.inject, 0, 0, NULL,
          "FAULTS", "make the run fail on purpose (below); repeatable"},
-        {"--stream-order", NULL, OPT_STRING, &ro.stream_order, 0, 0, NULL, "ORDER",
+        {"--stream-order", NULL, OPT_STRING, &ro.stream_order, 0, 0, stream_orders, "ORDER",
          "host: run the streams' collectives and copies in program order (default), reverse "
          "(latest-queued stream first) or shuffle[:SEED], always respecting record/wait and host "
          "syncs: with --no-lint races a race shows as a failed data check"},

@@ -14,10 +14,11 @@ const char cmd_trace_usage[] =
     "rank, counter tracks 'requested bytes' and 'device bytes' (predicted, and measured for a\n"
     "'memlife run' result), a span for every step on its stream's lane (collectives with bytes,\n"
     "count, op, dtype, stream, in_place; compute, copy, scale, record, wait) or the host's (syncs,\n"
-    "inits, checks, regions), instants for alloc, free and release. Times are the time model's\n"
-    "predicted start and duration (streams overlap; see 'memlife predict'); a run result whose\n"
-    "backend timed its steps gives the measured times. A trace estimated above 100 MB is\n"
-    "announced on stderr before it is built.\n"
+    "inits, checks, regions), instants for alloc, free and release. Times, on the first clock\n"
+    "that applies (otherData.clock): a run result's measured times; the steps' time_us (an\n"
+    "imported snapshot's); the time model's predicted start and duration (streams overlap; see\n"
+    "'memlife predict'); else op k at k microseconds. Each track's events are in op order, 1 ns\n"
+    "apart at least. A trace estimated above 100 MB is announced on stderr before it is built.\n"
     "\n"
     "@options\n"
     "exit codes: 0 ok, 2 bad input, 3 cannot write\n";
@@ -72,15 +73,11 @@ int cmd_trace(int argc, char **argv) {
         ML_OPT_DOC("--output", "write the trace to FILE (atomically); stdout when absent"),
         ML_OPT_DOC("--world", "world size (default: the file's or the result's)"),
         ML_OPT_DOC("--set", "override a 'let:' value; repeatable"),
-        ML_OPT_NA("--format"),   /* trace-event JSON only: refused below */
+        ML_OPT_NA("--format"),   /* trace-event JSON only: refused by name (args.c) */
     };
     if (!ml_args_begin(&a, "trace", cmd_trace_usage, argc, argv, extra,
                        ML_ARRAY_LEN(extra), false, &rc))
         return rc;
-    if (a.format_set) {
-        ml_args_free(&a);
-        return ml_usage_error("trace", "'trace' writes trace-event JSON; '--format' does not apply");
-    }
     ml_vec ranks;
     ml_vec_init(&ranks, sizeof(int));
     rc = ranks_text ? parse_ranks(ranks_text, &ranks) : 0;

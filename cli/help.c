@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* help.c — usage, man page and bash completion from the option rows (help.h). */
 #include "help.h"
+#include "exec/env.h"
 
 #include <string.h>
 
@@ -203,11 +204,13 @@ void ml_help_man(FILE *f, const ml_command *cmds, size_t n) {
     fputs(".SH EXIT STATUS\n.TP\n0\nsuccess\n.TP\n1\nan expectation, a data check, or the "
           "baseline gate failed\n.TP\n2\nbad input: syntax, usage, a lint error or hazard\n.TP\n"
           "3\nruntime failure (a rank died, out of memory, a deadline passed)\n"
-          ".SH ENVIRONMENT\n.TP\n.B NO_COLOR\nno colour, even on a terminal\n.TP\n.B COLUMNS\n"
-          "the terminal width tables fit\n.TP\n.B MEMLIFE_INJECT\nfaults for \\fBrun\\fR when "
-          "\\fB\\-\\-inject\\fR is absent\n.TP\n.B MEMLIFE_HOST_MEM_LIMIT\nthe host backend's "
-          "allocations fail beyond these bytes\n"
-          ".SH FILES\n.TP\n.I /usr/share/doc/memlife\nthe schedule language, JSON keys, example "
+          ".SH ENVIRONMENT\n",
+          f);
+    /* the table every variable is checked by (exec/env.c), so that the page lists them all */
+    const char *name, *doc;
+    for (size_t k = 0; (doc = ml_env_doc(k, &name)) != NULL; k++)
+        fprintf(f, ".TP\n.B %s\n%s\n", name, doc);
+    fputs(".SH FILES\n.TP\n.I /usr/share/doc/memlife\nthe schedule language, JSON keys, example "
           "schedules and the CI gate example\n"
           ".SH SEE ALSO\n.BR mpirun (1)\n",
           f);

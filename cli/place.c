@@ -47,6 +47,10 @@ int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *ou
                   "started by memlife's mpirun but no MPI environment is visible");
         return ML_EXIT_RUNTIME;
     }
+    /* said here, once, before mpirun starts ranks that would each say it */
+    if (ranks && world && ranks != world)
+        return ml_usage_error(cmd, "--ranks %d and --world %d disagree (one process per rank)",
+                              ranks, world);
     out->mpi = true;
     out->launch = true;
     out->world = ranks ? ranks : world;

@@ -17,7 +17,7 @@ typedef struct {
 
 /* --gpus N: this process drives N ranks (--ranks and --world must agree); else the MPI
  * launcher's environment (its size must agree with --ranks and --world); else, outside any
- * launcher, out->launch. 0 for gpus, ranks or world means not given. Returns 0, or an exit code
+ * launcher, out->launch (--ranks and --world must agree, checked before anything starts). 0 for gpus, ranks or world means not given. Returns 0, or an exit code
  * after saying why (usage errors name cmd): "--ranks 4, but the MPI launcher started 2 ranks". */
 int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *out);
 

@@ -7,8 +7,12 @@
  * "only at B's peak" reading as `memlife diff`, from the names the baseline recorded: the old
  * schedule itself is not at hand).
  *
- * Items are matched by name ("name" or "name/plan") and rank; an item or rank that the baseline
- * lacks is a note, not a failure (a new schedule has nothing to regress from). */
+ * Items are matched by name ("name" or "name/plan", the result's "name") and rank; an item that
+ * the baseline lacks is a note (a new schedule has nothing to regress from), or an error with
+ * strict (a CI gate that must hold every schedule to the baseline). A plan the baseline lacks
+ * while the baseline's other plans of that schedule are gone from the file is reported as a
+ * probable rename ("plan 'X' is gone; 'Y' is new"). A rank the baseline lacks (another world)
+ * is skipped. */
 #ifndef MEMLIFE_GATE_H
 #define MEMLIFE_GATE_H
 
@@ -24,12 +28,14 @@ typedef struct {
  * one of those. */
 int gate_parse_tolerance(const char *s, gate_tolerance *t);
 
-/* Compares r with the baseline at path. Regressions go to errors (one per view, rank and
- * steady/peak) and are counted into per_item[k] for r's item k (per_item may be NULL), unmatched
- * items go to notes. Returns the number of regressions, or -1 when the
+/* Compares r with the baseline at path. Regressions go to errors (one per view and
+ * steady/peak, naming the ranks that grew alike: "on ranks 0-7") and are counted, one per rank,
+ * into per_item[k] for r's item k (per_item may be NULL); items the baseline lacks set
+ * missing[k] (missing may be NULL) and go to notes, or to errors when strict. Returns the number
+ * of regressions (per rank) and, with strict, of items missing, or -1 when the
  * baseline cannot be read or is not a memlife result (the reason in errors, as
  * "path:line:col: error: ..."). */
-int gate_compare(const report *r, const char *path, const gate_tolerance *t, ml_diags *errors,
-                 ml_diags *notes, size_t *per_item);
+int gate_compare(const report *r, const char *path, const gate_tolerance *t, bool strict,
+                 ml_diags *errors, ml_diags *notes, size_t *per_item, bool *missing);
 
 #endif

@@ -87,6 +87,13 @@ void report_schedule_name(const sched *s, int plan_index, char *buf, size_t len)
  * same words in check's errors and every report format. */
 void report_expect_text(const expect_row *e, char *buf, size_t len);
 
+/* The failed expectations of rs in file order, folded: rows that differ only in their rank are
+ * one line, "expected requested peak 96 MiB on ranks 0-7, predicted 160 MiB" (a world of 8 does
+ * not say the same thing 8 times). Calls each(ctx, where, text) per line; returns the number of
+ * failed rows (ranks counted one by one, as "4 of 8 failed" counts them). */
+size_t report_expect_failures(const report_schedule *rs,
+                              void (*each)(void *ctx, ml_mark at, const char *text), void *ctx);
+
 /* The view table in the reports (views.h): a view is shown when some rank predicted it (an
  * optional view only where configured). Public for check's summary line, which shows the same
  * views as the report. */

@@ -19,12 +19,61 @@ void report_schedule_name(const sched *s, int plan_index, char *buf, size_t len)
         snprintf(buf, len, "%s", s->name);
 }
 
-void report_expect_text(const expect_row *e, char *buf, size_t len) {
+/* The sentence of a failed expectation, "on rank 3" or "on ranks 0-7" (ranks: that text). */
+static void expect_sentence(const expect_row *e, bool several, const char *ranks, char *buf,
+                            size_t len) {
     char want[80], got[80];
     report_size_cell(e->expected < 0 ? 0 : (uint64_t)e->expected, want, sizeof want);
     report_size_cell(e->got < 0 ? 0 : (uint64_t)e->got, got, sizeof got);
-    snprintf(buf, len, "expected %s %s %s on rank %d, predicted %s", ml_mem_view_names[e->view],
-             e->is_peak ? "peak" : "steady", want, e->rank, got);
+    snprintf(buf, len, "expected %s %s %s on rank%s %s, predicted %s", ml_mem_view_names[e->view],
+             e->is_peak ? "peak" : "steady", want, several ? "s" : "", ranks, got);
+}
+
+void report_expect_text(const expect_row *e, char *buf, size_t len) {
+    char rank[16];
+    snprintf(rank, sizeof rank, "%d", e->rank);
+    expect_sentence(e, false, rank, buf, len);
+}
+
+/* Failed rows in file order; at one place, those that say the same thing next to each other,
+ * by rank, so that a fold takes a run of them. */
+static int by_place_then_rank(const void *a, const void *b) {
+    const expect_row *x = *(const expect_row *const *)a, *y = *(const expect_row *const *)b;
+    int64_t kx[] = {x->mark.line, x->mark.col, x->view, x->is_peak, x->expected, x->got, x->rank};
+    int64_t ky[] = {y->mark.line, y->mark.col, y->view, y->is_peak, y->expected, y->got, y->rank};
+    for (size_t k = 0; k < ML_ARRAY_LEN(kx); k++)
+        if (kx[k] != ky[k])
+            return kx[k] < ky[k] ? -1 : 1;
+    return 0;
+}
+
+static bool same_but_rank(const expect_row *x, const expect_row *y) {
+    return x->mark.line == y->mark.line && x->mark.col == y->mark.col && x->view == y->view &&
+           x->is_peak == y->is_peak && x->expected == y->expected && x->got == y->got;
+}
+
+size_t report_expect_failures(const report_schedule *rs,
+                              void (*each)(void *ctx, ml_mark at, const char *text), void *ctx) {
+    size_t n = 0;
+    const expect_row **failed = ml_xcalloc(rs->n_expects ? rs->n_expects : 1, sizeof *failed);
+    for (size_t k = 0; k < rs->n_expects; k++)
+        if (!rs->expects[k].pass)
+            failed[n++] = &rs->expects[k];
+    qsort(failed, n, sizeof *failed, by_place_then_rank);
+    int *ranks = ml_xcalloc(n ? n : 1, sizeof *ranks);
+    for (size_t k = 0; k < n;) {
+        size_t j = k, m = 0;
+        while (j < n && same_but_rank(failed[k], failed[j]))
+            ranks[m++] = failed[j++]->rank;
+        char rank_text[256], text[512];
+        report_ranks_text(ranks, m, rank_text, sizeof rank_text);
+        expect_sentence(failed[k], m > 1, rank_text, text, sizeof text);
+        each(ctx, failed[k]->mark, text);
+        k = j;
+    }
+    free(ranks);
+    free(failed);
+    return n;
 }
 
 void report_size_cell(uint64_t bytes, char *buf, size_t len) { ml_human_size(bytes, buf, len); }

@@ -359,6 +359,20 @@ void report_doc_table(const report *r, report_doc *d) {
 /* ---- Markdown ---------------------------------------------------------------------------------*/
 
 /* True when ranks a and b of rs show the same text in every column. */
+/* The Markdown report's list of failed expectations, folded as check's errors are. */
+typedef struct {
+    report_doc *d;
+    const char *file;
+    bool first;
+} md_failures;
+
+static void md_failure(void *ctx, ml_mark at, const char *text) {
+    md_failures *m = ctx;
+    report_doc_printf(m->d, DOC_MD, "%s- `%s:%u`: %s\n", m->first ? "\n" : "", m->file, at.line,
+                      text);
+    m->first = false;
+}
+
 static bool same_row(const report_schedule *rs, int a, int b, const rank_col *ids, size_t n) {
     char x[CELL], y[CELL];
     for (size_t c = 0; c < n; c++) {
@@ -416,19 +430,10 @@ void report_doc_md(const report *r, report_doc *d) {
         }
     }
     report_doc_grid(d, DOC_MD, &g, "");
-    bool first_failure = true;
+    md_failures mf = {d, NULL, true};
     for (size_t k = 0; k < r->n; k++) {
-        const report_schedule *rs = &r->items[k];
-        for (size_t e = 0; e < rs->n_expects; e++) {
-            const expect_row *x = &rs->expects[e];
-            if (x->pass)
-                continue;
-            char text[256];
-            report_expect_text(x, text, sizeof text);
-            report_doc_printf(d, DOC_MD, "%s- `%s:%u`: %s\n", first_failure ? "\n" : "", rs->s->file,
-                              x->mark.line, text);
-            first_failure = false;
-        }
+        mf.file = r->items[k].s->file;
+        report_expect_failures(&r->items[k], md_failure, &mf);
     }
     /* the table's notes that say where a number is uncertain: the torch view's segment order */
     ml_str notes = {0};
@@ -440,7 +445,7 @@ void report_doc_md(const report *r, report_doc *d) {
         write_segment_order(rs, prefix, &notes);
     }
     if (notes.n)
-        report_doc_printf(d, DOC_MD, "%s%s", first_failure ? "\n" : "", notes.s);
+        report_doc_printf(d, DOC_MD, "%s%s", mf.first ? "\n" : "", notes.s);
     ml_str_free(&notes);
     if (!any_checks)
         return;

@@ -65,6 +65,7 @@ typedef struct {
     uint64_t addr;
     int64_t size;
     uint32_t stream;
+    int64_t time_us;        /* when PyTorch recorded it (its clock); -1: the entry has none */
     const json_t *frames;   /* A_MEMLIFE: the entry's "step" */
     const char *name;       /* an alloc's memlife_name (a capture's), or NULL */
 } tev;
@@ -228,6 +229,7 @@ typedef struct {
     int n_devices;      /* of device_traces */
     torchalloc_conf conf;   /* allocator_settings' PYTORCH_CUDA_ALLOC_CONF, parsed */
     uint32_t cur_at;        /* the trace entry being turned into steps; UINT32_MAX: prelude */
+    const tev *ev;          /* the trace's entries, for their times (write_step) */
     ml_vec facts;           /* of limit_fact: every segment_alloc, for the constant's interval */
     size_t n_partial;       /* segment_free runs that release fewer than all cached segments */
     size_t first_partial;   /* the first one's trace entry */
@@ -472,6 +474,7 @@ static int read_trace(importer *im, const json_t *trace, int dev, tev **out, siz
         ev[i].a = ACTIONS[k].a;
         if (ev[i].a == A_MEMLIFE) {
             ev[i].frames = json_object_get(e, "step");
+            ev[i].time_us = -1;
             if (!im->capture || !json_is_object(ev[i].frames)) {
                 free(ev);
                 return fail(im, "%s: a memlife_step %s", where, im->capture
@@ -479,6 +482,13 @@ static int read_trace(importer *im, const json_t *trace, int dev, tev **out, siz
             }
             continue;
         }
+        /* time_us: every entry PyTorch 2.x writes has it; the schedule keeps it for the trace */
+        if (get_u(im, e, "time_us", where, INT64_MAX, &ev[i].time_us)) {
+            free(ev);
+            return -1;
+        }
+        if (ev[i].time_us == INT64_MAX)
+            ev[i].time_us = -1;
         if (ev[i].a == A_OTHER || ev[i].a == A_OOM) {
             im->ooms += ev[i].a == A_OOM;
             continue;
@@ -1457,6 +1467,9 @@ static void write_step(const importer *im, const step *s, const char *pad, ml_st
     case S_REGION_END:   /* write_collective; write_steps */
         break;
     }
+    /* the trace entry's time, beside the step's key: `memlife trace` draws the step at it */
+    if (s->kind != S_REGION_BEGIN && s->at != UINT32_MAX && im->ev && im->ev[s->at].time_us >= 0)
+        ml_str_printf(out, "%s  time_us: %" PRId64 "\n", pad, im->ev[s->at].time_us);
 }
 
 /* The steps, regions nested: a region's steps are indented under its head; an empty one
@@ -1698,6 +1711,7 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
     int64_t reserved_final, allocated_final;
     im.n_devices = (int)json_array_size(traces);
     int rc = read_trace(&im, trace, o->device, &ev, &n);
+    im.ev = rc ? NULL : ev;
     if (!rc)
         rc = read_segments(&im, segments, o->device, &segs, &live_blocks, &reserved_final,
                            &allocated_final);

@@ -5,6 +5,7 @@
 #include "report/report.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,41 +148,99 @@ static json_t *op_span(const rank_plan *p, const plan_op *op, int pid, double ts
     return e;
 }
 
-/* Every event of one rank. start[k] / start[k + 1] are op k's bounds in microseconds. */
-static void rank_events(emitter *events, const series *s, int r, int pid) {
+/* The clock a rank's trace is drawn on, the first that applies: a run's measured times, the
+ * recording's own (`time_us:` on the steps of an imported snapshot, where they do not go back in
+ * op order), the time model's where it gives durations, else op k at k microseconds.
+ * otherData.clock names it. */
+typedef enum { CLOCK_MEASURED, CLOCK_SNAPSHOT, CLOCK_MODEL, CLOCK_OP_ORDER, CLOCK_COUNT } trace_clock;
+static const char *const clock_names[CLOCK_COUNT] = {"measured", "snapshot", "model", "op-order"};
+
+/* Apart by this much, events of one track never share a time (Perfetto orders equal times
+ * arbitrarily): 1 ns, the display unit. */
+#define TICK_US 0.001
+
+/* The clock of rank r and each op's time on it (base[k], dur[k]; NAN where a snapshot's op has
+ * no time of its own: it follows the op before), base[n] the end. */
+static trace_clock rank_clock(const series *s, int r, bool measured, const double *t,
+                              double *base, double *dur) {
+    const rank_plan *p = &s->plans[r];
+    size_t n = p->n_ops;
+    if (measured) {   /* op k spans from the sample before it to its own */
+        base[0] = 0;
+        for (size_t k = 0; k < n; k++) {
+            base[k + 1] = t[k] * 1e6;
+            dur[k] = base[k + 1] - base[k];
+        }
+        return CLOCK_MEASURED;
+    }
+    if (s->s->n_times) {
+        /* the recording's times, unless they go back in op order: steps reordered since (an
+         * optimized import) no longer happen when the recording saw them */
+        int64_t us, t0 = -1, last = -1;
+        bool ordered = true;
+        for (size_t k = 0; k < n && ordered; k++) {
+            bool has = sched_step_time(s->s, p->ops[k].step, &us);
+            if (has && t0 < 0)
+                t0 = us;
+            ordered = !has || us >= last;
+            last = has ? us : last;
+            base[k] = has ? (double)(us - t0) : NAN;
+        }
+        base[n] = NAN;
+        if (ordered)
+            return CLOCK_SNAPSHOT;
+    }
+    tm_link l;
+    tm_link_default(&l);
+    tm_result tm = {0};
+    ml_diags quiet;   /* the schedule was linted and predicted: its link evaluates */
+    ml_diags_init(&quiet);
+    bool model = tm_link_from_sched(p, &l, &quiet) == 0 && tm_predict(p, &l, true, &tm, &quiet) == 0 &&
+                 tm.step_us > 0;
+    if (model) {
+        memcpy(base, tm.start_us, n * sizeof *base);
+        memcpy(dur, tm.dur_us, n * sizeof *dur);
+        base[n] = tm.step_us;
+    }
+    ml_diags_free(&quiet);
+    tm_result_free(&tm);
+    if (model)
+        return CLOCK_MODEL;
+    for (size_t k = 0; k <= n; k++)
+        base[k] = (double)k;
+    return CLOCK_OP_ORDER;
+}
+
+/* t at or after want, and a tick after the track's last time (*last: -1 before the first). */
+static double track_time(double want, double *last) {
+    double t = *last >= 0 && (isnan(want) || want < *last + TICK_US) ? *last + TICK_US
+                                                                    : (isnan(want) ? 0 : want);
+    t = nearbyint(t * 1000) / 1000;   /* whole ticks (ns): 0.009, not 0.009000000000000001 */
+    *last = t;
+    return t;
+}
+
+/* Every event of one rank; returns its clock. Each track (a lane, a counter) gets its events in
+ * op order at non-decreasing times, one time per op: the clock's time, moved a tick past the
+ * track's previous event where the clock gives it an earlier or equal one (a schedule without
+ * syncs has its host ops all at time 0 in the model while its streams run on). */
+static trace_clock rank_events(emitter *events, const series *s, int r, int pid) {
     const rank_plan *p = &s->plans[r];
     size_t n = p->n_ops;
     uint64_t *pred[VIEW_COUNT], *meas[VIEW_COUNT];
     bool has_meas[VIEW_COUNT];
-    double *t = calloc(n + 1, sizeof *t), *start = calloc(n + 1, sizeof *start);
+    double *t = ml_xcalloc(n + 1, sizeof *t), *base = ml_xcalloc(n + 1, sizeof *base);
     for (int v = 0; v < VIEW_COUNT; v++) {
-        pred[v] = calloc(n + 1, sizeof *pred[v]);
-        meas[v] = calloc(n + 1, sizeof *meas[v]);
+        pred[v] = ml_xcalloc(n + 1, sizeof *pred[v]);
+        meas[v] = ml_xcalloc(n + 1, sizeof *meas[v]);
         has_meas[v] = series_rank_values(s, r, (ml_mem_view)v, pred[v], meas[v], t);
     }
-    /* Spans: measured (op k from the sample before it to its own) where the run has times,
-     * else the time model's start and duration (streams overlapped, timemodel.h). */
-    bool measured = s->has_time && has_meas[VIEW_REQUESTED];
     double *dur = ml_xcalloc(n + 1, sizeof *dur);
-    tm_result tm = {0};
-    if (!measured) {
-        tm_link l;
-        tm_link_default(&l);
-        ml_diags quiet;   /* the schedule was linted and predicted: its link evaluates */
-        ml_diags_init(&quiet);
-        if (tm_link_from_sched(p, &l, &quiet) == 0 && tm_predict(p, &l, true, &tm, &quiet) == 0) {
-            memcpy(start, tm.start_us, n * sizeof *start);
-            memcpy(dur, tm.dur_us, n * sizeof *dur);
-            start[n] = tm.step_us;
-        }
-        ml_diags_free(&quiet);
-        tm_result_free(&tm);
-    } else {
-        for (size_t k = 0; k < n; k++) {
-            start[k + 1] = t[k] * 1e6;
-            dur[k] = start[k + 1] - start[k];
-        }
-    }
+    trace_clock clock = rank_clock(s, r, s->has_time && has_meas[VIEW_REQUESTED], t, base, dur);
+    size_t n_lanes = 1 + s->s->syms[SYM_STREAM].n;
+    double *lane_last = ml_xcalloc(n_lanes, sizeof *lane_last), sample_last = -1;
+    for (size_t k = 0; k < n_lanes; k++)
+        lane_last[k] = -1;
 
     char name[256];
     snprintf(name, sizeof name, "%s rank %d", s->label, r);
@@ -201,27 +260,34 @@ static void rank_events(emitter *events, const series *s, int r, int pid) {
         on[v] = s->pred[r].on[ml_series[v].view];
     size_t region_start[64], depth = 0;
     double region_end[64];   /* the latest end of an op inside each open region */
+    double *at = ml_xcalloc(n + 1, sizeof *at);   /* op k's time on its lane */
     for (size_t k = 0; k < n; k++) {
         const plan_op *op = &p->ops[k];
+        double sample = track_time(base[k], &sample_last);
         for (int v = 0; v < VIEW_COUNT; v++)
             if (on[v])
-                emit(events, counter(ml_series[v].counter, pid, start[k], pred[v][k],
+                emit(events, counter(ml_series[v].counter, pid, sample, pred[v][k],
                                      has_meas[v] ? &meas[v][k] : NULL));
+        /* a snapshot's op without a time of its own is drawn with the one before */
+        if (clock == CLOCK_SNAPSHOT && isnan(base[k]))
+            base[k] = k ? base[k - 1] : 0;
+        int lane = op_lane(op);
+        at[k] = track_time(base[k], &lane_last[lane < (int)n_lanes ? lane : 0]);
         double d_k = dur[k] > 0 ? dur[k] : 0;
         for (size_t j = 0; j < depth && j < ML_ARRAY_LEN(region_end); j++)
-            if (start[k] + d_k > region_end[j])
-                region_end[j] = start[k] + d_k;
-        json_t *e = op_span(p, op, pid, start[k], d_k);
+            if (at[k] + d_k > region_end[j])
+                region_end[j] = at[k] + d_k;
+        json_t *e = op_span(p, op, pid, at[k], d_k);
         if (op->kind == OP_REGION_BEGIN) {
             if (depth < ML_ARRAY_LEN(region_start)) {
                 region_start[depth] = k;
-                region_end[depth] = start[k];
+                region_end[depth] = at[k];
             }
             depth++;
         } else if (op->kind == OP_REGION_END && depth > 0 &&
                    --depth < ML_ARRAY_LEN(region_start)) {
             const char *rname = sched_sym_name(p->s, SYM_REGION, op->u.region.region);
-            double b = start[region_start[depth]];
+            double b = at[region_start[depth]];
             e = event("X", rname, "region", pid, HOST_TID, b);
             json_object_set_new(e, "dur", json_real(region_end[depth] - b));
             if (depth > 0 && region_end[depth] > region_end[depth - 1])
@@ -231,17 +297,21 @@ static void rank_events(emitter *events, const series *s, int r, int pid) {
             emit(events, e);
     }
     /* A last sample so that the tracks run to the end of the last op. */
+    double end = n ? track_time(base[n], &sample_last) : 0;
     for (int v = 0; v < VIEW_COUNT && n; v++)
         if (on[v])
-            emit(events, counter(ml_series[v].counter, pid, start[n], pred[v][n - 1],
-                             has_meas[v] ? &meas[v][n - 1] : NULL));
+            emit(events, counter(ml_series[v].counter, pid, end, pred[v][n - 1],
+                                 has_meas[v] ? &meas[v][n - 1] : NULL));
     for (int v = 0; v < VIEW_COUNT; v++) {
         free(pred[v]);
         free(meas[v]);
     }
+    free(at);
+    free(lane_last);
     free(t);
-    free(start);
+    free(base);
     free(dur);
+    return clock;
 }
 
 bool trace_rank_chosen(const trace_options *o, int r) {
@@ -274,7 +344,7 @@ uint64_t trace_estimate(const series *items, size_t n, const trace_options *o, u
 
 int trace_json(const series *items, size_t n, const trace_options *o, ml_str *out, ml_diags *d) {
     int pid = 0;
-    bool measured = false;
+    unsigned clocks = 0;   /* bit c: a rank drawn on clock c */
     ml_str body = {0};
     emitter em = {&body, 0, 0};
     for (size_t i = 0; i < n; i++)
@@ -283,14 +353,31 @@ int trace_json(const series *items, size_t n, const trace_options *o, ml_str *ou
                 pid++;   /* a rank keeps its process id whichever ranks are chosen */
                 continue;
             }
-            rank_events(&em, &items[i], r, pid++);
-            measured = measured || (items[i].has_time && items[i].measured && items[i].measured[r].n_samples);
+            clocks |= 1u << rank_events(&em, &items[i], r, pid++);
         }
     json_t *other = json_object();
     json_object_set_new(other, "schema_version", json_integer(ML_JSON_SCHEMA_VERSION));
     json_object_set_new(other, "generator", json_string("memlife trace " MEMLIFE_VERSION));
-    json_object_set_new(other, "time", json_string(measured ? "measured (seconds since the baseline)"
-                                                             : "predicted: the time model's start and duration of every op, microseconds"));
+    /* which clock the ranks are drawn on (rank_clock): one name, or "mixed", and in words */
+    static const char *const clock_words[CLOCK_COUNT] = {
+        "measured (seconds since the baseline)",
+        "the recording's: each step's time_us (an imported snapshot's event times), microseconds "
+        "since its first",
+        "predicted: the time model's start and duration of every op, microseconds",
+        "op order: op k at k microseconds (the time model gives no durations)"};
+    const char *clock = "mixed", *words = "per rank: measured where a run timed it, else "
+                                          "predicted (the time model) or op order";
+    for (int c = 0; c < CLOCK_COUNT; c++)
+        if (clocks == 1u << c) {
+            clock = clock_names[c];
+            words = clock_words[c];
+        }
+    if (!clocks) {
+        clock = clock_names[CLOCK_OP_ORDER];
+        words = clock_words[CLOCK_OP_ORDER];
+    }
+    json_object_set_new(other, "time", json_string(words));
+    json_object_set_new(other, "clock", json_string(clock));
     char *other_text = json_dumps(other, JSON_COMPACT);
     json_decref(other);
     if (em.failed || !other_text) {

@@ -10,10 +10,12 @@
  * instant events ("i", cat "buffer") for alloc, free and release. Every other step is a complete
  * event on its lane: collectives, compute, copy, scale, record and wait on their stream's (cat
  * the step's name), copy-inits on default's, syncs, pattern inits and checks on the host's.
- * Timestamps: the time model's predicted start and duration (predict/timemodel.h: streams
- * overlap under happens-before), unless the series has measured times: then op k spans from
- * the sample before it to its own sample. A counter sample at an op's start carries the bytes
- * after it. */
+ * Timestamps, on one clock per rank (otherData.clock): measured (a run's: op k spans from the
+ * sample before it to its own), snapshot (the steps' `time_us:`, an imported snapshot's),
+ * model (the time model's start and duration, predict/timemodel.h: streams overlap under
+ * happens-before) or op-order (op k at k us, where the model gives no durations). Every track
+ * (a counter; a lane) has its events in op order at increasing times, 1 ns apart at least. A
+ * counter sample at an op's time carries the bytes after it. */
 #ifndef MEMLIFE_TRACE_H
 #define MEMLIFE_TRACE_H
 

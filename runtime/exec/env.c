@@ -163,42 +163,64 @@ static int check_term(const char *name, const char *value, char *err, size_t len
 
 static int check_any(const char *name, const char *value, char *err, size_t len) { return 0; }
 
-/* Every variable memlife reads (grep getenv): the reader, then the check. PATH is read to find
- * mpirun and needs none. */
+/* Every variable memlife reads (grep getenv): the reader, then the check, then what the man
+ * page's ENVIRONMENT says of it (troff; NULL for those memlife or the MPI launcher sets for the
+ * ranks, which a user does not set). PATH is read to find mpirun and needs none. */
+#define NCCL_DOC "NCCL's own setting, which the communicator model of predict reads as NCCL does"
 static const struct {
     const char *name;
     env_check_fn check;
+    const char *doc;
 } vars[] = {
-    {"MEMLIFE_MAX_INPUT", check_max_input},          /* base/input.c */
-    {"MEMLIFE_HOST_MEM_LIMIT", check_host_limit},    /* backends/host.c */
-    {"MEMLIFE_INJECT", check_inject},                /* cli/cmd_run.c */
-    {"MEMLIFE_MPIRUN", check_mpirun},                /* exec/launch.c */
-    {"MEMLIFE_TORCH_DRIVER", check_readable},        /* backends/torch.c */
-    {"MEMLIFE_PYTHON", check_program},               /* backends/torch.c */
-    {"MEMLIFE_LAUNCHED", check_launched},            /* exec/launch.c, set by launch_self */
-    {"MEMLIFE_PARENT_PID", check_pid},               /* exec/watch.c, set by launch_self */
-    {"MEMLIFE_RESULT_TMP", check_path_value},        /* cli/args.c, set by launch_self */
-    {"MEMLIFE_RANKS_DIR", check_path_value},         /* exec/launch.c, set by launch_self */
-    {"TMPDIR", check_any},                           /* exec/launch.c: where that goes */
-    {"MEMLIFE_TERM", check_term},                    /* base/human.c, set by launch_self */
-    {"COLUMNS", check_columns},                      /* base/human.c */
-    {"NO_COLOR", check_any},                         /* base/human.c: any value but "" */
-    {"OMPI_COMM_WORLD_SIZE", check_size},            /* exec/launch.c: the launcher's */
-    {"OMPI_COMM_WORLD_RANK", check_rank},
-    {"OMPI_COMM_WORLD_LOCAL_SIZE", check_size},      /* backends/cuda/cuda_comm.c */
-    {"OMPI_COMM_WORLD_LOCAL_RANK", check_rank},
-    {"PMI_SIZE", check_size},
-    {"PMI_RANK", check_rank},
-    {"PMIX_RANK", check_rank},
-    {"SLURM_NTASKS", check_size},
-    {"NCCL_BUFFSIZE", check_nccl_int},               /* predict/commmodel.c */
-    {"NCCL_LL_BUFFSIZE", check_nccl_int},
-    {"NCCL_LL128_BUFFSIZE", check_nccl_int},
-    {"NCCL_MIN_NCHANNELS", check_nccl_int},
-    {"NCCL_MAX_NCHANNELS", check_nccl_int},
-    {"NCCL_RUNTIME_CONNECT", check_nccl_int},
-    {"NCCL_P2P_READ_ENABLE", check_nccl_int},
-    {"NCCL_WORK_FIFO_BYTES", check_nccl_int},
+    /* base/input.c */
+    {"MEMLIFE_MAX_INPUT", check_max_input,
+     "the largest schedule, result or snapshot read, in bytes (an expression such as 64MiB; "
+     "default 1 GiB)"},
+    /* backends/host.c */
+    {"MEMLIFE_HOST_MEM_LIMIT", check_host_limit,
+     "the host backend's allocations fail beyond these bytes (an expression such as 2GiB)"},
+    /* cli/cmd_run.c */
+    {"MEMLIFE_INJECT", check_inject, "faults for \\fBrun\\fR when \\fB\\-\\-inject\\fR is absent"},
+    /* exec/launch.c */
+    {"MEMLIFE_MPIRUN", check_mpirun,
+     "the MPI launcher that starts the ranks (an executable; default: mpirun from PATH)"},
+    /* backends/torch.c */
+    {"MEMLIFE_TORCH_DRIVER", check_readable,
+     "the torch backend's Python driver (default: the one installed with memlife)"},
+    {"MEMLIFE_PYTHON", check_program,
+     "the Python of the torch backend (default: the first python3 on PATH that imports torch)"},
+    /* exec/launch.c, exec/watch.c, cli/args.c: set by launch_self for the ranks */
+    {"MEMLIFE_LAUNCHED", check_launched, NULL},
+    {"MEMLIFE_PARENT_PID", check_pid, NULL},
+    {"MEMLIFE_RESULT_TMP", check_path_value, NULL},
+    {"MEMLIFE_RANKS_DIR", check_path_value, NULL},
+    /* exec/launch.c: where that goes */
+    {"TMPDIR", check_any, "where a run keeps its ranks' results until it merges them"},
+    /* base/human.c */
+    {"MEMLIFE_TERM", check_term, NULL},   /* set by launch_self */
+    {"COLUMNS", check_columns, "the terminal width tables fit"},
+    {"NO_COLOR", check_any, "no colour, even on a terminal (any value but the empty one)"},
+    /* cli/args.c: read for --torch-conf env, and checked there as the option is */
+    {"PYTORCH_CUDA_ALLOC_CONF", check_any,
+     "the torch view's allocator configuration under \\fB\\-\\-torch\\-conf env\\fR"},
+    /* exec/launch.c, backends/cuda/cuda_comm.c: the launcher's */
+    {"OMPI_COMM_WORLD_SIZE", check_size, NULL},
+    {"OMPI_COMM_WORLD_RANK", check_rank, NULL},
+    {"OMPI_COMM_WORLD_LOCAL_SIZE", check_size, NULL},
+    {"OMPI_COMM_WORLD_LOCAL_RANK", check_rank, NULL},
+    {"PMI_SIZE", check_size, NULL},
+    {"PMI_RANK", check_rank, NULL},
+    {"PMIX_RANK", check_rank, NULL},
+    {"SLURM_NTASKS", check_size, NULL},
+    /* predict/commmodel.c */
+    {"NCCL_BUFFSIZE", check_nccl_int, NCCL_DOC},
+    {"NCCL_LL_BUFFSIZE", check_nccl_int, NCCL_DOC},
+    {"NCCL_LL128_BUFFSIZE", check_nccl_int, NCCL_DOC},
+    {"NCCL_MIN_NCHANNELS", check_nccl_int, NCCL_DOC},
+    {"NCCL_MAX_NCHANNELS", check_nccl_int, NCCL_DOC},
+    {"NCCL_RUNTIME_CONNECT", check_nccl_int, NCCL_DOC},
+    {"NCCL_P2P_READ_ENABLE", check_nccl_int, NCCL_DOC},
+    {"NCCL_WORK_FIFO_BYTES", check_nccl_int, NCCL_DOC},
 };
 
 int ml_env_check(char *err, size_t len) {
@@ -213,4 +235,13 @@ int ml_env_check(char *err, size_t len) {
         }
     }
     return 0;
+}
+
+const char *ml_env_doc(size_t k, const char **name) {
+    for (size_t j = 0; j < sizeof vars / sizeof *vars; j++)
+        if (vars[j].doc && k-- == 0) {
+            *name = vars[j].name;
+            return vars[j].doc;
+        }
+    return NULL;
 }

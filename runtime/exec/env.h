@@ -20,4 +20,8 @@ int ml_env_check(char *err, size_t len);
  * "1 MiB + 1"), >= 0. *out is 0 when unset. Returns 0 or -1 with err. */
 int ml_env_host_mem_limit(uint64_t *out, char *err, size_t len);
 
+/* The k-th variable a user may set (the table's rows with a description), for the man page's
+ * ENVIRONMENT: its description (troff) and *name, or NULL past the last. */
+const char *ml_env_doc(size_t k, const char **name);
+
 #endif

@@ -577,6 +577,27 @@ bool expr_const_value(const expr *e, int64_t *value) {
 
 const char *expr_text(const expr *e) { return e->text; }
 
+bool expr_has_unit(const expr *e) {
+    /* The text, not the tree: constant folding merges "64MiB * 2" into one number. A unit is a
+     * word right after a number (the parser accepted it as one, so no further check). */
+    const char *t = e->text;
+    for (size_t k = 0; t[k]; k++) {
+        if (!is_digit(t[k]) || (k > 0 && (is_ident_start(t[k - 1]) || is_digit(t[k - 1]))))
+            continue;
+        size_t j = k;
+        while (is_digit(t[j]))
+            j++;
+        while (t[j] == ' ' || t[j] == '\t')
+            j++;
+        size_t end = j;
+        while (is_ident_start(t[end]) || is_digit(t[end]))
+            end++;
+        if (end > j && unit_lookup(t + j, end - j) >= 0)
+            return true;
+    }
+    return false;
+}
+
 bool expr_split_div(const expr *e, const expr **num, const expr **den) {
     if (!e || e->kind != EN_BIN || e->op != OP_DIV)
         return false;

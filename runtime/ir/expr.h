@@ -53,6 +53,11 @@ int expr_eval(const expr *e, const int64_t *slots, int64_t *out, expr_error *err
  * values by the time an expression is evaluated). Used to find rank-independent schedules. */
 bool expr_uses_slot(const expr *e, int slot);
 
+/* True when the text writes a number with a unit ("64MiB", "2 * 1 GiB"): the value is a size,
+ * which reports print as one. A let that is a size only through other lets (`W: L * P`) is not
+ * seen. */
+bool expr_has_unit(const expr *e);
+
 /* True and *value set when the expression is a constant (no names). */
 bool expr_const_value(const expr *e, int64_t *value);
 

@@ -210,3 +210,20 @@ int sched_plan_named(const sched *s, const char *name, ml_diags *d) {
     ml_str_free(&names);
     return -1;
 }
+
+bool sched_step_time(const sched *s, const sched_step *st, int64_t *us) {
+    size_t lo = 0, hi = s->n_times;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        ml_mark m = s->times[mid].step;
+        if (m.line == st->mark.line && m.col == st->mark.col) {
+            *us = s->times[mid].us;
+            return true;
+        }
+        if (m.line < st->mark.line || (m.line == st->mark.line && m.col < st->mark.col))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}

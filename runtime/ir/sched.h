@@ -278,6 +278,18 @@ typedef struct {
     ml_mark mark;         /* the `torch` key */
 } sched_torch;
 
+/* `time_us: N` beside a step's key: when a recording saw the step, in microseconds on the
+ * recording's clock (memlife import writes a memory snapshot's event times there); the trace
+ * draws the step at it. Nothing else reads it. */
+typedef struct {
+    ml_mark step;         /* the step's mark (sched_step.mark) */
+    int64_t us;
+} sched_time;
+
+/* The largest world a schedule may have, from `world:` or --world alike (1M ranks predict in
+ * about a second where the ranks share one shape). */
+#define SCHED_WORLD_MAX (1 << 20)
+
 typedef struct {
     const char *file;
     const char *name;
@@ -304,6 +316,8 @@ typedef struct {
     sched_symtab syms[SYM_KIND_COUNT];
     sched_at *ats;        /* the parts' marks (sched_at_part), in source order */
     size_t n_ats;
+    sched_time *times;    /* the steps' `time_us:`, in source order (so by step mark) */
+    size_t n_times;
     uint64_t n_steps_total;   /* steps as written (repeat bodies counted once) */
     uint32_t n_index;     /* deepest nesting of repeats with `index:`: slots after the lets */
     ml_arena *arena;
@@ -377,6 +391,9 @@ int sched_eval_lets(const sched *s, const sched_params *p, int world, int rank, 
 static inline size_t sched_n_slots(const sched *s) {
     return EXPR_SLOT_FIRST_LET + (size_t)s->n_lets + s->n_index;
 }
+/* True with *us where st has a `time_us:` (a binary search of s->times). */
+bool sched_step_time(const sched *s, const sched_step *st, int64_t *us);
+
 /* The world a run uses: p->world, else the file's, else an error; an error too where the file's
  * `requires: {world: EXPR}` is 0 at that world ("schedule needs world >= 2 (world is 1)"). */
 int sched_world(const sched *s, const sched_params *p, ml_diags *d);

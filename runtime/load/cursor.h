@@ -90,6 +90,7 @@ typedef struct {
     size_t cursor_index, cursor_byte; /* ld_index_byte's place: a yaml index and its byte */
     ml_vec indices;                   /* of ld_index: the repeat indices in scope, outermost first */
     ml_vec ats;                       /* of sched_at: the steps' parts, in source order */
+    ml_vec times;                     /* of sched_time: the steps' `time_us:`, in source order */
     size_t ats_populated;             /* ats' slots below this have their pages (pages.h) */
     uint32_t step_memo[LD_MEMO];      /* load_steps.c: a step key's length << 16 | its row + 1 */
     /* load_steps.c: the lengths of each step form's keys (ld_schema.lens), found at the form's

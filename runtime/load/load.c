@@ -219,8 +219,8 @@ static int parse_world(loader *l) {
         return -1;
     int64_t v = 0;
     expr_const_value(e, &v);
-    if (v < 1 || v > (1 << 20))
-        return ld_fail(l, l->s->world_mark, "'world' must be between 1 and %d", 1 << 20);
+    if (v < 1 || v > SCHED_WORLD_MAX)
+        return ld_fail(l, l->s->world_mark, "'world' must be between 1 and %d", SCHED_WORLD_MAX);
     l->s->world = (int)v;
     return 0;
 }
@@ -407,6 +407,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     ml_vec_init(&l.views, sizeof(sched_view));
     ml_vec_init(&l.indices, sizeof(ld_index));
     ml_vec_init(&l.ats, sizeof(sched_at));
+    ml_vec_init(&l.times, sizeof(sched_time));
     uint32_t dflt;
     ld_intern(&l, SYM_STREAM, "default", 7, (ml_mark){0, 0}, &dflt);
 
@@ -428,8 +429,15 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
             ld_own(&l, l.ats.items);
         else
             ml_vec_free(&l.ats);
+        s->times = l.times.items;
+        s->n_times = l.times.n;
+        if (l.times.items)
+            ld_own(&l, l.times.items);
+        else
+            ml_vec_free(&l.times);
     } else {
         ml_vec_free(&l.ats);
+        ml_vec_free(&l.times);
     }
 
     ld_release_event(&l);

@@ -701,7 +701,22 @@ static int step_body(loader *l, const step_form *f, int coll, size_t row, sched_
     return f->finish ? f->finish(l, &c) : 0;
 }
 
-/* One step: a mapping with one step key and optionally `when:`. */
+/* `time_us: N`, a constant >= 0 (sched.h sched_time), appended to l->times at *at; its step's
+ * mark is set once the step key is read. */
+static int step_time(loader *l, size_t *at) {
+    ml_mark m = ld_mark(l);
+    expr *e;
+    if (ld_expr(l, CTX_CONST, "time_us", &e))
+        return -1;
+    int64_t v = -1;
+    if (!expr_const_value(e, &v) || v < 0)
+        return ld_fail(l, m, "'time_us' must be a constant number of microseconds >= 0");
+    *at = l->times.n;
+    *LD_PUSH(&l->times, sched_time) = (sched_time){{0, 0}, v};
+    return 0;
+}
+
+/* One step: a mapping with one step key and optionally `when:` and `time_us:`. */
 int ld_step(loader *l, sched_step *st) {
     if (!ld_is(l, YAML_MAPPING_START_EVENT))
         return ld_fail(l, ld_mark(l), "a step must be a mapping");
@@ -711,6 +726,7 @@ int ld_step(loader *l, sched_step *st) {
     const char *step_key = NULL;
     bool have_when = false;
     size_t when_at = SIZE_MAX;   /* its part, when it comes before the step key (no mark yet) */
+    size_t time_at = SIZE_MAX;   /* its `time_us:` in l->times, marked with the step's key */
     for (;;) {
         if (ld_next(l))
             return -1;
@@ -734,6 +750,13 @@ int ld_step(loader *l, sched_step *st) {
                 return -1;
             continue;
         }
+        if (len == 7 && memcmp(t, "time_us", 7) == 0) {
+            if (time_at != SIZE_MAX)
+                return ld_fail(l, m, "duplicate key 'time_us' in step");
+            if (ld_next(l) || step_time(l, &time_at))
+                return -1;
+            continue;
+        }
         int coll;
         size_t row;
         const step_form *f = form_lookup(l, t, len, &coll, &row);
@@ -751,6 +774,8 @@ int ld_step(loader *l, sched_step *st) {
         return ld_fail(l, start, "a step needs a step key such as 'alloc' or 'all_reduce'");
     if (when_at < l->ats.n)
         ML_VEC_AT(&l->ats, sched_at, when_at).step = st->mark;
+    if (time_at < l->times.n)
+        ML_VEC_AT(&l->times, sched_time, time_at).step = st->mark;
     return 0;
 }
 

@@ -66,3 +66,43 @@ for c in trace plot; do
         ok "$c --format json: refused by name (exit 2)"; else
         not_ok "$c --format json: refused by name (exit 2)" "exit $rc: $(head -1 "$TMP/na.err")"; fi
 done
+
+# import reads one device's snapshot: the options that size or format a schedule's report do not
+# apply, and export writes the one format there is; each is refused by name, not ignored.
+for args in "import --world 2" "import --set P=1" "import --format json" "import --torch-limit 80GiB" \
+    "import --plan x" "export --memory-viz --format json"; do
+    set -- $args
+    cmd=$1 opt=$2
+    [ "$opt" = --memory-viz ] && opt=$3
+    "$MEMLIFE" "$@" tests/torch/fixtures/snapshots/a_train.pickle -o "$TMP/na.out" >/dev/null 2>"$TMP/na.err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "^error: option '$opt' does not apply to '$cmd'" "$TMP/na.err" && [ ! -e "$TMP/na.out" ]; then
+        ok "$args: refused by name (exit 2), nothing written"; else
+        not_ok "$args: refused by name (exit 2)" "exit $rc: $(head -1 "$TMP/na.err")"; fi
+done
+case_is "import: --world is not offered" "" import --wor
+case_is "plot --view values: every view of the table" "device requested torch torch.allocated torch.reserved" plot --view ""
+if "$MEMLIFE" plot --help | tr -s ' \n' ' ' | grep -q "torch, torch.allocated, torch.reserved"; then
+    ok "plot --help lists the torch views"; else not_ok "plot --help lists the torch views" "$("$MEMLIFE" plot --help | grep -A2 -- --view)"; fi
+
+# The man page's ENVIRONMENT is the table every variable is checked by (runtime/exec/env.c): each
+# variable the sources read with getenv is there, except those memlife or the MPI launcher sets
+# for the ranks (MEMLIFE_LAUNCHED and the like, OMPI_*) and PATH.
+"$MEMLIFE" help --man | sed -n '/^\.SH ENVIRONMENT/,/^\.SH FILES/p' | sed -n 's/^\.B //p' >"$TMP/env_man"
+missing=""
+for v in $( (grep -rhoE 'getenv\("[A-Z_0-9]+"\)' runtime analyzer cli | sed 's/getenv("\(.*\)")/\1/'
+    grep -hoE '#define ML_INPUT_MAX_ENV "[A-Z_]+"' runtime/base/input.h | sed 's/.*"\(.*\)"/\1/') | sort -u); do
+    case $v in MEMLIFE_LAUNCHED | MEMLIFE_PARENT_PID | MEMLIFE_RESULT_TMP | MEMLIFE_TERM | OMPI_* | PATH) continue ;; esac
+    grep -qx "$v" "$TMP/env_man" || missing="$missing $v"
+done
+n=$(wc -l <"$TMP/env_man")
+if [ -z "$missing" ] && [ "$n" -ge 18 ]; then ok "the man page's ENVIRONMENT lists every variable a user sets ($n)"; else
+    not_ok "the man page's ENVIRONMENT lists every variable a user sets" "missing:$missing ($n listed)"; fi
+
+# Values from the tables they are checked against: --no-lint's lint classes
+# (analyzer/lint/lint_classes.c), --stream-order's orders (backends/host_streams.c hs_parse),
+# --dtype's dtypes (runtime/ir/coll.c).
+case_is "--no-lint values: the lint classes" "cross-rank" run --no-lint cr
+case_is "--no-lint values: every class" "cross-rank double-alloc double-free double-release hazards inplace-offsets races use-after-free" run --no-lint ""
+case_is "--stream-order values" "program reverse shuffle" run --stream-order ""
+case_is "--dtype values" "bfloat16" predict --dtype bf

@@ -44,10 +44,10 @@ ask "fit Megatron TP+SP 7B at 8: MBS = 32, peak 83886080000" \
     schedules/training/megatron_tp_sp.yaml "${SEVENB[@]}"
 
 run fit schedules/training/ddp.yaml --vary MBS --budget 80GiB --world 8 --set H=4096 --set L=32 --set S=4096 --view requested
-if [ "$RC" -eq 1 ] && grep -q "MBS = 1 does not fit in 81920 MiB: peak 114688 MiB on rank 0" "$TMP/err"; then
-    ok "fit DDP 7B: nothing fits (16W + 2LA = 114688 MiB at MBS 1), exit 1"
+if [ "$RC" -eq 1 ] && grep -q "MBS = 1 does not fit in 80 GiB: peak 112 GiB on rank 0" "$TMP/err"; then
+    ok "fit DDP 7B: nothing fits (16W + 2LA = 112 GiB at MBS 1), exit 1"
 else
-    not_ok "fit DDP 7B: nothing fits (16W + 2LA = 114688 MiB at MBS 1), exit 1" "exit $RC: $(head -1 "$TMP/err")"
+    not_ok "fit DDP 7B: nothing fits (16W + 2LA = 112 GiB at MBS 1), exit 1" "exit $RC: $(head -1 "$TMP/err")"
 fi
 
 ask "fit fsdp_layers L in 80 GiB, device view: L = 2513, peak 80544 MiB" \
@@ -68,6 +68,48 @@ if cmp -s "$TMP/fit_stdout.json" "$TMP/fit.json" && [ "$(jq -r .value "$TMP/fit.
 "$MEMLIFE" fit schedules/training/zero.yaml --plan zero3 "${SEVENB[@]}" -o "$TMP/none/fit.json" \
     2>"$TMP/fit.err"
 rc=$?
-if [ $rc -eq 3 ] && [ ! -e "$TMP/none" ] && grep -q "cannot write $TMP/none/fit.json" "$TMP/fit.err"; then
+if [ $rc -eq 3 ] && [ ! -e "$TMP/none" ] && grep -q "cannot write '$TMP/none/fit.json'" "$TMP/fit.err"; then
     ok "fit -o into a missing folder: exit 3, nothing written"; else
     not_ok "fit -o into a missing folder: exit 3, nothing written" "exit $rc: $(head -2 "$TMP/fit.err")"; fi
+
+# A file with plans: every plan must fit, so the answer is the smallest plan's; fit names it.
+# zero1 at the 7B model, world 8: peak = 4W + 12W/8 + 2LA = 32 GiB + 48 GiB / 4 + MBS * 16 GiB
+# (A = MBS*S*H*16, 2LA = MBS * 2*32*4096*4096*16 B = MBS * 16 GiB): 49 GiB + MBS * 16 GiB;
+# MBS = 2: 65 GiB (+ 1362 MiB of reserves fits 80 GiB), MBS = 3: 81 GiB does not. zero3 alone
+# takes MBS = 4 (above), zero2 lies between, so zero1 binds.
+ZARGS=(schedules/training/zero.yaml --vary MBS --budget 80GiB --world 8 --set H=4096 --set L=32 --set S=4096 --view requested)
+run fit "${ZARGS[@]}"
+if [ "$RC" -eq 0 ] && [ "$(sed -n 1p "$TMP/out")" = "MBS = 2 fits in 80 GiB on every rank of 8 (requested view)" ] &&
+    [ "$(sed -n 2p "$TMP/out")" = "  peak 65 GiB on rank 0 of plan zero1 + communicator 862 MiB + context 500 MiB = ~66.3 GiB" ] &&
+    [ "$(sed -n 3p "$TMP/out")" = "  MBS = 3: peak 81 GiB on rank 0 of plan zero1, over the budget" ] &&
+    [ "$(sed -n 4p "$TMP/out")" = "  plan zero1 binds: the largest MBS that fits all 3 plans of the file (--plan NAME fits one)" ]; then
+    ok "fit on a file with plans names the plan that binds (zero1: MBS = 2, 65 GiB), sizes for people"
+else
+    not_ok "fit on a file with plans names the plan that binds" "exit $RC: $(tr '\n' '|' <"$TMP/out")"
+fi
+run fit "${ZARGS[@]}" --bytes
+if [ "$(sed -n 2p "$TMP/out")" = "  peak 69793218560 B on rank 0 of plan zero1 + communicator 903872512 B + context 524288000 B = 71221379072 B" ]; then
+    ok "fit --bytes: exact bytes (65 GiB = 69793218560 B)"; else not_ok "fit --bytes: exact bytes" "$(sed -n 2p "$TMP/out")"; fi
+run fit "${ZARGS[@]}" --format csv
+want_csv="file,let,value,budget,world,view,plan,peak,rank,communicator,context,total,next value,next peak
+schedules/training/zero.yaml,MBS,2,85899345920,8,requested,zero1,69793218560,0,903872512,524288000,71221379072,3,86973087744"
+if [ "$RC" -eq 0 ] && [ "$(cat "$TMP/out")" = "$want_csv" ]; then ok "fit --format csv: one row of exact bytes"; else not_ok "fit --format csv" "exit $RC: $(head -c 300 "$TMP/out")"; fi
+run fit "${ZARGS[@]}" --format md
+if [ "$RC" -eq 0 ] && grep -qxF "| schedules/training/zero.yaml | MBS | 2 | 80 GiB | 8 | requested | zero1 | 65 GiB | 0 | 862 MiB | 500 MiB | ~66.3 GiB | 3 | 81 GiB |" "$TMP/out"; then
+    ok "fit --format md: a Markdown table row"; else not_ok "fit --format md" "exit $RC: $(tail -1 "$TMP/out")"; fi
+run fit "${ZARGS[@]}" --format json
+if [ "$(jq -r '.plan + " " + .next.plan' "$TMP/out")" = "zero1 zero1" ]; then ok "fit --format json: the binding plan"; else not_ok "fit --format json: the binding plan" "$(jq -c .plan "$TMP/out")"; fi
+
+# A let written with a unit is a size: fsdp_layers.yaml's P (64MiB) at L = 4, world 4: requested
+# peak 2 DKEPT + 2 DF = 2*(L*P/4) + 2P = 4P, at most 84471185408 B, so P <= 21117796352; the
+# device view rounds each buffer up to its pages, which leaves P = 21116223491 B (~19.7 GiB).
+# Its next value reads "P + 1 B", not the same rounded size twice.
+run fit schedules/fsdp_layers.yaml --vary P --budget 80GiB
+if [ "$RC" -eq 0 ] && [ "$(sed -n 1p "$TMP/out")" = "P = ~19.7 GiB fits in 80 GiB on every rank of 4 (device view)" ] &&
+    grep -q '^  P + 1 B: peak ~78.7 GiB on rank 0, over the budget$' "$TMP/out"; then
+    ok "fit --vary of a size let prints the value as a size"
+else
+    not_ok "fit --vary of a size let prints the value as a size" "exit $RC: $(tr '\n' '|' <"$TMP/out")"
+fi
+run fit schedules/fsdp_layers.yaml --vary P --budget 80GiB --bytes
+if grep -q '^P = 21116223491 B fits in 85899345920 B' "$TMP/out"; then ok "fit --bytes: the size let's exact value"; else not_ok "fit --bytes: the size let's exact value" "$(head -1 "$TMP/out")"; fi

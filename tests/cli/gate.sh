@@ -14,12 +14,13 @@ run check --baseline "$TMP/base.json" $G/layers.yaml
 if [ "$RC" -eq 0 ] && [ ! -s "$TMP/err" ]; then ok "an unchanged schedule passes its baseline"; else not_ok "an unchanged schedule passes its baseline" "exit $RC: $(head -1 "$TMP/err")"; fi
 
 # The prefetch change under the baseline's name (and without its own expect:, so only the gate
-# speaks): exit 1, one error per rank and view at the new peak.
+# speaks): exit 1, one error per view at the new peak, naming the 4 ranks that grew alike (the
+# summary counts 8: 4 ranks, 2 views).
 sed -e 's/^name: two-layer-gather-prefetch/name: two-layer-gather/' -e '/^expect:/,/^steps:/{/^steps:/!d}' \
     $G/layers_prefetch.yaml >"$TMP/grown.yaml"
 run check --baseline "$TMP/base.json" "$TMP/grown.yaml"
-want="$TMP/grown.yaml:20:11: error: requested peak on rank 0 grew from 96 MiB to 160 MiB (+64 MiB, tolerance 0 B) since the baseline; peak now at 20:11 alloc (baseline: 20:11 alloc); live at the new peak, not at the baseline's: full2"
-if [ "$RC" -eq 1 ] && grep -qxF "$want" "$TMP/err" && [ "$(grep -c ': error: ' "$TMP/err")" -eq 8 ] &&
+want="$TMP/grown.yaml:20:11: error: requested peak on ranks 0-3 grew from 96 MiB to 160 MiB (+64 MiB, tolerance 0 B) since the baseline; peak now at 20:11 alloc (baseline: 20:11 alloc); live at the new peak, not at the baseline's: full2"
+if [ "$RC" -eq 1 ] && grep -qxF "$want" "$TMP/err" && [ "$(grep -c ': error: ' "$TMP/err")" -eq 2 ] &&
     grep -q '^FAIL  two-layer-gather .*(8 above the baseline)$' "$TMP/out"; then
     ok "a grown peak fails the gate, naming the step and the buffer newly live"
 else
@@ -60,8 +61,51 @@ else
 fi
 
 run check --annotate github --baseline "$TMP/base.json" "$TMP/grown.yaml"
-if [ "$RC" -eq 1 ] && grep -qxF "::error file=$TMP/grown.yaml,line=20,col=11::requested peak on rank 0 grew from 96 MiB to 160 MiB (+64 MiB, tolerance 0 B) since the baseline; peak now at 20:11 alloc (baseline: 20:11 alloc); live at the new peak, not at the baseline's: full2" "$TMP/out"; then
+if [ "$RC" -eq 1 ] && grep -qxF "::error file=$TMP/grown.yaml,line=20,col=11::requested peak on ranks 0-3 grew from 96 MiB to 160 MiB (+64 MiB, tolerance 0 B) since the baseline; peak now at 20:11 alloc (baseline: 20:11 alloc); live at the new peak, not at the baseline's: full2" "$TMP/out"; then
     ok "--annotate github prints ::error file=F,line=L,col=C::message"
 else
     not_ok "--annotate github" "exit $RC: $(head -1 "$TMP/out")"
+fi
+
+# A file with plans: the result's names are "name/plan" already, and each plan is held to its own
+# baseline entry. direct_vs_naive.yaml's direct plan peaks at FULL = 256 MiB (world 4); a copy
+# that allocates another FULL buffer after the all_reduce peaks at 2 * FULL = 512 MiB, which
+# passes its own (loosened) expect: but not the baseline, even with 1 MiB of tolerance.
+E=schedules/equiv/direct_vs_naive.yaml
+run check --format json -o "$TMP/plans.json" $E
+run check --baseline "$TMP/plans.json" --strict $E
+if [ "$RC" -eq 0 ] && [ ! -s "$TMP/err" ]; then ok "every plan of an unchanged file is found in its baseline"; else not_ok "every plan of an unchanged file is found in its baseline" "exit $RC: $(head -1 "$TMP/err")"; fi
+sed -e 's|^      - all_reduce: {buf: full, op: sum}|&\n      - alloc: {buf: extra, count: world * q}\n      - free: [extra]|' \
+    -e 's|requested: {steady: FULL, peak: FULL} .*|requested: {steady: FULL}|' $E >"$TMP/plans_grown.yaml"
+run check --baseline "$TMP/plans.json" --tolerance 1MiB "$TMP/plans_grown.yaml"
+want="$TMP/plans_grown.yaml:25:9: error: requested peak on ranks 0-3 grew from 256 MiB to 512 MiB (+256 MiB, tolerance 1 MiB) since the baseline; peak now at 25:9 alloc (baseline: 23:9 alloc); live at the new peak, not at the baseline's: extra"
+if [ "$RC" -eq 1 ] && grep -qxF "$want" "$TMP/err" && [ "$(grep -c ': error: ' "$TMP/err")" -eq 2 ] &&
+    ! grep -q 'not in the baseline' "$TMP/err" &&
+    grep -q '^FAIL  direct-vs-naive/direct .*(8 above the baseline)$' "$TMP/out" &&
+    grep -q '^pass  direct-vs-naive/naive ' "$TMP/out"; then
+    ok "a multi-plan baseline gate fails when one plan's peak grows past the tolerance"
+else
+    not_ok "a multi-plan baseline gate fails when one plan's peak grows past the tolerance" "exit $RC: $(head -2 "$TMP/err" | tr '\n' '|')"
+fi
+
+# A renamed plan is told apart from a new one; --strict fails what the baseline lacks.
+sed 's/^  naive:/  naive2:/' $E >"$TMP/renamed.yaml"
+run check --baseline "$TMP/plans.json" "$TMP/renamed.yaml"
+a=$RC
+grep -qxF "$TMP/renamed.yaml:26:3: note: plan 'naive' is gone; 'naive2' is new: not in the baseline $TMP/plans.json: nothing to compare" "$TMP/err"
+na=$?
+run check --baseline "$TMP/plans.json" --strict "$TMP/renamed.yaml"
+if [ "$a$na" = 00 ] && [ "$RC" -eq 1 ] &&
+    grep -qxF "$TMP/renamed.yaml:26:3: error: plan 'naive' is gone; 'naive2' is new: not in the baseline $TMP/plans.json (--strict: every schedule must be in the baseline)" "$TMP/err" &&
+    grep -q '^FAIL  direct-vs-naive/naive2 .*(not in the baseline (--strict))$' "$TMP/out" &&
+    grep -q '^pass  direct-vs-naive/direct ' "$TMP/out"; then
+    ok "a renamed plan is named (gone / new); a note without --strict, an error (exit 1) with it"
+else
+    not_ok "a renamed plan is named (gone / new)" "exits $a $RC: $(head -1 "$TMP/err")"
+fi
+run check --baseline "$TMP/plans.json" --strict $G/layers.yaml
+if [ "$RC" -eq 1 ] && grep -qxF "$G/layers.yaml:14:1: error: 'two-layer-gather' is not in the baseline $TMP/plans.json (--strict: every schedule must be in the baseline)" "$TMP/err"; then
+    ok "--strict fails a schedule the baseline lacks, at file:line"
+else
+    not_ok "--strict fails a schedule the baseline lacks" "exit $RC: $(grep error "$TMP/err" | head -1)"
 fi

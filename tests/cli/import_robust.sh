@@ -110,13 +110,15 @@ PY
 
 # The good one, device 0: one alloc named by its user frame; 100 B requested, its 512 B block
 # allocated, one 2 MiB segment; the oom said in the header. Device 1: alloc and free by address.
+# Each step keeps its trace entry's time_us (the fixture's events all say 1).
 run import "$TMP/good.pickle" -o "$TMP/good.yaml"
 got=$(sed -n '/^expect:/,$p' "$TMP/good.yaml")
 want="expect:
   requested: {steady: 100, peak: 100}
   torch: {allocated: {steady: 512}, reserved: {steady: 2097152, peak: 2097152}}
 steps:
-- alloc: {buf: train.py-7, bytes: 100}"
+- alloc: {buf: train.py-7, bytes: 100}
+  time_us: 1"
 [ "$RC" = 0 ] && [ "$got" = "$want" ] && grep -q '^# 1 oom event: ' "$TMP/good.yaml" \
     && ok "import: snapshot, user_defined, oom, annotations, user_metadata change no block (device 0)" \
     || { not_ok "import good device 0" "exit $RC: $(head -1 "$TMP/err")"; diff <(echo "$want") <(echo "$got") | head; }
@@ -129,7 +131,9 @@ want="expect:
   torch: {allocated: {steady: 0}, reserved: {steady: 2097152, peak: 2097152}}
 steps:
 - alloc: {buf: a7f0004000000, bytes: 4096}
-- free: a7f0004000000"
+  time_us: 1
+- free: a7f0004000000
+  time_us: 1"
 [ "$RC" = 0 ] && [ "$got" = "$want" ] \
     && ok "import --device 1: that device's trace and segments, no frames: named by address" \
     || { not_ok "import good device 1" "exit $RC: $(head -1 "$TMP/err")"; diff <(echo "$want") <(echo "$got") | head; }

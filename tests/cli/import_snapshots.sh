@@ -33,14 +33,14 @@ TORCH_VIEW=0
 "$MEMLIFE" predict --help 2>/dev/null | grep -q -- --torch-conf && TORCH_VIEW=1
 
 while read -r name reserved requested allocated; do
-    run import "$SNAP/$name.pickle" -o "$TMP/$name.yaml"
+    run import "$SNAP/$name.pickle" -o "$TMP/$name.yaml" --bytes
     if [ "$RC" -ne 0 ]; then
         not_ok "import $name" "exit $RC: $(head -1 "$TMP/err")"
         continue
     fi
     line=$(cat "$TMP/out")
     prelude=$(sed -n 's/.*(\([0-9]*\) before recording.*/\1/p' "$TMP/out")
-    want="expect requested peak $requested, torch reserved peak $reserved"
+    want="expect requested peak $requested B, torch reserved peak $reserved B"
     case $line in
     *"$want") ok "import $name: $want" ;;
     *) not_ok "import $name" "summary '$line', want '... $want'" ;;
@@ -85,6 +85,14 @@ while read -r name reserved requested allocated; do
         echo "skip - replay $name: no python3"
     fi
 done <<<"$CASES"
+
+# Without --bytes the summary's sizes are for people: a_train's 163312296 B requested peak is
+# 155.75 MiB ("~156 MiB", rounded), its 192937984 B reserved peak exactly 184 MiB.
+run import "$SNAP/a_train.pickle" -o "$TMP/a_human.yaml"
+case $(cat "$TMP/out") in
+*"expect requested peak ~156 MiB, torch reserved peak 184 MiB") ok "import's summary prints sizes for people (~156 MiB, 184 MiB)" ;;
+*) not_ok "import's summary prints sizes for people" "$(cat "$TMP/out")" ;;
+esac
 
 # Names: the first frame in user code (record_snapshots.py, not torch/nn/...), made unique.
 dups=$(grep '^- alloc:' "$TMP/a_train.yaml" | grep -o 'buf: [^,]*' | sort | uniq -d | head -1)

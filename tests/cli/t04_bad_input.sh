@@ -22,3 +22,27 @@ expect_case "check on a lint error" 2 empty.out bad_nondivisible_rs.err -- check
 # One bad file among good ones: nothing is reported, the error is, exit 2.
 expect_case "one bad file stops the report" 2 empty.out bad_unknown_step.err -- \
     predict schedules/seed/01_allreduce_full.yaml tests/cli/bad/unknown_step.yaml
+
+# One limit for the world, from the file or --world: SCHED_WORLD_MAX = 2^20 = 1048576 ranks.
+sed 's/^world: .*/world: 1048577/' schedules/seed/01_allreduce_full.yaml >"$TMP/w_over.yaml"
+run predict "$TMP/w_over.yaml"
+a=$RC
+grep -q "error: 'world' must be between 1 and 1048576" "$TMP/err"
+fa=$?
+run predict schedules/seed/01_allreduce_full.yaml --world 1048577
+b=$RC
+grep -q "option '--world' needs an integer in \[1, 1048576\], not '1048577'" "$TMP/err"
+fb=$?
+run predict schedules/seed/01_allreduce_full.yaml --world 1048576 -q
+if [ "$a$fa$b$fb$RC" = 20200 ]; then ok "world: and --world share one limit, 1048576 ranks (both refuse 1048577)"
+else not_ok "world: and --world share one limit" "exits $a $b $RC, messages $fa $fb"; fi
+
+# --ranks and --world that disagree: one error, before any rank starts (not one per rank, not
+# the launcher's fault).
+run run schedules/seed/01_allreduce_full.yaml --backend host --ranks 4 --world 2
+if [ "$RC" -eq 2 ] && [ "$(grep -c 'error:' "$TMP/err")" -eq 1 ] &&
+    grep -qx "error: --ranks 4 and --world 2 disagree (one process per rank)" "$TMP/err"; then
+    ok "run --ranks 4 --world 2: one usage error before launching"
+else
+    not_ok "run --ranks 4 --world 2: one usage error before launching" "exit $RC: $(tr '\n' '|' <"$TMP/err")"
+fi

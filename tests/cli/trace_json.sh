@@ -58,7 +58,9 @@ PY
 
 # Every step on its lane, overlapped by the time model: tests/time/overlap.yaml (its comment
 # gives the times): the all_gather on 'ag' [0, 158), compute on default [0, 300) then
-# [300, 1300), the record at ag's position 158, the host's sync waiting [0, 1300).
+# [300, 1300), the record at ag's position 158, the host's sync waiting [0, 1300). One time per
+# op on a lane: the compute after the wait (both at 300) is drawn a tick (1 ns) later, the sync
+# after the host's two allocs (all three at 0) two ticks later (trace.c track_time).
 if "$ML" trace tests/time/overlap.yaml --ranks 1 -o "$tmp/o.json" 2>"$tmp/err"; then
 python3 - "$tmp/o.json" <<'PY'
 import sys, json
@@ -69,7 +71,7 @@ lanes = {(e['pid'], e['tid']): e['args']['name'] for e in ev if e['ph'] == 'M' a
 spans = [(lanes[(e['pid'], e['tid'])], e['name'], e['ts'], e['dur']) for e in ev if e['ph'] == 'X']
 want = [('stream ag', 'all_gather', 0, 158), ('stream ag', 'record gathered', 158, 0),
         ('stream default', 'compute', 0, 300), ('stream default', 'wait gathered', 300, 0),
-        ('stream default', 'compute', 300, 1000), ('host', 'sync', 0, 1300)]
+        ('stream default', 'compute', 300.001, 1000), ('host', 'sync', 0.002, 1300)]
 report('trace-spans-on-stream-lanes', spans == want, spans)
 pids = {e['pid'] for e in ev}
 report('trace-ranks-chooses-rank-1', pids == {1}, pids)

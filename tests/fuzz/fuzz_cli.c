@@ -17,6 +17,7 @@
 #include "cli/args.h"
 #include "cli/cmd.h"
 #include "cli/place.h"
+#include "ir/sched.h"
 #include "base/input.h"
 #include "exec/inject.h"
 #include "exec/rt.h"
@@ -92,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t k = 0; k < a.set.n; k++)
             if (!strchr(ML_VEC_AT(&a.set, const char *, k), '='))
                 fail("--set accepted without '='", ML_VEC_AT(&a.set, const char *, k));
-        if (a.world < 0 || a.world > 65536 || ranks < 0 || ranks > 4096 || gpus < 0 ||
+        if (a.world < 0 || a.world > SCHED_WORLD_MAX || ranks < 0 || ranks > 4096 || gpus < 0 ||
             gpus > 1024)
             fail("a count outside its bounds", argv[0]);
         if (!(timeout > 0))

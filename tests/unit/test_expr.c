@@ -207,6 +207,25 @@ static void test_queries(void **state) {
     ml_arena_free(a);
 }
 
+/* A number written with a unit makes a size (fit prints such a let as one); a let's name with
+ * digits in it ("M2") or a count is not one. */
+static void test_has_unit(void **state) {
+    static const struct {
+        const char *text;
+        bool unit;
+    } cases[] = {{"64MiB", true}, {"2 * 3 MiB", true}, {"M / 4 KiB", true}, {"(1 B)", true},
+                 {"2", false},    {"M * q", false},    {"max(M, 16)", false}, {"q+2", false}};
+    for (size_t k = 0; k < ML_ARRAY_LEN(cases); k++) {
+        ml_arena *a = ml_arena_new();
+        expr_error err;
+        expr *e = expr_parse(a, cases[k].text, strlen(cases[k].text), resolve, NULL, &err);
+        assert_non_null(e);
+        if (expr_has_unit(e) != cases[k].unit)
+            fail_msg("expr_has_unit('%s') is %d", cases[k].text, !cases[k].unit);
+        ml_arena_free(a);
+    }
+}
+
 static void test_reserved_names(void **state) {
     const char *reserved[] = {"world", "rank", "i", "MiB", "B", "KB", "TiB", "min", "max",
                               "ceil_div", "align_up"};
@@ -225,6 +244,7 @@ int main(void) {
         cmocka_unit_test(test_overflow),      cmocka_unit_test(test_division_by_zero),
         cmocka_unit_test(test_errors_and_offsets), cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_queries),       cmocka_unit_test(test_reserved_names),
+        cmocka_unit_test(test_has_unit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

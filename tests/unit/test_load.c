@@ -457,6 +457,30 @@ static void expect_load_error(const char *yaml, const char *error) {
     ml_diags_free(&d);
 }
 
+/* `time_us:` beside a step's key, before or after it: the step's recorded time, found by the
+ * step; a negative or non-constant one is refused at its value. */
+static void test_step_times(void **state) {
+    (void)state;
+    ml_diags d;
+    ml_diags_init(&d);
+    sched *s = tu_load("world: 1\nsteps:\n  - alloc: {buf: a, bytes: 4}\n    time_us: 17\n"
+                       "  - time_us: 2 * 21\n    free: a\n  - alloc: {buf: b, bytes: 4}\n", &d);
+    assert_non_null(s);
+    const sched_plan *p = &s->plans[0];
+    int64_t us = -1;
+    assert_true(sched_step_time(s, &p->steps[0], &us));
+    assert_int_equal(us, 17);
+    assert_true(sched_step_time(s, &p->steps[1], &us));
+    assert_int_equal(us, 42);
+    assert_false(sched_step_time(s, &p->steps[2], &us));
+    sched_free(s);
+    ml_diags_free(&d);
+    expect_load_error("steps:\n  - alloc: {buf: a, bytes: 4}\n    time_us: -1\n",
+                      "t.yaml:3:14: error: 'time_us' must be a constant number of microseconds >= 0");
+    expect_load_error("let: {T: 3}\nsteps:\n  - free: a\n    time_us: T\n",
+                      "t.yaml:4:14: error: undefined name 'T'");
+}
+
 static void test_deep_nesting(void **state) {
     /* 10,000 nested flow sequences: refused at the first level where a list cannot be. */
     char *open = repeat_str("[", 10000), *close = repeat_str("]", 10000);
@@ -764,6 +788,7 @@ int main(void) {
         cmocka_unit_test(test_eval_lets_and_set), cmocka_unit_test(test_bad_schedules),
         cmocka_unit_test(test_deep_nesting),   cmocka_unit_test(test_limits),
         cmocka_unit_test(test_many_steps),     cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_step_times),
         cmocka_unit_test(test_part_marks),     cmocka_unit_test(test_compact_steps),     cmocka_unit_test(test_names_after_regrowth),
         cmocka_unit_test(test_names_same_hash), cmocka_unit_test(test_memo_slot_shared),
     };

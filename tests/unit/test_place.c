@@ -101,7 +101,11 @@ static void test_own_mpirun(void **state) {
     clear_env();
     ml_place p;
     char line[256];
-    assert_int_equal(placed(0, 4, 2, &p, line, sizeof line), 0);   /* --ranks wins */
+    /* --ranks and --world that disagree: said once, here, before mpirun starts ranks that
+     * would each find the launcher's size against --world */
+    assert_int_equal(placed(0, 4, 2, &p, line, sizeof line), 2);
+    assert_string_equal(line, "error: --ranks 4 and --world 2 disagree (one process per rank)");
+    assert_int_equal(placed(0, 4, 4, &p, line, sizeof line), 0);
     assert_true(p.launch);
     assert_true(p.mpi);
     assert_int_equal(p.world, 4);

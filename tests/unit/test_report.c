@@ -223,6 +223,28 @@ static void test_table_failed_expectation(void **state) {
     release(&f);
 }
 
+/* check's errors and the Markdown list fold the ranks that fail alike: ranks 0-2 allocate 2 MiB,
+ * rank 3 allocates 3 MiB (2MiB + (rank == 3) * 1MiB) against a 1 MiB budget: two lines, not 4. */
+static void collect_line(void *ctx, ml_mark at, const char *text) {
+    ml_str *out = ctx;
+    ml_str_printf(out, "%u:%u %s\n", at.line, at.col, text);
+}
+
+static void test_failures_fold(void **state) {
+    (void)state;
+    static const char yaml[] =
+        "name: fold\nworld: 4\nexpect:\n  requested: {peak: 1MiB}\n"
+        "steps:\n  - alloc: {buf: x, bytes: 2MiB + (rank == 3) * 1MiB}\n  - free: x\n";
+    fixture f;
+    analyze(&f, yaml, NULL, 0);
+    ml_str out = {0};
+    assert_int_equal(report_expect_failures(&f.item, collect_line, &out), 4);
+    assert_string_equal(out.s, "4:3 expected requested peak 1 MiB on ranks 0-2, predicted 2 MiB\n"
+                               "4:3 expected requested peak 1 MiB on rank 3, predicted 3 MiB\n");
+    ml_str_free(&out);
+    release(&f);
+}
+
 static void test_json(void **state) {
     (void)state;
     fixture f;
@@ -395,6 +417,7 @@ int main(void) {
         cmocka_unit_test(test_grid_aligns), cmocka_unit_test(test_grid_fits),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_table_failed_expectation),
+        cmocka_unit_test(test_failures_fold),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_csv_and_md),
         cmocka_unit_test(test_emit_atomic),
