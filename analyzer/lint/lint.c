@@ -27,11 +27,18 @@ typedef unsigned long long ull;
 
 /* ---- findings ---------------------------------------------------------------------------------- */
 
-static uint64_t finding_hash(const sched_step *step, const char *text) {
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)step;
+/* Over everything same_finding compares but the note's text: one step that repeats a finding
+ * at many places (`free: [a, a, ...]`) must spread over the table, not share one probe chain. */
+static uint64_t finding_hash(const sched_step *step, ml_mark mark, const lint_note *note,
+                             const char *text) {
+    uint64_t h = 1469598103934665603ull;
+    const uint64_t parts[] = {(uint64_t)(uintptr_t)step, mark.line, mark.col, note->mark.line,
+                              note->mark.col};
+    for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+        h = (h ^ parts[k]) * 1099511628211ull;
     for (const char *p = text; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return h;
+    return h ^ (h >> 29);
 }
 
 /* One finding: the same step, text and places (ranks whose earlier free was elsewhere differ). */
@@ -47,7 +54,8 @@ void index_rebuild(lint_ctx *x, size_t cap) {
     x->index = ml_xcalloc(cap, sizeof *x->index);
     x->index_cap = cap;
     for (size_t k = 0; k < x->n_found; k++) {
-        size_t at = finding_hash(x->found[k].step, x->found[k].text) & (cap - 1);
+        const lint_finding *f = &x->found[k];
+        size_t at = finding_hash(f->step, f->mark, &f->note, f->text) & (cap - 1);
         while (x->index[at])
             at = (at + 1) & (cap - 1);
         x->index[at] = (uint32_t)k + 1;
@@ -63,7 +71,7 @@ static void add_finding_at(lint_ctx *x, const plan_op *op, ml_mark mark, const l
         note = &none;
     if (2 * (x->n_found + 1) > x->index_cap)
         index_rebuild(x, x->index_cap ? 2 * x->index_cap : 64);
-    size_t at = finding_hash(op->step, text) & (x->index_cap - 1);
+    size_t at = finding_hash(op->step, mark, note, text) & (x->index_cap - 1);
     lint_finding *f = NULL;
     for (; x->index[at]; at = (at + 1) & (x->index_cap - 1)) {
         lint_finding *g = &x->found[x->index[at] - 1];

@@ -280,14 +280,63 @@ void ml_diag_format(const ml_diag *g, char *buf, size_t len) { diag_format(g, ""
  * stays plain, so a file:line:col is still what an editor's parser reads. */
 static const ml_hue level_hues[] = {ML_HUE_ERROR, ML_HUE_WARNING, ML_HUE_NOTE};
 
+static size_t print_limit = ML_DIAGS_PRINT_LIMIT;
+
+void ml_diags_set_print_limit(size_t n) { print_limit = n; }
+
+/* The errors of one file that ml_diags_print printed and left out. The diagnostics keep their
+ * own copy of the file name, so files are told apart by name; there are few of them. */
+typedef struct {
+    const char *file;
+    size_t shown, hidden;
+} file_tally;
+
+static file_tally *tally_of(ml_vec *files, const char *file) {
+    for (size_t k = files->n; k-- > 0;) {   /* the latest first: errors come grouped by file */
+        file_tally *t = &ML_VEC_AT(files, file_tally, k);
+        if (t->file == file || (t->file && file && !strcmp(t->file, file)))
+            return t;
+    }
+    file_tally *t = ml_vec_push(files);
+    *t = (file_tally){.file = file};
+    return t;
+}
+
 void ml_diags_print(const ml_diags *d, FILE *f) {
     char line[8192];
     int fd = fileno(f);
+    ml_vec files;
+    ml_vec_init(&files, sizeof(file_tally));
+    bool shown = true;   /* whether the last error was printed: its notes go with it */
     for (size_t k = 0; k < d->items.n; k++) {
         const ml_diag *g = &ML_VEC_AT(&d->items, ml_diag, k);
+        if (g->level == ML_DIAG_ERROR) {
+            file_tally *t = tally_of(&files, g->file);
+            shown = !print_limit || t->shown < print_limit;
+            if (shown)
+                t->shown++;
+            else
+                t->hidden++;
+        }
+        if (!shown && g->level != ML_DIAG_WARNING)
+            continue;
         diag_format(g, ml_color(level_hues[g->level], fd), ml_color_end(fd), line, sizeof line);
         fprintf(f, "%s\n", line);
     }
+    /* As gcc and clang do past their limit: say how many more there were, and how to see them. */
+    for (size_t k = 0; k < files.n; k++) {
+        const file_tally *t = &ML_VEC_AT(&files, file_tally, k);
+        if (!t->hidden)
+            continue;
+        char text[128];
+        snprintf(text, sizeof text, "%zu more error%s not shown (--max-errors 0 shows all)",
+                 t->hidden, t->hidden == 1 ? "" : "s");
+        const ml_diag more = {.level = ML_DIAG_NOTE, .file = t->file, .text = text, .rank = -1};
+        diag_format(&more, ml_color(level_hues[ML_DIAG_NOTE], fd), ml_color_end(fd), line,
+                    sizeof line);
+        fprintf(f, "%s\n", line);
+    }
+    ml_vec_free(&files);
 }
 
 void ml_vreport(ml_diag_level level, const char *where, const char *fmt, va_list ap) {

@@ -85,8 +85,13 @@ void ml_diags_free(ml_diags *d);
 void ml_diag_add(ml_diags *d, ml_diag_level level, const char *file, ml_mark mark, int rank,
                  const char *code, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 #define ml_error(d, file, mark, ...) ml_diag_add((d), ML_DIAG_ERROR, (file), (mark), -1, NULL, __VA_ARGS__)
-/* Prints "file:line:col: error: text" lines (with " [rank N]" where set) to f. */
+/* Prints "file:line:col: error: text" lines (with " [rank N]" where set) to f: of each file's
+ * errors the first print limit's (each with its notes), then "file: note: N more errors not
+ * shown", so that one input with a million findings prints a screenful, as compilers do. */
 void ml_diags_print(const ml_diags *d, FILE *f);
+/* The errors per file ml_diags_print prints; 0: all. --max-errors N sets it. */
+#define ML_DIAGS_PRINT_LIMIT 100
+void ml_diags_set_print_limit(size_t n);
 /* Formats one diagnostic into buf exactly as ml_diags_print would (without newline). */
 void ml_diag_format(const ml_diag *diag, char *buf, size_t len);
 const ml_diag *ml_diags_first_error(const ml_diags *d);
