@@ -9,9 +9,9 @@
 #              999 999 - 100 = 999 899 more; the 40 000 reads of a freed buffer are 40 000
 #              errors, 39 900 more. --max-errors N prints N, --max-errors 0 all of them.
 #
-# Each runs under `timeout` and a 2 GB address-space limit (as tests/bad does): a lint that goes
-# quadratic, or an expansion that is not checked before it grows, ends as a timeout or an
-# out-of-memory exit 3 instead of the exit 2 this file expects. Under ASan the shadow memory does
+# Each runs under `timeout` and a 2 GB address-space limit (as tests/bad does, where the
+# expansions that are refused before they grow are): a lint that goes quadratic ends as a
+# timeout or an out-of-memory exit 3 instead of the exit 2 this file expects. Under ASan the shadow memory does
 # not fit a ulimit; ASan's own RSS limit bounds memory instead.
 . "$(dirname "$0")/lib.bash"
 
