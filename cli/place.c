@@ -6,7 +6,9 @@
 #include "base/util.h"
 #include "args.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +93,26 @@ static int stage_result(const char *output, char *target, char *tmp, size_t len)
     return 0;
 }
 
+/* Removes what rank 0's atomic write of tmp left beside it, "TMP.tmp.XXXXXX" (base/util.h): a
+ * rank removes its own when a signal ends it, but not when one kills it (SIGKILL: mpirun's
+ * after its SIGTERM, the OOM killer). */
+static void remove_rank_temps(const char *tmp) {
+    const char *slash = strrchr(tmp, '/');
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - tmp) : 1, slash ? tmp : ".");
+    if (slash == tmp)
+        snprintf(dir, sizeof dir, "/");
+    const char *base = slash ? slash + 1 : tmp;
+    size_t n = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (!strncmp(e->d_name, base, n) && !strncmp(e->d_name + n, ".tmp.", 5))
+            unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
 int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
     char err[400], tmp[4096], target[4096];
     int status, forwarded;
@@ -149,8 +171,10 @@ int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
         rc = ML_EXIT_RUNTIME;
         keep = false;
     }
-    if (!keep)
+    if (!keep) {
         unlink(tmp);
+        remove_rank_temps(tmp);
+    }
     launch_block_signals(false);
     return rc;
 }

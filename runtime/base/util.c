@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -445,6 +446,95 @@ static int write_special(const char *path, const char *data, size_t len) {
     return rc;
 }
 
+/* The temp file being written, for ml_write_abandon (a signal handler): its path lives in a
+ * static buffer, set and cleared with the signals held off, so a handler sees it either whole
+ * and still there or not at all. */
+static char pending_tmp[PATH_MAX + 16];
+static volatile sig_atomic_t pending;
+
+/* The signals that end a process by default while it writes: each one whose action is still
+ * the default gets abandon_signal for the length of the write. */
+static const int abandon_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ};
+
+void ml_write_abandon(void) {
+    if (pending)
+        unlink(pending_tmp);
+    pending = 0;
+}
+
+/* Removes the temp file, then lets the signal do what it does by default: the handler returns
+ * with the signal raised and blocked, so it ends the process the moment it returns. */
+static void abandon_signal(int sig) {
+    int saved = errno;
+    ml_write_abandon();
+    signal(sig, SIG_DFL);
+    raise(sig);
+    errno = saved;
+}
+
+static void hold_signals(bool hold, sigset_t *old) {
+    sigset_t s;
+    sigemptyset(&s);
+    for (size_t k = 0; k < ML_ARRAY_LEN(abandon_signals); k++)
+        sigaddset(&s, abandon_signals[k]);
+    if (hold)
+        sigprocmask(SIG_BLOCK, &s, old);
+    else
+        sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/* mkstemp for tmp, registered as pending with the signals held off, and abandon_signal for the
+ * signals nobody handles (a command that handles them calls ml_write_abandon itself). */
+static int create_pending(char *tmp, struct sigaction *saved) {
+    sigset_t old;
+    hold_signals(true, &old);
+    int fd = mkstemp(tmp);
+    if (fd >= 0) {
+        size_t n = strlen(tmp);
+        if (n < sizeof pending_tmp) {   /* longer: it cannot exist (PATH_MAX), kept unregistered */
+            memcpy(pending_tmp, tmp, n + 1);
+            pending = 1;
+        }
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = abandon_signal;
+        for (size_t k = 0; k < ML_ARRAY_LEN(abandon_signals); k++) {
+            sigaction(abandon_signals[k], NULL, &saved[k]);
+            if (saved[k].sa_handler == SIG_DFL)
+                sigaction(abandon_signals[k], &sa, NULL);
+        }
+    }
+    int e = errno;
+    hold_signals(false, &old);
+    errno = e;
+    return fd;
+}
+
+/* The end of the write: renamed (rc 0) or removed, no longer pending, the signals' actions as
+ * they were. */
+static int finish_pending(const char *tmp, const char *target, int rc,
+                          const struct sigaction *saved) {
+    sigset_t old;
+    hold_signals(true, &old);
+    int e = errno;
+    if (rc == 0 && rename(tmp, target) != 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc != 0)
+        unlink(tmp);
+    pending = 0;
+    for (size_t k = 0; k < ML_ARRAY_LEN(abandon_signals); k++) {
+        struct sigaction now;
+        sigaction(abandon_signals[k], NULL, &now);
+        if (now.sa_handler == abandon_signal)
+            sigaction(abandon_signals[k], &saved[k], NULL);
+    }
+    hold_signals(false, &old);
+    errno = e;
+    return rc;
+}
+
 int ml_write_file_atomic(const char *path, const char *data, size_t len) {
     int out_fd;
     char *target = malloc(PATH_MAX);
@@ -468,7 +558,8 @@ int ml_write_file_atomic(const char *path, const char *data, size_t len) {
     /* Same folder as the target, so rename(2) stays on one file system and is atomic. */
     memcpy(tmp, target, plen);
     memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
+    struct sigaction actions[ML_ARRAY_LEN(abandon_signals)];
+    int fd = create_pending(tmp, actions);
     if (fd < 0) {
         int saved = errno;
         free(tmp);
@@ -489,12 +580,9 @@ int ml_write_file_atomic(const char *path, const char *data, size_t len) {
         rc = -1;
         saved = errno;
     }
-    if (rc == 0 && rename(tmp, target) != 0) {
-        rc = -1;
-        saved = errno;
-    }
-    if (rc != 0)
-        unlink(tmp);
+    errno = saved;
+    rc = finish_pending(tmp, target, rc, actions);
+    saved = errno;
     free(tmp);
     free(target);
     errno = saved;

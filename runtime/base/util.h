@@ -108,6 +108,10 @@ void ml_vreport(ml_diag_level level, const char *where, const char *fmt, va_list
  * A failed or interrupted write leaves no partial file. Where it goes is ml_output_place's
  * answer. Returns 0 or -1 with errno. */
 int ml_write_file_atomic(const char *path, const char *data, size_t len);
+/* Removes the temp file ml_write_file_atomic is writing, if any; async-signal-safe. A signal
+ * whose action is the default removes it itself (the write installs a handler for the length of
+ * the write); a command's own handler that ends the process must call this first. */
+void ml_write_abandon(void);
 
 /* How an output path is written (every -o of every command):
  *   ML_OUT_FD        one of this process's descriptors by name (/dev/stdout, /dev/stderr,
