@@ -3,6 +3,7 @@
 #include "place.h"
 #include "cmd.h"
 #include "exec/launch.h"
+#include "base/input.h"
 #include "base/util.h"
 #include "args.h"
 
@@ -119,12 +120,14 @@ int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
     const char *output = a->output;
     /* Each rank reads the files itself; mpirun hands standard input to rank 0 alone (and
      * memlife has read it already to check it). */
-    for (size_t k = 0; k < a->files.n; k++)
-        if (!strcmp(ML_VEC_AT(&a->files, const char *, k), "-")) {
-            ml_report(ML_DIAG_ERROR, "-", "standard input cannot be read by every rank: give the "
-                      "schedule as a file");
+    for (size_t k = 0; k < a->files.n; k++) {
+        const char *f = ML_VEC_AT(&a->files, const char *, k);
+        if (ml_input_once(f)) {
+            ml_report(ML_DIAG_ERROR, f, "%s cannot be read by every rank: give the schedule as "
+                      "a file", strcmp(f, "-") ? "a FIFO (named pipe)" : "standard input");
             return ML_EXIT_INPUT;
         }
+    }
     int staged = stage_result(output, target, tmp, sizeof tmp);
     if (staged < 0) {
         ml_report(ML_DIAG_ERROR, output, "%s", errno == ELOOP ? strerror(errno)
