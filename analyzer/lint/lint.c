@@ -489,18 +489,19 @@ static void check_same_shape(lint_ctx *x, const plan_op *op, const plan_view *sr
 }
 
 /* A copy between overlapping views of one buffer reads what it has already written (the runtime
- * refuses it); a copy of a view onto itself is a no-op and allowed, as the runtime does. */
+ * refuses it, a `copy` step's as an `init: {copy: V}`'s); a copy of a view onto itself is a
+ * no-op and allowed, as the runtime does. dst_k: the destination's view, where it points. */
 static void check_copy_overlap(lint_ctx *x, const plan_op *op, const plan_view *src,
-                               const plan_view *dst) {
+                               const plan_view *dst, uint32_t dst_k) {
     if (src->buf != dst->buf || src->offset == dst->offset || !src->count || !dst->count ||
         src->offset >= dst->offset + dst->count || dst->offset >= src->offset + src->count)
         return;
     char st[200], dt[200];
     lint_view_text(x->s, src, st, sizeof st);
     lint_view_text(x->s, dst, dt, sizeof dt);
-    report_at(x, op, where(x, op, 1), NULL, ERR_BAD_INPLACE, "bad_inplace",
-              "copy from %s into %s: source and destination overlap in '%s'", st, dt,
-              buf_name(x, src->buf));
+    report_at(x, op, where(x, op, dst_k), NULL, ERR_BAD_INPLACE, "bad_inplace",
+              "%s from %s into %s: source and destination overlap in '%s'",
+              op->kind == OP_INIT ? "init copy" : "copy", st, dt, buf_name(x, src->buf));
 }
 
 /* Ops that use views on a stream: checks, then (unless refused) one enqueue and the uses. With
@@ -520,10 +521,12 @@ stream_op(lint_ctx *x, const plan_op *op, const plan_view *views, uint32_t n, ui
         return;
     if (ok && mine && op->kind == OP_COPY) {
         check_same_shape(x, op, &views[0], &views[1], 1);
-        check_copy_overlap(x, op, &views[0], &views[1]);
+        check_copy_overlap(x, op, &views[0], &views[1], 1);
     }
-    if (ok && mine && op->kind == OP_INIT && n == 2)
+    if (ok && mine && op->kind == OP_INIT && n == 2) {   /* views: dst, src */
         check_same_shape(x, op, &views[1], &views[0], 0);
+        check_copy_overlap(x, op, &views[1], &views[0], 0);
+    }
     if (refused(x) || (moved && x->checks_only))
         return;
     bool host = op->kind == OP_INIT && n == 1;   /* a pattern, written by the host */
