@@ -50,6 +50,9 @@ int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *ou
                   "started by memlife's mpirun but no MPI environment is visible");
         return ML_EXIT_RUNTIME;
     }
+    /* checked here, once, before mpirun starts: each of its ranks would say it again */
+    if (ranks && world && ranks != world)
+        return ml_usage_error(cmd, "--ranks %d and --world %d disagree", ranks, world);
     out->mpi = true;
     out->launch = true;
     out->world = ranks ? ranks : world;

@@ -354,6 +354,19 @@ void ml_report(ml_diag_level level, const char *where, const char *fmt, ...) {
     va_end(ap);
 }
 
+ml_diags_mark ml_diags_mark_now(const ml_diags *d) {
+    return (ml_diags_mark){d->items.n, d->errors, d->warnings};
+}
+
+void ml_diags_rewind(ml_diags *d, ml_diags_mark m) {
+    for (size_t k = m.n; k < d->items.n; k++)
+        free(ML_VEC_AT(&d->items, ml_diag, k).text);
+    if (m.n < d->items.n)
+        d->items.n = m.n;
+    d->errors = m.errors;
+    d->warnings = m.warnings;
+}
+
 const ml_diag *ml_diags_first_error(const ml_diags *d) {
     for (size_t k = 0; k < d->items.n; k++) {
         const ml_diag *g = &ML_VEC_AT(&d->items, ml_diag, k);

@@ -95,6 +95,13 @@ void ml_diags_set_print_limit(size_t n);
 /* Formats one diagnostic into buf exactly as ml_diags_print would (without newline). */
 void ml_diag_format(const ml_diag *diag, char *buf, size_t len);
 const ml_diag *ml_diags_first_error(const ml_diags *d);
+/* What d holds at a moment, and going back to it: the diagnostics added since are dropped (a
+ * loader whose error turned out to be an artifact of a later syntax error). */
+typedef struct {
+    size_t n, errors, warnings;
+} ml_diags_mark;
+ml_diags_mark ml_diags_mark_now(const ml_diags *d);
+void ml_diags_rewind(ml_diags *d, ml_diags_mark m);
 /* One diagnostic straight to stderr, for the command line's own errors that no ml_diags
  * collects (a file that cannot be written, a backend that cannot start): "where: error: text"
  * (where NULL: "error: text"), the level word coloured as ml_diags_print colours it, the bytes
