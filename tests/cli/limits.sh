@@ -8,6 +8,10 @@
 #              million-name free has 999 999 double frees (the first free is fine), so
 #              999 999 - 100 = 999 899 more; the 40 000 reads of a freed buffer are 40 000
 #              errors, 39 900 more. --max-errors N prints N, --max-errors 0 all of them.
+#   views:     a compute that lists 200 000 views of one live buffer (a[0:8], a[8:8], a[16:8],
+#              a[24:8] in turn, of 1024 float32) is predicted in linear time, with the numbers of
+#              the four views once: requested peak 4096 + 32 (b) = 4128 B; floor the union
+#              a[0:32] (128 B) + b (32 B) = 160 B (analyzer/predict/floor.c).
 #
 # Each runs under `timeout` and a 2 GB address-space limit (as tests/bad does, where the
 # expansions that are refused before they grow are): a lint that goes quadratic ends as a
@@ -80,3 +84,16 @@ shown "--max-errors 0 prints all 40 000" 40000 40000 "$f:5:11: note: 'a' was fre
 bounded 30 check --max-errors -1 "$f"
 [ "$RC" -eq 2 ] && grep -q "max-errors" "$TMP/err" && ok "--max-errors -1 is a usage error" ||
     not_ok "--max-errors -1" "exit $RC: $(head -1 "$TMP/err")"
+
+f=$TMP/views.yaml
+{
+    printf 'world: 1\nsteps:\n  - alloc: {buf: a, count: 1024}\n  - alloc: {buf: b, count: 8}\n'
+    printf '  - compute: {reads: ['
+    python3 -c "print(', '.join('\"a[%d:8]\"' % (8 * (k % 4)) for k in range(200000)))"
+    printf '], writes: [b]}\n  - free: [a, b]\n'
+} >"$f"
+bounded 10 predict --format json "$f"
+got=$(jq -c '.schedules[0].ranks[0] | [.requested.peak, .floor]' "$TMP/out" 2>/dev/null)
+[ "$RC" -eq 0 ] && [ "$got" = "[4128,160]" ] &&
+    ok "200 000 views of one buffer in one compute: requested peak 4128 B, floor 160 B" ||
+    not_ok "200 000 views of one buffer in one compute" "exit $RC (124: timed out), [peak, floor] $got, want [4128,160]"
