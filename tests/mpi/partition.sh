@@ -37,6 +37,12 @@ cleanup() {
     done
 }
 trap 'cleanup; json_collect "$TMP"; rm -rf "$TMP"' EXIT
+# namespaces an earlier run left when it was killed outright (its pid in their names is gone)
+for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^ml[AB][0-9]+$'); do
+    kill -0 "${ns#ml?}" 2>/dev/null && continue
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
+done
 if ! { ip netns add $NA && ip netns add $NB &&
        ip link add $VA netns $NA type veth peer name $VB netns $NB &&
        ip -n $NA addr add $NET.1/24 dev $VA && ip -n $NB addr add $NET.2/24 dev $VB &&
