@@ -182,6 +182,8 @@ size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_e
          "sizes as exact bytes (default: 4 KiB, ~1.5 MiB: '~' rounded)"},
         {"--color", NULL, OPT_CHOICE, &a->color, 0, 0, ml_color_mode_names, "WHEN",
          "colour: auto (on a terminal), always or never; NO_COLOR: never"},
+        {"--max-errors", NULL, OPT_INT, &a->max_errors, 0, INT_MAX, NULL, "N",
+         "print at most N errors per file, then how many more there were (default 100; 0: all)"},
         {"--torch-conf", NULL, OPT_STRING, &a->torch_conf, 0, 0, NULL, "STR",
          "predict the torch view (PyTorch's caching allocator) with this PYTORCH_CUDA_ALLOC_CONF "
          "('env': the environment's)"},
@@ -254,6 +256,7 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
     sched_load_set_torch_conf_check(pred_torch_conf_check);
     a->format = FMT_TABLE;
     a->format_choice = FMT_TABLE;
+    a->max_errors = ML_DIAGS_PRINT_LIMIT;
     ml_vec_init(&a->set, sizeof(const char *));
     ml_vec_init(&a->files, sizeof(const char *));
     ml_backend_opts_default(&a->backend);
@@ -335,6 +338,7 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
     ml_term_set_wide(a->wide);
     ml_human_set_bytes(a->bytes);
     ml_color_set_mode((ml_color_mode)a->color);
+    ml_diags_set_print_limit((size_t)a->max_errors);
     /* the report goes to -o FILE (read later, at any width, by anything: no colour) or stdout;
      * a command that writes text elsewhere says so (optimize, check's summary) */
     ml_term_set_target(a->output && strcmp(a->output, "-") ? ML_TARGET_FILE : STDOUT_FILENO);

@@ -73,8 +73,11 @@ typedef struct {
 } run_opts;
 
 /* An interrupted run leaves no result behind: the report is written only at the end, through a
- * temp file and rename, with these signals blocked while it is written. */
+ * temp file and rename, and a signal during the write removes the temp file. The signals are
+ * not held off while it is written: a launcher that follows its SIGTERM with SIGKILL (mpirun
+ * does) would otherwise kill the rank with the temp file still there. */
 static void on_signal(int sig) {
+    ml_write_abandon();
     rt_mpi_wait_report(STDERR_FILENO);  /* a rank ended by the launcher says where it waited */
     _exit(128 + sig);
 }
@@ -85,14 +88,6 @@ static void set_signals(void) {
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-}
-
-static void block_signals(bool block) {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGTERM);
-    sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &s, NULL);
 }
 
 /* The analysis prints its diagnostics; on ranks other than 0 (and in the children of our own
@@ -382,10 +377,8 @@ static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
             snprintf(provenance + at, sizeof provenance - at, "inject=%s\n", spec);
         }
         an.rep.provenance = provenance;
-        block_signals(true);
         if ((!a->quiet || a->output) && report_emit(&an.rep, a->format, a->output) != 0)
             rc = ML_EXIT_RUNTIME;
-        block_signals(false);
         if (rc == 0)
             rc = verdict(&an.rep);
     }

@@ -3,10 +3,13 @@
 #include "place.h"
 #include "cmd.h"
 #include "exec/launch.h"
+#include "base/input.h"
 #include "base/util.h"
 #include "args.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,18 +98,40 @@ static int stage_result(const char *output, char *target, char *tmp, size_t len)
     return 0;
 }
 
+/* Removes what rank 0's atomic write of tmp left beside it, "TMP.tmp.XXXXXX" (base/util.h): a
+ * rank removes its own when a signal ends it, but not when one kills it (SIGKILL: mpirun's
+ * after its SIGTERM, the OOM killer). */
+static void remove_rank_temps(const char *tmp) {
+    const char *slash = strrchr(tmp, '/');
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - tmp) : 1, slash ? tmp : ".");
+    if (slash == tmp)
+        snprintf(dir, sizeof dir, "/");
+    const char *base = slash ? slash + 1 : tmp;
+    size_t n = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (!strncmp(e->d_name, base, n) && !strncmp(e->d_name + n, ".tmp.", 5))
+            unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
 int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
     char err[400], tmp[4096], target[4096];
     int status, forwarded;
     const char *output = a->output;
     /* Each rank reads the files itself; mpirun hands standard input to rank 0 alone (and
      * memlife has read it already to check it). */
-    for (size_t k = 0; k < a->files.n; k++)
-        if (!strcmp(ML_VEC_AT(&a->files, const char *, k), "-")) {
-            ml_report(ML_DIAG_ERROR, "-", "standard input cannot be read by every rank: give the "
-                      "schedule as a file");
+    for (size_t k = 0; k < a->files.n; k++) {
+        const char *f = ML_VEC_AT(&a->files, const char *, k);
+        if (ml_input_once(f)) {
+            ml_report(ML_DIAG_ERROR, f, "%s cannot be read by every rank: give the schedule as "
+                      "a file", strcmp(f, "-") ? "a FIFO (named pipe)" : "standard input");
             return ML_EXIT_INPUT;
         }
+    }
     int staged = stage_result(output, target, tmp, sizeof tmp);
     if (staged < 0) {
         ml_report(ML_DIAG_ERROR, output, "%s", errno == ELOOP ? strerror(errno)
@@ -153,8 +178,10 @@ int ml_launch_job(int ranks, int argc, char **argv, const ml_args *a) {
         rc = ML_EXIT_RUNTIME;
         keep = false;
     }
-    if (!keep)
+    if (!keep) {
         unlink(tmp);
+        remove_rank_temps(tmp);
+    }
     launch_block_signals(false);
     return rc;
 }

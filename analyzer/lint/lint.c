@@ -27,11 +27,18 @@ typedef unsigned long long ull;
 
 /* ---- findings ---------------------------------------------------------------------------------- */
 
-static uint64_t finding_hash(const sched_step *step, const char *text) {
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)step;
+/* Over everything same_finding compares but the note's text: one step that repeats a finding
+ * at many places (`free: [a, a, ...]`) must spread over the table, not share one probe chain. */
+static uint64_t finding_hash(const sched_step *step, ml_mark mark, const lint_note *note,
+                             const char *text) {
+    uint64_t h = 1469598103934665603ull;
+    const uint64_t parts[] = {(uint64_t)(uintptr_t)step, mark.line, mark.col, note->mark.line,
+                              note->mark.col};
+    for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+        h = (h ^ parts[k]) * 1099511628211ull;
     for (const char *p = text; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return h;
+    return h ^ (h >> 29);
 }
 
 /* One finding: the same step, text and places (ranks whose earlier free was elsewhere differ). */
@@ -47,7 +54,8 @@ void index_rebuild(lint_ctx *x, size_t cap) {
     x->index = ml_xcalloc(cap, sizeof *x->index);
     x->index_cap = cap;
     for (size_t k = 0; k < x->n_found; k++) {
-        size_t at = finding_hash(x->found[k].step, x->found[k].text) & (cap - 1);
+        const lint_finding *f = &x->found[k];
+        size_t at = finding_hash(f->step, f->mark, &f->note, f->text) & (cap - 1);
         while (x->index[at])
             at = (at + 1) & (cap - 1);
         x->index[at] = (uint32_t)k + 1;
@@ -63,7 +71,7 @@ static void add_finding_at(lint_ctx *x, const plan_op *op, ml_mark mark, const l
         note = &none;
     if (2 * (x->n_found + 1) > x->index_cap)
         index_rebuild(x, x->index_cap ? 2 * x->index_cap : 64);
-    size_t at = finding_hash(op->step, text) & (x->index_cap - 1);
+    size_t at = finding_hash(op->step, mark, note, text) & (x->index_cap - 1);
     lint_finding *f = NULL;
     for (; x->index[at]; at = (at + 1) & (x->index_cap - 1)) {
         lint_finding *g = &x->found[x->index[at] - 1];
@@ -481,18 +489,19 @@ static void check_same_shape(lint_ctx *x, const plan_op *op, const plan_view *sr
 }
 
 /* A copy between overlapping views of one buffer reads what it has already written (the runtime
- * refuses it); a copy of a view onto itself is a no-op and allowed, as the runtime does. */
+ * refuses it, a `copy` step's as an `init: {copy: V}`'s); a copy of a view onto itself is a
+ * no-op and allowed, as the runtime does. dst_k: the destination's view, where it points. */
 static void check_copy_overlap(lint_ctx *x, const plan_op *op, const plan_view *src,
-                               const plan_view *dst) {
+                               const plan_view *dst, uint32_t dst_k) {
     if (src->buf != dst->buf || src->offset == dst->offset || !src->count || !dst->count ||
         src->offset >= dst->offset + dst->count || dst->offset >= src->offset + src->count)
         return;
     char st[200], dt[200];
     lint_view_text(x->s, src, st, sizeof st);
     lint_view_text(x->s, dst, dt, sizeof dt);
-    report_at(x, op, where(x, op, 1), NULL, ERR_BAD_INPLACE, "bad_inplace",
-              "copy from %s into %s: source and destination overlap in '%s'", st, dt,
-              buf_name(x, src->buf));
+    report_at(x, op, where(x, op, dst_k), NULL, ERR_BAD_INPLACE, "bad_inplace",
+              "%s from %s into %s: source and destination overlap in '%s'",
+              op->kind == OP_INIT ? "init copy" : "copy", st, dt, buf_name(x, src->buf));
 }
 
 /* Ops that use views on a stream: checks, then (unless refused) one enqueue and the uses. With
@@ -512,10 +521,12 @@ stream_op(lint_ctx *x, const plan_op *op, const plan_view *views, uint32_t n, ui
         return;
     if (ok && mine && op->kind == OP_COPY) {
         check_same_shape(x, op, &views[0], &views[1], 1);
-        check_copy_overlap(x, op, &views[0], &views[1]);
+        check_copy_overlap(x, op, &views[0], &views[1], 1);
     }
-    if (ok && mine && op->kind == OP_INIT && n == 2)
+    if (ok && mine && op->kind == OP_INIT && n == 2) {   /* views: dst, src */
         check_same_shape(x, op, &views[1], &views[0], 0);
+        check_copy_overlap(x, op, &views[1], &views[0], 0);
+    }
     if (refused(x) || (moved && x->checks_only))
         return;
     bool host = op->kind == OP_INIT && n == 1;   /* a pattern, written by the host */

@@ -113,6 +113,11 @@ static const char *elem_text(const plan_op *op, char *buf, size_t len) {
 }
 
 /* Pairs every send with its recv (partner fields). Returns the errors added. */
+/* Where a send's or recv's `peer:` is written. */
+static ml_mark peer_mark(const sched *s, const plan_op *op) {
+    return sched_part_mark(s, op->step, SCHED_AT_ROOT);
+}
+
 static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) {
     size_t errors = 0;
     for (int r = 0; r < world && errors < 16; r++)
@@ -129,8 +134,9 @@ static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) 
                     m = c;
             }
             if (!m) {
-                ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, plan_op_mark(s->op), r, "p2p",
-                            "send to rank %d has no matching recv: rank %d posts fewer than %llu "
+                /* at the peer, which names the rank that lacks the recv (docs/schedule.md) */
+                ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, peer_mark(plans[r].s, s->op), r,
+                            "p2p", "send to rank %d has no matching recv: rank %d posts fewer than %llu "
                             "recvs from rank %d", s->peer, s->peer, (ull)s->k + 1, r);
                 errors++;
                 continue;
@@ -157,8 +163,8 @@ static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) 
         for (size_t k = 0; k < q[r].n && errors < 16; k++) {
             const p2p_op *c = &q[r].ops[k];
             if (ml_colls[c->op->u.coll.coll].p2p == P2P_RECV && c->partner_rank < 0) {
-                ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, plan_op_mark(c->op), r, "p2p",
-                            "recv from rank %d has no matching send: rank %d sends fewer than %llu "
+                ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, peer_mark(plans[r].s, c->op), r,
+                            "p2p", "recv from rank %d has no matching send: rank %d sends fewer than %llu "
                             "to rank %d", c->peer, c->peer, (ull)c->k + 1, r);
                 errors++;
             }

@@ -153,6 +153,8 @@ typedef struct {
  * of comment lines right above it (no blank line between) and a comment at the end of it.
  * Texts are without '#', in the arena; lines without a comment are NULL. */
 static void read_comments(ml_arena *a, const char *path, state *st) {
+    if (ml_input_once(path))
+        return;   /* read already; a FIFO's open would wait for a writer */
     FILE *f = fopen(path, "r");
     if (!f)
         return;
@@ -637,10 +639,12 @@ static int write_patched(driver *dv, opt_ctx *c, opt_result *r) {
     const sched *s = dv->original;
     ml_input src = {0};
     char err[200];
-    if (!strcmp(s->file, "-") || ml_input_read(s->file, &src, err, sizeof err) != 0) {
+    bool once = ml_input_once(s->file);
+    if (once || ml_input_read(s->file, &src, err, sizeof err) != 0) {
         snprintf(r->patch.why, sizeof r->patch.why, "%s",
-                 strcmp(s->file, "-") ? "the input cannot be read again"
-                                      : "standard input cannot be read again");
+                 !once                   ? "the input cannot be read again"
+                 : strcmp(s->file, "-") ? "a FIFO cannot be read again"
+                                         : "standard input cannot be read again");
         ml_input_free(&src);
         return 1;
     }

@@ -171,10 +171,42 @@ static inline size_t floor_accesses(const floor_state *f, const plan_access *acc
     return m;
 }
 
+static int by_buf_lo(const void *a, const void *b) {
+    const floor_access *x = a, *y = b;
+    if (x->buf != y->buf)
+        return x->buf < y->buf ? -1 : 1;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* access_extra of an op with many views (a compute that lists one buffer 100 000 times): the
+ * views grouped by buffer by sorting, and each group's ranges merged in order of their start,
+ * O(n log n) where the scan of every pair (and a scratch set's insertions) is O(n^2). The same
+ * sum: each buffer's union of ranges less its bytes in need. */
+#define ACCESS_MANY 32
+static __attribute__((noinline)) uint64_t access_extra_many(floor_state *f,
+                                                            const floor_access *fa, size_t n) {
+    floor_access *s = ml_xmalloc(n * sizeof *s);
+    memcpy(s, fa, n * sizeof *s);
+    qsort(s, n, sizeof *s, by_buf_lo);
+    uint64_t extra = 0;
+    for (size_t k = 0; k < n;) {
+        const range_set *need = &f->need[s[k].buf];
+        uint64_t lo = s[k].lo, hi = s[k].hi;
+        for (k++; k < n && s[k].buf == s[k - 1].buf && s[k].lo <= hi; k++)
+            hi = s[k].hi > hi ? s[k].hi : hi;
+        if (lo < hi)
+            ml_bytes_add(extra, (hi - lo) - set_overlap(need, lo, hi), &extra);
+    }
+    free(s);
+    return extra;
+}
+
 /* |need(b) ∪ accessed(b)| - |need(b)| summed over the op's accesses (views of one buffer may
  * overlap each other: a scratch set per buffer keeps it exact). */
 static inline uint64_t access_extra(floor_state *f, const floor_access *fa, size_t n,
                              range_set *scratch) {
+    if (n > ACCESS_MANY)
+        return access_extra_many(f, fa, n);
     uint64_t extra = 0;
     for (size_t k = 0; k < n; k++) {
         /* alone: every view of this buffer in the op is this one's bytes (the common case: a

@@ -9,8 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define ML_FIFO_WRITER_WAIT_MS 1000   /* read_fifo: how long a FIFO may have no writer */
+#define ML_FIFO_SLICE_MS 20
 
 static const struct {
     const char *name;
@@ -76,7 +80,7 @@ static const char *kind_of(mode_t m) {
 }
 
 static int refuse_kind(mode_t m, char *err, size_t len) {
-    if (S_ISFIFO(m) || S_ISCHR(m))
+    if (S_ISCHR(m))
         snprintf(err, len, "is %s, not a regular file (give '-' to read standard input)",
                  kind_of(m));
     else
@@ -84,11 +88,14 @@ static int refuse_kind(mode_t m, char *err, size_t len) {
     return -1;
 }
 
-/* Reads fd to its end, at most max bytes; *cap is the first buffer size. */
+/* Reads fd to its end, at most max bytes; cap is the first buffer size; first: a byte already
+ * read from it (read_fifo's), or NULL. */
 static int read_bounded(int fd, const char *what, uint64_t max, size_t cap, ml_input *out,
-                        char *err, size_t len) {
+                        char *err, size_t len, const char *first) {
     size_t n = 0;
     char *buf = malloc(cap + 1);
+    if (buf && first)
+        buf[n++] = *first;   /* cap is at least 4 KiB */
     for (;;) {
         if (!buf) {
             snprintf(err, len, "cannot allocate %zu bytes to read it", cap + 1);
@@ -137,6 +144,43 @@ static int read_bounded(int fd, const char *what, uint64_t max, size_t cap, ml_i
     return 0;
 }
 
+/* A FIFO (a pipe by name: /dev/stdin, <(...), mkfifo's) opened O_NONBLOCK, read as `-` is once
+ * a writer holds it open. A read that may not block tells: data, EAGAIN (a writer, nothing yet)
+ * or 0 (no writer). With none, it waits ML_FIFO_WRITER_WAIT_MS for one (a `mkfifo` whose writer
+ * starts beside memlife), a slice at a time, then refuses: opening it blocking, as `cat` does,
+ * would hang for as long as no writer comes. Once a writer is there the read blocks as a
+ * stream's does, up to the limit. */
+static int read_fifo(int fd, uint64_t max, ml_input *out, char *err, size_t len) {
+    char first;
+    ssize_t r = -1;
+    for (int waited = 0;; waited += ML_FIFO_SLICE_MS) {
+        r = read(fd, &first, 1);
+        if (r > 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+            break;
+        if (r < 0 && errno == EAGAIN)
+            break;   /* a writer, nothing written yet */
+        if (waited >= ML_FIFO_WRITER_WAIT_MS) {
+            snprintf(err, len, "is a FIFO (named pipe) that no process writes to (waited %d ms)",
+                     ML_FIFO_WRITER_WAIT_MS);
+            return -1;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        poll(&p, 1, ML_FIFO_SLICE_MS);   /* a writer that writes wakes it early */
+    }
+    if (r < 0 && errno != EAGAIN) {
+        snprintf(err, len, "cannot read file: %s", strerror(errno));
+        return -1;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        snprintf(err, len, "cannot read file: %s", strerror(errno));
+        return -1;
+    }
+    if (read_bounded(fd, "the FIFO", max, 1 << 16, out, err, len, r > 0 ? &first : NULL) != 0)
+        return -1;
+    return 0;
+}
+
 int ml_input_read(const char *path, ml_input *out, char *err, size_t len) {
     out->data = NULL;
     out->len = 0;
@@ -144,12 +188,12 @@ int ml_input_read(const char *path, ml_input *out, char *err, size_t len) {
     if (ml_input_max(&max, err, len) != 0)
         return -1;
     if (!strcmp(path, "-"))
-        return read_bounded(STDIN_FILENO, "standard input", max, 1 << 16, out, err, len);
-    /* stat first: refusing a device or FIFO must not open it (opening some devices acts). */
+        return read_bounded(STDIN_FILENO, "standard input", max, 1 << 16, out, err, len, NULL);
+    /* stat first: refusing a device must not open it (opening some devices acts). */
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
         return refuse_kind(st.st_mode, err, len);
-    /* O_NONBLOCK: should the path have become a FIFO since, the open still returns at once. */
+    /* O_NONBLOCK: a FIFO's open returns at once, writer or not (read_fifo). */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         snprintf(err, len, "cannot open file: %s", strerror(errno));
@@ -159,6 +203,11 @@ int ml_input_read(const char *path, ml_input *out, char *err, size_t len) {
         snprintf(err, len, "cannot stat file: %s", strerror(errno));
         close(fd);
         return -1;
+    }
+    if (S_ISFIFO(st.st_mode)) {
+        int rc = read_fifo(fd, max, out, err, len);
+        close(fd);
+        return rc;
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
@@ -172,9 +221,14 @@ int ml_input_read(const char *path, ml_input *out, char *err, size_t len) {
     }
     /* The size is known: one buffer, unless the file grows while it is read. */
     size_t cap = st.st_size > 0 ? (size_t)st.st_size : 1 << 12;
-    int rc = read_bounded(fd, "the file", max, cap, out, err, len);
+    int rc = read_bounded(fd, "the file", max, cap, out, err, len, NULL);
     close(fd);
     return rc;
+}
+
+bool ml_input_once(const char *path) {
+    struct stat st;
+    return !strcmp(path, "-") || (stat(path, &st) == 0 && S_ISFIFO(st.st_mode));
 }
 
 void ml_input_free(ml_input *in) {

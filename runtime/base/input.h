@@ -4,13 +4,14 @@
  *
  * A schedule or result is read whole into memory, so each read is bounded: a regular file larger
  * than the limit is refused before it is read (1 GiB by default; MEMLIFE_MAX_INPUT=BYTES changes
- * it, e.g. 64MiB). Only regular files are read: a FIFO would block the open until a writer comes
- * (or forever), /dev/zero and /dev/urandom never end, a directory is not text. The file is opened
- * with O_NONBLOCK and then fstat'ed, so even a FIFO without a writer is refused at once. `-` is
- * standard input, whatever it is (a pipe, a redirected file), read up to the same limit.
+ * it, e.g. 64MiB). Regular files and FIFOs are read: /dev/zero and /dev/urandom never end, a
+ * directory is not text. A FIFO (`/dev/stdin` of a pipe, `<(...)`, a `mkfifo`) is read as a stream
+ * up to the same limit once a writer holds it open; it is opened with O_NONBLOCK, so one that no
+ * writer opens within a second is refused instead of blocking the open forever. `-` is standard
+ * input, whatever it is (a pipe, a redirected file), read up to the same limit.
  *
  * Errors are one line without the `FILE: error: ` prefix, which the caller adds (through its
- * diagnostics): "is a FIFO (named pipe), not a regular file (give '-' to read standard input)". */
+ * diagnostics): "is a character device, not a regular file (give '-' to read standard input)". */
 #ifndef MEMLIFE_INPUT_H
 #define MEMLIFE_INPUT_H
 
@@ -30,6 +31,9 @@ typedef struct {
 /* Reads path ("-": standard input) whole. Returns 0, or -1 with the reason in err. */
 int ml_input_read(const char *path, ml_input *out, char *err, size_t len);
 void ml_input_free(ml_input *in);
+/* True when path can be read only once: `-` or a FIFO (what was read is gone; a second open
+ * waits for a writer that will not come). */
+bool ml_input_once(const char *path);
 
 /* The read limit: MEMLIFE_MAX_INPUT when set (a byte count: digits, optionally followed by B, KiB,
  * MiB, GiB, TiB, KB, MB, GB or TB; at least 1 byte), else ML_INPUT_MAX_DEFAULT. Returns 0, or -1

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,14 +281,63 @@ void ml_diag_format(const ml_diag *g, char *buf, size_t len) { diag_format(g, ""
  * stays plain, so a file:line:col is still what an editor's parser reads. */
 static const ml_hue level_hues[] = {ML_HUE_ERROR, ML_HUE_WARNING, ML_HUE_NOTE};
 
+static size_t print_limit = ML_DIAGS_PRINT_LIMIT;
+
+void ml_diags_set_print_limit(size_t n) { print_limit = n; }
+
+/* The errors of one file that ml_diags_print printed and left out. The diagnostics keep their
+ * own copy of the file name, so files are told apart by name; there are few of them. */
+typedef struct {
+    const char *file;
+    size_t shown, hidden;
+} file_tally;
+
+static file_tally *tally_of(ml_vec *files, const char *file) {
+    for (size_t k = files->n; k-- > 0;) {   /* the latest first: errors come grouped by file */
+        file_tally *t = &ML_VEC_AT(files, file_tally, k);
+        if (t->file == file || (t->file && file && !strcmp(t->file, file)))
+            return t;
+    }
+    file_tally *t = ml_vec_push(files);
+    *t = (file_tally){.file = file};
+    return t;
+}
+
 void ml_diags_print(const ml_diags *d, FILE *f) {
     char line[8192];
     int fd = fileno(f);
+    ml_vec files;
+    ml_vec_init(&files, sizeof(file_tally));
+    bool shown = true;   /* whether the last error was printed: its notes go with it */
     for (size_t k = 0; k < d->items.n; k++) {
         const ml_diag *g = &ML_VEC_AT(&d->items, ml_diag, k);
+        if (g->level == ML_DIAG_ERROR) {
+            file_tally *t = tally_of(&files, g->file);
+            shown = !print_limit || t->shown < print_limit;
+            if (shown)
+                t->shown++;
+            else
+                t->hidden++;
+        }
+        if (!shown && g->level != ML_DIAG_WARNING)
+            continue;
         diag_format(g, ml_color(level_hues[g->level], fd), ml_color_end(fd), line, sizeof line);
         fprintf(f, "%s\n", line);
     }
+    /* As gcc and clang do past their limit: say how many more there were, and how to see them. */
+    for (size_t k = 0; k < files.n; k++) {
+        const file_tally *t = &ML_VEC_AT(&files, file_tally, k);
+        if (!t->hidden)
+            continue;
+        char text[128];
+        snprintf(text, sizeof text, "%zu more error%s not shown (--max-errors 0 shows all)",
+                 t->hidden, t->hidden == 1 ? "" : "s");
+        const ml_diag more = {.level = ML_DIAG_NOTE, .file = t->file, .text = text, .rank = -1};
+        diag_format(&more, ml_color(level_hues[ML_DIAG_NOTE], fd), ml_color_end(fd), line,
+                    sizeof line);
+        fprintf(f, "%s\n", line);
+    }
+    ml_vec_free(&files);
 }
 
 void ml_vreport(ml_diag_level level, const char *where, const char *fmt, va_list ap) {
@@ -302,6 +352,19 @@ void ml_report(ml_diag_level level, const char *where, const char *fmt, ...) {
     va_start(ap, fmt);
     ml_vreport(level, where, fmt, ap);
     va_end(ap);
+}
+
+ml_diags_mark ml_diags_mark_now(const ml_diags *d) {
+    return (ml_diags_mark){d->items.n, d->errors, d->warnings};
+}
+
+void ml_diags_rewind(ml_diags *d, ml_diags_mark m) {
+    for (size_t k = m.n; k < d->items.n; k++)
+        free(ML_VEC_AT(&d->items, ml_diag, k).text);
+    if (m.n < d->items.n)
+        d->items.n = m.n;
+    d->errors = m.errors;
+    d->warnings = m.warnings;
 }
 
 const ml_diag *ml_diags_first_error(const ml_diags *d) {
@@ -396,6 +459,95 @@ static int write_special(const char *path, const char *data, size_t len) {
     return rc;
 }
 
+/* The temp file being written, for ml_write_abandon (a signal handler): its path lives in a
+ * static buffer, set and cleared with the signals held off, so a handler sees it either whole
+ * and still there or not at all. */
+static char pending_tmp[PATH_MAX + 16];
+static volatile sig_atomic_t pending;
+
+/* The signals that end a process by default while it writes: each one whose action is still
+ * the default gets abandon_signal for the length of the write. */
+static const int abandon_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ};
+
+void ml_write_abandon(void) {
+    if (pending)
+        unlink(pending_tmp);
+    pending = 0;
+}
+
+/* Removes the temp file, then lets the signal do what it does by default: the handler returns
+ * with the signal raised and blocked, so it ends the process the moment it returns. */
+static void abandon_signal(int sig) {
+    int saved = errno;
+    ml_write_abandon();
+    signal(sig, SIG_DFL);
+    raise(sig);
+    errno = saved;
+}
+
+static void hold_signals(bool hold, sigset_t *old) {
+    sigset_t s;
+    sigemptyset(&s);
+    for (size_t k = 0; k < ML_ARRAY_LEN(abandon_signals); k++)
+        sigaddset(&s, abandon_signals[k]);
+    if (hold)
+        sigprocmask(SIG_BLOCK, &s, old);
+    else
+        sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/* mkstemp for tmp, registered as pending with the signals held off, and abandon_signal for the
+ * signals nobody handles (a command that handles them calls ml_write_abandon itself). */
+static int create_pending(char *tmp, struct sigaction *saved) {
+    sigset_t old;
+    hold_signals(true, &old);
+    int fd = mkstemp(tmp);
+    if (fd >= 0) {
+        size_t n = strlen(tmp);
+        if (n < sizeof pending_tmp) {   /* longer: it cannot exist (PATH_MAX), kept unregistered */
+            memcpy(pending_tmp, tmp, n + 1);
+            pending = 1;
+        }
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = abandon_signal;
+        for (size_t k = 0; k < ML_ARRAY_LEN(abandon_signals); k++) {
+            sigaction(abandon_signals[k], NULL, &saved[k]);
+            if (saved[k].sa_handler == SIG_DFL)
+                sigaction(abandon_signals[k], &sa, NULL);
+        }
+    }
+    int e = errno;
+    hold_signals(false, &old);
+    errno = e;
+    return fd;
+}
+
+/* The end of the write: renamed (rc 0) or removed, no longer pending, the signals' actions as
+ * they were. */
+static int finish_pending(const char *tmp, const char *target, int rc,
+                          const struct sigaction *saved) {
+    sigset_t old;
+    hold_signals(true, &old);
+    int e = errno;
+    if (rc == 0 && rename(tmp, target) != 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc != 0)
+        unlink(tmp);
+    pending = 0;
+    for (size_t k = 0; k < ML_ARRAY_LEN(abandon_signals); k++) {
+        struct sigaction now;
+        sigaction(abandon_signals[k], NULL, &now);
+        if (now.sa_handler == abandon_signal)
+            sigaction(abandon_signals[k], &saved[k], NULL);
+    }
+    hold_signals(false, &old);
+    errno = e;
+    return rc;
+}
+
 int ml_write_file_atomic(const char *path, const char *data, size_t len) {
     int out_fd;
     char *target = malloc(PATH_MAX);
@@ -419,7 +571,8 @@ int ml_write_file_atomic(const char *path, const char *data, size_t len) {
     /* Same folder as the target, so rename(2) stays on one file system and is atomic. */
     memcpy(tmp, target, plen);
     memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
+    struct sigaction actions[ML_ARRAY_LEN(abandon_signals)];
+    int fd = create_pending(tmp, actions);
     if (fd < 0) {
         int saved = errno;
         free(tmp);
@@ -440,12 +593,9 @@ int ml_write_file_atomic(const char *path, const char *data, size_t len) {
         rc = -1;
         saved = errno;
     }
-    if (rc == 0 && rename(tmp, target) != 0) {
-        rc = -1;
-        saved = errno;
-    }
-    if (rc != 0)
-        unlink(tmp);
+    errno = saved;
+    rc = finish_pending(tmp, target, rc, actions);
+    saved = errno;
     free(tmp);
     free(target);
     errno = saved;

@@ -85,11 +85,23 @@ void ml_diags_free(ml_diags *d);
 void ml_diag_add(ml_diags *d, ml_diag_level level, const char *file, ml_mark mark, int rank,
                  const char *code, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 #define ml_error(d, file, mark, ...) ml_diag_add((d), ML_DIAG_ERROR, (file), (mark), -1, NULL, __VA_ARGS__)
-/* Prints "file:line:col: error: text" lines (with " [rank N]" where set) to f. */
+/* Prints "file:line:col: error: text" lines (with " [rank N]" where set) to f: of each file's
+ * errors the first print limit's (each with its notes), then "file: note: N more errors not
+ * shown", so that one input with a million findings prints a screenful, as compilers do. */
 void ml_diags_print(const ml_diags *d, FILE *f);
+/* The errors per file ml_diags_print prints; 0: all. --max-errors N sets it. */
+#define ML_DIAGS_PRINT_LIMIT 100
+void ml_diags_set_print_limit(size_t n);
 /* Formats one diagnostic into buf exactly as ml_diags_print would (without newline). */
 void ml_diag_format(const ml_diag *diag, char *buf, size_t len);
 const ml_diag *ml_diags_first_error(const ml_diags *d);
+/* What d holds at a moment, and going back to it: the diagnostics added since are dropped (a
+ * loader whose error turned out to be an artifact of a later syntax error). */
+typedef struct {
+    size_t n, errors, warnings;
+} ml_diags_mark;
+ml_diags_mark ml_diags_mark_now(const ml_diags *d);
+void ml_diags_rewind(ml_diags *d, ml_diags_mark m);
 /* One diagnostic straight to stderr, for the command line's own errors that no ml_diags
  * collects (a file that cannot be written, a backend that cannot start): "where: error: text"
  * (where NULL: "error: text"), the level word coloured as ml_diags_print colours it, the bytes
@@ -103,6 +115,10 @@ void ml_vreport(ml_diag_level level, const char *where, const char *fmt, va_list
  * A failed or interrupted write leaves no partial file. Where it goes is ml_output_place's
  * answer. Returns 0 or -1 with errno. */
 int ml_write_file_atomic(const char *path, const char *data, size_t len);
+/* Removes the temp file ml_write_file_atomic is writing, if any; async-signal-safe. A signal
+ * whose action is the default removes it itself (the write installs a handler for the length of
+ * the write); a command's own handler that ends the process must call this first. */
+void ml_write_abandon(void);
 
 /* How an output path is written (every -o of every command):
  *   ML_OUT_FD        one of this process's descriptors by name (/dev/stdout, /dev/stderr,

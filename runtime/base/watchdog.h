@@ -19,4 +19,13 @@ int rt_watchdog_arm(double seconds, int rank, const char *what, void (*expire)(i
 /* The call returned in time: stops the thread and waits for it. A no-op when not armed. */
 void rt_watchdog_disarm(void);
 
+/* An exit that does not wait on anyone: a thread that, `seconds` from now, writes
+ *   "error: rank R: WHAT had not ended this rank S s after it began; exiting"
+ * to stderr and calls _exit(code). For MPI_Abort, which asks mpirun to end the job and waits for
+ * it: across a network partition it never reaches mpirun, and the rank would stay alive after
+ * its deadline. Without a thread it falls back to alarm(2), whose default action ends the rank
+ * (exit status: SIGALRM, not code).
+ * Called from the main line or a thread (it starts one), not from a signal handler. */
+void rt_exit_after(double seconds, int rank, const char *what, int code);
+
 #endif

@@ -3,6 +3,7 @@
 #include "exec/mpi_util.h"
 #include "exec/launch.h"
 #include "exec/watch.h"
+#include "base/watchdog.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -60,6 +61,9 @@ void rt_mpi_abort(int code) {
     fflush(stderr);
     if (rt_mpi_active()) {
         launch_notify_abort();   /* memlife's deadline on mpirun starts now (launch.h) */
+        /* MPI_Abort asks mpirun to end the job; one that mpirun cannot hear (a network
+         * partition between hosts) would keep this rank alive for good. */
+        rt_exit_after(RT_ABORT_GRACE_S, mpi_rank, "MPI_Abort", code);
         MPI_Abort(MPI_COMM_WORLD, code);
     }
     exit(code);

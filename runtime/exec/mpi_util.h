@@ -24,6 +24,9 @@ int rt_mpi_allgather_blob(rt_rank *r, const void *mine, size_t len, void *all, c
                           size_t elen);
 int rt_mpi_gatherv_blob(rt_rank *r, const void *mine, size_t len, int root, void **all,
                         size_t *lens, char *err, size_t elen);
+/* MPI_Abort(code), after starting RT_ABORT_GRACE_S for it: a rank whose abort does not end it
+ * by then (mpirun unreachable across a network partition) ends itself with _exit(code). */
+#define RT_ABORT_GRACE_S 5.0
 void rt_mpi_abort(int code);
 
 /* Gathers every rank's measurement record (ir/measure.h) to root in its one wire format:

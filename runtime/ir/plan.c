@@ -17,6 +17,7 @@
  * The ranks that expand alike (one expansion for many ranks: plan_share, plan_offsets_*,
  * plan_shapes_*, plan_absent_*) are in plan_shapes.c; what the two share is in plan_int.h. */
 #include "ir/plan_int.h"
+#include "base/checked.h"
 #include "base/pages.h"
 
 #include <stdlib.h>
@@ -172,11 +173,11 @@ static int expand_alloc(expander *x, const sched_step *st) {
         src_at chunks_at = at(st, SCHED_AT_CHUNKS);
         if (eval_size(x, st->u.alloc.chunks, 0, chunks_at, "alloc chunks", &chunks) < 0)
             return -1;
-        if (chunks < 1 || chunks > UINT32_MAX) {
+        if (chunks < 1 || chunks > PLAN_MAX_CHUNKS) {
             ml_error(x->d, x->s->file, src_mark(x, chunks_at),
                      "alloc of '%s' asks for %llu chunks (1 to %u)",
                      sched_sym_name(x->s, SYM_BUFFER, st->u.alloc.buf), (unsigned long long)chunks,
-                     UINT32_MAX);
+                     PLAN_MAX_CHUNKS);
             return -1;
         }
     }
@@ -288,6 +289,71 @@ static int expand_indexed(expander *x, const sched_step *st, uint64_t count) {
     return rc;
 }
 
+static uint64_t min_ops(expander *x, const sched_step *steps, uint32_t n);
+
+/* A repeat's count as min_ops may take it: known before its body is walked, that is naming no
+ * repeat index (an inner index's slot holds a stale value then) and evaluating cleanly; else 0. */
+static uint64_t known_count(const expander *x, const expr *e) {
+    size_t first = EXPR_SLOT_FIRST_LET + (size_t)x->s->n_lets;
+    for (size_t k = 0; k < x->s->n_index; k++)
+        if (expr_uses_slot(e, (int)(first + k)))
+            return 0;
+    int64_t v;
+    expr_error err;
+    return expr_eval(e, x->slots, &v, &err) == 0 && v > 0 ? (uint64_t)v : 0;
+}
+
+/* At least how many ops a step with sub-steps emits; memoized by step, since a nested repeat
+ * is asked once for every walk of the repeats around it and its answer does not change during
+ * an expansion (it reads world, rank and lets only). */
+static uint64_t nested_min_ops(expander *x, const sched_step *st) {
+    size_t h = ((uintptr_t)st >> 4) & (ML_ARRAY_LEN(x->min_memo) - 1);
+    if (x->min_memo[h].st == st)
+        return x->min_memo[h].ops;
+    uint64_t ops = 0;
+    switch (st->kind) {
+    case ST_REPEAT:
+        ml_mul_u64_checked(known_count(x, st->u.repeat.count),
+                           min_ops(x, st->u.repeat.steps, st->u.repeat.n), &ops);
+        break;
+    case ST_REGION:
+        ml_add_u64_checked(2, min_ops(x, st->u.region.steps, st->u.region.n), &ops);
+        break;
+    case ST_GROUP:
+        ml_add_u64_checked(2, min_ops(x, st->u.group.steps, st->u.group.n), &ops);
+        break;
+    default:   /* ST_EXPECT_ERROR: the marker and its step */
+        ml_add_u64_checked(1, min_ops(x, st->u.expect_error.step, 1), &ops);
+        break;
+    }
+    x->min_memo[h].st = st;
+    x->min_memo[h].ops = ops;
+    return ops;
+}
+
+/* A lower bound of the ops steps emit on this rank, from what is known before walking them: a
+ * step with a `when:` may emit none, a repeat whose count is not known (known_count) counts as
+ * none, every other step emits at least one op (a free one per name). Saturates at UINT64_MAX
+ * and stops adding past max_ops. expand_repeat holds a repeat's count times its body's bound to
+ * max_ops before walking the body, so that a product of counts (60 nested repeats of 2) is
+ * refused at once, not after 50 M ops have been written. */
+static uint64_t min_ops(expander *x, const sched_step *steps, uint32_t n) {
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < n && total <= x->max_ops; k++) {
+        const sched_step *st = &steps[k];
+        uint64_t ops = 1;
+        if (st->when)
+            ops = 0;
+        else if (st->kind == ST_FREE)
+            ops = st->u.free.n;
+        else if (st->kind == ST_REPEAT || st->kind == ST_REGION || st->kind == ST_GROUP ||
+                 st->kind == ST_EXPECT_ERROR)
+            ops = nested_min_ops(x, st);
+        ml_add_u64_checked(total, ops, &total);
+    }
+    return total;
+}
+
 /* Unrolls a repeat: iterations 0 and 1 by walking, the rest by copying iteration 1. */
 static int expand_repeat(expander *x, const sched_step *st) {
     uint64_t count;
@@ -295,6 +361,17 @@ static int expand_repeat(expander *x, const sched_step *st) {
         return -1;
     if (count == 0)
         return 0;
+    uint64_t each = min_ops(x, st->u.repeat.steps, st->u.repeat.n), least;
+    ml_mul_u64_checked(count, each, &least);
+    if (least > x->max_ops - x->n_ops) {
+        char body[64] = "";   /* where the count alone does not say it: the product */
+        if (each > 1)
+            snprintf(body, sizeof body, " of at least %llu ops each", (unsigned long long)each);
+        ml_error(x->d, x->s->file, sched_part_mark(x->s, st, SCHED_AT_COUNT),   /* the count */
+                 "repeat of %llu iterations%s expands to more than %zu ops",
+                 (unsigned long long)count, body, x->max_ops);
+        return -1;
+    }
     uint32_t saved_iter = x->iter;
     uint16_t depth = ++x->repeat_depth;
     int rc = 0;

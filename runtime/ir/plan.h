@@ -43,6 +43,10 @@ typedef struct {
     bool whole;            /* written without [offset : count] */
 } plan_view;
 
+/* The most chunks one alloc may ask for: a release keeps one per rank (at most 65536), and the
+ * device view and the backends keep and walk one handle per chunk. */
+#define PLAN_MAX_CHUNKS 65536u
+
 typedef struct {
     plan_op_kind kind;
     const sched_step *step;   /* source step (mark, names, init, check...) */

@@ -55,6 +55,10 @@ typedef struct {
         bool uses;
     } when_memo[16];
     uint32_t guard;
+    struct {
+        const sched_step *st; /* NULL: empty */
+        uint64_t ops;
+    } min_memo[64];           /* plan.c's nested_min_ops */
 } expander;
 
 /* Where an evaluated expression is written: a step's part or a view's offset or count, whose

@@ -245,6 +245,22 @@ int ld_next(loader *l) {
 
 void ld_release_event(loader *l) { release_event(&l->ev); }
 
+int ld_flow_syntax_error(loader *l) {
+    if (l->yp.error != YAML_NO_ERROR || l->yp.flow_level == 0)
+        return 0;
+    /* the rest of the events, nothing built: linear, and at most the file */
+    for (;;) {
+        release_event(&l->ev);
+        if (!yaml_parser_parse(&l->yp, &l->ev))
+            break;
+        if (l->ev.type == YAML_STREAM_END_EVENT)
+            return 0;
+    }
+    ml_diags_rewind(l->d, l->diags_at);
+    yaml_error(l);
+    return 1;
+}
+
 int ld_not_scalar(loader *l, const char *what) {
     return ld_fail(l, ld_mark(l), "'%s' must be a scalar", what);
 }

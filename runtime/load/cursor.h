@@ -76,6 +76,7 @@ typedef struct {
     sched *s;
     ml_arena *a;
     ml_diags *d;
+    ml_diags_mark diags_at;           /* d before this file's load (ld_flow_syntax_error) */
     sched_load_limits lim;
     size_t yaml_depth, yaml_max_depth, step_depth;
     ld_hash syms[SYM_KIND_COUNT];
@@ -190,6 +191,11 @@ static inline bool ld_key_eq(const char *key, const char *text, size_t len) {
 /* Events and marks. */
 int ld_next(loader *l);
 void ld_release_event(loader *l);   /* frees what the current event owns */
+/* After an error while the scanner is inside a flow collection: whether the rest of the file is
+ * not YAML, the error then an artifact of it (an unclosed `{` makes the lines after it part of
+ * its last scalar, `count: 8 - free`). When it is not, the load's diagnostics give way to the
+ * YAML error (the missing `}`) and it returns 1; else 0, nothing changed. */
+int ld_flow_syntax_error(loader *l);
 /* A libyaml mark as line:col. At the end of a file without a final newline, libyaml's mark is on
  * the line after the last: it points at the end of the last line instead, where the text is. */
 static inline ml_mark ld_mark_in_input(const loader *l, yaml_mark_t m) {

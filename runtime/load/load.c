@@ -391,7 +391,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
 
     /* Diagnostics keep the caller's name: on an error the schedule (and its arena) is freed. */
     loader l = {.data = data, .len = len, .file = name, .s = s, .a = s->arena, .d = d,
-                .owned = &box->owned};
+                .diags_at = ml_diags_mark_now(d), .owned = &box->owned};
     default_limits(limits, &l.lim);
     if (l.lim.dtype)
         s->dtype = (ml_dtype)(l.lim.dtype - 1);
@@ -414,6 +414,8 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     yaml_parser_initialize(&l.yp);
     yaml_parser_set_input_string(&l.yp, (const unsigned char *)data, len);
     int rc = parse_stream(&l);
+    if (rc != 0)
+        ld_flow_syntax_error(&l);
     if (rc == 0)
         rc = check_buffers(&l);
     if (rc == 0) {

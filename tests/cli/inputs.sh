@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Odd input files (issue 19): FIFOs, devices, directories and files past the size limit are
-# refused with one line `FILE: error: ...` and exit 2, at once (a FIFO without a writer used to
-# hang, /dev/zero to run out of memory, a 2 GiB file to abort); `-` reads standard input under
-# the same limit; `-o` naming an input (also by another path or a hard link) is refused before
+# Odd input files (issue 19): devices, directories and files past the size limit are refused
+# with one line `FILE: error: ...` and exit 2, at once (/dev/zero used to run out of memory, a
+# 2 GiB file to abort); `-` reads standard input under the same limit, and so does a FIFO (a pipe
+# as /dev/stdin, `<(...)`, a mkfifo with its writer), while one that no writer opens is refused
+# after a second (it used to hang); run refuses both, which its ranks cannot all read; `-o` naming an input (also by another path or a hard link) is refused before
 # anything is written; byte sums past 2^63-1 are errors, not negative peaks.
 . "$(dirname "$0")/lib.bash"
 
@@ -25,9 +26,46 @@ case_line() {
 }
 
 mkfifo "$TMP/fifo"
-case_line "a FIFO without a writer is refused at once" 2 \
-    "$TMP/fifo: error: is a FIFO (named pipe), not a regular file (give '-' to read standard input)" \
+t0=$(date +%s%N)
+case_line "a FIFO that no process writes to is refused" 2 \
+    "$TMP/fifo: error: is a FIFO (named pipe) that no process writes to (waited 1000 ms)" \
     -- predict "$TMP/fifo"
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $ms -ge 1000 ] && ok "... after waiting a second for a writer ($ms ms)" ||
+    not_ok "a FIFO without a writer" "refused after $ms ms, before the second it waits"
+
+# A FIFO with a writer reads as the file does: the same JSON report as from the file itself.
+"$MEMLIFE" predict --format json $SEED >"$TMP/file.json"
+same_report() {   # NAME: $TMP/fifo.json (exit $RC) against the file's report
+    if [ $RC -eq 0 ] && [ "$(jq -c '.schedules[0].ranks' "$TMP/fifo.json")" = "$(jq -c '.schedules[0].ranks' "$TMP/file.json")" ]; then
+        ok "$1"
+    else not_ok "$1" "exit $RC: $(head -2 "$TMP/err")"; fi
+}
+cat $SEED | timeout 10 "$MEMLIFE" predict --format json /dev/stdin >"$TMP/fifo.json" 2>"$TMP/err"
+RC=$?
+same_report "a pipe as /dev/stdin is read"
+timeout 10 "$MEMLIFE" predict --format json <(cat $SEED) >"$TMP/fifo.json" 2>"$TMP/err"
+RC=$?
+same_report "process substitution <(...) is read"
+timeout 10 "$MEMLIFE" predict --format json "$TMP/fifo" >"$TMP/fifo.json" 2>"$TMP/err" &
+pid=$!
+sleep 0.2
+cat $SEED >"$TMP/fifo"
+wait $pid
+RC=$?
+same_report "a mkfifo whose writer comes after memlife opened it is read"
+head -c 200000 /dev/zero | MEMLIFE_MAX_INPUT=100KiB timeout 10 "$MEMLIFE" predict /dev/stdin >"$TMP/out" 2>"$TMP/err"
+RC=$?
+want="/dev/stdin: error: the FIFO is above the input limit of 102400 bytes (MEMLIFE_MAX_INPUT)"
+if [ $RC -eq 2 ] && [ "$(head -1 "$TMP/err")" = "$want" ]; then
+    ok "a FIFO past MEMLIFE_MAX_INPUT is refused"
+else not_ok "a FIFO past MEMLIFE_MAX_INPUT is refused" "exit $RC: $(head -1 "$TMP/err")"; fi
+cat $SEED | timeout 10 "$MEMLIFE" run --ranks 2 /dev/stdin >"$TMP/out" 2>"$TMP/err"
+RC=$?
+want="/dev/stdin: error: a FIFO (named pipe) cannot be read by every rank: give the schedule as a file"
+if [ $RC -eq 2 ] && [ "$(head -1 "$TMP/err")" = "$want" ]; then
+    ok "run refuses a FIFO, which its ranks cannot all read"
+else not_ok "run refuses a FIFO" "exit $RC: $(head -1 "$TMP/err")"; fi
 case_line "/dev/zero is refused, not read until memory runs out" 2 \
     "/dev/zero: error: is a character device, not a regular file (give '-' to read standard input)" \
     -- check /dev/zero
@@ -69,8 +107,8 @@ if [ $RC -eq 2 ] && [ "$(head -1 "$TMP/err")" = "$want" ]; then
 else not_ok "standard input past MEMLIFE_MAX_INPUT is refused" "exit $RC: $(head -1 "$TMP/err")"; fi
 
 # Result readers (plot, trace, diff): the same refusals.
-case_line "plot of a FIFO result is refused at once" 2 \
-    "$TMP/fifo: error: is a FIFO (named pipe), not a regular file (give '-' to read standard input)" \
+case_line "plot of a FIFO result that no process writes to is refused" 2 \
+    "$TMP/fifo: error: is a FIFO (named pipe) that no process writes to (waited 1000 ms)" \
     -- plot "$TMP/fifo" -o "$TMP/p.svg"
 case_line "diff of a directory is refused" 2 "$TMP: error: is a directory, not a regular file" \
     -- diff "$TMP" $SEED

@@ -195,6 +195,18 @@ RC=$?
 if [ "$RC" -eq 2 ] && grep -q "ranks 4, but the MPI launcher started 2 ranks" "$TMP/err"; then ok "$name"
 else not_ok "$name" "exit $RC: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi
 
+# --ranks and --world that disagree, outside a launcher: one usage error before any mpirun
+# starts (its ranks would each say it again), at once.
+name="--ranks 2 --world 3: one usage error, no mpirun started"
+t0=$(date +%s%N)
+timeout 30 "$MEMLIFE" run schedules/seed/*allreduce_full*.yaml --ranks 2 --world 3 >"$TMP/out" 2>"$TMP/err"
+RC=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+n=$(grep -c "^error: " "$TMP/err")
+if [ "$RC" -eq 2 ] && [ "$n" -eq 1 ] && [ "$(head -1 "$TMP/err")" = "error: --ranks 2 and --world 3 disagree" ] &&
+    [ $ms -lt 1000 ]; then ok "$name ($ms ms)"
+else not_ok "$name" "exit $RC, $n errors, $ms ms: $(head -4 "$TMP/err" | tr '\n' ' ')"; fi
+
 # Without mpirun on PATH, `--ranks N` cannot start the ranks: a clear error, exit 3.
 name="no mpirun on PATH: clear error, exit 3"
 PATH=/nonexistent MEMLIFE_MPIRUN= run run schedules/seed/*allreduce_full*.yaml --ranks 2

@@ -4,7 +4,8 @@
 # does) leaves no process of the job alive 5 s later and no result file; mpirun killed outright
 # makes memlife end and reap the ranks before it says they have ended; SIGTERM and SIGINT end the
 # job with 128 + N and no result; a SIGTERM near the end either wins (143, no result) or comes
-# too late (0, a complete result), never both. The processes of one case are found by a marker
+# too late (0, a complete result), never both; a signal, or SIGKILL of rank 0, while rank 0 writes
+# the result leaves no temp file beside it, nor does SIGTERM during predict -o's write. The processes of one case are found by a marker
 # unique to it in their argv (the -o path, which mpirun and every rank carry).
 . "$(dirname "$0")/lib.bash"
 
@@ -155,4 +156,73 @@ if [ $rc -eq 0 ] && [ -L "$TMP/$m.json" ] &&
     ok "run -o a link: the result where the link points, the link kept, no temp file"
 else
     not_ok "run -o a link" "exit $rc, $(ls -la "$TMP/$m.json" "$TMP/$m.d" 2>&1 | tr '\n' ' '): $(head -2 "$TMP/$m.err")"
+fi
+
+# 6. A signal while rank 0 writes the result: the temp file beside it (".NAME.memlife-PID.tmp.X",
+#    base/util.h ml_write_file_atomic) exists from before its fsync until the rename; a shim
+#    (tests/mpi/slow_fsync.c, LD_PRELOAD) holds the fsync 5 s and notes the writer's pid. SIGTERM
+#    to memlife then, which mpirun passes on to the ranks and follows with SIGKILL: exit 143 and
+#    nothing left beside the result; SIGKILL to the writing rank itself (which no handler sees):
+#    exit 3, and memlife removes what the rank left. predict -o, with no handler of its own:
+#    SIGTERM during its write ends it by the signal, with no temp file.
+CC=${CC:-cc}
+shim=$TMP/slow_fsync.so
+if ! $CC -shared -fPIC -o "$shim" tests/mpi/slow_fsync.c -ldl 2>"$TMP/shim.err"; then
+    skip "a signal while rank 0 writes the result" "cannot build tests/mpi/slow_fsync.c: $(head -1 "$TMP/shim.err")"
+else
+    # ASan wants to be the first library; the shim only wraps fsync
+    slow=(env LD_PRELOAD="$shim" SLOW_FSYNC_S=5 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
+    # writing MARKER: until the shim has noted a writer (at most 30 s); its pid in $WRITER.
+    writing() {
+        local k
+        for k in $(seq 300); do
+            WRITER=$(head -1 "$TMP/$1.note" 2>/dev/null)
+            [ -n "$WRITER" ] && return 0
+            sleep 0.1
+        done
+        return 1
+    }
+    for how in term-memlife kill-writer; do
+        m=write-$how-$$
+        "${slow[@]}" SLOW_FSYNC_NOTE="$TMP/$m.note" "$MEMLIFE" run $F --backend host --ranks 2 \
+            --format json -o "$TMP/$m.json" >/dev/null 2>"$TMP/$m.err" &
+        PID=$!
+        if ! writing $m; then
+            not_ok "$how while rank 0 writes" "no write began: $(head -2 "$TMP/$m.err" | tr '\n' ' ')"
+            kill -KILL $PID 2>/dev/null
+            reap "$m"
+            continue
+        fi
+        during=$(leftovers $m.json)
+        if [ $how = term-memlife ]; then kill -TERM $PID; want=143; else kill -KILL "$WRITER"; want=3; fi
+        wait $PID
+        rc=$?
+        left=$(leftovers $m.json)
+        case $during in *.tmp.*) seen=1 ;; *) seen=0 ;; esac
+        if [ $rc -eq $want ] && [ $seen = 1 ] && [ -z "$left" ] && [ "$(alive $m)" -eq 0 ]; then
+            ok "$how while rank 0 writes the result: exit $want, its temp file removed"
+        else
+            not_ok "$how while rank 0 writes the result" "exit $rc (want $want), files during '$during', after '$left'"
+            reap "$m"
+        fi
+    done
+    m=write-predict-$$
+    "${slow[@]}" SLOW_FSYNC_NOTE="$TMP/$m.note" "$MEMLIFE" predict $F --format json \
+        -o "$TMP/$m.json" >/dev/null 2>"$TMP/$m.err" &
+    PID=$!
+    if writing $m; then
+        during=$(leftovers $m.json)
+        kill -TERM $PID
+        wait $PID
+        rc=$?
+        left=$(leftovers $m.json)
+        if [ $rc -eq 143 ] && [ -n "$during" ] && [ -z "$left" ]; then
+            ok "SIGTERM while predict -o writes: exit 143, its temp file '$during' removed"
+        else
+            not_ok "SIGTERM while predict -o writes" "exit $rc, files during '$during', after '$left'"
+        fi
+    else
+        not_ok "SIGTERM while predict -o writes" "no write began: $(head -2 "$TMP/$m.err" | tr '\n' ' ')"
+        kill -KILL $PID 2>/dev/null
+    fi
 fi

@@ -102,9 +102,23 @@ static void test_read(void **state) {
     assert_string_equal(err, "is a directory, not a regular file");
     snprintf(path, sizeof path, "%s/fifo", dir);
     assert_int_equal(mkfifo(path, 0600), 0);
-    assert_int_equal(ml_input_read(path, &in, err, sizeof err), -1);   /* at once, no writer */
-    assert_string_equal(err, "is a FIFO (named pipe), not a regular file (give '-' to read "
-                             "standard input)");
+    assert_int_equal(ml_input_read(path, &in, err, sizeof err), -1);   /* no writer: a second */
+    assert_string_equal(err, "is a FIFO (named pipe) that no process writes to (waited 1000 ms)");
+    assert_true(ml_input_once(path));
+    assert_true(ml_input_once("-"));
+    assert_false(ml_input_once("/dev/null"));
+    /* with a writer holding it open, read as a stream: the bytes written, then its end */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], "steps: []\n", 10), 10);
+    close(fds[1]);
+    char fd_path[64];
+    snprintf(fd_path, sizeof fd_path, "/dev/fd/%d", fds[0]);
+    assert_int_equal(ml_input_read(fd_path, &in, err, sizeof err), 0);
+    assert_int_equal(in.len, 10);
+    assert_string_equal(in.data, "steps: []\n");
+    ml_input_free(&in);
+    close(fds[0]);
     assert_int_equal(ml_input_read("/dev/null", &in, err, sizeof err), -1);
     assert_string_equal(err, "is a character device, not a regular file (give '-' to read "
                              "standard input)");

@@ -651,7 +651,7 @@ static void p2p_ring_outside_group_deadlocks(void **state) {
     pt_free(&r);
 }
 
-/* A send with no recv, and a recv with no send, each named at its step with the peer. */
+/* A send with no recv, and a recv with no send, each at its peer (5:26), the rank it names. */
 static void p2p_unpaired(void **state) {
     lint_says("world: 2\n"
               "steps:\n"
@@ -659,7 +659,7 @@ static void p2p_unpaired(void **state) {
               "  - when: rank == 0\n"
               "    send: {buf: a, peer: 1}\n",
               0,
-              "t.yaml:5:5: error: send to rank 1 has no matching recv: rank 1 posts fewer than 1 "
+              "t.yaml:5:26: error: send to rank 1 has no matching recv: rank 1 posts fewer than 1 "
               "recvs from rank 0 [rank 0]");
     lint_says("world: 2\n"
               "steps:\n"
@@ -667,7 +667,7 @@ static void p2p_unpaired(void **state) {
               "  - when: rank == 1\n"
               "    recv: {buf: a, peer: 0}\n",
               0,
-              "t.yaml:5:5: error: recv from rank 0 has no matching send: rank 0 sends fewer than 1 "
+              "t.yaml:5:26: error: recv from rank 0 has no matching send: rank 0 sends fewer than 1 "
               "to rank 1 [rank 1]");
     /* paired, but 8 elements against 4: at the send's view, the recv's view as the note */
     lint_says_with_note("world: 2\n"

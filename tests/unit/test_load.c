@@ -333,9 +333,12 @@ static const bad_case bad_cases[] = {
     {"steps:\n  - alloc: {buf: x, bytes: 4 GiB * 4 GiB * 4 GiB}\n", "t.yaml:2:34: error: integer overflow"},
     {"steps:\n  - alloc: {buf: x, bytes: 1 / (2 - 2)}\n", "t.yaml:2:30: error: division by zero"},
     /* ... also where the scalar goes on over lines: the byte in the (folded) value is walked back
-     * to its line and column in the source. An unclosed flow mapping folds the next step into
-     * 'bytes' ("1MiB - free"): 'free' is at 3:5, not at 2:35 (column 28 + offset 7). */
-    {"steps:\n  - alloc: {buf: x, bytes: 1MiB\n  - free: x\n", "t.yaml:3:5: error: undefined name 'free'"},
+     * to its line and column in the source. A flow mapping's scalar folds its next line into
+     * 'bytes' ("1MiB - nope"): 'nope' is at 3:9, not at 2:35 (column 28 + offset 7). */
+    {"steps:\n  - alloc: {buf: x, bytes: 1MiB\n      - nope}\n", "t.yaml:3:9: error: undefined name 'nope'"},
+    /* An unclosed one folds the next step in the same way ("1MiB - free"), but the file is not
+     * YAML: the missing '}' is the error, where libyaml finds it (the ':' after 'free'). */
+    {"steps:\n  - alloc: {buf: x, bytes: 1MiB\n  - free: x\n", "t.yaml:3:9: error: did not find expected ',' or '}' (while parsing a flow mapping)"},
     {"steps:\n  - alloc: {buf: x, bytes: 4 *\n\n       q}\n", "t.yaml:4:8: error: undefined name 'q'"},
     {"steps:\n  - alloc: {buf: x, bytes: 'q''\n    + 1'}\n", "t.yaml:2:29: error: undefined name 'q'"},
     {"steps:\n  - alloc: {buf: x, bytes: '4'' +\n    q'}\n", "t.yaml:2:30: error: unexpected '''"},

@@ -378,13 +378,63 @@ static void repeat_over_max_ops(void **state) {
                         "      count: 1000\n"
                         "      steps: [{sync: device}, {sync: device}]\n",
                         1, &lim,
-                        "t.yaml:4:14: error: repeat of 1000 iterations expands to more than 100 ops");
+                        "t.yaml:4:14: error: repeat of 1000 iterations of at least 2 ops each "
+                        "expands to more than 100 ops");
     /* beyond 2^63 iterations of a body: refused, not wrapped */
     expect_expand_error("steps:\n"
                         "  - repeat: {count: 9223372036854775807, steps: [{sync: device}]}\n",
                         1, NULL,
                         "t.yaml:2:21: error: repeat of 9223372036854775807 iterations expands to "
                         "more than 50000000 ops");
+    /* 7 nested repeats of 2 around one op: 128 ops, refused at the outer count (3:14), whose
+     * body is at least 2^6 = 64 ops, before any iteration is walked */
+    char nested[1024] = "steps:\n";
+    for (int k = 0; k < 7; k++)
+        snprintf(nested + strlen(nested), sizeof nested - strlen(nested),
+                 "%*s- repeat:\n%*s    count: 2\n%*s    steps:\n", 2 + 6 * k, "", 2 + 6 * k,
+                 "", 2 + 6 * k, "");
+    snprintf(nested + strlen(nested), sizeof nested - strlen(nested), "%*s- sync: device\n",
+             2 + 6 * 7, "");
+    expect_expand_error(nested, 1, &lim,
+                        "t.yaml:3:14: error: repeat of 2 iterations of at least 64 ops each "
+                        "expands to more than 100 ops");
+    /* an inner count that names the outer index is not known before the outer body is walked:
+     * iterations 0 and 1 (0 and 50 ops) fit, the inner repeat of iteration 2 (100 more) is
+     * refused at its own count (3:59) */
+    expect_expand_error("steps:\n"
+                        "  - sync: device\n"
+                        "  - repeat: {count: 3, index: j, steps: [{repeat: {count: j * 50, "
+                        "steps: [{sync: device}]}}]}\n",
+                        1, &lim,
+                        "t.yaml:3:59: error: repeat of 100 iterations expands to more than 100 "
+                        "ops");
+}
+
+/* The bound is a lower bound: exactly max_ops ops expand (1 + 3 x 33 = 100), and steps with a
+ * `when:` count as none (a `when:` false on this rank emits nothing). */
+static void nested_repeats_at_max_ops(void **state) {
+    plan_limits lim = {.max_ops = 100};
+    static const char *const yaml[] = {
+        "steps:\n  - sync: device\n"
+        "  - repeat: {count: 3, steps: [{repeat: {count: 33, steps: [{sync: device}]}}]}\n",
+        "steps:\n  - sync: device\n"
+        "  - repeat: {count: 1000000, steps: [{when: rank == 1, sync: device}]}\n",
+    };
+    static const size_t want[] = {100, 1};
+    for (size_t k = 0; k < sizeof yaml / sizeof *yaml; k++) {
+        ml_diags d;
+        ml_diags_init(&d);
+        sched *s = tu_load(yaml[k], &d);
+        assert_non_null(s);
+        sched_params p = {.world = 2};
+        rank_plan plan;
+        if (plan_expand(s, 0, &p, 2, 0, &lim, &plan, &d) != 0)
+            pt_dump(&d);
+        assert_int_equal(plan.n_ops, want[k]);
+        plan_free(&plan);
+        sched_free(s);
+        ml_diags_free(&d);
+    }
 }
 
 static void million_ops_expand(void **state) {
@@ -425,6 +475,7 @@ int main(void) {
         cmocka_unit_test(division_by_zero_names_expression),
         cmocka_unit_test(negative_sizes_refused),
         cmocka_unit_test(repeat_over_max_ops),
+        cmocka_unit_test(nested_repeats_at_max_ops),
         cmocka_unit_test(million_ops_expand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
