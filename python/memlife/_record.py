@@ -47,6 +47,12 @@ COLLECTIVES = {
     fc.all_to_all_single.default: ("all_to_all", lambda a, r: (a[0], r)),
 }
 
+# The ops that run cuBLAS, whose first call on a thread and stream makes PyTorch allocate that
+# handle's workspace (_virtual_cuda.cublas_workspace_bytes).
+MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.ops.aten.baddbmm,
+           torch.ops.aten.addbmm, torch.ops.aten._addmm_activation, torch.ops.aten.addmv,
+           torch.ops.aten.mv}
+
 REDUCE_OPS = {"SUM": "sum", "AVG": "avg", "PRODUCT": "prod", "MIN": "min", "MAX": "max",
               "PREMUL_SUM": "sum"}
 
@@ -80,6 +86,9 @@ class Recorder(TorchDispatchMode):
         self.program = None           # the training step, whose objects name storages
         self.closed = False           # past the recorded steps: deaths are the teardown's
         self.op = None                # the op whose outputs are being tracked
+        self.workspaces = {}          # (thread, stream) -> its cuBLAS workspace
+        self.suspended = 0            # inside DTensor's sharding propagation: nothing is real
+        self._undo = []
         self._orig_resize = None
         self._opt_hooks = []
 
@@ -154,6 +163,19 @@ class Recorder(TorchDispatchMode):
         rec = self.storage_of(t)
         if rec is not None and rec.nbytes > 0:
             self.events.append(("step", {"record_stream": rec, "stream": stream.stream_id}))
+
+    def _cublas_workspace(self):
+        """On the virtual device: the cuBLAS workspace a GPU run allocates at the first matmul of
+        each thread (the program's, autograd's device thread) and stream, never freed."""
+        import threading
+        key = (threading.get_ident(), self.stream_of())
+        if key in self.workspaces or _virtual_cuda._state.workspace <= 0:
+            return
+        rec = Storage(self.next_sid, _virtual_cuda._state.workspace, key[1], "cublas", "")
+        self.next_sid += 1
+        self.workspaces[key] = rec
+        self.owners[rec.sid] = "cublas.workspace"
+        self.events.append(("alloc", rec))
 
     # --- events and synchronization ------------------------------------------------------
     def _eid(self, event, new=False):
@@ -242,7 +264,7 @@ class Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         # DTensor's sharding propagation runs ops under a FakeTensorMode of its own to learn the
         # outputs' shapes; they allocate nothing on the device (MemTracker skips them alike).
-        if active_fake_mode() is not self._fake_on_entry:
+        if self.suspended or active_fake_mode() is not self._fake_on_entry:
             return func(*args, **kwargs)
         res = _virtual_cuda.random_stand_in(func, args, kwargs) if self.virtual else \
             _virtual_cuda.NOT_RANDOM
@@ -258,6 +280,8 @@ class Recorder(TorchDispatchMode):
         for t in flat:
             self.track(t)
         self.op = None
+        if self.virtual and func.overloadpacket in MATMULS:
+            self._cublas_workspace()
         if func in COLLECTIVES:
             self._collective(func, args, kwargs, res)
         elif func in collective_ops and func not in sync_ops:
@@ -303,7 +327,31 @@ class Recorder(TorchDispatchMode):
                            register_optimizer_step_post_hook(self._opt_post)]
         self.mods.__enter__()
         self._fake_on_entry = active_fake_mode()
+        self._suspend_in_sharding_propagation()
         return super().__enter__()
+
+    def _suspend_in_sharding_propagation(self):
+        """DTensor learns its outputs' global shapes by running the op on fake tensors, under
+        the fake mode already active when there is one (ours, on the virtual device): those
+        tensors are no memory of the program's."""
+        try:
+            from torch.distributed.tensor._sharding_prop import ShardingPropagator
+        except ImportError:
+            return
+        recorder = self
+        for name in ("_propagate_tensor_meta_non_cached", "_propagate_tensor_meta"):
+            orig = ShardingPropagator.__dict__.get(name)
+            if orig is None:
+                continue
+
+            def wrapped(*a, _orig=orig, **k):
+                recorder.suspended += 1
+                try:
+                    return _orig(*a, **k)
+                finally:
+                    recorder.suspended -= 1
+            setattr(ShardingPropagator, name, wrapped)
+            self._undo.append((ShardingPropagator, name, orig))
 
     def __exit__(self, *exc):
         r = super().__exit__(*exc)
@@ -312,6 +360,9 @@ class Recorder(TorchDispatchMode):
             h.remove()
         torch.UntypedStorage.resize_ = self._orig_resize
         self._orig_resize = None
+        for obj, name, orig in reversed(self._undo):
+            setattr(obj, name, orig)
+        self._undo = []
         return r
 
 

@@ -93,12 +93,30 @@ class VirtualEvent:
         return 0.0
 
 
+def cublas_workspace_bytes(capability):
+    """The workspace PyTorch gives each cuBLAS handle and stream (CUDABlasHandlePool's
+    getChosenWorkspaceSize): CUBLAS_WORKSPACE_CONFIG's `:SIZE_KiB:COUNT` pairs when set, else
+    :4096:8 (32 MiB) from sm90 on and :4096:2:16:8 before. Measured on an H100 with PyTorch 2.11:
+    two blocks of 33554432 bytes, from the first matmul of the forward thread and of autograd's
+    device thread, held to the end."""
+    import os
+    conf = os.environ.get("CUBLAS_WORKSPACE_CONFIG", "")
+    if not conf:
+        conf = ":4096:8" if capability >= (9, 0) else ":4096:2:16:8"
+    parts = [p for p in conf.split(":") if p]
+    try:
+        return sum(int(parts[k]) * 1024 * int(parts[k + 1]) for k in range(0, len(parts) - 1, 2))
+    except ValueError:
+        return 0
+
+
 class _State:
     def __init__(self):
         self.default = VirtualStream(stream_id=0)
         self.current = self.default
         self.on_record_stream = None  # recorder's callback(tensor, stream)
         self.listener = None          # recorder's callback(what, *objects): events and syncs
+        self.workspace = 0            # cuBLAS's workspace per thread and stream (bytes)
 
 
 _state = _State()
@@ -151,6 +169,7 @@ def virtual_cuda(gpu="h100-80gb", on_record_stream=None):
         raise RuntimeError(why)
     _state.__init__()
     _state.on_record_stream = on_record_stream
+    _state.workspace = cublas_workspace_bytes(capability)
     cuda = torch.cuda
 
     def record_stream(tensor, stream):
@@ -195,6 +214,7 @@ def virtual_cuda(gpu="h100-80gb", on_record_stream=None):
         (torch.Tensor, "record_stream", record_stream),
         (torch.nn.functional, "scaled_dot_product_attention",
          _sdpa(torch.nn.functional.scaled_dot_product_attention, capability)),
+        (torch.nn.functional, "rms_norm", _rms_norm(torch.nn.functional.rms_norm)),
     ]
     saved = []
     for obj, attr, value in patches:
@@ -273,9 +293,11 @@ def runs_on_host(args, kwargs):
 def _sdpa(orig, capability):
     """scaled_dot_product_attention as a CUDA build picks its kernel: on a build without CUDA the
     choice (_fused_sdp_choice) falls to the math path, which materializes the S x S attention
-    matrix in fp32 where the flash kernel keeps only a log-sum-exp per row. The order and the
-    conditions are sdp_utils.cpp's for the common cases: flash attention (sm80 and newer, fp16 or
-    bf16, no mask, head size a multiple of 8 up to 256), else memory-efficient attention (any
+    matrix in fp32 where the fused kernels keep only a log-sum-exp per row. The order is the
+    one measured on an H100 with PyTorch 2.11 (cuDNN attention there, where flash attention was
+    expected) and sdp_utils.cpp's conditions for the common cases: cuDNN attention (sm90 and
+    newer, fp16 or bf16, head size a multiple of 8 up to 128), flash attention (sm80 and newer,
+    fp16 or bf16, no mask, head size a multiple of 8 up to 256), memory-efficient attention (any
     float dtype, a mask allowed, head size a multiple of 8, or 4 in fp32), else math; each only
     while torch.backends.cuda enables it (sdpa_kernel)."""
     aten = torch.ops.aten
@@ -289,6 +311,11 @@ def _sdpa(orig, capability):
         head = query.size(-1)
         same = head == key.size(-1) == value.size(-1) and query.size(1) == key.size(1)
         half = query.dtype in (torch.float16, torch.bfloat16)
+        grad = query.requires_grad or key.requires_grad or value.requires_grad
+        if (backends.cudnn_sdp_enabled() and capability >= (9, 0) and half and same
+                and head % 8 == 0 and head <= 128 and not enable_gqa):
+            return aten._scaled_dot_product_cudnn_attention(
+                query, key, value, attn_mask, grad, dropout_p, is_causal, False, scale=scale)[0]
         if (backends.flash_sdp_enabled() and capability >= (8, 0) and half and attn_mask is None
                 and same and head % 8 == 0 and head <= 256 and not enable_gqa):
             return aten._scaled_dot_product_flash_attention(
@@ -307,3 +334,39 @@ def _sdpa(orig, capability):
 
 def _on_virtual(t):
     return isinstance(t, torch.Tensor) and t.device.type == "cuda"
+
+
+def _rms_norm(orig):
+    """rms_norm as a CUDA build runs it: one fused kernel (aten::_fused_rms_norm: the output and
+    an fp32 reciprocal RMS per row, saved with the input for _fused_rms_norm_backward; measured
+    on an H100 with PyTorch 2.11). A build without CUDA has no such kernel for the device and
+    decomposes the op above the dispatcher (an fp32 copy of the input, its square, mean and
+    product, each a tensor); here the two ops run below autograd, under an autograd.Function
+    with the fused kernel's formula, so only their outputs are allocated."""
+    aten = torch.ops.aten
+    if not hasattr(aten, "_fused_rms_norm") or not hasattr(aten, "_fused_rms_norm_backward"):
+        return orig
+
+    class FusedRMSNorm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, input, weight, shape, eps):
+            with torch._C._AutoDispatchBelowAutograd():
+                out, rstd = aten._fused_rms_norm.default(input, shape, weight, eps)
+            ctx.save_for_backward(input, weight, rstd)
+            ctx.shape = shape
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            input, weight, rstd = ctx.saved_tensors
+            mask = [ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[1]]
+            with torch._C._AutoDispatchBelowAutograd():
+                gi, gw = aten._fused_rms_norm_backward.default(grad, input, ctx.shape, rstd,
+                                                               weight, mask)
+            return gi, gw, None, None
+
+    def rms_norm(input, normalized_shape, weight=None, eps=None):
+        if not _on_virtual(input):
+            return orig(input, normalized_shape, weight=weight, eps=eps)
+        return FusedRMSNorm.apply(input, weight, list(normalized_shape), eps)
+    return rms_norm
