@@ -12,7 +12,7 @@
 #include "cmd.h"
 #include "analysis.h"
 #include "place.h"
-#include "run_result.h"
+#include "report/measured.h"
 #include "backends/host_streams.h"
 #include "exec/inject.h"
 #include "exec/launch.h"
@@ -137,7 +137,7 @@ static void collect(report_schedule *rs, const pipeline_item *it, ml_measure *re
             snprintf(row->detail, sizeof row->detail, "%s", c->detail);
         }
         report_measured_set(&rs->measured[r], &recs[r]);
-        run_result_compare(&rs->measured[r], &it->pred[r], &it->plans[r]);
+        report_measured_compare(&rs->measured[r], &it->pred[r], &it->plans[r]);
     }
 }
 
