@@ -6,6 +6,7 @@
  * runs in a child process under a deadline; it dies with memlife. */
 #include "cmd.h"
 #include "args.h"
+#include "base/human.h"
 #include "base/locate.h"
 #include "snapshot/import.h"
 #include "snapshot/pickle.h"
@@ -242,9 +243,11 @@ int cmd_capture(int argc, char **argv) {
             ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s'", a.output);
             rc = ML_EXIT_RUNTIME;
         } else if (!a.quiet) {
+            char peak[32];
+            ml_human_size(st.requested_peak > 0 ? (uint64_t)st.requested_peak : 0, peak, sizeof peak);
             printf("%s: rank %d of world %d %s: %zu events -> %zu steps in %s; requested peak "
-                   "%lld bytes\n", spec, rank, world, on ? "on the GPU" : "on the virtual device",
-                   st.events, st.steps, a.output, (long long)st.requested_peak);
+                   "%s\n", spec, rank, world, on ? "on the GPU" : "on the virtual device",
+                   st.events, st.steps, a.output, peak);
         }
         free(yaml);
         free(name);
