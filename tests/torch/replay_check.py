@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""replay_check.py [--no-addresses] [-j N] MEMLIFE FIXTURE... — replays each allocator fixture
+"""replay_check.py [--no-addresses] [-q] [-j N] MEMLIFE FIXTURE... — replays each allocator fixture
 through memlife's torch view (the schedule from fixture_to_yaml.py, predicted by `memlife
 trace`, whose counters `torch allocated bytes` / `torch reserved bytes` give the value after
 every op) and requires allocated and reserved equal to PyTorch's at every step. At a step where
@@ -10,7 +10,8 @@ stand-in. Prints one TAP-like line per fixture and a summary line with the exact
 The schedule gives the model the segments' recorded addresses, and then every block must also
 lie where PyTorch put it (`memlife export`'s trace; not with expandable segments, whose ranges
 the model invents); --no-addresses leaves them out (the model's own guess of the driver's
-placement). -j N: N fixtures at a time."""
+placement). -j N: N fixtures at a time. -q: a line only for a fixture that differs, and the
+summary as one ok / not ok line."""
 import concurrent.futures
 import json
 import trace_counters
@@ -109,14 +110,17 @@ def replay(memlife, path, tmp):
 def main():
     args = sys.argv[1:]
     jobs = 1
+    quiet = False
     while args and args[0].startswith("-"):
         opt = args.pop(0)
         if opt == "--no-addresses":
             fixture_to_yaml.ADDRESSES = False
+        elif opt == "-q":
+            quiet = True
         elif opt == "-j":
             jobs = int(args.pop(0))
         else:
-            raise SystemExit("usage: replay_check.py [--no-addresses] [-j N] MEMLIFE FIXTURE...")
+            raise SystemExit("usage: replay_check.py [--no-addresses] [-q] [-j N] MEMLIFE FIXTURE...")
     memlife, fixtures = args[0], args[1:]
     total_ok = total = ooms = 0
     failed = placed = 0
@@ -138,13 +142,19 @@ def main():
                 print("not ok - torch replay %s: %d/%d steps exact; first: %s" % (name, ok_steps, checked, bad))
             else:
                 placed += addressed
+                if quiet:
+                    continue
                 print("ok - torch replay %s: %d/%d steps exact%s%s" % (
                     name, ok_steps, checked,
                     " (%d out-of-memory predicted at their step)" % n_oom if n_oom else "",
                     ", every block at PyTorch's address" if addressed else ""))
-    print("# torch replay: %d of %d steps exact in %d fixtures (%d fixtures differ); %d of them "
-          "out-of-memory steps, each predicted at its line; every block at PyTorch's address in "
-          "%d fixtures" % (total_ok, total, len(fixtures), failed, ooms, placed))
+    summary = ("torch replay: %d of %d steps exact in %d fixtures (%d fixtures differ); %d of them "
+               "out-of-memory steps, each predicted at its line; every block at PyTorch's address in "
+               "%d fixtures" % (total_ok, total, len(fixtures), failed, ooms, placed))
+    if quiet:   # one line for them all; a fixture that differs has its own line above
+        print("%s - %s" % ("not ok" if failed else "ok", summary))
+    else:
+        print("# " + summary)
     return 1 if failed else 0
 
 
