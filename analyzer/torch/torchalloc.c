@@ -182,29 +182,13 @@ void torchalloc_set_segment_addresses(torchalloc *ta, const uint64_t *addr, size
     ta->n_seg_addr = n;
 }
 
-/* A new cudaMalloc segment at the caller's next address (torchalloc_set_segment_addresses),
- * linked into the address-ordered segment list; -1 when the list is used up or the address
- * would overlap a live segment (the caller's list is not the model's history). */
-static int32_t alloc_listed_segment(torchalloc *ta, int large, uint32_t stream, uint64_t asz) {
-    if (ta->seg_made >= ta->n_seg_addr)
-        return -1;
-    uint64_t a = ta->seg_addr[ta->seg_made];
-    if (a > ML_BYTES_MAX - asz)
-        return -1;
+/* A new segment record at address a, linked into the address-ordered list of live segments. */
+static int32_t new_seg_at(torchalloc *ta, uint64_t a) {
     int32_t after = -1;   /* the live segment just below */
-    for (int32_t k = ta->seg_first; k >= 0; k = ta->s[k].lnext) {
-        const tseg *o = &ta->s[k];
-        if (a < o->addr + o->vsize && o->addr < a + asz)
-            return -1;
-        if (o->addr < a)
-            after = k;
-    }
-    ta->seg_made++;
+    for (int32_t k = ta->seg_first; k >= 0 && ta->s[k].addr < a; k = ta->s[k].lnext)
+        after = k;
     int32_t sg = ta_new_seg(ta, after < 0);
     tseg *s = &ta->s[sg];
-    s->vsize = s->mapped = asz;
-    s->stream = stream;
-    s->large = (uint8_t)large;
     s->addr = a;
     if (after >= 0 && s->lprev != after) {   /* ta_new_seg appended it: move it after `after` */
         ta->seg_last = s->lprev;
@@ -214,7 +198,45 @@ static int32_t alloc_listed_segment(torchalloc *ta, int large, uint32_t stream, 
         ta->s[s->lnext].lprev = sg;
         ta->s[after].lnext = sg;
     }
+    return sg;
+}
+
+static int32_t cuda_segment(torchalloc *ta, int32_t sg, int large, uint32_t stream, uint64_t asz) {
+    tseg *s = &ta->s[sg];
+    s->vsize = s->mapped = asz;
+    s->stream = stream;
+    s->large = (uint8_t)large;
     return segment_block(ta, sg, large, stream, asz);
+}
+
+/* A new cudaMalloc segment at the caller's next address (torchalloc_set_segment_addresses),
+ * linked into the address-ordered segment list; -1 when the list is used up or the address
+ * would overlap a live segment (the caller's list is not the model's history). */
+static int32_t alloc_listed_segment(torchalloc *ta, int large, uint32_t stream, uint64_t asz) {
+    if (ta->seg_made >= ta->n_seg_addr)
+        return -1;
+    uint64_t a = ta->seg_addr[ta->seg_made];
+    if (a > ML_BYTES_MAX - asz)
+        return -1;
+    for (int32_t k = ta->seg_first; k >= 0; k = ta->s[k].lnext) {
+        const tseg *o = &ta->s[k];
+        if (a < o->addr + o->vsize && o->addr < a + asz)
+            return -1;
+    }
+    ta->seg_made++;
+    return cuda_segment(ta, new_seg_at(ta, a), large, stream, asz);
+}
+
+/* A new cudaMalloc segment where the driver would put it (torchplace.c); -1 where it finds
+ * no room. */
+static int32_t alloc_placed_segment(torchalloc *ta, int large, uint32_t stream, uint64_t asz) {
+    uint64_t heap, heap_end, a = ta_place_segment(ta, asz, &heap, &heap_end);
+    if (!a)
+        return -1;
+    int32_t sg = new_seg_at(ta, a);
+    ta->s[sg].heap = heap;
+    ta->s[sg].heap_end = heap_end;
+    return cuda_segment(ta, sg, large, stream, asz);
 }
 
 /* alloc_block: a new segment of alloc_size (cudaMalloc), or expandable pages. */
@@ -235,18 +257,24 @@ static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t 
         int32_t i = alloc_listed_segment(ta, large, stream, asz);
         if (i >= 0)
             return i;
+    } else if (!ta->segments_up) {
+        /* Where the driver puts it decides which of two equal free blocks best fit takes (the
+         * lower address): churn_s1__rup4 step 129 (tests/torch/fixtures) has two free 10 MiB
+         * blocks, in the segments made at steps 6 and 21, and PyTorch took the later one, which
+         * the driver had put 570 MiB lower; increasing addresses took the other and were off
+         * by 1 MiB from step 137. */
+        int32_t i = alloc_placed_segment(ta, large, stream, asz);
+        if (i >= 0)
+            return i;
     }
+    /* The other order (torchalloc_set_segment_order), segments past a caller's list, and
+     * requests with no room left below the placement's region: each new segment below (or,
+     * upwards, above) the ones before it. */
     int32_t sg = ta_new_seg(ta, !ta->segments_up);
     tseg *s = &ta->s[sg];
     s->vsize = s->mapped = asz;
     s->stream = stream;
     s->large = (uint8_t)large;
-    /* A new cudaMalloc segment lies below the ones before it. Where the driver puts it decides
-     * which of two equal free blocks best fit takes (the lower address): churn_s1__rup4 step
-     * 129 (tests/torch/fixtures) has two free 10 MiB blocks, in the segments made at steps 6 and
-     * 21, and PyTorch took the later one, which the driver had put 570 MiB lower; increasing
-     * addresses took the other and were off by 1 MiB from step 137. The driver's placement is
-     * not documented; "each new segment below the last" matches every fixture. */
     uint64_t span = (asz + TORCHALLOC_KROUND_LARGE - 1) / TORCHALLOC_KROUND_LARGE *
                     TORCHALLOC_KROUND_LARGE;
     if (ta->segments_up) {   /* the other order (torchalloc_set_segment_order): upwards */
@@ -256,11 +284,11 @@ static int32_t alloc_block(torchalloc *ta, int large, uint32_t stream, uint64_t 
         ta->down_addr += span;
         s->addr = ((uint64_t)1 << 47) - ta->down_addr;
     }
-    if (ta->seg_addr) {   /* below every live segment, listed ones included */
+    if (ta->seg_addr || !ta->segments_up) {   /* below every live segment, placed ones included */
         for (int32_t k = ta->seg_first; k >= 0; k = ta->s[k].lnext)
             if (k != sg && ta->s[k].addr < s->addr + span)
                 s->addr = ta->s[k].addr > span ? ta->s[k].addr - span : 0;
-        ta->seg_made++;
+        ta->seg_made += ta->seg_addr != NULL;
     }
     return segment_block(ta, sg, large, stream, asz);
 }

@@ -8,8 +8,8 @@
  * The model keeps PyTorch's data structures (free blocks ordered by (stream, size, address),
  * unmapped ranges ordered by (stream, address), segments as linked block chains) so that ties
  * are broken the same way; only the device is fake: addresses are deterministic and 2 MiB
- * aligned (each new cudaMalloc segment below the ones before it, as the H200's driver placed them
- * in the fixtures, unless the caller lists the real ones: torchalloc_set_segment_addresses;
+ * aligned (new cudaMalloc segments ordered as the driver placed them on the H100 and H200,
+ * torchplace.c, unless the caller lists the real ones: torchalloc_set_segment_addresses;
  * expandable segments upwards), and "cudaMalloc fails" means a configured limit or capacity is
  * crossed.
  *
@@ -136,17 +136,17 @@ void torchalloc_destroy(torchalloc *ta);
  * without a fraction set.  0 (the default): unlimited. */
 void torchalloc_set_capacity(torchalloc *ta, uint64_t bytes);
 
-/* Where new cudaMalloc segments go: below every live one (0, the default: what the H200's driver
- * did in every fixture) or above (1).  The driver does not document its placement; a caller
+/* Where new cudaMalloc segments go: where the driver's placement puts them (0, the default:
+ * torchplace.c) or above every live one (1).  The driver does not document its placement; a caller
  * replays a second model with the other order to see whether a prediction depends on it
  * (order_ties, under torchalloc_watch_ties, counts where it might).  Call before the first
  * malloc. */
 void torchalloc_set_segment_order(torchalloc *ta, int upwards);
 /* The addresses of the first n cudaMalloc segments, in the order they are made (an imported
  * snapshot's segment_alloc events): best fit then breaks ties between equal free blocks in
- * different segments as the driver's placement did, instead of by the guess above. A listed
- * address whose segment would overlap a live one is not used (the segment goes below every live
- * one); segments past the list go below every live one too. addr stays the caller's and must
+ * different segments as the driver's placement did, instead of by the model's placement. A
+ * listed address whose segment would overlap a live one is not used (the segment goes below
+ * every live one); segments past the list go below every live one too. addr stays the caller's and must
  * outlive the model. Call before the first malloc. */
 void torchalloc_set_segment_addresses(torchalloc *ta, const uint64_t *addr, size_t n);
 /* Count order_ties from now on (1) or stop (0, the default: the check costs a few percent). */

@@ -42,6 +42,7 @@ typedef struct tseg {
     uint8_t large, expandable, alive;
     int32_t head;    /* first block */
     int32_t lprev, lnext; /* live segments in address order */
+    uint64_t heap, heap_end; /* the driver's address range it lies in (torchplace.c); 0 unplaced */
 } tseg;
 
 typedef struct tuse {
@@ -132,7 +133,7 @@ struct torchalloc {
     size_t last_st;
     tpool pool[2];
     uint64_t next_addr;        /* expandable segments: upwards from 2^45 */
-    uint64_t down_addr;        /* cudaMalloc segments: downwards from 2^47 (alloc_segment) */
+    uint64_t down_addr;        /* cudaMalloc segments past a caller's list: downwards from 2^47 */
     uint64_t pending_events;
     int32_t *scratch;
     size_t capscratch;
@@ -161,6 +162,9 @@ int32_t ta_split_piece(torchalloc *ta, int32_t i, uint64_t addr, uint64_t size, 
 int ta_is_split(const torchalloc *ta, int32_t i);
 uint64_t ta_try_merge(torchalloc *ta, int32_t dst, int32_t src); /* try_merge_blocks */
 void ta_synchronize_and_free_events(torchalloc *ta);
+/* torchplace.c: the address of a new cudaMalloc segment of `size` bytes and the range it
+ * lies in; 0 where there is no room below the model's region. */
+uint64_t ta_place_segment(torchalloc *ta, uint64_t size, uint64_t *heap, uint64_t *heap_end);
 /* torchrelease.c */
 void ta_release_cached_blocks(torchalloc *ta);
 int ta_release_available_cached_blocks(torchalloc *ta, int large, uint32_t stream, uint64_t size);

@@ -44,8 +44,8 @@ for e in t:
     assert set(e) >= {"action", "addr", "size", "stream", "time_us", "frames"}, e.keys()
 segs = [(s["total_size"] // M, s["segment_type"], [(b["size"] // M, b["state"]) for b in s["blocks"]])
         for s in d["segments"]]
-# in address order: each new segment sits below the earlier ones, as the H200's driver placed
-# them (docs/torch.md), so gathered (the newest) comes first
+# in address order: each of these large segments gets a heap of its own below the earlier ones,
+# as the driver placed them (docs/torch.md, Addresses), so gathered (the newest) comes first
 assert segs == [(256, "large", [(256, "active_allocated")]), (128, "large", [(128, "inactive")]),
                 (256, "large", [(256, "inactive")])], segs
 alive = [b for s in d["segments"] for b in s["blocks"] if b["state"] == "active_allocated"]

@@ -14,6 +14,12 @@ Usage (on a machine with a CUDA GPU and PyTorch):
 One JSON file per sequence x configuration is written to DIR, plus DIR/summary.json. A failing
 sequence is recorded in the summary (and in its fixture's "error") and does not stop the others.
 Only the standard library is needed in the parent; the child needs torch.
+
+    python3 tests/torch/collect_allocator.py --batch --out DIR [-j 14] [--per-process 40] [--tar T]
+
+replays the generated corpus (CORPUS: 500 sequences of 400 steps, 1660 fixtures) instead, many
+sequences a process, one configuration a process, each sequence from an empty allocator (see
+tests/torch/fixtures/allocator_corpus.md), and packs the fixtures and the summary into T.
 """
 import argparse
 import concurrent.futures

@@ -113,8 +113,8 @@ fi
 # segments above the old, differs first at op 638 with the GPU re-run's 112456704; the first tie
 # is op 111; the peak (166820352) is the same. a_train: no difference, null. The import writes
 # the recording's segment addresses (torch: {addresses:}), which make the order known and the
-# note null; without them the model guesses "each new segment below the last", as a schedule
-# written by hand does.
+# note null; without them the model places the segments itself (analyzer/torch/torchplace.c),
+# as for a schedule written by hand.
 "$MEMLIFE" import $SNAP/b_fsdp2.pickle -o "$TMP/b_addr.yaml" -q
 "$MEMLIFE" import $SNAP/a_train.pickle -o "$TMP/a_addr.yaml" -q
 sed 's/^torch: {addresses: \[[0-9, ]*\]}$/torch: {}/' "$TMP/b_addr.yaml" >"$TMP/b.yaml"

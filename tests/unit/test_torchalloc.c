@@ -47,14 +47,16 @@ static void expect(torchalloc *ta, uint64_t allocated, uint64_t reserved) {
 }
 
 typedef struct {
-    uint64_t size[64];
+    uint64_t size[64], addr[64];
     size_t n;
 } seglist;
 
 static int seg_cb(void *user, const torchalloc_segment_info *s) {
     seglist *l = user;
-    if (l->n < 64)
+    if (l->n < 64) {
+        l->addr[l->n] = s->addr;
         l->size[l->n++] = s->size;
+    }
     return 0;
 }
 
@@ -94,15 +96,86 @@ static void worked_example(void **state) {
     int64_t e = m(ta, 25 * MiB, 0);
     expect(ta, 40894976, 50331648);
     /* fact sheet: segments 2 MiB, 20 MiB, 26 MiB (e's 1 MiB remainder is not > 1 MiB); the walk
-     * is in address order, and each new segment lies below the earlier ones (torchalloc.h) */
+     * is in address order: 26 MiB lowest, in a heap of its own, then the 2 MiB and 20 MiB ones
+     * in the holes above the heaps, as the H200 placed them (torchplace.c;
+     * tests/torch/fixtures/allocator/worked_example__default.json) */
     seglist l = segments(ta);
     assert_int_equal(l.n, 3);
     assert_int_equal(l.size[0], 26 * MiB);
-    assert_int_equal(l.size[1], 20 * MiB);
-    assert_int_equal(l.size[2], 2 * MiB);
+    assert_int_equal(l.size[1], 2 * MiB);
+    assert_int_equal(l.size[2], 20 * MiB);
     (void)c;
     (void)d;
     (void)e;
+    torchalloc_destroy(ta);
+}
+
+/* The address of the live segment of this size (the only one). */
+static uint64_t seg_addr(const torchalloc *ta, uint64_t size) {
+    seglist l = segments(ta);
+    size_t found = 0;
+    uint64_t a = 0;
+    for (size_t k = 0; k < l.n; k++)
+        if (l.size[k] == size) {
+            found++;
+            a = l.addr[k];
+        }
+    assert_int_equal(found, 1);
+    return a;
+}
+
+/* The driver's placement (torchplace.c), offsets as the H200 measured them: the worked example's
+ * 2 MiB segment, 20 MiB 74 MiB above it, 26 MiB 446 MiB below it (worked_example__default.json:
+ * 0x7effa3e00000, 0x7effa8800000, 0x7eff88000000). */
+static void placement_worked_example(void **state) {
+    (void)state;
+    torchalloc *ta = make("", 0);
+    m(ta, 1000, 0);
+    m(ta, 3 * MiB, 0);
+    m(ta, 25 * MiB, 0);
+    uint64_t a2 = seg_addr(ta, 2 * MiB);
+    assert_int_equal(seg_addr(ta, 20 * MiB) - a2, 74 * MiB);
+    assert_int_equal(a2 - seg_addr(ta, 26 * MiB), 446 * MiB);
+    torchalloc_destroy(ta);
+}
+
+/* One stream a request, so that no cached block serves another: 12 MiB twice fills the 24 MiB
+ * hole, the second right above the first; the third opens a heap (one 32 MiB chunk) just below
+ * the region, the fourth takes its tail (sizes_large step 26: 12 MiB right above 10 MiB); 40
+ * MiB gets two chunks below that heap, 20 MiB the tail of those. Released heaps' chunks serve
+ * again (gc__limit1g step 21), except as a run a new heap would fill exactly with a live heap
+ * right below it (torchplace.c). Offsets from the first. */
+static void placement_heaps(void **state) {
+    (void)state;
+    torchalloc *ta = make("", 0);
+    static const uint64_t mib[6] = {12, 12, 12, 12, 40, 20};
+    int64_t id[6];
+    for (uint32_t k = 0; k < 6; k++)
+        id[k] = m(ta, mib[k] * MiB, k + 1);
+    /* address order: 40 MiB (-584), 20 (-544), 12 (-520), 12 (-508), then the first 12 (0) and
+     * the second (+12) in the hole */
+    static const int64_t at[6] = {-584, -544, -520, -508, 0, 12};
+    static const uint64_t size[6] = {40, 20, 12, 12, 12, 12};
+    seglist l = segments(ta);
+    assert_int_equal(l.n, 6);
+    int64_t first = (int64_t)l.addr[4];
+    for (size_t k = 0; k < 6; k++) {
+        assert_int_equal(l.size[k], size[k] * MiB);
+        assert_int_equal((int64_t)l.addr[k] - first, at[k] * (int64_t)MiB);
+    }
+    /* the first heap released: 30 MiB would fill its chunk exactly, the 40 MiB heap right below,
+     * and goes below every heap instead (-616); with the 40 MiB heap released too, 64 MiB
+     * takes two of the three free chunks there, the top ones (-552) */
+    torchalloc_free(ta, id[2]);
+    torchalloc_free(ta, id[3]);
+    torchalloc_empty_cache(ta);
+    m(ta, 30 * MiB, 7);
+    assert_int_equal((int64_t)seg_addr(ta, 30 * MiB) - first, -616 * (int64_t)MiB);
+    torchalloc_free(ta, id[4]);
+    torchalloc_free(ta, id[5]);
+    torchalloc_empty_cache(ta);
+    m(ta, 64 * MiB, 8);
+    assert_int_equal((int64_t)seg_addr(ta, 64 * MiB) - first, -552 * (int64_t)MiB);
     torchalloc_destroy(ta);
 }
 
@@ -394,13 +467,14 @@ static void record_stream_delays_reuse(void **state) {
     assert_int_equal(s.pending_free, 12 * MiB); /* completion is only looked at in malloc */
     assert_int_equal(completed, 1);
     /* next malloc: process_events returns b first; best fit among equal sizes is the lower
-     * address: c's segment, made later and so placed lower (torchalloc.h) */
+     * address: b's segment, which the driver put at the bottom of a 24 MiB hole and c's right
+     * above it (torchplace.c) */
     int64_t d = m(ta, 12 * MiB, 0);
     assert_int_equal(completed, 2);
     expect(ta, 12 * MiB, 24 * MiB);
-    assert_int_equal(d, c); /* b's block came back to the pool; c's lower one was handed out */
+    assert_int_equal(d, b); /* b's block came back to the pool and, the lower one, was handed out */
     int64_t e = m(ta, 12 * MiB, 0);
-    assert_int_equal(e, b); /* and b's block is the other 12 MiB block, reused without growth */
+    assert_int_equal(e, c); /* and c's block is the other 12 MiB block, reused without growth */
     expect(ta, 24 * MiB, 24 * MiB);
     torchalloc_free(ta, e);
     /* nothing submitted since the last completion: the event is complete at once, the block
@@ -468,9 +542,9 @@ static void release_available_oversize(void **state) {
     m(ta, 15 * MiB, 0);
     expect(ta, 16 * MiB, 66 * MiB);
     seglist l = segments(ta);
-    assert_int_equal(l.n, 2);   /* address order: the newer 16 MiB segment lies lower */
-    assert_int_equal(l.size[0], 16 * MiB);
-    assert_int_equal(l.size[1], 50 * MiB);
+    assert_int_equal(l.n, 2);   /* address order: the 16 MiB segment fits the hole above the heaps */
+    assert_int_equal(l.size[0], 50 * MiB);
+    assert_int_equal(l.size[1], 16 * MiB);
     torchalloc_destroy(ta);
 }
 
@@ -897,6 +971,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(worked_example),
         cmocka_unit_test(worked_example_expandable),
+        cmocka_unit_test(placement_worked_example),
+        cmocka_unit_test(placement_heaps),
         cmocka_unit_test(round_and_segment_sizes),
         cmocka_unit_test(roundup_power2_divisions),
         cmocka_unit_test(oversize_rules),

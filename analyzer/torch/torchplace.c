@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* torchplace.c — where the CUDA driver puts a new cudaMalloc segment, as far as the order of
+ * segments goes: best fit breaks ties between equal free blocks in different segments by
+ * address, so the model needs the driver's order, not its addresses (docs/torch.md,
+ * Addresses).
+ *
+ * What the segment addresses recorded on an H100 and an H200 with PyTorch 2.11 show
+ * (tests/torch/fixtures/allocator_corpus.tar.xz: 17263 segments in 1150 sequences; the 53
+ * fixtures of tests/torch/fixtures/allocator/), the driver's placement as this file models it:
+ *
+ * - Address space comes in 32 MiB-aligned chunks.  A cudaMalloc of s bytes that finds no room
+ *   gets a heap of ceil(s / 32 MiB) chunks of its own, at the highest place below the region
+ *   where no live heap is (top-down: the first ones sit just below it, then each lower), and
+ *   the segment at the heap's start.  A 300 MiB request gets 320 MiB of address space, a 20
+ *   MiB one a 32 MiB chunk.  A free run that the heap would fill exactly, with a live heap
+ *   right below it, is passed over: of the new heaps where that rule decides, 285 went lower
+ *   and 51 took the run (counted given the recorded addresses, each placement from the
+ *   measured state).
+ * - A later segment that fits the free space left in a live heap (its tail, or what a freed
+ *   segment left) goes there, at the lowest such address in any heap, never across a heap's
+ *   end: a 12 MiB request after a 10 MiB one lies right above it (sizes_large step 26, 10 MiB
+ *   above), a 2 MiB one takes the tail of a 24 MiB one.  A heap goes when its last segment is
+ *   freed, and its chunks serve new heaps again (gc__limit1g step 21: 250 MiB over two freed
+ *   100 MiB heaps).
+ * - Above the heaps is the region the process had before its first cudaMalloc: in a PyTorch
+ *   2.11 process with one stream it has a 2 MiB hole 414 MiB above the heaps' top and a 24 MiB
+ *   one at 488 MiB (the first 2 MiB segment goes to the first, a first 20 MiB one to the
+ *   second), lower heaps' space being lower addresses, so a hole is used only when no heap
+ *   has room.  A process that made more streams first (the corpus's shards with the streams
+ *   family) had other holes; so will one whose libraries cudaMalloc'd for themselves. With the
+ *   recorded addresses the model needs none of this (torchalloc_set_segment_addresses).
+ *
+ * Replayed without their addresses, the corpus's 1150 sequences with cudaMalloc segments are
+ * exact at 459952 of 460021 steps with this placement (3 sequences differ from some step on),
+ * 458192 with "each new segment below the last" (22 differ): replay_check.py --no-addresses.
+ * What it misses: where in a heap's free space a segment goes when there are several places
+ * (empty_cache_018__default step 173: a 2 MiB segment at the top of a free space, not the
+ * bottom of the lowest), and under a memory fraction with many releases it is right for 25 of
+ * 62 segments of limit_033__gc08_maxsplit64_limit1g. */
+#include "torch/torchalloc_int.h"
+
+#define MiB ((uint64_t)1 << 20)
+#define CHUNK (32 * MiB)
+
+/* The region above the heaps: its base (the heaps' top) and its holes, as offsets from it. */
+#define REGION (((uint64_t)1 << 47) - ((uint64_t)4 << 30))
+static const struct {
+    uint64_t off, size;
+} holes[] = {{414 * MiB, 2 * MiB}, {488 * MiB, 24 * MiB}};
+#define NHOLES (sizeof holes / sizeof holes[0])
+
+static int placed(const tseg *s) { return !s->expandable && s->heap_end; }
+
+/* The lowest address in [lo, hi) that no live placed segment in it covers for `size` bytes,
+ * walking the address-ordered segments from `k`; 0 if none. */
+static uint64_t room_in(const torchalloc *ta, int32_t k, uint64_t lo, uint64_t hi, uint64_t size) {
+    uint64_t cur = lo;
+    for (; k >= 0 && ta->s[k].addr < hi; k = ta->s[k].lnext) {
+        const tseg *s = &ta->s[k];
+        if (!placed(s) || s->addr + s->vsize <= lo)
+            continue;
+        if (s->addr >= cur && s->addr - cur >= size)
+            return cur;
+        if (s->addr + s->vsize > cur)
+            cur = s->addr + s->vsize;
+    }
+    return hi > cur && hi - cur >= size ? cur : 0;
+}
+
+/* The start of the highest run of `span` bytes below the region that no live heap overlaps,
+ * passing over a run it would fill exactly, a live heap right below it. */
+static uint64_t free_run(const torchalloc *ta, uint64_t span) {
+    uint64_t top = REGION;
+    for (;;) {
+        if (span > top)
+            return 0;
+        uint64_t lo = top - span, clash = top, below = 0;
+        for (int32_t k = ta->seg_first; k >= 0; k = ta->s[k].lnext) {
+            const tseg *s = &ta->s[k];
+            if (!placed(s) || s->heap >= REGION)
+                continue;
+            if (s->heap < top && lo < s->heap_end && s->heap < clash)
+                clash = s->heap;
+            if (s->heap_end == lo)
+                below = s->heap;
+        }
+        if (clash == top && !below)
+            return lo;
+        top = clash == top ? below : clash;
+    }
+}
+
+uint64_t ta_place_segment(torchalloc *ta, uint64_t size, uint64_t *heap, uint64_t *heap_end) {
+    /* room in a live heap: heaps in address order, each walked from its lowest segment */
+    for (int32_t k = ta->seg_first; k >= 0; k = ta->s[k].lnext) {
+        const tseg *s = &ta->s[k];
+        if (!placed(s) || s->heap >= REGION || (s->lprev >= 0 && placed(&ta->s[s->lprev]) &&
+                                                 ta->s[s->lprev].heap == s->heap))
+            continue; /* not the first segment of its heap */
+        uint64_t a = room_in(ta, k, s->heap, s->heap_end, size);
+        if (a) {
+            *heap = s->heap;
+            *heap_end = s->heap_end;
+            return a;
+        }
+    }
+    for (size_t h = 0; h < NHOLES; h++) {
+        uint64_t a = room_in(ta, ta->seg_first, REGION + holes[h].off, REGION + holes[h].off + holes[h].size, size);
+        if (a) {
+            *heap = REGION;
+            *heap_end = REGION + holes[NHOLES - 1].off + holes[NHOLES - 1].size;
+            return a;
+        }
+    }
+    uint64_t span = (size + CHUNK - 1) / CHUNK * CHUNK;
+    if (span < size)
+        return 0;
+    uint64_t a = free_run(ta, span);
+    if (a) {
+        *heap = a;
+        *heap_end = a + span;
+    }
+    return a;
+}
