@@ -11,7 +11,7 @@
  * block from its start, and best fit has only one candidate when one free block is in the pool.
  * So (A) every initial segment is created by one placeholder of its size (two of 1 MiB for a
  * small 2 MiB segment: a request of 1 MiB or less goes to the small pool), in descending address
- * order because the model, like the H200's driver, puts each new segment below the earlier ones;
+ * order, each at its recorded address (`torch: {addresses:}` gives the model the snapshot's);
  * (B) one segment at a time, its placeholders are freed and its blocks and the gaps between them
  * are allocated in address order, each landing at its recorded offset; (C) the gaps are freed.
  * A live block longer than its rounded request (the allocator did not split off a tail of 1 MiB
