@@ -122,8 +122,8 @@ static void test_own_mpirun(void **state) {
     clear_env();
 }
 
-/* ml_place_command: the placement of a's --gpus / --ranks / --world, written into a command's
- * own fields (run, bench and equiv keep them in their contexts), nothing written on a refusal. */
+/* ml_place_job: the placement of a's --gpus / --ranks / --world, written into the job (run,
+ * bench and equiv run through it), nothing written on a refusal. */
 static void test_into_fields(void **state) {
     (void)state;
     clear_env();
@@ -131,35 +131,36 @@ static void test_into_fields(void **state) {
     setenv("OMPI_COMM_WORLD_RANK", "3", 1);
     ml_args a;
     memset(&a, 0, sizeof a);
-    bool mpi = false, launch = true;
-    int world = -1, rank = -1, n_local = -1;
-    assert_int_equal(ml_place_command("bench", &a, &mpi, &world, &rank, &n_local, &launch), 0);
-    assert_true(mpi);
+    bool launch = true;
+    rt_job j;
+    memset(&j, 0, sizeof j);
+    assert_int_equal(ml_place_job("bench", &a, &j, &launch), 0);
+    assert_true(j.mpi);
     assert_false(launch);
-    assert_int_equal(world, 4);
-    assert_int_equal(rank, 3);
-    assert_int_equal(n_local, 1);
+    assert_int_equal(j.world, 4);
+    assert_int_equal(j.rank, 3);
+    assert_int_equal(j.n_local, 1);
     a.world = 8;   /* against the launcher's 4 ranks: refused, the fields left alone */
-    world = rank = n_local = -1;
+    j.world = j.rank = j.n_local = -1;
     int saved;
     char line[256];
     FILE *tmp = capture_stderr(&saved);
-    int rc = ml_place_command("bench", &a, &mpi, &world, &rank, &n_local, &launch);
+    int rc = ml_place_job("bench", &a, &j, &launch);
     captured_line(tmp, saved, line, sizeof line);
     assert_int_equal(rc, 2);
     assert_string_equal(line, "error: --world 8, but the MPI launcher started 4 ranks");
-    assert_int_equal(world, -1);
-    assert_int_equal(rank, -1);
-    assert_int_equal(n_local, -1);
+    assert_int_equal(j.world, -1);
+    assert_int_equal(j.rank, -1);
+    assert_int_equal(j.n_local, -1);
     clear_env();
     a.world = 0;
     a.backend.ranks = 2;   /* no launcher: memlife's own mpirun at --ranks */
-    assert_int_equal(ml_place_command("bench", &a, &mpi, &world, &rank, &n_local, &launch), 0);
+    assert_int_equal(ml_place_job("bench", &a, &j, &launch), 0);
     assert_true(launch);
-    assert_true(mpi);
-    assert_int_equal(world, 2);
-    assert_int_equal(rank, 0);
-    assert_int_equal(n_local, 1);
+    assert_true(j.mpi);
+    assert_int_equal(j.world, 2);
+    assert_int_equal(j.rank, 0);
+    assert_int_equal(j.n_local, 1);
 }
 
 int main(void) {
