@@ -91,3 +91,17 @@ bad "no such file" 2 "no such file" "$B/none.py"
 run capture "$P" --world 2 --rank 2
 if [ "$RC" = 2 ] && grep -q "rank 2 is not a rank of world 2" "$TMP/err"; then ok "capture bad: --rank outside the world"
 else not_ok "capture bad: --rank outside the world" "exit $RC: $(cat "$TMP/err")"; fi
+
+# the torch backend re-runs a captured step: 2 ranks over gloo, measured = predicted on each
+if command -v mpirun >/dev/null && "$MEMLIFE" --version | grep -q '^backends:.*torch'; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    run capture "$P" --world 2 -o "$TMP/c2.yaml" -q
+    run run "$TMP/c2.yaml" --backend torch --ranks 2 --format json -o "$TMP/r2.json"
+    m=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(sum(1 for s in d["schedules"] for r in s["ranks"] if r.get("match")))' "$TMP/r2.json" 2>/dev/null)
+    if [ "$RC" = 0 ] && [ "$m" = 2 ]; then ok "capture re-run: the torch backend runs the captured step, measured = predicted on both ranks"
+    else not_ok "capture re-run" "exit $RC, $m ranks matched: $(head -c 300 "$TMP/err")"; fi
+else
+    echo "skip - capture re-run: no mpirun or no torch backend here"
+fi
