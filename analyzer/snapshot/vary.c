@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* vary.c — captures at several values of the lets as one schedule (vary.h says how).
  *
- * Two imports per capture would do, but one suffices for all but the first: every capture is
- * imported once with each size written as "$" (its value kept), so the documents compare as
- * text; the first is imported again with the fitted expressions in their places. Both imports
- * of the first capture write the same sizes in the same order (the importer is deterministic),
- * which the count of expressions used checks. */
+ * Every capture is imported once with each size written as "$" (its value kept), so that the
+ * documents compare as text; the first is imported once more with the fitted expressions in
+ * the placeholders' places. Both imports of the first capture write the same sizes in the same
+ * order (the importer is deterministic), which the count of expressions used checks. */
 #include "snapshot/vary.h"
 
 #include <inttypes.h>
@@ -409,18 +408,19 @@ int snapshot_vary(json_t *const *snaps, const vary_let *lets, size_t n_lets,
             rc = fail(err, errlen, "the first capture's second import wrote %zu sizes, not %zu",
                       c.next, n_sizes);
         if (!rc) {
-            ml_str_printf(&out, "# memlife capture of %s at %zu points: %zu steps, the sizes of "
-                          "the steps fitted as\n# expressions of ",
-                          o->source ? o->source : "a program", n_points, st[0].steps);
+            ml_str_printf(&out, "# memlife capture of %s at %zu points: %zu steps whose sizes "
+                          "are expressions\n# of ", o->source ? o->source : "a program",
+                          n_points, st[0].steps);
             for (size_t k = 0; k < n_lets; k++)
                 ml_str_printf(&out, "%s%s", k ? (k + 1 == n_lets ? " and " : ", ") : "",
                               lets[k].name);
-            ml_str_printf(&out, " (affine in each); at a captured point --set gives that\n"
-                          "# capture's sizes exactly. Captured:\n");
+            ml_str_printf(&out, ", fitted to the captures (affine in each); at a captured "
+                          "point, --set gives\n# that capture's sizes exactly. Captured "
+                          "(requested bytes):\n");
             for (size_t g = 0; g < n_points; g++) {
                 vary_point_text(lets, n_lets, g, pt, sizeof pt);
-                ml_str_printf(&out, "#   %s: requested steady %" PRId64 ", peak %" PRId64 "\n",
-                              pt, st[g].requested_final, st[g].requested_peak);
+                ml_str_printf(&out, "#   %s: steady %" PRId64 ", peak %" PRId64 "\n", pt,
+                              st[g].requested_final, st[g].requested_peak);
             }
             ml_str_append(&out, doc, n);
         }
