@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* api.c — the public C API (include/memlife.h) over the pipeline and the report, the same calls
  * `memlife predict` makes (cli/analysis.c), with diagnostics kept for the caller instead of
- * printed. It sits on the cli floor because it shares predict's analysis. */
+ * printed. It sits on the cli layer because it shares predict's analysis. */
 #include "memlife.h"
 #include "analysis.h"
 

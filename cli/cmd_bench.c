@@ -14,6 +14,7 @@
 #include "report/bench_report.h"
 #include "report/stats.h"
 #include "bench/bench.h"
+#include "exec/job.h"
 #include "exec/launch.h"
 #include "base/human.h"
 
@@ -50,10 +51,7 @@ typedef struct {
 } bench_opts;
 
 typedef struct {
-    const rt_backend_ops *be;
-    rt_options opt;
-    bool mpi;
-    int world, rank, n_local;
+    rt_job job;
     const sched *s;
     int *plan_index;           /* the plans timed */
     size_t n_plans;
@@ -101,7 +99,7 @@ static sched_params size_params(bench_ctx *c, size_t i, ml_vec *set) {
         *(char **)ml_vec_push(&c->owned) = kv.s;
         *(const char **)ml_vec_push(set) = kv.s;
     }
-    return (sched_params){.set = set->items, .n_set = set->n, .world = c->world};
+    return (sched_params){.set = set->items, .n_set = set->n, .world = c->job.world};
 }
 
 /* Every timed plan at size i (items[p], every rank), expanded and linted by the pipeline,
@@ -117,8 +115,8 @@ static int expand_size(bench_ctx *c, size_t i, pipeline_item *items, bool warnin
     o.predict = o.expect = false;
     int rc = 0;
     for (size_t k = 0; k < c->n_plans && rc == 0; k++) {
-        rc = pipeline_plan(c->s, c->plan_index[k], &p, c->world, &o, &items[k], &d);
-        for (int r = 0; r < c->world && rc == 0; r++)
+        rc = pipeline_plan(c->s, c->plan_index[k], &p, c->job.world, &o, &items[k], &d);
+        for (int r = 0; r < c->job.world && rc == 0; r++)
             rc = bench_check_plan(&items[k].plans[r], &d);
     }
     if (c->speak && (rc != 0 || warnings))
@@ -159,8 +157,8 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
         if (named < 0)
             return ML_EXIT_INPUT;
     }
-    if (!c->world)
-        c->world = world;
+    if (!c->job.world)
+        c->job.world = world;
     c->plan_index = ml_xcalloc(s->n_plans, sizeof *c->plan_index);
     for (uint32_t k = 0; k < s->n_plans; k++)
         if (!c->a->plan || !strcmp(s->plans[k].name, c->a->plan))
@@ -179,19 +177,16 @@ static int load_input(bench_ctx *c, const bench_opts *o) {
 
 /* ---- Ranks ----------------------------------------------------------------------------------- */
 
-/* Where the ranks come from (ml_place_ranks); without a launcher, our own mpirun, after checking
- * the input once here so its errors print once. Returns 0, -1 when this process launched the job
- * (*rc then holds the job's exit code), or an exit code. */
-static int place_ranks(bench_ctx *c, const bench_opts *o, int argc, char **argv, int *rc) {
-    bool launch;
-    int got = ml_place_command("bench", c->a, &c->mpi, &c->world, &c->rank, &c->n_local, &launch);
-    if (got != 0 || !launch)
-        return got;
-    int in = load_input(c, o);
-    if (in != 0)
-        return in;
-    *rc = ml_launch_job(c->world, argc, argv, c->a);
-    return -1;
+/* The input checked once before our own mpirun starts the ranks (ml_place_or_launch), so that
+ * its errors print once. */
+typedef struct {
+    bench_ctx *c;
+    const bench_opts *o;
+} bench_input;
+
+static int check_before_launch(void *ctx, rt_job *j) {
+    const bench_input *in = ctx;
+    return load_input(in->c, in->o);   /* it takes the file's world where none was given */
 }
 
 /* ---- Running --------------------------------------------------------------------------------- */
@@ -204,9 +199,7 @@ static int runtime_failure(const bench_ctx *c, const char *err) {
                 ml_color_end(2), word + strlen("error"));
     else if (err[0])
         ml_report(ML_DIAG_ERROR, NULL, "%s", err);
-    if (c->mpi && c->world > 1 && c->be->abort)
-        c->be->abort(ML_EXIT_RUNTIME);
-    return ML_EXIT_RUNTIME;
+    return rt_job_end_alone(&c->job);
 }
 
 static void progress(const bench_ctx *c, size_t i, const bench_report_size *z, double secs,
@@ -231,16 +224,16 @@ static void progress(const bench_ctx *c, size_t i, const bench_report_size *z, d
 /* This process's plans at size i: local[p * n_local + k] for plan p of local rank k. */
 static void local_plans(const bench_ctx *c, pipeline_item *items, const rank_plan **local) {
     for (size_t p = 0; p < c->n_plans; p++)
-        for (int k = 0; k < c->n_local; k++)
-            local[p * (size_t)c->n_local + (size_t)k] =
-                &items[p].plans[c->mpi ? c->rank : k];
+        for (int k = 0; k < c->job.n_local; k++)
+            local[p * (size_t)c->job.n_local + (size_t)k] =
+                &items[p].plans[c->job.mpi ? c->job.rank : k];
 }
 
 /* The timed loop (or, with kernels, the kernel pass) over every size. */
 static int run_sizes(bench_ctx *c, bench *b, const bench_opts *o, bench_report_size *sizes,
                      bool kernels, char *note, size_t note_len) {
     pipeline_item *items = ml_xcalloc(c->n_plans, sizeof *items);
-    const rank_plan **local = ml_xcalloc(c->n_plans * (size_t)c->n_local, sizeof *local);
+    const rank_plan **local = ml_xcalloc(c->n_plans * (size_t)c->job.n_local, sizeof *local);
     int rc = 0;
     for (size_t i = 0; i < c->sizes.n && rc == 0; i++) {
         bench_report_size *z = &sizes[i];
@@ -302,21 +295,20 @@ static int report_and_verdict(const bench_ctx *c, const bench_opts *o, bench_rep
     char provenance[2048];
     snprintf(provenance, sizeof provenance, "memlife=%s\ncommit=%s\n", MEMLIFE_VERSION,
              MEMLIFE_COMMIT);
-    if (c->be->provenance)
-        c->be->provenance(provenance, sizeof provenance);
+    if (c->job.be->provenance)
+        c->job.be->provenance(provenance, sizeof provenance);
     bench_report rep = {
         .schedule = c->s->name,
         .about = c->s->about,
         .file = c->s->file,
         .sweep_let = c->s->sweep_let >= 0 ? c->s->lets[c->s->sweep_let].name : NULL,
-        .backend = c->be->name,
-        .launch = c->mpi ? "mpi" : "single",
-        .world = c->world,
+        .backend = c->job.be->name,
+        .launch = c->job.mpi ? "mpi" : "single",
+        .world = c->job.world,
         .warmup = o->warmup,
         .cycles = o->cycles,
         .cv_max = o->cv_max,
-        /* The host backend has no device to line the ranks up on: its spans follow the barrier. */
-        .align = !o->no_align && strcmp(c->be->name, "host") != 0,
+        .align = !o->no_align && !c->job.be->spans_unaligned,
         .kernels_requested = o->kernels,
         .kernels_note = note[0] ? note : NULL,
         .sizes = sizes,
@@ -342,13 +334,9 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
             return rc;
     }
     sched_params params = ml_args_params(c->a);
-    c->opt.params = &params;
-    char err[400] = "";
-    if (c->be->init(&c->opt, c->world, c->rank, c->n_local, err, sizeof err) != 0) {
-        ml_report(ML_DIAG_ERROR, NULL, "rank %d: backend '%s' could not start: %s", c->rank,
-                  c->be->name, err);
-        return runtime_failure(c, "");
-    }
+    c->job.opt.params = &params;
+    if (rt_job_start(&c->job) != 0)
+        return ML_EXIT_RUNTIME;
     bench_options bo;
     bench_options_default(&bo);
     bo.warmup = o->warmup;
@@ -356,23 +344,22 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
     bo.graph = o->graph;
     bo.align = !o->no_align;
     bo.graph_replays = o->graph_replays;
-    bo.bare = c->be->collective_bare != NULL;
-    bench *b = bench_new(c->be, &c->opt, &bo, c->world, c->n_local);
+    bo.bare = c->job.be->collective_bare != NULL;
+    bench *b = bench_new(c->job.be, &c->job.opt, &bo, c->job.world, c->job.n_local);
     bench_report_size *sizes = ml_xcalloc(c->sizes.n, sizeof *sizes);
     char note[400] = "";
     int rc = run_sizes(c, b, o, sizes, false, note, sizeof note);
     if (rc == 0 && o->kernels) {
-        if (strcmp(c->be->name, "cuda") != 0)
+        if (c->job.be->no_kernels_why)
             snprintf(note, sizeof note, "kernel evidence needs the cuda backend: backend '%s' "
-                     "%s", c->be->name, strcmp(c->be->name, "torch") ? "runs no GPU kernels"
-                     : "does not count the kernels torch launches");
+                     "%s", c->job.be->name, c->job.be->no_kernels_why);
         else
             rc = run_sizes(c, b, o, sizes, true, note, sizeof note);
         if (rc == 0 && note[0] && c->rank0 && !c->a->quiet)
             fprintf(stderr, "note: %s; the timings stand\n", note);
     }
-    c->be->finalize();
-    if (rc == 0 && (!c->mpi || c->rank == 0))
+    c->job.be->finalize();
+    if (rc == 0 && (!c->job.mpi || c->job.rank == 0))
         rc = report_and_verdict(c, o, sizes, note);
     for (size_t i = 0; i < c->sizes.n; i++) {
         for (size_t p = 0; p < sizes[i].n_plans; p++) {
@@ -390,19 +377,16 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
 
 /* Refusals that need no schedule: the backend and what it can do. */
 static int check_backend(bench_ctx *c, const bench_opts *o) {
-    int rc = ml_backend_opts_check("bench", &c->a->backend, true, &c->be);
+    int rc = ml_backend_opts_check("bench", &c->a->backend, true, &c->job.be);
     if (rc != 0)
         return rc;
-    if (!c->be->time_begin || !c->be->time_end)
-        return ml_usage_error("bench", "backend '%s' cannot time spans of work", c->be->name);
-    /* torch: each op of the timed part is its own request to the driver, so there is no one
-     * stretch of CUDA work to capture (and gloo on CPUs has no graphs at all) */
-    if (o->graph && !c->be->graph_begin && !strcmp(c->be->name, "torch"))
-        return ml_usage_error("bench", "--graph needs CUDA graphs: backend 'torch' runs each op "
-                              "as its own driver request and captures none (use --backend cuda)");
-    if (o->graph && !c->be->graph_begin)
-        return ml_usage_error("bench", "--graph needs CUDA graphs: backend '%s' has none (use "
-                              "--backend cuda)", c->be->name);
+    const rt_backend_ops *be = c->job.be;
+    if (!be->time_begin || !be->time_end)
+        return ml_usage_error("bench", "backend '%s' cannot time spans of work", be->name);
+    if (o->graph && !be->graph_begin)
+        return ml_usage_error("bench", "--graph needs CUDA graphs: backend '%s' %s (use "
+                              "--backend cuda)", be->name,
+                              be->no_graphs_why ? be->no_graphs_why : "has none");
     if (c->a->files.n != 1)
         return ml_usage_error("bench", "bench takes one schedule file, not %zu", c->a->files.n);
     return 0;
@@ -456,18 +440,17 @@ int cmd_bench(int argc, char **argv) {
     ml_vec_init(&c.owned, sizeof(char *));
     rc = check_backend(&c, &o);
     if (rc == 0) {
-        rt_options_default(&c.opt);
-        ml_backend_opts_apply(&a.backend, c.be, &c.opt);
-        c.opt.verify_sequence = false;   /* lint checked the order; nothing rides on the spans */
+        rt_options_default(&c.job.opt);
+        ml_backend_opts_apply(&a.backend, c.job.be, &c.job.opt);
+        c.job.opt.verify_sequence = false;   /* lint checked the order; nothing rides on the spans */
         c.speak = !launch_is_child();
-        int launched_rc = 0;
-        rc = place_ranks(&c, &o, argc, argv, &launched_rc);
-        if (rc < 0) {
-            rc = launched_rc;
-        } else if (rc == 0) {
-            c.speak = c.speak && c.rank == 0;
-            c.rank0 = c.rank == 0;
-            a.world = c.world;
+        bool launched = false;
+        rc = ml_place_or_launch("bench", &a, &c.job, argc, argv, check_before_launch,
+                                &(bench_input){&c, &o}, &launched);
+        if (rc == 0 && !launched) {
+            c.speak = c.speak && c.job.rank == 0;
+            c.rank0 = c.job.rank == 0;
+            a.world = c.job.world;
             rc = bench_all(&c, &o);
         }
     }

@@ -6,6 +6,7 @@
  * runs in a child process under a deadline; it dies with memlife. */
 #include "cmd.h"
 #include "args.h"
+#include "base/human.h"
 #include "base/locate.h"
 #include "snapshot/import.h"
 #include "snapshot/pickle.h"
@@ -358,18 +359,24 @@ int cmd_capture(int argc, char **argv) {
         } else if (ml_write_file_atomic(a.output, yaml, len) != 0) {
             ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s'", a.output);
             rc = ML_EXIT_RUNTIME;
-        } else if (!a.quiet && !n_lets) {
-            printf("%s: rank %d of world %d %s: %zu events -> %zu steps in %s; requested peak "
-                   "%lld bytes\n", spec, rank, world, on ? "on the GPU" : "on the virtual device",
-                   st[0].events, st[0].steps, a.output, (long long)st[0].requested_peak);
         } else if (!a.quiet) {
-            char first[256], last[256];
-            vary_point_text(lets, n_lets, 0, first, sizeof first);
-            vary_point_text(lets, n_lets, n_points - 1, last, sizeof last);
-            printf("%s: rank %d of world %d on the virtual device at %zu points: %zu steps in %s, "
-                   "sizes fitted to the lets; requested peak %lld bytes at %s, %lld at %s\n", spec,
-                   rank, world, n_points, st[0].steps, a.output, (long long)st[0].requested_peak,
-                   first, (long long)st[n_points - 1].requested_peak, last);
+            char peak[32], last[32], p0[256], p1[256];
+            ml_human_size(st[0].requested_peak > 0 ? (uint64_t)st[0].requested_peak : 0, peak,
+                          sizeof peak);
+            if (!n_lets) {
+                printf("%s: rank %d of world %d %s: %zu events -> %zu steps in %s; requested "
+                       "peak %s\n", spec, rank, world, on ? "on the GPU" : "on the virtual device",
+                       st[0].events, st[0].steps, a.output, peak);
+            } else {
+                const import_stats *sl = &st[n_points - 1];
+                ml_human_size(sl->requested_peak > 0 ? (uint64_t)sl->requested_peak : 0, last,
+                              sizeof last);
+                vary_point_text(lets, n_lets, 0, p0, sizeof p0);
+                vary_point_text(lets, n_lets, n_points - 1, p1, sizeof p1);
+                printf("%s: rank %d of world %d on the virtual device at %zu points: %zu steps "
+                       "in %s, sizes fitted to the lets; requested peak %s at %s, %s at %s\n",
+                       spec, rank, world, n_points, st[0].steps, a.output, peak, p0, last, p1);
+            }
         }
     }
     free(yaml);

@@ -170,11 +170,11 @@ static int place(const equiv_opts *o, ml_args *a, equiv_run_ctx *c, bool *launch
     *launch_now = false;
     if (o->no_data)
         return 0;
-    int rc = ml_place_command("equiv", a, &c->mpi, &c->world, &c->rank, &c->n_local, launch_now);
+    int rc = ml_place_job("equiv", a, &c->job, launch_now);
     if (rc != 0)
         return rc;
     if (!*launch_now)
-        a->world = c->world;
+        a->world = c->job.world;
     else if (a->backend.ranks && !a->world)
         a->world = a->backend.ranks;
     return 0;
@@ -182,14 +182,14 @@ static int place(const equiv_opts *o, ml_args *a, equiv_run_ctx *c, bool *launch
 
 static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
     equiv_run_ctx c = {0};
-    int rc = ml_backend_opts_check("equiv", &a->backend, !o->no_data, &c.be);
+    int rc = ml_backend_opts_check("equiv", &a->backend, !o->no_data, &c.job.be);
     if (rc != 0)
         return rc;
     bool launch_now;
     rc = place(o, a, &c, &launch_now);
     if (rc != 0)
         return rc;
-    bool rank0 = c.rank == 0;
+    bool rank0 = c.job.rank == 0;
     equiv_inputs in;
     memset(&in, 0, sizeof in);
     rc = load_inputs(a, &in, rank0 && !launch_is_child());
@@ -198,11 +198,10 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
         snprintf(knote, sizeof knote,
             "kernel evidence needs the cuda backend with CUPTI: --no-data "
                  "runs neither plan; row 3 shows the kernels expected only");
-    else if (o->kernels && strcmp(a->backend.backend, "cuda") != 0)
+    else if (o->kernels && c.job.be->no_kernels_why)
         snprintf(knote, sizeof knote, "kernel evidence needs the cuda backend with CUPTI: backend "
-                 "'%s' %s; row 3 shows the kernels expected only", a->backend.backend,
-                 strcmp(a->backend.backend, "torch") ? "runs no GPU kernels"
-                 : "does not count the kernels torch launches");
+                 "'%s' %s; row 3 shows the kernels expected only", c.job.be->name,
+                 c.job.be->no_kernels_why);
     if (rc == 0 && knote[0] && rank0 && !launch_is_child())
         fprintf(stderr, "note: --kernels: %s\n", knote);
     const series *side[2] = {NULL, NULL};
@@ -263,9 +262,9 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
                      "collective sequences differ across ranks)");
     } else if (rc == 0 && !o->no_data) {
         sched_params params = ml_args_params(a);
-        rt_options_default(&c.opt);
-        ml_backend_opts_apply(&a->backend, c.be, &c.opt);
-        c.opt.params = &params;
+        rt_options_default(&c.job.opt);
+        ml_backend_opts_apply(&a->backend, c.job.be, &c.job.opt);
+        c.job.opt.params = &params;
         c.kernels = o->kernels && !knote[0];
         equiv_run_kernels kr;
         rc = equiv_run_data(&c, side, result, r.rtol, r.atol, &r.data, &kr, &prov);

@@ -12,9 +12,10 @@
 #include "cmd.h"
 #include "analysis.h"
 #include "place.h"
-#include "run_result.h"
+#include "report/measured.h"
 #include "backends/host_streams.h"
 #include "exec/inject.h"
+#include "exec/job.h"
 #include "exec/launch.h"
 #include "exec/mpi_util.h"
 #include "exec/provenance.h"
@@ -137,91 +138,33 @@ static void collect(report_schedule *rs, const pipeline_item *it, ml_measure *re
             snprintf(row->detail, sizeof row->detail, "%s", c->detail);
         }
         report_measured_set(&rs->measured[r], &recs[r]);
-        run_result_compare(&rs->measured[r], &it->pred[r], &it->plans[r]);
+        report_measured_compare(&rs->measured[r], &it->pred[r], &it->plans[r]);
     }
-}
-
-typedef struct {
-    const rt_backend_ops *be;
-    rt_options opt;
-    bool mpi;
-    int world, rank, n_local;
-} run_ctx;
-
-/* Prints what failed and ends: cleanly when every rank knows (all return 3 together), else by
- * ending the whole job from here. */
-static int runtime_failure(const run_ctx *c, rt_rank *ranks, int n) {
-    bool known = true;
-    for (int k = 0; k < n; k++)
-        known = known && (!ranks[k].failed || ranks[k].failure_known_to_all);
-    for (int k = 0; k < n; k++) {
-        if (!ranks[k].failed || !ranks[k].error_print_here)
-            continue;
-        fprintf(stderr, "%s\n", ranks[k].error);
-        /* Known to all: rank 0 says where every rank stood (below); else each its own place. */
-        char *own = known ? NULL : rt_failure_state(&ranks[k], 1);
-        if (own)
-            fputs(own, stderr);
-        free(own);
-    }
-    char *state = known && ranks[0].rank == 0 ? rt_failure_state(&ranks[0], 16) : NULL;
-    if (state) {
-        fflush(stderr);
-        fputs(state, stderr);
-        free(state);
-    }
-    if (!known && c->mpi && c->world > 1) {
-        if (c->be->abort)
-            c->be->abort(ML_EXIT_RUNTIME);
-        exit(ML_EXIT_RUNTIME);
-    }
-    return ML_EXIT_RUNTIME;
 }
 
 /* Runs one item on this process's ranks and, on rank 0, fills rs. Returns 0 or an exit code. */
-static int run_item(const run_ctx *c, pipeline_item *it, report_schedule *rs, ml_vec *checks,
+static int run_item(const rt_job *c, pipeline_item *it, report_schedule *rs, ml_vec *checks,
                     ml_arena *names) {
     rt_rank *ranks = ml_xcalloc((size_t)c->n_local, sizeof *ranks);
-    rt_rank **ptrs = ml_xcalloc((size_t)c->n_local, sizeof *ptrs);
-    int rc = 0;
-    for (int k = 0; k < c->n_local; k++) {
-        ptrs[k] = &ranks[k];
-        if (rt_rank_init(&ranks[k], c->be, &c->opt, &it->plans[c->mpi ? c->rank : k], k) != 0)
-            rc = -1;
-    }
-    if (rc == 0)
-        rc = rt_run(ptrs, c->n_local);
+    int rc = rt_job_run(c, it->plans, ranks);
     if (rc != 0) {
-        rc = runtime_failure(c, ranks, c->n_local);
+        rc = rt_job_failed(c, ranks, NULL);
     } else {
-        /* Each rank's record (ir/measure.h): under MPI it travels to rank 0 in the record's
-         * one wire format; a process driving every rank (--gpus N) holds them all already. */
         ml_measure *recs = ml_xcalloc((size_t)c->world, sizeof *recs);
-        if (c->mpi) {
-            ml_measure mine;
-            char err[300] = "";
-            rt_measure_fill(&ranks[0], &mine);
-            if (rt_gather_measures(&ranks[0], &mine, 0, recs, err, sizeof err)) {
-                ml_report(ML_DIAG_ERROR, it->s->file, "rank %d: gathering results: %s",
-                          c->rank, err);
-                rc = ML_EXIT_RUNTIME;
-            } else if (c->rank == 0) {
-                collect(rs, it, recs, checks, names);
-            }
-            ml_measure_free(&mine);
-        } else {
-            for (int r = 0; r < c->world; r++)
-                rt_measure_fill(&ranks[r], &recs[r]);
+        char err[300] = "";
+        if (rt_job_gather(c, ranks, recs, err, sizeof err)) {
+            ml_report(ML_DIAG_ERROR, it->s->file, "rank %d: gathering results: %s", c->rank,
+                      err);
+            rc = ML_EXIT_RUNTIME;
+        } else if (c->rank == 0) {
             collect(rs, it, recs, checks, names);
         }
         for (int r = 0; r < c->world; r++)
             ml_measure_free(&recs[r]);
         free(recs);
     }
-    for (int k = 0; k < c->n_local; k++)
-        rt_rank_free(&ranks[k]);
+    rt_job_free_ranks(c, ranks);
     free(ranks);
-    free(ptrs);
     return rc;
 }
 
@@ -301,21 +244,19 @@ static int check_backend(const rt_backend_ops *be, ml_analysis *an, bool print) 
     return 0;
 }
 
-/* Where the ranks come from (ml_place_ranks); without a launcher, our own mpirun (*launched: the
- * run is over, and the result is mpirun's outcome as memlife's exit code), after checking the
- * input once here (errors print once, exit 2 before any rank starts), at --ranks, --world or the
- * files' world. Returns 0 or an exit code. */
-static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, char **argv,
-                       const pipeline_opts *ao, bool *launched) {
-    bool launch;
-    int rc = ml_place_command("run", a, &c->mpi, &c->world, &c->rank, &c->n_local, &launch);
-    if (rc != 0 || !launch)
-        return rc;
-    int ranks = c->world;
-    if (ranks && !a->world)
-        a->world = ranks;
+/* The input checked once before our own mpirun starts the ranks (ml_place_or_launch): errors
+ * print once, exit 2 before any rank starts; the world is --ranks, --world or the files'. */
+typedef struct {
+    ml_args *a;
+    const pipeline_opts *ao;
+} run_input;
+
+static int check_before_launch(void *ctx, rt_job *c) {
+    run_input *in = ctx;
+    if (c->world && !in->a->world)
+        in->a->world = c->world;
     ml_analysis an;
-    rc = analyze_quietly(a, ao, &an, false);
+    int rc = analyze_quietly(in->a, in->ao, &an, false);
     int world = rc == 0 ? items_world(&an) : 0;
     if (rc == 0)
         rc = check_inject(&c->opt, &an, true);
@@ -324,15 +265,14 @@ static int place_ranks(run_ctx *c, const run_opts *ro, ml_args *a, int argc, cha
     ml_analysis_free(&an);
     if (rc != 0)
         return rc;
-    if (!ranks)
-        ranks = world;
-    if (ranks <= 0)
+    if (!c->world)
+        c->world = world;
+    if (c->world <= 0)
         return ml_usage_error("run", "the files' worlds differ: say --ranks N");
-    *launched = true;
-    return ml_launch_job(ranks, argc, argv, a);
+    return 0;
 }
 
-static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
+static int run_all(rt_job *c, ml_args *a, const pipeline_opts *ao) {
     bool rank0 = c->rank == 0;
     ml_analysis an;
     int rc = analyze_quietly(a, ao, &an, !rank0 || launch_is_child());
@@ -346,13 +286,8 @@ static int run_all(run_ctx *c, ml_args *a, const pipeline_opts *ao) {
     }
     sched_params params = ml_args_params(a);
     c->opt.params = &params;
-    char err[400] = "";
-    if (c->be->init(&c->opt, c->world, c->rank, c->n_local, err, sizeof err) != 0) {
-        ml_report(ML_DIAG_ERROR, NULL, "rank %d: backend '%s' could not start: %s", c->rank,
-                  c->be->name, err);
+    if (rt_job_start(c) != 0) {
         ml_analysis_free(&an);
-        if (c->mpi && c->be->abort)
-            c->be->abort(ML_EXIT_RUNTIME);
         return ML_EXIT_RUNTIME;
     }
     /* Every rank takes part (the host names are gathered); rank 0 reports it. */
@@ -441,7 +376,7 @@ int cmd_run(int argc, char **argv) {
         ml_vec_free(&ro.inject);
         return rc;
     }
-    run_ctx c = {0};
+    rt_job c = {0};
     pipeline_opts ao;
     pipeline_opts_default(&ao);
     rc = parse_no_lint(&ro, &ao.lint);
@@ -450,7 +385,7 @@ int cmd_run(int argc, char **argv) {
     if (rc == 0 && ro.stream_order) {
         hs_order order;
         char why[160];
-        if (strcmp(c.be->name, "host") != 0)
+        if (!c.be->orders_streams)
             rc = ml_usage_error("run", "--stream-order is for the host backend (a GPU runs its "
                                 "streams in its own order)");
         else if (hs_parse(ro.stream_order, &order, why, sizeof why))
@@ -467,7 +402,8 @@ int cmd_run(int argc, char **argv) {
     }
     bool launched = false;
     if (rc == 0)
-        rc = place_ranks(&c, &ro, &a, argc, argv, &ao, &launched);
+        rc = ml_place_or_launch("run", &a, &c, argc, argv, check_before_launch,
+                                &(run_input){&a, &ao}, &launched);
     if (rc == 0 && !launched) {
         a.world = c.world;
         rc = run_all(&c, &a, &ao);

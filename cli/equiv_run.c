@@ -14,27 +14,10 @@ typedef struct {
     ml_dtype dtype;
 } host_copy;
 
-/* Prints the failure and, when a peer may not know of it, ends the whole job from here. */
-static int failed(const equiv_run_ctx *c, rt_rank *ranks, const char *what) {
-    bool known = true;
-    for (int k = 0; k < c->n_local; k++) {
-        if (ranks[k].failed && ranks[k].error_print_here)
-            fprintf(stderr, "%s\n", ranks[k].error);
-        known = known && (!ranks[k].failed || ranks[k].failure_known_to_all);
-    }
-    ml_report(ML_DIAG_ERROR, NULL, "rank %d: equiv could not %s", c->rank, what);
-    if (!known && c->mpi && c->world > 1) {
-        if (c->be->abort)
-            c->be->abort(ML_EXIT_RUNTIME);
-        exit(ML_EXIT_RUNTIME);
-    }
-    return ML_EXIT_RUNTIME;
-}
-
 /* Reads buffer buf of every local rank into host memory after its plan ran. */
 static int read_results(const equiv_run_ctx *c, rt_rank *ranks, const series *s, uint32_t buf,
                         host_copy *out) {
-    for (int k = 0; k < c->n_local; k++) {
+    for (int k = 0; k < c->job.n_local; k++) {
         rt_rank *r = &ranks[k];
         equiv_result_shape(r->plan, buf, &out[k].count, &out[k].dtype);
         const rt_mem *m = buf < r->n_mems ? &r->mems[buf] : NULL;
@@ -46,25 +29,13 @@ static int read_results(const equiv_run_ctx *c, rt_rank *ranks, const series *s,
                       r->rank, sched_sym_name(s->s, SYM_BUFFER, buf));
             return -1;
         }
-        if (bytes && c->be->read(r, m, 0, out[k].data, bytes, err, sizeof err) != 0) {
+        if (bytes && c->job.be->read(r, m, 0, out[k].data, bytes, err, sizeof err) != 0) {
             ml_report(ML_DIAG_ERROR, s->s->file, "rank %d: reading result '%s': %s", r->rank,
                       sched_sym_name(s->s, SYM_BUFFER, buf), err);
             return -1;
         }
     }
     return 0;
-}
-
-static int init_ranks(const equiv_run_ctx *c, const rt_backend_ops *be, const series *s,
-                      rt_rank *ranks, rt_rank **ptrs) {
-    int rc = 0;
-    memset(ranks, 0, (size_t)c->n_local * sizeof *ranks);
-    for (int k = 0; k < c->n_local; k++) {
-        ptrs[k] = &ranks[k];
-        if (rt_rank_init(&ranks[k], be, &c->opt, &s->plans[c->mpi ? c->rank : k], k) != 0)
-            rc = -1;
-    }
-    return rc;
 }
 
 /* ---- Kernels (--kernels) ----------------------------------------------------------------------*/
@@ -121,23 +92,23 @@ static void keep_window(const kn_kernel *ks, size_t n, uint64_t t0, uint64_t t1,
  * (a rank that cannot collect them says why in blobs[k] and clears *measure). */
 static int run_plan(const equiv_run_ctx *c, const series *sd, int s, rt_rank *ranks, rt_rank **ptrs,
                     bool *measure, kernels_blob *blobs) {
-    const rt_backend_ops *be = c->be;
+    const rt_backend_ops *be = c->job.be;
     if (*measure) {
-        win.real = c->be;
-        win.ops = *c->be;
+        win.real = c->job.be;
+        win.ops = *c->job.be;
         win.ops.warmup = warm_then_open;
         win.t0 = UINT64_MAX;   /* no window until the warm-up has ended */
         be = &win.ops;
     }
-    if (init_ranks(c, be, sd, ranks, ptrs) != 0)
+    if (rt_job_init_ranks(&c->job, be, sd->plans, ranks, ptrs) != 0)
         return -1;
     char why[400] = "";
     bool began = *measure && kn_begin(why, sizeof why) == 0, ok = began;
-    int rc = rt_run(ptrs, c->n_local);
+    int rc = rt_run(ptrs, c->job.n_local);
     if (!*measure)
         return rc;
     if (ok && rc == 0)
-        ok = gpus_idle(ptrs, c->n_local, why, sizeof why) == 0;
+        ok = gpus_idle(ptrs, c->job.n_local, why, sizeof why) == 0;
     uint64_t t1 = kn_now(), dropped = 0;
     kn_kernel *ks = NULL;
     size_t nk = 0;
@@ -147,12 +118,12 @@ static int run_plan(const equiv_run_ctx *c, const series *sd, int s, rt_rank *ra
         snprintf(why, sizeof why, "kernel evidence incomplete: CUPTI dropped %llu kernel records", (unsigned long long)dropped);
         ok = false;
     }
-    for (int k = 0; ok && k < c->n_local; k++)
-        keep_window(ks, nk, win.t0, t1, c->mpi ? -1 : k, &blobs[k].plan[s]);
+    for (int k = 0; ok && k < c->job.n_local; k++)
+        keep_window(ks, nk, win.t0, t1, c->job.mpi ? -1 : k, &blobs[k].plan[s]);
     kn_kernels_free(ks, nk);
     if (!ok) {
         *measure = false;
-        for (int k = 0; k < c->n_local; k++)
+        for (int k = 0; k < c->job.n_local; k++)
             snprintf(blobs[k].why, sizeof blobs[k].why, "%s", why);
     }
     return rc;
@@ -161,75 +132,71 @@ static int run_plan(const equiv_run_ctx *c, const series *sd, int s, rt_rank *ra
 /* Every rank's kernels to every rank (the run's ranks are live: the exchange needs one). */
 static int share_kernels(const equiv_run_ctx *c, rt_rank *ranks, bool measure, kernels_blob *mine,
                          equiv_run_kernels *out) {
-    kernels_blob *all = ml_xcalloc((size_t)c->world, sizeof *all);
-    for (int k = 0; k < c->n_local; k++)
+    kernels_blob *all = ml_xcalloc((size_t)c->job.world, sizeof *all);
+    for (int k = 0; k < c->job.n_local; k++)
         mine[k].ok = measure;
     char err[400] = "";
     int rc = 0;
-    if (!c->mpi)
-        memcpy(all, mine, (size_t)c->n_local * sizeof *mine);
+    if (!c->job.mpi)
+        memcpy(all, mine, (size_t)c->job.n_local * sizeof *mine);
     else
-        rc = c->be->allgather_blob(&ranks[0], mine, sizeof *mine, all, err, sizeof err);
+        rc = c->job.be->allgather_blob(&ranks[0], mine, sizeof *mine, all, err, sizeof err);
     int missing = -1;
-    for (int r = 0; rc == 0 && r < c->world && missing < 0; r++)
+    for (int r = 0; rc == 0 && r < c->job.world && missing < 0; r++)
         if (!all[r].ok)
             missing = r;
-    if (rc == 0 && missing >= 0 && c->mpi && c->world > 1) {
+    if (rc == 0 && missing >= 0 && c->job.mpi && c->job.world > 1) {
         snprintf(out->why, sizeof out->why, "rank %d: %s", missing, all[missing].why);
     } else if (rc == 0 && missing >= 0) {
         snprintf(out->why, sizeof out->why, "%s", all[missing].why);
     } else if (rc == 0) {
         for (int s = 0; s < 2; s++) {
-            out->per[s] = ml_xcalloc((size_t)c->world, sizeof *out->per[s]);
-            for (int r = 0; r < c->world; r++)
+            out->per[s] = ml_xcalloc((size_t)c->job.world, sizeof *out->per[s]);
+            for (int r = 0; r < c->job.world; r++)
                 out->per[s][r] = all[r].plan[s];
         }
     }
     free(all);
-    return rc == 0 ? 0 : failed(c, ranks, "exchange the measured kernels");
-}
-
-static void free_ranks(const equiv_run_ctx *c, rt_rank *ranks) {
-    for (int k = 0; k < c->n_local; k++)
-        rt_rank_free(&ranks[k]);
+    return rc == 0 ? 0
+                   : rt_job_failed(&c->job, ranks, "equiv could not exchange the measured kernels");
 }
 
 /* Plan A runs to its end and its results are copied out; then plan B, compared while its
  * buffers are live, and the rows exchanged over B's ranks (the blob exchange needs a rank). */
 static int run_both(const equiv_run_ctx *c, const series *const side[2], const uint32_t result[2],
                     double rtol, double atol, equiv_data_rank *data, equiv_run_kernels *kernels) {
-    rt_rank *ranks = ml_xcalloc((size_t)c->n_local, sizeof *ranks);
-    rt_rank **ptrs = ml_xcalloc((size_t)c->n_local, sizeof *ptrs);
-    host_copy *copies[2] = {ml_xcalloc((size_t)c->n_local, sizeof(host_copy)),
-                            ml_xcalloc((size_t)c->n_local, sizeof(host_copy))};
-    equiv_data_rank *mine = ml_xcalloc((size_t)c->n_local, sizeof *mine);
-    kernels_blob *blobs = ml_xcalloc((size_t)c->n_local, sizeof *blobs);
+    rt_rank *ranks = ml_xcalloc((size_t)c->job.n_local, sizeof *ranks);
+    rt_rank **ptrs = ml_xcalloc((size_t)c->job.n_local, sizeof *ptrs);
+    host_copy *copies[2] = {ml_xcalloc((size_t)c->job.n_local, sizeof(host_copy)),
+                            ml_xcalloc((size_t)c->job.n_local, sizeof(host_copy))};
+    equiv_data_rank *mine = ml_xcalloc((size_t)c->job.n_local, sizeof *mine);
+    kernels_blob *blobs = ml_xcalloc((size_t)c->job.n_local, sizeof *blobs);
     bool measure = c->kernels;
     int rc = 0;
     for (int s = 0; s < 2 && rc == 0; s++) {
         if (run_plan(c, side[s], s, ranks, ptrs, &measure, blobs) != 0) {
-            rc = failed(c, ranks, s ? "run plan B" : "run plan A");
+            rc = rt_job_failed(&c->job, ranks, s ? "equiv could not run plan B"
+                                                : "equiv could not run plan A");
         } else if (read_results(c, ranks, side[s], result[s], copies[s]) != 0) {
-            rc = ML_EXIT_RUNTIME;
-            if (c->mpi && c->world > 1 && c->be->abort)
-                c->be->abort(ML_EXIT_RUNTIME);   /* the peers would wait for this rank's row */
+            rc = rt_job_end_alone(&c->job);   /* the peers would wait for this rank's row */
         } else if (s == 1) {
-            for (int k = 0; k < c->n_local; k++)
+            for (int k = 0; k < c->job.n_local; k++)
                 equiv_compare_data(copies[0][k].data, copies[0][k].dtype, copies[0][k].count,
                                    copies[1][k].data, copies[1][k].dtype, copies[1][k].count, rtol,
                                    atol, &mine[k]);
             char err[400] = "";
-            if (!c->mpi)
-                memcpy(data, mine, (size_t)c->n_local * sizeof *mine);
-            else if (c->be->allgather_blob(&ranks[0], mine, sizeof *mine, data, err, sizeof err))
-                rc = failed(c, ranks, "exchange the compared results");
+            if (!c->job.mpi)
+                memcpy(data, mine, (size_t)c->job.n_local * sizeof *mine);
+            else if (c->job.be->allgather_blob(&ranks[0], mine, sizeof *mine, data, err, sizeof err))
+                rc = rt_job_failed(&c->job, ranks,
+                                   "equiv could not exchange the compared results");
             if (rc == 0 && c->kernels)
                 rc = share_kernels(c, ranks, measure, blobs, kernels);
         }
-        free_ranks(c, ranks);
+        rt_job_free_ranks(&c->job, ranks);
     }
     for (int s = 0; s < 2; s++) {
-        for (int k = 0; k < c->n_local; k++)
+        for (int k = 0; k < c->job.n_local; k++)
             free(copies[s][k].data);
         free(copies[s]);
     }
@@ -243,21 +210,15 @@ static int run_both(const equiv_run_ctx *c, const series *const side[2], const u
 int equiv_run_data(const equiv_run_ctx *c, const series *const side[2], const uint32_t result[2],
                    double rtol, double atol, equiv_data_rank **data, equiv_run_kernels *kernels,
                    char **prov) {
-    char err[400] = "";
     *data = NULL;
     *prov = NULL;
     memset(kernels, 0, sizeof *kernels);
-    if (c->be->init(&c->opt, c->world, c->mpi ? c->rank : 0, c->n_local, err, sizeof err) != 0) {
-        ml_report(ML_DIAG_ERROR, NULL, "rank %d: backend '%s' could not start: %s", c->rank,
-                  c->be->name, err);
-        if (c->mpi && c->be->abort)
-            c->be->abort(ML_EXIT_RUNTIME);
+    if (rt_job_start(&c->job) != 0)
         return ML_EXIT_RUNTIME;
-    }
-    *prov = ml_provenance_collect(c->be, c->world);
-    *data = ml_xcalloc((size_t)c->world, sizeof **data);
+    *prov = ml_provenance_collect(c->job.be, c->job.world);
+    *data = ml_xcalloc((size_t)c->job.world, sizeof **data);
     int rc = run_both(c, side, result, rtol, atol, *data, kernels);
-    c->be->finalize();
+    c->job.be->finalize();
     if (rc != 0) {
         free(*data);
         *data = NULL;

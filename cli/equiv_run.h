@@ -6,13 +6,10 @@
 #define MEMLIFE_EQUIV_RUN_H
 
 #include "equiv/equiv.h"
-#include "exec/rt.h"
+#include "exec/job.h"
 
 typedef struct {
-    const rt_backend_ops *be;
-    rt_options opt;
-    bool mpi;                  /* one rank per process under an MPI launcher */
-    int world, rank, n_local;  /* rank: this process's rank under MPI */
+    rt_job job;
     bool kernels;              /* --kernels: collect each plan's kernels with CUPTI */
 } equiv_run_ctx;
 

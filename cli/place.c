@@ -60,18 +60,30 @@ int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *ou
     return 0;
 }
 
-int ml_place_command(const char *cmd, const ml_args *a, bool *mpi, int *world, int *rank,
-                     int *n_local, bool *launch) {
+int ml_place_job(const char *cmd, const ml_args *a, rt_job *j, bool *launch) {
     ml_place pl;
     int rc = ml_place_ranks(cmd, a->backend.gpus, a->backend.ranks, a->world, &pl);
     if (rc != 0)
         return rc;
-    *mpi = pl.mpi;
-    *world = pl.world;
-    *rank = pl.rank;
-    *n_local = pl.n_local;
+    j->mpi = pl.mpi;
+    j->world = pl.world;
+    j->rank = pl.rank;
+    j->n_local = pl.n_local;
     *launch = pl.launch;
     return 0;
+}
+
+int ml_place_or_launch(const char *cmd, ml_args *a, rt_job *j, int argc, char **argv,
+                       ml_place_check *check, void *ctx, bool *launched) {
+    bool launch;
+    int rc = ml_place_job(cmd, a, j, &launch);
+    if (rc != 0 || !launch)
+        return rc;
+    rc = check(ctx, j);
+    if (rc != 0)
+        return rc;
+    *launched = true;
+    return ml_launch_job(j->world, argc, argv, a);
 }
 
 /* The temp file rank 0 writes the result to, beside where it goes (ml_output_place: `output`,

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include "args.h"
+#include "exec/job.h"
 
 typedef struct {
     int world;       /* ranks in all; with launch, --ranks or --world (0: neither says) */
@@ -21,11 +22,20 @@ typedef struct {
  * after saying why (usage errors name cmd): "--ranks 4, but the MPI launcher started 2 ranks". */
 int ml_place_ranks(const char *cmd, int gpus, int ranks, int world, ml_place *out);
 
-/* ml_place_ranks at a's --gpus, --ranks and --world, written into the command's own context
- * fields (run, bench and equiv each keep them in their context); *launch: out->launch. Returns 0
- * or an exit code, as ml_place_ranks. */
-int ml_place_command(const char *cmd, const ml_args *a, bool *mpi, int *world, int *rank,
-                     int *n_local, bool *launch);
+/* ml_place_ranks at a's --gpus, --ranks and --world, written into the job's placement (mpi,
+ * world, rank, n_local); *launch: out->launch. Returns 0 or an exit code, as ml_place_ranks. */
+int ml_place_job(const char *cmd, const ml_args *a, rt_job *j, bool *launch);
+
+/* The input check a command makes before our own mpirun starts its ranks: 0, or an exit code
+ * after saying why. It sets j->world from the input where neither --ranks nor --world said it. */
+typedef int ml_place_check(void *ctx, rt_job *j);
+
+/* ml_place_job; without a launcher, check(ctx, j) once here (so that its errors print once and
+ * bad input ends with exit 2 before any rank starts), then our own mpirun at j->world
+ * (ml_launch_job): *launched is set and the return value is the job's exit code. Otherwise
+ * returns 0 (this process is a rank of the job) or an exit code. */
+int ml_place_or_launch(const char *cmd, ml_args *a, rt_job *j, int argc, char **argv,
+                       ml_place_check *check, void *ctx, bool *launched);
 
 /* Runs this command line again under `mpirun -np ranks` and waits for it (launch_self). Returns
  * memlife's exit code for the job: the ranks' verdict, 128 + N after passing signal N on, or 3

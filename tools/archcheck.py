@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """tools/archcheck.py BUILD — memlife's architecture, checked from what the compiler produced.
 
-The tree is a stack of floors (FLOORS below, lowest first); a file may use files of its own floor
-and of floors below it, never of a floor above, and no two files may use each other in a circle.
+The tree is a stack of layers (LAYERS below, lowest first); a file may use files of its own layer
+and of layers below it, never of a layer above, and no two files may use each other in a circle.
 
 "Uses" is read two ways:
   - symbols: every object BUILD/<dir>/<file>.o of a source <dir>/<file>.c is read with `nm -P`;
@@ -12,9 +12,9 @@ and of floors below it, never of a floor above, and no two files may use each ot
   - includes: every `#include "..."` of every .c and .h, resolved the way the Makefile's -I flags
     resolve it (the including file's folder, then runtime/, analyzer/, the root).
 
-Output: the floors with their files, then one TAP line per check (`ok - ...` / `not ok - ...: why`)
+Output: the layers with their files, then one TAP line per check (`ok - ...` / `not ok - ...: why`)
 with the offending edges indented below it. Exit status 0 when every check passes, 1 otherwise,
-2 when it could not run (no objects, nm missing). A folder that is not in FLOORS is an error, so a
+2 when it could not run (no objects, nm missing). A folder that is not in LAYERS is an error, so a
 new folder gets a row here before it builds into memlife.
 """
 import collections
@@ -23,9 +23,9 @@ import re
 import subprocess
 import sys
 
-# Lowest first. Folders on one row are one floor: they may use each other's files (a file cycle
+# Lowest first. Folders on one row are one layer: they may use each other's files (a file cycle
 # between them is still an error).
-FLOORS = [
+LAYERS = [
     ["runtime/base"],
     ["runtime/ir"],
     ["runtime/load"],
@@ -46,9 +46,9 @@ INCLUDE_DIRS = ["runtime", "analyzer", "."]      # the Makefile's -I order
 DEFINED = set("TDBRCWV")                          # nm types of a global definition
 
 
-def floor_of():
+def layer_of():
     table = {}
-    for k, row in enumerate(FLOORS):
+    for k, row in enumerate(LAYERS):
         for folder in row:
             table[folder] = k
     return table
@@ -163,28 +163,28 @@ def main():
         return 2
     root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     build = os.path.join(root, sys.argv[1]) if not os.path.isabs(sys.argv[1]) else sys.argv[1]
-    floors = floor_of()
+    layers = layer_of()
     files = sources(root)
     failed = False
 
-    unknown = sorted({os.path.dirname(f) for f in files} - floors.keys())
-    by_floor = collections.defaultdict(list)
+    unknown = sorted({os.path.dirname(f) for f in files} - layers.keys())
+    by_layer = collections.defaultdict(list)
     for f in files:
-        if os.path.dirname(f) in floors:
-            by_floor[floors[os.path.dirname(f)]].append(f)
-    print("floors, lowest first:")
-    for k, row in enumerate(FLOORS):
+        if os.path.dirname(f) in layers:
+            by_layer[layers[os.path.dirname(f)]].append(f)
+    print("layers, lowest first:")
+    for k, row in enumerate(LAYERS):
         present = [d for d in row if any(os.path.dirname(f) == d for f in files)]
         print(f"  {k:2d} {' '.join(row)}")
         for d in present:
-            print(f"       {d}: " + " ".join(os.path.basename(f) for f in by_floor[k]
+            print(f"       {d}: " + " ".join(os.path.basename(f) for f in by_layer[k]
                                              if os.path.dirname(f) == d and f.endswith(".c")))
     if unknown:
         failed = True
-        print("not ok - every folder has a floor: " + ", ".join(unknown) +
-              " not in tools/archcheck.py's FLOORS (add a row)")
+        print("not ok - every folder has a layer: " + ", ".join(unknown) +
+              " not in tools/archcheck.py's LAYERS (add a row)")
     else:
-        print("ok - every folder has a floor")
+        print("ok - every folder has a layer")
 
     try:
         sym = symbol_edges(root, build, files)
@@ -208,17 +208,17 @@ def main():
             print(f"ok - no file cycle ({what})")
         up = []
         for a in sorted(edges):
-            fa = floors.get(os.path.dirname(a))
+            fa = layers.get(os.path.dirname(a))
             for b, why in sorted(edges[a].items()):
-                fb = floors.get(os.path.dirname(b))
+                fb = layers.get(os.path.dirname(b))
                 if fa is not None and fb is not None and fb > fa:
-                    up.append(f"    {a} (floor {fa}) -> {b} (floor {fb}) ({why})")
+                    up.append(f"    {a} (layer {fa}) -> {b} (layer {fb}) ({why})")
         if up:
             failed = True
-            print(f"not ok - no use of a higher floor ({what}): {len(up)} edge(s)")
+            print(f"not ok - no use of a higher layer ({what}): {len(up)} edge(s)")
             print("\n".join(up))
         else:
-            print(f"ok - no use of a higher floor ({what})")
+            print(f"ok - no use of a higher layer ({what})")
     return 1 if failed else 0
 
 

@@ -111,6 +111,12 @@ static json_t *kernels_json(const equiv_kernels_rank *k) {
                      "by_collective", by, "total", u64(k->total), "names", names);
 }
 
+/* The buffers live at the requested peak beside its steady and peak. */
+static void with_peak_live(ml_mem_view v, json_t *pair, const void *live) {
+    if (v == VIEW_REQUESTED)
+        json_object_set_new(pair, "peak_live", json_incref((json_t *)live));
+}
+
 static json_t *facts_json(const equiv_result *r, int side, int rank) {
     const equiv_facts *f = &r->facts[side][rank];
     const pred_rank *p = &r->side[side]->pred[rank];
@@ -135,27 +141,13 @@ static json_t *facts_json(const equiv_result *r, int side, int rank) {
     json_object_set_new(o, "intermediates", u64(f->n_intermediate));
     json_object_set_new(o, "intermediate_bytes", u64(f->intermediate_bytes));
     json_object_set_new(o, "intermediate_names", json_string(f->intermediates));
-    /* Each view the rank predicted (views.h): {steady, peak} per series, nested by series key
-     * for a view of several (torch: {allocated: {...}, reserved: {...}}); requested also lists
-     * the buffers live at its peak. */
-    for (int view = 0; view < MV_COUNT; view++) {
-        if (!p->on[view])
-            continue;
-        const ml_view_info *vi = &ml_views[view];
-        json_t *vo = vi->n_series > 1 ? json_object() : NULL;
-        for (int k = 0; k < vi->n_series; k++) {
-            ml_mem_view v = vi->series[k];
-            json_t *so = json_pack("{s:I, s:I}", "steady", (json_int_t)p->steady[v], "peak",
-                                   (json_int_t)p->peak[v]);
-            if (v == VIEW_REQUESTED)
-                json_object_set_new(so, "peak_live", json_incref(live));
-            if (vo)
-                json_object_set_new(vo, ml_series[v].key, so);
-            else
-                vo = so;
-        }
-        json_object_set_new(o, vi->name, vo);
-    }
+    /* Each view the rank predicted (report_view_json); requested also lists the buffers live at
+     * its peak. */
+    for (int view = 0; view < MV_COUNT; view++)
+        if (p->on[view])
+            json_object_set_new(o, ml_views[view].name,
+                                report_view_json((ml_view_id)view, p->steady, p->peak,
+                                                 with_peak_live, live));
     json_decref(live);
     return o;
 }

@@ -288,26 +288,14 @@ static void build_md(const opt_result *r, report_doc *d) {
 
 /* ---- JSON ------------------------------------------------------------------------------------- */
 
-/* {view: {steady, peak}} for every view predicted (views.h); a view of several series nests
- * them by key (torch: {allocated: {...}, reserved: {...}}). */
+/* {view: {steady, peak}} for every view predicted (report_view_json). */
 static json_t *mem_json(const opt_mem *m) {
     json_t *o = json_object();
-    for (int view = 0; view < MV_COUNT; view++) {
-        if (!m->on[view])
-            continue;
-        const ml_view_info *vi = &ml_views[view];
-        json_t *vo = vi->n_series > 1 ? json_object() : NULL;
-        for (int k = 0; k < vi->n_series; k++) {
-            ml_mem_view v = vi->series[k];
-            json_t *so = json_pack("{s:I, s:I}", "steady", (json_int_t)m->steady[v], "peak",
-                                   (json_int_t)m->peak[v]);
-            if (vo)
-                json_object_set_new(vo, ml_series[v].key, so);
-            else
-                vo = so;
-        }
-        json_object_set_new(o, vi->name, vo);
-    }
+    for (int view = 0; view < MV_COUNT; view++)
+        if (m->on[view])
+            json_object_set_new(o, ml_views[view].name,
+                                report_view_json((ml_view_id)view, m->steady, m->peak, NULL,
+                                                 NULL));
     return o;
 }
 

@@ -138,27 +138,6 @@ bool report_view_on(const report *r, ml_view_id v) {
     return false;
 }
 
-void report_measured_set(report_measured *m, ml_measure *rec) {
-    memset(m, 0, sizeof *m);
-    m->present = true;
-    m->rec = *rec;
-    memset(rec, 0, sizeof *rec);   /* m owns its arrays now */
-    m->steady[VIEW_REQUESTED] = m->rec.steady;
-    m->peak[VIEW_REQUESTED] = m->rec.peak;
-    m->steady[VIEW_DEVICE] = m->rec.device_steady;
-    m->peak[VIEW_DEVICE] = m->rec.device_peak;
-}
-
-void report_measured_free(report_measured *m) {
-    ml_measure_free(&m->rec);
-    m->present = false;
-}
-
-bool report_measured_has(const report_measured *m, ml_mem_view v) {
-    return m && m->present && ml_views[ml_series[v].view].measured &&
-           (v != VIEW_DEVICE || m->rec.has_device);   /* the host backend reads no device */
-}
-
 bool report_series_measured(const report *r, ml_mem_view v) {
     for (size_t k = 0; k < r->n; k++)
         for (int rank = 0; r->items[k].measured && rank < r->items[k].world; rank++)

@@ -54,6 +54,13 @@ void report_grid_free(report_grid *g);
 /* "key=value\n" provenance lines as a JSON object (a jansson json_t *; bench's report too). */
 struct json_t;
 struct json_t *report_provenance_json(const char *text);
+/* One view's {steady, peak} (views.h), the form every JSON memlife writes gives a view: a view of
+ * one series is that series' pair, a view of several an object of pairs by series key (torch:
+ * {allocated: {...}, reserved: {...}}). add, when given, adds what its writer says of series v
+ * to the pair, after steady and peak. */
+typedef void report_series_add(ml_mem_view v, struct json_t *pair, const void *ctx);
+struct json_t *report_view_json(ml_view_id view, const uint64_t *steady, const uint64_t *peak,
+                                report_series_add *add, const void *ctx);
 /* Renders root (consumed) as indented JSON in key order plus a newline onto out; extra_flags are
  * more json_dumps flags (bench: real precision). The one place every JSON writer ends. */
 int report_json_append(struct json_t *root, size_t extra_flags, ml_str *out);

@@ -25,10 +25,21 @@ static json_t *text_json(const char *s) {
     return j;
 }
 
-static json_t *view_pair(uint64_t steady, uint64_t peak) {
-    json_t *o = json_object();
-    json_object_set_new(o, "steady", bytes_json(steady));
-    json_object_set_new(o, "peak", bytes_json(peak));
+json_t *report_view_json(ml_view_id view, const uint64_t *steady, const uint64_t *peak,
+                         report_series_add *add, const void *ctx) {
+    const ml_view_info *vi = &ml_views[view];
+    json_t *o = vi->n_series > 1 ? json_object() : NULL;
+    for (int k = 0; k < vi->n_series; k++) {
+        ml_mem_view v = vi->series[k];
+        json_t *pair = json_object();
+        json_object_set_new(pair, "steady", bytes_json(steady[v]));
+        json_object_set_new(pair, "peak", bytes_json(peak[v]));
+        if (add)
+            add(v, pair, ctx);
+        if (!o)
+            return pair;
+        json_object_set_new(o, ml_series[v].key, pair);
+    }
     return o;
 }
 
@@ -111,29 +122,31 @@ static void (*const view_extra[MV_COUNT])(const report_schedule *, int, json_t *
     [MV_TORCH] = torch_extra,
 };
 
-/* One predicted view: {steady, peak} (bounded: exact, peak_lo, peak_hi) for a view of one
- * series; a view of several has an object per series with its peak_step, then its details. */
+/* What a predicted series adds to its pair: a bounded view's exact, peak_lo and peak_hi; a
+ * series of a view of several its peak_step. */
+typedef struct {
+    const report_schedule *rs;
+    int r;
+} series_at;
+
+static void predicted_series(ml_mem_view v, json_t *o, const void *ctx) {
+    const series_at *at = ctx;
+    const pred_rank *p = &at->rs->pred[at->r];
+    const ml_view_info *vi = &ml_views[ml_series[v].view];
+    if (vi->n_series > 1) {
+        json_object_set_new(o, "peak_step", step_json(&at->rs->plans[at->r], p->peak_op[v]));
+    } else if (vi->bounded) {
+        json_object_set_new(o, "exact", json_boolean(p->exact[v]));
+        json_object_set_new(o, "peak_lo", bytes_json(p->peak_lo[v]));
+        json_object_set_new(o, "peak_hi", bytes_json(p->peak_hi[v]));
+    }
+}
+
+/* One predicted view (report_view_json), then its details. */
 static json_t *view_json(const report_schedule *rs, int r, ml_view_id view) {
     const pred_rank *p = &rs->pred[r];
-    const ml_view_info *vi = &ml_views[view];
-    json_t *o = NULL;
-    if (vi->n_series == 1) {
-        ml_mem_view v = vi->series[0];
-        o = view_pair(p->steady[v], p->peak[v]);
-        if (vi->bounded) {
-            json_object_set_new(o, "exact", json_boolean(p->exact[v]));
-            json_object_set_new(o, "peak_lo", bytes_json(p->peak_lo[v]));
-            json_object_set_new(o, "peak_hi", bytes_json(p->peak_hi[v]));
-        }
-    } else {
-        o = json_object();
-        for (int k = 0; k < vi->n_series; k++) {
-            ml_mem_view v = vi->series[k];
-            json_t *s = view_pair(p->steady[v], p->peak[v]);
-            json_object_set_new(s, "peak_step", step_json(&rs->plans[r], p->peak_op[v]));
-            json_object_set_new(o, ml_series[v].key, s);
-        }
-    }
+    series_at at = {rs, r};
+    json_t *o = report_view_json(view, p->steady, p->peak, predicted_series, &at);
     if (view_extra[view])
         view_extra[view](rs, r, o);
     return o;

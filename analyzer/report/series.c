@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* series.c — loads the inputs of plot, trace and diff (series.h). */
 #include "report/series.h"
+#include "report/measured.h"
 #include "base/input.h"
 
 #include <jansson.h>
@@ -25,37 +26,6 @@ uint32_t series_op_buffer(const plan_op *op) {
     }
 }
 
-/* Where each series' measured value is, one row per series: whether rank m measured it at all,
- * and the value in a sample (false: this sample holds none, the op repeats the one before). A
- * series without a row is measured by no backend. */
-typedef struct {
-    bool (*has)(const ml_measure *m);
-    bool (*value)(const ml_sample *s, int64_t *v);
-} meas_source;
-
-static bool always(const ml_measure *m) { return m->n_samples > 0; }
-static bool read_device(const ml_measure *m) { return m->n_samples > 0 && m->has_device; }
-/* Only the torch backend's pool is PyTorch's allocator; the async allocator's pool is CUDA's
- * (cudaMemPool), which the torch view does not model. */
-static bool torch_pool(const ml_measure *m) { return m->n_samples > 0 && m->pool_caches; }
-static bool requested_of(const ml_sample *s, int64_t *v) { *v = (int64_t)s->requested; return true; }
-static bool device_of(const ml_sample *s, int64_t *v) { *v = s->device; return true; }
-static bool pool_used_of(const ml_sample *s, int64_t *v) {
-    *v = (int64_t)s->pool_used;
-    return s->has_pool;
-}
-static bool pool_reserved_of(const ml_sample *s, int64_t *v) {
-    *v = (int64_t)s->pool_reserved;
-    return s->has_pool;
-}
-
-static const meas_source meas_sources[VIEW_COUNT] = {
-    [VIEW_REQUESTED] = {always, requested_of},
-    [VIEW_DEVICE] = {read_device, device_of},
-    [VIEW_TORCH_ALLOCATED] = {torch_pool, pool_used_of},
-    [VIEW_TORCH_RESERVED] = {torch_pool, pool_reserved_of},
-};
-
 bool series_rank_values(const series *s, int r, ml_mem_view view, uint64_t *pred, uint64_t *meas,
                         double *t) {
     const pred_rank *pr = &s->pred[r];
@@ -64,9 +34,9 @@ bool series_rank_values(const series *s, int r, ml_mem_view view, uint64_t *pred
     for (size_t k = 0; k < pr->n_timeline; k++)
         if (pr->timeline[k].op < n)
             pred[pr->timeline[k].op] = pr->timeline[k].live[view];
-    const meas_source *src = &meas_sources[view];
+    const report_source *src = &report_sources[view];
     const ml_measure *m = s->measured ? &s->measured[r] : NULL;
-    if (!m || !src->has || !src->has(m))
+    if (!m || !m->n_samples || !src->has(m))
         return false;   /* no backend measures the series, or this run did not */
     bool *seen = ml_xcalloc(n + 1, sizeof *seen);
     for (size_t k = 0; k < m->n_samples; k++) {

@@ -979,6 +979,13 @@ static int capture_step(importer *im, const json_t *st, size_t i, int dev, const
     }
     const json_t *rec = json_object_get(st, "record"), *wait = json_object_get(st, "wait");
     const json_t *sync = json_object_get(st, "sync");
+    if (json_object_get(st, "compute")) {   /* a collective schedules cannot say: work on a stream */
+        uint32_t stream;
+        if (get_stream(im, st, where, &stream))
+            return -1;
+        push(im, S_COMPUTE, 0, stream, 0);
+        return 0;
+    }
     if (rec || wait) {   /* an event recorded on a stream, or a stream waiting for one */
         int64_t id;
         uint32_t stream;

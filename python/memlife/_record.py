@@ -299,7 +299,10 @@ class Recorder(TorchDispatchMode):
         if func in COLLECTIVES:
             self._collective(func, args, kwargs, res)
         elif func in collective_ops and func not in sync_ops:
-            raise NotImplementedError(f"collective {func} is not one memlife captures yet")
+            # a collective the schedule language has no row for (allgather_ into a list of
+            # tensors, as DistributedDataParallel's start issues): its buffers are the
+            # program's already, so it stands as work on its stream
+            self.events.append(("step", {"compute": func.name(), "stream": self.stream_of()}))
         return res
 
     # --- phases -----------------------------------------------------------------------------

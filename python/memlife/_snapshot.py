@@ -159,7 +159,7 @@ def _step_entry(step, addr_of):
         return None   # the allocator's trace says it (a deferred free_completed), on cuda
     if "module" in step:
         return None
-    if "record" in step or "wait" in step or "sync" in step:
+    if "record" in step or "wait" in step or "sync" in step or "compute" in step:
         return {"action": "memlife_step", "step": step}
     out = {"collective": step["collective"], "group": step["group"], "op": step["op"],
            "stream": step["stream"]}

@@ -729,6 +729,10 @@ const rt_backend_ops rt_backend_host = {
     .time_end = ho_time_end,
     /* One MPI call and its deadline wait is already the bare call on the host. */
     .collective_bare = h_collective,
+    .no_kernels_why = "runs no GPU kernels",
+    /* no device to line the ranks up on: the spans follow the barrier */
+    .spans_unaligned = true,
+    .orders_streams = true,
     .refuse_op = h_refuse_op,
     .group_begin = ho_group_begin,
     .group_end = h_group_end,

@@ -701,6 +701,10 @@ const rt_backend_ops rt_backend_torch = {
     .time_end = t_time_end,
     /* bench's yardstick: the same driver request without the executor around it */
     .collective_bare = t_collective,
+    /* each op of a timed part is its own request to the driver, so there is no one stretch of
+     * CUDA work to capture (and gloo on CPUs has no graphs at all) */
+    .no_graphs_why = "runs each op as its own driver request and captures none",
+    .no_kernels_why = "does not count the kernels torch launches",
     .record_stream = t_record_stream,
     .empty_cache = t_empty_cache,
 };

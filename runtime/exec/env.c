@@ -188,7 +188,18 @@ static const struct {
     {"MEMLIFE_TORCH_DRIVER", check_readable,
      "the torch backend's Python driver (default: the one installed with memlife)"},
     {"MEMLIFE_PYTHON", check_program,
-     "the Python of the torch backend (default: the first python3 on PATH that imports torch)"},
+     "the Python of the torch backend and of \\fBcapture\\fR (default: the first python3 on PATH "
+     "that imports torch)"},
+    /* cli/cmd_capture.c, and python/memlife for the last two */
+    {"MEMLIFE_PYTHONPATH", check_any,
+     "the folder holding memlife's Python package for \\fBcapture\\fR (default: the one "
+     "installed with memlife)"},
+    {"PYTHONPATH", check_any, "kept after memlife's own package for \\fBcapture\\fR's Python"},
+    {"MEMLIFE_CACHE", check_any,
+     "where \\fBcapture\\fR keeps the virtual CUDA device's compiled hooks (default: "
+     "~/.cache/memlife)"},
+    {"MEMLIFE_CAPTURE_TRACEBACK", check_any,
+     "set: \\fBcapture\\fR prints Python's whole traceback when the program fails"},
     /* exec/launch.c, exec/watch.c, cli/args.c: set by launch_self for the ranks */
     {"MEMLIFE_LAUNCHED", check_launched, NULL},
     {"MEMLIFE_PARENT_PID", check_pid, NULL},

@@ -176,6 +176,18 @@ struct rt_backend_ops {
     int (*graph_end)(rt_rank **ranks, int n, void **graphs, char *err, size_t len);
     int (*graph_launch)(rt_rank **ranks, int n, void *const *graphs, char *err, size_t len);
     void (*graph_drop)(rt_rank *r, void *graph);
+    /* Optional (NULL: "has none"): why graph_begin is NULL, where the reason is the backend's
+     * own (bench --graph's refusal says it). */
+    const char *no_graphs_why;
+    /* Why this backend gives no kernel evidence (bench and equiv --kernels), NULL where it counts
+     * its kernels with CUPTI. */
+    const char *no_kernels_why;
+    /* time_begin cannot line the ranks up on a device: spans start after the host barrier, and
+     * the bench report says they are not aligned. */
+    bool spans_unaligned;
+    /* Runs the streams' collectives and copies in an order memlife picks (--stream-order); a GPU
+     * runs its streams in its own order. */
+    bool orders_streams;
     /* Optional (NULL: the backend runs every op). What this backend cannot run, asked of every
      * op of every rank's plan before anything starts (rt_backend_check): -1 with the reason. */
     int (*refuse_op)(const plan_op *op, int world, char *err, size_t len);

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Compares captures on the virtual device with the GPU's own record of the same step
-(tests/capture/gpu_truth.sh's tarball, unpacked into DIR). For each configuration: the GPU
+(tools/capture_gpu_truth.sh's tarball, unpacked into DIR). For each configuration: the GPU
 capture imported and checked (memlife check: its torch view replays the allocator exactly),
 then the torch view's peaks of the fake capture against the GPU capture's, the counts of
 blocks, the step's real peaks as PyTorch measured them, and PyTorch's FSDPMemTracker on the

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The architecture test: tools/archcheck.py reads the objects' symbol tables and the includes and
 # checks that no two source files use each other in a circle, that no file uses one of a higher
-# floor, and that every folder has a floor. It prints the floors with their files, then its own
+# layer, and that every folder has a layer. It prints the layers with their files, then its own
 # `ok` / `not ok` lines (the offending edges and the symbol or include behind each indented below).
 . "$(dirname "$0")/lib.bash"
 
@@ -16,7 +16,7 @@ if ! command -v nm >/dev/null 2>&1; then
 fi
 python3 "$ROOT/tools/archcheck.py" "$BUILD" >"$TMP/arch" 2>"$TMP/arch.err"
 rc=$?
-# Every check prints one ok/not ok line; the floors and the edges are indented context.
+# Every check prints one ok/not ok line; the layers and the edges are indented context.
 sed -e 's/^\(ok\|not ok\) - /\1 - architecture: /' -e '/^\(ok\|not ok\) - /!s/^/  /' "$TMP/arch"
 if [ "$rc" -eq 2 ] || ! grep -q '^ok - \|^not ok - ' "$TMP/arch"; then
     not_ok "architecture" "tools/archcheck.py could not run (exit $rc): $(head -3 "$TMP/arch.err" | tr '\n' ' ')"

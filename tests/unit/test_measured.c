@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* test_run_result.c — a rank's measurement compared with the prediction (cli/run_result.c), after
- * the way it travels in a run: the executor's account filled into the record (rt_measure_fill),
+/* test_measured.c — a rank's measurement compared with the prediction
+ * (analyzer/report/measured.c), after the way it travels in a run: the executor's account filled into the record (rt_measure_fill),
  * encoded, decoded (ir/measure.h's wire) and handed to the report. The comparison finds the first
  * op whose requested bytes differ, or passes when every op agrees; under a caching allocator the
  * device reading is held to the reserved bytes. The record's own round trip is test_measure.c. */
 #include "testutil.h"
-#include "cli/run_result.h"
+#include "report/measured.h"
 #include "exec/rt.h"
 
 #include <stdlib.h>
@@ -95,7 +95,7 @@ static void test_round_trip_and_match(void **state) {
     assert_string_equal(m.rec.checks[0].name, "exact-sum-equivalence");
     assert_true(m.rec.checks[0].pass);
     assert_string_equal(m.rec.checks[0].detail, "equal: 20 of 20 elements");
-    run_result_compare(&m, &f.pred, &f.plan);
+    report_measured_compare(&m, &f.pred, &f.plan);
     assert_true(m.match);
     report_measured_free(&m);
     rank_free(&r);
@@ -127,7 +127,7 @@ static void test_cached_device(void **state) {
         report_measured m;
         wire(&r, &m);
         assert_true(m.rec.pool_caches);
-        run_result_compare(&m, &f.pred, &f.plan);
+        report_measured_compare(&m, &f.pred, &f.plan);
         if (off == 0) {
             assert_true(m.match);
         } else {
@@ -149,7 +149,7 @@ static void test_mismatch(void **state) {
     measured_rank(&r, &f.plan, (320u << 20) + 1);
     report_measured m;
     wire(&r, &m);
-    run_result_compare(&m, &f.pred, &f.plan);
+    report_measured_compare(&m, &f.pred, &f.plan);
     assert_false(m.match);
     assert_string_equal(m.mismatch, "t.yaml:4:5: requested after op 1 (alloc): measured 335544321, "
                                     "predicted 335544320");

@@ -1,11 +1,66 @@
 /* SPDX-License-Identifier: MIT */
-/* run_result.c — one rank's measurement compared with the prediction (run_result.h). */
-#include "run_result.h"
+/* measured.c — what a rank measured, by series, and its comparison with the prediction
+ * (measured.h). */
+#include "report/measured.h"
+#include "report/report_int.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+static bool always(const ml_measure *m) { return true; }
+static bool read_device(const ml_measure *m) { return m->has_device; }
+static bool torch_pool(const ml_measure *m) { return m->pool_caches; }
+static bool requested_of(const ml_sample *s, int64_t *v) {
+    *v = (int64_t)s->requested;
+    return true;
+}
+static bool device_of(const ml_sample *s, int64_t *v) {
+    *v = s->device;
+    return true;
+}
+static bool pool_used_of(const ml_sample *s, int64_t *v) {
+    *v = (int64_t)s->pool_used;
+    return s->has_pool;
+}
+static bool pool_reserved_of(const ml_sample *s, int64_t *v) {
+    *v = (int64_t)s->pool_reserved;
+    return s->has_pool;
+}
+static uint64_t requested_steady(const ml_measure *m) { return m->steady; }
+static uint64_t requested_peak(const ml_measure *m) { return m->peak; }
+static uint64_t device_steady(const ml_measure *m) { return m->device_steady; }
+static uint64_t device_peak(const ml_measure *m) { return m->device_peak; }
+
+const report_source report_sources[VIEW_COUNT] = {
+    [VIEW_REQUESTED] = {always, requested_of, requested_steady, requested_peak},
+    [VIEW_DEVICE] = {read_device, device_of, device_steady, device_peak},
+    [VIEW_TORCH_ALLOCATED] = {torch_pool, pool_used_of, NULL, NULL},
+    [VIEW_TORCH_RESERVED] = {torch_pool, pool_reserved_of, NULL, NULL},
+};
+
+void report_measured_set(report_measured *m, ml_measure *rec) {
+    memset(m, 0, sizeof *m);
+    m->present = true;
+    m->rec = *rec;
+    memset(rec, 0, sizeof *rec);   /* m owns its arrays now */
+    for (int v = 0; v < VIEW_COUNT; v++)
+        if (report_sources[v].steady) {
+            m->steady[v] = report_sources[v].steady(&m->rec);
+            m->peak[v] = report_sources[v].peak(&m->rec);
+        }
+}
+
+void report_measured_free(report_measured *m) {
+    ml_measure_free(&m->rec);
+    m->present = false;
+}
+
+bool report_measured_has(const report_measured *m, ml_mem_view v) {
+    return m && m->present && ml_views[ml_series[v].view].measured &&
+           report_sources[v].has(&m->rec);
+}
 
 static void mismatch(report_measured *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void mismatch(report_measured *m, const char *fmt, ...) {
@@ -41,7 +96,7 @@ static void compare_cached_device(report_measured *m, const rank_plan *plan) {
     }
 }
 
-void run_result_compare(report_measured *m, const pred_rank *pred, const rank_plan *plan) {
+void report_measured_compare(report_measured *m, const pred_rank *pred, const rank_plan *plan) {
     const char *file = plan->s->file;
     const ml_measure *rec = &m->rec;
     m->match = true;
@@ -64,8 +119,7 @@ void run_result_compare(report_measured *m, const pred_rank *pred, const rank_pl
     if (rec->has_device && rec->pool_caches)
         compare_cached_device(m, plan);
     for (int v = 0; v < VIEW_COUNT; v++) {
-        if (!ml_views[ml_series[v].view].measured ||
-            (v == VIEW_DEVICE && (!rec->has_device || rec->pool_caches)))
+        if (!report_measured_has(m, (ml_mem_view)v) || (v == VIEW_DEVICE && rec->pool_caches))
             continue;   /* a series no backend measures, the host's missing device, or a device
                            view that a caching allocator (torch backend) hides from the page model */
         const char *view = ml_mem_view_names[v];

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/capture/gpu_truth.sh — on a machine with one GPU and PyTorch: the ground truth that
+# tools/capture_gpu_truth.sh — on a machine with one GPU and PyTorch: the ground truth that
 # memlife capture is held to. For each program configuration it captures rank 0 of world W
 # --on cuda (the caching allocator's own trace: the truth, with the real step's peaks in the
 # header) and --on fake (the virtual device, as on a CPU), and runs PyTorch's FSDPMemTracker on
 # the same step. Everything goes into one tarball, $OUT/capture.tar.gz (default /tmp).
 # tests/capture/compare.py reads it.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp}
 dir=$(mktemp -d)
