@@ -1461,7 +1461,7 @@ static void write_step(const importer *im, const step *s, size_t index, const ch
                           ? &ML_VEC_AT(&im->bufs, buffer, s->buf) : NULL;
     switch (s->kind) {
     case S_ALLOC: {
-        /* an expression is quoted: ceil_div's comma would end the flow mapping's value */
+        /* an expression is quoted: a comma in one (max(a, b)) would end the flow mapping's value */
         const char *bytes = size_text(im, index, b->name, "bytes", b->bytes, nb, sizeof nb);
         const char *q = is_number(bytes) ? "" : "\"";
         ml_str_printf(out, "- alloc: {buf: %s, bytes: %s%s%s", b->name, q, bytes, q);
