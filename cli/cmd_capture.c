@@ -10,8 +10,10 @@
 #include "base/locate.h"
 #include "snapshot/import.h"
 #include "snapshot/pickle.h"
+#include "snapshot/vary.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -23,7 +25,8 @@
 
 const char cmd_capture_usage[] =
     "usage: memlife capture FILE.py[:FUNC] --world N [--rank R] [--on fake|cuda]\n"
-    "                       [--set NAME=VALUE]... [--steps K] [-o OUT.yaml]\n"
+    "                       [--set NAME=VALUE]... [--vary NAME=V1,V2,...]... [--steps K]\n"
+    "                       [-o OUT.yaml]\n"
     "\n"
     "Runs one training step of a PyTorch program as rank R of world N and writes it as a\n"
     "schedule. FUNC (default build) is called once, after torch's fake process group is up at\n"
@@ -36,17 +39,26 @@ const char cmd_capture_usage[] =
     "on the GPU itself: the schedule then replays memory_allocated and memory_reserved at every\n"
     "event, and 'memlife check OUT.yaml' proves it. Buffers are named by module path and role\n"
     "(layers.3.fc1.weight/grad, adam.exp_avg/..., act/layers.3, temp/...); collectives, stream\n"
-    "events and the warmup/step/optimizer regions are steps of their own.\n"
+    "events and the warmup/step/optimizer regions are steps of their own. --vary MBS=1,2,4\n"
+    "captures at each value (several --vary: every combination) and writes one schedule with\n"
+    "'let: {MBS: 1}' whose sizes are expressions fitted to the captures (a + b*MBS, products\n"
+    "for two lets): at a captured value 'predict --set MBS=2' gives that capture's numbers,\n"
+    "and 'memlife fit OUT.yaml --vary MBS' answers how large MBS can be. The captures must make\n"
+    "the same steps and names at every value; where they do not, or a size is of no such\n"
+    "form, capture names the step and the sizes at each value and exits 2.\n"
     "\n"
     "@options\n"
     "environment: MEMLIFE_PYTHON (the interpreter; else the first python3 on PATH with torch),\n"
     "MEMLIFE_PYTHONPATH (the memlife Python package's folder), MEMLIFE_CACHE.\n"
-    "exit codes: 0 written, 2 bad input (no FILE or FUNC, a --set the program does not take),\n"
+    "exit codes: 0 written, 2 bad input (no FILE or FUNC, a --set the program does not take,\n"
+    "captures of --vary that make no one schedule),\n"
     "3 the program failed, ran past --timeout, or no python3 with torch\n";
 
 static const char *const ON_KINDS[] = {"fake", "cuda", NULL};
 static const char *const GROUPS[] = {"fake", "nccl", "gloo", NULL};
 static const char *const GPUS[] = {"h100-80gb", "h200", "a100-80gb", "a100-40gb", NULL};
+/* --vary captures every combination of the values: each is a run of the program */
+#define VARY_MAX_POINTS 64
 
 /* Runs argv with stdout sent to stderr (the schedule may go to stdout); waits at most
  * timeout_s. Returns the exit code, 124 past the deadline, -1 when it could not start. */
@@ -105,11 +117,90 @@ static char *program_stem(const char *spec) {
     return s;
 }
 
+/* --vary NAME=V1,V2,...: a let-name and at least two distinct integers. */
+static int parse_vary(const char *arg, ml_arena *arena, vary_let *out) {
+    const char *eq = strchr(arg, '=');
+    size_t nl = eq ? (size_t)(eq - arg) : 0;
+    bool ident = nl > 0 && !(arg[0] >= '0' && arg[0] <= '9');
+    for (size_t k = 0; k < nl && ident; k++)
+        ident = (arg[k] >= 'a' && arg[k] <= 'z') || (arg[k] >= 'A' && arg[k] <= 'Z') ||
+                (arg[k] >= '0' && arg[k] <= '9') || arg[k] == '_';
+    if (!ident)
+        return ml_usage_error("capture", "--vary takes NAME=V1,V2,... (a let-name), not '%s'", arg);
+    size_t n = 1;
+    for (const char *p = eq + 1; *p; p++)
+        n += *p == ',';
+    int64_t *v = ml_arena_alloc(arena, n * sizeof *v);
+    const char *p = eq + 1;
+    for (size_t k = 0; k < n; k++) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        if (end == p || errno || (*end && *end != ','))
+            return ml_usage_error("capture", "--vary %.*s: '%.*s' is not an integer", (int)nl,
+                                  arg, (int)strcspn(p, ","), p);
+        for (size_t j = 0; j < k; j++)
+            if (v[j] == x)
+                return ml_usage_error("capture", "--vary %.*s: %lld twice", (int)nl, arg, x);
+        v[k] = x;
+        p = *end ? end + 1 : end;
+    }
+    if (n < 2)
+        return ml_usage_error("capture", "--vary %.*s: at least two values, to fit a size "
+                              "through them", (int)nl, arg);
+    *out = (vary_let){ml_arena_strndup(arena, arg, nl), v, n};
+    return ML_EXIT_OK;
+}
+
+/* One recording: the interpreters of list (n_py, NUL-separated) in turn until one has torch
+ * (*py_at then skips those before it next time); the snapshot loaded from jpath. */
+static int record(char **av, const char *spec, const char *pypath, const char *list,
+                  size_t n_py, size_t *py_at, double timeout_s, const char *jpath, json_t **snap) {
+    char err[1024], tried[1024] = "";
+    int child = 9;
+    const char *p = list;
+    for (size_t k = 0; k < *py_at; k++)
+        p += strlen(p) + 1;
+    for (size_t k = *py_at; k < n_py && child == 9; k++, p += strlen(p) + 1) {
+        av[0] = (char *)p;
+        child = run_child(av, pypath, timeout_s);
+        *py_at = k;
+        size_t at = strlen(tried), room = sizeof tried - at;
+        if (room > strlen(p) + 3)
+            snprintf(tried + at, room, "%s%.*s", at ? ", " : "", (int)(room - 3), p);
+    }
+    *snap = NULL;
+    if (child == 9 || child == 127 || child < 0) {
+        ml_report(ML_DIAG_ERROR, NULL, "no python3 with torch (%s); set MEMLIFE_PYTHON, or "
+                  "make deps", n_py ? tried : "none on PATH");
+        return ML_EXIT_RUNTIME;
+    }
+    if (child == 124) {
+        ml_report(ML_DIAG_ERROR, spec, "the program ran past --timeout %g s and was ended",
+                  timeout_s);
+        return ML_EXIT_RUNTIME;
+    }
+    if (child == 2)
+        return ML_EXIT_INPUT;   /* the recorder said why, at the place in the program */
+    if (child != 0) {
+        if (child > 3)
+            ml_report(ML_DIAG_ERROR, spec, "the capture's python ended with exit %d", child);
+        return ML_EXIT_RUNTIME;
+    }
+    if (!(*snap = snapshot_load_file(jpath, err, sizeof err))) {
+        ml_report(ML_DIAG_ERROR, NULL, "%s", err);
+        return ML_EXIT_RUNTIME;
+    }
+    return ML_EXIT_OK;
+}
+
 int cmd_capture(int argc, char **argv) {
     ml_args a;
     int rc, rank = 0, on = 0, steps = 1, group = 0, gpu = 0;
     double timeout_s = 3600;
     const char *raw = NULL;
+    ml_vec vary_args;
+    ml_vec_init(&vary_args, sizeof(const char *));
     const ml_opt extra[] = {
         {"--rank", NULL, OPT_INT, &rank, 0, (1 << 20) - 1, NULL, "R",
          "the rank to record (default 0); the others are assumed to run the same steps"},
@@ -123,8 +214,13 @@ int cmd_capture(int argc, char **argv) {
         {"--group", NULL, OPT_CHOICE, &group, 0, 0, GROUPS, "PG",
          "the process group: fake (default: torch's, no communication, any world) or, at world "
          "1, a real nccl or gloo one (DistributedDataParallel's hook needs one)"},
+        {"--vary", NULL, OPT_LIST, &vary_args, 0, 0, NULL, "NAME=V1,V2,...",
+         "capture at each value (with several --vary, at every combination) and write one "
+         "schedule whose sizes are expressions of the lets NAME, fitted to the captures; "
+         "repeatable, --on fake only"},
         {"--timeout", NULL, OPT_DOUBLE, &timeout_s, 1, 0, NULL, "SECONDS",
-         "the program's deadline (default 3600): past it, it is ended and capture exits 3"},
+         "the program's deadline (default 3600, for each capture): past it, it is ended and "
+         "capture exits 3"},
         {"--raw", NULL, OPT_STRING, &raw, 0, 0, NULL, "FILE",
          "also keep the recording itself (the annotated snapshot, JSON) in FILE"},
         {"--output", "-o", OPT_STRING, NULL, 0, 0, NULL, "FILE",
@@ -132,18 +228,44 @@ int cmd_capture(int argc, char **argv) {
          "schedule goes to stdout"},
     };
     if (!ml_args_begin(&a, "capture", cmd_capture_usage, argc, argv, extra, ML_ARRAY_LEN(extra),
-                       false, &rc))
-        return rc;
-    if (a.files.n != 1) {
-        rc = ml_usage_error("capture", "'capture' takes one program, FILE.py[:FUNC], not %zu",
-                            a.files.n);
-        ml_args_free(&a);
+                       false, &rc)) {
+        ml_vec_free(&vary_args);
         return rc;
     }
-    const char *spec = ML_VEC_AT(&a.files, const char *, 0);
+    ml_arena *arena = ml_arena_new();
+    vary_let lets[VARY_MAX_LETS];
+    size_t n_lets = vary_args.n, n_points = 1;
+    const char *spec = a.files.n == 1 ? ML_VEC_AT(&a.files, const char *, 0) : NULL;
     int world = a.world ? a.world : 1;
-    if (rank >= world) {
+    rc = ML_EXIT_OK;
+    if (a.files.n != 1)
+        rc = ml_usage_error("capture", "'capture' takes one program, FILE.py[:FUNC], not %zu",
+                            a.files.n);
+    else if (rank >= world)
         rc = ml_usage_error("capture", "--rank %d is not a rank of world %d", rank, world);
+    else if (n_lets > VARY_MAX_LETS)
+        rc = ml_usage_error("capture", "at most %d --vary, not %zu", VARY_MAX_LETS, n_lets);
+    else if (n_lets && on != 0)
+        rc = ml_usage_error("capture", "--vary captures on the virtual device (--on fake): on "
+                            "a GPU each capture's segment addresses are its own");
+    else if (n_lets && raw)
+        rc = ml_usage_error("capture", "--raw keeps one recording, and --vary makes several");
+    for (size_t k = 0; k < n_lets && rc == ML_EXIT_OK; k++) {
+        rc = parse_vary(ML_VEC_AT(&vary_args, const char *, k), arena, &lets[k]);
+        for (size_t j = 0; j < k && rc == ML_EXIT_OK; j++)
+            if (!strcmp(lets[j].name, lets[k].name))
+                rc = ml_usage_error("capture", "--vary %s twice", lets[k].name);
+        for (size_t j = 0; j < a.set.n && rc == ML_EXIT_OK; j++) {
+            const char *set = ML_VEC_AT(&a.set, const char *, j);
+            if (!strncmp(set, lets[k].name, strlen(lets[k].name)) && set[strlen(lets[k].name)] == '=')
+                rc = ml_usage_error("capture", "%s is both --set and --vary", lets[k].name);
+        }
+    }
+    if (rc == ML_EXIT_OK && n_lets && !(n_points = vary_grid_points(lets, n_lets, VARY_MAX_POINTS)))
+        rc = ml_usage_error("capture", "--vary makes more than %d captures", VARY_MAX_POINTS);
+    if (rc != ML_EXIT_OK) {
+        ml_arena_free(arena);
+        ml_vec_free(&vary_args);
         ml_args_free(&a);
         return rc;
     }
@@ -157,6 +279,8 @@ int cmd_capture(int argc, char **argv) {
     } else if (ml_find_beside_binary("MEMLIFE_PYTHONPATH", rel, ML_ARRAY_LEN(rel), pkg, sizeof pkg,
                                      err, sizeof err) != 0) {
         ml_report(ML_DIAG_ERROR, NULL, "%s", err);
+        ml_arena_free(arena);
+        ml_vec_free(&vary_args);
         ml_args_free(&a);
         return ML_EXIT_RUNTIME;
     } else {
@@ -175,6 +299,8 @@ int cmd_capture(int argc, char **argv) {
     int fd = mkstemps(jpath, 5);
     if (fd < 0) {
         ml_report(ML_DIAG_ERROR, NULL, "cannot make a temporary file in %s", tmpdir ? tmpdir : "/tmp");
+        ml_arena_free(arena);
+        ml_vec_free(&vary_args);
         ml_args_free(&a);
         return ML_EXIT_RUNTIME;
     }
@@ -183,11 +309,11 @@ int cmd_capture(int argc, char **argv) {
     snprintf(s_world, sizeof s_world, "%d", world);
     snprintf(s_rank, sizeof s_rank, "%d", rank);
     snprintf(s_steps, sizeof s_steps, "%d", steps);
-    size_t nargs = 0, cap = 24 + 2 * a.set.n;
+    size_t nargs = 0, cap = 24 + 2 * (a.set.n + n_lets);
     char **av = ml_xcalloc(cap, sizeof *av);
     char list[8192];
-    size_t n_py = ml_python_candidates(list, sizeof list);
-    av[nargs++] = NULL;   /* the interpreter, below */
+    size_t n_py = ml_python_candidates(list, sizeof list), py_at = 0;
+    av[nargs++] = NULL;   /* the interpreter, record() */
     const char *fixed[] = {"-m", "memlife", "capture", spec, "--world", s_world, "--rank", s_rank,
                            "--on", ON_KINDS[on], "--steps", s_steps, "--gpu", GPUS[gpu],
                            "--group", GROUPS[group], "-o", jpath};
@@ -197,68 +323,76 @@ int cmd_capture(int argc, char **argv) {
         av[nargs++] = "--set";
         av[nargs++] = (char *)ML_VEC_AT(&a.set, const char *, k);
     }
-    av[nargs] = NULL;
-    int child = 9;
-    char tried[1024] = "";
-    const char *p = list;
-    for (size_t k = 0; k < n_py && child == 9; k++, p += strlen(p) + 1) {
-        av[0] = (char *)p;
-        child = run_child(av, pypath, timeout_s);
-        size_t at = strlen(tried), room = sizeof tried - at;
-        if (room > strlen(p) + 3)
-            snprintf(tried + at, room, "%s%.*s", at ? ", " : "", (int)(room - 3), p);
+    /* the varied lets' --set, rewritten for each point of the grid */
+    char sets[VARY_MAX_LETS][160];
+    for (size_t k = 0; k < n_lets; k++) {
+        av[nargs++] = "--set";
+        av[nargs++] = sets[k];
     }
-    rc = ML_EXIT_OK;
-    json_t *snap = NULL;
-    if (child == 9 || child == 127 || child < 0) {
-        ml_report(ML_DIAG_ERROR, NULL, "no python3 with torch (%s); set MEMLIFE_PYTHON, or "
-                  "make deps", n_py ? tried : "none on PATH");
+    av[nargs] = NULL;
+    json_t **snaps = ml_xcalloc(n_points, sizeof *snaps);
+    import_stats *st = ml_xcalloc(n_points, sizeof *st);
+    for (size_t g = 0; g < n_points && rc == ML_EXIT_OK; g++) {
+        for (size_t k = 0; k < n_lets; k++)
+            snprintf(sets[k], sizeof sets[k], "%s=%" PRId64, lets[k].name,
+                     lets[k].values[vary_grid_index(lets, n_lets, g, k)]);
+        rc = record(av, spec, pypath, list, n_py, &py_at, timeout_s, jpath, &snaps[g]);
+    }
+    char *name = program_stem(spec);
+    import_opts o = {.device = 0, .names = IMPORT_NAMES_FRAMES, .name = name, .source = spec};
+    char *yaml = NULL;
+    size_t len;
+    if (rc == ML_EXIT_OK && !n_lets &&
+        snapshot_import(snaps[0], &o, &yaml, &len, &st[0], err, sizeof err) != 0) {
+        ml_report(ML_DIAG_ERROR, spec, "the recording does not import: %s", err);
         rc = ML_EXIT_RUNTIME;
-    } else if (child == 124) {
-        ml_report(ML_DIAG_ERROR, spec, "the program ran past --timeout %g s and was ended",
-                  timeout_s);
-        rc = ML_EXIT_RUNTIME;
-    } else if (child == 2) {
-        rc = ML_EXIT_INPUT;   /* the recorder said why, at the place in the program */
-    } else if (child != 0) {
-        if (child > 3)
-            ml_report(ML_DIAG_ERROR, spec, "the capture's python ended with exit %d", child);
-        rc = ML_EXIT_RUNTIME;
-    } else if (!(snap = snapshot_load_file(jpath, err, sizeof err))) {
-        ml_report(ML_DIAG_ERROR, NULL, "%s", err);
-        rc = ML_EXIT_RUNTIME;
+    }
+    bool bad = false;
+    if (rc == ML_EXIT_OK && n_lets &&
+        snapshot_vary(snaps, lets, n_lets, &o, &yaml, &len, st, &bad, err, sizeof err) != 0) {
+        ml_report(ML_DIAG_ERROR, spec, "%s", err);
+        rc = bad ? ML_EXIT_INPUT : ML_EXIT_RUNTIME;
     }
     if (rc == ML_EXIT_OK) {
-        char *name = program_stem(spec);
-        import_opts o = {.device = 0, .names = IMPORT_NAMES_FRAMES, .name = name, .source = spec};
-        import_stats st;
-        char *yaml = NULL;
-        size_t len;
-        if (snapshot_import(snap, &o, &yaml, &len, &st, err, sizeof err) != 0) {
-            ml_report(ML_DIAG_ERROR, spec, "the recording does not import: %s", err);
-            rc = ML_EXIT_RUNTIME;
-        } else if (!a.output) {
+        if (!a.output) {
             fwrite(yaml, 1, len, stdout);
         } else if (ml_write_file_atomic(a.output, yaml, len) != 0) {
             ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s'", a.output);
             rc = ML_EXIT_RUNTIME;
         } else if (!a.quiet) {
-            char peak[32];
-            ml_human_size(st.requested_peak > 0 ? (uint64_t)st.requested_peak : 0, peak, sizeof peak);
-            printf("%s: rank %d of world %d %s: %zu events -> %zu steps in %s; requested peak "
-                   "%s\n", spec, rank, world, on ? "on the GPU" : "on the virtual device",
-                   st.events, st.steps, a.output, peak);
+            char peak[32], last[32], p0[256], p1[256];
+            ml_human_size(st[0].requested_peak > 0 ? (uint64_t)st[0].requested_peak : 0, peak,
+                          sizeof peak);
+            if (!n_lets) {
+                printf("%s: rank %d of world %d %s: %zu events -> %zu steps in %s; requested "
+                       "peak %s\n", spec, rank, world, on ? "on the GPU" : "on the virtual device",
+                       st[0].events, st[0].steps, a.output, peak);
+            } else {
+                const import_stats *sl = &st[n_points - 1];
+                ml_human_size(sl->requested_peak > 0 ? (uint64_t)sl->requested_peak : 0, last,
+                              sizeof last);
+                vary_point_text(lets, n_lets, 0, p0, sizeof p0);
+                vary_point_text(lets, n_lets, n_points - 1, p1, sizeof p1);
+                printf("%s: rank %d of world %d on the virtual device at %zu points: %zu steps "
+                       "in %s, sizes fitted to the lets; requested peak %s at %s, %s at %s\n",
+                       spec, rank, world, n_points, st[0].steps, a.output, peak, p0, last, p1);
+            }
         }
-        free(yaml);
-        free(name);
     }
+    free(yaml);
+    free(name);
     if (raw && rc == ML_EXIT_OK && rename(jpath, raw) != 0) {
         ml_report(ML_DIAG_ERROR, NULL, "cannot write '%s'", raw);
         rc = ML_EXIT_RUNTIME;
     }
     unlink(jpath);
-    json_decref(snap);
+    for (size_t g = 0; g < n_points; g++)
+        json_decref(snaps[g]);
+    free(snaps);
+    free(st);
     free(av);
+    ml_arena_free(arena);
+    ml_vec_free(&vary_args);
     ml_args_free(&a);
     return rc;
 }

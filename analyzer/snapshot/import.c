@@ -1381,20 +1381,47 @@ static void series(writer *w, const char *key, int64_t steady, int64_t peak) {
     map_end(w);
 }
 
+/* A size of step `index` as written: the number, or what o->size_text makes of it (a
+ * parametric capture's expression). A number's digits go to tmp. */
+static const char *size_text(const importer *im, size_t index, const char *buf, const char *what,
+                             int64_t v, char *tmp, size_t len) {
+    const char *t = NULL;
+    if (im->o->size_text) {
+        import_size at = {.value = v, .step = index, .buf = buf, .what = what};
+        t = im->o->size_text(im->o->size_ctx, &at);
+    }
+    if (!t) {
+        snprintf(tmp, len, "%" PRId64, v);
+        t = tmp;
+    }
+    return t;
+}
+
+static bool is_number(const char *t) { return *t && strspn(t, "0123456789") == strlen(t); }
+
 /* A captured collective's operand: the whole buffer, `name[rank*B : B]` where the view stands
  * at this rank's slot (an in-place collective, the same for every rank), else the view as
  * recorded (bytes: the schedule's dtype is uint8). */
-static void write_operand(const importer *im, const capture_coll *c, int k, ml_str *out) {
+static void write_operand(const importer *im, const capture_coll *c, int k, size_t index,
+                          ml_str *out) {
     const buffer *b = &ML_VEC_AT(&im->bufs, buffer, c->buf[k]);
-    if (c->offset[k] == 0 && c->bytes[k] == b->bytes)
+    char t1[32], t2[32];
+    if (c->offset[k] == 0 && c->bytes[k] == b->bytes) {
         ml_str_printf(out, "%s", b->name);
-    else if (c->bytes[k] > 0 && c->offset[k] == im->rank * c->bytes[k])
-        ml_str_printf(out, "\"%s[rank*%" PRId64 " : %" PRId64 "]\"", b->name, c->bytes[k], c->bytes[k]);
-    else
-        ml_str_printf(out, "\"%s[%" PRId64 " : %" PRId64 "]\"", b->name, c->offset[k], c->bytes[k]);
+    } else if (c->bytes[k] > 0 && c->offset[k] == im->rank * c->bytes[k]) {
+        const char *len = size_text(im, index, b->name, "length", c->bytes[k], t1, sizeof t1);
+        bool plain = is_number(len);
+        ml_str_printf(out, "\"%s[rank*%s%s%s : %s]\"", b->name, plain ? "" : "(", len,
+                      plain ? "" : ")", len);
+    } else {
+        const char *off = size_text(im, index, b->name, "offset", c->offset[k], t1, sizeof t1);
+        const char *len = size_text(im, index, b->name, "length", c->bytes[k], t2, sizeof t2);
+        ml_str_printf(out, "\"%s[%s : %s]\"", b->name, off, len);
+    }
 }
 
-static void write_collective(const importer *im, const step *s, const char *pad, ml_str *out) {
+static void write_collective(const importer *im, const step *s, size_t index, const char *pad,
+                             ml_str *out) {
     char sb[32];
     const capture_coll *c = &ML_VEC_AT(&im->colls, capture_coll, s->event);
     bool same = c->buf[0] == c->buf[1] && c->offset[0] == c->offset[1] && c->bytes[0] == c->bytes[1];
@@ -1402,12 +1429,12 @@ static void write_collective(const importer *im, const step *s, const char *pad,
     ml_str_printf(out, "%s- %s: {", pad, ci->name);
     if (same && ci->inplace == INPLACE_SAME) {   /* in place on one view: `buf:` */
         ml_str_printf(out, "buf: ");
-        write_operand(im, c, 0, out);
+        write_operand(im, c, 0, index, out);
     } else {
         ml_str_printf(out, "send: ");
-        write_operand(im, c, 0, out);
+        write_operand(im, c, 0, index, out);
         ml_str_printf(out, ", recv: ");
-        write_operand(im, c, 1, out);
+        write_operand(im, c, 1, index, out);
     }
     if (c->op)
         ml_str_printf(out, ", op: %s", c->op);
@@ -1422,23 +1449,27 @@ static void write_collective(const importer *im, const step *s, const char *pad,
  * Its scalars are names made here from letters, digits, '_', '-', '.', '/' (starting with a
  * letter) and decimal integers: plain YAML in any context, as emit_yaml.h's fast path also
  * writes them, so the million lines need no emitter round trip each. */
-static void write_step(const importer *im, const step *s, const char *pad, ml_str *out) {
-    char sb[32];
+static void write_step(const importer *im, const step *s, size_t index, const char *pad,
+                       ml_str *out) {
+    char sb[32], nb[32];
     if (s->kind == S_COLLECTIVE) {
-        write_collective(im, s, pad, out);
+        write_collective(im, s, index, pad, out);
         return;
     }
     ml_str_printf(out, "%s", pad);
     const buffer *b = s->kind == S_ALLOC || s->kind == S_FREE || s->kind == S_RECORD_STREAM
                           ? &ML_VEC_AT(&im->bufs, buffer, s->buf) : NULL;
     switch (s->kind) {
-    case S_ALLOC:
+    case S_ALLOC: {
+        /* an expression is quoted: a comma in one (max(a, b)) would end the flow mapping's value */
+        const char *bytes = size_text(im, index, b->name, "bytes", b->bytes, nb, sizeof nb);
+        const char *q = is_number(bytes) ? "" : "\"";
+        ml_str_printf(out, "- alloc: {buf: %s, bytes: %s%s%s", b->name, q, bytes, q);
         if (b->stream)
-            ml_str_printf(out, "- alloc: {buf: %s, bytes: %" PRId64 ", stream: %s}\n", b->name,
-                          b->bytes, stream_name(im, b->stream, sb, sizeof sb));
-        else
-            ml_str_printf(out, "- alloc: {buf: %s, bytes: %" PRId64 "}\n", b->name, b->bytes);
+            ml_str_printf(out, ", stream: %s", stream_name(im, b->stream, sb, sizeof sb));
+        ml_str_printf(out, "}\n");
         break;
+    }
     case S_FREE:
         ml_str_printf(out, "- free: %s\n", b->name);
         break;
@@ -1483,7 +1514,7 @@ static void write_step(const importer *im, const step *s, const char *pad, ml_st
  * says `steps: []`. */
 static void write_steps(const importer *im, ml_str *out) {
     char pad[4 * CAPTURE_MAX_DEPTH + 1] = "";
-    size_t depth = 0;
+    size_t depth = 0, index = 0;
     for (size_t k = 0; k < im->steps.n; k++) {
         const step *s = &ML_VEC_AT(&im->steps, step, k);
         if (s->kind == S_REGION_END) {
@@ -1496,7 +1527,7 @@ static void write_steps(const importer *im, ml_str *out) {
             pad[4 * depth] = 0;
             continue;
         }
-        write_step(im, s, pad, out);
+        write_step(im, s, index++, pad, out);
         if (s->kind == S_REGION_BEGIN) {
             depth++;
             memset(pad, ' ', 4 * depth);
@@ -1505,40 +1536,57 @@ static void write_steps(const importer *im, ml_str *out) {
     }
 }
 
+static bool is_varied(const importer *im, const char *let) {
+    for (size_t k = 0; k < im->o->n_lets; k++)
+        if (!strcmp(im->o->lets[k], let))
+            return true;
+    return false;
+}
+
 /* "memlife capture of gpt.py (MBS=4, S=2048): rank 0 of world 64, fake (h100-80gb), torch
- * 2.13.0, 2026-12-07" from the capture's header. */
+ * 2.13.0, 2026-12-07" from the capture's header; a parametric one's varied lets without their
+ * values, which differ from capture to capture: "(MODE=\"fsdp\"; MBS, S varied)". */
 static void capture_about(const importer *im, char *buf, size_t len) {
     const json_t *c = im->capture;
     ml_str lets = {0};
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)json_object_get(c, "lets"), k, v) {
+        if (is_varied(im, k))
+            continue;
         char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
         ml_str_printf(&lets, "%s%s=%s", lets.n ? ", " : "", k, text ? text : "?");
         free(text);
     }
+    for (size_t j = 0; j < im->o->n_lets; j++)
+        ml_str_printf(&lets, "%s%s%s", j ? ", " : lets.n ? "; " : "", im->o->lets[j],
+                      j + 1 == im->o->n_lets ? " varied" : "");
     const char *prog = json_string_value(json_object_get(c, "program"));
     const char *gpu = json_string_value(json_object_get(c, "gpu"));
     const char *torch = json_string_value(json_object_get(c, "torch"));
     const char *date = json_string_value(json_object_get(c, "date"));
+    /* a parametric capture's runs may straddle midnight: its about: has no date, so that the
+     * captures' documents are alike but for the sizes */
     snprintf(buf, len, "memlife capture of %s%s%s%s: rank %" PRId64 " of world %" PRId64 ", %s "
-             "(%s), torch %s, %s", prog ? prog : "a program", lets.n ? " (" : "",
+             "(%s), torch %s%s%s", prog ? prog : "a program", lets.n ? " (" : "",
              lets.n ? lets.s : "", lets.n ? ")" : "", im->rank, im->world,
              im->on_fake ? "on the virtual device" : "on", gpu ? gpu : "?", torch ? torch : "?",
-             date ? date : "?");
+             im->o->n_lets ? "" : ", ", im->o->n_lets ? "" : date ? date : "?");
     ml_str_free(&lets);
 }
 
 static int write_doc(importer *im, const json_t *snap, const import_stats *st, ml_str *out) {
     writer w = {.ok = 1};
     char buf[512];
+    bool vary = im->o->n_lets > 0;   /* the parametric capture writes its own comment */
     snprintf(buf, sizeof buf,
              "# memlife import of %s, device %d: %zu trace events as %zu steps; the first %zu\n"
              "# rebuild the allocator's state when recording began (%zu segments, %zu blocks)%s.\n",
              im->o->source ? im->o->source : "a snapshot", im->o->device, st->events, st->steps,
              st->prelude_steps, st->initial_segments, st->initial_blocks,
              st->exact_prelude ? "" : ", approximately (expandable segments)");
-    ml_str_append(out, buf, strlen(buf));
+    if (!vary)
+        ml_str_append(out, buf, strlen(buf));
     if (im->no_settings)
         ml_str_printf(out, "# The snapshot has no allocator_settings (PyTorch before 2.1?): "
                       "PyTorch's defaults are assumed.\n");
@@ -1589,6 +1637,15 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
     scalar(&w, buf);
     scalar(&w, "world");
     integer(&w, im->capture ? im->world : 1);
+    if (vary) {
+        scalar(&w, "let");
+        map_start(&w, true);
+        for (size_t k = 0; k < im->o->n_lets; k++) {
+            scalar(&w, im->o->lets[k]);
+            integer(&w, im->o->let_defaults[k]);
+        }
+        map_end(&w);
+    }
     scalar(&w, "dtype");
     scalar(&w, "uint8");
     if (im->streams.n > 1) {
@@ -1631,17 +1688,19 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
         seq_end(&w);
     }
     map_end(&w);
-    scalar(&w, "expect");
-    map_start(&w, false);
-    series(&w, "requested", st->requested_final, st->requested_peak);
-    if (!im->on_fake) {   /* on the virtual device nothing measured the allocator */
-        scalar(&w, "torch");
-        map_start(&w, true);
-        series(&w, "allocated", st->allocated_final, -1);
-        series(&w, "reserved", st->reserved_final, st->reserved_peak);
+    if (!vary) {
+        scalar(&w, "expect");
+        map_start(&w, false);
+        series(&w, "requested", st->requested_final, st->requested_peak);
+        if (!im->on_fake) {   /* on the virtual device nothing measured the allocator */
+            scalar(&w, "torch");
+            map_start(&w, true);
+            series(&w, "allocated", st->allocated_final, -1);
+            series(&w, "reserved", st->reserved_final, st->reserved_peak);
+            map_end(&w);
+        }
         map_end(&w);
     }
-    map_end(&w);
     /* the top-level mapping ends here for the emitter; `steps:` continues it in the text */
     map_end(&w);
     emit(&w, &ev, yaml_document_end_event_initialize(&ev, 1));

@@ -43,11 +43,33 @@ typedef enum {
     IMPORT_NAMES_ADDR,     /* the block's address: "a7f1c2e000000", made unique */
 } import_names;
 
+/* One size a step writes: an alloc's bytes, or a captured collective operand's offset or
+ * length (bytes: the schedule's dtype is uint8). */
+typedef struct {
+    int64_t value;
+    size_t step;           /* the step's index in file order from 0, region heads counted */
+    const char *buf;       /* the buffer it sizes (valid during the call only) */
+    const char *what;      /* "bytes", "offset" or "length" */
+} import_size;
+
+/* The text a size is written as (an integer expression that stays valid until the import
+ * returns), or NULL for the number. */
+typedef const char *(*import_size_fn)(void *ctx, const import_size *at);
+
 typedef struct {
     int device;            /* which of device_traces (and segments with that device) */
     import_names names;
     const char *name;      /* the schedule's name: */
     const char *source;    /* the input's file name, for the header comment and about: */
+    /* A parametric capture (snapshot/vary.h): with n_lets > 0 the document starts at `name:`
+     * (no comment), has `let: {NAME: default, ...}`, lists the varied lets in about: without
+     * their values and has no expect: (each capture's numbers hold at its values only); every
+     * size of the steps is written as size_text says. */
+    const char *const *lets;
+    const int64_t *let_defaults;
+    size_t n_lets;
+    import_size_fn size_text;
+    void *size_ctx;
 } import_opts;
 
 typedef struct {

@@ -79,6 +79,8 @@ class Recorder(TorchDispatchMode):
         self.stream_of = stream_of or _virtual_cuda.current_stream_id
         self.ptr_of = ptr_of          # on a GPU: the storage's address, to match the allocator
         self.mods = ModTracker()
+        self.entered = {}             # module name -> when it last began its forward or backward
+        self.clock = 0
         self.phase = "build"          # build | forward | backward | optimizer
         self.depth = 0
         self.groups = {}              # process group name -> (size, ranks)
@@ -94,8 +96,20 @@ class Recorder(TorchDispatchMode):
 
     # --- births and deaths ------------------------------------------------------------------
     def _where(self):
+        """The innermost module running: of ModTracker's parents, those with no child among
+        them, and of those the one that began last. In the backward pass a module whose
+        gradient hooks have not fired yet is still among them (model.layers.1 while
+        model.layers.0 runs), and the parents are a set, whose order changes from process to
+        process: the name must not."""
         parents = [p for p in self.mods.parents if p != "Global"]
-        return max(parents, key=len) if parents else ""
+        inner = [p for p in parents if not any(q.startswith(p + ".") for q in parents)]
+        return max(inner, key=lambda p: (self.entered.get(p, 0), p)) if inner else ""
+
+    def _began(self, mod, *_):
+        name = self.mods.get_known_fqn(mod) if mod is not None else None
+        if name is not None:
+            self.clock += 1
+            self.entered[name] = self.clock
 
     def _role(self):
         if self.phase == "optimizer":
@@ -328,6 +342,7 @@ class Recorder(TorchDispatchMode):
                                            register_optimizer_step_pre_hook)
         self._opt_hooks = [register_optimizer_step_pre_hook(self._opt_pre),
                            register_optimizer_step_post_hook(self._opt_post)]
+        self.mods.register_user_hooks(pre_fw_hook=self._began, pre_bw_hook=self._began)
         self.mods.__enter__()
         self._fake_on_entry = active_fake_mode()
         self._suspend_in_sharding_propagation()
@@ -359,6 +374,7 @@ class Recorder(TorchDispatchMode):
     def __exit__(self, *exc):
         r = super().__exit__(*exc)
         self.mods.__exit__(*exc)
+        self.mods.clear_user_hooks()
         for h in self._opt_hooks:
             h.remove()
         torch.UntypedStorage.resize_ = self._orig_resize
