@@ -199,7 +199,9 @@ struct torchalloc_stats {
      * counted only while torchalloc_watch_ties is on */
     uint64_t order_ties;
 };
-/* reserved - allocated == free_in_used_segments + whole_free_segments + pending_free. */
+/* reserved - allocated == free_in_used_segments + whole_free_segments + pending_free.
+ * O(1) without expandable segments (kept as blocks change state), so a caller may ask after
+ * every event; with them, a walk of the expandable segments' blocks. */
 void torchalloc_stats(const torchalloc *ta, struct torchalloc_stats *out);
 
 /* Segment/block walk, in address order, shaped like torch.cuda.memory._snapshot(): an
