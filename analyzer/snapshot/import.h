@@ -38,16 +38,30 @@
 
 #include <jansson.h>
 
+#include "snapshot/pickle.h"
+
 typedef enum {
     IMPORT_NAMES_FRAMES,   /* the first frame in user code: "train.py-42", made unique */
     IMPORT_NAMES_ADDR,     /* the block's address: "a7f1c2e000000", made unique */
 } import_names;
+
+/* A digest of the trace, made while the pickle is read (pickle_read_hooked with
+ * import_digest_hooks): each well-formed block or segment event is kept as a few numbers and the
+ * name its frames give, and its dict is dropped at once, so a million-event snapshot never lives
+ * whole as a tree. snapshot_import reads the taken entries from the digest (the tree holds None
+ * in their place) and the rest from the tree, which refuses what is wrong as without a digest.
+ * It must outlive snapshot_import. */
+typedef struct import_digest import_digest;
+import_digest *import_digest_new(void);
+void import_digest_free(import_digest *d);
+pickle_hooks import_digest_hooks(import_digest *d);
 
 typedef struct {
     int device;            /* which of device_traces (and segments with that device) */
     import_names names;
     const char *name;      /* the schedule's name: */
     const char *source;    /* the input's file name, for the header comment and about: */
+    const import_digest *digest;   /* the trace's digest, if the pickle was read with one */
 } import_opts;
 
 typedef struct {

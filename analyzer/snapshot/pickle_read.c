@@ -63,6 +63,12 @@ typedef struct {
     container_record *records;
     size_t nrecords, records_cap;
     uint64_t max_nodes;
+    /* With the scan (pickle_scan.c): memo[] holds only the fetched entries, densely, and `set`
+     * has a bit per index put so far, which MEMOIZE's numbering needs. */
+    pickle_fetched fetched;
+    uint64_t *set;
+    size_t set_words;
+    const pickle_hooks *hooks;
 } reader;
 
 static const char *const opcode_names[256] = {
@@ -357,12 +363,17 @@ static int check_target(reader *r, const stack_slot *target, enum value_kind kin
 /* Moves stack[from..depth) into the array of record rec, in order. Each slot moved is cleared
  * at once, so an error midway leaves nothing owned twice. */
 static int move_items(reader *r, json_t *array, uint32_t rec, size_t from) {
+    bool hook = r->hooks && r->hooks->item && r->records[rec].kind == KIND_LIST;
     for (size_t i = from; i < r->depth; i++) {
         stack_slot *s = &r->stack[i];
         if (adopt(r, rec, s))
             return -1;
         json_t *v = s->value;
         s->value = NULL;
+        if (hook && r->hooks->item(r->hooks->user, array, json_array_size(array), v)) {
+            json_decref(v);   /* the hook took what it needs: None stands in its place */
+            v = json_null();
+        }
         if (json_array_append_new(array, v))
             return fail_memory(r);
     }
@@ -456,6 +467,31 @@ static int fill_from_top(reader *r, enum value_kind kind, const char *what, size
                              : move_items(r, target->value, target->record, r->depth - n);
 }
 
+/* With the scan: the entry is counted as set, and kept only if some GET fetches it. */
+static int memo_put_fetched(reader *r, uint64_t index) {
+    size_t word = (size_t)(index / 64);
+    if (word >= r->set_words) {
+        size_t old = r->set_words;
+        while (word >= r->set_words)
+            if (grow(r, (void **)&r->set, &r->set_words, sizeof *r->set))
+                return -1;
+        memset(r->set + old, 0, (r->set_words - old) * sizeof *r->set);
+    }
+    uint64_t bit = (uint64_t)1 << (index % 64);
+    if (!(r->set[word] & bit)) {
+        r->set[word] |= bit;
+        r->memo_count++;
+    }
+    size_t dense;
+    if (!pickle_is_fetched(&r->fetched, index, &dense))
+        return 0;
+    const stack_slot *top = &r->stack[r->depth - 1];
+    memo_slot *m = &r->memo[dense];
+    json_decref(m->value);
+    *m = (memo_slot){json_incref(top->value), top->record};
+    return 0;
+}
+
 static int memo_put(reader *r, uint64_t index) {
     if (!above_mark(r))
         return underflow(r, 1);
@@ -464,6 +500,8 @@ static int memo_put(reader *r, uint64_t index) {
     if (index >= r->len)
         return fail_at(r, r->op_at, "memo index %llu is out of range for a %zu-byte pickle",
                        (unsigned long long)index, r->len);
+    if (r->fetched.ok)
+        return memo_put_fetched(r, index);
     while (index >= r->memo_cap) {
         size_t old = r->memo_cap;
         if (grow(r, (void **)&r->memo, &r->memo_cap, sizeof *r->memo))
@@ -481,6 +519,12 @@ static int memo_put(reader *r, uint64_t index) {
 }
 
 static int memo_get(reader *r, uint64_t index) {
+    size_t dense;
+    if (r->fetched.ok) {
+        if (!pickle_is_fetched(&r->fetched, index, &dense) || !r->memo[dense].value)
+            return fail_at(r, r->op_at, "memo index %llu is not set", (unsigned long long)index);
+        return push(r, json_incref(r->memo[dense].value), r->memo[dense].record);
+    }
     if (index >= r->memo_cap || !r->memo[index].value)
         return fail_at(r, r->op_at, "memo index %llu is not set", (unsigned long long)index);
     const memo_slot *m = &r->memo[index];
@@ -842,12 +886,27 @@ static void reader_free(reader *r) {
     free(r->marks);
     free(r->memo);
     free(r->records);
+    free(r->set);
+    pickle_fetched_free(&r->fetched);
 }
 
 json_t *pickle_read(const unsigned char *data, size_t len, const char *file, char *err,
                     size_t errlen) {
+    return pickle_read_hooked(data, len, file, NULL, err, errlen);
+}
+
+json_t *pickle_read_hooked(const unsigned char *data, size_t len, const char *file,
+                           const pickle_hooks *hooks, char *err, size_t errlen) {
     reader r = {.data = data, .len = len, .file = file ? file : "<pickle>", .err = err,
-                .errlen = errlen};
+                .errlen = errlen, .hooks = hooks};
+    if (pickle_scan_fetched(data, len, &r.fetched)) {
+        r.memo_cap = r.fetched.count;
+        r.memo = calloc(r.memo_cap ? r.memo_cap : 1, sizeof *r.memo);
+        if (!r.memo) {
+            pickle_fetched_free(&r.fetched);
+            r.memo_cap = 0;
+        }
+    }
     if (err && errlen)
         err[0] = 0;
     r.max_nodes = (uint64_t)len * PICKLE_MAX_EXPANSION + PICKLE_MAX_EXPANSION_BASE;
