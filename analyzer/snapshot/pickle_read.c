@@ -32,6 +32,7 @@ typedef struct {
     uint32_t depth;  /* 1 for an empty container */
     uint8_t kind;    /* enum value_kind */
     uint8_t open;    /* may still take children: not yet inside another container */
+    uint8_t shared;  /* the memo or a second stack slot holds it too */
 } container_record;
 
 typedef struct {
@@ -62,6 +63,7 @@ typedef struct {
     size_t memo_cap, memo_count;
     container_record *records;
     size_t nrecords, records_cap;
+    uint32_t free_records;   /* records to reuse, linked through nodes; 0: none */
     uint64_t max_nodes;
     /* With the scan (pickle_scan.c): memo[] holds only the fetched entries, densely, and `set`
      * has a bit per index put so far, which MEMOIZE's numbering needs. */
@@ -281,6 +283,12 @@ static inline int push(reader *r, json_t *v, uint32_t record) {
 
 /* A new container record; its index, or 0 when out of memory (0 is never a container). */
 static uint32_t new_record(reader *r, enum value_kind kind, bool open) {
+    if (r->free_records) {
+        uint32_t i = r->free_records;
+        r->free_records = (uint32_t)r->records[i].nodes;
+        r->records[i] = (container_record){1, 1, (uint8_t)kind, open, 0};
+        return i;
+    }
     if (r->nrecords == r->records_cap &&
         grow(r, (void **)&r->records, &r->records_cap, sizeof *r->records))
         return 0;
@@ -288,7 +296,7 @@ static uint32_t new_record(reader *r, enum value_kind kind, bool open) {
         fail_at(r, r->op_at, "pickle holds more than %u containers", (unsigned)UINT32_MAX);
         return 0;
     }
-    r->records[r->nrecords] = (container_record){1, 1, (uint8_t)kind, open};
+    r->records[r->nrecords] = (container_record){1, 1, (uint8_t)kind, open, 0};
     return (uint32_t)r->nrecords++;
 }
 
@@ -333,6 +341,14 @@ static int adopt(reader *r, uint32_t parent, const stack_slot *child) {
         c->open = 0;
         depth = c->depth + 1;
         nodes = c->nodes;
+        /* Nothing else names an unshared container's record once it is inside another (its
+         * stack slot is being cleared): reuse it, so that records, like the values a consumer
+         * drops (pickle_read_hooked), do not pile up. Without the scan every container is in
+         * the memo, shared. */
+        if (!c->shared) {
+            c->nodes = r->free_records;
+            r->free_records = child->record;
+        }
     }
     container_record *p = &r->records[parent];
     if (depth > p->depth) {
@@ -486,6 +502,7 @@ static int memo_put_fetched(reader *r, uint64_t index) {
     if (!pickle_is_fetched(&r->fetched, index, &dense))
         return 0;
     const stack_slot *top = &r->stack[r->depth - 1];
+    r->records[top->record].shared = 1;
     memo_slot *m = &r->memo[dense];
     json_decref(m->value);
     *m = (memo_slot){json_incref(top->value), top->record};
@@ -509,6 +526,7 @@ static int memo_put(reader *r, uint64_t index) {
         memset(r->memo + old, 0, (r->memo_cap - old) * sizeof *r->memo);
     }
     const stack_slot *top = &r->stack[r->depth - 1];
+    r->records[top->record].shared = 1;
     memo_slot *m = &r->memo[index];
     if (m->value)
         json_decref(m->value);
@@ -831,6 +849,7 @@ static int step(reader *r) {
         if (!above_mark(r))
             return underflow(r, 1);
         stack_slot top = r->stack[r->depth - 1];
+        r->records[top.record].shared = 1;
         return push(r, json_incref(top.value), top.record);
     }
 
@@ -913,7 +932,7 @@ json_t *pickle_read_hooked(const unsigned char *data, size_t len, const char *fi
     /* record 0: every scalar */
     if (grow(&r, (void **)&r.records, &r.records_cap, sizeof *r.records))
         return NULL;
-    r.records[0] = (container_record){1, 0, KIND_SCALAR, 0};
+    r.records[0] = (container_record){1, 0, KIND_SCALAR, 0, 0};
     r.nrecords = 1;
 
     int rc = 0;
