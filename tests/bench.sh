@@ -160,6 +160,18 @@ awk -v a="$first_per" -v b="$last_per" -v sizes="$SIZES" 'BEGIN {
 echo
 ./tests/bench/scale.sh || echo "scale benchmark: a run failed" >&2
 ./tests/bench/import_bench.sh || echo "import benchmark: a run failed" >&2
+# predict of the schedule import_bench.sh just wrote (its 1 M-event snapshot: 666,794 steps, each
+# with its time_us) against the bare libyaml loop over it: at most 2x, best of RUNS each.
+IMPORTED=${BENCH_DIR:-/tmp/memlife-import-bench}/import.yaml
+if [ -s "$IMPORTED" ]; then
+    measure "$IMPORTED"
+    case "$loop $pred" in *fail*) echo "predict of the imported schedule: a run failed" >&2 ;; esac
+    # shellcheck disable=SC2086 # "CPU RSS" pairs
+    set -- $loop $pred
+    awk -v l="$1" -v p="$3" 'BEGIN {
+        printf "%s - predict of the imported schedule: %.2f s CPU, %.2fx the libyaml loop (%.2f s; target <= 2)\n",
+               (p <= 2 * l) ? "PASS" : "FAIL", p, p / l, l }'
+fi
 ./tests/bench/capture_bench.sh || echo "capture benchmark: a run failed" >&2
 
 # The host backend against a minimal MPI program (issue 21; wall time, best of 9, 2 ranks).
