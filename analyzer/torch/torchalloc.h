@@ -203,6 +203,10 @@ struct torchalloc_stats {
  * O(1) without expandable segments (kept as blocks change state), so a caller may ask after
  * every event; with them, a walk of the expandable segments' blocks. */
 void torchalloc_stats(const torchalloc *ta, struct torchalloc_stats *out);
+/* The same without the three fields that describe segments (free_in_used_segments,
+ * whole_free_segments, segments: 0 here): O(1) with expandable segments too, for a caller that
+ * reads allocated and reserved after every event. */
+void torchalloc_counters(const torchalloc *ta, struct torchalloc_stats *out);
 
 /* Segment/block walk, in address order, shaped like torch.cuda.memory._snapshot(): an
  * expandable segment is listed as one segment per contiguous mapped range, as PyTorch does. */

@@ -108,9 +108,13 @@ static int count_run(void *user, const torchalloc_segment_info *si) {
  * blocks change state (ta_seg_active), so that the stats cost no walk.  An expandable segment
  * lists one entry per mapped run, which maps, unmaps and merges reshape: those few segments (one
  * per stream and pool) are walked. */
-void torchalloc_stats(const torchalloc *ta, struct torchalloc_stats *out) {
+void torchalloc_counters(const torchalloc *ta, struct torchalloc_stats *out) {
     *out = ta->cnt;
     out->pending_free = ta->cnt.active - ta->cnt.allocated;
+}
+
+void torchalloc_stats(const torchalloc *ta, struct torchalloc_stats *out) {
+    torchalloc_counters(ta, out);
     exp_share e = {out, 0, 0};
     if (ta->c.expandable_segments) {
         torchalloc_walker w = {.segment = count_run, .user = &e};

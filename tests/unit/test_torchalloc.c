@@ -840,6 +840,13 @@ static void check_invariants(torchalloc *ta, size_t nlive) {
     assert_int_equal(v.seg_total, st.reserved);
     assert_int_equal(v.alloc_total, st.allocated);
     assert_int_equal(v.nalloc, nlive);
+    /* the counters alone are the stats less the three segment fields */
+    struct torchalloc_stats c;
+    torchalloc_counters(ta, &c);
+    c.free_in_used_segments = st.free_in_used_segments;
+    c.whole_free_segments = st.whole_free_segments;
+    c.segments = st.segments;
+    assert_memory_equal(&c, &st, sizeof c);
     /* the stats keep these as blocks change state; the walk recounts them */
     assert_int_equal(v.nseg, st.segments);
     assert_int_equal(v.free_in_used, st.free_in_used_segments);
