@@ -546,10 +546,13 @@ static int digest_item(void *user, const json_t *list, size_t index, const json_
 
 pickle_hooks import_digest_hooks(import_digest *d) { return (pickle_hooks){d, digest_item}; }
 
-/* The digest's entries of this list, or NULL. */
+/* The digest's entries of this list, or NULL. The last run of entries under its address: a list
+ * freed while reading (POP) may have had the address before. A pickle that fills two lists by
+ * turns leaves some taken entries in an earlier run; read_trace then meets their None and
+ * refuses it, as it refuses any entry that is not a dict. */
 static const ml_vec *digested(const importer *im, const json_t *trace) {
     const import_digest *d = im->o->digest;
-    for (size_t k = 0; d && k < d->lists.n; k++)
+    for (size_t k = d ? d->lists.n : 0; k-- > 0;)
         if (ML_VEC_AT(&d->lists, dlist, k).list == trace)
             return &ML_VEC_AT(&d->lists, dlist, k).ev;
     return NULL;
