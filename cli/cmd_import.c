@@ -72,14 +72,19 @@ int cmd_import(int argc, char **argv) {
     }
     const char *path = ML_VEC_AT(&a.files, const char *, 0);
     char err[1024];
-    json_t *snap = snapshot_load_file(path, err, sizeof err);
+    /* the trace digested as it is read: a snapshot's events never live whole as a tree */
+    import_digest *digest = import_digest_new();
+    pickle_hooks hooks = import_digest_hooks(digest);
+    json_t *snap = snapshot_load_file_hooked(path, &hooks, err, sizeof err);
     if (!snap) {
         fprintf(stderr, "%s\n", err);
+        import_digest_free(digest);
         ml_args_free(&a);
         return ML_EXIT_INPUT;
     }
     char *name = stem(path);
-    import_opts o = {.device = device, .names = (import_names)names, .name = name, .source = path};
+    import_opts o = {.device = device, .names = (import_names)names, .name = name, .source = path,
+                     .digest = digest};
     import_stats st;
     char *yaml;
     size_t len;
@@ -108,6 +113,7 @@ int cmd_import(int argc, char **argv) {
     free(yaml);
     free(name);
     json_decref(snap);
+    import_digest_free(digest);
     ml_args_free(&a);
     return rc;
 }

@@ -227,7 +227,7 @@ static int torch_apply(void *state, const rank_plan *p, size_t i, uint64_t *live
     if (torch_step(st, p, i, d) < 0)
         return -1;
     struct torchalloc_stats s;
-    torchalloc_stats(st->ta, &s);
+    torchalloc_counters(st->ta, &s);   /* after every op: no walk, whatever the configuration */
     live[VIEW_TORCH_ALLOCATED] = s.allocated;
     live[VIEW_TORCH_RESERVED] = s.reserved;
     if (st->alt) {
@@ -240,7 +240,7 @@ static int torch_apply(void *state, const rank_plan *p, size_t i, uint64_t *live
     if (st->alt && !st->order.decides) {
         struct torchalloc_stats o = {0};
         if (!st->alt_done)
-            torchalloc_stats(st->alt->ta, &o);
+            torchalloc_counters(st->alt->ta, &o);
         uint64_t other = o.allocated;
         if (st->alt_done || other != s.allocated)
             st->order = (pred_torch_order){true, st->first_tie, i, {s.allocated, other}, {0, 0},

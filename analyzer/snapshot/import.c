@@ -68,6 +68,7 @@ typedef struct {
     int64_t time_us;        /* when PyTorch recorded it (its clock); -1: the entry has none */
     const json_t *frames;   /* A_MEMLIFE: the entry's "step" */
     const char *name;       /* an alloc's memlife_name (a capture's), or NULL */
+    const char *base;       /* an alloc taken by the digest: its frames' name base ("": none) */
 } tev;
 
 typedef struct {
@@ -344,12 +345,11 @@ static void given_name(const char *given, char *base, size_t cap) {
     base[n] = 0;
 }
 
-/* The capture's name, else "train.py-42" from the first user frame (schedule names allow
- * letters, digits, _ - . /), else "a<hex address>". */
-static const char *buffer_name(importer *im, const json_t *frames, uint64_t addr, const char *given) {
-    char base[NAME_MAX_BASE + 32];
-    given_name(given, base, sizeof base);
-    if (!base[0] && im->o->names == IMPORT_NAMES_FRAMES && json_is_array(frames)) {
+/* "train.py-42" from the first user frame (schedule names allow letters, digits, _ - . /), or
+ * "" when no frame is the user's. */
+static void frames_base(const json_t *frames, char *base, size_t cap) {
+    base[0] = 0;
+    if (json_is_array(frames)) {
         size_t k;
         const json_t *f;
         json_array_foreach(frames, k, f) {
@@ -370,10 +370,23 @@ static const char *buffer_name(importer *im, const json_t *frames, uint64_t addr
             base[n] = 0;
             json_t *line = json_object_get(f, "line");
             if (json_is_integer(line))
-                snprintf(base + n, sizeof base - n, "-%" JSON_INTEGER_FORMAT,
-                         json_integer_value(line));
+                snprintf(base + n, cap - n, "-%" JSON_INTEGER_FORMAT, json_integer_value(line));
             break;
         }
+    }
+}
+
+/* The capture's name, else the frames' base (fbase, when the digest worked it out already),
+ * else "a<hex address>". */
+static const char *buffer_name(importer *im, const json_t *frames, const char *fbase,
+                               uint64_t addr, const char *given) {
+    char base[NAME_MAX_BASE + 32];
+    given_name(given, base, sizeof base);
+    if (!base[0] && im->o->names == IMPORT_NAMES_FRAMES) {
+        if (fbase)
+            snprintf(base, sizeof base, "%s", fbase);
+        else
+            frames_base(frames, base, sizeof base);
     }
     if (!base[0])
         snprintf(base, sizeof base, "a%" PRIx64, addr);
@@ -445,12 +458,119 @@ static int get_stream(importer *im, const json_t *obj, const char *where, uint32
     return 0;
 }
 
+/* ---- the digest: trace entries taken as the pickle is read (import.h) ------------------------- */
+
+/* An entry the digest took: what read_trace reads from it, with the stream still raw so that
+ * streams are numbered in trace order there. */
+typedef struct {
+    uint64_t addr;
+    int64_t size, time_us, stream;
+    const char *base, *name;   /* the digest's copies; base only for allocs */
+    uint8_t a;                 /* act; A_OTHER: nothing taken at this index */
+} dtev;
+
+typedef struct {
+    const json_t *list;
+    ml_vec ev;   /* of dtev, by index in the list */
+} dlist;
+
+struct import_digest {
+    ml_vec lists;   /* of dlist */
+    ml_arena *arena;
+};
+
+import_digest *import_digest_new(void) {
+    import_digest *d = ml_xcalloc(1, sizeof *d);
+    ml_vec_init(&d->lists, sizeof(dlist));
+    d->arena = ml_arena_new();
+    return d;
+}
+
+void import_digest_free(import_digest *d) {
+    if (!d)
+        return;
+    for (size_t k = 0; k < d->lists.n; k++)
+        ml_vec_free(&ML_VEC_AT(&d->lists, dlist, k).ev);
+    ml_vec_free(&d->lists);
+    ml_arena_free(d->arena);
+    free(d);
+}
+
+/* An optional field: absent, or an integer (>= 0 when nonneg). */
+static bool opt_int(const json_t *e, const char *key, bool nonneg, int64_t dflt, int64_t *v) {
+    const json_t *j = json_object_get(e, key);
+    *v = j ? json_integer_value(j) : dflt;
+    return !j || (json_is_integer(j) && (!nonneg || *v >= 0));
+}
+
+/* A block or segment event that read_trace would take without complaint: a dict with such an
+ * action, addr and size >= 0, and stream, time_us, frames and memlife_name absent or as
+ * read_trace wants them. Anything else stays in the tree for read_trace to read or refuse. */
+static int digest_item(void *user, const json_t *list, size_t index, const json_t *e) {
+    import_digest *d = user;
+    const char *action = json_string_value(json_object_get(e, "action"));
+    if (!action)
+        return 0;
+    size_t k = 0;
+    while (k < ML_ARRAY_LEN(ACTIONS) && strcmp(action, ACTIONS[k].name))
+        k++;
+    if (k == ML_ARRAY_LEN(ACTIONS) || ACTIONS[k].a == A_OTHER || ACTIONS[k].a == A_OOM ||
+        ACTIONS[k].a == A_MEMLIFE)
+        return 0;
+    dtev t = {.a = (uint8_t)ACTIONS[k].a};
+    int64_t addr;
+    const json_t *frames = json_object_get(e, "frames"), *name = json_object_get(e, "memlife_name");
+    if (!opt_int(e, "addr", true, -1, &addr) || addr < 0 || !opt_int(e, "size", true, -1, &t.size) ||
+        t.size < 0 || !opt_int(e, "time_us", true, -1, &t.time_us) ||
+        !opt_int(e, "stream", false, 0, &t.stream) || (name && !json_is_string(name)))
+        return 0;
+    t.addr = (uint64_t)addr;
+    if (name)
+        t.name = ml_arena_strndup(d->arena, json_string_value(name), json_string_length(name));
+    if (t.a == A_ALLOC) {
+        char base[NAME_MAX_BASE + 32];
+        frames_base(frames, base, sizeof base);
+        t.base = ml_arena_strndup(d->arena, base, strlen(base));
+    }
+    dlist *l = d->lists.n ? &ML_VEC_AT(&d->lists, dlist, d->lists.n - 1) : NULL;
+    if (!l || l->list != list) {
+        l = ml_vec_push(&d->lists);
+        l->list = list;
+        ml_vec_init(&l->ev, sizeof(dtev));
+    }
+    while (l->ev.n < index)   /* the entries before it that stayed in the tree */
+        ((dtev *)ml_vec_push(&l->ev))->a = A_OTHER;
+    *(dtev *)ml_vec_push(&l->ev) = t;
+    return 1;
+}
+
+pickle_hooks import_digest_hooks(import_digest *d) { return (pickle_hooks){d, digest_item}; }
+
+/* The digest's entries of this list, or NULL. The last run of entries under its address: a list
+ * freed while reading (POP) may have had the address before. A pickle that fills two lists by
+ * turns leaves some taken entries in an earlier run; read_trace then meets their None and
+ * refuses it, as it refuses any entry that is not a dict. */
+static const ml_vec *digested(const importer *im, const json_t *trace) {
+    const import_digest *d = im->o->digest;
+    for (size_t k = d ? d->lists.n : 0; k-- > 0;)
+        if (ML_VEC_AT(&d->lists, dlist, k).list == trace)
+            return &ML_VEC_AT(&d->lists, dlist, k).ev;
+    return NULL;
+}
+
 static int read_trace(importer *im, const json_t *trace, int dev, tev **out, size_t *n_out) {
     size_t n = json_array_size(trace);
     tev *ev = ml_xcalloc(n ? n : 1, sizeof *ev);
     char where[96];
+    const ml_vec *dg = digested(im, trace);
     for (size_t i = 0; i < n; i++) {
         const json_t *e = json_array_get(trace, i);
+        if (dg && i < dg->n && ML_VEC_AT(dg, dtev, i).a != A_OTHER) {
+            const dtev *t = &ML_VEC_AT(dg, dtev, i);
+            ev[i] = (tev){(act)t->a, t->addr, t->size, stream_index(im, t->stream), t->time_us,
+                          NULL, t->name, t->base};
+            continue;
+        }
         snprintf(where, sizeof where, "device_traces[%d][%zu]", dev, i);
         if (!json_is_object(e)) {
             free(ev);
@@ -798,7 +918,7 @@ static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, 
         size_t nbk = last[k] - first[k];
         if (segs[k].expandable) {
             for (size_t j = 0; j < nbk; j++) {
-                uint32_t id = alloc_step(im, buffer_name(im, b[j].frames, b[j].addr, NULL),
+                uint32_t id = alloc_step(im, buffer_name(im, b[j].frames, NULL, b[j].addr, NULL),
                                          b[j].requested, b[j].stream);
                 amap_put(live, b[j].addr, id);
             }
@@ -822,7 +942,7 @@ static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, 
             }
             const blk *x = &b[pc[j].blk];
             if (round512(x->requested) == pc[j].size) {
-                uint32_t id = alloc_step(im, buffer_name(im, x->frames, x->addr, NULL), x->requested,
+                uint32_t id = alloc_step(im, buffer_name(im, x->frames, NULL, x->addr, NULL), x->requested,
                                          x->stream);
                 amap_put(live, x->addr, id);
             } else {
@@ -839,7 +959,7 @@ static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, 
         const swap *w = &ML_VEC_AT(&swaps, swap, k);
         const blk *x = &blocks[w->blk];
         push(im, S_FREE, w->fill, 0, 0);
-        uint32_t id = alloc_step(im, buffer_name(im, x->frames, x->addr, NULL), x->requested, x->stream);
+        uint32_t id = alloc_step(im, buffer_name(im, x->frames, NULL, x->addr, NULL), x->requested, x->stream);
         amap_put(live, x->addr, id);
     }
     for (size_t k = 0; k < gaps.n; k++)
@@ -848,7 +968,7 @@ static void prelude(importer *im, seg *segs, size_t ns, blk *blocks, size_t nb, 
     for (size_t k = 0; k < nb; k++)
         if (!placed[k]) {
             st->exact_prelude = 0;
-            uint32_t id = alloc_step(im, buffer_name(im, blocks[k].frames, blocks[k].addr, NULL),
+            uint32_t id = alloc_step(im, buffer_name(im, blocks[k].frames, NULL, blocks[k].addr, NULL),
                                      blocks[k].requested, blocks[k].stream);
             amap_put(live, blocks[k].addr, id);
         }
@@ -1078,7 +1198,7 @@ static int replay_trace(importer *im, const tev *ev, size_t n, int dev, amap *li
                           "already (an incomplete trace?)", dev, i, e->addr);
                 break;
             }
-            uint32_t id = alloc_step(im, buffer_name(im, e->frames, e->addr, e->name), e->size,
+            uint32_t id = alloc_step(im, buffer_name(im, e->frames, e->base, e->addr, e->name), e->size,
                                      e->stream);
             amap_put(live, e->addr, id);
             break;

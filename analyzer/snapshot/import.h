@@ -38,6 +38,8 @@
 
 #include <jansson.h>
 
+#include "snapshot/pickle.h"
+
 typedef enum {
     IMPORT_NAMES_FRAMES,   /* the first frame in user code: "train.py-42", made unique */
     IMPORT_NAMES_ADDR,     /* the block's address: "a7f1c2e000000", made unique */
@@ -55,6 +57,16 @@ typedef struct {
 /* The text a size is written as (an integer expression that stays valid until the import
  * returns), or NULL for the number. */
 typedef const char *(*import_size_fn)(void *ctx, const import_size *at);
+/* A digest of the trace, made while the pickle is read (pickle_read_hooked with
+ * import_digest_hooks): each well-formed block or segment event is kept as a few numbers and the
+ * name its frames give, and its dict is dropped at once, so a million-event snapshot never lives
+ * whole as a tree. snapshot_import reads the taken entries from the digest (the tree holds None
+ * in their place) and the rest from the tree, which refuses what is wrong as without a digest.
+ * It must outlive snapshot_import. */
+typedef struct import_digest import_digest;
+import_digest *import_digest_new(void);
+void import_digest_free(import_digest *d);
+pickle_hooks import_digest_hooks(import_digest *d);
 
 typedef struct {
     int device;            /* which of device_traces (and segments with that device) */
@@ -70,6 +82,7 @@ typedef struct {
     size_t n_lets;
     import_size_fn size_text;
     void *size_ctx;
+    const import_digest *digest;   /* the trace's digest, if the pickle was read with one */
 } import_opts;
 
 typedef struct {

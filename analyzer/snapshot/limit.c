@@ -74,7 +74,7 @@ int limit_interval_find(const limit_fact *f, size_t n, double gc, bool max_split
     return 0;
 }
 
-/* reserved from the model's own segment events: torchalloc_stats walks every segment */
+/* reserved from the model's own segment events, as they happen */
 static void count_reserved(void *user, torchalloc_action a, uint64_t addr, uint64_t size,
                            uint32_t stream) {
     (void)addr;

@@ -46,6 +46,18 @@ json_t *pickle_read(const unsigned char *data, size_t len, const char *file, cha
  * write (pickle_write then fails with "cannot write the pickle"). */
 typedef int (*pickle_sink)(void *ctx, const void *bytes, size_t n);
 
+/* A consumer that digests parts of the tree as they are read, so that they never all live at
+ * once: item() sees each value as it goes into a list (the list, the value's index there, the
+ * value); returning nonzero says it took what it needs, and None takes the value's place. The
+ * reader keeps no other reference to a value that no GET fetches later, so a dropped value is
+ * freed at once. */
+typedef struct {
+    void *user;
+    int (*item)(void *user, const json_t *list, size_t index, const json_t *value);
+} pickle_hooks;
+json_t *pickle_read_hooked(const unsigned char *data, size_t len, const char *file,
+                           const pickle_hooks *hooks, char *err, size_t errlen);
+
 /* Writes v as a protocol 4 pickle, framed in 64 KiB FRAMEs as Python does, using only opcodes
  * that torch/utils/viz/MemoryViz.js reads. Every string is memoized, so a filename repeated a
  * million times is written once. Object keys and strings go out as str, integers as
@@ -59,6 +71,9 @@ unsigned char *pickle_write_buffer(const json_t *v, size_t *len, char *err, size
 /* Reads a snapshot file: a pickle when its first byte is 0x80 (PROTO, protocol 2 and up) or one
  * that starts a protocol 0/1 pickle ('(', '}', ']'), JSON otherwise. Returns a new reference, or NULL with "FILE: ..." in err. */
 json_t *snapshot_load_file(const char *path, char *err, size_t errlen);
+/* The same, a pickle read with hooks (a JSON file is read whole, without them). */
+json_t *snapshot_load_file_hooked(const char *path, const pickle_hooks *hooks, char *err,
+                                  size_t errlen);
 
 /* Writes v to path as a protocol 4 pickle (memory_viz opens it). 0, or -1 with err set. */
 int snapshot_save_file(const json_t *v, const char *path, char *err, size_t errlen);

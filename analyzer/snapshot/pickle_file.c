@@ -9,6 +9,11 @@
 #include "base/util.h"
 
 json_t *snapshot_load_file(const char *path, char *err, size_t errlen) {
+    return snapshot_load_file_hooked(path, NULL, err, errlen);
+}
+
+json_t *snapshot_load_file_hooked(const char *path, const pickle_hooks *hooks, char *err,
+                                  size_t errlen) {
     /* The whole file in memory (pickle_read wants it all: the memo can point anywhere back),
      * bounded and from regular files or standard input only (base/input.h). */
     ml_input in;
@@ -23,7 +28,7 @@ json_t *snapshot_load_file(const char *path, char *err, size_t errlen) {
     /* PROTO starts every pickle of protocol 2 and later; a protocol 0 or 1 dict starts with MARK
      * or EMPTY_DICT, a list with EMPTY_LIST; no JSON text starts with any of them */
     if (len > 0 && (data[0] == 0x80 || data[0] == '(' || data[0] == '}' || data[0] == ']')) {
-        v = pickle_read(data, len, path, err, errlen);
+        v = pickle_read_hooked(data, len, path, hooks, err, errlen);
     } else {
         json_error_t je;
         v = json_loadb((const char *)data, len, JSON_ALLOW_NUL, &je);

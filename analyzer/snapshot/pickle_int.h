@@ -4,6 +4,10 @@
 #ifndef MEMLIFE_SNAPSHOT_PICKLE_INT_H
 #define MEMLIFE_SNAPSHOT_PICKLE_INT_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 enum pickle_opcode {
     OP_MARK = '(', OP_STOP = '.', OP_POP = '0', OP_POP_MARK = '1', OP_DUP = '2',
     OP_FLOAT = 'F', OP_INT = 'I', OP_BININT = 'J', OP_BININT1 = 'K', OP_LONG = 'L',
@@ -27,5 +31,17 @@ enum pickle_opcode {
     /* protocol 5 */
     OP_BYTEARRAY8 = 0x96, OP_NEXT_BUFFER = 0x97, OP_READONLY_BUFFER = 0x98,
 };
+
+/* pickle_scan.c: the memo indices some GET fetches, as a bitset with each word's rank, so that
+ * the fetched entries live in a dense array (pickle_is_fetched gives the position). */
+typedef struct {
+    bool ok;          /* false: the scan gave up; keep every entry */
+    uint64_t *bits;
+    size_t *rank;
+    size_t nwords, count;
+} pickle_fetched;
+bool pickle_scan_fetched(const unsigned char *data, size_t len, pickle_fetched *f);
+bool pickle_is_fetched(const pickle_fetched *f, uint64_t index, size_t *dense);
+void pickle_fetched_free(pickle_fetched *f);
 
 #endif

@@ -32,6 +32,7 @@ typedef struct {
     uint32_t depth;  /* 1 for an empty container */
     uint8_t kind;    /* enum value_kind */
     uint8_t open;    /* may still take children: not yet inside another container */
+    uint8_t shared;  /* the memo or a second stack slot holds it too */
 } container_record;
 
 typedef struct {
@@ -62,7 +63,14 @@ typedef struct {
     size_t memo_cap, memo_count;
     container_record *records;
     size_t nrecords, records_cap;
+    uint32_t free_records;   /* records to reuse, linked through nodes; 0: none */
     uint64_t max_nodes;
+    /* With the scan (pickle_scan.c): memo[] holds only the fetched entries, densely, and `set`
+     * has a bit per index put so far, which MEMOIZE's numbering needs. */
+    pickle_fetched fetched;
+    uint64_t *set;
+    size_t set_words;
+    const pickle_hooks *hooks;
 } reader;
 
 static const char *const opcode_names[256] = {
@@ -275,6 +283,12 @@ static inline int push(reader *r, json_t *v, uint32_t record) {
 
 /* A new container record; its index, or 0 when out of memory (0 is never a container). */
 static uint32_t new_record(reader *r, enum value_kind kind, bool open) {
+    if (r->free_records) {
+        uint32_t i = r->free_records;
+        r->free_records = (uint32_t)r->records[i].nodes;
+        r->records[i] = (container_record){1, 1, (uint8_t)kind, open, 0};
+        return i;
+    }
     if (r->nrecords == r->records_cap &&
         grow(r, (void **)&r->records, &r->records_cap, sizeof *r->records))
         return 0;
@@ -282,7 +296,7 @@ static uint32_t new_record(reader *r, enum value_kind kind, bool open) {
         fail_at(r, r->op_at, "pickle holds more than %u containers", (unsigned)UINT32_MAX);
         return 0;
     }
-    r->records[r->nrecords] = (container_record){1, 1, (uint8_t)kind, open};
+    r->records[r->nrecords] = (container_record){1, 1, (uint8_t)kind, open, 0};
     return (uint32_t)r->nrecords++;
 }
 
@@ -327,6 +341,14 @@ static int adopt(reader *r, uint32_t parent, const stack_slot *child) {
         c->open = 0;
         depth = c->depth + 1;
         nodes = c->nodes;
+        /* Nothing else names an unshared container's record once it is inside another (its
+         * stack slot is being cleared): reuse it, so that records, like the values a consumer
+         * drops (pickle_read_hooked), do not pile up. Without the scan every container is in
+         * the memo, shared. */
+        if (!c->shared) {
+            c->nodes = r->free_records;
+            r->free_records = child->record;
+        }
     }
     container_record *p = &r->records[parent];
     if (depth > p->depth) {
@@ -357,12 +379,17 @@ static int check_target(reader *r, const stack_slot *target, enum value_kind kin
 /* Moves stack[from..depth) into the array of record rec, in order. Each slot moved is cleared
  * at once, so an error midway leaves nothing owned twice. */
 static int move_items(reader *r, json_t *array, uint32_t rec, size_t from) {
+    bool hook = r->hooks && r->hooks->item && r->records[rec].kind == KIND_LIST;
     for (size_t i = from; i < r->depth; i++) {
         stack_slot *s = &r->stack[i];
         if (adopt(r, rec, s))
             return -1;
         json_t *v = s->value;
         s->value = NULL;
+        if (hook && r->hooks->item(r->hooks->user, array, json_array_size(array), v)) {
+            json_decref(v);   /* the hook took what it needs: None stands in its place */
+            v = json_null();
+        }
         if (json_array_append_new(array, v))
             return fail_memory(r);
     }
@@ -456,6 +483,32 @@ static int fill_from_top(reader *r, enum value_kind kind, const char *what, size
                              : move_items(r, target->value, target->record, r->depth - n);
 }
 
+/* With the scan: the entry is counted as set, and kept only if some GET fetches it. */
+static int memo_put_fetched(reader *r, uint64_t index) {
+    size_t word = (size_t)(index / 64);
+    if (word >= r->set_words) {
+        size_t old = r->set_words;
+        while (word >= r->set_words)
+            if (grow(r, (void **)&r->set, &r->set_words, sizeof *r->set))
+                return -1;
+        memset(r->set + old, 0, (r->set_words - old) * sizeof *r->set);
+    }
+    uint64_t bit = (uint64_t)1 << (index % 64);
+    if (!(r->set[word] & bit)) {
+        r->set[word] |= bit;
+        r->memo_count++;
+    }
+    size_t dense;
+    if (!pickle_is_fetched(&r->fetched, index, &dense))
+        return 0;
+    const stack_slot *top = &r->stack[r->depth - 1];
+    r->records[top->record].shared = 1;
+    memo_slot *m = &r->memo[dense];
+    json_decref(m->value);
+    *m = (memo_slot){json_incref(top->value), top->record};
+    return 0;
+}
+
 static int memo_put(reader *r, uint64_t index) {
     if (!above_mark(r))
         return underflow(r, 1);
@@ -464,6 +517,8 @@ static int memo_put(reader *r, uint64_t index) {
     if (index >= r->len)
         return fail_at(r, r->op_at, "memo index %llu is out of range for a %zu-byte pickle",
                        (unsigned long long)index, r->len);
+    if (r->fetched.ok)
+        return memo_put_fetched(r, index);
     while (index >= r->memo_cap) {
         size_t old = r->memo_cap;
         if (grow(r, (void **)&r->memo, &r->memo_cap, sizeof *r->memo))
@@ -471,6 +526,7 @@ static int memo_put(reader *r, uint64_t index) {
         memset(r->memo + old, 0, (r->memo_cap - old) * sizeof *r->memo);
     }
     const stack_slot *top = &r->stack[r->depth - 1];
+    r->records[top->record].shared = 1;
     memo_slot *m = &r->memo[index];
     if (m->value)
         json_decref(m->value);
@@ -481,6 +537,12 @@ static int memo_put(reader *r, uint64_t index) {
 }
 
 static int memo_get(reader *r, uint64_t index) {
+    size_t dense;
+    if (r->fetched.ok) {
+        if (!pickle_is_fetched(&r->fetched, index, &dense) || !r->memo[dense].value)
+            return fail_at(r, r->op_at, "memo index %llu is not set", (unsigned long long)index);
+        return push(r, json_incref(r->memo[dense].value), r->memo[dense].record);
+    }
     if (index >= r->memo_cap || !r->memo[index].value)
         return fail_at(r, r->op_at, "memo index %llu is not set", (unsigned long long)index);
     const memo_slot *m = &r->memo[index];
@@ -787,6 +849,7 @@ static int step(reader *r) {
         if (!above_mark(r))
             return underflow(r, 1);
         stack_slot top = r->stack[r->depth - 1];
+        r->records[top.record].shared = 1;
         return push(r, json_incref(top.value), top.record);
     }
 
@@ -842,19 +905,34 @@ static void reader_free(reader *r) {
     free(r->marks);
     free(r->memo);
     free(r->records);
+    free(r->set);
+    pickle_fetched_free(&r->fetched);
 }
 
 json_t *pickle_read(const unsigned char *data, size_t len, const char *file, char *err,
                     size_t errlen) {
+    return pickle_read_hooked(data, len, file, NULL, err, errlen);
+}
+
+json_t *pickle_read_hooked(const unsigned char *data, size_t len, const char *file,
+                           const pickle_hooks *hooks, char *err, size_t errlen) {
     reader r = {.data = data, .len = len, .file = file ? file : "<pickle>", .err = err,
-                .errlen = errlen};
+                .errlen = errlen, .hooks = hooks};
+    if (pickle_scan_fetched(data, len, &r.fetched)) {
+        r.memo_cap = r.fetched.count;
+        r.memo = calloc(r.memo_cap ? r.memo_cap : 1, sizeof *r.memo);
+        if (!r.memo) {
+            pickle_fetched_free(&r.fetched);
+            r.memo_cap = 0;
+        }
+    }
     if (err && errlen)
         err[0] = 0;
     r.max_nodes = (uint64_t)len * PICKLE_MAX_EXPANSION + PICKLE_MAX_EXPANSION_BASE;
     /* record 0: every scalar */
     if (grow(&r, (void **)&r.records, &r.records_cap, sizeof *r.records))
         return NULL;
-    r.records[0] = (container_record){1, 0, KIND_SCALAR, 0};
+    r.records[0] = (container_record){1, 0, KIND_SCALAR, 0, 0};
     r.nrecords = 1;
 
     int rc = 0;

@@ -173,6 +173,7 @@ static int32_t segment_block(torchalloc *ta, int32_t sg, int large, uint32_t str
     ta->cnt.reserved += asz;
     ta_peak(ta->cnt.reserved, &ta->cnt.reserved_peak);
     ta->cnt.num_segment_allocs++;
+    ta->plain_segs++;
     ta_emit(ta, TORCHALLOC_EV_SEGMENT_ALLOC, B(i).addr, asz, stream);
     return i;
 }
@@ -373,6 +374,7 @@ static int32_t alloc_found_block(torchalloc *ta, int32_t i, uint64_t size, uint6
         i = f;
     }
     B(i).state = B_ALLOC;
+    ta_seg_active(ta, i);
     B(i).requested = orig;
     ta->cnt.allocated += B(i).size;
     ta->cnt.active += B(i).size;

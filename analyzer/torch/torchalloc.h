@@ -199,8 +199,14 @@ struct torchalloc_stats {
      * counted only while torchalloc_watch_ties is on */
     uint64_t order_ties;
 };
-/* reserved - allocated == free_in_used_segments + whole_free_segments + pending_free. */
+/* reserved - allocated == free_in_used_segments + whole_free_segments + pending_free.
+ * O(1) without expandable segments (kept as blocks change state), so a caller may ask after
+ * every event; with them, a walk of the expandable segments' blocks. */
 void torchalloc_stats(const torchalloc *ta, struct torchalloc_stats *out);
+/* The same without the three fields that describe segments (free_in_used_segments,
+ * whole_free_segments, segments: 0 here): O(1) with expandable segments too, for a caller that
+ * reads allocated and reserved after every event. */
+void torchalloc_counters(const torchalloc *ta, struct torchalloc_stats *out);
 
 /* Segment/block walk, in address order, shaped like torch.cuda.memory._snapshot(): an
  * expandable segment is listed as one segment per contiguous mapped range, as PyTorch does. */

@@ -43,6 +43,7 @@ typedef struct tseg {
     int32_t head;    /* first block */
     int32_t lprev, lnext; /* live segments in address order */
     uint64_t heap, heap_end; /* the driver's address range it lies in (torchplace.c); 0 unplaced */
+    uint32_t nactive; /* its allocated and pending blocks: torchalloc_stats' used or whole free */
 } tseg;
 
 typedef struct tuse {
@@ -143,6 +144,11 @@ struct torchalloc {
      * them whole; its walk-derived fields (free_in_used_segments, whole_free_segments,
      * pending_free, segments) stay 0 here and are filled by torchalloc_stats */
     struct torchalloc_stats cnt;
+    /* cudaMalloc segments' share of those walk-derived fields, kept as blocks change state so
+     * that torchalloc_stats costs no walk (predict asks after every event): the bytes of the
+     * segments holding an active block, and how many segments there are */
+    uint64_t used_seg_bytes;
+    uint64_t plain_segs;
     /* last, so the hot fields above keep their places (tests/bench: a few percent otherwise) */
     int segments_up;           /* torchalloc_set_segment_order: new cudaMalloc segments above */
     int watch_ties;            /* torchalloc_watch_ties: count order_ties */
@@ -228,6 +234,18 @@ static inline void ta_drop_block(torchalloc *ta, int32_t i) {
     ta->free_b = i;
 }
 static inline int ta_seg_exp(const torchalloc *ta, int32_t i) { return ta->s[ta->b[i].seg].expandable; }
+/* Block i turns active (allocated) or inactive (free again): its segment's active count, and
+ * for a cudaMalloc segment whether its bytes count as used (torchalloc_stats). */
+static inline void ta_seg_active(torchalloc *ta, int32_t i) {
+    tseg *s = &ta->s[ta->b[i].seg];
+    if (s->nactive++ == 0 && !s->expandable)
+        ta->used_seg_bytes += s->vsize;
+}
+static inline void ta_seg_inactive(torchalloc *ta, int32_t i) {
+    tseg *s = &ta->s[ta->b[i].seg];
+    if (--s->nactive == 0 && !s->expandable)
+        ta->used_seg_bytes -= s->vsize;
+}
 /* BlockPool::insert_into_blocks: also stamps the gc age base. */
 static inline void ta_insert_blocks(torchalloc *ta, int32_t i) {
     tpool *p = &ta->pool[ta->b[i].large];

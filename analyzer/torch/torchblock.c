@@ -246,6 +246,7 @@ void ta_free_block(torchalloc *ta, int32_t i) {
     ta->cnt.requested -= B(i).requested;
     B(i).requested = 0;
     B(i).state = B_FREE;
+    ta_seg_inactive(ta, i);
     merge_from(ta, i, B(i).prev, 1);
     merge_from(ta, i, B(i).next, 0);
     ta_insert_blocks(ta, i);

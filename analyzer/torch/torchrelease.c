@@ -17,6 +17,7 @@ static void release_block(torchalloc *ta, int32_t i) {
     ta_emit(ta, TORCHALLOC_EV_SEGMENT_FREE, B(i).addr, B(i).size, B(i).stream);
     ta->cnt.reserved -= B(i).size;
     ta->cnt.num_segment_frees++;
+    ta->plain_segs--;
     ta_tree_erase(ta, i);
     ta_drop_block(ta, i);
     ta_drop_seg(ta, sg);

@@ -187,10 +187,25 @@ static int resolve(void *vctx, const char *name, size_t len) {
 /* Identical short expressions ("M", "M/world", "rank == 0") recur on most steps of a big
  * schedule: parse each once per context and share the (immutable) tree. */
 #define EXPR_CACHE_MAX_LEN 64
+/* Plain numbers of more digits than this are parsed each time, not cached: an imported trace's
+ * byte counts and timestamps seldom repeat, and a table of a million of them, each probed and
+ * put once, was a fifth of predict's time on tests/bench/import_bench.sh's schedule (perf: its
+ * probes miss the cache), for no hit. Short ones ("40", "1024") do recur. */
+#define EXPR_CACHE_MAX_DIGITS 4
+
+static bool long_number(const char *text, size_t len) {
+    if (len <= EXPR_CACHE_MAX_DIGITS)
+        return false;
+    for (size_t k = 0; k < len; k++)
+        if (text[k] < '0' || text[k] > '9')
+            return false;
+    return true;
+}
 
 static __attribute__((noinline)) int expr_slow(loader *l, ld_ctx ctx, const char *text, size_t len, size_t at,
                                                expr **out) {
-    bool cache = ctx != CTX_LET && len <= EXPR_CACHE_MAX_LEN && l->indices.n == 0;
+    bool cache = ctx != CTX_LET && len <= EXPR_CACHE_MAX_LEN && l->indices.n == 0 &&
+                 !long_number(text, len);
     uintptr_t v;
     if (cache && ld_hash_probe(&l->cache[ctx], text, len, &v) != UINT32_MAX) {
         *out = (expr *)v;

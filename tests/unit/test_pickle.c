@@ -537,6 +537,60 @@ static void load_file_takes_pickle_and_json(void **state) {
     unlink(pkl), unlink(js), unlink(bad), unlink(p0), rmdir(dir);
 }
 
+/* python3 -c 'import pickle,sys; d = {"x": 1}; sys.stdout.buffer.write(pickle.dumps([[d, {"x": 2}, 3], d], protocol=P))'
+ * for P = 4 (MEMOIZE) and 2 (BINPUT): d is memoized and fetched again (BINGET), {"x": 2} is
+ * memoized and never fetched. */
+static const unsigned char shared_dict_p4[] = {
+    0x80, 0x04, 0x95, 0x1d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x5d, 0x94, 0x28, 0x5d, 0x94,
+    0x28, 0x7d, 0x94, 0x8c, 0x01, 0x78, 0x94, 0x4b, 0x01, 0x73, 0x7d, 0x94, 0x68, 0x03, 0x4b, 0x02,
+    0x73, 0x4b, 0x03, 0x65, 0x68, 0x02, 0x65, 0x2e};
+static const unsigned char shared_dict_p2[] = {
+    0x80, 0x02, 0x5d, 0x71, 0x00, 0x28, 0x5d, 0x71, 0x01, 0x28, 0x7d, 0x71, 0x02, 0x58, 0x01, 0x00,
+    0x00, 0x00, 0x78, 0x71, 0x03, 0x4b, 0x01, 0x73, 0x7d, 0x71, 0x04, 0x68, 0x03, 0x4b, 0x02, 0x73,
+    0x4b, 0x03, 0x65, 0x68, 0x02, 0x65, 0x2e};
+
+typedef struct {
+    int64_t seen[8];   /* x of each dict taken, then 100 * its index in its list */
+    size_t n;
+} taker;
+
+/* takes every dict with an "x" */
+static int take_x(void *user, const json_t *list, size_t index, const json_t *v) {
+    taker *t = user;
+    (void)list;
+    const json_t *x = json_object_get(v, "x");
+    if (!x || t->n + 2 > 8)
+        return 0;
+    t->seen[t->n++] = json_integer_value(x);
+    t->seen[t->n++] = 100 * (int64_t)index;
+    return 1;
+}
+
+static void hooks_take_list_items(void **state) {
+    (void)state;
+    const struct {
+        const unsigned char *p;
+        size_t len;
+    } cases[] = {{shared_dict_p4, sizeof shared_dict_p4}, {shared_dict_p2, sizeof shared_dict_p2}};
+    for (size_t k = 0; k < 2; k++) {
+        taker t = {{0}, 0};
+        pickle_hooks h = {&t, take_x};
+        char err[512];
+        json_t *v = pickle_read_hooked(cases[k].p, cases[k].len, "t.pkl", &h, err, sizeof err);
+        if (!v)
+            fail_msg("unexpected error: %s", err);
+        /* each dict as it went into its list, at its index there; the shared one, fetched from
+         * the memo, is whole the second time too; None stands where each was */
+        assert_int_equal(t.n, 6);
+        const int64_t want[] = {1, 0, 2, 100, 1, 100};
+        for (size_t i = 0; i < 6; i++)
+            assert_int_equal(t.seen[i], want[i]);
+        assert_json(v, "[[null, null, 3], null]");
+    }
+    /* without hooks the same bytes read as python3 wrote them */
+    assert_json(read_ok(shared_dict_p4, sizeof shared_dict_p4), "[[{\"x\": 1}, {\"x\": 2}, 3], {\"x\": 1}]");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(python_protocols_0_to_5_read_exactly),
@@ -557,6 +611,7 @@ int main(void) {
         cmocka_unit_test(writer_keeps_shared_containers_shared),
         cmocka_unit_test(writer_refuses_excess_depth),
         cmocka_unit_test(load_file_takes_pickle_and_json),
+        cmocka_unit_test(hooks_take_list_items),
     };
     return cmocka_run_group_tests(tests, make_python_p3_p5, NULL);
 }

@@ -858,6 +858,7 @@ static void h200_record_stream(void **state) {
 typedef struct {
     uint64_t seg_total, alloc_total, nalloc;
     uint64_t seg_addr, seg_size, cursor, blocks_size;
+    uint64_t nseg, free_in_used, whole_free; /* torchalloc_stats' walk-derived fields, walked */
     int last_inactive, bad;
 } inv;
 
@@ -866,6 +867,11 @@ static int inv_seg(void *user, const torchalloc_segment_info *s) {
     if (v->seg_size && v->blocks_size != v->seg_size)
         v->bad = 1; /* the previous segment's blocks did not tile it */
     v->seg_total += s->size;
+    v->nseg++;
+    if (s->active_size)
+        v->free_in_used += s->size - s->active_size;
+    else
+        v->whole_free += s->size;
     v->seg_addr = v->cursor = s->addr;
     v->seg_size = s->size;
     v->blocks_size = 0;
@@ -908,6 +914,17 @@ static void check_invariants(torchalloc *ta, size_t nlive) {
     assert_int_equal(v.seg_total, st.reserved);
     assert_int_equal(v.alloc_total, st.allocated);
     assert_int_equal(v.nalloc, nlive);
+    /* the counters alone are the stats less the three segment fields */
+    struct torchalloc_stats c;
+    torchalloc_counters(ta, &c);
+    c.free_in_used_segments = st.free_in_used_segments;
+    c.whole_free_segments = st.whole_free_segments;
+    c.segments = st.segments;
+    assert_memory_equal(&c, &st, sizeof c);
+    /* the stats keep these as blocks change state; the walk recounts them */
+    assert_int_equal(v.nseg, st.segments);
+    assert_int_equal(v.free_in_used, st.free_in_used_segments);
+    assert_int_equal(v.whole_free, st.whole_free_segments);
     assert_int_equal(st.reserved - st.allocated, st.free_in_used_segments + st.whole_free_segments + st.pending_free);
     assert_true(st.reserved <= st.reserved_peak && st.allocated <= st.allocated_peak);
 }
@@ -943,7 +960,7 @@ static void random_schedule(const char *text, uint64_t limit, int streams) {
         } else {
             torchalloc_device_synchronize(ta);
         }
-        if (e % 997 == 0)
+        if (e % 97 == 0)
             check_invariants(ta, n);
     }
     check_invariants(ta, n);
