@@ -279,6 +279,12 @@ static int expand_indexed(expander *x, const sched_step *st, uint64_t count) {
             rc = -1;
             break;
         }
+        if (++x->indexed_walks > x->max_ops) {
+            ml_error(x->d, x->s->file, sched_part_mark(x->s, st, SCHED_AT_COUNT),
+                     "repeats with index: walk more than %zu iterations in all", x->max_ops);
+            rc = -1;
+            break;
+        }
         x->iter = (uint32_t)k;
         *slot = (int64_t)k;
         x->memo_gen++;
@@ -382,9 +388,13 @@ static int expand_repeat(expander *x, const sched_step *st) {
         return rc;
     }
     x->iter = 0;
+    size_t first = x->n_ops, first_when = x->when_at.n;
     if (expand_steps(x, st->u.repeat.steps, st->u.repeat.n) < 0)
         goto out_err;
-    if (count == 1)
+    /* An iteration that emitted nothing changed nothing later ones read (views resolve against
+     * allocs, which are ops): every other iteration emits nothing too. Without this, nested
+     * repeats around an empty body (a count of 0, `when:`s false) walk 2^depth times. */
+    if (count == 1 || (x->n_ops == first && x->when_at.n == first_when))
         goto out;
     size_t start = x->n_ops;
     x->iter = 1;

@@ -33,6 +33,10 @@ typedef struct {
 
     uint32_t iter, region;
     uint16_t repeat_depth;
+    /* Iterations of repeats with `index:` walked so far: each is a walk of the body even where
+     * it emits nothing (its steps' `when:`s false), so they are held to max_ops like ops are:
+     * nested indexed repeats over empty bodies are refused, not walked for hours. */
+    uint64_t indexed_walks;
     bool has_p2p;             /* a send or recv op was emitted */
     bool timed_compute;       /* a compute with a time or flops was emitted */
     size_t spare_cap;         /* ops is a recycled array of this many ops (plan_limits), 0: not */
