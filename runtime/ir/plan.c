@@ -210,6 +210,7 @@ static int expand_coll(expander *x, const sched_step *st) {
     x->has_p2p |= ml_colls[c].p2p;
     op->u.coll.coll = c;
     op->u.coll.op = st->u.coll.op;
+    op->u.coll.comm = st->u.coll.comm;
     op->u.coll.stream = st->u.coll.stream;
     if (resolve_view(x, &st->u.coll.send, &op->u.coll.send) < 0 ||
         resolve_view(x, &st->u.coll.recv, &op->u.coll.recv) < 0)
@@ -222,7 +223,7 @@ static int expand_coll(expander *x, const sched_step *st) {
             root = -1;   /* outside any world: lint reports it with the collective's contract */
         op->u.coll.root = (int)root;
     }
-    op->u.coll.in_place = coll_in_place(op, x->rank);
+    op->u.coll.in_place = coll_in_place(op, x->comms, x->rank);
     return 0;
 }
 
@@ -610,8 +611,15 @@ int plan_expand(const sched *s, int plan_index, const sched_params *p, int world
         free(bufs);
         return -1;
     }
+    const ml_comms *comms = NULL;
+    if (s->n_comms > 1 && !(comms = sched_comms(s, p, world, d))) {
+        free(slots);
+        free(bufs);
+        return -1;
+    }
+    out->comms = comms;   /* before the torch sizes' evaluation: out is zeroed on failure */
     expander x = {
-        .s = s, .world = world, .rank = rank, .slots = slots, .d = d, .bufs = bufs,
+        .s = s, .world = world, .rank = rank, .comms = comms, .slots = slots, .d = d, .bufs = bufs,
         .max_ops = limits && limits->max_ops ? limits->max_ops : 50000000,
         .region = SCHED_NO_SYM,
     };

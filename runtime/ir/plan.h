@@ -15,6 +15,7 @@
 #define MEMLIFE_PLAN_H
 
 #include "ir/sched.h"
+#include "ir/comms.h"
 
 typedef enum {
     OP_ALLOC, OP_FREE, OP_RELEASE, OP_COLL, OP_SYNC, OP_RECORD, OP_WAIT, OP_INIT, OP_COPY,
@@ -64,6 +65,8 @@ typedef struct {
             ml_coll coll : 8;
             ml_redop op : 8;
             bool in_place;         /* send and recv in one buffer at NCCL's in-place offset */
+            uint16_t comm;         /* communicator (sched.comms); root, peer and the in-place
+                                      offset are ranks within its group (plan_comm_rank) */
         } coll;
         struct { sched_sync_kind kind; uint32_t stream, event; } sync;
         struct { uint32_t event, stream; } event;            /* OP_RECORD, OP_WAIT */
@@ -81,6 +84,18 @@ typedef struct {
  * world, recv's for reduce_scatter, send's for the others. */
 static inline uint64_t plan_coll_count(const plan_op *op) {
     return ml_coll_count_of(op->u.coll.coll, op->u.coll.send.count, op->u.coll.recv.count);
+}
+/* The size of the group of a collective's communicator that `rank` is in (the world's size
+ * for the world; 0 where rank is in no group of it), and rank's rank in it (-1: none); its
+ * member `local` as a world rank (-1: none). */
+static inline int plan_comm_size(const ml_comms *c, int world, uint32_t comm, int rank) {
+    return c && comm ? ml_comms_size(c, comm, rank) : world;
+}
+static inline int plan_comm_rank(const ml_comms *c, uint32_t comm, int rank) {
+    return c && comm ? ml_comms_local(c, comm, rank) : rank;
+}
+static inline int plan_comm_global(const ml_comms *c, uint32_t comm, int rank, int local) {
+    return c && comm ? ml_comms_global(c, comm, rank, local) : local;
 }
 /* The name of what an op does, for messages and labels: the collective's name for OP_COLL
  * ("reduce_scatter"), else the op kind's ("copy", "compute"). */
@@ -116,6 +131,9 @@ typedef struct {
     const sched *s;
     int plan_index;
     int world, rank;
+    /* The schedule's communicators at this world (sched_comms; the schedule owns them); NULL
+     * where the world is the only one. */
+    const ml_comms *comms;
     plan_torch torch;
     int64_t *slots;           /* sched_n_slots values: lets evaluated (i and index slots 0) */
     int64_t *index_vals;      /* per op, s->n_index repeat-index values; NULL without indices */

@@ -18,6 +18,7 @@ typedef struct {
 typedef struct {
     const sched *s;
     int world, rank;
+    const ml_comms *comms;    /* NULL: the world only */
     int64_t *slots;           /* a repeat index's slot is set while its body is walked */
     size_t max_ops;
     ml_diags *d;
@@ -136,11 +137,12 @@ static inline int eval_size(expander *x, const expr *e, int64_t dflt, src_at w, 
 }
 
 /* NCCL's in-place rule for a collective's resolved views on `rank` (coll.h). */
-static inline bool coll_in_place(const plan_op *op, int rank) {
+static inline bool coll_in_place(const plan_op *op, const ml_comms *comms, int rank) {
     const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
     int64_t delta;
-    return s->buf == r->buf &&
-           ml_coll_inplace_at(op->u.coll.coll, plan_coll_count(op), rank, &delta) &&
+    int local = plan_comm_rank(comms, op->u.coll.comm, rank);   /* NCCL's offset: its rank */
+    return s->buf == r->buf && local >= 0 &&
+           ml_coll_inplace_at(op->u.coll.coll, plan_coll_count(op), local, &delta) &&
            (int64_t)r->offset - (int64_t)s->offset == delta;
 }
 

@@ -682,7 +682,7 @@ int plan_offsets_apply(const plan_offsets *o, rank_plan *p, int rank, ml_diags *
             __builtin_prefetch(&p->ops[ML_VEC_AT(&o->at, offset_entry, e + OFFSETS_AHEAD).op]);
         plan_op *op = &p->ops[at->op];   /* not read for a compute's view */
         if (at->k == PLAN_AT_IN_PLACE) {
-            op->u.coll.in_place = coll_in_place(op, rank);
+            op->u.coll.in_place = coll_in_place(op, p->comms, rank);
             continue;
         }
         if (at->op != last && p->s->n_index) {

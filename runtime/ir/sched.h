@@ -109,8 +109,39 @@ extern const char *const sched_step_names[ST_KIND_COUNT];  /* schedule keys: "al
 
 typedef enum { SYNC_DEVICE, SYNC_STREAM, SYNC_EVENT } sched_sync_kind;
 
-_Static_assert(COLL_COUNT <= UINT16_MAX && RED_COUNT <= UINT16_MAX,
-               "a step's collective and reduction op are two bytes each (sched_step.u.coll)");
+_Static_assert(COLL_COUNT <= UINT8_MAX && RED_COUNT <= UINT8_MAX,
+               "a step's collective and reduction op are a byte each (sched_step.u.coll)");
+
+/* Communicators. The world is communicator 0, always there; `comms:` names others, each a
+ * partition of the ranks into groups (MPI_Comm_split, ncclCommSplit, torch's new_group and
+ * DeviceMesh): by dimensions of the `mesh:` (the ranks that differ only along them), by a color
+ * expression (the ranks with one color form a group, ordered by key then rank; a negative color
+ * is no group), or by an explicit list of ranks (one group, in the order given). A collective's
+ * `comm:` names the communicator its counts, roots, peers and in-place offsets refer to: sizes
+ * are the group's, ranks are ranks within the group (NCCL's convention). */
+#define SCHED_WORLD_COMM 0u
+#define SCHED_MAX_COMMS 256u       /* named communicators, the world included */
+#define SCHED_MAX_MESH_DIMS 8u
+
+typedef struct {
+    const char *name;
+    expr *size;           /* over world and the lets; not rank */
+    ml_mark mark;
+} sched_mesh_dim;
+
+typedef enum { COMM_WORLD, COMM_MESH, COMM_COLOR, COMM_RANKS } sched_comm_kind;
+
+typedef struct {
+    const char *name;     /* "world" for communicator 0 */
+    sched_comm_kind kind;
+    uint32_t dims;        /* COMM_MESH: bit k: mesh dimension k is along the group */
+    expr *color, *key;    /* COMM_COLOR: over world, rank and the lets; key NULL: rank */
+    expr **ranks;         /* COMM_RANKS: the members in order (world and the lets) */
+    uint32_t n_ranks;
+    bool share;           /* `share: true`: split with the parent's resources shared (NCCL's
+                             splitShare); the memory views count it once */
+    ml_mark mark;         /* the name's */
+} sched_comm;
 
 typedef struct sched_step sched_step;
 struct sched_step {
@@ -147,11 +178,13 @@ struct sched_step {
             uint32_t stream;
         } record_stream;
         struct {
-            /* An ml_coll and an ml_redop in two bytes each, so that stream fits beside them: 80
+            /* An ml_coll and an ml_redop in a byte each, the communicator in two, so that stream
+             * fits beside them: 80
              * bytes, not 88, and with the copy source by pointer (sched_init.src) no member is
              * bigger, so every step is 104 bytes, not 112. */
-            uint16_t coll;            /* ml_coll */
-            uint16_t op;              /* ml_redop: has_op collectives; default sum */
+            uint8_t coll;             /* ml_coll */
+            uint8_t op;               /* ml_redop: has_op collectives; default sum */
+            uint16_t comm;            /* communicator (sched.comms), SCHED_WORLD_COMM */
             uint32_t stream;
             sched_view send, recv;    /* `buf:` sets both to the same view (always for p2p) */
             expr *root;               /* has_root collectives; send/recv: the peer */
@@ -309,6 +342,12 @@ typedef struct {
     expr **sweep_values;
     uint32_t n_sweep;
     sched_torch torch;    /* the `torch:` key: PyTorch's caching allocator (the torch view) */
+    sched_mesh_dim *mesh; /* `mesh:`, outermost dimension first (ranks are row-major over it) */
+    uint32_t n_mesh;
+    ml_mark mesh_mark;
+    sched_comm *comms;    /* comms[0] is the world; n_comms >= 1 */
+    uint32_t n_comms;
+    void *comms_cache;    /* ir/comms.c's resolution for the last world asked (owned) */
     /* `link: {alpha_us:, busbw_gbps:}`: the time model's link (analyzer/predict/timemodel.h);
      * NULL: its default. Expressions over the lets (world, rank allowed). */
     expr *link_alpha_us, *link_busbw_gbps;

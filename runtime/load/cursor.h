@@ -81,6 +81,8 @@ typedef struct {
     size_t yaml_depth, yaml_max_depth, step_depth;
     ld_hash syms[SYM_KIND_COUNT];
     ld_hash lets;                     /* let name -> index */
+    ld_hash mesh_dims, comms;         /* mesh dimension / communicator name -> index */
+    ml_vec mesh_v, comm_v;            /* of sched_mesh_dim, sched_comm, while loading */
     ml_vec let_v;                     /* of sched_let, while loading */
     ld_hash cache[CTX_COUNT_];        /* expression text -> expr, per context (not CTX_LET) */
     ml_vec buf_allocated;             /* of uint8_t per buffer symbol: some alloc creates it */

@@ -5,6 +5,7 @@
  * event cursor (cursor.c); each file calls only the ones below it. */
 #include "load/load_int.h"
 #include "base/input.h"
+#include "ir/comms.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,10 +33,10 @@ static bool ends_with_break(const char *data, size_t len) {
 /* ---- Top level -------------------------------------------------------------------------------- */
 
 enum { TOP_NAME, TOP_ABOUT, TOP_WORLD, TOP_DTYPE, TOP_LET, TOP_STREAMS, TOP_EVENTS, TOP_EXPECT,
-       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_REQUIRES, TOP_TORCH, TOP_LINK };
+       TOP_STEPS, TOP_PLANS, TOP_SWEEP, TOP_REQUIRES, TOP_TORCH, TOP_LINK, TOP_MESH, TOP_COMMS };
 static const char *const top_keys[] = {"name", "about", "world", "dtype", "let", "streams",
                                        "events", "expect", "steps", "plans", "sweep", "requires",
-                                       "torch", "link"};
+                                       "torch", "link", "mesh", "comms"};
 static const ld_schema top_schema = LD_SCHEMA("schedule", top_keys);
 
 typedef struct {
@@ -259,7 +260,8 @@ static int top_value(loader *l, int key, void *obj) {
     top_state *t = obj;
     sched *s = l->s;
     /* Names are resolved as the events stream by: what a step uses must be defined above it. */
-    bool defines = key == TOP_LET || key == TOP_STREAMS || key == TOP_EVENTS || key == TOP_DTYPE;
+    bool defines = key == TOP_LET || key == TOP_STREAMS || key == TOP_EVENTS || key == TOP_DTYPE ||
+                   key == TOP_MESH || key == TOP_COMMS;
     bool uses = key == TOP_EXPECT || key == TOP_STEPS || key == TOP_PLANS || key == TOP_SWEEP ||
                 key == TOP_REQUIRES || key == TOP_TORCH || key == TOP_LINK;
     if (defines && t->first_user >= 0)
@@ -291,6 +293,11 @@ static int top_value(loader *l, int key, void *obj) {
     case TOP_REQUIRES: return parse_requires(l);
     case TOP_TORCH: return ld_torch(l, t->k->key[key]);   /* load_torch.c */
     case TOP_LINK: return parse_link(l);
+    case TOP_MESH:
+        if (LD_HAS(t->k, TOP_COMMS))
+            return ld_fail(l, t->k->key[key], "'mesh' must come before 'comms'");
+        return ld_mesh(l);   /* load_comms.c */
+    case TOP_COMMS: return ld_comms(l);
     case TOP_PLANS:
         if (LD_HAS(t->k, TOP_STEPS))
             return ld_fail(l, t->k->key[key], "'steps' and 'plans' cannot both be given");
@@ -408,6 +415,8 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     ml_vec_init(&l.indices, sizeof(ld_index));
     ml_vec_init(&l.ats, sizeof(sched_at));
     ml_vec_init(&l.times, sizeof(sched_time));
+    ml_vec_init(&l.mesh_v, sizeof(sched_mesh_dim));
+    ml_vec_init(&l.comm_v, sizeof(sched_comm));
     uint32_t dflt;
     ld_intern(&l, SYM_STREAM, "default", 7, (ml_mark){0, 0}, &dflt);
 
@@ -419,6 +428,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     if (rc == 0)
         rc = check_buffers(&l);
     if (rc == 0) {
+        ld_comms_finish(&l);
         if (!s->name)
             s->name = default_name(s->arena, name);
         s->n_lets = (uint32_t)l.let_v.n;
@@ -449,6 +459,10 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
     for (int k = 0; k < CTX_COUNT_; k++)
         ld_hash_free(&l.cache[k]);
     ld_hash_free(&l.lets);
+    ld_hash_free(&l.mesh_dims);
+    ld_hash_free(&l.comms);
+    ml_vec_free(&l.mesh_v);
+    ml_vec_free(&l.comm_v);
     ml_vec_free(&l.let_v);
     ml_vec_free(&l.buf_allocated);
     ml_vec_free(&l.scratch);
@@ -478,6 +492,7 @@ void sched_free(sched *s) {
     if (!s)
         return;
     sched_box *box = (sched_box *)s;
+    ml_comms_free(s->comms_cache);
     for (size_t k = 0; k < box->owned.n; k++)
         free(ML_VEC_AT(&box->owned, void *, k));
     ml_vec_free(&box->owned);

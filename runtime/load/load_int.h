@@ -32,6 +32,13 @@ int ld_own(loader *l, void *p);
 int ld_check_name(loader *l, const char *text, size_t len, ml_mark m, const char *kind, bool ident);
 int ld_intern(loader *l, sched_sym_kind kind, const char *text, size_t len, ml_mark m, uint32_t *out);
 
+/* load_comms.c: `mesh:`, `comms:` and a collective's `comm:` (a declared name, else an error
+ * that lists them); ld_comms_finish gives the schedule its table, the world first. */
+int ld_mesh(loader *l);
+int ld_comms(loader *l);
+int ld_comm_ref(loader *l, uint16_t *out);
+void ld_comms_finish(loader *l);
+
 /* load_data.c */
 int ld_view(loader *l, const char *what, sched_view *v);
 int ld_views(loader *l, const char *what, sched_view **out, uint32_t *n);

@@ -158,8 +158,8 @@ static int release_finish(loader *l, step_ctx *c) {
 
 /* ---- collectives ------------------------------------------------------------------------------ */
 
-enum { CKEY_BUF, CKEY_SEND, CKEY_RECV, CKEY_OP, CKEY_ROOT, CKEY_STREAM };
-static const char *const coll_keys[] = {"buf", "send", "recv", "op", "root", "stream"};
+enum { CKEY_BUF, CKEY_SEND, CKEY_RECV, CKEY_OP, CKEY_ROOT, CKEY_STREAM, CKEY_COMM };
+static const char *const coll_keys[] = {"buf", "send", "recv", "op", "root", "stream", "comm"};
 
 static int coll_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
@@ -173,10 +173,11 @@ static int coll_value(loader *l, int key, void *obj) {
         ml_redop op;
         if (ld_redop(l, &op))
             return -1;
-        co->op = (uint16_t)op;
+        co->op = (uint8_t)op;
         return 0;
     }
     case CKEY_ROOT: ld_at(l, c->st, SCHED_AT_ROOT); return ld_expr(l, CTX_PLAIN, "root", &co->root);
+    case CKEY_COMM: return ld_comm_ref(l, &co->comm);   /* load_comms.c */
     default: return stream_of(l, &co->stream);
     }
 }
@@ -204,8 +205,8 @@ static int coll_finish(loader *l, step_ctx *c) {
 
 /* ---- send, recv: {buf: V, peer: EXPR, stream: S} (rows COLL_SEND, COLL_RECV of coll.h) --------- */
 
-enum { P2P_BUF, P2P_PEER, P2P_STREAM };
-static const char *const p2p_keys[] = {"buf", "peer", "stream"};
+enum { P2P_BUF, P2P_PEER, P2P_STREAM, P2P_COMM };
+static const char *const p2p_keys[] = {"buf", "peer", "stream", "comm"};
 
 static int p2p_value(loader *l, int key, void *obj) {
     step_ctx *c = obj;
@@ -216,6 +217,8 @@ static int p2p_value(loader *l, int key, void *obj) {
         ld_at(l, c->st, SCHED_AT_ROOT);
         return ld_expr(l, CTX_PLAIN, "peer", &co->root);
     }
+    if (key == P2P_COMM)
+        return ld_comm_ref(l, &co->comm);
     return stream_of(l, &co->stream);
 }
 

@@ -294,9 +294,9 @@ static const bad_case bad_cases[] = {
     {"let: {M: &a 4}\nsteps: []\n", "t.yaml:1:10: error: yaml anchors are not supported"},
     {"steps:\n  - alloc: {buf: x, bytes: *a}\n", "t.yaml:2:28: error: yaml aliases are not supported"},
     /* unknown keys at every level */
-    {"steps: []\nbogus: 1\n", "t.yaml:2:1: error: unknown key 'bogus' in schedule: expected one of name, about, world, dtype, let, streams, events, expect, steps, plans, sweep, requires, torch, link"},
+    {"steps: []\nbogus: 1\n", "t.yaml:2:1: error: unknown key 'bogus' in schedule: expected one of name, about, world, dtype, let, streams, events, expect, steps, plans, sweep, requires, torch, link, mesh, comms"},
     {"steps:\n  - alloc: {buf: x, sise: 4}\n", "t.yaml:2:21: error: unknown key 'sise' in alloc: expected one of buf, bytes, count, dtype, chunks, init, stream"},
-    {A "  - all_gather: {send: x, recv: x, strem: s}\n", "t.yaml:3:36: error: unknown key 'strem' in all_gather: expected one of buf, send, recv, op, root, stream"},
+    {A "  - all_gather: {send: x, recv: x, strem: s}\n", "t.yaml:3:36: error: unknown key 'strem' in all_gather: expected one of buf, send, recv, op, root, stream, comm"},
     {"expect: {requested: {stedy: 1}}\nsteps: []\n", "t.yaml:1:22: error: unknown key 'stedy' in requested: expected one of steady, peak"},
     {"expect: {reqested: {steady: 1}}\nsteps: []\n", "t.yaml:1:10: error: unknown key 'reqested' in expect: expected one of rank, requested, device, torch"},
     {"plans: {a: {stps: []}}\n", "t.yaml:1:13: error: unknown key 'stps' in plan: expected one of steps, expect"},
