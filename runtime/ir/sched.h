@@ -75,6 +75,8 @@ typedef struct {
     expr *value;          /* OPD_EXPR */
     sched_init pattern;   /* OPD_REDUCED_PATTERN (RANK_IOTA, CONST, EXPR, RANDOM) */
     ml_redop op;          /* OPD_REDUCED_PATTERN */
+    uint16_t comm;        /* `comm:`: the pattern is reduced over the members of the rank's
+                             group, the shards rolled are 1/size of it; SCHED_WORLD_COMM */
     ml_mark mark;
 } sched_operand;
 

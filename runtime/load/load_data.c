@@ -185,8 +185,8 @@ int ld_init_value(loader *l, sched_init *init) {
 
 /* ---- Check operands (OPD) --------------------------------------------------------------------- */
 
-enum { OPD_KEY_BUF, OPD_KEY_ROLL, OPD_KEY_EXPR, OPD_KEY_REDUCE, OPD_KEY_OP };
-static const char *const opd_keys[] = {"buf", "roll_shards", "expr", "reduce", "op"};
+enum { OPD_KEY_BUF, OPD_KEY_ROLL, OPD_KEY_EXPR, OPD_KEY_REDUCE, OPD_KEY_OP, OPD_KEY_COMM };
+static const char *const opd_keys[] = {"buf", "roll_shards", "expr", "reduce", "op", "comm"};
 static const ld_schema opd_schema = LD_SCHEMA("operand", opd_keys);
 
 static int opd_value(loader *l, int key, void *obj) {
@@ -196,6 +196,7 @@ static int opd_value(loader *l, int key, void *obj) {
     case OPD_KEY_ROLL: return ld_expr(l, CTX_PLAIN, "roll_shards", &o->roll_shards);
     case OPD_KEY_EXPR: return ld_expr(l, CTX_INDEX, "expr", &o->value);
     case OPD_KEY_OP: return ld_redop(l, &o->op);
+    case OPD_KEY_COMM: return ld_comm_ref(l, &o->comm);   /* load_comms.c */
     default:
         if (ld_init_value(l, &o->pattern))
             return -1;
@@ -224,6 +225,8 @@ int ld_operand(loader *l, sched_operand *o) {
         return ld_fail(l, k.key[OPD_KEY_ROLL], "'roll_shards' needs 'buf'");
     if (LD_HAS(&k, OPD_KEY_OP) && !LD_HAS(&k, OPD_KEY_REDUCE))
         return ld_fail(l, k.key[OPD_KEY_OP], "'op' needs 'reduce'");
+    if (LD_HAS(&k, OPD_KEY_COMM) && !LD_HAS(&k, OPD_KEY_REDUCE) && !LD_HAS(&k, OPD_KEY_ROLL))
+        return ld_fail(l, k.key[OPD_KEY_COMM], "'comm' needs 'reduce' or 'roll_shards'");
     o->kind = LD_HAS(&k, OPD_KEY_BUF) ? OPD_VIEW : LD_HAS(&k, OPD_KEY_EXPR) ? OPD_EXPR : OPD_REDUCED_PATTERN;
     return 0;
 }
