@@ -15,6 +15,8 @@ The context's own bytes are nvml(context) - nvml_before: cudaMemGetInfo needs a 
   python3 nccl_mem.py                 # every setting of SETTINGS, one line each
   python3 nccl_mem.py --one '{"NCCL_BUFFSIZE": "1048576"}'
   python3 nccl_mem.py --summary OUT.jsonl   # the deltas, one line per setting
+  python3 nccl_mem.py --split         # a world communicator and two split from it, by setting
+                                      # and NCCL_COMM_SPLIT_SHARE_RESOURCES 0 / 1
 """
 import ctypes
 import json
@@ -121,6 +123,65 @@ def one(env):
     nccl.ncclCommDestroy(comm)
 
 
+SPLIT_SETTINGS = [
+    {},
+    {"NCCL_MAX_NCHANNELS": "2"},
+    {"NCCL_RUNTIME_CONNECT": "0"},
+    {"NCCL_BUFFSIZE": "1048576"},
+]
+
+
+def split(env):
+    """A world communicator, then two communicators split from it (ncclCommSplit, color 0,
+    key 0, config NULL: splitShare is NCCL_COMM_SPLIT_SHARE_RESOURCES's), each measured after
+    its creation and after its first AllReduce, ReduceScatter and AllGather (16 Mi floats)."""
+    cudart = lib("libcudart.so.13", "/usr/local/cuda/lib64/libcudart.so.13", "libcudart.so")
+    nccl = lib("libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2")
+
+    def cuda_used():
+        f, t = ctypes.c_size_t(), ctypes.c_size_t()
+        assert cudart.cudaMemGetInfo(ctypes.byref(f), ctypes.byref(t)) == 0
+        return t.value - f.value
+
+    out = {"env": env, "mode": "split", "stages": []}
+
+    def stage(name):
+        assert cudart.cudaDeviceSynchronize() == 0
+        out["stages"].append([name, cuda_used(), 0])
+
+    assert cudart.cudaSetDevice(0) == 0
+    assert cudart.cudaFree(None) == 0
+    n = 16 << 20
+    buf = ctypes.c_void_p()
+    assert cudart.cudaMalloc(ctypes.byref(buf), ctypes.c_size_t(4 * n)) == 0
+    stream = ctypes.c_void_p()
+    assert cudart.cudaStreamCreateWithFlags(ctypes.byref(stream), 1) == 0
+    stage("context")
+    world = ctypes.c_void_p()
+    dev = (ctypes.c_int * 1)(0)
+    assert nccl.ncclCommInitAll(ctypes.byref(world), 1, dev) == 0
+    stage("init world")
+    comms = [("world", world)]
+    for k in (1, 2):
+        c = ctypes.c_void_p()
+        r = nccl.ncclCommSplit(world, 0, 0, ctypes.byref(c), None)
+        assert r == 0, "ncclCommSplit: %d" % r
+        stage("split %d" % k)
+        comms.append(("split%d" % k, c))
+    F32, SUM = 7, 0
+    for name, c in comms:
+        assert nccl.ncclAllReduce(buf, buf, ctypes.c_size_t(n), F32, SUM, c, stream) == 0
+        stage(name + " all_reduce")
+        assert nccl.ncclReduceScatter(buf, buf, ctypes.c_size_t(n), F32, SUM, c, stream) == 0
+        stage(name + " reduce_scatter")
+        assert nccl.ncclAllGather(buf, buf, ctypes.c_size_t(n), F32, c, stream) == 0
+        stage(name + " all_gather")
+    for name, c in reversed(comms):
+        nccl.ncclCommDestroy(c)
+        stage("destroyed " + name)
+    print(json.dumps(out), flush=True)
+
+
 def summary(path):
     """One line per setting: the context, then every stage that changed the device's used bytes."""
     for line in open(path):
@@ -147,6 +208,20 @@ def main():
         return 0
     if len(sys.argv) == 3 and sys.argv[1] == "--one":
         one(json.loads(sys.argv[2]))
+        return 0
+    if len(sys.argv) == 3 and sys.argv[1] == "--split-one":
+        split(json.loads(sys.argv[2]))
+        return 0
+    if len(sys.argv) == 2 and sys.argv[1] == "--split":
+        for base in SPLIT_SETTINGS:
+            for share in ("0", "1"):
+                env = dict(base, NCCL_COMM_SPLIT_SHARE_RESOURCES=share)
+                e = dict(os.environ, NCCL_NVLS_ENABLE="0", **env)
+                p = subprocess.run([sys.executable, __file__, "--split-one", json.dumps(env)],
+                                   env=e, capture_output=True, text=True, timeout=120)
+                sys.stdout.write(p.stdout)
+                if p.returncode:
+                    print(json.dumps({"env": env, "error": p.stderr[-2000:]}), flush=True)
         return 0
     for env in SETTINGS:
         e = dict(os.environ, NCCL_NVLS_ENABLE="0", **env)
