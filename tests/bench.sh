@@ -11,10 +11,10 @@
 #   memlife    `memlife predict FILE --format json -o /dev/null`: load + expand every rank +
 #              lint + predict + report, the whole command
 # CPU time, not wall time: the machines are shared and noisy; best of 3 takes out the rest.
-# Targets (issue 21): memlife at most 1.25x the loop's CPU time at 1M steps and at most 300 B of
+# Targets: memlife at most 1.25x the loop's CPU time at 1M steps and at most 300 B of
 # peak RSS per step, on the generated mix and on a training-like schedule (gen N training: two
 # streams, events both ways, rank-dependent views, world 4: the shape of the held-out schedule);
-# cost linear in steps (CPU time per step, largest vs smallest size, <= 1.5x, issue 2 §6). Then,
+# cost linear in steps (CPU time per step, largest vs smallest size, <= 1.5x). Then,
 # at the largest size: where the time goes, the pipeline's phases one by one
 # (tests/bench/phases.c); and memlife on the same schedule without `rank` (gen N rank-free),
 # which takes the one-expansion path for every rank.
@@ -137,7 +137,7 @@ if [ -z "$last_n" ]; then
     echo "no size could be measured" >&2
     exit 2
 fi
-# issue 21's targets, for the generated mix and for the training schedule
+# the targets above, for the generated mix and for the training schedule
 for row in "mix $last_ratio ${last_mem:-fail}" "training ${train_ratio:-fail} ${train_mem:-fail}"; do
     # shellcheck disable=SC2086 # the row's three words
     set -- $row
@@ -174,10 +174,10 @@ if [ -s "$IMPORTED" ]; then
 fi
 ./tests/bench/capture_bench.sh || echo "capture benchmark: a run failed" >&2
 
-# The host backend against a minimal MPI program (issue 21; wall time, best of 9, 2 ranks).
+# The host backend against a minimal MPI program (wall time, best of 9, 2 ranks).
 ./tests/bench/host_mpi.sh || echo "host backend benchmark: a run failed" >&2
 
-# The torch allocator model (issue 21): 10 M random malloc/free events, up to 2048 live blocks
+# The torch allocator model: 10 M random malloc/free events, up to 2048 live blocks
 # (tests/bench/torchalloc_bench.c, its own process CPU time), best of 3; target 10 M events/s.
 $CC -O2 -std=c11 -D_GNU_SOURCE -Iruntime -Ianalyzer -I. -o "$B/torchalloc_bench" \
     tests/bench/torchalloc_bench.c build/libmemlife.a -lm
