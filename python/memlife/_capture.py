@@ -118,7 +118,7 @@ def _skip_param_verification():
     return undo
 
 
-def _ddp_on_fake_group():
+def _ddp_on_fake_group(virtual):
     """DistributedDataParallel's reducer reads the result of each bucket's all-reduce from the
     process group's future, which torch's fake process group completes with no value (the
     reducer then stops on an internal assert). Under the fake group a DistributedDataParallel
@@ -126,7 +126,8 @@ def _ddp_on_fake_group():
     does to the bucket: divide it by the group's size in place, all-reduce it in place (the
     recorded collective), hand the same buffer back. No allocation differs: both work in the
     bucket. At the first forward, not at construction, so that a program may still register
-    its own hook (the reducer takes one only)."""
+    its own hook (the reducer takes one only). virtual: the reducer's timing statistics are left
+    out too (the CPU build has no CUDA timer for the virtual device)."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -158,7 +159,7 @@ def _ddp_on_fake_group():
             self._memlife_hooked = True
             if not self._comm_hooks and dist.get_backend(self.process_group) == "fake":
                 self.register_comm_hook(self.process_group, hook)
-            if self.logger is not None:
+            if virtual and self.logger is not None:
                 self.logger = Logger(self.logger)
         return orig(self, *args, **kwargs)
     DDP.forward = forward
@@ -197,13 +198,15 @@ def capture(program, world=1, rank=0, on="fake", lets=None, steps=1, gpu="h100-8
         undo.append(lambda: fake.__exit__(None, None, None))
         undo.append(_fake_optimizer_values())
         undo.append(_skip_param_verification())
-        undo.append(_ddp_on_fake_group())
+        undo.append(_ddp_on_fake_group(virtual=True))
         rec = _record.Recorder(virtual=True)
         _virtual_cuda._state.on_record_stream = rec.record_stream
         _virtual_cuda._state.listener = rec.on_sync
     else:
         torch.cuda.set_device(0)
         torch.cuda.init()
+        if group == "fake":
+            undo.append(_ddp_on_fake_group(virtual=False))
         rec = _record.Recorder(stream_of=lambda: torch.cuda.current_stream().cuda_stream,
                                ptr_of=lambda st: st.data_ptr(),
                                stream_id=lambda s: s.cuda_stream)
