@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MESH_TABLE_MAX (1 << 16)
+
 /* One communicator. A mesh one is its dimensions (closed forms); a color or rank-list one the
  * tables of its groups: members in group order, each group's first index, and per world rank
  * its group (-1: none) and its rank in it. */
@@ -241,6 +243,20 @@ static int resolve_ranks(const sched *s, const sched_params *p, int world, int64
     return rc;
 }
 
+/* rank's coordinate along mesh dimension k. */
+static inline int coord(const ml_comms *c, int rank, int k) {
+    return rank / c->stride[k] % c->dim_size[k];
+}
+
+/* rank's rank in its group of a mesh communicator: row-major over the group's dimensions. */
+static int mesh_local(const ml_comms *c, const comm_res *r, int rank) {
+    int local = 0;
+    for (int k = 0; k < c->n_dims; k++)
+        if (r->dims >> k & 1u)
+            local = local * c->dim_size[k] + coord(c, rank, k);
+    return local;
+}
+
 static ml_comms *resolve(const sched *s, const sched_params *p, int world, ml_diags *d) {
     ml_comms *c = ml_xcalloc(1, sizeof *c);
     c->world = world;
@@ -265,6 +281,14 @@ static ml_comms *resolve(const sched *s, const sched_params *p, int world, ml_di
             for (int j = 0; j < c->n_dims; j++)
                 if (r->dims >> j & 1u)
                     r->size *= c->dim_size[j];
+            /* a rank's rank in its group is asked at every collective of every rank (the
+             * in-place flags, the floor's shares): a table where the world is small enough
+             * (256 KiB a communicator at most), the closed form beyond */
+            if (world <= MESH_TABLE_MAX) {
+                r->local_of = ml_xmalloc((size_t)world * sizeof *r->local_of);
+                for (int q = 0; q < world; q++)
+                    r->local_of[q] = mesh_local(c, r, q);
+            }
             break;
         case COMM_COLOR: rc = resolve_color(s, p, world, r, d); break;
         case COMM_RANKS: rc = resolve_ranks(s, p, world, slots, r, d); break;
@@ -321,10 +345,6 @@ const char *ml_comms_name(const ml_comms *c, uint32_t comm) { return c->c[comm].
 const sched_comm *ml_comms_def(const ml_comms *c, uint32_t comm) { return c->c[comm].def; }
 bool ml_comms_world_only(const ml_comms *c) { return c->n == 1; }
 
-/* rank's coordinate along mesh dimension k. */
-static inline int coord(const ml_comms *c, int rank, int k) {
-    return rank / c->stride[k] % c->dim_size[k];
-}
 
 int ml_comms_size(const ml_comms *c, uint32_t comm, int rank) {
     const comm_res *r = &c->c[comm];
@@ -342,13 +362,9 @@ int ml_comms_local(const ml_comms *c, uint32_t comm, int rank) {
         return -1;
     if (r->def->kind == COMM_WORLD)
         return rank;
-    if (r->def->kind != COMM_MESH)
+    if (r->local_of)   /* a color, a rank list, or a mesh of a small world */
         return r->local_of[rank];
-    int local = 0;
-    for (int k = 0; k < c->n_dims; k++)   /* row-major over the group's dimensions */
-        if (r->dims >> k & 1u)
-            local = local * c->dim_size[k] + coord(c, rank, k);
-    return local;
+    return mesh_local(c, r, rank);
 }
 
 int ml_comms_global(const ml_comms *c, uint32_t comm, int rank, int local) {
