@@ -291,9 +291,9 @@ size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int w
  * The collectives with `comm:` C must be issued alike (lint_coll_key) by the members of each
  * group of C; ranks of different groups, and ranks on different communicators, may differ.
  * The reference of a group is its least member, which the walk (ranks 0, 1, ... in order) meets
- * first: its collectives on C are kept, copies of the ops for the messages (the compact path
- * frees a rank's ops after its walk); every other member's are compared with them as the walk
- * pushes them, the first difference kept. The world's collectives stay lint_coll_seq's.
+ * first: its collectives on C are kept, each its key and its step for the messages (the compact
+ * path frees a rank's ops after its walk); every other member's are compared with them as the
+ * walk pushes them, the first difference kept (a copy of the op). The world's collectives stay lint_coll_seq's.
  * Only schedules with communicators (rank_plan.comms) make one. */
 typedef struct lint_groups lint_groups;
 lint_groups *lint_groups_new(const ml_comms *c, int world);

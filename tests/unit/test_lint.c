@@ -826,6 +826,24 @@ static void comm_contract_root(void **state) {
     pt_free(&r);
 }
 
+/* A root that differs inside one tp group (dp 2 x tp 2): rank 3 broadcasts from root 3 / 3 = 1,
+ * rank 2, its group's reference, from 2 / 3 = 0; ranks 0 and 1 agree (0). The error is at rank
+ * 3's root, the note at rank 2's; both texts name the root, the attribute that differs. */
+static void comm_root_diverges_in_group(void **state) {
+    lint_says_with_note("world: 4\n"
+                        "mesh: {dp: 2, tp: 2}\n"
+                        "comms:\n"
+                        "  tp: {mesh_dim: tp}\n"
+                        "steps:\n"
+                        "  - alloc: {buf: a, count: 8}\n"
+                        "  - broadcast: {buf: a, root: \"rank / 3\", comm: tp}\n",
+                        0,
+                        "t.yaml:7:32: error: rank 3 issues broadcast (count 8, root 1) where rank 2 "
+                        "issues broadcast (count 8, root 0) in their group of communicator 'tp' "
+                        "(ranks 2, 3) [rank 3]",
+                        "t.yaml:7:32: note: rank 2 issues broadcast (count 8, root 0) here [rank 3]");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(p2p_ring_in_group_is_clean),
@@ -867,6 +885,7 @@ int main(void) {
         cmocka_unit_test(comm_world_still_compared),
         cmocka_unit_test(comm_groups_separate),
         cmocka_unit_test(comm_contract_root),
+        cmocka_unit_test(comm_root_diverges_in_group),
         cmocka_unit_test(cross_rank_ends_early),
         cmocka_unit_test(cross_rank_attributes),
         cmocka_unit_test(clean_seed_schedule),
