@@ -707,7 +707,7 @@ static void run_side(side_state *st) {
                 continue;
             left++;
             int n = group_ready(st, r, members, ops);
-            if (n == 0 || !waiting[r])
+            if (n == 0)
                 continue;
             collective(st, n, members, ops);
             for (int j = 0; j < n; j++)
