@@ -5,7 +5,8 @@
  * NCCL matches the sends from rank r to rank p with the receives on p from r in the order each
  * rank issues them, and a send or receive outside ncclGroupStart/End blocks the stream until its
  * partner runs: two ranks that each send to the other first, outside a group, wait forever (the
- * reason NCCL's documentation groups concurrent send/recv). Collectives take every rank.
+ * reason NCCL's documentation groups concurrent send/recv). A collective takes every rank of
+ * the world.
  *
  * With `comm:` the peer is a rank within the group (NCCL's peer on a split communicator): it is
  * taken to its world rank here, and the k-th send from r to p pairs with the k-th recv on p from
@@ -200,8 +201,8 @@ static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) 
     return errors;
 }
 
-/* Whether rank o is at a collective on comm (any collective where the world is the only
- * communicator, as before communicators). */
+/* Whether rank o is at a collective on comm (at any collective where the world is the only
+ * communicator: comms NULL). */
 static bool at_coll(const rank_p2p *q, const size_t *at, int o, const ml_comms *comms,
                     uint32_t comm) {
     if (at[o] >= q[o].n_units || q[o].units[at[o]].kind != UNIT_COLL)
