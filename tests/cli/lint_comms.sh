@@ -102,3 +102,9 @@ refused "send on 'pair' does not pair with a recv on the world" $C/p2p_other_com
 refused "deadlock through tp's local peers" $C/p2p_deadlock.yaml \
     "$C/p2p_deadlock.yaml:10:5: error: deadlock: a cycle of blocking waits (rank 0 -> 1 -> 0): a send or recv outside a group blocks until its peer's partner runs: put the pair's ops in one group [rank 0]" \
     "$C/p2p_deadlock.yaml:10:5: note: rank 0 send to rank 1 waits for rank 1 [rank 0]"
+
+# expect_error sees the group's contract: 'e' (16 into 4 on tp, 2 x 4 = 8) is met and reports
+# nothing; 'f' (16 into 8, 2 x 8 = 16: right on tp) is not.
+refused "expect_error with the group's contract" $C/expect_error.yaml \
+    "$C/expect_error.yaml:13:58: error: expect_error 'f' expected size_mismatch but reduce_scatter raised no error" \
+    "$C/expect_error.yaml:13:36: note: expect_error 'f' expects size_mismatch here"
