@@ -14,7 +14,8 @@
  * cross-rank consistency (same collectives in the same order with the same counts, dtypes, ops
  * and roots, else the first diverging step on each rank; on a communicator other than the world,
  * within each of its groups, whose sizes and ranks the contracts read too, and a rank in none of
- * its groups may not issue one); lifetime hazards (a free of a buffer
+ * its groups may not issue one; collectives on several communicators in an order that lets
+ * every group meet); lifetime hazards (a free of a buffer
  * that an unsynchronized op on another stream may still use); races (two accesses of
  * overlapping elements on different streams, one a write, unordered by stream order,
  * record/wait and host syncs: lint_race.c). expect_error steps: the wrapped op

@@ -253,6 +253,19 @@ static void describe_unit(const rank_p2p *q, int r, size_t at, char *buf, size_t
              u->kind == UNIT_GROUP ? " in a group" : "");
 }
 
+void lint_ring_text(int r, const int *waits, char *buf, size_t len) {
+    size_t n = (size_t)snprintf(buf, len, "rank %d", r);
+    for (int c = waits[r];; c = waits[c]) {
+        if (n + 16 >= len) {
+            snprintf(buf + n, len - n, " -> ...");
+            break;
+        }
+        n += (size_t)snprintf(buf + n, len - n, " -> %d", c);
+        if (c == r)
+            break;
+    }
+}
+
 /* Plays the ranks forward; on a deadlock reports the cycle of waits: the error at the first
  * rank of the cycle, then one note per rank of it at the op where that rank waits, in the order
  * of the waits, so each participant is named at its own line:col. */
@@ -297,18 +310,8 @@ static size_t play(const rank_plan *plans, int world, const rank_p2p *q, ml_diag
             errors++;
             break;
         }
-        /* the cycle as ranks, "0 -> 1 -> 2 -> 0", cut with "..." where it does not fit */
         char ring[300];
-        size_t n = (size_t)snprintf(ring, sizeof ring, "rank %d", r);
-        for (int c = waits[r];; c = waits[c]) {
-            if (n + 16 >= sizeof ring) {
-                snprintf(ring + n, sizeof ring - n, " -> ...");
-                break;
-            }
-            n += (size_t)snprintf(ring + n, sizeof ring - n, " -> %d", c);
-            if (c == r)
-                break;
-        }
+        lint_ring_text(r, waits, ring, sizeof ring);
         ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, plan_op_mark(q[r].units[at[r]].op), r,
                     "deadlock", "deadlock: a cycle of blocking waits (%s): a send or recv outside "
                     "a group blocks until its peer's partner runs: put the pair's ops in one group",

@@ -108,3 +108,12 @@ refused "deadlock through tp's local peers" $C/p2p_deadlock.yaml \
 refused "expect_error with the group's contract" $C/expect_error.yaml \
     "$C/expect_error.yaml:13:58: error: expect_error 'f' expected size_mismatch but reduce_scatter raised no error" \
     "$C/expect_error.yaml:13:36: note: expect_error 'f' expects size_mismatch here"
+
+# ranks 0 and 3 all-reduce on tp then dp, ranks 1 and 2 on dp then tp: every group agrees on its
+# own collectives, yet 0 waits on tp for 1, 1 on dp for 3, 3 on tp for 2, 2 on dp for 0.
+refused "collectives on tp and dp in orders that wait in a cycle" $C/order_deadlock.yaml \
+    "$C/order_deadlock.yaml:13:5: error: deadlock: a cycle of collectives on different communicators (rank 0 -> 1 -> 3 -> 2 -> 0): a collective waits for every member of its group; issue them in one order on every rank [rank 0]" \
+    "$C/order_deadlock.yaml:13:5: note: rank 0 at all_reduce on 'tp' waits for rank 1 [rank 0]"
+
+# {0,1} issue one more tp all-reduce than {2,3}: the sequences differ, every group still meets.
+clean "sequences that differ across groups but meet in turn" $C/order_ok.yaml

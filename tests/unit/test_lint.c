@@ -758,17 +758,21 @@ static void comm_not_member_list_cut(void **state) {
     pt_free(&r);
 }
 
+/* World 2 as one tp group of 2, and a buffer of 8 elements: the start of the cases below. */
+#define TP2_STEPS                                                                                  \
+    "world: 2\n"                                                                                    \
+    "mesh: {tp: 2}\n"                                                                               \
+    "comms:\n"                                                                                      \
+    "  tp: {mesh_dim: tp}\n"                                                                        \
+    "steps:\n"                                                                                      \
+    "  - alloc: {buf: a, count: 8}\n"
+
 /* The world's collectives are still compared across every rank, beside the groups': rank 1's
  * world all_reduce differs from rank 0's while the tp ones agree. */
 static void comm_world_still_compared(void **state) {
     pt_run r;
     lint_yaml_notes(&r,
-                    "world: 2\n"
-                    "mesh: {tp: 2}\n"
-                    "comms:\n"
-                    "  tp: {mesh_dim: tp}\n"
-                    "steps:\n"
-                    "  - alloc: {buf: a, count: 8}\n"
+                    TP2_STEPS
                     "  - all_reduce: {buf: a, comm: tp}\n"
                     "  - all_reduce: {buf: \"a[0 : 4 * (rank + 1)]\"}\n",
                     0, 1, 1);
@@ -844,6 +848,30 @@ static void comm_root_diverges_in_group(void **state) {
                         "t.yaml:7:32: note: rank 2 issues broadcast (count 8, root 0) here [rank 3]");
 }
 
+/* The world's collectives wait for every rank: rank 0 all-reduces on the world then on tp, rank
+ * 1 (its tp peer) on tp then on the world. Each sequence agrees within its communicator's group,
+ * but rank 0 waits on the world for rank 1, which waits on tp for rank 0. */
+static void comm_order_with_world(void **state) {
+    pt_run r;
+    lint_yaml_notes(&r,
+                    TP2_STEPS
+                    "  - when: rank == 0\n"
+                    "    all_reduce: {buf: a}\n"
+                    "  - all_reduce: {buf: a, comm: tp}\n"
+                    "  - when: rank == 1\n"
+                    "    all_reduce: {buf: a}\n",
+                    0, 1, 2);
+    assert_string_equal(pt_diag(&r, 0),
+                        "t.yaml:8:5: error: deadlock: a cycle of collectives on different "
+                        "communicators (rank 0 -> 1 -> 0): a collective waits for every member of "
+                        "its group; issue them in one order on every rank [rank 0]");
+    assert_string_equal(pt_diag(&r, 1),
+                        "t.yaml:8:5: note: rank 0 at all_reduce on 'world' waits for rank 1 [rank 0]");
+    assert_string_equal(pt_diag(&r, 2),
+                        "t.yaml:9:5: note: rank 1 at all_reduce on 'tp' waits for rank 0 [rank 1]");
+    pt_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(p2p_ring_in_group_is_clean),
@@ -886,6 +914,7 @@ int main(void) {
         cmocka_unit_test(comm_groups_separate),
         cmocka_unit_test(comm_contract_root),
         cmocka_unit_test(comm_root_diverges_in_group),
+        cmocka_unit_test(comm_order_with_world),
         cmocka_unit_test(cross_rank_ends_early),
         cmocka_unit_test(cross_rank_attributes),
         cmocka_unit_test(clean_seed_schedule),
