@@ -86,6 +86,8 @@ void commmodel_env_read(commmodel_env *e, const char *(*get)(const char *)) {
     v = env_num(get, "NCCL_P2P_READ_ENABLE");
     e->p2p_read = v < 0 ? -1 : v != 0;
     e->work_fifo_bytes = env_num(get, "NCCL_WORK_FIFO_BYTES");
+    v = env_num(get, "NCCL_COMM_SPLIT_SHARE_RESOURCES");
+    e->split_share = v < 0 ? -1 : v != 0;
 }
 
 static void term(commmodel_out *o, int comm, int stage, const char *name, uint64_t bytes,
@@ -171,7 +173,8 @@ int commmodel_predict(const commmodel_in *in, commmodel_out *o, const char **why
     for (int c = 0; c < in->n_comms; c++) {
         commmodel_comm_out *co = &o->comms[c];
         int n = in->comms[c].size, ch = channels(e, n);
-        bool shares = c > 0 && in->comms[c].share;
+        /* the environment's NCCL_COMM_SPLIT_SHARE_RESOURCES wins over the config (init.cc) */
+        bool shares = c > 0 && (e->split_share >= 0 ? e->split_share == 1 : in->comms[c].share);
         co->name = in->comms[c].name;
         co->size = n;
         co->share = shares;

@@ -63,6 +63,8 @@ typedef struct {
     int runtime_connect;       /* NCCL_RUNTIME_CONNECT: default 1 */
     int p2p_read;              /* NCCL_P2P_READ_ENABLE: default on over NVLink */
     int64_t work_fifo_bytes;   /* NCCL_WORK_FIFO_BYTES: host memory either way */
+    int split_share;           /* NCCL_COMM_SPLIT_SHARE_RESOURCES: every split's splitShare,
+                                  whatever its config says (init.cc) */
 } commmodel_env;
 
 /* Reads the settings through getenv_fn (getenv, or a table in tests); malformed values are
@@ -88,7 +90,8 @@ int commmodel_gpu_find(const char *name);
 typedef struct {
     const char *name;          /* "world", "tp" */
     int size;                  /* ranks in this rank's group (>= 1) */
-    bool share;                /* split with splitShare: the world's resources shared */
+    bool share;                /* split with splitShare: the world's resources shared (unless
+                                  NCCL_COMM_SPLIT_SHARE_RESOURCES says otherwise) */
 } commmodel_comm;
 
 typedef struct {

@@ -228,7 +228,7 @@ static void h100_splits(void **state) {
         int ne = 0;
         const char *key;
         json_t *val;
-        bool share = false;
+        bool share = false;   /* the line's setting, for the message */
         json_object_foreach(envj, key, val) {
             snprintf(kv[ne], sizeof kv[ne], "%s=%s", key, json_string_value(val));
             env[ne] = kv[ne];
@@ -236,7 +236,9 @@ static void h100_splits(void **state) {
             if (!strcmp(key, "NCCL_COMM_SPLIT_SHARE_RESOURCES"))
                 share = !strcmp(json_string_value(val), "1");
         }
-        commmodel_comm comms[3] = {{"world", 1, false}, {"split1", 1, share}, {"split2", 1, share}};
+        /* The probe splits with config NULL (splitShare unset, 0) and the line's
+         * NCCL_COMM_SPLIT_SHARE_RESOURCES, which NCCL lets win (init.cc): the model reads it. */
+        commmodel_comm comms[3] = {{"world", 1, false}, {"split1", 1, false}, {"split2", 1, false}};
         plan_comm_use uses[9];
         for (int c = 0; c < 3; c++)
             for (int k = 0; k < 3; k++)
@@ -246,9 +248,10 @@ static void h100_splits(void **state) {
         for (int c = 0; c < 3; c++) {
             uint64_t measured = stage_used(stages, names[c + 1]) - stage_used(stages, names[c]);
             if (o.comms[c].stage_bytes[0] != measured)
-                fail_msg("%s:%d %s: predicted %llu B, measured %llu B", FIXTURE, lines,
-                         names[c + 1], (unsigned long long)o.comms[c].stage_bytes[0],
+                fail_msg("%s:%d %s (share %d): predicted %llu B, measured %llu B", FIXTURE, lines,
+                         names[c + 1], share, (unsigned long long)o.comms[c].stage_bytes[0],
                          (unsigned long long)measured);
+            assert_int_equal(o.comms[c].share, c > 0 && share);
             assert_int_equal(o.comms[c].n_stages, 4);
             for (int k = 1; k < 4; k++)   /* every first use at world 1: nothing */
                 assert_int_equal(o.comms[c].stage_bytes[k], 0);
