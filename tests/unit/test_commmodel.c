@@ -258,6 +258,7 @@ static void h100_splits(void **state) {
         }
         uint64_t after = stage_used(stages, "split2 all_gather");
         assert_int_equal(o.total, after - stage_used(stages, "context"));
+        commmodel_out_free(&o);
         json_decref(d);
     }
     fclose(f);
