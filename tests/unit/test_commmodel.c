@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "predict/commmodel.h"
+#include "testutil.h"
 
 #define MiB ((uint64_t)1 << 20)
 
@@ -311,6 +312,56 @@ static void first_kernel_once(void **state) {
     commmodel_out_free(&o);
 }
 
+/* A schedule's plan as the report reads it: rank 0's communicators from its plan, a collective
+ * refused under expect_error no first use (NCCL never sees it), and the same answer after
+ * plan_compact took its summary (the ops gone). World 2 on h200 (MiB): the world 192 + 4 +
+ * 32 x 6 = 388, 384 of rings at its all_reduce; tp 4 + 192 + 2 = 198, 384 + 90 at its
+ * all_reduce, the process's first collective. */
+static void for_plan_and_compact(void **state) {
+    (void)state;
+    static const char yaml[] =
+        "world: 2\n"
+        "comms:\n"
+        "  tp: {ranks: [0, 1]}\n"
+        "steps:\n"
+        "  - alloc: {buf: x, count: 8}\n"
+        "  - alloc: {buf: y, count: 3}\n"
+        "  - expect_error:\n"
+        "      name: rs-nondivisible\n"
+        "      error: size_mismatch\n"
+        "      step:\n"
+        "        reduce_scatter: {send: x, recv: y, op: sum, comm: tp}\n"
+        "  - all_reduce: {buf: x, comm: tp}\n"
+        "  - all_reduce: {buf: x}\n";
+    ml_diags d;
+    ml_diags_init(&d);
+    sched *s = tu_load(yaml, &d);
+    assert_non_null(s);
+    sched_params params = {0};
+    rank_plan p;
+    assert_int_equal(plan_expand(s, 0, &params, 2, 0, NULL, &p, &d), 0);
+    for (int round = 0; round < 2; round++) {
+        commmodel_out o;
+        const char *why = NULL;
+        assert_int_equal(commmodel_for_plan(&p, 1, &o, &why), 0);
+        assert_int_equal(o.n_comms, 2);
+        assert_string_equal(o.comms[1].name, "tp");
+        assert_int_equal(o.comms[0].n_stages, 2);
+        assert_int_equal(o.comms[1].n_stages, 2);   /* the refused reduce_scatter is none */
+        assert_string_equal(o.comms[1].stage_name[1], "all_reduce");
+        assert_int_equal(o.comms[0].stage_bytes[0], 388 * MiB);
+        assert_int_equal(o.comms[0].stage_bytes[1], 384 * MiB);
+        assert_int_equal(o.comms[1].stage_bytes[0], 198 * MiB);
+        assert_int_equal(o.comms[1].stage_bytes[1], 474 * MiB);
+        commmodel_out_free(&o);
+        if (round == 0)
+            plan_compact(&p, NULL, 0, true, NULL);   /* the report's plans are compact */
+    }
+    plan_free(&p);
+    sched_free(s);
+    ml_diags_free(&d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(world1_default),
@@ -321,6 +372,7 @@ int main(void) {
         cmocka_unit_test(h100_splits),
         cmocka_unit_test(h100_split_rows),
         cmocka_unit_test(first_kernel_once),
+        cmocka_unit_test(for_plan_and_compact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
