@@ -255,8 +255,16 @@ static sched_error_code validate_coll(const rt_rank *r, const plan_op *op, rt_co
                                       verdict *v) {
     const ml_coll_info *ci = &ml_colls[op->u.coll.coll];
     const plan_view *send = &op->u.coll.send, *recv = &op->u.coll.recv;
-    int world = r->world;
+    /* With `comm:` the counts, root, peer and in-place offset are the rank's group's (comms.h):
+     * `world` and `me` below are the group's size and the rank's rank in it. */
+    uint32_t comm = op->u.coll.comm;
+    int world = plan_comm_size(r->plan->comms, r->world, comm, r->rank);
+    int me = plan_comm_rank(r->plan->comms, comm, r->rank);
+    const char *scope = comm ? "group" : "world";
     v->code = ERR_NONE;
+    if (world <= 0 || me < 0)
+        return refuse(v, ERR_OUT_OF_BOUNDS, "%s on communicator '%s': rank %d is in none of its "
+                      "groups", ci->name, ml_comms_name(r->plan->comms, comm), r->rank);
     if (check_view(r, send, "send", v) || check_view(r, recv, "recv", v))
         return v->code;
     if (send->dtype != recv->dtype)
@@ -268,29 +276,34 @@ static sched_error_code validate_coll(const rt_rank *r, const plan_op *op, rt_co
     if (send->count != want_send)
         return refuse(v, ERR_SIZE_MISMATCH,
                       "%s needs send = %s%" PRIu64 " elements, got %" PRIu64, ci->name,
-                      ci->send_n == CNT_WORLD_X_COUNT ? "world x recv = " : "recv = ", want_send, send->count);
+                      ci->send_n != CNT_WORLD_X_COUNT ? "recv = " : comm ? "group x recv = "
+                                                                      : "world x recv = ",
+                      want_send, send->count);
     if (recv->count != want_recv)
         return refuse(v, ERR_SIZE_MISMATCH,
                       "%s needs recv = %s%" PRIu64 " elements, got %" PRIu64, ci->name,
-                      ci->recv_n == CNT_WORLD_X_COUNT ? "world x send = " : "send = ", want_recv, recv->count);
+                      ci->recv_n != CNT_WORLD_X_COUNT ? "send = " : comm ? "group x send = "
+                                                                      : "world x send = ",
+                      want_recv, recv->count);
     if (ci->count_per_rank && count % (uint64_t)world)
         return refuse(v, ERR_SIZE_MISMATCH,
-                      "%s needs a count that divides by the world (%d), got %" PRIu64, ci->name,
-                      world, count);
+                      "%s needs a count that divides by the %s (%d), got %" PRIu64, ci->name,
+                      scope, world, count);
     if (ci->has_op && !data_redop_valid(send->dtype, op->u.coll.op))
         return refuse(v, ERR_BAD_OP, "%s with op %s is not defined for %s", ci->name,
                       ml_redops[op->u.coll.op].name, ml_dtypes[send->dtype].name);
     if (ci->has_root && (op->u.coll.root < 0 || op->u.coll.root >= world))
-        return refuse(v, ERR_OUT_OF_BOUNDS, "%s root %d is outside the world of %d ranks",
-                      ci->name, op->u.coll.root, world);
-    if (ci->p2p && (op->u.coll.root < 0 || op->u.coll.root >= world || op->u.coll.root == r->rank))
-        return refuse(v, ERR_OUT_OF_BOUNDS, "%s peer %d is %s", ci->name, op->u.coll.root,
-                      op->u.coll.root == r->rank ? "the rank itself" : "outside the world");
+        return refuse(v, ERR_OUT_OF_BOUNDS, "%s root %d is outside the %s of %d ranks",
+                      ci->name, op->u.coll.root, scope, world);
+    if (ci->p2p && (op->u.coll.root < 0 || op->u.coll.root >= world || op->u.coll.root == me))
+        return refuse(v, ERR_OUT_OF_BOUNDS, "%s peer %d is %s%s", ci->name, op->u.coll.root,
+                      op->u.coll.root == me ? "the rank itself" : "outside the ", 
+                      op->u.coll.root == me ? "" : scope);
     bool in_place = false;
     if (views_overlap(send, recv)) {
         int64_t want;
         int64_t got = (int64_t)recv->offset - (int64_t)send->offset;
-        if (!ml_coll_inplace_at(op->u.coll.coll, count, r->rank, &want))
+        if (!ml_coll_inplace_at(op->u.coll.coll, count, me, &want))
             return refuse(v, ERR_BAD_INPLACE,
                           "%s: send and recv overlap in '%s', but it never runs in place",
                           ci->name, buf_name(r, send->buf));
@@ -314,6 +327,9 @@ static sched_error_code validate_coll(const rt_rank *r, const plan_op *op, rt_co
         .root = op->u.coll.root,
         .stream = op->u.coll.stream,
         .in_place = in_place,
+        .comm = (uint16_t)comm,
+        .comm_size = world,
+        .comm_rank = me,
     };
     return ERR_NONE;
 }
@@ -506,6 +522,10 @@ typedef struct {
     const plan_view *view;       /* OPD_VIEW */
     int64_t roll;
     bool rolled;
+    /* The ranks it is over: the world, or with `comm:` the rank's group of that communicator
+     * (group: the members' world ranks in their order within it; size of them). */
+    int size;
+    int *group;
     ml_dtype dtype;
     uint64_t count;
     void *buf;
@@ -518,7 +538,7 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
     exec_state *x = r->exec;
     switch (o->src->kind) {
     case OPD_VIEW: {
-        uint64_t from = o->rolled ? data_roll_source(o->count, r->world, o->roll, first) : first;
+        uint64_t from = o->rolled ? data_roll_source(o->count, o->size, o->roll, first) : first;
         return read_view(r, o->view, from, n, o->buf, err, len);
     }
     case OPD_EXPR: {
@@ -531,8 +551,18 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
             return -1;
         for (int k = 0; k < r->world; k++)   /* the check's repeat indices, alike on every rank */
             plan_op_slots(r->plan, o->op, slots[k]);
-        return data_fill_reduced(o->buf, o->dtype, n, first, &o->src->pattern, o->src->op,
-                                 r->world, slots, err, len);
+        if (!o->group)
+            return data_fill_reduced(o->buf, o->dtype, n, first, &o->src->pattern, o->src->op,
+                                     r->world, slots, err, len);
+        /* The group's members, in their order within it, each with its own world rank's
+         * values (rank_iota's 100*rank is the member's world rank). */
+        int64_t **members = ml_xcalloc((size_t)o->size, sizeof *members);
+        for (int k = 0; k < o->size; k++)
+            members[k] = slots[o->group[k]];
+        int rc = data_fill_reduced(o->buf, o->dtype, n, first, &o->src->pattern, o->src->op,
+                                   o->size, members, err, len);
+        free(members);
+        return rc;
     }
     default:
         snprintf(err, len, "unknown check operand");
@@ -540,13 +570,49 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
     }
 }
 
+/* The ranks an operand is over (operand.size, .group): the world without `comm:`; else the
+ * rank's group of the communicator, or false with the reason where the rank is in none. */
+static bool operand_group(const rt_rank *r, operand *o, char *detail, size_t len) {
+    const ml_comms *cs = r->plan->comms;
+    uint32_t comm = o->src->comm;
+    o->size = plan_comm_size(cs, r->world, comm, r->rank);
+    o->group = NULL;
+    if (o->size <= 0) {
+        snprintf(detail, len, "rank %d is in no group of communicator '%s'", r->rank,
+                 cs ? ml_comms_name(cs, comm) : "?");
+        return false;
+    }
+    if (!comm || !cs)
+        return true;
+    o->group = ml_xcalloc((size_t)o->size, sizeof *o->group);
+    for (int k = 0; k < o->size; k++)
+        o->group[k] = ml_comms_global(cs, comm, r->rank, k);
+    return true;
+}
+
+static int check_rows(rt_rank *r, const plan_op *op, operand o[2]);
+
 /* Runs a data check and records its row (a failed comparison is a failing row, not a runtime
  * failure; a check that cannot be evaluated is a failing row with the reason). */
 static int do_check(rt_rank *r, const plan_op *op) {
     const sched_check *c = op->step->u.check;
-    const char *name = c->name ? c->name : "check";
     operand o[2] = {{.src = &c->a, .op = op, .view = &op->u.check.a, .roll = op->u.check.roll_a},
                     {.src = &c->b, .op = op, .view = &op->u.check.b, .roll = op->u.check.roll_b}};
+    char detail[240];
+    int rc = 0;
+    if (!operand_group(r, &o[0], detail, sizeof detail) ||
+        !operand_group(r, &o[1], detail, sizeof detail))
+        add_row(r, c->name ? c->name : "check", false, detail, op->step);
+    else
+        rc = check_rows(r, op, o);
+    free(o[0].group);
+    free(o[1].group);
+    return rc;
+}
+
+static int check_rows(rt_rank *r, const plan_op *op, operand o[2]) {
+    const sched_check *c = op->step->u.check;
+    const char *name = c->name ? c->name : "check";
     const operand *shape = NULL;
     char detail[240], err[400] = "";
     verdict v;
@@ -579,14 +645,16 @@ static int do_check(rt_rank *r, const plan_op *op) {
     uint64_t n = o[0].count, shard = n;
     for (int k = 0; k < 2; k++)
         if (o[k].rolled) {
-            if (n % (uint64_t)r->world) {
+            if (n % (uint64_t)o[k].size) {
                 snprintf(detail, sizeof detail,
                          "roll_shards: %" PRIu64 " elements do not split into %d equal shards", n,
-                         r->world);
+                         o[k].size);
                 add_row(r, name, false, detail, op->step);
                 return 0;
             }
-            shard = n / (uint64_t)r->world;
+            /* both rolled over groups of other sizes: blocks inside a shard of each */
+            for (uint64_t a = n / (uint64_t)o[k].size, t; a; t = shard % a, shard = a, a = t)
+                ;
         }
     uint64_t widest = ml_dtypes[o[0].dtype].size > ml_dtypes[o[1].dtype].size
                           ? ml_dtypes[o[0].dtype].size : ml_dtypes[o[1].dtype].size;
@@ -955,6 +1023,7 @@ enum { SEQ_COLL = 1, SEQ_END = 2, SEQ_FAILED = 3 };
 typedef struct {
     int32_t state, coll, dtype, op, root;
     uint32_t line, col, kind;    /* kind: plan_op_kind at pc, or OP_KIND_COUNT at the end */
+    uint32_t comm;               /* the collective's communicator (0: the world) */
     uint64_t count, index;
     uint64_t pc, live;           /* where the rank stands and what it holds (failure notes) */
 } seq_desc;
@@ -978,19 +1047,39 @@ static void seq_describe(const rt_rank *r, int status, seq_desc *d) {
         return;
     const ml_coll_info *ci = &ml_colls[op->u.coll.coll];
     const plan_view *send = &op->u.coll.send, *recv = &op->u.coll.recv;
+    d->comm = op->u.coll.comm;
     d->count = ml_coll_count_of(op->u.coll.coll, send->count, recv->count);
     d->dtype = (int32_t)send->dtype;
     d->op = ci->has_op ? (int32_t)op->u.coll.op : -1;
     d->root = ci->has_root ? op->u.coll.root : -1;
 }
 
+/* Every rank issues its collective at once, each on its own group of the communicator, so all
+ * ranks must agree on the collective and the communicator (else a group's member waits for a
+ * collective its peers never issue); the arguments need agree only within a group, as groups
+ * are independent (a group of another size has other counts). */
 static bool seq_same(const seq_desc *a, const seq_desc *b) {
-    return a->state == b->state && (a->state != SEQ_COLL ||
-                                    (a->coll == b->coll && a->count == b->count &&
-                                     a->dtype == b->dtype && a->op == b->op && a->root == b->root));
+    return a->state == b->state &&
+           (a->state != SEQ_COLL || (a->coll == b->coll && a->comm == b->comm));
 }
 
-static void seq_text(const seq_desc *d, int rank, const char *file, char *buf, size_t len) {
+static bool seq_args_same(const seq_desc *a, const seq_desc *b) {
+    return a->state != SEQ_COLL || (a->count == b->count && a->dtype == b->dtype &&
+                                    a->op == b->op && a->root == b->root);
+}
+
+/* The rank whose descriptor rank k's arguments are judged against: the first member of k's
+ * group of its collective's communicator (rank 0 for the world, or when k is in no group: its
+ * own refusal then fails it before the exchange). */
+static int seq_ref(const rt_rank *r, const seq_desc *all, int k) {
+    if (all[k].state != SEQ_COLL || !all[k].comm || !r->plan->comms)
+        return 0;
+    int first = ml_comms_global(r->plan->comms, all[k].comm, k, 0);
+    return first >= 0 ? first : 0;
+}
+
+static void seq_text(const seq_desc *d, int rank, const ml_comms *comms, const char *file,
+                     char *buf, size_t len) {
     if (d->state == SEQ_END) {
         snprintf(buf, len, "rank %d has ended after %" PRIu64 " collective%s", rank, d->index,
                  d->index == 1 ? "" : "s");
@@ -1005,6 +1094,9 @@ static void seq_text(const seq_desc *d, int rank, const char *file, char *buf, s
         snprintf(extra, sizeof extra, ", %s", ml_redops[d->op].name);
     if (d->root >= 0)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", root %d", d->root);
+    if (d->comm && comms)
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", comm %s",
+                 ml_comms_name(comms, d->comm));
     snprintf(buf, len, "rank %d issues %s (count %" PRIu64 ", %s%s) at %s:%u:%u", rank,
              ml_colls[d->coll].name, d->count, ml_dtypes[d->dtype].name, extra, file, d->line,
              d->col);
@@ -1021,14 +1113,17 @@ static void keep_table(rt_rank *r, const seq_desc *all, int world) {
 
 static int seq_judge(rt_rank *r, const seq_desc *all, int world) {
     const char *file = file_of(r);
-    int failed = -1, differ = -1, n_differ = 0;
+    int failed = -1, differ = -1, n_differ = 0, ref = 0;
     for (int k = 0; k < world; k++) {
         if (all[k].state == SEQ_FAILED && failed < 0)
             failed = k;
-        if (!seq_same(&all[k], &all[0])) {
+        int kref = seq_same(&all[k], &all[0]) ? seq_ref(r, all, k) : 0;
+        if (!seq_same(&all[k], &all[0]) || !seq_args_same(&all[k], &all[kref])) {
             n_differ++;
-            if (differ < 0)
+            if (differ < 0) {
                 differ = k;
+                ref = kref;
+            }
         }
     }
     if (failed >= 0 || differ >= 0)
@@ -1038,7 +1133,7 @@ static int seq_judge(rt_rank *r, const seq_desc *all, int world) {
         if (r->failed)           /* a failing rank keeps and prints its own message */
             return -1;
         char t[200];
-        seq_text(&all[failed], failed, file, t, sizeof t);
+        seq_text(&all[failed], failed, r->plan->comms, file, t, sizeof t);
         snprintf(r->error, sizeof r->error, "%s: error: %s; ending every rank", file, t);
         r->failed = ML_EXIT_RUNTIME;
         r->error_print_here = false;
@@ -1047,14 +1142,17 @@ static int seq_judge(rt_rank *r, const seq_desc *all, int world) {
     if (differ < 0)
         return all[0].state == SEQ_END ? 0 : 1;
     char a[200], b[200], where[300];
-    seq_text(&all[0], 0, file, a, sizeof a);
-    seq_text(&all[differ], differ, file, b, sizeof b);
-    const seq_desc *at = all[0].state == SEQ_COLL ? &all[0] : &all[differ];
+    seq_text(&all[ref], ref, r->plan->comms, file, a, sizeof a);
+    seq_text(&all[differ], differ, r->plan->comms, file, b, sizeof b);
+    const seq_desc *at = all[ref].state == SEQ_COLL ? &all[ref] : &all[differ];
     snprintf(where, sizeof where, "%s:%u:%u", file, at->line, at->col);
+    char more[64] = "";
+    if (n_differ > 1)
+        snprintf(more, sizeof more, " (and more ranks differ from rank %d)", ref);
     ml_put(r->error, sizeof r->error,
              "%s: error: collective sequence diverges at collective %" PRIu64 ": %s, %s%s", where,
-             (all[0].index < all[differ].index ? all[0].index : all[differ].index) + 1, a, b,
-             n_differ > 1 ? " (and more ranks differ from rank 0)" : "");
+             (all[ref].index < all[differ].index ? all[ref].index : all[differ].index) + 1, a, b,
+             more);
     r->failed = ML_EXIT_RUNTIME;
     r->failure_known_to_all = true;
     r->error_print_here = r->rank == 0;
