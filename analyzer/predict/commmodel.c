@@ -44,10 +44,11 @@ const char *const commmodel_gpu_names[] = {"h100-80gb", "h200", "a100-80gb", "a1
 
 /* The per-process constant and the CUDA context by kind (driver 580.159.04, CUDA 13.0): H100
  * 80GB HBM3 586 - 4 - 64 x 6 = 198 MiB (tests/gpu/fixtures/nccl_split_h100.jsonl, stage "init
- * world"; 214 - 4 - 2 x 6 at NCCL_MAX_NCHANNELS=2) and its stage "context"; H200 as K.library
- * said before the kinds. The A100s have not been measured. */
+ * world"; 214 - 4 - 2 x 6 at NCCL_MAX_NCHANNELS=2); its context is the stage "context" less the
+ * 64 MiB buffer the probe allocates before it (619511808 - 67108864 = 552402944 B, the H200's
+ * to the byte); H200 as K.library said before the kinds. The A100s have not been measured. */
 const commmodel_gpu commmodel_gpus[] = {
-    {true, 198 * MiB, 619511808, "H100 80GB"},
+    {true, 198 * MiB, 619511808 - 67108864, "H100 80GB"},
     {true, 192 * MiB, COMMMODEL_CUDA_CONTEXT_BYTES, "H200"},
     {false, 0, 0, "A100 80GB"},
     {false, 0, 0, "A100 40GB"},
