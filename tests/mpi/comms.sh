@@ -14,6 +14,8 @@
 # And a sub-communicator collective issued by only part of its group never hangs: lint rejects
 # it (exit 2); let through, the sequence check ends every rank at once (exit 3) naming the
 # collective and its communicator; without the sequence check the deadline ends it (exit 3).
+# A communicator that leaves ranks out runs with the sequence check on (those ranks wait a
+# round), and send/recv with `comm:` reach the group's peers.
 . "$(dirname "$0")/lib.bash"
 
 S07=schedules/seed/07_tp_allreduce_rs_ag.yaml
@@ -88,3 +90,18 @@ if [ "$RC" -eq 3 ] && [ "$SECS" -le $((15 * SLOW)) ] &&
 else not_ok "$name" "exit $RC after $SECS s: $(head -2 "$TMP/err" | tr '\n' ' ')"; fi
 if [ -e "$TMP/p.json" ]; then not_ok "a partial issue leaves no result file" "$TMP/p.json written"
 else ok "a partial issue leaves no result file"; fi
+
+# A communicator that leaves ranks 0 and 1 out: the group {2,3} issues its all_reduce while they
+# wait a round at the world's; every rank ends with 1100 + 6i (tests/mpi/data/comm_upper.yaml).
+# Lint does not yet follow collectives by group: --no-lint cross-rank lets the file through.
+run run $D/comm_upper.yaml --backend host --ranks 4 --no-lint cross-rank --timeout 20 --format json -o "$TMP/u.json"
+jq_run_case "ranks in no group skip its collective: 8 rows pass (upper 500 + 2i on {2,3}, world 1100 + 6i)" \
+    '([.schedules[].checks[]] | length == 8 and all(.status == "pass")) and
+        ([.schedules[].ranks[] | .match] | length == 4 and all)' "$TMP/u.json"
+
+# send / recv with comm: peers within the group (tests/mpi/data/comm_p2p.yaml): each tp pair
+# swaps, and rank 3 (local 0 of `pair`) reaches rank 1 (its local 1).
+run run $D/comm_p2p.yaml --backend host --ranks 4 --no-lint cross-rank --timeout 20 --format json -o "$TMP/p2p.json"
+jq_run_case "send/recv through tp and a rank list: 4 swaps and the pair's hop (300 + i) pass" \
+    '[.schedules[].checks[]] | length == 5 and all(.status == "pass") and
+        ([.[] | select(.name == "pair-hop") | .rank] == [1])' "$TMP/p2p.json"
