@@ -422,32 +422,35 @@ static void test_delay_within_deadline(void **state) {
     fixture_free(&f);
 }
 
-/* Two ranks in one process: rank 0 issues an all_gather the other does not. Detected locally,
- * before anything is issued; reported once (rank 0), known to both. */
-static void test_divergence_local(void **state) {
+/* Runs yaml on `world` local ranks, which must diverge after `collectives` calls: every rank
+ * fails with the message `want`, known to all, printed once (by rank 0). */
+static void diverges(const char *yaml, int world, int collectives, const char *want) {
     fixture f;
-    int rc = run_yaml(&f,
-                      "world: 2\n"
-                      "dtype: int64\n"
-                      "steps:\n"
-                      "  - alloc: {buf: a, count: 4}\n"
-                      "  - alloc: {buf: b, count: 4 * world}\n"
-                      "  - all_reduce: {buf: a}\n"
-                      "  - all_gather: {send: a, recv: b}\n"
-                      "    when: rank == 0\n"
-                      "  - free: [a, b]\n",
-                      2);
-    assert_int_equal(rc, -1);
-    assert_int_equal(fake.collectives, 1);   /* the AllReduce only */
-    assert_string_equal(f.ranks[0].error,
-                        "t.yaml:7:5: error: collective sequence diverges at collective 2: rank 0 "
-                        "issues all_gather (count 4, int64) at t.yaml:7:5, rank 1 has ended after "
-                        "1 collective");
-    assert_string_equal(f.ranks[1].error, f.ranks[0].error);
-    assert_true(f.ranks[0].error_print_here);
-    assert_false(f.ranks[1].error_print_here);
-    assert_true(f.ranks[0].failure_known_to_all && f.ranks[1].failure_known_to_all);
+    assert_int_equal(run_yaml(&f, yaml, world), -1);
+    assert_int_equal(fake.collectives, collectives);
+    for (int r = 0; r < world; r++) {
+        assert_string_equal(f.ranks[r].error, want);
+        assert_int_equal(f.ranks[r].error_print_here, r == 0);
+        assert_true(f.ranks[r].failure_known_to_all);
+    }
     fixture_free(&f);
+}
+
+/* Two ranks in one process: rank 0 issues an all_gather the other does not. Detected locally,
+ * before anything is issued (the AllReduce only went); reported once (rank 0), known to both. */
+static void test_divergence_local(void **state) {
+    diverges("world: 2\n"
+             "dtype: int64\n"
+             "steps:\n"
+             "  - alloc: {buf: a, count: 4}\n"
+             "  - alloc: {buf: b, count: 4 * world}\n"
+             "  - all_reduce: {buf: a}\n"
+             "  - all_gather: {send: a, recv: b}\n"
+             "    when: rank == 0\n"
+             "  - free: [a, b]\n",
+             2, 1,
+             "t.yaml:7:5: error: collective sequence diverges at collective 2: rank 0 issues "
+             "all_gather (count 4, int64) at t.yaml:7:5, rank 1 has ended after 1 collective");
 }
 
 /* A dp 2 x tp 2 mesh: the all_reduce on tp sums each group, {0,1} to 100 + 2i and {2,3} to
@@ -517,28 +520,22 @@ static void test_comm_group_waits(void **state) {
 }
 
 /* Part of a group skips its collective: rank 1 never issues the tp all_reduce that rank 0
- * waits in (group {2,3} is whole, but cannot go past the world's end alone). A divergence,
- * named with the communicator. */
+ * waits in (group {2,3} is whole and goes, the only call). A divergence, named with the
+ * communicator. */
 static void test_comm_divergence(void **state) {
-    fixture f;
-    int rc = run_yaml(&f,
-                      "world: 4\n"
-                      "dtype: int64\n"
-                      "mesh: {dp: 2, tp: 2}\n"
-                      "comms: {tp: {mesh_dim: tp}}\n"
-                      "steps:\n"
-                      "  - alloc: {buf: x, count: 4}\n"
-                      "  - all_reduce: {buf: x, comm: tp}\n"
-                      "    when: rank != 1\n"
-                      "  - free: x\n",
-                      4);
-    assert_int_equal(rc, -1);
-    assert_int_equal(fake.collectives, 1);   /* group {2,3} went; {0,1} never */
-    assert_string_equal(f.ranks[0].error,
-                        "t.yaml:7:5: error: collective sequence diverges at collective 1: rank 0 "
-                        "issues all_reduce (count 4, int64, sum, comm tp) at t.yaml:7:5, rank 1 "
-                        "has ended after 0 collectives");
-    fixture_free(&f);
+    diverges("world: 4\n"
+             "dtype: int64\n"
+             "mesh: {dp: 2, tp: 2}\n"
+             "comms: {tp: {mesh_dim: tp}}\n"
+             "steps:\n"
+             "  - alloc: {buf: x, count: 4}\n"
+             "  - all_reduce: {buf: x, comm: tp}\n"
+             "    when: rank != 1\n"
+             "  - free: x\n",
+             4, 1,
+             "t.yaml:7:5: error: collective sequence diverges at collective 1: rank 0 issues "
+             "all_reduce (count 4, int64, sum, comm tp) at t.yaml:7:5, rank 1 has ended after 0 "
+             "collectives");
 }
 
 /* Two ranks summing: the AllReduce result checked against the reduce-over-ranks closed form
