@@ -1054,28 +1054,12 @@ static void seq_describe(const rt_rank *r, int status, seq_desc *d) {
     d->root = ci->has_root ? op->u.coll.root : -1;
 }
 
-/* Every rank issues its collective at once, each on its own group of the communicator, so all
- * ranks must agree on the collective and the communicator (else a group's member waits for a
- * collective its peers never issue); the arguments need agree only within a group, as groups
- * are independent (a group of another size has other counts). */
-static bool seq_same(const seq_desc *a, const seq_desc *b) {
-    return a->state == b->state &&
-           (a->state != SEQ_COLL || (a->coll == b->coll && a->comm == b->comm));
-}
-
-static bool seq_args_same(const seq_desc *a, const seq_desc *b) {
-    return a->state != SEQ_COLL || (a->count == b->count && a->dtype == b->dtype &&
-                                    a->op == b->op && a->root == b->root);
-}
-
-/* The rank whose descriptor rank k's arguments are judged against: the first member of k's
- * group of its collective's communicator (rank 0 for the world, or when k is in no group: its
- * own refusal then fails it before the exchange). */
-static int seq_ref(const rt_rank *r, const seq_desc *all, int k) {
-    if (all[k].state != SEQ_COLL || !all[k].comm || !r->plan->comms)
-        return 0;
-    int first = ml_comms_global(r->plan->comms, all[k].comm, k, 0);
-    return first >= 0 ? first : 0;
+/* Whether member m of a group may issue the collective of its first member f with it: the same
+ * collective on the same communicator with the same arguments. Groups are independent: each
+ * group's arguments are its own (a group of another size has other counts). */
+static bool seq_fits(const seq_desc *m, const seq_desc *f) {
+    return m->state == SEQ_COLL && m->coll == f->coll && m->comm == f->comm &&
+           m->count == f->count && m->dtype == f->dtype && m->op == f->op && m->root == f->root;
 }
 
 static void seq_text(const seq_desc *d, int rank, const ml_comms *comms, const char *file,
@@ -1102,8 +1086,6 @@ static void seq_text(const seq_desc *d, int rank, const ml_comms *comms, const c
              d->col);
 }
 
-/* Judges the table of all ranks' descriptors for rank r. Returns 1 when every rank is at the same
- * collective, 0 when all have ended, -1 when r must stop (r->failed and r->error set). */
 static void keep_table(rt_rank *r, const seq_desc *all, int world) {
     exec_state *x = r->exec;
     free(x->failure_table);
@@ -1111,41 +1093,87 @@ static void keep_table(rt_rank *r, const seq_desc *all, int world) {
     memcpy(x->failure_table, all, (size_t)world * sizeof *all);
 }
 
+/* Marks ready[] the ranks whose group is whole at one collective: every member of the group of
+ * the collective's communicator (the world, or the rank's group of it) is at that collective
+ * with the same arguments. Each group is judged once, by its first member, so a round costs one
+ * pass over the world. Returns how many ranks are ready. */
+static int seq_ready(const rt_rank *r, const seq_desc *all, int world, bool *ready) {
+    const ml_comms *cs = r->plan->comms;
+    int n_ready = 0;
+    for (int k = 0; k < world; k++) {
+        const seq_desc *f = &all[k];
+        if (f->state != SEQ_COLL || plan_comm_rank(cs, f->comm, k) != 0)
+            continue;
+        int size = plan_comm_size(cs, world, f->comm, k), m = 0;
+        for (; m < size; m++) {
+            int g = plan_comm_global(cs, f->comm, k, m);
+            if (g < 0 || g >= world || !seq_fits(&all[g], f))
+                break;
+        }
+        if (m < size)
+            continue;
+        for (m = 0; m < size; m++)
+            ready[plan_comm_global(cs, f->comm, k, m)] = true;
+        n_ready += size;
+    }
+    return n_ready;
+}
+
+/* Judges the table of all ranks' descriptors for rank r. A collective is issued by the members
+ * of a group together once all of them are at it; groups of other communicators issue theirs
+ * in the same round, and a rank whose group is not whole yet waits for the next round (its
+ * peers are then at collectives of other groups that complete without it). Returns 1 when r
+ * issues its collective now, 2 when it waits, 0 when all have ended, -1 when r must stop
+ * (r->failed and r->error set): a rank failed, or no group can go on (a divergence: a member
+ * of the first waiting rank's group is elsewhere). */
 static int seq_judge(rt_rank *r, const seq_desc *all, int world) {
     const char *file = file_of(r);
-    int failed = -1, differ = -1, n_differ = 0, ref = 0;
+    const ml_comms *cs = r->plan->comms;
+    int failed = -1;
+    bool ended = true;
     for (int k = 0; k < world; k++) {
         if (all[k].state == SEQ_FAILED && failed < 0)
             failed = k;
-        int kref = seq_same(&all[k], &all[0]) ? seq_ref(r, all, k) : 0;
-        if (!seq_same(&all[k], &all[0]) || !seq_args_same(&all[k], &all[kref])) {
-            n_differ++;
-            if (differ < 0) {
-                differ = k;
-                ref = kref;
-            }
-        }
+        ended &= all[k].state == SEQ_END;
     }
-    if (failed >= 0 || differ >= 0)
-        keep_table(r, all, world);
     if (failed >= 0) {
+        keep_table(r, all, world);
         r->failure_known_to_all = true;
         if (r->failed)           /* a failing rank keeps and prints its own message */
             return -1;
         char t[200];
-        seq_text(&all[failed], failed, r->plan->comms, file, t, sizeof t);
+        seq_text(&all[failed], failed, cs, file, t, sizeof t);
         snprintf(r->error, sizeof r->error, "%s: error: %s; ending every rank", file, t);
         r->failed = ML_EXIT_RUNTIME;
         r->error_print_here = false;
         return -1;
     }
+    if (ended)
+        return 0;
+    bool *ready = ml_xcalloc((size_t)world, sizeof *ready);
+    int n_ready = seq_ready(r, all, world, ready);
+    bool mine = ready[r->rank];
+    free(ready);
+    if (n_ready > 0)
+        return mine ? 1 : 2;
+    /* Named from the first rank at a collective (one is: none failed, not all ended), against
+     * the members of its group that are elsewhere. */
+    keep_table(r, all, world);
+    int ref = 0;
+    while (ref < world - 1 && all[ref].state != SEQ_COLL)
+        ref++;
+    int size = plan_comm_size(cs, world, all[ref].comm, ref), differ = -1, n_differ = 0;
+    for (int m = 0; m < size; m++) {
+        int g = plan_comm_global(cs, all[ref].comm, ref, m);
+        if (g >= 0 && g < world && g != ref && !seq_fits(&all[g], &all[ref]) && n_differ++ == 0)
+            differ = g;
+    }
     if (differ < 0)
-        return all[0].state == SEQ_END ? 0 : 1;
+        differ = ref;
     char a[200], b[200], where[300];
-    seq_text(&all[ref], ref, r->plan->comms, file, a, sizeof a);
-    seq_text(&all[differ], differ, r->plan->comms, file, b, sizeof b);
-    const seq_desc *at = all[ref].state == SEQ_COLL ? &all[ref] : &all[differ];
-    snprintf(where, sizeof where, "%s:%u:%u", file, at->line, at->col);
+    seq_text(&all[ref], ref, cs, file, a, sizeof a);
+    seq_text(&all[differ], differ, cs, file, b, sizeof b);
+    snprintf(where, sizeof where, "%s:%u:%u", file, all[ref].line, all[ref].col);
     char more[64] = "";
     if (n_differ > 1)
         snprintf(more, sizeof more, " (and more ranks differ from rank %d)", ref);
@@ -1266,6 +1294,8 @@ int rt_run(rt_rank **ranks, int n) {
     int world = ranks[0]->world;
     bool exchange = n == 1 && world > 1 && ranks[0]->opt->verify_sequence;
     int *status = ml_xcalloc((size_t)n, sizeof *status);
+    int *verdicts = ml_xcalloc((size_t)n, sizeof *verdicts);
+    rt_rank **issue = ml_xcalloc((size_t)n, sizeof *issue);
     seq_desc *local = ml_xcalloc((size_t)n, sizeof *local);
     int rc = 0;
     for (;;) {
@@ -1277,35 +1307,41 @@ int rt_run(rt_rank **ranks, int n) {
             any_failed |= status[k] < 0;
             all_ended &= status[k] == 0;
         }
-        int verdict_all;
+        /* verdicts[k]: 1 issue, 2 wait a round (its group is not whole yet), 0 all ended, -1 stop */
+        int n_issue = 0;
+        bool stop = any_failed, ended = true;
         if (exchange) {
-            verdict_all = seq_exchange(ranks[0], status[0]);
+            verdicts[0] = seq_exchange(ranks[0], status[0]);
         } else if (n > 1) {
             /* Every rank is here: judge locally, each rank the same table. */
             for (int k = 0; k < n; k++)
                 seq_describe(ranks[k], status[k], &local[k]);
-            verdict_all = 1;
-            for (int k = 0; k < n; k++) {
-                int v = seq_judge(ranks[k], local, n);
-                if (v != 1)
-                    verdict_all = v;
-            }
+            for (int k = 0; k < n; k++)
+                verdicts[k] = seq_judge(ranks[k], local, n);
         } else {
-            verdict_all = any_failed ? -1 : all_ended ? 0 : 1;
+            verdicts[0] = any_failed ? -1 : all_ended ? 0 : 1;
         }
-        if (verdict_all < 0 || any_failed) {
+        for (int k = 0; k < n; k++) {
+            stop |= verdicts[k] < 0;
+            ended &= verdicts[k] == 0;
+            if (verdicts[k] == 1)
+                issue[n_issue++] = ranks[k];
+        }
+        if (stop) {
             rc = -1;
             break;
         }
-        if (verdict_all == 0)
+        if (ended)
             break;
-        if (rt_issue_collective(ranks, n) != 0 && !exchange) {
+        if (n_issue && rt_issue_collective(issue, n_issue) != 0 && !exchange) {
             rc = -1;
             break;
         }
         /* With the exchange, a failed issue goes round once more so peers hear FAILED. */
     }
     free(status);
+    free(verdicts);
+    free(issue);
     free(local);
     return rc;
 }
