@@ -57,3 +57,27 @@ if [ "$RC" = 2 ] && grep -q "the budget sets the allocator's limit" "$TMP/err"; 
 else
     not_ok "fit torch --torch-limit" "exit $RC: $(head -c 200 "$TMP/err")"
 fi
+
+# --gpu KIND: the reserves become the kind's measured CUDA context (552402944 B on the H100,
+# driver 580.159.04, CUDA 13.0) and the communicator view's total for the file at that kind (what
+# `predict --gpu` reports), so the answer is for what that GPU shows.
+comm=$("$MEMLIFE" predict "$F" --gpu h100-80gb --format json 2>/dev/null | jq '.schedules[0].communicator.total')
+run fit "$F" --vary MBS --budget 2GiB --gpu h100-80gb --format json
+if [ "$RC" = 0 ] && [ -n "$comm" ] && jq -e --argjson c "$comm" '.reserve.context == 552402944 and
+        .reserve.communicator == $c and .total <= 2147483648 and .view == "torch"' "$TMP/out" >/dev/null; then
+    ok "fit --gpu h100-80gb: context 552402944 B and the communicator view's $comm B as reserves"
+else
+    not_ok "fit --gpu" "exit $RC, view total '$comm': $(jq -c '{reserve, total}' "$TMP/out" 2>/dev/null) $(head -c 200 "$TMP/err")"
+fi
+run fit "$F" --vary MBS --budget 1GiB --gpu h100-80gb
+if [ "$RC" = 1 ] && grep -q "the communicators take .* and the CUDA context .* before any tensor" "$TMP/err"; then
+    ok "fit --gpu: a budget below the communicators and the context fits nothing, and says so"
+else
+    not_ok "fit --gpu small budget" "exit $RC: $(head -c 300 "$TMP/err")"
+fi
+run fit "$F" --vary MBS --budget 2GiB --gpu a100-80gb
+if [ "$RC" = 2 ] && grep -q "has not been measured; give --context" "$TMP/err"; then
+    ok "fit --gpu a100-80gb: no measured context, refused"
+else
+    not_ok "fit --gpu a100" "exit $RC: $(head -c 300 "$TMP/err")"
+fi
