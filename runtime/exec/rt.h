@@ -135,6 +135,8 @@ struct rt_backend_ops {
     const char *name;
     bool available;
     const char *how_to_get;    /* for unavailable backends: what to install / how to build */
+    bool several_gpus;         /* one process may drive several GPUs (--gpus N, init's
+                                  local_ranks > 1 without MPI) */
     /* Process-wide set-up: world is the total ranks, local_ranks those driven here. */
     int (*init)(const rt_options *o, int world, int first_rank, int local_ranks, char *err, size_t len);
     void (*finalize)(void);
