@@ -365,6 +365,11 @@ void report_doc_table(const report *r, report_doc *d) {
         ml_str notes = {0};
         ml_str_append(&notes, "", 0);
         write_measured_notes(rs, &notes);
+        /* the communicators' memory where the schedule has several or a GPU kind was named: what
+         * a prediction alone can say about NCCL (a GPU run prints it beside the measured) */
+        bool measured = rs->measured && rs->world > 0 && rs->measured[0].rec.has_device;
+        if (!measured && rs->pred && (rs->gpu || (rs->s && rs->s->n_comms > 1)))
+            write_communicator(rs, &notes);
         write_time(rs, &notes);
         write_segment_order(rs, "  ", &notes);
         write_expectations(rs, &notes);
