@@ -18,6 +18,7 @@ import os
 
 import torch
 
+from . import _groups
 from ._record import Storage
 
 ROLE_NAMES = {"init": "init", "act": "act", "temp": "temp", "opt": "opt"}
@@ -200,7 +201,8 @@ def build(rec, snap, about):
                "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": conf}}
     else:
         out = _merge_cuda(rec, snap, names)
-    out["memlife_capture"] = about
+    out["memlife_capture"] = dict(about, **_groups.describe(
+        rec.groups, rec.meshes, rec.group_calls, about["world"], about["rank"]))
     return out
 
 
