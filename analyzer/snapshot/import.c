@@ -1597,6 +1597,10 @@ static void write_collective(const importer *im, const step *s, size_t index, co
     if (s->stream)
         ml_str_printf(out, ", stream: %s", stream_name(im, s->stream, sb, sizeof sb));
     ml_str_printf(out, "}\n");
+    /* a rank outside a rank list's group cannot issue the collective (torch makes it a no-op) */
+    const char *when = import_comms_members(im->comms, c->comm);
+    if (when)
+        ml_str_printf(out, "%s  when: \"%s\"\n", pad, when);
 }
 
 /* One step, as one line (a region: its head, with the steps inside indented by the caller).

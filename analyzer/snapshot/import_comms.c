@@ -25,6 +25,7 @@ typedef struct {
     size_t n_ranks;
     int64_t local;            /* the captured rank's index in ranks */
     char expr[IC_EXPR];       /* local as an expression of rank; "" for IC_RANKS */
+    const char *members;      /* IC_RANKS: the condition that a rank is in the group */
 } ic_comm;
 
 typedef struct {
@@ -295,6 +296,26 @@ static int partition_comm(import_comms *c, const char *g, const json_t *part, ic
     return 0;
 }
 
+/* "rank == 0 || rank == 7", or "rank >= 2 && rank <= 5" for a run of consecutive ranks. */
+static const char *members_text(import_comms *c, const ic_comm *m) {
+    int64_t lo = m->ranks[0], hi = m->ranks[0];
+    bool run = true;
+    for (size_t k = 1; k < m->n_ranks; k++) {
+        run &= m->ranks[k] == m->ranks[k - 1] + 1;
+        lo = m->ranks[k] < lo ? m->ranks[k] : lo;
+        hi = m->ranks[k] > hi ? m->ranks[k] : hi;
+    }
+    ml_str t = {0};
+    if (run && m->n_ranks > 2)
+        ml_str_printf(&t, "rank >= %" PRId64 " && rank <= %" PRId64, lo, hi);
+    else
+        for (size_t k = 0; k < m->n_ranks; k++)
+            ml_str_printf(&t, "%srank == %" PRId64, k ? " || " : "", m->ranks[k]);
+    const char *out = ml_arena_strndup(c->a, t.s, t.n);
+    ml_str_free(&t);
+    return out;
+}
+
 static bool same_comm(const ic_comm *x, const ic_comm *y) {
     if (x->kind != y->kind)
         return false;
@@ -323,8 +344,10 @@ static int add_group(import_comms *c, const char *g, const json_t *desc) {
     if (at < 0) {
         if (c->comms.n + 1 >= SCHED_MAX_COMMS)
             return fail(c, "more than %u communicators", SCHED_MAX_COMMS - 1);
-        if (m.kind == IC_RANKS)
+        if (m.kind == IC_RANKS) {
             snprintf(m.name, IC_NAME, "group%u", ++c->n_lists);
+            m.members = members_text(c, &m);
+        }
         /* a name another communicator has already (a mesh dimension called rank_div_2) */
         char base[IC_NAME];
         snprintf(base, sizeof base, "%s", m.name);
@@ -448,13 +471,17 @@ json_t *import_comms_yaml(const import_comms *c) {
     return doc;
 }
 
+const char *import_comms_members(const import_comms *c, int k) {
+    return k ? comm_at(c, k)->members : NULL;
+}
+
 void import_comms_comment(const import_comms *c, ml_str *out) {
     for (size_t k = 0; k < c->comms.n; k++) {
         const ic_comm *m = &ML_VEC_AT(&c->comms, ic_comm, k);
         if (m->kind == IC_RANKS)
-            ml_str_printf(out, "# Communicator %s is rank %" PRId64 "'s group of its process group "
-                          "(no partition of the world\n# that a mesh or a color makes): the "
-                          "schedule is rank %" PRId64 "'s view of it.\n", m->name, c->rank,
-                          c->rank);
+            ml_str_printf(out, "# Communicator %s is rank %" PRId64 "'s group of a process group "
+                          "that no mesh or color makes:\n# only its ranks issue its collectives "
+                          "(when:); what other ranks do on other groups of it\n# is not in this "
+                          "capture (rank %" PRId64 "'s view).\n", m->name, c->rank, c->rank);
     }
 }

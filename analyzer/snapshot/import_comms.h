@@ -14,8 +14,9 @@
  * - `{color: "rank / K"}` or `{color: "rank % M"}` (MPI_Comm_split's, key rank) where the
  *   partition its new_group calls made is the world in consecutive blocks of K, or in M strided
  *   groups, each in rank order; named rank_div_K, rank_mod_M;
- * - `{ranks: [...]}`: the captured rank's group only (named group1, group2, ...), and a comment
- *   says that the schedule is that rank's view of it.
+ * - `{ranks: [...]}`: the captured rank's group only (named group1, group2, ...); its collectives
+ *   get `when:` its members (a rank outside a group cannot issue them), and a comment says that
+ *   the schedule is that rank's view of the process group.
  * Groups that come out the same are one communicator. Every group's ranks are checked against
  * its description (rank R's mesh coordinate, the partition's cover of the world). */
 #ifndef MEMLIFE_SNAPSHOT_IMPORT_COMMS_H
@@ -47,6 +48,9 @@ int import_comms_find(const import_comms *c, const char *group);
 const char *import_comms_name(const import_comms *c, int k);
 int64_t import_comms_local(const import_comms *c, int k);
 const char *import_comms_local_expr(const import_comms *c, int k);
+/* "rank == 0 || rank == 7": where communicator k's group is a rank list, the condition that a
+ * rank is in it (only members issue its collectives); NULL where every rank is in a group. */
+const char *import_comms_members(const import_comms *c, int k);
 
 /* {"mesh": {"dp": 4, ...}, "comms": {"tp": {"mesh_dim": "tp"}, ...}}: the schedule's top-level
  * keys, in that order (an empty object when there are no communicators; the caller owns it);
