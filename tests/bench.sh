@@ -11,10 +11,12 @@
 #   memlife    `memlife predict FILE --format json -o /dev/null`: load + expand every rank +
 #              lint + predict + report, the whole command
 # CPU time, not wall time: the machines are shared and noisy; best of 3 takes out the rest.
-# Targets (issue 21): memlife at most 1.25x the loop's CPU time at 1M steps and at most 300 B of
+# Targets: memlife at most 1.25x the loop's CPU time at 1M steps and at most 300 B of
 # peak RSS per step, on the generated mix and on a training-like schedule (gen N training: two
-# streams, events both ways, rank-dependent views, world 4: the shape of the held-out schedule);
-# cost linear in steps (CPU time per step, largest vs smallest size, <= 1.5x, issue 2 §6). Then,
+# streams, events both ways, rank-dependent views, world 4: the shape of the held-out schedule),
+# and on a 2-D mesh training step it was not tuned on (tests/bench/gen_mesh.c: world 4 as dp 2 x
+# tp 2 with a communicator each, three streams, in-place views at the rank's place in its group);
+# cost linear in steps (CPU time per step, largest vs smallest size, <= 1.5x). Then,
 # at the largest size: where the time goes, the pipeline's phases one by one
 # (tests/bench/phases.c); and memlife on the same schedule without `rank` (gen N rank-free),
 # which takes the one-expansion path for every rank.
@@ -29,6 +31,7 @@ B=build/bench
 mkdir -p "$B"
 
 $CC -O2 -o "$B/gen" tests/bench/gen.c
+$CC -O2 -o "$B/gen_mesh" tests/bench/gen_mesh.c
 $CC -O2 -o "$B/cputime" tests/bench/cputime.c
 $CC -O2 -o "$B/yamlloop" tests/bench/yamlloop.c -Wl,-Bstatic -lyaml -Wl,-Bdynamic
 make -s build/libmemlife.a memlife
@@ -120,6 +123,15 @@ for n in $SIZES; do
             if (p == "fail" || loop == "fail") print "failed"
             else printf "memlife %.3f s, ratio %.2f (its loop %.3f s), RSS %.0f MB, %.0f B/step", c[1],
                         c[1] / a[1], a[1], c[2] / 1024, c[2] * 1024 / n }')
+        "$B/gen_mesh" "$n" >"$f"
+        measure "$f"
+        mesh_ratio=fail
+        mesh_mem=fail
+        if [ "$pred" != fail ] && [ "$loop" != fail ]; then
+            mesh_ratio=$(awk -v l="$loop" -v p="$pred" 'BEGIN { split(l, a, " "); split(p, c, " ");
+                printf "%.2f", c[1] / a[1] }')
+            mesh_mem=$(awk -v p="$pred" -v n="$n" 'BEGIN { split(p, c, " "); printf "%.0f", c[2] * 1024 / n }')
+        fi
         "$B/gen" "$n" rank-free >"$f"
         measure "$f"
         free_line=$(awk -v p="$pred" -v loop="$loop" 'BEGIN { split(p, c, " "); split(loop, a, " ");
@@ -137,8 +149,9 @@ if [ -z "$last_n" ]; then
     echo "no size could be measured" >&2
     exit 2
 fi
-# issue 21's targets, for the generated mix and for the training schedule
-for row in "mix $last_ratio ${last_mem:-fail}" "training ${train_ratio:-fail} ${train_mem:-fail}"; do
+# the targets above, for the generated mix and for the training schedule
+for row in "mix $last_ratio ${last_mem:-fail}" "training ${train_ratio:-fail} ${train_mem:-fail}" \
+    "mesh ${mesh_ratio:-fail} ${mesh_mem:-fail}"; do
     # shellcheck disable=SC2086 # the row's three words
     set -- $row
     awk -v what="$1" -v r="$2" -v m="$3" -v n="$last_n" 'BEGIN {
@@ -174,10 +187,10 @@ if [ -s "$IMPORTED" ]; then
 fi
 ./tests/bench/capture_bench.sh || echo "capture benchmark: a run failed" >&2
 
-# The host backend against a minimal MPI program (issue 21; wall time, best of 9, 2 ranks).
+# The host backend against a minimal MPI program (wall time, best of 9, 2 ranks).
 ./tests/bench/host_mpi.sh || echo "host backend benchmark: a run failed" >&2
 
-# The torch allocator model (issue 21): 10 M random malloc/free events, up to 2048 live blocks
+# The torch allocator model: 10 M random malloc/free events, up to 2048 live blocks
 # (tests/bench/torchalloc_bench.c, its own process CPU time), best of 3; target 10 M events/s.
 $CC -O2 -std=c11 -D_GNU_SOURCE -Iruntime -Ianalyzer -I. -o "$B/torchalloc_bench" \
     tests/bench/torchalloc_bench.c build/libmemlife.a -lm

@@ -428,14 +428,18 @@ static inline __attribute__((always_inline)) void coll_op(lint_ctx *x, const pla
      * buffer (lint_coll_contract): a collective without a view of B has rank 0's outcome */
     bool mine = !skip_send || !skip_recv;
     /* lint_coll_broken first: the text only for a collective that breaks a rule */
-    if (send_ok && recv_ok && mine && lint_coll_broken(op, x->world, x->rank) != LINT_RULE_NONE) {
+    const ml_comms *comms = x->plan->comms;
+    lint_coll_rule broken = LINT_RULE_NONE;
+    if (send_ok && recv_ok && mine &&
+        (broken = lint_coll_broken(op, comms, x->world, x->rank)) != LINT_RULE_NONE) {
         char detail[240];
         lint_contract_at part;
         sched_error_code err =
-            lint_coll_contract(op, x->world, x->rank, detail, sizeof detail, &part);
+            lint_coll_contract(op, comms, x->world, x->rank, detail, sizeof detail, &part);
         if (err != ERR_NONE) {
             ml_mark at = part == LINT_AT_ROOT ? sched_part_mark(x->s, op->step, SCHED_AT_ROOT)
                          : part == LINT_AT_STEP ? sched_part_mark(x->s, op->step, SCHED_AT_OP)
+                         : part == LINT_AT_KEY  ? plan_op_mark(op)
                                                 : where(x, op, part == LINT_AT_RECV);
             report_at(x, op, at, NULL, err, sched_error_names[err], "%s", detail);
         }
@@ -457,7 +461,13 @@ static inline __attribute__((always_inline)) void coll_op(lint_ctx *x, const pla
     }
     if (send_ok && recv_ok && mine)
         check_races(x, op, op->u.coll.stream, seq, moved);
-    if (!ml_colls[op->u.coll.coll].p2p)   /* a send/recv pairs with one peer (lint_p2p.c) */
+    /* a send/recv pairs with one peer (lint_p2p.c); a collective on a communicator the rank is
+     * not in was reported above, and has no group to match */
+    if (ml_colls[op->u.coll.coll].p2p || broken == LINT_RULE_MEMBER)
+        return;
+    if (comms && op->u.coll.comm)
+        lint_group_seq_push(x->groups, op, x->rank);
+    else
         lint_coll_seq_push(&x->colls[x->rank], x->rank ? &x->colls[0] : NULL, op,
                            (size_t)(op - x->plan->ops));
 }
@@ -885,6 +895,11 @@ void lint_rank(lint_ctx *x, const rank_plan *p) {
      * the doublings' copies (pages never written are never touched) */
     if (x->rank == 0)
         lint_coll_seq_reserve(&x->colls[0], p->n_ops);
+    if (p->comms) {
+        if (!x->groups)
+            x->groups = lint_groups_new(p->comms, x->world);
+        lint_groups_begin(x->groups, x->rank);
+    }
     lint_race_reset(&x->race);
     x->reduces.n = 0;
     memset(x->bufs, 0, x->n_bufs * sizeof *x->bufs);
@@ -905,6 +920,8 @@ void lint_rank(lint_ctx *x, const rank_plan *p) {
         else
             lint_op(x, p, &p->ops[i]);
     }
+    if (p->comms)
+        lint_groups_end(x->groups, x->rank);
 }
 
 void lint_options_default(lint_options *o) { o->off = 0; }
@@ -964,7 +981,8 @@ size_t lint_walk_end(lint_walk *w, const rank_plan *plans, bool cross, ml_diags 
     lint_ctx *x = &w->x;
     size_t errors = emit_findings(x, d);
     if (lint_code_on(x->o, "cross_rank") && cross)
-        errors += lint_cross_rank(plans, x->colls, x->world, d);
+        errors += lint_cross_rank(plans, x->colls, x->world, d) +
+                  lint_cross_groups(x->groups, x->s, d);
     if (lint_code_on(x->o, "cross_rank"))   /* send/recv pairing is a cross-rank check too */
         errors += lint_p2p(plans, x->world, d);
     lint_walk_free(w);
@@ -980,6 +998,7 @@ void lint_walk_free(lint_walk *w) {
         free(x->found[k].ranks);
     }
     free(x->colls);
+    lint_groups_free(x->groups);
     lint_clocks_free(&x->clocks);
     lint_race_free(&x->race);
     free(x->found);
@@ -1007,8 +1026,9 @@ size_t lint_plans(const rank_plan *plans, int world, const lint_options *o, lint
      * world and what earlier ops did, never on the rank, which only appears in message texts
      * (an in-place offset, a rank where a wrapped step does not run). So when rank 0 finds
      * nothing and has no contract rows, neither has any other rank, and identical collective
-     * sequences are consistent across ranks. Otherwise every rank is linted, for its texts. */
-    bool shared = true;
+     * sequences are consistent across ranks. Otherwise every rank is linted, for its texts.
+     * Communicators make the rank matter (its group, that group's size, its rank in it). */
+    bool shared = !plans[0].comms;   /* a communicator's group, size and ranks are the rank's */
     for (int rank = 1; rank < world; rank++)
         shared &= plans[rank].ops == plans[0].ops && plans[rank].n_ops == plans[0].n_ops &&
                   plans[rank].extra_views == plans[0].extra_views;

@@ -84,8 +84,10 @@ bool lint_walk_needs_rank0(const lint_walk *w);
  * ERR_NONE; detail gets the message text. Shared by lint and by expect_error handling. */
 /* Where a broken contract is, for the diagnostic's mark: a view of the call, its root (or peer),
  * or its op (where the collective does not reduce; LINT_AT_STEP: the op, else the step's key). */
-typedef enum { LINT_AT_SEND, LINT_AT_RECV, LINT_AT_ROOT, LINT_AT_STEP } lint_contract_at;
-sched_error_code lint_coll_contract(const plan_op *op, int world, int rank, char *detail,
-                                    size_t len, lint_contract_at *at);
+/* LINT_AT_KEY: the step's key (a rank outside the collective's communicator). comms: the plan's
+ * (rank_plan.comms; NULL: the world is the only communicator). */
+typedef enum { LINT_AT_SEND, LINT_AT_RECV, LINT_AT_ROOT, LINT_AT_STEP, LINT_AT_KEY } lint_contract_at;
+sched_error_code lint_coll_contract(const plan_op *op, const ml_comms *comms, int world, int rank,
+                                    char *detail, size_t len, lint_contract_at *at);
 
 #endif

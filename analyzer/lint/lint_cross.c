@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* lint_cross.c — every rank must issue the same collectives in the same order with the same
  * count, dtype, reduction and root, or NCCL hangs (or mixes data). Rank 0 is the reference: each
- * other rank that diverges gets one diagnostic, at its first differing collective. */
+ * other rank that diverges gets one diagnostic, at its first differing collective. On a
+ * communicator other than the world the same holds within each of its groups, whose least
+ * member is the reference (lint_int.h: lint_groups). */
 #include "lint/lint_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef unsigned long long ull;
 
@@ -105,4 +108,181 @@ size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int w
         }
     }
     return errors;
+}
+
+/* ---- Within a communicator's groups ---------------------------------------------------------- */
+
+/* A group's reference: its least member's collectives on the communicator. */
+typedef struct {
+    lint_coll_key *keys;
+    plan_op *ops;             /* copies, for the messages */
+    size_t n, cap;
+} group_ref;
+
+/* A member that diverges from its group's reference: at its collective `op` (has_op), or where
+ * it ends (at == its count) before the reference does. */
+typedef struct {
+    int rank, ref;
+    uint32_t comm;
+    int32_t group;
+    size_t at;
+    bool has_op;
+    plan_op op;
+} group_diff;
+
+/* The rank being walked, on one communicator. */
+typedef struct {
+    int32_t group;            /* -1: in none */
+    int ref;
+    size_t n;
+    bool diff;
+    size_t diff_at;
+    plan_op diff_op;
+} group_cur;
+
+struct lint_groups {
+    const ml_comms *c;
+    int world;
+    uint32_t n_comms;
+    group_ref **refs;         /* [n_comms][its groups]; [0] unused (the world: lint_coll_seq) */
+    int32_t **least;          /* [n_comms][its groups]: a color's or rank list's least member */
+    group_cur *cur;           /* [n_comms] */
+    ml_vec diffs;             /* group_diff */
+};
+
+lint_groups *lint_groups_new(const ml_comms *c, int world) {
+    lint_groups *g = ml_xcalloc(1, sizeof *g);
+    g->c = c;
+    g->world = world;
+    g->n_comms = ml_comms_count(c);
+    g->refs = ml_xcalloc(g->n_comms, sizeof *g->refs);
+    g->least = ml_xcalloc(g->n_comms, sizeof *g->least);
+    g->cur = ml_xcalloc(g->n_comms, sizeof *g->cur);
+    ml_vec_init(&g->diffs, sizeof(group_diff));
+    for (uint32_t k = 1; k < g->n_comms; k++) {
+        uint32_t n = ml_comms_groups(c, k);
+        g->refs[k] = ml_xcalloc(n ? n : 1, sizeof *g->refs[k]);
+        sched_comm_kind kind = ml_comms_def(c, k)->kind;
+        if (kind == COMM_WORLD || kind == COMM_MESH)
+            continue;   /* member 0 is the least: every coordinate of its dimensions 0 */
+        int32_t *least = g->least[k] = ml_xcalloc(n ? n : 1, sizeof *least);
+        for (uint32_t j = 0; j < n; j++)
+            least[j] = -1;
+        for (int r = 0; r < world; r++) {
+            int grp = ml_comms_group(c, k, r);
+            if (grp >= 0 && least[grp] < 0)
+                least[grp] = r;
+        }
+    }
+    return g;
+}
+
+void lint_groups_free(lint_groups *g) {
+    if (!g)
+        return;
+    for (uint32_t k = 1; k < g->n_comms; k++) {
+        for (uint32_t j = 0, n = ml_comms_groups(g->c, k); j < n; j++) {
+            free(g->refs[k][j].keys);
+            free(g->refs[k][j].ops);
+        }
+        free(g->refs[k]);
+        free(g->least[k]);
+    }
+    free(g->refs);
+    free(g->least);
+    free(g->cur);
+    ml_vec_free(&g->diffs);
+    free(g);
+}
+
+void lint_groups_begin(lint_groups *g, int rank) {
+    for (uint32_t k = 1; k < g->n_comms; k++) {
+        group_cur *q = &g->cur[k];
+        q->group = ml_comms_group(g->c, k, rank);
+        q->n = 0;
+        q->diff = false;
+        if (q->group < 0)
+            continue;
+        q->ref = g->least[k] ? g->least[k][q->group] : ml_comms_global(g->c, k, rank, 0);
+        if (q->ref == rank)
+            g->refs[k][q->group].n = 0;
+    }
+    /* a walk done again drops what its first walk found */
+    for (size_t j = g->diffs.n; j > 0 && ML_VEC_AT(&g->diffs, group_diff, j - 1).rank == rank; j--)
+        g->diffs.n--;
+}
+
+void lint_group_seq_push(lint_groups *g, const plan_op *op, int rank) {
+    uint32_t k = op->u.coll.comm;
+    group_cur *q = &g->cur[k];
+    if (k >= g->n_comms || q->group < 0)
+        return;
+    group_ref *ref = &g->refs[k][q->group];
+    lint_coll_key key = lint_coll_key_of(op);
+    if (q->ref == rank) {
+        if (ref->n == ref->cap) {
+            size_t cap = ref->cap ? 2 * ref->cap : 16;
+            ref->keys = ml_xrealloc(ref->keys, cap * sizeof *ref->keys);
+            ref->ops = ml_xrealloc(ref->ops, cap * sizeof *ref->ops);
+            ref->cap = cap;
+        }
+        ref->ops[ref->n] = *op;
+        ref->keys[ref->n++] = key;
+    } else if (!q->diff && (q->n >= ref->n || !lint_coll_same_key(&key, &ref->keys[q->n]))) {
+        q->diff = true;
+        q->diff_at = q->n;
+        q->diff_op = *op;
+    }
+    q->n++;
+}
+
+void lint_groups_end(lint_groups *g, int rank) {
+    for (uint32_t k = 1; k < g->n_comms; k++) {
+        const group_cur *q = &g->cur[k];
+        if (q->group < 0 || q->ref == rank)
+            continue;
+        const group_ref *ref = &g->refs[k][q->group];
+        if (!q->diff && q->n == ref->n)
+            continue;
+        group_diff *f = ml_vec_push(&g->diffs);
+        *f = (group_diff){.rank = rank, .ref = q->ref, .comm = k, .group = q->group,
+                          .at = q->diff ? q->diff_at : q->n, .has_op = q->diff};
+        if (q->diff)
+            f->op = q->diff_op;
+    }
+}
+
+size_t lint_cross_groups(const lint_groups *g, const sched *s, ml_diags *d) {
+    if (!g)
+        return 0;
+    for (size_t j = 0; j < g->diffs.n; j++) {
+        const group_diff *f = &ML_VEC_AT(&g->diffs, group_diff, j);
+        const group_ref *ref = &g->refs[f->comm][f->group];
+        const char *name = ml_comms_name(g->c, f->comm);
+        char members[160];
+        lint_group_text(g->c, f->comm, f->rank, members, sizeof members);
+        if (f->has_op && f->at < ref->n) {
+            const plan_op *a = &ref->ops[f->at], *b = &f->op;
+            char da[96], db[96];
+            describe(a, b, da, sizeof da);
+            describe(b, a, db, sizeof db);
+            ml_diag_add(d, ML_DIAG_ERROR, s->file, diff_mark(s, b, a), f->rank, "cross_rank",
+                        "rank %d issues %s where rank %d issues %s in their group of "
+                        "communicator '%s' (%s)", f->rank, db, f->ref, da, name, members);
+            ml_diag_add(d, ML_DIAG_NOTE, s->file, diff_mark(s, a, b), f->rank, "cross_rank",
+                        "rank %d issues %s here", f->ref, da);
+        } else if (!f->has_op) {   /* nothing of the rank's to point at: the reference's */
+            const plan_op *a = &ref->ops[f->at];
+            ml_diag_add(d, ML_DIAG_ERROR, s->file, plan_op_mark(a), f->rank, "cross_rank",
+                        "rank %d ends after %zu collectives on communicator '%s' while rank %d "
+                        "issues %s here (their group: %s)", f->rank, f->at, name, f->ref,
+                        ml_colls[a->u.coll.coll].name, members);
+        } else {
+            ml_diag_add(d, ML_DIAG_ERROR, s->file, plan_op_mark(&f->op), f->rank, "cross_rank",
+                        "rank %d ends after %zu collectives on communicator '%s' while rank %d "
+                        "issues %s here (their group: %s)", f->ref, f->at, name, f->rank,
+                        ml_colls[f->op.u.coll.coll].name, members);
+        }
+    }
+    return g->diffs.n;
 }

@@ -171,6 +171,7 @@ void lint_race_text(lint_race *r, const rank_plan *p, const lint_race_found *f, 
  * one that breaks one calls lint_coll_contract for its error and text. */
 typedef enum {
     LINT_RULE_NONE,
+    LINT_RULE_MEMBER,       /* the rank is in no group of the collective's communicator */
     LINT_RULE_SEND_COUNT,   /* send is not world × count where it must be */
     LINT_RULE_RECV_COUNT,
     LINT_RULE_PER_RANK,     /* count does not divide by world where each rank gets count/world */
@@ -181,12 +182,21 @@ typedef enum {
     LINT_RULE_INPLACE       /* send and recv overlap, not at NCCL's in-place offset */
 } lint_coll_rule;
 
-static inline lint_coll_rule lint_coll_broken(const plan_op *op, int world, int rank) {
+/* With `comm:` (comms non-NULL), "world" in these rules is the size of the rank's group and the
+ * root or peer a rank within the group (NCCL's nranks and rank of a split communicator). */
+static inline lint_coll_rule lint_coll_broken(const plan_op *op, const ml_comms *comms, int world,
+                                              int rank) {
     ml_coll c = op->u.coll.coll;
     const ml_coll_info *ci = &ml_colls[c];
     const plan_view *send = &op->u.coll.send, *recv = &op->u.coll.recv;
     uint64_t count = plan_coll_count(op);
     int root = op->u.coll.root;
+    if (comms && op->u.coll.comm) {
+        world = ml_comms_size(comms, op->u.coll.comm, rank);
+        if (world == 0)
+            return LINT_RULE_MEMBER;
+        rank = ml_comms_local(comms, op->u.coll.comm, rank);
+    }
     if (send->count != ml_coll_send_count(c, count, world))
         return LINT_RULE_SEND_COUNT;
     if (recv->count != ml_coll_recv_count(c, count, world))
@@ -211,6 +221,8 @@ static inline lint_coll_rule lint_coll_broken(const plan_op *op, int world, int 
 }
 
 /* ---- Text ------------------------------------------------------------------------------------- */
+/* "ranks 0, 1": the members of rank's group of comm, in their order, eight and then "...". */
+void lint_group_text(const ml_comms *comms, uint32_t comm, int rank, char *buf, size_t len);
 /* "'full'" for a whole view, "'full[768:512]'" otherwise (quotes included). */
 void lint_view_text(const sched *s, const plan_view *v, char *buf, size_t len);
 
@@ -275,6 +287,26 @@ void lint_coll_seq_free(lint_coll_seq *q);
 size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int world,
                        ml_diags *d);
 
+/* ---- Divergence within a communicator's groups (lint_cross.c) ------------------------------
+ * The collectives with `comm:` C must be issued alike (lint_coll_key) by the members of each
+ * group of C; ranks of different groups, and ranks on different communicators, may differ.
+ * The reference of a group is its least member, which the walk (ranks 0, 1, ... in order) meets
+ * first: its collectives on C are kept, copies of the ops for the messages (the compact path
+ * frees a rank's ops after its walk); every other member's are compared with them as the walk
+ * pushes them, the first difference kept. The world's collectives stay lint_coll_seq's.
+ * Only schedules with communicators (rank_plan.comms) make one. */
+typedef struct lint_groups lint_groups;
+lint_groups *lint_groups_new(const ml_comms *c, int world);
+void lint_groups_free(lint_groups *g);
+/* Before and after the walk of rank (the walk may be redone: begin starts it over). */
+void lint_groups_begin(lint_groups *g, int rank);
+void lint_groups_end(lint_groups *g, int rank);
+/* A collective of rank on op's communicator (not the world), rank being in one of its groups. */
+void lint_group_seq_push(lint_groups *g, const plan_op *op, int rank);
+/* One error per rank and communicator where the rank diverges from its group's reference, with
+ * a note at the reference's collective. Returns the errors added. */
+size_t lint_cross_groups(const lint_groups *g, const sched *s, ml_diags *d);
+
 /* ---- Point-to-point (lint_p2p.c) --------------------------------------------------------------
  * Every send pairs with a recv on its peer (the k-th send from r to p with the k-th recv on p
  * from r, NCCL's order per pair), with the same count and dtype: else an error at the send (or
@@ -334,6 +366,7 @@ typedef struct {
     lint_race race;           /* what later accesses must be ordered after (lint_race.c) */
     const rank_plan *plan;    /* the rank being walked */
     lint_coll_seq *colls;     /* [world] */
+    lint_groups *groups;      /* the collectives with `comm:` (NULL: none yet) */
     lint_result *result;
 
     lint_finding *found;

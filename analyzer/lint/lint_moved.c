@@ -413,7 +413,8 @@ static void lint_rank_moved(lint_ctx *x, const rank_plan *p, const size_t *moved
                             size_t n) {
     bool sure = x->base_quiet && p->rank > x->base_rank && p->ops == x->base_ops &&
                 p->n_ops == x->base_n &&
-                p->extra_views == x->base_extra && !p->has_p2p && !p->kept_at && !x->capturing;
+                p->extra_views == x->base_extra && !p->has_p2p && !p->kept_at && !x->capturing &&
+                !p->comms;   /* a collective with `comm:` is checked in the rank's own group */
     if (!sure) {
         lint_rank(x, p);
         return;

@@ -5,7 +5,12 @@
  * NCCL matches the sends from rank r to rank p with the receives on p from r in the order each
  * rank issues them, and a send or receive outside ncclGroupStart/End blocks the stream until its
  * partner runs: two ranks that each send to the other first, outside a group, wait forever (the
- * reason NCCL's documentation groups concurrent send/recv). Collectives take every rank. */
+ * reason NCCL's documentation groups concurrent send/recv). Collectives take every rank.
+ *
+ * With `comm:` the peer is a rank within the group (NCCL's peer on a split communicator): it is
+ * taken to its world rank here, and the k-th send from r to p pairs with the k-th recv on p from
+ * r on the same communicator (each communicator has its own channels, its own order). A
+ * collective on a communicator takes the members of the rank's group. */
 #include "lint/lint_int.h"
 
 #include <stdio.h>
@@ -17,7 +22,8 @@ typedef unsigned long long ull;
 /* One send or recv of one rank. */
 typedef struct {
     const plan_op *op;
-    int rank, peer;
+    int rank, peer;           /* world ranks */
+    uint32_t comm;
     uint32_t unit;            /* index of its unit in the rank's unit list */
     uint64_t k;               /* its order among the rank's ops to (send) or from (recv) peer */
     int partner_rank;         /* after pairing: the matching op's rank and index in p2p[] */
@@ -67,8 +73,8 @@ static bool any_p2p(const rank_plan *plans, int world) {
     return false;
 }
 
-/* Rank r's sends, receives and units. count_to/count_from: scratch of world counters, zero on
- * entry and on return. */
+/* Rank r's sends, receives and units. count_to/count_from: scratch of world counters per
+ * communicator (comm * world + peer), zero on entry and on return. */
 static void collect(const rank_plan *p, int r, rank_p2p *q, uint64_t *count_to, uint64_t *count_from) {
     unit *group = NULL;
     for (size_t i = 0; i < p->n_ops; i++) {
@@ -88,11 +94,16 @@ static void collect(const rank_plan *p, int r, rank_p2p *q, uint64_t *count_to, 
         if (op->kind != OP_COLL)
             continue;
         ml_p2p kind = ml_colls[op->u.coll.coll].p2p;
+        uint32_t comm = p->comms ? op->u.coll.comm : 0;
+        if (comm && ml_comms_size(p->comms, comm, r) == 0)
+            continue;   /* outside the communicator: the contract reports it (lint.c) */
         if (!kind) {
             push_unit(q, UNIT_COLL, op);
             continue;
         }
         int peer = op->u.coll.root;
+        if (comm)
+            peer = ml_comms_global(p->comms, comm, r, peer);   /* -1 outside the group */
         if (peer < 0 || peer >= p->world || peer == r)
             continue;   /* the contract reports it (lint.c) */
         unit *u = group ? group : push_unit(q, UNIT_ONE, op);
@@ -101,10 +112,13 @@ static void collect(const rank_plan *p, int r, rank_p2p *q, uint64_t *count_to, 
         u->n++;
         q->ops = grow(q->ops, &q->cap, q->n + 1, sizeof *q->ops);
         uint64_t *count = kind == P2P_SEND ? count_to : count_from;
-        q->ops[q->n++] = (p2p_op){op, r, peer, (uint32_t)(u - q->units), count[peer]++, -1, 0};
+        size_t at = (size_t)comm * (size_t)p->world + (size_t)peer;
+        q->ops[q->n++] = (p2p_op){op, r, peer, comm, (uint32_t)(u - q->units), count[at]++, -1, 0};
     }
-    for (size_t k = 0; k < q->n; k++)
-        count_to[q->ops[k].peer] = count_from[q->ops[k].peer] = 0;
+    for (size_t k = 0; k < q->n; k++) {
+        size_t at = (size_t)q->ops[k].comm * (size_t)p->world + (size_t)q->ops[k].peer;
+        count_to[at] = count_from[at] = 0;
+    }
 }
 
 static const char *elem_text(const plan_op *op, char *buf, size_t len) {
@@ -112,12 +126,21 @@ static const char *elem_text(const plan_op *op, char *buf, size_t len) {
     return buf;
 }
 
-/* Pairs every send with its recv (partner fields). Returns the errors added. */
 /* Where a send's or recv's `peer:` is written. */
 static ml_mark peer_mark(const sched *s, const plan_op *op) {
     return sched_part_mark(s, op->step, SCHED_AT_ROOT);
 }
 
+/* " on 'pair'" after a message about an op on a communicator; nothing on the world. */
+static const char *on_comm(const rank_plan *p, uint32_t comm, char *buf, size_t len) {
+    if (comm)
+        snprintf(buf, len, " on '%s'", ml_comms_name(p->comms, comm));
+    else if (len)
+        buf[0] = '\0';
+    return buf;
+}
+
+/* Pairs every send with its recv (partner fields). Returns the errors added. */
 static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) {
     size_t errors = 0;
     for (int r = 0; r < world && errors < 16; r++)
@@ -130,14 +153,17 @@ static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) 
             p2p_op *m = NULL;
             for (size_t j = 0; j < pq->n && !m; j++) {
                 p2p_op *c = &pq->ops[j];
-                if (ml_colls[c->op->u.coll.coll].p2p == P2P_RECV && c->peer == r && c->k == s->k)
+                if (ml_colls[c->op->u.coll.coll].p2p == P2P_RECV && c->peer == r &&
+                    c->comm == s->comm && c->k == s->k)
                     m = c;
             }
+            char on[80];
+            on_comm(&plans[r], s->comm, on, sizeof on);
             if (!m) {
                 /* at the peer, which names the rank that lacks the recv (docs/schedule.md) */
                 ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, peer_mark(plans[r].s, s->op), r,
-                            "p2p", "send to rank %d has no matching recv: rank %d posts fewer than %llu "
-                            "recvs from rank %d", s->peer, s->peer, (ull)s->k + 1, r);
+                            "p2p", "send to rank %d%s has no matching recv: rank %d posts fewer than %llu "
+                            "recvs from rank %d%s", s->peer, on, s->peer, (ull)s->k + 1, r, on);
                 errors++;
                 continue;
             }
@@ -147,8 +173,8 @@ static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) 
                 char e1[64], e2[64];
                 const sched *sc = plans[r].s;
                 ml_diag_add(d, ML_DIAG_ERROR, sc->file, plan_view_mark(sc, a, 0), r, "p2p",
-                            "send of %s to rank %d pairs with a recv of %s on rank %d",
-                            elem_text(a, e1, sizeof e1), s->peer, elem_text(b, e2, sizeof e2),
+                            "send of %s to rank %d%s pairs with a recv of %s on rank %d",
+                            elem_text(a, e1, sizeof e1), s->peer, on, elem_text(b, e2, sizeof e2),
                             s->peer);
                 ml_diag_add(d, ML_DIAG_NOTE, sc->file, plan_view_mark(sc, b, 0), r, "p2p",
                             "rank %d's recv of %s is here", s->peer, e2);
@@ -163,25 +189,42 @@ static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) 
         for (size_t k = 0; k < q[r].n && errors < 16; k++) {
             const p2p_op *c = &q[r].ops[k];
             if (ml_colls[c->op->u.coll.coll].p2p == P2P_RECV && c->partner_rank < 0) {
+                char on[80];
+                on_comm(&plans[r], c->comm, on, sizeof on);
                 ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, peer_mark(plans[r].s, c->op), r,
-                            "p2p", "recv from rank %d has no matching send: rank %d sends fewer than %llu "
-                            "to rank %d", c->peer, c->peer, (ull)c->k + 1, r);
+                            "p2p", "recv from rank %d%s has no matching send: rank %d sends fewer than %llu "
+                            "to rank %d%s", c->peer, on, c->peer, (ull)c->k + 1, r, on);
                 errors++;
             }
         }
     return errors;
 }
 
+/* Whether rank o is at a collective on comm (any collective where the world is the only
+ * communicator, as before communicators). */
+static bool at_coll(const rank_p2p *q, const size_t *at, int o, const ml_comms *comms,
+                    uint32_t comm) {
+    if (at[o] >= q[o].n_units || q[o].units[at[o]].kind != UNIT_COLL)
+        return false;
+    return !comms || q[o].units[at[o]].op->u.coll.comm == comm;
+}
+
 /* Whether rank r's current unit can complete now, given every rank's position. *waits: the rank
- * it waits on when it cannot. */
-static bool ready(const rank_p2p *q, const size_t *at, int world, int r, int *waits) {
+ * it waits on when it cannot. A collective waits for the members of r's group of its
+ * communicator (comms: the plans'; NULL: the world is the only one). */
+static bool ready(const rank_p2p *q, const size_t *at, int world, int r, const ml_comms *comms,
+                  int *waits) {
     const unit *u = &q[r].units[at[r]];
     if (u->kind == UNIT_COLL) {
-        for (int o = 0; o < world; o++)
-            if (at[o] >= q[o].n_units || q[o].units[at[o]].kind != UNIT_COLL) {
+        uint32_t comm = comms ? u->op->u.coll.comm : 0;
+        int n = comm ? ml_comms_size(comms, comm, r) : world;
+        for (int j = 0; j < n; j++) {
+            int o = comm ? ml_comms_global(comms, comm, r, j) : j;
+            if (!at_coll(q, at, o, comms, comm)) {
                 *waits = o;
                 return false;
             }
+        }
         return true;
     }
     for (size_t k = u->first; k < u->first + u->n; k++) {
@@ -220,7 +263,7 @@ static size_t play(const rank_plan *plans, int world, const rank_p2p *q, ml_diag
     for (;;) {
         bool done = true, moved = false;
         for (int r = 0; r < world; r++) {
-            go[r] = at[r] < q[r].n_units && ready(q, at, world, r, &waits[r]);
+            go[r] = at[r] < q[r].n_units && ready(q, at, world, r, plans[0].comms, &waits[r]);
             done &= at[r] >= q[r].n_units;
         }
         for (int r = 0; r < world; r++)
@@ -289,7 +332,8 @@ size_t lint_p2p(const rank_plan *plans, int world, ml_diags *d) {
     if (world < 2 || !any_p2p(plans, world))
         return 0;
     rank_p2p *q = ml_xcalloc((size_t)world, sizeof *q);
-    uint64_t *to = ml_xcalloc((size_t)world, sizeof *to), *from = ml_xcalloc((size_t)world, sizeof *from);
+    size_t n_counts = (size_t)world * (plans[0].comms ? ml_comms_count(plans[0].comms) : 1);
+    uint64_t *to = ml_xcalloc(n_counts, sizeof *to), *from = ml_xcalloc(n_counts, sizeof *from);
     for (int r = 0; r < world; r++)
         collect(&plans[r], r, &q[r], to, from);
     size_t errors = pair(plans, world, q, d);

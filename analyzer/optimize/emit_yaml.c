@@ -323,6 +323,8 @@ static void operand(writer *w, const sched_operand *o) {
         lit(w, "{");
         view_pair(w, &first, "buf", &o->view);
         pair(w, &first, "roll_shards", ex(o->roll_shards));
+        if (o->comm)
+            pair(w, &first, "comm", w->s->comms[o->comm].name);
         lit(w, "}");
         return;
     case OPD_EXPR:
@@ -335,6 +337,8 @@ static void operand(writer *w, const sched_operand *o) {
         key(w, &first, "reduce");
         init_value(w, &o->pattern);
         pair(w, &first, "op", ml_redops[o->op].name);
+        if (o->comm)
+            pair(w, &first, "comm", w->s->comms[o->comm].name);
         lit(w, "}");
         return;
     }
@@ -407,6 +411,8 @@ static void step_value(writer *w, const sched_step *st) {
             view_pair(w, &first, "buf", &c->send);
             pair(w, &first, "peer", ex(c->root));
             stream_pair(w, &first, c->stream);
+            if (c->comm)
+                pair(w, &first, "comm", w->s->comms[c->comm].name);
             lit(w, "}");
             return;
         }
@@ -421,6 +427,8 @@ static void step_value(writer *w, const sched_step *st) {
         if (ci->has_root)
             pair(w, &first, "root", ex(c->root));
         stream_pair(w, &first, c->stream);
+        if (c->comm)
+            pair(w, &first, "comm", w->s->comms[c->comm].name);
         lit(w, "}");
         return;
     }
@@ -676,6 +684,60 @@ static const sched_step *plan_steps(writer *w, uint32_t k, uint32_t *n) {
     return w->s->plans[k].steps;
 }
 
+/* `mesh:` and `comms:` as the file gave them (the world, communicator 0, is implicit). */
+static void comms_keys(writer *w, const sched *s) {
+    if (s->n_mesh) {
+        bool first = true;
+        lit(w, "mesh: {");
+        for (uint32_t k = 0; k < s->n_mesh; k++)
+            pair(w, &first, s->mesh[k].name, ex(s->mesh[k].size));
+        lit(w, "}\n");
+    }
+    if (s->n_comms <= 1)
+        return;
+    lit(w, "comms:\n");
+    for (uint32_t k = 1; k < s->n_comms; k++) {
+        const sched_comm *c = &s->comms[k];
+        bool first = true;
+        indent(w, 2);
+        scalar(w, c->name, false);
+        lit(w, ": {");
+        switch (c->kind) {
+        case COMM_MESH: {
+            key(w, &first, "mesh_dim");
+            lit(w, "[");
+            bool one = true;
+            for (uint32_t d = 0; d < s->n_mesh; d++)
+                if (c->dims >> d & 1u) {
+                    lit(w, one ? "" : ", ");
+                    scalar(w, s->mesh[d].name, false);
+                    one = false;
+                }
+            lit(w, "]");
+            break;
+        }
+        case COMM_COLOR:
+            pair(w, &first, "color", ex(c->color));
+            if (c->key)
+                pair(w, &first, "key", ex(c->key));
+            break;
+        case COMM_RANKS:
+            key(w, &first, "ranks");
+            lit(w, "[");
+            for (uint32_t j = 0; j < c->n_ranks; j++) {
+                lit(w, j ? ", " : "");
+                scalar(w, ex(c->ranks[j]), true);
+            }
+            lit(w, "]");
+            break;
+        case COMM_WORLD: break;
+        }
+        if (c->share)
+            pair(w, &first, "share", "true");
+        lit(w, "}\n");
+    }
+}
+
 /* `torch: {conf: "...", limit: EXPR}` as the file gave it. */
 static void torch_key(writer *w, const sched *s) {
     if (!s->torch.present)
@@ -729,6 +791,7 @@ int emit_yaml(const sched *s, const emit_yaml_opts *o, ml_str *out, ml_diags *d)
     }
     decls(&w, "streams", SYM_STREAM, 1);
     decls(&w, "events", SYM_EVENT, 0);
+    comms_keys(&w, s);
     torch_key(&w, s);
     expects(&w, s->expects, s->n_expects, 0);
     bool named = s->n_plans > 1 || (s->n_plans == 1 && s->plans[0].name[0]);

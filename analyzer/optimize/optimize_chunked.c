@@ -73,7 +73,8 @@ static bool frees(const opt_node *n, uint32_t buf) {
 static size_t whole_inplace(opt_ctx *c, opt_block *b, size_t i) {
     const sched_step *st = &b->v[i].st;
     uint32_t A = st->u.coll.send.buf;
-    if (st->u.coll.recv.buf != A || st->when)
+    /* chunks are ranks' shards of the world; a communicator's group has other shards */
+    if (st->u.coll.recv.buf != A || st->when || st->u.coll.comm)
         return SIZE_MAX;
     size_t a = SIZE_MAX;
     for (size_t k = i; k-- > 0 && a == SIZE_MAX;)

@@ -186,7 +186,8 @@ static bool plain_alloc(const opt_node *n) {
 static void reduce_scatter(opt_ctx *c, opt_block *b, bool *gone, size_t i) {
     sched_step *st = &b->v[i].st;
     uint32_t A = st->u.coll.send.buf, B = st->u.coll.recv.buf;
-    if (A == B || st->u.coll.recv.offset)
+    /* on a communicator the slot is the group's rank, which `rank * q` does not say */
+    if (A == B || st->u.coll.recv.offset || st->u.coll.comm)
         return;
     size_t aB = fresh_alloc(b, gone, i, B), aA = last_alloc(b, gone, i, A), fA, fB;
     if (aB == SIZE_MAX || aA == SIZE_MAX || !plain_alloc(&b->v[aB]) || !same_dtype(b, aA, aB) ||
@@ -219,7 +220,7 @@ static void reduce_scatter(opt_ctx *c, opt_block *b, bool *gone, size_t i) {
 static void all_gather(opt_ctx *c, opt_block *b, bool *gone, size_t i) {
     sched_step *st = &b->v[i].st;
     uint32_t X = st->u.coll.send.buf, G = st->u.coll.recv.buf;
-    if (X == G || st->u.coll.recv.offset || !st->u.coll.send.offset)
+    if (X == G || st->u.coll.recv.offset || !st->u.coll.send.offset || st->u.coll.comm)
         return;
     size_t aG = fresh_alloc(b, gone, i, G), aX = last_alloc(b, gone, i, X), fX, fG;
     if (aG == SIZE_MAX || aX == SIZE_MAX || !plain_alloc(&b->v[aG]) || !same_dtype(b, aX, aG) ||

@@ -244,9 +244,13 @@ static bool needed(const floor_state *f, const plan_view *v, uint64_t lo, uint64
 }
 
 /* What NCCL's in-place rule lets an out-of-place collective share (see the top comment). */
-static uint64_t inplace_share(const floor_state *f, const plan_op *op, int rank) {
+static uint64_t inplace_share(const floor_state *f, const plan_op *op, const ml_comms *comms,
+                              int rank) {
     const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
     if (op->u.coll.in_place || !has_buf(f, s) || !has_buf(f, r))
+        return 0;
+    rank = plan_comm_rank(comms, op->u.coll.comm, rank);   /* NCCL's slot: the group's rank */
+    if (rank < 0)
         return 0;
     switch (ml_colls[op->u.coll.coll].inplace) {
     case INPLACE_RECV_IN_SEND: {   /* in place, recv is the rank's slot of send: that slot only */
@@ -735,7 +739,9 @@ static void share_consider(uint64_t here, size_t op, uint64_t *best, size_t *bes
  * vary that some rank lacks is a compute (the group's members). */
 static bool coll_alike(const plan_op *op, int world) {
     const plan_view *s = &op->u.coll.send, *r = &op->u.coll.recv;
-    if (op->kind != OP_COLL || !s->whole || !r->whole)
+    /* on a communicator the slot is the group's rank, which the world's ranks do not walk
+     * in order: such a collective is left to each rank (an event) */
+    if (op->kind != OP_COLL || !s->whole || !r->whole || op->u.coll.comm)
         return false;
     if (s->buf != r->buf)
         return true;   /* never in place */
@@ -839,10 +845,10 @@ static uint64_t floor_pass(const rank_plan *p, const floor_forward *fw, floor_sh
         }
         if (shard)   /* every rank's B here (the premise makes the sets rank 0's) */
             for (int r = 0; r < rec->world; r++)
-                share_consider(ml_bytes_sub(here, inplace_share(&f, op, r)), i, &rec->shard[r],
+                share_consider(ml_bytes_sub(here, inplace_share(&f, op, p->comms, r)), i, &rec->shard[r],
                                &rec->shard_op[r]);
         if (op->kind == OP_COLL)
-            here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
+            here = ml_bytes_sub(here, inplace_share(&f, op, p->comms, p->rank));
         if (here >= best) {
             best = here;
             best_op = i;
@@ -1064,7 +1070,7 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
                 uint64_t here;
                 ml_bytes_add(f.total, access_extra(&f, fa, m, &scratch), &here);
                 if (!compute && op->kind == OP_COLL)
-                    here = ml_bytes_sub(here, inplace_share(&f, op, p->rank));
+                    here = ml_bytes_sub(here, inplace_share(&f, op, p->comms, p->rank));
                 share_consider(here, e->op, &best, &best_op);
                 apply_accesses(&f, fa, m);
             }

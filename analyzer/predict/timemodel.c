@@ -123,11 +123,13 @@ double tm_op_duration(const rank_plan *p, const plan_op *op, const tm_link *l, b
     switch (op->kind) {
     case OP_COLL: {
         ml_coll c = op->u.coll.coll;
-        uint64_t send = ml_coll_send_count(c, plan_coll_count(op), p->world);
-        uint64_t recv = ml_coll_recv_count(c, plan_coll_count(op), p->world);
+        /* a communicator's collective moves its group's bytes over its group's ring */
+        int n = plan_comm_size(p->comms, p->world, op->u.coll.comm, p->rank);
+        uint64_t send = ml_coll_send_count(c, plan_coll_count(op), n);
+        uint64_t recv = ml_coll_recv_count(c, plan_coll_count(op), n);
         double bytes = (double)(send > recv ? send : recv) * ml_dtypes[op->u.coll.send.dtype].size;
         *comm = true;
-        double factor = p->world > 1 ? ml_colls[c].busbw_factor(p->world) : 0.0;
+        double factor = n > 1 ? ml_colls[c].busbw_factor(n) : 0.0;
         return l->alpha_us + factor * bytes / (l->busbw_gbps[c] * 1e3);
     }
     case OP_COPY:

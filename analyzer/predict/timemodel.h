@@ -4,7 +4,7 @@
  * Durations:
  *  - a collective: alpha + factor * bytes / busbw (nccl-tests' definitions): bytes is the full
  *    payload (AllReduce, Broadcast, Reduce the buffer; ReduceScatter the send side; AllGather the
- *    receive side), factor the ring's bus factor at the world (AllReduce 2(N-1)/N,
+ *    receive side), factor the ring's bus factor at the size of its group (the world, or its `comm:`'s group; AllReduce 2(N-1)/N,
  *    ReduceScatter and AllGather (N-1)/N, Broadcast and Reduce 1; ml_colls[].busbw_factor);
  *  - a compute: its `time:` (microseconds), or `flops:` over the device rate, else 0;
  *  - copy, scale and a copy-init: read + write of the bytes over the device's copy bandwidth;

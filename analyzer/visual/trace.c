@@ -69,6 +69,13 @@ static json_t *coll_args(const rank_plan *p, const plan_op *op) {
     if (ci->has_root)
         json_object_set_new(a, "root", json_integer(op->u.coll.root));
     json_object_set_new(a, "stream", json_string(sched_sym_name(p->s, SYM_STREAM, op->u.coll.stream)));
+    if (op->u.coll.comm) {   /* the communicator, its group's size and this rank's rank in it */
+        json_object_set_new(a, "comm", json_string(p->s->comms[op->u.coll.comm].name));
+        json_object_set_new(a, "comm_size", json_integer(plan_comm_size(
+                                p->comms, p->world, op->u.coll.comm, p->rank)));
+        json_object_set_new(a, "comm_rank", json_integer(plan_comm_rank(
+                                p->comms, op->u.coll.comm, p->rank)));
+    }
     json_object_set_new(a, "in_place", json_boolean(op->u.coll.in_place));
     json_object_set_new(a, "send", json_string(sched_sym_name(p->s, SYM_BUFFER, op->u.coll.send.buf)));
     json_object_set_new(a, "recv", json_string(sched_sym_name(p->s, SYM_BUFFER, op->u.coll.recv.buf)));
@@ -86,10 +93,12 @@ static json_t *counter(const char *name, int pid, double ts, uint64_t pred, cons
     return e;
 }
 
-/* The lane (thread) of an op: its stream's, or the host's for what the host does. */
-static int op_lane(const plan_op *op) {
+/* The lane (thread) of an op: its stream's, or the host's for what the host does; a
+ * collective on a communicator other than the world a lane of its own beside its stream's
+ * (1 + n_streams x comm + stream), so that the communicators' traffic reads apart. */
+static int op_lane(const plan_op *op, uint32_t n_streams) {
     switch (op->kind) {
-    case OP_COLL: return 1 + (int)op->u.coll.stream;
+    case OP_COLL: return 1 + (int)(n_streams * op->u.coll.comm + op->u.coll.stream);
     case OP_COPY: return 1 + (int)op->u.copy.stream;
     case OP_SCALE: return 1 + (int)op->u.scale.stream;
     case OP_COMPUTE: return 1 + (int)op->u.compute.stream;
@@ -105,7 +114,7 @@ static int op_lane(const plan_op *op) {
 static json_t *op_span(const rank_plan *p, const plan_op *op, int pid, double ts, double dur) {
     char label[160];
     series_op_label(p, op, label, sizeof label);
-    int lane = op_lane(op);
+    int lane = op_lane(op, p->s->syms[SYM_STREAM].n);
     json_t *e = NULL, *a = NULL;
     switch (op->kind) {
     case OP_COLL:
@@ -237,7 +246,9 @@ static trace_clock rank_events(emitter *events, const series *s, int r, int pid)
     }
     double *dur = ml_xcalloc(n + 1, sizeof *dur);
     trace_clock clock = rank_clock(s, r, s->has_time && has_meas[VIEW_REQUESTED], t, base, dur);
-    size_t n_lanes = 1 + s->s->syms[SYM_STREAM].n;
+    uint32_t n_streams = s->s->syms[SYM_STREAM].n;
+    uint32_t n_comms = s->s->n_comms ? s->s->n_comms : 1;
+    size_t n_lanes = 1 + (size_t)n_streams * n_comms;
     double *lane_last = ml_xcalloc(n_lanes, sizeof *lane_last), sample_last = -1;
     for (size_t k = 0; k < n_lanes; k++)
         lane_last[k] = -1;
@@ -247,9 +258,26 @@ static trace_clock rank_events(emitter *events, const series *s, int r, int pid)
     metadata(events, "process_name", pid, HOST_TID, "name", json_string(name));
     metadata(events, "process_sort_index", pid, HOST_TID, "sort_index", json_integer(pid));
     metadata(events, "thread_name", pid, HOST_TID, "name", json_string("host"));
-    for (uint32_t st = 0; st < s->s->syms[SYM_STREAM].n; st++) {
+    for (uint32_t st = 0; st < n_streams; st++) {
         snprintf(name, sizeof name, "stream %s", sched_sym_name(s->s, SYM_STREAM, st));
         metadata(events, "thread_name", pid, 1 + (int)st, "name", json_string(name));
+    }
+    if (n_comms > 1) {   /* the lanes of the communicators' collectives this rank issues */
+        bool *named = ml_xcalloc(n_lanes, sizeof *named);
+        for (size_t k = 0; k < n; k++) {
+            const plan_op *op = &p->ops[k];
+            if (op->kind != OP_COLL || !op->u.coll.comm)
+                continue;
+            int lane = op_lane(op, n_streams);
+            if (named[lane])
+                continue;
+            named[lane] = true;
+            snprintf(name, sizeof name, "stream %s, comm %s",
+                     sched_sym_name(s->s, SYM_STREAM, op->u.coll.stream),
+                     s->s->comms[op->u.coll.comm].name);
+            metadata(events, "thread_name", pid, lane, "name", json_string(name));
+        }
+        free(named);
     }
 
     /* One counter per series of every view predicted for the rank (views.h's names), one sample
@@ -271,7 +299,7 @@ static trace_clock rank_events(emitter *events, const series *s, int r, int pid)
         /* a snapshot's op without a time of its own is drawn with the one before */
         if (clock == CLOCK_SNAPSHOT && isnan(base[k]))
             base[k] = k ? base[k - 1] : 0;
-        int lane = op_lane(op);
+        int lane = op_lane(op, n_streams);
         at[k] = track_time(base[k], &lane_last[lane < (int)n_lanes ? lane : 0]);
         double d_k = dur[k] > 0 ? dur[k] : 0;
         for (size_t j = 0; j < depth && j < ML_ARRAY_LEN(region_end); j++)

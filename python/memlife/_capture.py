@@ -100,6 +100,75 @@ def _fake_optimizer_values():
     return lambda: setattr(optim, "_get_value", orig)
 
 
+def _skip_param_verification():
+    """DistributedDataParallel checks at construction that every rank holds parameters of the
+    same shapes: a collective of a tensor it builds on the host and copies to the device, which
+    FakeTensorMode runs for real (a constant) on a device that does not exist. One process
+    records one rank, so there is nothing to compare: the check is left out (it allocates a few
+    bytes once, before the recorded steps)."""
+    import torch.distributed as dist
+    orig = dist._verify_params_across_processes
+
+    def verify(process_group, tensors, logger=None):
+        return None
+    dist._verify_params_across_processes = verify
+
+    def undo():
+        dist._verify_params_across_processes = orig
+    return undo
+
+
+def _ddp_on_fake_group(virtual):
+    """DistributedDataParallel's reducer reads the result of each bucket's all-reduce from the
+    process group's future, which torch's fake process group completes with no value (the
+    reducer then stops on an internal assert). Under the fake group a DistributedDataParallel
+    that has no comm hook at its first forward gets the hook that does what the built-in path
+    does to the bucket: divide it by the group's size in place, all-reduce it in place (the
+    recorded collective), hand the same buffer back. No allocation differs: both work in the
+    bucket. At the first forward, not at construction, so that a program may still register
+    its own hook (the reducer takes one only). virtual: the reducer's timing statistics are left
+    out too (the CPU build has no CUDA timer for the virtual device)."""
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    orig = DDP.forward
+
+    def hook(group, bucket):
+        buf = bucket.buffer()
+        buf.div_(dist.get_world_size(group))
+        dist.all_reduce(buf, group=group)
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+
+    class Logger:
+        """The reducer's logger but for its runtime statistics, which time the backward with
+        the device's timer: the CPU build of torch has no CUDA timer to give the virtual
+        device (the reducer's is then null and the logger asserts). Timing only, no memory."""
+        def __init__(self, real):
+            self._real = real
+
+        def set_runtime_stats_and_log(self):
+            pass
+
+        def __getattr__(self, name):
+            return getattr(self._real, name)
+
+    def forward(self, *args, **kwargs):
+        if not getattr(self, "_memlife_hooked", False):
+            self._memlife_hooked = True
+            if not self._comm_hooks and dist.get_backend(self.process_group) == "fake":
+                self.register_comm_hook(self.process_group, hook)
+            if virtual and self.logger is not None:
+                self.logger = Logger(self.logger)
+        return orig(self, *args, **kwargs)
+    DDP.forward = forward
+
+    def undo():
+        DDP.forward = orig
+    return undo
+
+
 def capture(program, world=1, rank=0, on="fake", lets=None, steps=1, gpu="h100-80gb",
             group="fake"):
     """Runs the program and returns the snapshot-shaped dict (see the module's doc)."""
@@ -128,12 +197,16 @@ def capture(program, world=1, rank=0, on="fake", lets=None, steps=1, gpu="h100-8
         fake.__enter__()
         undo.append(lambda: fake.__exit__(None, None, None))
         undo.append(_fake_optimizer_values())
+        undo.append(_skip_param_verification())
+        undo.append(_ddp_on_fake_group(virtual=True))
         rec = _record.Recorder(virtual=True)
         _virtual_cuda._state.on_record_stream = rec.record_stream
         _virtual_cuda._state.listener = rec.on_sync
     else:
         torch.cuda.set_device(0)
         torch.cuda.init()
+        if group == "fake":
+            undo.append(_ddp_on_fake_group(virtual=False))
         rec = _record.Recorder(stream_of=lambda: torch.cuda.current_stream().cuda_stream,
                                ptr_of=lambda st: st.data_ptr(),
                                stream_id=lambda s: s.cuda_stream)

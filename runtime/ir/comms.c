@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MESH_TABLE_MAX (1 << 16)
+
 /* One communicator. A mesh one is its dimensions (closed forms); a color or rank-list one the
  * tables of its groups: members in group order, each group's first index, and per world rank
  * its group (-1: none) and its rank in it. */
@@ -21,9 +23,7 @@ typedef struct {
 
 struct ml_comms {
     int world;
-    const sched_params *params;   /* the cache's key, with world */
-    const char **set;
-    size_t n_set;
+    char *set;                /* the cache's key, with world: the --set values, joined */
     uint32_t n;
     comm_res *c;
     int n_dims;
@@ -40,7 +40,25 @@ void ml_comms_free(ml_comms *c) {
         free(c->c[k].start);
     }
     free(c->c);
+    free(c->set);
     free(c);
+}
+
+/* The --set values as one string ("A=1\nB=2\n"): what a resolution was made with. A sweep or a
+ * fit asks again with other values in the same array, so the key is the text, not the array. */
+static char *set_key(const sched_params *p) {
+    size_t len = 1;
+    for (size_t k = 0; p && k < p->n_set; k++)
+        len += strlen(p->set[k]) + 1;
+    char *key = ml_xmalloc(len), *at = key;
+    for (size_t k = 0; p && k < p->n_set; k++) {
+        size_t n = strlen(p->set[k]);
+        memcpy(at, p->set[k], n);
+        at[n] = '\n';
+        at += n + 1;
+    }
+    *at = '\0';
+    return key;
 }
 
 /* Lets at rank 0: what a mesh size or a rank list (neither names rank) is evaluated with. */
@@ -225,12 +243,24 @@ static int resolve_ranks(const sched *s, const sched_params *p, int world, int64
     return rc;
 }
 
+/* rank's coordinate along mesh dimension k. */
+static inline int coord(const ml_comms *c, int rank, int k) {
+    return rank / c->stride[k] % c->dim_size[k];
+}
+
+/* rank's rank in its group of a mesh communicator: row-major over the group's dimensions. */
+static int mesh_local(const ml_comms *c, const comm_res *r, int rank) {
+    int local = 0;
+    for (int k = 0; k < c->n_dims; k++)
+        if (r->dims >> k & 1u)
+            local = local * c->dim_size[k] + coord(c, rank, k);
+    return local;
+}
+
 static ml_comms *resolve(const sched *s, const sched_params *p, int world, ml_diags *d) {
     ml_comms *c = ml_xcalloc(1, sizeof *c);
     c->world = world;
-    c->params = p;
-    c->set = p ? p->set : NULL;
-    c->n_set = p ? p->n_set : 0;
+    c->set = set_key(p);
     c->n = s->n_comms ? s->n_comms : 1;
     c->c = ml_xcalloc(c->n, sizeof *c->c);
     static const sched_comm world_def = {.name = "world", .kind = COMM_WORLD};
@@ -251,6 +281,14 @@ static ml_comms *resolve(const sched *s, const sched_params *p, int world, ml_di
             for (int j = 0; j < c->n_dims; j++)
                 if (r->dims >> j & 1u)
                     r->size *= c->dim_size[j];
+            /* a rank's rank in its group is asked at every collective of every rank (the
+             * in-place flags, the floor's shares): a table where the world is small enough
+             * (256 KiB a communicator at most), the closed form beyond */
+            if (world <= MESH_TABLE_MAX) {
+                r->local_of = ml_xmalloc((size_t)world * sizeof *r->local_of);
+                for (int q = 0; q < world; q++)
+                    r->local_of[q] = mesh_local(c, r, q);
+            }
             break;
         case COMM_COLOR: rc = resolve_color(s, p, world, r, d); break;
         case COMM_RANKS: rc = resolve_ranks(s, p, world, slots, r, d); break;
@@ -264,15 +302,41 @@ static ml_comms *resolve(const sched *s, const sched_params *p, int world, ml_di
     return c;
 }
 
+/* The resolutions made for a schedule, one per (world, --set values) asked. Made at load and
+ * freed with the schedule: the copies of a schedule that the optimizer makes (its stages) share
+ * it, and add to it, without owning it. */
+struct sched_comms_cache {
+    ml_comms **v;
+    size_t n;
+};
+
+sched_comms_cache *sched_comms_cache_new(void) { return ml_xcalloc(1, sizeof(sched_comms_cache)); }
+
+void sched_comms_cache_free(sched_comms_cache *cache) {
+    if (!cache)
+        return;
+    for (size_t k = 0; k < cache->n; k++)
+        ml_comms_free(cache->v[k]);
+    free(cache->v);
+    free(cache);
+}
+
 const ml_comms *sched_comms(const sched *s, const sched_params *p, int world, ml_diags *d) {
-    ml_comms *c = s->comms_cache;
-    if (c && c->world == world && c->set == (p ? p->set : NULL) && c->n_set == (p ? p->n_set : 0))
-        return c;
+    sched_comms_cache *cache = s->comms_cache;
+    char *key = set_key(p);
+    for (size_t k = 0; cache && k < cache->n; k++) {
+        ml_comms *c = cache->v[k];
+        if (c->world == world && strcmp(c->set, key) == 0) {
+            free(key);
+            return c;
+        }
+    }
+    free(key);
     ml_comms *n = resolve(s, p, world, d);
-    if (!n)
-        return NULL;
-    ml_comms_free(c);
-    ((sched *)s)->comms_cache = n;   /* a cache: the schedule's meaning does not change */
+    if (!n || !cache)   /* a schedule not made by the loader keeps nothing */
+        return n;
+    cache->v = ml_xrealloc(cache->v, (cache->n + 1) * sizeof *cache->v);
+    cache->v[cache->n++] = n;
     return n;
 }
 
@@ -281,10 +345,6 @@ const char *ml_comms_name(const ml_comms *c, uint32_t comm) { return c->c[comm].
 const sched_comm *ml_comms_def(const ml_comms *c, uint32_t comm) { return c->c[comm].def; }
 bool ml_comms_world_only(const ml_comms *c) { return c->n == 1; }
 
-/* rank's coordinate along mesh dimension k. */
-static inline int coord(const ml_comms *c, int rank, int k) {
-    return rank / c->stride[k] % c->dim_size[k];
-}
 
 int ml_comms_size(const ml_comms *c, uint32_t comm, int rank) {
     const comm_res *r = &c->c[comm];
@@ -302,13 +362,9 @@ int ml_comms_local(const ml_comms *c, uint32_t comm, int rank) {
         return -1;
     if (r->def->kind == COMM_WORLD)
         return rank;
-    if (r->def->kind != COMM_MESH)
+    if (r->local_of)   /* a color, a rank list, or a mesh of a small world */
         return r->local_of[rank];
-    int local = 0;
-    for (int k = 0; k < c->n_dims; k++)   /* row-major over the group's dimensions */
-        if (r->dims >> k & 1u)
-            local = local * c->dim_size[k] + coord(c, rank, k);
-    return local;
+    return mesh_local(c, r, rank);
 }
 
 int ml_comms_global(const ml_comms *c, uint32_t comm, int rank, int local) {

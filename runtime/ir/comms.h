@@ -21,6 +21,9 @@ typedef struct ml_comms ml_comms;
  * a rank list with a rank outside the world or twice, an expression that fails. */
 const ml_comms *sched_comms(const sched *s, const sched_params *p, int world, ml_diags *d);
 void ml_comms_free(ml_comms *c);
+/* The schedule's store of them (sched.comms_cache): made by the loader, freed by sched_free. */
+sched_comms_cache *sched_comms_cache_new(void);
+void sched_comms_cache_free(sched_comms_cache *cache);
 
 uint32_t ml_comms_count(const ml_comms *c);          /* the world included */
 const char *ml_comms_name(const ml_comms *c, uint32_t comm);

@@ -201,9 +201,11 @@ bool plan_rank_invariant(const rank_plan *p, const sched_params *params) {
         int64_t diff = (int64_t)op->u.coll.recv.offset - (int64_t)op->u.coll.send.offset;
         uint64_t count = plan_coll_count(op);
         int64_t delta;
-        for (int r = 0; r < p->world && same; r++)
-            same = (ml_coll_inplace_at(op->u.coll.coll, count, r, &delta) && diff == delta) ==
-                   op->u.coll.in_place;
+        for (int r = 0; r < p->world && same; r++) {
+            int local = plan_comm_rank(p->comms, op->u.coll.comm, r);   /* NCCL's slot */
+            same = (local >= 0 && ml_coll_inplace_at(op->u.coll.coll, count, local, &delta) &&
+                    diff == delta) == op->u.coll.in_place;
+        }
     }
     return same;
 }

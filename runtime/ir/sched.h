@@ -125,6 +125,8 @@ _Static_assert(COLL_COUNT <= UINT8_MAX && RED_COUNT <= UINT8_MAX,
 #define SCHED_MAX_COMMS 256u       /* named communicators, the world included */
 #define SCHED_MAX_MESH_DIMS 8u
 
+typedef struct sched_comms_cache sched_comms_cache;
+
 typedef struct {
     const char *name;
     expr *size;           /* over world and the lets; not rank */
@@ -349,7 +351,7 @@ typedef struct {
     ml_mark mesh_mark;
     sched_comm *comms;    /* comms[0] is the world; n_comms >= 1 */
     uint32_t n_comms;
-    void *comms_cache;    /* ir/comms.c's resolution for the last world asked (owned) */
+    struct sched_comms_cache *comms_cache;   /* ir/comms.c's resolutions, by world (owned) */
     /* `link: {alpha_us:, busbw_gbps:}`: the time model's link (analyzer/predict/timemodel.h);
      * NULL: its default. Expressions over the lets (world, rank allowed). */
     expr *link_alpha_us, *link_busbw_gbps;

@@ -429,6 +429,7 @@ sched *sched_load_buffer(const char *name, const char *data, size_t len,
         rc = check_buffers(&l);
     if (rc == 0) {
         ld_comms_finish(&l);
+        s->comms_cache = sched_comms_cache_new();
         if (!s->name)
             s->name = default_name(s->arena, name);
         s->n_lets = (uint32_t)l.let_v.n;
@@ -492,7 +493,7 @@ void sched_free(sched *s) {
     if (!s)
         return;
     sched_box *box = (sched_box *)s;
-    ml_comms_free(s->comms_cache);
+    sched_comms_cache_free(s->comms_cache);
     for (size_t k = 0; k < box->owned.n; k++)
         free(ML_VEC_AT(&box->owned, void *, k));
     ml_vec_free(&box->owned);

@@ -8,7 +8,7 @@
  * `rank-free` writes the same schedule without `rank` (the view at offset s, `when: world > 1`):
  * every rank then has the same plan, which memlife expands once (analyzer/pipeline/pipeline.c).
  * `training` writes a training-like step instead, the shape of the held-out 1M-step schedule of
- * issue 21: forward and backward computes on the default stream, the gradients reduce_scattered
+ * forward and backward computes on the default stream, the gradients reduce_scattered
  * on a second stream (comm) after an event, each rank's optimizer step on its own slice of the
  * parameters (views at rank * e), the in-place all_gather of those slices, events both ways,
  * world 4. Its groups are whole; the steps left over at the end are `sync: device`.

@@ -7,7 +7,7 @@
 # under `mpirun -np 2` (MPI_Init, the buffer, one in-place MPI_Allreduce, MPI_Finalize): wall
 # time of the whole command (mpirun start-up included on both sides), best of RUNS (default 9:
 # two ranks fill a 2-core machine, where one busy spell moved a run by 10-20%), the two taking
-# turns so that a busy spell hits both. Target (issue 21): memlife / minimal
+# turns so that a busy spell hits both. Target: memlife / minimal
 # <= 1.05. Prints one PASS/FAIL line. Exit 0 unless it could not run.
 set -u
 cd "$(dirname "$0")/../.."

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* linttime.c — the CPU time of lint_walk_rank alone (issue 21: lint's share of predict), walked
+/* linttime.c — the CPU time of lint_walk_rank alone (lint's share of predict), walked
  * the way the pipeline's offsets path walks it (analyzer/pipeline/pipeline.c, plan_rank_offsets):
  * rank 0 expanded once, each other rank's offsets written into the same ops (plan_share, then
  * plan_offsets_apply), then linted. Only the lint_walk_rank calls are timed (CPU time of the

@@ -12,7 +12,7 @@
 #   optimize steps:   10 k vs 100 k steps of the naive RS+AG, 1000 cycling buffer names
 #                     (tests/bench/optimize_gen.awk), `memlife optimize`
 # Each line says PASS or FAIL against the bound 15x (optimize 25x: it reloaded the file per
-# stage until issue 21) and the peak RSS ratio. Environment: RUNS=3, SCALE_BIG=0 skips the 10 M
+# stage once) and the peak RSS ratio. Environment: RUNS=3, SCALE_BIG=0 skips the 10 M
 # size (about 45 s and 5 GB), OPTIMIZE_BASELINE=PATH compares optimize with another build (below).
 # Exit 0 unless a run failed.
 set -u
@@ -82,14 +82,14 @@ rm -f "$T/r1.yaml" "$T/r10.yaml"
 awk -v n=10000 -f tests/bench/optimize_gen.awk >"$T/o1.yaml"
 awk -v n=100000 -f tests/bench/optimize_gen.awk >"$T/o10.yaml"
 ratio "optimize 10k vs 100k steps" 25 "$T/o1.yaml" "$T/o10.yaml" ./memlife optimize -o "$T/out.yaml" || rc=1
-# optimize in bounded memory (issue 21): peak RSS at 100k steps at most 600 MiB (it was 1158
+# optimize in bounded memory: peak RSS at 100k steps at most 600 MiB (it was 1158
 # MiB, and 1.04 s user CPU, on the 2-core VM before each stage released its trees).
 awk -v b="${last_big:-fail}" 'BEGIN {
     if (b == "fail") { print "FAIL - optimize 100k steps: a run failed"; exit }
     split(b, y, " ")
     printf "%s - optimize 100k steps: peak rss %d MiB (target <= 600), user cpu %.2f s\n",
            (y[2] / 1024 <= 600) ? "PASS" : "FAIL", y[2] / 1024, y[1] }'
-# Against another build (issue 21: optimize of 100k steps at most 0.7x the CPU time of the build
+# Against another build (optimize of 100k steps at most 0.7x the CPU time of the build
 # before the stages stopped reloading their text): OPTIMIZE_BASELINE=PATH/memlife runs it and this
 # build on the same 100k-step file, alternately, best of RUNS each, and prints the ratio.
 if [ -n "${OPTIMIZE_BASELINE:-}" ]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# memlife import of snapshots whose allocator gave back only some cached segments (issue 16):
+# memlife import of snapshots whose allocator gave back only some cached segments:
 # garbage collection under a memory fraction, or release_available_cached_blocks before the
 # retry of a failed cudaMalloc (analyzer/snapshot/limit.h). Such a run of segment_free events is
 # no empty_cache step; the import infers the one constant (limit or capacity) under which the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# memlife import against what PyTorch 2.x can write into a snapshot (issue 16: held-out snapshots
+# memlife import against what PyTorch 2.x can write into a snapshot (held-out snapshots
 # of real programs are imported and compared event by event). The fields and actions are those of
 # torch/csrc/cuda/Module.cpp's _cuda_memorySnapshot (the dict torch.cuda.memory._dump_snapshot
 # pickles), as the four H200 snapshots of tests/torch/fixtures/snapshots have them: trace entries

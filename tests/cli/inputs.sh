@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Odd input files (issue 19): devices, directories and files past the size limit are refused
+# Odd input files: devices, directories and files past the size limit are refused
 # with one line `FILE: error: ...` and exit 2, at once (/dev/zero used to run out of memory, a
 # 2 GiB file to abort); `-` reads standard input under the same limit, and so does a FIFO (a pipe
 # as /dev/stdin, `<(...)`, a mkfifo with its writer), while one that no writer opens is refused

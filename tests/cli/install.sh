@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# make install / uninstall into a temporary DESTDIR with PREFIX=/usr: the files issue 20 lists are
+# make install / uninstall into a temporary DESTDIR with PREFIX=/usr: the files a package holds are
 # there, the man page renders, and the API example compiles with pkg-config against the installed
 # tree and predicts what the README states for the naive RS+AG lifetime (576 MiB = 603979776 B
 # requested peak at 4 ranks). Then uninstall leaves no file behind.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/cli/load_floors.sh — the loader's files call only downward (issue 14's cycle
+# tests/cli/load_floors.sh — the loader's files call only downward (a cycle
 # load.c <-> load_data.c <-> load_names.c <-> load_steps.c is gone): from the objects' symbol
 # tables, no file uses a symbol defined in a file above it. Floors, bottom to top:
 #   cursor (events, marks, errors, tables) < load_names < load_data < load_steps < load

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# memlife optimize on the FSDP-style example (issue 10's acceptance: "before, after and floor").
+# memlife optimize on the FSDP-style example: before, after and floor.
 # schedules/fsdp_naive.yaml is schedules/fsdp_layers.yaml's step written naively (every layer's
 # gathered params, full gradient and gradient shard allocated up front, all freed at the end).
 # At world 4, L = 4 layers of P = 64 MiB, s = P/4 = 16 MiB (the file's header derives them):

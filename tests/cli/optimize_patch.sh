@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# optimize edits the user's text (issue 17, analyzer/optimize/patch_text.h): goldens of the
+# optimize edits the user's text (analyzer/optimize/patch_text.h): goldens of the
 # rewritten files, and for each one that
 #   - `memlife predict` of the rewrite (its own `world:`) gives optimize's predicted 'after' on
 #     every rank, requested and device, steady and peak, to the byte (patch_check.py same);
 #   - only the edited lines differ from the input (patch_check.py edited) and every comment of
 #     the input is in it byte for byte (patch_check.py comments).
-# Inputs: the seed schedules (schedules/seed/*), schedules/fsdp_prefetch.yaml (issue 17's FSDP
+# Inputs: the seed schedules (schedules/seed/*), schedules/fsdp_prefetch.yaml (an FSDP
 # step with prefetch), and tests/cli/patch/*.yaml (comments in every position, flow-style steps,
 # a rewrite inside a repeat body, a flow sequence of steps); each file's header gives its
 # numbers. A CRLF copy of the naive seed, and --world other than the file's.
@@ -65,7 +65,7 @@ for f in schedules/seed/*.yaml; do
     esac
 done
 
-# --- issue 17's FSDP step with prefetch -------------------------------------------------------
+# --- an FSDP step with prefetch ----------------------------------------------------------------
 # (tests/cli/optimize_prefetch.sh has its numbers: 640 -> 448 MiB, 0 syncs, 5700.5 us both)
 patched fsdp_prefetch schedules/fsdp_prefetch.yaml
 

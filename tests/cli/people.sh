@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# people.sh — output for people (issue 20, base/human.h): sizes as people read them, tables that
+# people.sh — output for people (base/human.h): sizes as people read them, tables that
 # fit the terminal, colour only where asked for.
 #
 #   widths: predict, check, diff and equiv at COLUMNS=80 and 200: every line of stdout fits;

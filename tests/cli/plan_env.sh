@@ -3,7 +3,7 @@
 # --plan on a file without plans, or naming none of its plans, is an error that lists them
 # (it used to be ignored on files without plans); every environment variable memlife reads is
 # checked before anything starts: a bad value is exit 2 with its name and value, and no mpirun
-# is started (issue 19).
+# is started.
 . "$(dirname "$0")/lib.bash"
 
 SEED=schedules/seed/01_allreduce_full.yaml

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The race corpus (issue 17): every schedule under tests/races/race/ is a data race between
+# The race corpus: every schedule under tests/races/race/ is a data race between
 # streams that lint must refuse (exit 2) with exactly the first diagnostic, at the offending
 # view, and its note (the other access, at its view) in its .err golden next to it; every schedule under tests/races/clean/ is ordered (transitive events, host syncs,
 # disjoint slices, one stream, concurrent reads...) and must pass `check` with nothing on stderr.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Scale limits (issue 7): big schedules load and predict, with the exact numbers, and the limits
+# Scale limits: big schedules load and predict, with the exact numbers, and the limits
 # on names and nesting are errors that say so. Only what is deterministic is checked here:
 # exit codes, predicted bytes, limits. How the time grows with the size (1 M vs 10 M steps,
 # 100 k vs 1 M buffers) is a benchmark, `make bench` (tests/bench/scale.sh): CPU-time ratios on

@@ -28,7 +28,7 @@ mib_of() {
 }
 
 # The chapter's table, requested view, steady/peak MiB at M = 256 MiB; device equals requested.
-# seed: docs/design.md "Seed lifetimes" and issue 2 section 5.
+# seed: docs/design.md "Seed lifetimes".
 declare -A WANT=(
     [4]="allreduce-full 256 256|reduce-scatter-shard 64 320|rs-ag-naive-lifetime 256 576|rs-ag-optimized-lifetime 256 320"
     [2]="allreduce-full 256 256|reduce-scatter-shard 128 384|rs-ag-naive-lifetime 256 640|rs-ag-optimized-lifetime 256 384"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The time model (issue 17; analyzer/predict/timemodel.h): `predict --format json` gives every
+# The time model (analyzer/predict/timemodel.h): `predict --format json` gives every
 # rank time.{step_us, comm_us, exposed_comm_us}; the table a `time:` line. Expected numbers, by
 # the model's definition (alpha + factor * bytes / busbw, busbw fitted to the 2 x H200 64 MiB
 # measurements with alpha 10 us):

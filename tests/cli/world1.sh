@@ -3,7 +3,7 @@
 # World 1 (one GPU, one rank): what every file of schedules/ predicts there, and the files that
 # say they need more ranks. Expected numbers: the seed at M = 256 MiB on N ranks is AllReduce M/M,
 # RS only M/N / M+M/N, naive RS+AG M / 2M+M/N, optimized M / M+M/N, so at N = 1 256/256,
-# 256/512, 256/768, 256/512 MiB (measured so on one H200, issue 22); chunked_rs_only is one
+# 256/512, 256/768, 256/512 MiB (measured so on one H200); chunked_rs_only is one
 # chunk of M: steady = peak = 256 MiB, its release keeps everything.
 . "$(dirname "$0")/lib.bash"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """bench_check.py — reads the JSON reports of `memlife bench --backend cuda` and prints one
-TAP-style line per acceptance item of issue 5: `ok - NAME: facts` or `not ok - NAME: why`. Used by
+TAP-style line per acceptance item of the benchmark: `ok - NAME: facts` or `not ok - NAME: why`. Used by
 tests/gpu/bench.sh and, through it, by tools/gpu_bench.sh. Exit status 0 whatever the verdict (the
 line carries it); 2 for a usage error.
 

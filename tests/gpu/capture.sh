@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests: 6
+# tests: 7
 # memlife capture on one GPU (make test-gpu): --on cuda records PyTorch's caching allocator, so
 # the captured schedule's torch view must replay memory_allocated and memory_reserved exactly
 # (memlife check holds the allocator's own numbers); --on fake must come within 0.5% of those
@@ -9,7 +9,8 @@ cd "$(dirname "$0")/../.." || exit 2
 MEMLIFE=${MEMLIFE:-$PWD/${BUILD:-build}/memlife}
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 names=("capture cuda linear check" "capture cuda gpt fsdp check" "capture cuda gpt fsdp_ac check"
-       "capture fake vs cuda gpt fsdp" "capture fake vs cuda gpt fsdp_ac" "capture cuda ddp check")
+       "capture fake vs cuda gpt fsdp" "capture fake vs cuda gpt fsdp_ac" "capture cuda ddp check"
+       "capture fake vs cuda gpt ddp")
 if ! nvidia-smi -L >/dev/null 2>&1 || ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     for n in "${names[@]}"; do echo "skip - $n: no GPU with PyTorch"; done
     exit 0
@@ -58,3 +59,5 @@ close "${names[3]}" fsdp
 close "${names[4]}" fsdp_ac
 # DistributedDataParallel on a real group at world 1 (its memory does not depend on the world)
 exact "${names[5]}" tests/capture/programs/gpt.py --world 1 --group nccl --set MODE=ddp "${SIZE[@]}"
+# ... and on the fake group at world 8, the virtual device against the GPU
+close "${names[6]}" ddp

@@ -134,7 +134,7 @@ gpu_check() {
 
 # The chapter's lifetimes at M = 256 MiB on N ranks (requested view, MiB): name steady peak.
 # AllReduce M/M; RS only M/N / M+M/N; naive RS+AG M / 2M+M/N; optimized RS+AG M / M+M/N.
-#   N = 1: 256/256, 256/512, 256/768, 256/512 (measured on one H200, issue 22)
+#   N = 1: 256/256, 256/512, 256/768, 256/512 (measured on one H200)
 #   N = 2: 256/256, 128/384, 256/640, 256/384 (PyTorch and memlife on 2 x H200, docs/design.md)
 #   N = 4: 256/256,  64/320, 256/576, 256/320 (the chapter, 4 x V100)
 #   N = 8: 256/256,  32/288, 256/544, 256/288

@@ -115,7 +115,7 @@ for n in a_train b_fsdp2 c_expandable d_late e_gc f_retry g_retry_full h_oom i_d
     fi
     [ -s "$DIR/$n.rerun.pickle" ] && torch_pinned "$n" "$DIR/$n.yaml"
 done
-# Issue 16's op 638 of b_fsdp2 (tests/torch/README.md, "b_fsdp2 at op 638"): the reference rules
+# Op 638 of b_fsdp2 (tests/torch/README.md, "b_fsdp2 at op 638"): the reference rules
 # replayed with the re-run's own segment addresses must give every block address of its trace
 # and the measured allocated/reserved at every op; then the segments' address order explains
 # any difference from the prediction. The large segments' addresses are printed for the record.

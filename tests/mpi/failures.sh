@@ -7,7 +7,7 @@
 #  - a failed allocation names the step, the bytes asked and the live bytes; exit 3;
 #  - an interrupted run leaves no result file;
 #  - --ranks must agree with an outside launcher's size;
-#  - no wait on a child without a deadline (issue 19): mpirun slow to end the job after an
+#  - no wait on a child without a deadline: mpirun slow to end the job after an
 #    MPI_Abort, a torch driver that never ends.
 . "$(dirname "$0")/lib.bash"
 
@@ -73,7 +73,7 @@ slow_mpirun() {
     else ok "slow $tag: the registration directory is removed"; fi
 }
 
-# Issue 19: mpirun slow to end the job after rank 0's MPI_Abort hung memlife. Played
+# mpirun slow to end the job after rank 0's MPI_Abort hung memlife. Played
 # deterministically by a fake mpirun (MEMLIFE_MPIRUN) that, like rank 0 before MPI_Abort, sends
 # memlife the abort notice (SIGUSR1 to MEMLIFE_PARENT_PID, launch.h) and then never ends: it and
 # a "rank" in its group ignore SIGTERM, a second "rank" in a session of its own (out of the
@@ -91,7 +91,7 @@ FAKE
 slow_mpirun "mpirun that never ends after a rank's MPI_Abort: memlife ends the job in 10 s + reaping, exit 3" \
     abort "^error: mpirun had not ended the job 10 s after a rank's MPI_Abort: memlife killed its process group and every rank left$"
 
-# Issue 19 again, without an MPI_Abort: a rank that crashes (SIGSEGV, SIGKILL) says nothing, and
+# The same without an MPI_Abort: a rank that crashes (SIGSEGV, SIGKILL) says nothing, and
 # mpirun slow to end the others hung memlife the same way. Every rank registers in
 # MEMLIFE_RANKS_DIR (its pid as the file name, its rank inside) once MPI_Init has succeeded and
 # removes the file after MPI_Finalize (launch.h). Played by a fake mpirun whose "rank 1" registers
@@ -109,7 +109,7 @@ FAKE
 slow_mpirun "mpirun that never ends after a rank dies of SIGKILL: memlife ends the job in 10 s, exit 3" \
     crash "^error: mpirun had not ended the job 10 s after rank 1 \(pid [0-9]+\) ended without MPI_Finalize or MPI_Abort \(a crash or a kill\): memlife killed its process group and every rank left$"
 
-# Issue 19's acceptance with the real mpirun: rank 2 dies of SIGKILL mid-run (--inject kill=2@3,
+# With the real mpirun: rank 2 dies of SIGKILL mid-run (--inject kill=2@3,
 # at its alloc of 'gathered' in tests/mpi/data/faults.yaml). Whoever ends the job, mpirun or
 # memlife's deadline, memlife exits 3 within the 10 s deadline plus mpirun's own teardown; 5 s
 # later no process of the job is alive, and neither the result file nor its temp file nor the

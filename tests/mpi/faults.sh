@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Runtime fault injection on the host backend at 4 ranks (issue 7): every injected failure ends
+# Runtime fault injection on the host backend at 4 ranks: every injected failure ends
 # every rank within the deadline (+ a few seconds of mpirun teardown), with exit 3, a message that
 # gives the failing rank's step (file:line:col), op index and live requested bytes and where the
 # other ranks were, and no result file (-o FILE absent, and no temp file beside it).

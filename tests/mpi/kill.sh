@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The job never outlives memlife (issue 19): memlife killed outright (SIGKILL, what a CI timeout
+# The job never outlives memlife: memlife killed outright (SIGKILL, what a CI timeout
 # does) leaves no process of the job alive 5 s later and no result file; mpirun killed outright
 # makes memlife end and reap the ranks before it says they have ended; SIGTERM and SIGINT end the
 # job with 128 + N and no result; a SIGTERM near the end either wins (143, no result) or comes

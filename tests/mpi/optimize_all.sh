@@ -74,7 +74,7 @@ print(" ".join(p["plan"] or "-" for p in r["plans"]))' "$TMP/report.json")
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(",".join(sorted({s["stage"] for p in r["plans"] for s in p["stages"] if s["kept"]})) or "none")' "$TMP/report.json")
-    # nothing kept: optimize writes nothing (issue 17), and there is no rewrite to compare
+    # nothing kept: optimize writes nothing, and there is no rewrite to compare
     if [ "$kept" = none ]; then
         if [ -e "$out" ]; then not_ok "optimize $name: nothing kept" "but $out was written"
         else ok "optimize $name: no rewrite kept, nothing written"; fi

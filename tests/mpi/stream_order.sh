@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The host backend's --stream-order (issue 17; runtime/backends/host_streams.h). A race that lint
+# The host backend's --stream-order (runtime/backends/host_streams.h). A race that lint
 # is told to let through shows in the data only when the streams run in another order:
 # tests/mpi/data/race_copy.yaml copies 'g' on default while the in-place all_reduce on 'comm'
 # may still write it. At 2 ranks with rank_iota (x[i] = 100*rank + i) the sum is 100 + 2i:

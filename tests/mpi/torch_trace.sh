@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# `memlife trace` of a `run --backend torch` result (issue 16): the worked example of PyTorch's
+# `memlife trace` of a `run --backend torch` result: the worked example of PyTorch's
 # caching allocator (tests/cli/torch/worked_example.yaml, 2 ranks, 7 ops). Its trace must carry,
 # on every counter sample, the run result's own numbers as `measured` (exact integers):
 # 'requested bytes' = the timeline's `requested` after each op, and where the timeline has pool

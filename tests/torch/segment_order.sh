@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# segment_order.sh — issue 16's open point on the CPU: the b_fsdp2 snapshot re-run through
+# segment_order.sh — the segments' address order, on the CPU: the b_fsdp2 snapshot re-run through
 # `--backend torch` on the H200 measured 112456704/197132288 allocated/reserved at op 638 where the
 # torch view predicts 111408128/197132288 (docs/evidence/2026-12-01-h200x1-torch-backend.md).
 # What is checked (tests/torch/segment_order.py, the reference rules of check_model.py):

@@ -292,10 +292,10 @@ static void contract_bad_op_direct(void **state) {
     op.u.coll.recv = (plan_view){.buf = 1, .offset = 0, .count = 256, .dtype = DT_INT64};
     op.u.coll.op = RED_MAX;
     char detail[240];
-    assert_int_equal(lint_coll_contract(&op, 4, 0, detail, sizeof detail, NULL), ERR_BAD_OP);
+    assert_int_equal(lint_coll_contract(&op, NULL, 4, 0, detail, sizeof detail, NULL), ERR_BAD_OP);
     assert_string_equal(detail, "max is not valid for all_gather: it does not reduce");
     op.u.coll.op = RED_SUM;
-    assert_int_equal(lint_coll_contract(&op, 4, 0, detail, sizeof detail, NULL), ERR_NONE);
+    assert_int_equal(lint_coll_contract(&op, NULL, 4, 0, detail, sizeof detail, NULL), ERR_NONE);
     assert_string_equal(detail, "");
 }
 

@@ -301,7 +301,7 @@ static const bad_case bad_cases[] = {
     {"expect: {reqested: {steady: 1}}\nsteps: []\n", "t.yaml:1:10: error: unknown key 'reqested' in expect: expected one of rank, requested, device, torch"},
     {"plans: {a: {stps: []}}\n", "t.yaml:1:13: error: unknown key 'stps' in plan: expected one of steps, expect"},
     {"sweep: {lt: M}\nsteps: []\n", "t.yaml:1:9: error: unknown key 'lt' in sweep: expected one of let, values"},
-    {A "  - check: {name: c, equal: [x, {bf: x}]}\n", "t.yaml:3:34: error: unknown key 'bf' in operand: expected one of buf, roll_shards, expr, reduce, op"},
+    {A "  - check: {name: c, equal: [x, {bf: x}]}\n", "t.yaml:3:34: error: unknown key 'bf' in operand: expected one of buf, roll_shards, expr, reduce, op, comm"},
     {"steps:\n  - alloc: {buf: x, bytes: 4, init: {cnst: 1}}\n", "t.yaml:2:38: error: unknown key 'cnst' in init: expected one of const, expr, copy, random, identity, pattern"},
     {A "  - sync: {steam: s}\n", "t.yaml:3:12: error: unknown key 'steam' in sync: expected one of stream, event"},
     /* steps */

@@ -4,7 +4,7 @@
  * byte counts, negative device deltas, seconds bit for bit); a truncated or garbled text and a
  * wrong field are refused with a message that says where; and trace of a run result written by
  * the real writer (report_emit, FMT_JSON) shows the torch backend's pool readings as the measured
- * 'torch allocated bytes' / 'torch reserved bytes' (issue 16). */
+ * 'torch allocated bytes' / 'torch reserved bytes'. */
 #include "tu_series.h"
 #include "ir/measure.h"
 #include "report/report.h"
@@ -211,7 +211,7 @@ static void test_truncated_and_garbled(void **state) {
     series_free(&f);
 }
 
-/* ---- trace of a saved run result (issue 16) ------------------------------------------------ */
+/* ---- trace of a saved run result ---------------------------------------------------------- */
 
 /* The args of every sample of counter `name` in the trace, in order. */
 static size_t counter_args(json_t *trace, const char *name, json_t **out, size_t max) {

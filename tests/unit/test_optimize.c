@@ -82,7 +82,7 @@ static void test_naive_lifetimes_only(void **state) {
         assert_int_equal(r.plans[0].floor[rank], 256 * MiB);
     }
     /* the free of 'full' follows the reduce_scatter on the default stream: stream order
-     * completes it, no host sync is added (issue 17) */
+     * completes it, no host sync is added */
     assert_non_null(strstr(r.yaml.s, "  - reduce_scatter: {send: full, recv: shard, op: sum}\n"
                                      "  # memlife optimize (line 29, rewritten): lifetimes: free of "
                                      "'full'"));

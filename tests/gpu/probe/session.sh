@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/gpu/probe/session.sh — issue 22 on one GPU in one call (the first call ran an earlier
-# form of it, in git history): the page sequences with the held-out ones, NCCL's memory under the settings (three predicted before measuring) with a
-# send/receive to itself, NCCL's ALLOC log of it, then tools/gpu_session.sh at GPU_WORLD=1 (the
+# tests/gpu/probe/session.sh — one GPU in one call: the page sequences with the held-out ones,
+# NCCL's memory under the settings (three predicted before measuring) with a send/receive to
+# itself, NCCL's ALLOC log of it, then tools/gpu_session.sh at GPU_WORLD=1 (the
 # communicator view included). Run from a tree holding build/memlife, tests/, tools/, schedules/.
 set -u
 cd "$(dirname "$0")/../../.." || exit 2
