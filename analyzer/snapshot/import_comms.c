@@ -138,7 +138,8 @@ static int read_ranks(import_comms *c, const char *g, const json_t *list, int64_
 
 /* "rank / 2 % 4" and so on: the captured rank's coordinates along dims, row-major, as the
  * index in that sub-mesh; checks that the group is that sub-mesh's through the captured rank. */
-static int mesh_comm(import_comms *c, const char *g, const json_t *names, ic_comm *m) {
+static int mesh_comm(import_comms *c, const char *g, const json_t *desc, ic_comm *m) {
+    const json_t *names = json_object_get(desc, "mesh_dims");
     size_t n = json_array_size(names);
     if (!json_is_array(names) || n == 0)
         return fail(c, "groups['%.40s']: 'mesh_dims' is not a list of mesh dimensions", g);
@@ -204,7 +205,14 @@ static int mesh_comm(import_comms *c, const char *g, const json_t *names, ic_com
                                k + 1 == nt ? "" : " + ", terms[k]);
     if (!nt)
         snprintf(m->expr, IC_EXPR, "0");
-    for (size_t d = 0; d < c->n_dims; d++)
+    /* the program's name for a flattened sub-mesh (DeviceMesh._flatten("dp")), else its
+     * dimensions' names joined */
+    const char *given = json_string_value(json_object_get(desc, "name"));
+    if (given && !good_name(given))
+        return fail(c, "groups['%.40s']: name '%.40s' is no schedule name", g, given);
+    if (given)
+        snprintf(m->name, IC_NAME, "%s", given);
+    for (size_t d = 0; d < c->n_dims && !given; d++)
         if (m->dims >> d & 1u)
             nat += (size_t)snprintf(m->name + nat, nat < IC_NAME ? IC_NAME - nat : 0, "%s%s",
                                     nat ? "_" : "", c->dim_name[d]);
@@ -335,7 +343,7 @@ static int add_group(import_comms *c, const char *g, const json_t *desc) {
         return -1;
     m.ranks = ranks;
     const json_t *dims = json_object_get(desc, "mesh_dims"), *part = json_object_get(desc, "partition");
-    if (dims ? mesh_comm(c, g, dims, &m) : part ? partition_comm(c, g, part, &m) : 0)
+    if (dims ? mesh_comm(c, g, desc, &m) : part ? partition_comm(c, g, part, &m) : 0)
         return -1;
     int at = -1;
     for (size_t k = 0; k < c->comms.n && at < 0; k++)

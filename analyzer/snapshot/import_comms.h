@@ -10,7 +10,8 @@
  * Each group is the captured rank's group of a process group a collective ran on, its world
  * ranks in the group's order. It becomes, by the first that applies:
  * - `{mesh_dim: tp}` (a list for several dimensions: a flattened sub-mesh), named after its
- *   dimensions, with `mesh: {dp: 4, tp: 2}` written once;
+ *   dimension (a flattened one by its `name`, the program's, else its dimensions' joined by
+ *   '_'), with `mesh: {dp: 4, tp: 2}` written once;
  * - `{color: "rank / K"}` or `{color: "rank % M"}` (MPI_Comm_split's, key rank) where the
  *   partition its new_group calls made is the world in consecutive blocks of K, or in M strided
  *   groups, each in rank order; named rank_div_K, rank_mod_M;

@@ -11,7 +11,7 @@ sees are the ones every rank makes, its own group among them).
 A group is described by the first of:
 - `mesh_dims`: the dimensions of the program's mesh whose ranks it is (the ranks of rank R's
   coordinate that differ only in those dimensions, row-major); a flattened sub-mesh names
-  several. Only a mesh whose ranks are 0..world-1 row-major (init_device_mesh's) is one the
+  several, and `name` is the program's name for it (DeviceMesh._flatten's). Only a mesh whose ranks are 0..world-1 row-major (init_device_mesh's) is one the
   schedule's `mesh:` can say; the first mesh that explains a group is the schedule's;
 - `partition`: the groups of the new_group calls around the group's own that together hold every
   rank of the world exactly once (the importer tells whether a color expression makes them);
@@ -72,10 +72,11 @@ def _dim_names(names, n):
     return out
 
 
-def describe(groups, meshes, calls, world, rank):
+def describe(groups, meshes, calls, world, rank, mesh_names=None):
     """memlife_capture's `mesh` and `groups` (absent where every collective ran on the world):
     groups maps a process group's name to its ranks, meshes holds (dim names, shape, ranks) of
-    each root mesh the program made, calls the ranks of each new_group call."""
+    each root mesh the program made, calls the ranks of each new_group call, mesh_names the
+    program's name of a flattened sub-mesh's group (its `name`)."""
     out = {}
     usable = [(names, list(shape)) for names, shape, mranks in meshes
               if len(shape) and mranks == list(range(world))]
@@ -90,6 +91,9 @@ def describe(groups, meshes, calls, world, rank):
                 chosen = m
                 names = _dim_names(m[0], len(m[1]))
                 d["mesh_dims"] = [names[i] for i in dims]
+                flat = (mesh_names or {}).get(name)
+                if len(dims) > 1 and flat and _dim_names([flat], 1) == [flat]:
+                    d["name"] = flat
                 break
         else:
             part = partition_of(calls, ranks, world)

@@ -86,6 +86,7 @@ class Recorder(TorchDispatchMode):
         self.groups = {}              # process group name -> its world ranks, in first use order
         self.meshes = []              # (dim names, shape, ranks) of each root DeviceMesh made
         self.group_calls = []         # the ranks of each new_group / split_group call, in order
+        self.mesh_names = {}          # a 1-D slice's or flattening's group -> its dimension name
         self.owners = {}              # Storage.sid -> name from the program's objects
         self.program = None           # the training step, whose objects name storages
         self.closed = False           # past the recorded steps: deaths are the teardown's
@@ -268,7 +269,15 @@ class Recorder(TorchDispatchMode):
 
     def _made_mesh(self, mesh):
         if getattr(mesh, "_root_mesh", None) is not None:
-            return   # a slice or a flattening of a root mesh: its groups are the root's dims
+            # a slice or a flattening of a root mesh: its group is of the root's dimensions,
+            # and a flattening's name ("dp" for dp_out x dp_in) is the program's for it
+            names = mesh.mesh_dim_names or ()
+            if len(names) == 1:
+                try:
+                    self.mesh_names.setdefault(mesh.get_group(0).group_name, names[0])
+                except Exception:
+                    pass
+            return
         try:
             ranks = [int(r) for r in mesh.mesh.flatten().tolist()]
         except Exception:

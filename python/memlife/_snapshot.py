@@ -202,7 +202,7 @@ def build(rec, snap, about):
     else:
         out = _merge_cuda(rec, snap, names)
     out["memlife_capture"] = dict(about, **_groups.describe(
-        rec.groups, rec.meshes, rec.group_calls, about["world"], about["rank"]))
+        rec.groups, rec.meshes, rec.group_calls, about["world"], about["rank"], rec.mesh_names))
     return out
 
 

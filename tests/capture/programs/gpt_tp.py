@@ -7,8 +7,10 @@ dp = world / TP, ranks row-major (tp innermost). MODE picks the parallelism:
 - fsdp_tp: tensor parallel on tp (Megatron's: q, k, v and fc1 column-wise, the output
   projection and fc2 row-wise, each block's heads split over tp; SP=1, the default, adds
   sequence parallelism), then FSDP2 on dp (bf16 compute, fp32 shards, Adam);
-- hsdp: FSDP2 on the whole 2-D mesh as HSDP (replicate over dp, shard over tp): parameters
-  sharded over the TP ranks of a replica, gradients all-reduced between replicas.
+- fsdp_tp_3d: the same on a 3-D mesh (dp_out, dp_in, tp) = (2, world / (2 TP), TP), FSDP2 on
+  the flattening of dp_out and dp_in (one group of world / TP ranks, as fsdp_tp's dp);
+- hsdp: FSDP2 on the whole 2-D mesh as HSDP, its dimensions named (replicate, shard) then:
+  parameters sharded over the TP ranks of a replica, gradients all-reduced between replicas.
 
 build(...) returns one training step (forward, backward, optimizer step)."""
 import torch
@@ -93,30 +95,34 @@ def build(MODE="fsdp_tp", TP=2, SP=1, MBS=2, S=64, D=64, L=2, H=4):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     world = dist.get_world_size()
-    if world % TP:
-        raise ValueError(f"TP={TP} does not divide the world {world}")
-    mesh = init_device_mesh("cuda", (world // TP, TP), mesh_dim_names=("dp", "tp"))
+    if world % TP or (MODE == "fsdp_tp_3d" and world % (2 * TP)):
+        raise ValueError(f"TP={TP} (twice it for fsdp_tp_3d) does not divide the world {world}")
+    if MODE == "fsdp_tp_3d":
+        mesh = init_device_mesh("cuda", (2, world // (2 * TP), TP),
+                                mesh_dim_names=("dp_out", "dp_in", "tp"))
+        dp_mesh = mesh["dp_out", "dp_in"]._flatten("dp")
+    else:
+        names = ("replicate", "shard") if MODE == "hsdp" else ("dp", "tp")
+        mesh = init_device_mesh("cuda", (world // TP, TP), mesh_dim_names=names)
+        dp_mesh = mesh["dp"] if MODE == "fsdp_tp" else mesh
     dev = torch.device("cuda", torch.cuda.current_device())
     torch.manual_seed(0)
     with torch.device(dev):
         model = GPT(D, L, H)
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    if MODE == "fsdp_tp":
+    tp = MODE in ("fsdp_tp", "fsdp_tp_3d")
+    if tp:
         from torch.distributed.tensor.parallel import SequenceParallel, parallelize_module
         for layer in model.layers:
             parallelize_module(layer, mesh["tp"], tp_plan(SP))
         if SP:
             parallelize_module(model.norm, mesh["tp"], SequenceParallel())
-        for layer in model.layers:
-            fully_shard(layer, mesh=mesh["dp"], mp_policy=mp)
-        fully_shard(model, mesh=mesh["dp"], mp_policy=mp)
-    elif MODE == "hsdp":
-        for layer in model.layers:
-            fully_shard(layer, mesh=mesh, mp_policy=mp)
-        fully_shard(model, mesh=mesh, mp_policy=mp)
-    else:
-        raise ValueError(f"MODE is fsdp_tp or hsdp, not {MODE!r}")
+    elif MODE != "hsdp":
+        raise ValueError(f"MODE is fsdp_tp, fsdp_tp_3d or hsdp, not {MODE!r}")
+    for layer in model.layers:
+        fully_shard(layer, mesh=dp_mesh, mp_policy=mp)
+    fully_shard(model, mesh=dp_mesh, mp_policy=mp)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
     # under sequence parallelism each tp rank holds S / TP of the sequence
-    seq = S // TP if MODE == "fsdp_tp" and SP else S
+    seq = S // TP if tp and SP else S
     return training_step(model, opt, torch.randn(MBS, seq, D, device=dev, dtype=torch.bfloat16))
