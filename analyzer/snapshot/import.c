@@ -195,6 +195,7 @@ typedef struct {
     ml_coll coll;       /* a row of runtime/ir/coll.h's table */
     const char *op;     /* reduction, or NULL */
     int comm;           /* import_comms' communicator; 0: the world */
+    int64_t root;       /* a rooted collective's root, its rank within the group */
     uint32_t buf[2];    /* send, recv */
     int64_t offset[2], bytes[2];
 } capture_coll;
@@ -1159,6 +1160,9 @@ static int capture_step(importer *im, const json_t *st, size_t i, int dev, const
         return fail(im, "%s: a %s on process group '%.40s', which memlife_capture's groups do "
                     "not describe", where, kind, group);
     capture_coll c = {.coll = (ml_coll)k, .comm = comm};
+    /* a recording without roots had PyTorch's default, 0 */
+    if (ml_colls[k].has_root && get_u(im, st, "root", where, 0, &c.root))
+        return -1;
     if (capture_operand(im, json_object_get(st, "send"), "send", where, live, &c, 0) ||
         capture_operand(im, json_object_get(st, "recv"), "recv", where, live, &c, 1))
         return -1;
@@ -1590,8 +1594,8 @@ static void write_collective(const importer *im, const step *s, size_t index, co
     }
     if (c->op)
         ml_str_printf(out, ", op: %s", c->op);
-    if (ci->has_root)   /* the capture records no root: PyTorch's default, rank 0 */
-        ml_str_printf(out, ", root: 0");
+    if (ci->has_root)
+        ml_str_printf(out, ", root: %" PRId64, c->root);
     if (c->comm)
         ml_str_printf(out, ", comm: %s", import_comms_name(im->comms, c->comm));
     if (s->stream)

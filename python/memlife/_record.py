@@ -47,6 +47,10 @@ COLLECTIVES = {
     fc.all_to_all_single.default: ("all_to_all", lambda a, r: (a[0], r)),
 }
 
+# The root of a rooted collective, its rank within the group (c10d's root_rank, the functional
+# broadcast's src, which torch.distributed.broadcast turns into the group's rank).
+ROOTS = {c10d.broadcast_.default: lambda a: a[2], fc.broadcast.default: lambda a: a[1]}
+
 # The ops that run cuBLAS, whose first call on a thread and stream makes PyTorch allocate that
 # handle's workspace (_virtual_cuda.cublas_workspace_bytes).
 MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.ops.aten.baddbmm,
@@ -330,6 +334,7 @@ class Recorder(TorchDispatchMode):
                 op = REDUCE_OPS[a.upper()]
         step = {"collective": kind, "send": (send, _view(send_t)), "recv": (recv, _view(recv_t)),
                 "group": group, "group_size": size, "stream": self.stream_of(), "op": op,
+                "root": ROOTS[func](args) if func in ROOTS else None,
                 "dtype": str(send_t.dtype).replace("torch.", "")}
         self.events.append(("step", step))
 

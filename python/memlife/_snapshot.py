@@ -164,6 +164,8 @@ def _step_entry(step, addr_of):
         return {"action": "memlife_step", "step": step}
     out = {"collective": step["collective"], "group": step["group"], "op": step["op"],
            "stream": step["stream"]}
+    if step.get("root") is not None:
+        out["root"] = int(step["root"])
     for side in ("send", "recv"):
         rec, (off, count, esize) = step[side]
         if rec is None or addr_of(rec) is None:

@@ -142,7 +142,7 @@ fi
 # tests/capture/programs/groups.py at world 8, K 2, D 64: the gradient is 64 x 64 fp32 = 16384 B,
 # reduce-scattered over the block of rank / 2 into 8192 B, all-reduced over the ranks of one
 # rank % 2, all-gathered back in place at the rank's slot in its block (rank % 2), and a 4-byte
-# flag broadcast over ranks {0, 7}, which only they issue.
+# flag broadcast over ranks {0, 7}, which only they issue, from rank 7: root 1 in that group.
 if captured groups "$TMP/g0.yaml" "$G" --world 8 --raw "$TMP/g0.json"; then
     same "groups: new_group partitions as colors, a lone group as rank 0's rank list" \
         "$(header "$TMP/g0.yaml"; "$py" tests/capture/colls.py "$TMP/g0.yaml")" \
@@ -156,6 +156,9 @@ all_gather rank_div_2 8192 16384 \"model.weight/grad_2[(rank % 2)*8192 : 8192]\"
 broadcast group1 4 4 flag when: \"rank == 0 || rank == 7\""
     if grep -q "^# Communicator group1 is rank 0's group" "$TMP/g0.yaml"; then ok "capture comms groups: the header says the rank list is rank 0's view"
     else not_ok "capture comms groups: the header says the rank list is rank 0's view" "$(head -8 "$TMP/g0.yaml")"; fi
+    got=$(grep -c -- '- broadcast: {buf: flag, root: 1, comm: group1}$' "$TMP/g0.yaml")
+    if [ "$got" = 2 ]; then ok "capture comms groups: the broadcast's root is rank 7's rank in its group, 1 (warm-up and step)"
+    else not_ok "capture comms groups: the broadcast's root" "$got lines of root 1, want 2: $(grep broadcast "$TMP/g0.yaml")"; fi
 fi
 # Rank 3 is in neither end: the same steps without the broadcast (its all-gather was recorded at
 # its block slot 1, 8192 B in: the same view).

@@ -10,7 +10,8 @@ every group in the same order (torch requires it):
 A D x D fp32 linear layer (no bias) and Adam; the step reduce-scatters the gradient (D*D*4 B)
 over the block into this rank's shard (D*D*4 / K B), all-reduces the shard over the strided
 group, all-gathers it back in place into the gradient (the shard is the gradient's slot of this
-rank within its block), and broadcasts a 4-byte flag from rank 0 over `ends`."""
+rank within its block), and broadcasts a 4-byte flag from rank world - 1 over `ends` (its rank
+1 there)."""
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -48,7 +49,7 @@ def build(K=2, D=64, MBS=2):
         shard.copy_(part)
         all_gather(grad, shard, group=block)
         if rank in (0, world - 1):
-            dist.broadcast(flag, src=0, group=ends)
+            dist.broadcast(flag, src=world - 1, group=ends)
         opt.step()
         opt.zero_grad(set_to_none=True)
 
