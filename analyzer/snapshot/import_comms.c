@@ -12,7 +12,6 @@
 #include <string.h>
 
 #define IC_NAME 64    /* a communicator's or a mesh dimension's name, with its NUL */
-#define IC_EXPR 320   /* the local rank's expression: a term of ~30 characters a dimension */
 
 typedef enum { IC_MESH, IC_COLOR, IC_RANKS } ic_kind;
 
@@ -24,7 +23,7 @@ typedef struct {
     const int64_t *ranks;     /* the captured rank's group, in the group's order */
     size_t n_ranks;
     int64_t local;            /* the captured rank's index in ranks */
-    char expr[IC_EXPR];       /* local as an expression of rank; "" for IC_RANKS */
+    const char *expr;         /* local as an expression of rank; NULL for IC_RANKS */
     const char *members;      /* IC_RANKS: the condition that a rank is in the group */
 } ic_comm;
 
@@ -54,6 +53,19 @@ static int fail(import_comms *c, const char *fmt, ...) {
     vsnprintf(c->err + n, c->errlen > (size_t)n ? c->errlen - (size_t)n : 0, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+static const char *arena_text(import_comms *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static const char *arena_text(import_comms *c, const char *fmt, ...) {
+    ml_str t = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    ml_str_vprintf(&t, fmt, ap);
+    va_end(ap);
+    const char *out = ml_arena_strndup(c->a, t.s, t.n);
+    ml_str_free(&t);
+    return out;
 }
 
 /* A schedule name a mesh dimension may have: a letter, then letters, digits, '_', '-', '.'. */
@@ -177,45 +189,44 @@ static int mesh_comm(import_comms *c, const char *g, const json_t *desc, ic_comm
         return fail(c, "groups['%.40s']: its ranks are not those of rank %" PRId64 "'s sub-mesh "
                     "over its mesh_dims, in row-major order", g, c->rank);
     m->kind = IC_MESH;
-    size_t at = 0, nat = 0;
-    int64_t mult = 1;
-    char terms[SCHED_MAX_MESH_DIMS][64];
-    size_t nt = 0;
-    for (size_t d = c->n_dims; d-- > 0;) {
+    /* the index in the sub-mesh, outermost dimension first: "(rank / 4) * 2 + rank / 2 % 2"
+     * (the outermost dimension's coordinate needs no modulo; a dimension of 1 adds nothing) */
+    ml_str e = {0};
+    int64_t mult = size;
+    for (size_t d = 0; d < c->n_dims; d++) {
         if (!(m->dims >> d & 1u))
             continue;
-        if (c->dim_size[d] > 1) {
-            char coord[48];
-            if (c->stride[d] == 1)
-                snprintf(coord, sizeof coord, "rank");
-            else
-                snprintf(coord, sizeof coord, "rank / %" PRId64, c->stride[d]);
-            if (d > 0)   /* the outermost dimension's coordinate needs no modulo */
-                snprintf(coord + strlen(coord), sizeof coord - strlen(coord), " %% %" PRId64,
-                         c->dim_size[d]);
-            if (mult == 1)
-                snprintf(terms[nt++], 64, "%s", coord);
-            else
-                snprintf(terms[nt++], 64, "(%s) * %" PRId64, coord, mult);
-        }
-        mult *= c->dim_size[d];
+        mult /= c->dim_size[d];
+        if (c->dim_size[d] == 1)
+            continue;
+        ml_str_printf(&e, "%s%s", e.n ? " + " : "", mult > 1 ? "(" : "");
+        if (c->stride[d] == 1)
+            ml_str_printf(&e, "rank");
+        else
+            ml_str_printf(&e, "rank / %" PRId64, c->stride[d]);
+        if (d > 0)
+            ml_str_printf(&e, " %% %" PRId64, c->dim_size[d]);
+        if (mult > 1)
+            ml_str_printf(&e, ") * %" PRId64, mult);
     }
-    for (size_t k = nt; k-- > 0;)   /* outermost first, as they read */
-        at += (size_t)snprintf(m->expr + at, at < IC_EXPR ? IC_EXPR - at : 0, "%s%s",
-                               k + 1 == nt ? "" : " + ", terms[k]);
-    if (!nt)
-        snprintf(m->expr, IC_EXPR, "0");
+    m->expr = e.n ? ml_arena_strndup(c->a, e.s, e.n) : "0";
+    ml_str_free(&e);
     /* the program's name for a flattened sub-mesh (DeviceMesh._flatten("dp")), else its
-     * dimensions' names joined */
+     * dimensions' names joined by '_' (where that is too long, its dimensions' bits) */
     const char *given = json_string_value(json_object_get(desc, "name"));
     if (given && !good_name(given))
         return fail(c, "groups['%.40s']: name '%.40s' is no schedule name", g, given);
-    if (given)
-        snprintf(m->name, IC_NAME, "%s", given);
+    ml_str name = {0};
     for (size_t d = 0; d < c->n_dims && !given; d++)
         if (m->dims >> d & 1u)
-            nat += (size_t)snprintf(m->name + nat, nat < IC_NAME ? IC_NAME - nat : 0, "%s%s",
-                                    nat ? "_" : "", c->dim_name[d]);
+            ml_str_printf(&name, "%s%s", name.n ? "_" : "", c->dim_name[d]);
+    if (given)
+        snprintf(m->name, IC_NAME, "%s", given);
+    else if (name.n < IC_NAME - 8)
+        snprintf(m->name, IC_NAME, "%s", name.s);
+    else
+        snprintf(m->name, IC_NAME, "mesh_dims_%x", m->dims);
+    ml_str_free(&name);
     return 0;
 }
 
@@ -295,11 +306,11 @@ static int partition_comm(import_comms *c, const char *g, const json_t *part, ic
     if (blocks) {
         m->div = k0;
         snprintf(m->name, IC_NAME, "rank_div_%" PRId64, k0);
-        snprintf(m->expr, IC_EXPR, "rank %% %" PRId64, k0);
+        m->expr = arena_text(c, "rank %% %" PRId64, k0);
     } else {
         m->mod = (int64_t)n;
         snprintf(m->name, IC_NAME, "rank_mod_%zu", n);
-        snprintf(m->expr, IC_EXPR, "rank / %zu", n);
+        m->expr = arena_text(c, "rank / %zu", n);
     }
     return 0;
 }
