@@ -90,6 +90,8 @@ int ml_analyze_quietly(const ml_args *a, const char *command, const pipeline_opt
                        ml_analysis *out, bool quiet) {
     pipeline_input in = ml_args_pipeline(a, o);
     int rc = ml_analysis_run(&in, command, out);
+    for (size_t k = 0; k < out->rep.n; k++)   /* --gpu: the communicator view's kind */
+        out->report_items[k].gpu = a->gpu;
     if (!quiet)
         ml_diags_print(&out->res.diags, stderr);
     return rc;

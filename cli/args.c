@@ -6,6 +6,7 @@
 #include "base/human.h"
 #include "cmd.h"
 #include "help.h"
+#include "predict/commmodel.h"
 #include "predict/view_model.h"
 #include "suggest.h"
 #include "base/input.h"
@@ -191,6 +192,9 @@ size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_e
          "the torch view's memory limit (units allowed: 80GiB)"},
         {"--torch-capacity", NULL, OPT_STRING, &a->torch_capacity_text, 0, 0, NULL, "BYTES",
          "the device memory cudaMalloc can give the torch view's allocator (no garbage collection)"},
+        {"--gpu", NULL, OPT_STRING, &a->gpu_name, 0, 0, commmodel_gpu_names, "KIND",
+         "the GPU kind of the communicator view (NCCL's memory): h100-80gb, h200 (default) "
+         "or an A100, which the view declines as not measured"},
         {"--help", "-h", OPT_FLAG, &a->help, 0, 0, NULL, NULL, "this text"},
     };
     _Static_assert(ML_ARRAY_LEN(common) + ML_BACKEND_OPT_ROWS <= ML_ARGS_MAX_FIXED,
@@ -201,6 +205,11 @@ size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_e
             rows[n++] = extra[k];
     n += ml_backend_opt_rows(&a->backend, ml_command_flags(cmd), rows + n);
     for (size_t k = 0; k < ML_ARRAY_LEN(common); k++) {
+        bool own = false;   /* a command's own option of the name replaces it (capture's --gpu) */
+        for (size_t j = 0; j < n_extra; j++)
+            own |= extra[j].dest && !strcmp(extra[j].name, common[k].name);
+        if (own)
+            continue;
         rows[n] = common[k];
         for (size_t j = 0; j < n_extra; j++)
             if (!extra[j].dest && !strcmp(extra[j].name, common[k].name))
@@ -241,6 +250,15 @@ static int option_error(const char *cmd, int c, const ml_opt *rows, size_t n, co
 }
 
 /* `--dtype T`: one of the dtype table's names. */
+static int check_gpu(const char *cmd, const char *v, int *out) {
+    int k = commmodel_gpu_find(v);
+    if (k < 0)
+        return ml_usage_error(cmd, "unknown GPU kind '%s' in --gpu: expected one of h100-80gb, "
+                              "h200, a100-80gb, a100-40gb", v);
+    *out = k + 1;
+    return 0;
+}
+
 static int check_dtype(const char *cmd, const char *v, int *out) {
     int k = ml_dtype_lookup(v, strlen(v));
     if (k < 0)
@@ -321,6 +339,10 @@ int ml_args_parse(ml_args *a, const char *cmd, int argc, char **argv, const ml_o
             break;
         }
         if (o->dest == &a->dtype_name && check_dtype(cmd, a->dtype_name, &a->dtype)) {
+            rc = ML_EXIT_INPUT;
+            break;
+        }
+        if (o->dest == &a->gpu_name && check_gpu(cmd, a->gpu_name, &a->gpu)) {
             rc = ML_EXIT_INPUT;
             break;
         }

@@ -77,6 +77,9 @@ typedef struct {
     bool bytes;               /* --bytes: sizes in text as exact bytes */
     int color;                /* --color auto|always|never (ml_color_mode) */
     int max_errors;           /* --max-errors N: errors printed per file (0: all) */
+    const char *gpu_name;     /* --gpu KIND as given, checked into gpu */
+    int gpu;                  /* the communicator view's GPU kind: commmodel_gpus index + 1;
+                                 0: its default */
 } ml_args;
 
 /* Parses argv[1..argc) (argv[0] is the command name). extra: the command's own options, or
@@ -102,7 +105,7 @@ sched_params ml_args_params(const ml_args *a);
 /* The rows a command parses, in usage order: its own (extra, documentation rows included), the
  * backend's, then the common ones; a common row that extra re-describes carries extra's help.
  * rows holds at least n_extra + ML_ARGS_MAX_FIXED. Returns how many. */
-#define ML_ARGS_MAX_FIXED 21
+#define ML_ARGS_MAX_FIXED 22
 size_t ml_args_rows(ml_args *a, const char *cmd, const ml_opt *extra, size_t n_extra,
                     ml_opt *rows);
 

@@ -70,7 +70,8 @@ int ml_backend_opts_check(const char *cmd, const ml_backend_opts *b, bool need_b
             return ML_EXIT_RUNTIME;
         }
     }
-    if (b->gpus && strcmp(b->backend, "cuda") != 0)
+    const rt_backend_ops *named = *be ? *be : rt_backend_find(b->backend);
+    if (b->gpus && !(named && named->several_gpus))
         return ml_usage_error(cmd, "--gpus is for the cuda backend");
     return 0;
 }

@@ -13,6 +13,7 @@
 #include "cmd.h"
 #include "analysis.h"
 #include "report/fit_report.h"
+#include "predict/commmodel.h"
 #include "base/human.h"
 
 #include <inttypes.h>
@@ -47,6 +48,9 @@ typedef struct {
     bool ok;              /* loaded and predicted */
     bool fits;
     uint64_t peak;        /* the largest peak over ranks (and plans), in the view */
+    uint64_t retries;     /* the torch view: the most allocator retries of a rank */
+    bool model_failed;    /* --gpu: the communicators' model has no answer (said on stderr) */
+    bool oom;             /* !ok because the torch view ran out of memory under the limit */
     int rank, world;      /* the rank that has it */
     int n_plans;          /* the plans predicted */
     char plan[128];       /* the plan that has it ("" without plans) */
@@ -60,7 +64,39 @@ typedef struct {
     uint64_t budget, reserve, context;
     bool reserve_set;
     bool let_is_size;     /* the file writes the let with a unit: its value prints as a size */
+    sched *s;             /* the file, loaded once: every probe only sets the let again */
+    int gpu;              /* --gpu KIND: commmodel_gpus' index; -1: not given */
+    bool reserve_known;   /* with --gpu: the communicators' model has given the reserve */
 } fit_ctx;
+
+/* With --gpu and no --reserve: the NCCL communicators' memory of the rank that has the most
+ * (analyzer/predict/commmodel.h: every communicator the rank is in, their first uses, the
+ * kind's per-process share), from an analysis of the file. The collectives and communicators do
+ * not change with the let, so once. -1 with the model's reason where it has none. */
+static int model_reserve(fit_ctx *c, const ml_analysis *an) {
+    uint64_t most = 0;
+    for (size_t k = 0; k < an->res.items.n; k++) {
+        const pipeline_item *it = &ML_VEC_AT(&an->res.items, pipeline_item, k);
+        int ranks = it->plans[0].comms ? it->world : 1;   /* world only: every rank alike */
+        for (int r = 0; r < ranks; r++) {
+            commmodel_out m;
+            const char *why = NULL;
+            int rc = commmodel_for_plan(&it->plans[r], c->gpu, &m, &why);
+            uint64_t total = m.total;
+            commmodel_out_free(&m);
+            if (rc != 0) {
+                ml_report(ML_DIAG_ERROR, NULL, "--gpu %s: no communicator model here: %s (give "
+                          "--reserve)", commmodel_gpu_names[c->gpu], why ? why : "?");
+                return -1;
+            }
+            if (total > most)
+                most = total;
+        }
+    }
+    c->reserve = most;
+    c->reserve_known = true;
+    return 0;
+}
 
 /* BYTES: a constant expression with units. */
 static int parse_bytes(const char *opt, const char *text, uint64_t *out) {
@@ -85,7 +121,32 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
     pipeline_opts o;
     pipeline_opts_default(&o);
     ml_analysis an;
-    int rc = ml_analyze_quietly(c->a, "fit", &o, &an, !loud);
+    pipeline_input in = ml_args_pipeline(c->a, &o);
+    const sched *loaded[1] = {c->s};
+    in.loaded = loaded;
+    if (c->gpu >= 0 && !c->reserve_set && !c->reserve_known) {
+        /* the reserve first (the torch view's limit needs it): an analysis without a limit */
+        int first = ml_analysis_run(&in, "fit", &an);
+        int mr = first == ML_EXIT_OK ? model_reserve(c, &an) : 0;
+        ml_analysis_free(&an);
+        if (mr != 0) {
+            c->a->set.n--;
+            snprintf(out->why, sizeof out->why, "no communicator model for --gpu");
+            out->model_failed = true;
+            return;
+        }
+    }
+    if (c->view == VIEW_TORCH_RESERVED) {
+        /* PyTorch's allocator under set_per_process_memory_fraction: what the budget leaves
+         * after the communicator and the context is its limit, so a value that needs more
+         * frees the cache and retries (counted), or runs out of memory (does not fit). */
+        uint64_t other = c->reserve + c->context;
+        in.has_torch_limit = true;
+        in.torch_limit = c->budget > other ? c->budget - other : 1;
+    }
+    int rc = ml_analysis_run(&in, "fit", &an);
+    if (loud)
+        ml_diags_print(&an.res.diags, stderr);
     c->a->set.n--;
     if (rc != ML_EXIT_OK) {
         const ml_diag *g = ml_diags_first_error(&an.res.diags);
@@ -93,6 +154,9 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
             ml_diag_format(g, out->why, sizeof out->why);
         else
             snprintf(out->why, sizeof out->why, "the analysis failed");
+        /* the torch view's out-of-memory (view_torch.c's message): the value does not fit,
+         * which the file's own value may do too without being bad input */
+        out->oom = g && strstr(out->why, "would run out of memory") != NULL;
         ml_analysis_free(&an);
         return;
     }
@@ -100,16 +164,17 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
     out->n_plans = (int)an.res.items.n;
     for (size_t k = 0; k < an.res.items.n; k++) {
         const pipeline_item *it = &ML_VEC_AT(&an.res.items, pipeline_item, k);
-        for (int r = 0; r < it->world; r++)
+        for (int r = 0; r < it->world; r++) {
             if (it->pred[r].peak[c->view] > out->peak || (k == 0 && r == 0)) {
                 out->peak = it->pred[r].peak[c->view];
                 out->rank = r;
                 snprintf(out->plan, sizeof out->plan, "%s", it->s->plans[it->plan_index].name);
             }
+            if (it->pred[r].torch && it->pred[r].torch->alloc_retries > out->retries)
+                out->retries = it->pred[r].torch->alloc_retries;
+        }
         out->world = it->world;
     }
-    if (!c->reserve_set)
-        c->reserve = out->world >= 2 ? COMM_RESERVE_WORLD : COMM_RESERVE_ALONE;
     out->fits = out->peak <= c->budget && c->budget - out->peak >= c->reserve + c->context;
     ml_analysis_free(&an);
 }
@@ -123,6 +188,7 @@ static int start_value(fit_ctx *c, int64_t *out) {
     sched_load_limits lim = sched_load_with(&p);
     sched *s = sched_load_file(path, &lim, &d);
     int rc = -1;
+    c->s = s;
     if (s) {
         int let = -1;
         for (uint32_t k = 0; k < s->n_lets; k++)
@@ -135,13 +201,19 @@ static int start_value(fit_ctx *c, int64_t *out) {
         else if (world > 0 && sched_eval_lets(s, &p, world, 0, slots, &d) == 0) {
             *out = slots[EXPR_SLOT_FIRST_LET + let] < 1 ? 1 : slots[EXPR_SLOT_FIRST_LET + let];
             c->let_is_size = expr_has_unit(s->lets[let].value);
+            if (!c->reserve_set && c->gpu < 0)
+                c->reserve = world >= 2 ? COMM_RESERVE_WORLD : COMM_RESERVE_ALONE;
+            if (c->view == VIEW_COUNT)   /* the default: the torch view where the file has one */
+                c->view = s->torch.present || p.torch_conf || p.has_torch_limit ||
+                                  p.has_torch_capacity
+                              ? VIEW_TORCH_RESERVED
+                              : VIEW_DEVICE;
             rc = 0;
         }
         free(slots);
     }
     ml_diags_print(&d, stderr);
     ml_diags_free(&d);
-    sched_free(s);
     return rc;
 }
 
@@ -150,7 +222,7 @@ static void bytes_text(uint64_t b, char *buf, size_t len) { ml_human_size(b, buf
 static fit_point point_of(const probe *p, int64_t v) {
     return (fit_point){.value = v, .predicted = p->ok, .fits = p->fits, .peak = p->peak,
                        .rank = p->rank, .plan = p->plan[0] ? p->plan : NULL,
-                       .error = p->ok ? NULL : p->why};
+                       .error = p->ok ? NULL : p->why, .retries = p->retries};
 }
 
 /* The answer in the format asked, onto stdout or atomically into -o FILE (no partial file where
@@ -158,7 +230,8 @@ static fit_point point_of(const probe *p, int64_t v) {
 static int print_answer(const fit_ctx *c, int64_t v, const probe *at, int64_t next_v,
                         const probe *next) {
     fit_answer ans = {.file = ML_VEC_AT(&c->a->files, const char *, 0), .let = c->name,
-                      .view = ml_mem_view_names[c->view], .let_is_size = c->let_is_size,
+                      .view = c->view == VIEW_TORCH_RESERVED ? "torch" : ml_mem_view_names[c->view],
+                      .let_is_size = c->let_is_size,
                       .budget = c->budget, .reserve = c->reserve, .context = c->context,
                       .world = at->world, .n_plans = at->n_plans, .at = point_of(at, v),
                       .next = point_of(next, next_v)};
@@ -169,24 +242,28 @@ int cmd_fit(int argc, char **argv) {
     ml_args a;
     int rc;
     const char *vary = NULL, *budget = NULL, *reserve = NULL, *context = NULL;
-    int view = 0;
-    static const char *const views[] = {"device", "requested", NULL};
+    int view = -1;
+    static const char *const views[] = {"device", "requested", "torch", NULL};
+    static const ml_mem_view view_series[] = {VIEW_DEVICE, VIEW_REQUESTED, VIEW_TORCH_RESERVED};
     const ml_opt extra[] = {
         {"--vary", NULL, OPT_STRING, &vary, 0, 0, NULL, "NAME",
          "the let to vary (an integer; must be a let of the file)"},
         {"--budget", NULL, OPT_STRING, &budget, 0, 0, NULL, "BYTES",
          "memory per device, an expression with units: 80GiB, 141 GB"},
         {"--view", NULL, OPT_CHOICE, &view, 0, 0, views, "V",
-         "device (default: cudaMemGetInfo by the page model) or requested"},
+         "torch (the default for a file with a torch view: memory_reserved, the budget left after "
+         "the reserves being the allocator's limit), device (the default otherwise: "
+         "cudaMemGetInfo by the page model) or requested"},
         {"--reserve", NULL, OPT_STRING, &reserve, 0, 0, NULL, "BYTES",
-         "communicator memory outside both views (default: 862 MiB at world >= 2, 580 MiB at "
-         "world 1, as NCCL 2.28 measured on H200)"},
+         "communicator memory outside the views (default: with --gpu KIND, the communicator "
+         "model's for the rank in the most communicators; else 862 MiB at world >= 2, 580 MiB "
+         "at world 1, as NCCL 2.28 measured on H200)"},
         {"--context", NULL, OPT_STRING, &context, 0, 0, NULL, "BYTES",
-         "CUDA context memory (default: 500 MiB)"},
+         "CUDA context memory (default: with --gpu KIND, its measured context; else 500 MiB)"},
     };
     if (!ml_args_begin(&a, "fit", cmd_fit_usage, argc, argv, extra, ML_ARRAY_LEN(extra), false, &rc))
         return rc;
-    fit_ctx c = {.a = &a, .name = vary, .view = view == 0 ? VIEW_DEVICE : VIEW_REQUESTED,
+    fit_ctx c = {.a = &a, .name = vary, .view = view >= 0 ? view_series[view] : VIEW_COUNT,
                  .context = CONTEXT_RESERVE};
     rc = ML_EXIT_OK;
     if (a.files.n != 1)
@@ -201,18 +278,35 @@ int cmd_fit(int argc, char **argv) {
         rc = ML_EXIT_INPUT;
     if (rc == ML_EXIT_OK && context && parse_bytes("--context", context, &c.context) != 0)
         rc = ML_EXIT_INPUT;
+    if (rc == ML_EXIT_OK && a.has_torch_limit && (view < 0 || view_series[view] == VIEW_TORCH_RESERVED))
+        rc = ml_usage_error("fit", "--torch-limit: with the torch view the budget sets the "
+                                   "allocator's limit (--view device or requested keep it)");
     c.reserve_set = reserve != NULL;
+    c.gpu = a.gpu ? a.gpu - 1 : -1;
+    if (rc == ML_EXIT_OK && c.gpu >= 0 && !context) {
+        if (!commmodel_gpus[c.gpu].measured)
+            rc = ml_usage_error("fit", "--gpu %s: its CUDA context has not been measured; give "
+                                       "--context", commmodel_gpu_names[c.gpu]);
+        else
+            c.context = commmodel_gpus[c.gpu].cuda_context;
+    }
     int64_t v0 = 1;
     if (rc == ML_EXIT_OK && start_value(&c, &v0) != 0)
         rc = ML_EXIT_INPUT;
     if (rc != ML_EXIT_OK) {
+        sched_free(c.s);
         ml_args_free(&a);
         return rc;
     }
     /* The file's own value must load and predict: its errors are input errors, shown. */
     probe p0, lo_p, hi_p;
-    probe_at(&c, v0, true, &p0);
-    if (!p0.ok) {
+    probe_at(&c, v0, c.view != VIEW_TORCH_RESERVED, &p0);
+    if (!p0.ok && p0.oom)
+        ;   /* does not fit at the file's value: the search goes down */
+    else if (!p0.ok || p0.model_failed) {
+        if (c.view == VIEW_TORCH_RESERVED && !p0.model_failed)
+            probe_at(&c, v0, true, &p0);   /* quiet above: say why now */
+        sched_free(c.s);
         ml_args_free(&a);
         return ML_EXIT_INPUT;
     }
@@ -245,9 +339,20 @@ int cmd_fit(int argc, char **argv) {
             char pk[64], b[64];
             bytes_text(hi_p.peak, pk, sizeof pk);
             bytes_text(c.budget, b, sizeof b);
-            ml_report(ML_DIAG_ERROR, NULL, "%s = 1 does not fit in %s: peak %s on rank %d%s%s, "
-                      "plus reserves", c.name, b, pk, hi_p.rank,
-                      hi_p.n_plans > 1 ? " of plan " : "", hi_p.n_plans > 1 ? hi_p.plan : "");
+            char rs[64], cx[64];
+            bytes_text(c.reserve, rs, sizeof rs);
+            bytes_text(c.context, cx, sizeof cx);
+            if (c.budget <= c.reserve + c.context)
+                ml_report(ML_DIAG_ERROR, NULL, "%s = 1 does not fit in %s: the communicators "
+                          "take %s and the CUDA context %s before any tensor", c.name, b, rs, cx);
+            else if (hi_p.oom)   /* under the torch view's limit: where it runs out */
+                ml_report(ML_DIAG_ERROR, NULL, "%s = 1 does not fit in %s: %s", c.name, b,
+                          hi_p.why);
+            else
+                ml_report(ML_DIAG_ERROR, NULL, "%s = 1 does not fit in %s: peak %s on rank %d%s%s, "
+                          "plus reserves", c.name, b, pk, hi_p.rank,
+                          hi_p.n_plans > 1 ? " of plan " : "", hi_p.n_plans > 1 ? hi_p.plan : "");
+            sched_free(c.s);
             ml_args_free(&a);
             return ML_EXIT_EXPECT;
         }
@@ -256,6 +361,7 @@ int cmd_fit(int argc, char **argv) {
         ml_report(ML_DIAG_ERROR, NULL,
                   "%s = %" PRId64 " still fits: the peak does not grow with %s", c.name, hi,
                   c.name);
+        sched_free(c.s);
         ml_args_free(&a);
         return ML_EXIT_INPUT;
     }
@@ -277,10 +383,12 @@ int cmd_fit(int argc, char **argv) {
     probe_at(&c, lo + 1, false, &check_hi);
     if (!check_lo.fits || check_hi.fits) {
         ml_report(ML_DIAG_ERROR, NULL, "the peak is not monotonic in %s near %" PRId64, c.name, lo);
+        sched_free(c.s);
         ml_args_free(&a);
         return ML_EXIT_INPUT;
     }
     rc = print_answer(&c, lo, &check_lo, lo + 1, &check_hi);
+    sched_free(c.s);
     ml_args_free(&a);
     return rc;
 }

@@ -54,7 +54,8 @@ session() {
     local script left
     for script in tests/gpu/seed_lifetimes.sh tests/gpu/contracts.sh tests/gpu/beyond_seed.sh \
                   tests/gpu/async_pool.sh tests/gpu/failures.sh tests/gpu/equiv_cuda.sh \
-                  tests/gpu/optimize_seed.sh tests/gpu/comm_view.sh tests/gpu/torch_backend.sh; do
+                  tests/gpu/optimize_seed.sh tests/gpu/comm_view.sh tests/gpu/comms.sh \
+                  tests/gpu/torch_backend.sh; do
         left=$((BUDGET - (SECONDS - t0)))
         echo "## $script (${left} s of the session budget left)"
         if [ "$left" -lt 20 ]; then

@@ -119,12 +119,17 @@ static void facts_of(const rank_plan *p, equiv_facts *f) {
         case OP_COLL: {
             ml_coll c = op->u.coll.coll;
             const ml_coll_info *ci = &ml_colls[c];
-            uint64_t send = ml_coll_send_count(c, plan_coll_count(op), p->world);
-            uint64_t recv = ml_coll_recv_count(c, plan_coll_count(op), p->world);
+            /* the ring is the rank's group of the collective's communicator (`comm:`); a rank
+             * in none of its groups issues nothing (lint refuses it) */
+            int n = plan_comm_size(p->comms, p->world, op->u.coll.comm, p->rank);
+            if (n == 0)
+                break;
+            uint64_t send = ml_coll_send_count(c, plan_coll_count(op), n);
+            uint64_t recv = ml_coll_recv_count(c, plan_coll_count(op), n);
             /* The full payload: AllReduce/ReduceScatter the send size, AllGather the recv size. */
             double full = (double)(send > recv ? send : recv) * ml_dtypes[op->u.coll.send.dtype].size;
-            int steps = ci->ring_steps(p->world);
-            double bytes = ci->link_bytes(full, p->world);
+            int steps = ci->ring_steps(n);
+            double bytes = ci->link_bytes(full, n);
             f->calls[c]++;
             f->n_calls++;
             ml_coll fam = ml_coll_kernel_family(c);

@@ -8,7 +8,14 @@
  * all_gather, a scale, a copy that moved it). At the end the result buffers are compared segment
  * by segment; the first difference on a rank is classified by the chapter's checklist and named
  * with its step. Values the flow does not model (compute steps, reductions of reductions, data
- * that differs between ranks in other ways) make it undecided rather than wrong. */
+ * that differs between ranks in other ways) make it undecided rather than wrong.
+ *
+ * With communicators (`comm:`) a collective takes the members of one group: its reduction
+ * combines theirs only, its shards are 1/the group's size, its root and source ranks are ranks
+ * within the group. A reduced value remembers the set of ranks it combines (rank_sets), so that
+ * reductions over disjoint groups of the same data (a reduce_scatter on tp, an all_reduce on dp)
+ * combine into one over their union, and a value reduced over a group differs from one reduced
+ * over the world. */
 #include "equiv/equiv.h"
 
 #include <ctype.h>
@@ -22,9 +29,11 @@ typedef struct {
     ml_dtype dtype;
     const sched_init *pattern;     /* INPUT, REDUCED: the init pattern the data starts from */
     ml_redop op;                   /* REDUCED */
+    uint32_t over;                 /* REDUCED: the ranks combined (rank_sets; 0: every rank) */
     int64_t index;                 /* pattern index of the segment's first element */
     int64_t scale, scale_den;      /* product of the scale factors applied: scale/scale_den */
-    int owner;                     /* a reduce_scatter shard not yet gathered: its rank; else -1 */
+    int owner;                     /* a reduce_scatter shard not yet gathered: its rank; else -1;
+                                      OWNER_EACH in a reduction's result: each member's own */
     bool scaled_as_shard;          /* scaled while it was such a shard */
     bool pre_scaled;               /* scaled before the reduction */
     const plan_op *made, *reduced_by, *rs, *ag, *scaled, *moved, *copied, *bad_owner;
@@ -44,8 +53,23 @@ typedef struct {
     const plan_op *alloc;
 } seglist;
 
+/* A reduction (over another communicator) of shards that each member holds as its own leaves
+ * each member its own shard still: the result's owner until it is written to a member. */
+enum { OWNER_EACH = -2 };
+
+/* The sets of ranks reductions combine, interned so that equal sets have one index, shared by
+ * both plans: a value compares its set by index. Set 0 is every rank, the only set where the
+ * world is the only communicator. */
+typedef struct {
+    int world;
+    size_t words;                  /* uint64_t per set */
+    uint64_t *bits;                /* [n * words] */
+    uint32_t n, cap;
+} rank_sets;
+
 typedef struct {
     const series *sr;
+    rank_sets *sets;
     seglist **bufs;                /* [world][n buffers] */
     uint32_t n_bufs;
     size_t *pc;                    /* [world] next op */
@@ -121,7 +145,8 @@ static const char *frac_text(int64_t num, int64_t den, char *buf, size_t len) {
     return buf;
 }
 
-static bool value_same(const aval *a, uint64_t at, const aval *b, uint64_t bt) {
+/* value_same but for the set of ranks a reduction combined. */
+static bool value_same_but_over(const aval *a, uint64_t at, const aval *b, uint64_t bt) {
     if (a->kind != b->kind || a->kind == AV_OPAQUE || a->kind == AV_UNDEF)
         return false;   /* undefined data is never known to be equal */
     if (a->dtype != b->dtype || a->scale != b->scale || a->scale_den != b->scale_den ||
@@ -132,6 +157,81 @@ static bool value_same(const aval *a, uint64_t at, const aval *b, uint64_t bt) {
     return !positional(a) || a->index + (int64_t)at == b->index + (int64_t)bt;
 }
 
+static bool value_same(const aval *a, uint64_t at, const aval *b, uint64_t bt) {
+    return value_same_but_over(a, at, b, bt) && (a->kind != AV_REDUCED || a->over == b->over);
+}
+
+/* ---- Sets of ranks ---------------------------------------------------------------------------*/
+
+static void sets_init(rank_sets *rs, int world) {
+    memset(rs, 0, sizeof *rs);
+    rs->world = world;
+    rs->words = ((size_t)world + 63) / 64;
+}
+
+/* The index of the set `bits` ([words]), added where new; every rank is 0 whatever was added. */
+static uint32_t sets_intern(rank_sets *rs, const uint64_t *bits) {
+    bool all = true;
+    for (int r = 0; r < rs->world && all; r++)
+        all = bits[r / 64] >> (r % 64) & 1u;
+    if (all)
+        return 0;
+    for (uint32_t k = 1; k < rs->n; k++)
+        if (!memcmp(&rs->bits[k * rs->words], bits, rs->words * sizeof *bits))
+            return k;
+    if (rs->n == 0)
+        rs->n = 1;
+    if (rs->n >= rs->cap) {   /* slot 0 unused: every rank is never stored */
+        rs->cap = rs->cap ? 2 * rs->cap : 8;
+        rs->bits = ml_xrealloc(rs->bits, (size_t)rs->cap * rs->words * sizeof *rs->bits);
+    }
+    memcpy(&rs->bits[rs->n * rs->words], bits, rs->words * sizeof *bits);
+    return rs->n++;
+}
+
+/* How many ranks set k holds. */
+static int sets_size(const rank_sets *rs, uint32_t k) {
+    if (k == 0)
+        return rs->world;
+    int n = 0;
+    for (size_t w = 0; w < rs->words; w++)
+        n += __builtin_popcountll(rs->bits[k * rs->words + w]);
+    return n;
+}
+
+/* Adds set k's ranks to bits; false where one is there already (the sets are not disjoint). */
+static bool sets_add(const rank_sets *rs, uint32_t k, uint64_t *bits) {
+    bool disjoint = true;
+    for (size_t w = 0; w < rs->words; w++) {
+        uint64_t add = k == 0 ? (w + 1 < rs->words || rs->world % 64 == 0
+                                     ? ~(uint64_t)0
+                                     : ((uint64_t)1 << (rs->world % 64)) - 1)
+                              : rs->bits[k * rs->words + w];
+        disjoint &= !(bits[w] & add);
+        bits[w] |= add;
+    }
+    return disjoint;
+}
+
+/* "every rank", "ranks 0, 1" (eight, then "..."). */
+static const char *sets_text(const rank_sets *rs, uint32_t k, char *buf, size_t len) {
+    if (k == 0) {
+        snprintf(buf, len, "every rank");
+        return buf;
+    }
+    size_t at = (size_t)snprintf(buf, len, "ranks ");
+    int listed = 0;
+    for (int r = 0; r < rs->world && at < len; r++)
+        if (rs->bits[k * rs->words + (size_t)r / 64] >> (r % 64) & 1u) {
+            if (listed++ == 8) {
+                snprintf(buf + at, len - at, ", ...");
+                break;
+            }
+            at += (size_t)snprintf(buf + at, len - at, "%s%d", listed > 1 ? ", " : "", r);
+        }
+    return buf;
+}
+
 /* Adjacent segments that continue each other (for short lists under repeats). */
 static bool continues(const seg *a, const seg *b) {
     const aval *x = &a->v, *y = &b->v;
@@ -139,7 +239,8 @@ static bool continues(const seg *a, const seg *b) {
         return false;
     /* Field by field: a struct copy leaves its padding undefined, so no memcmp. */
     return a->start + a->n == b->start && x->kind == y->kind && x->dtype == y->dtype &&
-           x->pattern == y->pattern && x->op == y->op && x->scale == y->scale && x->scale_den == y->scale_den &&
+           x->pattern == y->pattern && x->op == y->op && x->over == y->over && x->scale == y->scale &&
+           x->scale_den == y->scale_den &&
            x->owner == y->owner && x->scaled_as_shard == y->scaled_as_shard &&
            x->pre_scaled == y->pre_scaled && x->made == y->made && x->reduced_by == y->reduced_by &&
            x->rs == y->rs && x->ag == y->ag && x->scaled == y->scaled && x->moved == y->moved &&
@@ -358,12 +459,16 @@ static bool advance(side_state *st, int rank) {
 
 /* ---- Collectives over every rank --------------------------------------------------------------*/
 
-/* The reduction over ranks of each rank's pieces (all of n elements). */
-static seg *reduce_over(seg **pieces, const size_t *n_pieces, int world, uint64_t n, ml_redop op,
-                        const plan_op *cop, size_t *n_out) {
+/* The reduction over the group's members (world of them, world ranks members[]) of each
+ * member's pieces (all of n elements). The same input on every member becomes that input
+ * reduced over the members; the same input reduced over disjoint sets of ranks, one on each
+ * member, becomes it reduced over their union (a reduction in stages over a mesh). */
+static seg *reduce_over(rank_sets *rs, const int *members, seg **pieces, const size_t *n_pieces,
+                        int world, uint64_t n, ml_redop op, const plan_op *cop, size_t *n_out) {
     seg *out = NULL;
     size_t k = 0, cap = 0;
     size_t *at = ml_xcalloc((size_t)world, sizeof *at);
+    uint64_t *bits = ml_xcalloc(rs->words ? rs->words : 1, sizeof *bits);
     for (uint64_t pos = 0; pos < n;) {
         uint64_t end = n;
         for (int r = 0; r < world; r++) {
@@ -379,12 +484,33 @@ static seg *reduce_over(seg **pieces, const size_t *n_pieces, int world, uint64_
         bool same = true, undef = v.kind == AV_UNDEF;
         for (int r = 1; r < world; r++) {
             const seg *s = &pieces[r][at[r]];
-            same = same && value_same(&s0->v, pos - s0->start, &s->v, pos - s->start);
+            same = same && value_same_but_over(&s0->v, pos - s0->start, &s->v, pos - s->start);
             undef = undef && s->v.kind == AV_UNDEF;
         }
-        if (v.kind == AV_INPUT && same && !(v.pattern->kind == INIT_IDENTITY && v.pattern->op == op)) {
+        /* the ranks the result combines: the members, or the union of their disjoint sets */
+        bool disjoint = true;
+        memset(bits, 0, rs->words * sizeof *bits);
+        for (int r = 0; r < world && same; r++) {
+            if (v.kind == AV_INPUT)
+                bits[members[r] / 64] |= (uint64_t)1 << (members[r] % 64);
+            else if (v.kind == AV_REDUCED)
+                /* an average of averages is the union's only over sets of one size */
+                disjoint &= sets_add(rs, pieces[r][at[r]].v.over, bits) &&
+                            (op != RED_AVG || sets_size(rs, pieces[r][at[r]].v.over) ==
+                                                  sets_size(rs, v.over));
+        }
+        if (same && v.kind == AV_REDUCED && v.op == op && disjoint && world > 1) {
+            bool own = true;
+            for (int r = 0; r < world; r++)
+                own &= pieces[r][at[r]].v.owner == members[r];
+            v.over = sets_intern(rs, bits);
+            v.owner = own ? OWNER_EACH : -1;
+            v.reduced_by = cop;
+        } else if (v.kind == AV_INPUT && same &&
+                   !(v.pattern->kind == INIT_IDENTITY && v.pattern->op == op)) {
             v.kind = AV_REDUCED;
             v.op = op;
+            v.over = sets_intern(rs, bits);
             v.reduced_by = cop;
         } else if (!(v.kind == AV_INPUT && same)) {
             /* Identities stay identities; anything else (a second reduction, ranks holding
@@ -396,6 +522,7 @@ static seg *reduce_over(seg **pieces, const size_t *n_pieces, int world, uint64_
         pos = end;
     }
     free(at);
+    free(bits);
     *n_out = k;
     return out;
 }
@@ -410,10 +537,11 @@ static bool holds_own_shard(side_state *st, int rank) {
     return false;
 }
 
-/* The first collective that reduces only part of an initialized input buffer. */
-static void note_partial(side_state *st, const plan_op *op, uint64_t send_count) {
+/* The first collective that reduces only part of an initialized input buffer (on rank, its
+ * first member). */
+static void note_partial(side_state *st, int rank, const plan_op *op, uint64_t send_count) {
     const plan_view *sv = &op->u.coll.send;
-    const seglist *l = buf_of(st, 0, sv->buf);
+    const seglist *l = buf_of(st, rank, sv->buf);
     if (st->partial || !l || sv->offset + send_count >= l->count)
         return;
     for (size_t k = 0; k < l->n; k++)
@@ -429,15 +557,17 @@ static void note_partial(side_state *st, const plan_op *op, uint64_t send_count)
 /* An all_gather concatenates what each rank sends by source rank. A rank that sends anything but
  * the shard its reduce_scatter left it (another rank's shard, or unreduced data while it holds its
  * own) breaks the owner-by-communicator-rank condition; the sent data remembers where. */
-static void mark_senders(side_state *st, int world, const plan_op *const *ops, seg **pieces,
-                         const size_t *n_pieces) {
+static void mark_senders(side_state *st, int world, const int *members, const plan_op *const *ops,
+                         seg **pieces, const size_t *n_pieces) {
     for (int s = 0; s < world; s++) {
-        bool own = holds_own_shard(st, s);
+        int rank = members[s];
+        bool own = holds_own_shard(st, rank);
         for (size_t k = 0; k < n_pieces[s]; k++) {
             aval *v = &pieces[s][k].v;
-            if ((v->owner >= 0 && v->owner != s) || (v->owner < 0 && v->kind != AV_REDUCED && own)) {
+            if ((v->owner >= 0 && v->owner != rank) ||
+                (v->owner < 0 && v->kind != AV_REDUCED && own)) {
                 v->bad_owner = ops[s];
-                v->bad_owner_rank = s;
+                v->bad_owner_rank = rank;
             }
             v->owner = -1;
             v->ag = ops[s];
@@ -445,9 +575,11 @@ static void mark_senders(side_state *st, int world, const plan_op *const *ops, s
     }
 }
 
-/* One collective on every rank, as its row in coll.h declares its data flow (ml_coll_flow): no
- * collective is named here. */
-static void collective(side_state *st, int world, const plan_op *const *ops) {
+/* One collective on the members of a group (world of them: members[j] is the world rank of
+ * member j, ops[j] its op; every rank without communicators), as its row in coll.h declares its
+ * data flow (ml_coll_flow): no collective is named here. Shards, roots and sources are members'
+ * indices, NCCL's ranks within the group. */
+static void collective(side_state *st, int world, const int *members, const plan_op *const *ops) {
     const plan_op *op0 = ops[0];
     ml_coll c = op0->u.coll.coll;
     const ml_coll_flow *flow = &ml_colls[c].flow;
@@ -457,21 +589,22 @@ static void collective(side_state *st, int world, const plan_op *const *ops) {
     seg **pieces = ml_xcalloc((size_t)world, sizeof *pieces);
     size_t *n_pieces = ml_xcalloc((size_t)world, sizeof *n_pieces);
     for (int r = 0; r < world; r++) {
-        const seglist *l = buf_of(st, r, ops[r]->u.coll.send.buf);
+        const seglist *l = buf_of(st, members[r], ops[r]->u.coll.send.buf);
         pieces[r] = l ? slice(l, ops[r]->u.coll.send.offset, send_n, &n_pieces[r]) : NULL;
     }
     if (reduces)
-        note_partial(st, op0, send_n);
+        note_partial(st, members[0], op0, send_n);
     if (flow->source == FLOW_GATHER)
-        mark_senders(st, world, ops, pieces, n_pieces);
+        mark_senders(st, world, members, ops, pieces, n_pieces);
     size_t nred = 0;
     seg *red = NULL;
     if (reduces)
-        red = reduce_over(pieces, n_pieces, world, send_n, op0->u.coll.op, op0, &nred);
+        red = reduce_over(st->sets, members, pieces, n_pieces, world, send_n, op0->u.coll.op, op0,
+                          &nred);
     int root = op0->u.coll.root;
     for (int r = 0; r < world; r++) {
         const plan_view *rv = &ops[r]->u.coll.recv;
-        seglist *l = buf_of(st, r, rv->buf);
+        seglist *l = buf_of(st, members[r], rv->buf);
         if (!l || (flow->root_only && r != root))
             continue;
         switch (flow->source) {
@@ -480,13 +613,20 @@ static void collective(side_state *st, int world, const plan_op *const *ops) {
                 size_t n;
                 seg *mine = slice(&(seglist){.s = red, .n = nred}, (uint64_t)r * count, count, &n);
                 for (size_t k = 0; k < n; k++) {
-                    mine[k].v.owner = r;
+                    mine[k].v.owner = members[r];
                     mine[k].v.rs = ops[r];
                 }
                 overwrite(l, rv->offset, count, mine, n);
                 free(mine);
             } else {
-                overwrite(l, rv->offset, count, red, nred);
+                seg *mine = ml_xmalloc((nred ? nred : 1) * sizeof *mine);
+                for (size_t k = 0; k < nred; k++) {
+                    mine[k] = red[k];
+                    if (mine[k].v.owner == OWNER_EACH)
+                        mine[k].v.owner = members[r];
+                }
+                overwrite(l, rv->offset, count, mine, nred);
+                free(mine);
             }
             break;
         case FLOW_GATHER:
@@ -523,30 +663,69 @@ static void collective(side_state *st, int world, const plan_op *const *ops) {
     free(n_pieces);
 }
 
+/* The collective rank r stopped at (advance), or NULL where it ran to its end. */
+static const plan_op *at_op(const side_state *st, int r) {
+    const rank_plan *p = &st->sr->plans[r];
+    return st->pc[r] < p->n_ops ? &p->ops[st->pc[r]] : NULL;
+}
+
+/* Whether the members of r's group of the collective r is at are all at a collective on that
+ * communicator, the same one with the same count: then members[] and ops[] are filled and the
+ * group's size returned, else 0. Without communicators the group is every rank. */
+static int group_ready(const side_state *st, int r, int *members, const plan_op **ops) {
+    const rank_plan *p = &st->sr->plans[r];
+    const plan_op *op = at_op(st, r);
+    uint32_t comm = p->comms ? op->u.coll.comm : 0;
+    int n = plan_comm_size(p->comms, p->world, comm, r);
+    for (int j = 0; j < n; j++) {
+        int m = plan_comm_global(p->comms, comm, r, j);
+        const plan_op *o = at_op(st, m);
+        if (!o || (p->comms && o->u.coll.comm != comm) || o->u.coll.coll != op->u.coll.coll ||
+            plan_coll_count(o) != plan_coll_count(op))
+            return 0;
+        members[j] = m;
+        ops[j] = o;
+    }
+    return n;
+}
+
+/* Runs every rank to its next collective, then the collective of a group whose members are all
+ * at it, until every rank has ended. Groups of different ranks are disjoint, so the order in
+ * which ready groups run does not change the data. Ranks left waiting on each other (or, without
+ * communicators, not all at one collective) stop the flow: lint's cross-rank checks name it. */
 static void run_side(side_state *st) {
     int world = st->sr->world;
     const plan_op **ops = ml_xcalloc((size_t)world, sizeof *ops);
+    int *members = ml_xcalloc((size_t)world, sizeof *members);
+    bool *waiting = ml_xcalloc((size_t)world, sizeof *waiting);
+    for (int r = 0; r < world; r++)
+        waiting[r] = advance(st, r);
     for (;;) {
-        int at_coll = 0;
-        for (int r = 0; r < world; r++)
-            at_coll += advance(st, r);
-        if (at_coll == 0)
+        int ran = 0, left = 0;
+        for (int r = 0; r < world; r++) {
+            if (!waiting[r])
+                continue;
+            left++;
+            int n = group_ready(st, r, members, ops);
+            if (n == 0)
+                continue;
+            collective(st, n, members, ops);
+            for (int j = 0; j < n; j++)
+                st->pc[members[j]]++;
+            for (int j = 0; j < n; j++)
+                waiting[members[j]] = advance(st, members[j]);
+            ran++;
+        }
+        if (left == 0)
             break;
-        for (int r = 0; r < world; r++)
-            ops[r] = st->pc[r] < st->sr->plans[r].n_ops ? &st->sr->plans[r].ops[st->pc[r]] : NULL;
-        bool same = at_coll == world;
-        for (int r = 1; r < world && same; r++)
-            same = ops[r]->u.coll.coll == ops[0]->u.coll.coll &&
-                   plan_coll_count(ops[r]) == plan_coll_count(ops[0]);
-        if (!same) {
-            st->stopped = true;    /* lint's cross-rank check names the divergence */
+        if (ran == 0) {
+            st->stopped = true;
             break;
         }
-        collective(st, world, ops);
-        for (int r = 0; r < world; r++)
-            st->pc[r]++;
     }
     free(ops);
+    free(members);
+    free(waiting);
 }
 
 /* ---- Comparing the results --------------------------------------------------------------------*/
@@ -633,6 +812,15 @@ static void classify(equiv_result *r, const side_state *st, int rank, uint64_t p
     if (a->kind == AV_UNDEF && b->kind == AV_UNDEF) {
         r->flow_uninit = true;
         r->flow_known = false;
+        return;
+    }
+    if (a->kind == AV_REDUCED && b->kind == AV_REDUCED && a->op == b->op && a->over != b->over) {
+        char sa[160], sb[160];
+        where(r, 1, b->reduced_by, y, sizeof y);
+        equiv_add_cause(r, CAUSE_LAYOUT, 1, rank, b->reduced_by,
+                        "element %llu of rank %d's result is reduced over %s in A, over %s in B "
+                        "(%s)", (unsigned long long)pos, rank, sets_text(st[0].sets, a->over, sa, sizeof sa),
+                        sets_text(st[0].sets, b->over, sb, sizeof sb), y);
         return;
     }
     if (a->kind == AV_REDUCED && b->kind == AV_REDUCED && a->op != b->op) {
@@ -817,9 +1005,10 @@ static void compare_rank(equiv_result *r, const side_state *st, int rank) {
         r->flow_equal = false;
 }
 
-static void side_init(side_state *st, const series *s) {
+static void side_init(side_state *st, const series *s, rank_sets *sets) {
     memset(st, 0, sizeof *st);
     st->sr = s;
+    st->sets = sets;
     st->n_bufs = s->s->syms[SYM_BUFFER].n;
     st->bufs = ml_xcalloc((size_t)s->world, sizeof *st->bufs);
     st->pc = ml_xcalloc((size_t)s->world, sizeof *st->pc);
@@ -839,10 +1028,12 @@ static void side_free(side_state *st) {
 
 void equiv_flow(equiv_result *r) {
     side_state st[2];
+    rank_sets sets;
+    sets_init(&sets, r->world);
     r->flow_known = r->sequence_ok[0] && r->sequence_ok[1];
     r->flow_equal = true;
     for (int s = 0; s < 2; s++) {
-        side_init(&st[s], r->side[s]);
+        side_init(&st[s], r->side[s], &sets);
         if (r->flow_known)
             run_side(&st[s]);
         r->flow_known = r->flow_known && !st[s].stopped;
@@ -867,4 +1058,5 @@ void equiv_flow(equiv_result *r) {
     r->flow_equal = r->flow_equal && r->flow_known;
     for (int s = 0; s < 2; s++)
         side_free(&st[s]);
+    free(sets.bits);
 }

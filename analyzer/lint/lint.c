@@ -465,6 +465,8 @@ static inline __attribute__((always_inline)) void coll_op(lint_ctx *x, const pla
      * not in was reported above, and has no group to match */
     if (ml_colls[op->u.coll.coll].p2p || broken == LINT_RULE_MEMBER)
         return;
+    if (x->order)
+        lint_order_push(x->order, op, x->rank);
     if (comms && op->u.coll.comm)
         lint_group_seq_push(x->groups, op, x->rank);
     else
@@ -896,9 +898,12 @@ void lint_rank(lint_ctx *x, const rank_plan *p) {
     if (x->rank == 0)
         lint_coll_seq_reserve(&x->colls[0], p->n_ops);
     if (p->comms) {
-        if (!x->groups)
+        if (!x->groups) {
             x->groups = lint_groups_new(p->comms, x->world);
+            x->order = lint_order_new(p->comms, x->world);
+        }
         lint_groups_begin(x->groups, x->rank);
+        lint_order_begin(x->order);
     }
     lint_race_reset(&x->race);
     x->reduces.n = 0;
@@ -920,8 +925,10 @@ void lint_rank(lint_ctx *x, const rank_plan *p) {
         else
             lint_op(x, p, &p->ops[i]);
     }
-    if (p->comms)
+    if (p->comms) {
         lint_groups_end(x->groups, x->rank);
+        lint_order_end(x->order, x->rank);
+    }
 }
 
 void lint_options_default(lint_options *o) { o->off = 0; }
@@ -985,6 +992,15 @@ size_t lint_walk_end(lint_walk *w, const rank_plan *plans, bool cross, ml_diags 
                   lint_cross_groups(x->groups, x->s, d);
     if (lint_code_on(x->o, "cross_rank"))   /* send/recv pairing is a cross-rank check too */
         errors += lint_p2p(plans, x->world, d);
+    /* the order across communicators, where nothing else explains a hang: with send or recv
+     * lint_p2p's play has judged it */
+    if (x->order && lint_code_on(x->o, "cross_rank") && cross && errors == 0) {
+        bool p2p = false;
+        for (int r = 0; r < x->world && !p2p; r++)
+            p2p = plans[r].has_p2p;
+        if (!p2p)
+            errors += lint_order_check(x->order, x->s, d);
+    }
     lint_walk_free(w);
     return errors;
 }
@@ -999,6 +1015,7 @@ void lint_walk_free(lint_walk *w) {
     }
     free(x->colls);
     lint_groups_free(x->groups);
+    lint_order_free(x->order);
     lint_clocks_free(&x->clocks);
     lint_race_free(&x->race);
     free(x->found);

@@ -12,7 +12,10 @@
  * name; views inside their buffer; collective size contracts (coll.h); same dtype on both sides;
  * reductions valid for the dtype; in-place offsets exactly NCCL's (overlap elsewhere is an error);
  * cross-rank consistency (same collectives in the same order with the same counts, dtypes, ops
- * and roots, else the first diverging step on each rank); lifetime hazards (a free of a buffer
+ * and roots, else the first diverging step on each rank; on a communicator other than the world,
+ * within each of its groups, whose sizes and ranks the contracts read too, and a rank in none of
+ * its groups may not issue one; collectives on several communicators in an order that lets
+ * every group meet); lifetime hazards (a free of a buffer
  * that an unsynchronized op on another stream may still use); races (two accesses of
  * overlapping elements on different streams, one a write, unordered by stream order,
  * record/wait and host syncs: lint_race.c). expect_error steps: the wrapped op

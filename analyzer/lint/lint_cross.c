@@ -112,12 +112,39 @@ size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int w
 
 /* ---- Within a communicator's groups ---------------------------------------------------------- */
 
-/* A group's reference: its least member's collectives on the communicator. */
+/* A group's reference: its least member's collectives on the communicator, each its key and its
+ * step (what the messages read of it: ref_op), 24 bytes instead of a plan_op's 88. */
 typedef struct {
     lint_coll_key *keys;
-    plan_op *ops;             /* copies, for the messages */
+    const sched_step **steps;
     size_t n, cap;
 } group_ref;
+
+/* The reference's i-th collective as an op that describe, diff_mark and plan_op_mark read: its
+ * key's fields, both counts NCCL's count (plan_coll_count reads one of them), its step. */
+static plan_op ref_op(const group_ref *ref, size_t i) {
+    const lint_coll_key *k = &ref->keys[i];
+    plan_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = OP_COLL;
+    op.step = ref->steps[i];
+    op.u.coll.coll = (ml_coll)k->coll;
+    op.u.coll.op = (ml_redop)k->op;
+    op.u.coll.root = k->root;
+    op.u.coll.send.count = op.u.coll.recv.count = k->count;
+    op.u.coll.send.dtype = op.u.coll.recv.dtype = (ml_dtype)k->dtype;
+    return op;
+}
+
+/* op with what its key leaves out zeroed as the key does (a reduction where the collective does
+ * not reduce, a root where it has none), so that diff_mark compares it with a ref_op fairly. */
+static plan_op key_op(const plan_op *op) {
+    plan_op o = *op;
+    lint_coll_key k = lint_coll_key_of(op);
+    o.u.coll.op = (ml_redop)k.op;
+    o.u.coll.root = k.root;
+    return o;
+}
 
 /* A member that diverges from its group's reference: at its collective `op` (has_op), or where
  * it ends (at == its count) before the reference does. */
@@ -183,7 +210,7 @@ void lint_groups_free(lint_groups *g) {
     for (uint32_t k = 1; k < g->n_comms; k++) {
         for (uint32_t j = 0, n = ml_comms_groups(g->c, k); j < n; j++) {
             free(g->refs[k][j].keys);
-            free(g->refs[k][j].ops);
+            free(g->refs[k][j].steps);
         }
         free(g->refs[k]);
         free(g->least[k]);
@@ -223,10 +250,10 @@ void lint_group_seq_push(lint_groups *g, const plan_op *op, int rank) {
         if (ref->n == ref->cap) {
             size_t cap = ref->cap ? 2 * ref->cap : 16;
             ref->keys = ml_xrealloc(ref->keys, cap * sizeof *ref->keys);
-            ref->ops = ml_xrealloc(ref->ops, cap * sizeof *ref->ops);
+            ref->steps = ml_xrealloc(ref->steps, cap * sizeof *ref->steps);
             ref->cap = cap;
         }
-        ref->ops[ref->n] = *op;
+        ref->steps[ref->n] = op->step;
         ref->keys[ref->n++] = key;
     } else if (!q->diff && (q->n >= ref->n || !lint_coll_same_key(&key, &ref->keys[q->n]))) {
         q->diff = true;
@@ -262,7 +289,8 @@ size_t lint_cross_groups(const lint_groups *g, const sched *s, ml_diags *d) {
         char members[160];
         lint_group_text(g->c, f->comm, f->rank, members, sizeof members);
         if (f->has_op && f->at < ref->n) {
-            const plan_op *a = &ref->ops[f->at], *b = &f->op;
+            plan_op ra = ref_op(ref, f->at), rb = key_op(&f->op);
+            const plan_op *a = &ra, *b = &rb;
             char da[96], db[96];
             describe(a, b, da, sizeof da);
             describe(b, a, db, sizeof db);
@@ -272,11 +300,10 @@ size_t lint_cross_groups(const lint_groups *g, const sched *s, ml_diags *d) {
             ml_diag_add(d, ML_DIAG_NOTE, s->file, diff_mark(s, a, b), f->rank, "cross_rank",
                         "rank %d issues %s here", f->ref, da);
         } else if (!f->has_op) {   /* nothing of the rank's to point at: the reference's */
-            const plan_op *a = &ref->ops[f->at];
-            ml_diag_add(d, ML_DIAG_ERROR, s->file, plan_op_mark(a), f->rank, "cross_rank",
+            ml_diag_add(d, ML_DIAG_ERROR, s->file, ref->steps[f->at]->mark, f->rank, "cross_rank",
                         "rank %d ends after %zu collectives on communicator '%s' while rank %d "
                         "issues %s here (their group: %s)", f->rank, f->at, name, f->ref,
-                        ml_colls[a->u.coll.coll].name, members);
+                        ml_colls[ref->keys[f->at].coll].name, members);
         } else {
             ml_diag_add(d, ML_DIAG_ERROR, s->file, plan_op_mark(&f->op), f->rank, "cross_rank",
                         "rank %d ends after %zu collectives on communicator '%s' while rank %d "

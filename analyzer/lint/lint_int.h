@@ -291,9 +291,9 @@ size_t lint_cross_rank(const rank_plan *plans, const lint_coll_seq *colls, int w
  * The collectives with `comm:` C must be issued alike (lint_coll_key) by the members of each
  * group of C; ranks of different groups, and ranks on different communicators, may differ.
  * The reference of a group is its least member, which the walk (ranks 0, 1, ... in order) meets
- * first: its collectives on C are kept, copies of the ops for the messages (the compact path
- * frees a rank's ops after its walk); every other member's are compared with them as the walk
- * pushes them, the first difference kept. The world's collectives stay lint_coll_seq's.
+ * first: its collectives on C are kept, each its key and its step for the messages (the compact
+ * path frees a rank's ops after its walk); every other member's are compared with them as the
+ * walk pushes them, the first difference kept (a copy of the op). The world's collectives stay lint_coll_seq's.
  * Only schedules with communicators (rank_plan.comms) make one. */
 typedef struct lint_groups lint_groups;
 lint_groups *lint_groups_new(const ml_comms *c, int world);
@@ -307,6 +307,21 @@ void lint_group_seq_push(lint_groups *g, const plan_op *op, int rank);
  * a note at the reference's collective. Returns the errors added. */
 size_t lint_cross_groups(const lint_groups *g, const sched *s, ml_diags *d);
 
+/* ---- The order of collectives across communicators (lint_order.c) ---------------------------
+ * Each rank's sequence of collectives (the world's and the other communicators', not send or
+ * recv), kept once per distinct sequence; lint_order_check plays the ranks forward, a collective
+ * waiting for every member of its group, and reports a cycle of ranks waiting on each other
+ * across communicators. Only schedules with communicators make one. lint_p2p's play covers
+ * schedules with send or recv, which take that path instead. */
+typedef struct lint_order lint_order;
+lint_order *lint_order_new(const ml_comms *c, int world);
+void lint_order_free(lint_order *o);
+void lint_order_begin(lint_order *o);
+void lint_order_push(lint_order *o, const plan_op *op, int rank);
+void lint_order_end(lint_order *o, int rank);
+/* Returns the errors added (0 or 1). */
+size_t lint_order_check(const lint_order *o, const sched *s, ml_diags *d);
+
 /* ---- Point-to-point (lint_p2p.c) --------------------------------------------------------------
  * Every send pairs with a recv on its peer (the k-th send from r to p with the k-th recv on p
  * from r, NCCL's order per pair), with the same count and dtype: else an error at the send (or
@@ -315,6 +330,9 @@ size_t lint_cross_groups(const lint_groups *g, const sched *s, ml_diags *d);
  * its ops is posted, a collective when every rank is at it; ranks that can never move are a
  * deadlock, reported with the cycle of ranks waiting on each other. Returns the errors added. */
 size_t lint_p2p(const rank_plan *plans, int world, ml_diags *d);
+/* A cycle of waits from rank r as "rank 0 -> 1 -> 2 -> 0" (waits[c]: the rank c waits for), cut
+ * with "..." where it does not fit len (at least 32). */
+void lint_ring_text(int r, const int *waits, char *buf, size_t len);
 
 /* ---- The walk of one rank (lint.c, lint_moved.c) --------------------------------------------- */
 typedef struct {
@@ -367,6 +385,7 @@ typedef struct {
     const rank_plan *plan;    /* the rank being walked */
     lint_coll_seq *colls;     /* [world] */
     lint_groups *groups;      /* the collectives with `comm:` (NULL: none yet) */
+    lint_order *order;        /* and their order with the world's (NULL: none yet) */
     lint_result *result;
 
     lint_finding *found;

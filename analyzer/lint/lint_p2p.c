@@ -5,7 +5,8 @@
  * NCCL matches the sends from rank r to rank p with the receives on p from r in the order each
  * rank issues them, and a send or receive outside ncclGroupStart/End blocks the stream until its
  * partner runs: two ranks that each send to the other first, outside a group, wait forever (the
- * reason NCCL's documentation groups concurrent send/recv). Collectives take every rank.
+ * reason NCCL's documentation groups concurrent send/recv). A collective takes every rank of
+ * the world.
  *
  * With `comm:` the peer is a rank within the group (NCCL's peer on a split communicator): it is
  * taken to its world rank here, and the k-th send from r to p pairs with the k-th recv on p from
@@ -200,8 +201,8 @@ static size_t pair(const rank_plan *plans, int world, rank_p2p *q, ml_diags *d) 
     return errors;
 }
 
-/* Whether rank o is at a collective on comm (any collective where the world is the only
- * communicator, as before communicators). */
+/* Whether rank o is at a collective on comm (at any collective where the world is the only
+ * communicator: comms NULL). */
 static bool at_coll(const rank_p2p *q, const size_t *at, int o, const ml_comms *comms,
                     uint32_t comm) {
     if (at[o] >= q[o].n_units || q[o].units[at[o]].kind != UNIT_COLL)
@@ -252,6 +253,19 @@ static void describe_unit(const rank_p2p *q, int r, size_t at, char *buf, size_t
              u->kind == UNIT_GROUP ? " in a group" : "");
 }
 
+void lint_ring_text(int r, const int *waits, char *buf, size_t len) {
+    size_t n = (size_t)snprintf(buf, len, "rank %d", r);
+    for (int c = waits[r];; c = waits[c]) {
+        if (n + 16 >= len) {
+            snprintf(buf + n, len - n, " -> ...");
+            break;
+        }
+        n += (size_t)snprintf(buf + n, len - n, " -> %d", c);
+        if (c == r)
+            break;
+    }
+}
+
 /* Plays the ranks forward; on a deadlock reports the cycle of waits: the error at the first
  * rank of the cycle, then one note per rank of it at the op where that rank waits, in the order
  * of the waits, so each participant is named at its own line:col. */
@@ -296,18 +310,8 @@ static size_t play(const rank_plan *plans, int world, const rank_p2p *q, ml_diag
             errors++;
             break;
         }
-        /* the cycle as ranks, "0 -> 1 -> 2 -> 0", cut with "..." where it does not fit */
         char ring[300];
-        size_t n = (size_t)snprintf(ring, sizeof ring, "rank %d", r);
-        for (int c = waits[r];; c = waits[c]) {
-            if (n + 16 >= sizeof ring) {
-                snprintf(ring + n, sizeof ring - n, " -> ...");
-                break;
-            }
-            n += (size_t)snprintf(ring + n, sizeof ring - n, " -> %d", c);
-            if (c == r)
-                break;
-        }
+        lint_ring_text(r, waits, ring, sizeof ring);
         ml_diag_add(d, ML_DIAG_ERROR, plans[r].s->file, plan_op_mark(q[r].units[at[r]].op), r,
                     "deadlock", "deadlock: a cycle of blocking waits (%s): a send or recv outside "
                     "a group blocks until its peer's partner runs: put the pair's ops in one group",

@@ -600,13 +600,17 @@ int pipeline_run(const pipeline_input *in, pipeline_result *out) {
     bool failed = false;
 
     for (size_t f = 0; f < in->n_files; f++) {
-        sched_load_limits lim = sched_load_with(&p);
-        sched *s = sched_load_file(in->files[f], &lim, d);
+        const sched *s = in->loaded ? in->loaded[f] : NULL;
         if (!s) {
-            failed = true;
-            continue;
+            sched_load_limits lim = sched_load_with(&p);
+            sched *own = sched_load_file(in->files[f], &lim, d);
+            if (!own) {
+                failed = true;
+                continue;
+            }
+            *(sched **)ml_vec_push(&out->scheds) = own;
+            s = own;
         }
-        *(sched **)ml_vec_push(&out->scheds) = s;
         int world = sched_world(s, &p, d);
         int first, last;
         if (world <= 0 || select_plans(s, in->plan, &first, &last, d) != 0) {

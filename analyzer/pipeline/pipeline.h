@@ -60,6 +60,10 @@ typedef struct {
     bool has_torch_capacity;
     uint64_t torch_capacity;
     int dtype;                 /* --dtype: ml_dtype + 1 replaces each file's default; 0: none */
+    /* NULL: each file is loaded here. Else loaded[f] is file f's schedule, loaded already with
+     * this dtype (the caller's; the result does not free it): a command that analyzes one file
+     * many times with other --set values (fit) parses it once. */
+    const sched *const *loaded;
     pipeline_opts what;
 } pipeline_input;
 

@@ -81,6 +81,8 @@ typedef struct {
 typedef struct {
     pred_torch_peak at[2];    /* [0] the allocated peak, [1] the reserved peak */
     uint64_t requested_peak;  /* requested_bytes' peak (it drops at free_completed) */
+    uint64_t alloc_retries;   /* num_alloc_retries at the end: mallocs that found no room
+                                 under the limit until the cache was freed (slow, not fatal) */
     pred_torch_order order;
 } pred_torch;
 

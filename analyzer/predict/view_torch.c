@@ -286,11 +286,13 @@ static void torch_finish(void *state, pred_rank *out) {
     torch_state *st = state;
     if (!out->torch)
         out->torch = ml_xcalloc(1, sizeof *out->torch);
+    struct torchalloc_stats s;
+    torchalloc_counters(st->ta, &s);
+    out->torch->alloc_retries = s.num_alloc_retries;
     pred_torch_order *o = &out->torch->order;
     *o = st->order;
     if (!o->decides)
         return;
-    struct torchalloc_stats s;
     torchalloc_stats(st->ta, &s);
     o->peak[0] = s.allocated_peak;
     torchalloc_stats(st->alt->ta, &s);

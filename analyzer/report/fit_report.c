@@ -42,6 +42,11 @@ static void build_text(const fit_answer *a, report_doc *d) {
                       v, b, a->world, a->view);
     report_doc_printf(d, DOC_TABLE, "  peak %s on rank %d%s + communicator %s + context %s = %s\n",
                       pk, a->at.rank, pl, rs, cx, tot);
+    if (a->at.retries)   /* the limit was reached: PyTorch frees its cache and tries again */
+        report_doc_printf(d, DOC_TABLE,
+                          "  needs %" PRIu64 " allocator retr%s (the cache freed to make room "
+                          "under the limit: slow, not out of memory)\n",
+                          a->at.retries, a->at.retries == 1 ? "y" : "ies");
     /* the next value: a size one byte more reads as such, not as the same rounded size */
     char next[160];
     if (a->let_is_size)
@@ -153,6 +158,8 @@ static void json_part(const void *ctx, report_doc *d) {
     json_object_set_new(o, "plan", a->at.plan ? json_string(a->at.plan) : json_null());
     json_object_set_new(o, "total",
                         json_integer((json_int_t)(a->at.peak + a->reserve + a->context)));
+    if (!strcmp(a->view, "torch"))
+        json_object_set_new(o, "retries", json_integer((json_int_t)a->at.retries));
     json_object_set_new(o, "next", point_json(&a->next));
     report_doc_json(d, o, 0);
 }

@@ -20,10 +20,12 @@ typedef struct {
     int rank;                  /* the rank that has it */
     const char *plan;          /* and its plan: NULL for a file without plans */
     const char *error;         /* !predicted: the first error, "file:line:col: error: ..." */
+    uint64_t retries;          /* the torch view: the most allocator retries of a rank (its
+                                  free-the-cache-and-retry path: slow, alive) */
 } fit_point;
 
 typedef struct {
-    const char *file, *let, *view;   /* view: "device" or "requested" */
+    const char *file, *let, *view;   /* view: "device", "requested" or "torch" (reserved) */
     bool let_is_size;
     uint64_t budget, reserve, context;
     int world;

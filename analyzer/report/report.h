@@ -12,8 +12,10 @@
  * {`rank`, `requested`: {`steady`, `peak`}, `device`: {`steady`, `peak`, `exact`, `peak_lo`,
  * `peak_hi`}, `peak_step`: {`index`, `line`, `col`, `op`}, `peak_live`: [names], `floor`,
  * and for runs `measured` (ir/measure.h writes it: ml_measure_json),
- * `match`: bool}; `communicator` (predicted, commmodel.h): {`model`, `channels`, `stages`:
- * [{`stage`, `bytes`}], `total`, `terms`: [{`term`, `stage`, `bytes`, `detail`}],
+ * `match`: bool}; `communicator` (predicted, commmodel.h): {`model`, `gpu`, `channels`, `stages`:
+ * [{`stage`, `bytes`}] (the world's), `total` (every communicator's), `communicators` where
+ * the schedule has splits: [{`name`, `size`, `share`, `channels`, `stages`, `total`}], `terms`:
+ * [{`term`, `stage`, `bytes`, `detail`, and with splits `comm`}],
  * `gpu_total_at_peak`: {`cuda_context`, `communicator`, `requested`, `allocator_overhead`,
  * `total`}} or {`note`} where the model does not apply; `expectations`: [{`view`, `rank`, `what`, `expected`, `got`, `pass`, `line`}];
  * `checks`: [{`name`, `rank`, `status` ("pass" | "fail"), `detail`}]. Byte values are integers.
@@ -63,6 +65,8 @@ typedef struct {
     report_measured *measured;      /* [world] or NULL (predict / check) */
     report_check *checks;           /* contract rows (lint expect_error rows + runtime checks) */
     size_t n_checks;
+    int gpu;                        /* the communicator model's GPU kind: commmodel_gpus index
+                                       + 1; 0: COMMMODEL_GPU_DEFAULT */
 } report_schedule;
 
 typedef struct {

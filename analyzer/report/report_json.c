@@ -189,41 +189,66 @@ static json_t *rank_json(const report_schedule *rs, int r, const bool *on) {
     return o;
 }
 
-/* The predicted communicator (commmodel.h): NCCL's own device memory for this schedule's
- * collectives at its world, by stage (init, then each collective's first use) and by term. */
+static json_t *stages_json(const commmodel_comm_out *c) {
+    json_t *stages = json_array();
+    for (int k = 0; k < c->n_stages; k++)
+        json_array_append_new(stages, json_pack("{s:s, s:o}", "stage", c->stage_name[k], "bytes",
+                                                bytes_json(c->stage_bytes[k])));
+    return stages;
+}
+
+/* The predicted communicators (commmodel.h): NCCL's own device memory for rank 0's
+ * communicators, by stage (init, then each collective's first use) and by term; the world's
+ * stages at the top, every communicator's under `communicators` where there are splits. */
 static json_t *communicator_json(const report_schedule *rs) {
     json_t *o = json_object();
     commmodel_out m;
     const char *why = NULL;
-    if (rs->world <= 0 || commmodel_for_plan(&rs->plans[0], &m, &why) != 0) {
+    int gpu = rs->gpu ? rs->gpu - 1 : COMMMODEL_GPU_DEFAULT;
+    if (rs->world <= 0 || commmodel_for_plan(&rs->plans[0], gpu, &m, &why) != 0) {
         json_object_set_new(o, "note", text_json(why ? why : "no plan"));
+        commmodel_out_free(&m);
         return o;
     }
-    json_object_set_new(o, "model", text_json("NCCL 2.28 rules, one node over NVLink, H200"));
-    json_object_set_new(o, "channels", json_integer(m.channels));
-    json_t *stages = json_array();
-    for (int k = 0; k < m.n_stages; k++)
-        json_array_append_new(stages, json_pack("{s:s, s:o}", "stage", m.stage_name[k], "bytes",
-                                                bytes_json(m.stage_bytes[k])));
-    json_object_set_new(o, "stages", stages);
+    char model[96];
+    snprintf(model, sizeof model, "NCCL 2.28 rules, one node over NVLink, %s", commmodel_gpus[gpu].label);
+    json_object_set_new(o, "model", text_json(model));
+    json_object_set_new(o, "gpu", text_json(commmodel_gpu_names[gpu]));
+    json_object_set_new(o, "channels", json_integer(m.comms[0].channels));
+    json_object_set_new(o, "stages", stages_json(&m.comms[0]));
     json_object_set_new(o, "total", bytes_json(m.total));
+    bool split = m.n_comms > 1;
+    if (split) {
+        json_t *comms = json_array();
+        for (int c = 0; c < m.n_comms; c++)
+            json_array_append_new(
+                comms, json_pack("{s:s, s:i, s:b, s:i, s:o, s:o}", "name", m.comms[c].name, "size",
+                                 m.comms[c].size, "share", m.comms[c].share, "channels",
+                                 m.comms[c].channels, "stages", stages_json(&m.comms[c]), "total",
+                                 bytes_json(m.comms[c].total)));
+        json_object_set_new(o, "communicators", comms);
+    }
     json_t *terms = json_array();
-    for (int k = 0; k < m.n_terms; k++)
-        json_array_append_new(terms, json_pack("{s:s, s:s, s:o, s:s}", "term", m.terms[k].name,
-                                               "stage", m.stage_name[m.terms[k].stage], "bytes",
-                                               bytes_json(m.terms[k].bytes), "detail",
-                                               m.terms[k].detail));
+    for (int k = 0; k < m.n_terms; k++) {
+        const commmodel_term *t = &m.terms[k];
+        json_t *row = json_pack("{s:s, s:s, s:o, s:s}", "term", t->name, "stage",
+                                m.comms[t->comm].stage_name[t->stage], "bytes",
+                                bytes_json(t->bytes), "detail", t->detail);
+        if (split)
+            json_object_set_new(row, "comm", text_json(m.comms[t->comm].name));
+        json_array_append_new(terms, row);
+    }
     json_object_set_new(o, "terms", terms);
     /* What cudaMemGetInfo shows on rank 0's GPU at the schedule's device peak: the CUDA context,
-     * the communicator, and the device view (requested plus the page model's overhead). */
+     * the communicators, and the device view (requested plus the page model's overhead). */
     uint64_t dev = rs->pred[0].peak[VIEW_DEVICE], req = rs->pred[0].peak[VIEW_REQUESTED];
+    uint64_t ctx = commmodel_gpus[gpu].cuda_context;
     json_object_set_new(o, "gpu_total_at_peak",
-                        json_pack("{s:o, s:o, s:o, s:o, s:o}", "cuda_context",
-                                  bytes_json(COMMMODEL_CUDA_CONTEXT_BYTES), "communicator",
-                                  bytes_json(m.total), "requested", bytes_json(req),
+                        json_pack("{s:o, s:o, s:o, s:o, s:o}", "cuda_context", bytes_json(ctx),
+                                  "communicator", bytes_json(m.total), "requested", bytes_json(req),
                                   "allocator_overhead", bytes_json(dev > req ? dev - req : 0),
-                                  "total", bytes_json(COMMMODEL_CUDA_CONTEXT_BYTES + m.total +
-                                                      (dev > req ? dev : req))));
+                                  "total", bytes_json(ctx + m.total + (dev > req ? dev : req))));
+    commmodel_out_free(&m);
     return o;
 }
 

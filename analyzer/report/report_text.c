@@ -210,21 +210,40 @@ static void write_checks(const report_schedule *rs, ml_str *out) {
     free(done);
 }
 
-/* One line: the predicted communicator, its stages (commmodel.h). Shown with a run's measured
- * one, which it is meant to equal. */
+static void write_stages(const commmodel_comm_out *c, ml_str *out) {
+    char cell[64];
+    for (int k = 0; k < c->n_stages; k++) {
+        report_size_cell(c->stage_bytes[k], cell, sizeof cell);
+        ml_str_printf(out, "%s%s %s", k ? ", " : ": ", c->stage_name[k], cell);
+    }
+}
+
+/* The predicted communicator, its stages (commmodel.h): one line, and one more per split where
+ * the schedule has communicators. Shown with a run's measured one, which it is meant to equal. */
 static void write_communicator(const report_schedule *rs, ml_str *out) {
     commmodel_out m;
     const char *why = NULL;
-    if (rs->world <= 0 || commmodel_for_plan(&rs->plans[0], &m, &why) != 0)
+    int gpu = rs->gpu ? rs->gpu - 1 : COMMMODEL_GPU_DEFAULT;
+    if (rs->world <= 0 || commmodel_for_plan(&rs->plans[0], gpu, &m, &why) != 0) {
+        commmodel_out_free(&m);
         return;
+    }
     char c[64];
     report_size_cell(m.total, c, sizeof c);
-    ml_str_printf(out, "  communicator predicted %s (NCCL 2.28 rules, %d channels", c, m.channels);
-    for (int k = 0; k < m.n_stages; k++) {
-        report_size_cell(m.stage_bytes[k], c, sizeof c);
-        ml_str_printf(out, "%s%s %s", k ? ", " : ": ", m.stage_name[k], c);
-    }
+    ml_str_printf(out, "  communicator predicted %s (NCCL 2.28 rules on %s, %d channels", c,
+                  commmodel_gpu_names[gpu], m.comms[0].channels);
+    write_stages(&m.comms[0], out);
     ml_str_printf(out, ")\n");
+    for (int k = 1; k < m.n_comms; k++) {
+        report_size_cell(m.comms[k].total, c, sizeof c);
+        ml_str_printf(out, "    communicator '%s' (%d rank%s%s) %s (%d channels", m.comms[k].name,
+                      m.comms[k].size, m.comms[k].size == 1 ? "" : "s",
+                      m.comms[k].share ? ", shares the world's resources" : "", c,
+                      m.comms[k].channels);
+        write_stages(&m.comms[k], out);
+        ml_str_printf(out, ")\n");
+    }
+    commmodel_out_free(&m);
 }
 
 static bool same_order(const pred_torch_order *a, const pred_torch_order *b) {

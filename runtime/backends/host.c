@@ -5,8 +5,8 @@
  *  - Buffers are host memory (page-aligned). A chunked buffer (`chunks: N`) is one anonymous
  *    mapping of the whole range; `release` unmaps every page that lies outside the kept chunk, the
  *    host's version of cuMemUnmap + cuMemRelease of the chunks not owned.
- *  - Collectives are MPI's blocking collectives on MPI_COMM_WORLD, each completed before the
- *    next op starts, under the run's deadline (rt_mpi_call_begin/end: a watchdog thread):
+ *  - Collectives are MPI's blocking collectives on MPI_COMM_WORLD, or with `comm:` on the
+ *    rank's group of that communicator (below), each completed before the next op starts, under the run's deadline (rt_mpi_call_begin/end: a watchdog thread):
  *    MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast, MPI_Reduce. The
  *    nonblocking forms polled to the deadline cost more: Open MPI's MPI_Iallreduce copies an
  *    in-place buffer into a temporary of its full size, and a 256 MiB in-place AllReduce at 2
@@ -31,6 +31,11 @@
  *    values in ring order from a chunk's start rank (tree and NVLS algorithms in others), MPI in
  *    its own; floating-point sums of more than two values then may differ in the last bits, as
  *    for float32. Checks between such results need rtol, or integer data.
+ *  - Communicators (`comms:`): at the rank's set-up, one MPI communicator per schedule
+ *    communicator, MPI_Comm_split of MPI_COMM_WORLD with the rank's group as color (MPI_UNDEFINED
+ *    where it is in none) and its rank within the group as key, so MPI's ranks in it are the
+ *    group-local ranks the schedule writes (roots, peers, in-place offsets); freed when the rank
+ *    ends. The splits are collectives over the world under the run's deadline, like any other.
  *  - send / recv are MPI_Isend / MPI_Irecv (a tag of their own), completed before the next step,
  *    or, inside a group, all at the group's end; every wait has the run's deadline.
  *  - avg (ncclAvg) is emulated as NCCL computes it (data.h): floats are multiplied by 1/world in
@@ -68,6 +73,10 @@ static struct {
     uint64_t mem_limit;    /* 0: none */
     uint64_t live_bytes;   /* what this backend holds now (its own number, for the limit) */
     int world, rank;
+    /* The rank's MPI communicator per schedule communicator (comms.h), [0] MPI_COMM_WORLD;
+     * MPI_COMM_NULL where the rank is in no group of it. NULL: the world is the only one. */
+    MPI_Comm *comms;
+    uint32_t n_comms;
 } host;
 
 static size_t page_size(void) {
@@ -102,7 +111,9 @@ static int h_init(const rt_options *o, int world, int first_rank, int local_rank
 }
 
 static void free16(void);
+static void free_comms(void);
 static void h_finalize(void) {
+    free_comms();
     free16();
     free(host.group_reqs);
     host.group_reqs = NULL;
@@ -110,8 +121,53 @@ static void h_finalize(void) {
     rt_mpi_finalize();
 }
 
-static int h_rank_init(rt_rank *r, char *err, size_t len) { return 0; }
-static void h_rank_finalize(rt_rank *r) {}
+/* What a deadline message says the rank waited in while its communicators were made. */
+#define IN_SPLIT "in MPI_Comm_split, making the schedule's communicators"
+
+static void free_comms(void) {
+    for (uint32_t k = 1; k < host.n_comms; k++)
+        if (host.comms[k] != MPI_COMM_NULL)
+            MPI_Comm_free(&host.comms[k]);
+    free(host.comms);
+    host.comms = NULL;
+    host.n_comms = 0;
+}
+
+/* Every rank splits the world once per communicator, in the schedule's order, so the splits
+ * pair up across ranks; a rank in no group of one still takes part (MPI_UNDEFINED). */
+static int h_rank_init(rt_rank *r, char *err, size_t len) {
+    const ml_comms *cs = r->plan->comms;
+    free_comms();
+    if (!cs)
+        return 0;
+    host.n_comms = ml_comms_count(cs);
+    host.comms = ml_xcalloc(host.n_comms, sizeof *host.comms);
+    host.comms[0] = MPI_COMM_WORLD;
+    for (uint32_t k = 1; k < host.n_comms; k++) {
+        int group = ml_comms_group(cs, k, r->rank);
+        int key = ml_comms_local(cs, k, r->rank);
+        rt_mpi_call_begin(r, IN_SPLIT);
+        int rc = MPI_Comm_split(MPI_COMM_WORLD, group < 0 ? MPI_UNDEFINED : group,
+                                key < 0 ? 0 : key, &host.comms[k]);
+        rt_mpi_call_end(r, rc, IN_SPLIT);
+        int size = 0;
+        if (group >= 0 && (host.comms[k] == MPI_COMM_NULL ||
+                           MPI_Comm_size(host.comms[k], &size) != MPI_SUCCESS ||
+                           size != ml_comms_size(cs, k, r->rank))) {
+            snprintf(err, len, "communicator '%s': MPI made a group of %d ranks, the schedule's "
+                     "has %d", ml_comms_name(cs, k), size, ml_comms_size(cs, k, r->rank));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void h_rank_finalize(rt_rank *r) { free_comms(); }
+
+/* The MPI communicator of a collective's group (the executor refused a rank in none). */
+static MPI_Comm comm_of(const rt_coll_args *a) {
+    return a->comm && a->comm < host.n_comms ? host.comms[a->comm] : MPI_COMM_WORLD;
+}
 
 static int h_alloc(rt_rank *r, uint64_t bytes, uint32_t chunks, rt_mem *out, char *err,
                    size_t len) {
@@ -328,7 +384,7 @@ static int coll_rs(rt_rank *r, const rt_coll_args *a, char *send, char *recv, MP
         out = tmp;
     }
     rt_mpi_call_begin(r, IN_COLL);
-    int rc = MPI_Reduce_scatter_block(send, out, (int)a->count, dt, mpi_op(a->dtype, a->op), MPI_COMM_WORLD);
+    int rc = MPI_Reduce_scatter_block(send, out, (int)a->count, dt, mpi_op(a->dtype, a->op), comm_of(a));
     rt_mpi_call_end(r, rc, IN_COLL);
     if (tmp)
         memcpy(recv, tmp, bytes);
@@ -347,7 +403,7 @@ static int launch_all_reduce(rt_rank *r, const rt_coll_args *a, char *send, char
                              MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
     rt_mpi_call_begin(r, IN_COLL);
     int rc = MPI_Allreduce(a->in_place ? MPI_IN_PLACE : send, recv, (int)a->count, dt,
-                           mpi_op(a->dtype, a->op), MPI_COMM_WORLD);
+                           mpi_op(a->dtype, a->op), comm_of(a));
     rt_mpi_call_end(r, rc, IN_COLL);
     return 0;
 }
@@ -363,8 +419,8 @@ static int launch_all_gather(rt_rank *r, const rt_coll_args *a, char *send, char
     int count = (int)a->count;
     rt_mpi_call_begin(r, IN_COLL);
     int rc = a->in_place ? MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, count, dt,
-                                         MPI_COMM_WORLD)
-                         : MPI_Allgather(send, count, dt, recv, count, dt, MPI_COMM_WORLD);
+                                         comm_of(a))
+                         : MPI_Allgather(send, count, dt, recv, count, dt, comm_of(a));
     rt_mpi_call_end(r, rc, IN_COLL);
     return 0;
 }
@@ -372,10 +428,10 @@ static int launch_all_gather(rt_rank *r, const rt_coll_args *a, char *send, char
 static int launch_broadcast(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
                             MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
     /* MPI broadcasts one buffer; NCCL's out-of-place form reads send on the root only. */
-    if (!a->in_place && r->rank == a->root)
+    if (!a->in_place && rt_coll_group_rank(a, r->rank) == a->root)
         memmove(recv, send, (size_t)recv_bytes);
     rt_mpi_call_begin(r, IN_COLL);
-    int rc = MPI_Bcast(recv, (int)a->count, dt, a->root, MPI_COMM_WORLD);
+    int rc = MPI_Bcast(recv, (int)a->count, dt, a->root, comm_of(a));
     rt_mpi_call_end(r, rc, IN_COLL);
     return 0;
 }
@@ -383,9 +439,10 @@ static int launch_broadcast(rt_rank *r, const rt_coll_args *a, char *send, char 
 static int launch_reduce(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
                          MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
     /* MPI_IN_PLACE is the root's only; the other ranks pass their buffer as input. */
+    bool root = rt_coll_group_rank(a, r->rank) == a->root;
     rt_mpi_call_begin(r, IN_COLL);
-    int rc = MPI_Reduce(a->in_place && r->rank == a->root ? MPI_IN_PLACE : send, recv,
-                        (int)a->count, dt, mpi_op(a->dtype, a->op), a->root, MPI_COMM_WORLD);
+    int rc = MPI_Reduce(a->in_place && root ? MPI_IN_PLACE : send, recv, (int)a->count, dt,
+                        mpi_op(a->dtype, a->op), a->root, comm_of(a));
     rt_mpi_call_end(r, rc, IN_COLL);
     return 0;
 }
@@ -393,9 +450,9 @@ static int launch_reduce(rt_rank *r, const rt_coll_args *a, char *send, char *re
 static int launch_all_to_all(rt_rank *r, const rt_coll_args *a, char *send, char *recv,
                              MPI_Datatype dt, uint64_t recv_bytes, char *err, size_t len) {
     /* never in place (coll.h): send and recv are apart, count/world elements to each rank */
-    int block = (int)(a->count / (uint64_t)r->world);
+    int block = (int)(a->count / (uint64_t)rt_coll_group_size(a, r->world));
     rt_mpi_call_begin(r, IN_COLL);
-    int rc = MPI_Alltoall(send, block, dt, recv, block, dt, MPI_COMM_WORLD);
+    int rc = MPI_Alltoall(send, block, dt, recv, block, dt, comm_of(a));
     rt_mpi_call_end(r, rc, IN_COLL);
     return 0;
 }
@@ -409,8 +466,8 @@ static int h_p2p(rt_rank *r, const rt_coll_args *a, char *buf, char *err, size_t
     MPI_Request req;
     MPI_Datatype dt = mpi_type(a->dtype);
     int rc = ml_colls[a->coll].p2p == P2P_SEND
-                 ? MPI_Isend(buf, (int)a->count, dt, a->root, P2P_TAG, MPI_COMM_WORLD, &req)
-                 : MPI_Irecv(buf, (int)a->count, dt, a->root, P2P_TAG, MPI_COMM_WORLD, &req);
+                 ? MPI_Isend(buf, (int)a->count, dt, a->root, P2P_TAG, comm_of(a), &req)
+                 : MPI_Irecv(buf, (int)a->count, dt, a->root, P2P_TAG, comm_of(a), &req);
     if (rc != MPI_SUCCESS) {
         snprintf(err, len, "MPI_I%s to/from rank %d failed (code %d)", ml_colls[a->coll].name, a->root, rc);
         return -1;
@@ -491,8 +548,9 @@ static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *
         snprintf(err, len, "MPI could not create the 16-bit float reductions");
         return -1;
     }
-    uint64_t send_bytes = ml_coll_send_count(a->coll, a->count, r->world) * ml_dtypes[a->dtype].size;
-    uint64_t recv_bytes = ml_coll_recv_count(a->coll, a->count, r->world) * ml_dtypes[a->dtype].size;
+    int group = rt_coll_group_size(a, r->world);   /* NCCL's nranks: the world or a group's */
+    uint64_t send_bytes = ml_coll_send_count(a->coll, a->count, group) * ml_dtypes[a->dtype].size;
+    uint64_t recv_bytes = ml_coll_recv_count(a->coll, a->count, group) * ml_dtypes[a->dtype].size;
     if (!range_ok(a->send, a->send_off_bytes, send_bytes) ||
         !range_ok(a->recv, a->recv_off_bytes, recv_bytes)) {
         snprintf(err, len, "%s touches memory outside its live buffers", name);
@@ -507,8 +565,8 @@ static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *
         /* Integer avg: NCCL sums, then divides the result by world, truncating. */
         if (launch(r, a, send, recv, dt, recv_bytes, err, len) != 0)
             return -1;
-        if (!ml_colls[a->coll].flow.root_only || r->rank == a->root)
-            data_avg_postdiv(a->dtype, recv, ml_coll_recv_count(a->coll, a->count, r->world), r->world);
+        if (!ml_colls[a->coll].flow.root_only || rt_coll_group_rank(a, r->rank) == a->root)
+            data_avg_postdiv(a->dtype, recv, ml_coll_recv_count(a->coll, a->count, group), group);
         return 0;
     }
     if (!avg)
@@ -517,7 +575,7 @@ static int h_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *
      * read only, so the products go to a temporary that the sum then reads out of place. */
     char *pre = ml_xmalloc(send_bytes ? (size_t)send_bytes : 1);
     memcpy(pre, send, (size_t)send_bytes);
-    data_avg_premul(a->dtype, pre, send_bytes / ml_dtypes[a->dtype].size, r->world);
+    data_avg_premul(a->dtype, pre, send_bytes / ml_dtypes[a->dtype].size, group);
     rt_coll_args out_of_place = *a;
     out_of_place.in_place = false;
     int rc = launch(r, &out_of_place, pre, recv, dt, recv_bytes, err, len);

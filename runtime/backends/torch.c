@@ -407,11 +407,38 @@ static void t_finalize(void) {
     rt_mpi_finalize();
 }
 
+/* The schedule's communicators as torch groups: every group of every communicator, members in
+ * their group's order, asked of the driver by every rank in the same order (new_group is
+ * collective over the world, members or not). */
+static int make_groups(const rank_plan *p, char *err, size_t len) {
+    const ml_comms *c = p->comms;
+    uint32_t n_comms = c ? ml_comms_count(c) : 1;
+    size_t cap = 64 + (size_t)p->world * 12;
+    char *req = ml_xmalloc(cap);
+    int rc = 0;
+    for (uint32_t comm = 1; comm < n_comms && rc == 0; comm++) {
+        int next = 0;   /* groups are numbered in the order of their least member */
+        for (int r = 0; r < p->world && rc == 0; r++) {
+            if (ml_comms_group(c, comm, r) != next)
+                continue;
+            size_t at = (size_t)snprintf(req, cap, "group %u %d", comm, next++);
+            for (int local = 0; local < ml_comms_size(c, comm, r); local++)
+                at += (size_t)snprintf(req + at, cap - at, " %d", ml_comms_global(c, comm, r, local));
+            snprintf(req + at, cap - at, "\n");
+            rc = rpc(req, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len);
+        }
+    }
+    free(req);
+    return rc;
+}
+
 static int t_rank_init(rt_rank *r, char *err, size_t len) {
     if (tb.dead || !tb.pid) {
         ml_put(err, len, "%s", tb.gone[0] ? tb.gone : "the torch driver is not running");
         return -1;
     }
+    if (make_groups(r->plan, err, len) != 0)
+        return -1;
     /* Every stream of the schedule exists before the baseline: creating a CUDA stream costs
      * device memory outside the caching allocator (70 MiB on the H200 at the first alloc on
      * FSDP2's second stream, b_fsdp2's line 431), which belongs to neither view. */
@@ -540,14 +567,14 @@ static bool t_launches(ml_coll c) { return (unsigned)c < COLL_COUNT && torch_cal
 
 static int t_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len) {
     const rt_coll_args *a = &args[0];
-    int world = ranks[0]->world;
+    int group = rt_coll_group_size(a, ranks[0]->world);   /* counts and root in its terms */
     char req[512];
     snprintf(req, sizeof req,
-             "coll %s %u %" PRIu64 " %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %s %s %d %u %d\n",
+             "coll %s %u %" PRIu64 " %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %s %s %d %u %d %u\n",
              torch_call[a->coll], mem_id(a->send), a->send_off_bytes, mem_id(a->recv),
-             a->recv_off_bytes, ml_coll_send_count(a->coll, a->count, world),
-             ml_coll_recv_count(a->coll, a->count, world), ml_dtypes[a->dtype].name,
-             ml_redops[a->op].name, a->root, a->stream, a->in_place ? 1 : 0);
+             a->recv_off_bytes, ml_coll_send_count(a->coll, a->count, group),
+             ml_coll_recv_count(a->coll, a->count, group), ml_dtypes[a->dtype].name,
+             ml_redops[a->op].name, a->root, a->stream, a->in_place ? 1 : 0, a->comm);
     return rpc(req, NULL, 0, NULL, 0, NULL, 0, wait_s(), err, len);
 }
 
@@ -626,15 +653,33 @@ static int t_mem_read(rt_rank *r, rt_mem_reading *out) {
     return 0;
 }
 
+/* The collectives the plans use, each on its communicator ("C:name"; the world's bare), in the
+ * communicators' order: the members of a group use the same ones (lint holds a group to one
+ * sequence), and one order for every rank cannot deadlock. With communicators, used (the kinds
+ * on any of them) would warm the world with a collective that only a group's members issue. */
 static int t_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, size_t len) {
-    char req[256] = "warmup", reply[64];
-    for (int c = 0; c < COLL_COUNT; c++)
-        if (used[c] && torch_call[c]) {
-            size_t at = strlen(req);
-            snprintf(req + at, sizeof req - at, " %s", torch_call[c]);
-        }
-    strcat(req, "\n");
-    if (rpc(req, NULL, 0, reply, sizeof reply, NULL, 0, wait_s(), err, len) != 0)
+    const rank_plan *p = ranks[0]->plan;
+    plan_comm_use *uses;
+    uint32_t nu = plan_comm_first_uses(p, &uses);
+    uint32_t n_comms = p->comms ? ml_comms_count(p->comms) : 1;
+    size_t cap = 32 + ((size_t)COLL_COUNT + nu) * 24;
+    char *req = ml_xmalloc(cap), reply[64];
+    size_t at = (size_t)snprintf(req, cap, "warmup");
+    for (int c = 0; c < COLL_COUNT && !p->comms; c++)
+        if (used[c] && torch_call[c])
+            at += (size_t)snprintf(req + at, cap - at, " %s", torch_call[c]);
+    for (uint32_t k = 0; k < nu && p->comms; k++)
+        if (uses[k].comm == 0 && torch_call[uses[k].coll])
+            at += (size_t)snprintf(req + at, cap - at, " %s", torch_call[uses[k].coll]);
+    for (uint32_t comm = 1; comm < n_comms; comm++)
+        for (uint32_t k = 0; k < nu; k++)
+            if (uses[k].comm == comm && torch_call[uses[k].coll])
+                at += (size_t)snprintf(req + at, cap - at, " %u:%s", comm, torch_call[uses[k].coll]);
+    snprintf(req + at, cap - at, "\n");
+    free(uses);
+    int rc = rpc(req, NULL, 0, reply, sizeof reply, NULL, 0, wait_s(), err, len);
+    free(req);
+    if (rc != 0)
         return -1;
     for (int k = 0; k < n; k++)
         ranks[k]->communicator_bytes = strtoull(reply, NULL, 10);

@@ -230,6 +230,7 @@ static const struct {
     {"NCCL_MIN_NCHANNELS", check_nccl_int, NCCL_DOC},
     {"NCCL_MAX_NCHANNELS", check_nccl_int, NCCL_DOC},
     {"NCCL_RUNTIME_CONNECT", check_nccl_int, NCCL_DOC},
+    {"NCCL_COMM_SPLIT_SHARE_RESOURCES", check_nccl_int, NCCL_DOC},
     {"NCCL_P2P_READ_ENABLE", check_nccl_int, NCCL_DOC},
     {"NCCL_WORK_FIFO_BYTES", check_nccl_int, NCCL_DOC},
 };

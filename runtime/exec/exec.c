@@ -255,8 +255,16 @@ static sched_error_code validate_coll(const rt_rank *r, const plan_op *op, rt_co
                                       verdict *v) {
     const ml_coll_info *ci = &ml_colls[op->u.coll.coll];
     const plan_view *send = &op->u.coll.send, *recv = &op->u.coll.recv;
-    int world = r->world;
+    /* With `comm:` the counts, root, peer and in-place offset are the rank's group's (comms.h):
+     * `world` and `me` below are the group's size and the rank's rank in it. */
+    uint32_t comm = op->u.coll.comm;
+    int world = plan_comm_size(r->plan->comms, r->world, comm, r->rank);
+    int me = plan_comm_rank(r->plan->comms, comm, r->rank);
+    const char *scope = comm ? "group" : "world";
     v->code = ERR_NONE;
+    if (world <= 0 || me < 0)
+        return refuse(v, ERR_OUT_OF_BOUNDS, "%s on communicator '%s': rank %d is in none of its "
+                      "groups", ci->name, ml_comms_name(r->plan->comms, comm), r->rank);
     if (check_view(r, send, "send", v) || check_view(r, recv, "recv", v))
         return v->code;
     if (send->dtype != recv->dtype)
@@ -268,29 +276,34 @@ static sched_error_code validate_coll(const rt_rank *r, const plan_op *op, rt_co
     if (send->count != want_send)
         return refuse(v, ERR_SIZE_MISMATCH,
                       "%s needs send = %s%" PRIu64 " elements, got %" PRIu64, ci->name,
-                      ci->send_n == CNT_WORLD_X_COUNT ? "world x recv = " : "recv = ", want_send, send->count);
+                      ci->send_n != CNT_WORLD_X_COUNT ? "recv = " : comm ? "group x recv = "
+                                                                      : "world x recv = ",
+                      want_send, send->count);
     if (recv->count != want_recv)
         return refuse(v, ERR_SIZE_MISMATCH,
                       "%s needs recv = %s%" PRIu64 " elements, got %" PRIu64, ci->name,
-                      ci->recv_n == CNT_WORLD_X_COUNT ? "world x send = " : "send = ", want_recv, recv->count);
+                      ci->recv_n != CNT_WORLD_X_COUNT ? "send = " : comm ? "group x send = "
+                                                                      : "world x send = ",
+                      want_recv, recv->count);
     if (ci->count_per_rank && count % (uint64_t)world)
         return refuse(v, ERR_SIZE_MISMATCH,
-                      "%s needs a count that divides by the world (%d), got %" PRIu64, ci->name,
-                      world, count);
+                      "%s needs a count that divides by the %s (%d), got %" PRIu64, ci->name,
+                      scope, world, count);
     if (ci->has_op && !data_redop_valid(send->dtype, op->u.coll.op))
         return refuse(v, ERR_BAD_OP, "%s with op %s is not defined for %s", ci->name,
                       ml_redops[op->u.coll.op].name, ml_dtypes[send->dtype].name);
     if (ci->has_root && (op->u.coll.root < 0 || op->u.coll.root >= world))
-        return refuse(v, ERR_OUT_OF_BOUNDS, "%s root %d is outside the world of %d ranks",
-                      ci->name, op->u.coll.root, world);
-    if (ci->p2p && (op->u.coll.root < 0 || op->u.coll.root >= world || op->u.coll.root == r->rank))
-        return refuse(v, ERR_OUT_OF_BOUNDS, "%s peer %d is %s", ci->name, op->u.coll.root,
-                      op->u.coll.root == r->rank ? "the rank itself" : "outside the world");
+        return refuse(v, ERR_OUT_OF_BOUNDS, "%s root %d is outside the %s of %d ranks",
+                      ci->name, op->u.coll.root, scope, world);
+    if (ci->p2p && (op->u.coll.root < 0 || op->u.coll.root >= world || op->u.coll.root == me))
+        return refuse(v, ERR_OUT_OF_BOUNDS, "%s peer %d is %s%s", ci->name, op->u.coll.root,
+                      op->u.coll.root == me ? "the rank itself" : "outside the ", 
+                      op->u.coll.root == me ? "" : scope);
     bool in_place = false;
     if (views_overlap(send, recv)) {
         int64_t want;
         int64_t got = (int64_t)recv->offset - (int64_t)send->offset;
-        if (!ml_coll_inplace_at(op->u.coll.coll, count, r->rank, &want))
+        if (!ml_coll_inplace_at(op->u.coll.coll, count, me, &want))
             return refuse(v, ERR_BAD_INPLACE,
                           "%s: send and recv overlap in '%s', but it never runs in place",
                           ci->name, buf_name(r, send->buf));
@@ -314,6 +327,9 @@ static sched_error_code validate_coll(const rt_rank *r, const plan_op *op, rt_co
         .root = op->u.coll.root,
         .stream = op->u.coll.stream,
         .in_place = in_place,
+        .comm = (uint16_t)comm,
+        .comm_size = world,
+        .comm_rank = me,
     };
     return ERR_NONE;
 }
@@ -506,6 +522,10 @@ typedef struct {
     const plan_view *view;       /* OPD_VIEW */
     int64_t roll;
     bool rolled;
+    /* The ranks it is over: the world, or with `comm:` the rank's group of that communicator
+     * (group: the members' world ranks in their order within it; size of them). */
+    int size;
+    int *group;
     ml_dtype dtype;
     uint64_t count;
     void *buf;
@@ -518,7 +538,7 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
     exec_state *x = r->exec;
     switch (o->src->kind) {
     case OPD_VIEW: {
-        uint64_t from = o->rolled ? data_roll_source(o->count, r->world, o->roll, first) : first;
+        uint64_t from = o->rolled ? data_roll_source(o->count, o->size, o->roll, first) : first;
         return read_view(r, o->view, from, n, o->buf, err, len);
     }
     case OPD_EXPR: {
@@ -531,8 +551,18 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
             return -1;
         for (int k = 0; k < r->world; k++)   /* the check's repeat indices, alike on every rank */
             plan_op_slots(r->plan, o->op, slots[k]);
-        return data_fill_reduced(o->buf, o->dtype, n, first, &o->src->pattern, o->src->op,
-                                 r->world, slots, err, len);
+        if (!o->group)
+            return data_fill_reduced(o->buf, o->dtype, n, first, &o->src->pattern, o->src->op,
+                                     r->world, slots, err, len);
+        /* The group's members, in their order within it, each with its own world rank's
+         * values (rank_iota's 100*rank is the member's world rank). */
+        int64_t **members = ml_xcalloc((size_t)o->size, sizeof *members);
+        for (int k = 0; k < o->size; k++)
+            members[k] = slots[o->group[k]];
+        int rc = data_fill_reduced(o->buf, o->dtype, n, first, &o->src->pattern, o->src->op,
+                                   o->size, members, err, len);
+        free(members);
+        return rc;
     }
     default:
         snprintf(err, len, "unknown check operand");
@@ -540,13 +570,49 @@ static int operand_block(rt_rank *r, operand *o, uint64_t first, uint64_t n, cha
     }
 }
 
+/* The ranks an operand is over (operand.size, .group): the world without `comm:`; else the
+ * rank's group of the communicator, or false with the reason where the rank is in none. */
+static bool operand_group(const rt_rank *r, operand *o, char *detail, size_t len) {
+    const ml_comms *cs = r->plan->comms;
+    uint32_t comm = o->src->comm;
+    o->size = plan_comm_size(cs, r->world, comm, r->rank);
+    o->group = NULL;
+    if (o->size <= 0) {
+        snprintf(detail, len, "rank %d is in no group of communicator '%s'", r->rank,
+                 cs ? ml_comms_name(cs, comm) : "?");
+        return false;
+    }
+    if (!comm || !cs)
+        return true;
+    o->group = ml_xcalloc((size_t)o->size, sizeof *o->group);
+    for (int k = 0; k < o->size; k++)
+        o->group[k] = ml_comms_global(cs, comm, r->rank, k);
+    return true;
+}
+
+static int check_rows(rt_rank *r, const plan_op *op, operand o[2]);
+
 /* Runs a data check and records its row (a failed comparison is a failing row, not a runtime
  * failure; a check that cannot be evaluated is a failing row with the reason). */
 static int do_check(rt_rank *r, const plan_op *op) {
     const sched_check *c = op->step->u.check;
-    const char *name = c->name ? c->name : "check";
     operand o[2] = {{.src = &c->a, .op = op, .view = &op->u.check.a, .roll = op->u.check.roll_a},
                     {.src = &c->b, .op = op, .view = &op->u.check.b, .roll = op->u.check.roll_b}};
+    char detail[240];
+    int rc = 0;
+    if (!operand_group(r, &o[0], detail, sizeof detail) ||
+        !operand_group(r, &o[1], detail, sizeof detail))
+        add_row(r, c->name ? c->name : "check", false, detail, op->step);
+    else
+        rc = check_rows(r, op, o);
+    free(o[0].group);
+    free(o[1].group);
+    return rc;
+}
+
+static int check_rows(rt_rank *r, const plan_op *op, operand o[2]) {
+    const sched_check *c = op->step->u.check;
+    const char *name = c->name ? c->name : "check";
     const operand *shape = NULL;
     char detail[240], err[400] = "";
     verdict v;
@@ -579,14 +645,16 @@ static int do_check(rt_rank *r, const plan_op *op) {
     uint64_t n = o[0].count, shard = n;
     for (int k = 0; k < 2; k++)
         if (o[k].rolled) {
-            if (n % (uint64_t)r->world) {
+            if (n % (uint64_t)o[k].size) {
                 snprintf(detail, sizeof detail,
                          "roll_shards: %" PRIu64 " elements do not split into %d equal shards", n,
-                         r->world);
+                         o[k].size);
                 add_row(r, name, false, detail, op->step);
                 return 0;
             }
-            shard = n / (uint64_t)r->world;
+            /* both rolled over groups of other sizes: blocks inside a shard of each */
+            for (uint64_t a = n / (uint64_t)o[k].size, t; a; t = shard % a, shard = a, a = t)
+                ;
         }
     uint64_t widest = ml_dtypes[o[0].dtype].size > ml_dtypes[o[1].dtype].size
                           ? ml_dtypes[o[0].dtype].size : ml_dtypes[o[1].dtype].size;
@@ -955,6 +1023,7 @@ enum { SEQ_COLL = 1, SEQ_END = 2, SEQ_FAILED = 3 };
 typedef struct {
     int32_t state, coll, dtype, op, root;
     uint32_t line, col, kind;    /* kind: plan_op_kind at pc, or OP_KIND_COUNT at the end */
+    uint32_t comm;               /* the collective's communicator (0: the world) */
     uint64_t count, index;
     uint64_t pc, live;           /* where the rank stands and what it holds (failure notes) */
 } seq_desc;
@@ -978,19 +1047,23 @@ static void seq_describe(const rt_rank *r, int status, seq_desc *d) {
         return;
     const ml_coll_info *ci = &ml_colls[op->u.coll.coll];
     const plan_view *send = &op->u.coll.send, *recv = &op->u.coll.recv;
+    d->comm = op->u.coll.comm;
     d->count = ml_coll_count_of(op->u.coll.coll, send->count, recv->count);
     d->dtype = (int32_t)send->dtype;
     d->op = ci->has_op ? (int32_t)op->u.coll.op : -1;
     d->root = ci->has_root ? op->u.coll.root : -1;
 }
 
-static bool seq_same(const seq_desc *a, const seq_desc *b) {
-    return a->state == b->state && (a->state != SEQ_COLL ||
-                                    (a->coll == b->coll && a->count == b->count &&
-                                     a->dtype == b->dtype && a->op == b->op && a->root == b->root));
+/* Whether member m of a group may issue the collective of its first member f with it: the same
+ * collective on the same communicator with the same arguments. Groups are independent: each
+ * group's arguments are its own (a group of another size has other counts). */
+static bool seq_fits(const seq_desc *m, const seq_desc *f) {
+    return m->state == SEQ_COLL && m->coll == f->coll && m->comm == f->comm &&
+           m->count == f->count && m->dtype == f->dtype && m->op == f->op && m->root == f->root;
 }
 
-static void seq_text(const seq_desc *d, int rank, const char *file, char *buf, size_t len) {
+static void seq_text(const seq_desc *d, int rank, const ml_comms *comms, const char *file,
+                     char *buf, size_t len) {
     if (d->state == SEQ_END) {
         snprintf(buf, len, "rank %d has ended after %" PRIu64 " collective%s", rank, d->index,
                  d->index == 1 ? "" : "s");
@@ -1005,13 +1078,14 @@ static void seq_text(const seq_desc *d, int rank, const char *file, char *buf, s
         snprintf(extra, sizeof extra, ", %s", ml_redops[d->op].name);
     if (d->root >= 0)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", root %d", d->root);
+    if (d->comm && comms)
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", comm %s",
+                 ml_comms_name(comms, d->comm));
     snprintf(buf, len, "rank %d issues %s (count %" PRIu64 ", %s%s) at %s:%u:%u", rank,
              ml_colls[d->coll].name, d->count, ml_dtypes[d->dtype].name, extra, file, d->line,
              d->col);
 }
 
-/* Judges the table of all ranks' descriptors for rank r. Returns 1 when every rank is at the same
- * collective, 0 when all have ended, -1 when r must stop (r->failed and r->error set). */
 static void keep_table(rt_rank *r, const seq_desc *all, int world) {
     exec_state *x = r->exec;
     free(x->failure_table);
@@ -1019,42 +1093,94 @@ static void keep_table(rt_rank *r, const seq_desc *all, int world) {
     memcpy(x->failure_table, all, (size_t)world * sizeof *all);
 }
 
+/* Marks ready[] the ranks whose group is whole at one collective: every member of the group of
+ * the collective's communicator (the world, or the rank's group of it) is at that collective
+ * with the same arguments. Each group is judged once, by its first member, so a round costs one
+ * pass over the world. Returns how many ranks are ready. */
+static int seq_ready(const rt_rank *r, const seq_desc *all, int world, bool *ready) {
+    const ml_comms *cs = r->plan->comms;
+    int n_ready = 0;
+    for (int k = 0; k < world; k++) {
+        const seq_desc *f = &all[k];
+        if (f->state != SEQ_COLL || plan_comm_rank(cs, f->comm, k) != 0)
+            continue;
+        int size = plan_comm_size(cs, world, f->comm, k), m = 0;
+        for (; m < size; m++) {
+            int g = plan_comm_global(cs, f->comm, k, m);
+            if (g < 0 || g >= world || !seq_fits(&all[g], f))
+                break;
+        }
+        if (m < size)
+            continue;
+        for (m = 0; m < size; m++)
+            ready[plan_comm_global(cs, f->comm, k, m)] = true;
+        n_ready += size;
+    }
+    return n_ready;
+}
+
+/* Judges the table of all ranks' descriptors for rank r. A collective is issued by the members
+ * of a group together once all of them are at it; groups of other communicators issue theirs
+ * in the same round, and a rank whose group is not whole yet waits for the next round (its
+ * peers are then at collectives of other groups that complete without it). Returns 1 when r
+ * issues its collective now, 2 when it waits, 0 when all have ended, -1 when r must stop
+ * (r->failed and r->error set): a rank failed, or no group can go on (a divergence: a member
+ * of the first waiting rank's group is elsewhere). */
 static int seq_judge(rt_rank *r, const seq_desc *all, int world) {
     const char *file = file_of(r);
-    int failed = -1, differ = -1, n_differ = 0;
+    const ml_comms *cs = r->plan->comms;
+    int failed = -1;
+    bool ended = true;
     for (int k = 0; k < world; k++) {
         if (all[k].state == SEQ_FAILED && failed < 0)
             failed = k;
-        if (!seq_same(&all[k], &all[0])) {
-            n_differ++;
-            if (differ < 0)
-                differ = k;
-        }
+        ended &= all[k].state == SEQ_END;
     }
-    if (failed >= 0 || differ >= 0)
-        keep_table(r, all, world);
     if (failed >= 0) {
+        keep_table(r, all, world);
         r->failure_known_to_all = true;
         if (r->failed)           /* a failing rank keeps and prints its own message */
             return -1;
         char t[200];
-        seq_text(&all[failed], failed, file, t, sizeof t);
+        seq_text(&all[failed], failed, cs, file, t, sizeof t);
         snprintf(r->error, sizeof r->error, "%s: error: %s; ending every rank", file, t);
         r->failed = ML_EXIT_RUNTIME;
         r->error_print_here = false;
         return -1;
     }
+    if (ended)
+        return 0;
+    bool *ready = ml_xcalloc((size_t)world, sizeof *ready);
+    int n_ready = seq_ready(r, all, world, ready);
+    bool mine = ready[r->rank];
+    free(ready);
+    if (n_ready > 0)
+        return mine ? 1 : 2;
+    /* Named from the first rank at a collective (one is: none failed, not all ended), against
+     * the members of its group that are elsewhere. */
+    keep_table(r, all, world);
+    int ref = 0;
+    while (ref < world - 1 && all[ref].state != SEQ_COLL)
+        ref++;
+    int size = plan_comm_size(cs, world, all[ref].comm, ref), differ = -1, n_differ = 0;
+    for (int m = 0; m < size; m++) {
+        int g = plan_comm_global(cs, all[ref].comm, ref, m);
+        if (g >= 0 && g < world && g != ref && !seq_fits(&all[g], &all[ref]) && n_differ++ == 0)
+            differ = g;
+    }
     if (differ < 0)
-        return all[0].state == SEQ_END ? 0 : 1;
+        differ = ref;
     char a[200], b[200], where[300];
-    seq_text(&all[0], 0, file, a, sizeof a);
-    seq_text(&all[differ], differ, file, b, sizeof b);
-    const seq_desc *at = all[0].state == SEQ_COLL ? &all[0] : &all[differ];
-    snprintf(where, sizeof where, "%s:%u:%u", file, at->line, at->col);
+    seq_text(&all[ref], ref, cs, file, a, sizeof a);
+    seq_text(&all[differ], differ, cs, file, b, sizeof b);
+    snprintf(where, sizeof where, "%s:%u:%u", file, all[ref].line, all[ref].col);
+    char more[64] = "";
+    if (n_differ > 1)
+        snprintf(more, sizeof more, " (and more ranks differ from rank %d)", ref);
     ml_put(r->error, sizeof r->error,
              "%s: error: collective sequence diverges at collective %" PRIu64 ": %s, %s%s", where,
-             (all[0].index < all[differ].index ? all[0].index : all[differ].index) + 1, a, b,
-             n_differ > 1 ? " (and more ranks differ from rank 0)" : "");
+             (all[ref].index < all[differ].index ? all[ref].index : all[differ].index) + 1, a, b,
+             more);
     r->failed = ML_EXIT_RUNTIME;
     r->failure_known_to_all = true;
     r->error_print_here = r->rank == 0;
@@ -1168,6 +1294,8 @@ int rt_run(rt_rank **ranks, int n) {
     int world = ranks[0]->world;
     bool exchange = n == 1 && world > 1 && ranks[0]->opt->verify_sequence;
     int *status = ml_xcalloc((size_t)n, sizeof *status);
+    int *verdicts = ml_xcalloc((size_t)n, sizeof *verdicts);
+    rt_rank **issue = ml_xcalloc((size_t)n, sizeof *issue);
     seq_desc *local = ml_xcalloc((size_t)n, sizeof *local);
     int rc = 0;
     for (;;) {
@@ -1179,35 +1307,41 @@ int rt_run(rt_rank **ranks, int n) {
             any_failed |= status[k] < 0;
             all_ended &= status[k] == 0;
         }
-        int verdict_all;
+        /* verdicts[k]: 1 issue, 2 wait a round (its group is not whole yet), 0 all ended, -1 stop */
+        int n_issue = 0;
+        bool stop = any_failed, ended = true;
         if (exchange) {
-            verdict_all = seq_exchange(ranks[0], status[0]);
+            verdicts[0] = seq_exchange(ranks[0], status[0]);
         } else if (n > 1) {
             /* Every rank is here: judge locally, each rank the same table. */
             for (int k = 0; k < n; k++)
                 seq_describe(ranks[k], status[k], &local[k]);
-            verdict_all = 1;
-            for (int k = 0; k < n; k++) {
-                int v = seq_judge(ranks[k], local, n);
-                if (v != 1)
-                    verdict_all = v;
-            }
+            for (int k = 0; k < n; k++)
+                verdicts[k] = seq_judge(ranks[k], local, n);
         } else {
-            verdict_all = any_failed ? -1 : all_ended ? 0 : 1;
+            verdicts[0] = any_failed ? -1 : all_ended ? 0 : 1;
         }
-        if (verdict_all < 0 || any_failed) {
+        for (int k = 0; k < n; k++) {
+            stop |= verdicts[k] < 0;
+            ended &= verdicts[k] == 0;
+            if (verdicts[k] == 1)
+                issue[n_issue++] = ranks[k];
+        }
+        if (stop) {
             rc = -1;
             break;
         }
-        if (verdict_all == 0)
+        if (ended)
             break;
-        if (rt_issue_collective(ranks, n) != 0 && !exchange) {
+        if (n_issue && rt_issue_collective(issue, n_issue) != 0 && !exchange) {
             rc = -1;
             break;
         }
         /* With the exchange, a failed issue goes round once more so peers hear FAILED. */
     }
     free(status);
+    free(verdicts);
+    free(issue);
     free(local);
     return rc;
 }

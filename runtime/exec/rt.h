@@ -47,7 +47,11 @@
  *  - rt_sample: has_pool, pool_used, pool_reserved at the end (the reading's pool after each
  *    op); a backend fills them by setting has_pool in its mem_read.
  *  - rt_sample is ir/measure.h's ml_sample (same fields), rt_rank.comm_stages ml_comm_stage
- *    (same fields): the measurement record travels in one format (rt_measure_fill). */
+ *    (same fields): the measurement record travels in one format (rt_measure_fill).
+ *  - rt_coll_args: comm, comm_size, comm_rank at the end: a collective with `comm:` runs on the
+ *    rank's group of that communicator (r->plan->comms), its count, root and peer in the
+ *    group's terms; the executor validated them against the group. A backend that has no
+ *    communicators of its own must refuse comm != 0 in refuse_op, not run it on the world. */
 #ifndef MEMLIFE_RT_H
 #define MEMLIFE_RT_H
 
@@ -91,7 +95,19 @@ typedef struct {
     int root;
     uint32_t stream;
     bool in_place;
+    /* The communicator (sched.comms; 0: the world) and, for another, the size of this rank's
+     * group of it and the rank's rank there: count, root (peer) and in_place are in those terms
+     * (comms.h). For comm 0 they are the world's size and the rank (rt_coll_group_size). */
+    uint16_t comm;
+    int comm_size, comm_rank;
 } rt_coll_args;
+/* The group a collective runs in, whatever built its arguments: for the world, the world. */
+static inline int rt_coll_group_size(const rt_coll_args *a, int world) {
+    return a->comm ? a->comm_size : world;
+}
+static inline int rt_coll_group_rank(const rt_coll_args *a, int rank) {
+    return a->comm ? a->comm_rank : rank;
+}
 
 typedef struct {
     const char *backend;       /* "host" | "cuda" */
@@ -119,6 +135,8 @@ struct rt_backend_ops {
     const char *name;
     bool available;
     const char *how_to_get;    /* for unavailable backends: what to install / how to build */
+    bool several_gpus;         /* one process may drive several GPUs (--gpus N, init's
+                                  local_ranks > 1 without MPI) */
     /* Process-wide set-up: world is the total ranks, local_ranks those driven here. */
     int (*init)(const rt_options *o, int world, int first_rank, int local_ranks, char *err, size_t len);
     void (*finalize)(void);

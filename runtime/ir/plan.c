@@ -707,6 +707,7 @@ void plan_free(rank_plan *p) {
         free(p->kept_at);
         free(p->when_at);
     }
+    free(p->comm_uses);   /* the summary's: p's own, borrowed or not */
     memset(p, 0, sizeof *p);
 }
 
@@ -734,6 +735,53 @@ uint32_t plan_first_colls(const rank_plan *p, ml_coll order[COLL_COUNT]) {
     return a.n;
 }
 
+uint32_t plan_comm_first_uses(const rank_plan *p, plan_comm_use **out) {
+    *out = NULL;
+    if (p->kept_at) {
+        need_summary(p);
+        if (!p->comms) {   /* the world's uses are the first collectives */
+            ml_coll order[COLL_COUNT];
+            uint32_t n = plan_first_colls(p, order);
+            *out = n ? ml_xcalloc(n, sizeof **out) : NULL;
+            for (uint32_t k = 0; k < n; k++)
+                (*out)[k] = (plan_comm_use){0, (uint8_t)order[k]};
+            return n;
+        }
+        if (p->n_comm_uses) {
+            *out = ml_xcalloc(p->n_comm_uses, sizeof **out);
+            memcpy(*out, p->comm_uses, p->n_comm_uses * sizeof **out);
+        }
+        return p->n_comm_uses;
+    }
+    uint32_t n_comms = p->comms ? ml_comms_count(p->comms) : 1;
+    bool *seen = ml_xcalloc((size_t)n_comms * COLL_COUNT, sizeof *seen);
+    uint32_t n = 0, cap = 0;
+    bool skip = false;   /* the op after an expect_error's marker: refused before NCCL sees it */
+    for (size_t k = 0; k < p->n_ops; k++) {
+        const plan_op *op = &p->ops[k];
+        if (skip) {
+            skip = false;
+            continue;
+        }
+        if (op->kind == OP_EXPECT_BEGIN) {
+            skip = true;
+            continue;
+        }
+        if (op->kind != OP_COLL || op->u.coll.comm >= n_comms)
+            continue;
+        bool *s = &seen[(size_t)op->u.coll.comm * COLL_COUNT + op->u.coll.coll];
+        if (*s)
+            continue;
+        *s = true;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            *out = ml_xrealloc(*out, cap * sizeof **out);
+        }
+        (*out)[n++] = (plan_comm_use){op->u.coll.comm, (uint8_t)op->u.coll.coll};
+    }
+    free(seen);
+    return n;
+}
 
 bool plan_timed_compute(const rank_plan *p) {
     if (p->kept_at) {
@@ -754,11 +802,23 @@ bool plan_timed_compute(const rank_plan *p) {
 
 static void compact(rank_plan *p, const size_t *keep, size_t n_keep, plan_recycle *spare);
 
+/* The summary's uses per communicator: a pass over the ops only where there are communicators. */
+static void keep_comm_uses(rank_plan *p) {
+    if (!p->comms)
+        return;
+    plan_comm_use *u;
+    uint32_t n = plan_comm_first_uses(p, &u);
+    free(p->comm_uses);
+    p->comm_uses = u;
+    p->n_comm_uses = n;
+}
+
 void plan_compact(rank_plan *p, const size_t *keep, size_t n_keep, bool summary,
                   plan_recycle *spare) {
     if (summary) {
         p->n_first_colls = plan_first_colls(p, p->first_colls);
         p->timed_compute = plan_timed_compute(p);
+        keep_comm_uses(p);
     }
     p->summary = summary;
     compact(p, keep, n_keep, spare);
@@ -773,6 +833,7 @@ void plan_compact_with(rank_plan *p, const size_t *keep, size_t n_keep,
     memcpy(p->first_colls, colls->order, colls->n * sizeof *p->first_colls);
     p->n_first_colls = colls->n;
     p->timed_compute = plan_timed_compute(p);
+    keep_comm_uses(p);
     p->summary = true;
     compact(p, keep, n_keep, spare);
 }

@@ -153,6 +153,9 @@ typedef struct {
      * taken before the ops went. */
     ml_coll first_colls[COLL_COUNT];
     uint32_t n_first_colls;
+    /* and with communicators (comms != NULL), plan_comm_first_uses' answer (owned) */
+    struct plan_comm_use *comm_uses;
+    uint32_t n_comm_uses;
     bool timed_compute;
     bool summary;             /* plan_compact took them */
     bool timed_known;         /* timed_compute is the expansion's (plan_expand set it) */
@@ -274,6 +277,15 @@ const plan_op *plan_op_at_kept(const rank_plan *p, size_t i);
 /* The collective kinds p issues, in the order of their first use (ops refused inside
  * expect_error left out: NCCL never sees them). Returns how many, into order. */
 uint32_t plan_first_colls(const rank_plan *p, ml_coll order[COLL_COUNT]);
+/* A collective kind's first use on one communicator. */
+typedef struct plan_comm_use {
+    uint16_t comm;
+    uint8_t coll;              /* ml_coll */
+} plan_comm_use;
+/* plan_first_colls per communicator: the (communicator, collective) pairs p issues, in the
+ * order of their first use (NCCL's memory per communicator depends on it: commmodel.h). Returns
+ * how many into *out, an array the caller frees (NULL when none). */
+uint32_t plan_comm_first_uses(const rank_plan *p, plan_comm_use **out);
 /* The same answer gathered by a pass that walks the ops anyway (the prediction's): zero it,
  * then plan_first_colls_add every op in order; complete when ops == the plan's n_ops. */
 typedef struct {

@@ -102,3 +102,18 @@ refused "send on 'pair' does not pair with a recv on the world" $C/p2p_other_com
 refused "deadlock through tp's local peers" $C/p2p_deadlock.yaml \
     "$C/p2p_deadlock.yaml:10:5: error: deadlock: a cycle of blocking waits (rank 0 -> 1 -> 0): a send or recv outside a group blocks until its peer's partner runs: put the pair's ops in one group [rank 0]" \
     "$C/p2p_deadlock.yaml:10:5: note: rank 0 send to rank 1 waits for rank 1 [rank 0]"
+
+# expect_error sees the group's contract: 'e' (16 into 4 on tp, 2 x 4 = 8) is met and reports
+# nothing; 'f' (16 into 8, 2 x 8 = 16: right on tp) is not.
+refused "expect_error with the group's contract" $C/expect_error.yaml \
+    "$C/expect_error.yaml:13:58: error: expect_error 'f' expected size_mismatch but reduce_scatter raised no error" \
+    "$C/expect_error.yaml:13:36: note: expect_error 'f' expects size_mismatch here"
+
+# ranks 0 and 3 all-reduce on tp then dp, ranks 1 and 2 on dp then tp: every group agrees on its
+# own collectives, yet 0 waits on tp for 1, 1 on dp for 3, 3 on tp for 2, 2 on dp for 0.
+refused "collectives on tp and dp in orders that wait in a cycle" $C/order_deadlock.yaml \
+    "$C/order_deadlock.yaml:13:5: error: deadlock: a cycle of collectives on different communicators (rank 0 -> 1 -> 3 -> 2 -> 0): a collective waits for every member of its group; issue them in one order on every rank [rank 0]" \
+    "$C/order_deadlock.yaml:13:5: note: rank 0 at all_reduce on 'tp' waits for rank 1 [rank 0]"
+
+# {0,1} issue one more tp all-reduce than {2,3}: the sequences differ, every group still meets.
+clean "sequences that differ across groups but meet in turn" $C/order_ok.yaml

@@ -11,7 +11,7 @@
 #     ticks are horizontal and no two labels meet;
 #   - schedules/training/pipeline_1f1b.yaml at world 4: the four stages hold different stashes, so
 #     every rank has its own row, bands and curve;
-#   - 15 plans of 12 schedules in one picture: a grid (3 columns), every panel on its own y scale
+#   - 16 plans of 13 schedules in one picture: a grid (3 columns), every panel on its own y scale
 #     (top tick between its peak and twice it: 1 MiB training plans beside 576 MiB seeds), and one
 #     colour per buffer name across all panels, with names that recur ('opt', 'full') to test it;
 #   - the torch view: the reserved curve never under the allocated one, with the envelope drawn.
@@ -123,7 +123,7 @@ m = load('m.svg')
 panels = cls(m, 'g', 'panel')
 xs = sorted(set(g.get('transform').split()[0] for g in panels))
 ys = sorted(set(g.get('transform').split()[1] for g in panels))
-report('plot-bands-grid', len(panels) == 15 and len(xs) == 3 and len(ys) == 5 and ticks_apart(m) == [],
+report('plot-bands-grid', len(panels) == 16 and len(xs) == 3 and len(ys) == 6 and ticks_apart(m) == [],
        (len(panels), xs, ys, ticks_apart(m)[:3]))
 scale_bad = []
 for g in panels:

@@ -146,3 +146,16 @@ gpu_seed_lifetimes() {
     echo "03_rs_ag_naive $m $((2 * m + s))"
     echo "04_rs_ag_optimized $m $((m + s))"
 }
+
+# gpu_kind: the GPU's kind as memlife's --gpu names it (the communicator view's constants),
+# from nvidia-smi's name of GPU 0: H100 80GB -> h100-80gb, H200 -> h200; empty for any other
+# (the view then has no measured constant for it).
+gpu_kind() {
+    local name
+    name=$(timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null)
+    case $name in
+    *H100*80GB*) echo h100-80gb ;;
+    *H200*) echo h200 ;;
+    *) echo "" ;;
+    esac
+}

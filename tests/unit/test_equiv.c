@@ -498,6 +498,70 @@ static void test_writers(void **state) {
     free_pair(&t);
 }
 
+/* ---- Communicators: tests/cli/comms/equiv_mesh_2d.yaml, dp 2 x tp 2 at world 4 -------------*/
+
+#define MESH "tests/cli/comms/equiv_mesh_2d.yaml"
+
+/* RS on tp, AR on dp, AG on tp: the world's sum in stages. Row 1 holds by the data flow (the
+ * halves reduced over {0,1} and {2,3} combine over dp into every rank's). Row 2 on every rank:
+ * the world's AllReduce 2(4-1) = 6 ring steps and 2(3)/4 x 64 B = 96 B; in stages the group's
+ * size is 2: RS (2-1) = 1 step, 1/2 x 64 B = 32 B; AR of the 8-element shard 2(2-1) = 2 steps,
+ * 2(1)/2 x 32 B = 32 B; AG 1 step, 1/2 x 64 B = 32 B: 4 steps, 96 B. */
+static void test_mesh_hierarchical_holds(void **state) {
+    pair t;
+    load_pair(&t, MESH, "direct", "hierarchical", 0, NULL);
+    const equiv_result *r = &t.r;
+    assert_int_equal(r->rows[EQ_OUTPUT].verdict, EQV_HOLDS);
+    assert_true(r->flow_known && r->flow_equal);
+    for (int k = 0; k < 4; k++) {
+        const equiv_facts *a = &r->facts[0][k], *b = &r->facts[1][k];
+        assert_int_equal(a->ring_steps, 6);
+        assert_true(a->link_bytes == 96.0);
+        assert_int_equal(b->ring_steps, 4);
+        assert_int_equal(b->steps_by[COLL_REDUCE_SCATTER], 1);
+        assert_int_equal(b->steps_by[COLL_ALL_REDUCE], 2);
+        assert_int_equal(b->steps_by[COLL_ALL_GATHER], 1);
+        assert_true(b->bytes_by[COLL_REDUCE_SCATTER] == 32.0);
+        assert_true(b->bytes_by[COLL_ALL_REDUCE] == 32.0);
+        assert_true(b->bytes_by[COLL_ALL_GATHER] == 32.0);
+    }
+    assert_int_equal(r->rows[EQ_COMM].verdict, EQV_FAILS);   /* 6 vs 4 steps */
+    assert_int_equal(r->n_causes, 0);
+    free_pair(&t);
+}
+
+/* AR on tp, then AR on dp: the sums over {0,1} and {2,3} are disjoint, their sum is every
+ * rank's: row 1 holds. */
+static void test_mesh_staged_holds(void **state) {
+    pair t;
+    load_pair(&t, MESH, "direct", "staged", 0, NULL);
+    assert_int_equal(t.r.rows[EQ_OUTPUT].verdict, EQV_HOLDS);
+    assert_true(t.r.flow_known && t.r.flow_equal);
+    free_pair(&t);
+}
+
+/* AR on tp only: rank 0's result is the sum over its group {0, 1}, not over every rank. */
+static void test_mesh_group_reduction_differs(void **state) {
+    pair t;
+    load_pair(&t, MESH, "direct", "tp_only", 0, NULL);
+    assert_int_equal(t.r.rows[EQ_OUTPUT].verdict, EQV_FAILS);
+    const equiv_cause *c = only_cause(&t.r);
+    assert_int_equal(c->rank, 0);
+    assert_string_equal(c->text, "element 0 of rank 0's result is reduced over every rank in A, "
+                                 "over ranks 0, 1 in B (all_reduce at 41:9)");
+    free_pair(&t);
+}
+
+/* A second AR over the same group reduces a reduction over the same ranks again: not a value
+ * the flow models, so row 1 is undecided, never claimed equal. */
+static void test_mesh_same_group_twice_undecided(void **state) {
+    pair t;
+    load_pair(&t, MESH, "direct", "tp_twice", 0, NULL);
+    assert_int_equal(t.r.rows[EQ_OUTPUT].verdict, EQV_UNKNOWN);
+    assert_false(t.r.flow_known);
+    free_pair(&t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_direct_vs_naive_rows),
@@ -516,6 +580,10 @@ int main(void) {
         cmocka_unit_test(test_kernels_world1_none),
         cmocka_unit_test(test_kernels_not_measured),
         cmocka_unit_test(test_writers),
+        cmocka_unit_test(test_mesh_hierarchical_holds),
+        cmocka_unit_test(test_mesh_staged_holds),
+        cmocka_unit_test(test_mesh_group_reduction_differs),
+        cmocka_unit_test(test_mesh_same_group_twice_undecided),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

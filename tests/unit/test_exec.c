@@ -47,21 +47,32 @@ static int f_release(rt_rank *r, rt_mem *m, uint32_t keep, char *err, size_t len
     return 0;
 }
 
+/* Which group of its collective's communicator rank k of a call is in (0 for the world). */
+static int f_group(rt_rank *const *ranks, const rt_coll_args *args, int k) {
+    return args[k].comm ? ml_comms_group(ranks[k]->plan->comms, args[k].comm, ranks[k]->rank) : 0;
+}
+
 /* world = n local ranks; int64 sum only (what these tests use), plus the data movement of the
- * others. */
+ * others. The n ranks of one call may be several groups of a communicator: each sums its own
+ * members, as each group's communicator would. */
 static int f_collective(rt_rank **ranks, const rt_coll_args *args, int n, char *err, size_t len) {
     fake.collectives++;
     uint64_t count = args[0].count;
-    int64_t *tmp = calloc(count + 1, sizeof *tmp);
-    /* AllReduce sum across the n ranks. */
+    int64_t *tmp = calloc((size_t)n * count + 1, sizeof *tmp);
+    /* AllReduce sum across the group's ranks among the n: every sum before any result is
+     * written (in place, a result would be another rank's input). */
     if (args[0].coll == COLL_ALL_REDUCE) {
-        for (int k = 0; k < n; k++) {
-            const int64_t *send = (const int64_t *)((char *)args[k].send->ptr + args[k].send_off_bytes);
-            for (uint64_t i = 0; i < count; i++)
-                tmp[i] += send[i];
-        }
         for (int k = 0; k < n; k++)
-            memcpy((char *)args[k].recv->ptr + args[k].recv_off_bytes, tmp, count * 8);
+            for (int j = 0; j < n; j++) {
+                if (args[j].comm != args[k].comm || f_group(ranks, args, j) != f_group(ranks, args, k))
+                    continue;
+                const int64_t *send = (const int64_t *)((char *)args[j].send->ptr + args[j].send_off_bytes);
+                for (uint64_t i = 0; i < count; i++)
+                    tmp[(size_t)k * count + i] += send[i];
+            }
+        for (int k = 0; k < n; k++)
+            memcpy((char *)args[k].recv->ptr + args[k].recv_off_bytes, tmp + (size_t)k * count,
+                   count * 8);
     } else if (n == 1) {
         /* One rank: RS, AG, broadcast and reduce are copies of count elements. */
         size_t bytes = count * ml_dtypes[args[0].dtype].size;
@@ -411,32 +422,120 @@ static void test_delay_within_deadline(void **state) {
     fixture_free(&f);
 }
 
-/* Two ranks in one process: rank 0 issues an all_gather the other does not. Detected locally,
- * before anything is issued; reported once (rank 0), known to both. */
-static void test_divergence_local(void **state) {
+/* Runs yaml on `world` local ranks, which must diverge after `collectives` calls: every rank
+ * fails with the message `want`, known to all, printed once (by rank 0). */
+static void diverges(const char *yaml, int world, int collectives, const char *want) {
     fixture f;
-    int rc = run_yaml(&f,
-                      "world: 2\n"
-                      "dtype: int64\n"
-                      "steps:\n"
-                      "  - alloc: {buf: a, count: 4}\n"
-                      "  - alloc: {buf: b, count: 4 * world}\n"
-                      "  - all_reduce: {buf: a}\n"
-                      "  - all_gather: {send: a, recv: b}\n"
-                      "    when: rank == 0\n"
-                      "  - free: [a, b]\n",
-                      2);
-    assert_int_equal(rc, -1);
-    assert_int_equal(fake.collectives, 1);   /* the AllReduce only */
-    assert_string_equal(f.ranks[0].error,
-                        "t.yaml:7:5: error: collective sequence diverges at collective 2: rank 0 "
-                        "issues all_gather (count 4, int64) at t.yaml:7:5, rank 1 has ended after "
-                        "1 collective");
-    assert_string_equal(f.ranks[1].error, f.ranks[0].error);
-    assert_true(f.ranks[0].error_print_here);
-    assert_false(f.ranks[1].error_print_here);
-    assert_true(f.ranks[0].failure_known_to_all && f.ranks[1].failure_known_to_all);
+    assert_int_equal(run_yaml(&f, yaml, world), -1);
+    assert_int_equal(fake.collectives, collectives);
+    for (int r = 0; r < world; r++) {
+        assert_string_equal(f.ranks[r].error, want);
+        assert_int_equal(f.ranks[r].error_print_here, r == 0);
+        assert_true(f.ranks[r].failure_known_to_all);
+    }
     fixture_free(&f);
+}
+
+/* Two ranks in one process: rank 0 issues an all_gather the other does not. Detected locally,
+ * before anything is issued (the AllReduce only went); reported once (rank 0), known to both. */
+static void test_divergence_local(void **state) {
+    diverges("world: 2\n"
+             "dtype: int64\n"
+             "steps:\n"
+             "  - alloc: {buf: a, count: 4}\n"
+             "  - alloc: {buf: b, count: 4 * world}\n"
+             "  - all_reduce: {buf: a}\n"
+             "  - all_gather: {send: a, recv: b}\n"
+             "    when: rank == 0\n"
+             "  - free: [a, b]\n",
+             2, 1,
+             "t.yaml:7:5: error: collective sequence diverges at collective 2: rank 0 issues "
+             "all_gather (count 4, int64) at t.yaml:7:5, rank 1 has ended after 1 collective");
+}
+
+/* A dp 2 x tp 2 mesh: the all_reduce on tp sums each group, {0,1} to 100 + 2i and {2,3} to
+ * 500 + 2i (x_i = 100 r + i): a check reduced over the group (comm: tp) passes, one over the
+ * world (600 + 4i) differs, and shards rolled within the group (2 shards of 4) are detected. */
+static void test_comm_groups(void **state) {
+    fixture f;
+    assert_int_equal(run_yaml(&f,
+                              "world: 4\n"
+                              "dtype: int64\n"
+                              "mesh: {dp: 2, tp: 2}\n"
+                              "comms: {tp: {mesh_dim: tp}}\n"
+                              "steps:\n"
+                              "  - alloc: {buf: x, count: 8, init: rank_iota}\n"
+                              "  - all_reduce: {buf: x, comm: tp}\n"
+                              "  - check: {name: group, equal: [x, {reduce: rank_iota, op: sum, comm: tp}]}\n"
+                              "  - check: {name: form, equal: [x, {expr: '100 * (2 * (rank - rank % 2) + 1) + 2 * i'}]}\n"
+                              "  - check: {name: world, not_equal: [x, {reduce: rank_iota, op: sum}]}\n"
+                              "  - check: {name: roll, not_equal: [x, {buf: x, roll_shards: 1, comm: tp}]}\n"
+                              "  - free: x\n",
+                              4),
+                     0);
+    assert_int_equal(fake.collectives, 1);   /* both groups in one round */
+    static const char *const world_detail[4] = {
+        "not equal as required: first difference at element 0: 100 vs 600; 8 of 8 elements differ",
+        "not equal as required: first difference at element 0: 100 vs 600; 8 of 8 elements differ",
+        "not equal as required: first difference at element 0: 500 vs 600; 8 of 8 elements differ",
+        "not equal as required: first difference at element 0: 500 vs 600; 8 of 8 elements differ",
+    };
+    for (int r = 0; r < 4; r++) {
+        assert_int_equal(f.ranks[r].checks.n, 4);
+        for (size_t k = 0; k < 4; k++)
+            assert_true(ML_VEC_AT(&f.ranks[r].checks, rt_check_row, k).pass);
+        assert_string_equal(ML_VEC_AT(&f.ranks[r].checks, rt_check_row, 2).detail, world_detail[r]);
+        /* shard 1 of the group's 2 starts at element 4: 100 + 8 on {0,1} */
+        assert_string_equal(ML_VEC_AT(&f.ranks[r].checks, rt_check_row, 3).detail,
+                            r < 2 ? "not equal as required: first difference at element 0: 100 vs "
+                                    "108; 8 of 8 elements differ"
+                                  : "not equal as required: first difference at element 0: 500 vs "
+                                    "508; 8 of 8 elements differ");
+    }
+    fixture_free(&f);
+}
+
+/* Ranks in no group of a communicator skip its collective: ranks 2 and 3 sum on `upper` while 0
+ * and 1, already at the world's all_reduce, wait a round; then all four sum on the world:
+ * 0 + 100 + 2 * (200 + 300) = 1100 at element 0, 1100 + 6i. Two calls, no divergence. */
+static void test_comm_group_waits(void **state) {
+    fixture f;
+    assert_int_equal(run_yaml(&f,
+                              "world: 4\n"
+                              "dtype: int64\n"
+                              "comms: {upper: {color: 'rank / 2 - 1'}}\n"
+                              "steps:\n"
+                              "  - alloc: {buf: x, count: 4, init: rank_iota}\n"
+                              "  - all_reduce: {buf: x, comm: upper}\n"
+                              "    when: rank >= 2\n"
+                              "  - all_reduce: {buf: x}\n"
+                              "  - check: {name: sum, equal: [x, {expr: '1100 + 6 * i'}]}\n"
+                              "  - free: x\n",
+                              4),
+                     0);
+    assert_int_equal(fake.collectives, 2);
+    for (int r = 0; r < 4; r++)
+        assert_true(ML_VEC_AT(&f.ranks[r].checks, rt_check_row, 0).pass);
+    fixture_free(&f);
+}
+
+/* Part of a group skips its collective: rank 1 never issues the tp all_reduce that rank 0
+ * waits in (group {2,3} is whole and goes, the only call). A divergence, named with the
+ * communicator. */
+static void test_comm_divergence(void **state) {
+    diverges("world: 4\n"
+             "dtype: int64\n"
+             "mesh: {dp: 2, tp: 2}\n"
+             "comms: {tp: {mesh_dim: tp}}\n"
+             "steps:\n"
+             "  - alloc: {buf: x, count: 4}\n"
+             "  - all_reduce: {buf: x, comm: tp}\n"
+             "    when: rank != 1\n"
+             "  - free: x\n",
+             4, 1,
+             "t.yaml:7:5: error: collective sequence diverges at collective 1: rank 0 issues "
+             "all_reduce (count 4, int64, sum, comm tp) at t.yaml:7:5, rank 1 has ended after 0 "
+             "collectives");
 }
 
 /* Two ranks summing: the AllReduce result checked against the reduce-over-ranks closed form
@@ -517,6 +616,8 @@ int main(void) {
         cmocka_unit_test(test_fail_alloc_injection), cmocka_unit_test(test_fail_alloc_one_rank),
         cmocka_unit_test(test_delay_within_deadline), cmocka_unit_test(test_divergence_local),
         cmocka_unit_test(test_two_rank_sum),       cmocka_unit_test(test_chunk_bytes),
+        cmocka_unit_test(test_comm_groups),        cmocka_unit_test(test_comm_group_waits),
+        cmocka_unit_test(test_comm_divergence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -704,6 +704,174 @@ static void p2p_recv_before_collective(void **state) {
     pt_free(&r);
 }
 
+/* ---- communicators (`comm:`): the rules in terms of the rank's group ------------------------ */
+
+/* color rank / 3 at world 4: groups {0,1,2} and {3}. An all_gather of 4 into 12 is right for a
+ * group of 3 and wrong for rank 3's group of 1 (1 x 4 = 4), which alone is refused. */
+static void comm_count_per_group_size(void **state) {
+    lint_says("world: 4\n"
+              "comms:\n"
+              "  c: {color: rank / 3}\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 4}\n"
+              "  - alloc: {buf: b, count: 12}\n"
+              "  - all_gather: {send: a, recv: b, comm: c}\n",
+              0,
+              "t.yaml:7:33: error: all_gather recv count 12 is not c's size (1) × send count 4 (4) "
+              "[rank 3]");
+}
+
+/* all_to_all splits its count into one block per member: 6 elements do not split into tp's 4
+ * members (a dp 2 x tp 4 mesh at world 8), at the send view. */
+static void comm_per_rank_division(void **state) {
+    lint_says("world: 8\n"
+              "mesh: {dp: 2, tp: 4}\n"
+              "comms:\n"
+              "  tp: {mesh_dim: tp}\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 6}\n"
+              "  - alloc: {buf: b, count: 6}\n"
+              "  - all_to_all: {send: a, recv: b, comm: tp}\n",
+              0,
+              "t.yaml:8:24: error: all_to_all count 6 does not divide by tp's size (4): each member "
+              "gets count/4 elements");
+}
+
+/* A rank list of 10 ranks at world 12: ranks 0 and 11 are in none; the message lists eight
+ * members, in the list's order, then "...". */
+static void comm_not_member_list_cut(void **state) {
+    pt_run r;
+    lint_yaml(&r,
+              "world: 12\n"
+              "comms:\n"
+              "  ten: {ranks: [10, 9, 8, 7, 6, 5, 4, 3, 2, 1]}\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 4}\n"
+              "  - all_reduce: {buf: a, comm: ten}\n",
+              0, 2);
+    assert_string_equal(pt_diag(&r, 0),
+                        "t.yaml:6:5: error: rank 0 is not in communicator 'ten' (ranks 10, 9, 8, 7, "
+                        "6, 5, 4, 3, ...) [rank 0]");
+    assert_string_equal(pt_diag(&r, 1),
+                        "t.yaml:6:5: error: rank 11 is not in communicator 'ten' (ranks 10, 9, 8, "
+                        "7, 6, 5, 4, 3, ...) [rank 11]");
+    pt_free(&r);
+}
+
+/* World 2 as one tp group of 2, and a buffer of 8 elements: the start of the cases below. */
+#define TP2_STEPS                                                                                  \
+    "world: 2\n"                                                                                    \
+    "mesh: {tp: 2}\n"                                                                               \
+    "comms:\n"                                                                                      \
+    "  tp: {mesh_dim: tp}\n"                                                                        \
+    "steps:\n"                                                                                      \
+    "  - alloc: {buf: a, count: 8}\n"
+
+/* The world's collectives are still compared across every rank, beside the groups': rank 1's
+ * world all_reduce differs from rank 0's while the tp ones agree. */
+static void comm_world_still_compared(void **state) {
+    pt_run r;
+    lint_yaml_notes(&r,
+                    TP2_STEPS
+                    "  - all_reduce: {buf: a, comm: tp}\n"
+                    "  - all_reduce: {buf: \"a[0 : 4 * (rank + 1)]\"}\n",
+                    0, 1, 1);
+    assert_string_equal(pt_diag(&r, 0),
+                        "t.yaml:8:24: error: rank 1 issues all_reduce (count 8) where rank 0 "
+                        "issues all_reduce (count 4) [rank 1]");
+    pt_free(&r);
+}
+
+/* Different collectives on different communicators are not a divergence: rank 0's tp collectives
+ * are compared with tp's, its dp ones with dp's. On a dp 2 x tp 2 mesh each rank does an
+ * all_reduce on tp and a broadcast on dp (root: its dp group's member 1). */
+static void comm_groups_separate(void **state) {
+    pt_run r;
+    lint_yaml(&r,
+              "world: 4\n"
+              "mesh: {dp: 2, tp: 2}\n"
+              "comms:\n"
+              "  tp: {mesh_dim: tp}\n"
+              "  dp: {mesh_dim: dp}\n"
+              "steps:\n"
+              "  - alloc: {buf: a, count: 8}\n"
+              "  - all_reduce: {buf: a, comm: tp}\n"
+              "  - broadcast: {buf: a, root: 1, comm: dp}\n",
+              0, 0);
+    pt_free(&r);
+}
+
+/* lint_coll_contract with the plan's communicators: the root is a rank within the group. */
+static void comm_contract_root(void **state) {
+    pt_run r;
+    pt_load(&r,
+            "world: 4\n"
+            "mesh: {dp: 2, tp: 2}\n"
+            "comms:\n"
+            "  tp: {mesh_dim: tp}\n"
+            "steps:\n"
+            "  - alloc: {buf: a, count: 8}\n"
+            "  - broadcast: {buf: a, root: 2, comm: tp}\n",
+            0);
+    const rank_plan *p = &r.plans[3];
+    const plan_op *op = NULL;
+    for (size_t k = 0; k < p->n_ops && !op; k++)
+        if (p->ops[k].kind == OP_COLL)
+            op = &p->ops[k];
+    assert_non_null(op);
+    char detail[240];
+    lint_contract_at at;
+    assert_int_equal(lint_coll_contract(op, p->comms, 4, 3, detail, sizeof detail, &at),
+                     ERR_OUT_OF_BOUNDS);
+    assert_int_equal(at, LINT_AT_ROOT);
+    assert_string_equal(detail, "broadcast root 2 is outside communicator 'tp' (2 ranks)");
+    /* without the communicators (the world's view) root 2 of 4 ranks is inside */
+    assert_int_equal(lint_coll_contract(op, NULL, 4, 3, detail, sizeof detail, &at), ERR_NONE);
+    pt_free(&r);
+}
+
+/* A root that differs inside one tp group (dp 2 x tp 2): rank 3 broadcasts from root 3 / 3 = 1,
+ * rank 2, its group's reference, from 2 / 3 = 0; ranks 0 and 1 agree (0). The error is at rank
+ * 3's root, the note at rank 2's; both texts name the root, the attribute that differs. */
+static void comm_root_diverges_in_group(void **state) {
+    lint_says_with_note("world: 4\n"
+                        "mesh: {dp: 2, tp: 2}\n"
+                        "comms:\n"
+                        "  tp: {mesh_dim: tp}\n"
+                        "steps:\n"
+                        "  - alloc: {buf: a, count: 8}\n"
+                        "  - broadcast: {buf: a, root: \"rank / 3\", comm: tp}\n",
+                        0,
+                        "t.yaml:7:32: error: rank 3 issues broadcast (count 8, root 1) where rank 2 "
+                        "issues broadcast (count 8, root 0) in their group of communicator 'tp' "
+                        "(ranks 2, 3) [rank 3]",
+                        "t.yaml:7:32: note: rank 2 issues broadcast (count 8, root 0) here [rank 3]");
+}
+
+/* The world's collectives wait for every rank: rank 0 all-reduces on the world then on tp, rank
+ * 1 (its tp peer) on tp then on the world. Each sequence agrees within its communicator's group,
+ * but rank 0 waits on the world for rank 1, which waits on tp for rank 0. */
+static void comm_order_with_world(void **state) {
+    pt_run r;
+    lint_yaml_notes(&r,
+                    TP2_STEPS
+                    "  - when: rank == 0\n"
+                    "    all_reduce: {buf: a}\n"
+                    "  - all_reduce: {buf: a, comm: tp}\n"
+                    "  - when: rank == 1\n"
+                    "    all_reduce: {buf: a}\n",
+                    0, 1, 2);
+    assert_string_equal(pt_diag(&r, 0),
+                        "t.yaml:8:5: error: deadlock: a cycle of collectives on different "
+                        "communicators (rank 0 -> 1 -> 0): a collective waits for every member of "
+                        "its group; issue them in one order on every rank [rank 0]");
+    assert_string_equal(pt_diag(&r, 1),
+                        "t.yaml:8:5: note: rank 0 at all_reduce on 'world' waits for rank 1 [rank 0]");
+    assert_string_equal(pt_diag(&r, 2),
+                        "t.yaml:9:5: note: rank 1 at all_reduce on 'tp' waits for rank 0 [rank 1]");
+    pt_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(p2p_ring_in_group_is_clean),
@@ -739,6 +907,14 @@ int main(void) {
         cmocka_unit_test(no_hazard_variants),
         cmocka_unit_test(wait_on_unrecorded_event),
         cmocka_unit_test(cross_rank_divergence),
+        cmocka_unit_test(comm_count_per_group_size),
+        cmocka_unit_test(comm_per_rank_division),
+        cmocka_unit_test(comm_not_member_list_cut),
+        cmocka_unit_test(comm_world_still_compared),
+        cmocka_unit_test(comm_groups_separate),
+        cmocka_unit_test(comm_contract_root),
+        cmocka_unit_test(comm_root_diverges_in_group),
+        cmocka_unit_test(comm_order_with_world),
         cmocka_unit_test(cross_rank_ends_early),
         cmocka_unit_test(cross_rank_attributes),
         cmocka_unit_test(clean_seed_schedule),

@@ -6,6 +6,7 @@
 #include "predict/analyzer.h"
 #include "report/report.h"
 #include "report/report_int.h"
+#include "predict/commmodel.h"
 #include "cli/args.h"
 
 #include <jansson.h>
@@ -320,6 +321,45 @@ static void test_emit_atomic(void **state) {
 
 /* ---- option parsing ------------------------------------------------------------------------ */
 
+/* The communicator lines of a GPU run's text (report_text.c): the world's, then one per split
+ * holding rank 0, with --gpu's kind. World 2 on h100-80gb (commmodel.h; MiB): the world 198 + 4
+ * + 32 x 6 = 394, no collective on it; tp (both ranks, share) 4 + 32 x 4 = 132 at init, 32 x 12
+ * rings + 90 of the first kernel = 474 at its all_reduce; solo (rank 0 alone) 4 + 64 x 6 + 2 (the
+ * first unshared split's granule) = 390, nothing at its all_reduce: 1390 MiB, ~1.36 GiB. */
+static void test_communicator_lines(void **state) {
+    (void)state;
+    static const char yaml[] =
+        "world: 2\n"
+        "comms:\n"
+        "  tp: {ranks: [0, 1], share: true}\n"
+        "  solo: {color: rank, key: rank}\n"
+        "steps:\n"
+        "  - alloc: {buf: x, count: 8}\n"
+        "  - all_reduce: {buf: x, comm: tp}\n"
+        "  - all_reduce: {buf: x, comm: solo}\n";
+    fixture f;
+    analyze(&f, yaml, NULL, 0);
+    report_measured measured[2];
+    memset(measured, 0, sizeof measured);
+    measured[0].present = measured[1].present = true;
+    measured[0].rec.has_device = true;   /* a GPU run: the communicator lines are shown */
+    f.item.measured = measured;
+    f.item.gpu = 1 + commmodel_gpu_find("h100-80gb");
+    char *text = render(&f, FMT_TABLE);
+    static const char *const want[] = {
+        "  communicator predicted ~1.36 GiB (NCCL 2.28 rules on h100-80gb, 32 channels: init 394 "
+        "MiB)\n",
+        "    communicator 'tp' (2 ranks, shares the world's resources) 606 MiB (32 channels: init "
+        "132 MiB, all_reduce 474 MiB)\n",
+        "    communicator 'solo' (1 rank) 390 MiB (64 channels: init 390 MiB, all_reduce 0 B)\n",
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+        if (!strstr(text, want[k]))
+            fail_msg("missing line %zu: %s\nin:\n%s", k, want[k], text);
+    free(text);
+    release(&f);
+}
+
 static void test_args(void **state) {
     (void)state;
     char *argv[] = {"predict", "a.yaml", "--world", "8", "--set", "M=1GiB", "--set=q=2",
@@ -421,6 +461,7 @@ int main(void) {
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_csv_and_md),
         cmocka_unit_test(test_emit_atomic),
+        cmocka_unit_test(test_communicator_lines),
         cmocka_unit_test(test_args),
         cmocka_unit_test(test_args_errors),
         cmocka_unit_test(test_args_extra),

@@ -14,6 +14,7 @@
 const rt_backend_ops rt_backend_cuda = {
     .name = "cuda",
     .available = false,
+    .several_gpus = true,
     .how_to_get = "build on a machine with the CUDA toolkit and NCCL (nvcc, cuda_runtime.h, nccl.h "
                   "under CUDA_HOME=/usr/local/cuda), then make",
 };
@@ -405,6 +406,7 @@ const rt_backend_ops rt_backend_cuda = {
     .name = "cuda",
     .available = true,
     .how_to_get = NULL,
+    .several_gpus = true,
     .init = cuda_init,
     .finalize = cuda_finalize,
     .rank_init = cuda_rank_init,

@@ -142,14 +142,15 @@ int cu_collective_bare(rt_rank **ranks, const rt_coll_args *args, int n, char *e
     if (n == 1) {
         cu_rank *cr = cu_rank_of(ranks[0]);
         cudaStream_t s = stream_of(cr, args[0].stream);
-        if (!s || !cr->comm) {
+        ncclComm_t comm = cu_comm_of(cr, args[0].comm);
+        if (!s || !comm) {
             snprintf(err, len, "bare %s on rank %d: stream or communicator missing",
                      ml_colls[args[0].coll].nccl_api, cr->rank);
             return -1;
         }
-        ncclResult_t r = cu_launch_one(&args[0], cr->comm, s);
+        ncclResult_t r = cu_launch_one(&args[0], comm, s);
         if (r != ncclSuccess)
-            return cu_fail_nccl(err, len, cr->comm, r, "bare %s on rank %d failed",
+            return cu_fail_nccl(err, len, comm, r, "bare %s on rank %d failed",
                                 ml_colls[args[0].coll].nccl_api, cr->rank);
         cr->streams[args[0].stream].last_work = (int)args[0].coll;
         return 0;
@@ -160,7 +161,8 @@ int cu_collective_bare(rt_rank **ranks, const rt_coll_args *args, int n, char *e
     for (int i = 0; i < n && res == ncclSuccess && bad < 0; i++) {
         cu_rank *cr = cu_rank_of(ranks[i]);
         cudaStream_t s = stream_of(cr, args[i].stream);
-        bad_res = s && cr->comm ? cu_launch_one(&args[i], cr->comm, s) : ncclInvalidArgument;
+        ncclComm_t comm = cu_comm_of(cr, args[i].comm);
+        bad_res = s && comm ? cu_launch_one(&args[i], comm, s) : ncclInvalidArgument;
         if (bad_res != ncclSuccess)
             bad = i;
     }

@@ -12,7 +12,13 @@
  *     kernel this thread has not launched yet; blobs are local copies.
  * Both modes read cudaMemGetInfo once per device after the CUDA context exists and before the
  * communicator does; after the warm-up the difference is the communicator's own memory, reported
- * apart from the schedule's (rt_rank.communicator_bytes). */
+ * apart from the schedule's (rt_rank.communicator_bytes).
+ * A schedule's communicators (comm:) are split from the world before the warm-up, in the
+ * schedule's order: ncclCommSplit(world, color = the rank's group or NCCL_SPLIT_NOCOLOR, key =
+ * its rank in the group, splitShare = `share:`), every local rank's inside one group in the
+ * single-process mode; each is a stage of the communicator's bytes ("split NAME"), its warm-up
+ * collectives another ("NAME colls"); a collective runs on its op's communicator; teardown
+ * destroys the splits before the world. */
 #include "backends/cuda/cuda_int.h"
 
 #ifdef MEMLIFE_HAVE_CUDA
@@ -130,9 +136,9 @@ int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, si
     int rc = 0;
     /* Streams are created before the group: a failure then leaves no half-issued group. */
     for (int i = 0; i < n && rc == 0; i++) {
-        if (!crs[i]->comm) {
-            snprintf(err, len, "the communicator of rank %d was aborted after an earlier failure",
-                     crs[i]->rank);
+        if (!cu_comm_of(crs[i], args[i].comm)) {
+            snprintf(err, len, "the communicator of rank %d was aborted after an earlier failure, "
+                     "or the rank is in none of its groups", crs[i]->rank);
             rc = -1;
         } else if (args[i].stream < crs[i]->n_streams && crs[i]->streams[args[i].stream].stream) {
             /* The common case: no runtime call at all before NCCL's (a bare loop makes none). */
@@ -153,7 +159,7 @@ int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, si
          * launching it, so no rank's kernel waits for a peer that was never issued. */
         for (int i = 0; i < n && res == ncclSuccess && bad < 0; i++) {
             /* NCCL calls need no current device: each communicator knows its own. */
-            ncclResult_t r = cu_launch_one(&args[i], crs[i]->comm, streams[i]);
+            ncclResult_t r = cu_launch_one(&args[i], cu_comm_of(crs[i], args[i].comm), streams[i]);
             if (r != ncclSuccess && bad < 0) {
                 bad = i;
                 bad_res = r;
@@ -162,8 +168,9 @@ int cu_issue_group(cu_rank **crs, const rt_coll_args *args, int n, char *err, si
         /* The group is always closed, even after a failed call inside it. */
         ncclResult_t end = !group ? ncclSuccess : res == ncclSuccess ? ncclGroupEnd() : res;
         if (bad >= 0)
-            rc = cu_fail_nccl(err, len, crs[bad]->comm, bad_res, "%s on rank %d failed",
-                              ml_colls[args[bad].coll].nccl_api, crs[bad]->rank);
+            rc = cu_fail_nccl(err, len, cu_comm_of(crs[bad], args[bad].comm), bad_res,
+                              "%s on rank %d failed", ml_colls[args[bad].coll].nccl_api,
+                              crs[bad]->rank);
         else if (end != ncclSuccess)
             rc = cu_fail_nccl(err, len, crs[0]->comm, end, "%s on rank %d failed (group end)",
                               ml_colls[args[0].coll].nccl_api, crs[0]->rank);
@@ -356,12 +363,22 @@ void cu_comm_finalize(void) {
     } else {
         for (int i = 0; i < cu_g.n_local; i++) {
             cu_rank *cr = &cu_g.ranks[i];
+            (void)cudaSetDevice(cr->device);
+            for (uint32_t c = cr->n_splits; c-- > 1;)   /* in reverse: the splits, the world */
+                if (cr->splits[c]) {
+                    (void)ncclCommDestroy(cr->splits[c]);
+                    cr->splits[c] = NULL;
+                }
             if (cr->comm) {
-                (void)cudaSetDevice(cr->device);
                 (void)ncclCommDestroy(cr->comm);
                 cr->comm = NULL;
             }
         }
+    }
+    for (int i = 0; i < cu_g.n_local; i++) {
+        free(cu_g.ranks[i].splits);
+        cu_g.ranks[i].splits = NULL;
+        cu_g.ranks[i].n_splits = 0;
     }
     if (cu_g.mpi)
         rt_mpi_finalize();
@@ -443,7 +460,8 @@ static void warm_scan(const rank_plan *p, cu_warm_list *w) {
             k++;
             continue;
         }
-        if (op->kind != OP_COLL || plan_coll_count(op) == 0)
+        /* the splits' collectives warm their own communicators (warm_splits) */
+        if (op->kind != OP_COLL || plan_coll_count(op) == 0 || op->u.coll.comm != 0)
             continue;
         uint32_t s = op->u.coll.stream;
         warm_add(w, op->u.coll.coll, plan_coll_count(op), (int)op->u.coll.send.dtype,
@@ -550,20 +568,25 @@ static int comm_stage(rt_rank **ranks, cu_rank **crs, int n, const char *name,
 
 /* Bytes of the scratch a warm-up collective of `count` needs: the larger side in place, both
  * sides where the collective never runs in place. */
-static uint64_t warm_bytes(ml_coll c, uint64_t count, int dtype) {
-    uint64_t send = ml_coll_send_count(c, count, cu_g.world);
-    uint64_t recv = ml_coll_recv_count(c, count, cu_g.world);
+static uint64_t warm_bytes_in(ml_coll c, uint64_t count, int dtype, int size) {
+    uint64_t send = ml_coll_send_count(c, count, size);
+    uint64_t recv = ml_coll_recv_count(c, count, size);
     uint64_t n = ml_colls[c].inplace == INPLACE_NEVER ? send + recv : send > recv ? send : recv;
     return n * ml_dtypes[dtype].size;
 }
+static uint64_t warm_bytes(ml_coll c, uint64_t count, int dtype) {
+    return warm_bytes_in(c, count, dtype, cu_g.world);
+}
 
-/* A count the collective takes: a multiple of the world where it sends count/world to each. */
-static uint64_t warm_fit(ml_coll c, uint64_t count) {
-    uint64_t w = (uint64_t)cu_g.world;
+/* A count the collective takes in a group of size ranks: a multiple of it where it sends
+ * count/size to each. */
+static uint64_t warm_fit_in(ml_coll c, uint64_t count, int size) {
+    uint64_t w = (uint64_t)size;
     if (!ml_colls[c].count_per_rank || w == 0)
         return count;
     return count < w ? w : count - count % w;
 }
+static uint64_t warm_fit(ml_coll c, uint64_t count) { return warm_fit_in(c, count, cu_g.world); }
 
 /* Halving keeps the result the same on every rank (it depends on count, dtype and world only). */
 static uint64_t warm_capped_count(ml_coll c, uint64_t count, int dtype) {
@@ -572,22 +595,10 @@ static uint64_t warm_capped_count(ml_coll c, uint64_t count, int dtype) {
     return warm_fit(c, count);
 }
 
-static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w, char *err,
-                    size_t len) {
-    /* Scratch: the largest capped buffer any warm-up needs, one per rank, plain cudaMalloc (it is
-     * freed before the baseline whichever allocator the run uses). */
-    uint64_t need = 4096;
-    for (int c = 0; c < COLL_COUNT; c++) {
-        uint64_t tiny = warm_bytes((ml_coll)c, warm_fit((ml_coll)c, 1), DT_FLOAT64);
-        need = tiny > need ? tiny : need;
-        for (int k = 0; k < WARM_SIZES && w->count[c][k]; k++) {
-            uint64_t b = warm_bytes((ml_coll)c, warm_capped_count((ml_coll)c, w->count[c][k],
-                                                                  w->dtype[c][k]), w->dtype[c][k]);
-            need = b > need ? b : need;
-        }
-    }
-    rt_mem *scratch = ml_xcalloc((size_t)n, sizeof *scratch);
-    uint64_t *held = ml_xcalloc((size_t)n, sizeof *held);   /* device bytes the scratch takes */
+/* One warm-up buffer of need bytes per rank, plain cudaMalloc (freed before the baseline
+ * whichever allocator the run uses), zeroed; held[i]: the device bytes it took on rank i. */
+static int scratch_alloc(cu_rank **crs, int n, uint64_t need, rt_mem *scratch, uint64_t *held,
+                         char *err, size_t len) {
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         uint64_t before = 0, after = 0;
@@ -613,6 +624,36 @@ static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w
                 rc = cu_fail_cuda(err, len, cudaGetLastError(), "cudaMemset of the warm-up buffer");
         }
     }
+    return rc;
+}
+
+static void scratch_free(cu_rank **crs, int n, rt_mem *scratch, uint64_t *held) {
+    for (int i = 0; i < n; i++)
+        if (scratch[i].ptr) {
+            (void)cudaSetDevice(crs[i]->device);
+            (void)cudaFree(scratch[i].ptr);
+        }
+    free(scratch);
+    free(held);
+}
+
+static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w, char *err,
+                    size_t len) {
+    /* Scratch: the largest capped buffer any warm-up needs, one per rank, plain cudaMalloc (it is
+     * freed before the baseline whichever allocator the run uses). */
+    uint64_t need = 4096;
+    for (int c = 0; c < COLL_COUNT; c++) {
+        uint64_t tiny = warm_bytes((ml_coll)c, warm_fit((ml_coll)c, 1), DT_FLOAT64);
+        need = tiny > need ? tiny : need;
+        for (int k = 0; k < WARM_SIZES && w->count[c][k]; k++) {
+            uint64_t b = warm_bytes((ml_coll)c, warm_capped_count((ml_coll)c, w->count[c][k],
+                                                                  w->dtype[c][k]), w->dtype[c][k]);
+            need = b > need ? b : need;
+        }
+    }
+    rt_mem *scratch = ml_xcalloc((size_t)n, sizeof *scratch);
+    uint64_t *held = ml_xcalloc((size_t)n, sizeof *held);   /* device bytes the scratch takes */
+    int rc = scratch_alloc(crs, n, need, scratch, held, err, len);
     for (int c = 0; c < COLL_COUNT && rc == 0; c++) {
         if (!w->count[c][0])
             continue;
@@ -647,15 +688,144 @@ static int warm_run(rt_rank **ranks, cu_rank **crs, int n, const cu_warm_list *w
         else
             rc = cu_wait_device(crs[i], err, len);
     }
-    for (int i = 0; i < n; i++)
-        if (scratch[i].ptr) {
-            (void)cudaSetDevice(crs[i]->device);
-            (void)cudaFree(scratch[i].ptr);
-        }
-    free(scratch);
-    free(held);
+    scratch_free(crs, n, scratch, held);
     if (rc == 0)
         rc = comm_stage(ranks, crs, n, "copies", NULL, err, len);
+    return rc;
+}
+
+/* ---- Communicators split from the world ------------------------------------------------------- */
+
+/* Every schedule communicator past the world, in the schedule's order, for every local rank:
+ * ncclCommSplit is collective over the world (one NCCL group for the local ranks in the
+ * single-process mode), a rank in no group passing NCCL_SPLIT_NOCOLOR (it gets none). Each is a
+ * stage of the communicator's bytes. */
+static int split_all(rt_rank **ranks, cu_rank **crs, int n, char *err, size_t len) {
+    const ml_comms *c = ranks[0]->plan ? ranks[0]->plan->comms : NULL;
+    if (!c)
+        return 0;
+    uint32_t n_comms = ml_comms_count(c);
+    for (int i = 0; i < n; i++) {
+        crs[i]->splits = ml_xcalloc(n_comms, sizeof *crs[i]->splits);
+        crs[i]->n_splits = n_comms;
+    }
+    ncclConfig_t *configs = ml_xcalloc((size_t)n, sizeof *configs);   /* alive past the group */
+    double deadline = cu_g.opt.timeout_s > 0 ? cu_g.opt.timeout_s : 60;
+    int rc = 0;
+    for (uint32_t comm = 1; comm < n_comms && rc == 0; comm++) {
+        const char *name = ml_comms_name(c, comm);
+        int armed = rt_watchdog_arm(deadline, crs[0]->rank, "ncclCommSplit (every rank joins)",
+                                    cu_g.mpi ? rt_mpi_abort : NULL);
+        ncclResult_t res = n > 1 ? ncclGroupStart() : ncclSuccess, bad_res = ncclSuccess;
+        int bad = -1;
+        for (int i = 0; i < n && res == ncclSuccess && bad < 0; i++) {
+            int group = ml_comms_group(c, comm, crs[i]->rank);
+            configs[i] = (ncclConfig_t)NCCL_CONFIG_INITIALIZER;
+            configs[i].splitShare = ml_comms_def(c, comm)->share ? 1 : 0;
+            bad_res = ncclCommSplit(crs[i]->comm, group < 0 ? NCCL_SPLIT_NOCOLOR : group,
+                                    group < 0 ? 0 : ml_comms_local(c, comm, crs[i]->rank),
+                                    &crs[i]->splits[comm], &configs[i]);
+            if (bad_res != ncclSuccess)
+                bad = i;
+        }
+        /* The group is always closed, even after a failed call inside it. */
+        ncclResult_t end = n > 1 ? (res == ncclSuccess ? ncclGroupEnd() : res) : ncclSuccess;
+        if (armed == 0)
+            rt_watchdog_disarm();
+        if (bad >= 0 || end != ncclSuccess) {
+            int at = bad >= 0 ? bad : 0;
+            rc = cu_fail_nccl(err, len, crs[at]->comm, bad >= 0 ? bad_res : end,
+                              "ncclCommSplit of communicator '%s' on rank %d failed", name,
+                              crs[at]->rank);
+        } else {
+            char stage[40];
+            snprintf(stage, sizeof stage, "split %s", name);
+            rc = comm_stage(ranks, crs, n, stage, NULL, err, len);
+        }
+    }
+    free(configs);
+    return rc;
+}
+
+/* The collectives a rank's plan issues on comm (bit c: ml_coll c), the point-to-point ones
+ * left out (a send needs its peer at the same time) and the refused ones under expect_error. */
+static unsigned split_kinds(const rank_plan *p, uint32_t comm) {
+    unsigned kinds = 0;
+    for (size_t k = 0; p && k < p->n_ops; k++) {
+        const plan_op *op = &p->ops[k];
+        if (op->kind == OP_EXPECT_BEGIN)
+            k++;
+        else if (op->kind == OP_COLL && op->u.coll.comm == comm && !ml_colls[op->u.coll.coll].p2p)
+            kinds |= 1u << op->u.coll.coll;
+    }
+    return kinds;
+}
+
+/* Each split's collectives once, at the smallest count its group takes, on the default stream,
+ * so that NCCL connects them before the baseline as it does the world's; a stage per split. The
+ * members of a group issue the same kinds on it (lint holds a group to one sequence). */
+static int warm_splits(rt_rank **ranks, cu_rank **crs, int n, char *err, size_t len) {
+    const ml_comms *c = ranks[0]->plan ? ranks[0]->plan->comms : NULL;
+    if (!c)
+        return 0;
+    uint64_t need = 4096;   /* a group is no larger than the world */
+    for (int k = 0; k < COLL_COUNT; k++) {
+        uint64_t b = warm_bytes((ml_coll)k, warm_fit((ml_coll)k, 1), DT_FLOAT32);
+        need = b > need ? b : need;
+    }
+    rt_mem *scratch = ml_xcalloc((size_t)n, sizeof *scratch);
+    uint64_t *held = ml_xcalloc((size_t)n, sizeof *held);
+    rt_coll_args *args = ml_xcalloc((size_t)n, sizeof *args);
+    cu_rank **sub = ml_xcalloc((size_t)n, sizeof *sub);
+    unsigned *kinds = ml_xcalloc((size_t)n, sizeof *kinds);
+    int rc = scratch_alloc(crs, n, need, scratch, held, err, len);
+    double deadline = cu_g.opt.timeout_s > 0 ? cu_g.opt.timeout_s : 60;
+    for (uint32_t comm = 1; comm < ml_comms_count(c) && rc == 0; comm++) {
+        unsigned any = 0;
+        for (int i = 0; i < n; i++)
+            any |= kinds[i] = cu_comm_of(crs[i], comm) ? split_kinds(ranks[i]->plan, comm) : 0;
+        for (int k = 0; k < COLL_COUNT && rc == 0; k++) {
+            int m = 0;
+            for (int i = 0; i < n; i++) {
+                if (!(kinds[i] >> k & 1))
+                    continue;
+                int size = ml_comms_size(c, comm, crs[i]->rank);
+                int local = ml_comms_local(c, comm, crs[i]->rank);
+                uint64_t count = warm_fit_in((ml_coll)k, 1, size);
+                int64_t delta;
+                bool in_place = ml_coll_inplace_at((ml_coll)k, count, local, &delta);
+                if (!in_place)
+                    delta = (int64_t)ml_coll_send_count((ml_coll)k, count, size);
+                uint64_t esize = ml_dtypes[DT_FLOAT32].size;
+                args[m] = (rt_coll_args){
+                    .coll = (ml_coll)k, .send = &scratch[i], .recv = &scratch[i],
+                    .send_off_bytes = delta < 0 ? (uint64_t)(-delta) * esize : 0,
+                    .recv_off_bytes = delta > 0 ? (uint64_t)delta * esize : 0,
+                    .count = count, .dtype = DT_FLOAT32, .op = RED_SUM, .root = 0,
+                    .stream = SCHED_DEFAULT_STREAM, .in_place = in_place, .comm = (uint16_t)comm,
+                    .comm_size = size, .comm_rank = local};
+                sub[m++] = crs[i];
+            }
+            if (m == 0)
+                continue;
+            int armed = rt_watchdog_arm(deadline, sub[0]->rank, "the NCCL warm-up of a split",
+                                        cu_g.mpi ? rt_mpi_abort : NULL);
+            rc = cu_issue_group(sub, args, m, err, len);
+            if (armed == 0)
+                rt_watchdog_disarm();
+            for (int i = 0; i < m && rc == 0; i++)
+                rc = cu_wait_stream(sub[i], SCHED_DEFAULT_STREAM, err, len);
+        }
+        if (rc == 0 && any) {
+            char stage[40];
+            snprintf(stage, sizeof stage, "%s colls", ml_comms_name(c, comm));
+            rc = comm_stage(ranks, crs, n, stage, held, err, len);
+        }
+    }
+    scratch_free(crs, n, scratch, held);
+    free(args);
+    free(sub);
+    free(kinds);
     return rc;
 }
 
@@ -691,6 +861,8 @@ int cu_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, si
     }
     if (rc == 0)
         rc = comm_stage(ranks, crs, n, "init", NULL, err, len);
+    if (rc == 0)
+        rc = split_all(ranks, crs, n, err, len);
     for (int i = 0; i < n && rc == 0; i++) {
         rc = create_named(crs[i], ranks[i]->plan, err, len);
         if (rc == 0)
@@ -715,6 +887,8 @@ int cu_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, si
         rc = comm_stage(ranks, crs, n, "streams", NULL, err, len);
     if (rc == 0)
         rc = warm_run(ranks, crs, n, &merged, err, len);
+    if (rc == 0)
+        rc = warm_splits(ranks, crs, n, err, len);
     for (int i = 0; i < n && rc == 0; i++) {
         uint64_t now = 0;
         if (cu_device_used(crs[i], &now, NULL, NULL)) {

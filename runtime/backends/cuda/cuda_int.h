@@ -3,7 +3,8 @@
  * header: the rest of memlife sees only rt_backend_cuda (rt.h).
  *
  * One process drives either one rank (under mpirun, one process per GPU) or every rank (--gpus N,
- * one thread, all GPUs). Per local rank we keep its device, its NCCL communicator, one CUDA stream
+ * one thread, all GPUs). Per local rank we keep its device, its NCCL communicators (the world's,
+ * and one split from it per schedule communicator that has a group holding the rank), one CUDA stream
  * per stream symbol and one CUDA event per event symbol (both created on first use), and the
  * async allocator's pool. Every host wait goes through cu_wait_* (cuda_wait.c), which
  * polls against the run's deadline and aborts the communicator on expiry: NCCL has no
@@ -42,7 +43,10 @@ typedef struct {
 typedef struct {
     int device;                /* CUDA ordinal */
     int rank;                  /* global rank */
-    ncclComm_t comm;           /* NULL once aborted or destroyed */
+    ncclComm_t comm;           /* the world's; NULL once aborted or destroyed */
+    ncclComm_t *splits;        /* [n_splits]: communicator c's (ncclCommSplit), [0] unused; NULL
+                                  where the rank is in no group of c, or once aborted */
+    uint32_t n_splits;
     cu_stream *streams;
     uint32_t n_streams;
     cu_event *events;
@@ -124,6 +128,11 @@ int cu_vmm_free(cu_rank *cr, rt_mem *m, char *err, size_t len);
 
 /* ---- Launch, communicators, blobs, warm-up (cuda_comm.c) --------------------------- */
 int cu_comm_init(char *err, size_t len);
+/* The NCCL communicator of schedule communicator comm for cr (0: the world); NULL where cr's
+ * rank is in no group of it, or it was aborted. */
+static inline ncclComm_t cu_comm_of(const cu_rank *cr, uint32_t comm) {
+    return comm == 0 ? cr->comm : comm < cr->n_splits ? cr->splits[comm] : NULL;
+}
 void cu_comm_finalize(void);
 int cu_allgather_blob(rt_rank *r, const void *mine, size_t len, void *all, char *err, size_t elen);
 int cu_warmup(rt_rank **ranks, int n, const bool used[COLL_COUNT], char *err, size_t len);

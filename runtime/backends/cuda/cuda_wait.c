@@ -37,8 +37,13 @@ static void work_text(int work, char *buf, size_t len) {
 void cu_abort_all(void) {
     for (int i = 0; i < cu_g.n_local; i++) {
         cu_rank *cr = &cu_g.ranks[i];
+        (void)cudaSetDevice(cr->device);
+        for (uint32_t c = cr->n_splits; c-- > 1;)   /* the splits first: they hang off the world */
+            if (cr->splits[c]) {
+                (void)ncclCommAbort(cr->splits[c]);
+                cr->splits[c] = NULL;
+            }
         if (cr->comm) {
-            (void)cudaSetDevice(cr->device);
             (void)ncclCommAbort(cr->comm);
             cr->comm = NULL;
         }
@@ -61,11 +66,12 @@ static int poll_until_done(cu_rank *cr, cu_query_fn query, void *obj, int work, 
         if (e != cudaErrorNotReady)
             return cu_fail_cuda(err, len, e, "%s on rank %d (stream '%s') failed", what, cr->rank,
                                 sname);
-        if (cr->comm) {
+        for (uint32_t c = 0; c < (cr->n_splits ? cr->n_splits : 1); c++) {
+            ncclComm_t comm = cu_comm_of(cr, c);   /* the failure may be on any of them */
             ncclResult_t async = ncclSuccess;
-            if (ncclCommGetAsyncError(cr->comm, &async) == ncclSuccess && async != ncclSuccess &&
-                async != ncclInProgress) {
-                cu_fail_nccl(err, len, cr->comm, async, "%s on rank %d (stream '%s') failed",
+            if (comm && ncclCommGetAsyncError(comm, &async) == ncclSuccess &&
+                async != ncclSuccess && async != ncclInProgress) {
+                cu_fail_nccl(err, len, comm, async, "%s on rank %d (stream '%s') failed",
                              what, cr->rank, sname);
                 cu_abort_all();
                 size_t used = strnlen(err, len);

@@ -14,7 +14,9 @@ schedule's dtype (uint32/uint64 are stored as int32/int64: torch has no unsigned
 types; the bits are the same for sum and prod), views are slices of their bytes. Collectives
 are torch.distributed calls through ProcessGroupNCCL on GPUs and gloo on CPUs; what gloo lacks
 (reduce_scatter_tensor, all_gather_into_tensor) is emulated from all_reduce and all_gather, and
-the hello line says so. Streams are torch.cuda.Stream with torch.cuda.Event; on CPUs every op
+the hello line says so. A schedule's communicators are torch groups: `group` requests (every
+group of every communicator, in one order, on every rank) make them with new_group, and a
+collective names its communicator, its counts and root in the group's terms. Streams are torch.cuda.Stream with torch.cuda.Event; on CPUs every op
 completes before the next, as on memlife's host backend.
 
 Standard library and torch only. Exit codes: 0 after `quit`, 9 when torch cannot be imported
@@ -60,6 +62,7 @@ class Driver:
                                 timeout=datetime.timedelta(seconds=timeout))
         self.backend = backend
         self.bufs = {}      # id -> (uint8 view of the whole buffer, dtype name)
+        self.groups = {}    # communicator -> this rank's group of it (new_group)
         self.streams = {}   # index -> torch.cuda.Stream (0: the current default stream)
         self.events = {}
         self.align_buf = None   # bench's aligning all_reduce (time_begin)
@@ -131,10 +134,47 @@ class Driver:
         del self.bufs[buf]
         return ""
 
+    def group(self, comm, index, *ranks):
+        # every rank asks for every group of every communicator, in one order: torch's
+        # new_group is collective over the whole world, members or not
+        members = [int(r) for r in ranks]
+        pg = dist.new_group(ranks=members)
+        if self.rank in members:
+            self.groups[int(comm)] = (pg, members)
+        return ""
+
+    def on(self, comm):
+        """Communicator comm as this rank sees it: the process group (None: the world), its
+        size, this rank's rank in memlife's (NCCL's) order of the members, the world rank of
+        each member in that order, and order[t]: the member that torch's rank t is. torch
+        numbers a group's members by their world ranks (new_group sorts them), NCCL by the
+        split's key: where they differ the shards are permuted around torch's calls."""
+        if not comm:
+            return None, self.world, self.rank, list(range(self.world)), None
+        if comm not in self.groups:
+            raise ValueError("this rank is in no group of communicator %d" % comm)
+        pg, members = self.groups[comm]
+        order = [members.index(r) for r in sorted(members)]
+        return (pg, len(members), members.index(self.rank), members,
+                None if order == sorted(order) else order)
+
+    @staticmethod
+    def _permuted(t, order, inverse=False):
+        """t's len(order) equal chunks in torch's rank order (chunk order[k] at k), or back."""
+        chunks = t.chunk(len(order))
+        if not inverse:
+            return torch.cat([chunks[m] for m in order])
+        out = [None] * len(order)
+        for k, m in enumerate(order):
+            out[m] = chunks[k]
+        return torch.cat(out)
+
     def coll(self, name, sbuf, soff, rbuf, roff, send_count, recv_count, dtype, op, root, stream,
-             in_place):
-        # the element counts of both sides come from memlife's table (runtime/ir/coll.c)
-        w = self.world
+             in_place, comm=0):
+        # the element counts of both sides come from memlife's table (runtime/ir/coll.c), for
+        # the group's size; root is the group's rank (NCCL's convention), torch wants the world's
+        pg, w, me, members, order = self.on(comm)
+        root = members[root] if 0 <= root < w else root
         send = self.view(sbuf, soff, send_count, dtype)
         recv = self.view(rbuf, roff, recv_count, dtype)
         if dtype in ("uint32", "uint64") and op in ("max", "min"):
@@ -147,34 +187,46 @@ class Driver:
             if name == "all_reduce":
                 if not in_place:
                     recv.copy_(send)
-                dist.all_reduce(recv, op=rop)
+                dist.all_reduce(recv, op=rop, group=pg)
             elif name == "reduce_scatter":
                 if self.backend == "gloo":   # emulated: all_reduce of a copy, then this rank's shard
                     tmp = send.clone()
-                    dist.all_reduce(tmp, op=rop)
-                    recv.copy_(tmp[self.rank * recv_count:(self.rank + 1) * recv_count])
+                    dist.all_reduce(tmp, op=rop, group=pg)
+                    recv.copy_(tmp[me * recv_count:(me + 1) * recv_count])
+                elif order:   # torch's rank t gets the shard of member order[t]
+                    dist.reduce_scatter_tensor(recv, self._permuted(send, order), op=rop, group=pg)
                 else:
-                    dist.reduce_scatter_tensor(recv, send, op=rop)
+                    dist.reduce_scatter_tensor(recv, send, op=rop, group=pg)
             elif name == "all_gather":
                 if self.backend == "gloo":   # emulated: all_gather into a list, then concatenated
                     parts = [torch.empty_like(send) for _ in range(w)]
-                    dist.all_gather(parts, send.clone())
-                    recv.copy_(torch.cat(parts))
+                    dist.all_gather(parts, send.clone(), group=pg)
+                    got = torch.cat(parts)
+                    recv.copy_(self._permuted(got, order, inverse=True) if order else got)
+                elif order:
+                    got = torch.empty_like(recv)
+                    dist.all_gather_into_tensor(got, send, group=pg)
+                    recv.copy_(self._permuted(got, order, inverse=True))
                 else:
-                    dist.all_gather_into_tensor(recv, send)
+                    dist.all_gather_into_tensor(recv, send, group=pg)
             elif name == "broadcast":
                 if self.rank == root and not in_place:
                     recv.copy_(send)
-                dist.broadcast(recv, src=root)
+                dist.broadcast(recv, src=root, group=pg)
             elif name == "reduce":
                 # torch's reduce works in place on its tensor; NCCL's out-of-place reduce leaves
                 # send alone, so the reduction runs on a copy that becomes recv on the root
                 tmp = send if in_place and self.backend == "nccl" else send.clone()
-                dist.reduce(tmp, dst=root, op=rop)
+                dist.reduce(tmp, dst=root, op=rop, group=pg)
                 if self.rank == root and tmp is not recv:
                     recv.copy_(tmp)
             elif name == "all_to_all":   # never in place: send and recv are apart
-                dist.all_to_all_single(recv, send)
+                if order:
+                    got = torch.empty_like(recv)
+                    dist.all_to_all_single(got, self._permuted(send, order), group=pg)
+                    recv.copy_(self._permuted(got, order, inverse=True))
+                else:
+                    dist.all_to_all_single(recv, send, group=pg)
             else:
                 raise ValueError("no collective '%s' in the torch backend" % name)
         if not self.cuda:
@@ -314,23 +366,12 @@ class Driver:
         return "%.9f" % (time.perf_counter() - self.span_t0)
 
     def warmup(self, *names):
-        # one small call of each collective the plans use, so that NCCL connects before the
-        # baseline (as memlife's cuda backend does)
-        x = torch.zeros(self.world * 2, dtype=torch.float32, device=self.device)
-        for name in names:
-            if name == "all_reduce":
-                dist.all_reduce(x)
-            elif name == "reduce_scatter" and self.backend == "nccl":
-                dist.reduce_scatter_tensor(x[:2], x)
-            elif name == "all_gather" and self.backend == "nccl":
-                dist.all_gather_into_tensor(x, x[:2].clone())
-            elif name == "broadcast":
-                dist.broadcast(x, src=0)
-            elif name == "reduce":
-                dist.reduce(x, dst=0)
-            elif name == "all_to_all":
-                dist.all_to_all_single(torch.empty_like(x), x)
-        del x
+        # one small call of each collective the plans use, on each communicator ("C:name";
+        # the world's bare), so that NCCL connects before the baseline (as memlife's cuda
+        # backend does)
+        for word in names:
+            comm, name = word.split(":") if ":" in word else (0, word)
+            self.warm(int(comm), name)
         if self.cuda:
             torch.cuda.synchronize(self.device)
             # the baseline starts from an empty caching allocator, as the torch view does
@@ -339,6 +380,22 @@ class Driver:
             free, total = torch.cuda.mem_get_info(self.device)
             return "%d" % max(0, total - free - self.device_at_start)
         return "0"
+
+    def warm(self, comm, name):
+        pg, w, _, members, _ = self.on(comm)
+        x = torch.zeros(w * 2, dtype=torch.float32, device=self.device)
+        if name == "all_reduce":
+            dist.all_reduce(x, group=pg)
+        elif name == "reduce_scatter" and self.backend == "nccl":
+            dist.reduce_scatter_tensor(x[:2], x, group=pg)
+        elif name == "all_gather" and self.backend == "nccl":
+            dist.all_gather_into_tensor(x, x[:2].clone(), group=pg)
+        elif name == "broadcast":
+            dist.broadcast(x, src=members[0], group=pg)
+        elif name == "reduce":
+            dist.reduce(x, dst=members[0], group=pg)
+        elif name == "all_to_all":
+            dist.all_to_all_single(torch.empty_like(x), x, group=pg)
 
 
 class _null:
@@ -363,7 +420,7 @@ def main():
     out.write(("hello %s %s %s %s\n" % (torch.__version__, d.backend, d.device,
                                         ",".join(d.emulated) or "-")).encode())
     out.flush()
-    ints = {"alloc": (0, 1, 2, 4), "free": (0,), "coll": (1, 2, 3, 4, 5, 6, 9, 10, 11),
+    ints = {"alloc": (0, 1, 2, 4), "free": (0,), "coll": (1, 2, 3, 4, 5, 6, 9, 10, 11, 12),
             "sync": (1, 2), "record": (0, 1), "wait": (0, 1), "write": (0, 1, 2),
             "read": (0, 1, 2), "copy": (0, 1, 2, 3, 4, 5), "record_stream": (0, 1), "open_streams": (0,), "limit": (0,),
             "time_begin": (0,)}
