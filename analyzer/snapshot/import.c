@@ -23,6 +23,7 @@
 #include "snapshot/import.h"
 #include "base/util.h"
 #include "ir/coll.h"
+#include "snapshot/import_comms.h"
 #include "snapshot/limit.h"
 #include "torch/torchalloc.h"
 
@@ -193,6 +194,8 @@ typedef struct {
 typedef struct {
     ml_coll coll;       /* a row of runtime/ir/coll.h's table */
     const char *op;     /* reduction, or NULL */
+    int comm;           /* import_comms' communicator; 0: the world */
+    int64_t root;       /* a rooted collective's root, its rank within the group */
     uint32_t buf[2];    /* send, recv */
     int64_t offset[2], bytes[2];
 } capture_coll;
@@ -244,6 +247,7 @@ typedef struct {
     int64_t world, rank;
     bool on_fake;           /* recorded on the virtual device: no segments, no truth of the torch view */
     ml_vec colls;           /* of capture_coll */
+    import_comms *comms;    /* the process groups' communicators (import_comms.h) */
     ml_vec regions;         /* of const char *: region names */
     int region_depth;       /* regions begun and not ended */
     amap capture_events;    /* the program's event ids -> schedule events (f<k>) */
@@ -1151,11 +1155,14 @@ static int capture_step(importer *im, const json_t *st, size_t i, int dev, const
                     "captures (%s)", where, names);
     }
     const char *group = json_string_value(json_object_get(st, "group"));
-    if (group && strcmp(group, "world"))
-        return fail(im, "%s: a %s on process group '%.40s', not the whole world: collectives on "
-                    "sub-groups need communicators, which schedules do not have yet", where, kind,
-                    group);
-    capture_coll c = {.coll = (ml_coll)k};
+    int comm = import_comms_find(im->comms, group);
+    if (comm < 0)
+        return fail(im, "%s: a %s on process group '%.40s', which memlife_capture's groups do "
+                    "not describe", where, kind, group);
+    capture_coll c = {.coll = (ml_coll)k, .comm = comm};
+    /* a recording without roots had PyTorch's default, 0 */
+    if (ml_colls[k].has_root && get_u(im, st, "root", where, 0, &c.root))
+        return -1;
     if (capture_operand(im, json_object_get(st, "send"), "send", where, live, &c, 0) ||
         capture_operand(im, json_object_get(st, "recv"), "recv", where, live, &c, 1))
         return -1;
@@ -1479,6 +1486,31 @@ static void map_end(writer *w) { collection_end(w, false); }
 static void seq_start(writer *w, bool flow) { collection_start(w, true, flow); }
 static void seq_end(writer *w) { collection_end(w, true); }
 
+/* A JSON value as YAML: a mapping or sequence in block style at the top (flow: false), in flow
+ * style inside. */
+static void emit_json(writer *w, const json_t *v, bool flow) {
+    const char *k;
+    const json_t *x;
+    size_t i;
+    if (json_is_object(v)) {
+        map_start(w, flow);
+        json_object_foreach((json_t *)v, k, x) {
+            scalar(w, k);
+            emit_json(w, x, true);
+        }
+        map_end(w);
+    } else if (json_is_array(v)) {
+        seq_start(w, flow);
+        json_array_foreach(v, i, x)
+            emit_json(w, x, true);
+        seq_end(w);
+    } else if (json_is_integer(v)) {
+        integer(w, json_integer_value(v));
+    } else {
+        scalar(w, json_string_value(v) ? json_string_value(v) : "");
+    }
+}
+
 static const char *stream_name(const importer *im, uint32_t s, char *buf, size_t len) {
     if (s == 0)
         return "default";
@@ -1521,18 +1553,22 @@ static bool is_number(const char *t) { return *t && strspn(t, "0123456789") == s
 
 /* A captured collective's operand: the whole buffer, `name[rank*B : B]` where the view stands
  * at this rank's slot (an in-place collective, the same for every rank), else the view as
- * recorded (bytes: the schedule's dtype is uint8). */
+ * recorded (bytes: the schedule's dtype is uint8). On a communicator the slot is the rank's
+ * within its group (NCCL's in-place offset), written as an expression of rank where the
+ * communicator has one for every rank ("(rank % 2)*B"), else as rank R's number. */
 static void write_operand(const importer *im, const capture_coll *c, int k, size_t index,
                           ml_str *out) {
     const buffer *b = &ML_VEC_AT(&im->bufs, buffer, c->buf[k]);
     char t1[32], t2[32];
+    const char *local = import_comms_local_expr(im->comms, c->comm);
     if (c->offset[k] == 0 && c->bytes[k] == b->bytes) {
         ml_str_printf(out, "%s", b->name);
-    } else if (c->bytes[k] > 0 && c->offset[k] == im->rank * c->bytes[k]) {
+    } else if (local && c->bytes[k] > 0 &&
+               c->offset[k] == import_comms_local(im->comms, c->comm) * c->bytes[k]) {
         const char *len = size_text(im, index, b->name, "length", c->bytes[k], t1, sizeof t1);
-        bool plain = is_number(len);
-        ml_str_printf(out, "\"%s[rank*%s%s%s : %s]\"", b->name, plain ? "" : "(", len,
-                      plain ? "" : ")", len);
+        bool plain = is_number(len), bare = !strcmp(local, "rank");
+        ml_str_printf(out, "\"%s[%s%s%s*%s%s%s : %s]\"", b->name, bare ? "" : "(", local,
+                      bare ? "" : ")", plain ? "" : "(", len, plain ? "" : ")", len);
     } else {
         const char *off = size_text(im, index, b->name, "offset", c->offset[k], t1, sizeof t1);
         const char *len = size_text(im, index, b->name, "length", c->bytes[k], t2, sizeof t2);
@@ -1558,11 +1594,17 @@ static void write_collective(const importer *im, const step *s, size_t index, co
     }
     if (c->op)
         ml_str_printf(out, ", op: %s", c->op);
-    if (ci->has_root)   /* the capture records no root: PyTorch's default, rank 0 */
-        ml_str_printf(out, ", root: 0");
+    if (ci->has_root)
+        ml_str_printf(out, ", root: %" PRId64, c->root);
+    if (c->comm)
+        ml_str_printf(out, ", comm: %s", import_comms_name(im->comms, c->comm));
     if (s->stream)
         ml_str_printf(out, ", stream: %s", stream_name(im, s->stream, sb, sizeof sb));
     ml_str_printf(out, "}\n");
+    /* a rank outside a rank list's group cannot issue the collective (torch makes it a no-op) */
+    const char *when = import_comms_members(im->comms, c->comm);
+    if (when)
+        ml_str_printf(out, "%s  when: \"%s\"\n", pad, when);
 }
 
 /* One step, as one line (a region: its head, with the steps inside indented by the caller).
@@ -1707,6 +1749,7 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
              st->exact_prelude ? "" : ", approximately (expandable segments)");
     if (!vary)
         ml_str_append(out, buf, strlen(buf));
+    import_comms_comment(im->comms, out);
     if (im->no_settings)
         ml_str_printf(out, "# The snapshot has no allocator_settings (PyTorch before 2.1?): "
                       "PyTorch's defaults are assumed.\n");
@@ -1766,6 +1809,15 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
         }
         map_end(&w);
     }
+    /* the process groups' communicators: mesh: {dp: 4, tp: 2}, comms: {tp: {mesh_dim: tp}} */
+    json_t *comms = import_comms_yaml(im->comms);
+    const char *key;
+    const json_t *val;
+    json_object_foreach(comms, key, val) {
+        scalar(&w, key);
+        emit_json(&w, val, strcmp(key, "comms") != 0);
+    }
+    json_decref(comms);
     scalar(&w, "dtype");
     scalar(&w, "uint8");
     if (im->streams.n > 1) {
@@ -1876,6 +1928,10 @@ int snapshot_import(const json_t *snap, const import_opts *o, char **yaml, size_
                             " is not a rank of a world of 1 to 1048576", im.rank, im.world), -1;
         im.on_fake = !strcmp(on, "fake");
     }
+    /* a plain snapshot has no groups: every collective a memlife_step names is the world's */
+    im.comms = import_comms_read(im.capture, im.capture ? im.world : 1, im.rank, err, errlen);
+    if (!im.comms)
+        return -1;
     im.arena = ml_arena_new();
     ml_vec_init(&im.colls, sizeof(capture_coll));
     ml_vec_init(&im.regions, sizeof(const char *));
@@ -2035,6 +2091,7 @@ out:
     ml_vec_free(&im.seg_addrs);
     ml_vec_free(&im.colls);
     ml_vec_free(&im.regions);
+    import_comms_free(im.comms);
     free(im.names);
     ml_arena_free(im.arena);
     return rc;

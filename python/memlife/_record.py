@@ -47,6 +47,10 @@ COLLECTIVES = {
     fc.all_to_all_single.default: ("all_to_all", lambda a, r: (a[0], r)),
 }
 
+# The root of a rooted collective, its rank within the group (c10d's root_rank, the functional
+# broadcast's src, which torch.distributed.broadcast turns into the group's rank).
+ROOTS = {c10d.broadcast_.default: lambda a: a[2], fc.broadcast.default: lambda a: a[1]}
+
 # The ops that run cuBLAS, whose first call on a thread and stream makes PyTorch allocate that
 # handle's workspace (_virtual_cuda.cublas_workspace_bytes).
 MATMULS = {torch.ops.aten.mm, torch.ops.aten.addmm, torch.ops.aten.bmm, torch.ops.aten.baddbmm,
@@ -83,7 +87,10 @@ class Recorder(TorchDispatchMode):
         self.clock = 0
         self.phase = "build"          # build | forward | backward | optimizer
         self.depth = 0
-        self.groups = {}              # process group name -> (size, ranks)
+        self.groups = {}              # process group name -> its world ranks, in first use order
+        self.meshes = []              # (dim names, shape, ranks) of each root DeviceMesh made
+        self.group_calls = []         # the ranks of each new_group / split_group call, in order
+        self.mesh_names = {}          # a 1-D slice's or flattening's group -> its dimension name
         self.owners = {}              # Storage.sid -> name from the program's objects
         self.program = None           # the training step, whose objects name storages
         self.closed = False           # past the recorded steps: deaths are the teardown's
@@ -231,26 +238,88 @@ class Recorder(TorchDispatchMode):
 
     # --- collectives ------------------------------------------------------------------------
     def _group(self, func, args):
+        """The process group's name ("world" for one of every rank in order) and size."""
         try:
             pg = CollectiveOp.get_process_group(func, args)
         except Exception:
             return "world", None
+        dist = torch.distributed
         name = getattr(pg, "group_name", None) or "world"
         try:
             size = pg.size()
         except Exception:
             size = None
-        ranks = None
         try:
-            ranks = torch.distributed.get_process_group_ranks(pg)
+            ranks = dist.get_process_group_ranks(pg)
         except Exception:
-            pass
-        # A group of every rank is the world's communicator (FSDP2's default mesh makes its own
-        # group of all ranks).
-        if size is not None and size == torch.distributed.get_world_size():
+            ranks = None
+        # A group of every rank in order is the world's communicator (FSDP2's default mesh
+        # makes its own group of all ranks).
+        if size == dist.get_world_size() and ranks in (None, list(range(size))):
             name = "world"
-        self.groups.setdefault(name, (size, ranks))
+        if name != "world" and name not in self.groups:
+            if ranks is None:
+                raise RuntimeError(f"process group '{name}' of a {func.name()} has no ranks "
+                                   "that torch.distributed.get_process_group_ranks can tell")
+            self.groups[name] = ranks
         return name, size
+
+    def _made_group(self, ranks, sort_ranks=True):
+        """A new_group call: every rank makes every group, so these calls are the partitions."""
+        if ranks is None:
+            ranks = range(torch.distributed.get_world_size())
+        ranks = [int(r) for r in ranks]
+        self.group_calls.append(sorted(ranks) if sort_ranks else ranks)
+
+    def _made_mesh(self, mesh):
+        if getattr(mesh, "_root_mesh", None) is not None:
+            # a slice or a flattening of a root mesh: its group is of the root's dimensions,
+            # and a flattening's name ("dp" for dp_out x dp_in) is the program's for it
+            names = mesh.mesh_dim_names or ()
+            if len(names) == 1:
+                try:
+                    self.mesh_names.setdefault(mesh.get_group(0).group_name, names[0])
+                except Exception:
+                    pass
+            return
+        try:
+            ranks = [int(r) for r in mesh.mesh.flatten().tolist()]
+        except Exception:
+            ranks = None
+        self.meshes.append((tuple(mesh.mesh_dim_names or ()), tuple(mesh.shape), ranks))
+
+    def _patch_groups(self):
+        """Sees the program's meshes and new_group / split_group calls."""
+        import torch.distributed.distributed_c10d as c10d_mod
+        from torch.distributed import device_mesh
+        recorder = self
+        orig_tag = c10d_mod._new_group_with_tag
+
+        def new_group_with_tag(ranks=None, *a, **k):
+            recorder._made_group(ranks, k.get("sort_ranks", True))
+            return orig_tag(ranks, *a, **k)
+        self._undo.append((c10d_mod, "_new_group_with_tag", orig_tag))
+        c10d_mod._new_group_with_tag = new_group_with_tag
+        orig_split = c10d_mod.split_group
+
+        def split_group(parent_pg=None, split_ranks=None, *a, **k):
+            if parent_pg is None and split_ranks:
+                for g in split_ranks:
+                    recorder._made_group(g)
+            return orig_split(parent_pg, split_ranks, *a, **k)
+        for mod in (c10d_mod, torch.distributed, device_mesh):
+            if getattr(mod, "split_group", None) is orig_split:
+                self._undo.append((mod, "split_group", orig_split))
+                setattr(mod, "split_group", split_group)
+        cls = getattr(device_mesh, "DeviceMesh", None)
+        if cls is not None and "__init__" in cls.__dict__:
+            orig_init = cls.__dict__["__init__"]
+
+            def init(mesh, *a, **k):
+                orig_init(mesh, *a, **k)
+                recorder._made_mesh(mesh)
+            self._undo.append((cls, "__init__", orig_init))
+            cls.__init__ = init
 
     def _collective(self, func, args, kwargs, res):
         kind, where = COLLECTIVES[func]
@@ -265,6 +334,7 @@ class Recorder(TorchDispatchMode):
                 op = REDUCE_OPS[a.upper()]
         step = {"collective": kind, "send": (send, _view(send_t)), "recv": (recv, _view(recv_t)),
                 "group": group, "group_size": size, "stream": self.stream_of(), "op": op,
+                "root": ROOTS[func](args) if func in ROOTS else None,
                 "dtype": str(send_t.dtype).replace("torch.", "")}
         self.events.append(("step", step))
 
@@ -346,6 +416,8 @@ class Recorder(TorchDispatchMode):
         self.mods.__enter__()
         self._fake_on_entry = active_fake_mode()
         self._suspend_in_sharding_propagation()
+        if torch.distributed.is_initialized():
+            self._patch_groups()
         return super().__enter__()
 
     def _suspend_in_sharding_propagation(self):

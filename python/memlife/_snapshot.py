@@ -18,6 +18,7 @@ import os
 
 import torch
 
+from . import _groups
 from ._record import Storage
 
 ROLE_NAMES = {"init": "init", "act": "act", "temp": "temp", "opt": "opt"}
@@ -163,6 +164,8 @@ def _step_entry(step, addr_of):
         return {"action": "memlife_step", "step": step}
     out = {"collective": step["collective"], "group": step["group"], "op": step["op"],
            "stream": step["stream"]}
+    if step.get("root") is not None:
+        out["root"] = int(step["root"])
     for side in ("send", "recv"):
         rec, (off, count, esize) = step[side]
         if rec is None or addr_of(rec) is None:
@@ -200,7 +203,8 @@ def build(rec, snap, about):
                "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": conf}}
     else:
         out = _merge_cuda(rec, snap, names)
-    out["memlife_capture"] = about
+    out["memlife_capture"] = dict(about, **_groups.describe(
+        rec.groups, rec.meshes, rec.group_calls, about["world"], about["rank"], rec.mesh_names))
     return out
 
 

@@ -64,8 +64,12 @@ def build(MODE="fsdp", MBS=2, S=256, D=256, L=2, H=4):
     else:
         raise ValueError(f"MODE is fsdp, fsdp_ac or ddp, not {MODE!r}")
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
-    x = torch.randn(MBS, S, D, device=dev, dtype=dtype)
+    return training_step(model, opt, torch.randn(MBS, S, D, device=dev, dtype=dtype))
 
+
+def training_step(model, opt, x):
+    """One step on input x: forward, backward, optimizer step; its variables name the buffers
+    (model.*, adam.*, x)."""
     def step():
         model(x).float().pow(2).mean().backward()
         opt.step()
