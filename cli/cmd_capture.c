@@ -203,7 +203,9 @@ int cmd_capture(int argc, char **argv) {
     ml_vec_init(&vary_args, sizeof(const char *));
     const ml_opt extra[] = {
         {"--rank", NULL, OPT_INT, &rank, 0, (1 << 20) - 1, NULL, "R",
-         "the rank to record (default 0); the others are assumed to run the same steps"},
+         "the rank to record (default 0); the others are taken to run the same steps, each on "
+         "its own group of every communicator (a group that is no mesh dimension nor a partition "
+         "of the world is written as this rank's list)"},
         {"--on", NULL, OPT_CHOICE, &on, 0, 0, ON_KINDS, "WHERE",
          "fake (no GPU: FakeTensorMode on a virtual CUDA device; the default) or cuda (one GPU: "
          "the caching allocator's own record, exact)"},
