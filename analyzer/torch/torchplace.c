@@ -39,6 +39,8 @@
  * 62 segments of limit_033__gc08_maxsplit64_limit1g. */
 #include "torch/torchalloc_int.h"
 
+#include <stdlib.h>
+
 #define MiB ((uint64_t)1 << 20)
 #define CHUNK (32 * MiB)
 
@@ -68,26 +70,53 @@ static uint64_t room_in(const torchalloc *ta, int32_t k, uint64_t lo, uint64_t h
 }
 
 /* The start of the highest run of `span` bytes below the region that no live heap overlaps,
- * passing over a run it would fill exactly, a live heap right below it. */
+ * passing over a run it would fill exactly, a live heap right below it. The live heaps are taken
+ * once, in address order (the segments' list is, and a heap's segments are neighbours in it),
+ * and walked down from the top with the run: each heap is passed once, where asking every
+ * segment again at each step down made a placement among thousands of segments (a step near
+ * its limit, freeing and retrying) quadratic. */
+typedef struct {
+    uint64_t lo, hi;
+} heap_span;
+
 static uint64_t free_run(const torchalloc *ta, uint64_t span) {
-    uint64_t top = REGION;
+    heap_span *h = NULL;
+    size_t n = 0, cap = 0;
+    for (int32_t k = ta->seg_first; k >= 0; k = ta->s[k].lnext) {
+        const tseg *s = &ta->s[k];
+        if (!placed(s) || s->heap >= REGION || (n && h[n - 1].lo == s->heap))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            h = ml_xrealloc(h, cap * sizeof *h);
+        }
+        h[n++] = (heap_span){s->heap, s->heap_end};
+    }
+    uint64_t top = REGION, found = 0;
+    size_t j = n;   /* the heaps [0, j) start below top */
     for (;;) {
         if (span > top)
-            return 0;
-        uint64_t lo = top - span, clash = top, below = 0;
-        for (int32_t k = ta->seg_first; k >= 0; k = ta->s[k].lnext) {
-            const tseg *s = &ta->s[k];
-            if (!placed(s) || s->heap >= REGION)
-                continue;
-            if (s->heap < top && lo < s->heap_end && s->heap < clash)
-                clash = s->heap;
-            if (s->heap_end == lo)
-                below = s->heap;
+            break;
+        uint64_t lo = top - span;
+        while (j > 0 && h[j - 1].lo >= top)
+            j--;
+        size_t i = j;
+        uint64_t clash = top;   /* the lowest start of the heaps that [lo, top) overlaps */
+        while (i > 0 && h[i - 1].hi > lo)
+            clash = h[--i].lo;
+        if (clash != top) {
+            top = clash;
+            continue;
         }
-        if (clash == top && !below)
-            return lo;
-        top = clash == top ? below : clash;
+        if (i > 0 && h[i - 1].hi == lo) {   /* a run it would fill exactly: passed over */
+            top = h[i - 1].lo;
+            continue;
+        }
+        found = lo;
+        break;
     }
+    free(h);
+    return found;
 }
 
 uint64_t ta_place_segment(torchalloc *ta, uint64_t size, uint64_t *heap, uint64_t *heap_end) {
