@@ -126,6 +126,9 @@ struct torchalloc {
     tseg *s;
     size_t ns, caps;
     int32_t free_s, seg_first, seg_last;
+    /* At least the largest free gap inside any live heap below the region (torchplace.c): a
+     * request larger than it skips the walk over the heaps. UINT64_MAX: not known. */
+    uint64_t heap_gap;
     tuse *u;
     size_t nu, capu;
     int32_t free_u;
@@ -171,6 +174,8 @@ void ta_synchronize_and_free_events(torchalloc *ta);
 /* torchplace.c: the address of a new cudaMalloc segment of `size` bytes and the range it
  * lies in; 0 where there is no room below the model's region. */
 uint64_t ta_place_segment(torchalloc *ta, uint64_t size, uint64_t *heap, uint64_t *heap_end);
+/* A placed segment s is about to go: the gap it leaves in its heap joins the bound. */
+void ta_place_dropped(torchalloc *ta, const tseg *s);
 /* torchrelease.c */
 void ta_release_cached_blocks(torchalloc *ta);
 int ta_release_available_cached_blocks(torchalloc *ta, int large, uint32_t stream, uint64_t size);

@@ -101,6 +101,7 @@ int32_t ta_new_seg(torchalloc *ta, int front) {
 
 void ta_drop_seg(torchalloc *ta, int32_t i) {
     tseg *s = &ta->s[i];
+    ta_place_dropped(ta, s);
     if (s->lprev >= 0)
         ta->s[s->lprev].lnext = s->lnext;
     else
@@ -198,6 +199,7 @@ torchalloc *torchalloc_new(const torchalloc_conf *c, uint64_t limit_bytes) {
     ta->limit = limit_bytes;
     ta->free_b = ta->free_s = ta->free_u = -1;
     ta->seg_first = ta->seg_last = -1;
+    ta->heap_gap = UINT64_MAX;
     for (int i = 0; i < 2; i++) {
         tt_init(&ta->pool[i].blocks, T_BLOCKS);
         tt_init(&ta->pool[i].unmapped, T_UNMAPPED);

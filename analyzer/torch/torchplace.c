@@ -54,8 +54,10 @@ static const struct {
 static int placed(const tseg *s) { return !s->expandable && s->heap_end; }
 
 /* The lowest address in [lo, hi) that no live placed segment in it covers for `size` bytes,
- * walking the address-ordered segments from `k`; 0 if none. */
-static uint64_t room_in(const torchalloc *ta, int32_t k, uint64_t lo, uint64_t hi, uint64_t size) {
+ * walking the address-ordered segments from `k`; 0 if none, and then *gap (when not NULL)
+ * grows to the largest free run of [lo, hi). */
+static uint64_t room_in(const torchalloc *ta, int32_t k, uint64_t lo, uint64_t hi, uint64_t size,
+                        uint64_t *gap) {
     uint64_t cur = lo;
     for (; k >= 0 && ta->s[k].addr < hi; k = ta->s[k].lnext) {
         const tseg *s = &ta->s[k];
@@ -63,10 +65,31 @@ static uint64_t room_in(const torchalloc *ta, int32_t k, uint64_t lo, uint64_t h
             continue;
         if (s->addr >= cur && s->addr - cur >= size)
             return cur;
+        if (gap && s->addr > cur && s->addr - cur > *gap)
+            *gap = s->addr - cur;
         if (s->addr + s->vsize > cur)
             cur = s->addr + s->vsize;
     }
-    return hi > cur && hi - cur >= size ? cur : 0;
+    if (hi > cur && hi - cur >= size)
+        return cur;
+    if (gap && hi > cur && hi - cur > *gap)
+        *gap = hi - cur;
+    return 0;
+}
+
+void ta_place_dropped(torchalloc *ta, const tseg *s) {
+    /* the gap it leaves is at most its heap: a bound, made exact again by the next full walk */
+    if (placed(s) && s->heap < REGION && s->heap_end - s->heap > ta->heap_gap)
+        ta->heap_gap = s->heap_end - s->heap;
+}
+
+/* The first segment at or above the region (the holes' neighbours), from the top down: the
+ * heaps lie below it, and a walk from the lowest segment would pass every one of them. */
+static int32_t region_first(const torchalloc *ta) {
+    int32_t first = -1;
+    for (int32_t k = ta->seg_last; k >= 0 && ta->s[k].addr >= REGION; k = ta->s[k].lprev)
+        first = k;
+    return first;
 }
 
 /* The start of the highest run of `span` bytes below the region that no live heap overlaps,
@@ -120,21 +143,29 @@ static uint64_t free_run(const torchalloc *ta, uint64_t span) {
 }
 
 uint64_t ta_place_segment(torchalloc *ta, uint64_t size, uint64_t *heap, uint64_t *heap_end) {
-    /* room in a live heap: heaps in address order, each walked from its lowest segment */
-    for (int32_t k = ta->seg_first; k >= 0; k = ta->s[k].lnext) {
-        const tseg *s = &ta->s[k];
-        if (!placed(s) || s->heap >= REGION || (s->lprev >= 0 && placed(&ta->s[s->lprev]) &&
-                                                 ta->s[s->lprev].heap == s->heap))
-            continue; /* not the first segment of its heap */
-        uint64_t a = room_in(ta, k, s->heap, s->heap_end, size);
-        if (a) {
-            *heap = s->heap;
-            *heap_end = s->heap_end;
-            return a;
+    /* room in a live heap: heaps in address order, each walked from its lowest segment; none
+     * where the request is larger than every gap (ta->heap_gap, exact after a walk that found
+     * no room: a step near its limit asks again and again for more than any heap has) */
+    if (size <= ta->heap_gap) {
+        uint64_t largest = 0;
+        for (int32_t k = ta->seg_first; k >= 0; k = ta->s[k].lnext) {
+            const tseg *s = &ta->s[k];
+            if (!placed(s) || s->heap >= REGION ||
+                (s->lprev >= 0 && placed(&ta->s[s->lprev]) && ta->s[s->lprev].heap == s->heap))
+                continue; /* not the first segment of its heap */
+            uint64_t a = room_in(ta, k, s->heap, s->heap_end, size, &largest);
+            if (a) {
+                *heap = s->heap;
+                *heap_end = s->heap_end;
+                return a;
+            }
         }
+        ta->heap_gap = largest;
     }
+    int32_t above = region_first(ta);
     for (size_t h = 0; h < NHOLES; h++) {
-        uint64_t a = room_in(ta, ta->seg_first, REGION + holes[h].off, REGION + holes[h].off + holes[h].size, size);
+        uint64_t a = room_in(ta, above, REGION + holes[h].off, REGION + holes[h].off + holes[h].size,
+                             size, NULL);
         if (a) {
             *heap = REGION;
             *heap_end = REGION + holes[NHOLES - 1].off + holes[NHOLES - 1].size;
@@ -148,6 +179,8 @@ uint64_t ta_place_segment(torchalloc *ta, uint64_t size, uint64_t *heap, uint64_
     if (a) {
         *heap = a;
         *heap_end = a + span;
+        if (span - size > ta->heap_gap)   /* the new heap's tail is a gap of its own */
+            ta->heap_gap = span - size;
     }
     return a;
 }
