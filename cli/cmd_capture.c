@@ -45,7 +45,7 @@ const char cmd_capture_usage[] =
     "for two lets): at a captured value 'predict --set MBS=2' gives that capture's numbers,\n"
     "and 'memlife fit OUT.yaml --vary MBS' answers how large MBS can be. The captures must make\n"
     "the same steps and names at every value; where they do not, or a size is of no such\n"
-    "form, capture names the step and the sizes at each value and exits 2. --worlds 1,2,3,8\n"
+    "form, capture names the step and the sizes at each value and exits 2. --worlds 2,3,8\n"
     "captures rank R at each world and writes one schedule whose sizes are constants or\n"
     "FSDP2's padded forms, b*ceil_div(c, world) and b*ceil_div(c, world)*world: at a captured\n"
     "world 'predict --world 8' gives that capture's numbers.\n"
