@@ -25,8 +25,8 @@
 
 const char cmd_capture_usage[] =
     "usage: memlife capture FILE.py[:FUNC] --world N [--rank R] [--on fake|cuda]\n"
-    "                       [--set NAME=VALUE]... [--vary NAME=V1,V2,...]... [--steps K]\n"
-    "                       [-o OUT.yaml]\n"
+    "                       [--set NAME=VALUE]... [--vary NAME=V1,V2,...]...\n"
+    "                       [--worlds W1,W2,W3,...] [--steps K] [-o OUT.yaml]\n"
     "\n"
     "Runs one training step of a PyTorch program as rank R of world N and writes it as a\n"
     "schedule. FUNC (default build) is called once, after torch's fake process group is up at\n"
@@ -45,13 +45,16 @@ const char cmd_capture_usage[] =
     "for two lets): at a captured value 'predict --set MBS=2' gives that capture's numbers,\n"
     "and 'memlife fit OUT.yaml --vary MBS' answers how large MBS can be. The captures must make\n"
     "the same steps and names at every value; where they do not, or a size is of no such\n"
-    "form, capture names the step and the sizes at each value and exits 2.\n"
+    "form, capture names the step and the sizes at each value and exits 2. --worlds 2,3,8\n"
+    "captures rank R at each world and writes one schedule whose sizes are constants or\n"
+    "FSDP2's padded forms, b*ceil_div(c, world) and b*ceil_div(c, world)*world: at a captured\n"
+    "world 'predict --world 8' gives that capture's numbers.\n"
     "\n"
     "@options\n"
     "environment: MEMLIFE_PYTHON (the interpreter; else the first python3 on PATH with torch),\n"
     "MEMLIFE_PYTHONPATH (the memlife Python package's folder), MEMLIFE_CACHE.\n"
     "exit codes: 0 written, 2 bad input (no FILE or FUNC, a --set the program does not take,\n"
-    "captures of --vary that make no one schedule),\n"
+    "captures of --vary or --worlds that make no one schedule),\n"
     "3 the program failed, ran past --timeout, or no python3 with torch\n";
 
 static const char *const ON_KINDS[] = {"fake", "cuda", NULL};
@@ -59,6 +62,9 @@ static const char *const GROUPS[] = {"fake", "nccl", "gloo", NULL};
 static const char *const GPUS[] = {"h100-80gb", "h200", "a100-80gb", "a100-40gb", NULL};
 /* --vary captures every combination of the values: each is a run of the program */
 #define VARY_MAX_POINTS 64
+/* --worlds: enough to tell the padded forms apart, few enough to run */
+#define WORLDS_MIN 3
+#define WORLDS_MAX 16
 
 /* Runs argv with stdout sent to stderr (the schedule may go to stdout); waits at most
  * timeout_s. Returns the exit code, 124 past the deadline, -1 when it could not start. */
@@ -152,6 +158,56 @@ static int parse_vary(const char *arg, ml_arena *arena, vary_let *out) {
     return ML_EXIT_OK;
 }
 
+/* --worlds W1,W2,...: WORLDS_MIN to WORLDS_MAX distinct worlds of 1 to 2^20. */
+static int parse_worlds(const char *arg, int64_t *w, size_t *n) {
+    const char *p = arg;
+    *n = 0;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        if (end == p || errno || (*end && *end != ',') || x < 1 || x > (1 << 20))
+            return ml_usage_error("capture", "--worlds: '%.*s' is not a world of 1 to 1048576",
+                                  (int)strcspn(p, ","), p);
+        for (size_t j = 0; j < *n; j++)
+            if (w[j] == x)
+                return ml_usage_error("capture", "--worlds: %lld twice", x);
+        if (*n == WORLDS_MAX)
+            return ml_usage_error("capture", "--worlds: at most %d worlds", WORLDS_MAX);
+        w[(*n)++] = x;
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    if (*n < WORLDS_MIN)
+        return ml_usage_error("capture", "--worlds: at least %d worlds, to tell FSDP2's padded "
+                              "sizes from constants, not %zu", WORLDS_MIN, *n);
+    return ML_EXIT_OK;
+}
+
+/* --worlds with the other options: what goes with it, its worlds, the rank in each. */
+static int worlds_usage(const char *arg, size_t n_lets, int world, int on, const char *raw,
+                        int rank, int64_t *worlds, size_t *n) {
+    int rc;
+    int64_t least = INT64_MAX;
+    if (n_lets)
+        return ml_usage_error("capture", "--worlds and --vary together are not supported yet");
+    if (world)
+        return ml_usage_error("capture", "--worlds names the worlds: no --world with it");
+    if (on != 0)
+        return ml_usage_error("capture", "--worlds captures on the virtual device (--on fake): "
+                              "on a GPU each capture's segment addresses are its own");
+    if (raw)
+        return ml_usage_error("capture", "--raw keeps one recording, and --worlds makes several");
+    if ((rc = parse_worlds(arg, worlds, n)) != ML_EXIT_OK)
+        return rc;
+    for (size_t k = 0; k < *n; k++)
+        least = worlds[k] < least ? worlds[k] : least;
+    if (rank >= least)
+        return ml_usage_error("capture", "--rank %d is not a rank of world %" PRId64, rank, least);
+    return ML_EXIT_OK;
+}
+
 /* One recording: the interpreters of list (n_py, NUL-separated) in turn until one has torch
  * (*py_at then skips those before it next time); the snapshot loaded from jpath. */
 static int record(char **av, const char *spec, const char *pypath, const char *list,
@@ -198,7 +254,7 @@ int cmd_capture(int argc, char **argv) {
     ml_args a;
     int rc, rank = 0, on = 0, steps = 1, group = 0, gpu = 0;
     double timeout_s = 3600;
-    const char *raw = NULL;
+    const char *raw = NULL, *worlds_arg = NULL;
     ml_vec vary_args;
     ml_vec_init(&vary_args, sizeof(const char *));
     const ml_opt extra[] = {
@@ -220,6 +276,9 @@ int cmd_capture(int argc, char **argv) {
          "capture at each value (with several --vary, at every combination) and write one "
          "schedule whose sizes are expressions of the lets NAME, fitted to the captures; "
          "repeatable, --on fake only"},
+        {"--worlds", NULL, OPT_STRING, &worlds_arg, 0, 0, NULL, "W1,W2,...",
+         "capture at each world (at least 3; the same rank) and write one schedule whose sizes "
+         "are expressions of world (FSDP2's padded shards), world: the first; --on fake only"},
         {"--timeout", NULL, OPT_DOUBLE, &timeout_s, 1, 0, NULL, "SECONDS",
          "the program's deadline (default 3600, for each capture): past it, it is ended and "
          "capture exits 3"},
@@ -236,13 +295,16 @@ int cmd_capture(int argc, char **argv) {
     }
     ml_arena *arena = ml_arena_new();
     vary_let lets[VARY_MAX_LETS];
-    size_t n_lets = vary_args.n, n_points = 1;
+    size_t n_lets = vary_args.n, n_points = 1, n_worlds = 0;
+    int64_t worlds[WORLDS_MAX];
     const char *spec = a.files.n == 1 ? ML_VEC_AT(&a.files, const char *, 0) : NULL;
     int world = a.world ? a.world : 1;
     rc = ML_EXIT_OK;
     if (a.files.n != 1)
         rc = ml_usage_error("capture", "'capture' takes one program, FILE.py[:FUNC], not %zu",
                             a.files.n);
+    else if (worlds_arg)
+        rc = worlds_usage(worlds_arg, n_lets, a.world, on, raw, rank, worlds, &n_worlds);
     else if (rank >= world)
         rc = ml_usage_error("capture", "--rank %d is not a rank of world %d", rank, world);
     else if (n_lets > VARY_MAX_LETS)
@@ -262,6 +324,10 @@ int cmd_capture(int argc, char **argv) {
             if (!strncmp(set, lets[k].name, strlen(lets[k].name)) && set[strlen(lets[k].name)] == '=')
                 rc = ml_usage_error("capture", "%s is both --set and --vary", lets[k].name);
         }
+    }
+    if (rc == ML_EXIT_OK && n_worlds) {   /* the first world is the schedule's */
+        world = (int)worlds[0];
+        n_points = n_worlds;
     }
     if (rc == ML_EXIT_OK && n_lets && !(n_points = vary_grid_points(lets, n_lets, VARY_MAX_POINTS)))
         rc = ml_usage_error("capture", "--vary makes more than %d captures", VARY_MAX_POINTS);
@@ -335,6 +401,8 @@ int cmd_capture(int argc, char **argv) {
     json_t **snaps = ml_xcalloc(n_points, sizeof *snaps);
     import_stats *st = ml_xcalloc(n_points, sizeof *st);
     for (size_t g = 0; g < n_points && rc == ML_EXIT_OK; g++) {
+        if (n_worlds)
+            snprintf(s_world, sizeof s_world, "%" PRId64, worlds[g]);
         for (size_t k = 0; k < n_lets; k++)
             snprintf(sets[k], sizeof sets[k], "%s=%" PRId64, lets[k].name,
                      lets[k].values[vary_grid_index(lets, n_lets, g, k)]);
@@ -344,7 +412,7 @@ int cmd_capture(int argc, char **argv) {
     import_opts o = {.device = 0, .names = IMPORT_NAMES_FRAMES, .name = name, .source = spec};
     char *yaml = NULL;
     size_t len;
-    if (rc == ML_EXIT_OK && !n_lets &&
+    if (rc == ML_EXIT_OK && !n_lets && !n_worlds &&
         snapshot_import(snaps[0], &o, &yaml, &len, &st[0], err, sizeof err) != 0) {
         ml_report(ML_DIAG_ERROR, spec, "the recording does not import: %s", err);
         rc = ML_EXIT_RUNTIME;
@@ -352,6 +420,11 @@ int cmd_capture(int argc, char **argv) {
     bool bad = false;
     if (rc == ML_EXIT_OK && n_lets &&
         snapshot_vary(snaps, lets, n_lets, &o, &yaml, &len, st, &bad, err, sizeof err) != 0) {
+        ml_report(ML_DIAG_ERROR, spec, "%s", err);
+        rc = bad ? ML_EXIT_INPUT : ML_EXIT_RUNTIME;
+    }
+    if (rc == ML_EXIT_OK && n_worlds &&
+        snapshot_worlds(snaps, worlds, n_worlds, &o, &yaml, &len, st, &bad, err, sizeof err) != 0) {
         ml_report(ML_DIAG_ERROR, spec, "%s", err);
         rc = bad ? ML_EXIT_INPUT : ML_EXIT_RUNTIME;
     }
@@ -365,7 +438,14 @@ int cmd_capture(int argc, char **argv) {
             char peak[32], last[32], p0[256], p1[256];
             ml_human_size(st[0].requested_peak > 0 ? (uint64_t)st[0].requested_peak : 0, peak,
                           sizeof peak);
-            if (!n_lets) {
+            if (n_worlds) {
+                ml_human_size(st[n_worlds - 1].requested_peak > 0 ?
+                              (uint64_t)st[n_worlds - 1].requested_peak : 0, last, sizeof last);
+                printf("%s: rank %d on the virtual device at %zu worlds: %zu steps in %s, sizes "
+                       "fitted to world; requested peak %s at world %" PRId64 ", %s at world %"
+                       PRId64 "\n", spec, rank, n_worlds, st[0].steps, a.output, peak, worlds[0],
+                       last, worlds[n_worlds - 1]);
+            } else if (!n_lets) {
                 printf("%s: rank %d of world %d %s: %zu events -> %zu steps in %s; requested "
                        "peak %s\n", spec, rank, world, on ? "on the GPU" : "on the virtual device",
                        st[0].events, st[0].steps, a.output, peak);

@@ -1729,18 +1729,25 @@ static void capture_about(const importer *im, char *buf, size_t len) {
     const char *date = json_string_value(json_object_get(c, "date"));
     /* a parametric capture's runs may straddle midnight: its about: has no date, so that the
      * captures' documents are alike but for the sizes */
-    snprintf(buf, len, "memlife capture of %s%s%s%s: rank %" PRId64 " of world %" PRId64 ", %s "
-             "(%s), torch %s%s%s", prog ? prog : "a program", lets.n ? " (" : "",
-             lets.n ? lets.s : "", lets.n ? ")" : "", im->rank, im->world,
+    bool param = im->o->n_lets || im->o->world_varied;
+    char world[48];
+    if (im->o->world_varied)
+        snprintf(world, sizeof world, ", world varied");
+    else
+        snprintf(world, sizeof world, " of world %" PRId64, im->world);
+    snprintf(buf, len, "memlife capture of %s%s%s%s: rank %" PRId64 "%s, %s (%s), torch %s%s%s",
+             prog ? prog : "a program", lets.n ? " (" : "", lets.n ? lets.s : "",
+             lets.n ? ")" : "", im->rank, world,
              im->on_fake ? "on the virtual device" : "on", gpu ? gpu : "?", torch ? torch : "?",
-             im->o->n_lets ? "" : ", ", im->o->n_lets ? "" : date ? date : "?");
+             param ? "" : ", ", param ? "" : date ? date : "?");
     ml_str_free(&lets);
 }
 
 static int write_doc(importer *im, const json_t *snap, const import_stats *st, ml_str *out) {
     writer w = {.ok = 1};
     char buf[512];
-    bool vary = im->o->n_lets > 0;   /* the parametric capture writes its own comment */
+    /* the parametric capture writes its own comment */
+    bool vary = im->o->n_lets > 0 || im->o->world_varied;
     snprintf(buf, sizeof buf,
              "# memlife import of %s, device %d: %zu trace events as %zu steps; the first %zu\n"
              "# rebuild the allocator's state when recording began (%zu segments, %zu blocks)%s.\n",
@@ -1800,7 +1807,7 @@ static int write_doc(importer *im, const json_t *snap, const import_stats *st, m
     scalar(&w, buf);
     scalar(&w, "world");
     integer(&w, im->capture ? im->world : 1);
-    if (vary) {
+    if (im->o->n_lets) {
         scalar(&w, "let");
         map_start(&w, true);
         for (size_t k = 0; k < im->o->n_lets; k++) {

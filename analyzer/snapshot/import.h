@@ -33,6 +33,7 @@
 #ifndef MEMLIFE_SNAPSHOT_IMPORT_H
 #define MEMLIFE_SNAPSHOT_IMPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,6 +81,9 @@ typedef struct {
     const char *const *lets;
     const int64_t *let_defaults;
     size_t n_lets;
+    /* A capture at several worlds (snapshot_worlds): parametric as with lets (no comment, no
+     * expect:), and about: says "world varied" instead of the capture's world. */
+    bool world_varied;
     import_size_fn size_text;
     void *size_ctx;
     const import_digest *digest;   /* the trace's digest, if the pickle was read with one */

@@ -56,4 +56,49 @@ int snapshot_vary(json_t *const *snaps, const vary_let *lets, size_t n_lets,
                   const import_opts *o, char **yaml, size_t *len, import_stats *st,
                   bool *bad_input, char *err, size_t errlen);
 
+/* ---- one schedule from captures at several worlds (capture --worlds) ----
+ * FSDP2 pads dim 0 of every parameter to a multiple of the world: a rank's shard of c rows of
+ * b bytes is b*ceil_div(c, world), the all-gathered buffer b*ceil_div(c, world)*world; the rest
+ * is constant in the world. Each size is fitted, by the first that passes through every
+ * captured world, as a constant, then as b*ceil_div(c, world), then as
+ * b*ceil_div(c, world)*world (a = 0; a constant term is not tried), with b the largest divisor
+ * of the sizes' gcd that admits a c (at most VARY_WORLD_TRIES divisors from the top) and c the
+ * largest in the range that passes (never under-predicting a shard of that b). */
+#define VARY_WORLD_TRIES 4096
+#define VARY_WORLD_STAKE_MAX 1024   /* the worlds an ambiguity's bytes are reckoned over */
+
+typedef enum { WORLD_CONSTANT, WORLD_SHARD, WORLD_PADDED } world_kind;
+
+typedef struct {
+    world_kind kind;
+    int64_t a, b, c;        /* a (WORLD_CONSTANT); b*ceil_div(c, world) [*world] + a */
+    bool gathered;          /* world times that: a buffer a collective gathers into or
+                             * scatters from, world times its other operand */
+    int64_t alternatives;   /* other forms (kind, b, c) through every point: 0 when exact */
+    int64_t stake;          /* the most bytes any differs by at a world of 1..STAKE_MAX */
+} world_form;
+
+/* Fits y[i], the size at worlds[i] (n >= 2 distinct, each >= 1); gathered: y[i] is the size
+ * divided by worlds[i], and every form is world times its own. Returns 0, or 1 when no form
+ * passes through every point (a size <= 0 that is not constant included). */
+int vary_world_fit(const int64_t *worlds, size_t n, const int64_t *y, bool gathered,
+                   world_form *f);
+
+/* The form's value at world; false on 64-bit overflow. */
+bool vary_world_eval(const world_form *f, int64_t world, int64_t *out);
+
+/* "16384", "2048*ceil_div(1000, world)", "2048*ceil_div(1000, world)*world"; gathered, with
+ * "*world" after. */
+void vary_world_text(const world_form *f, ml_str *out);
+
+/* As snapshot_vary, with snaps[i] captured at worlds[i] (the same rank and lets): the schedule
+ * is the first capture's document, `world:` its world, sizes the fitted forms, except that the
+ * buffer an all_gather gathers into (a reduce_scatter scatters from) is world times its other
+ * operand's form, so that the collective holds at every world; the header's
+ * comment lists each capture's requested steady and peak and how many sizes fit more than one
+ * form at the captured worlds (and the most bytes they may be off by elsewhere). */
+int snapshot_worlds(json_t *const *snaps, const int64_t *worlds, size_t n_worlds,
+                    const import_opts *o, char **yaml, size_t *len, import_stats *st,
+                    bool *bad_input, char *err, size_t errlen);
+
 #endif
