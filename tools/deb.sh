@@ -32,7 +32,10 @@ has() {
     local deb=$1 path
     shift
     for path in "$@"; do
-        if dpkg -c "$deb" | awk '{ print $6 }' | grep -qxF "./$path"; then
+        # awk reads the whole listing: `grep -q` quit at the first match, and under pipefail
+        # dpkg's SIGPIPE then failed a package that has the file (the longer the listing, the
+        # likelier)
+        if dpkg -c "$deb" | awk -v p="./$path" '$6 == p { found = 1 } END { exit !found }'; then
             echo "ok - $(basename "$deb") has /$path"
         else
             echo "not ok - $(basename "$deb") has no /$path"
