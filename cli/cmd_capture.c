@@ -271,7 +271,7 @@ int cmd_capture(int argc, char **argv) {
          "the virtual device's kind with --on fake (default h100-80gb)"},
         {"--group", NULL, OPT_CHOICE, &group, 0, 0, GROUPS, "PG",
          "the process group: fake (default: torch's, no communication, any world) or, at world "
-         "1, a real nccl or gloo one (DistributedDataParallel's hook needs one)"},
+         "1 with --on cuda, a real nccl or gloo one (NCCL's own memory in the run)"},
         {"--vary", NULL, OPT_LIST, &vary_args, 0, 0, NULL, "NAME=V1,V2,...",
          "capture at each value (with several --vary, at every combination) and write one "
          "schedule whose sizes are expressions of the lets NAME, fitted to the captures; "

@@ -98,16 +98,18 @@ static int model_reserve(fit_ctx *c, const ml_analysis *an) {
     return 0;
 }
 
-/* BYTES: a constant expression with units. */
-static int parse_bytes(const char *opt, const char *text, uint64_t *out) {
+/* BYTES: a constant expression with units; a reserve may be 0 (a program on one GPU without
+ * NCCL, or under a fake process group, has no communicator memory). */
+static int parse_bytes(const char *opt, const char *text, bool zero_ok, uint64_t *out) {
     ml_arena *a = ml_arena_new();
     expr_error ee;
     int64_t v = 0;
     expr *e = expr_parse(a, text, strlen(text), NULL, NULL, &ee);
-    int rc = e && expr_eval(e, NULL, &v, &ee) == 0 && v > 0 ? 0 : -1;
+    int rc = e && expr_eval(e, NULL, &v, &ee) == 0 && (v > 0 || (zero_ok && v == 0)) ? 0 : -1;
     ml_arena_free(a);
     if (rc != 0)
-        return ml_usage_error("fit", "%s needs a positive size such as 80GiB, not '%s'", opt, text);
+        return ml_usage_error("fit", "%s needs a %s size such as 80GiB, not '%s'", opt,
+                              zero_ok ? "non-negative" : "positive", text);
     *out = (uint64_t)v;
     return 0;
 }
@@ -272,11 +274,11 @@ int cmd_fit(int argc, char **argv) {
         rc = ml_usage_error("fit", "--vary NAME is required");
     else if (!budget)
         rc = ml_usage_error("fit", "--budget BYTES is required");
-    if (rc == ML_EXIT_OK && parse_bytes("--budget", budget, &c.budget) != 0)
+    if (rc == ML_EXIT_OK && parse_bytes("--budget", budget, false, &c.budget) != 0)
         rc = ML_EXIT_INPUT;
-    if (rc == ML_EXIT_OK && reserve && parse_bytes("--reserve", reserve, &c.reserve) != 0)
+    if (rc == ML_EXIT_OK && reserve && parse_bytes("--reserve", reserve, true, &c.reserve) != 0)
         rc = ML_EXIT_INPUT;
-    if (rc == ML_EXIT_OK && context && parse_bytes("--context", context, &c.context) != 0)
+    if (rc == ML_EXIT_OK && context && parse_bytes("--context", context, true, &c.context) != 0)
         rc = ML_EXIT_INPUT;
     if (rc == ML_EXIT_OK && a.has_torch_limit && (view < 0 || view_series[view] == VIEW_TORCH_RESERVED))
         rc = ml_usage_error("fit", "--torch-limit: with the torch view the budget sets the "

@@ -71,7 +71,7 @@ def load_program(spec):
 
 def _init_group(world, rank, backend="fake"):
     """torch's fake process group at world N, rank R; at world 1 a real one may stand in
-    (backend nccl or gloo: DistributedDataParallel's communication hook needs one)."""
+    (backend nccl or gloo, with --on cuda: a run whose communicator is real)."""
     import torch.distributed as dist
     if dist.is_initialized():
         dist.destroy_process_group()
@@ -186,6 +186,10 @@ def capture(program, world=1, rank=0, on="fake", lets=None, steps=1, gpu="h100-8
     if on == "cuda" and not torch.cuda.is_available():
         raise UsageError("error: --on cuda needs a GPU (torch.cuda.is_available() is False); "
                          "--on fake captures without one")
+    if on == "fake" and group != "fake":
+        # a real backend would run its collectives on tensors that have no data
+        raise UsageError(f"error: --group {group} needs --on cuda; --on fake runs torch's fake "
+                         f"group, whose memory at world 1 is the same")
     _init_group(world, rank, group)
     undo = []
     if on == "fake":

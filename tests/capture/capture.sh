@@ -85,6 +85,7 @@ bad "a --set the program does not take" 2 "unexpected keyword argument 'NOPE'" "
 bad "a step that raises" 3 "$B/raises.py:9: error: the program raised RuntimeError: the step failed" "$B/raises.py"
 bad "a value read off the device" 3 "$B/item.py:9: error:" "$B/item.py"
 bad "a process group of its own" 3 "$B/own_group.py:6: error:" "$B/own_group.py"
+bad "a real group under fake tensors" 2 "error: --group gloo needs --on cuda" "$P" --group gloo
 bad "no step returned" 2 "returned int, not a training step" "$B/not_callable.py"
 bad "a syntax error" 2 "$B/syntax.py:1:" "$B/syntax.py"
 bad "no such file" 2 "no such file" "$B/none.py"

@@ -45,11 +45,12 @@ def main():
     print("| config | world | GPU allocated peak | fake | diff | GPU reserved peak | fake | diff "
           "| blocks GPU / fake | check GPU capture | step peak allocated (PyTorch) | tracker |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|")
-    for cuda in sorted(glob.glob(os.path.join(d, "cuda_*.json"))):
-        tag = os.path.basename(cuda)[5:-5]
+    # cuda_MODE_wW.json: under the fake group; cudanccl_MODE_wW.json: on a real NCCL group
+    for cuda in sorted(glob.glob(os.path.join(d, "cuda*_*.json"))):
+        kind, tag = os.path.basename(cuda)[:-5].split("_", 1)
         mode, w = tag.rsplit("_w", 1)
         fake = os.path.join(d, f"fake_{tag}.json")
-        row = [mode, w]
+        row = [mode + (" (nccl)" if kind == "cudanccl" else ""), w]
         ycuda = cuda[:-5] + ".yaml"
         subprocess.run([memlife, "import", cuda, "-o", ycuda, "-q"], check=True)
         chk = subprocess.run([memlife, "check", ycuda, "-q"], capture_output=True, text=True)

@@ -113,3 +113,14 @@ else
 fi
 run fit schedules/fsdp_layers.yaml --vary P --budget 80GiB --bytes
 if grep -q '^P = 21116223491 B fits in 85899345920 B' "$TMP/out"; then ok "fit --bytes: the size let's exact value"; else not_ok "fit --bytes: the size let's exact value" "$(head -1 "$TMP/out")"; fi
+
+# no communicator and no context (one GPU without NCCL, or a fake process group): the whole
+# budget is the peak's. Megatron TP+SP as above: MBS <= (85899345920 - 12884901888) /
+# 2218786816 = 32.9, so MBS = 32 and total = peak = 83886080000.
+ask "fit with --reserve 0 --context 0: the total is the peak" \
+    '.value == 32 and .reserve.communicator == 0 and .reserve.context == 0 and .total == 83886080000' \
+    schedules/training/megatron_tp_sp.yaml "${SEVENB[@]}" --reserve 0 --context 0
+run fit schedules/fsdp_layers.yaml --vary L --budget 0 --reserve 0
+if [ "$RC" -eq 2 ] && grep -q -- "--budget needs a positive size such as 80GiB, not '0'" "$TMP/err"; then
+    ok "fit --budget 0 refused, --reserve 0 taken: exit 2"
+else not_ok "fit --budget 0 refused, --reserve 0 taken: exit 2" "exit $RC: $(head -1 "$TMP/err")"; fi
