@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_rankshare.c — the one-expansion fast path (plan_rank_invariant, plan_share, lint_plans on
- * shared ops, predict_rank_shared, analyzer/pipeline/pipeline.c): when it applies, and that it changes nothing.
+ * shared ops, predict_rank_shared: analyzer/pipeline/rankshare.h's IDENTICAL): when it applies,
+ * and that it changes nothing.
  *
  * Every case runs the real pipeline (ml_analyze, as `memlife predict` does) and, beside it, the
  * per-rank reference (plan_expand for every rank, lint_plans, predict_rank, expect_eval); the
@@ -150,7 +151,8 @@ static void same_prediction(const pred_rank *a, const pred_rank *b, size_t n_ops
         assert_memory_equal(a->timeline, b->timeline, n_ops * sizeof *a->timeline);
 }
 
-static void run_case(const share_case *c) {
+/* shared: the fast path is expected (the case's, or false under MEMLIFE_NO_SHARE). */
+static void run_case(const share_case *c, bool shared) {
     char path[] = "/tmp/memlife-rankshare-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
@@ -182,7 +184,7 @@ static void run_case(const share_case *c) {
     assert_int_equal(rc, ref.r.lint_errors ? ML_EXIT_INPUT : ML_EXIT_OK);
     assert_int_equal(an.res.items.n, 1);
     const pipeline_item *it = &ML_VEC_AT(&an.res.items, pipeline_item, 0);
-    assert_int_equal(it->shared, c->shared);
+    assert_int_equal(it->shared, shared);
     assert_int_equal(it->world, ref.r.world);
 
     /* the same diagnostics, in the same order (the file name aside) */
@@ -208,7 +210,7 @@ static void run_case(const share_case *c) {
         const rank_plan *x = &it->plans[k], *y = &ref.r.plans[k];
         assert_int_equal(x->rank, k);
         assert_int_equal(x->slots[EXPR_SLOT_RANK], k);
-        assert_int_equal(x->borrowed, c->shared && k > 0);
+        assert_int_equal(x->borrowed, shared && k > 0);
         assert_int_equal(x->n_ops, y->n_ops);
         assert_memory_equal(x->slots, y->slots,
                             (EXPR_SLOT_FIRST_LET + x->s->n_lets) * sizeof *x->slots);
@@ -254,7 +256,16 @@ static void run_case(const share_case *c) {
 static void every_case_matches_per_rank(void **state) {
     (void)state;
     for (size_t k = 0; k < ML_ARRAY_LEN(cases); k++)
-        run_case(&cases[k]);
+        run_case(&cases[k], cases[k].shared);
+}
+
+/* MEMLIFE_NO_SHARE (rankshare.h): every rank expanded on its own, the same outcome. */
+static void no_share_expands_every_rank(void **state) {
+    (void)state;
+    assert_int_equal(setenv("MEMLIFE_NO_SHARE", "1", 1), 0);
+    for (size_t k = 0; k < ML_ARRAY_LEN(cases); k++)
+        run_case(&cases[k], false);
+    assert_int_equal(unsetenv("MEMLIFE_NO_SHARE"), 0);
 }
 
 /* plan_share: borrowed arrays are left alone by plan_free, in either order (ASan and valgrind
@@ -281,6 +292,7 @@ static void share_and_free_in_any_order(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_case_matches_per_rank),
+        cmocka_unit_test(no_share_expands_every_rank),
         cmocka_unit_test(share_and_free_in_any_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
