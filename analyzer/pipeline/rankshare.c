@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* rankshare.c — which ranks share an expansion, and a member's ops from its base's (rankshare.h). */
+/* rankshare.c — which ranks share an expansion, a member's ops from its base's (rankshare.h). */
 #include "pipeline/rankshare.h"
 
 #include <stdlib.h>
@@ -235,6 +235,10 @@ static group_subset *group_subset_of(rankshare *rs, int r) {
 
 bool rankshare_joins(rankshare *rs, int r) {
     rs->member = NULL;
+    /* the base's prediction has made its floor record: the merged vary set is read no more */
+    free(rs->g.merged);
+    rs->g.merged = NULL;
+    rs->g.vary = (floor_vary){NULL, 0};
     if (!rs->in_group || (rs->kind != RANKSHARE_OFFSETS && rs->kind != RANKSHARE_GROUPS))
         return false;
     if (!rs->sh || plan_shape(rs->sh, r) == plan_shape(rs->sh, rs->g.rank))

@@ -14,17 +14,23 @@
  *   (plan_rank_invariant): rank 0's ops are every rank's, so its lint and prediction are too.
  * - OFFSETS: rank only in views' offsets with a written count (plan_offsets_new): every rank is
  *   rank 0's ops with its offsets and in-place flags evaluated again. Nothing the prediction
- *   reads but the floor reads an offset; the floor redoes the moved ops (the vary set) from the
- *   base's record, and lint checks again the buffers the moved views touch.
+ *   reads but the floor reads an offset (rankshare.c lists what it reads); the floor redoes the
+ *   moved ops (the vary set) from the base's record and follows a buffer whose needed bytes
+ *   they move until an op reads or overwrites all of it (floor.c's windows); lint checks again
+ *   only the buffers the moved views touch, with a coarse race check that takes each access as
+ *   the whole buffer to show the rest race-free (lint_moved.c).
  * - GROUPS (compact plans only): rank also in `when:`s of rank, world and lets
  *   (plan_shapes_new). A run of consecutive ranks whose `when:`s come out the same (a shape)
  *   is its first rank's ops with their own offsets, as OFFSETS. A rank whose shape is within
  *   the base's (its true `when:`s all true on the base) joins too where the steps it lacks are
- *   computes without an alloc (plan_shapes_absent) and the timeline and torch view are off:
- *   those ops are OP_ABSENT in the array, in the floor's vary set and lint's moved buffers, and
- *   the time model is redone unless none of them takes time (rankshare.c says why that holds).
- * - ALONE: anything else (sends and receives, rank in a size, a repeat count or a let): every
- *   rank a base of its own, the reference pass itself.
+ *   computes without an alloc, outside an expect_error or group (plan_shapes_absent: every
+ *   later view resolves alike) and the timeline and torch view are off: those ops are
+ *   OP_ABSENT in the array, so op indices stay the base's (the floor record, lint's verdicts)
+ *   until they leave for the report (plan_own_index); they are in the floor's vary set and
+ *   lint's moved buffers (one enqueue less keeps every other clock comparison), and the time
+ *   model is redone unless none of them takes time (rankshare.c says why that holds).
+ * - ALONE: anything else (sends and receives, rank in a size or a count, a `when:` the shapes
+ *   cannot take): every rank a base of its own, the reference pass itself.
  *
  * MEMLIFE_NO_SHARE=1 makes every plan ALONE (read here only): the reference for comparisons
  * (tests/cli/rankshare_reference.sh, and the unit tests test_rankshare.c, test_compact.c,
