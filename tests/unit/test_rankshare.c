@@ -9,6 +9,7 @@
  * rows must be identical, and the item must have taken the path the case names. */
 #include "plantest.h"
 #include "cli/analysis.h"
+#include "pipeline/rankshare.h"
 #include "predict/timemodel.h"
 
 #include <unistd.h>
@@ -289,11 +290,56 @@ static void share_and_free_in_any_order(void **state) {
     pt_free(&r);
 }
 
+/* rankshare_new's ways, from rank 0's expansion, as the pipeline asks (offsets on; groups as
+ * predict and check have them, compact plans; the timeline off): a schedule of each way, and
+ * the same schedule where the options or MEMLIFE_NO_SHARE leave it alone. */
+static rankshare_kind kind_of(const char *yaml, bool offsets, bool groups, bool timeline) {
+    pt_run r;
+    pt_load(&r, yaml, 0);
+    sched_params p = {.world = r.world};
+    rankshare *rs = rankshare_new(&r.plans[0], &p, offsets, groups, timeline);
+    rankshare_kind k = rankshare_kind_of(rs);
+    rankshare_free(rs);
+    pt_free(&r);
+    return k;
+}
+
+static void kinds_of_sharing(void **state) {
+    (void)state;
+    const char *identical = "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+                            "  - all_reduce: {buf: x}\n";
+    const char *offsets = "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+                          "  - all_reduce: {buf: 'x[rank*16 : 16]'}\n";
+    const char *groups = "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+                         "  - when: rank == 0\n    compute: {reads: [x]}\n"
+                         "  - free: x\n";
+    const char *size = "world: 4\nsteps:\n  - alloc: {buf: x, count: 64 + rank}\n";
+    const char *p2p = "world: 2\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+                      "  - when: rank == 0\n    send: {buf: x, peer: 1}\n"
+                      "  - when: rank == 1\n    recv: {buf: x, peer: 0}\n";
+    assert_int_equal(kind_of(identical, true, true, false), RANKSHARE_IDENTICAL);
+    assert_int_equal(kind_of(identical, false, false, true), RANKSHARE_IDENTICAL);
+    assert_int_equal(kind_of(offsets, true, true, false), RANKSHARE_OFFSETS);
+    assert_int_equal(kind_of(offsets, false, true, false), RANKSHARE_ALONE);
+    assert_int_equal(kind_of(groups, true, true, false), RANKSHARE_GROUPS);
+    assert_int_equal(kind_of(groups, true, false, false), RANKSHARE_ALONE);   /* whole plans */
+    assert_int_equal(kind_of(size, true, true, false), RANKSHARE_ALONE);
+    assert_int_equal(kind_of(p2p, true, true, false), RANKSHARE_ALONE);
+    assert_int_equal(setenv("MEMLIFE_NO_SHARE", "1", 1), 0);
+    assert_int_equal(kind_of(identical, true, true, false), RANKSHARE_ALONE);
+    assert_int_equal(kind_of(offsets, true, true, false), RANKSHARE_ALONE);
+    assert_int_equal(kind_of(groups, true, true, false), RANKSHARE_ALONE);
+    assert_int_equal(setenv("MEMLIFE_NO_SHARE", "", 1), 0);   /* empty: as unset */
+    assert_int_equal(kind_of(identical, true, true, false), RANKSHARE_IDENTICAL);
+    assert_int_equal(unsetenv("MEMLIFE_NO_SHARE"), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_case_matches_per_rank),
         cmocka_unit_test(no_share_expands_every_rank),
         cmocka_unit_test(share_and_free_in_any_order),
+        cmocka_unit_test(kinds_of_sharing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
