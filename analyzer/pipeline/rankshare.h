@@ -83,7 +83,10 @@ void rankshare_base_done(rankshare *rs, bool restore, ml_diags *d);
 /* True when rank r (after the base, in rank order) is a member of the base's group. */
 bool rankshare_joins(rankshare *rs, int r);
 /* The member r's ops into pl: the base's array rewritten in place into r's (its offsets, and
- * its absent ops where it lacks some). An offset that fails is r's expansion error (in d): -1. */
+ * its absent ops where it lacks some). An offset that fails is r's expansion error (in d): -1.
+ * Its op indices are then the array's (absent ops stay in place, OP_ABSENT, so the base's floor
+ * record and lint verdicts line up) until they leave for its report: plan_own_index maps one
+ * to the rank's own, and plan_compact keeps its ops in its own indices. */
 int rankshare_member_ops(rankshare *rs, int r, rank_plan *pl, ml_diags *d);
 /* True when the member lacks ops of its base (a subset member). */
 bool rankshare_member_subset(const rankshare *rs);
