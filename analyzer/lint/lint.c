@@ -740,7 +740,7 @@ static inline __attribute__((always_inline)) void lint_op(lint_ctx *x, const ran
     case OP_EXPECT_BEGIN:
     case OP_GROUP_BEGIN:
     case OP_GROUP_END:
-    case OP_ABSENT:           /* a subset member's (pipeline.c): as if not there */
+    case OP_ABSENT:           /* a subset member's (rankshare.h): as if not there */
     case OP_KIND_COUNT:
         break;
     }

@@ -31,7 +31,7 @@
  *    view has no offset written, resolve_view: it is the whole buffer on every rank; checked,
  *    not assumed), and a same-buffer collective's buffer (its in-place flag). A buffer put in B
  *    that did not move only costs its checks.
- *  - A rank that lacks some computes of the base (OP_ABSENT, pipeline.c's subset members): the
+ *  - A rank that lacks some computes of the base (OP_ABSENT, rankshare.h's subset members): the
  *    walks skip them, and their views' buffers join B, whose races are redone. Taking out a
  *    compute takes out one enqueue of its stream: the later sequence numbers of that stream
  *    drop by one, and so does every clock entry from it on, which keeps every comparison of

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* pipeline.c — load → expand → lint → predict → expect, for every file and plan (pipeline.h). */
 #include "pipeline/pipeline.h"
+#include "pipeline/rankshare.h"
 #include "predict/timemodel.h"
 
 #include <stdlib.h>
@@ -158,338 +159,131 @@ static int compact_end(pipeline_item *it, lint_walk *w, int rc, bool predicted, 
     return rc;
 }
 
-/* The compact path (pipeline_opts.keep_plans false, ranks that expand differently): one rank at
- * a time, expanded into the op array the rank before gave back, linted (lint_walk) and predicted
- * while its ops are there, then compacted to the few ops its report names (plan_compact keeps
- * what the report reads of the rest: the first use of each collective, a timed compute). The
- * outcome is the full path's: the same walk over the same ops in the same rank order; the
- * predictions' diagnostics are held back until the lint has passed, where the full path makes
- * them. Where lint must read ops again, the ranks compacted are expanded again first: all of
- * them when a rank has a send or recv (pairing reads every op; from that rank on nothing is
- * compacted), rank 0 when a rank's collectives diverge from its own (the messages name them).
- * Memory: one op array at a time instead of world (a million ops is ~100 MB), whose pages are
- * not faulted in again for each rank. */
-static int plan_rank_by_rank(const sched *s, const sched_params *pw, const pipeline_opts *o,
-                             pipeline_item *it, ml_diags *d) {
-    int world = it->world;
-    plan_recycle spare = {0};
-    plan_limits lim = {.recycle = &spare};
-    ml_diags pd;   /* the predictions' */
-    ml_diags_init(&pd);
-    it->pred = ml_xcalloc((size_t)world, sizeof *it->pred);
-    lint_walk *w = lint_walk_new(s, world, &o->lint, &it->lint);
-    bool predicted = true, p2p = false;
-    int compacted = 0;   /* ranks [0, compacted) were */
-    int rc = 0;
-    for (int r = 0; r < world; r++) {
-        rank_plan *pl = &it->plans[r];
-        if (r > 0 && plan_expand(s, it->plan_index, pw, world, r, &lim, pl, d) != 0) {
-            rc = -1;
-            break;
-        }
-        lint_walk_rank(w, pl);
-        p2p |= pl->has_p2p;
-        predicted = predicted && predict_rank_with(pl, o->timeline, &it->pred[r], &pd) == 0 &&
-                    predict_time(pl, o, &it->pred[r], &pd) == 0;
-        if (!p2p) {
-            size_t keep[PIPELINE_KEPT_MAX];
-            /* the summary for rank 0's, the one the report reads (report_text.c,
-             * report_json.c: the time line, the communication model) */
-            if (r == 0)
-                plan_compact_with(pl, keep, reported_ops(&it->pred[r], keep), &it->pred[r].colls,
-                                  &spare);
-            else
-                plan_compact(pl, keep, reported_ops(&it->pred[r], keep), false, &spare);
-            compacted = r + 1;
-        }
-    }
-    free(spare.ops);
-    free(spare.extra);
-    int again = 0;   /* ranks [0, again) to expand again */
-    if (rc == 0 && p2p)
-        again = compacted;
-    else if (rc == 0 && compacted > 0 && lint_walk_needs_rank0(w))
-        again = 1;
-    for (int r = 0; rc == 0 && r < again; r++) {
-        plan_free(&it->plans[r]);
-        rc = plan_expand(s, it->plan_index, pw, world, r, NULL, &it->plans[r], d);
-    }
-    return compact_end(it, w, rc, predicted, &pd, false, pw, o, d);
-}
-
-/* A subset member's absent ops (plan_shapes_absent) and, once its first rank has run it, the
- * time model's totals, which every rank with those absent ops shares: the time model reads
- * counts, dtypes, streams, events and compute times, no offset (predict_rank_shared).
- *
- * Where no absent compute has a time (plan_absent_timed false) the totals are the base's. Such
- * a compute lasts 0 (tm_op_duration) and pushes no interval (iv_push drops an empty one); all
- * it does is ready[s] = max(ready[s], host), host then h. Say ready[s] is A with it and B
- * without: A = max(B, h) holds after it, and every later op keeps it, because host never falls
- * below h: a stream op starts at max(ready[s], host) (the same on both, so ready[s] is equal
- * after it), a record and a sync take max(ready[s], host) too, a wait sets ready[s] =
- * max(ready[s], event) (max(B, e, h) = max(max(B, e), h)) and its span is over max(ready[s],
- * host) (equal where A > that start, as A = B there), and the step is max(ready..., host).
- * Every total is one of those values. */
-typedef struct {
-    plan_absent *a;
-    bool timed;
-    double step_us, comm_us, exposed_comm_us;
-} group_subset;
-
-/* One group's base (plan_rank_offsets): the rank whose expansion is in the op array, the
- * entries that rewrite it into each later rank of its shape, and its floor's forward facts. */
-typedef struct {
-    rank_plan *plan;
-    int rank;
-    plan_offsets *po;         /* NULL: the next rank has another shape (next_joins) */
-    bool own_po;              /* po is the group's (plan_shapes_offsets), else the caller's */
-    floor_forward *fw;        /* its floor facts: its members' (predict_rank_shared) */
-    ml_vec subsets;           /* group_subset: the absent ops its subset members had so far */
-    const plan_absent *applied;     /* those OP_ABSENT in the array now, or NULL */
-} group_base;
-
-/* True when rank b + 1 joins b's group: it has b's shape, or (subsets: the fast case is on) a
- * shape within b's (a subset member: group_member); a base followed by another shape has no
- * members. */
-static bool next_joins(const plan_shapes *sh, int b, int world, bool subsets) {
-    return b + 1 < world && (plan_shape(sh, b + 1) == plan_shape(sh, b) ||
-                             (subsets && plan_shape_within(sh, b + 1, b)));
-}
-
-/* Base g's lint and full prediction, with the floor record its members redo only the moved
- * ops of (the vary set: its entries' ops, and where a later rank's shape is within g's, the
- * ops of g's `when:`s that name rank, which such a rank lacks: plan_when_ops); a base
- * without members needs none. */
-static bool group_base_predict(group_base *g, const plan_shapes *sh, bool subsets, lint_walk *w,
-                               const pipeline_opts *o, pipeline_item *it, bool predicted,
-                               ml_diags *pd) {
-    lint_walk_rank(w, g->plan);
-    floor_vary vary = {NULL, 0};
-    size_t *merged = NULL;
-    if (g->po)
-        vary.ops = plan_offsets_ops(g->po, &vary.n);
-    bool later = false;
-    for (int r = g->rank + 1; sh && subsets && g->po && r < it->world && !later; r++)
-        later = plan_shape_within(sh, r, g->rank);
-    if (later) {
-        merged = plan_when_ops(g->plan, vary.ops, vary.n, &vary.n);
-        vary.ops = merged;
-    }
-    bool ok = predicted &&
-              predict_rank_forward(g->plan, o->timeline, &it->pred[g->rank], g->po ? &g->fw : NULL,
-                                   g->po ? &vary : NULL, pd) == 0 &&
-              predict_time(g->plan, o, &it->pred[g->rank], pd) == 0;
-    free(merged);
-    return ok;
-}
-
-/* The array holds a's ops as OP_ABSENT and no others (a NULL: none). */
-static void group_absent_set(group_base *g, const plan_absent *a) {
-    if (g->applied == a)
-        return;
-    if (g->applied)
-        plan_absent_restore(g->applied, g->plan);
-    if (a)
-        plan_absent_apply(a, g->plan);
-    g->applied = a;
-}
-
-/* Rank r of g's shape (a NULL), or of a shape within it whose absent ops a are (sub): g's op
- * array rewritten in place into r's (plan_offsets_apply: only the offsets that name rank, and
- * the in-place flags; a's ops OP_ABSENT), r predicted from g's prediction
- * (predict_rank_shared; a subset member's time model its own, or the rank's before with the
- * same absent ops), linted on its own ops (lint_walk_rank_moved: the checks of the buffers the
- * moved views and the absent ops touch, the base's verdict for the rest, the whole walk where
- * that is unsure) and its kept ops copied out (plan_compact, in its own indices). An offset
- * that fails is r's expansion error (in d), and -1. */
-static int group_member(group_base *g, group_subset *sub, lint_walk *w, int r,
-                        const pipeline_opts *o, pipeline_item *it, bool *predicted,
-                        ml_diags *pd, ml_diags *d) {
-    const plan_absent *a = sub ? sub->a : NULL;
-    group_absent_set(g, a);
+/* Rank r, a member of the group whose base's ops are in the array (rankshare_joins): its ops
+ * are the base's rewritten in place (rankshare_member_ops), its prediction the base's with its
+ * own floor and, where it lacks ops, its own time model (predict_rank_shared), its lint the
+ * checks of the buffers its moved views and absent ops touch (lint_walk_rank_moved: the base's
+ * verdict for the rest, the whole walk where that is unsure), and its kept ops are copied out
+ * (plan_compact, in its own indices). An offset that fails is r's expansion error (in d): -1. */
+static int share_member(rankshare *rs, lint_walk *w, int r, const pipeline_opts *o,
+                        pipeline_item *it, bool *predicted, ml_diags *pd, ml_diags *d) {
     rank_plan *pl = &it->plans[r];
-    plan_share(g->plan, r, pl);   /* with the absent ranges, where a's are set */
-    if (plan_offsets_apply(g->po, pl, r, d) != 0)
+    if (rankshare_member_ops(rs, r, pl, d) != 0)
         return -1;
-    /* the floor redoes the ops the offsets moved (floor_rank_shared) while they are in cache,
-     * before the lint's walk; the two read the ops and nothing else of each other (the
-     * predictions' diagnostics wait in pd) */
+    /* the floor redoes the moved ops while they are in cache, before the lint's walk; the two
+     * read the ops and nothing else of each other (the predictions' diagnostics wait in pd) */
     pred_rank *pr = &it->pred[r];
-    *predicted = *predicted && predict_rank_shared(pl, &it->pred[g->rank], g->fw, pr, pd) == 0;
-    if (sub && *predicted && !plan_absent_timed(sub->a)) {
-        /* the base's totals, copied with its prediction (group_subset says why) */
-    } else if (sub && *predicted && sub->timed) {
-        pr->step_us = sub->step_us;
-        pr->comm_us = sub->comm_us;
-        pr->exposed_comm_us = sub->exposed_comm_us;
-    } else if (sub && *predicted) {
+    *predicted = *predicted && predict_rank_shared(pl, &it->pred[rankshare_base_rank(rs)],
+                                                   rankshare_base_facts(rs), pr, pd) == 0;
+    if (*predicted && !rankshare_member_time(rs, pr)) {
         *predicted = predict_time(pl, o, pr, pd) == 0;
-        *sub = (group_subset){sub->a, *predicted, pr->step_us, pr->comm_us, pr->exposed_comm_us};
+        rankshare_member_timed(rs, pr, *predicted);
     }
     size_t n_moved;
-    const size_t *moved = plan_offsets_ops(g->po, &n_moved);
+    const size_t *moved = rankshare_moved(rs, &n_moved);
     lint_walk_rank_moved(w, pl, moved, n_moved);   /* the absent ops' buffers too (lint.c) */
     size_t keep[PIPELINE_KEPT_MAX];
     size_t n_keep = reported_ops(pr, keep);   /* the array's indices, the plan's own next */
     for (int v = 0; v < VIEW_COUNT; v++)
         pr->peak_op[v] = plan_own_index(pl, pr->peak_op[v]);
     plan_compact(pl, keep, n_keep, false, NULL);
-    it->subset_members += sub != NULL;
+    it->subset_members += rankshare_member_subset(rs);
     return 0;
 }
 
-/* group_member's subset entry for rank r (plan_shapes_absent; the one an earlier member had
- * where r's absent ops are its), or NULL where r is not a subset member of g. */
-static group_subset *group_subset_of(group_base *g, const plan_shapes *sh, int r) {
-    for (size_t k = 0; k < g->subsets.n; k++) {
-        group_subset *gs = &ML_VEC_AT(&g->subsets, group_subset, k);
-        if (plan_absent_fits(gs->a, sh, r))
-            return gs;
-    }
-    group_absent_set(g, NULL);   /* it reads the ops' kinds */
-    plan_absent *a = plan_shapes_absent(sh, g->plan, g->po, r);
-    if (!a)
-        return NULL;
-    group_subset *gs = ml_vec_push(&g->subsets);
-    *gs = (group_subset){.a = a};
-    return gs;
-}
-
-/* The array is g's own again (its values held once: a second evaluation cannot fail). */
-static void group_base_restore(group_base *g, ml_diags *d) {
-    group_absent_set(g, NULL);
-    if (g->po && plan_offsets_apply(g->po, g->plan, g->rank, d) != 0)
-        ml_internal_error("rank %d's view offsets failed on their second evaluation", g->rank);
-}
-
-static void group_base_free(group_base *g) {
-    floor_forward_free(g->fw);
-    g->fw = NULL;
-    if (g->own_po)
-        plan_offsets_free(g->po);
-    g->po = NULL;
-    for (size_t k = 0; k < g->subsets.n; k++)
-        plan_absent_free(ML_VEC_AT(&g->subsets, group_subset, k).a);
-    ml_vec_free(&g->subsets);
-}
-
-/* A group's base: rank r, expanded into plan. */
-static group_base group_base_new(rank_plan *plan, int r) {
-    group_base g = {.plan = plan, .rank = r};
-    ml_vec_init(&g.subsets, sizeof(group_subset));
-    return g;
-}
-
-/* The middle path (compact, as plan_rank_by_rank): ranks whose ops are their shape's first
- * rank's (its base) but for views' offsets and in-place flags (plan_offsets_new: rank moves an
- * FSDP or ZeRO shard's view and nothing else, one shape; plan_shapes_new: also `when:`s that
- * name rank, `when: rank == 0`, one shape per list of their truth values). The ranks are taken
- * in order 0..world-1, as plan_rank_by_rank takes them. A base is expanded into the one op
- * array, linted and predicted; each later rank of its shape (group_member) has the array
- * rewritten in place into its ops (plan_offsets_apply: only the offsets that name rank), is
- * linted on it (lint_walk_rank_moved: bounds, races, in-place overlap and the cross-rank
- * contract see its real offsets) and its kept ops are copied out (plan_compact). A rank of another shape is a
- * new base: the array is made the old base's again and compacted (rank 0's with its summary,
- * as plan_rank_by_rank does) and the new base is expanded into it (plan_recycle). One shape
- * (sh NULL, or every rank's the same): rank 0 is the only base, and at the end the array is
- * rank 0's again, for lint_walk_end's messages, and compacted. Several: the last base is
- * compacted too, and rank 0 is expanded again, whole, where lint_walk_end's messages read it
- * (lint_walk_needs_rank0), as plan_rank_by_rank does.
+/* The compact path (pipeline_opts.keep_plans false, as predict and check run): ranks 0, 1, ...
+ * world - 1 in order through one op array. A rank that does not join the group in the array
+ * (rankshare.h) is a base: expanded into the array the last base gave back (plan_recycle),
+ * linted (lint_walk_rank) and predicted while its ops are there; the last base keeps only the
+ * few ops its report names (plan_compact keeps what the report reads of the rest: rank 0's
+ * first use of each collective, a timed compute). A member (share_member) is the base's ops
+ * rewritten into its own. With every rank a base this is the reference pass, rank by rank; the
+ * outcome is the whole plans' in every case: the same walks over the same ops in the same rank
+ * order, the predictions' diagnostics held back until the lint has passed, where whole plans
+ * make them (test_compact.c compares them).
  *
- * Sharing a base's prediction within its shape is exact: what the prediction reads of an op
- * is, in the views' models (view_requested.c, view_device.c, view_torch.c), allocs' bytes and
- * chunks, frees, releases, record_stream, streams, events and syncs; in the time model
- * (timemodel.c) views' and collectives' counts and dtypes, streams, events and compute times;
- * in the peaks' live sets allocs and frees; none of them reads a view's offset or an in-place
- * flag, and none of those values can differ across the ranks of a shape: plan_offsets_new and
- * plan_shapes_new refuse rank in every expression but an offset with a written count and a
- * `when:` of rank, world and lets, and lets that differ; the `when:`s' truth values are the
- * shape, the same on its ranks, so they keep the same steps, whose other values are one for
- * every rank (plan.c). The one reader of offsets and in-place flags is the floor (floor.c:
- * view_lo, inplace_share with the rank), which predict_rank_shared computes on each rank's own
- * ops, from its base's floor record (whose vary set is the base's own entries). Expectations
- * are evaluated per rank as ever. The outcome is plan_rank_by_rank's: the same walks over the
- * same ops in the same rank order, the same diagnostics in the same order (an offset that fails
- * on rank r is that rank's expansion error, alone; a base's expansion error is its own), each
- * rank's kept ops with its own values (test_compact.c compares the two paths with the full
- * one). A send or recv takes plan_rank_by_rank (pairing reads every rank's ops). */
-static int plan_rank_offsets(const sched *s, const sched_params *pw, const pipeline_opts *o,
-                             plan_offsets *po, plan_shapes *sh, pipeline_item *it,
-                             ml_diags *d) {
+ * Where lint must read ops again, the ranks compacted are expanded again first: all of them
+ * when a rank has a send or recv (pairing reads every op; from that rank on nothing is
+ * compacted), rank 0 when a rank's collectives diverge from its own (the messages name them).
+ * One group (rank 0 the only base): the array is rank 0's again at the end, for lint_walk_end's
+ * messages, and compacted after them. Memory: one op array at a time instead of world (a
+ * million ops is ~100 MB), whose pages are not faulted in again for each rank. */
+static int plan_compact_pass(const sched *s, const sched_params *pw, const pipeline_opts *o,
+                             rankshare *rs, pipeline_item *it, ml_diags *d) {
     int world = it->world;
     ml_diags pd;   /* the predictions' */
     ml_diags_init(&pd);
-    it->moved = true;
+    it->moved = rankshare_kind_of(rs) != RANKSHARE_ALONE;
     it->pred = ml_xcalloc((size_t)world, sizeof *it->pred);
     lint_walk *w = lint_walk_new(s, world, &o->lint, &it->lint);
-    /* subset members (group_member): their prediction is the base's but for what reads their
-     * absent computes, the floor and the time model, redone; the timeline (one point per op,
-     * the base's) and the torch view (a compute enqueues work its stream's pending frees wait
-     * for: view_torch.c) read them too, so with either on every such rank is a base */
-    bool subsets = sh && !o->timeline && !it->plans[0].torch.on;
-    group_base g = group_base_new(&it->plans[0], 0);
-    g.po = po;
-    if (!po && next_joins(sh, 0, world, subsets)) {
-        g.po = plan_shapes_offsets(sh, g.plan);
-        g.own_po = true;
-    }
-    bool predicted = group_base_predict(&g, sh, subsets, w, o, it, true, &pd);
     plan_recycle spare = {0};
+    bool predicted = true, p2p = false;
+    int compacted = 0;   /* ranks [0, compacted) were */
     int rc = 0;
-    for (int r = 1; r < world && rc == 0; r++) {
-        if (!sh || plan_shape(sh, r) == plan_shape(sh, g.rank)) {
-            rc = group_member(&g, NULL, w, r, o, it, &predicted, &pd, d);
+    for (int r = 0; r < world && rc == 0; r++) {
+        if (r > 0 && rankshare_joins(rs, r)) {
+            rc = share_member(rs, w, r, o, it, &predicted, &pd, d);
+            compacted = r + 1;
             continue;
         }
-        group_subset *sub = subsets && g.po ? group_subset_of(&g, sh, r) : NULL;
-        if (sub) {
-            rc = group_member(&g, sub, w, r, o, it, &predicted, &pd, d);
-            continue;
+        if (r > 0) {   /* the array goes to r, the last base keeps its kept ops */
+            int b = rankshare_base_rank(rs);
+            rankshare_base_done(rs, true, d);
+            if (!p2p) {
+                size_t keep[PIPELINE_KEPT_MAX];
+                size_t n_keep = reported_ops(&it->pred[b], keep);
+                if (b == 0)   /* the summary for rank 0's, the one the report reads */
+                    plan_compact_with(&it->plans[0], keep, n_keep, &it->pred[0].colls, &spare);
+                else
+                    plan_compact(&it->plans[b], keep, n_keep, false, &spare);
+                compacted = b + 1;
+            }
+            plan_limits lim = {.recycle = &spare};
+            if (plan_expand(s, it->plan_index, pw, world, r, &lim, &it->plans[r], d) != 0) {
+                rc = -1;
+                break;
+            }
         }
-        /* r is a new base: the array goes to it, the old base keeps its kept ops */
-        group_base_restore(&g, d);
-        size_t keep[PIPELINE_KEPT_MAX];
-        size_t n_keep = reported_ops(&it->pred[g.rank], keep);
-        if (g.rank == 0)   /* the summary for rank 0's, the one the report reads */
-            plan_compact_with(g.plan, keep, n_keep, &it->pred[0].colls, &spare);
-        else
-            plan_compact(g.plan, keep, n_keep, false, &spare);
-        group_base_free(&g);
-        plan_limits lim = {.recycle = &spare};
-        if (plan_expand(s, it->plan_index, pw, world, r, &lim, &it->plans[r], d) != 0) {
-            rc = -1;
-            break;
-        }
-        g = group_base_new(&it->plans[r], r);
-        g.own_po = true;
-        if (next_joins(sh, r, world, subsets))
-            g.po = plan_shapes_offsets(sh, g.plan);
-        predicted = group_base_predict(&g, sh, subsets, w, o, it, predicted, &pd);
+        rank_plan *pl = &it->plans[r];
+        rankshare_base(rs, pl, r);
+        lint_walk_rank(w, pl);
+        p2p |= pl->has_p2p;
+        const floor_vary *vary;
+        floor_forward **facts;
+        rankshare_base_floor(rs, &vary, &facts);
+        predicted = predicted &&
+                    predict_rank_forward(pl, o->timeline, &it->pred[r], facts, vary, &pd) == 0 &&
+                    predict_time(pl, o, &it->pred[r], &pd) == 0;
     }
-    if (rc == 0)
-        group_base_restore(&g, d);
-    bool several = it->plans[0].kept_at != NULL;   /* rank 0 was compacted for a new base */
-    if (several && rc == 0) {
+    int last = rankshare_base_rank(rs);
+    rankshare_base_done(rs, rc == 0, d);
+    bool several = it->plans[0].kept_at != NULL;   /* rank 0 was compacted for a later base */
+    if (several && rc == 0 && !p2p) {
         size_t keep[PIPELINE_KEPT_MAX];
-        plan_compact(g.plan, keep, reported_ops(&it->pred[g.rank], keep), false, &spare);
+        plan_compact(&it->plans[last], keep, reported_ops(&it->pred[last], keep), false, &spare);
+        compacted = world;
     }
-    group_base_free(&g);
     free(spare.ops);
     free(spare.extra);
-    if (several && rc == 0 && lint_walk_needs_rank0(w)) {
-        plan_free(&it->plans[0]);
-        rc = plan_expand(s, it->plan_index, pw, world, 0, NULL, &it->plans[0], d);
+    int again = 0;   /* ranks [0, again) to expand again */
+    if (rc == 0 && p2p)
+        again = compacted;
+    else if (rc == 0 && several && lint_walk_needs_rank0(w))
+        again = 1;
+    for (int r = 0; rc == 0 && r < again; r++) {
+        plan_free(&it->plans[r]);
+        rc = plan_expand(s, it->plan_index, pw, world, r, NULL, &it->plans[r], d);
     }
-    return compact_end(it, w, rc, predicted, &pd, !several, pw, o, d);
+    return compact_end(it, w, rc, predicted, &pd, !several && !p2p, pw, o, d);
 }
 
-/* The fast path: when no rank can expand differently from rank 0 (plan_rank_invariant: no
- * evaluated expression names rank, lets agree on every rank, in-place flags too), rank 0's
- * expansion is every rank's (plan_share: its ops, each rank's own slots), lint walks it once
- * (lint_plans sees the shared ops) and its prediction is every rank's (predict_rank_shared:
- * only what names the rank is redone). That is exact, not an approximation: the same ops give
- * the same prediction, and the report still lists every rank (tests/unit/test_rankshare.c
- * compares both paths). A schedule that uses rank takes the per-rank path. */
+/* One plan at `world`: rank 0 expanded, then, as rankshare_new decides from it, every other
+ * rank's plan rank 0's (rankshare.h's IDENTICAL: lint walks the shared ops once, rank 0's
+ * prediction is everyone's, predict_rank_shared redoing what names the rank), rank 0's with
+ * its own offsets (OFFSETS), or its own expansion; with compact plans, ranks that expand
+ * differently take plan_compact_pass. Whole plans (pipeline_opts.keep_plans, lint_diags) serve
+ * what reads or runs every rank's ops: each rank linted on its own ops (lint_plans), rank 0's
+ * prediction shared but the floor where the ops agree (pipeline_predict). */
 int pipeline_plan(const sched *s, int plan_index, const sched_params *p, int world,
                   const pipeline_opts *o, pipeline_item *it, ml_diags *d) {
     it->s = s;
@@ -499,48 +293,30 @@ int pipeline_plan(const sched *s, int plan_index, const sched_params *p, int wor
     sched_params pw = *p;
     pw.world = world;
     it->plans = ml_xcalloc((size_t)world, sizeof *it->plans);
-    plan_offsets *po = NULL;   /* the middle path (plan_rank_offsets) */
-    int rc = 0;
-    for (int r = 0; r < world && rc == 0; r++) {
-        if (r == 1) {
-            it->shared = plan_rank_invariant(&it->plans[0], &pw);
-            if (!it->shared && o->share_offsets && !it->plans[0].has_p2p)
-                po = plan_offsets_new(&it->plans[0], &pw);
-            if (!it->shared && !o->keep_plans && o->predict && !o->lint_diags) {
-                /* ranks that differ by `when:`s of rank too: groups (plan_rank_offsets) */
-                plan_shapes *sh = !po && o->share_offsets && !it->plans[0].has_p2p
-                                      ? plan_shapes_new(&it->plans[0], &pw) : NULL;
-                rc = po || sh ? plan_rank_offsets(s, &pw, o, po, sh, it, d)
-                              : plan_rank_by_rank(s, &pw, o, it, d);
-                plan_shapes_free(sh);
-                plan_offsets_free(po);
-                return rc;
-            }
-            /* whole plans (pipeline_opts.keep_plans, lint_diags) for what reads or runs
-             * every rank's ops: each rank a copy of rank 0's with its own offsets, linted on
-             * its own (lint_plans), rank 0's prediction shared (pipeline_predict) */
-            it->moved = po != NULL;
-            if (po) {   /* for the floor of pipeline_predict, once po is gone */
-                size_t n;
-                const size_t *ops = plan_offsets_ops(po, &n);
-                it->vary = ml_xmalloc((n ? n : 1) * sizeof *it->vary);
-                if (n)
-                    memcpy(it->vary, ops, n * sizeof *it->vary);
-                it->n_vary = n;
-            }
-        }
-        if (it->shared) {
-            plan_share(&it->plans[0], r, &it->plans[r]);
-        } else if (po) {
-            plan_copy(&it->plans[0], r, &it->plans[r]);
-            rc = plan_offsets_apply(po, &it->plans[r], r, d);
-        } else {
-            rc = plan_expand(s, plan_index, &pw, world, r, NULL, &it->plans[r], d);
-        }
-    }
-    plan_offsets_free(po);
-    if (rc != 0)
+    if (plan_expand(s, plan_index, &pw, world, 0, NULL, &it->plans[0], d) != 0)
         return -1;
+    if (world > 1) {
+        bool compact = !o->keep_plans && o->predict && !o->lint_diags;
+        rankshare *rs = rankshare_new(&it->plans[0], &pw, o->share_offsets, compact,
+                                      o->timeline);
+        it->shared = rankshare_kind_of(rs) == RANKSHARE_IDENTICAL;
+        if (!it->shared && compact) {
+            int rc = plan_compact_pass(s, &pw, o, rs, it, d);
+            rankshare_free(rs);
+            return rc;
+        }
+        it->vary = rankshare_vary_dup(rs, &it->n_vary);   /* the floor's, once rs is gone */
+        it->moved = it->vary != NULL;
+        int rc = 0;
+        for (int r = 1; r < world && rc == 0; r++) {
+            rc = rankshare_whole_rank(rs, &it->plans[0], r, &it->plans[r], d);
+            if (rc == 1)
+                rc = plan_expand(s, plan_index, &pw, world, r, NULL, &it->plans[r], d);
+        }
+        rankshare_free(rs);
+        if (rc != 0)
+            return -1;
+    }
     ml_diags *ld = o->lint_diags ? o->lint_diags : d;
     if (lint_plans(it->plans, world, &o->lint, &it->lint, ld) != 0 && !o->lint_diags)
         return -1;

@@ -7,13 +7,9 @@
  * by `plan`. Diagnostics of every file are collected before the caller reports anything, so a bad
  * file never leaves a partial report behind.
  *
- * The fast path: when no rank can expand differently from rank 0 (plan_rank_invariant), rank 0's
- * expansion, lint walk and prediction serve every rank (pipeline.c says why that is exact).
- * The middle path: when ranks differ only in views' offsets (plan_offsets_new), rank 0's
- * expansion with each rank's offsets is linted per rank and rank 0's prediction serves all;
- * predict and check (compact plans) also take it where `when:`s of rank split the ranks into
- * shapes (plan_shapes_new): each run of ranks of one shape, in rank order, is its first rank's
- * expansion and prediction with its own offsets. */
+ * Every rank is expanded, linted and predicted, but ranks that are alike share an expansion and
+ * its prediction (identical ranks, ranks that differ only in views' offsets, groups of ranks
+ * that `when:`s of rank split): rankshare.h decides how and says why each is exact. */
 #ifndef MEMLIFE_PIPELINE_H
 #define MEMLIFE_PIPELINE_H
 
@@ -41,7 +37,7 @@ typedef struct {
     bool keep_plans;
     /* Default true: ranks whose ops differ from rank 0's only in views' offsets are rank 0's
      * expansion with their offsets (whole plans: a copy each), linted on their own, and share
-     * its prediction (pipeline.c); with compact plans, also the ranks of one shape after its
+     * its prediction (rankshare.h); with compact plans, also the ranks of one shape after its
      * first (plan_shapes_new). False: each expands on its own (the tests' reference). */
     bool share_offsets;
 } pipeline_opts;
@@ -80,12 +76,12 @@ typedef struct {
     bool shared;               /* one expansion and prediction serve every rank */
     bool moved;                /* each rank rank 0's expansion with its own offsets; rank 0's
                                   prediction but the floor serves every rank (compact plans:
-                                  each rank its group's first rank's, pipeline.c) */
+                                  each rank its group's first rank's, rankshare.h) */
     size_t *vary;              /* moved: the ops whose offsets or in-place flags differ
                                   (plan_offsets_ops), n_vary of them, for the floor */
     size_t n_vary;
     int subset_members;        /* ranks the compact path took as a base's ops with some absent
-                                  (pipeline.c's group_member; for tests) */
+                                  (rankshare.h's subset members; for tests) */
 } pipeline_item;
 
 typedef struct {

@@ -1042,7 +1042,7 @@ bool floor_rank_shared(const rank_plan *p, const floor_forward *fw, uint64_t *fl
         } else {
             bool compute = e->n_reads + e->n_writes > 0;
             const plan_op *op = &p->ops[e->op];   /* read only where not a compute */
-            /* an op p lacks (OP_ABSENT, a subset member's: pipeline.c's vary list holds the
+            /* an op p lacks (OP_ABSENT, a subset member's: rankshare.c's vary list holds the
              * ops its `when:`s may drop) accesses nothing and is no data op: no B here, and
              * its sets after are those before (rank 0's, or open: a window) */
             bool absent = p->absent && op->kind == OP_ABSENT;

@@ -205,6 +205,11 @@ static const struct {
     {"MEMLIFE_PARENT_PID", check_pid, NULL},
     {"MEMLIFE_RESULT_TMP", check_path_value, NULL},
     {"MEMLIFE_RANKS_DIR", check_path_value, NULL},
+    /* pipeline/rankshare.c */
+    {"MEMLIFE_NO_SHARE", check_any,
+     "set (any value but the empty one): every rank is expanded, linted and predicted on its "
+     "own, even where ranks are alike (the reference the shared ways are tested against: the "
+     "same output, slower)"},
     /* exec/launch.c: where that goes */
     {"TMPDIR", check_any, "where a run keeps its ranks' results until it merges them"},
     /* base/human.c */

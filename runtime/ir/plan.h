@@ -25,7 +25,7 @@ typedef enum {
     OP_EMPTY_CACHE,    /* PyTorch's allocator: torch.cuda.empty_cache() */
     OP_GROUP_BEGIN, OP_GROUP_END,   /* around a group's send/recv ops (ncclGroupStart/End) */
     /* An op of a base that the rank being processed lacks (plan_absent_apply), in place so that
-     * op indices stay the base's; it does nothing. Only pipeline.c's subset members have one. */
+     * op indices stay the base's; it does nothing. Only subset members have one (analyzer/pipeline/rankshare.h). */
     OP_ABSENT,
     OP_KIND_COUNT
 } plan_op_kind;

@@ -94,7 +94,7 @@ static bool step_uses_rank(rank_memo *m, const sched_step *st) {
         return uses_rank(m, st->u.release.keep);
     case ST_COLL:
         /* whens: a send or recv that some ranks drop: pairing reads every rank's ops
-         * (pipeline.c takes them rank by rank) */
+         * (the pipeline takes them rank by rank: rankshare.h) */
         if (m->whens && ml_colls[st->u.coll.coll].p2p)
             return true;
         return view_uses_rank(m, &st->u.coll.send) || view_uses_rank(m, &st->u.coll.recv) ||

@@ -6,7 +6,7 @@
  * frees, in both block and flow YAML style. Buffer names cycle through 1000 groups, each freed
  * before its name comes back, so the schedule is also valid for lint and predict.
  * `rank-free` writes the same schedule without `rank` (the view at offset s, `when: world > 1`):
- * every rank then has the same plan, which memlife expands once (analyzer/pipeline/pipeline.c).
+ * every rank then has the same plan, which memlife expands once (analyzer/pipeline/rankshare.h).
  * `training` writes a training-like step instead, the shape of the held-out 1M-step schedule of
  * forward and backward computes on the default stream, the gradients reduce_scattered
  * on a second stream (comm) after an event, each rank's optimizer step on its own slice of the

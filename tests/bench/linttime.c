@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* linttime.c — the CPU time of lint_walk_rank alone (lint's share of predict), walked
- * the way the pipeline's offsets path walks it (analyzer/pipeline/pipeline.c, plan_rank_offsets):
+ * the way the pipeline's offsets path walks it (analyzer/pipeline/rankshare.h, pipeline.c's plan_compact_pass):
  * rank 0 expanded once, each other rank's offsets written into the same ops (plan_share, then
  * plan_offsets_apply), then linted. Only the lint_walk_rank calls are timed (CPU time of the
  * process, clock_gettime): loading, expanding and rewriting offsets are the loader's and the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_compact.c — the pipeline's compact path (pipeline_opts.keep_plans false, as predict and
- * check run it: analyzer/pipeline/pipeline.c's plan_rank_by_rank, plan_compact, lint_walk): it
+ * check run it: analyzer/pipeline/pipeline.c's plan_compact_pass, plan_compact, lint_walk): it
  * must change nothing but what stays in memory.
  *
  * Every case runs pipeline_run twice on the same file, with keep_plans true (every rank's whole
@@ -11,16 +11,16 @@
  * plan_first_colls and plan_timed_compute as the whole plan does; a whole one has the
  * reference's ops.
  *
- * Both paths have two ways (pipeline.c): ranks that differ from rank 0 only in views' offsets
- * take rank 0's expansion with their own offsets and share its prediction (plan_rank_offsets;
- * whole plans: plan_copy); the others expand one by one (plan_rank_by_rank; whole plans:
+ * Both paths have two ways (analyzer/pipeline/rankshare.h): ranks that differ from rank 0 only in views' offsets
+ * take rank 0's expansion with their own offsets and share its prediction (plan_compact_pass with members;
+ * whole plans: plan_copy); the others expand one by one (plan_compact_pass, every rank a base; whole plans:
  * plan_expand). The reference is whole plans forced per rank (share_offsets off); against it
  * each case runs whole plans the way the case names, compact the way the case names (as predict
  * runs it) and compact forced per rank. The cases move offsets alone (the middle
  * path, in-place flags and the floor with them), and sizes, `when:`, repeat counts and lets
  * with offsets alongside (the per-rank path). `when:`s that name rank, world and lets split
  * the ranks into shapes (plan_shapes_new): the compact path then takes groups of ranks, each
- * run of one shape its first rank's expansion with its own offsets (plan_rank_offsets), and
+ * run of one shape its first rank's expansion with its own offsets (plan_compact_pass), and
  * the cases that do (`grouped`) are compared with both references as the others are. */
 #include "plantest.h"
 #include "pipeline/pipeline.h"
@@ -34,12 +34,12 @@ typedef struct {
     int rc;                /* pipeline_run's */
     /* per rank: 'c' compact, 'w' whole; "" when the pipeline stops before (no plans kept) */
     const char *kept;
-    bool moved;            /* ranks differ only in offsets: the middle path (plan_rank_offsets) */
+    bool moved;            /* ranks differ only in offsets: the middle path (rankshare.h's OFFSETS) */
     /* ranks differ by `when:`s of rank too (plan_shapes_new): the compact path takes groups of
-     * ranks (plan_rank_offsets, moved there); whole plans expand per rank */
+     * ranks (rankshare.h's GROUPS, moved there); whole plans expand per rank */
     bool grouped;
     /* with the timeline off, as predict and check run (the fast case needs it off): how many
-     * ranks are subset members (pipeline.c's group_member: a base's ops with the ops of its
+     * ranks are subset members (rankshare.h's subset members: a base's ops with the ops of its
      * `when:`s that are false on the rank absent), worked out from the case's `when:`s */
     int subsets;
 } compact_case;
@@ -179,7 +179,7 @@ static const compact_case cases[] = {
      "world: 2\nexpect:\n  requested: {peak: 1}\nsteps:\n"
      "  - alloc: {buf: a, bytes: 64 * (rank + 1)}\n  - free: a\n",
      0, "cc", false, false, 0},
-    /* ---- groups of ranks: `when:`s that name rank (plan_shapes_new, plan_rank_offsets) ---- */
+    /* ---- groups of ranks: `when:`s that name rank (plan_shapes_new, rankshare.h's GROUPS) ---- */
     /* gen.c's mix, twice: rank 0 alone computes, ranks 1-3 differ by the all_reduce's slice
      * (groups {0}, {1, 2, 3}); the collectives agree, so rank 0 stays compact */
     {"when_rank_0_mix",
@@ -274,8 +274,8 @@ static const compact_case cases[] = {
      "  - when: rank < 2\n    compute: {reads: [x], time: 5}\n"
      "  - scale: {buf: 'x[(1 - rank) * 16 : 16]', by: 2}\n  - free: x\n",
      -1, "", false, true, 0},
-    /* ---- subset members: a rank whose true `when:`s are all true on its base (pipeline.c's
-     * group_member with absent ops) ---- */
+    /* ---- subset members: a rank whose true `when:`s are all true on its base (rankshare.h:
+     * the base's ops with some absent) ---- */
     /* rank 1 lacks the compute (a subset member of rank 0), ranks 2-3 are rank 0's shape, whose
      * lint walks rank 2 whole (its ops are not those lint last walked, rank 1's); z's alloc,
      * every rank's peak, comes after the absent op: op 4 on rank 0, op 3 on rank 1 */
@@ -319,7 +319,7 @@ static const compact_case cases[] = {
      "  - free: a\n  - all_reduce: {buf: b}\n  - free: b\n",
      0, "cccc", false, true, 3},
     /* rank 0's compute without a time, on comm after the host waited 50 us: the others' time
-     * model totals are rank 0's (pipeline.c's group_subset), compared with their own */
+     * model totals are rank 0's (rankshare.c's group_subset), compared with their own */
     {"subset_untimed_compute",
      "world: 4\nstreams: [comm]\nevents: [e]\nsteps:\n  - alloc: {buf: x, count: 1024}\n"
      "  - alloc: {buf: y, count: 64}\n  - compute: {reads: [x], time: 50}\n  - sync: device\n"
@@ -546,14 +546,23 @@ static void run_case(const compact_case *c) {
     close(fd);
     run_pipeline_with(path, true, false, false, &full, &rc_full);
     run_pipeline_with(path, false, true, false, &compact, &rc_compact);
+    /* MEMLIFE_NO_SHARE (rankshare.h): the reference pass, sharing on in the options */
+    assert_int_equal(setenv("MEMLIFE_NO_SHARE", "1", 1), 0);
+    run_pipeline_with(path, false, true, false, &per_rank, &rc_per_rank);
+    assert_int_equal(unsetenv("MEMLIFE_NO_SHARE"), 0);
     unlink(path);
     assert_int_equal(rc_full, c->rc);
     assert_int_equal(rc_compact, c->rc);
+    assert_int_equal(rc_per_rank, c->rc);
     same_outcome(c, &full, &compact, c->moved || c->grouped, c->kept);
-    if (compact.items.n)
+    same_outcome(c, &full, &per_rank, false, c->kept);
+    if (compact.items.n) {
         assert_int_equal(ML_VEC_AT(&compact.items, pipeline_item, 0).subset_members, c->subsets);
+        assert_int_equal(ML_VEC_AT(&per_rank.items, pipeline_item, 0).subset_members, 0);
+    }
     pipeline_result_free(&full);
     pipeline_result_free(&compact);
+    pipeline_result_free(&per_rank);
 }
 
 static const compact_case *case_named(const char *name);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_lint_moved.c — lint_walk_rank_moved (analyzer/lint/lint.c) against lint_walk_rank on the
- * pipeline's middle path (analyzer/pipeline/pipeline.c, plan_rank_offsets): rank 0 expanded and
+ * pipeline's middle path (analyzer/pipeline/rankshare.h, pipeline.c's plan_compact_pass): rank 0 expanded and
  * linted, then each other rank's offsets written into the same op array (plan_share,
  * plan_offsets_apply) and that rank linted, once with lint_walk_rank (the reference) and once
  * with lint_walk_rank_moved and plan_offsets_ops. The diagnostics (as printed, with rank, code
@@ -287,7 +287,7 @@ static void run_case(const moved_case *c) {
     middle m = {.world = 4};
     assert_int_equal(plan_expand(s, 0, &p, p.world, 0, NULL, &m.plans[0], &d), 0);
     assert_false(plan_rank_invariant(&m.plans[0], &p));
-    /* the middle path: one shape, or groups of ranks (pipeline.c, plan_rank_offsets) */
+    /* the middle path: one shape, or groups of ranks (rankshare.h, pipeline.c's plan_compact_pass) */
     plan_offsets *po = plan_offsets_new(&m.plans[0], &p);
     plan_shapes *sh = po ? NULL : plan_shapes_new(&m.plans[0], &p);
     assert_true(po || sh);

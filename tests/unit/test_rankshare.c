@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_rankshare.c — the one-expansion fast path (plan_rank_invariant, plan_share, lint_plans on
- * shared ops, predict_rank_shared, analyzer/pipeline/pipeline.c): when it applies, and that it changes nothing.
+ * shared ops, predict_rank_shared: analyzer/pipeline/rankshare.h's IDENTICAL): when it applies,
+ * and that it changes nothing.
  *
  * Every case runs the real pipeline (ml_analyze, as `memlife predict` does) and, beside it, the
  * per-rank reference (plan_expand for every rank, lint_plans, predict_rank, expect_eval); the
@@ -8,6 +9,7 @@
  * rows must be identical, and the item must have taken the path the case names. */
 #include "plantest.h"
 #include "cli/analysis.h"
+#include "pipeline/rankshare.h"
 #include "predict/timemodel.h"
 
 #include <unistd.h>
@@ -150,7 +152,8 @@ static void same_prediction(const pred_rank *a, const pred_rank *b, size_t n_ops
         assert_memory_equal(a->timeline, b->timeline, n_ops * sizeof *a->timeline);
 }
 
-static void run_case(const share_case *c) {
+/* shared: the fast path is expected (the case's, or false under MEMLIFE_NO_SHARE). */
+static void run_case(const share_case *c, bool shared) {
     char path[] = "/tmp/memlife-rankshare-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
@@ -182,7 +185,7 @@ static void run_case(const share_case *c) {
     assert_int_equal(rc, ref.r.lint_errors ? ML_EXIT_INPUT : ML_EXIT_OK);
     assert_int_equal(an.res.items.n, 1);
     const pipeline_item *it = &ML_VEC_AT(&an.res.items, pipeline_item, 0);
-    assert_int_equal(it->shared, c->shared);
+    assert_int_equal(it->shared, shared);
     assert_int_equal(it->world, ref.r.world);
 
     /* the same diagnostics, in the same order (the file name aside) */
@@ -208,7 +211,7 @@ static void run_case(const share_case *c) {
         const rank_plan *x = &it->plans[k], *y = &ref.r.plans[k];
         assert_int_equal(x->rank, k);
         assert_int_equal(x->slots[EXPR_SLOT_RANK], k);
-        assert_int_equal(x->borrowed, c->shared && k > 0);
+        assert_int_equal(x->borrowed, shared && k > 0);
         assert_int_equal(x->n_ops, y->n_ops);
         assert_memory_equal(x->slots, y->slots,
                             (EXPR_SLOT_FIRST_LET + x->s->n_lets) * sizeof *x->slots);
@@ -254,7 +257,16 @@ static void run_case(const share_case *c) {
 static void every_case_matches_per_rank(void **state) {
     (void)state;
     for (size_t k = 0; k < ML_ARRAY_LEN(cases); k++)
-        run_case(&cases[k]);
+        run_case(&cases[k], cases[k].shared);
+}
+
+/* MEMLIFE_NO_SHARE (rankshare.h): every rank expanded on its own, the same outcome. */
+static void no_share_expands_every_rank(void **state) {
+    (void)state;
+    assert_int_equal(setenv("MEMLIFE_NO_SHARE", "1", 1), 0);
+    for (size_t k = 0; k < ML_ARRAY_LEN(cases); k++)
+        run_case(&cases[k], false);
+    assert_int_equal(unsetenv("MEMLIFE_NO_SHARE"), 0);
 }
 
 /* plan_share: borrowed arrays are left alone by plan_free, in either order (ASan and valgrind
@@ -278,10 +290,56 @@ static void share_and_free_in_any_order(void **state) {
     pt_free(&r);
 }
 
+/* rankshare_new's ways, from rank 0's expansion, as the pipeline asks (offsets on; groups as
+ * predict and check have them, compact plans; the timeline off): a schedule of each way, and
+ * the same schedule where the options or MEMLIFE_NO_SHARE leave it alone. */
+static rankshare_kind kind_of(const char *yaml, bool offsets, bool groups, bool timeline) {
+    pt_run r;
+    pt_load(&r, yaml, 0);
+    sched_params p = {.world = r.world};
+    rankshare *rs = rankshare_new(&r.plans[0], &p, offsets, groups, timeline);
+    rankshare_kind k = rankshare_kind_of(rs);
+    rankshare_free(rs);
+    pt_free(&r);
+    return k;
+}
+
+static void kinds_of_sharing(void **state) {
+    (void)state;
+    const char *identical = "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+                            "  - all_reduce: {buf: x}\n";
+    const char *offsets = "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+                          "  - all_reduce: {buf: 'x[rank*16 : 16]'}\n";
+    const char *groups = "world: 4\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+                         "  - when: rank == 0\n    compute: {reads: [x]}\n"
+                         "  - free: x\n";
+    const char *size = "world: 4\nsteps:\n  - alloc: {buf: x, count: 64 + rank}\n";
+    const char *p2p = "world: 2\nsteps:\n  - alloc: {buf: x, count: 64}\n"
+                      "  - when: rank == 0\n    send: {buf: x, peer: 1}\n"
+                      "  - when: rank == 1\n    recv: {buf: x, peer: 0}\n";
+    assert_int_equal(kind_of(identical, true, true, false), RANKSHARE_IDENTICAL);
+    assert_int_equal(kind_of(identical, false, false, true), RANKSHARE_IDENTICAL);
+    assert_int_equal(kind_of(offsets, true, true, false), RANKSHARE_OFFSETS);
+    assert_int_equal(kind_of(offsets, false, true, false), RANKSHARE_ALONE);
+    assert_int_equal(kind_of(groups, true, true, false), RANKSHARE_GROUPS);
+    assert_int_equal(kind_of(groups, true, false, false), RANKSHARE_ALONE);   /* whole plans */
+    assert_int_equal(kind_of(size, true, true, false), RANKSHARE_ALONE);
+    assert_int_equal(kind_of(p2p, true, true, false), RANKSHARE_ALONE);
+    assert_int_equal(setenv("MEMLIFE_NO_SHARE", "1", 1), 0);
+    assert_int_equal(kind_of(identical, true, true, false), RANKSHARE_ALONE);
+    assert_int_equal(kind_of(offsets, true, true, false), RANKSHARE_ALONE);
+    assert_int_equal(kind_of(groups, true, true, false), RANKSHARE_ALONE);
+    assert_int_equal(setenv("MEMLIFE_NO_SHARE", "", 1), 0);   /* empty: as unset */
+    assert_int_equal(kind_of(identical, true, true, false), RANKSHARE_IDENTICAL);
+    assert_int_equal(unsetenv("MEMLIFE_NO_SHARE"), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_case_matches_per_rank),
+        cmocka_unit_test(no_share_expands_every_rank),
         cmocka_unit_test(share_and_free_in_any_order),
+        cmocka_unit_test(kinds_of_sharing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
