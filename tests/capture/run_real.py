@@ -49,6 +49,18 @@ res = {"program": os.path.basename(path), "world": a.world, "group": a.group, "l
        "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__}
 free, total = torch.cuda.mem_get_info()
 res["device_total"] = total
+# the device's used bytes and the allocator's reserved at each stage: where a difference from
+# memlife's total lies (context, communicator, libraries' handles and kernels, the allocator)
+stages = res["stages"] = []
+
+
+def stage(name):
+    torch.cuda.synchronize()
+    stages.append({"stage": name, "used": total - torch.cuda.mem_get_info()[0],
+                   "reserved": torch.cuda.memory_reserved()})
+
+
+stage("cuda init")
 if a.limit:
     f = fraction_for(a.limit, total)
     if f is None:
@@ -56,14 +68,16 @@ if a.limit:
     torch.cuda.set_per_process_memory_fraction(f, 0)
     res["limit"] = a.limit
 _capture._init_group(a.world, 0, a.group)
+stage("group")
 if a.group == "fake":
     _capture._ddp_on_fake_group(virtual=False)
 _capture._skip_param_verification()
 try:
     step = build(**lets)
-    for _ in range(a.steps + 1):
+    stage("built")
+    for k in range(a.steps + 1):
         step()
-        torch.cuda.synchronize()
+        stage(f"step {k}")
     res["oom"] = False
 except torch.OutOfMemoryError as e:
     res["oom"] = True
