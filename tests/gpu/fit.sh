@@ -157,6 +157,8 @@ else
     real_res=$(field ddp_1_nccl_2 peak_reserved)
     total=$((res + comm + ctx))
     line="NVML used $used B (idle device before: ${idle:-?} MiB); memlife $total B = reserved $res (real $real_res) + NCCL $comm + context $ctx ($KIND)"
+    echo "# stages of the run (device used, allocator reserved): $(python3 -c 'import json, sys
+print("; ".join("%s %d %d" % (s["stage"], s["used"], s["reserved"]) for s in json.load(open(sys.argv[1]))["stages"]))' "$tmp/run_ddp_1_nccl_2.json")"
     if python3 -c 'import sys; u, t = map(int, sys.argv[1:]); sys.exit(abs(u - t) > t * 0.02)' "$used" "$total"; then
         echo "ok - $n: $line"
     else
