@@ -113,6 +113,20 @@ int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_op
                      ml_diags *d);
 void pipeline_item_free(pipeline_item *it);
 
+/* ---- Many values of one let ----------------------------------------------------------------
+ * For a command that runs the pipeline over one loaded file (in->loaded) at many values of a let
+ * (fit): pipeline_sizes_new expands and lints once at in's values, where the let reaches the
+ * ops only through allocs' sizes (plan_sizes_new; pipeline.c says why that is exact); NULL
+ * otherwise, or where that run fails (then run pipeline_run for each value). pipeline_sizes_run
+ * is pipeline_run for in (the same file and options, another --set of the let): *out its
+ * result (the items' predictions, the diagnostics' first error), valid until the next call.
+ * Returns pipeline_run's 0 or -1, or 1 where this value needs the full run (a size that fails
+ * to evaluate: the full run reports it). */
+typedef struct pipeline_sizes pipeline_sizes;
+pipeline_sizes *pipeline_sizes_new(const pipeline_input *in, const char *let);
+int pipeline_sizes_run(pipeline_sizes *z, const pipeline_input *in, const pipeline_result **out);
+void pipeline_sizes_free(pipeline_sizes *z);
+
 /* ---- Naming inputs ----------------------------------------------------------------------------*/
 /* The index of s's plan called name, -1 when none is. */
 int pipeline_plan_lookup(const sched *s, const char *name);
