@@ -3,9 +3,10 @@
  * (micro-batch, sequence length, layers) whose predicted peak fits a device's memory on every
  * rank, after the memory that is not the schedule's: the NCCL communicator and the CUDA context.
  *
- * Each probe is the whole pipeline (load, expand, lint, predict) at --set NAME=v, so a value that
- * breaks the schedule (a shard that no longer divides, an overflow) counts as not fitting and
- * says why. The search doubles from the file's own value until a value does not fit, then
+ * Each probe is the whole pipeline (expand, lint, predict; the file is loaded once) at --set
+ * NAME=v, so a value that breaks the schedule (a shard that no longer divides, an overflow)
+ * counts as not fitting and says why; where NAME reaches the ops only through allocs' sizes, the
+ * quiet probes share one expansion and lint and only predict again (pipeline_sizes, exact). The search doubles from the file's own value until a value does not fit, then
  * bisects; it assumes the peak grows with the value (monotonic) and checks it where it answers:
  * v fits, v+1 does not. The reserves' defaults are measured facts of one machine (README's H200
  * table: NCCL 2.28's communicator after init and warm-up, 862 MiB at world >= 2, 580 MiB alone;
@@ -124,6 +125,7 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
     *(const char **)ml_vec_push(&c->a->set) = set;   /* the last --set of a let wins */
     pipeline_opts o;
     pipeline_opts_default(&o);
+    o.timeline = false;   /* a probe reads the peaks, not the live bytes after every op */
     ml_analysis an;
     pipeline_input in = ml_args_pipeline(c->a, &o);
     const sched *loaded[1] = {c->s};
