@@ -717,11 +717,15 @@ int pipeline_sizes_run(pipeline_sizes *z, const pipeline_input *in, const pipeli
             rc = 1;
             break;
         }
+        if (plan_sizes_eval(z->sizes[k], &it->plans[0], slots) != 0) {
+            rc = 1;
+            break;
+        }
         /* moved: each rank's copy rewritten; shared: the ranks borrow rank 0's ops, rewritten
          * once, and keep lets of their own */
-        for (int r = 0; r < it->world && rc == 0; r++) {
+        for (int r = 0; r < it->world; r++) {
             if (r == 0 || !it->shared)
-                rc = plan_sizes_apply(z->sizes[k], &it->plans[r], slots) != 0;
+                plan_sizes_apply(z->sizes[k], &it->plans[r], slots);
             else
                 memcpy(it->plans[r].slots + EXPR_SLOT_FIRST_LET, slots + EXPR_SLOT_FIRST_LET,
                        s->n_lets * sizeof *slots);

@@ -236,11 +236,14 @@ void plan_shapes_free(plan_shapes *sh);
  * let: the let's index in p->s. */
 typedef struct plan_sizes plan_sizes;
 plan_sizes *plan_sizes_new(const rank_plan *p, const sched_params *params, int let);
+/* The sized allocs' bytes and counts at slots (sched_eval_lets' values for another value of
+ * the let), evaluated on p (the expansion z was made from, or a copy of it), kept in z for
+ * plan_sizes_apply. -1 where one fails to evaluate (plan_expand reports the error). */
+int plan_sizes_eval(plan_sizes *z, const rank_plan *p, const int64_t *slots);
 /* Rewrites p (the expansion z was made from, a plan_share or plan_copy of it, or one rewritten
- * by an earlier call) into the expansion at slots (sched_eval_lets' values for another value
- * of the let): the lets' slots and the sized allocs' bytes and counts. -1 where an alloc's
- * size fails to evaluate (p is then part rewritten: plan_expand reports the error). */
-int plan_sizes_apply(const plan_sizes *z, rank_plan *p, const int64_t *slots);
+ * before) into the expansion at slots, whose plan_sizes_eval succeeded: the lets' slots and the
+ * sized allocs' bytes and counts. */
+void plan_sizes_apply(const plan_sizes *z, rank_plan *p, const int64_t *slots);
 /* How many allocs plan_sizes_apply rewrites (for tests). */
 size_t plan_sizes_count(const plan_sizes *z);
 void plan_sizes_free(plan_sizes *z);

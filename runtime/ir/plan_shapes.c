@@ -775,8 +775,13 @@ void plan_op_slots(const rank_plan *p, const plan_op *op, int64_t *slots) {
  * and the lets replaced; an evaluation that fails there is one plan_expand reports, so it is
  * left to it. Lint reads an alloc's bytes and count only for the views and releases of its
  * buffer (lint.c: view bounds, released chunks), so its verdicts are the same at every value. */
+typedef struct {
+    uint64_t bytes, count;
+} plan_sized;
+
 struct plan_sizes {
     ml_vec ops;               /* size_t: the sized allocs, increasing */
+    ml_vec vals;              /* plan_sized: their values at the last plan_sizes_eval */
 };
 
 /* The lets that a --set replaces, by index (1: replaced). */
@@ -821,6 +826,7 @@ static plan_sizes *sized_allocs(const rank_plan *p, rank_memo *m) {
     bool *sized = ml_xcalloc(n_bufs + 1, sizeof *sized);   /* the buffer's latest alloc is */
     plan_sizes *z = ml_xcalloc(1, sizeof *z);
     ml_vec_init(&z->ops, sizeof(size_t));
+    ml_vec_init(&z->vals, sizeof(plan_sized));
     ml_vec dyn;
     ml_vec_init(&dyn, sizeof(plan_access));
     bool ok = true;
@@ -878,35 +884,60 @@ plan_sizes *plan_sizes_new(const rank_plan *p, const sched_params *params, int l
     return z;
 }
 
-int plan_sizes_apply(const plan_sizes *z, rank_plan *p, const int64_t *slots) {
+int plan_sizes_eval(plan_sizes *z, const rank_plan *p, const int64_t *slots) {
     const sched *s = p->s;
     size_t n_slots = sched_n_slots(s);
     int64_t *at = ml_xmalloc(n_slots * sizeof *at);
-    memcpy(p->slots + EXPR_SLOT_FIRST_LET, slots + EXPR_SLOT_FIRST_LET,
-           s->n_lets * sizeof *slots);
     memcpy(at, p->slots, n_slots * sizeof *at);
+    memcpy(at + EXPR_SLOT_FIRST_LET, slots + EXPR_SLOT_FIRST_LET, s->n_lets * sizeof *slots);
+    /* a tree's value, where no repeat index can change it: a capture's thousands of sizes are a
+     * handful of trees (the loader shares one among the steps that write the same text) */
+    struct {
+        const expr *e;
+        int64_t v;
+    } memo[64] = {{0}};
+    z->vals.n = 0;
     int rc = 0;
     for (size_t k = 0; k < z->ops.n && rc == 0; k++) {
-        plan_op *op = &p->ops[ML_VEC_AT(&z->ops, size_t, k)];
+        const plan_op *op = &p->ops[ML_VEC_AT(&z->ops, size_t, k)];
         const sched_step *st = op->step;
-        plan_op_slots(p, op, at);
+        const expr *e = st->u.alloc.count ? st->u.alloc.count : st->u.alloc.bytes;
+        size_t h = ((uintptr_t)e >> 4) & 63;
         uint32_t esize = ml_dtypes[op->u.alloc.dtype].size;
-        expr_error err;
         int64_t v;
-        /* expand_alloc's arithmetic; its errors are plan_expand's to report */
-        if (expr_eval(st->u.alloc.count ? st->u.alloc.count : st->u.alloc.bytes, at, &v, &err) != 0 ||
-            v < 0 || (st->u.alloc.count && (uint64_t)v > UINT64_MAX / esize)) {
-            rc = -1;
-        } else if (st->u.alloc.count) {
-            op->u.alloc.count = (uint64_t)v;
-            op->u.alloc.bytes = (uint64_t)v * esize;
+        if (!s->n_index && memo[h].e == e) {
+            v = memo[h].v;
         } else {
-            op->u.alloc.bytes = (uint64_t)v;
-            op->u.alloc.count = (uint64_t)v / esize;
+            expr_error err;
+            plan_op_slots(p, op, at);
+            if (expr_eval(e, at, &v, &err) != 0) {
+                rc = -1;
+                break;
+            }
+            memo[h].e = e;
+            memo[h].v = v;
         }
+        /* expand_alloc's arithmetic; its errors are plan_expand's to report */
+        if (v < 0 || (st->u.alloc.count && (uint64_t)v > UINT64_MAX / esize))
+            rc = -1;
+        else if (st->u.alloc.count)
+            *(plan_sized *)ml_vec_push(&z->vals) = (plan_sized){(uint64_t)v * esize, (uint64_t)v};
+        else
+            *(plan_sized *)ml_vec_push(&z->vals) = (plan_sized){(uint64_t)v, (uint64_t)v / esize};
     }
     free(at);
     return rc;
+}
+
+void plan_sizes_apply(const plan_sizes *z, rank_plan *p, const int64_t *slots) {
+    memcpy(p->slots + EXPR_SLOT_FIRST_LET, slots + EXPR_SLOT_FIRST_LET,
+           p->s->n_lets * sizeof *slots);
+    for (size_t k = 0; k < z->ops.n; k++) {
+        plan_op *op = &p->ops[ML_VEC_AT(&z->ops, size_t, k)];
+        const plan_sized *v = &ML_VEC_AT(&z->vals, plan_sized, k);
+        op->u.alloc.bytes = v->bytes;
+        op->u.alloc.count = v->count;
+    }
 }
 
 size_t plan_sizes_count(const plan_sizes *z) { return z->ops.n; }
@@ -915,5 +946,6 @@ void plan_sizes_free(plan_sizes *z) {
     if (!z)
         return;
     ml_vec_free(&z->ops);
+    ml_vec_free(&z->vals);
     free(z);
 }
