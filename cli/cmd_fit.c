@@ -125,7 +125,8 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
     *(const char **)ml_vec_push(&c->a->set) = set;   /* the last --set of a let wins */
     pipeline_opts o;
     pipeline_opts_default(&o);
-    o.timeline = false;   /* a probe reads the peaks, not the live bytes after every op */
+    o.timeline = false;   /* a probe reads the peaks, not the live bytes after every op, */
+    o.details = false;    /* nor what lives at them */
     ml_analysis an;
     pipeline_input in = ml_args_pipeline(c->a, &o);
     const sched *loaded[1] = {c->s};

@@ -13,7 +13,13 @@ void pipeline_opts_default(pipeline_opts *o) {
     o->timeline = true;
     o->keep_plans = true;
     o->share_offsets = true;
+    o->details = true;
     lint_options_default(&o->lint);
+}
+
+/* predict_rank_forward's what for o. */
+static unsigned pred_what(const pipeline_opts *o) {
+    return (o->timeline ? PRED_TIMELINE : 0u) | (o->details ? 0u : PRED_NUMBERS_ONLY);
 }
 
 /* The prediction and expectations of it, freed (pipeline_item_free's part). */
@@ -105,7 +111,7 @@ int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_op
         rank_plan *pl = &it->plans[r];
         if (one && r > 0)
             rc = predict_rank_shared(pl, &it->pred[0], fw, &it->pred[r], d);
-        else if (predict_rank_forward(pl, o->timeline, &it->pred[r], one ? &fw : NULL,
+        else if (predict_rank_forward(pl, pred_what(o), &it->pred[r], one ? &fw : NULL,
                                       it->shared || it->vary ? &vary : NULL, d) != 0 ||
                  predict_time(pl, o, &it->pred[r], d) != 0)
             rc = -1;
@@ -198,7 +204,8 @@ static int plan_rank_by_rank(const sched *s, const sched_params *pw, const pipel
         }
         lint_walk_rank(w, pl);
         p2p |= pl->has_p2p;
-        predicted = predicted && predict_rank_with(pl, o->timeline, &it->pred[r], &pd) == 0 &&
+        predicted = predicted &&
+                    predict_rank_forward(pl, pred_what(o), &it->pred[r], NULL, NULL, &pd) == 0 &&
                     predict_time(pl, o, &it->pred[r], &pd) == 0;
         if (!p2p) {
             size_t keep[PIPELINE_KEPT_MAX];
@@ -285,7 +292,7 @@ static bool group_base_predict(group_base *g, const plan_shapes *sh, bool subset
         vary.ops = merged;
     }
     bool ok = predicted &&
-              predict_rank_forward(g->plan, o->timeline, &it->pred[g->rank], g->po ? &g->fw : NULL,
+              predict_rank_forward(g->plan, pred_what(o), &it->pred[g->rank], g->po ? &g->fw : NULL,
                                    g->po ? &vary : NULL, pd) == 0 &&
               predict_time(g->plan, o, &it->pred[g->rank], pd) == 0;
     free(merged);

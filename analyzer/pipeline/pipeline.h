@@ -44,6 +44,10 @@ typedef struct {
      * its prediction (pipeline.c); with compact plans, also the ranks of one shape after its
      * first (plan_shapes_new). False: each expands on its own (the tests' reference). */
     bool share_offsets;
+    /* Default true. False: each rank's numbers alone (PRED_NUMBERS_ONLY: no buffers live at
+     * the peaks, no torch details there or segment order), for a command that reads only the
+     * peaks (fit); not for one that reports. */
+    bool details;
 } pipeline_opts;
 
 /* The inputs of a whole run, as plain data (cli converts its options into this). */

@@ -3,7 +3,8 @@
  * pipeline_sizes_*): when it applies, and that it changes nothing.
  *
  * Each case is run at several values of M, once by pipeline_run (the full path: load once,
- * expand, lint, predict at each value) and once by pipeline_sizes_run from one base; the
+ * expand, lint, predict at each value, every detail) and once by pipeline_sizes_run from one
+ * base (at every other value with the numbers alone, as fit asks: PRED_NUMBERS_ONLY); the
  * outcome, every rank's steady and peak bytes in every view, the floor, the torch view's retries
  * and the first error's text must be identical, and the base must exist exactly where the case
  * says the let reaches the ops through allocs' sizes alone. */
@@ -58,15 +59,22 @@ static const sizes_case cases[] = {
 
 static const int64_t values[] = {1, 2, 3, 5, 9, 2};
 
-static void input_at(pipeline_input *in, const sched *const *loaded, const char **set,
-                     char *buf, size_t len, int64_t v) {
+/* fit: the run as fit makes it (numbers only: no timeline, no details); else the defaults */
+static void input_at_as(pipeline_input *in, const sched *const *loaded, const char **set,
+                        char *buf, size_t len, int64_t v, bool fit) {
     snprintf(buf, len, "M=%lld", (long long)v);
     set[0] = buf;
     pipeline_opts o;
     pipeline_opts_default(&o);
+    o.timeline = o.details = !fit;
     static const char *const files[] = {"case.yaml"};
     *in = (pipeline_input){.files = files, .n_files = 1, .set = set, .n_set = 1,
                            .loaded = loaded, .what = o};
+}
+
+static void input_at(pipeline_input *in, const sched *const *loaded, const char **set,
+                     char *buf, size_t len, int64_t v) {
+    input_at_as(in, loaded, set, buf, len, v, false);
 }
 
 static void first_error(const ml_diags *d, char *buf, size_t len) {
@@ -132,6 +140,8 @@ static void every_case_matches_full_path(void **state) {
             input_at(&in, loaded, set, buf, sizeof buf, values[k]);
             pipeline_result full;
             int rc_full = pipeline_run(&in, &full);
+            /* the reuse as fit runs it: numbers only, against the full run with every detail */
+            input_at_as(&in, loaded, set, buf, sizeof buf, values[k], k % 2 == 1);
             const pipeline_result *res;
             int rc_sizes = pipeline_sizes_run(z, &in, &res);
             assert_int_not_equal(rc_sizes, 1);
