@@ -875,10 +875,25 @@ plan_sizes *plan_sizes_new(const rank_plan *p, const sched_params *params, int l
     for (uint32_t k = (uint32_t)let + 1; k < s->n_lets; k++)
         if (replaced[k] || uses_any(&m, s->lets[k].value))
             on[m.n_on++] = EXPR_SLOT_FIRST_LET + (int)k;
+    /* The let's slots have one value on every rank at every value: none of them names rank,
+     * nor a let that does (p's ranks may share one expansion at this value, and a size of
+     * `rank * (M - 1)` would tell them apart at another). The let itself is the caller's
+     * constant; any other let a --set replaces is taken as naming rank. */
+    int *ranked = ml_xmalloc((s->n_lets + 1) * sizeof *ranked);
+    rank_memo rm = {.on = ranked, .n_on = 0};
+    ranked[rm.n_on++] = EXPR_SLOT_RANK;
+    for (uint32_t k = 0; k < s->n_lets; k++)
+        if ((int)k != let && (replaced[k] || uses_any(&rm, s->lets[k].value)))
+            ranked[rm.n_on++] = EXPR_SLOT_FIRST_LET + (int)k;
+    bool alike = true;
+    for (int j = 1; j < m.n_on && alike; j++)
+        for (int q = 1; q < rm.n_on && alike; q++)
+            alike = on[j] != ranked[q];
+    free(ranked);
     free(replaced);
     const sched_plan *pl = &s->plans[p->plan_index];
     plan_sizes *z = NULL;
-    if (!steps_use_rank(&m, pl->steps, pl->n) && beside_plan_alike(s, params, &m))
+    if (alike && !steps_use_rank(&m, pl->steps, pl->n) && beside_plan_alike(s, params, &m))
         z = sized_allocs(p, &m);
     free(on);
     return z;

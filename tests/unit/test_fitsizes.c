@@ -52,6 +52,10 @@ static const sizes_case cases[] = {
      "  - free: [a2, gs, w]\n", false},
     /* a view of a buffer sized by M: its count follows the size (and lint's bounds) */
     {"view_of_sized", CAPTURED_HEAD "  - all_reduce: {buf: a2}\n  - free: [a2, gs, w]\n", false},
+    /* a size of a let that names rank and M: one at M = 1 on every rank (the ranks share an
+     * expansion there), rank apart at other values */
+    {"let_of_rank_and_m", "world: 4\nlet: {M: 1, R: 'rank * (M - 1) + 64'}\ndtype: uint8\n"
+     "steps:\n  - alloc: {buf: a, bytes: R}\n  - free: a\n", false},
     /* M in a derived let that a view's offset reads */
     {"let_in_offset", "world: 2\nlet: {M: 1, O: M}\ndtype: uint8\nsteps:\n"
      "  - alloc: {buf: a, bytes: 64}\n  - all_reduce: {buf: 'a[O : 8]'}\n  - free: a\n", false},
