@@ -3,9 +3,10 @@
  * (micro-batch, sequence length, layers) whose predicted peak fits a device's memory on every
  * rank, after the memory that is not the schedule's: the NCCL communicator and the CUDA context.
  *
- * Each probe is the whole pipeline (load, expand, lint, predict) at --set NAME=v, so a value that
- * breaks the schedule (a shard that no longer divides, an overflow) counts as not fitting and
- * says why. The search doubles from the file's own value until a value does not fit, then
+ * Each probe is the whole pipeline (expand, lint, predict; the file is loaded once) at --set
+ * NAME=v, so a value that breaks the schedule (a shard that no longer divides, an overflow)
+ * counts as not fitting and says why; where NAME reaches the ops only through allocs' sizes, the
+ * quiet probes share one expansion and lint and only predict again (pipeline_sizes, exact). The search doubles from the file's own value until a value does not fit, then
  * bisects; it assumes the peak grows with the value (monotonic) and checks it where it answers:
  * v fits, v+1 does not. The reserves' defaults are measured facts of one machine (README's H200
  * table: NCCL 2.28's communicator after init and warm-up, 862 MiB at world >= 2, 580 MiB alone;
@@ -67,7 +68,11 @@ typedef struct {
     sched *s;             /* the file, loaded once: every probe only sets the let again */
     int gpu;              /* --gpu KIND: commmodel_gpus' index; -1: not given */
     bool reserve_known;   /* with --gpu: the communicators' model has given the reserve */
+    pipeline_sizes *sizes;   /* the quiet probes' one expansion and lint (NULL: none) */
+    bool sizes_tried;
 } fit_ctx;
+
+static void probe_read(const fit_ctx *c, const pipeline_result *res, bool ok, probe *out);
 
 /* With --gpu and no --reserve: the NCCL communicators' memory of the rank that has the most
  * (analyzer/predict/commmodel.h: every communicator the rank is in, their first uses, the
@@ -122,6 +127,8 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
     *(const char **)ml_vec_push(&c->a->set) = set;   /* the last --set of a let wins */
     pipeline_opts o;
     pipeline_opts_default(&o);
+    o.timeline = false;   /* a probe reads the peaks, not the live bytes after every op, */
+    o.details = false;    /* nor what lives at them */
     ml_analysis an;
     pipeline_input in = ml_args_pipeline(c->a, &o);
     const sched *loaded[1] = {c->s};
@@ -146,12 +153,32 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
         in.has_torch_limit = true;
         in.torch_limit = c->budget > other ? c->budget - other : 1;
     }
+    /* A quiet probe reuses the file's expansion and lint where only sizes change with the let
+     * (pipeline_sizes: the same result as the full run); a loud one prints what the full run
+     * says, every warning included. */
+    if (!loud && !c->sizes_tried) {
+        c->sizes = pipeline_sizes_new(&in, c->name);
+        c->sizes_tried = true;
+    }
+    const pipeline_result *res;
+    int zr = !loud && c->sizes ? pipeline_sizes_run(c->sizes, &in, &res) : 1;
+    if (zr != 1) {
+        c->a->set.n--;
+        probe_read(c, res, zr == 0, out);
+        return;
+    }
     int rc = ml_analysis_run(&in, "fit", &an);
     if (loud)
         ml_diags_print(&an.res.diags, stderr);
     c->a->set.n--;
-    if (rc != ML_EXIT_OK) {
-        const ml_diag *g = ml_diags_first_error(&an.res.diags);
+    probe_read(c, &an.res, rc == ML_EXIT_OK, out);
+    ml_analysis_free(&an);
+}
+
+/* A probe's outcome from a run's result (ok: the run succeeded). */
+static void probe_read(const fit_ctx *c, const pipeline_result *res, bool ok, probe *out) {
+    if (!ok) {
+        const ml_diag *g = ml_diags_first_error(&res->diags);
         if (g)
             ml_diag_format(g, out->why, sizeof out->why);
         else
@@ -159,13 +186,12 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
         /* the torch view's out-of-memory (view_torch.c's message): the value does not fit,
          * which the file's own value may do too without being bad input */
         out->oom = g && strstr(out->why, "would run out of memory") != NULL;
-        ml_analysis_free(&an);
         return;
     }
     out->ok = true;
-    out->n_plans = (int)an.res.items.n;
-    for (size_t k = 0; k < an.res.items.n; k++) {
-        const pipeline_item *it = &ML_VEC_AT(&an.res.items, pipeline_item, k);
+    out->n_plans = (int)res->items.n;
+    for (size_t k = 0; k < res->items.n; k++) {
+        const pipeline_item *it = &ML_VEC_AT(&res->items, pipeline_item, k);
         for (int r = 0; r < it->world; r++) {
             if (it->pred[r].peak[c->view] > out->peak || (k == 0 && r == 0)) {
                 out->peak = it->pred[r].peak[c->view];
@@ -178,7 +204,6 @@ static void probe_at(fit_ctx *c, int64_t v, bool loud, probe *out) {
         out->world = it->world;
     }
     out->fits = out->peak <= c->budget && c->budget - out->peak >= c->reserve + c->context;
-    ml_analysis_free(&an);
 }
 
 /* The file's own value of NAME (at rank 0), as the search's start; 1 when it is below 1. */
@@ -217,6 +242,11 @@ static int start_value(fit_ctx *c, int64_t *out) {
     ml_diags_print(&d, stderr);
     ml_diags_free(&d);
     return rc;
+}
+
+static void fit_ctx_free(fit_ctx *c) {
+    pipeline_sizes_free(c->sizes);
+    sched_free(c->s);
 }
 
 static void bytes_text(uint64_t b, char *buf, size_t len) { ml_human_size(b, buf, len); }
@@ -296,7 +326,7 @@ int cmd_fit(int argc, char **argv) {
     if (rc == ML_EXIT_OK && start_value(&c, &v0) != 0)
         rc = ML_EXIT_INPUT;
     if (rc != ML_EXIT_OK) {
-        sched_free(c.s);
+        fit_ctx_free(&c);
         ml_args_free(&a);
         return rc;
     }
@@ -308,7 +338,7 @@ int cmd_fit(int argc, char **argv) {
     else if (!p0.ok || p0.model_failed) {
         if (c.view == VIEW_TORCH_RESERVED && !p0.model_failed)
             probe_at(&c, v0, true, &p0);   /* quiet above: say why now */
-        sched_free(c.s);
+        fit_ctx_free(&c);
         ml_args_free(&a);
         return ML_EXIT_INPUT;
     }
@@ -354,7 +384,7 @@ int cmd_fit(int argc, char **argv) {
                 ml_report(ML_DIAG_ERROR, NULL, "%s = 1 does not fit in %s: peak %s on rank %d%s%s, "
                           "plus reserves", c.name, b, pk, hi_p.rank,
                           hi_p.n_plans > 1 ? " of plan " : "", hi_p.n_plans > 1 ? hi_p.plan : "");
-            sched_free(c.s);
+            fit_ctx_free(&c);
             ml_args_free(&a);
             return ML_EXIT_EXPECT;
         }
@@ -363,7 +393,7 @@ int cmd_fit(int argc, char **argv) {
         ml_report(ML_DIAG_ERROR, NULL,
                   "%s = %" PRId64 " still fits: the peak does not grow with %s", c.name, hi,
                   c.name);
-        sched_free(c.s);
+        fit_ctx_free(&c);
         ml_args_free(&a);
         return ML_EXIT_INPUT;
     }
@@ -385,12 +415,12 @@ int cmd_fit(int argc, char **argv) {
     probe_at(&c, lo + 1, false, &check_hi);
     if (!check_lo.fits || check_hi.fits) {
         ml_report(ML_DIAG_ERROR, NULL, "the peak is not monotonic in %s near %" PRId64, c.name, lo);
-        sched_free(c.s);
+        fit_ctx_free(&c);
         ml_args_free(&a);
         return ML_EXIT_INPUT;
     }
     rc = print_answer(&c, lo, &check_lo, lo + 1, &check_hi);
-    sched_free(c.s);
+    fit_ctx_free(&c);
     ml_args_free(&a);
     return rc;
 }

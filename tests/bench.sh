@@ -186,6 +186,7 @@ if [ -s "$IMPORTED" ]; then
                (p <= 2 * l) ? "PASS" : "FAIL", p, p / l, l }'
 fi
 ./tests/bench/capture_bench.sh || echo "capture benchmark: a run failed" >&2
+./tests/bench/fit_bench.sh || echo "fit benchmark: a run failed" >&2
 
 # The host backend against a minimal MPI program (wall time, best of 9, 2 ranks).
 ./tests/bench/host_mpi.sh || echo "host backend benchmark: a run failed" >&2

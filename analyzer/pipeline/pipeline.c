@@ -14,13 +14,17 @@ void pipeline_opts_default(pipeline_opts *o) {
     o->timeline = true;
     o->keep_plans = true;
     o->share_offsets = true;
+    o->details = true;
     lint_options_default(&o->lint);
 }
 
-void pipeline_item_free(pipeline_item *it) {
-    if (it->plans)
-        for (int r = 0; r < it->world; r++)
-            plan_free(&it->plans[r]);
+/* predict_rank_forward's what for o. */
+static unsigned pred_what(const pipeline_opts *o) {
+    return (o->timeline ? PRED_TIMELINE : 0u) | (o->details ? 0u : PRED_NUMBERS_ONLY);
+}
+
+/* The prediction and expectations of it, freed (pipeline_item_free's part). */
+static void item_unpredict(pipeline_item *it) {
     if (it->pred) {
         /* a rank's timeline may be an earlier rank's, its base's (predict_rank_shared): freed
          * with that rank's, so left out here (last rank first: the earlier ones still hold
@@ -32,10 +36,21 @@ void pipeline_item_free(pipeline_item *it) {
         for (int r = 0; r < it->world; r++)
             pred_rank_free(&it->pred[r]);
     }
-    free(it->plans);
-    free(it->vary);
     free(it->pred);
     free(it->expects);
+    it->pred = NULL;
+    it->expects = NULL;
+    it->n_expects = 0;
+    it->expect_failures = -1;
+}
+
+void pipeline_item_free(pipeline_item *it) {
+    if (it->plans)
+        for (int r = 0; r < it->world; r++)
+            plan_free(&it->plans[r]);
+    item_unpredict(it);
+    free(it->plans);
+    free(it->vary);
     lint_result_free(&it->lint);
     memset(it, 0, sizeof *it);
 }
@@ -97,7 +112,7 @@ int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_op
         rank_plan *pl = &it->plans[r];
         if (one && r > 0)
             rc = predict_rank_shared(pl, &it->pred[0], fw, &it->pred[r], d);
-        else if (predict_rank_forward(pl, o->timeline, &it->pred[r], one ? &fw : NULL,
+        else if (predict_rank_forward(pl, pred_what(o), &it->pred[r], one ? &fw : NULL,
                                       it->shared || it->vary ? &vary : NULL, d) != 0 ||
                  predict_time(pl, o, &it->pred[r], d) != 0)
             rc = -1;
@@ -252,7 +267,7 @@ static int plan_compact_pass(const sched *s, const sched_params *pw, const pipel
         floor_forward **facts;
         rankshare_base_floor(rs, &vary, &facts);
         predicted = predicted &&
-                    predict_rank_forward(pl, o->timeline, &it->pred[r], facts, vary, &pd) == 0 &&
+                    predict_rank_forward(pl, pred_what(o), &it->pred[r], facts, vary, &pd) == 0 &&
                     predict_time(pl, o, &it->pred[r], &pd) == 0;
     }
     int last = rankshare_base_rank(rs);
@@ -362,17 +377,21 @@ static int select_plans(const sched *s, const char *want, int *first, int *last,
     return k < 0 ? -1 : 0;
 }
 
+static sched_params params_of(const pipeline_input *in) {
+    return (sched_params){.set = (const char **)in->set, .n_set = in->n_set, .world = in->world,
+                          .torch_conf = in->torch_conf, .has_torch_limit = in->has_torch_limit,
+                          .torch_limit = in->torch_limit,
+                          .has_torch_capacity = in->has_torch_capacity,
+                          .torch_capacity = in->torch_capacity, .dtype = in->dtype};
+}
+
 int pipeline_run(const pipeline_input *in, pipeline_result *out) {
     memset(out, 0, sizeof *out);
     ml_vec_init(&out->scheds, sizeof(sched *));
     ml_vec_init(&out->items, sizeof(pipeline_item));
     ml_diags_init(&out->diags);
     ml_diags *d = &out->diags;
-    sched_params p = {.set = (const char **)in->set, .n_set = in->n_set, .world = in->world,
-                      .torch_conf = in->torch_conf, .has_torch_limit = in->has_torch_limit,
-                      .torch_limit = in->torch_limit,
-                      .has_torch_capacity = in->has_torch_capacity,
-                      .torch_capacity = in->torch_capacity, .dtype = in->dtype};
+    sched_params p = params_of(in);
     bool failed = false;
 
     for (size_t f = 0; f < in->n_files; f++) {
@@ -398,6 +417,114 @@ int pipeline_run(const pipeline_input *in, pipeline_result *out) {
             if (pipeline_plan(s, k, &p, world, &in->what, it, d) != 0)
                 failed = true;
         }
+    }
+    return failed || d->errors ? -1 : 0;
+}
+
+/* ---- Many values of one let (fit's probes) ---------------------------------------------------
+ *
+ * pipeline_run at in's values with every plan whole (keep_plans: the full path's expansion,
+ * lint_plans over it, no prediction) is the base. Where every item's ranks are rank 0's
+ * expansion (shared) or copies of it with their own offsets (moved), and plan_sizes_new finds
+ * that the let reaches rank 0's ops only through allocs' sizes, another value's run is the
+ * base with those sizes evaluated again in every rank's ops (the same op indices in each copy)
+ * and the prediction made again (pipeline_predict, the full path's last step). The expansion
+ * is then the one plan_expand gives at that value (plan_shapes.c), and so is lint's walk of it:
+ * lint read nothing that changed (the sized allocs' buffers have no views or releases), so its
+ * verdict is the base's, which had no error (else there is no base). Its warnings and contract
+ * rows are the base's too; a probe reads only the first error, which is then the prediction's,
+ * as in the full run. A size that fails to evaluate gives 1: the full run reports it. */
+static int pipeline_let_index(const sched *s, const char *name) {
+    for (uint32_t k = 0; k < s->n_lets; k++)
+        if (!strcmp(s->lets[k].name, name))
+            return (int)k;
+    return -1;
+}
+
+struct pipeline_sizes {
+    pipeline_result res;      /* the base; its items' predictions are the latest value's */
+    plan_sizes **sizes;       /* per item */
+    int let;
+};
+
+void pipeline_sizes_free(pipeline_sizes *z) {
+    if (!z)
+        return;
+    for (size_t k = 0; k < z->res.items.n; k++)
+        plan_sizes_free(z->sizes[k]);
+    free(z->sizes);
+    pipeline_result_free(&z->res);
+    free(z);
+}
+
+pipeline_sizes *pipeline_sizes_new(const pipeline_input *in, const char *let) {
+    if (!in->loaded || in->n_files != 1)
+        return NULL;
+    pipeline_sizes *z = ml_xcalloc(1, sizeof *z);
+    z->let = pipeline_let_index(in->loaded[0], let);
+    pipeline_input base = *in;
+    base.what.predict = false;
+    base.what.keep_plans = true;
+    base.what.lint_diags = NULL;
+    bool ok = z->let >= 0 && pipeline_run(&base, &z->res) == 0 && z->res.items.n > 0;
+    sched_params p = params_of(in);
+    if (ok)
+        z->sizes = ml_xcalloc(z->res.items.n, sizeof *z->sizes);
+    for (size_t k = 0; ok && k < z->res.items.n; k++) {
+        pipeline_item *it = &ML_VEC_AT(&z->res.items, pipeline_item, k);
+        z->sizes[k] = it->shared || it->moved ? plan_sizes_new(&it->plans[0], &p, z->let) : NULL;
+        ok = z->sizes[k] != NULL;
+    }
+    if (!ok) {
+        pipeline_sizes_free(z);
+        return NULL;
+    }
+    return z;
+}
+
+int pipeline_sizes_run(pipeline_sizes *z, const pipeline_input *in, const pipeline_result **out) {
+    *out = &z->res;
+    ml_diags_free(&z->res.diags);
+    ml_diags_init(&z->res.diags);
+    ml_diags *d = &z->res.diags;
+    sched_params p = params_of(in);
+    const sched *s = in->loaded[0];
+    int64_t *slots = ml_xcalloc(sched_n_slots(s), sizeof *slots);
+    ml_diags quiet;
+    ml_diags_init(&quiet);
+    int rc = 0;
+    for (size_t k = 0; k < z->res.items.n && rc == 0; k++) {
+        pipeline_item *it = &ML_VEC_AT(&z->res.items, pipeline_item, k);
+        if (sched_eval_lets(s, &p, it->world, 0, slots, &quiet) != 0) {
+            rc = 1;
+            break;
+        }
+        if (plan_sizes_eval(z->sizes[k], &it->plans[0], slots) != 0) {
+            rc = 1;
+            break;
+        }
+        /* moved: each rank's copy rewritten; shared: the ranks borrow rank 0's ops, rewritten
+         * once, and keep lets of their own */
+        for (int r = 0; r < it->world; r++) {
+            if (r == 0 || !it->shared)
+                plan_sizes_apply(z->sizes[k], &it->plans[r], slots);
+            else
+                memcpy(it->plans[r].slots + EXPR_SLOT_FIRST_LET, slots + EXPR_SLOT_FIRST_LET,
+                       s->n_lets * sizeof *slots);
+        }
+    }
+    free(slots);
+    ml_diags_free(&quiet);
+    if (rc != 0)
+        return 1;
+    bool failed = false;
+    for (size_t k = 0; k < z->res.items.n; k++) {
+        pipeline_item *it = &ML_VEC_AT(&z->res.items, pipeline_item, k);
+        item_unpredict(it);
+        sched_params pw = p;
+        pw.world = it->world;
+        if (pipeline_predict(it, &pw, &in->what, d) != 0)
+            failed = true;
     }
     return failed || d->errors ? -1 : 0;
 }

@@ -40,6 +40,10 @@ typedef struct {
      * its prediction (rankshare.h); with compact plans, also the ranks of one shape after its
      * first (plan_shapes_new). False: each expands on its own (the tests' reference). */
     bool share_offsets;
+    /* Default true. False: each rank's numbers alone (PRED_NUMBERS_ONLY: no buffers live at
+     * the peaks, no torch details there or segment order), for a command that reads only the
+     * peaks (fit); not for one that reports. */
+    bool details;
 } pipeline_opts;
 
 /* The inputs of a whole run, as plain data (cli converts its options into this). */
@@ -108,6 +112,20 @@ int pipeline_plan(const sched *s, int plan_index, const sched_params *p, int wor
 int pipeline_predict(pipeline_item *it, const sched_params *p, const pipeline_opts *o,
                      ml_diags *d);
 void pipeline_item_free(pipeline_item *it);
+
+/* ---- Many values of one let ----------------------------------------------------------------
+ * For a command that runs the pipeline over one loaded file (in->loaded) at many values of a let
+ * (fit): pipeline_sizes_new expands and lints once at in's values, where the let reaches the
+ * ops only through allocs' sizes (plan_sizes_new; pipeline.c says why that is exact); NULL
+ * otherwise, or where that run fails (then run pipeline_run for each value). pipeline_sizes_run
+ * is pipeline_run for in (the same file and options, another --set of the let): *out its
+ * result (the items' predictions, the diagnostics' first error), valid until the next call.
+ * Returns pipeline_run's 0 or -1, or 1 where this value needs the full run (a size that fails
+ * to evaluate: the full run reports it). */
+typedef struct pipeline_sizes pipeline_sizes;
+pipeline_sizes *pipeline_sizes_new(const pipeline_input *in, const char *let);
+int pipeline_sizes_run(pipeline_sizes *z, const pipeline_input *in, const pipeline_result **out);
+void pipeline_sizes_free(pipeline_sizes *z);
 
 /* ---- Naming inputs ----------------------------------------------------------------------------*/
 /* The index of s's plan called name, -1 when none is. */

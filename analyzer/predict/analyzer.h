@@ -132,7 +132,14 @@ typedef struct {
  * with floor_forward_free) for predict_rank_shared. keep NULL: predict_rank_with. vary
  * (with keep; may be NULL): what the other ranks' plans may have otherwise, for their floors to
  * redo only those ops (floor_rank_record). */
-int predict_rank_forward(const rank_plan *p, bool timeline, pred_rank *out, floor_forward **keep,
+/* what: PRED_TIMELINE keeps the timeline (predict_rank_with's timeline); PRED_NUMBERS_ONLY
+ * leaves out what only a report's details read: the buffers live at the peaks and the torch
+ * view's details there (peak_live, torch->at), and its segment order (torch->order stays
+ * undecided). Every number (steady, peaks, their ops and bounds, the floor, the torch view's
+ * retries) and every error is the same either way: those parts replay ops the pass already
+ * replayed, or run a second model whose numbers are never the prediction's (view_torch.c). */
+enum { PRED_TIMELINE = 1u, PRED_NUMBERS_ONLY = 2u };
+int predict_rank_forward(const rank_plan *p, unsigned what, pred_rank *out, floor_forward **keep,
                          const floor_vary *vary, ml_diags *d);
 void pred_rank_free(pred_rank *r);
 

@@ -176,7 +176,7 @@ int predict_rank(const rank_plan *p, pred_rank *out, ml_diags *d) {
 }
 
 int predict_rank_with(const rank_plan *p, bool timeline, pred_rank *out, ml_diags *d) {
-    return predict_rank_forward(p, timeline, out, NULL, NULL, d);
+    return predict_rank_forward(p, timeline ? PRED_TIMELINE : 0, out, NULL, NULL, d);
 }
 
 /* The floor of p from its forward facts, with the bound every byte count has: 0, or -1 with
@@ -195,7 +195,7 @@ static int floor_of(const rank_plan *p, const floor_forward *fw, floor_forward *
     return 0;
 }
 
-int predict_rank_forward(const rank_plan *p, bool timeline, pred_rank *out, floor_forward **keep,
+int predict_rank_forward(const rank_plan *p, unsigned what, pred_rank *out, floor_forward **keep,
                          const floor_vary *vary, ml_diags *d) {
     if (keep)
         *keep = NULL;
@@ -205,13 +205,16 @@ int predict_rank_forward(const rank_plan *p, bool timeline, pred_rank *out, floo
         out->on[v] = pred_view_on(p, (ml_view_id)v);
     for (int v = 0; v < VIEW_COUNT; v++)
         out->peak_op[v] = SIZE_MAX;
-    if (timeline) {
+    if (what & PRED_TIMELINE) {
         out->timeline = ml_xmalloc((p->n_ops ? p->n_ops : 1) * sizeof *out->timeline);
         out->n_timeline = p->n_ops;
         ml_prefault(out->timeline, out->timeline + p->n_ops);   /* every point is written next */
     }
     replay r;
     int rc = replay_open(&r, p, out->on, d);
+    for (int v = 0; v < MV_COUNT && rc == 0 && (what & PRED_NUMBERS_ONLY); v++)
+        if (r.st[v] && models[v]->numbers_only)
+            models[v]->numbers_only(r.st[v]);
     /* A bounded view's hardware peak lies between the highest lower bound and the highest upper
      * bound over all ops; both equal the model's peak wherever it is exact. */
     uint64_t lo_max[MV_COUNT] = {0}, hi_max[MV_COUNT] = {0};
@@ -287,7 +290,7 @@ int predict_rank_forward(const rank_plan *p, bool timeline, pred_rank *out, floo
         if (out->exact[v])
             out->peak_lo[v] = out->peak_hi[v] = out->peak[v];
     }
-    if (peak_sets(p, out, d) < 0) {
+    if (!(what & PRED_NUMBERS_ONLY) && peak_sets(p, out, d) < 0) {
         floor_forward_free(fw);
         pred_rank_free(out);
         return -1;

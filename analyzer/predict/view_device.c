@@ -99,4 +99,4 @@ static void dev_close(void *state) {
 
 const pred_view_model pred_view_device = {
     dev_open, dev_apply, dev_bounds, NULL, dev_close,
-    PRED_KIND(OP_ALLOC) | PRED_KIND(OP_FREE) | PRED_KIND(OP_RELEASE), NULL};
+    PRED_KIND(OP_ALLOC) | PRED_KIND(OP_FREE) | PRED_KIND(OP_RELEASE), NULL, NULL};

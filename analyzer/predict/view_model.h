@@ -29,6 +29,9 @@ typedef struct {
     /* Optional: what the whole replay found, after its last op (the torch view's segment
      * order, view_torch.c). */
     void (*finish)(void *st, pred_rank *out);
+    /* Optional, right after open: only the numbers will be read (PRED_NUMBERS_ONLY), so work
+     * kept for the details alone may stop (the torch view's second segment order). */
+    void (*numbers_only)(void *st);
 } pred_view_model;
 _Static_assert(OP_KIND_COUNT <= 32, "pred_view_model.kinds holds one bit per op kind");
 #define PRED_KIND(k) (1u << (k))

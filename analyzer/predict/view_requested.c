@@ -71,4 +71,4 @@ static void req_close(void *state) {
 
 const pred_view_model pred_view_requested = {
     req_open, req_apply, NULL, NULL, req_close,
-    PRED_KIND(OP_ALLOC) | PRED_KIND(OP_FREE) | PRED_KIND(OP_RELEASE), NULL};
+    PRED_KIND(OP_ALLOC) | PRED_KIND(OP_FREE) | PRED_KIND(OP_RELEASE), NULL, NULL};

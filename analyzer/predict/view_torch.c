@@ -312,6 +312,11 @@ static void torch_close(void *state) {
     free(st);
 }
 
+/* No second segment order: its model's numbers only ever fill pred_torch_order. */
+static void torch_numbers_only(void *state) {
+    torchalloc_watch_ties(((torch_state *)state)->ta, 0);
+}
+
 const pred_view_model pred_view_torch = {
     torch_open, torch_apply, NULL, torch_at_peak, torch_close, 0,   /* streams, events, syncs too */
-    torch_finish};
+    torch_finish, torch_numbers_only};

@@ -129,6 +129,10 @@ struct torchalloc {
     /* At least the largest free gap inside any live heap below the region (torchplace.c): a
      * request larger than it skips the walk over the heaps. UINT64_MAX: not known. */
     uint64_t heap_gap;
+    /* Until a segment is dropped (heaps_split), the live heaps below the region are one run
+     * [region - heaps_span, region), each new one right below the last (torchplace.c). */
+    uint64_t heaps_span;
+    bool heaps_split;
     tuse *u;
     size_t nu, capu;
     int32_t free_u;

@@ -78,6 +78,7 @@ static uint64_t room_in(const torchalloc *ta, int32_t k, uint64_t lo, uint64_t h
 }
 
 void ta_place_dropped(torchalloc *ta, const tseg *s) {
+    ta->heaps_split = true;   /* its heap may go: free_run's walk from now on */
     /* the gap it leaves is at most its heap: a bound, made exact again by the next full walk */
     if (placed(s) && s->heap < REGION && s->heap_end - s->heap > ta->heap_gap)
         ta->heap_gap = s->heap_end - s->heap;
@@ -175,7 +176,15 @@ uint64_t ta_place_segment(torchalloc *ta, uint64_t size, uint64_t *heap, uint64_
     uint64_t span = (size + CHUNK - 1) / CHUNK * CHUNK;
     if (span < size)
         return 0;
-    uint64_t a = free_run(ta, span);
+    /* Heaps made only by this walk and none gone are one run below the region: the walk from
+     * the region's base passes every one of them and stops below the lowest (no heap there to
+     * pass over), or finds no room, where the span is above that lowest start. So its answer is
+     * known without it: a placement among thousands of heaps (a long captured step) each
+     * walked them all. */
+    uint64_t low = REGION - ta->heaps_span;
+    uint64_t a = ta->heaps_split ? free_run(ta, span) : span <= low ? low - span : 0;
+    if (a && !ta->heaps_split)
+        ta->heaps_span += span;
     if (a) {
         *heap = a;
         *heap_end = a + span;

@@ -229,6 +229,24 @@ int plan_shape(const plan_shapes *sh, int rank);
  * rewrite it into every rank of its shape. */
 plan_offsets *plan_shapes_offsets(plan_shapes *sh, const rank_plan *base);
 void plan_shapes_free(plan_shapes *sh);
+/* The expansion at other values of one let, where the let reaches the ops only through allocs'
+ * sizes (plan_shapes.c says when that holds and why it is exact): fit's probes expand and lint
+ * once. NULL where some other value of an op, or of what is evaluated beside the plan, may
+ * depend on the let (then each value expands on its own). p: a whole expansion with params;
+ * let: the let's index in p->s. */
+typedef struct plan_sizes plan_sizes;
+plan_sizes *plan_sizes_new(const rank_plan *p, const sched_params *params, int let);
+/* The sized allocs' bytes and counts at slots (sched_eval_lets' values for another value of
+ * the let), evaluated on p (the expansion z was made from, or a copy of it), kept in z for
+ * plan_sizes_apply. -1 where one fails to evaluate (plan_expand reports the error). */
+int plan_sizes_eval(plan_sizes *z, const rank_plan *p, const int64_t *slots);
+/* Rewrites p (the expansion z was made from, a plan_share or plan_copy of it, or one rewritten
+ * before) into the expansion at slots, whose plan_sizes_eval succeeded: the lets' slots and the
+ * sized allocs' bytes and counts. */
+void plan_sizes_apply(const plan_sizes *z, rank_plan *p, const int64_t *slots);
+/* How many allocs plan_sizes_apply rewrites (for tests). */
+size_t plan_sizes_count(const plan_sizes *z);
+void plan_sizes_free(plan_sizes *z);
 /* Ranks of a subset shape. A rank r whose `when:`s that are true are all true on a base b
  * (mask(r) within mask(b)) expands to b's ops without those of the occurrences true on b and
  * false on r (plan_when_at), but for the offsets and in-place flags po rewrites; plan.c says

@@ -37,7 +37,21 @@ typedef struct {
      * NULL: a `when:` naming rank is refused like any expression. */
     ml_vec *whens;            /* const expr * */
     const sched *s;           /* whens: for the slot layout */
+    /* plan_sizes_new: the slots asked about instead of rank (on[0..n_on)), and allocs' bytes
+     * and counts left out of the walk (sizes) */
+    const int *on;
+    int n_on;
+    bool sizes;
 } rank_memo;
+
+static bool uses_any(const rank_memo *m, const expr *e) {
+    if (!m->on)
+        return expr_uses_slot(e, EXPR_SLOT_RANK);
+    for (int k = 0; k < m->n_on; k++)
+        if (expr_uses_slot(e, m->on[k]))
+            return true;
+    return false;
+}
 
 static bool uses_rank(rank_memo *m, const expr *e) {
     if (!e)
@@ -45,7 +59,7 @@ static bool uses_rank(rank_memo *m, const expr *e) {
     size_t h = ((uintptr_t)e >> 4) & 63;
     if (m->e[h] != e) {
         m->e[h] = e;
-        m->uses[h] = expr_uses_slot(e, EXPR_SLOT_RANK);
+        m->uses[h] = uses_any(m, e);
         m->seen[h] = false;
     }
     return m->uses[h];
@@ -87,7 +101,7 @@ static bool step_uses_rank(rank_memo *m, const sched_step *st) {
         return true;
     switch (st->kind) {
     case ST_ALLOC:
-        return uses_rank(m, st->u.alloc.bytes) || uses_rank(m, st->u.alloc.count) ||
+        return (!m->sizes && (uses_rank(m, st->u.alloc.bytes) || uses_rank(m, st->u.alloc.count))) ||
                uses_rank(m, st->u.alloc.chunks) ||
                (st->u.alloc.init.kind == INIT_COPY && view_uses_rank(m, st->u.alloc.init.src));
     case ST_RELEASE:
@@ -740,4 +754,213 @@ void plan_op_slots(const rank_plan *p, const plan_op *op, int64_t *slots) {
         return;
     size_t k = (size_t)(op - p->ops);
     memcpy(slots + EXPR_SLOT_FIRST_LET + p->s->n_lets, p->index_vals + k * ni, ni * sizeof *slots);
+}
+
+/* ---- Other values of a let that only sizes read ----------------------------------------------
+ *
+ * A let enters plan_expand only through the slots: its own, and those of the lets after it
+ * whose trees name it (or that a --set replaces: taken as naming it, unread). Call those the
+ * let's slots. Where no expression plan_expand evaluates names one of them but allocs' bytes
+ * and counts (steps_use_rank in sizes mode: `when:`s, repeat counts, views, roots, chunks and
+ * compute times included), nor one evaluated beside the plan at the same values (the torch
+ * limit and capacity, `link:`, `requires:`, the mesh and the communicators), the expansion at
+ * another value walks the same steps in the same order with the same values, but for the bytes
+ * and counts of the allocs whose trees name them (the sized allocs). Those also give the
+ * buffer's shape that a view without a written count resolves against; so where no op names a
+ * sized alloc's buffer before the next alloc of its name but a free or a record_stream (no
+ * collective, init, copy, scale, check, compute or release: a release's chunks are cut from the
+ * bytes), none has chunks, and no expect_error is in the plan (its refused op's message may
+ * read a size), every other op is the same at every value. The expansion at another value is
+ * then p's ops with the sized allocs' bytes and counts evaluated again, as expand_alloc does,
+ * and the lets replaced; an evaluation that fails there is one plan_expand reports, so it is
+ * left to it. Lint reads an alloc's bytes and count only for the views and releases of its
+ * buffer (lint.c: view bounds, released chunks), so its verdicts are the same at every value. */
+typedef struct {
+    uint64_t bytes, count;
+} plan_sized;
+
+struct plan_sizes {
+    ml_vec ops;               /* size_t: the sized allocs, increasing */
+    ml_vec vals;              /* plan_sized: their values at the last plan_sizes_eval */
+};
+
+/* The lets that a --set replaces, by index (1: replaced). */
+static void replaced_lets(const sched *s, const sched_params *params, bool *out) {
+    for (size_t j = 0; params && j < params->n_set; j++) {
+        const char *eq = strchr(params->set[j], '=');
+        size_t len = eq ? (size_t)(eq - params->set[j]) : strlen(params->set[j]);
+        for (uint32_t k = 0; k < s->n_lets; k++)
+            if (strlen(s->lets[k].name) == len && !memcmp(s->lets[k].name, params->set[j], len))
+                out[k] = true;
+    }
+}
+
+/* What is evaluated beside the plan at the plan's values names none of memo's slots. */
+static bool beside_plan_alike(const sched *s, const sched_params *params, rank_memo *m) {
+    if (s->torch.limit && !(params && params->has_torch_limit) && uses_rank(m, s->torch.limit))
+        return false;
+    if (s->torch.capacity && !(params && params->has_torch_capacity) &&
+        uses_rank(m, s->torch.capacity))
+        return false;
+    if (uses_rank(m, s->link_alpha_us) || uses_rank(m, s->link_busbw_gbps) ||
+        uses_rank(m, s->requires_world))
+        return false;
+    for (uint32_t k = 0; k < s->n_mesh; k++)
+        if (uses_rank(m, s->mesh[k].size))
+            return false;
+    for (uint32_t k = 0; k < s->n_comms; k++) {
+        const sched_comm *c = &s->comms[k];
+        if (uses_rank(m, c->color) || uses_rank(m, c->key))
+            return false;
+        for (uint32_t j = 0; j < c->n_ranks; j++)
+            if (uses_rank(m, c->ranks[j]))
+                return false;
+    }
+    return true;
+}
+
+/* The sized allocs of p, or NULL where some op names a sized alloc's buffer otherwise than by
+ * a free or record_stream, a sized alloc has chunks, or an expect_error is among the ops. */
+static plan_sizes *sized_allocs(const rank_plan *p, rank_memo *m) {
+    uint32_t n_bufs = p->s->syms[SYM_BUFFER].n;
+    bool *sized = ml_xcalloc(n_bufs + 1, sizeof *sized);   /* the buffer's latest alloc is */
+    plan_sizes *z = ml_xcalloc(1, sizeof *z);
+    ml_vec_init(&z->ops, sizeof(size_t));
+    ml_vec_init(&z->vals, sizeof(plan_sized));
+    ml_vec dyn;
+    ml_vec_init(&dyn, sizeof(plan_access));
+    bool ok = true;
+    for (size_t i = 0; i < p->n_ops && ok; i++) {
+        const plan_op *op = &p->ops[i];
+        if (op->kind == OP_ALLOC) {
+            const sched_step *st = op->step;
+            bool is = uses_rank(m, st->u.alloc.bytes) || uses_rank(m, st->u.alloc.count);
+            ok = !is || op->u.alloc.chunks == 0;
+            if (op->u.alloc.buf < n_bufs)
+                sized[op->u.alloc.buf] = is;
+            if (is)
+                *(size_t *)ml_vec_push(&z->ops) = i;
+            continue;
+        }
+        if (op->kind == OP_EXPECT_BEGIN) {
+            ok = false;
+        } else if (op->kind == OP_RELEASE) {
+            ok = op->u.release.buf >= n_bufs || !sized[op->u.release.buf];
+        } else {
+            plan_access fixed[PLAN_FIXED_ACCESSES];
+            const plan_access *acc;
+            size_t n = plan_op_accesses(p, op, fixed, &acc, &dyn);
+            for (size_t k = 0; k < n && ok; k++)
+                ok = acc[k].v->buf >= n_bufs || !sized[acc[k].v->buf];
+        }
+    }
+    ml_vec_free(&dyn);
+    free(sized);
+    if (!ok) {
+        plan_sizes_free(z);
+        return NULL;
+    }
+    return z;
+}
+
+plan_sizes *plan_sizes_new(const rank_plan *p, const sched_params *params, int let) {
+    const sched *s = p->s;
+    if (p->kept_at || p->absent || let < 0 || (uint32_t)let >= s->n_lets)
+        return NULL;
+    bool *replaced = ml_xcalloc(s->n_lets, sizeof *replaced);
+    replaced_lets(s, params, replaced);
+    int *on = ml_xmalloc(s->n_lets * sizeof *on);
+    rank_memo m = {.on = on, .n_on = 0, .sizes = true};
+    on[m.n_on++] = EXPR_SLOT_FIRST_LET + let;
+    for (uint32_t k = (uint32_t)let + 1; k < s->n_lets; k++)
+        if (replaced[k] || uses_any(&m, s->lets[k].value))
+            on[m.n_on++] = EXPR_SLOT_FIRST_LET + (int)k;
+    /* The let's slots have one value on every rank at every value: none of them names rank,
+     * nor a let that does (p's ranks may share one expansion at this value, and a size of
+     * `rank * (M - 1)` would tell them apart at another). The let itself is the caller's
+     * constant; any other let a --set replaces is taken as naming rank. */
+    int *ranked = ml_xmalloc((s->n_lets + 1) * sizeof *ranked);
+    rank_memo rm = {.on = ranked, .n_on = 0};
+    ranked[rm.n_on++] = EXPR_SLOT_RANK;
+    for (uint32_t k = 0; k < s->n_lets; k++)
+        if ((int)k != let && (replaced[k] || uses_any(&rm, s->lets[k].value)))
+            ranked[rm.n_on++] = EXPR_SLOT_FIRST_LET + (int)k;
+    bool alike = true;
+    for (int j = 1; j < m.n_on && alike; j++)
+        for (int q = 1; q < rm.n_on && alike; q++)
+            alike = on[j] != ranked[q];
+    free(ranked);
+    free(replaced);
+    const sched_plan *pl = &s->plans[p->plan_index];
+    plan_sizes *z = NULL;
+    if (alike && !steps_use_rank(&m, pl->steps, pl->n) && beside_plan_alike(s, params, &m))
+        z = sized_allocs(p, &m);
+    free(on);
+    return z;
+}
+
+int plan_sizes_eval(plan_sizes *z, const rank_plan *p, const int64_t *slots) {
+    const sched *s = p->s;
+    size_t n_slots = sched_n_slots(s);
+    int64_t *at = ml_xmalloc(n_slots * sizeof *at);
+    memcpy(at, p->slots, n_slots * sizeof *at);
+    memcpy(at + EXPR_SLOT_FIRST_LET, slots + EXPR_SLOT_FIRST_LET, s->n_lets * sizeof *slots);
+    /* a tree's value, where no repeat index can change it: a capture's thousands of sizes are a
+     * handful of trees (the loader shares one among the steps that write the same text) */
+    struct {
+        const expr *e;
+        int64_t v;
+    } memo[64] = {{0}};
+    z->vals.n = 0;
+    int rc = 0;
+    for (size_t k = 0; k < z->ops.n && rc == 0; k++) {
+        const plan_op *op = &p->ops[ML_VEC_AT(&z->ops, size_t, k)];
+        const sched_step *st = op->step;
+        const expr *e = st->u.alloc.count ? st->u.alloc.count : st->u.alloc.bytes;
+        size_t h = ((uintptr_t)e >> 4) & 63;
+        uint32_t esize = ml_dtypes[op->u.alloc.dtype].size;
+        int64_t v;
+        if (!s->n_index && memo[h].e == e) {
+            v = memo[h].v;
+        } else {
+            expr_error err;
+            plan_op_slots(p, op, at);
+            if (expr_eval(e, at, &v, &err) != 0) {
+                rc = -1;
+                break;
+            }
+            memo[h].e = e;
+            memo[h].v = v;
+        }
+        /* expand_alloc's arithmetic; its errors are plan_expand's to report */
+        if (v < 0 || (st->u.alloc.count && (uint64_t)v > UINT64_MAX / esize))
+            rc = -1;
+        else if (st->u.alloc.count)
+            *(plan_sized *)ml_vec_push(&z->vals) = (plan_sized){(uint64_t)v * esize, (uint64_t)v};
+        else
+            *(plan_sized *)ml_vec_push(&z->vals) = (plan_sized){(uint64_t)v, (uint64_t)v / esize};
+    }
+    free(at);
+    return rc;
+}
+
+void plan_sizes_apply(const plan_sizes *z, rank_plan *p, const int64_t *slots) {
+    memcpy(p->slots + EXPR_SLOT_FIRST_LET, slots + EXPR_SLOT_FIRST_LET,
+           p->s->n_lets * sizeof *slots);
+    for (size_t k = 0; k < z->ops.n; k++) {
+        plan_op *op = &p->ops[ML_VEC_AT(&z->ops, size_t, k)];
+        const plan_sized *v = &ML_VEC_AT(&z->vals, plan_sized, k);
+        op->u.alloc.bytes = v->bytes;
+        op->u.alloc.count = v->count;
+    }
+}
+
+size_t plan_sizes_count(const plan_sizes *z) { return z->ops.n; }
+
+void plan_sizes_free(plan_sizes *z) {
+    if (!z)
+        return;
+    ml_vec_free(&z->ops);
+    ml_vec_free(&z->vals);
+    free(z);
 }

@@ -5,9 +5,9 @@
 # compute, Adam) as rank 0 of world 64, captured on the virtual device (no GPU), then predicted.
 # Targets: the capture in at most 60 s of wall time, the prediction of its schedule in at most
 # 1 s of CPU time (both on the 2-core CPU machine). Then the same step captured at MBS 1, 2, 4
-# (--vary) and `fit --vary MBS --budget 80GiB --gpu h100-80gb` on it: the whole search (a probe
-# per value tried, each an expansion, lint and prediction in the torch view under the limit) in
-# at most 1 s of CPU time.
+# (--vary) and `fit --vary MBS --budget 80GiB --gpu h100-80gb` on it: the whole search (a
+# prediction in the torch view under the limit per value tried; MBS only in sizes, so one
+# expansion and lint serve them all) in at most 1 s of CPU time.
 cd "$(dirname "$0")/../.." || exit 2
 [ -x .venv/bin/python ] && export PATH="$PWD/.venv/bin:$PATH"
 if ! python3 -c 'import torch' 2>/dev/null; then
