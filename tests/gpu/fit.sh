@@ -91,10 +91,10 @@ for m in "${MODES[@]}"; do
         done
     done
 done
-# six processes at once (each under 5 GiB of the GPU; CPU-bound start-up overlaps)
+# eight processes at once (each under 5 GiB of the GPU; CPU-bound start-up overlaps)
 export tmp
 # shellcheck disable=SC2016
-xargs -P 6 -L 1 bash -c 'timeout 300 python3 tests/capture/run_real.py '"$P"' "${@:1}" >"$tmp/run_$0.json" 2>"$tmp/run_$0.err"' <"$tmp/jobs"
+xargs -P 8 -L 1 bash -c 'timeout 300 python3 tests/capture/run_real.py '"$P"' "${@:1}" >"$tmp/run_$0.json" 2>"$tmp/run_$0.err"' <"$tmp/jobs"
 # alone on the GPU: NVML's used memory is the device's, every process's
 idle=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
 # shellcheck disable=SC2086
