@@ -335,6 +335,7 @@ static int bench_all(bench_ctx *c, const bench_opts *o) {
     }
     sched_params params = ml_args_params(c->a);
     c->job.opt.params = &params;
+    c->job.opt.world_split_share = rt_sched_splits_share(c->s);
     if (rt_job_start(&c->job) != 0)
         return ML_EXIT_RUNTIME;
     bench_options bo;

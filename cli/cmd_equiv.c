@@ -265,6 +265,8 @@ static int equiv_main(equiv_opts *o, ml_args *a, int argc, char **argv) {
         rt_options_default(&c.job.opt);
         ml_backend_opts_apply(&a->backend, c.job.be, &c.job.opt);
         c.job.opt.params = &params;
+        c.job.opt.world_split_share = rt_sched_splits_share(side[0]->plans[0].s) &&
+                                      rt_sched_splits_share(side[1]->plans[0].s);
         c.kernels = o->kernels && !knote[0];
         equiv_run_kernels kr;
         rc = equiv_run_data(&c, side, result, r.rtol, r.atol, &r.data, &kr, &prov);

@@ -286,6 +286,9 @@ static int run_all(rt_job *c, ml_args *a, const pipeline_opts *ao) {
     }
     sched_params params = ml_args_params(a);
     c->opt.params = &params;
+    c->opt.world_split_share = an.res.items.n > 0;
+    for (size_t k = 0; k < an.res.items.n; k++)
+        c->opt.world_split_share &= rt_sched_splits_share(ML_VEC_AT(&an.res.items, pipeline_item, k).s);
     if (rt_job_start(c) != 0) {
         ml_analysis_free(&an);
         return ML_EXIT_RUNTIME;

@@ -56,6 +56,13 @@ void rt_options_default(rt_options *o) {
     o->delay_at_init = false;
 }
 
+bool rt_sched_splits_share(const sched *s) {
+    bool all = s->n_comms > 1;
+    for (uint32_t c = 1; c < s->n_comms && all; c++)
+        all = s->comms[c].share;
+    return all;
+}
+
 uint64_t rt_chunk_bytes(uint64_t bytes, uint32_t chunks, uint32_t k) {
     if (chunks <= 1)
         return k == 0 ? bytes : 0;

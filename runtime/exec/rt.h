@@ -126,7 +126,15 @@ typedef struct {
     bool delay_at_init;        /* delay=R@init: before the backend's communicator set-up */
     const char *stream_order;  /* host: NULL or "program", "reverse", "shuffle[:SEED]"
                                   (backends/host_streams.h) */
+    /* cuda: the world communicator made with NCCL's splitShare. NCCL shares a split's resources
+     * by its parent's setting, not the split's own, so `share:` on the communicators split from
+     * the world is told to NCCL here (rt_sched_splits_share). */
+    bool world_split_share;
 } rt_options;
+
+/* Whether every communicator split from s's world asks to share its resources (`share: true`,
+ * at least one such communicator). */
+bool rt_sched_splits_share(const sched *s);
 void rt_options_default(rt_options *o);
 
 /* Backend interface. Every call returns 0 or -1 with a message in err (lowercase, specific:

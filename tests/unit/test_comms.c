@@ -6,6 +6,7 @@
  * in the order written. */
 #include "testutil.h"
 #include "ir/comms.h"
+#include "exec/rt.h"
 
 #include <stdlib.h>
 
@@ -258,6 +259,28 @@ static void errors(void **state) {
                  "t.yaml:3:3: error: communicator 'trio': rank 1 is listed twice");
 }
 
+/* NCCL shares a split's resources by its parent's splitShare: the world is made with it only
+ * where every communicator split from it asks to share (rt_sched_splits_share); none split, or
+ * the asks mixed, and it is not. */
+static void splits_share(void **state) {
+    (void)state;
+    static const char *const cases[][2] = {
+        {"world: 2\nsteps:\n  - alloc: {buf: x, count: 4}\n", "no"},
+        {"world: 2\ncomms:\n  a: {ranks: [0], share: true}\n  b: {ranks: [1], share: true}\n"
+         "steps:\n  - alloc: {buf: x, count: 4}\n", "yes"},
+        {"world: 2\ncomms:\n  a: {ranks: [0], share: true}\n  b: {ranks: [1]}\n"
+         "steps:\n  - alloc: {buf: x, count: 4}\n", "no"},
+        {"world: 2\ncomms:\n  a: {ranks: [0]}\n"
+         "steps:\n  - alloc: {buf: x, count: 4}\n", "no"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        loaded t;
+        load(&t, cases[k][0], 0);
+        assert_int_equal(rt_sched_splits_share(t.s), !strcmp(cases[k][1], "yes"));
+        unload(&t);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mesh_2x2),
@@ -268,6 +291,7 @@ int main(void) {
         cmocka_unit_test(world_only),
         cmocka_unit_test(resolved_per_world),
         cmocka_unit_test(errors),
+        cmocka_unit_test(splits_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

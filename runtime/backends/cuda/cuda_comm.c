@@ -16,7 +16,9 @@
  * A schedule's communicators (comm:) are split from the world before the warm-up, in the
  * schedule's order: ncclCommSplit(world, color = the rank's group or NCCL_SPLIT_NOCOLOR, key =
  * its rank in the group, splitShare = `share:`), every local rank's inside one group in the
- * single-process mode; each is a stage of the communicator's bytes ("split NAME"), its warm-up
+ * single-process mode. NCCL shares a split's resources by the parent's splitShare, not the
+ * split's: the world is made with it (ncclCommInitRankConfig) where every split asks to share
+ * (rt_options.world_split_share); a schedule that mixes `share:` values shares nothing; each is a stage of the communicator's bytes ("split NAME"), its warm-up
  * collectives another ("NAME colls"); a collective runs on its op's communicator; teardown
  * destroys the splits before the world. */
 #include "backends/cuda/cuda_int.h"
@@ -199,6 +201,32 @@ static int context_and_baseline(cu_rank *cr, char *err, size_t len) {
     return 0;
 }
 
+/* ncclCommInitAll's communicators made with config.splitShare = 1: what ncclCommInitAll does
+ * (one id, a group of ncclCommInitRank over the devices, the caller's device kept), with the
+ * config that lets the splits of the world share its resources (rt_options.world_split_share). */
+static ncclResult_t init_all_sharing(ncclComm_t *comms, int n, const int *devs) {
+    ncclUniqueId id;
+    ncclResult_t res = ncclGetUniqueId(&id);
+    if (res != ncclSuccess)
+        return res;
+    ncclConfig_t *configs = ml_xcalloc((size_t)n, sizeof *configs);   /* alive past the group */
+    int dev = 0;
+    (void)cudaGetDevice(&dev);
+    res = ncclGroupStart();
+    for (int i = 0; i < n && res == ncclSuccess; i++) {
+        configs[i] = (ncclConfig_t)NCCL_CONFIG_INITIALIZER;
+        configs[i].splitShare = 1;
+        if (cudaSetDevice(devs[i]) != cudaSuccess)
+            res = ncclUnhandledCudaError;
+        else
+            res = ncclCommInitRankConfig(&comms[i], n, id, i, &configs[i]);
+    }
+    ncclResult_t end = ncclGroupEnd();   /* closed even after a failed call inside it */
+    (void)cudaSetDevice(dev);
+    free(configs);
+    return res != ncclSuccess ? res : end;
+}
+
 static int init_single_process(int devices, char *err, size_t len) {
     int n = cu_g.n_local;
     if (n < 1 || n > 4096) {
@@ -226,7 +254,8 @@ static int init_single_process(int devices, char *err, size_t len) {
          * device or link, which would otherwise hold NCCL's init forever. */
         double deadline = cu_g.opt.timeout_s > 0 ? cu_g.opt.timeout_s : 60;
         int armed = rt_watchdog_arm(deadline, cu_g.first_rank, "ncclCommInitAll", NULL);
-        ncclResult_t res = ncclCommInitAll(comms, n, devs);
+        ncclResult_t res = cu_g.opt.world_split_share ? init_all_sharing(comms, n, devs)
+                                                      : ncclCommInitAll(comms, n, devs);
         if (armed == 0)
             rt_watchdog_disarm();
         if (res != ncclSuccess)
@@ -315,7 +344,11 @@ static int init_mpi(int devices, char *err, size_t len) {
     double deadline = cu_g.opt.timeout_s > 0 ? cu_g.opt.timeout_s : 60;
     int armed = rt_watchdog_arm(deadline, cr->rank, "ncclCommInitRank (every rank joins)",
                                 rt_mpi_abort);
-    ncclResult_t res = ncclCommInitRank(&cr->comm, cu_g.world, id, cr->rank);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.splitShare = 1;   /* rt_options.world_split_share: the splits share the world's */
+    ncclResult_t res = cu_g.opt.world_split_share
+                           ? ncclCommInitRankConfig(&cr->comm, cu_g.world, id, cr->rank, &config)
+                           : ncclCommInitRank(&cr->comm, cu_g.world, id, cr->rank);
     if (armed == 0)
         rt_watchdog_disarm();
     if (res != ncclSuccess) {
